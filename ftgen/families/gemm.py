@@ -1,0 +1,273 @@
+"""``gemm``: C = alpha * A @ B + beta * C.
+
+Two backends, chosen by precision and scheme:
+
+* ``simt`` — the step-wise hand-written kernels of seed 000 (fp32, fp64): threadblock tiles in
+  shared memory (double buffered, A stored transposed with a padded row), warp tiles, thread tiles
+  in registers (double-buffered fragments), 128-bit loads, any M, N, K. Protection: ABFT at
+  thread, warp and threadblock level fused into the kernel, and the non-fused baseline.
+* ``cutlass`` — CUTLASS tensor-op kernels (tf32, fp16, bf16, fp64) emitted through
+  ``cutlass_library``, carrying TMR (seed 004). Implemented in :mod:`ftgen.families.gemm_cutlass`.
+
+Kernel names (the identity of a variant)::
+
+    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>[_inj]      (simt)
+
+``<protection>`` is ``none`` or ``<scheme>-<level>[-detect][-i<interval>][-th<threshold>]``
+(see :meth:`Protection.token`); ``_inj`` marks a build with fault injection compiled in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any, Mapping
+
+from .base import (
+    PRECISION_CTYPE,
+    PRECISION_TAG,
+    UNIT_ROUNDOFF,
+    EmittedVariant,
+    Family,
+    LauncherSignature,
+    Param,
+    Protection,
+    Variant,
+    power_of_two,
+)
+
+SIMT_PRECISIONS = ("fp32", "fp64")
+CUTLASS_PRECISIONS = ("tf32", "fp16", "bf16", "fp64")
+
+SIMT_PARAMS = (
+    Param("m_tb", int, (128,), "threadblock tile rows", check=power_of_two),
+    Param("n_tb", int, (128,), "threadblock tile columns", check=power_of_two),
+    Param("k_tb", int, (8,), "threadblock tile depth (k-tile)", check=power_of_two),
+    Param("m_w", int, (32,), "warp tile rows", check=power_of_two),
+    Param("n_w", int, (64,), "warp tile columns", check=power_of_two),
+    Param("m_t", int, (8,), "thread tile rows (registers)", check=power_of_two),
+    Param("n_t", int, (8,), "thread tile columns (registers)", check=power_of_two),
+)
+
+ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
+TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
+
+MAX_STATIC_SMEM = 48 * 1024
+TOL_C1 = 8.0  # verification tolerance: TOL_C1 * u * sqrt(k) + TOL_C0 * u (see GemmFamily.tolerance)
+TOL_C0 = 16.0
+MAX_REGS = 255
+
+
+def _cutlass_backend():
+    """The CUTLASS backend module, or None when it is not part of this build of ftgen."""
+    try:
+        return importlib.import_module(".gemm_cutlass", __package__)
+    except ModuleNotFoundError as e:  # pragma: no cover - only while the backend is absent
+        if e.name and e.name.endswith("gemm_cutlass"):
+            return None
+        raise
+
+
+class SimtGeometry:
+    """Derived quantities of a SIMT variant, shared by constraints and templates."""
+
+    def __init__(self, v: Variant):
+        self.elem_bytes = 8 if v.precision == "fp64" else 4
+        self.vec = 16 // self.elem_bytes  # elements per 128-bit access
+        p = v.param_dict
+        self.MT, self.NT, self.KT = p["m_tb"], p["n_tb"], p["k_tb"]
+        self.MW, self.NW, self.mt, self.nt = p["m_w"], p["n_w"], p["m_t"], p["n_t"]
+        self.warps_m = self.MT // self.MW if self.MW else 0
+        self.warps_n = self.NT // self.NW if self.NW else 0
+        self.threads = self.warps_m * self.warps_n * 32
+        self.TM = self.MW // self.mt if self.mt else 0  # threads of a warp along m
+        self.TN = self.NW // self.nt if self.nt else 0  # threads of a warp along n
+        self.VM = min(self.vec, self.mt)  # fragment vector widths
+        self.VN = min(self.vec, self.nt)
+        self.VA = min(self.vec, self.KT)  # global load vector widths (A along k, B along n)
+        self.VB = min(self.vec, self.NT)
+        self.pad_a = self.vec  # one 16-byte vector of padding per As row
+        self.smem_bytes = 2 * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes
+        a_vecs = self.MT * self.KT // self.VA
+        b_vecs = self.KT * self.NT // self.VB
+        self.a_loads = -(-a_vecs // self.threads) if self.threads else 0
+        self.b_loads = -(-b_vecs // self.threads) if self.threads else 0
+        words = self.elem_bytes // 4
+        # accumulators + two fragment buffers + global staging, in 32-bit registers, plus overhead
+        self.regs_estimate = words * (
+            self.mt * self.nt + 2 * (self.mt + self.nt) + self.a_loads * self.VA + self.b_loads * self.VB
+        ) + 40
+
+        # aim for two resident blocks of up to 256 threads when the accumulators leave room
+        self.min_blocks = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 160 else 1
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items()}
+
+
+class GemmFamily(Family):
+    name = "gemm"
+    description = "C = alpha*A@B + beta*C; SIMT kernels (seed 000) with fused ABFT, CUTLASS tensor-op kernels with TMR (seed 004)"
+    shape_keys = ("m", "n", "k")
+    precisions = ("fp32", "fp64", "tf32", "fp16", "bf16")
+    schemes = {"none": (), "abft": ABFT_LEVELS, "tmr": TMR_LEVELS}
+    default_shapes = ({"m": 4096, "n": 4096, "k": 4096}, {"m": 1000, "n": 1234, "k": 777})
+    reference_lib = "cublas"
+    template_dir = "gemm"
+
+    # ---- backends -------------------------------------------------------------------------
+    def backend(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> str:
+        if precision in SIMT_PRECISIONS and protection.scheme != "tmr" and params.get("backend", "simt") == "simt":
+            return "simt"
+        return "cutlass"
+
+    def _cutlass(self):
+        mod = _cutlass_backend()
+        return mod
+
+    def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
+        if self.backend(precision, protection, {}) == "simt":
+            return SIMT_PARAMS
+        mod = self._cutlass()
+        return mod.PARAMS if mod else SIMT_PARAMS
+
+    def all_param_defs(self) -> dict[str, Param]:
+        out = {p.name: p for p in SIMT_PARAMS}
+        mod = self._cutlass()
+        if mod:
+            for p in mod.PARAMS:
+                out.setdefault(p.name, p)
+        return out
+
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        reason = super().protection_ok(precision, protection)
+        if reason:
+            return reason
+        if protection.scheme == "abft" and precision not in SIMT_PRECISIONS:
+            return f"abft is implemented for the SIMT backend (fp32, fp64), not {precision}"
+        if precision not in SIMT_PRECISIONS or protection.scheme == "tmr":
+            mod = self._cutlass()
+            if mod is None:
+                return f"the CUTLASS backend ({precision}, tmr) is not available in this build"
+            return mod.protection_ok(precision, protection)
+        return None
+
+    # ---- constraints ----------------------------------------------------------------------
+    def constraints(self, v: Variant) -> list[str]:
+        if v.backend == "cutlass":
+            return self._cutlass().constraints(v)
+        g = SimtGeometry(v)
+        r: list[str] = []
+        if g.MT % g.MW:
+            r.append(f"m_tb={g.MT} is not a multiple of m_w={g.MW}")
+        if g.NT % g.NW:
+            r.append(f"n_tb={g.NT} is not a multiple of n_w={g.NW}")
+        if g.MW % g.mt:
+            r.append(f"m_w={g.MW} is not a multiple of m_t={g.mt}")
+        if g.NW % g.nt:
+            r.append(f"n_w={g.NW} is not a multiple of n_t={g.nt}")
+        if r:
+            return r
+        if g.TM * g.TN != 32:
+            r.append(
+                f"a warp tile of {g.MW}x{g.NW} with thread tiles {g.mt}x{g.nt} has {g.TM * g.TN} threads, not 32 "
+                f"((m_w/m_t)*(n_w/n_t) must be 32)"
+            )
+        if g.threads > 1024:
+            r.append(f"{g.threads} threads per block (more than 1024)")
+        if g.smem_bytes > MAX_STATIC_SMEM:
+            r.append(f"needs {g.smem_bytes} bytes of shared memory (more than {MAX_STATIC_SMEM})")
+        if g.regs_estimate > MAX_REGS:
+            r.append(f"needs about {g.regs_estimate} registers per thread (more than {MAX_REGS}); use a smaller thread tile")
+        if g.mt * g.nt > 128 // (g.elem_bytes // 4):
+            r.append(f"thread tile {g.mt}x{g.nt} holds too many accumulators for {v.precision}")
+        if g.threads and g.KT * g.NT // g.VB < 1:
+            r.append("the B tile is smaller than one vector")
+        if g.threads and g.KT * g.NT // g.VB % min(g.threads, g.KT * g.NT // g.VB):
+            r.append(f"the {g.KT}x{g.NT} B tile does not split evenly over {g.threads} threads")
+        if g.threads and g.MT * g.KT // g.VA % min(g.threads, g.MT * g.KT // g.VA):
+            r.append(f"the {g.MT}x{g.KT} A tile does not split evenly over {g.threads} threads")
+        if v.protection.scheme == "abft":
+            r.extend(self._abft_constraints(v, g))
+        return r
+
+    def _abft_constraints(self, v: Variant, g: SimtGeometry) -> list[str]:
+        return []
+
+    def constraint_docs(self) -> list[str]:
+        return [
+            "simt: m_tb % m_w == 0, n_tb % n_w == 0, m_w % m_t == 0, n_w % n_t == 0",
+            "simt: (m_w/m_t) * (n_w/n_t) == 32 (one warp per warp tile)",
+            "simt: threads per block = (m_tb/m_w)*(n_tb/n_w)*32 <= 1024",
+            "simt: shared memory 2*k_tb*(m_tb+pad+n_tb)*sizeof(T) <= 48 KiB",
+            "simt: estimated registers per thread <= 255; A and B tiles split evenly over the threads",
+            "layouts: A, B, C row-major (others rejected)",
+        ]
+
+    # ---- names ----------------------------------------------------------------------------
+    def kernel_name(self, v: Variant) -> str:
+        if v.backend == "cutlass":
+            return self._cutlass().kernel_name(v)
+        p = v.param_dict
+        name = (
+            f"gemm_{PRECISION_TAG[v.precision]}_{v.protection.token()}_"
+            f"{p['m_tb']}x{p['n_tb']}x{p['k_tb']}_w{p['m_w']}x{p['n_w']}_t{p['m_t']}x{p['n_t']}"
+        )
+        return name + ("_inj" if v.protection.inject else "")
+
+    # ---- emission -------------------------------------------------------------------------
+    def work(self, shape: Mapping[str, int]) -> float:
+        return 2.0 * shape["m"] * shape["n"] * shape["k"]
+
+    def template_context(self, v: Variant) -> dict:
+        prot = v.protection
+        return {
+            "v": v,
+            "name": v.name,
+            "T": PRECISION_CTYPE[v.precision],
+            "precision": v.precision,
+            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
+            "prot": prot,
+            "inject": prot.inject,
+            "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
+            "meta_json": v.meta_json(),
+            "tol_c1": TOL_C1,
+            "tol_c0": TOL_C0,
+        }
+
+    def emit(self, v: Variant, env) -> EmittedVariant:
+        if v.backend == "cutlass":
+            return self._cutlass().emit(self, v, env)
+        g = SimtGeometry(v)
+        ctx = self.template_context(v)
+        ctx["g"] = g
+        ctx["default_shapes"] = ",".join(self.format_shape(s) for s in self.default_shapes)
+        d = v.name
+        files = {
+            f"{d}/{d}.h": env.render("gemm/variant.h.j2", ctx),
+            f"{d}/{d}.cu": env.render("gemm/simt_variant.cu.j2", ctx),
+            f"{d}/{d}_bench.cu": env.render("gemm/bench.cu.j2", ctx),
+        }
+        return EmittedVariant(
+            name=d,
+            files=files,
+            library_sources=[f"{d}/{d}.cu"],
+            bench_sources=[f"{d}/{d}_bench.cu"],
+            header=f"{d}/{d}.h",
+            link_libraries=["CUDA::cublas"],
+            compile_options=["-Xptxas=-warn-spills"] if False else [],
+        )
+
+    def launcher_signature(self, v: Variant) -> LauncherSignature:
+        return LauncherSignature(
+            params="const ftgen_gemm_problem* p, cudaStream_t stream",
+            args="p, stream",
+            selector_args=("p->m", "p->n", "p->k"),
+        )
+
+    def tolerance(self, precision: str, k: int) -> float:
+        """Max allowed |C - C_ref|_ij / (|alpha||A||B| + |beta||C|)_ij (the bench executables use the
+        same rule): the probabilistic rounding-error bound lambda*sqrt(k)*u of Higham & Mary for
+        both this kernel and cuBLAS, with lambda = TOL_C1, plus a few roundoffs for the epilogue."""
+        u = UNIT_ROUNDOFF[precision]
+        return TOL_C1 * u * math.sqrt(max(k, 1)) + TOL_C0 * u

@@ -1,0 +1,48 @@
+"""Where a result came from: ftgen version and git state, GPU, driver, nvcc, argv, time."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from .. import __version__
+from ..build import nvcc_version
+
+
+def git_state(where: Path | None = None) -> dict:
+    where = where or Path(__file__).resolve().parents[2]
+    def run(*args):
+        try:
+            p = subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=20)
+            return p.stdout.strip() if p.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    sha = run("rev-parse", "HEAD")
+    if sha is None:
+        return {"sha": None, "dirty": None}
+    dirty = run("status", "--porcelain", "--untracked-files=no")
+    return {"sha": sha, "dirty": bool(dirty)}
+
+
+def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict:
+    g = git_state()
+    d = {
+        "ftgen_version": __version__,
+        "git_sha": g["sha"],
+        "git_dirty": g["dirty"],
+        "gpu": (gpu or {}).get("name"),
+        "sm_count": (gpu or {}).get("sm_count"),
+        "compute_capability": (gpu or {}).get("cc"),
+        "driver": (gpu or {}).get("driver"),
+        "cuda_runtime_api": (gpu or {}).get("runtime_api"),
+        "nvcc": nvcc_version(),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "argv": list(argv if argv is not None else sys.argv),
+        "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    d.update(extra)
+    return d

@@ -1,0 +1,56 @@
+// ftgen fault tolerance: device-side structures shared by library kernels and the harness.
+// Counters, planned faults and fault records; the bit-flip / offset primitive.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace ftgen {
+
+enum InjectKind { kBitflip = 0, kOffset = 1 };
+
+// Fault injection is built into a variant only when it is generated with inject: true;
+// otherwise no kernel refers to any of this.
+
+// One planned fault: where (block, thread, element of the thread's accumulators, step of the
+// main loop) and what (flip `bit`, or add `offset`). The kernel records what it did.
+struct FaultSpec {
+  int block;    // linear threadblock index
+  int thread;   // thread index in the block
+  int elem;     // accumulator element in the thread
+  int step;     // main-loop step (k-tile, stage, checkpoint ...)
+  int kind;     // kBitflip | kOffset
+  int bit;      // bit to flip
+  double offset;
+};
+
+struct FaultRecord {
+  int applied;       // 1 when the kernel reached the planned point
+  int block, thread, elem, step, bit;
+  double before, after;  // value before and after the fault
+  long long row, col;    // output element it landed in (family-specific meaning), -1 unknown
+};
+
+struct FtCounters {
+  unsigned long long injected;
+  unsigned long long detected;
+  unsigned long long corrected;
+  unsigned long long uncorrectable;  // detected but not locatable (e.g. two faults in one interval)
+  unsigned long long recomputed;     // tiles recomputed after detection
+};
+
+// Flip bit `bit` of x, or add an offset. Works for float and double.
+template <class T>
+__device__ __forceinline__ T apply_fault(T x, int kind, int bit, double offset) {
+  if (kind == kOffset) return static_cast<T>(static_cast<double>(x) + offset);
+  if (sizeof(T) == 8) {
+    unsigned long long u = __double_as_longlong(static_cast<double>(x));
+    u ^= 1ull << (bit & 63);
+    return static_cast<T>(__longlong_as_double(u));
+  } else {
+    unsigned int u = __float_as_uint(static_cast<float>(x));
+    u ^= 1u << (bit & 31);
+    return static_cast<T>(__uint_as_float(u));
+  }
+}
+
+}  // namespace ftgen
