@@ -36,7 +36,26 @@ struct FtCounters {
   unsigned long long corrected;
   unsigned long long uncorrectable;  // detected but not locatable (e.g. two faults in one interval)
   unsigned long long recomputed;     // tiles recomputed after detection
+  // Largest detection score seen: |checksum residual| / threshold (1.0 = at the threshold), as the
+  // bit pattern of a non-negative double (monotonic under unsigned max). Campaigns sweep the
+  // threshold over these scores to draw the ROC curve without rerunning.
+  unsigned long long max_score_bits;
 };
+
+// Record a detection score (residual / threshold); non-negative scores only.
+__device__ __forceinline__ void record_score(FtCounters* c, double score) {
+  if (c == nullptr || !(score >= 0.0)) return;
+  atomicMax(&c->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(score)));
+}
+
+__host__ __device__ inline double score_from_bits(unsigned long long bits) {
+  union {
+    unsigned long long u;
+    double d;
+  } x;
+  x.u = bits;
+  return x.d;
+}
 
 // Flip bit `bit` of x, or add an offset. Works for float and double.
 template <class T>

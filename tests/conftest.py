@@ -1,0 +1,64 @@
+"""Shared pytest fixtures and options.
+
+Test layers (DESIGN.md): unit, golden, compile (nvcc, no GPU), cpu-model, gpu (marked `gpu`,
+skipped without a GPU). `pytest --update-golden` (or FTGEN_UPDATE_GOLDEN=1) rewrites golden files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current templates")
+
+
+def pytest_configure(config):
+    if config.getoption("--update-golden"):
+        os.environ["FTGEN_UPDATE_GOLDEN"] = "1"
+
+
+def _has_gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        return subprocess.run([smi, "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="no CUDA GPU on this machine")
+    has_gpu = _has_gpu()
+    has_nvcc = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
+    skip_nvcc = pytest.mark.skip(reason="nvcc not found")
+    for item in items:
+        if "gpu" in item.keywords and not has_gpu:
+            item.add_marker(skip_gpu)
+        if "compile" in item.keywords and not has_nvcc:
+            item.add_marker(skip_nvcc)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Never touch the user's ~/.cache/ftgen from tests."""
+    monkeypatch.setenv("FTGEN_CACHE_DIR", str(tmp_path_factory.mktemp("ftgen-cache")))
+
+
+def golden_check(path: Path, text: str) -> None:
+    """Compare `text` with the golden file, or rewrite it under --update-golden."""
+    if os.environ.get("FTGEN_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return
+    assert path.is_file(), f"golden file {path} missing; run pytest --update-golden"
+    expected = path.read_text()
+    assert text == expected, f"emitted source differs from {path}; if intended, run pytest --update-golden"
