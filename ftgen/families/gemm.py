@@ -11,7 +11,7 @@ Two backends, chosen by precision and scheme:
 
 Kernel names (the identity of a variant)::
 
-    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>[_inj]      (simt)
+    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>[_sk<split_k>][_inj]   (simt)
 
 ``<protection>`` is ``none`` or ``<scheme>-<level>[-detect][-i<interval>][-th<threshold>]``
 (see :meth:`Protection.token`); ``_inj`` marks a build with fault injection compiled in.
@@ -47,6 +47,7 @@ SIMT_PARAMS = (
     Param("n_w", int, (64,), "warp tile columns", check=power_of_two),
     Param("m_t", int, (8,), "thread tile rows (registers)", check=power_of_two),
     Param("n_t", int, (8,), "thread tile columns (registers)", check=power_of_two),
+    Param("split_k", int, (1,), "k-slices per output tile, reduced in order in one launch (serial split-K)", choices=(1, 2, 4, 8, 16, 32)),
 )
 
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
@@ -77,6 +78,7 @@ class SimtGeometry:
         p = v.param_dict
         self.MT, self.NT, self.KT = p["m_tb"], p["n_tb"], p["k_tb"]
         self.MW, self.NW, self.mt, self.nt = p["m_w"], p["n_w"], p["m_t"], p["n_t"]
+        self.split_k = p.get("split_k", 1)
         self.warps_m = self.MT // self.MW if self.MW else 0
         self.warps_n = self.NT // self.NW if self.NW else 0
         self.threads = self.warps_m * self.warps_n * 32
@@ -213,6 +215,8 @@ class GemmFamily(Family):
             f"gemm_{PRECISION_TAG[v.precision]}_{v.protection.token()}_"
             f"{p['m_tb']}x{p['n_tb']}x{p['k_tb']}_w{p['m_w']}x{p['n_w']}_t{p['m_t']}x{p['n_t']}"
         )
+        if p.get("split_k", 1) > 1:
+            name += f"_sk{p['split_k']}"
         return name + ("_inj" if v.protection.inject else "")
 
     # ---- emission -------------------------------------------------------------------------
