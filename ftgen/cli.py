@@ -192,6 +192,8 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         not_inj = [v["kernel"] for v in built if not v["protection"].get("inject")]
         if len(not_inj) == len(built):
             raise SpecError("--inject: none of the selected variants was built with fault injection (set protection.inject: true in the spec)")
+        if not_inj:
+            _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
     gpu = gpu_info(binary_path(project, built[0]["kernel"]))
     prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"])
     tty = _stderr_tty()

@@ -32,14 +32,15 @@ class BenchOptions:
     timeout: float = 600.0
     extra: tuple[str, ...] = ()
 
-    def argv(self, family) -> list[str]:
+    def argv(self, family, variant: dict | None = None) -> list[str]:
+        """Flags for one executable. --inject goes only to variants built with fault injection."""
         a: list[str] = []
         if self.shapes:
             a += ["--shapes", ",".join(family.format_shape(s) for s in self.shapes)]
         for flag, val in (("--reps", self.reps), ("--warmup", self.warmup), ("--seed", self.seed)):
             if val is not None:
                 a += [flag, str(val)]
-        if self.inject:
+        if self.inject and (variant is None or variant.get("protection", {}).get("inject")):
             a += ["--inject", str(self.inject)]
         if self.inject_kind:
             a += ["--inject-kind", self.inject_kind]
@@ -183,7 +184,7 @@ def bench_project(
     rows: list[dict] = []
     for v in variants:
         exe = project / "bin" / v["kernel"]
-        got = run_executable(exe, v["kernel"], opts.argv(family), opts.timeout)
+        got = run_executable(exe, v["kernel"], opts.argv(family, v), opts.timeout)
         rows.extend(got)
         if on_rows:
             on_rows(v["kernel"], got)

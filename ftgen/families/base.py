@@ -174,6 +174,11 @@ class Variant:
     backend: str = ""
     name: str = ""
 
+    @property
+    def symbol(self) -> str:
+        """The C identifier of the variant's launcher: the name with '-' written as '_'."""
+        return self.name.replace("-", "_")
+
     def __getitem__(self, key: str) -> Any:
         for k, v in self.params:
             if k == key:

@@ -11,7 +11,7 @@ Two backends, chosen by precision and scheme:
 
 Kernel names (the identity of a variant)::
 
-    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>[_sk<split_k>][_inj]   (simt)
+    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_inj]   (simt)
 
 ``<protection>`` is ``none`` or ``<scheme>-<level>[-detect][-i<interval>][-th<threshold>]``
 (see :meth:`Protection.token`); ``_inj`` marks a build with fault injection compiled in.
@@ -48,12 +48,14 @@ SIMT_PARAMS = (
     Param("m_t", int, (8,), "thread tile rows (registers)", check=power_of_two),
     Param("n_t", int, (8,), "thread tile columns (registers)", check=power_of_two),
     Param("split_k", int, (1,), "k-slices per output tile, reduced in order in one launch (serial split-K)", choices=(1, 2, 4, 8, 16, 32)),
+    Param("stages", int, (3,), "shared-memory stages of the cp.async global->shared pipeline", choices=(2, 3, 4, 5, 6)),
 )
 
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
 TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
 
-MAX_STATIC_SMEM = 48 * 1024
+MAX_SMEM = 227 * 1024  # dynamic shared memory per block on sm_90 (sm_80: 163 KiB; checked at launch)
+ABFT_LAMBDA = 8.0  # detection threshold = ABFT_LAMBDA * u * (sqrt(k) + sqrt(cols) + 1) * ||row||_2
 TOL_C1 = 8.0  # verification tolerance: TOL_C1 * u * sqrt(k) + TOL_C0 * u (see GemmFamily.tolerance)
 TOL_C0 = 16.0
 MAX_REGS = 255
@@ -89,19 +91,29 @@ class SimtGeometry:
         self.VA = min(self.vec, self.KT)  # global load vector widths (A along k, B along n)
         self.VB = min(self.vec, self.NT)
         self.pad_a = self.vec  # one 16-byte vector of padding per As row
-        self.smem_bytes = 2 * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes
-        a_vecs = self.MT * self.KT // self.VA
-        b_vecs = self.KT * self.NT // self.VB
-        self.a_loads = -(-a_vecs // self.threads) if self.threads else 0
-        self.b_loads = -(-b_vecs // self.threads) if self.threads else 0
+        self.stages = p.get("stages", 3)
+        level = v.protection.level if v.protection.scheme == "abft" else None
+        # threadblock ABFT updates the row checksums one k-tile late, so a stage is kept back
+        self.prefetch = self.stages - 2 if level == "threadblock" else self.stages - 1
+        self.enc_lanes = self.KT * max(1, min(self.NT // max(self.VB, 32), 32 // self.KT)) if self.KT <= 32 else 0
+        self.smem_bytes = self.stages * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes + self._abft_smem(level)
         words = self.elem_bytes // 4
-        # accumulators + two fragment buffers + global staging, in 32-bit registers, plus overhead
-        self.regs_estimate = words * (
-            self.mt * self.nt + 2 * (self.mt + self.nt) + self.a_loads * self.VA + self.b_loads * self.VB
-        ) + 40
+        # accumulators + two fragment buffers + checksums, in 32-bit registers, plus addressing overhead
+        extra = {"threadblock": 4, "warp": 2 * max(1, self.MW // max(1, 32 // max(self.KT, 1))), "thread": 2 * self.mt}.get(level, 0)
+        self.regs_estimate = words * (self.mt * self.nt + 2 * (self.mt + self.nt) + extra) + 40
 
         # aim for two resident blocks of up to 256 threads when the accumulators leave room
-        self.min_blocks = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 160 else 1
+        self.min_blocks = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 150 else 1
+
+    def _abft_smem(self, level) -> int:
+        rowstats = 48
+        if level == "threadblock":
+            return (2 * self.KT * 2 * self.elem_bytes + self.warps_n * self.MT * rowstats + self.MT * 4
+                    + self.MT * 2 * self.elem_bytes + 4 + 4 * (4 + 4 + 8) + 16)
+        if level == "warp":
+            warps = self.threads // 32
+            return warps * self.MW * (rowstats + 4 + 2 * self.elem_bytes) + warps * 16 + 16
+        return 0
 
     def as_dict(self) -> dict:
         return {k: v for k, v in vars(self).items()}
@@ -177,24 +189,34 @@ class GemmFamily(Family):
             )
         if g.threads > 1024:
             r.append(f"{g.threads} threads per block (more than 1024)")
-        if g.smem_bytes > MAX_STATIC_SMEM:
-            r.append(f"needs {g.smem_bytes} bytes of shared memory (more than {MAX_STATIC_SMEM})")
+        if g.smem_bytes > MAX_SMEM:
+            r.append(f"needs {g.smem_bytes} bytes of shared memory (more than {MAX_SMEM})")
         if g.regs_estimate > MAX_REGS:
             r.append(f"needs about {g.regs_estimate} registers per thread (more than {MAX_REGS}); use a smaller thread tile")
         if g.mt * g.nt > 128 // (g.elem_bytes // 4):
             r.append(f"thread tile {g.mt}x{g.nt} holds too many accumulators for {v.precision}")
         if g.threads and g.KT * g.NT // g.VB < 1:
             r.append("the B tile is smaller than one vector")
-        if g.threads and g.KT * g.NT // g.VB % min(g.threads, g.KT * g.NT // g.VB):
-            r.append(f"the {g.KT}x{g.NT} B tile does not split evenly over {g.threads} threads")
-        if g.threads and g.MT * g.KT // g.VA % min(g.threads, g.MT * g.KT // g.VA):
-            r.append(f"the {g.MT}x{g.KT} A tile does not split evenly over {g.threads} threads")
+        if g.stages < 3 and v.protection.scheme == "abft" and v.protection.level == "threadblock":
+            r.append("threadblock ABFT needs stages >= 3 (one stage is kept for the delayed checksum update)")
         if v.protection.scheme == "abft":
             r.extend(self._abft_constraints(v, g))
         return r
 
     def _abft_constraints(self, v: Variant, g: SimtGeometry) -> list[str]:
-        return []
+        r = []
+        lv = v.protection.level
+        if lv == "threadblock" and (g.enc_lanes == 0 or g.enc_lanes > 32 or g.NT % (g.enc_lanes // g.KT) or (g.NT // (g.enc_lanes // g.KT)) % g.VB):
+            r.append(f"threadblock ABFT: k_tb={g.KT} with n_tb={g.NT} has no valid encoding layout (k_tb <= 32 needed)")
+        if lv == "warp" and (g.KT > 32 or g.MW % max(1, 32 // g.KT) or g.NW % max(1, 32 // g.KT)):
+            r.append(f"warp ABFT: k_tb={g.KT} must divide 32 and split m_w={g.MW}, n_w={g.NW} into {32 // max(g.KT, 1)} chunks")
+        if lv == "nonfused" and v.protection.correct != "online":
+            r.append("nonfused ABFT corrects online only (detect-and-recompute would need a checkpoint of C per step)")
+        if g.KT > 32:
+            r.append(f"k_tb={g.KT} is more than 32")
+        if lv == "warp" and (g.NW // max(1, 32 // g.KT)) % g.VN:
+            r.append("warp ABFT: column chunks must be whole fragment vectors")
+        return r
 
     def constraint_docs(self) -> list[str]:
         return [
@@ -215,6 +237,7 @@ class GemmFamily(Family):
             f"gemm_{PRECISION_TAG[v.precision]}_{v.protection.token()}_"
             f"{p['m_tb']}x{p['n_tb']}x{p['k_tb']}_w{p['m_w']}x{p['n_w']}_t{p['m_t']}x{p['n_t']}"
         )
+        name += f"_s{p.get('stages', 3)}"
         if p.get("split_k", 1) > 1:
             name += f"_sk{p['split_k']}"
         return name + ("_inj" if v.protection.inject else "")
@@ -228,6 +251,7 @@ class GemmFamily(Family):
         return {
             "v": v,
             "name": v.name,
+            "sym": v.symbol,
             "T": PRECISION_CTYPE[v.precision],
             "precision": v.precision,
             "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
@@ -237,6 +261,13 @@ class GemmFamily(Family):
             "meta_json": v.meta_json(),
             "tol_c1": TOL_C1,
             "tol_c0": TOL_C0,
+            "abft": prot.scheme == "abft" and prot.level != "nonfused",
+            "abft_tb": prot.scheme == "abft" and prot.level == "threadblock",
+            "abft_warp": prot.scheme == "abft" and prot.level == "warp",
+            "abft_thread": prot.scheme == "abft" and prot.level == "thread",
+            "nonfused": prot.scheme == "abft" and prot.level == "nonfused",
+            "abft_lambda": repr(ABFT_LAMBDA),
+            "no_correct_expr": "(fidx >= 0 && p.no_correct != 0)" if prot.inject else "false",
         }
 
     def emit(self, v: Variant, env) -> EmittedVariant:

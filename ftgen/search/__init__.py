@@ -197,7 +197,7 @@ def search(
             entry = manifest[k]
             run_opts = BenchOptions(**{**opts.__dict__, "shapes": [shapes[i] for i in idx]})
             log(f"run {k} on {len(idx)} shape(s)")
-            got = run_executable(gen.out_dir / "bin" / k, k, run_opts.argv(fam), opts.timeout)
+            got = run_executable(gen.out_dir / "bin" / k, k, run_opts.argv(fam, entry), opts.timeout)
             res.ran += 1
             by_shape = {}
             for r in got:

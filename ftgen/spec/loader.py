@@ -219,6 +219,7 @@ def _build(raw: dict, source: str) -> Spec:
     variants: list[Variant] = []
     rejected: list[Rejected] = []
     seen: set[str] = set()
+    symbols: dict[str, str] = {}
     for precision, prot, params in points:
         reason = family.protection_ok(precision, prot)
         backend = family.backend(precision, prot, params) if reason is None else ""
@@ -250,6 +251,9 @@ def _build(raw: dict, source: str) -> Spec:
             if v.name in seen:
                 continue
             seen.add(v.name)
+            if v.symbol in symbols:
+                raise SpecError(f"kernel names {symbols[v.symbol]} and {v.name} map to one C symbol {v.symbol}", source=source)
+            symbols[v.symbol] = v.name
             variants.append(v)
 
     if not variants:

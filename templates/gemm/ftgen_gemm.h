@@ -11,6 +11,15 @@ struct FaultRecord;
 }  // namespace ftgen
 #endif
 
+// How a variant decomposes a problem: what fault plans (and tools) need to know.
+struct ftgen_gemm_geometry {
+  long long blocks;     // threadblocks of one launch (all split-K slices)
+  int threads;          // threads per block
+  int elems_per_thread; // accumulator elements per thread
+  int steps;            // main-loop steps (k-tiles) of one block
+  int value_bits;       // bits of one element (32 or 64)
+};
+
 // C = alpha * A @ B + beta * C, all row-major (lda >= k, ldb >= n, ldc >= n).
 // Pointers are to the variant's element type (float for fp32/tf32, double for fp64, ...).
 struct ftgen_gemm_problem {
@@ -30,4 +39,5 @@ struct ftgen_gemm_problem {
   const int* fault_by_block;          // per threadblock: index into faults, or -1
   const ftgen::FaultSpec* faults;
   ftgen::FaultRecord* fault_records;
+  int no_correct;  // campaigns only: detect but do not correct a planned fault (measures its effect)
 };

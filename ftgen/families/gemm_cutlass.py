@@ -1,0 +1,655 @@
+"""``gemm`` CUTLASS tensor-op backend, with triple modular redundancy (TMR, seed 004).
+
+Precisions: ``tf32`` (fp32 data, TF32 tensor cores, fp32 accumulation), ``fp16`` and ``bf16``
+(16-bit data and output, fp32 accumulation), ``fp64`` (DMMA). The unprotected kernel of every
+variant is a CUTLASS 2.x ``cutlass::gemm::device::Gemm`` (sm_80 multistage mainloop, which also
+runs on sm_90) whose C++ declaration is emitted by ``cutlass_library`` from a ``MathInstruction``,
+a ``TileDescription`` and a ``GemmOperation``. The TMR kernels are built from the components of
+that same type (its threadblock ``Mma``: iterators, shared-memory layout and warp-level tensor-core
+MMA; its ``Epilogue``; its ``ThreadblockSwizzle``) in ``templates/gemm/cutlass_tmr.cuh``, so every
+level runs the instruction stream of the unprotected kernel.
+
+Layouts: C is row-major; A (M x K) and B (K x N) are row- or column-major (params ``layout_a``,
+``layout_b``). The leading dimensions of ``ftgen_gemm_problem`` are read as usual for each layout::
+
+    A row-major: A(i, k) = A[i * lda + k], lda >= K      A column-major: A(i, k) = A[i + k * lda], lda >= M
+    B row-major: B(k, j) = B[k * ldb + j], ldb >= N      B column-major: B(k, j) = B[k + j * ldb], ldb >= K
+    C row-major: C(i, j) = C[i * ldc + j], ldc >= N
+
+Any M, N, K >= 1: the ``align``-element kernel runs when the pointers, the leading dimensions and
+the contiguous extents of A, B and C are multiples of ``align``; otherwise a second instantiation
+with 4-byte A/B accesses and scalar C stores runs (fp16/bf16 operands whose contiguous extent or
+leading dimension is odd are first copied into a zero-padded workspace buffer).
+
+TMR levels (``protection: {scheme: tmr, level: ...}``); votes compare bit patterns (the three
+copies execute identical instructions, so fault-free copies are bitwise equal):
+
+* ``kernel`` — three launches of the kernel on three streams (copy 0 on the caller's stream)
+  writing three outputs, then one fused vote kernel that compares them element-wise, writes the
+  majority and counts; elements where all three differ are recomputed by one more launch (a
+  no-op grid when nothing is flagged) that computes the tile three times and votes again.
+* ``threadblock`` — one threadblock holds three accumulator sets fed by the same shared-memory
+  tiles (loads are not tripled); every ``interval`` k-iterations (and at the end) the copies are
+  voted in registers and the minority copy is repaired, so later k-steps build on the right value.
+  Three disagreeing copies -> the tile is recomputed from k = 0 (at most twice).
+* ``multikernel`` — one launch per k-chunk of ``interval`` k-iterations per copy; the copies'
+  accumulator states (in the register-fragment order, in global memory) are voted and repaired
+  between chunks; the outputs of the last chunk are voted like ``kernel``. An uncorrectable state
+  marks the tile for recomputation by the final recompute launch.
+* ``cooperative`` — the three copies of a tile run in three threadblocks of one cooperative launch
+  that are placed on three different SMs (the grid is co-resident; each block reads its SM id,
+  blocks are ranked by SM id and a team takes ranks t, t+T, t+2T, which cannot share an SM); at
+  each checkpoint the copies exchange their accumulators through global memory (double-buffered
+  slots, one barrier among the team's three blocks per checkpoint, ordered by the cooperative
+  launch's co-residency) and every copy votes and repairs itself; the tiles are looped over by
+  ``T`` teams (``coop_teams``: 0 = as many as fit co-resident). The SM id of every copy is recorded.
+
+Kernel names (every parameter is encoded)::
+
+    gemm_<prec>_<protection>_cutlass_<tb_m>x<tb_n>x<tb_k>_w<warp_m>x<warp_n>x<warp_k>
+        _i<inst_m>x<inst_n>x<inst_k>_s<stages>_a<align>_sw<swizzle>_<a><b>[_teams<T>][_inj]
+
+``<protection>`` is ``none`` or ``tmr-<kernel|tb|multikernel|coop>[-i<interval>]``
+(:meth:`Protection.token`); ``<a><b>`` are the layouts of A and B, ``r`` (row) or ``c`` (column);
+``_teams<T>`` appears for cooperative variants with an explicit team count; ``_inj`` marks a build
+with fault injection compiled in. Example: ``gemm_tf32_tmr-kernel_cutlass_128x128x32_w64x64x32_i16x8x8_s3_a4_sw8_rr``.
+
+Fault injection (``inject: true`` builds only): a ``FaultSpec`` targets one copy's accumulator.
+For TMR its ``block`` is ``tile * 3 + copy`` (``tile`` = row-major index of the output tile), and
+``step`` is the k-iteration after which the fault is applied (before that iteration's vote when it
+is a checkpoint). With ``ftgen_gemm_problem::no_correct`` set the votes still detect and count, but
+nothing is repaired or recomputed and each tile's output is taken from the copy a planned fault
+targets (the value the fault would have produced) -- the campaigns' ``uncorrected_err``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import FtgenError
+from .base import PRECISION_TAG, EmittedVariant, Param, Protection, Variant, at_least, power_of_two
+
+# --------------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------------
+
+PRECISIONS = ("tf32", "fp16", "bf16", "fp64")
+TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
+COPIES = 3
+
+PARAMS = (
+    Param("tb_m", int, (128,), "threadblock tile rows", check=power_of_two),
+    Param("tb_n", int, (128,), "threadblock tile columns", check=power_of_two),
+    Param("tb_k", int, (32,), "threadblock tile depth (one k-iteration)", check=power_of_two),
+    Param("warp_m", int, (64,), "warp tile rows", check=power_of_two),
+    Param("warp_n", int, (64,), "warp tile columns", check=power_of_two),
+    Param("warp_k", int, (32,), "warp tile depth (= tb_k)", check=power_of_two),
+    Param("inst_m", int, (16,), "tensor-core instruction rows (tf32/fp16/bf16: 16, fp64: 8)", check=power_of_two),
+    Param("inst_n", int, (8,), "tensor-core instruction columns (8)", check=power_of_two),
+    Param("inst_k", int, (8,), "tensor-core instruction depth (tf32: 8, fp16/bf16: 8 or 16, fp64: 4)", check=power_of_two),
+    Param("stages", int, (3,), "cp.async shared-memory pipeline stages", choices=(3, 4, 5, 6, 7, 8)),
+    Param("align", int, (4,), "elements per global access of A, B and C (at most 128 bits, at least 32)", check=power_of_two),
+    Param("swizzle", int, (8,), "threadblock rasterization group (GemmIdentityThreadblockSwizzle<N>)", choices=(1, 2, 4, 8)),
+    Param("layout_a", str, ("row",), "layout of A (M x K)", choices=("row", "col")),
+    Param("layout_b", str, ("row",), "layout of B (K x N)", choices=("row", "col")),
+    Param("coop_teams", int, (0,), "tmr cooperative: teams of three threadblocks (0: as many as fit co-resident)", check=at_least(0)),
+)
+
+# Defaults that fit each precision (the tuple above holds the tf32 ones). `param_defs` returns these;
+# the gemm family uses PARAMS unless it asks this module (see the report to the gemm owner).
+_PREC_DEFAULTS = {
+    "tf32": {},
+    "fp16": {"inst_k": 16, "align": 8},
+    "bf16": {"inst_k": 16, "align": 8},
+    "fp64": {"tb_m": 64, "tb_n": 64, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_k": 4, "align": 1},
+}
+_TB_DEFAULTS = {"tb_m": 128, "tb_n": 64, "warp_m": 32, "warp_n": 32}  # threadblock TMR: three accumulator sets
+
+
+def param_defs(precision: str, protection: Protection) -> tuple[Param, ...]:
+    """PARAMS with defaults that fit (precision, protection)."""
+    over = dict(_PREC_DEFAULTS.get(precision, {}))
+    if protection.scheme == "tmr" and protection.level == "threadblock":
+        over.update(_TB_DEFAULTS if precision != "fp64" else {"warp_m": 16, "warp_n": 32})
+    out = []
+    for p in PARAMS:
+        if p.name in over:
+            p = Param(p.name, p.type, (over[p.name],), p.doc, p.choices, p.check)
+        out.append(p)
+    return tuple(out)
+
+
+INSTRUCTIONS = {
+    "tf32": ((16, 8, 8),),
+    "fp16": ((16, 8, 16), (16, 8, 8)),
+    "bf16": ((16, 8, 16), (16, 8, 8)),
+    "fp64": ((8, 8, 4),),
+}
+ELEM_BITS = {"tf32": 32, "fp16": 16, "bf16": 16, "fp64": 64}
+ACC_WORDS = {"tf32": 1, "fp16": 1, "bf16": 1, "fp64": 2}  # 32-bit registers per accumulator element
+# dynamic shared memory per block (opt-in) and SMs of the largest part of each architecture: the
+# co-residency bound of cooperative grids is checked against these (and again at run time)
+SMEM_PER_BLOCK = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024, "sm_90a": 227 * 1024}
+SMEM_PER_SM = {"sm_80": 164 * 1024, "sm_86": 100 * 1024, "sm_89": 100 * 1024, "sm_90": 228 * 1024, "sm_90a": 228 * 1024}
+MAX_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 144, "sm_90": 132, "sm_90a": 132}
+MAX_THREADS_PER_SM = {"sm_80": 2048, "sm_86": 1536, "sm_89": 1536, "sm_90": 2048, "sm_90a": 2048}
+REGS_PER_SM = 65536
+MAX_REGS = 255
+MAX_ATTEMPTS = 3  # computations of a tile (first + recomputations) before giving up
+
+
+class Geometry:
+    """Derived quantities of a CUTLASS variant (shared by constraints, names and templates)."""
+
+    def __init__(self, v: Variant):
+        p = v.param_dict
+        self.precision = v.precision
+        self.tb = (p["tb_m"], p["tb_n"], p["tb_k"])
+        self.warp = (p["warp_m"], p["warp_n"], p["warp_k"])
+        self.inst = (p["inst_m"], p["inst_n"], p["inst_k"])
+        self.stages, self.align, self.swizzle = p["stages"], p["align"], p["swizzle"]
+        self.layout_a, self.layout_b = p["layout_a"], p["layout_b"]
+        self.coop_teams = p["coop_teams"]
+        prot = v.protection
+        self.level = prot.level if prot.scheme == "tmr" else "none"
+        self.interval = prot.interval
+        self.copies_in_block = COPIES if self.level == "threadblock" else 1
+        self.elem_bits = ELEM_BITS[v.precision]
+        self.elem_bytes = self.elem_bits // 8
+        wc = [self.tb[i] // self.warp[i] if self.warp[i] else 0 for i in range(3)]
+        self.warp_count = tuple(wc)
+        self.threads = wc[0] * wc[1] * wc[2] * 32
+        self.acc_elems = self.warp[0] * self.warp[1] // 32  # accumulator elements per thread, per copy
+        self.smem_bytes = self.stages * (self.tb[0] * self.tb[2] + self.tb[2] * self.tb[1]) * self.elem_bytes
+        self.warp_k_iters = self.warp[2] // self.inst[2] if self.inst[2] else 0
+        # 4-byte accesses (the smallest cp.async) for the fallback instantiation
+        self.fallback_align = max(1, 32 // self.elem_bits)
+        self.regs_estimate = self._regs()
+
+    def _regs(self) -> int:
+        wm, wn, _ = self.warp
+        im, inn, ik = self.inst
+        if not (im and inn and ik):
+            return 0
+        acc = self.copies_in_block * self.acc_elems * ACC_WORDS[self.precision]
+        if self.precision == "fp64":
+            a_regs, b_regs = (wm // 8) * 2, (wn // 8) * 2
+        else:
+            per_a = 4 if (self.precision == "tf32" or ik == 16) else 2
+            per_b = 2 if (self.precision == "tf32" or ik == 16) else 1
+            a_regs, b_regs = (wm // 16) * per_a, (wn // 8) * per_b
+        return acc + 2 * (a_regs + b_regs) + 40
+
+    def blocks_per_sm(self, arch: str) -> int:
+        """Upper bound on co-resident blocks per SM (shared memory, threads, estimated registers)."""
+        if self.threads <= 0:
+            return 0
+        by_smem = SMEM_PER_SM[arch] // max(1, self.smem_bytes + 1024)
+        by_threads = MAX_THREADS_PER_SM[arch] // self.threads
+        regs = min(MAX_REGS, max(self.regs_estimate, 32))
+        by_regs = REGS_PER_SM // (regs * self.threads)
+        return max(0, min(by_smem, by_threads, by_regs, 32))
+
+
+# --------------------------------------------------------------------------------------------
+# Protection, constraints, names
+# --------------------------------------------------------------------------------------------
+
+
+def protection_ok(precision: str, protection: Protection) -> str | None:
+    """Reason why the CUTLASS backend cannot offer (precision, protection), or None."""
+    if precision not in PRECISIONS:
+        return (
+            f"the CUTLASS tensor-op backend (needed for {protection.scheme}) takes precision tf32 "
+            f"(fp32 data on TF32 tensor cores), fp16, bf16 or fp64, not {precision}"
+        )
+    if protection.scheme == "none":
+        return None
+    if protection.scheme != "tmr":
+        return f"scheme {protection.scheme!r} is not implemented by the CUTLASS backend (it offers none and tmr)"
+    if protection.level not in TMR_LEVELS:
+        return f"level {protection.level!r} is not a tmr level (allowed: {', '.join(TMR_LEVELS)})"
+    if protection.correct != "online":
+        return "tmr corrects by majority vote (three copies disagreeing are recomputed); correct: detect does not apply"
+    if protection.threshold != "auto":
+        return "tmr votes by exact (bitwise) equality of the copies; a numeric threshold does not apply"
+    if protection.interval < 1:
+        return f"interval {protection.interval} must be at least 1 (k-iterations between checkpoints)"
+    return None
+
+
+def constraints(v: Variant) -> list[str]:
+    """Reasons why a variant cannot be built or run (empty when it is fine)."""
+    g = Geometry(v)
+    r: list[str] = []
+    insts = INSTRUCTIONS[v.precision]
+    if g.inst not in insts:
+        r.append(
+            f"instruction {'x'.join(map(str, g.inst))} is not a {v.precision} tensor-core MMA "
+            f"(use {' or '.join('x'.join(map(str, i)) for i in insts)})"
+        )
+    for i, d in enumerate("mnk"):
+        if g.tb[i] % g.warp[i]:
+            r.append(f"tb_{d}={g.tb[i]} is not a multiple of warp_{d}={g.warp[i]}")
+    if g.warp[2] != g.tb[2]:
+        r.append(f"warp_k={g.warp[2]} must equal tb_k={g.tb[2]} (sliced-k warp tiles are not supported)")
+    if g.warp[0] % g.inst[0] or g.warp[1] % g.inst[1]:
+        r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} is not a multiple of the instruction {g.inst[0]}x{g.inst[1]}")
+    if g.inst[2] and (g.warp[2] % g.inst[2] or g.warp_k_iters < 2 or g.warp_k_iters % 2):
+        r.append(
+            f"warp_k/inst_k = {g.warp[2]}/{g.inst[2]} must be an even number >= 2 (the multistage mainloop "
+            f"double-buffers warp fragments)"
+        )
+    if r:
+        return r
+    if g.threads > 1024:
+        r.append(f"{g.threads} threads per block (more than 1024)")
+    if g.acc_elems % 4:
+        r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} gives {g.acc_elems} accumulators per thread (must be a multiple of 4)")
+    bits = g.align * g.elem_bits
+    if bits > 128 or bits < 32:
+        r.append(
+            f"align={g.align} x {g.elem_bits}-bit elements = {bits}-bit accesses (cp.async moves 32 to 128 bits: "
+            f"align {max(1, 32 // g.elem_bits)}..{128 // g.elem_bits} for {v.precision})"
+        )
+    for name, rows, cols in (("A", g.tb[0], g.tb[2]), ("B", g.tb[2], g.tb[1])):
+        for al in {g.align, g.fallback_align}:
+            if al and (rows * cols) % (g.threads * al):
+                r.append(
+                    f"the {rows}x{cols} {name} tile does not split into {g.threads} threads x {al}-element accesses"
+                )
+    archs = list(v.arch) or ["sm_90"]
+    smem_limit = min(SMEM_PER_BLOCK[a] for a in archs)
+    if g.smem_bytes > smem_limit:
+        r.append(
+            f"needs {g.smem_bytes} bytes of shared memory ({g.stages} stages); at most {smem_limit} on "
+            f"{', '.join(archs)}: use fewer stages or a smaller tile"
+        )
+    if g.regs_estimate > MAX_REGS:
+        what = "three accumulator sets of" if g.copies_in_block == 3 else ""
+        r.append(
+            f"needs about {g.regs_estimate} registers per thread ({what} {g.acc_elems} "
+            f"{'fp64' if v.precision == 'fp64' else 'fp32'} accumulators for the {g.warp[0]}x{g.warp[1]} warp tile) "
+            f"-- more than {MAX_REGS}; use a smaller warp tile".replace("( ", "(")
+        )
+    lvl = g.level
+    if lvl == "kernel" and g.interval != 1:
+        r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
+    if g.coop_teams and lvl != "cooperative":
+        r.append("coop_teams applies to tmr cooperative only")
+    if lvl == "cooperative" and g.coop_teams:
+        for a in archs:
+            cap = g.blocks_per_sm(a) * MAX_SMS[a]
+            if 3 * g.coop_teams > cap:
+                r.append(
+                    f"coop_teams={g.coop_teams} needs {3 * g.coop_teams} co-resident threadblocks, but at most {cap} fit on "
+                    f"{a} ({MAX_SMS[a]} SMs x {g.blocks_per_sm(a)} blocks); use coop_teams: 0 (as many as fit, tiles looped over)"
+                )
+                break
+    return r
+
+
+CONSTRAINT_DOCS = [
+    "cutlass: tb_m % warp_m == 0, tb_n % warp_n == 0, warp_k == tb_k, warp tile a multiple of the instruction",
+    "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4; warp_k/inst_k even and >= 2",
+    "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
+    "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
+    "cutlass: estimated registers <= 255 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
+    "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
+]
+
+
+def kernel_name(v: Variant) -> str:
+    g = Geometry(v)
+    tb, w, i = g.tb, g.warp, g.inst
+    name = (
+        f"gemm_{PRECISION_TAG[v.precision]}_{v.protection.token()}_cutlass_"
+        f"{tb[0]}x{tb[1]}x{tb[2]}_w{w[0]}x{w[1]}x{w[2]}_i{i[0]}x{i[1]}x{i[2]}_"
+        f"s{g.stages}_a{g.align}_sw{g.swizzle}_{g.layout_a[0]}{g.layout_b[0]}"
+    )
+    if g.level == "cooperative" and g.coop_teams:
+        name += f"_teams{g.coop_teams}"
+    return name + ("_inj" if v.protection.inject else "")
+
+
+# --------------------------------------------------------------------------------------------
+# Verification tolerance (derived, see tolerance())
+# --------------------------------------------------------------------------------------------
+
+U32_RN = 2.0**-24  # fp32, round to nearest
+U32_RZ = 2.0**-23  # fp32 with truncation (tensor-core accumulation of fp32 sums)
+U64 = 2.0**-53
+U_OUT = {"tf32": 0.0, "fp16": 2.0**-11, "bf16": 2.0**-8, "fp64": 0.0}
+U_IN = {"tf32": 2.0**-11, "fp16": 0.0, "bf16": 0.0, "fp64": 0.0}
+
+
+def tolerance_terms(precision: str, inst_k: int) -> dict:
+    """Unit roundoffs of the bound in :func:`tolerance` (rendered into the bench executables)."""
+    fp64 = precision == "fp64"
+    return {
+        "u_acc": U64 if fp64 else U32_RZ,
+        "u_ref": U64 if fp64 else U32_RN,
+        "u_epi": U64 if fp64 else U32_RN,
+        "u_out": U_OUT[precision],
+        "u_in": U_IN[precision],
+        "inst_k": inst_k,
+    }
+
+
+def tolerance(precision: str, k: int, inst_k: int) -> float:
+    """Largest allowed max_ij |C - C_ref|_ij / s_ij with s = |alpha| |A_r||B_r| + |beta| |C_0|.
+
+    A_r, B_r are the operands as the tensor cores see them: fp16/bf16/fp64 data unchanged, tf32 the
+    fp32 data rounded by the kernel's own conversion (the bench applies the same CUTLASS converter),
+    so products are exact in both the kernel and the reference (an fp32/fp64 cuBLAS GEMM on A_r, B_r
+    with pedantic math) and only accumulation and output rounding differ. Worst-case bounds
+    (Higham, *Accuracy and Stability*, eq. 3.5, |fl(x^T y) - x^T y| <= gamma_n |x|^T |y|):
+
+    * kernel: the tensor core adds each block of inst_k exact products to the fp32 sum with alignment
+      to the largest exponent and truncation (Fasi et al. 2021), i.e. at most inst_k + 1 truncations
+      of unit 2^-23 per block over |block| + |partial sum| -- summed over ceil(k/inst_k) blocks this
+      is below (k + ceil(k/inst_k) + inst_k + 1) * 2^-23 relative to s (fp64: DMMA rounds to nearest, 2^-53);
+    * reference: gamma_k(2^-24) (fp64: gamma_k(2^-53));
+    * epilogues alpha*acc + beta*c of both: 2 roundings each, 4 u;
+    * the kernel's 16-bit output: one rounding u_out = 2^-11 (fp16) / 2^-8 (bf16) relative to |C| <= s;
+    * s itself is an fp32 GEMM on |A_r|, |B_r|: divided by 1 - gamma_k(2^-24).
+
+    No term for input rounding: it is the same in kernel and reference. Against the unrounded fp32
+    product, tf32 adds 2 u_in + u_in^2 with u_in = 2^-11 (round to nearest): :func:`tolerance_fp32`.
+    """
+    t = tolerance_terms(precision, inst_k)
+    k = max(int(k), 1)
+    blocks = -(-k // max(inst_k, 1))
+    acc = (k + blocks + inst_k + 1) * t["u_acc"]
+    ref = k * t["u_ref"] / (1.0 - k * t["u_ref"])
+    scale = 1.0 - k * t["u_ref"] / (1.0 - k * t["u_ref"])
+    return (acc + ref + 4.0 * t["u_epi"] + t["u_out"]) / scale
+
+
+def tolerance_fp32(precision: str, k: int, inst_k: int) -> float:
+    """Tolerance against the product of the unrounded inputs (tf32 only adds input rounding)."""
+    u = U_IN[precision]
+    return tolerance(precision, k, inst_k) + 2.0 * u + u * u
+
+
+# --------------------------------------------------------------------------------------------
+# CPU model of the voting and repair logic (the algorithms of cutlass_tmr.cuh, on NumPy arrays)
+# --------------------------------------------------------------------------------------------
+
+AGREE, MINORITY_0, MINORITY_1, MINORITY_2, UNCORRECTABLE = 0, 1, 2, 3, 4
+
+
+def classify(u0, u1, u2):
+    """Vote on bit patterns (integer arrays): status per element and the majority value.
+
+    Status: AGREE, MINORITY_c (copy c differs from the two others, which agree) or UNCORRECTABLE
+    (all three differ; the majority returned there is u0, unused). The device code makes the same
+    decisions in the same order (vote_element in cutlass_tmr.cuh).
+    """
+    u0, u1, u2 = np.asarray(u0), np.asarray(u1), np.asarray(u2)
+    e01, e02, e12 = u0 == u1, u0 == u2, u1 == u2
+    status = np.full(u0.shape, UNCORRECTABLE, dtype=np.int8)
+    status[e01 & e02] = AGREE
+    status[e01 & ~e02] = MINORITY_2
+    status[~e01 & e02] = MINORITY_1
+    status[~e01 & ~e02 & e12] = MINORITY_0
+    majority = np.where(~e01 & ~e02 & e12, u1, u0)
+    return status, majority
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return x.view(np.uint32 if x.dtype == np.float32 else np.uint64)
+
+
+def flip(x, kind: str, bit: int = 0, offset: float = 0.0):
+    """The fault primitive of ftgen_ft.cuh: flip one bit of the representation, or add an offset."""
+    x = np.array(x)
+    if kind == "offset":
+        return (x.astype(np.float64) + offset).astype(x.dtype)
+    u = _bits(x).copy()
+    u ^= u.dtype.type(1) << u.dtype.type(bit)
+    return u.view(x.dtype)
+
+
+class Counters(dict):
+    def __init__(self):
+        super().__init__(injected=0, detected=0, corrected=0, uncorrectable=0, recomputed=0)
+
+
+def _vote_inplace(acc: list[np.ndarray], counters: Counters, repair: bool) -> np.ndarray:
+    """Vote three accumulator arrays in place; return the mask of uncorrectable elements."""
+    status, maj = classify(_bits(acc[0]), _bits(acc[1]), _bits(acc[2]))
+    bad = status != AGREE
+    counters["detected"] += int(bad.sum())
+    unc = status == UNCORRECTABLE
+    counters["uncorrectable"] += int(unc.sum())
+    counters["corrected"] += int((bad & ~unc).sum())
+    if repair:
+        for c in range(3):
+            fix = status == (MINORITY_0 + c)
+            _bits(acc[c])[fix] = maj[fix]
+    return unc
+
+
+def model_tile(A, B, kt: int, level: str, interval: int, faults=(), correct: bool = True, dtype=np.float32):
+    """Simulate one output tile computed by three copies under a TMR level.
+
+    A: (m x K), B: (K x n) arrays; kt: k-iteration depth; faults: dicts with copy, row, col, step,
+    kind ('bitflip' or 'offset'), bit, offset; a fault is applied to the copy's accumulator after
+    k-iteration ``step`` of the first computation of the tile (before that iteration's vote).
+
+    Checkpoints: threadblock and cooperative vote and repair after every ``interval`` k-iterations
+    and after the last (an uncorrectable vote recomputes the tile from k = 0); multikernel votes the
+    states between chunks of ``interval`` iterations (an uncorrectable state marks the tile, which the
+    final recompute computes again) and the outputs at the end; kernel votes the outputs only (elements
+    where all three differ are recomputed). Returns (output, counters). With correct=False nothing is
+    repaired or recomputed and the output is the copy of the first fault (copy 0 without faults).
+    """
+    A = np.asarray(A, dtype=dtype)
+    B = np.asarray(B, dtype=dtype)
+    K = A.shape[1]
+    iters = -(-K // kt)
+    counters = Counters()
+    out_copy = faults[0]["copy"] if (faults and not correct) else 0
+
+    def k_slice(it):
+        # the residue k-tile comes first, like CUTLASS's predicated iterators
+        r0 = K - (iters - 1) * kt
+        lo = 0 if it == 0 else r0 + (it - 1) * kt
+        hi = r0 if it == 0 else lo + kt
+        return slice(lo, hi)
+
+    def compute(with_faults: bool, checkpoints: bool):
+        acc = [np.zeros((A.shape[0], B.shape[1]), dtype=dtype) for _ in range(3)]
+        unc_any = np.zeros(acc[0].shape, dtype=bool)
+        for it in range(iters):
+            ks = k_slice(it)
+            prod = (A[:, ks] @ B[ks, :]).astype(dtype)  # identical instructions for the three copies
+            for c in range(3):
+                acc[c] += prod
+            if with_faults:
+                for f in faults:
+                    if f["step"] == it:
+                        a = acc[f["copy"]]
+                        a[f["row"], f["col"]] = flip(a[f["row"], f["col"]], f["kind"], f.get("bit", 0), f.get("offset", 0.0))
+                        counters["injected"] += 1
+            last = it == iters - 1
+            if checkpoints and ((it + 1) % interval == 0 or last):
+                if level in ("threadblock", "cooperative") or not last:
+                    unc = _vote_inplace(acc, counters, correct)
+                    unc_any |= unc
+        return acc, unc_any
+
+    if level in ("threadblock", "cooperative"):
+        acc, unc = compute(True, True)
+        attempts = 1
+        while unc.any() and correct and attempts < MAX_ATTEMPTS:
+            counters["recomputed"] += 1
+            attempts += 1
+            acc, unc = compute(False, True)
+        return acc[0 if correct else out_copy].copy(), counters
+    if level == "multikernel":
+        acc, poisoned = compute(True, True)
+    elif level == "kernel":
+        acc, poisoned = compute(True, False)
+    else:
+        raise ValueError(f"unknown level {level!r}")
+    # final vote on the outputs (kernel, multikernel)
+    if not correct:
+        unc = _vote_inplace([a.copy() for a in acc], counters, False)
+        return acc[out_copy].copy(), counters
+    if poisoned.any():  # the tile is recomputed as a whole; the output vote skips it
+        out = None
+        unc = np.ones(acc[0].shape, dtype=bool)
+    else:
+        status, maj = classify(_bits(acc[0]), _bits(acc[1]), _bits(acc[2]))
+        bad = status != AGREE
+        unc = status == UNCORRECTABLE
+        counters["detected"] += int(bad.sum())
+        counters["corrected"] += int((bad & ~unc).sum())
+        counters["uncorrectable"] += int(unc.sum())
+        out = maj.view(acc[0].dtype).copy()
+    if unc.any():
+        counters["recomputed"] += 1
+        for _ in range(MAX_ATTEMPTS - 1):
+            re, _ = compute(False, False)
+            status, maj = classify(_bits(re[0]), _bits(re[1]), _bits(re[2]))
+            if out is None:
+                out = np.zeros_like(acc[0])
+            _bits(out)[unc] = maj[unc]
+            again = unc & (status == UNCORRECTABLE)
+            counters["uncorrectable"] += int(again.sum())
+            if not again.any():
+                break
+    return out, counters
+
+
+# --------------------------------------------------------------------------------------------
+# Emission
+# --------------------------------------------------------------------------------------------
+
+_CTYPES = {  # (A/B element, C element, accumulator, epilogue compute) as CUTLASS types
+    "tf32": ("float", "float", "float", "float"),
+    "fp16": ("cutlass::half_t", "cutlass::half_t", "float", "float"),
+    "bf16": ("cutlass::bfloat16_t", "cutlass::bfloat16_t", "float", "float"),
+    "fp64": ("double", "double", "double", "double"),
+}
+_BENCH_TYPES = {"tf32": "float", "fp16": "__half", "bf16": "__nv_bfloat16", "fp64": "double"}
+LEVEL_ENUM = {"none": 0, "kernel": 1, "threadblock": 2, "multikernel": 3, "cooperative": 4}
+
+
+def _library():
+    try:
+        from cutlass_library import gemm_operation, library
+    except Exception as e:  # noqa: BLE001 - any import failure is an environment problem
+        raise FtgenError(
+            f"cannot import cutlass_library ({type(e).__name__}: {e}); the CUTLASS backend emits its kernels "
+            f"through it: pip install nvidia-cutlass==4.2.0.0"
+        ) from None
+    return library, gemm_operation
+
+
+def cutlass_operation(v: Variant, alias: str, align: int, align_c: int) -> str:
+    """C++ declaration ``using <alias> = cutlass::gemm::device::Gemm<...>;`` emitted by cutlass_library."""
+    lib, gop = _library()
+    g = Geometry(v)
+    dt = {"tf32": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16, "fp64": lib.DataType.f64}[v.precision]
+    acc = lib.DataType.f64 if v.precision == "fp64" else lib.DataType.f32
+    mma_in = lib.DataType.tf32 if v.precision == "tf32" else dt
+    math_inst = lib.MathInstruction(list(g.inst), mma_in, mma_in, acc, lib.OpcodeClass.TensorOp, lib.MathOperation.multiply_add)
+    tile = lib.TileDescription(list(g.tb), g.stages, list(g.warp_count), math_inst, 80, 1024)
+    lay = {"row": lib.LayoutType.RowMajor, "col": lib.LayoutType.ColumnMajor}
+    a = lib.TensorDescription(dt, lay[g.layout_a], align)
+    b = lib.TensorDescription(dt, lay[g.layout_b], align)
+    c = lib.TensorDescription(dt, lib.LayoutType.RowMajor, align_c)
+    swz = {1: lib.SwizzlingFunctor.Identity1, 2: lib.SwizzlingFunctor.Identity2, 4: lib.SwizzlingFunctor.Identity4, 8: lib.SwizzlingFunctor.Identity8}
+    op = gop.GemmOperation(lib.GemmKind.Gemm, 80, tile, a, b, c, acc, lib.EpilogueFunctor.LinearCombination, swz[g.swizzle])
+    text = gop.EmitGemmInstance().emit(op)
+    old = f"Operation_{op.procedural_name()}"
+    if text.count(old) != 1:  # pragma: no cover - guards against a changed emitter
+        raise FtgenError(f"unexpected cutlass_library output for {v.name}: {old} not found once")
+    return text.replace(old, alias).replace(f"// Gemm operator {op.procedural_name()}", f"// {op.procedural_name()} (cutlass_library)")
+
+
+def template_context(family, v: Variant) -> dict:
+    g = Geometry(v)
+    sym = v.name.replace("-", "_")
+    ta, tc, tacc, tepi = _CTYPES[v.precision]
+    t = tolerance_terms(v.precision, g.inst[2])
+    fallback = g.align != g.fallback_align
+    return {
+        "v": v,
+        "g": g,
+        "name": v.name,
+        "sym": sym,
+        "precision": v.precision,
+        "prot": v.protection,
+        "inject": v.protection.inject,
+        "level": g.level,
+        "level_enum": LEVEL_ENUM[g.level],
+        "interval": g.interval,
+        "meta_json": v.meta_json(),
+        "op_main": cutlass_operation(v, "OpMain", g.align, g.align),
+        "op_fallback": cutlass_operation(v, "OpFallback", g.fallback_align, 1) if fallback else "",
+        "has_fallback": fallback,
+        "ElementAB": ta,
+        "ElementC": tc,
+        "ElementAcc": tacc,
+        "ElementEpi": tepi,
+        "BenchT": _BENCH_TYPES[v.precision],
+        "tol": t,
+        "max_attempts": MAX_ATTEMPTS,
+        "default_shapes": ",".join(family.format_shape(s) for s in family.default_shapes),
+        "row_a": g.layout_a == "row",
+        "row_b": g.layout_b == "row",
+    }
+
+
+def emit(family, v: Variant, env) -> EmittedVariant:
+    ctx = template_context(family, v)
+    d = v.name
+    files = {
+        f"{d}/{d}.h": env.render("gemm/cutlass_variant.h.j2", ctx),
+        f"{d}/{d}.cu": env.render("gemm/cutlass_variant.cu.j2", ctx),
+        f"{d}/{d}_bench.cu": env.render("gemm/cutlass_bench.cu.j2", ctx),
+        f"{d}/cutlass_tmr.cuh": env.raw("gemm/cutlass_tmr.cuh"),
+    }
+    return EmittedVariant(
+        name=d,
+        files=files,
+        library_sources=[f"{d}/{d}.cu"],
+        bench_sources=[f"{d}/{d}_bench.cu"],
+        header=f"{d}/{d}.h",
+        link_libraries=["CUDA::cublas"],
+        include_dirs=["${FTGEN_CUTLASS_INCLUDE}"],
+        compile_options=["-Xptxas=-warn-spills"],
+    )
+
+
+def describe_variant(v: Variant) -> Mapping[str, Any]:
+    g = Geometry(v)
+    return {"threads": g.threads, "acc_elems": g.acc_elems, "smem_bytes": g.smem_bytes, "regs_estimate": g.regs_estimate}
+
+
+def work(shape: Mapping[str, int]) -> float:
+    return 2.0 * shape["m"] * shape["n"] * shape["k"]
+
+
+__all__ = [
+    "PARAMS",
+    "param_defs",
+    "protection_ok",
+    "constraints",
+    "kernel_name",
+    "emit",
+    "tolerance",
+    "tolerance_fp32",
+    "classify",
+    "model_tile",
+    "CONSTRAINT_DOCS",
+]
+
+_ = math  # math is used by callers through tolerance(); keep the import explicit

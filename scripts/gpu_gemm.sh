@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# GPU runs of the gemm SIMT family, for the device machine (H100/H200). Usage:
+#   bash scripts/gpu_gemm.sh check OUT     # every ABFT level: correctness with faults, speed, short trials
+# Everything goes through the ftgen CLI (python3 -m ftgen.cli with PYTHONPATH=repo); full JSON lines land in
+# OUT, a short summary is printed last.
+set -uo pipefail
+mode=${1:?mode}
+out=${2:?output dir}
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export FTGEN_CACHE_DIR="$out/cache"
+ft() { python3 -m ftgen.cli "$@"; }
+gen=/tmp/ftgen-gen
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+nvcc --version | tail -1 | tee -a "$out/gpu.txt"
+
+summary() {  # summary of bench JSON lines: kernel shape ms ref_ms ratio err inj/det/corr ok
+  python3 - "$@" <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)
+        if "provenance" in r:
+            continue
+        sh = "x".join(str(v) for v in (r.get("shape") or {}).values())
+        ms = (r.get("ms") or {}).get("median"); ref = (r.get("ref") or {}).get("ms")
+        ratio = f"{ref / ms:.3f}" if ms and ref else "-"
+        ft = f"{r.get('injected', '-')}/{r.get('detected', '-')}/{r.get('corrected', '-')}/fa{r.get('false_alarms', '-')}"
+        err = (r.get("error") or {}).get("message", "")[:50]
+        print(f"{r['kernel'][5:52]:47s} {sh:16s} {ms if ms is None else round(ms, 4)!s:>8} {ref if ref is None else round(ref, 4)!s:>8} {ratio:>6} "
+              f"{r.get('max_rel_err', float('nan')):.1e} {ft:>14} {r.get('ok')} {err}")
+EOF
+}
+
+trials_summary() {
+  python3 - "$@" <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    rows = [json.loads(l) for l in open(path) if l.startswith("{\"trial\"")]
+    if not rows:
+        print(path, "no trials"); continue
+    k = rows[0]["kernel"]; dist = rows[0]["dist"]
+    inj = [r for r in rows if r["injected"]]
+    sig = [r for r in inj if r["significant"]]
+    det = [r for r in sig if r["detected"]]
+    okc = [r for r in sig if r["ok"]]
+    fa = [r for r in rows if r["false_alarm"]]
+    clean_scores = sorted(r["score"] for r in rows if not r["injected"])
+    print(f"{k[5:50]:45s} {dist:10s} trials={len(rows)} injected={len(inj)} significant={len(sig)} detected={len(det)} "
+          f"corrected_ok={len(okc)} false_alarms={len(fa)} not_ok={sum(1 for r in rows if not r['ok'])} "
+          f"max_clean_score={clean_scores[-1] if clean_scores else '-'}")
+EOF
+}
+
+case "$mode" in
+check)
+  ft generate scripts/gpu_abft_check.yaml -o $gen > /dev/null || exit 1
+  ft build $gen/abft_check -j 16 --arch sm_90 || exit 3
+  ft bench $gen/abft_check --shapes 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 --inject 8 --reps 5 --warmup 2 \
+     --json "$out/check_inject.jsonl" > /dev/null 2> "$out/check_inject.err"
+  echo "bench (inject) rc=$?"
+  ft bench $gen/abft_check --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 \
+     --json "$out/speed_clean.jsonl" > /dev/null 2> "$out/speed_clean.err"
+  echo "bench (clean speed) rc=$?"
+  ft bench $gen/abft_check --kernels '*_inj' --shapes 4096x4096x4096,8192x8192x8192 --inject 64 --reps 10 --warmup 3 \
+     --json "$out/speed_inject.jsonl" > /dev/null 2> "$out/speed_inject.err"
+  echo "bench (speed with faults) rc=$?"
+  for k in gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f64_abft-tb-i64_64x64x8_w32x32_t4x8_s3_inj gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj; do
+    for d in normal loguniform; do
+      $gen/abft_check/bin/$k --trials 150 --inject 0 --shapes 512x512x1024 --dist $d --seed 1 > "$out/trials_${k}_${d}_clean.jsonl"
+      $gen/abft_check/bin/$k --trials 150 --inject 1 --shapes 512x512x1024 --dist $d --seed 100001 > "$out/trials_${k}_${d}_fault.jsonl"
+    done
+  done
+  tail -3 "$out"/*.err
+  summary "$out/check_inject.jsonl" "$out/speed_clean.jsonl" "$out/speed_inject.jsonl"
+  trials_summary "$out"/trials_*.jsonl
+  ;;
+*)
+  echo "unknown mode $mode"; exit 2 ;;
+esac
