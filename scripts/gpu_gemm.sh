@@ -36,10 +36,11 @@ trials_summary() {
   python3 - "$@" <<'EOF'
 import json, sys
 for path in sys.argv[1:]:
-    rows = [json.loads(l) for l in open(path) if l.startswith("{\"trial\"")]
-    if not rows:
-        print(path, "no trials"); continue
-    k = rows[0]["kernel"]; dist = rows[0]["dist"]
+  allrows = [json.loads(l) for l in open(path) if l.startswith("{\"trial\"")]
+  groups = {}
+  for r in allrows:
+    groups.setdefault((r["kernel"], r["dist"], r["injected"] > 0 or "fault" in r), []).append(r)
+  for (k, dist, _), rows in sorted(groups.items()):
     inj = [r for r in rows if r["injected"]]
     sig = [r for r in inj if r["significant"]]
     det = [r for r in sig if r["detected"]]
@@ -74,6 +75,29 @@ check)
   tail -3 "$out"/*.err
   summary "$out/check_inject.jsonl" "$out/speed_clean.jsonl" "$out/speed_inject.jsonl"
   trials_summary "$out"/trials_*.jsonl
+  ;;
+profile)
+  # correctness with faults on awkward shapes, hardware counters of the unprotected vs ABFT kernels, trials
+  ft generate scripts/gpu_abft_check.yaml -o $gen > /dev/null || exit 1
+  ft build $gen/abft_check -j 16 --arch sm_90 || exit 3
+  ft bench $gen/abft_check --shapes 1000x1234x777,257x129x1031,2048x2048x2048 --inject 8 --reps 3 --warmup 1 \
+     --json "$out/check_inject.jsonl" > /dev/null 2> "$out/check_inject.err"
+  echo "bench (inject) rc=$?"
+  for k in gemm_f32_none_128x128x8_w32x64_t8x8_s4 gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4 gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj; do
+    timeout 120 ncu --clock-control none -k regex:gemm_kernel -s 3 -c 1 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section SchedulerStats --section LaunchStats \
+      $gen/abft_check/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref > "$out/ncu_$k.txt" 2>&1
+    echo "== $k"; grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Issued Warp|No Eligible|Stall|Warp Cycles Per Issued|Compute \(SM\) Throughput|Dynamic Shared|Eligible Warps" "$out/ncu_$k.txt" | head -24
+  done
+  for k in gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f64_abft-thread-i64_64x64x8_w32x32_t4x8_s3_inj; do
+    for d in normal loguniform; do
+      $gen/abft_check/bin/$k --trials 150 --inject 0 --shapes 512x512x1024 --dist $d --seed 1 > "$out/trials_${k}_${d}_clean.jsonl"
+      $gen/abft_check/bin/$k --trials 150 --inject 1 --shapes 512x512x1024 --dist $d --seed 100001 > "$out/trials_${k}_${d}_fault.jsonl"
+    done
+  done
+  cat "$out"/trials_*.jsonl > "$out/trials_all.jsonl"; rm "$out"/trials_*_*.jsonl
+  summary "$out/check_inject.jsonl"
+  trials_summary "$out/trials_all.jsonl"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;
