@@ -8,7 +8,7 @@ mode=${1:?mode}
 out=${2:?output dir}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export FTGEN_CACHE_DIR="$out/cache"
+export FTGEN_CACHE_DIR=/tmp/ftgen-cache
 ft() { python3 -m ftgen.cli "$@"; }
 gen=/tmp/ftgen-gen
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
