@@ -99,6 +99,19 @@ profile)
   summary "$out/check_inject.jsonl"
   trials_summary "$out/trials_all.jsonl"
   ;;
+ncu)
+  # hardware counters (stall reasons, occupancy, hot SASS) of the listed kernels of scripts/gpu_abft_check.yaml
+  shift 2
+  ft generate scripts/gpu_abft_check.yaml -o $gen > /dev/null || exit 1
+  ft build $gen/abft_check -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  for k in "$@"; do
+    timeout 200 ncu --clock-control none -k regex:gemm_kernel -s 1 -c 1 --set full --import-source no \
+      $gen/abft_check/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref > "$out/ncu_$k.txt" 2>&1
+    echo "== $k"
+    grep -E "^ +(Duration|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared Mem)|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued Instruction|Compute \(SM\) Throughput|Executed Ipc Active|Local Memory Spilling|Dynamic Shared Memory Per Block)" "$out/ncu_$k.txt" | head -20
+    grep -iE "stall|est\. speedup" "$out/ncu_$k.txt" | head -12
+  done
+  ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -106,13 +106,13 @@ class SimtGeometry:
         self.min_blocks = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 150 else 1
 
     def _abft_smem(self, level) -> int:
-        rowstats = 48
+        rowstats = 4 * self.elem_bytes  # an upper bound of sizeof(Smem) beyond the stages
         if level == "threadblock":
-            return (2 * self.KT * 2 * self.elem_bytes + self.warps_n * self.MT * rowstats + self.MT * 4
-                    + self.MT * 2 * self.elem_bytes + 4 + 4 * (4 + 4 + 8) + 16)
+            return (2 * self.KT * 4 * self.elem_bytes + self.warps_n * self.MT * rowstats + self.MT * 4
+                    + self.MT * 3 * self.elem_bytes + 4 + 4 * (4 + 4 + 8) + 64)
         if level == "warp":
             warps = self.threads // 32
-            return warps * self.MW * (rowstats + 4 + 2 * self.elem_bytes) + warps * 16 + 16
+            return warps * self.MW * (rowstats + 4 + 3 * self.elem_bytes) + warps * 16 + 64
         return 0
 
     def as_dict(self) -> dict:

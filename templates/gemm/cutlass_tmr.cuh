@@ -234,8 +234,6 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
   int smem_read_stage_idx_;
 
  public:
-  int warp_m_, warp_n_;  // the warp's tile position in the threadblock tile
-
   CUTLASS_DEVICE
   Mainloop(SharedStorage& shared_storage, int thread_idx, int warp_idx, int lane_idx)
       : Base(shared_storage, thread_idx, warp_idx, lane_idx),
@@ -245,10 +243,10 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
         smem_read_stage_idx_(0) {
     const int warp_idx_mn = warp_idx % (Base::WarpCount::kM * Base::WarpCount::kN);
     const int warp_idx_k = warp_idx / (Base::WarpCount::kM * Base::WarpCount::kN);
-    warp_m_ = warp_idx_mn % Base::WarpCount::kM;
-    warp_n_ = warp_idx_mn / Base::WarpCount::kM;
-    this->warp_tile_iterator_A_.add_tile_offset({warp_m_, Base::kWarpGemmIterations * warp_idx_k});
-    this->warp_tile_iterator_B_.add_tile_offset({Base::kWarpGemmIterations * warp_idx_k, warp_n_});
+    const int warp_idx_m = warp_idx_mn % Base::WarpCount::kM;
+    const int warp_idx_n = warp_idx_mn / Base::WarpCount::kM;
+    this->warp_tile_iterator_A_.add_tile_offset({warp_idx_m, Base::kWarpGemmIterations * warp_idx_k});
+    this->warp_tile_iterator_B_.add_tile_offset({Base::kWarpGemmIterations * warp_idx_k, warp_idx_n});
   }
 
   CUTLASS_DEVICE void advance_smem_read_stage() {
@@ -470,32 +468,35 @@ CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid) {
   return f;
 }
 
+// Apply planned fault `fidx` to accumulator element f.elem of this thread's copy and record it.
+// Selects instead of indexing keep the fragment in registers.
 template <class K, class Frag, class P>
-CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tid, int lane, int warp_m, int warp_n,
-                                cutlass::MatrixCoord tile_origin) {
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn) {
+  using E = typename Frag::Element;
   const ftgen::FaultSpec f = t.faults[fidx];
+  E before = E(0);
   CUTLASS_PRAGMA_UNROLL
-  for (int e = 0; e < Frag::kElements; ++e) {
-    if (e == f.elem) {
-      const typename Frag::Element before = acc[e];
-      acc[e] = ftgen::apply_fault(before, f.kind, f.bit, f.offset);
-      int r, c;
-      AccLayout<typename K::Operator>::coord(lane, e, r, c);
-      ftgen::FaultRecord rec;
-      rec.applied = 1;
-      rec.block = tile * kCopies + copy;
-      rec.thread = tid;
-      rec.elem = e;
-      rec.step = f.step;
-      rec.bit = f.bit;
-      rec.before = static_cast<double>(before);
-      rec.after = static_cast<double>(acc[e]);
-      rec.row = tile_origin.row() + warp_m * K::Operator::Shape::kM + r;
-      rec.col = tile_origin.column() + warp_n * K::Operator::Shape::kN + c;
-      t.records[fidx] = rec;
-      if (t.counters) atomicAdd(&t.counters->injected, 1ull);
-    }
-  }
+  for (int e = 0; e < Frag::kElements; ++e) before = (e == f.elem) ? acc[e] : before;
+  const E after = ftgen::apply_fault(before, f.kind, f.bit, f.offset);
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) acc[e] = (e == f.elem) ? after : acc[e];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_mn = warp % (K::WarpCount::kM * K::WarpCount::kN);
+  int r, c;
+  AccLayout<typename K::Operator>::coord(lane, f.elem, r, c);
+  ftgen::FaultRecord rec;
+  rec.applied = 1;
+  rec.block = tile * kCopies + copy;
+  rec.thread = threadIdx.x;
+  rec.elem = f.elem;
+  rec.step = f.step;
+  rec.bit = f.bit;
+  rec.before = static_cast<double>(before);
+  rec.after = static_cast<double>(after);
+  rec.row = tm * K::Shape::kM + (warp_mn % K::WarpCount::kM) * K::Operator::Shape::kM + r;
+  rec.col = tn * K::Shape::kN + (warp_mn / K::WarpCount::kM) * K::Operator::Shape::kN + c;
+  t.records[fidx] = rec;
+  if (t.counters) atomicAdd(&t.counters->injected, 1ull);
 }
 
 // ---- fragments in global memory (multikernel states, cooperative exchange slots) ---------------
@@ -632,7 +633,7 @@ __global__ void __launch_bounds__(K::kThreads) copy_kernel(CopyParams<K> p) {
   const int k_begin = p.k_begin;
   ml.run(p.k_count, acc, its.A, its.B, [&](int it, typename K::FragmentC(&a)[1]) {
     if (kInject && pend.idx >= 0 && pend.step == k_begin + it)
-      apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tid, lane, ml.warp_m_, ml.warp_n_, tile_origin<K>(tc.m(), tc.n()));
+      apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
   });
   if (!kState || p.last) {
     epilogue<K>(ss.epilogue, p.t.gemm, p.params_D, p.ptr_D, acc[0], tc.m(), tc.n(), tid, warp, lane);
@@ -677,7 +678,7 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
         CUTLASS_PRAGMA_UNROLL
         for (int c = 0; c < kCopies; ++c)
           if (pend[c].idx >= 0 && pend[c].step == it)
-            apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tid, lane, ml.warp_m_, ml.warp_n_, tile_origin<K>(tc.m(), tc.n()));
+            apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tc.m(), tc.n());
       }
       if (++since == interval || it + 1 == total) {  // checkpoint
         since = 0;
@@ -775,7 +776,7 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
       int since = 0;
       ml.run(total, acc, its.A, its.B, [&](int it, Frag(&a)[1]) {
         if (kInject && attempt == 0 && pend.idx >= 0 && pend.step == it)
-          apply_fault<K>(p.t, a[0], pend.idx, lin, copy, tid, lane, ml.warp_m_, ml.warp_n_, tile_origin<K>(tm, tn));
+          apply_fault<K>(p.t, a[0], pend.idx, lin, copy, tm, tn);
         if (++since == interval || it + 1 == total) {  // checkpoint: exchange through global memory and vote
           since = 0;
           const int buf = barriers & 1;
@@ -1353,7 +1354,7 @@ struct Runner {
     if (e == cudaSuccess) e = fork(*st, s);
     for (int c = 0; c < kCopies && e == cudaSuccess; ++c) {
       cudaStream_t sc = c == 0 ? s : st->s[c - 1];
-      if (kInject) {
+      if constexpr (kInject) {
         e = launch_copy<false, cutlass::gemm::SharedMemoryClearOption::kNone>(q, c, 0, q.lay.total_k, nullptr, out_ptr(q, c),
                                                                                out_ld(q, c), sc);
       } else {
@@ -1457,19 +1458,13 @@ struct Runner {
     return cudaGetLastError();
   }
 
+  // Only the chosen level's kernels are instantiated.
   static cudaError_t run(const Prepared& q, cudaStream_t s) {
-    switch (kLevel) {
-      case kLevelNone:
-        return launch_cutlass(q, static_cast<EC*>(q.C), q.ldc, s);
-      case kLevelKernel:
-        return run_kernel_level(q, s);
-      case kLevelThreadblock:
-        return run_threadblock(q, s);
-      case kLevelMultikernel:
-        return run_multikernel(q, s);
-      case kLevelCooperative:
-        return run_cooperative(q, s);
-    }
+    if constexpr (kLevel == kLevelNone) return launch_cutlass(q, static_cast<EC*>(q.C), q.ldc, s);
+    if constexpr (kLevel == kLevelKernel) return run_kernel_level(q, s);
+    if constexpr (kLevel == kLevelThreadblock) return run_threadblock(q, s);
+    if constexpr (kLevel == kLevelMultikernel) return run_multikernel(q, s);
+    if constexpr (kLevel == kLevelCooperative) return run_cooperative(q, s);
     return cudaErrorInvalidValue;
   }
 };
@@ -1490,7 +1485,8 @@ struct Launcher {
   static_assert(std::is_same<typename KM::LayoutB, typename std::conditional<kRowB, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>::type>::value, "layout B");
   static_assert(KM::Shape::kM == KF::Shape::kM && KM::Shape::kN == KF::Shape::kN && KM::Shape::kK == KF::Shape::kK, "same tiles");
   // fp16/bf16 operands the fallback's 4-byte accesses cannot read are copied into padded buffers
-  static constexpr bool kRepack = sizeof(EA) < 4 && !std::is_same<OpMain, OpFallback>::value;
+  static constexpr bool kRepack = sizeof(EA) < 4;
+  static_assert(std::is_same<OpMain, OpFallback>::value || KF::kAlignC == 1, "the fallback stores C element by element");
 
   static Layout layout(int m, int n, int k, int coop_teams_param) {
     Layout L;
@@ -1505,7 +1501,7 @@ struct Launcher {
       off = round_up(off + bytes, 256);
       return at;
     };
-    if (kRepack) {
+    if constexpr (kRepack) {
       const Operand a = kRowA ? Operand{m, k, 0} : Operand{k, m, 0};
       const Operand b = kRowB ? Operand{k, n, 0} : Operand{n, k, 0};
       L.ld_rep_a = static_cast<long long>(round_up(a.cols, 8));
@@ -1521,7 +1517,7 @@ struct Launcher {
     if (kLevel == kLevelMultikernel) {
       for (int c = 0; c < kCopies; ++c) L.s[c] = take(tiles * KM::kTileElems * sizeof(Acc));
     }
-    if (kLevel == kLevelCooperative) {
+    if constexpr (kLevel == kLevelCooperative) {
       // both instantiations have the same tiles; size for the larger co-resident grid
       L.teams = std::max(RM::coop_teams(static_cast<int>(tiles), coop_teams_param), RF::coop_teams(static_cast<int>(tiles), coop_teams_param));
       const size_t g = size_t(kCopies) * std::max(L.teams, 1);
@@ -1568,11 +1564,14 @@ struct Launcher {
     q.records = p->fault_records;
     const bool main_ok = operand_aligned(p->A, a, KM::kAlignA, sizeof(EA)) && operand_aligned(p->B, b, KM::kAlignB, sizeof(EB)) &&
                          operand_aligned(p->C, c, KM::kAlignC, sizeof(EC));
-    if (main_ok || std::is_same<OpMain, OpFallback>::value) {
+    if (main_ok) {
       if (kLevel == kLevelCooperative && q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
       return RM::run(q, s);
     }
-    if (kRepack) {
+    if constexpr (std::is_same<OpMain, OpFallback>::value) {
+      return cudaErrorInvalidValue;  // 1-element accesses: only a pointer not aligned to its element type gets here
+    }
+    if constexpr (kRepack) {
       DeviceProps dp;
       cudaError_t e = device_props(dp);
       if (e != cudaSuccess) return e;
@@ -1624,7 +1623,10 @@ struct Launcher {
     return cudaSuccess;
   }
 
-  static int coop_capacity() { return kLevel == kLevelCooperative ? RM::coop_capacity() : 0; }
+  static int coop_capacity() {
+    if constexpr (kLevel == kLevelCooperative) return RM::coop_capacity();
+    return 0;
+  }
 };
 
 }  // namespace ftgen_tmr

@@ -1,0 +1,868 @@
+"""``fft``: batched complex-to-complex FFTs (C2C fp32, Z2Z fp64), forward and inverse, with the
+fault-tolerance schemes of TurboFFT (seed 002).
+
+Algorithm
+---------
+One transform of size ``N = 2**logn`` is a chain of 1-3 *launches* (kernels). Launch ``l`` has size
+``R = N_l`` and the stride ``S`` (the product of the earlier launch sizes), ``M' = N/(S*R)``; it is
+one generalised Stockham pass: for every *column* ``(s, m)`` (``s < S``, ``m < M'``) it reads the
+``R`` elements ``in[s + S*(m + M'*i)]``, computes their R-point DFT, multiplies output ``k`` by
+``w_{R*M'}^{m*k}`` and writes ``out[s + S*(k + R*m)]``. Inside a threadblock the R-point DFT is the
+same recursion again: *sub-passes* of radix ``n`` (the per-thread size; the last one may be
+smaller) exchanging data through shared memory, and inside a thread the radix-``n`` DFT is a
+straight-line *codelet* of radix-2/4 layers whose twiddles are compile-time constants. Twiddles
+between sub-passes and launches are a sincospi base plus a short recurrence (fp32) or table
+look-ups (fp64). A block handles ``bs`` consecutive columns; each thread holds ``tcols`` of them
+in registers at once (the "signals per thread" of the seed, and the batch of the two-sided
+checksums).
+
+Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
+(one fault per check):
+
+* ``one-sided``: per-column left checksum ``e^T u`` against the precomputed ``(W^T e)^T x``
+  (``u`` the output with the launch twiddle divided out); detection recomputes the tile.
+* ``two-sided-thread``: every sub-pass of every thread checks its ``tcols`` DFTs with two
+  right-side checksum vectors (weights 1 and ``l+1``) transformed alongside; the quotient of the
+  two residual vectors locates the column and the residual is subtracted (no recomputation).
+* ``two-sided-tb``: the right-side checksum column ``sum_l x_l`` is transformed with the data in
+  registers; the residual vector ``sum_l u_l - W sum_l x_l`` (reduced over the group with warp
+  shuffles) detects, the quotient of the two left-side checksums (weights 1 and ``l+1``, encoding
+  ``e^T W`` precomputed) locates, and the residual is added back before the store (delayed,
+  batched correction). An ambiguous location falls back to recomputation.
+
+Kernel names
+------------
+::
+
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_inj]        (logn: 0, every size)
+
+``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
+``abft-2sided-tb``, with ``-detect``, ``-th<x>`` suffixes); automatic parameters are resolved
+before naming, so the name always shows the plan that is built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import SpecError
+from .base import (
+    PRECISION_TAG,
+    UNIT_ROUNDOFF,
+    EmittedVariant,
+    Family,
+    LauncherSignature,
+    Param,
+    Protection,
+    Variant,
+    positive_int,
+    suggest,
+)
+
+# --------------------------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------------------------
+
+PRECISIONS = ("fp32", "fp64")
+CTYPE = {"fp32": "float", "fp64": "double"}
+ESIZE = {"fp32": 8, "fp64": 16}  # bytes per complex element
+MAX_LOGN = {"fp32": 26, "fp64": 25}
+CODELET_RADICES = (2, 4, 8, 16, 32)
+ABFT_LEVELS = ("two-sided-tb", "two-sided-thread", "one-sided")
+LEVEL_CODE = {"none": 0, "one-sided": 1, "two-sided-thread": 2, "two-sided-tb": 3}
+DIRECTIONS = ("forward", "inverse")
+# total elements of the default shapes (fp32 2^26, fp64 2^25: the same bytes)
+TOTAL_LOG = {"fp32": 26, "fp64": 25}
+MAX_THREADS = 1024
+SMEM_LIMIT = 227 * 1024  # opt-in dynamic shared memory per block on sm_90 (sm_80: 163 KB, checked at run time)
+SMEM_TARGET = 100 * 1024  # the automatic plans keep two blocks per SM
+MAX_REGS = 232  # register estimate above which a plan is rejected (255 minus headroom)
+
+# --- accuracy and detection constants (see tolerance(), thresholds(); calibrated with the CPU model)
+# Verification: worst per-signal normwise error ||y - y_ref|| / ||y_ref|| <= TOL_C * u * sqrt(log2 N + 1).
+TOL_C = 24.0
+# Element check: max |y - y_ref| / rms(y_ref) <= TOL_ELEM_C * u * sqrt(log2 N + 1) * sqrt(2 ln(total)+1)
+TOL_ELEM_C = 10.0
+# Detection thresholds: residual > K * u * noise scale (defaults of `threshold: auto`).
+K_TB = 12.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R sum ||x||^2)
+K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
+K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
+LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
+TWIDDLE_FRESH = 4  # fp32 recurrence: a fresh sincospi every 4 powers
+
+
+def ilog2(x: int) -> int:
+    return int(x).bit_length() - 1
+
+
+def is_pow2(x: int) -> bool:
+    return x > 0 and (x & (x - 1)) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Plans
+# --------------------------------------------------------------------------------------------
+
+
+def subpass_radices(R: int, n: int) -> tuple[int, ...]:
+    """Radices of the sub-passes of an R-point launch with n elements per thread: n, n, ..., rest."""
+    out = []
+    rem = R
+    while rem > 1:
+        r = min(n, rem)
+        out.append(r)
+        rem //= r
+    return tuple(out)
+
+
+def codelet_layers(r: int) -> tuple[int, ...]:
+    """Radix-2/4 layers of the in-register DFT-r (compile-time twiddles between layers)."""
+    return {1: (), 2: (2,), 4: (4,), 8: (2, 4), 16: (4, 4), 32: (2, 4, 4)}[r]
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    index: int  # 0-based launch number
+    N: int  # transform size
+    R: int  # this launch's DFT size
+    n: int  # elements per thread (sub-pass radix)
+    bs: int  # columns per threadblock
+    L: int  # columns per thread, held together in registers
+    S: int  # product of the earlier launch sizes
+    esize: int
+    level: str = "none"
+    xw: int = 0  # columns exchanged per shared-memory round (0: all at once); filled by the planner
+
+    @property
+    def Mp(self) -> int:
+        return self.N // (self.S * self.R)
+
+    @property
+    def cols_per_signal(self) -> int:
+        return self.N // self.R
+
+    @property
+    def radices(self) -> tuple[int, ...]:
+        return subpass_radices(self.R, self.n)
+
+    @property
+    def P(self) -> int:
+        return len(self.radices)
+
+    @property
+    def T(self) -> int:
+        return self.R // self.n
+
+    @property
+    def G(self) -> int:
+        return self.bs // self.L
+
+    @property
+    def threads(self) -> int:
+        return self.G * self.T
+
+    @property
+    def extra(self) -> int:
+        """Checksum columns a thread carries through the sub-passes (two-sided-tb: one)."""
+        return 1 if self.level == "two-sided-tb" else 0
+
+    @property
+    def cpt(self) -> int:
+        """Columns a thread pushes through the shared-memory exchanges."""
+        return self.L + self.extra
+
+    @property
+    def W(self) -> int:
+        """Elements per 128-byte bank row (the swizzle width)."""
+        return 128 // self.esize
+
+    @property
+    def pad(self) -> int:
+        return self.T if self.T < self.W else 0
+
+    @property
+    def pitch(self) -> int:
+        return self.R + self.pad
+
+    @property
+    def xcols(self) -> int:
+        """Columns exchanged per round through shared memory, per group."""
+        return self.xw if self.xw else self.cpt
+
+    @property
+    def rounds(self) -> int:
+        return -(-self.cpt // self.xcols)
+
+    @property
+    def staged_in(self) -> bool:
+        """Input goes through shared memory (strided, or columns too short for coalesced loads)."""
+        return not (self.cols_per_signal == 1 and self.T >= self.W)
+
+    @property
+    def staged_out(self) -> bool:
+        return not (self.S == 1 and self.T >= self.W)
+
+    @property
+    def tile_cols(self) -> int:
+        """Columns of the shared-memory tile: the exchange width of every group, or the whole
+        block tile when the data is staged through it."""
+        x = self.G * self.xcols
+        if self.staged_in or self.staged_out:
+            x = max(x, self.bs)
+        return x
+
+    @property
+    def smem_bytes(self) -> int:
+        exch = self.tile_cols * self.pitch * self.esize if (self.P > 1 or self.staged_in or self.staged_out) else 0
+        red = 0
+        if self.level in ("one-sided", "two-sided-tb"):
+            nv = 6 if self.level == "two-sided-tb" else 3 * self.L
+            red = (self.threads // 32 + 1) * nv * 8 + 64
+        return exch + red + 16
+
+    @property
+    def vec(self) -> int:
+        return 16 // self.esize  # complex elements per 16-byte access
+
+    def regs_estimate(self) -> int:
+        w = self.esize // 4  # 32-bit registers per complex
+        data = self.cpt * self.n * w
+        ft = 0
+        if self.level == "two-sided-tb":
+            ft = self.n * w + 8 * w // 2 + 6
+        elif self.level == "two-sided-thread":
+            ft = 4 * self.n * w
+        elif self.level == "one-sided":
+            ft = self.L * (w + 2)
+        # codelet temporaries, twiddles, addresses
+        return data + ft + self.n * w + 40
+
+    def describe(self) -> str:
+        return f"R={self.R} S={self.S} M'={self.Mp} n={self.n} radices={'x'.join(map(str, self.radices))} bs={self.bs} L={self.L} threads={self.threads}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    precision: str
+    logn: int
+    launches: tuple[LaunchPlan, ...]
+    level: str = "none"
+
+    @property
+    def N(self) -> int:
+        return 1 << self.logn
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(lp.R for lp in self.launches)
+
+
+def _split_log(logn: int, parts: int) -> list[int]:
+    base, extra = divmod(logn, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def auto_launches(precision: str, logn: int) -> int:
+    one = 13 if precision == "fp32" else 12
+    two = 22
+    if logn <= one:
+        return 1
+    if logn <= two:
+        return 2
+    return 3
+
+
+def auto_tcols(precision: str, level: str) -> int:
+    if level == "two-sided-tb":
+        return 4 if precision == "fp32" else 2
+    if level == "two-sided-thread":
+        return 2
+    return 1
+
+
+def auto_n(R: int) -> int:
+    if R <= 16:
+        return R
+    if R <= 64:
+        return 8
+    return 16
+
+
+def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool) -> int:
+    esize = ESIZE[precision]
+    T = R // n
+    if single:
+        # one launch: whole signals per block; about 256 threads, a tile of up to 4096 (fp32) elements
+        bs = max(1, 256 // max(T, 1))
+        bs = min(bs, max(1, (32768 // esize) // R))
+    else:
+        # strided launches: at least 32-byte runs of consecutive columns, tile of ~4096/2048 elements
+        bs = max(32 // esize, (32768 // esize) // R)
+        while bs * T > 512 and bs > 32 // esize:
+            bs //= 2
+    bs = max(bs, L)
+    return bs
+
+
+def auto_xw(lp: LaunchPlan) -> int:
+    """Exchange all columns at once unless the shared-memory tile would exceed the target."""
+    cpt = lp.cpt
+    for xw in range(cpt, 0, -1):
+        if cpt % xw and xw != cpt:
+            continue
+        trial = LaunchPlan(**{**lp.__dict__, "xw": 0 if xw == cpt else xw})
+        if trial.smem_bytes <= SMEM_TARGET:
+            return 0 if xw == cpt else xw
+    return 1
+
+
+def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dict:
+    """Fill the automatic (0) parameters of a fixed-size variant. Returns a new dict; raises
+    ValueError with a reason when the given parameters cannot form a plan."""
+    p = dict(params)
+    logn = p["logn"]
+    N = 1 << logn
+    Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
+    launches = p.get("launches", 0)
+    given = [x for x in Ns if x]
+    if given:
+        if Ns[len(given):] != [0] * (3 - len(given)) and any(Ns[len(given):]):
+            raise ValueError("N1, N2, N3 must be given in order (N2 needs N1, N3 needs N2)")
+        if launches and launches != len(given) and math.prod(given) == N:
+            raise ValueError(f"launches={launches} but {len(given)} launch sizes N1..N{len(given)} are given")
+        if math.prod(given) == N:
+            launches = len(given)
+        else:
+            if not launches:
+                launches = len(given) + 1 if len(given) < 3 else len(given)
+            if launches <= len(given):
+                raise ValueError(f"N1*N2*N3 = {math.prod(given)} is not n = {N}")
+            rest = N // math.prod(given) if N % math.prod(given) == 0 else 0
+            if rest < 2 ** (launches - len(given)):
+                raise ValueError(f"launch sizes {given} do not divide n = {N} leaving room for {launches - len(given)} more launch(es)")
+            more = [1 << x for x in _split_log(ilog2(rest), launches - len(given))]
+            given = given + more
+    else:
+        if not launches:
+            launches = auto_launches(precision, logn)
+        if launches > logn:
+            raise ValueError(f"{launches} launches need n >= {2 ** launches}")
+        given = [1 << x for x in _split_log(logn, launches)]
+    sizes = given
+    L = p.get("tcols", 0) or auto_tcols(precision, level)
+    out = dict(p)
+    out["launches"] = len(sizes)
+    for i in range(3):
+        out[f"N{i + 1}"] = sizes[i] if i < len(sizes) else 0
+        if i >= len(sizes):
+            out[f"n{i + 1}"] = 0
+            out[f"bs{i + 1}"] = 0
+            continue
+        R = sizes[i]
+        n = p.get(f"n{i + 1}", 0) or auto_n(R)
+        out[f"n{i + 1}"] = n
+        bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1)
+        if len(sizes) > 1 and not p.get(f"bs{i + 1}", 0):
+            # consecutive columns of one block must share (b, m): bs <= S (later launches) or M' (first)
+            S = math.prod(sizes[:i])
+            limit = S if i > 0 else N // R
+            bs = min(bs, limit)
+            bs = max(bs, min(L, limit))
+        out[f"bs{i + 1}"] = bs
+    out["tcols"] = L
+    return out
+
+
+def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
+    """The plan of a fixed-size variant (parameters already resolved)."""
+    logn = params["logn"]
+    N = 1 << logn
+    lps = []
+    S = 1
+    nl = params["launches"]
+    for i in range(nl):
+        R = params[f"N{i + 1}"]
+        lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level)
+        lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
+        lps.append(lp)
+        S *= R
+    return Plan(precision, logn, tuple(lps), level)
+
+
+def plan_reasons(plan: Plan, level: str) -> list[str]:
+    """Why a plan cannot be built (empty when it can)."""
+    r: list[str] = []
+    N = plan.N
+    if math.prod(plan.sizes) != N:
+        return [f"launch sizes {'x'.join(map(str, plan.sizes))} multiply to {math.prod(plan.sizes)}, not n = {N}"]
+    for lp in plan.launches:
+        tag = f"launch {lp.index + 1} (N{lp.index + 1}={lp.R})"
+        if lp.R < 2:
+            r.append(f"{tag}: a launch size must be at least 2")
+            continue
+        if lp.n not in CODELET_RADICES:
+            r.append(f"{tag}: n{lp.index + 1}={lp.n} is not one of {', '.join(map(str, CODELET_RADICES))}")
+            continue
+        if lp.bs < 1 or not is_pow2(lp.bs):
+            r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a power of two")
+            continue
+        if len(plan.launches) > 1:
+            limit = lp.S if lp.index > 0 else lp.Mp
+            what = "the stride of the earlier launches" if lp.index > 0 else f"n/N1 = {lp.Mp} columns per signal"
+            if lp.bs > limit:
+                r.append(f"{tag}: bs{lp.index + 1}={lp.bs} exceeds {what} ({limit}); consecutive columns must share a signal")
+        if level in ("two-sided-thread", "two-sided-tb") and lp.L < 2:
+            r.append(f"{tag}: {level} needs at least 2 columns per thread (tcols >= 2 and bs{lp.index + 1} >= 2), got {lp.L}")
+        if lp.bs % lp.L:
+            r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a multiple of tcols={lp.L}")
+        if lp.threads > MAX_THREADS:
+            r.append(f"{tag}: {lp.threads} threads per block (bs/tcols * N/n) exceed {MAX_THREADS}; raise n{lp.index + 1} or tcols, or lower bs{lp.index + 1}")
+        if lp.smem_bytes > SMEM_LIMIT:
+            r.append(f"{tag}: needs {lp.smem_bytes} bytes of shared memory (more than {SMEM_LIMIT})")
+        regs = lp.regs_estimate()
+        if regs > MAX_REGS:
+            r.append(f"{tag}: needs about {regs} registers per thread (more than {MAX_REGS}); lower n{lp.index + 1} or tcols")
+    return r
+
+
+# --------------------------------------------------------------------------------------------
+# Tolerances and thresholds (the bench executables and the CPU model use the same formulas)
+# --------------------------------------------------------------------------------------------
+
+
+def tolerance(precision: str, logn: int) -> float:
+    """Bound on the worst per-signal normwise error against cuFFT (both sides' rounding)."""
+    return TOL_C * UNIT_ROUNDOFF[precision] * math.sqrt(logn + 1)
+
+
+def elem_tolerance(precision: str, logn: int, total: int) -> float:
+    """Bound on max |y - y_ref| / rms(y_ref) over all elements (clean runs)."""
+    return TOL_ELEM_C * UNIT_ROUNDOFF[precision] * math.sqrt(logn + 1) * math.sqrt(2 * math.log(max(total, 2)) + 1)
+
+
+# --------------------------------------------------------------------------------------------
+# NumPy CPU model: the same launches, sub-passes, codelet layers, twiddles and checks as the
+# kernels, vectorised over columns. Used by the tests and to calibrate the constants above.
+# --------------------------------------------------------------------------------------------
+
+
+def fft_reference(x: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """Unnormalised DFT along the last axis in float64 (cuFFT's convention: the inverse is not
+    scaled by 1/n)."""
+    x = np.asarray(x, dtype=np.complex128)
+    return np.fft.ifft(x, axis=-1) * x.shape[-1] if inverse else np.fft.fft(x, axis=-1)
+
+
+def _sign(direction: str) -> int:
+    return -1 if direction == "forward" else 1
+
+
+def _cdt(precision: str):
+    return np.complex64 if precision == "fp32" else np.complex128
+
+
+def _rdt(precision: str):
+    return np.float32 if precision == "fp32" else np.float64
+
+
+def exact_twiddle(idx, M: int, sign: int) -> np.ndarray:
+    """exp(sign 2 pi i idx / M) in float64, with the angle reduced exactly."""
+    idx = np.asarray(idx, dtype=np.int64) % M
+    ang = 2.0 * idx.astype(np.float64) / M  # exact: M is a power of two
+    return np.cos(np.pi * ang) + 1j * sign * np.sin(np.pi * ang)
+
+
+def fresh_twiddle_f32(idx, M: int, sign: int) -> np.ndarray:
+    """The kernels' fp32 sincospif twiddle: exact argument, result rounded to float. Angles whose
+    index does not fit a float mantissa are split into two exact products."""
+    idx = np.asarray(idx, dtype=np.int64) % M
+    if M <= (1 << 24):
+        return exact_twiddle(idx, M, sign).astype(np.complex64)
+    hi = (idx >> 12) << 12
+    lo = idx & 4095
+    return (exact_twiddle(hi, M, sign).astype(np.complex64) * exact_twiddle(lo, M, sign).astype(np.complex64)).astype(np.complex64)
+
+
+def powers_f32(base_idx, M: int, count: int, sign: int) -> np.ndarray:
+    """w^k, k < count, for w = exp(sign 2 pi i base_idx / M) as the fp32 kernels compute it: a fresh
+    sincospi every TWIDDLE_FRESH powers, times w^(k mod F) from the recurrence."""
+    a = np.asarray(base_idx, dtype=np.int64)
+    F = TWIDDLE_FRESH
+    one = np.ones(a.shape, dtype=np.complex64)
+    w1 = fresh_twiddle_f32(a, M, sign)
+    small = [one, w1]
+    for _ in range(2, F):
+        small.append((small[-1] * w1).astype(np.complex64))
+    out = []
+    for k in range(count):
+        if k < F:
+            out.append(small[k])
+            continue
+        f = fresh_twiddle_f32(a * (k - k % F), M, sign)
+        out.append((f * small[k % F]).astype(np.complex64) if k % F else f)
+    return np.stack(out, -1)
+
+
+def table_twiddle_f64(idx, M: int, sign: int) -> np.ndarray:
+    """fp64 outer twiddle from two tables (hi/lo split of the index), one complex product."""
+    idx = np.asarray(idx, dtype=np.int64) % M
+    h = (ilog2(M) + 1) // 2
+    hi = exact_twiddle((idx >> h) << h, M, sign)
+    lo = exact_twiddle(idx & ((1 << h) - 1), M, sign)
+    return hi * lo
+
+
+def _base_dft(x: np.ndarray, r: int, sign: int) -> np.ndarray:
+    """Radix-2/4 butterflies on the last axis (additions only; +-i is a swap)."""
+    if r == 2:
+        return np.stack([x[..., 0] + x[..., 1], x[..., 0] - x[..., 1]], -1)
+    a0, a1, a2, a3 = x[..., 0], x[..., 1], x[..., 2], x[..., 3]
+    s02, d02, s13, d13 = a0 + a2, a0 - a2, a1 + a3, a1 - a3
+    jd = (1j * sign) * d13
+    return np.stack([s02 + s13, d02 + jd, s02 - s13, d02 - jd], -1)
+
+
+def _stockham(x: np.ndarray, S: int, r: int, Mp: int, kernel, tw: np.ndarray | None) -> np.ndarray:
+    """One generalised Stockham pass on the last axis: in[s + S(m + M'i)] -> out[s + S(k + r m)],
+    output k of DFT (s, m) multiplied by tw[m, k] (when given)."""
+    sh = x.shape[:-1]
+    X = np.moveaxis(x.reshape(sh + (r, Mp, S)), -3, -1)  # (..., m, s, i)
+    Y = kernel(X)  # (..., m, s, k)
+    if tw is not None:
+        Y = Y * tw[:, None, :]
+    return np.moveaxis(Y, -1, -2).reshape(sh + (S * r * Mp,))
+
+
+def codelet(x: np.ndarray, r: int, sign: int) -> np.ndarray:
+    """The in-register DFT-r of the kernels (layers of radix 2/4, constant twiddles rounded to
+    the working precision) on the last axis."""
+    lay = codelet_layers(r)
+    if len(lay) <= 1:
+        return x if r == 1 else _base_dft(x, r, sign)
+    y = x
+    S = 1
+    for rr in lay:
+        Mp = r // (S * rr)
+        tw = None
+        if Mp > 1:
+            m = np.arange(Mp)[:, None]
+            k = np.arange(rr)[None, :]
+            tw = exact_twiddle(m * k, rr * Mp, sign).astype(x.dtype)
+        y = _stockham(y, S, rr, Mp, lambda X, rr=rr: _base_dft(X, rr, sign), tw)
+        S *= rr
+    return y
+
+
+def subpass_twiddles(precision: str, R: int, S: int, r: int, sign: int) -> np.ndarray | None:
+    """Twiddles w_R^{S m k} (m < M', k < r) of a sub-pass, as the kernels compute them."""
+    Mp = R // (S * r)
+    if Mp == 1:
+        return None
+    m = np.arange(Mp)
+    if precision == "fp32":
+        return powers_f32(S * m, R, r, sign)
+    return exact_twiddle(S * m[:, None] * np.arange(r)[None, :], R, sign)
+
+
+def launch_twiddles(precision: str, lp: LaunchPlan, sign: int) -> np.ndarray | None:
+    """Outer twiddles w_{R M'}^{m k} (m < M', k < R) of a launch, as the kernels compute them:
+    k = t + T i; fp32: w^{m t} * (w^{m T})^i with the recurrence; fp64: two-table look-up."""
+    Mp = lp.Mp
+    if Mp == 1:
+        return None
+    M = lp.R * Mp
+    m = np.arange(Mp)[:, None]
+    k = np.arange(lp.R)[None, :]
+    if precision == "fp64":
+        return table_twiddle_f64(m * k, M, sign)
+    T = lp.T
+    t = k % T
+    i = k // T
+    base = fresh_twiddle_f32(m * t, M, sign)  # (Mp, R)
+    pw = powers_f32(m[:, 0] * T, M, lp.n, sign)  # (Mp, n)
+    return (base * np.take_along_axis(pw, np.broadcast_to(i, (Mp, lp.R)), axis=1)).astype(np.complex64)
+
+
+def encoding_vectors(R: int, sign: int) -> tuple[np.ndarray, np.ndarray]:
+    """Left-side checksum encoding: e (unit-modulus random phases from splitmix64, the same
+    sequence the kernels' tables hold) and v = W^T e (computed in float64)."""
+    k = np.arange(R, dtype=np.uint64)
+    z = (k + np.uint64(0x5EED0000) + np.uint64(R)) * np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    phase = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    e = np.cos(2 * np.pi * phase) + 1j * np.sin(2 * np.pi * phase)
+    v = fft_reference(e, inverse=(sign > 0))  # W is symmetric: W^T e = W e
+    return e, v
+
+
+@dataclass
+class ModelFault:
+    """A fault in the model: launch, stage (0 = input after the checksums, p = output of
+    sub-pass p, P = launch output after the twiddle), global column (batch included), position
+    in the column at that stage, and what happens to the value there."""
+
+    launch: int
+    stage: int
+    column: int
+    position: int
+    kind: str = "bitflip"  # bitflip | offset
+    bit: int = 30  # bit of the real (bit < bits) or imaginary part
+    offset: complex = 0.0
+
+
+def flip_bit(value: complex, bit: int, precision: str) -> complex:
+    bits = 32 if precision == "fp32" else 64
+    part, b = divmod(bit % (2 * bits), bits)
+    ft = np.float32 if precision == "fp32" else np.float64
+    it = np.uint32 if precision == "fp32" else np.uint64
+    comp = np.array([value.real if part == 0 else value.imag], dtype=ft)
+    comp.view(it)[0] ^= it(1) << it(b)
+    return complex(comp[0], value.imag) if part == 0 else complex(value.real, comp[0])
+
+
+@dataclass
+class ModelReport:
+    detected: int = 0
+    corrected: int = 0
+    recomputed: int = 0
+    uncorrectable: int = 0
+    false_alarms: int = 0
+    located: list = field(default_factory=list)  # (launch, column) corrections applied
+    max_score: float = 0.0
+
+
+class FftModel:
+    """NumPy model of one fixed-size variant: ``run(x, faults)`` transforms a batch (rows of x)
+    through the same launches, tiles (``bs`` columns), groups (``tcols`` columns), sub-passes,
+    codelets, twiddles, checks, locations and corrections as the kernels."""
+
+    def __init__(self, precision: str, level: str, params: Mapping[str, Any], direction: str = "forward", k: float | None = None):
+        self.precision = precision
+        self.level = level
+        self.params = resolve_params(precision, level, params)
+        self.plan = make_plan(precision, level, self.params)
+        self.sign = _sign(direction)
+        self.cdt = _cdt(precision)
+        self.rdt = _rdt(precision)
+        self.u = UNIT_ROUNDOFF[precision]
+        self.k = k  # detection multiplier override (None: the level's default)
+        self._enc: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def enc(self, R: int) -> tuple[np.ndarray, np.ndarray]:
+        if R not in self._enc:
+            e, v = encoding_vectors(R, self.sign)
+            self._enc[R] = (e.astype(self.cdt), v.astype(self.cdt))
+        return self._enc[R]
+
+    def kmult(self, default: float) -> float:
+        return default if self.k is None else self.k
+
+    # ---- the transform ---------------------------------------------------------------------
+    def run(self, x: np.ndarray, faults: list[ModelFault] | None = None, correct: bool = True) -> tuple[np.ndarray, ModelReport]:
+        faults = list(faults or [])
+        rep = ModelReport()
+        cur = np.asarray(x).astype(self.cdt)
+        assert cur.ndim == 2 and cur.shape[1] == self.plan.N, f"the model is planned for n={self.plan.N}"
+        for lp in self.plan.launches:
+            cur = self._launch(cur, lp, faults, correct, rep)
+        return cur, rep
+
+    def _launch(self, x: np.ndarray, lp: LaunchPlan, faults, correct: bool, rep: ModelReport) -> np.ndarray:
+        B, N = x.shape
+        R, S, Mp, cps = lp.R, lp.S, lp.Mp, lp.cols_per_signal
+        # column c = s + S m of signal b holds in[b N + c + cps i]
+        X = x.reshape(B, R, cps).transpose(0, 2, 1).reshape(B * cps, R)
+        d = launch_twiddles(self.precision, lp, self.sign)
+        D = None
+        if d is not None:
+            D = d[(np.arange(B * cps) % cps) // S].astype(self.cdt)
+        Y = np.empty_like(X)
+        for c0 in range(0, X.shape[0], lp.bs):  # threadblocks; a short last tile has fewer columns
+            c1 = min(c0 + lp.bs, X.shape[0])
+            Y[c0:c1] = self._tile(X[c0:c1], None if D is None else D[c0:c1], lp, faults, correct, rep, c0)
+        # out[b N + s + S (k + R m)]
+        return Y.reshape(B, Mp, S, R).transpose(0, 1, 3, 2).reshape(B, N)
+
+    def _tile(self, X0: np.ndarray, D, lp: LaunchPlan, faults, correct: bool, rep: ModelReport, col0: int) -> np.ndarray:
+        Y, bad, ndet = self._tile_once(X0, D, lp, faults, correct, rep, col0, hooks=True)
+        if bad and correct:
+            # the seed's baseline recovery (and the fallback of an ambiguous location): recompute
+            # the tile from its input, faults do not repeat (single-event upset)
+            rep.recomputed += 1
+            Y2, bad2, _ = self._tile_once(X0, D, lp, [], correct, rep, col0, hooks=False)
+            if bad2:
+                rep.uncorrectable += ndet
+            else:
+                rep.corrected += ndet
+            return Y2
+        if bad:
+            rep.uncorrectable += 0  # correction off: the campaign's "uncorrected" run
+        return Y
+
+    def _tile_once(self, X0, D, lp: LaunchPlan, faults, correct: bool, rep: ModelReport, col0: int, hooks: bool):
+        """One attempt at a tile. Returns (outputs, needs-recompute, detections to settle)."""
+        level, u, cdt = self.level, self.u, self.cdt
+        C, R = X0.shape
+        L = lp.L
+        groups = [(a, min(a + L, C)) for a in range(0, C, L)]
+        active: set = set()
+
+        def hook(stage: int, Y: np.ndarray) -> None:
+            if not hooks:
+                return
+            for fi, f in enumerate(faults):
+                if fi in active or f.launch != lp.index or f.stage != stage:
+                    continue
+                c = f.column - col0
+                if 0 <= c < C:
+                    val = complex(Y[c, f.position])
+                    Y[c, f.position] = flip_bit(val, f.bit, self.precision) if f.kind == "bitflip" else val + f.offset
+                    active.add(c)
+
+        X = X0.copy()
+        nrm = np.sum(np.abs(X.astype(np.complex128)) ** 2, axis=1)
+        if level in ("one-sided", "two-sided-tb"):
+            e, v = self.enc(R)
+            in_part = (X * v[None, :]).sum(axis=1)
+        if level == "two-sided-tb":
+            SX = np.stack([X[a:b].sum(axis=0) for a, b in groups]).astype(cdt)
+            X = np.concatenate([X, SX], axis=0)  # checksum columns ride along through the sub-passes
+        tstate = {"bad": False, "det": 0}
+        chk_in = self._thread_sums(X, lp, groups, 0) if level == "two-sided-thread" else None
+        hook(0, X)
+        S = 1
+        rad = lp.radices
+        for p, r in enumerate(rad):
+            Mp = R // (S * r)
+            tw = subpass_twiddles(self.precision, R, S, r, self.sign)
+            Y = _stockham(X, S, r, Mp, lambda A, r=r: codelet(A, r, self.sign), tw)
+            last = p == len(rad) - 1
+            if last and D is not None:
+                Y[:C] = (Y[:C] * D).astype(cdt)
+            hook(p + 1, Y)
+            if level == "two-sided-thread":
+                self._thread_check(Y, chk_in, lp, groups, S, r, Mp, tw, D if last else None, correct, rep, tstate, col0, active if hooks else set())
+            X = Y
+            S *= r
+            if level == "two-sided-thread" and not last:
+                chk_in = self._thread_sums(X, lp, groups, p + 1)
+        Y = X[:C]
+        ndet = tstate["det"]
+        bad = tstate["bad"]
+        if level in ("one-sided", "two-sided-tb"):
+            e, v = self.enc(R)
+            U = (Y * np.conj(D)).astype(cdt) if D is not None else Y
+            s = (U * e[None, :]).sum(axis=1) - in_part
+        if level == "one-sided":
+            tau = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * np.sqrt(R * nrm)
+            score = np.abs(s) / np.maximum(tau, 1e-300)
+            rep.max_score = max(rep.max_score, float(score.max(initial=0.0)))
+            det = int((score > 1.0).sum())
+            if det and hooks:
+                rep.detected += det
+                ndet += det
+                rep.false_alarms += int(sum(1 for c in np.nonzero(score > 1.0)[0] if c not in active))
+            bad = bad or det > 0
+        elif level == "two-sided-tb":
+            WSX = X[C:]
+            for gi, (a, b) in enumerate(groups):
+                SU = U[a:b].sum(axis=0)
+                delta = SU - WSX[gi]
+                dv = float(np.sum(np.abs(delta.astype(np.complex128)) ** 2))
+                nx = float(nrm[a:b].sum() + np.sum(np.abs(SX[gi].astype(np.complex128)) ** 2))
+                tau = self.kmult(K_TB) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
+                score = math.sqrt(dv) / max(tau, 1e-300)
+                rep.max_score = max(rep.max_score, score)
+                if score <= 1.0:
+                    continue
+                if hooks:
+                    rep.detected += 1
+                    if not any(a <= c < b for c in active):
+                        rep.false_alarms += 1
+                w = np.arange(1, b - a + 1)
+                r1, r2 = complex(s[a:b].sum()), complex((w * s[a:b]).sum())
+                q = r2 / r1 if r1 != 0 else complex("nan")
+                j = int(round(q.real)) - 1 if math.isfinite(q.real) else -1
+                if 0 <= j < b - a and abs(q - (j + 1)) < LOCATE_TOL:
+                    if correct:
+                        dj = D[a + j] if D is not None else 1.0
+                        Y[a + j] = (Y[a + j] - dj * delta).astype(cdt)
+                        rep.corrected += 1
+                        rep.located.append((lp.index, col0 + a + j))
+                else:
+                    bad = True
+                    ndet += 1
+        return Y, bad, ndet
+
+    # ---- two-sided-thread ------------------------------------------------------------------
+    def _thread_sums(self, X: np.ndarray, lp: LaunchPlan, groups, p: int):
+        """Right-side checksums of the DFTs of sub-pass p over each group's columns: weights 1
+        and l+1, plus sum ||a_l||^2 per DFT. Inputs of DFT q are X[:, q + (R/r) i]."""
+        R = lp.R
+        r = lp.radices[p]
+        nq = R // r
+        A = X.reshape(X.shape[0], r, nq)  # (col, i, q)
+        out = []
+        for a, b in groups:
+            w = np.arange(1, b - a + 1, dtype=np.float64)[:, None, None].astype(self.rdt)
+            s1 = A[a:b].sum(axis=0)
+            s2 = (w * A[a:b]).sum(axis=0)
+            nn = np.sum(np.abs(A[a:b].astype(np.complex128)) ** 2, axis=(0, 1))
+            out.append((s1.astype(self.cdt), s2.astype(self.cdt), nn))
+        return out
+
+    def _thread_check(self, Y, chk_in, lp: LaunchPlan, groups, S, r, Mp, tw, D, correct, rep: ModelReport, tstate, col0: int = 0, active=()) -> None:
+        """Per thread (DFT q of a group): residual vectors of the two checksums; detect, locate
+        by their quotient, subtract the residual from the located column (in place in Y)."""
+        u = self.u
+        R = lp.R
+        nq = R // r
+        q = np.arange(nq)
+        s_idx, m_idx = q % S, q // S
+        pos = s_idx[:, None] + S * (np.arange(r)[None, :] + r * m_idx[:, None])  # (q, k)
+        for gi, (a, b) in enumerate(groups):
+            s1, s2, nn = chk_in[gi]
+            # transform the checksums exactly like the data (codelet + sub-pass twiddle)
+            def xform(sv):
+                Z = codelet(sv.T, r, self.sign)  # (q, k)
+                if tw is not None:
+                    Z = Z * tw[m_idx]
+                return Z.astype(self.cdt)
+
+            c1, c2 = xform(s1), xform(s2)
+            B = Y[a:b][:, pos]  # (l, q, k)
+            if D is not None:
+                Bu = (B * np.conj(D[a:b][:, pos])).astype(self.cdt)
+            else:
+                Bu = B
+            w = np.arange(1, b - a + 1, dtype=np.float64)[:, None, None].astype(self.rdt)
+            r1 = Bu.sum(axis=0) - c1
+            r2 = (w * Bu).sum(axis=0) - c2
+            tau = self.kmult(K_TH) * u * (ilog2(r) + 1) * np.sqrt(nn)
+            score = np.abs(r1).max(axis=1) / np.maximum(tau, 1e-300)
+            rep.max_score = max(rep.max_score, float(score.max(initial=0.0)))
+            for qq in np.nonzero(score > 1.0)[0]:
+                rep.detected += 1
+                tstate["det"] += 1
+                if not any(a <= c < b for c in active):
+                    rep.false_alarms += 1
+                rr1, rr2 = r1[qq].astype(np.complex128), r2[qq].astype(np.complex128)
+                lam = np.vdot(rr1, rr2) / np.vdot(rr1, rr1)
+                j = int(round(lam.real)) - 1
+                if 0 <= j < b - a and abs(lam - (j + 1)) < LOCATE_TOL:
+                    if correct:
+                        corr = r1[qq] if D is None else D[a + j][pos[qq]] * r1[qq]
+                        Y[a + j, pos[qq]] = (Y[a + j, pos[qq]] - corr).astype(self.cdt)
+                        rep.corrected += 1
+                        tstate["det"] -= 1
+                        rep.located.append((lp.index, col0 + a + j))
+                else:
+                    tstate["bad"] = True
