@@ -99,6 +99,19 @@ profile)
   summary "$out/check_inject.jsonl"
   trials_summary "$out/trials_all.jsonl"
   ;;
+perf)
+  # speed of every variant of a spec (clean, then with faults for inject builds), plus a correctness pass
+  spec=$3; shapes=${4:-4096x4096x4096}
+  name=$(python3 -c "import yaml,sys; print(yaml.safe_load(open('$spec'))['name'])")
+  ft generate $spec -o $gen > /dev/null || exit 1
+  ft build $gen/$name -j 16 --arch sm_90 || exit 3
+  ft bench $gen/$name --shapes 257x129x1031,1000x1234x777 --inject 4 --reps 2 --warmup 1 --json "$out/perf_check.jsonl" > /dev/null 2> "$out/perf_check.err"
+  echo "check rc=$?"
+  ft bench $gen/$name --shapes $shapes --reps 20 --warmup 5 --json "$out/perf_clean.jsonl" > /dev/null 2> "$out/perf_clean.err"
+  ft bench $gen/$name --kernels '*_inj' --shapes $shapes --inject 64 --reps 20 --warmup 5 --json "$out/perf_inject.jsonl" > /dev/null 2> "$out/perf_inject.err"
+  summary "$out/perf_check.jsonl" | grep -v True
+  summary "$out/perf_clean.jsonl" "$out/perf_inject.jsonl"
+  ;;
 ncu)
   # hardware counters (stall reasons, occupancy, hot SASS) of the listed kernels of scripts/gpu_abft_check.yaml
   shift 2

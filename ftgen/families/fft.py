@@ -89,8 +89,8 @@ TOL_C = 24.0
 # Element check: max |y - y_ref| / rms(y_ref) <= TOL_ELEM_C * u * sqrt(log2 N + 1) * sqrt(2 ln(total)+1)
 TOL_ELEM_C = 10.0
 # Detection thresholds: residual > K * u * noise scale (defaults of `threshold: auto`).
-K_TB = 12.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R sum ||x||^2)
-K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
+K_TB = 3.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R sum ||x||^2)
+K_1S = 9.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
 K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
 LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
 TWIDDLE_FRESH = 4  # fp32 recurrence: a fresh sincospi every 4 powers
@@ -763,44 +763,80 @@ class FftModel:
             s = (U * e[None, :]).sum(axis=1) - in_part
         if level == "one-sided":
             tau = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * np.sqrt(R * nrm)
-            score = np.abs(s) / np.maximum(tau, 1e-300)
-            rep.max_score = max(rep.max_score, float(score.max(initial=0.0)))
-            det = int((score > 1.0).sum())
+            with np.errstate(invalid="ignore", over="ignore"):
+                score = np.abs(s) / np.maximum(tau, 1e-300)
+                detm = ~(score <= 1.0)  # NaN-safe: a non-finite residual is a detection
+            rep.max_score = max(rep.max_score, _finite_max(score))
+            det = int(detm.sum())
             if det and hooks:
                 rep.detected += det
                 ndet += det
-                rep.false_alarms += int(sum(1 for c in np.nonzero(score > 1.0)[0] if c not in active))
+                rep.false_alarms += int(sum(1 for c in np.nonzero(detm)[0] if c not in active))
             bad = bad or det > 0
         elif level == "two-sided-tb":
             WSX = X[C:]
             for gi, (a, b) in enumerate(groups):
-                SU = U[a:b].sum(axis=0)
-                delta = SU - WSX[gi]
-                dv = float(np.sum(np.abs(delta.astype(np.complex128)) ** 2))
-                nx = float(nrm[a:b].sum() + np.sum(np.abs(SX[gi].astype(np.complex128)) ** 2))
-                tau = self.kmult(K_TB) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
-                score = math.sqrt(dv) / max(tau, 1e-300)
-                rep.max_score = max(rep.max_score, score)
-                if score <= 1.0:
+                res = self._tb_group(U[a:b], WSX[gi], s[a:b], nrm[a:b], SX[gi], in_part[a:b], D[a:b] if D is not None else None, R, e, correct)
+                rep.max_score = max(rep.max_score, res["score"])
+                if not res["detected"]:
                     continue
                 if hooks:
                     rep.detected += 1
                     if not any(a <= c < b for c in active):
                         rep.false_alarms += 1
-                w = np.arange(1, b - a + 1)
-                r1, r2 = complex(s[a:b].sum()), complex((w * s[a:b]).sum())
-                q = r2 / r1 if r1 != 0 else complex("nan")
-                j = int(round(q.real)) - 1 if math.isfinite(q.real) else -1
-                if 0 <= j < b - a and abs(q - (j + 1)) < LOCATE_TOL:
-                    if correct:
-                        dj = D[a + j] if D is not None else 1.0
-                        Y[a + j] = (Y[a + j] - dj * delta).astype(cdt)
-                        rep.corrected += 1
-                        rep.located.append((lp.index, col0 + a + j))
-                else:
+                if res["j"] is None:
                     bad = True
                     ndet += 1
+                elif correct:
+                    Y[a + res["j"]] = res["fixed"]
+                    rep.corrected += 1
+                    rep.located.append((lp.index, col0 + a + res["j"]))
         return Y, bad, ndet
+
+    def _tb_group(self, U, w, s, nrm, SX, in_part, D, R, e, correct) -> dict:
+        """Two-sided-tb decision for one group: detect on ||sum u - W sum x||, locate by the
+        non-finite mask or the quotient of the weighted left checksums, correct by replacement
+        y_j = d_j (W sum x - sum_{l != j} u_l), verify with column j's left checksum."""
+        u = self.u
+        Lg = U.shape[0]
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = U.sum(axis=0) - w
+            dv = float(np.sum(np.abs(delta.astype(np.complex128)) ** 2))
+            nx = float(nrm.sum() + np.sum(np.abs(SX.astype(np.complex128)) ** 2))
+            tau = self.kmult(K_TB) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
+            score = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf
+        out = {"score": score if math.isfinite(score) else 0.0, "detected": not (score <= 1.0), "j": None, "fixed": None}
+        if not out["detected"]:
+            return out
+        nonfinite = [not np.all(np.isfinite(U[l])) for l in range(Lg)]
+        j = None
+        if sum(nonfinite) == 1:
+            j = nonfinite.index(True)
+        elif not any(nonfinite):
+            wts = np.arange(1, Lg + 1)
+            with np.errstate(invalid="ignore", over="ignore"):
+                r1, r2 = complex(s.sum()), complex((wts * s).sum())
+                q = r2 / r1 if r1 != 0 else complex("nan")
+            if math.isfinite(q.real) and math.isfinite(q.imag):
+                jj = int(round(q.real)) - 1
+                if 0 <= jj < Lg and abs(q - (jj + 1)) < LOCATE_TOL:
+                    j = jj
+        if j is None:
+            return out
+        others = np.zeros_like(w)
+        for l in range(Lg):
+            if l != j:
+                others = (others + U[l]).astype(self.cdt)
+        fixed_u = (w - others).astype(self.cdt)
+        # verify: the corrected column's left checksum against its input checksum
+        with np.errstate(invalid="ignore", over="ignore"):
+            sj = complex((fixed_u * e).sum() - in_part[j])
+            tau1 = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
+        if not (abs(sj) <= tau1):
+            return out
+        out["j"] = j
+        out["fixed"] = (fixed_u * D[j]).astype(self.cdt) if D is not None else fixed_u
+        return out
 
     # ---- two-sided-thread ------------------------------------------------------------------
     def _thread_sums(self, X: np.ndarray, lp: LaunchPlan, groups, p: int):
@@ -847,22 +883,53 @@ class FftModel:
             r1 = Bu.sum(axis=0) - c1
             r2 = (w * Bu).sum(axis=0) - c2
             tau = self.kmult(K_TH) * u * (ilog2(r) + 1) * np.sqrt(nn)
-            score = np.abs(r1).max(axis=1) / np.maximum(tau, 1e-300)
-            rep.max_score = max(rep.max_score, float(score.max(initial=0.0)))
-            for qq in np.nonzero(score > 1.0)[0]:
+            with np.errstate(invalid="ignore", over="ignore"):
+                score = np.abs(r1).max(axis=1) / np.maximum(tau, 1e-300)
+                detm = ~(score <= 1.0)
+            rep.max_score = max(rep.max_score, _finite_max(score))
+            for qq in np.nonzero(detm)[0]:
                 rep.detected += 1
                 tstate["det"] += 1
                 if not any(a <= c < b for c in active):
                     rep.false_alarms += 1
-                rr1, rr2 = r1[qq].astype(np.complex128), r2[qq].astype(np.complex128)
-                lam = np.vdot(rr1, rr2) / np.vdot(rr1, rr1)
-                j = int(round(lam.real)) - 1
-                if 0 <= j < b - a and abs(lam - (j + 1)) < LOCATE_TOL:
-                    if correct:
-                        corr = r1[qq] if D is None else D[a + j][pos[qq]] * r1[qq]
-                        Y[a + j, pos[qq]] = (Y[a + j, pos[qq]] - corr).astype(self.cdt)
-                        rep.corrected += 1
-                        tstate["det"] -= 1
-                        rep.located.append((lp.index, col0 + a + j))
-                else:
+                Lg = b - a
+                nonfinite = [not np.all(np.isfinite(Bu[l, qq])) for l in range(Lg)]
+                j = None
+                if sum(nonfinite) == 1:
+                    j = nonfinite.index(True)
+                elif not any(nonfinite):
+                    rr1, rr2 = r1[qq].astype(np.complex128), r2[qq].astype(np.complex128)
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        lam = np.vdot(rr1, rr2) / np.vdot(rr1, rr1)
+                    if np.isfinite(lam):
+                        jj = int(round(lam.real)) - 1
+                        if 0 <= jj < Lg and abs(lam - (jj + 1)) < LOCATE_TOL:
+                            j = jj
+                if j is not None:
+                    # replacement: b_j = W sum a - sum_{l != j} b_l; verify with the second checksum
+                    others = np.zeros(r, dtype=self.cdt)
+                    for l in range(Lg):
+                        if l != j:
+                            others = (others + Bu[l, qq]).astype(self.cdt)
+                    fixed = (c1[qq] - others).astype(self.cdt)
+                    w2 = np.arange(1, Lg + 1)
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        chk = sum(w2[l] * (fixed if l == j else Bu[l, qq]) for l in range(Lg)) - c2[qq]
+                        okv = bool(np.all(np.abs(chk) <= tau[qq] * Lg))
+                    if not okv:
+                        j = None
+                if j is None:
                     tstate["bad"] = True
+                    continue
+                if correct:
+                    val = fixed if D is None else (D[a + j][pos[qq]] * fixed).astype(self.cdt)
+                    Y[a + j, pos[qq]] = val
+                    rep.corrected += 1
+                    tstate["det"] -= 1
+                    rep.located.append((lp.index, col0 + a + j))
+
+
+def _finite_max(a) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    a = a[np.isfinite(a)]
+    return float(a.max()) if a.size else 0.0

@@ -93,26 +93,25 @@ class SimtGeometry:
         self.pad_a = self.vec  # one 16-byte vector of padding per As row
         self.stages = p.get("stages", 3)
         level = v.protection.level if v.protection.scheme == "abft" else None
-        # threadblock ABFT updates the row checksums one k-tile late, so a stage is kept back
-        self.prefetch = self.stages - 2 if level == "threadblock" else self.stages - 1
-        self.enc_lanes = self.KT * max(1, min(self.NT // max(self.VB, 32), 32 // self.KT)) if self.KT <= 32 else 0
         self.smem_bytes = self.stages * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes + self._abft_smem(level)
         words = self.elem_bytes // 4
-        # accumulators + two fragment buffers + checksums, in 32-bit registers, plus addressing overhead
-        extra = {"threadblock": 4, "warp": 2 * max(1, self.MW // max(1, 32 // max(self.KT, 1))), "thread": 2 * self.mt}.get(level, 0)
-        self.regs_estimate = words * (self.mt * self.nt + 2 * (self.mt + self.nt) + extra) + 40
-
+        # accumulators + two fragment buffers + checksums (+ staging registers), in 32-bit registers, plus
+        # addressing overhead
+        extra = {"threadblock": 3, "warp": 3 * max(1, self.MW // 32), "thread": 2 * self.mt}.get(level, 0)
+        staging = (self.MT * self.KT + self.KT * self.NT) // max(self.threads, 1) if self.stages == 2 else 0
+        self.regs_estimate = words * (self.mt * self.nt + 2 * (self.mt + self.nt) + extra + staging) + 40
         # aim for two resident blocks of up to 256 threads when the accumulators leave room
         self.min_blocks = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 150 else 1
 
     def _abft_smem(self, level) -> int:
-        rowstats = 4 * self.elem_bytes  # an upper bound of sizeof(Smem) beyond the stages
+        """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
+        e, warps = self.elem_bytes, max(self.threads // 32, 1)
         if level == "threadblock":
-            return (2 * self.KT * 4 * self.elem_bytes + self.warps_n * self.MT * rowstats + self.MT * 4
-                    + self.MT * 3 * self.elem_bytes + 4 + 4 * (4 + 4 + 8) + 64)
+            row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
+            return (self.stages * self.KT * 4 * e + 32 + self.warps_n * self.MT * 4 * e + self.MT * 4
+                    + row_lanes * self.MT * 3 * e + 4 * (4 + 4 + 8) + 64)
         if level == "warp":
-            warps = self.threads // 32
-            return warps * self.MW * (rowstats + 4 + 3 * self.elem_bytes) + warps * 16 + 64
+            return (self.stages * self.KT * self.warps_n * 4 * e + 32 + warps * self.MW * (4 * e + 4) + warps * 8 + 64)
         return 0
 
     def as_dict(self) -> dict:
@@ -197,8 +196,6 @@ class GemmFamily(Family):
             r.append(f"thread tile {g.mt}x{g.nt} holds too many accumulators for {v.precision}")
         if g.threads and g.KT * g.NT // g.VB < 1:
             r.append("the B tile is smaller than one vector")
-        if g.stages < 3 and v.protection.scheme == "abft" and v.protection.level == "threadblock":
-            r.append("threadblock ABFT needs stages >= 3 (one stage is kept for the delayed checksum update)")
         if v.protection.scheme == "abft":
             r.extend(self._abft_constraints(v, g))
         return r
@@ -206,16 +203,12 @@ class GemmFamily(Family):
     def _abft_constraints(self, v: Variant, g: SimtGeometry) -> list[str]:
         r = []
         lv = v.protection.level
-        if lv == "threadblock" and (g.enc_lanes == 0 or g.enc_lanes > 32 or g.NT % (g.enc_lanes // g.KT) or (g.NT // (g.enc_lanes // g.KT)) % g.VB):
-            r.append(f"threadblock ABFT: k_tb={g.KT} with n_tb={g.NT} has no valid encoding layout (k_tb <= 32 needed)")
-        if lv == "warp" and (g.KT > 32 or g.MW % max(1, 32 // g.KT) or g.NW % max(1, 32 // g.KT)):
-            r.append(f"warp ABFT: k_tb={g.KT} must divide 32 and split m_w={g.MW}, n_w={g.NW} into {32 // max(g.KT, 1)} chunks")
+        if lv == "warp" and g.MW < 32 and (32 // g.MW) > g.KT:
+            r.append(f"warp ABFT: m_w={g.MW} leaves {32 // g.MW} k-lanes per row, more than k_tb={g.KT}")
         if lv == "nonfused" and v.protection.correct != "online":
             r.append("nonfused ABFT corrects online only (detect-and-recompute would need a checkpoint of C per step)")
         if g.KT > 32:
             r.append(f"k_tb={g.KT} is more than 32")
-        if lv == "warp" and (g.NW // max(1, 32 // g.KT)) % g.VN:
-            r.append("warp ABFT: column chunks must be whole fragment vectors")
         return r
 
     def constraint_docs(self) -> list[str]:

@@ -361,11 +361,15 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
     }
   }
 
-  // Run `gemm_k_iterations` k-iterations from the iterators' positions; `hook(it, accum)` after each
-  // (it = 0, 1, ...). Leaves all cp.async drained and the block synchronized (shared memory free).
-  template <class Hook>
+  // Run `gemm_k_iterations` k-iterations from the iterators' positions. After k-iteration `it`
+  // (0, 1, ...) `check(it, accum)` runs inside the pipelined loop and must not change the
+  // accumulators; when it returns true the loop is left, `slow(it, accum)` runs (repairs,
+  // injected faults) and the loop resumes. Keeping accumulator updates out of the hot loop keeps
+  // the tensor-core results in place (no register copies per iteration). Leaves all cp.async
+  // drained and the block synchronized (shared memory free).
+  template <class Check, class Slow>
   CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
-                          Hook&& hook) {
+                          Check&& check, Slow&& slow) {
     prologue(iterator_A, iterator_B, gemm_k_iterations);
     gmem_wait();
     PipeState pipe;
@@ -379,11 +383,17 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
     ++this->warp_tile_iterator_B_;
     warp_mma_.transform(pipe.tA[0], pipe.tB[0], pipe.loaded_A[0], pipe.loaded_B[0]);
     int it = 0;
-    CUTLASS_GEMM_LOOP
-    for (; gemm_k_iterations > (-kStages + 1);) {
-      mac_loop_iter(pipe, accum, iterator_A, iterator_B, gemm_k_iterations);
-      hook(it, accum);
-      ++it;
+    while (true) {
+      bool hit = false;
+      CUTLASS_GEMM_LOOP
+      for (; gemm_k_iterations > (-kStages + 1);) {
+        mac_loop_iter(pipe, accum, iterator_A, iterator_B, gemm_k_iterations);
+        hit = check(it, accum);
+        ++it;
+        if (hit) break;
+      }
+      if (!hit) break;
+      slow(it - 1, accum);
     }
     cutlass::arch::cp_async_fence();
     cutlass::arch::cp_async_wait<0>();
@@ -391,7 +401,13 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
   }
 };
 
-struct NoHook {
+struct NoCheck {
+  template <class Frag>
+  CUTLASS_DEVICE bool operator()(int, Frag&) const {
+    return false;
+  }
+};
+struct NoSlow {
   template <class Frag>
   CUTLASS_DEVICE void operator()(int, Frag&) const {}
 };
@@ -451,19 +467,23 @@ CUTLASS_DEVICE Bits<T> ldcg_bits(T const* p) {
 
 // ---- fault injection (inject builds only) -----------------------------------------------------
 
+// The planned fault of one (tile, copy): the same for every thread of the block (so that leaving
+// the pipelined loop to apply it is a block-uniform decision); `mine` for the thread it targets.
 struct Pending {
-  int idx;   // index into faults, or -1
-  int step;  // k-iteration after which it is applied
+  int idx;    // index into faults, or -1
+  int step;   // k-iteration after which it is applied, -1 when none
+  bool mine;  // this thread applies it
 };
 
 template <class P>
 CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid) {
-  Pending f{-1, -1};
+  Pending f{-1, -1, false};
   if (t.fault_by_block == nullptr) return f;
   const int i = t.fault_by_block[tile * kCopies + copy];
-  if (i >= 0 && t.faults[i].thread == tid) {
+  if (i >= 0) {
     f.idx = i;
     f.step = t.faults[i].step;
+    f.mine = t.faults[i].thread == tid;
   }
   return f;
 }
@@ -628,13 +648,15 @@ __global__ void __launch_bounds__(K::kThreads) copy_kernel(CopyParams<K> p) {
   }
   Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(p.k_begin, p.t.gemm.problem_size.k(), K::Shape::kK, p.t.total_k), tid);
   ML ml(ss.main_loop, tid, warp, lane);
-  Pending pend{-1, -1};
+  Pending pend{-1, -1, false};
   if (kInject) pend = pending_fault(p.t, tile, p.copy, tid);
   const int k_begin = p.k_begin;
-  ml.run(p.k_count, acc, its.A, its.B, [&](int it, typename K::FragmentC(&a)[1]) {
-    if (kInject && pend.idx >= 0 && pend.step == k_begin + it)
-      apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
-  });
+  ml.run(
+      p.k_count, acc, its.A, its.B,
+      [&](int it, typename K::FragmentC(&)[1]) { return kInject && pend.step == k_begin + it; },
+      [&](int it, typename K::FragmentC(&a)[1]) {
+        if (kInject && pend.mine) apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
+      });
   if (!kState || p.last) {
     epilogue<K>(ss.epilogue, p.t.gemm, p.params_D, p.ptr_D, acc[0], tc.m(), tc.n(), tid, warp, lane);
   } else {
@@ -662,7 +684,7 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
   const bool correct = !kInject || p.t.correct;
   Pending pend[kCopies];
   CUTLASS_PRAGMA_UNROLL
-  for (int c = 0; c < kCopies; ++c) pend[c] = kInject ? pending_fault(p.t, tile, c, tid) : Pending{-1, -1};
+  for (int c = 0; c < kCopies; ++c) pend[c] = kInject ? pending_fault(p.t, tile, c, tid) : Pending{-1, -1, false};
   const int total = p.t.total_k, interval = p.t.interval;
   Frag acc[kCopies];
   Tally tally;
@@ -672,19 +694,27 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
     Iterators<K> its(p.t.gemm, tc.m(), tc.n(), 0, tid);
     ML ml(ss.main_loop, tid, warp, lane);
     bool unc = false;
-    int since = 0;
-    ml.run(total, acc, its.A, its.B, [&](int it, Frag(&a)[kCopies]) {
-      if (kInject && attempt == 0) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int c = 0; c < kCopies; ++c)
-          if (pend[c].idx >= 0 && pend[c].step == it)
-            apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tc.m(), tc.n());
-      }
-      if (++since == interval || it + 1 == total) {  // checkpoint
-        since = 0;
-        if (copies_differ(a)) unc |= vote_registers(a, correct, tally);
-      }
-    });
+    const bool inject_now = kInject && attempt == 0;
+    // a checkpoint after every `interval` k-iterations and after the last
+    int next_checkpoint = interval - 1;
+    bool checkpoint = false;
+    ml.run(
+        total, acc, its.A, its.B,
+        [&](int it, Frag(&a)[kCopies]) {  // block-uniform: leaving the loop must be
+          checkpoint = it == next_checkpoint || it + 1 == total;
+          if (it == next_checkpoint) next_checkpoint += interval;
+          bool hit = inject_now && (pend[0].step == it || pend[1].step == it || pend[2].step == it);
+          if (checkpoint) hit = __syncthreads_or(hit || copies_differ(a)) != 0;
+          return hit;
+        },
+        [&](int it, Frag(&a)[kCopies]) {
+          if (inject_now) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int c = 0; c < kCopies; ++c)
+              if (pend[c].mine && pend[c].step == it) apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tc.m(), tc.n());
+          }
+          if (checkpoint && copies_differ(a)) unc |= vote_registers(a, correct, tally);
+        });
     const bool redo = __syncthreads_or(unc) != 0;
     if (!redo || !correct || attempt + 1 >= kMaxAttempts) break;
     if (tid == 0) count_recomputed(p.t.counters);
@@ -766,50 +796,78 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
     const int in_group = tile % per_group;
     const int tm = first_m + in_group % gsize, tn = in_group / gsize;
     const int lin = tm * p.t.tiles_n + tn;  // row-major tile index (fault plans, reports)
-    const Pending pend = kInject ? pending_fault(p.t, lin, copy, tid) : Pending{-1, -1};
+    const Pending pend = kInject ? pending_fault(p.t, lin, copy, tid) : Pending{-1, -1, false};
     Frag acc[1];
     for (int attempt = 0;; ++attempt) {
       fill_opaque(acc[0], zero_of(p.t, copy));
       Iterators<K> its(p.t.gemm, tm, tn, 0, tid);
       ML ml(ss.main_loop, tid, warp, lane);
       bool unc = false;
-      int since = 0;
-      ml.run(total, acc, its.A, its.B, [&](int it, Frag(&a)[1]) {
-        if (kInject && attempt == 0 && pend.idx >= 0 && pend.step == it)
-          apply_fault<K>(p.t, a[0], pend.idx, lin, copy, tm, tn);
-        if (++since == interval || it + 1 == total) {  // checkpoint: exchange through global memory and vote
-          since = 0;
-          const int buf = barriers & 1;
-          auto slot = [&](int c) {
-            return p.slots + ((size_t(team) * kCopies + c) * 2 + buf) * size_t(K::kTileElems);
-          };
-          store_frag<K>(slot(copy), a[0], tid);
-          ++barriers;
-          team_barrier(ctr, kCopies * barriers);
-          Frag o1, o2;
-          load_frag<K>(slot((copy + 1) % kCopies), o1, tid);
-          load_frag<K>(slot((copy + 2) % kCopies), o2, tid);
-          // this block holds copy `copy`; (own, o1, o2) are copies (copy, copy+1, copy+2) mod 3
-          CUTLASS_PRAGMA_UNROLL
-          for (int e = 0; e < Frag::kElements; ++e) {
-            const U own = to_bits(a[0][e]), n1 = to_bits(o1[e]), n2 = to_bits(o2[e]);
-            const U v0 = copy == 0 ? own : copy == 1 ? n2 : n1;
-            const U v1 = copy == 0 ? n1 : copy == 1 ? own : n2;
-            const U v2 = copy == 0 ? n2 : copy == 1 ? n1 : own;
-            U maj;
-            const int st = vote_element(v0, v1, v2, maj);
-            if (st == kAgree) continue;
-            if (copy == 0) ++tally.detected;  // every block sees the same three values; copy 0 counts
-            if (st == kUncorrectable) {
-              if (copy == 0) ++tally.uncorrectable;
-              unc = true;
-              continue;
-            }
-            if (copy == 0) ++tally.corrected;
-            if (correct && st == kMinority0 + copy) a[0][e] = from_bits<typename K::ElementAcc>(maj);
-          }
+      const bool inject_now = kInject && attempt == 0;
+      int next_checkpoint = interval - 1;  // a checkpoint after every `interval` k-iterations and after the last
+      bool checkpoint = false;
+      auto slot = [&](int c, int buf) { return p.slots + ((size_t(team) * kCopies + c) * 2 + buf) * size_t(K::kTileElems); };
+      // Publish this copy's accumulators, wait for the team, compare with the two other copies.
+      // Returns (block-uniformly) whether any element differs; the same in all three blocks.
+      auto exchange = [&](Frag const& a) {
+        const int buf = barriers & 1;
+        store_frag<K>(slot(copy, buf), a, tid);
+        ++barriers;
+        team_barrier(ctr, kCopies * barriers);
+        uint4 const* s1 = reinterpret_cast<uint4 const*>(slot((copy + 1) % kCopies, buf));
+        uint4 const* s2 = reinterpret_cast<uint4 const*>(slot((copy + 2) % kCopies, buf));
+        unsigned d = 0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
+          uint4 own;
+          memcpy(&own, &a[i * K::kVec], 16);
+          const uint4 x = __ldcg(s1 + i * K::kThreads + tid), y = __ldcg(s2 + i * K::kThreads + tid);
+          d |= (own.x ^ x.x) | (own.y ^ x.y) | (own.z ^ x.z) | (own.w ^ x.w) | (own.x ^ y.x) | (own.y ^ y.y) | (own.z ^ y.z) |
+               (own.w ^ y.w);
         }
-      });
+        return __syncthreads_or(d != 0) != 0;
+      };
+      // Vote every element with the two other copies of the last exchange; repair this copy.
+      auto vote = [&](Frag& a) {
+        const int buf = (barriers - 1) & 1;
+        Frag o1, o2;
+        load_frag<K>(slot((copy + 1) % kCopies, buf), o1, tid);
+        load_frag<K>(slot((copy + 2) % kCopies, buf), o2, tid);
+        CUTLASS_PRAGMA_UNROLL
+        for (int e = 0; e < Frag::kElements; ++e) {
+          // (own, o1, o2) are copies (copy, copy + 1, copy + 2) mod 3
+          const U own = to_bits(a[e]), n1 = to_bits(o1[e]), n2 = to_bits(o2[e]);
+          const U v0 = copy == 0 ? own : copy == 1 ? n2 : n1;
+          const U v1 = copy == 0 ? n1 : copy == 1 ? own : n2;
+          const U v2 = copy == 0 ? n2 : copy == 1 ? n1 : own;
+          U maj;
+          const int st = vote_element(v0, v1, v2, maj);
+          if (st == kAgree) continue;
+          if (copy == 0) ++tally.detected;  // every block sees the same three values; copy 0 counts
+          if (st == kUncorrectable) {
+            if (copy == 0) ++tally.uncorrectable;
+            unc = true;
+            continue;
+          }
+          if (copy == 0) ++tally.corrected;
+          if (correct && st == kMinority0 + copy) a[e] = from_bits<typename K::ElementAcc>(maj);
+        }
+      };
+      ml.run(
+          total, acc, its.A, its.B,
+          [&](int it, Frag(&a)[1]) {
+            checkpoint = it == next_checkpoint || it + 1 == total;
+            if (it == next_checkpoint) next_checkpoint += interval;
+            if (inject_now && pend.step == it) return true;  // block-uniform
+            return checkpoint && exchange(a[0]);
+          },
+          [&](int it, Frag(&a)[1]) {
+            if (inject_now && pend.step == it) {
+              if (pend.mine) apply_fault<K>(p.t, a[0], pend.idx, lin, copy, tm, tn);
+              if (!checkpoint || !exchange(a[0])) return;
+            }
+            vote(a[0]);
+          });
       // the three blocks decide identically (same values), so their barrier sequences stay aligned
       const bool redo = __syncthreads_or(unc) != 0;
       if (!redo || !correct || attempt + 1 >= kMaxAttempts) break;
@@ -1031,7 +1089,7 @@ __global__ void __launch_bounds__(K::kThreads) recompute_kernel(RecomputeParams<
         fill_opaque(acc[0], zero_of(p.t, c));
         Iterators<K> its(p.t.gemm, tm, tn, 0, tid);
         ML ml(ss.main_loop, tid, warp, lane);
-        ml.run(p.t.total_k, acc, its.A, its.B, NoHook{});
+        ml.run(p.t.total_k, acc, its.A, its.B, NoCheck{}, NoSlow{});
         epilogue<K>(ss.epilogue, p.t.gemm, p.params_w, p.d[c], acc[0], tm, tn, tid, warp, lane);
         __syncthreads();
       }
