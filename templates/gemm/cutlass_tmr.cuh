@@ -751,17 +751,27 @@ CUTLASS_DEVICE void team_barrier(unsigned* ctr, unsigned target) {
   __syncthreads();
 }
 
+// Block-uniform state of the cooperative kernel, kept in shared memory so that it does not occupy
+// registers in the pipelined loop (the loop needs all of them for the accumulators and fragments).
+struct CoopShared {
+  int rank, team, copy;
+  int tm, tn, lin;         // current tile
+  unsigned barriers;       // team barriers passed (the same count in the team's three blocks)
+  int pend_idx, pend_step; // planned fault of this (tile, copy), -1 when none
+  int unc;                 // some element had three different values at a checkpoint
+};
+
 template <class K, bool kInject>
 __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kZfill>;
   using Frag = typename K::FragmentC;
   using U = Bits<typename K::ElementAcc>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ int s_rank;
+  __shared__ CoopShared cs;
   auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
-  const int G = gridDim.x, T = p.teams;
+  const int G = gridDim.x;
 
   // Roles: rank the blocks by (SM id, block index); team t takes ranks t, t + T, t + 2T. Blocks of one
   // SM have consecutive ranks and an SM holds at most T of them (the host sizes the grid so), so the
@@ -770,50 +780,69 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
   if (tid == 0) {
     p.cta_smid[blockIdx.x] = my_sm;
     p.team_ctr[blockIdx.x] = 0u;
-    s_rank = 0;
+    cs.rank = 0;
+    cs.barriers = 0u;
   }
   grid.sync();
-  int below = 0;
-  for (int j = tid; j < G; j += K::kThreads) {
-    const int s = __ldcg(p.cta_smid + j);
-    below += (s < my_sm) || (s == my_sm && j < static_cast<int>(blockIdx.x));
+  {
+    int below = 0;
+    for (int j = tid; j < G; j += K::kThreads) {
+      const int sj = __ldcg(p.cta_smid + j);
+      below += (sj < my_sm) || (sj == my_sm && j < static_cast<int>(blockIdx.x));
+    }
+    atomicAdd(&cs.rank, below);
   }
-  atomicAdd(&s_rank, below);
   __syncthreads();
-  const int rank = s_rank;
-  const int copy = rank / T, team = rank % T;
-  if (tid == 0) p.role_smid[team * kCopies + copy] = my_sm;
+  if (tid == 0) {
+    cs.team = cs.rank % p.teams;
+    cs.copy = cs.rank / p.teams;
+    p.role_smid[cs.team * kCopies + cs.copy] = my_sm;
+  }
+  __syncthreads();
 
   const bool correct = !kInject || p.t.correct;
-  const int tiles = p.t.tiles_m * p.t.tiles_n, total = p.t.total_k, interval = p.t.interval;
-  const int per_group = p.group * p.t.tiles_n;
-  unsigned* ctr = p.team_ctr + team;
-  unsigned barriers = 0;  // barriers this team has passed (the same for its three blocks)
-  Tally tally;
-  for (int tile = team; tile < tiles; tile += T) {
-    const int first_m = (tile / per_group) * p.group;
-    const int gsize = min(p.t.tiles_m - first_m, p.group);
-    const int in_group = tile % per_group;
-    const int tm = first_m + in_group % gsize, tn = in_group / gsize;
-    const int lin = tm * p.t.tiles_n + tn;  // row-major tile index (fault plans, reports)
-    const Pending pend = kInject ? pending_fault(p.t, lin, copy, tid) : Pending{-1, -1, false};
+  const int tiles = p.t.tiles_m * p.t.tiles_n;
+  for (int tile = cs.team; tile < tiles; tile += p.teams) {
+    __syncthreads();  // everybody has read the previous tile's shared state
+    if (tid == 0) {
+      const int per_group = p.group * p.t.tiles_n;
+      const int first_m = (tile / per_group) * p.group;
+      const int gsize = min(p.t.tiles_m - first_m, p.group);
+      const int in_group = tile % per_group;
+      cs.tm = first_m + in_group % gsize;
+      cs.tn = in_group / gsize;
+      cs.lin = cs.tm * p.t.tiles_n + cs.tn;  // row-major tile index (fault plans, reports)
+      cs.pend_idx = -1;
+      cs.pend_step = -1;
+      if (kInject && p.t.fault_by_block != nullptr) {
+        const int i = p.t.fault_by_block[cs.lin * kCopies + cs.copy];
+        if (i >= 0) {
+          cs.pend_idx = i;
+          cs.pend_step = p.t.faults[i].step;
+        }
+      }
+    }
+    __syncthreads();
     Frag acc[1];
     for (int attempt = 0;; ++attempt) {
-      fill_opaque(acc[0], zero_of(p.t, copy));
-      Iterators<K> its(p.t.gemm, tm, tn, 0, tid);
+      if (tid == 0) cs.unc = 0;
+      fill_opaque(acc[0], zero_of(p.t, cs.copy));
+      Iterators<K> its(p.t.gemm, cs.tm, cs.tn, 0, tid);
       ML ml(ss.main_loop, tid, warp, lane);
-      bool unc = false;
       const bool inject_now = kInject && attempt == 0;
-      int next_checkpoint = interval - 1;  // a checkpoint after every `interval` k-iterations and after the last
+      int next_checkpoint = p.t.interval - 1;  // a checkpoint after every `interval` k-iterations and after the last
       bool checkpoint = false;
-      auto slot = [&](int c, int buf) { return p.slots + ((size_t(team) * kCopies + c) * 2 + buf) * size_t(K::kTileElems); };
+      auto slot = [&](int c, unsigned buf) {
+        return p.slots + ((size_t(cs.team) * kCopies + c) * 2 + buf) * size_t(K::kTileElems);
+      };
       // Publish this copy's accumulators, wait for the team, compare with the two other copies.
       // Returns (block-uniformly) whether any element differs; the same in all three blocks.
       auto exchange = [&](Frag const& a) {
-        const int buf = barriers & 1;
+        const unsigned b = cs.barriers, buf = b & 1u;
+        const int copy = cs.copy;
         store_frag<K>(slot(copy, buf), a, tid);
-        ++barriers;
-        team_barrier(ctr, kCopies * barriers);
+        team_barrier(p.team_ctr + cs.team, kCopies * (b + 1));
+        if (tid == 0) cs.barriers = b + 1;  // read again only after the __syncthreads_or below
         uint4 const* s1 = reinterpret_cast<uint4 const*>(slot((copy + 1) % kCopies, buf));
         uint4 const* s2 = reinterpret_cast<uint4 const*>(slot((copy + 2) % kCopies, buf));
         unsigned d = 0;
@@ -829,10 +858,13 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
       };
       // Vote every element with the two other copies of the last exchange; repair this copy.
       auto vote = [&](Frag& a) {
-        const int buf = (barriers - 1) & 1;
+        const unsigned buf = (cs.barriers - 1u) & 1u;
+        const int copy = cs.copy;
         Frag o1, o2;
         load_frag<K>(slot((copy + 1) % kCopies, buf), o1, tid);
         load_frag<K>(slot((copy + 2) % kCopies, buf), o2, tid);
+        Tally tally;
+        bool unc = false;
         CUTLASS_PRAGMA_UNROLL
         for (int e = 0; e < Frag::kElements; ++e) {
           // (own, o1, o2) are copies (copy, copy + 1, copy + 2) mod 3
@@ -843,42 +875,41 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
           U maj;
           const int st = vote_element(v0, v1, v2, maj);
           if (st == kAgree) continue;
-          if (copy == 0) ++tally.detected;  // every block sees the same three values; copy 0 counts
+          ++tally.detected;
           if (st == kUncorrectable) {
-            if (copy == 0) ++tally.uncorrectable;
+            ++tally.uncorrectable;
             unc = true;
             continue;
           }
-          if (copy == 0) ++tally.corrected;
+          ++tally.corrected;
           if (correct && st == kMinority0 + copy) a[e] = from_bits<typename K::ElementAcc>(maj);
         }
+        if (copy == 0) tally.flush(p.t.counters);  // every block sees the same three values; copy 0 counts
+        if (unc) cs.unc = 1;
       };
       ml.run(
-          total, acc, its.A, its.B,
-          [&](int it, Frag(&a)[1]) {
-            checkpoint = it == next_checkpoint || it + 1 == total;
-            if (it == next_checkpoint) next_checkpoint += interval;
-            if (inject_now && pend.step == it) return true;  // block-uniform
-            return checkpoint && exchange(a[0]);
+          p.t.total_k, acc, its.A, its.B,
+          // the exchange runs outside the pipelined loop: its loads must not compete for the loop's registers
+          [&](int it, Frag(&)[1]) {
+            checkpoint = it == next_checkpoint || it + 1 == p.t.total_k;
+            if (it == next_checkpoint) next_checkpoint += p.t.interval;
+            return checkpoint || (inject_now && cs.pend_step == it);  // block-uniform
           },
           [&](int it, Frag(&a)[1]) {
-            if (inject_now && pend.step == it) {
-              if (pend.mine) apply_fault<K>(p.t, a[0], pend.idx, lin, copy, tm, tn);
-              if (!checkpoint || !exchange(a[0])) return;
-            }
-            vote(a[0]);
+            if (inject_now && cs.pend_step == it && p.t.faults[cs.pend_idx].thread == tid)
+              apply_fault<K>(p.t, a[0], cs.pend_idx, cs.lin, cs.copy, cs.tm, cs.tn);
+            if (checkpoint && exchange(a[0])) vote(a[0]);
           });
       // the three blocks decide identically (same values), so their barrier sequences stay aligned
-      const bool redo = __syncthreads_or(unc) != 0;
+      const bool redo = __syncthreads_or(cs.unc) != 0;
       if (!redo || !correct || attempt + 1 >= kMaxAttempts) break;
-      if (tid == 0 && copy == 0) count_recomputed(p.t.counters);
+      if (tid == 0 && cs.copy == 0) count_recomputed(p.t.counters);
     }
-    const int out = correct ? 0 : uncorrected_copy(p.t, lin);
-    if (copy == out)
-      epilogue<K>(ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tm, tn, tid, warp, lane);
+    const int out = correct ? 0 : uncorrected_copy(p.t, cs.lin);
+    if (cs.copy == out)
+      epilogue<K>(ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], cs.tm, cs.tn, tid, warp, lane);
     __syncthreads();  // shared memory is reused by the next tile's prologue
   }
-  tally.flush(p.t.counters);
 }
 
 // ---- vote of the three outputs (kernel and multikernel levels) ---------------------------------
