@@ -258,6 +258,7 @@ def _tail(text: str, n: int) -> str:
     return "\n".join(lines[-n:])
 
 
-def print_failures(result: BuildResult, stream=sys.stderr) -> None:
+def print_failures(result: BuildResult, stream=None) -> None:
+    stream = stream or sys.stderr
     for k, msg in result.failed.items():
         print(f"--- {k}: compile failed\n{msg}\n", file=stream)

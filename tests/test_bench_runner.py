@@ -1,0 +1,84 @@
+"""Running executables in their own processes: rows, failures by kind, timeouts, provenance."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from ftgen.bench import BenchOptions, failure_kind, gpu_slug, run_executable, write_jsonl
+from ftgen.errors import NoGpuError
+
+
+def fake(tmp_path: Path, name: str, body: str) -> Path:
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return p
+
+
+ROW = '{"kernel":"k","shape":{"m":1,"n":1,"k":1},"ms":{"median":1.0},"ok":true}'
+
+
+def test_rows_are_parsed_and_noise_ignored(tmp_path):
+    exe = fake(tmp_path, "k", f"echo 'hello'\necho '{ROW}'")
+    rows = run_executable(exe, "k", [], 10)
+    assert len(rows) == 1 and rows[0]["ok"] and failure_kind(rows[0]) is None
+
+
+def test_crash_becomes_runtime_row(tmp_path):
+    exe = fake(tmp_path, "k", "echo 'illegal address' >&2; kill -SEGV $$")
+    rows = run_executable(exe, "k", [], 10)
+    assert failure_kind(rows[-1]) == "runtime" and "signal" in rows[-1]["error"]["message"]
+
+
+def test_verification_failure_kind(tmp_path):
+    exe = fake(tmp_path, "k", "echo '{\"kernel\":\"k\",\"ok\":false}'; exit 1")
+    rows = run_executable(exe, "k", [], 10)
+    assert [failure_kind(r) for r in rows] == ["verification"]
+
+
+def test_timeout_kind(tmp_path):
+    exe = fake(tmp_path, "k", "sleep 5")
+    rows = run_executable(exe, "k", [], 0.5)
+    assert failure_kind(rows[-1]) == "timeout"
+
+
+def test_missing_executable(tmp_path):
+    rows = run_executable(tmp_path / "nope", "nope", [], 1)
+    assert failure_kind(rows[0]) == "missing"
+
+
+def test_no_gpu_exit_code_raises(tmp_path):
+    exe = fake(tmp_path, "k", "echo 'no usable CUDA GPU' >&2; exit 4")
+    with pytest.raises(NoGpuError):
+        run_executable(exe, "k", [], 10)
+
+
+def test_inject_flag_only_for_inject_builds():
+    from ftgen import families
+
+    fam = families.get("gemm")
+    o = BenchOptions(shapes=[{"m": 2, "n": 3, "k": 4}], inject=5, reps=3)
+    assert o.argv(fam, {"protection": {"inject": True}}) == ["--shapes", "2x3x4", "--reps", "3", "--inject", "5"]
+    assert "--inject" not in o.argv(fam, {"protection": {"scheme": "none"}})
+
+
+def test_results_file_has_provenance_first(tmp_path):
+    from ftgen.report.provenance import provenance
+
+    prov = provenance({"name": "NVIDIA H200", "sm_count": 132, "driver": "580"}, argv=["ftgen", "bench"])
+    out = tmp_path / "r.jsonl"
+    write_jsonl(out, prov, [json.loads(ROW)])
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    p = lines[0]["provenance"]
+    for key in ("ftgen_version", "git_sha", "git_dirty", "gpu", "sm_count", "driver", "nvcc", "argv", "utc"):
+        assert key in p
+    assert lines[1]["kernel"] == "k"
+
+
+def test_gpu_slug():
+    assert gpu_slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
+    assert gpu_slug("NVIDIA H200") == "h200"

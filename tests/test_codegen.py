@@ -1,0 +1,80 @@
+"""Emission: deterministic, atomic, incremental; manifest; CMake; golden sources."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+from conftest import REPO, golden_check
+from ftgen.codegen.emit import generate, render_spec
+from ftgen.spec import load_spec_text
+
+SMALL = textwrap.dedent(
+    """
+    name: golden
+    family: gemm
+    arch: [sm_80, sm_90]
+    variants:
+      - {precision: fp32, params: {m_tb: 64, n_tb: 64, k_tb: 8, m_w: 32, n_w: 32, m_t: 4, n_t: 8, stages: 2}}
+      - {precision: fp64, protection: {scheme: abft, level: threadblock, interval: 4, inject: true},
+         params: {m_tb: 64, n_tb: 64, k_tb: 8, m_w: 32, n_w: 32, m_t: 4, n_t: 8}}
+    shapes: [{m: 100, n: 70, k: 33}]
+    """
+)
+
+
+def test_output_is_deterministic_and_incremental(tmp_path):
+    s = load_spec_text(SMALL, "golden.yaml")
+    a, _ = render_spec(s)
+    b, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    assert a == b
+    g1 = generate(s, tmp_path)
+    assert g1.written and g1.unchanged == 0
+    stamp = {p: os.stat(tmp_path / "golden" / p).st_mtime_ns for p in a}
+    g2 = generate(load_spec_text(SMALL, "golden.yaml"), tmp_path)
+    assert g2.written == [] and g2.unchanged == len(a)
+    assert stamp == {p: os.stat(tmp_path / "golden" / p).st_mtime_ns for p in a}
+    assert not list(tmp_path.glob(".ftgen-tmp-*"))
+
+
+def test_stale_variants_are_removed(tmp_path):
+    generate(load_spec_text(SMALL, "golden.yaml"), tmp_path)
+    one = "\n".join(line for line in SMALL.splitlines() if "fp64" not in line and "params: {m_tb: 64, n_tb: 64, k_tb: 8, m_w: 32, n_w: 32, m_t: 4, n_t: 8}}" not in line)
+    assert "fp64" not in one and "fp32" in one
+    g = generate(load_spec_text(one, "golden.yaml"), tmp_path)
+    assert any("f64" in r for r in g.removed)
+    assert not list((tmp_path / "golden").glob("gemm_f64*/*.cu"))
+
+
+def test_manifest_lists_variants_with_parameters_and_hashes(tmp_path):
+    generate(load_spec_text(SMALL, "golden.yaml"), tmp_path)
+    m = json.loads((tmp_path / "golden" / "manifest.json").read_text())
+    assert [v["kernel"] for v in m["variants"]] == [
+        "gemm_f32_none_64x64x8_w32x32_t4x8_s2",
+        "gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj",
+    ]
+    v = m["variants"][1]
+    assert v["params"]["m_tb"] == 64 and v["protection"]["level"] == "threadblock" and v["protection"]["inject"]
+    assert len(v["source_hash"]) == 32 and v["archs"] == ["sm_80", "sm_90"]
+    cmake = (tmp_path / "golden" / "CMakeLists.txt").read_text()
+    assert "CUDA::cublas" in cmake and '"80;90"' in cmake and "add_executable(gemm_f64_abft-tb-i4" in cmake
+
+
+def test_golden_sources():
+    files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    golden = REPO / "tests" / "golden" / "gemm"
+    for rel in sorted(files):
+        if rel.endswith((".cu", ".h", "CMakeLists.txt")) and not rel.startswith("common/"):
+            golden_check(golden / rel.replace("/", "__"), files[rel])
+
+
+def test_injection_code_only_in_inject_builds():
+    files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    plain = load_spec_text(SMALL.replace("inject: true", "inject: false"), "golden.yaml")
+    files_plain, _ = render_spec(plain)
+    inj = files["gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj/gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj.cu"]
+    clean = files_plain["gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3/gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3.cu"]
+    assert "maybe_inject" in inj and "apply_fault" in inj
+    assert "maybe_inject" not in clean and "apply_fault" not in clean and "fault_by_block" not in clean
