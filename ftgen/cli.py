@@ -304,6 +304,86 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
 # --------------------------------------------------------------------------------------------
 
 
+@cli.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--trials", type=click.IntRange(1, 10**6), default=1000, show_default=True, help="Clean trials and faulty trials, each, per distribution.")
+@click.option("--dists", default="normal,uniform,loguniform", show_default=True, help="Input distributions (comma-separated).")
+@click.option("--shape", "shape_text", default=None, help="Problem shape of the trials (default: the family's campaign shape).")
+@click.option("--kernels", default=None, help="Only variants whose names match this glob.")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True)
+@click.option("-o", "--out", "out_root", default="generated", show_default=True, help="Output root of the project.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None)
+@click.option("--json", "json_out", default=None, help="Write trials, per-bit and ROC rows and the summaries (JSON lines) to PATH or -.")
+@click.option("--plot", "plot_out", default=None, help="Write the ROC / per-bit plot (PNG) to PATH.")
+@click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
+def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout) -> None:
+    """Fault campaign: N clean + N single-fault trials per variant and input distribution; coverage,
+    false alarms, per-bit statistics and a ROC curve over the detection threshold."""
+    import fnmatch
+
+    from .bench import gpu_info, write_jsonl
+    from .codegen.emit import generate as do_generate
+    from .faults import DISTS, campaign as do_campaign, per_bit, plot, roc
+    from .report.provenance import provenance
+    from .spec import load_spec, parse_shapes
+
+    s = load_spec(spec)
+    dist_list = [d.strip() for d in dists.split(",") if d.strip()]
+    for d in dist_list:
+        if d not in DISTS:
+            raise SpecError(f"--dists: {d!r} is not one of {', '.join(DISTS)}")
+    chosen = [v for v in s.variants if v.protection.enabled and v.protection.inject]
+    if kernels:
+        chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.name, g.strip()) for g in kernels.split(","))]
+    if not chosen:
+        raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
+    fam = s.family
+    shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
+    g = do_generate(s, out_root)
+    _remember(g.out_dir, out_root)
+    pattern = ",".join(v.name for v in chosen)
+    _report_build(_run_build(g.out_dir, jobs, None, pattern))
+    gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
+    from .build import load_manifest, select_variants
+
+    variants = select_variants(load_manifest(g.out_dir), pattern)
+    rows, summaries = do_campaign(
+        g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
+        timeout=timeout, spec_name=s.source, log=(lambda m: _err(m)) if _stderr_tty() else (lambda m: None),
+    )
+    extra, rocs, bits = [], {}, {}
+    for v, summ in zip(variants, summaries):
+        mine = [r for r in rows if r.get("kernel") == v["kernel"] and "trial" in r]
+        bits[v["kernel"]] = per_bit(mine)
+        rocs[v["kernel"]] = roc(mine)
+        extra += [{"per_bit": {"kernel": v["kernel"], **b}} for b in bits[v["kernel"]]]
+        extra += [{"roc": {"kernel": v["kernel"], **p}} for p in rocs[v["kernel"]]]
+    extra += [{"campaign": summ} for summ in summaries]
+    if json_out:
+        write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape), rows, extra)
+    if plot_out:
+        why = plot(Path(plot_out), summaries, rocs, bits)
+        if why:
+            _err(why)
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})")
+    for col in ("kernel", "clean", "faulty", "significant", "detected", "corrected", "coverage", "false alarms", "max resid err"):
+        t.add_column(col, justify="left" if col == "kernel" else "right")
+    for x in summaries:
+        cov = "-" if x["coverage"] is None else f"{100 * x['coverage']:.2f}%"
+        t.add_row(x["kernel"], str(x["clean_trials"]), str(x["faulty_trials"]), str(x["significant"]), str(x["detected"]),
+                  str(x["corrected"]), cov, str(x["false_alarms"]), f"{x['max_residual_rel_err']:.1e}")
+    Console(file=sys.stderr if json_out == "-" else sys.stdout, width=200).print(t)
+    failed = [r for r in rows if "trial" not in r and not r.get("ok", True)]
+    if failed:
+        raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: {failed[0].get('error')}")
+
+
+# --------------------------------------------------------------------------------------------
+
+
 @cli.command(name="list")
 @click.argument("family", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

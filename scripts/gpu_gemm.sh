@@ -99,6 +99,35 @@ profile)
   summary "$out/check_inject.jsonl"
   trials_summary "$out/trials_all.jsonl"
   ;;
+final-a)
+  # fp32: search over >= 50 variants (twice: the repeat must compile and run nothing), then the full
+  # shape sweep (square, irregular, odd) with the sweep candidates; best variant vs cuBLAS per shape
+  ft search specs/gemm_sgemm_search.yaml --reps 10 --warmup 3 -j 16 -o $gen --json "$out/sgemm_search.jsonl" 2> "$out/search.log"
+  echo "search rc=$?"; grep -E "^search:" "$out/search.log"
+  ft search specs/gemm_sgemm_search.yaml --reps 10 --warmup 3 -j 16 -o $gen --json "$out/sgemm_search_repeat.jsonl" 2>> "$out/search.log" > /dev/null
+  echo "repeat rc=$?"; grep -E "^search:" "$out/search.log" | tail -1
+  ft search specs/gemm_sweep.yaml --shapes specs/shapes/gemm_sweep_fp32.yaml --reps 10 --warmup 3 -j 16 -o $gen \
+     --json "$out/sgemm_sweep.jsonl" 2>> "$out/search.log" > "$out/sgemm_sweep_table.txt"
+  echo "sweep rc=$?"; grep -E "^search:|dispatch header" "$out/search.log" | tail -2
+  cp $gen/sgemm_sweep-search/sgemm_sweep_dispatch.h $gen/sgemm_sweep-search/sgemm_sweep_best.yaml "$out/" 2>/dev/null
+  rm -f "$out/sgemm_search_repeat.jsonl"
+  python3 scripts/summarize_gemm.py "$out/sgemm_sweep.jsonl" "$out/sgemm_search.jsonl"
+  ;;
+final-b)
+  # fp64 sweep; every ABFT level vs unprotected vs cuBLAS (clean, with faults); fault campaigns
+  ft search specs/gemm_dgemm_search.yaml --shapes specs/shapes/gemm_sweep_fp64.yaml --reps 10 --warmup 3 -j 16 -o $gen \
+     --json "$out/dgemm_sweep.jsonl" 2> "$out/final_b.log" > /dev/null
+  echo "fp64 sweep rc=$?"; grep -E "^search:" "$out/final_b.log"
+  ft generate specs/gemm_abft_levels.yaml -o $gen > /dev/null && ft build $gen/sgemm_abft_levels -j 16 2>> "$out/final_b.log"
+  lv=2048x2048x2048,4096x4096x4096,8192x8192x8192,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777
+  ft bench $gen/sgemm_abft_levels --shapes $lv --reps 10 --warmup 3 --json "$out/abft_levels_clean.jsonl" > /dev/null 2>> "$out/final_b.log"
+  echo "levels clean rc=$?"
+  ft bench $gen/sgemm_abft_levels --kernels '*_inj' --shapes $lv --inject 16 --reps 10 --warmup 3 --json "$out/abft_levels_inject.jsonl" > /dev/null 2>> "$out/final_b.log"
+  echo "levels inject rc=$?"
+  ft campaign specs/gemm_abft_campaign.yaml --trials ${TRIALS:-1000} -o $gen --json "$out/abft_campaign.jsonl" --plot "$out/abft_campaign.png" 2>> "$out/final_b.log"
+  echo "campaign rc=$?"
+  python3 scripts/summarize_gemm.py "$out/dgemm_sweep.jsonl" "$out/abft_levels_clean.jsonl" "$out/abft_levels_inject.jsonl"
+  ;;
 perf)
   # speed of every variant of a spec (clean, then with faults for inject builds), plus a correctness pass
   spec=$3; shapes=${4:-4096x4096x4096}

@@ -261,6 +261,7 @@ class Family:
     precisions: tuple[str, ...] = ()
     schemes: Mapping[str, tuple[str, ...]] = {"none": ()}
     default_shapes: tuple[dict, ...] = ()
+    campaign_shape: dict | None = None  # shape of fault-campaign trials (default: the first default shape)
     reference_lib: str = ""
     template_dir: str = ""
 

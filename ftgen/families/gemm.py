@@ -130,6 +130,7 @@ class GemmFamily(Family):
     precisions = ("fp32", "fp64", "tf32", "fp16", "bf16")
     schemes = {"none": (), "abft": ABFT_LEVELS, "tmr": TMR_LEVELS}
     default_shapes = ({"m": 4096, "n": 4096, "k": 4096}, {"m": 1000, "n": 1234, "k": 777})
+    campaign_shape = {"m": 512, "n": 512, "k": 1024}  # many trials: small enough, K deep enough
     reference_lib = "cublas"
     template_dir = "gemm"
 

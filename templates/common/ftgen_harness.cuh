@@ -514,6 +514,67 @@ struct FaultTable {
   }
 };
 
+// The same comparison on the device (outputs of any size in a millisecond); falls back to the host
+// for the location of the worst element only when something is wrong.
+struct CompareAccum {
+  unsigned long long max_rel_bits, max_abs_bits, bad, nonfinite;
+};
+
+template <class T, class R>
+__global__ void compare_kernel(const T* out, const R* ref, const R* scale, size_t n, double floor, double tol,
+                               CompareAccum* acc) {
+  double mrel = 0, mabs = 0;
+  unsigned long long bad = 0, nonfinite = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const double o = static_cast<double>(out[i]), r = static_cast<double>(ref[i]);
+    if (!isfinite(o)) {
+      ++nonfinite;
+      continue;
+    }
+    const double s = fmax(floor, fabs(static_cast<double>(scale ? scale[i] : ref[i])));
+    const double d = fabs(o - r), rel = d / s;
+    mrel = fmax(mrel, rel);
+    mabs = fmax(mabs, d);
+    bad += rel > tol;
+  }
+  for (int off = 16; off > 0; off /= 2) {
+    mrel = fmax(mrel, __shfl_xor_sync(0xffffffffu, mrel, off));
+    mabs = fmax(mabs, __shfl_xor_sync(0xffffffffu, mabs, off));
+    bad += __shfl_xor_sync(0xffffffffu, bad, off);
+    nonfinite += __shfl_xor_sync(0xffffffffu, nonfinite, off);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicMax(&acc->max_rel_bits, static_cast<unsigned long long>(__double_as_longlong(mrel)));
+    atomicMax(&acc->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(mabs)));
+    if (bad) atomicAdd(&acc->bad, bad);
+    if (nonfinite) atomicAdd(&acc->nonfinite, nonfinite);
+  }
+}
+
+template <class T, class R>
+inline ErrorStats compare_device(const T* out, const R* ref, const R* scale, size_t n, double floor, double tol) {
+  DeviceBuffer<CompareAccum> acc(1);
+  acc.zero();
+  const int blocks = static_cast<int>(std::min<size_t>((n + 255) / 256, 4096));
+  if (n) compare_kernel<T, R><<<std::max(blocks, 1), 256>>>(out, ref, scale, n, floor, tol, acc.ptr);
+  FT_LAUNCH_CHECK();
+  const CompareAccum a = acc.download()[0];
+  ErrorStats e;
+  e.max_rel = score_from_bits(a.max_rel_bits);
+  e.max_abs = score_from_bits(a.max_abs_bits);
+  e.bad = static_cast<long long>(a.bad);
+  e.nonfinite = static_cast<long long>(a.nonfinite);
+  if (e.bad || e.nonfinite) {  // locate the worst element on the host
+    std::vector<T> ho(n);
+    std::vector<R> hr(n), hs(scale ? n : 0);
+    FT_CUDA(cudaMemcpy(ho.data(), out, n * sizeof(T), cudaMemcpyDeviceToHost));
+    FT_CUDA(cudaMemcpy(hr.data(), ref, n * sizeof(R), cudaMemcpyDeviceToHost));
+    if (scale) FT_CUDA(cudaMemcpy(hs.data(), scale, n * sizeof(R), cudaMemcpyDeviceToHost));
+    e = compare(ho, hr, scale ? &hs : nullptr, floor, tol);
+  }
+  return e;
+}
+
 // ------------------------------------------------------------------------------------------
 // JSON-lines output
 // ------------------------------------------------------------------------------------------

@@ -1,0 +1,37 @@
+"""Campaign aggregation (coverage, false alarms, per bit, ROC) on synthetic trial rows, and the
+command's input checks. The trials themselves run on a GPU (scripts/gpu_gemm.sh)."""
+
+from __future__ import annotations
+
+from ftgen.cli import main
+from ftgen.faults import per_bit, roc, summarize
+
+
+def trial(injected, significant=False, detected=0, ok=True, score=0.1, bit=3, err=1e-7):
+    return {"trial": 0, "kernel": "k", "precision": "fp32", "dist": "normal", "injected": injected,
+            "significant": significant, "detected": detected, "ok": ok, "score": score, "max_rel_err": err,
+            "fault": {"bit": bit}, "false_alarm": (not injected) and detected > 0}
+
+
+def test_summary_counts():
+    rows = [trial(0)] * 5 + [trial(0, detected=1, score=2.0)] + [
+        trial(1, True, 1, True, 50.0, 30), trial(1, True, 1, True, 9.0, 29), trial(1, True, 0, False, 0.5, 12, 1e-3),
+        trial(1, False, 0, True, 0.2, 1),
+    ]
+    s = summarize("k", rows, "spec.yaml")
+    assert (s["clean_trials"], s["faulty_trials"], s["significant"], s["detected"], s["corrected"]) == (6, 4, 3, 2, 2)
+    assert s["coverage"] == 2 / 3 and s["false_alarms"] == 1 and s["false_alarm_rate"] == 1 / 6
+    assert s["max_residual_rel_err"] == 1e-7 and s["max_clean_score"] == 2.0
+    bits = {b["bit"]: b for b in per_bit(rows)}
+    assert bits[12] == {"bit": 12, "faults": 1, "significant": 1, "detected": 0, "corrected": 0}
+    r = {round(p["threshold_multiplier"], 6): p for p in roc(rows)}
+    assert r[1.0]["tpr"] == 2 / 3 and r[1.0]["fpr"] == 1 / 6
+    assert r[1000.0]["tpr"] == 0 and r[0.001]["tpr"] == 1.0
+
+
+def test_campaign_needs_injection_builds(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nfamily: gemm\nprotection: {scheme: abft, level: threadblock}\n")
+    assert main(["campaign", str(spec), "-o", str(tmp_path / "g")]) == 2
+    assert "inject: true" in capsys.readouterr().err
+    assert main(["campaign", str(spec), "--dists", "cauchy"]) == 2
