@@ -64,7 +64,6 @@ targets (the value the fault would have produced) -- the campaigns' ``uncorrecte
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -275,6 +274,11 @@ def constraints(v: Variant) -> list[str]:
             f"{'fp64' if v.precision == 'fp64' else 'fp32'} accumulators for the {g.warp[0]}x{g.warp[1]} warp tile) "
             f"-- more than {MAX_REGS}; use a smaller warp tile".replace("( ", "(")
         )
+    elif g.threads * max(g.regs_estimate, 32) > REGS_PER_SM:
+        r.append(
+            f"{g.threads} threads x about {g.regs_estimate} registers do not fit one SM's {REGS_PER_SM} registers; "
+            f"use fewer warps per threadblock"
+        )
     lvl = g.level
     if lvl == "kernel" and g.interval != 1:
         r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
@@ -297,7 +301,7 @@ CONSTRAINT_DOCS = [
     "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4; warp_k/inst_k even and >= 2",
     "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
     "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
-    "cutlass: estimated registers <= 255 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
+    "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
     "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
 ]
 
@@ -483,6 +487,11 @@ def model_tile(A, B, kt: int, level: str, interval: int, faults=(), correct: boo
                     unc_any |= unc
         return acc, unc_any
 
+    with np.errstate(invalid="ignore", over="ignore"):  # flipped exponents make Inf and NaN
+        return _model_levels(compute, level, correct, out_copy, counters)
+
+
+def _model_levels(compute, level, correct, out_copy, counters):
     if level in ("threadblock", "cooperative"):
         acc, unc = compute(True, True)
         attempts = 1
@@ -651,5 +660,3 @@ __all__ = [
     "model_tile",
     "CONSTRAINT_DOCS",
 ]
-
-_ = math  # math is used by callers through tolerance(); keep the import explicit

@@ -40,6 +40,10 @@
 
 namespace ftgen_tmr {
 
+#ifndef FTGEN_TMR_INJECT
+#define FTGEN_TMR_INJECT 0
+#endif
+
 enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4 };
 constexpr int kCopies = 3;
 constexpr int kMaxAttempts = 3;  // computations of a tile: the first and at most two recomputations (gemm_cutlass.MAX_ATTEMPTS)
@@ -444,16 +448,6 @@ CUTLASS_HOST_DEVICE int k_offset(int it, int K, int KT, int total) {
   return r0 + (it - 1) * KT;
 }
 
-// The copy whose output is kept for a tile when correction is off: the copy a planned fault
-// targets (its effect is what a campaign measures), else copy 0.
-template <class P>
-CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile) {
-  if (t.fault_by_block == nullptr) return 0;
-  for (int c = 0; c < kCopies; ++c)
-    if (t.fault_by_block[tile * kCopies + c] >= 0) return c;
-  return 0;
-}
-
 template <class P>
 CUTLASS_DEVICE unsigned long long zero_of(P const& t, int copy) {
   return copy == 0 ? t.zero_bits[0] : copy == 1 ? t.zero_bits[1] : t.zero_bits[2];
@@ -465,7 +459,9 @@ CUTLASS_DEVICE Bits<T> ldcg_bits(T const* p) {
   return __ldcg(reinterpret_cast<Bits<T> const*>(p));
 }
 
-// ---- fault injection (inject builds only) -----------------------------------------------------
+// ---- fault injection and uncorrected measurements: compiled only into inject builds -----------
+// (FTGEN_TMR_INJECT 1, defined by the variant's source). Other builds only see these declarations,
+// which discarded `if constexpr (kInject)` branches never instantiate.
 
 // The planned fault of one (tile, copy): the same for every thread of the block (so that leaving
 // the pipelined loop to apply it is a block-uniform decision); `mine` for the thread it targets.
@@ -474,6 +470,24 @@ struct Pending {
   int step;   // k-iteration after which it is applied, -1 when none
   bool mine;  // this thread applies it
 };
+
+template <class P>
+CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile);
+template <class P>
+CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid);
+template <class K, class Frag, class P>
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn);
+
+#if FTGEN_TMR_INJECT
+// The copy whose output is kept for a tile when correction is off: the copy a planned fault
+// targets (its effect is what a campaign measures), else copy 0.
+template <class P>
+CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile) {
+  if (t.fault_by_block == nullptr) return 0;
+  for (int c = 0; c < kCopies; ++c)
+    if (t.fault_by_block[tile * kCopies + c] >= 0) return c;
+  return 0;
+}
 
 template <class P>
 CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid) {
@@ -518,6 +532,8 @@ CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int c
   t.records[fidx] = rec;
   if (t.counters) atomicAdd(&t.counters->injected, 1ull);
 }
+
+#endif  // FTGEN_TMR_INJECT
 
 // ---- fragments in global memory (multikernel states, cooperative exchange slots) ---------------
 // Layout per tile: [vector i][thread] of 16-byte vectors, i < kAccElems / kVec (coalesced).
@@ -649,13 +665,15 @@ __global__ void __launch_bounds__(K::kThreads) copy_kernel(CopyParams<K> p) {
   Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(p.k_begin, p.t.gemm.problem_size.k(), K::Shape::kK, p.t.total_k), tid);
   ML ml(ss.main_loop, tid, warp, lane);
   Pending pend{-1, -1, false};
-  if (kInject) pend = pending_fault(p.t, tile, p.copy, tid);
+  if constexpr (kInject) pend = pending_fault(p.t, tile, p.copy, tid);
   const int k_begin = p.k_begin;
   ml.run(
       p.k_count, acc, its.A, its.B,
       [&](int it, typename K::FragmentC(&)[1]) { return kInject && pend.step == k_begin + it; },
-      [&](int it, typename K::FragmentC(&a)[1]) {
-        if (kInject && pend.mine) apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
+      [&](int, typename K::FragmentC(&a)[1]) {
+        if constexpr (kInject) {
+          if (pend.mine) apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
+        }
       });
   if (!kState || p.last) {
     epilogue<K>(ss.epilogue, p.t.gemm, p.params_D, p.ptr_D, acc[0], tc.m(), tc.n(), tid, warp, lane);
@@ -684,7 +702,10 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
   const bool correct = !kInject || p.t.correct;
   Pending pend[kCopies];
   CUTLASS_PRAGMA_UNROLL
-  for (int c = 0; c < kCopies; ++c) pend[c] = kInject ? pending_fault(p.t, tile, c, tid) : Pending{-1, -1, false};
+  for (int c = 0; c < kCopies; ++c) {
+    pend[c] = Pending{-1, -1, false};
+    if constexpr (kInject) pend[c] = pending_fault(p.t, tile, c, tid);
+  }
   const int total = p.t.total_k, interval = p.t.interval;
   Frag acc[kCopies];
   Tally tally;
@@ -708,10 +729,12 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
           return hit;
         },
         [&](int it, Frag(&a)[kCopies]) {
-          if (inject_now) {
-            CUTLASS_PRAGMA_UNROLL
-            for (int c = 0; c < kCopies; ++c)
-              if (pend[c].mine && pend[c].step == it) apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tc.m(), tc.n());
+          if constexpr (kInject) {
+            if (inject_now) {
+              CUTLASS_PRAGMA_UNROLL
+              for (int c = 0; c < kCopies; ++c)
+                if (pend[c].mine && pend[c].step == it) apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tc.m(), tc.n());
+            }
           }
           if (checkpoint && copies_differ(a)) unc |= vote_registers(a, correct, tally);
         });
@@ -720,10 +743,12 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
     if (tid == 0) count_recomputed(p.t.counters);
   }
   tally.flush(p.t.counters);
-  if (kInject && !correct) {  // measurement mode: the output of the copy a fault targets
-    const int oc = uncorrected_copy(p.t, tile);
-    if (oc == 1) acc[0] = acc[1];
-    if (oc == 2) acc[0] = acc[2];
+  if constexpr (kInject) {
+    if (!correct) {  // measurement mode: the output of the copy a fault targets
+      const int oc = uncorrected_copy(p.t, tile);
+      if (oc == 1) acc[0] = acc[1];
+      if (oc == 2) acc[0] = acc[2];
+    }
   }
   epilogue<K>(ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), tid, warp, lane);
 }
@@ -737,6 +762,7 @@ struct CoopParams {
   int* cta_smid;                     // [3T] SM id of each block (by blockIdx)
   unsigned* team_ctr;                // [3T] barrier counters (team t uses team_ctr[t])
   int* role_smid;                    // [3T] SM id of (team, copy): role_smid[team * 3 + copy]
+  int* teams_used;                   // [1] T of this launch (for the host-side SM report)
   typename K::ElementAcc* slots;     // [T][3][2][kTileElems] exchange slots
 };
 
@@ -780,6 +806,7 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
   if (tid == 0) {
     p.cta_smid[blockIdx.x] = my_sm;
     p.team_ctr[blockIdx.x] = 0u;
+    if (blockIdx.x == 0) *p.teams_used = p.teams;
     cs.rank = 0;
     cs.barriers = 0u;
   }
@@ -814,12 +841,10 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
       cs.lin = cs.tm * p.t.tiles_n + cs.tn;  // row-major tile index (fault plans, reports)
       cs.pend_idx = -1;
       cs.pend_step = -1;
-      if (kInject && p.t.fault_by_block != nullptr) {
-        const int i = p.t.fault_by_block[cs.lin * kCopies + cs.copy];
-        if (i >= 0) {
-          cs.pend_idx = i;
-          cs.pend_step = p.t.faults[i].step;
-        }
+      if constexpr (kInject) {
+        const Pending f = pending_fault(p.t, cs.lin, cs.copy, 0);
+        cs.pend_idx = f.idx;
+        cs.pend_step = f.step;
       }
     }
     __syncthreads();
@@ -860,29 +885,36 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
       auto vote = [&](Frag& a) {
         const unsigned buf = (cs.barriers - 1u) & 1u;
         const int copy = cs.copy;
-        Frag o1, o2;
-        load_frag<K>(slot((copy + 1) % kCopies, buf), o1, tid);
-        load_frag<K>(slot((copy + 2) % kCopies, buf), o2, tid);
+        uint4 const* s1 = reinterpret_cast<uint4 const*>(slot((copy + 1) % kCopies, buf));
+        uint4 const* s2 = reinterpret_cast<uint4 const*>(slot((copy + 2) % kCopies, buf));
         Tally tally;
         bool unc = false;
         CUTLASS_PRAGMA_UNROLL
-        for (int e = 0; e < Frag::kElements; ++e) {
-          // (own, o1, o2) are copies (copy, copy + 1, copy + 2) mod 3
-          const U own = to_bits(a[e]), n1 = to_bits(o1[e]), n2 = to_bits(o2[e]);
-          const U v0 = copy == 0 ? own : copy == 1 ? n2 : n1;
-          const U v1 = copy == 0 ? n1 : copy == 1 ? own : n2;
-          const U v2 = copy == 0 ? n2 : copy == 1 ? n1 : own;
-          U maj;
-          const int st = vote_element(v0, v1, v2, maj);
-          if (st == kAgree) continue;
-          ++tally.detected;
-          if (st == kUncorrectable) {
-            ++tally.uncorrectable;
-            unc = true;
-            continue;
+        for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
+          const uint4 x = __ldcg(s1 + i * K::kThreads + tid), y = __ldcg(s2 + i * K::kThreads + tid);
+          U n1v[K::kVec], n2v[K::kVec];
+          memcpy(n1v, &x, 16);
+          memcpy(n2v, &y, 16);
+          CUTLASS_PRAGMA_UNROLL
+          for (int j = 0; j < K::kVec; ++j) {
+            const int e = i * K::kVec + j;
+            // (own, n1, n2) are copies (copy, copy + 1, copy + 2) mod 3
+            const U own = to_bits(a[e]), n1 = n1v[j], n2 = n2v[j];
+            const U v0 = copy == 0 ? own : copy == 1 ? n2 : n1;
+            const U v1 = copy == 0 ? n1 : copy == 1 ? own : n2;
+            const U v2 = copy == 0 ? n2 : copy == 1 ? n1 : own;
+            U maj;
+            const int st = vote_element(v0, v1, v2, maj);
+            if (st == kAgree) continue;
+            ++tally.detected;
+            if (st == kUncorrectable) {
+              ++tally.uncorrectable;
+              unc = true;
+              continue;
+            }
+            ++tally.corrected;
+            if (correct && st == kMinority0 + copy) a[e] = from_bits<typename K::ElementAcc>(maj);
           }
-          ++tally.corrected;
-          if (correct && st == kMinority0 + copy) a[e] = from_bits<typename K::ElementAcc>(maj);
         }
         if (copy == 0) tally.flush(p.t.counters);  // every block sees the same three values; copy 0 counts
         if (unc) cs.unc = 1;
@@ -896,8 +928,10 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
             return checkpoint || (inject_now && cs.pend_step == it);  // block-uniform
           },
           [&](int it, Frag(&a)[1]) {
-            if (inject_now && cs.pend_step == it && p.t.faults[cs.pend_idx].thread == tid)
-              apply_fault<K>(p.t, a[0], cs.pend_idx, cs.lin, cs.copy, cs.tm, cs.tn);
+            if constexpr (kInject) {
+              if (inject_now && cs.pend_step == it && p.t.faults[cs.pend_idx].thread == tid)
+                apply_fault<K>(p.t, a[0], cs.pend_idx, cs.lin, cs.copy, cs.tm, cs.tn);
+            }
             if (checkpoint && exchange(a[0])) vote(a[0]);
           });
       // the three blocks decide identically (same values), so their barrier sequences stay aligned
@@ -905,7 +939,8 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
       if (!redo || !correct || attempt + 1 >= kMaxAttempts) break;
       if (tid == 0 && cs.copy == 0) count_recomputed(p.t.counters);
     }
-    const int out = correct ? 0 : uncorrected_copy(p.t, cs.lin);
+    int out = 0;
+    if constexpr (kInject) out = correct ? 0 : uncorrected_copy(p.t, cs.lin);
     if (cs.copy == out)
       epilogue<K>(ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], cs.tm, cs.tn, tid, warp, lane);
     __syncthreads();  // shared memory is reused by the next tile's prologue
@@ -975,7 +1010,10 @@ __global__ void __launch_bounds__(256) vote_outputs_kernel(OutVoteParams<T> p) {
       }
       continue;
     }
-    const int oc = p.correct ? -1 : uncorrected_copy(p, tile);
+    int oc = 0;
+#if FTGEN_TMR_INJECT
+    if (!p.correct) oc = uncorrected_copy(p, tile);
+#endif
     CUTLASS_PRAGMA_UNROLL
     for (int j = 0; j < V; ++j) {
       U maj;
@@ -1248,7 +1286,7 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_slots = 0, total = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
 };
@@ -1266,7 +1304,8 @@ struct Prepared {
   char* ws;
   Layout lay;
   int interval;
-  int group;  // cooperative: rasterization group (the swizzle parameter)
+  int group;       // cooperative: rasterization group (the swizzle parameter)
+  int coop_param;  // cooperative: requested teams (0: as many as fit)
   int correct;
   ftgen::FtCounters* counters;
   const int* fault_by_block;
@@ -1506,16 +1545,22 @@ struct Runner {
     return cudaGetLastError();
   }
 
-  // Co-resident blocks of the cooperative kernel on this device (0 on error).
+  // Co-resident blocks of the cooperative kernel on this device (0 on error); cached per device.
   static int coop_capacity(int* per_sm = nullptr) {
-    auto kernel = coop_kernel<K, kInject>;
+    static int cached_device = -1, cached_nb = 0, cached_sms = 0;
     DeviceProps dp;
     if (device_props(dp) != cudaSuccess) return 0;
-    if (set_smem(kernel, kSmemZfill) != cudaSuccess) return 0;
-    int nb = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, K::kThreads, kSmemZfill) != cudaSuccess) return 0;
-    if (per_sm) *per_sm = nb;
-    return nb * dp.sms;
+    if (cached_device != dp.device) {
+      auto kernel = coop_kernel<K, kInject>;
+      if (set_smem(kernel, kSmemZfill) != cudaSuccess) return 0;
+      int nb = 0;
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, K::kThreads, kSmemZfill) != cudaSuccess) return 0;
+      cached_device = dp.device;
+      cached_nb = nb;
+      cached_sms = dp.sms;
+    }
+    if (per_sm) *per_sm = cached_nb;
+    return cached_nb * cached_sms;
   }
 
   // Teams of the cooperative grid: `requested` (0 = as many as fit, at most one per tile), raised to
@@ -1531,14 +1576,17 @@ struct Runner {
 
   static cudaError_t run_cooperative(const Prepared& q, cudaStream_t s) {
     auto kernel = coop_kernel<K, kInject>;
-    if (q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
+    // this instantiation's own co-resident capacity (the workspace is sized for the larger one)
+    const int teams = coop_teams(q.lay.tiles_m * q.lay.tiles_n, q.coop_param);
+    if (teams <= 0 || teams > q.lay.teams) return cudaErrorCooperativeLaunchTooLarge;
     CoopParams<K> cp;
     cp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
-    cp.teams = q.lay.teams;
+    cp.teams = teams;
     cp.group = q.group;
     cp.cta_smid = reinterpret_cast<int*>(q.ws + q.lay.coop_smid);
     cp.team_ctr = reinterpret_cast<unsigned*>(q.ws + q.lay.coop_ctr);
     cp.role_smid = reinterpret_cast<int*>(q.ws + q.lay.coop_role);
+    cp.teams_used = reinterpret_cast<int*>(q.ws + q.lay.coop_meta);
     cp.slots = reinterpret_cast<Acc*>(q.ws + q.lay.coop_slots);
     void* args[] = {&cp};
     cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(kCopies * cp.teams), dim3(K::kThreads), args,
@@ -1613,6 +1661,7 @@ struct Launcher {
       L.coop_smid = take(sizeof(int) * g);
       L.coop_ctr = take(sizeof(unsigned) * g);
       L.coop_role = take(sizeof(int) * g);
+      L.coop_meta = take(sizeof(int));
       L.coop_slots = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kTileElems * sizeof(Acc));
     }
     L.total = off;
@@ -1645,8 +1694,11 @@ struct Launcher {
     if (q.lay.total > 0 && q.ws == nullptr) return cudaErrorInvalidValue;
     q.interval = interval;
     q.group = group;
+    q.coop_param = coop_teams_param;
     q.correct = 1;
-    if (kInject) q.correct = p->no_correct ? 0 : 1;
+#if FTGEN_TMR_INJECT
+    if constexpr (kInject) q.correct = p->no_correct ? 0 : 1;
+#endif
     q.counters = p->counters;
     q.fault_by_block = p->fault_by_block;
     q.faults = p->faults;
@@ -1693,9 +1745,13 @@ struct Launcher {
                                int* distinct_sms) {
     if (kLevel != kLevelCooperative || p == nullptr || p->workspace == nullptr) return cudaErrorInvalidValue;
     const Layout L = layout(p->m, p->n, p->k, coop_teams_param);
-    const int T = L.teams, tiles = L.tiles_m * L.tiles_n, act = std::min(T, tiles);
-    std::vector<int> role(size_t(kCopies) * std::max(T, 1));
-    cudaError_t e = cudaMemcpy(role.data(), static_cast<char*>(p->workspace) + L.coop_role, sizeof(int) * role.size(), cudaMemcpyDeviceToHost);
+    int T = 0;
+    cudaError_t e = cudaMemcpy(&T, static_cast<char*>(p->workspace) + L.coop_meta, sizeof(int), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return e;
+    if (T < 1 || T > L.teams) return cudaErrorInvalidValue;
+    const int tiles = L.tiles_m * L.tiles_n, act = std::min(T, tiles);
+    std::vector<int> role(size_t(kCopies) * T);
+    e = cudaMemcpy(role.data(), static_cast<char*>(p->workspace) + L.coop_role, sizeof(int) * role.size(), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return e;
     int bad = 0;
     std::vector<int> seen;

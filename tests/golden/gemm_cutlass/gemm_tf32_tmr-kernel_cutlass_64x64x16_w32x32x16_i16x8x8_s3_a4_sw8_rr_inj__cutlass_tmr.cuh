@@ -1,0 +1,1777 @@
+// ftgen gemm, CUTLASS backend: triple modular redundancy (TMR) around CUTLASS 2.x tensor-op GEMMs.
+// Copied verbatim into every generated CUTLASS variant. Do not edit the copies.
+//
+// Every kernel here is built from the components of one `cutlass::gemm::device::Gemm` type (emitted
+// by cutlass_library): its threadblock Mma (global iterators, shared-memory layouts, warp-level
+// tensor-core MMA), its Epilogue and its ThreadblockSwizzle. `Mainloop` is CUTLASS's MmaMultistage
+// (cp.async multistage pipeline) with two additions: it updates kCopies accumulator sets from the
+// same warp fragments, and it calls a hook after every k-iteration (checkpoints, fault injection).
+//
+//   level        | copies                                   | vote
+//   -------------+------------------------------------------+----------------------------------------
+//   kernel       | 3 launches on 3 streams                  | vote_outputs_kernel (+ recompute_kernel)
+//   threadblock  | 3 accumulator sets in one threadblock    | registers, every `interval` k-iterations
+//   multikernel  | 1 launch per k-chunk per copy            | vote_states_kernel between chunks, then as kernel
+//   cooperative  | 3 threadblocks on 3 SMs (cooperative)    | through global memory at team barriers
+//
+// Votes compare bit patterns: fault-free copies run identical instructions on identical data. The
+// compiler must not merge the three copies of the threadblock level, so each copy's accumulators
+// start from a distinct kernel parameter holding zero (`zero_bits`), which no optimizer can prove
+// equal to the others.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/numeric_types.h"
+#include "cutlass/gemm/gemm.h"
+#include "cutlass/gemm/device/gemm.h"
+#include "cutlass/arch/memory_sm80.h"
+
+#include "ftgen_ft.cuh"
+#include "ftgen_gemm.h"
+
+namespace ftgen_tmr {
+
+#ifndef FTGEN_TMR_INJECT
+#define FTGEN_TMR_INJECT 0
+#endif
+
+enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4 };
+constexpr int kCopies = 3;
+constexpr int kMaxAttempts = 3;  // computations of a tile: the first and at most two recomputations (gemm_cutlass.MAX_ATTEMPTS)
+
+// ----------------------------------------------------------------------------------------------
+// Bit patterns and the vote of one element
+// ----------------------------------------------------------------------------------------------
+
+template <int Bytes>
+struct UIntOf;
+template <>
+struct UIntOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct UIntOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct UIntOf<8> {
+  using type = unsigned long long;
+};
+template <class T>
+using Bits = typename UIntOf<sizeof(T)>::type;
+
+template <class T>
+CUTLASS_HOST_DEVICE Bits<T> to_bits(T const& x) {
+  Bits<T> u;
+  memcpy(&u, &x, sizeof(u));
+  return u;
+}
+template <class T>
+CUTLASS_HOST_DEVICE T from_bits(Bits<T> u) {
+  T x;
+  memcpy(&x, &u, sizeof(u));
+  return x;
+}
+
+// Vote status of one element: 0 the copies agree; 1 + c: copy c is the minority (the other two agree);
+// 4: all three differ. `maj` is the majority (u0 when all differ). Same table as gemm_cutlass.classify.
+enum VoteStatus : int { kAgree = 0, kMinority0 = 1, kMinority1 = 2, kMinority2 = 3, kUncorrectable = 4 };
+
+template <class U>
+CUTLASS_HOST_DEVICE int vote_element(U u0, U u1, U u2, U& maj) {
+  const bool e01 = u0 == u1, e02 = u0 == u2;
+  maj = u0;
+  if (e01 && e02) return kAgree;
+  if (e01) return kMinority2;
+  if (e02) return kMinority1;
+  if (u1 == u2) {
+    maj = u1;
+    return kMinority0;
+  }
+  return kUncorrectable;
+}
+
+// Per-thread tallies, flushed to the FtCounters with one atomic per non-zero field.
+struct Tally {
+  unsigned detected = 0, corrected = 0, uncorrectable = 0;
+  CUTLASS_DEVICE void flush(ftgen::FtCounters* c) const {
+    if (c == nullptr) return;
+    if (detected) atomicAdd(&c->detected, static_cast<unsigned long long>(detected));
+    if (corrected) atomicAdd(&c->corrected, static_cast<unsigned long long>(corrected));
+    if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
+  }
+};
+
+CUTLASS_DEVICE void count_recomputed(ftgen::FtCounters* c) {
+  if (c) atomicAdd(&c->recomputed, 1ull);
+}
+
+CUTLASS_DEVICE unsigned sm_id() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+
+CUTLASS_DEVICE unsigned ld_acquire(unsigned const* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Fill a fragment with the (zero) value whose bit pattern is an opaque kernel parameter.
+template <class Fragment>
+CUTLASS_DEVICE void fill_opaque(Fragment& f, unsigned long long zero_bits) {
+  using E = typename Fragment::Element;
+  const E z = from_bits<E>(static_cast<Bits<E>>(zero_bits));
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < Fragment::kElements; ++i) f[i] = z;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Types of one CUTLASS device-level GEMM
+// ----------------------------------------------------------------------------------------------
+
+template <class Op_>
+struct Kit {
+  using Op = Op_;
+  using GemmKernel = typename Op::GemmKernel;
+  using Mma = typename GemmKernel::Mma;
+  using Epilogue = typename GemmKernel::Epilogue;
+  using OutputOp = typename GemmKernel::OutputOp;
+  using Swizzle = typename GemmKernel::ThreadblockSwizzle;
+  using GemmParams = typename GemmKernel::Params;
+  using ElementA = typename Op::ElementA;
+  using ElementB = typename Op::ElementB;
+  using ElementC = typename Op::ElementC;
+  using ElementAcc = typename Op::ElementAccumulator;
+  using ElementCompute = typename OutputOp::ElementCompute;
+  using LayoutA = typename Op::LayoutA;
+  using LayoutB = typename Op::LayoutB;
+  using Shape = typename Mma::Shape;
+  using WarpCount = typename Mma::WarpCount;
+  using Operator = typename Mma::Operator;
+  using FragmentC = typename Mma::FragmentC;
+  using OutParams = typename Epilogue::OutputTileIterator::Params;
+  static int const kThreads = GemmKernel::kThreadCount;
+  static int const kAccElems = FragmentC::kElements;
+  static int const kVec = 16 / int(sizeof(ElementAcc));  // accumulators per 16-byte access
+  static int const kTileElems = kThreads * kAccElems;
+  static int const kAlignA = Mma::IteratorA::AccessType::kElements;
+  static int const kAlignB = Mma::IteratorB::AccessType::kElements;
+  static int const kAlignC = Epilogue::OutputTileIterator::kElementsPerAccess;
+  static_assert(kTileElems == Shape::kM * Shape::kN, "one accumulator per tile element");
+  static_assert(kAccElems % kVec == 0, "accumulators move in 16-byte vectors");
+  static_assert(std::is_same<typename Op::LayoutC, cutlass::layout::RowMajor>::value, "C is row-major");
+};
+
+// Row and column, within the warp tile, of accumulator element `e` of lane `lane` (the mapping of
+// CUTLASS's MmaTensorOpAccumulatorTileIterator). Used to report where an injected fault landed.
+template <class Operator>
+struct AccLayout {
+  using Inst = typename Operator::InstructionShape;
+  using Iter = typename Operator::MmaIterations;
+  static int const kEPA = Inst::kN / 4;
+  static int const kRows = Inst::kM / 8;
+  static int const kPerMma = kRows * kEPA;
+  static_assert(Operator::Policy::OpDelta::kRow == 1 && Operator::Policy::OpDelta::kColumn == 1, "unit OpDelta");
+  static_assert(Operator::FragmentC::kElements == kPerMma * Iter::kCount, "accumulator layout");
+  CUTLASS_DEVICE static void coord(int lane, int e, int& row, int& col) {
+    const int mma = e / kPerMma, r = (e % kPerMma) / kEPA, c = e % kEPA;
+    const int mma_m = mma % Iter::kRow, mma_n = mma / Iter::kRow;
+    row = (lane >> 2) + mma_m * Inst::kM + r * 8;
+    col = (lane & 3) * kEPA + mma_n * Inst::kN + c;
+  }
+};
+
+// ----------------------------------------------------------------------------------------------
+// Mainloop: cutlass::gemm::threadblock::MmaMultistage with kCopies accumulator sets and a hook
+// called with (k-iteration, accumulators) after every k-iteration.
+// ----------------------------------------------------------------------------------------------
+
+template <class Mma_, int kCopies_, cutlass::gemm::SharedMemoryClearOption kClear>
+class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape, typename Mma_::Policy, Mma_::kStages> {
+ public:
+  using Base = cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape, typename Mma_::Policy, Mma_::kStages>;
+  using Shape = typename Mma_::Shape;
+  using IteratorA = typename Mma_::IteratorA;
+  using IteratorB = typename Mma_::IteratorB;
+  using SmemIteratorA = typename Mma_::SmemIteratorA;
+  using SmemIteratorB = typename Mma_::SmemIteratorB;
+  using Policy = typename Mma_::Policy;
+  using Operator = typename Policy::Operator;
+  using FragmentC = typename Operator::FragmentC;
+  using SharedStorage = typename Base::SharedStorage;
+  static cutlass::arch::CacheOperation::Kind const kCacheOpA = Mma_::kCacheOpA;
+  static cutlass::arch::CacheOperation::Kind const kCacheOpB = Mma_::kCacheOpB;
+  static int const kNumCopies = kCopies_;
+  static int const kStages = Base::kStages;
+  static int const kWarpGemmIterations = Base::kWarpGemmIterations;
+  static int const kIterationsA = IteratorA::ThreadMap::Iterations::kCount;
+  static int const kIterationsB = IteratorB::ThreadMap::Iterations::kCount;
+  static int const kAccessesPerGroupA = (kIterationsA + kWarpGemmIterations - 1) / kWarpGemmIterations;
+  static int const kAccessesPerGroupB = (kIterationsB + kWarpGemmIterations - 1) / kWarpGemmIterations;
+  static_assert(!cutlass::arch::detail::UseStagedAccumulation<Operator>::value, "staged accumulation is not supported");
+  static_assert(kClear != cutlass::gemm::SharedMemoryClearOption::kClearLastStage, "kClearLastStage is not supported");
+  static_assert(kStages >= 3, "multistage pipeline");
+
+ private:
+  struct PipeState {
+    typename Operator::FragmentA loaded_A[2];
+    typename Operator::TransformedFragmentA tA[2];
+    typename Operator::FragmentB loaded_B[2];
+    typename Operator::TransformedFragmentB tB[2];
+  };
+
+  Operator warp_mma_;
+  SmemIteratorA smem_iterator_A_;
+  SmemIteratorB smem_iterator_B_;
+  int smem_write_stage_idx_;
+  int smem_read_stage_idx_;
+
+ public:
+  CUTLASS_DEVICE
+  Mainloop(SharedStorage& shared_storage, int thread_idx, int warp_idx, int lane_idx)
+      : Base(shared_storage, thread_idx, warp_idx, lane_idx),
+        smem_iterator_A_(shared_storage.operand_A_ref(), thread_idx),
+        smem_iterator_B_(shared_storage.operand_B_ref(), thread_idx),
+        smem_write_stage_idx_(0),
+        smem_read_stage_idx_(0) {
+    const int warp_idx_mn = warp_idx % (Base::WarpCount::kM * Base::WarpCount::kN);
+    const int warp_idx_k = warp_idx / (Base::WarpCount::kM * Base::WarpCount::kN);
+    const int warp_idx_m = warp_idx_mn % Base::WarpCount::kM;
+    const int warp_idx_n = warp_idx_mn / Base::WarpCount::kM;
+    this->warp_tile_iterator_A_.add_tile_offset({warp_idx_m, Base::kWarpGemmIterations * warp_idx_k});
+    this->warp_tile_iterator_B_.add_tile_offset({Base::kWarpGemmIterations * warp_idx_k, warp_idx_n});
+  }
+
+  CUTLASS_DEVICE void advance_smem_read_stage() {
+    ++smem_read_stage_idx_;
+    if (smem_read_stage_idx_ == kStages) {
+      this->warp_tile_iterator_A_.add_tile_offset({0, -kStages * Policy::kPartitionsK * kWarpGemmIterations});
+      this->warp_tile_iterator_B_.add_tile_offset({-kStages * Policy::kPartitionsK * kWarpGemmIterations, 0});
+      smem_read_stage_idx_ = 0;
+    }
+  }
+
+  CUTLASS_DEVICE void advance_smem_write_stage(IteratorA& iterator_A, IteratorB& iterator_B) {
+    iterator_A.add_tile_offset({0, 1});
+    iterator_B.add_tile_offset({1, 0});
+    smem_iterator_A_.add_tile_offset({0, 1});
+    smem_iterator_B_.add_tile_offset({1, 0});
+    ++smem_write_stage_idx_;
+    if (smem_write_stage_idx_ == kStages) {
+      smem_iterator_A_.add_tile_offset({0, -kStages});
+      smem_iterator_B_.add_tile_offset({-kStages, 0});
+      smem_write_stage_idx_ = 0;
+    }
+  }
+
+  template <class Iterator, class SmemIterator, cutlass::arch::CacheOperation::Kind kCacheOp, int kGroup, int kIterations,
+            bool kAlwaysZfill>
+  CUTLASS_DEVICE static void copy_group(Iterator& iterator, SmemIterator& smem_iterator, int group_start) {
+    iterator.set_iteration_index(group_start * Iterator::kAccessesPerVector);
+    smem_iterator.set_iteration_index(group_start);
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < kGroup; ++j) {
+      if (group_start + j < kIterations) {
+        typename Iterator::AccessType* dst_ptr = reinterpret_cast<typename Iterator::AccessType*>(smem_iterator.get());
+        int const kSrcBytes = cutlass::sizeof_bits<typename Iterator::Element>::value *
+                              Iterator::ThreadMap::kElementsPerAccess / Iterator::kAccessesPerVector / 8;
+        CUTLASS_PRAGMA_UNROLL
+        for (int v = 0; v < Iterator::kAccessesPerVector; ++v) {
+          auto gmem_ptr = iterator.get();
+          if (kAlwaysZfill || kClear == cutlass::gemm::SharedMemoryClearOption::kZfill) {
+            cutlass::arch::cp_async_zfill<kSrcBytes, kCacheOp>(dst_ptr + v, gmem_ptr, iterator.valid());
+          } else {
+            cutlass::arch::cp_async<kSrcBytes, kCacheOp>(dst_ptr + v, gmem_ptr, iterator.valid());
+          }
+          ++iterator;
+        }
+        ++smem_iterator;
+      }
+    }
+  }
+
+  CUTLASS_DEVICE void copy_tiles_and_advance(IteratorA& iterator_A, IteratorB& iterator_B, int group_start_A, int group_start_B) {
+    copy_group<IteratorA, SmemIteratorA, kCacheOpA, kAccessesPerGroupA, kIterationsA, false>(iterator_A, smem_iterator_A_, group_start_A);
+    copy_group<IteratorB, SmemIteratorB, kCacheOpB, kAccessesPerGroupB, kIterationsB, false>(iterator_B, smem_iterator_B_, group_start_B);
+  }
+
+  // Fetch the first kStages - 1 k-tiles (zero-filled outside the problem, as in MmaMultistage).
+  CUTLASS_DEVICE void prologue(IteratorA& iterator_A, IteratorB& iterator_B, int& gemm_k_iterations) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int stage = 0; stage < kStages - 1; ++stage, --gemm_k_iterations) {
+      iterator_A.clear_mask(gemm_k_iterations == 0);
+      iterator_B.clear_mask(gemm_k_iterations == 0);
+      copy_group<IteratorA, SmemIteratorA, kCacheOpA, kIterationsA, kIterationsA, true>(iterator_A, smem_iterator_A_, 0);
+      copy_group<IteratorB, SmemIteratorB, kCacheOpB, kIterationsB, kIterationsB, true>(iterator_B, smem_iterator_B_, 0);
+      advance_smem_write_stage(iterator_A, iterator_B);
+      cutlass::arch::cp_async_fence();
+    }
+  }
+
+  CUTLASS_DEVICE void gmem_wait() {
+    cutlass::arch::cp_async_wait<kStages - 2>();
+    __syncthreads();
+  }
+
+  // One k-iteration (one threadblock k-tile) of MMAs into every accumulator set.
+  CUTLASS_DEVICE void mac_loop_iter(PipeState& pipe, FragmentC (&accum)[kNumCopies], IteratorA& iterator_A, IteratorB& iterator_B,
+                                    int& gemm_k_iterations) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int warp_mma_k = 0; warp_mma_k < kWarpGemmIterations; ++warp_mma_k) {
+      this->warp_tile_iterator_A_.set_kgroup_index((warp_mma_k + 1) % kWarpGemmIterations);
+      this->warp_tile_iterator_A_.load(pipe.loaded_A[(warp_mma_k + 1) % 2]);
+      ++this->warp_tile_iterator_A_;
+      this->warp_tile_iterator_B_.set_kgroup_index((warp_mma_k + 1) % kWarpGemmIterations);
+      this->warp_tile_iterator_B_.load(pipe.loaded_B[(warp_mma_k + 1) % 2]);
+      ++this->warp_tile_iterator_B_;
+      if (warp_mma_k > 0) {
+        warp_mma_.transform(pipe.tA[warp_mma_k % 2], pipe.tB[warp_mma_k % 2], pipe.loaded_A[warp_mma_k % 2],
+                            pipe.loaded_B[warp_mma_k % 2]);
+      }
+      // The same fragments feed every copy: shared-memory and global loads are not repeated.
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < kNumCopies; ++c) {
+        warp_mma_(accum[c], pipe.tA[warp_mma_k % 2], pipe.tB[warp_mma_k % 2], accum[c]);
+      }
+      if (warp_mma_k < kWarpGemmIterations - 1) {
+        copy_tiles_and_advance(iterator_A, iterator_B, warp_mma_k * kAccessesPerGroupA, warp_mma_k * kAccessesPerGroupB);
+      }
+      if (warp_mma_k + 2 == kWarpGemmIterations) {
+        copy_tiles_and_advance(iterator_A, iterator_B, (warp_mma_k + 1) * kAccessesPerGroupA,
+                               (warp_mma_k + 1) * kAccessesPerGroupB);
+        cutlass::arch::cp_async_fence();
+        gmem_wait();
+        advance_smem_write_stage(iterator_A, iterator_B);
+        advance_smem_read_stage();
+        --gemm_k_iterations;
+        iterator_A.clear_mask(gemm_k_iterations == 0);
+        iterator_B.clear_mask(gemm_k_iterations == 0);
+      }
+      if (warp_mma_k + 1 == kWarpGemmIterations) {
+        warp_mma_.transform(pipe.tA[(warp_mma_k + 1) % 2], pipe.tB[(warp_mma_k + 1) % 2], pipe.loaded_A[(warp_mma_k + 1) % 2],
+                            pipe.loaded_B[(warp_mma_k + 1) % 2]);
+      }
+    }
+  }
+
+  // Run `gemm_k_iterations` k-iterations from the iterators' positions. After k-iteration `it`
+  // (0, 1, ...) `check(it, accum)` runs inside the pipelined loop and must not change the
+  // accumulators; when it returns true the loop is left, `slow(it, accum)` runs (repairs,
+  // injected faults) and the loop resumes. Keeping accumulator updates out of the hot loop keeps
+  // the tensor-core results in place (no register copies per iteration). Leaves all cp.async
+  // drained and the block synchronized (shared memory free).
+  template <class Check, class Slow>
+  CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
+                          Check&& check, Slow&& slow) {
+    prologue(iterator_A, iterator_B, gemm_k_iterations);
+    gmem_wait();
+    PipeState pipe;
+    iterator_A.clear_mask(gemm_k_iterations == 0);
+    iterator_B.clear_mask(gemm_k_iterations == 0);
+    this->warp_tile_iterator_A_.set_kgroup_index(0);
+    this->warp_tile_iterator_A_.load(pipe.loaded_A[0]);
+    ++this->warp_tile_iterator_A_;
+    this->warp_tile_iterator_B_.set_kgroup_index(0);
+    this->warp_tile_iterator_B_.load(pipe.loaded_B[0]);
+    ++this->warp_tile_iterator_B_;
+    warp_mma_.transform(pipe.tA[0], pipe.tB[0], pipe.loaded_A[0], pipe.loaded_B[0]);
+    int it = 0;
+    while (true) {
+      bool hit = false;
+      CUTLASS_GEMM_LOOP
+      for (; gemm_k_iterations > (-kStages + 1);) {
+        mac_loop_iter(pipe, accum, iterator_A, iterator_B, gemm_k_iterations);
+        hit = check(it, accum);
+        ++it;
+        if (hit) break;
+      }
+      if (!hit) break;
+      slow(it - 1, accum);
+    }
+    cutlass::arch::cp_async_fence();
+    cutlass::arch::cp_async_wait<0>();
+    __syncthreads();
+  }
+};
+
+struct NoCheck {
+  template <class Frag>
+  CUTLASS_DEVICE bool operator()(int, Frag&) const {
+    return false;
+  }
+};
+struct NoSlow {
+  template <class Frag>
+  CUTLASS_DEVICE void operator()(int, Frag&) const {}
+};
+
+// ----------------------------------------------------------------------------------------------
+// Parameters shared by the TMR kernels
+// ----------------------------------------------------------------------------------------------
+
+template <class K>
+struct TileParams {
+  typename K::GemmParams gemm;  // problem size, tiled shape, swizzle, A, B, C (source), D (destination), alpha/beta
+  int total_k;                  // k-iterations of the whole problem
+  int interval;                 // checkpoint every `interval` k-iterations (and after the last)
+  int tiles_m, tiles_n;
+  int correct;                  // 0: detect and count only (campaign measurements in inject builds)
+  ftgen::FtCounters* counters;
+  unsigned long long zero_bits[kCopies];  // all zero; opaque per-copy zeros (see the file comment)
+  const int* fault_by_block;    // inject builds: per (tile * 3 + copy), index into faults or -1
+  const ftgen::FaultSpec* faults;
+  ftgen::FaultRecord* records;
+};
+
+template <class K, class ML>
+union SharedStorage {
+  typename ML::SharedStorage main_loop;
+  typename K::Epilogue::SharedStorage epilogue;
+};
+
+// Offset along k of the first k-tile of k-iteration `it`: the residue tile comes first (as in
+// CUTLASS's predicated iterators), so every iteration after the first starts on a full tile.
+CUTLASS_HOST_DEVICE int k_offset(int it, int K, int KT, int total) {
+  if (it == 0) return 0;
+  const int r0 = K - (total - 1) * KT;
+  return r0 + (it - 1) * KT;
+}
+
+template <class P>
+CUTLASS_DEVICE unsigned long long zero_of(P const& t, int copy) {
+  return copy == 0 ? t.zero_bits[0] : copy == 1 ? t.zero_bits[1] : t.zero_bits[2];
+}
+
+// Load bypassing L1 (data written by other blocks or by this block's earlier stores).
+template <class T>
+CUTLASS_DEVICE Bits<T> ldcg_bits(T const* p) {
+  return __ldcg(reinterpret_cast<Bits<T> const*>(p));
+}
+
+// ---- fault injection and uncorrected measurements: compiled only into inject builds -----------
+// (FTGEN_TMR_INJECT 1, defined by the variant's source). Other builds only see these declarations,
+// which discarded `if constexpr (kInject)` branches never instantiate.
+
+// The planned fault of one (tile, copy): the same for every thread of the block (so that leaving
+// the pipelined loop to apply it is a block-uniform decision); `mine` for the thread it targets.
+struct Pending {
+  int idx;    // index into faults, or -1
+  int step;   // k-iteration after which it is applied, -1 when none
+  bool mine;  // this thread applies it
+};
+
+template <class P>
+CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile);
+template <class P>
+CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid);
+template <class K, class Frag, class P>
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn);
+
+#if FTGEN_TMR_INJECT
+// The copy whose output is kept for a tile when correction is off: the copy a planned fault
+// targets (its effect is what a campaign measures), else copy 0.
+template <class P>
+CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile) {
+  if (t.fault_by_block == nullptr) return 0;
+  for (int c = 0; c < kCopies; ++c)
+    if (t.fault_by_block[tile * kCopies + c] >= 0) return c;
+  return 0;
+}
+
+template <class P>
+CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid) {
+  Pending f{-1, -1, false};
+  if (t.fault_by_block == nullptr) return f;
+  const int i = t.fault_by_block[tile * kCopies + copy];
+  if (i >= 0) {
+    f.idx = i;
+    f.step = t.faults[i].step;
+    f.mine = t.faults[i].thread == tid;
+  }
+  return f;
+}
+
+// Apply planned fault `fidx` to accumulator element f.elem of this thread's copy and record it.
+// Selects instead of indexing keep the fragment in registers.
+template <class K, class Frag, class P>
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn) {
+  using E = typename Frag::Element;
+  const ftgen::FaultSpec f = t.faults[fidx];
+  E before = E(0);
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) before = (e == f.elem) ? acc[e] : before;
+  const E after = ftgen::apply_fault(before, f.kind, f.bit, f.offset);
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) acc[e] = (e == f.elem) ? after : acc[e];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_mn = warp % (K::WarpCount::kM * K::WarpCount::kN);
+  int r, c;
+  AccLayout<typename K::Operator>::coord(lane, f.elem, r, c);
+  ftgen::FaultRecord rec;
+  rec.applied = 1;
+  rec.block = tile * kCopies + copy;
+  rec.thread = threadIdx.x;
+  rec.elem = f.elem;
+  rec.step = f.step;
+  rec.bit = f.bit;
+  rec.before = static_cast<double>(before);
+  rec.after = static_cast<double>(after);
+  rec.row = tm * K::Shape::kM + (warp_mn % K::WarpCount::kM) * K::Operator::Shape::kM + r;
+  rec.col = tn * K::Shape::kN + (warp_mn / K::WarpCount::kM) * K::Operator::Shape::kN + c;
+  t.records[fidx] = rec;
+  if (t.counters) atomicAdd(&t.counters->injected, 1ull);
+}
+
+#endif  // FTGEN_TMR_INJECT
+
+// ---- fragments in global memory (multikernel states, cooperative exchange slots) ---------------
+// Layout per tile: [vector i][thread] of 16-byte vectors, i < kAccElems / kVec (coalesced).
+
+template <class K>
+CUTLASS_DEVICE void store_frag(typename K::ElementAcc* base, typename K::FragmentC const& f, int tid) {
+  uint4* dst = reinterpret_cast<uint4*>(base);
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
+    uint4 v;
+    memcpy(&v, &f[i * K::kVec], 16);
+    dst[i * K::kThreads + tid] = v;
+  }
+}
+
+template <class K>
+CUTLASS_DEVICE void load_frag(typename K::ElementAcc const* base, typename K::FragmentC& f, int tid) {
+  uint4 const* src = reinterpret_cast<uint4 const*>(base);
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
+    uint4 v = __ldcg(src + i * K::kThreads + tid);
+    memcpy(&f[i * K::kVec], &v, 16);
+  }
+}
+
+// ---- register vote of the threadblock level ----------------------------------------------------
+
+template <class Frag>
+CUTLASS_DEVICE bool copies_differ(Frag const (&acc)[kCopies]) {
+  using U = Bits<typename Frag::Element>;
+  U d = 0;
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) {
+    const U u0 = to_bits(acc[0][e]);
+    d |= (u0 ^ to_bits(acc[1][e])) | (u0 ^ to_bits(acc[2][e]));
+  }
+  return d != 0;
+}
+
+// Vote and (when `repair`) repair the minority copy of every element; returns true when some
+// element has three different values.
+template <class Frag>
+CUTLASS_DEVICE bool vote_registers(Frag (&acc)[kCopies], bool repair, Tally& tally) {
+  using E = typename Frag::Element;
+  using U = Bits<E>;
+  bool unc = false;
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) {
+    U maj;
+    const int st = vote_element(to_bits(acc[0][e]), to_bits(acc[1][e]), to_bits(acc[2][e]), maj);
+    if (st == kAgree) continue;
+    ++tally.detected;
+    if (st == kUncorrectable) {
+      ++tally.uncorrectable;
+      unc = true;
+      continue;
+    }
+    ++tally.corrected;
+    if (repair) {
+      const E m = from_bits<E>(maj);
+      if (st == kMinority0) acc[0][e] = m;
+      if (st == kMinority1) acc[1][e] = m;
+      if (st == kMinority2) acc[2][e] = m;
+    }
+  }
+  return unc;
+}
+
+template <class K>
+CUTLASS_DEVICE cutlass::MatrixCoord tile_origin(int tm, int tn) {
+  return cutlass::MatrixCoord(tm * K::Shape::kM, tn * K::Shape::kN);
+}
+
+template <class K>
+struct Iterators {
+  typename K::Mma::IteratorA A;
+  typename K::Mma::IteratorB B;
+  CUTLASS_DEVICE Iterators(typename K::GemmParams const& gp, int tm, int tn, int k0, int tid)
+      : A(gp.params_A, gp.ref_A.data(), {gp.problem_size.m(), gp.problem_size.k()}, tid, cutlass::MatrixCoord{tm * K::Shape::kM, k0}),
+        B(gp.params_B, gp.ref_B.data(), {gp.problem_size.k(), gp.problem_size.n()}, tid, cutlass::MatrixCoord{k0, tn * K::Shape::kN}) {}
+};
+
+// Epilogue D = alpha * acc + beta * C of one tile (CUTLASS's epilogue of the same GEMM type).
+template <class K>
+CUTLASS_DEVICE void epilogue(typename K::Epilogue::SharedStorage& smem, typename K::GemmParams const& gp, typename K::OutParams const& params_D,
+                             typename K::ElementC* ptr_D, typename K::FragmentC const& acc, int tm, int tn, int tid, int warp, int lane) {
+  typename K::OutputOp output_op(gp.output_op);
+  const cutlass::MatrixCoord origin = tile_origin<K>(tm, tn);
+  typename K::Epilogue::OutputTileIterator iterator_C(gp.params_C, gp.ref_C.data(), gp.problem_size.mn(), tid, origin);
+  typename K::Epilogue::OutputTileIterator iterator_D(params_D, ptr_D, gp.problem_size.mn(), tid, origin);
+  typename K::Epilogue ep(smem, tid, warp, lane);
+  ep(output_op, iterator_D, acc, iterator_C);
+}
+
+// ==============================================================================================
+// Kernels
+// ==============================================================================================
+
+// ---- one copy over k-iterations [k_begin, k_begin + k_count): kernel-level copies of inject builds
+// (kState = false) and multikernel chunks (kState = true: the accumulators start from and return
+// to `state` unless first/last).
+template <class K>
+struct CopyParams {
+  TileParams<K> t;
+  int copy;
+  int k_begin, k_count;
+  int first, last;
+  typename K::ElementAcc* state;  // tiles x kTileElems (multikernel)
+  typename K::OutParams params_D;
+  typename K::ElementC* ptr_D;
+};
+
+template <class K, bool kInject, bool kState, cutlass::gemm::SharedMemoryClearOption kClear>
+__global__ void __launch_bounds__(K::kThreads) copy_kernel(CopyParams<K> p) {
+  using ML = Mainloop<typename K::Mma, 1, kClear>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
+  typename K::Swizzle swizzle;
+  const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(p.t.gemm.swizzle_log_tile);
+  if (tc.m() >= p.t.tiles_m || tc.n() >= p.t.tiles_n) return;
+  const int tile = tc.m() * p.t.tiles_n + tc.n();
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  typename K::FragmentC acc[1];
+  if (kState && !p.first) {
+    load_frag<K>(p.state + size_t(tile) * K::kTileElems, acc[0], tid);
+  } else {
+    fill_opaque(acc[0], zero_of(p.t, p.copy));
+  }
+  Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(p.k_begin, p.t.gemm.problem_size.k(), K::Shape::kK, p.t.total_k), tid);
+  ML ml(ss.main_loop, tid, warp, lane);
+  Pending pend{-1, -1, false};
+  if constexpr (kInject) pend = pending_fault(p.t, tile, p.copy, tid);
+  const int k_begin = p.k_begin;
+  ml.run(
+      p.k_count, acc, its.A, its.B,
+      [&](int it, typename K::FragmentC(&)[1]) { return kInject && pend.step == k_begin + it; },
+      [&](int, typename K::FragmentC(&a)[1]) {
+        if constexpr (kInject) {
+          if (pend.mine) apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
+        }
+      });
+  if (!kState || p.last) {
+    epilogue<K>(ss.epilogue, p.t.gemm, p.params_D, p.ptr_D, acc[0], tc.m(), tc.n(), tid, warp, lane);
+  } else {
+    store_frag<K>(p.state + size_t(tile) * K::kTileElems, acc[0], tid);
+  }
+}
+
+// ---- threadblock level: three accumulator sets in one threadblock ------------------------------
+template <class K>
+struct TbParams {
+  TileParams<K> t;
+};
+
+template <class K, bool kInject>
+__global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
+  using ML = Mainloop<typename K::Mma, kCopies, cutlass::gemm::SharedMemoryClearOption::kNone>;
+  using Frag = typename K::FragmentC;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
+  typename K::Swizzle swizzle;
+  const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(p.t.gemm.swizzle_log_tile);
+  if (tc.m() >= p.t.tiles_m || tc.n() >= p.t.tiles_n) return;
+  const int tile = tc.m() * p.t.tiles_n + tc.n();
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const bool correct = !kInject || p.t.correct;
+  Pending pend[kCopies];
+  CUTLASS_PRAGMA_UNROLL
+  for (int c = 0; c < kCopies; ++c) {
+    pend[c] = Pending{-1, -1, false};
+    if constexpr (kInject) pend[c] = pending_fault(p.t, tile, c, tid);
+  }
+  const int total = p.t.total_k, interval = p.t.interval;
+  Frag acc[kCopies];
+  Tally tally;
+  for (int attempt = 0;; ++attempt) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < kCopies; ++c) fill_opaque(acc[c], zero_of(p.t, c));
+    Iterators<K> its(p.t.gemm, tc.m(), tc.n(), 0, tid);
+    ML ml(ss.main_loop, tid, warp, lane);
+    bool unc = false;
+    const bool inject_now = kInject && attempt == 0;
+    // a checkpoint after every `interval` k-iterations and after the last
+    int next_checkpoint = interval - 1;
+    bool checkpoint = false;
+    ml.run(
+        total, acc, its.A, its.B,
+        [&](int it, Frag(&a)[kCopies]) {  // block-uniform: leaving the loop must be
+          checkpoint = it == next_checkpoint || it + 1 == total;
+          if (it == next_checkpoint) next_checkpoint += interval;
+          bool hit = inject_now && (pend[0].step == it || pend[1].step == it || pend[2].step == it);
+          if (checkpoint) hit = __syncthreads_or(hit || copies_differ(a)) != 0;
+          return hit;
+        },
+        [&](int it, Frag(&a)[kCopies]) {
+          if constexpr (kInject) {
+            if (inject_now) {
+              CUTLASS_PRAGMA_UNROLL
+              for (int c = 0; c < kCopies; ++c)
+                if (pend[c].mine && pend[c].step == it) apply_fault<K>(p.t, a[c], pend[c].idx, tile, c, tc.m(), tc.n());
+            }
+          }
+          if (checkpoint && copies_differ(a)) unc |= vote_registers(a, correct, tally);
+        });
+    const bool redo = __syncthreads_or(unc) != 0;
+    if (!redo || !correct || attempt + 1 >= kMaxAttempts) break;
+    if (tid == 0) count_recomputed(p.t.counters);
+  }
+  tally.flush(p.t.counters);
+  if constexpr (kInject) {
+    if (!correct) {  // measurement mode: the output of the copy a fault targets
+      const int oc = uncorrected_copy(p.t, tile);
+      if (oc == 1) acc[0] = acc[1];
+      if (oc == 2) acc[0] = acc[2];
+    }
+  }
+  epilogue<K>(ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), tid, warp, lane);
+}
+
+// ---- cooperative level: copies in three threadblocks on three SMs ------------------------------
+template <class K>
+struct CoopParams {
+  TileParams<K> t;
+  int teams;                         // T; the grid has 3T blocks
+  int group;                         // rasterization group (rows of tiles swept column by column)
+  int* cta_smid;                     // [3T] SM id of each block (by blockIdx)
+  unsigned* team_ctr;                // [3T] barrier counters (team t uses team_ctr[t])
+  int* role_smid;                    // [3T] SM id of (team, copy): role_smid[team * 3 + copy]
+  int* teams_used;                   // [1] T of this launch (for the host-side SM report)
+  typename K::ElementAcc* slots;     // [T][3][2][kTileElems] exchange slots
+};
+
+CUTLASS_DEVICE void team_barrier(unsigned* ctr, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(ctr, 1u);
+    while (ld_acquire(ctr) < target) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Block-uniform state of the cooperative kernel, kept in shared memory so that it does not occupy
+// registers in the pipelined loop (the loop needs all of them for the accumulators and fragments).
+struct CoopShared {
+  int rank, team, copy;
+  int tm, tn, lin;         // current tile
+  unsigned barriers;       // team barriers passed (the same count in the team's three blocks)
+  int pend_idx, pend_step; // planned fault of this (tile, copy), -1 when none
+  int unc;                 // some element had three different values at a checkpoint
+};
+
+template <class K, bool kInject>
+__global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
+  using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kZfill>;
+  using Frag = typename K::FragmentC;
+  using U = Bits<typename K::ElementAcc>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ CoopShared cs;
+  auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const int G = gridDim.x;
+
+  // Roles: rank the blocks by (SM id, block index); team t takes ranks t, t + T, t + 2T. Blocks of one
+  // SM have consecutive ranks and an SM holds at most T of them (the host sizes the grid so), so the
+  // three copies of a team run on three different SMs.
+  const int my_sm = static_cast<int>(sm_id());
+  if (tid == 0) {
+    p.cta_smid[blockIdx.x] = my_sm;
+    p.team_ctr[blockIdx.x] = 0u;
+    if (blockIdx.x == 0) *p.teams_used = p.teams;
+    cs.rank = 0;
+    cs.barriers = 0u;
+  }
+  grid.sync();
+  {
+    int below = 0;
+    for (int j = tid; j < G; j += K::kThreads) {
+      const int sj = __ldcg(p.cta_smid + j);
+      below += (sj < my_sm) || (sj == my_sm && j < static_cast<int>(blockIdx.x));
+    }
+    atomicAdd(&cs.rank, below);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    cs.team = cs.rank % p.teams;
+    cs.copy = cs.rank / p.teams;
+    p.role_smid[cs.team * kCopies + cs.copy] = my_sm;
+  }
+  __syncthreads();
+
+  const bool correct = !kInject || p.t.correct;
+  const int tiles = p.t.tiles_m * p.t.tiles_n;
+  for (int tile = cs.team; tile < tiles; tile += p.teams) {
+    __syncthreads();  // everybody has read the previous tile's shared state
+    if (tid == 0) {
+      const int per_group = p.group * p.t.tiles_n;
+      const int first_m = (tile / per_group) * p.group;
+      const int gsize = min(p.t.tiles_m - first_m, p.group);
+      const int in_group = tile % per_group;
+      cs.tm = first_m + in_group % gsize;
+      cs.tn = in_group / gsize;
+      cs.lin = cs.tm * p.t.tiles_n + cs.tn;  // row-major tile index (fault plans, reports)
+      cs.pend_idx = -1;
+      cs.pend_step = -1;
+      if constexpr (kInject) {
+        const Pending f = pending_fault(p.t, cs.lin, cs.copy, 0);
+        cs.pend_idx = f.idx;
+        cs.pend_step = f.step;
+      }
+    }
+    __syncthreads();
+    Frag acc[1];
+    for (int attempt = 0;; ++attempt) {
+      if (tid == 0) cs.unc = 0;
+      fill_opaque(acc[0], zero_of(p.t, cs.copy));
+      Iterators<K> its(p.t.gemm, cs.tm, cs.tn, 0, tid);
+      ML ml(ss.main_loop, tid, warp, lane);
+      const bool inject_now = kInject && attempt == 0;
+      int next_checkpoint = p.t.interval - 1;  // a checkpoint after every `interval` k-iterations and after the last
+      bool checkpoint = false;
+      auto slot = [&](int c, unsigned buf) {
+        return p.slots + ((size_t(cs.team) * kCopies + c) * 2 + buf) * size_t(K::kTileElems);
+      };
+      // Publish this copy's accumulators, wait for the team, compare with the two other copies.
+      // Returns (block-uniformly) whether any element differs; the same in all three blocks.
+      auto exchange = [&](Frag const& a) {
+        const unsigned b = cs.barriers, buf = b & 1u;
+        const int copy = cs.copy;
+        store_frag<K>(slot(copy, buf), a, tid);
+        team_barrier(p.team_ctr + cs.team, kCopies * (b + 1));
+        if (tid == 0) cs.barriers = b + 1;  // read again only after the __syncthreads_or below
+        uint4 const* s1 = reinterpret_cast<uint4 const*>(slot((copy + 1) % kCopies, buf));
+        uint4 const* s2 = reinterpret_cast<uint4 const*>(slot((copy + 2) % kCopies, buf));
+        unsigned d = 0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
+          uint4 own;
+          memcpy(&own, &a[i * K::kVec], 16);
+          const uint4 x = __ldcg(s1 + i * K::kThreads + tid), y = __ldcg(s2 + i * K::kThreads + tid);
+          d |= (own.x ^ x.x) | (own.y ^ x.y) | (own.z ^ x.z) | (own.w ^ x.w) | (own.x ^ y.x) | (own.y ^ y.y) | (own.z ^ y.z) |
+               (own.w ^ y.w);
+        }
+        return __syncthreads_or(d != 0) != 0;
+      };
+      // Vote every element with the two other copies of the last exchange; repair this copy.
+      auto vote = [&](Frag& a) {
+        const unsigned buf = (cs.barriers - 1u) & 1u;
+        const int copy = cs.copy;
+        uint4 const* s1 = reinterpret_cast<uint4 const*>(slot((copy + 1) % kCopies, buf));
+        uint4 const* s2 = reinterpret_cast<uint4 const*>(slot((copy + 2) % kCopies, buf));
+        Tally tally;
+        bool unc = false;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
+          const uint4 x = __ldcg(s1 + i * K::kThreads + tid), y = __ldcg(s2 + i * K::kThreads + tid);
+          U n1v[K::kVec], n2v[K::kVec];
+          memcpy(n1v, &x, 16);
+          memcpy(n2v, &y, 16);
+          CUTLASS_PRAGMA_UNROLL
+          for (int j = 0; j < K::kVec; ++j) {
+            const int e = i * K::kVec + j;
+            // (own, n1, n2) are copies (copy, copy + 1, copy + 2) mod 3
+            const U own = to_bits(a[e]), n1 = n1v[j], n2 = n2v[j];
+            const U v0 = copy == 0 ? own : copy == 1 ? n2 : n1;
+            const U v1 = copy == 0 ? n1 : copy == 1 ? own : n2;
+            const U v2 = copy == 0 ? n2 : copy == 1 ? n1 : own;
+            U maj;
+            const int st = vote_element(v0, v1, v2, maj);
+            if (st == kAgree) continue;
+            ++tally.detected;
+            if (st == kUncorrectable) {
+              ++tally.uncorrectable;
+              unc = true;
+              continue;
+            }
+            ++tally.corrected;
+            if (correct && st == kMinority0 + copy) a[e] = from_bits<typename K::ElementAcc>(maj);
+          }
+        }
+        if (copy == 0) tally.flush(p.t.counters);  // every block sees the same three values; copy 0 counts
+        if (unc) cs.unc = 1;
+      };
+      ml.run(
+          p.t.total_k, acc, its.A, its.B,
+          // the exchange runs outside the pipelined loop: its loads must not compete for the loop's registers
+          [&](int it, Frag(&)[1]) {
+            checkpoint = it == next_checkpoint || it + 1 == p.t.total_k;
+            if (it == next_checkpoint) next_checkpoint += p.t.interval;
+            return checkpoint || (inject_now && cs.pend_step == it);  // block-uniform
+          },
+          [&](int it, Frag(&a)[1]) {
+            if constexpr (kInject) {
+              if (inject_now && cs.pend_step == it && p.t.faults[cs.pend_idx].thread == tid)
+                apply_fault<K>(p.t, a[0], cs.pend_idx, cs.lin, cs.copy, cs.tm, cs.tn);
+            }
+            if (checkpoint && exchange(a[0])) vote(a[0]);
+          });
+      // the three blocks decide identically (same values), so their barrier sequences stay aligned
+      const bool redo = __syncthreads_or(cs.unc) != 0;
+      if (!redo || !correct || attempt + 1 >= kMaxAttempts) break;
+      if (tid == 0 && cs.copy == 0) count_recomputed(p.t.counters);
+    }
+    int out = 0;
+    if constexpr (kInject) out = correct ? 0 : uncorrected_copy(p.t, cs.lin);
+    if (cs.copy == out)
+      epilogue<K>(ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], cs.tm, cs.tn, tid, warp, lane);
+    __syncthreads();  // shared memory is reused by the next tile's prologue
+  }
+}
+
+// ---- vote of the three outputs (kernel and multikernel levels) ---------------------------------
+template <class T>
+struct OutVoteParams {
+  int m, n;
+  const T* src0;  // copy 0: C itself when beta == 0 (copy 0 wrote it), else D0
+  long long ld0;
+  const T* d1;
+  const T* d2;
+  long long ldw;
+  T* dst;  // C
+  long long ldc;
+  int write_all;  // dst != src0: every element is written
+  int correct;
+  int tile_m, tile_n, tiles_n;
+  int* flags;       // per tile: 0, 1 (uncorrectable elements), 2 (whole tile poisoned by a state vote)
+  int* list;        // tiles to recompute
+  int* list_count;
+  ftgen::FtCounters* counters;
+  const int* fault_by_block;  // measurement mode: which copy to output
+};
+
+CUTLASS_DEVICE void flag_tile(int* flags, int* list, int* list_count, int tile, int kind) {
+  if (atomicCAS(flags + tile, 0, kind) == 0) list[atomicAdd(list_count, 1)] = tile;
+}
+
+template <class T, int V, bool kPoison>
+__global__ void __launch_bounds__(256) vote_outputs_kernel(OutVoteParams<T> p) {
+  using U = Bits<T>;
+  const int nv = p.n / V;
+  const long long total = static_cast<long long>(p.m) * nv;
+  Tally tally;
+  for (long long idx = blockIdx.x * 256ll + threadIdx.x; idx < total; idx += 256ll * gridDim.x) {
+    const int r = static_cast<int>(idx / nv), c0 = static_cast<int>(idx % nv) * V;
+    const int tile = (r / p.tile_m) * p.tiles_n + c0 / p.tile_n;
+    if (kPoison && __ldcg(p.flags + tile) == 2) continue;  // recomputed as a whole
+    U a[V], b[V], c[V];
+    if (V > 1) {
+      uint4 va = __ldcs(reinterpret_cast<const uint4*>(p.src0 + r * p.ld0 + c0));
+      uint4 vb = __ldcs(reinterpret_cast<const uint4*>(p.d1 + r * p.ldw + c0));
+      uint4 vc = __ldcs(reinterpret_cast<const uint4*>(p.d2 + r * p.ldw + c0));
+      memcpy(a, &va, 16);
+      memcpy(b, &vb, 16);
+      memcpy(c, &vc, 16);
+    } else {
+      a[0] = ldcg_bits(p.src0 + r * p.ld0 + c0);
+      b[0] = ldcg_bits(p.d1 + r * p.ldw + c0);
+      c[0] = ldcg_bits(p.d2 + r * p.ldw + c0);
+    }
+    U d = 0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < V; ++j) d |= (a[j] ^ b[j]) | (a[j] ^ c[j]);
+    if (d == 0) {
+      if (p.write_all) {
+        if (V > 1) {
+          uint4 va;
+          memcpy(&va, a, 16);
+          *reinterpret_cast<uint4*>(p.dst + r * p.ldc + c0) = va;
+        } else {
+          p.dst[r * p.ldc + c0] = from_bits<T>(a[0]);
+        }
+      }
+      continue;
+    }
+    int oc = 0;
+#if FTGEN_TMR_INJECT
+    if (!p.correct) oc = uncorrected_copy(p, tile);
+#endif
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < V; ++j) {
+      U maj;
+      const int st = vote_element(a[j], b[j], c[j], maj);
+      U out = maj;
+      if (st != kAgree) {
+        ++tally.detected;
+        if (st == kUncorrectable) {
+          ++tally.uncorrectable;
+          if (p.correct) {
+            flag_tile(p.flags, p.list, p.list_count, tile, 1);
+            continue;  // left for the recompute launch (dst keeps copy 0 / the source)
+          }
+        } else {
+          ++tally.corrected;
+        }
+      }
+      if (!p.correct) out = oc == 1 ? b[j] : oc == 2 ? c[j] : a[j];
+      if (p.write_all || out != a[j]) p.dst[r * p.ldc + c0 + j] = from_bits<T>(out);
+    }
+  }
+  tally.flush(p.counters);
+}
+
+// ---- vote of the accumulator states between multikernel chunks --------------------------------
+template <class Acc>
+struct StateVoteParams {
+  Acc* s[kCopies];
+  long long vectors;  // 16-byte vectors per state
+  int tile_vectors;   // vectors per tile
+  int correct;
+  int* flags;
+  int* list;
+  int* list_count;
+  ftgen::FtCounters* counters;
+};
+
+template <class Acc>
+__global__ void __launch_bounds__(256) vote_states_kernel(StateVoteParams<Acc> p) {
+  using U = Bits<Acc>;
+  constexpr int V = 16 / sizeof(Acc);
+  Tally tally;
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < p.vectors; i += 256ll * gridDim.x) {
+    uint4 v[kCopies];
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < kCopies; ++c) v[c] = __ldcg(reinterpret_cast<const uint4*>(p.s[c]) + i);
+    if (v[0].x == v[1].x && v[0].y == v[1].y && v[0].z == v[1].z && v[0].w == v[1].w && v[0].x == v[2].x && v[0].y == v[2].y &&
+        v[0].z == v[2].z && v[0].w == v[2].w)
+      continue;
+    U u[kCopies][V];
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < kCopies; ++c) memcpy(u[c], &v[c], 16);
+    const int tile = static_cast<int>(i / p.tile_vectors);
+    bool fixed[kCopies] = {false, false, false};
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < V; ++j) {
+      U maj;
+      const int st = vote_element(u[0][j], u[1][j], u[2][j], maj);
+      if (st == kAgree) continue;
+      ++tally.detected;
+      if (st == kUncorrectable) {
+        ++tally.uncorrectable;
+        if (p.correct) flag_tile(p.flags, p.list, p.list_count, tile, 2);
+        continue;
+      }
+      ++tally.corrected;
+      if (p.correct) {
+        const int c = st - kMinority0;
+        u[c][j] = maj;
+        fixed[c] = true;
+      }
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int c = 0; c < kCopies; ++c) {
+      if (fixed[c]) {
+        uint4 w;
+        memcpy(&w, u[c], 16);
+        reinterpret_cast<uint4*>(p.s[c])[i] = w;
+      }
+    }
+  }
+  tally.flush(p.counters);
+}
+
+// ---- recompute the tiles the votes flagged (kernel and multikernel levels) ---------------------
+// A no-op grid when nothing is flagged. For each flagged tile: mark its elements (flag 1: the
+// elements where the three outputs differ; flag 2: every element), compute the tile three times
+// into D0, D1, D2 (identical instructions), vote the marked elements into C; repeat when they
+// still differ (at most MAX_ATTEMPTS - 1 recomputations).
+template <class K>
+struct RecomputeParams {
+  TileParams<K> t;  // gemm.C is the source (beta != 0) and the destination of the votes
+  typename K::OutParams params_w;
+  typename K::ElementC* d[kCopies];  // workspace outputs (ld ldw)
+  long long ldw;
+  const typename K::ElementC* src0;  // copy 0 of the first vote (C when beta == 0, else D0)
+  long long ld0;
+  int* flags;
+  int* list;
+  int* list_count;
+  int max_attempts;
+};
+
+template <class K>
+__global__ void __launch_bounds__(K::kThreads) recompute_kernel(RecomputeParams<K> p) {
+  using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
+  using T = typename K::ElementC;
+  using U = Bits<T>;
+  constexpr int kWords = (K::kTileElems + 31) / 32;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ unsigned mask[kWords];
+  auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
+  const int n_list = *reinterpret_cast<volatile int*>(p.list_count);
+  if (static_cast<int>(blockIdx.x) >= n_list) return;
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n();
+  T* C = p.t.gemm.ref_D.data();
+  const long long ldc = p.t.gemm.ref_D.stride(0);
+  Tally tally;
+  for (int i = blockIdx.x; i < n_list; i += gridDim.x) {
+    const int tile = __ldcg(p.list + i), kind = __ldcg(p.flags + tile);
+    const int tm = tile / p.t.tiles_n, tn = tile % p.t.tiles_n;
+    const int r0 = tm * K::Shape::kM, c0 = tn * K::Shape::kN;
+    for (int w = tid; w < kWords; w += K::kThreads) mask[w] = 0u;
+    __syncthreads();
+    for (int e = tid; e < K::kTileElems; e += K::kThreads) {
+      const int r = r0 + e / K::Shape::kN, c = c0 + e % K::Shape::kN;
+      if (r >= M || c >= N) continue;
+      bool bad = kind == 2;
+      if (!bad) {
+        U maj;
+        bad = vote_element(ldcg_bits(p.src0 + r * p.ld0 + c), ldcg_bits(p.d[1] + r * p.ldw + c),
+                           ldcg_bits(p.d[2] + r * p.ldw + c), maj) == kUncorrectable;
+      }
+      if (bad) atomicOr(mask + e / 32, 1u << (e % 32));
+    }
+    __syncthreads();
+    for (int attempt = 1; attempt < p.max_attempts; ++attempt) {
+      if (tid == 0) count_recomputed(p.t.counters);
+      for (int c = 0; c < kCopies; ++c) {
+        typename K::FragmentC acc[1];
+        fill_opaque(acc[0], zero_of(p.t, c));
+        Iterators<K> its(p.t.gemm, tm, tn, 0, tid);
+        ML ml(ss.main_loop, tid, warp, lane);
+        ml.run(p.t.total_k, acc, its.A, its.B, NoCheck{}, NoSlow{});
+        epilogue<K>(ss.epilogue, p.t.gemm, p.params_w, p.d[c], acc[0], tm, tn, tid, warp, lane);
+        __syncthreads();
+      }
+      int again = 0;
+      for (int e = tid; e < K::kTileElems; e += K::kThreads) {
+        if (!(mask[e / 32] & (1u << (e % 32)))) continue;
+        const int r = r0 + e / K::Shape::kN, c = c0 + e % K::Shape::kN;
+        U maj;
+        const int st = vote_element(ldcg_bits(p.d[0] + r * p.ldw + c), ldcg_bits(p.d[1] + r * p.ldw + c),
+                                    ldcg_bits(p.d[2] + r * p.ldw + c), maj);
+        if (st == kUncorrectable) {
+          ++tally.uncorrectable;
+          again = 1;
+        } else {
+          C[r * ldc + c] = from_bits<T>(maj);
+        }
+      }
+      if (!__syncthreads_or(again)) break;
+    }
+    __syncthreads();
+  }
+  tally.flush(p.t.counters);
+}
+
+// ---- zero-padded copy of an operand (fp16/bf16 operands with odd contiguous extent or stride) ---
+template <class T>
+__global__ void repack_kernel(const T* src, long long ld_src, T* dst, long long ld_dst, int rows, int cols) {
+  const long long total = static_cast<long long>(rows) * ld_dst;
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
+    const int r = static_cast<int>(i / ld_dst), c = static_cast<int>(i % ld_dst);
+    dst[i] = c < cols ? src[r * ld_src + c] : T(0);
+  }
+}
+
+// ==============================================================================================
+// Host side
+// ==============================================================================================
+
+inline size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+struct DeviceProps {
+  int device = -1, sms = 0;
+};
+inline cudaError_t device_props(DeviceProps& out) {
+  static DeviceProps cached;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  if (cached.device != dev) {
+    int sms = 0;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    cached.device = dev;
+    cached.sms = sms;
+  }
+  out = cached;
+  return cudaSuccess;
+}
+
+// Two extra non-blocking streams and events for the concurrent copies (created once per process).
+struct Streams {
+  cudaStream_t s[2] = {nullptr, nullptr};
+  cudaEvent_t fork = nullptr, join[2] = {nullptr, nullptr};
+};
+inline cudaError_t streams(Streams*& out) {
+  static Streams st;
+  static bool ready = false;
+  if (!ready) {
+    for (int i = 0; i < 2; ++i) {
+      cudaError_t e = cudaStreamCreateWithFlags(&st.s[i], cudaStreamNonBlocking);
+      if (e != cudaSuccess) return e;
+      e = cudaEventCreateWithFlags(&st.join[i], cudaEventDisableTiming);
+      if (e != cudaSuccess) return e;
+    }
+    cudaError_t e = cudaEventCreateWithFlags(&st.fork, cudaEventDisableTiming);
+    if (e != cudaSuccess) return e;
+    ready = true;
+  }
+  out = &st;
+  return cudaSuccess;
+}
+
+inline cudaError_t fork(Streams& st, cudaStream_t main) {
+  cudaError_t e = cudaEventRecord(st.fork, main);
+  for (int i = 0; i < 2 && e == cudaSuccess; ++i) e = cudaStreamWaitEvent(st.s[i], st.fork, 0);
+  return e;
+}
+inline cudaError_t join(Streams& st, cudaStream_t main) {
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < 2 && e == cudaSuccess; ++i) {
+    e = cudaEventRecord(st.join[i], st.s[i]);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(main, st.join[i], 0);
+  }
+  return e;
+}
+
+template <class Kernel>
+inline cudaError_t set_smem(Kernel kernel, int bytes) {
+  if (bytes < (48 << 10)) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+// ---- problem preparation: layouts, alignment, kernel choice, workspace ------------------------
+
+template <class T>
+inline bool aligned_ptr(const void* p, int elems) {
+  return reinterpret_cast<uintptr_t>(p) % (size_t(elems) * sizeof(T)) == 0;
+}
+
+// The layout of one operand: rows (strided extent) x cols (contiguous extent) with leading dimension ld.
+struct Operand {
+  int rows, cols;
+  long long ld;
+};
+inline Operand operand_a(const ftgen_gemm_problem& q, bool row_major) {
+  return row_major ? Operand{q.m, q.k, q.lda} : Operand{q.k, q.m, q.lda};
+}
+inline Operand operand_b(const ftgen_gemm_problem& q, bool row_major) {
+  return row_major ? Operand{q.k, q.n, q.ldb} : Operand{q.n, q.k, q.ldb};
+}
+inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % (align * elem_bytes) == 0 && o.ld % align == 0 && o.cols % align == 0;
+}
+
+// Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
+struct Layout {
+  size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, total = 0;
+  long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
+  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
+};
+
+// The problem as the level runners see it (operands possibly replaced by padded copies).
+struct Prepared {
+  int m, n, k;
+  double alpha, beta;
+  const void* A;
+  long long lda;
+  const void* B;
+  long long ldb;
+  void* C;
+  long long ldc;
+  char* ws;
+  Layout lay;
+  int interval;
+  int group;       // cooperative: rasterization group (the swizzle parameter)
+  int coop_param;  // cooperative: requested teams (0: as many as fit)
+  int correct;
+  ftgen::FtCounters* counters;
+  const int* fault_by_block;
+  const ftgen::FaultSpec* faults;
+  ftgen::FaultRecord* records;
+};
+
+// Everything one level needs for one CUTLASS GEMM type.
+template <class K, int kLevel, bool kInject>
+struct Runner {
+  using GemmKernel = typename K::GemmKernel;
+  using EA = typename K::ElementA;
+  using EB = typename K::ElementB;
+  using EC = typename K::ElementC;
+  using Acc = typename K::ElementAcc;
+  using MLCopy = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
+  using MLZfill = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kZfill>;
+  using MLTb = Mainloop<typename K::Mma, kCopies, cutlass::gemm::SharedMemoryClearOption::kNone>;
+  static int const kSmemCutlass = int(sizeof(typename GemmKernel::SharedStorage));
+  static int const kSmemCopy = int(sizeof(SharedStorage<K, MLCopy>));
+  static int const kSmemZfill = int(sizeof(SharedStorage<K, MLZfill>));
+  static int const kSmemTb = int(sizeof(SharedStorage<K, MLTb>));
+
+  static cutlass::gemm::GemmCoord tiled(int m, int n, int k) {
+    typename K::Swizzle sw;
+    return sw.get_tiled_shape(cutlass::gemm::GemmCoord(m, n, k), {K::Shape::kM, K::Shape::kN, K::Shape::kK}, 1);
+  }
+
+  static typename K::GemmParams gemm_params(const Prepared& q, EC* D, long long ldd) {
+    const cutlass::gemm::GemmCoord problem(q.m, q.n, q.k);
+    typename K::Mma::IteratorA::TensorRef ref_A(const_cast<EA*>(static_cast<const EA*>(q.A)), typename K::LayoutA(q.lda));
+    typename K::Mma::IteratorB::TensorRef ref_B(const_cast<EB*>(static_cast<const EB*>(q.B)), typename K::LayoutB(q.ldb));
+    typename K::Epilogue::OutputTileIterator::TensorRef ref_C(static_cast<EC*>(q.C), cutlass::layout::RowMajor(q.ldc));
+    typename K::Epilogue::OutputTileIterator::TensorRef ref_D(D, cutlass::layout::RowMajor(ldd));
+    typename K::OutputOp::Params epi(static_cast<typename K::ElementCompute>(q.alpha), static_cast<typename K::ElementCompute>(q.beta));
+    return typename K::GemmParams(problem, tiled(q.m, q.n, q.k), ref_A, ref_B, ref_C, ref_D, epi, nullptr);
+  }
+
+  static TileParams<K> tile_params(const Prepared& q, EC* D, long long ldd) {
+    TileParams<K> t;
+    t.gemm = gemm_params(q, D, ldd);
+    t.total_k = q.lay.total_k;
+    t.interval = q.interval;
+    t.tiles_m = q.lay.tiles_m;
+    t.tiles_n = q.lay.tiles_n;
+    t.correct = q.correct;
+    t.counters = q.counters;
+    for (int c = 0; c < kCopies; ++c) t.zero_bits[c] = 0ull;
+    t.fault_by_block = kInject ? q.fault_by_block : nullptr;
+    t.faults = kInject ? q.faults : nullptr;
+    t.records = kInject ? q.records : nullptr;
+    return t;
+  }
+
+  static dim3 grid_of(const Prepared& q) {
+    typename K::Swizzle sw;
+    return sw.get_grid_shape(tiled(q.m, q.n, q.k));
+  }
+
+  // -- the unprotected CUTLASS kernel (also the kernel-level copies of builds without injection)
+  static cudaError_t launch_cutlass(const Prepared& q, EC* D, long long ldd, cudaStream_t s) {
+    static bool attr = false;
+    if (!attr) {
+      cudaError_t e = set_smem(cutlass::Kernel<GemmKernel>, kSmemCutlass);
+      if (e != cudaSuccess) return e;
+      attr = true;
+    }
+    typename K::GemmParams gp = gemm_params(q, D, ldd);
+    cutlass::Kernel<GemmKernel><<<grid_of(q), dim3(K::kThreads), kSmemCutlass, s>>>(gp);
+    return cudaGetLastError();
+  }
+
+  template <bool kState, cutlass::gemm::SharedMemoryClearOption kClear>
+  static cudaError_t launch_copy(const Prepared& q, int copy, int k_begin, int k_count, Acc* state, EC* D, long long ldd,
+                                 cudaStream_t s) {
+    auto kernel = copy_kernel<K, kInject, kState, kClear>;
+    const int smem = kClear == cutlass::gemm::SharedMemoryClearOption::kZfill ? kSmemZfill : kSmemCopy;
+    static bool attr = false;
+    if (!attr) {
+      cudaError_t e = set_smem(kernel, smem);
+      if (e != cudaSuccess) return e;
+      attr = true;
+    }
+    CopyParams<K> cp;
+    cp.t = tile_params(q, D, ldd);
+    cp.copy = copy;
+    cp.k_begin = k_begin;
+    cp.k_count = k_count;
+    cp.first = k_begin == 0;
+    cp.last = k_begin + k_count == q.lay.total_k;
+    cp.state = state;
+    cp.params_D = typename K::OutParams(cutlass::layout::RowMajor(ldd));
+    cp.ptr_D = D;
+    kernel<<<grid_of(q), dim3(K::kThreads), smem, s>>>(cp);
+    return cudaGetLastError();
+  }
+
+  // Output of copy c: C itself for copy 0 when beta == 0 (nothing reads C then), else workspace.
+  static EC* out_ptr(const Prepared& q, int c) {
+    return (c == 0 && q.beta == 0.0) ? static_cast<EC*>(q.C) : reinterpret_cast<EC*>(q.ws + q.lay.d[c]);
+  }
+  static long long out_ld(const Prepared& q, int c) { return (c == 0 && q.beta == 0.0) ? q.ldc : q.lay.ldw; }
+
+  static int* ctl(const Prepared& q) { return reinterpret_cast<int*>(q.ws + q.lay.ctl); }
+
+  static cudaError_t vote_and_recompute(const Prepared& q, bool poison, cudaStream_t s) {
+    DeviceProps dp;
+    cudaError_t e = device_props(dp);
+    if (e != cudaSuccess) return e;
+    const int tiles = q.lay.tiles_m * q.lay.tiles_n;
+    int* flags = ctl(q) + 1;
+    int* list = flags + tiles;
+    OutVoteParams<EC> vp;
+    vp.m = q.m;
+    vp.n = q.n;
+    vp.src0 = out_ptr(q, 0);
+    vp.ld0 = out_ld(q, 0);
+    vp.d1 = out_ptr(q, 1);
+    vp.d2 = out_ptr(q, 2);
+    vp.ldw = q.lay.ldw;
+    vp.dst = static_cast<EC*>(q.C);
+    vp.ldc = q.ldc;
+    vp.write_all = q.beta != 0.0;
+    vp.correct = q.correct;
+    vp.tile_m = K::Shape::kM;
+    vp.tile_n = K::Shape::kN;
+    vp.tiles_n = q.lay.tiles_n;
+    vp.flags = flags;
+    vp.list = list;
+    vp.list_count = ctl(q);
+    vp.counters = q.counters;
+    vp.fault_by_block = kInject ? q.fault_by_block : nullptr;
+    constexpr int V = 16 / int(sizeof(EC));
+    const bool vec = K::Shape::kN % V == 0 && q.n % V == 0 && vp.ld0 % V == 0 && vp.ldw % V == 0 && vp.ldc % V == 0 &&
+                     aligned_ptr<EC>(vp.src0, V) && aligned_ptr<EC>(vp.dst, V);
+    const long long work = static_cast<long long>(q.m) * (vec ? q.n / V : q.n);
+    const int blocks = static_cast<int>(std::min<long long>((work + 255) / 256, 8ll * dp.sms));
+    if (vec) {
+      if (poison) vote_outputs_kernel<EC, V, true><<<blocks, 256, 0, s>>>(vp);
+      else vote_outputs_kernel<EC, V, false><<<blocks, 256, 0, s>>>(vp);
+    } else {
+      if (poison) vote_outputs_kernel<EC, 1, true><<<blocks, 256, 0, s>>>(vp);
+      else vote_outputs_kernel<EC, 1, false><<<blocks, 256, 0, s>>>(vp);
+    }
+    e = cudaGetLastError();
+    if (e != cudaSuccess || !q.correct) return e;
+    // recompute whatever the votes flagged (a grid of early exits when nothing is)
+    auto kernel = recompute_kernel<K>;
+    static bool attr = false;
+    if (!attr) {
+      e = set_smem(kernel, kSmemCopy);
+      if (e != cudaSuccess) return e;
+      attr = true;
+    }
+    RecomputeParams<K> rp;
+    rp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
+    rp.params_w = typename K::OutParams(cutlass::layout::RowMajor(q.lay.ldw));
+    for (int c = 0; c < kCopies; ++c) rp.d[c] = reinterpret_cast<EC*>(q.ws + q.lay.d[c]);
+    rp.ldw = q.lay.ldw;
+    rp.src0 = out_ptr(q, 0);
+    rp.ld0 = out_ld(q, 0);
+    rp.flags = flags;
+    rp.list = list;
+    rp.list_count = ctl(q);
+    rp.max_attempts = kMaxAttempts;
+    kernel<<<std::min(tiles, dp.sms), dim3(K::kThreads), kSmemCopy, s>>>(rp);
+    return cudaGetLastError();
+  }
+
+  static cudaError_t run_kernel_level(const Prepared& q, cudaStream_t s) {
+    Streams* st = nullptr;
+    cudaError_t e = streams(st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(ctl(q), 0, sizeof(int) * (1 + 2 * size_t(q.lay.tiles_m) * q.lay.tiles_n), s);
+    if (e == cudaSuccess) e = fork(*st, s);
+    for (int c = 0; c < kCopies && e == cudaSuccess; ++c) {
+      cudaStream_t sc = c == 0 ? s : st->s[c - 1];
+      if constexpr (kInject) {
+        e = launch_copy<false, cutlass::gemm::SharedMemoryClearOption::kNone>(q, c, 0, q.lay.total_k, nullptr, out_ptr(q, c),
+                                                                               out_ld(q, c), sc);
+      } else {
+        e = launch_cutlass(q, out_ptr(q, c), out_ld(q, c), sc);
+      }
+    }
+    if (e == cudaSuccess) e = join(*st, s);
+    if (e == cudaSuccess) e = vote_and_recompute(q, false, s);
+    return e;
+  }
+
+  static cudaError_t run_multikernel(const Prepared& q, cudaStream_t s) {
+    Streams* st = nullptr;
+    DeviceProps dp;
+    cudaError_t e = streams(st);
+    if (e == cudaSuccess) e = device_props(dp);
+    const int tiles = q.lay.tiles_m * q.lay.tiles_n;
+    if (e == cudaSuccess) e = cudaMemsetAsync(ctl(q), 0, sizeof(int) * (1 + 2 * size_t(tiles)), s);
+    Acc* state[kCopies];
+    for (int c = 0; c < kCopies; ++c) state[c] = reinterpret_cast<Acc*>(q.ws + q.lay.s[c]);
+    for (int kb = 0; kb < q.lay.total_k && e == cudaSuccess; kb += q.interval) {
+      const int kc = std::min(q.interval, q.lay.total_k - kb);
+      const bool last = kb + kc == q.lay.total_k;
+      e = fork(*st, s);
+      for (int c = 0; c < kCopies && e == cudaSuccess; ++c) {
+        cudaStream_t sc = c == 0 ? s : st->s[c - 1];
+        e = launch_copy<true, cutlass::gemm::SharedMemoryClearOption::kZfill>(q, c, kb, kc, state[c], out_ptr(q, c), out_ld(q, c), sc);
+      }
+      if (e == cudaSuccess) e = join(*st, s);
+      if (e == cudaSuccess && !last) {
+        StateVoteParams<Acc> vp;
+        for (int c = 0; c < kCopies; ++c) vp.s[c] = state[c];
+        vp.tile_vectors = K::kTileElems / (16 / int(sizeof(Acc)));
+        vp.vectors = static_cast<long long>(tiles) * vp.tile_vectors;
+        vp.correct = q.correct;
+        vp.flags = ctl(q) + 1;
+        vp.list = ctl(q) + 1 + tiles;
+        vp.list_count = ctl(q);
+        vp.counters = q.counters;
+        const int blocks = static_cast<int>(std::min<long long>((vp.vectors + 255) / 256, 8ll * dp.sms));
+        vote_states_kernel<Acc><<<blocks, 256, 0, s>>>(vp);
+        e = cudaGetLastError();
+      }
+    }
+    if (e == cudaSuccess) e = vote_and_recompute(q, true, s);
+    return e;
+  }
+
+  static cudaError_t run_threadblock(const Prepared& q, cudaStream_t s) {
+    auto kernel = tb_kernel<K, kInject>;
+    static bool attr = false;
+    if (!attr) {
+      cudaError_t e = set_smem(kernel, kSmemTb);
+      if (e != cudaSuccess) return e;
+      attr = true;
+    }
+    TbParams<K> tp;
+    tp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
+    kernel<<<grid_of(q), dim3(K::kThreads), kSmemTb, s>>>(tp);
+    return cudaGetLastError();
+  }
+
+  // Co-resident blocks of the cooperative kernel on this device (0 on error); cached per device.
+  static int coop_capacity(int* per_sm = nullptr) {
+    static int cached_device = -1, cached_nb = 0, cached_sms = 0;
+    DeviceProps dp;
+    if (device_props(dp) != cudaSuccess) return 0;
+    if (cached_device != dp.device) {
+      auto kernel = coop_kernel<K, kInject>;
+      if (set_smem(kernel, kSmemZfill) != cudaSuccess) return 0;
+      int nb = 0;
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, K::kThreads, kSmemZfill) != cudaSuccess) return 0;
+      cached_device = dp.device;
+      cached_nb = nb;
+      cached_sms = dp.sms;
+    }
+    if (per_sm) *per_sm = cached_nb;
+    return cached_nb * cached_sms;
+  }
+
+  // Teams of the cooperative grid: `requested` (0 = as many as fit, at most one per tile), raised to
+  // the blocks an SM can hold so that a team's three ranks never share an SM. 0 when it cannot fit.
+  static int coop_teams(int tiles, int requested) {
+    int nb = 0;
+    const int cap = coop_capacity(&nb);
+    if (cap < kCopies || nb < 1) return 0;
+    int t = requested > 0 ? requested : std::min(tiles, cap / kCopies);
+    t = std::max(t, nb);
+    return kCopies * t <= cap ? t : 0;
+  }
+
+  static cudaError_t run_cooperative(const Prepared& q, cudaStream_t s) {
+    auto kernel = coop_kernel<K, kInject>;
+    // this instantiation's own co-resident capacity (the workspace is sized for the larger one)
+    const int teams = coop_teams(q.lay.tiles_m * q.lay.tiles_n, q.coop_param);
+    if (teams <= 0 || teams > q.lay.teams) return cudaErrorCooperativeLaunchTooLarge;
+    CoopParams<K> cp;
+    cp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
+    cp.teams = teams;
+    cp.group = q.group;
+    cp.cta_smid = reinterpret_cast<int*>(q.ws + q.lay.coop_smid);
+    cp.team_ctr = reinterpret_cast<unsigned*>(q.ws + q.lay.coop_ctr);
+    cp.role_smid = reinterpret_cast<int*>(q.ws + q.lay.coop_role);
+    cp.teams_used = reinterpret_cast<int*>(q.ws + q.lay.coop_meta);
+    cp.slots = reinterpret_cast<Acc*>(q.ws + q.lay.coop_slots);
+    void* args[] = {&cp};
+    cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(kCopies * cp.teams), dim3(K::kThreads), args,
+                                                kSmemZfill, s);
+    if (e != cudaSuccess) return e;
+    return cudaGetLastError();
+  }
+
+  // Only the chosen level's kernels are instantiated.
+  static cudaError_t run(const Prepared& q, cudaStream_t s) {
+    if constexpr (kLevel == kLevelNone) return launch_cutlass(q, static_cast<EC*>(q.C), q.ldc, s);
+    if constexpr (kLevel == kLevelKernel) return run_kernel_level(q, s);
+    if constexpr (kLevel == kLevelThreadblock) return run_threadblock(q, s);
+    if constexpr (kLevel == kLevelMultikernel) return run_multikernel(q, s);
+    if constexpr (kLevel == kLevelCooperative) return run_cooperative(q, s);
+    return cudaErrorInvalidValue;
+  }
+};
+
+// ---- the variant's launcher ---------------------------------------------------------------------
+
+template <class OpMain, class OpFallback, int kLevel, bool kInject, bool kRowA, bool kRowB>
+struct Launcher {
+  using KM = Kit<OpMain>;
+  using KF = Kit<OpFallback>;
+  using RM = Runner<KM, kLevel, kInject>;
+  using RF = Runner<KF, kLevel, kInject>;
+  using EA = typename KM::ElementA;
+  using EB = typename KM::ElementB;
+  using EC = typename KM::ElementC;
+  using Acc = typename KM::ElementAcc;
+  static_assert(std::is_same<typename KM::LayoutA, typename std::conditional<kRowA, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>::type>::value, "layout A");
+  static_assert(std::is_same<typename KM::LayoutB, typename std::conditional<kRowB, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>::type>::value, "layout B");
+  static_assert(KM::Shape::kM == KF::Shape::kM && KM::Shape::kN == KF::Shape::kN && KM::Shape::kK == KF::Shape::kK, "same tiles");
+  // fp16/bf16 operands the fallback's 4-byte accesses cannot read are copied into padded buffers
+  static constexpr bool kRepack = sizeof(EA) < 4;
+  static_assert(std::is_same<OpMain, OpFallback>::value || KF::kAlignC == 1, "the fallback stores C element by element");
+
+  static Layout layout(int m, int n, int k, int coop_teams_param) {
+    Layout L;
+    const cutlass::gemm::GemmCoord t = RM::tiled(m, n, k);
+    L.tiles_m = t.m();
+    L.tiles_n = t.n();
+    L.total_k = (k + KM::Shape::kK - 1) / KM::Shape::kK;
+    const size_t tiles = size_t(L.tiles_m) * L.tiles_n;
+    size_t off = 0;
+    auto take = [&](size_t bytes) {
+      const size_t at = off;
+      off = round_up(off + bytes, 256);
+      return at;
+    };
+    if constexpr (kRepack) {
+      const Operand a = kRowA ? Operand{m, k, 0} : Operand{k, m, 0};
+      const Operand b = kRowB ? Operand{k, n, 0} : Operand{n, k, 0};
+      L.ld_rep_a = static_cast<long long>(round_up(a.cols, 8));
+      L.ld_rep_b = static_cast<long long>(round_up(b.cols, 8));
+      L.rep_a = take(size_t(a.rows) * L.ld_rep_a * sizeof(EA));
+      L.rep_b = take(size_t(b.rows) * L.ld_rep_b * sizeof(EB));
+    }
+    L.ldw = static_cast<long long>(round_up(n, 16));
+    if (kLevel == kLevelKernel || kLevel == kLevelMultikernel) {
+      L.ctl = take(sizeof(int) * (1 + 2 * tiles));
+      for (int c = 0; c < kCopies; ++c) L.d[c] = take(size_t(m) * L.ldw * sizeof(EC));
+    }
+    if (kLevel == kLevelMultikernel) {
+      for (int c = 0; c < kCopies; ++c) L.s[c] = take(tiles * KM::kTileElems * sizeof(Acc));
+    }
+    if constexpr (kLevel == kLevelCooperative) {
+      // both instantiations have the same tiles; size for the larger co-resident grid
+      L.teams = std::max(RM::coop_teams(static_cast<int>(tiles), coop_teams_param), RF::coop_teams(static_cast<int>(tiles), coop_teams_param));
+      const size_t g = size_t(kCopies) * std::max(L.teams, 1);
+      L.coop_smid = take(sizeof(int) * g);
+      L.coop_ctr = take(sizeof(unsigned) * g);
+      L.coop_role = take(sizeof(int) * g);
+      L.coop_meta = take(sizeof(int));
+      L.coop_slots = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kTileElems * sizeof(Acc));
+    }
+    L.total = off;
+    return L;
+  }
+
+  static size_t workspace(int m, int n, int k, int coop_teams_param) {
+    if (m < 1 || n < 1 || k < 1) return 0;
+    return layout(m, n, k, coop_teams_param).total;
+  }
+
+  static cudaError_t run(const ftgen_gemm_problem* p, cudaStream_t s, int interval, int coop_teams_param, int group) {
+    if (p == nullptr || p->m < 1 || p->n < 1 || p->k < 1 || !p->A || !p->B || !p->C) return cudaErrorInvalidValue;
+    const Operand a = operand_a(*p, kRowA), b = operand_b(*p, kRowB), c = Operand{p->m, p->n, p->ldc};
+    if (a.ld < a.cols || b.ld < b.cols || c.ld < c.cols) return cudaErrorInvalidValue;
+    Prepared q;
+    q.m = p->m;
+    q.n = p->n;
+    q.k = p->k;
+    q.alpha = p->alpha;
+    q.beta = p->beta;
+    q.A = p->A;
+    q.lda = p->lda;
+    q.B = p->B;
+    q.ldb = p->ldb;
+    q.C = p->C;
+    q.ldc = p->ldc;
+    q.ws = static_cast<char*>(p->workspace);
+    q.lay = layout(p->m, p->n, p->k, coop_teams_param);
+    if (q.lay.total > 0 && q.ws == nullptr) return cudaErrorInvalidValue;
+    q.interval = interval;
+    q.group = group;
+    q.coop_param = coop_teams_param;
+    q.correct = 1;
+#if FTGEN_TMR_INJECT
+    if constexpr (kInject) q.correct = p->no_correct ? 0 : 1;
+#endif
+    q.counters = p->counters;
+    q.fault_by_block = p->fault_by_block;
+    q.faults = p->faults;
+    q.records = p->fault_records;
+    const bool main_ok = operand_aligned(p->A, a, KM::kAlignA, sizeof(EA)) && operand_aligned(p->B, b, KM::kAlignB, sizeof(EB)) &&
+                         operand_aligned(p->C, c, KM::kAlignC, sizeof(EC));
+    if (main_ok) {
+      if (kLevel == kLevelCooperative && q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
+      return RM::run(q, s);
+    }
+    if constexpr (std::is_same<OpMain, OpFallback>::value) {
+      return cudaErrorInvalidValue;  // 1-element accesses: only a pointer not aligned to its element type gets here
+    }
+    if constexpr (kRepack) {
+      DeviceProps dp;
+      cudaError_t e = device_props(dp);
+      if (e != cudaSuccess) return e;
+      if (!operand_aligned(p->A, a, KF::kAlignA, sizeof(EA))) {
+        EA* dst = reinterpret_cast<EA*>(q.ws + q.lay.rep_a);
+        const long long total = static_cast<long long>(a.rows) * q.lay.ld_rep_a;
+        repack_kernel<EA><<<static_cast<int>(std::min<long long>((total + 255) / 256, 8ll * dp.sms)), 256, 0, s>>>(
+            static_cast<const EA*>(p->A), a.ld, dst, q.lay.ld_rep_a, a.rows, a.cols);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        q.A = dst;
+        q.lda = q.lay.ld_rep_a;
+      }
+      if (!operand_aligned(p->B, b, KF::kAlignB, sizeof(EB))) {
+        EB* dst = reinterpret_cast<EB*>(q.ws + q.lay.rep_b);
+        const long long total = static_cast<long long>(b.rows) * q.lay.ld_rep_b;
+        repack_kernel<EB><<<static_cast<int>(std::min<long long>((total + 255) / 256, 8ll * dp.sms)), 256, 0, s>>>(
+            static_cast<const EB*>(p->B), b.ld, dst, q.lay.ld_rep_b, b.rows, b.cols);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        q.B = dst;
+        q.ldb = q.lay.ld_rep_b;
+      }
+    }
+    if (kLevel == kLevelCooperative && q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
+    return RF::run(q, s);
+  }
+
+  // Cooperative level, after a synchronized launch on this workspace: teams, teams with a tile, and
+  // how many teams have two copies on one SM (must be 0); distinct SMs used by the copies.
+  static cudaError_t sm_report(const ftgen_gemm_problem* p, int coop_teams_param, int* teams, int* active, int* violations,
+                               int* distinct_sms) {
+    if (kLevel != kLevelCooperative || p == nullptr || p->workspace == nullptr) return cudaErrorInvalidValue;
+    const Layout L = layout(p->m, p->n, p->k, coop_teams_param);
+    int T = 0;
+    cudaError_t e = cudaMemcpy(&T, static_cast<char*>(p->workspace) + L.coop_meta, sizeof(int), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return e;
+    if (T < 1 || T > L.teams) return cudaErrorInvalidValue;
+    const int tiles = L.tiles_m * L.tiles_n, act = std::min(T, tiles);
+    std::vector<int> role(size_t(kCopies) * T);
+    e = cudaMemcpy(role.data(), static_cast<char*>(p->workspace) + L.coop_role, sizeof(int) * role.size(), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return e;
+    int bad = 0;
+    std::vector<int> seen;
+    for (int t = 0; t < act; ++t) {
+      const int* r = &role[size_t(t) * kCopies];
+      if (r[0] == r[1] || r[0] == r[2] || r[1] == r[2]) ++bad;
+      for (int c = 0; c < kCopies; ++c)
+        if (std::find(seen.begin(), seen.end(), r[c]) == seen.end()) seen.push_back(r[c]);
+    }
+    *teams = T;
+    *active = act;
+    *violations = bad;
+    *distinct_sms = static_cast<int>(seen.size());
+    return cudaSuccess;
+  }
+
+  static int coop_capacity() {
+    if constexpr (kLevel == kLevelCooperative) return RM::coop_capacity();
+    return 0;
+  }
+};
+
+}  // namespace ftgen_tmr

@@ -1,0 +1,348 @@
+"""gemm CUTLASS backend and TMR: names, constraints, validation (exit 2), emission through
+cutlass_library, golden sources, and nvcc compiles of every TMR level for sm_80 and sm_90."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, golden_check
+from ftgen.cli import main
+from ftgen.codegen.emit import generate, render_spec
+from ftgen.families import gemm_cutlass as gc
+from ftgen.families import get as get_family
+from ftgen.families.base import Protection, Variant
+from ftgen.paths import cutlass_include_dir
+from ftgen.spec import load_spec_text
+
+FAMILY = get_family("gemm")
+
+
+def variant(precision="tf32", level=None, interval=1, inject=False, arch=("sm_90",), **params) -> Variant:
+    prot = Protection("tmr", level, "online", interval, "auto", inject) if level else Protection()
+    defs = gc.param_defs(precision, prot)
+    p = {d.name: d.default[0] for d in defs}
+    p.update(params)
+    v = Variant("gemm", precision, prot, tuple((d.name, p[d.name]) for d in defs), tuple(arch), "cutlass")
+    return Variant(v.family, v.precision, v.protection, v.params, v.arch, v.backend, gc.kernel_name(v))
+
+
+def spec_text(body: str, name: str = "t") -> str:
+    return f"name: {name}\nfamily: gemm\narch: [sm_90]\n" + textwrap.dedent(body)
+
+
+def run_cli(tmp_path, body, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text(spec_text(body))
+    rc = main(["generate", str(f), "-o", str(tmp_path / "gen")])
+    return rc, capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# names
+# ---------------------------------------------------------------------------------------------
+
+
+def test_name_of_the_default_kernel_level_variant():
+    assert variant(level="kernel").name == "gemm_tf32_tmr-kernel_cutlass_128x128x32_w64x64x32_i16x8x8_s3_a4_sw8_rr"
+
+
+def test_names_encode_level_interval_layouts_teams_and_injection():
+    assert variant(level="threadblock", interval=4, tb_m=128, tb_n=64, warp_m=32, warp_n=32).name == (
+        "gemm_tf32_tmr-tb-i4_cutlass_128x64x32_w32x32x32_i16x8x8_s3_a4_sw8_rr"
+    )
+    assert variant(level="multikernel", interval=32, inject=True).name.startswith("gemm_tf32_tmr-multikernel-i32_cutlass_")
+    assert variant(level="multikernel", interval=32, inject=True).name.endswith("_inj")
+    assert variant(level="cooperative", coop_teams=20).name.endswith("_rr_teams20")
+    assert "_teams" not in variant(level="cooperative").name
+    assert variant(layout_a="col", layout_b="row").name.endswith("_cr")
+    assert variant("fp16").name == "gemm_f16_none_cutlass_128x128x32_w64x64x32_i16x8x16_s3_a8_sw8_rr"
+    assert variant("fp64").name == "gemm_f64_none_cutlass_64x64x16_w32x32x16_i8x8x4_s3_a1_sw8_rr"
+
+
+def test_every_parameter_changes_the_name():
+    base = variant(level="cooperative")
+    alternatives = {
+        "tb_m": 256, "tb_n": 256, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_n": 16,
+        "inst_k": 4, "stages": 4, "align": 2, "swizzle": 4, "layout_a": "col", "layout_b": "col", "coop_teams": 7,
+    }
+    assert set(alternatives) == {p.name for p in gc.PARAMS}
+    names = {base.name}
+    for k, val in alternatives.items():
+        names.add(variant(level="cooperative", **{k: val}).name)
+    assert len(names) == len(alternatives) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# constraints and validation
+# ---------------------------------------------------------------------------------------------
+
+
+def reasons(**kw):
+    precision = kw.pop("precision", "tf32")
+    level = kw.pop("level", None)
+    interval = kw.pop("interval", 1)
+    return " | ".join(gc.constraints(variant(precision, level, interval, **kw)))
+
+
+def test_default_parameters_fit_every_precision_and_level():
+    for precision in gc.PRECISIONS:
+        for level in (None,) + gc.TMR_LEVELS:
+            assert reasons(precision=precision, level=level) == "", (precision, level)
+
+
+@pytest.mark.parametrize(
+    "kw, expect",
+    [
+        ({"inst_k": 16}, "not a tf32 tensor-core MMA"),
+        ({"precision": "fp64", "inst_m": 16, "inst_k": 8}, "not a fp64 tensor-core MMA"),
+        ({"tb_m": 64, "warp_m": 128}, "tb_m=64 is not a multiple of warp_m=128"),
+        ({"warp_k": 16}, "must equal tb_k"),
+        ({"tb_k": 8, "warp_k": 8}, "even number >= 2"),
+        ({"align": 8}, "cp.async moves 32 to 128 bits"),
+        ({"precision": "fp16", "align": 1}, "cp.async moves 32 to 128 bits"),
+        ({"stages": 8, "tb_m": 256}, "bytes of shared memory"),
+        ({"level": "threadblock", "tb_m": 128, "tb_n": 128, "warp_m": 64, "warp_n": 64}, "three accumulator sets"),
+        ({"level": "kernel", "interval": 4}, "interval does not apply to tmr kernel"),
+        ({"coop_teams": 3}, "coop_teams applies to tmr cooperative only"),
+        ({"level": "cooperative", "coop_teams": 500}, "co-resident threadblocks"),
+        ({"tb_m": 256, "tb_n": 256}, "do not fit one SM's"),
+    ],
+)
+def test_constraint_reasons(kw, expect):
+    assert expect in reasons(**kw)
+
+
+def test_protection_reasons():
+    assert "precision tf32" in gc.protection_ok("fp32", Protection("tmr", "kernel"))
+    assert "correct: detect does not apply" in gc.protection_ok("tf32", Protection("tmr", "kernel", "detect"))
+    assert "exact (bitwise) equality" in gc.protection_ok("tf32", Protection("tmr", "kernel", threshold=1e-3))
+    assert gc.protection_ok("bf16", Protection("tmr", "cooperative", interval=8)) is None
+    assert gc.protection_ok("fp64", Protection()) is None
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("precision: tf32\nprotection: {scheme: tmr, level: cooperative, interval: 0}\n", "protection.interval: 0 must be at least 1"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: turbo}\n", "'turbo' is not a protection level"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: cooperative}\nparams: {coop_teams: 400}\n", "coop_teams=400 needs 1200 co-resident"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: warp}\n", "is not a tmr level"),
+        ("precision: fp32\nprotection: {scheme: tmr, level: kernel}\n", "precision tf32"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {layout_a: diagonal}\n", "params.layout_a: 'diagonal' is not one of row, col"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {tb_mm: 64}\n", "did you mean 'tb_m'"),
+    ],
+)
+def test_bad_specs_exit_2_with_a_clear_message(tmp_path, capsys, body, message):
+    rc, err = run_cli(tmp_path, body, capsys)
+    assert rc == 2
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "gen" / "t").exists()
+
+
+def test_shipped_specs_load_without_rejections():
+    files = sorted((REPO / "specs").glob("gemm_tmr_*.yaml")) + sorted((REPO / "specs").glob("gemm_cutlass_*.yaml"))
+    assert len(files) >= 5
+    levels = set()
+    for f in files:
+        s = load_spec_text(f.read_text(), str(f))
+        assert not s.rejected, (f, s.rejected)
+        assert all(v.backend == "cutlass" for v in s.variants)
+        levels |= {v.protection.level for v in s.variants if v.protection.enabled}
+    assert levels == set(gc.TMR_LEVELS)
+
+
+# ---------------------------------------------------------------------------------------------
+# tolerance
+# ---------------------------------------------------------------------------------------------
+
+
+def test_tolerance_is_the_derived_bound():
+    k = 4096
+    blocks = k // 8
+    acc = (k + blocks + 8 + 1) * 2.0**-23
+    ref = k * 2.0**-24 / (1 - k * 2.0**-24)
+    assert gc.tolerance("tf32", k, 8) == pytest.approx((acc + ref + 4 * 2.0**-24) / (1 - ref), rel=1e-12)
+    # 16-bit outputs add one rounding of the output; tf32 against unrounded inputs adds 2u + u^2
+    assert gc.tolerance("fp16", k, 16) - gc.tolerance("tf32", k, 16) == pytest.approx(2.0**-11 / (1 - ref), rel=1e-9)
+    assert gc.tolerance_fp32("tf32", k, 8) - gc.tolerance("tf32", k, 8) == pytest.approx(2 * 2.0**-11 + 2.0**-22)
+    assert gc.tolerance("fp64", k, 4) < 1e-11
+    assert gc.tolerance("tf32", 777, 8) < gc.tolerance("tf32", 4096, 8) < 1e-3
+    # one k-tile of 32 products missing from a sum of 4096 normal products is far outside it
+    assert (32**0.5) / (0.6366 * 4096) > 2 * gc.tolerance("tf32", 4096, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# emission
+# ---------------------------------------------------------------------------------------------
+
+GOLDEN = spec_text(
+    """
+    variants:
+      - {precision: tf32, protection: {scheme: tmr, level: kernel, inject: true},
+         params: {tb_m: 64, tb_n: 64, tb_k: 16, warp_m: 32, warp_n: 32, warp_k: 16, align: 4}}
+      - {precision: fp16, protection: {scheme: tmr, level: threadblock, interval: 2},
+         params: {tb_m: 64, tb_n: 64, tb_k: 32, warp_m: 32, warp_n: 32, warp_k: 32, inst_k: 16, align: 8, layout_b: col}}
+    shapes: [{m: 100, n: 70, k: 33}]
+    """,
+    "golden_cutlass",
+)
+
+
+def test_golden_sources():
+    files, _ = render_spec(load_spec_text(GOLDEN, "golden_cutlass.yaml"))
+    golden = REPO / "tests" / "golden" / "gemm_cutlass"
+    checked = 0
+    for rel in sorted(files):
+        if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt")) and not rel.startswith("common/"):
+            golden_check(golden / rel.replace("/", "__"), files[rel])
+            checked += 1
+    assert checked == 9
+
+
+def test_emission_goes_through_cutlass_library_and_is_deterministic():
+    a, _ = render_spec(load_spec_text(GOLDEN, "g.yaml"))
+    b, _ = render_spec(load_spec_text(GOLDEN, "g.yaml"))
+    assert a == b
+    cu = next(t for p, t in a.items() if p.endswith("_inj.cu"))
+    assert "(cutlass_library)" in cu and "using OpMain = cutlass::gemm::device::Gemm<" in cu
+    assert "using OpFallback = cutlass::gemm::device::Gemm<" in cu  # align 4: a scalar-store fallback for any N
+    assert "cutlass::arch::OpClassTensorOp" in cu and "cutlass::gemm::GemmShape<16, 8, 8>" in cu
+    cmake = a["CMakeLists.txt"]
+    assert "${FTGEN_CUTLASS_INCLUDE}" in cmake and "FTGEN_CUTLASS_INCLUDE" in cmake.split("add_library")[0]
+
+
+def test_injection_code_only_in_inject_builds():
+    files, _ = render_spec(load_spec_text(GOLDEN, "g.yaml"))
+    plain, _ = render_spec(load_spec_text(GOLDEN.replace("inject: true", "inject: false"), "g.yaml"))
+    inj = next(t for p, t in files.items() if p.endswith("_inj.cu"))
+    clean = next(t for p, t in plain.items() if p.endswith(".cu") and "tmr-kernel" in p and "bench" not in p)
+    assert "#define FTGEN_TMR_INJECT 1" in inj and "#define FTGEN_TMR_INJECT 0" in clean
+    header = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
+    body = header.split("#if FTGEN_TMR_INJECT\n", 1)[1].split("#endif  // FTGEN_TMR_INJECT", 1)[0]
+    assert "CUTLASS_DEVICE void apply_fault(" in body and "ftgen::apply_fault" in body
+    outside = header.replace(body, "")
+    assert "ftgen::apply_fault" not in outside  # the fault primitive is only reachable in inject builds
+
+
+def test_constants_shared_by_python_and_cuda_agree():
+    header = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
+    assert f"constexpr int kMaxAttempts = {gc.MAX_ATTEMPTS};" in header
+    # the vote table of the device code is the model's (status numbers)
+    for name, value in (("kAgree", gc.AGREE), ("kMinority0", gc.MINORITY_0), ("kMinority1", gc.MINORITY_1),
+                        ("kMinority2", gc.MINORITY_2), ("kUncorrectable", gc.UNCORRECTABLE)):
+        assert re.search(rf"\b{name} = {value}\b", header), name
+
+
+# ---------------------------------------------------------------------------------------------
+# compile: one variant per TMR level, sm_80 and sm_90 (library TU; one bench TU)
+# ---------------------------------------------------------------------------------------------
+
+COMPILE_SPEC = spec_text(
+    """
+    precision: tf32
+    params: {tb_m: 64, tb_n: 64, tb_k: 16, warp_m: 32, warp_n: 32, warp_k: 16, stages: 3, align: 1}
+    variants:
+      - {protection: {scheme: tmr, level: kernel, inject: true}}
+      - {protection: {scheme: tmr, level: threadblock, interval: 2, inject: true}}
+      - {protection: {scheme: tmr, level: multikernel, interval: 2, inject: true}}
+      - {protection: {scheme: tmr, level: cooperative, interval: 2}}
+    shapes: [{m: 100, n: 70, k: 33}]
+    """,
+    "compile_cutlass",
+).replace("arch: [sm_90]", "arch: [sm_80, sm_90]")
+
+
+def _nvcc():
+    return shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Compile the four library TUs (and one bench TU) in parallel; {level: (ok, log, object)}."""
+    nvcc, inc = _nvcc(), cutlass_include_dir()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    if inc is None or not (Path(inc) / "cutlass" / "cutlass.h").is_file():
+        pytest.skip("CUTLASS headers not found (pip install nvidia-cutlass)")
+    out = tmp_path_factory.mktemp("cutlass_compile")
+    spec = load_spec_text(COMPILE_SPEC, "compile_cutlass.yaml")
+    g = generate(spec, out)
+    jobs = {}
+    for v in spec.variants:
+        d = g.out_dir / v.name
+        jobs[v.protection.level] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
+    first = spec.variants[0]
+    jobs["bench"] = (g.out_dir / first.name / f"{first.name}_bench.cu", g.out_dir / first.name, out / "bench.o")
+
+    def build(item):
+        src, d, obj = item
+        cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-gencode", "arch=compute_80,code=sm_80",
+               "-gencode", "arch=compute_90,code=sm_90", f"-I{d}", f"-I{g.out_dir / 'common'}", f"-I{inc}",
+               "-Xptxas", "-v", "-c", str(src), "-o", str(obj)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        return p.returncode == 0, p.stdout + p.stderr, obj
+
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        results = dict(zip(jobs, ex.map(build, jobs.values())))
+    return results
+
+
+KERNEL_OF_LEVEL = {"kernel": "copy_kernel", "threadblock": "tb_kernel", "multikernel": "copy_kernel", "cooperative": "coop_kernel"}
+
+
+def _ptxas_entries(log: str) -> dict[str, list[str]]:
+    """Mangled kernel name -> ptxas lines about it."""
+    out: dict[str, list[str]] = {}
+    cur = None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)' for '(sm_\d+)'", line)
+        if m:
+            cur = f"{m.group(1)}@{m.group(2)}"
+            out[cur] = []
+        elif cur:
+            out[cur].append(line)
+    return out
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("level", gc.TMR_LEVELS)
+def test_every_level_compiles_for_sm80_and_sm90_without_spills(compiled, level):
+    ok, log, _ = compiled[level]
+    assert ok, log[-4000:]
+    entries = _ptxas_entries(log)
+    mine = {k: v for k, v in entries.items() if KERNEL_OF_LEVEL[level] in k}
+    assert {k.split("@")[1] for k in mine} == {"sm_80", "sm_90"}
+    for k, lines in mine.items():
+        text = " ".join(lines)
+        assert "0 bytes spill stores, 0 bytes spill loads" in text, (k, text)
+
+
+@pytest.mark.compile
+def test_bench_compiles(compiled):
+    ok, log, _ = compiled["bench"]
+    assert ok, log[-4000:]
+
+
+@pytest.mark.compile
+def test_threadblock_level_runs_three_copies_of_the_tensor_core_mmas(compiled):
+    """The three accumulator sets are three MMA streams: the compiler did not merge the copies."""
+    cuobjdump = shutil.which("cuobjdump") or ("/usr/local/cuda/bin/cuobjdump" if Path("/usr/local/cuda/bin/cuobjdump").is_file() else None)
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found")
+    ok, _, obj = compiled["threadblock"]
+    assert ok
+    sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, timeout=300).stdout
+    funcs = re.split(r"\n\s+Function : ", sass)
+    tb = [f for f in funcs if "tb_kernel" in f.split("\n", 1)[0]]
+    assert len(tb) == 2  # sm_80 and sm_90
+    # warp tile 32x32x16 of 16x8x8 instructions: 2 x 4 x 2 = 16 MMAs per copy per k-iteration
+    for f in tb:
+        assert len(re.findall(r"\bHMMA\.1688\.F32\.TF32\b", f)) == 3 * 16
