@@ -283,6 +283,13 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
     )
     best_rows = list(result.best.values())
     print_rows(best_rows, title=f"best variant per shape ({gpu.get('name')})", file=sys.stderr if json_out == "-" else None)
+    if result.project is not None:  # SM count, compute capability, L2 from a built executable
+        built = sorted((result.project / "bin").glob("*"))
+        if built:
+            try:
+                gpu = {**gpu, **gpu_info(built[0])}
+            except NoGpuError:
+                pass
     prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version())
     if json_out:
         write_jsonl(json_out, prov, result.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])

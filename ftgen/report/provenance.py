@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import subprocess
 import sys
@@ -21,8 +22,10 @@ def git_state(where: Path | None = None) -> dict:
         except (OSError, subprocess.TimeoutExpired):
             return None
     sha = run("rev-parse", "HEAD")
-    if sha is None:
-        return {"sha": None, "dirty": None}
+    if sha is None:  # a copy without .git (e.g. a GPU machine): the launcher may pass the state along
+        env_sha = os.environ.get("FTGEN_GIT_SHA")
+        dirty = os.environ.get("FTGEN_GIT_DIRTY")
+        return {"sha": env_sha, "dirty": None if dirty is None else dirty not in ("0", "false", "")}
     dirty = run("status", "--porcelain", "--untracked-files=no")
     return {"sha": sha, "dirty": bool(dirty)}
 

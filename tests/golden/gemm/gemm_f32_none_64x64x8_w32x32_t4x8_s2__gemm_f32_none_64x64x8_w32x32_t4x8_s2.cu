@@ -10,6 +10,7 @@
 #include "ftgen_ft.cuh"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace {
 
@@ -355,13 +356,16 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       __syncthreads();
       load_frags(sm, 0, 0, wm0, wn0, tm, tn, fa[0], fb[0]);
 
-      for (int kt = 0; kt < ktiles; ++kt) {
+      // One k-tile. The loop below runs the tiles with a successor, then the last one: peeled, so that
+      // the staging of the next tile and its barrier carry no run-time condition. Returns true when the
+      // tile must be recomputed (ABFT).
+      auto tile = [&](const int kt, auto next) -> bool {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
-        const bool has_next = kt + 1 < ktiles;
+        constexpr bool has_next = decltype(next)::value;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
-          ld.load<ALIGNED>(p, n0, kbase + (kt + 1) * KT, staged);  // predicated off past the slice
+          if (has_next) ld.load<ALIGNED>(p, n0, kbase + (kt + 1) * KT, staged);
         } else {
           if (kt + PF < ktiles) {
             ld.issue<ALIGNED>(p, (kt + PF) % STAGES, n0, kbase + (kt + PF) * KT);
@@ -387,7 +391,12 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
 #pragma unroll
             for (int j = 0; j < TNT; ++j) acc[i][j] = fma(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
         }
-      }
+              return redo;
+      };
+      bool stop = false;
+      int kt = 0;
+      for (; kt + 1 < ktiles && !stop; ++kt) stop = tile(kt, std::true_type{});
+      if (!stop) redo = tile(kt, std::false_type{});
       if (!REG_STAGED) cp_async_wait<0>();
     }
     (void)redo;

@@ -103,30 +103,29 @@ static void launch_checked(const ftgen_gemm_problem& q) {
   if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of gemm_f32_none_64x64x8_w32x32_t4x8_s2 failed: %s", cudaGetErrorString(e));
 }
 
-// cuBLAS result and the per-element error scale for one input set and (alpha, beta, C_init).
+// cuBLAS result and the per-element error scale for one input set and (alpha, beta, C_init), kept on
+// the device; outputs are compared there.
 struct Reference {
-  std::vector<T> ref, scale;
+  DeviceBuffer<T> ref, scale;
   double tol = 0;
   void compute(cublasHandle_t h, const Problem& P, int set, double alpha, double beta, const DeviceBuffer<T>& c_init) {
     const size_t mn = P.c_elems;
-    DeviceBuffer<T> r(mn), absA(P.a_elems), absB(P.b_elems), sc(mn);
-    FT_CUDA(cudaMemcpy(r.ptr, c_init.ptr, mn * sizeof(T), cudaMemcpyDeviceToDevice));
-    ref_gemm(h, P.m, P.n, P.k, static_cast<T>(alpha), P.a(set), P.b(set), static_cast<T>(beta), r.ptr);
+    ref.alloc(mn);
+    scale.alloc(mn);
+    DeviceBuffer<T> absA(P.a_elems), absB(P.b_elems);
+    FT_CUDA(cudaMemcpy(ref.ptr, c_init.ptr, mn * sizeof(T), cudaMemcpyDeviceToDevice));
+    ref_gemm(h, P.m, P.n, P.k, static_cast<T>(alpha), P.a(set), P.b(set), static_cast<T>(beta), ref.ptr);
     // scale = |alpha| |A||B| + |beta| |C_init| (cuBLAS ignores C when beta = 0: a poisoned C is fine)
     ftgen::absolute(P.a(set), absA.ptr, P.a_elems);
     ftgen::absolute(P.b(set), absB.ptr, P.b_elems);
-    ftgen::absolute(c_init.ptr, sc.ptr, mn);
-    ref_gemm(h, P.m, P.n, P.k, static_cast<T>(std::fabs(alpha)), absA.ptr, absB.ptr, static_cast<T>(std::fabs(beta)), sc.ptr);
+    ftgen::absolute(c_init.ptr, scale.ptr, mn);
+    ref_gemm(h, P.m, P.n, P.k, static_cast<T>(std::fabs(alpha)), absA.ptr, absB.ptr, static_cast<T>(std::fabs(beta)), scale.ptr);
     FT_CUDA(cudaDeviceSynchronize());
-    ref = r.download();
-    scale = sc.download();
     tol = tolerance(P.k);
   }
   ftgen::ErrorStats check(const T* out_dev) const {
-    std::vector<T> out(ref.size());
-    FT_CUDA(cudaMemcpy(out.data(), out_dev, out.size() * sizeof(T), cudaMemcpyDeviceToHost));
     // the floor keeps elements whose scale underflows from dividing by zero
-    return ftgen::compare(out, ref, &scale, 1e-30, tol);
+    return ftgen::compare_device(out_dev, ref.ptr, scale.ptr, ref.count, 1e-30, tol);
   }
 };
 

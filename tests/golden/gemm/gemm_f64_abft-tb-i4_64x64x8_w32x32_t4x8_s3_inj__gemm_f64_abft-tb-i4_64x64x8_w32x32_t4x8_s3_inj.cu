@@ -10,6 +10,7 @@
 #include "ftgen_ft.cuh"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace {
 
@@ -695,13 +696,16 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       __syncthreads();
       load_frags(sm, 0, 0, wm0, wn0, tm, tn, fa[0], fb[0]);
 
-      for (int kt = 0; kt < ktiles; ++kt) {
+      // One k-tile. The loop below runs the tiles with a successor, then the last one: peeled, so that
+      // the staging of the next tile and its barrier carry no run-time condition. Returns true when the
+      // tile must be recomputed (ABFT).
+      auto tile = [&](const int kt, auto next) -> bool {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
-        const bool has_next = kt + 1 < ktiles;
+        constexpr bool has_next = decltype(next)::value;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
-          ld.load<ALIGNED>(p, n0, kbase + (kt + 1) * KT, staged);  // predicated off past the slice
+          if (has_next) ld.load<ALIGNED>(p, n0, kbase + (kt + 1) * KT, staged);
           if (e_thread && has_next) staged_e = *reinterpret_cast<const Vec<16 / sizeof(T)>*>(enc_src(p, strip0, kbase + (kt + 1) * KT, tid));
         } else {
           if (kt + PF < ktiles) {
@@ -750,9 +754,14 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
         if ((kt + 1) % INTERVAL == 0 || !has_next) {
           const int k_done = min(kbase + (kt + 1) * KT, p.k) - kbase;
           redo = verify_tb(p, sm, acc, rc, rcw, rc2, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
-          if (redo) break;
+          if (redo) return true;
         }
-      }
+              return redo;
+      };
+      bool stop = false;
+      int kt = 0;
+      for (; kt + 1 < ktiles && !stop; ++kt) stop = tile(kt, std::true_type{});
+      if (!stop) redo = tile(kt, std::false_type{});
       if (!REG_STAGED) cp_async_wait<0>();
     }
     if (!redo) break;
