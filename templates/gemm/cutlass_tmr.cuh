@@ -972,16 +972,32 @@ CUTLASS_DEVICE void flag_tile(int* flags, int* list, int* list_count, int tile, 
   if (atomicCAS(flags + tile, 0, kind) == 0) list[atomicAdd(list_count, 1)] = tile;
 }
 
+// Work order: strips of 32 vectors (one warp-wide row segment), the last strip first. CUTLASS's
+// identity swizzles finish the right-most tile columns last, so the vote reads the most recently
+// written outputs first, while they may still be in L2. The order does not change any result.
 template <class T, int V, bool kPoison>
 __global__ void __launch_bounds__(256) vote_outputs_kernel(OutVoteParams<T> p) {
   using U = Bits<T>;
   const int nv = p.n / V;
-  const long long total = static_cast<long long>(p.m) * nv;
+  const int strips = (nv + 31) / 32;
+  // thread -> (strip, row, lane) of warp-row index w = idx / 32 (row = w % m, strip from the right
+  // = w / m); the grid stride is a whole number of warps, so it is added without divisions
+  const long long w0 = (blockIdx.x * 256ll + threadIdx.x) / 32, dw = 8ll * gridDim.x;
+  const int lane = threadIdx.x % 32;
+  const int d_row = static_cast<int>(dw % p.m), d_strip = static_cast<int>(dw / p.m);
+  int r = static_cast<int>(w0 % p.m), back = static_cast<int>(w0 / p.m);
   Tally tally;
-  for (long long idx = blockIdx.x * 256ll + threadIdx.x; idx < total; idx += 256ll * gridDim.x) {
-    const int r = static_cast<int>(idx / nv), c0 = static_cast<int>(idx % nv) * V;
-    const int tile = (r / p.tile_m) * p.tiles_n + c0 / p.tile_n;
-    if (kPoison && __ldcg(p.flags + tile) == 2) continue;  // recomputed as a whole
+  for (; back < strips; r += d_row, back += d_strip) {
+    if (r >= p.m) {
+      r -= p.m;
+      ++back;
+      if (back >= strips) break;
+    }
+    const int cv = (strips - 1 - back) * 32 + lane;
+    if (cv >= nv) continue;
+    const int c0 = cv * V;
+    auto tile_of = [&]() { return (r / p.tile_m) * p.tiles_n + c0 / p.tile_n; };
+    if (kPoison && __ldcg(p.flags + tile_of()) == 2) continue;  // recomputed as a whole
     U a[V], b[V], c[V];
     if (V > 1) {
       uint4 va = __ldcs(reinterpret_cast<const uint4*>(p.src0 + r * p.ld0 + c0));
@@ -1010,6 +1026,7 @@ __global__ void __launch_bounds__(256) vote_outputs_kernel(OutVoteParams<T> p) {
       }
       continue;
     }
+    const int tile = tile_of();
     int oc = 0;
 #if FTGEN_TMR_INJECT
     if (!p.correct) oc = uncorrected_copy(p, tile);
@@ -1441,7 +1458,7 @@ struct Runner {
     constexpr int V = 16 / int(sizeof(EC));
     const bool vec = K::Shape::kN % V == 0 && q.n % V == 0 && vp.ld0 % V == 0 && vp.ldw % V == 0 && vp.ldc % V == 0 &&
                      aligned_ptr<EC>(vp.src0, V) && aligned_ptr<EC>(vp.dst, V);
-    const long long work = static_cast<long long>(q.m) * (vec ? q.n / V : q.n);
+    const long long work = static_cast<long long>(q.m) * (((vec ? q.n / V : q.n) + 31) / 32) * 32;
     const int blocks = static_cast<int>(std::min<long long>((work + 255) / 256, 8ll * dp.sms));
     if (vec) {
       if (poison) vote_outputs_kernel<EC, V, true><<<blocks, 256, 0, s>>>(vp);
