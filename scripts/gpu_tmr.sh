@@ -95,27 +95,31 @@ log "bench (--inject 4)"
 log "fault tests and trials"
 python3 - "$P" "$OUT" <<'EOF'
 import json, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 proj, out = Path(sys.argv[1]), Path(sys.argv[2])
 kernels = [v["kernel"] for v in json.loads((proj / "manifest.json").read_text())["variants"]]
 inj = [k for k in kernels if k.endswith("_inj")]
-rows = []
+jobs = []
 def run(kernel, argv, tag):
+    jobs.append((kernel, argv, tag))
+def execute(job):  # verification runs only (no timing): several at once share the GPU
+    kernel, argv, tag = job
     exe = proj / "bin" / kernel
     if not exe.is_file():
-        rows.append({"kernel": kernel, "test": tag, "ok": False, "error": {"kind": "missing"}})
-        return
+        return [{"kernel": kernel, "test": tag, "ok": False, "error": {"kind": "missing"}}]
     try:
         p = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=300)
         got = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     except subprocess.TimeoutExpired:
         got, p = [], None
     if not got:
-        rows.append({"kernel": kernel, "test": tag, "ok": False, "error": {"kind": "runtime", "message": (p.stderr[-500:] if p else "timeout")}})
+        return [{"kernel": kernel, "test": tag, "ok": False, "error": {"kind": "runtime", "message": (p.stderr[-500:] if p else "timeout")}}]
     for r in got:
+        r.setdefault("kernel", kernel)
         r["test"] = tag
         r["argv"] = argv
-        rows.append(r)
+    return got
 odd = "1000x1234x777,2049x3001x1531"
 for k in inj:
     for copy in (0, 1, 2):
@@ -128,6 +132,8 @@ for k in inj:
     run(k, ["--shapes", odd, "--inject", "2", "--inject-collide", "--inject-step", "-1", "--bit", "21", "--no-timing", "--seed", "3"], "collide")
     run(k, ["--shapes", "512x512x1024", "--trials", "12", "--inject", "1", "--no-timing", "--seed", "100"], "trials-faulty")
     run(k, ["--shapes", "512x512x1024", "--trials", "4", "--inject", "0", "--no-timing", "--seed", "200"], "trials-clean")
+with ThreadPoolExecutor(max_workers=4) as ex:
+    rows = [r for got in ex.map(execute, jobs) for r in got]
 with open(out / "faults.jsonl", "w") as f:
     for r in rows:
         f.write(json.dumps(r) + "\n")
@@ -183,7 +189,7 @@ print()
 agg = defaultdict(lambda: defaultdict(lambda: [0, 0]))
 trials = defaultdict(lambda: {"faulty": 0, "significant": 0, "corrected_sig": 0, "clean": 0, "false": 0, "bad_out": 0})
 for r in faults:
-    lv = level(r) if "protection" in r else r["kernel"]
+    lv = level(r) if "protection" in r else r.get("kernel", "?")
     t = r.get("test", "?")
     if t.startswith("trials"):
         s = trials[lv]
