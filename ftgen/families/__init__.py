@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util  # noqa: F401
 
 from .base import Family
 
@@ -23,12 +24,12 @@ def names() -> list[str]:
 
 
 def _available(name: str) -> bool:
-    mod, _ = _REGISTRY[name]
+    """A family is offered when its module imports and defines its class."""
+    mod, cls = _REGISTRY[name]
     try:
-        importlib.util.find_spec(mod, __name__)
-    except ModuleNotFoundError:
+        return hasattr(importlib.import_module(mod, __name__), cls)
+    except ImportError:
         return False
-    return importlib.util.find_spec(mod, __name__) is not None
 
 
 def get(name: str) -> Family:

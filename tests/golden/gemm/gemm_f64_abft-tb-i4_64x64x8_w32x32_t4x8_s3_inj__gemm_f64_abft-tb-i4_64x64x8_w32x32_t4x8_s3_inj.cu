@@ -608,7 +608,7 @@ __global__ void enc_kernel(const T* __restrict__ B, int ldb, int n, int k, int k
   T sum = 0, sw = 0, s2 = 0;
   if (kk < k) {
     const T* row = B + static_cast<size_t>(kk) * ldb + static_cast<size_t>(s) * STRIP;
-    const int cols = min(STRIP, n - s * STRIP);
+    const int cols = max(0, min(STRIP, n - s * STRIP));
     for (int j = lane; j < cols; j += 32) {
       const T b = row[j];
       sum += b;
@@ -803,7 +803,7 @@ bool is_aligned(const ftgen_gemm_problem* p) {
 // the workspace once after allocating it).
 static size_t flags_offset(int n, int k) {
   const size_t kpad = static_cast<size_t>((k + KT - 1) / KT) * KT;
-  const size_t strips = static_cast<size_t>((n + STRIP - 1) / STRIP);
+  const size_t strips = static_cast<size_t>((n + NT - 1) / NT) * ESTRIPS;  // every strip of every block column
   return (strips * kpad * 4 * sizeof(T) + 255) / 256 * 256;
 }
 
@@ -837,7 +837,7 @@ extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftge
   kp.kpad = (p->k + KT - 1) / KT * KT;
   kp.enc = reinterpret_cast<const T*>(ws);
   {
-    const int strips = (p->n + STRIP - 1) / STRIP;
+    const int strips = (p->n + NT - 1) / NT * ESTRIPS;  // strips past n (warp level, last block column) are zero
     const long long warps = static_cast<long long>(kp.kpad) * strips;
     enc_kernel<<<static_cast<unsigned>((warps * 32 + 255) / 256), 256, 0, stream>>>(kp.B, p->ldb, p->n, p->k, kp.kpad,
                                                                                    strips, reinterpret_cast<T*>(ws));
