@@ -233,10 +233,10 @@ struct Verifier {
   }
 };
 
-static double to_double(float x) { return x; }
-static double to_double(double x) { return x; }
-static double to_double(__half x) { return __half2float(x); }
-static double to_double(__nv_bfloat16 x) { return __bfloat162float(x); }
+inline double to_double(float x) { return x; }
+inline double to_double(double x) { return x; }
+inline double to_double(__half x) { return __half2float(x); }
+inline double to_double(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 static std::vector<double> download_out(const T* p, size_t n) {
   std::vector<T> h(n);
@@ -313,16 +313,6 @@ static void fill_inputs(Problem& P, unsigned long long seed, int dist) {
   ftgen::fill_random(P.A.ptr, P.A.count, seed * 3 + 1, dist);
   ftgen::fill_random(P.B.ptr, P.B.count, seed * 3 + 2, dist);
   ftgen::fill_random(P.C.ptr, P.C.count, seed * 3 + 3, dist);
-}
-
-static std::string counters_json(const ftgen::FtCounters& c) {
-  return ftgen::Json()
-      .integer("injected", static_cast<long long>(c.injected))
-      .integer("detected", static_cast<long long>(c.detected))
-      .integer("corrected", static_cast<long long>(c.corrected))
-      .integer("uncorrectable", static_cast<long long>(c.uncorrectable))
-      .integer("recomputed", static_cast<long long>(c.recomputed))
-      .str();
 }
 
 // ---- normal mode: verify (with and without faults), time --------------------------------------------
