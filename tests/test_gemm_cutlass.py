@@ -108,6 +108,7 @@ def test_default_parameters_fit_every_precision_and_level():
         ({"align": 8}, "cp.async moves 32 to 128 bits"),
         ({"precision": "fp16", "align": 1}, "cp.async moves 32 to 128 bits"),
         ({"stages": 8, "tb_m": 256}, "bytes of shared memory"),
+        ({"stages": 2}, "needs at least 3 stages"),
         ({"level": "threadblock", "tb_m": 128, "tb_n": 128, "warp_m": 64, "warp_n": 64}, "three accumulator sets"),
         ({"level": "kernel", "interval": 4}, "interval does not apply to tmr kernel"),
         ({"coop_teams": 3}, "coop_teams applies to tmr cooperative only"),

@@ -242,6 +242,8 @@ def constraints(v: Variant) -> list[str]:
             f"warp_k/inst_k = {g.warp[2]}/{g.inst[2]} must be an even number >= 2 (the multistage mainloop "
             f"double-buffers warp fragments)"
         )
+    if g.stages < 3:
+        r.append(f"stages={g.stages}: the cp.async multistage mainloop needs at least 3 stages")
     if r:
         return r
     if g.threads > 1024:
