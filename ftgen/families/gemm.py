@@ -76,6 +76,18 @@ def _cutlass_backend():
         raise
 
 
+def _either(a: Param, b: Param) -> Param:
+    """A parameter two backends share: valid when valid for either (each backend re-checks)."""
+    choices = tuple(dict.fromkeys((a.choices or ()) + (b.choices or ()))) if a.choices and b.choices else None
+
+    def check(v, a=a, b=b):
+        ra, rb = a.validate(v), b.validate(v)
+        return None if ra is None or rb is None else ra
+
+    return Param(a.name, a.type, a.default, f"{a.doc} (SIMT) / {b.doc} (CUTLASS)", None, check if not choices else None) if not choices else Param(
+        a.name, a.type, a.default, f"{a.doc} (SIMT) / {b.doc} (CUTLASS)", choices, None)
+
+
 class SimtGeometry:
     """Derived quantities of a SIMT variant, shared by constraints and templates."""
 
@@ -148,14 +160,21 @@ class GemmFamily(Family):
         if self.backend(precision, protection, {}) == "simt":
             return SIMT_PARAMS
         mod = self._cutlass()
-        return mod.PARAMS if mod else SIMT_PARAMS
+        if mod is None:
+            return SIMT_PARAMS
+        return mod.param_defs(precision, protection) if hasattr(mod, "param_defs") else mod.PARAMS
 
     def all_param_defs(self) -> dict[str, Param]:
+        """Every parameter of both backends. A name both use (stages) is accepted when either backend
+        accepts the value; the backend's own constraints then judge it for its variants."""
         out = {p.name: p for p in SIMT_PARAMS}
         mod = self._cutlass()
         if mod:
             for p in mod.PARAMS:
-                out.setdefault(p.name, p)
+                if p.name in out and out[p.name] is not p:
+                    out[p.name] = _either(out[p.name], p)
+                else:
+                    out.setdefault(p.name, p)
         return out
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
@@ -192,6 +211,8 @@ class GemmFamily(Family):
                 f"a warp tile of {g.MW}x{g.NW} with thread tiles {g.mt}x{g.nt} has {g.TM * g.TN} threads, not 32 "
                 f"((m_w/m_t)*(n_w/n_t) must be 32)"
             )
+        if g.stages not in (2, 3, 4, 5, 6):
+            r.append(f"stages={g.stages}: the SIMT kernels take 2 (register staging) to 6 (cp.async)")
         if g.threads > 1024:
             r.append(f"{g.threads} threads per block (more than 1024)")
         if g.smem_bytes > MAX_SMEM:
@@ -224,8 +245,8 @@ class GemmFamily(Family):
             "simt: threads per block = (m_tb/m_w)*(n_tb/n_w)*32 <= 1024",
             "simt: shared memory 2*k_tb*(m_tb+pad+n_tb)*sizeof(T) <= 48 KiB",
             "simt: estimated registers per thread <= 255; A and B tiles split evenly over the threads",
-            "layouts: A, B, C row-major (others rejected)",
-        ]
+            "simt layouts: A, B, C row-major",
+        ] + list(getattr(self._cutlass(), "CONSTRAINT_DOCS", []))
 
     # ---- names ----------------------------------------------------------------------------
     def kernel_name(self, v: Variant) -> str:
