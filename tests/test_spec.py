@@ -74,6 +74,7 @@ def test_protection_levels_sweep_in_one_spec():
         ("name: t\nfamily: gemm\nprotection: {scheme: abft, threshold: -1}\n", "protection.threshold", "must be positive"),
         ("name: t\nfamily: gemm\nprotection: {scheme: parity}\n", "protection.scheme", "not a scheme"),
         ("name: t\nfamily: kmeans\n", "family", "planned but not implemented"),
+        ("name: t\nfamily: gemm\nprecision: tf32\nprotection: {scheme: abft}\n", "params", "abft is implemented for the SIMT backend"),
         ("- just a list\n", "specs/x.yaml", "must be a YAML mapping"),
     ],
 )
