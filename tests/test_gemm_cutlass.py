@@ -114,6 +114,7 @@ def test_default_parameters_fit_every_precision_and_level():
         ({"coop_teams": 3}, "coop_teams applies to tmr cooperative only"),
         ({"level": "cooperative", "coop_teams": 500}, "co-resident threadblocks"),
         ({"tb_m": 256, "tb_n": 256}, "do not fit one SM's"),
+        ({"tb_m": 64, "tb_n": 64, "tb_k": 64, "warp_m": 32, "warp_n": 32, "warp_k": 64}, "at most 128 bytes along k"),
     ],
 )
 def test_constraint_reasons(kw, expect):

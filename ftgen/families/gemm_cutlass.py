@@ -24,10 +24,12 @@ leading dimension is odd are first copied into a zero-padded workspace buffer).
 TMR levels (``protection: {scheme: tmr, level: ...}``); votes compare bit patterns (the three
 copies execute identical instructions, so fault-free copies are bitwise equal):
 
-* ``kernel`` — three launches of the kernel on three streams (copy 0 on the caller's stream)
-  writing three outputs, then one fused vote kernel that compares them element-wise, writes the
-  majority and counts; elements where all three differ are recomputed by one more launch (a
-  no-op grid when nothing is flagged) that computes the tile three times and votes again.
+* ``kernel`` — three launches of the kernel on three streams (copy 0 on the caller's stream, writing
+  C itself when beta == 0) writing three outputs; each copy's block counts its tile as done, and the
+  last of the three copies of a tile votes that tile element-wise (writes C only where copy 0 is not
+  the majority, counts) -- no separate pass over the outputs; elements where all three differ are
+  recomputed by one more launch after the three (a no-op grid when nothing is flagged) that computes
+  the tile three times and votes again. Without injection the copies run CUTLASS's own kernel code.
 * ``threadblock`` — one threadblock holds three accumulator sets fed by the same shared-memory
   tiles (loads are not tripled); every ``interval`` k-iterations (and at the end) the copies are
   voted in registers and the minority copy is repaired, so later k-steps build on the right value.
@@ -39,9 +41,11 @@ copies execute identical instructions, so fault-free copies are bitwise equal):
 * ``cooperative`` — the three copies of a tile run in three threadblocks of one cooperative launch
   that are placed on three different SMs (the grid is co-resident; each block reads its SM id,
   blocks are ranked by SM id and a team takes ranks t, t+T, t+2T, which cannot share an SM); at
-  each checkpoint the copies exchange their accumulators through global memory (double-buffered
-  slots, one barrier among the team's three blocks per checkpoint, ordered by the cooperative
-  launch's co-residency) and every copy votes and repairs itself; the tiles are looped over by
+  each checkpoint the copies exchange 16-byte per-thread digests of their accumulators (four FNV-1a
+  chains: any single differing element changes the digest) through global memory (double-buffered
+  slots, one barrier among the team's three blocks, ordered by the cooperative launch's
+  co-residency); on a mismatch they exchange the accumulators themselves (one more barrier) and
+  every copy votes and repairs itself; the tiles are looped over by
   ``T`` teams (``coop_teams``: 0 = as many as fit co-resident). The SM id of every copy is recorded.
 
 Kernel names (every parameter is encoded)::
@@ -262,6 +266,16 @@ def constraints(v: Variant) -> list[str]:
                 r.append(
                     f"the {rows}x{cols} {name} tile does not split into {g.threads} threads x {al}-element accesses"
                 )
+    # k-contiguous operands (A row-major, B column-major) use CUTLASS's crosswise shared-memory layouts,
+    # whose k extent is at most one 128-byte shared-memory line (static assertion in
+    # cutlass/layout/tensor_op_multiplicand_sm75.h): tf32 tb_k <= 32, fp16/bf16 tb_k <= 64
+    crosswise = [n for n, k_major in (("A", g.layout_a == "row"), ("B", g.layout_b == "col")) if k_major]
+    if crosswise and g.tb[2] * g.elem_bytes > 128:
+        r.append(
+            f"tb_k={g.tb[2]} x {g.elem_bytes}-byte elements = {g.tb[2] * g.elem_bytes} bytes: the k-contiguous "
+            f"{' and '.join(crosswise)} tile{'s' if len(crosswise) > 1 else ''} (crosswise shared-memory layout) "
+            f"{'allow' if len(crosswise) > 1 else 'allows'} at most 128 bytes along k; use tb_k <= {128 // g.elem_bytes}"
+        )
     archs = list(v.arch) or ["sm_90"]
     smem_limit = min(SMEM_PER_BLOCK[a] for a in archs)
     if g.smem_bytes > smem_limit:
@@ -303,6 +317,7 @@ CONSTRAINT_DOCS = [
     "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4; warp_k/inst_k even and >= 2",
     "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
     "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
+    "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
     "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
     "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
 ]

@@ -9,10 +9,11 @@
 //
 //   level        | copies                                   | vote
 //   -------------+------------------------------------------+----------------------------------------
-//   kernel       | 3 launches on 3 streams                  | vote_outputs_kernel (+ recompute_kernel)
+//   kernel       | 3 launches on 3 streams                  | the last copy of a tile to finish (+ recompute_kernel)
 //   threadblock  | 3 accumulator sets in one threadblock    | registers, every `interval` k-iterations
 //   multikernel  | 1 launch per k-chunk per copy            | vote_states_kernel between chunks, then as kernel
-//   cooperative  | 3 threadblocks on 3 SMs (cooperative)    | through global memory at team barriers
+//   cooperative  | 3 threadblocks on 3 SMs (cooperative)    | digests, then (on a mismatch) accumulators
+//                |                                          | through global memory at team barriers
 //
 // Votes compare bit patterns: fault-free copies run identical instructions on identical data. The
 // compiler must not merge the three copies of the threadblock level, so each copy's accumulators
@@ -628,6 +629,163 @@ CUTLASS_DEVICE void epilogue(typename K::Epilogue::SharedStorage& smem, typename
   ep(output_op, iterator_D, acc, iterator_C);
 }
 
+// ---- kernel level: the vote of one tile by the last of its three copies to finish ---------------
+// Every copy kernel, after writing its tile, counts itself in `arrive[tile]` (release: fence after the
+// block barrier, as in a grid barrier); the block that brings the count to 3 (acquire: fence after the
+// atomic) reads the three outputs of the tile, votes, and writes C only where copy 0 (C itself when
+// beta == 0) is not the majority. No separate vote pass over the whole output: the reads are spread
+// over the copies' run time and each tile is read once, right after its last copy wrote it.
+template <class T>
+struct TileVote {
+  const T* src0;  // copy 0: C itself when beta == 0 (copy 0 wrote it), else D0
+  long long ld0;
+  const T* d1;
+  const T* d2;
+  long long ldw;
+  T* dst;  // C
+  long long ldc;
+  int m, n, tiles_n;
+  int write_all;  // dst != src0: every element is written
+  int correct;
+  int vec;        // 16-byte accesses (N, leading dimensions and pointers allow them)
+  unsigned* arrive;  // per tile: copies finished (zeroed before the launches)
+  int* flags;        // per tile: 1 when some element has three different values (recompute_kernel)
+  int* list;
+  int* list_count;
+  ftgen::FtCounters* counters;
+  const int* fault_by_block;  // measurement mode: which copy to output
+};
+
+CUTLASS_DEVICE void flag_tile(int* flags, int* list, int* list_count, int tile, int kind) {
+  if (atomicCAS(flags + tile, 0, kind) == 0) list[atomicAdd(list_count, 1)] = tile;
+}
+
+// Vote the V elements of one access (a: copy 0, b: copy 1, c: copy 2) and write what must change.
+template <class T, int V>
+CUTLASS_DEVICE void vote_access(TileVote<T> const& v, Bits<T> const (&a)[V], Bits<T> const (&b)[V], Bits<T> const (&c)[V], T* dst,
+                                int tile, Tally& tally) {
+  using U = Bits<T>;
+  U d = 0;
+  CUTLASS_PRAGMA_UNROLL
+  for (int j = 0; j < V; ++j) d |= (a[j] ^ b[j]) | (a[j] ^ c[j]);
+  if (d == 0) {
+    if (v.write_all) {
+      if constexpr (V > 1) {
+        uint4 va;
+        memcpy(&va, a, 16);
+        *reinterpret_cast<uint4*>(dst) = va;
+      } else {
+        dst[0] = from_bits<T>(a[0]);
+      }
+    }
+    return;
+  }
+  int oc = 0;
+#if FTGEN_TMR_INJECT
+  if (!v.correct) oc = uncorrected_copy(v, tile);
+#endif
+  CUTLASS_PRAGMA_UNROLL
+  for (int j = 0; j < V; ++j) {
+    U maj;
+    const int st = vote_element(a[j], b[j], c[j], maj);
+    U out = maj;
+    if (st != kAgree) {
+      ++tally.detected;
+      if (st == kUncorrectable) {
+        ++tally.uncorrectable;
+        if (v.correct) {
+          flag_tile(v.flags, v.list, v.list_count, tile, 1);
+          continue;  // left for the recompute launch (dst keeps copy 0 / the source)
+        }
+      } else {
+        ++tally.corrected;
+      }
+    }
+    if (!v.correct) out = oc == 1 ? b[j] : oc == 2 ? c[j] : a[j];
+    if (v.write_all || out != a[j]) dst[j] = from_bits<T>(out);
+  }
+}
+
+// Called by every block of a copy kernel after its tile's output is written (block-uniform).
+template <class K, int kThreads>
+CUTLASS_DEVICE void vote_tile_if_last(TileVote<typename K::ElementC> const& v, int tm, int tn) {
+  using T = typename K::ElementC;
+  using U = Bits<T>;
+  constexpr int kTM = K::Shape::kM, kTN = K::Shape::kN;
+  constexpr int kBatch = 8;  // accesses in flight per thread and copy (loads are issued before any store)
+  const int tid = threadIdx.x;
+  const int tile = tm * v.tiles_n + tn;
+  __syncthreads();  // the whole block's output stores precede the arrival
+  unsigned prev = 0;
+  if (tid == 0) {
+    __threadfence();
+    prev = atomicAdd(v.arrive + tile, 1u);
+    if (prev == kCopies - 1) __threadfence();
+  }
+  if (!__syncthreads_or(tid == 0 && prev == kCopies - 1)) return;
+  const int r0 = tm * kTM, c0 = tn * kTN;
+  const int rows = min(kTM, v.m - r0), cols = min(kTN, v.n - c0);
+  Tally tally;
+  if (v.vec) {
+    constexpr int V = 16 / int(sizeof(T));
+    static_assert(kTN % V == 0, "tile columns in 16-byte accesses");
+    constexpr int kPerRow = kTN / V, kAccesses = kTM * kPerRow;
+    for (int base = 0; base < kAccesses; base += kBatch * kThreads) {
+      uint4 va[kBatch], vb[kBatch], vc[kBatch];
+      bool in[kBatch];
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kBatch; ++j) {
+        const int i = base + j * kThreads + tid;
+        const int r = i / kPerRow, cc = (i % kPerRow) * V;
+        in[j] = i < kAccesses && r < rows && cc < cols;
+        if (in[j]) {
+          const long long gr = r0 + r, gc = c0 + cc;
+          va[j] = __ldcg(reinterpret_cast<const uint4*>(v.src0 + gr * v.ld0 + gc));
+          vb[j] = __ldcg(reinterpret_cast<const uint4*>(v.d1 + gr * v.ldw + gc));
+          vc[j] = __ldcg(reinterpret_cast<const uint4*>(v.d2 + gr * v.ldw + gc));
+        }
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kBatch; ++j) {
+        if (!in[j]) continue;
+        const int i = base + j * kThreads + tid;
+        const long long gr = r0 + i / kPerRow, gc = c0 + (i % kPerRow) * V;
+        U a[V], b[V], c[V];
+        memcpy(a, &va[j], 16);
+        memcpy(b, &vb[j], 16);
+        memcpy(c, &vc[j], 16);
+        vote_access<T, V>(v, a, b, c, v.dst + gr * v.ldc + gc, tile, tally);
+      }
+    }
+  } else {
+    constexpr int kAccesses = kTM * kTN;
+    for (int base = 0; base < kAccesses; base += kBatch * kThreads) {
+      U va[kBatch][1], vb[kBatch][1], vc[kBatch][1];
+      bool in[kBatch];
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kBatch; ++j) {
+        const int i = base + j * kThreads + tid;
+        const int r = i / kTN, cc = i % kTN;
+        in[j] = i < kAccesses && r < rows && cc < cols;
+        if (in[j]) {
+          const long long gr = r0 + r, gc = c0 + cc;
+          va[j][0] = ldcg_bits(v.src0 + gr * v.ld0 + gc);
+          vb[j][0] = ldcg_bits(v.d1 + gr * v.ldw + gc);
+          vc[j][0] = ldcg_bits(v.d2 + gr * v.ldw + gc);
+        }
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kBatch; ++j) {
+        if (!in[j]) continue;
+        const int i = base + j * kThreads + tid;
+        const long long gr = r0 + i / kTN, gc = c0 + i % kTN;
+        vote_access<T, 1>(v, va[j], vb[j], vc[j], v.dst + gr * v.ldc + gc, tile, tally);
+      }
+    }
+  }
+  tally.flush(v.counters);
+}
+
 // ==============================================================================================
 // Kernels
 // ==============================================================================================
@@ -644,6 +802,7 @@ struct CopyParams {
   typename K::ElementAcc* state;  // tiles x kTileElems (multikernel)
   typename K::OutParams params_D;
   typename K::ElementC* ptr_D;
+  TileVote<typename K::ElementC> vote;  // kernel level (kState = false): the last copy of a tile votes it
 };
 
 template <class K, bool kInject, bool kState, cutlass::gemm::SharedMemoryClearOption kClear>
@@ -680,6 +839,23 @@ __global__ void __launch_bounds__(K::kThreads) copy_kernel(CopyParams<K> p) {
   } else {
     store_frag<K>(p.state + size_t(tile) * K::kTileElems, acc[0], tid);
   }
+  if constexpr (!kState) vote_tile_if_last<K, K::kThreads>(p.vote, tc.m(), tc.n());
+}
+
+// ---- kernel level without injection: CUTLASS's own kernel (cutlass::Kernel<GemmKernel>, the same
+// code as the unprotected variant), then the tile vote of the last copy to finish.
+template <class K>
+__global__ void cutlass_copy_kernel(typename K::GemmParams params, TileVote<typename K::ElementC> vote) {
+  extern __shared__ int SharedStorageBase[];
+  auto* shared_storage = reinterpret_cast<typename K::GemmKernel::SharedStorage*>(SharedStorageBase);
+  {
+    typename K::GemmKernel op;
+    op(params, *shared_storage);
+  }
+  typename K::Swizzle swizzle;
+  const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(params.swizzle_log_tile);
+  if (tc.m() >= params.grid_tiled_shape.m() || tc.n() >= params.grid_tiled_shape.n()) return;  // block-uniform
+  vote_tile_if_last<K, K::kThreads>(vote, tc.m(), tc.n());
 }
 
 // ---- threadblock level: three accumulator sets in one threadblock ------------------------------
@@ -763,8 +939,26 @@ struct CoopParams {
   unsigned* team_ctr;                // [3T] barrier counters (team t uses team_ctr[t])
   int* role_smid;                    // [3T] SM id of (team, copy): role_smid[team * 3 + copy]
   int* teams_used;                   // [1] T of this launch (for the host-side SM report)
-  typename K::ElementAcc* slots;     // [T][3][2][kTileElems] exchange slots
+  typename K::ElementAcc* slots;     // [T][3][2][kTileElems] exchange slots (accumulators, on a digest mismatch)
+  uint4* digests;                    // [T][3][2][kThreads] exchange slots (per-thread digests, every checkpoint)
 };
+
+// Digest of one thread's accumulators: four FNV-1a chains over the 32-bit words (word i feeds chain
+// i % 4). Each step x -> (x ^ w) * p (p odd) is a bijection of the chain state for a given word, so
+// copies that differ in any single element always have different digests (and agreeing copies always
+// have equal ones); a mismatch triggers the full exchange and the element-wise vote. 2 instructions
+// per word, and the four chains are independent (no long dependency chain).
+template <class Frag>
+CUTLASS_DEVICE uint4 digest(Frag const& f) {
+  constexpr int kWords = int(sizeof(Frag)) / 4;
+  static_assert(int(sizeof(Frag)) % 16 == 0, "whole 16-byte vectors");
+  uint32_t w[kWords];
+  memcpy(w, &f, sizeof(Frag));
+  uint32_t h[4] = {2166136261u, 2166136261u ^ 1u, 2166136261u ^ 2u, 2166136261u ^ 3u};
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < kWords; ++i) h[i % 4] = (h[i % 4] ^ w[i]) * 16777619u;
+  return make_uint4(h[0], h[1], h[2], h[3]);
+}
 
 CUTLASS_DEVICE void team_barrier(unsigned* ctr, unsigned target) {
   __syncthreads();
@@ -860,26 +1054,32 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
       auto slot = [&](int c, unsigned buf) {
         return p.slots + ((size_t(cs.team) * kCopies + c) * 2 + buf) * size_t(K::kTileElems);
       };
-      // Publish this copy's accumulators, wait for the team, compare with the two other copies.
-      // Returns (block-uniformly) whether any element differs; the same in all three blocks.
+      auto dslot = [&](int c, unsigned buf) { return p.digests + ((size_t(cs.team) * kCopies + c) * 2 + buf) * size_t(K::kThreads); };
+      // Publish this copy's per-thread digests (16 bytes per thread, not the accumulators), wait for
+      // the team, compare with the two other copies. Returns (block-uniformly) whether some copy
+      // differs: the same in all three blocks (a copy that equals both others makes all three equal).
+      // Slots are double-buffered by the parity of the team's barrier count (a block reuses a slot
+      // only after the whole team has passed the next barrier, i.e. finished reading it).
       auto exchange = [&](Frag const& a) {
         const unsigned b = cs.barriers, buf = b & 1u;
         const int copy = cs.copy;
-        store_frag<K>(slot(copy, buf), a, tid);
+        const uint4 own = digest(a);
+        dslot(copy, buf)[tid] = own;
         team_barrier(p.team_ctr + cs.team, kCopies * (b + 1));
         if (tid == 0) cs.barriers = b + 1;  // read again only after the __syncthreads_or below
-        uint4 const* s1 = reinterpret_cast<uint4 const*>(slot((copy + 1) % kCopies, buf));
-        uint4 const* s2 = reinterpret_cast<uint4 const*>(slot((copy + 2) % kCopies, buf));
-        unsigned d = 0;
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < K::kAccElems / K::kVec; ++i) {
-          uint4 own;
-          memcpy(&own, &a[i * K::kVec], 16);
-          const uint4 x = __ldcg(s1 + i * K::kThreads + tid), y = __ldcg(s2 + i * K::kThreads + tid);
-          d |= (own.x ^ x.x) | (own.y ^ x.y) | (own.z ^ x.z) | (own.w ^ x.w) | (own.x ^ y.x) | (own.y ^ y.y) | (own.z ^ y.z) |
-               (own.w ^ y.w);
-        }
+        const uint4 x = __ldcg(dslot((copy + 1) % kCopies, buf) + tid), y = __ldcg(dslot((copy + 2) % kCopies, buf) + tid);
+        const unsigned d = (own.x ^ x.x) | (own.y ^ x.y) | (own.z ^ x.z) | (own.w ^ x.w) | (own.x ^ y.x) | (own.y ^ y.y) |
+                           (own.z ^ y.z) | (own.w ^ y.w);
         return __syncthreads_or(d != 0) != 0;
+      };
+      // After a digest mismatch (all three blocks take this branch): publish the accumulators, one
+      // more team barrier, then `vote` reads the two other copies from the slots of this barrier.
+      auto publish = [&](Frag const& a) {
+        const unsigned b = cs.barriers, buf = b & 1u;
+        store_frag<K>(slot(cs.copy, buf), a, tid);
+        team_barrier(p.team_ctr + cs.team, kCopies * (b + 1));
+        if (tid == 0) cs.barriers = b + 1;
+        __syncthreads();  // cs.barriers is read by vote
       };
       // Vote every element with the two other copies of the last exchange; repair this copy.
       auto vote = [&](Frag& a) {
@@ -932,7 +1132,10 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
               if (inject_now && cs.pend_step == it && p.t.faults[cs.pend_idx].thread == tid)
                 apply_fault<K>(p.t, a[0], cs.pend_idx, cs.lin, cs.copy, cs.tm, cs.tn);
             }
-            if (checkpoint && exchange(a[0])) vote(a[0]);
+            if (checkpoint && exchange(a[0])) {
+              publish(a[0]);
+              vote(a[0]);
+            }
           });
       // the three blocks decide identically (same values), so their barrier sequences stay aligned
       const bool redo = __syncthreads_or(cs.unc) != 0;
@@ -967,10 +1170,6 @@ struct OutVoteParams {
   ftgen::FtCounters* counters;
   const int* fault_by_block;  // measurement mode: which copy to output
 };
-
-CUTLASS_DEVICE void flag_tile(int* flags, int* list, int* list_count, int tile, int kind) {
-  if (atomicCAS(flags + tile, 0, kind) == 0) list[atomicAdd(list_count, 1)] = tile;
-}
 
 // Work order: strips of 32 vectors (one warp-wide row segment), the last strip first. CUTLASS's
 // identity swizzles finish the right-most tile columns last, so the vote reads the most recently
@@ -1303,7 +1502,7 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, total = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
 };
@@ -1395,9 +1594,23 @@ struct Runner {
     return cudaGetLastError();
   }
 
+  // -- kernel level without injection: CUTLASS's kernel with the tile vote appended
+  static cudaError_t launch_cutlass_vote(const Prepared& q, EC* D, long long ldd, TileVote<EC> const& vote, cudaStream_t s) {
+    auto kernel = cutlass_copy_kernel<K>;
+    static bool attr = false;
+    if (!attr) {
+      cudaError_t e = set_smem(kernel, kSmemCutlass);
+      if (e != cudaSuccess) return e;
+      attr = true;
+    }
+    typename K::GemmParams gp = gemm_params(q, D, ldd);
+    kernel<<<grid_of(q), dim3(K::kThreads), kSmemCutlass, s>>>(gp, vote);
+    return cudaGetLastError();
+  }
+
   template <bool kState, cutlass::gemm::SharedMemoryClearOption kClear>
   static cudaError_t launch_copy(const Prepared& q, int copy, int k_begin, int k_count, Acc* state, EC* D, long long ldd,
-                                 cudaStream_t s) {
+                                 cudaStream_t s, TileVote<EC> const* vote = nullptr) {
     auto kernel = copy_kernel<K, kInject, kState, kClear>;
     const int smem = kClear == cutlass::gemm::SharedMemoryClearOption::kZfill ? kSmemZfill : kSmemCopy;
     static bool attr = false;
@@ -1416,6 +1629,8 @@ struct Runner {
     cp.state = state;
     cp.params_D = typename K::OutParams(cutlass::layout::RowMajor(ldd));
     cp.ptr_D = D;
+    if (vote) cp.vote = *vote;
+    else std::memset(&cp.vote, 0, sizeof(cp.vote));
     kernel<<<grid_of(q), dim3(K::kThreads), smem, s>>>(cp);
     return cudaGetLastError();
   }
@@ -1426,7 +1641,41 @@ struct Runner {
   }
   static long long out_ld(const Prepared& q, int c) { return (c == 0 && q.beta == 0.0) ? q.ldc : q.lay.ldw; }
 
+  // ctl: [list count][flags: tiles][list: tiles][arrivals: tiles] (arrivals: kernel level only)
   static int* ctl(const Prepared& q) { return reinterpret_cast<int*>(q.ws + q.lay.ctl); }
+
+  // Whether the output votes can use 16-byte accesses.
+  static bool vote_vec(const Prepared& q) {
+    constexpr int V = 16 / int(sizeof(EC));
+    return K::Shape::kN % V == 0 && q.n % V == 0 && out_ld(q, 0) % V == 0 && q.lay.ldw % V == 0 && q.ldc % V == 0 &&
+           aligned_ptr<EC>(out_ptr(q, 0), V) && aligned_ptr<EC>(q.C, V) && aligned_ptr<EC>(out_ptr(q, 1), V) &&
+           aligned_ptr<EC>(out_ptr(q, 2), V);
+  }
+
+  static TileVote<EC> tile_vote(const Prepared& q) {
+    const int tiles = q.lay.tiles_m * q.lay.tiles_n;
+    TileVote<EC> v;
+    v.src0 = out_ptr(q, 0);
+    v.ld0 = out_ld(q, 0);
+    v.d1 = out_ptr(q, 1);
+    v.d2 = out_ptr(q, 2);
+    v.ldw = q.lay.ldw;
+    v.dst = static_cast<EC*>(q.C);
+    v.ldc = q.ldc;
+    v.m = q.m;
+    v.n = q.n;
+    v.tiles_n = q.lay.tiles_n;
+    v.write_all = q.beta != 0.0;
+    v.correct = q.correct;
+    v.vec = vote_vec(q) ? 1 : 0;
+    v.list_count = ctl(q);
+    v.flags = ctl(q) + 1;
+    v.list = ctl(q) + 1 + tiles;
+    v.arrive = reinterpret_cast<unsigned*>(ctl(q) + 1 + 2 * tiles);
+    v.counters = q.counters;
+    v.fault_by_block = kInject ? q.fault_by_block : nullptr;
+    return v;
+  }
 
   static cudaError_t vote_and_recompute(const Prepared& q, bool poison, cudaStream_t s) {
     DeviceProps dp;
@@ -1456,8 +1705,7 @@ struct Runner {
     vp.counters = q.counters;
     vp.fault_by_block = kInject ? q.fault_by_block : nullptr;
     constexpr int V = 16 / int(sizeof(EC));
-    const bool vec = K::Shape::kN % V == 0 && q.n % V == 0 && vp.ld0 % V == 0 && vp.ldw % V == 0 && vp.ldc % V == 0 &&
-                     aligned_ptr<EC>(vp.src0, V) && aligned_ptr<EC>(vp.dst, V);
+    const bool vec = vote_vec(q);
     const long long work = static_cast<long long>(q.m) * (((vec ? q.n / V : q.n) + 31) / 32) * 32;
     const int blocks = static_cast<int>(std::min<long long>((work + 255) / 256, 8ll * dp.sms));
     if (vec) {
@@ -1468,8 +1716,19 @@ struct Runner {
       else vote_outputs_kernel<EC, 1, false><<<blocks, 256, 0, s>>>(vp);
     }
     e = cudaGetLastError();
-    if (e != cudaSuccess || !q.correct) return e;
-    // recompute whatever the votes flagged (a grid of early exits when nothing is)
+    if (e != cudaSuccess) return e;
+    return recompute(q, s);
+  }
+
+  // Recompute whatever the votes flagged (a grid of early exits when nothing is).
+  static cudaError_t recompute(const Prepared& q, cudaStream_t s) {
+    if (!q.correct) return cudaSuccess;
+    DeviceProps dp;
+    cudaError_t e = device_props(dp);
+    if (e != cudaSuccess) return e;
+    const int tiles = q.lay.tiles_m * q.lay.tiles_n;
+    int* flags = ctl(q) + 1;
+    int* list = flags + tiles;
     auto kernel = recompute_kernel<K>;
     static bool attr = false;
     if (!attr) {
@@ -1492,22 +1751,26 @@ struct Runner {
     return cudaGetLastError();
   }
 
+  // Three copies on three streams (copy 0 on the caller's), each launched right after the fork; the
+  // last copy of each tile votes it (no separate vote pass); the caller's stream then waits for the
+  // two others only before the recompute launch (a no-op grid unless a tile was flagged).
   static cudaError_t run_kernel_level(const Prepared& q, cudaStream_t s) {
     Streams* st = nullptr;
     cudaError_t e = streams(st);
-    if (e == cudaSuccess) e = cudaMemsetAsync(ctl(q), 0, sizeof(int) * (1 + 2 * size_t(q.lay.tiles_m) * q.lay.tiles_n), s);
+    if (e == cudaSuccess) e = cudaMemsetAsync(ctl(q), 0, sizeof(int) * (1 + 3 * size_t(q.lay.tiles_m) * q.lay.tiles_n), s);
     if (e == cudaSuccess) e = fork(*st, s);
+    const TileVote<EC> vote = tile_vote(q);
     for (int c = 0; c < kCopies && e == cudaSuccess; ++c) {
       cudaStream_t sc = c == 0 ? s : st->s[c - 1];
       if constexpr (kInject) {
         e = launch_copy<false, cutlass::gemm::SharedMemoryClearOption::kNone>(q, c, 0, q.lay.total_k, nullptr, out_ptr(q, c),
-                                                                               out_ld(q, c), sc);
+                                                                               out_ld(q, c), sc, &vote);
       } else {
-        e = launch_cutlass(q, out_ptr(q, c), out_ld(q, c), sc);
+        e = launch_cutlass_vote(q, out_ptr(q, c), out_ld(q, c), vote, sc);
       }
     }
     if (e == cudaSuccess) e = join(*st, s);
-    if (e == cudaSuccess) e = vote_and_recompute(q, false, s);
+    if (e == cudaSuccess) e = recompute(q, s);
     return e;
   }
 
@@ -1605,6 +1868,7 @@ struct Runner {
     cp.role_smid = reinterpret_cast<int*>(q.ws + q.lay.coop_role);
     cp.teams_used = reinterpret_cast<int*>(q.ws + q.lay.coop_meta);
     cp.slots = reinterpret_cast<Acc*>(q.ws + q.lay.coop_slots);
+    cp.digests = reinterpret_cast<uint4*>(q.ws + q.lay.coop_digests);
     void* args[] = {&cp};
     cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(kCopies * cp.teams), dim3(K::kThreads), args,
                                                 kSmemZfill, s);
@@ -1665,7 +1929,7 @@ struct Launcher {
     }
     L.ldw = static_cast<long long>(round_up(n, 16));
     if (kLevel == kLevelKernel || kLevel == kLevelMultikernel) {
-      L.ctl = take(sizeof(int) * (1 + 2 * tiles));
+      L.ctl = take(sizeof(int) * (1 + 3 * tiles));
       for (int c = 0; c < kCopies; ++c) L.d[c] = take(size_t(m) * L.ldw * sizeof(EC));
     }
     if (kLevel == kLevelMultikernel) {
@@ -1680,6 +1944,7 @@ struct Launcher {
       L.coop_role = take(sizeof(int) * g);
       L.coop_meta = take(sizeof(int));
       L.coop_slots = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kTileElems * sizeof(Acc));
+      L.coop_digests = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kThreads * sizeof(uint4));
     }
     L.total = off;
     return L;
