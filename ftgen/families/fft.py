@@ -89,8 +89,8 @@ TOL_C = 24.0
 # Element check: max |y - y_ref| / rms(y_ref) <= TOL_ELEM_C * u * sqrt(log2 N + 1) * sqrt(2 ln(total)+1)
 TOL_ELEM_C = 10.0
 # Detection thresholds: residual > K * u * noise scale (defaults of `threshold: auto`).
-K_TB = 3.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R sum ||x||^2)
-K_1S = 9.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
+K_TB = 4.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R sum ||x||^2)
+K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
 K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
 LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
 TWIDDLE_FRESH = 4  # fp32 recurrence: a fresh sincospi every 4 powers
@@ -167,14 +167,19 @@ class LaunchPlan:
         return self.G * self.T
 
     @property
-    def extra(self) -> int:
-        """Checksum columns a thread carries through the sub-passes (two-sided-tb: one)."""
-        return 1 if self.level == "two-sided-tb" else 0
+    def seq(self) -> bool:
+        """One-sided and two-sided-tb take a thread's L columns one after the other (registers:
+        one column, the right-side sums); the unprotected and thread levels hold all L at once."""
+        return self.level in ("one-sided", "two-sided-tb")
 
     @property
     def cpt(self) -> int:
-        """Columns a thread pushes through the shared-memory exchanges."""
-        return self.L + self.extra
+        """Columns a thread holds in registers at once (and pushes through an exchange)."""
+        return 1 if self.seq else self.L
+
+    @property
+    def steps(self) -> int:
+        return self.L + (1 if self.level == "two-sided-tb" else 0) if self.seq else 1
 
     @property
     def W(self) -> int:
@@ -182,12 +187,12 @@ class LaunchPlan:
         return 128 // self.esize
 
     @property
-    def pad(self) -> int:
-        return self.T if self.T < self.W else 0
+    def pitch(self) -> int:
+        return self.R
 
     @property
-    def pitch(self) -> int:
-        return self.R + self.pad
+    def swz_mask(self) -> int:
+        return min(self.W, self.R) - 1
 
     @property
     def xcols(self) -> int:
@@ -200,47 +205,65 @@ class LaunchPlan:
 
     @property
     def staged_in(self) -> bool:
-        """Input goes through shared memory (strided, or columns too short for coalesced loads)."""
-        return not (self.cols_per_signal == 1 and self.T >= self.W)
+        """Input goes through shared memory when the columns are strided (vectors then run
+        across consecutive columns); contiguous columns are loaded directly (coalesced for
+        >= 4 threads per column, 16-byte vectors when one thread holds a whole column)."""
+        return self.cols_per_signal > 1
 
     @property
     def staged_out(self) -> bool:
-        return not (self.S == 1 and self.T >= self.W)
+        """Strided output (later launches), or contiguous output rows of a first launch whose
+        columns have too few threads for full sectors."""
+        return self.S > 1 or (self.cols_per_signal > 1 and self.T < self.W)
 
     @property
     def tile_cols(self) -> int:
-        """Columns of the shared-memory tile: the exchange width of every group, or the whole
-        block tile when the data is staged through it."""
+        """Columns of the shared-memory tile: one exchange round of every group, or the columns
+        one load/store step stages."""
+        if self.seq:
+            return self.G
         x = self.G * self.xcols
         if self.staged_in or self.staged_out:
             x = max(x, self.bs)
         return x
 
     @property
+    def tile_elems(self) -> int:
+        if self.P > 1 or self.staged_in or self.staged_out:
+            return self.tile_cols * self.pitch
+        return 0
+
+    @property
+    def sums_elems(self) -> int:
+        """two-sided-tb keeps its running right-side sums (sum x, sum u) in shared memory."""
+        return 2 * self.n * self.threads if self.level == "two-sided-tb" else 0
+
+    @property
     def smem_bytes(self) -> int:
-        exch = self.tile_cols * self.pitch * self.esize if (self.P > 1 or self.staged_in or self.staged_out) else 0
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
-            nv = 6 if self.level == "two-sided-tb" else 3 * self.L
-            red = (self.threads // 32 + 1) * nv * 8 + 64
-        return exch + red + 16
+            nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
+            red = (self.threads // 32 + 1) * nv * 8
+        body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
+        return body + red + 16
 
     @property
     def vec(self) -> int:
         return 16 // self.esize  # complex elements per 16-byte access
 
     def regs_estimate(self) -> int:
+        """32-bit registers per thread, calibrated on ptxas for sm_90 (see tests/test_fft_compile)."""
         w = self.esize // 4  # 32-bit registers per complex
         data = self.cpt * self.n * w
-        ft = 0
         if self.level == "two-sided-tb":
-            ft = self.n * w + 8 * w // 2 + 6
+            ft = self.L * 3 * w + 24
         elif self.level == "two-sided-thread":
-            ft = 4 * self.n * w
+            ft = 2 * self.n * w + self.n * 2 + 16
         elif self.level == "one-sided":
-            ft = self.L * (w + 2)
-        # codelet temporaries, twiddles, addresses
-        return data + ft + self.n * w + 40
+            ft = self.L * 3 * w + 12
+        else:
+            ft = 0
+        return data + ft + self.n * w + 32
 
     def describe(self) -> str:
         return f"R={self.R} S={self.S} M'={self.Mp} n={self.n} radices={'x'.join(map(str, self.radices))} bs={self.bs} L={self.L} threads={self.threads}"
@@ -279,35 +302,40 @@ def auto_launches(precision: str, logn: int) -> int:
 
 def auto_tcols(precision: str, level: str) -> int:
     if level == "two-sided-tb":
-        return 4 if precision == "fp32" else 2
+        return 4
     if level == "two-sided-thread":
         return 2
     return 1
 
 
-def auto_n(R: int) -> int:
-    if R <= 16:
+def auto_n(R: int, precision: str = "fp32", level: str = "none") -> int:
+    """Elements per thread: radix 16 for unprotected fp32, 8 where registers are scarcer (fp64,
+    protected variants carry checksum columns), never more than the launch size."""
+    cap = 16 if (precision == "fp32" and level != "two-sided-thread") else 8
+    if R <= cap:
         return R
     if R <= 64:
         return 8
-    return 16
+    return cap
 
 
 def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool) -> int:
+    """Columns per block: about 256 threads (each holding L columns) and a tile of up to 4096
+    (fp32) / 2048 (fp64) elements per column group; strided launches keep runs of >= 32 bytes
+    of consecutive columns."""
     esize = ESIZE[precision]
     T = R // n
     if single:
-        # one launch: whole signals per block; about 256 threads, a tile of up to 4096 (fp32) elements
-        bs = max(1, 256 // max(T, 1))
-        bs = min(bs, max(1, (32768 // esize) // R))
+        groups = max(1, 256 // max(T, 1))
+        groups = min(groups, max(1, (32768 // esize) // R))
     else:
-        # strided launches: at least 32-byte runs of consecutive columns, tile of ~4096/2048 elements
-        bs = max(32 // esize, (32768 // esize) // R)
-        while bs * T > 512 and bs > 32 // esize:
-            bs //= 2
-    bs = max(bs, L)
+        groups = max(1, (32768 // esize) // R)
+        while groups * T > 512 and groups > 1:
+            groups //= 2
+    bs = groups * L
+    if strided:
+        bs = max(bs, 32 // esize)
     return bs
-
 
 def auto_xw(lp: LaunchPlan) -> int:
     """Exchange all columns at once unless the shared-memory tile would exceed the target."""
@@ -364,7 +392,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             out[f"bs{i + 1}"] = 0
             continue
         R = sizes[i]
-        n = p.get(f"n{i + 1}", 0) or auto_n(R)
+        n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level)
         out[f"n{i + 1}"] = n
         bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1)
         if len(sizes) > 1 and not p.get(f"bs{i + 1}", 0):
@@ -712,7 +740,12 @@ class FftModel:
         level, u, cdt = self.level, self.u, self.cdt
         C, R = X0.shape
         L = lp.L
-        groups = [(a, min(a + L, C)) for a in range(0, C, L)]
+        if lp.seq:
+            # group g owns tile columns g, g + G, g + 2G, ... (the kernels' sequential steps)
+            G = lp.G
+            groups = [[c for c in range(g, C, G)] for g in range(min(G, C))]
+        else:
+            groups = [list(range(a, min(a + L, C))) for a in range(0, C, L)]
         active: set = set()
 
         def hook(stage: int, Y: np.ndarray) -> None:
@@ -733,7 +766,7 @@ class FftModel:
             e, v = self.enc(R)
             in_part = (X * v[None, :]).sum(axis=1)
         if level == "two-sided-tb":
-            SX = np.stack([X[a:b].sum(axis=0) for a, b in groups]).astype(cdt)
+            SX = np.stack([X[idx].sum(axis=0) for idx in groups]).astype(cdt)
             X = np.concatenate([X, SX], axis=0)  # checksum columns ride along through the sub-passes
         tstate = {"bad": False, "det": 0}
         chk_in = self._thread_sums(X, lp, groups, 0) if level == "two-sided-thread" else None
@@ -775,22 +808,22 @@ class FftModel:
             bad = bad or det > 0
         elif level == "two-sided-tb":
             WSX = X[C:]
-            for gi, (a, b) in enumerate(groups):
-                res = self._tb_group(U[a:b], WSX[gi], s[a:b], nrm[a:b], SX[gi], in_part[a:b], D[a:b] if D is not None else None, R, e, correct)
+            for gi, idx in enumerate(groups):
+                res = self._tb_group(U[idx], WSX[gi], s[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct)
                 rep.max_score = max(rep.max_score, res["score"])
                 if not res["detected"]:
                     continue
                 if hooks:
                     rep.detected += 1
-                    if not any(a <= c < b for c in active):
+                    if not any(c in active for c in idx):
                         rep.false_alarms += 1
                 if res["j"] is None:
                     bad = True
                     ndet += 1
                 elif correct:
-                    Y[a + res["j"]] = res["fixed"]
+                    Y[idx[res["j"]]] = res["fixed"]
                     rep.corrected += 1
-                    rep.located.append((lp.index, col0 + a + res["j"]))
+                    rep.located.append((lp.index, col0 + idx[res["j"]]))
         return Y, bad, ndet
 
     def _tb_group(self, U, w, s, nrm, SX, in_part, D, R, e, correct) -> dict:
@@ -847,11 +880,11 @@ class FftModel:
         nq = R // r
         A = X.reshape(X.shape[0], r, nq)  # (col, i, q)
         out = []
-        for a, b in groups:
-            w = np.arange(1, b - a + 1, dtype=np.float64)[:, None, None].astype(self.rdt)
-            s1 = A[a:b].sum(axis=0)
-            s2 = (w * A[a:b]).sum(axis=0)
-            nn = np.sum(np.abs(A[a:b].astype(np.complex128)) ** 2, axis=(0, 1))
+        for idx in groups:
+            w = np.arange(1, len(idx) + 1, dtype=np.float64)[:, None, None].astype(self.rdt)
+            s1 = A[idx].sum(axis=0)
+            s2 = (w * A[idx]).sum(axis=0)
+            nn = np.sum(np.abs(A[idx].astype(np.complex128)) ** 2, axis=(0, 1))
             out.append((s1.astype(self.cdt), s2.astype(self.cdt), nn))
         return out
 
@@ -864,7 +897,8 @@ class FftModel:
         q = np.arange(nq)
         s_idx, m_idx = q % S, q // S
         pos = s_idx[:, None] + S * (np.arange(r)[None, :] + r * m_idx[:, None])  # (q, k)
-        for gi, (a, b) in enumerate(groups):
+        for gi, idx in enumerate(groups):
+            a, b = 0, len(idx)
             s1, s2, nn = chk_in[gi]
             # transform the checksums exactly like the data (codelet + sub-pass twiddle)
             def xform(sv):
@@ -874,9 +908,9 @@ class FftModel:
                 return Z.astype(self.cdt)
 
             c1, c2 = xform(s1), xform(s2)
-            B = Y[a:b][:, pos]  # (l, q, k)
+            B = Y[idx][:, pos]  # (l, q, k)
             if D is not None:
-                Bu = (B * np.conj(D[a:b][:, pos])).astype(self.cdt)
+                Bu = (B * np.conj(D[idx][:, pos])).astype(self.cdt)
             else:
                 Bu = B
             w = np.arange(1, b - a + 1, dtype=np.float64)[:, None, None].astype(self.rdt)
@@ -890,7 +924,7 @@ class FftModel:
             for qq in np.nonzero(detm)[0]:
                 rep.detected += 1
                 tstate["det"] += 1
-                if not any(a <= c < b for c in active):
+                if not any(c in active for c in idx):
                     rep.false_alarms += 1
                 Lg = b - a
                 nonfinite = [not np.all(np.isfinite(Bu[l, qq])) for l in range(Lg)]
@@ -922,14 +956,422 @@ class FftModel:
                     tstate["bad"] = True
                     continue
                 if correct:
-                    val = fixed if D is None else (D[a + j][pos[qq]] * fixed).astype(self.cdt)
-                    Y[a + j, pos[qq]] = val
+                    val = fixed if D is None else (D[idx[j]][pos[qq]] * fixed).astype(self.cdt)
+                    Y[idx[j], pos[qq]] = val
                     rep.corrected += 1
                     tstate["det"] -= 1
-                    rep.located.append((lp.index, col0 + a + j))
+                    rep.located.append((lp.index, col0 + idx[j]))
 
 
 def _finite_max(a) -> float:
     a = np.asarray(a, dtype=np.float64)
     a = a[np.isfinite(a)]
     return float(a.max()) if a.size else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Codelets: straight-line DFT-r with compile-time twiddles (the C++ is generated from the same
+# layer structure as the model's `codelet`; templates/fft/ftgen_fft_core.h holds the output of
+# `codelet_source()`, and a test keeps the two in sync).
+# --------------------------------------------------------------------------------------------
+
+
+def _c_literal(x: float) -> str:
+    s = repr(float(x))
+    return s if ("e" in s or "." in s) else s + ".0"
+
+
+def codelet_source() -> str:
+    """C++ for every codelet radix and both directions: ``dft<R, SIGN>(cplx<T>* z)`` in place."""
+    lines = ["// ---- generated by ftgen.families.fft.codelet_source(); do not edit by hand ----"]
+    for r in CODELET_RADICES:
+        for sign in (-1, 1):
+            lines += _codelet_fn(r, sign)
+    lines.append("// ---- end of generated codelets ----")
+    return "\n".join(lines) + "\n"
+
+
+def _codelet_fn(r: int, sign: int) -> list[str]:
+    out = [
+        f"template <> struct Dft<{r}, {sign}> {{",
+        "  template <class T>",
+        "  static FT_HD FT_INLINE void run(cplx<T>* z) {",
+    ]
+    cur = [f"z[{i}]" for i in range(r)]
+    S = 1
+    for li, rr in enumerate(codelet_layers(r)):
+        Mp = r // (S * rr)
+        nxt = [None] * r
+        out.append(f"    cplx<T> t{li}[{r}];")
+        for m in range(Mp):
+            for s in range(S):
+                ins = [cur[s + S * (m + Mp * i)] for i in range(rr)]
+                outs = [f"t{li}[{s + S * (k + rr * m)}]" for k in range(rr)]
+                if rr == 2:
+                    out.append(f"    {outs[0]} = cadd({ins[0]}, {ins[1]}); {outs[1]} = csub({ins[0]}, {ins[1]});")
+                else:
+                    jd = "cmul_pj" if sign > 0 else "cmul_mj"
+                    out.append("    {")
+                    out.append(f"      const cplx<T> s02 = cadd({ins[0]}, {ins[2]}), d02 = csub({ins[0]}, {ins[2]});")
+                    out.append(f"      const cplx<T> s13 = cadd({ins[1]}, {ins[3]}), d13 = {jd}(csub({ins[1]}, {ins[3]}));")
+                    out.append(f"      {outs[0]} = cadd(s02, s13); {outs[1]} = cadd(d02, d13); {outs[2]} = csub(s02, s13); {outs[3]} = csub(d02, d13);")
+                    out.append("    }")
+                if Mp > 1:
+                    for k in range(1, rr):
+                        if m == 0:
+                            continue
+                        ang = m * k / (rr * Mp)  # fraction of a turn
+                        c = complex(math.cos(2 * math.pi * ang), sign * math.sin(2 * math.pi * ang))
+                        # exact special values
+                        e8 = (8 * m * k) % (8 * rr * Mp)
+                        frac = (m * k) / (rr * Mp)
+                        tgt = outs[k]
+                        if abs(frac * 4 - round(frac * 4)) < 1e-12:
+                            q = int(round(frac * 4)) % 4
+                            q = q if sign < 0 else (-q) % 4
+                            # multiply by (-i)^q
+                            fn = {0: None, 1: "cmul_mj", 2: "cneg", 3: "cmul_pj"}[q]
+                            if fn:
+                                out.append(f"    {tgt} = {fn}({tgt});")
+                        else:
+                            del e8
+                            out.append(f"    {tgt} = cmul({tgt}, cplx<T>{{T({_c_literal(c.real)}), T({_c_literal(c.imag)})}});")
+        cur = [f"t{li}[{i}]" for i in range(r)]
+        S *= rr
+    if r == 1 or not codelet_layers(r):
+        pass
+    for i in range(r):
+        out.append(f"    z[{i}] = {cur[i]};")
+    out += ["  }", "};"]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The family
+# --------------------------------------------------------------------------------------------
+
+
+def _pow2_or_zero(v: int) -> str | None:
+    if v == 0 or is_pow2(v):
+        return None
+    return f"{v} is not a power of two (or 0 for automatic)"
+
+
+def _range(lo: int, hi: int):
+    def check(v: int) -> str | None:
+        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
+
+    return check
+
+
+PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3")
+
+PARAMS = (
+    Param("direction", str, ("forward",), "transform direction (inverse is unnormalised, like cuFFT)", choices=DIRECTIONS),
+    Param("logn", int, (0,), "log2 of the size the variant is built for; 0: every size 2^1..2^max with automatic plans", check=_range(0, 26)),
+    Param("launches", int, (0,), "kernels per transform, 1..3 (0: automatic)", check=_range(0, 3)),
+    Param("N1", int, (0,), "size of launch 1 (0: automatic)", check=_pow2_or_zero),
+    Param("N2", int, (0,), "size of launch 2 (0: automatic / none)", check=_pow2_or_zero),
+    Param("N3", int, (0,), "size of launch 3 (0: automatic / none)", check=_pow2_or_zero),
+    Param("n1", int, (0,), "elements per thread (sub-pass radix) in launch 1 (0: automatic)", choices=(0,) + CODELET_RADICES),
+    Param("n2", int, (0,), "elements per thread in launch 2 (0: automatic)", choices=(0,) + CODELET_RADICES),
+    Param("n3", int, (0,), "elements per thread in launch 3 (0: automatic)", choices=(0,) + CODELET_RADICES),
+    Param("bs1", int, (0,), "columns (signals) per threadblock in launch 1 (0: automatic)", check=_pow2_or_zero),
+    Param("bs2", int, (0,), "columns per threadblock in launch 2 (0: automatic)", check=_pow2_or_zero),
+    Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
+    Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
+)
+
+def c_symbol(name: str) -> str:
+    """The C identifier of a kernel name (names may contain '-' from the protection token)."""
+    return name.replace("-", "_")
+
+
+# sizes the bench executables of every-size variants measure by default (total 2^26 / 2^25 elements)
+AUTO_BENCH_LOGNS = (4, 10, 12, 16, 20, 24)
+
+
+class FftFamily(Family):
+    name = "fft"
+    description = "batched C2C/Z2Z FFTs (cuFFT layout), 1-3 launches of Stockham passes, with TurboFFT's one-/two-sided ABFT (seed 002)"
+    shape_keys = ("n", "batch")
+    precisions = PRECISIONS
+    schemes = {"none": (), "abft": ABFT_LEVELS}
+    default_shapes = ({"n": 4096, "batch": 16384}, {"n": 1048576, "batch": 64})
+    reference_lib = "cufft"
+    template_dir = "fft"
+
+    # ---- parameters -----------------------------------------------------------------------
+    def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
+        return PARAMS
+
+    def all_param_defs(self) -> dict[str, Param]:
+        return {p.name: p for p in PARAMS}
+
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        reason = super().protection_ok(precision, protection)
+        if reason:
+            return reason
+        if protection.enabled:
+            if protection.interval != 1:
+                return f"fft checks once per launch and column: protection.interval must be 1, not {protection.interval}"
+            if protection.correct == "detect" and protection.level != "one-sided":
+                return f"level {protection.level} corrects online; for detect-and-recompute use level one-sided"
+        return None
+
+    # ---- plans ------------------------------------------------------------------------------
+    @staticmethod
+    def level_of(v: Variant) -> str:
+        return v.protection.level if v.protection.enabled else "none"
+
+    def resolved(self, v: Variant) -> dict:
+        """Parameters with the automatic ones filled (fixed-size variants); raises ValueError."""
+        p = v.param_dict
+        if p["logn"] == 0:
+            return dict(p)
+        return resolve_params(v.precision, self.level_of(v), p)
+
+    def plans(self, v: Variant) -> list[Plan]:
+        level = self.level_of(v)
+        p = v.param_dict
+        if p["logn"]:
+            return [make_plan(v.precision, level, self.resolved(v))]
+        out = []
+        for logn in range(1, MAX_LOGN[v.precision] + 1):
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)})
+            out.append(make_plan(v.precision, level, q))
+        return out
+
+    # ---- constraints ------------------------------------------------------------------------
+    def constraints(self, v: Variant) -> list[str]:
+        p = v.param_dict
+        level = self.level_of(v)
+        r: list[str] = []
+        if p["logn"] > MAX_LOGN[v.precision]:
+            return [f"logn={p['logn']} exceeds the largest {v.precision} size this family supports (2^{MAX_LOGN[v.precision]})"]
+        if p["logn"] == 0:
+            fixed = [k for k in PLAN_KEYS if p.get(k)]
+            if fixed:
+                return [f"logn: 0 builds every size with automatic plans; give logn to set {', '.join(fixed)}"]
+        try:
+            plans = self.plans(v)
+        except ValueError as e:
+            return [str(e)]
+        for plan in plans:
+            reasons = plan_reasons(plan, level)
+            if p["logn"] == 0 and reasons:
+                reasons = [f"n=2^{plan.logn}: {x}" for x in reasons]
+            r.extend(reasons)
+        if v.protection.enabled and p["logn"] == 0:
+            pass
+        return r
+
+    def constraint_docs(self) -> list[str]:
+        return [
+            "n = 2^logn, logn 1..26 (fp32) / 1..25 (fp64); N1*N2*N3 = n; 1..3 launches",
+            "n1..n3 in 2, 4, 8, 16, 32 (sub-pass radix = elements per thread); the last sub-pass may be smaller",
+            "multi-launch: bs1 <= n/N1, bs_l <= N1*...*N_(l-1) (a block's columns share one signal)",
+            "bs a multiple of tcols; two-sided levels need tcols >= 2",
+            "threads per block = (bs/tcols) * (N_l/n_l) <= 1024 and a multiple of 32",
+            "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
+            "logn: 0 (every size) takes the automatic plans (tcols may be set)",
+            "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
+        ]
+
+    # ---- names ------------------------------------------------------------------------------
+    def kernel_name(self, v: Variant) -> str:
+        p = v.param_dict
+        head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
+        if p["logn"] == 0:
+            name = head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "")
+        else:
+            q = self.resolved(v)
+            nl = q["launches"]
+            parts = [
+                f"logn{q['logn']}",
+                "N" + "x".join(str(q[f"N{i + 1}"]) for i in range(nl)),
+                "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
+                "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
+                f"t{q['tcols']}",
+            ]
+            name = head + "_" + "_".join(parts)
+        return name + ("_inj" if v.protection.inject else "")
+
+    # ---- shapes -----------------------------------------------------------------------------
+    def normalize_shape(self, raw: Any, where: str, source: str | None = None) -> dict[str, int]:
+        if not isinstance(raw, dict):
+            raise SpecError(f"{raw!r} is not a mapping; an fft shape has keys n (or logn) and batch", source=source, path=where)
+        for key in raw:
+            if key not in ("n", "logn", "batch"):
+                raise SpecError(f"unknown shape key {key!r}{suggest(key, ('n', 'logn', 'batch'))}; an fft shape has keys n (or logn) and batch", source=source, path=f"{where}.{key}")
+        if "n" in raw and "logn" in raw:
+            raise SpecError("give n or logn, not both", source=source, path=where)
+        if "n" in raw:
+            n = positive_int(raw["n"], f"{where}.n", source)
+            if not is_pow2(n) or n < 2:
+                raise SpecError(f"{n} is not a power of two >= 2; family fft supports n = 2^1 .. 2^{max(MAX_LOGN.values())}", source=source, path=f"{where}.n")
+        elif "logn" in raw:
+            lg = positive_int(raw["logn"], f"{where}.logn", source)
+            if lg > max(MAX_LOGN.values()):
+                raise SpecError(f"{lg} is outside 1..{max(MAX_LOGN.values())}", source=source, path=f"{where}.logn")
+            n = 1 << lg
+        else:
+            raise SpecError("missing shape key 'n' (or 'logn')", source=source, path=where)
+        if ilog2(n) > max(MAX_LOGN.values()):
+            raise SpecError(f"{n} exceeds the largest supported size 2^{max(MAX_LOGN.values())}", source=source, path=f"{where}.n")
+        if "batch" not in raw:
+            raise SpecError("missing shape key 'batch'", source=source, path=where)
+        batch = positive_int(raw["batch"], f"{where}.batch", source)
+        if n * batch > (1 << 31):
+            raise SpecError(f"n * batch = {n * batch} elements exceeds 2^31", source=source, path=where)
+        return {"n": n, "batch": batch}
+
+    def format_shape(self, shape: Mapping[str, int]) -> str:
+        n = shape["n"] if "n" in shape else 1 << shape["logn"]
+        return f"{n}x{shape['batch']}"
+
+    def variant_default_shapes(self, v: Variant) -> list[dict]:
+        total = TOTAL_LOG[v.precision]
+        lgs = [v.param_dict["logn"]] if v.param_dict["logn"] else list(AUTO_BENCH_LOGNS)
+        return [{"n": 1 << lg, "batch": 1 << max(0, total - lg)} for lg in lgs]
+
+    def work(self, shape: Mapping[str, int]) -> float:
+        n = shape["n"] if "n" in shape else 1 << shape["logn"]
+        return 5.0 * n * math.log2(n) * shape["batch"]
+
+    # ---- emission ---------------------------------------------------------------------------
+    def namespace(self, v: Variant) -> str:
+        return "ftgen_" + "".join(c if c.isalnum() else "_" for c in v.name)
+
+    def resolved_meta(self, v: Variant) -> str:
+        """JSON members every row starts with: the DESIGN fields, params resolved."""
+        import json
+
+        p = v.param_dict if v.param_dict["logn"] == 0 else self.resolved(v)
+        d = {
+            "kernel": v.name,
+            "family": self.name,
+            "precision": v.precision,
+            "protection": v.protection.to_dict(),
+            "params": {k: p[k] for k in (x.name for x in PARAMS)},
+        }
+        return json.dumps(d, separators=(",", ":"))[1:-1]
+
+    def plan_context(self, v: Variant, plan: Plan) -> dict:
+        lps = []
+        for lp in plan.launches:
+            cps = lp.cols_per_signal
+            Mp = lp.Mp
+            RMp = lp.R * Mp
+            lps.append(
+                {
+                    "index": lp.index,
+                    "R": lp.R,
+                    "LOGR": ilog2(lp.R),
+                    "n": lp.n,
+                    "RL": lp.radices[-1],
+                    "P": lp.P,
+                    "T": lp.T,
+                    "G": lp.G,
+                    "L": lp.L,
+                    "bs": lp.bs,
+                    "NT": lp.threads,
+                    "minb": max(1, 512 // lp.threads),
+                    "cps": cps,
+                    "S": lp.S,
+                    "MP": Mp,
+                    "staged_in": lp.staged_in,
+                    "staged_out": lp.staged_out,
+                    "pitch": lp.pitch,
+                    "swz_k": ilog2(lp.n),
+                    "swz_w": lp.swz_mask + 1,
+                    "xw": lp.xcols,
+                    "out_h": (ilog2(RMp) + 1) // 2 if Mp > 1 else 0,
+                    "tile_elems": lp.tile_elems,
+                    "smem_bytes": lp.smem_bytes,
+                    "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
+                }
+            )
+        return {
+            "logn": plan.logn,
+            "N": plan.N,
+            "sizes": list(plan.sizes),
+            "launches": lps,
+            "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
+        }
+
+    def template_context(self, v: Variant) -> dict:
+        level = self.level_of(v)
+        prot = v.protection
+        kdef = {"none": 0.0, "one-sided": K_1S, "two-sided-thread": K_TH, "two-sided-tb": K_TB}[level]
+        if prot.enabled and prot.threshold != "auto":
+            kdef = float(prot.threshold)
+        plans = [self.plan_context(v, pl) for pl in self.plans(v)]
+        p = v.param_dict
+        return {
+            "name": v.name,
+            "cname": c_symbol(v.name),
+            "ns": self.namespace(v),
+            "T": CTYPE[v.precision],
+            "precision": v.precision,
+            "direction": p["direction"],
+            "sign": _sign(p["direction"]),
+            "level": LEVEL_CODE[level],
+            "level_name": level,
+            "inject": bool(prot.inject and prot.enabled),
+            "prot_token": prot.token(),
+            "kdef": repr(float(kdef)),
+            "k1s": repr(float(K_1S)),
+            "locate_tol": repr(float(LOCATE_TOL)),
+            "plans": plans,
+            "max_logn": MAX_LOGN[v.precision],
+            "meta_json": self.resolved_meta(v),
+            "default_shapes": ",".join(self.format_shape(s) for s in self.variant_default_shapes(v)),
+            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
+            "tol_c": repr(TOL_C),
+            "tol_elem_c": repr(TOL_ELEM_C),
+            "esize": ESIZE[v.precision],
+            "summary": f"{'C2C' if v.precision == 'fp32' else 'Z2Z'} {v.precision} {p['direction']}, protection {prot.token()}, "
+            + (f"n = 2^{p['logn']}" if p["logn"] else f"n = 2^1 .. 2^{MAX_LOGN[v.precision]}"),
+        }
+
+    def emit(self, v: Variant, env) -> EmittedVariant:
+        ctx = self.template_context(v)
+        d = v.name
+        files = {
+            f"{d}/{d}.h": env.render("fft/variant.h.j2", ctx),
+            f"{d}/{d}_internal.h": env.render("fft/internal.h.j2", ctx),
+            f"{d}/{d}.cu": env.render("fft/variant.cu.j2", ctx),
+            f"{d}/{d}_bench.cu": env.render("fft/bench.cu.j2", ctx),
+        }
+        libs = [f"{d}/{d}.cu"]
+        for plan in ctx["plans"]:
+            path = f"{d}/{d}_k{plan['logn']}.cu"
+            files[path] = env.render("fft/kernels.cu.j2", {**ctx, "plan": plan})
+            libs.append(path)
+        return EmittedVariant(
+            name=d,
+            files=files,
+            library_sources=libs,
+            bench_sources=[f"{d}/{d}_bench.cu"],
+            header=f"{d}/{d}.h",
+            link_libraries=["CUDA::cufft"],
+        )
+
+    def emit_emulator(self, v: Variant, env, logn: int) -> dict[str, str]:
+        """Sources of a host emulator of size 2^logn (tests): the kernel translation unit plus a
+        main that runs every block of every launch on the CPU (see ftgen_fft_emu.h)."""
+        ctx = self.template_context(v)
+        plan = next(p for p in ctx["plans"] if p["logn"] == logn)
+        d = v.name
+        return {
+            f"{d}_k{logn}.cu": env.render("fft/kernels.cu.j2", {**ctx, "plan": plan}),
+            f"{d}_emu.cpp": env.render("fft/emu_main.cpp.j2", {**ctx, "plan": plan}),
+        }
+
+    def launcher_signature(self, v: Variant) -> LauncherSignature:
+        return LauncherSignature(
+            params="const ftgen_fft_problem* p, cudaStream_t stream",
+            args="p, stream",
+            selector_args=("p->n", "p->batch"),
+        )
