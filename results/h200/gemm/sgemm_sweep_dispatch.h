@@ -8,13 +8,14 @@
 
 #include "ftgen_gemm.h"
 #include "gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2/gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2.h"
-#include "gemm_f32_none_256x128x8_w64x32_t8x8_s2/gemm_f32_none_256x128x8_w64x32_t8x8_s2.h"
 #include "gemm_f32_none_128x128x8_w32x64_t8x8_s2/gemm_f32_none_128x128x8_w32x64_t8x8_s2.h"
+#include "gemm_f32_none_128x128x8_w32x64_t8x8_s4/gemm_f32_none_128x128x8_w32x64_t8x8_s4.h"
 #include "gemm_f32_none_16x32x32_w8x32_t2x4_s3/gemm_f32_none_16x32x32_w8x32_t2x4_s3.h"
 #include "gemm_f32_none_32x64x16_w16x32_t4x4_s3/gemm_f32_none_32x64x16_w16x32_t4x4_s3.h"
 #include "gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4/gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4.h"
 #include "gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2/gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2.h"
 #include "gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4/gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4.h"
+#include "gemm_f32_none_32x32x32_w16x32_t4x4_s3/gemm_f32_none_32x32x32_w16x32_t4x4_s3.h"
 
 // searched shape (m, n, k) -> index into the winners
 struct ftgen_sgemm_sweep_entry {
@@ -23,58 +24,59 @@ struct ftgen_sgemm_sweep_entry {
 };
 
 static const ftgen_sgemm_sweep_entry ftgen_sgemm_sweep_table[] = {
-    { 1024, 1024, 1024, 0 },  // gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2: 0.0676 ms
-    { 2048, 2048, 2048, 1 },  // gemm_f32_none_256x128x8_w64x32_t8x8_s2: 0.3954 ms
-    { 3072, 3072, 3072, 0 },  // gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2: 1.4855 ms
-    { 4096, 4096, 4096, 1 },  // gemm_f32_none_256x128x8_w64x32_t8x8_s2: 3.1113 ms
-    { 5120, 5120, 5120, 2 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s2: 6.4653 ms
-    { 6144, 6144, 6144, 1 },  // gemm_f32_none_256x128x8_w64x32_t8x8_s2: 10.4778 ms
-    { 7168, 7168, 7168, 1 },  // gemm_f32_none_256x128x8_w64x32_t8x8_s2: 16.2723 ms
-    { 8192, 8192, 8192, 1 },  // gemm_f32_none_256x128x8_w64x32_t8x8_s2: 24.7619 ms
-    { 64, 64, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0076 ms
+    { 1024, 1024, 1024, 0 },  // gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2: 0.0668 ms
+    { 2048, 2048, 2048, 1 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s2: 0.3815 ms
+    { 3072, 3072, 3072, 2 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s4: 1.4007 ms
+    { 4096, 4096, 4096, 2 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s4: 2.9891 ms
+    { 5120, 5120, 5120, 2 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s4: 6.0138 ms
+    { 6144, 6144, 6144, 1 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s2: 9.9714 ms
+    { 7168, 7168, 7168, 1 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s2: 15.4946 ms
+    { 8192, 8192, 8192, 2 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s4: 23.5938 ms
+    { 64, 64, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0072 ms
     { 96, 96, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0076 ms
-    { 128, 128, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0078 ms
+    { 128, 128, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0073 ms
     { 160, 160, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0079 ms
-    { 192, 192, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0079 ms
-    { 224, 224, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0082 ms
-    { 256, 256, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0084 ms
-    { 288, 288, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0093 ms
-    { 320, 320, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0095 ms
-    { 352, 352, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0095 ms
-    { 384, 384, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0104 ms
-    { 416, 416, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0108 ms
-    { 448, 448, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0107 ms
-    { 480, 480, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0108 ms
-    { 64, 64, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0138 ms
-    { 96, 96, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0142 ms
-    { 128, 128, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0148 ms
-    { 160, 160, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0155 ms
-    { 192, 192, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0171 ms
-    { 224, 224, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0173 ms
-    { 256, 256, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0185 ms
-    { 288, 288, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0196 ms
-    { 320, 320, 1024, 6 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2: 0.0199 ms
-    { 352, 352, 1024, 6 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2: 0.0199 ms
-    { 384, 384, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0243 ms
-    { 416, 416, 1024, 7 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4: 0.0256 ms
-    { 448, 448, 1024, 7 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4: 0.0255 ms
-    { 480, 480, 1024, 7 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4: 0.0280 ms
-    { 1, 1, 1, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0041 ms
-    { 1000, 1234, 777, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0892 ms
-    { 257, 129, 1031, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0245 ms
-    { 3001, 2999, 1025, 2 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s2: 0.5645 ms
-    { 7, 4096, 513, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0163 ms
+    { 192, 192, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0074 ms
+    { 224, 224, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0084 ms
+    { 256, 256, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0078 ms
+    { 288, 288, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0090 ms
+    { 320, 320, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0091 ms
+    { 352, 352, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0092 ms
+    { 384, 384, 256, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0103 ms
+    { 416, 416, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0102 ms
+    { 448, 448, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0100 ms
+    { 480, 480, 256, 4 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3: 0.0104 ms
+    { 64, 64, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0135 ms
+    { 96, 96, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0136 ms
+    { 128, 128, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0145 ms
+    { 160, 160, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0152 ms
+    { 192, 192, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0169 ms
+    { 224, 224, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0169 ms
+    { 256, 256, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0180 ms
+    { 288, 288, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0192 ms
+    { 320, 320, 1024, 6 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2: 0.0194 ms
+    { 352, 352, 1024, 6 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2: 0.0196 ms
+    { 384, 384, 1024, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0239 ms
+    { 416, 416, 1024, 7 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4: 0.0249 ms
+    { 448, 448, 1024, 7 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4: 0.0251 ms
+    { 480, 480, 1024, 6 },  // gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2: 0.0259 ms
+    { 1, 1, 1, 8 },  // gemm_f32_none_32x32x32_w16x32_t4x4_s3: 0.0042 ms
+    { 1000, 1234, 777, 0 },  // gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2: 0.0923 ms
+    { 257, 129, 1031, 5 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4: 0.0244 ms
+    { 3001, 2999, 1025, 1 },  // gemm_f32_none_128x128x8_w32x64_t8x8_s2: 0.5040 ms
+    { 7, 4096, 513, 3 },  // gemm_f32_none_16x32x32_w8x32_t2x4_s3: 0.0151 ms
 };
 
 static const char* const ftgen_sgemm_sweep_names[] = {
     "gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2",
-    "gemm_f32_none_256x128x8_w64x32_t8x8_s2",
     "gemm_f32_none_128x128x8_w32x64_t8x8_s2",
+    "gemm_f32_none_128x128x8_w32x64_t8x8_s4",
     "gemm_f32_none_16x32x32_w8x32_t2x4_s3",
     "gemm_f32_none_32x64x16_w16x32_t4x4_s3",
     "gemm_f32_none_16x32x32_w8x32_t2x4_s3_sk4",
     "gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2",
     "gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4",
+    "gemm_f32_none_32x32x32_w16x32_t4x4_s3",
 };
 
 // Index of the variant chosen for a shape.
@@ -103,9 +105,9 @@ static inline cudaError_t ftgen_sgemm_sweep_run(const ftgen_gemm_problem* p, cud
     case 0:
       return gemm_f32_none_64x64x16_w32x32_t4x8_s3_sk2(p, stream);
     case 1:
-      return gemm_f32_none_256x128x8_w64x32_t8x8_s2(p, stream);
-    case 2:
       return gemm_f32_none_128x128x8_w32x64_t8x8_s2(p, stream);
+    case 2:
+      return gemm_f32_none_128x128x8_w32x64_t8x8_s4(p, stream);
     case 3:
       return gemm_f32_none_16x32x32_w8x32_t2x4_s3(p, stream);
     case 4:
@@ -116,6 +118,8 @@ static inline cudaError_t ftgen_sgemm_sweep_run(const ftgen_gemm_problem* p, cud
       return gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk2(p, stream);
     case 7:
       return gemm_f32_none_32x64x16_w16x32_t4x4_s3_sk4(p, stream);
+    case 8:
+      return gemm_f32_none_32x32x32_w16x32_t4x4_s3(p, stream);
   }
   return cudaErrorInvalidValue;
 }
