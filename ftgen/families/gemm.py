@@ -243,7 +243,8 @@ class GemmFamily(Family):
             "simt: m_tb % m_w == 0, n_tb % n_w == 0, m_w % m_t == 0, n_w % n_t == 0",
             "simt: (m_w/m_t) * (n_w/n_t) == 32 (one warp per warp tile)",
             "simt: threads per block = (m_tb/m_w)*(n_tb/n_w)*32 <= 1024",
-            "simt: shared memory 2*k_tb*(m_tb+pad+n_tb)*sizeof(T) <= 48 KiB",
+            "simt: shared memory stages*k_tb*(m_tb+pad+n_tb)*sizeof(T) (+ ABFT scratch) <= 227 KiB",
+            "simt: stages 2 (register-staged) to 6 (cp.async); k_tb <= 32",
             "simt: estimated registers per thread <= 255; A and B tiles split evenly over the threads",
             "simt layouts: A, B, C row-major",
         ] + list(getattr(self._cutlass(), "CONSTRAINT_DOCS", []))
