@@ -72,6 +72,7 @@ PRECISIONS = ("fp32", "fp64")
 CTYPE = {"fp32": "float", "fp64": "double"}
 ESIZE = {"fp32": 8, "fp64": 16}  # bytes per complex element
 MAX_LOGN = {"fp32": 26, "fp64": 25}
+AUTO_MAX_LOGN = 24  # every-size variants (logn: 0) cover 2^1 .. 2^24; fixed sizes go to MAX_LOGN
 CODELET_RADICES = (2, 4, 8, 16, 32)
 ABFT_LEVELS = ("two-sided-tb", "two-sided-thread", "one-sided")
 LEVEL_CODE = {"none": 0, "one-sided": 1, "two-sided-thread": 2, "two-sided-tb": 3}
@@ -248,8 +249,11 @@ class LaunchPlan:
         return body + red + 16
 
     @property
-    def vec(self) -> int:
-        return 16 // self.esize  # complex elements per 16-byte access
+    def min_blocks(self) -> int:
+        """__launch_bounds__ minimum blocks per SM: 768 resident threads for the unprotected fp32
+        kernels (85 registers), 512 otherwise (128 registers)."""
+        target = 768 if (self.level == "none" and self.esize == 8) else 512
+        return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
         """32-bit registers per thread, calibrated on ptxas for sm_90 (see tests/test_fft_compile)."""
@@ -308,10 +312,15 @@ def auto_tcols(precision: str, level: str) -> int:
     return 1
 
 
-def auto_n(R: int, precision: str = "fp32", level: str = "none") -> int:
-    """Elements per thread: radix 16 for unprotected fp32, 8 where registers are scarcer (fp64,
-    protected variants carry checksum columns), never more than the launch size."""
-    cap = 16 if (precision == "fp32" and level != "two-sided-thread") else 8
+def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = True) -> int:
+    """Elements per thread: radix 16 for fp32, 8 where registers are scarcer (fp64; the thread
+    level holds two checksum vectors; two-sided-tb in the strided launches of multi-launch plans),
+    never more than the launch size."""
+    cap = 16 if precision == "fp32" else 8
+    if level == "two-sided-tb" and not single:
+        cap = 8
+    if level == "two-sided-thread":
+        cap = 8 if precision == "fp32" else 4
     if R <= cap:
         return R
     if R <= 64:
@@ -359,22 +368,23 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
     if given:
-        if Ns[len(given):] != [0] * (3 - len(given)) and any(Ns[len(given):]):
+        if Ns[len(given):] != [0] * (3 - len(given)):
             raise ValueError("N1, N2, N3 must be given in order (N2 needs N1, N3 needs N2)")
-        if launches and launches != len(given) and math.prod(given) == N:
-            raise ValueError(f"launches={launches} but {len(given)} launch sizes N1..N{len(given)} are given")
-        if math.prod(given) == N:
-            launches = len(given)
+        names = "*".join(f"N{i + 1}" for i in range(len(given)))
+        prod = math.prod(given)
+        if N % prod:
+            raise ValueError(f"{names} = {prod} does not divide n = {N}")
+        rest = N // prod
+        if rest == 1:
+            if launches and launches != len(given):
+                raise ValueError(f"launches={launches} but {names} = n already ({len(given)} launch(es))")
         else:
-            if not launches:
-                launches = len(given) + 1 if len(given) < 3 else len(given)
-            if launches <= len(given):
-                raise ValueError(f"N1*N2*N3 = {math.prod(given)} is not n = {N}")
-            rest = N // math.prod(given) if N % math.prod(given) == 0 else 0
-            if rest < 2 ** (launches - len(given)):
-                raise ValueError(f"launch sizes {given} do not divide n = {N} leaving room for {launches - len(given)} more launch(es)")
-            more = [1 << x for x in _split_log(ilog2(rest), launches - len(given))]
-            given = given + more
+            more = (launches - len(given)) if launches else 1
+            if len(given) == 3 or more <= 0:
+                raise ValueError(f"{names} = {prod} is not n = {N}")
+            if rest < 2**more:
+                raise ValueError(f"{names} = {prod} leaves n/{prod} = {rest}, too small for {more} more launch(es)")
+            given = given + [1 << x for x in _split_log(ilog2(rest), more)]
     else:
         if not launches:
             launches = auto_launches(precision, logn)
@@ -392,7 +402,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             out[f"bs{i + 1}"] = 0
             continue
         R = sizes[i]
-        n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level)
+        n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level, single=len(sizes) == 1)
         out[f"n{i + 1}"] = n
         bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1)
         if len(sizes) > 1 and not p.get(f"bs{i + 1}", 0):
@@ -448,6 +458,8 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
             r.append(f"{tag}: {level} needs at least 2 columns per thread (tcols >= 2 and bs{lp.index + 1} >= 2), got {lp.L}")
         if lp.bs % lp.L:
             r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a multiple of tcols={lp.L}")
+        if lp.threads % 32:
+            r.append(f"{tag}: {lp.threads} threads per block (bs/tcols * N/n) is not a multiple of 32; raise bs{lp.index + 1}")
         if lp.threads > MAX_THREADS:
             r.append(f"{tag}: {lp.threads} threads per block (bs/tcols * N/n) exceed {MAX_THREADS}; raise n{lp.index + 1} or tcols, or lower bs{lp.index + 1}")
         if lp.smem_bytes > SMEM_LIMIT:
@@ -731,9 +743,7 @@ class FftModel:
             else:
                 rep.corrected += ndet
             return Y2
-        if bad:
-            rep.uncorrectable += 0  # correction off: the campaign's "uncorrected" run
-        return Y
+        return Y  # (correction off: the campaign's "uncorrected" run keeps the faulty output)
 
     def _tile_once(self, X0, D, lp: LaunchPlan, faults, correct: bool, rep: ModelReport, col0: int, hooks: bool):
         """One attempt at a tile. Returns (outputs, needs-recompute, detections to settle)."""
@@ -1098,6 +1108,7 @@ class FftFamily(Family):
     precisions = PRECISIONS
     schemes = {"none": (), "abft": ABFT_LEVELS}
     default_shapes = ({"n": 4096, "batch": 16384}, {"n": 1048576, "batch": 64})
+    campaign_shape = {"n": 4096, "batch": 64}  # small: many trials; batch a multiple of every tile
     reference_lib = "cufft"
     template_dir = "fft"
 
@@ -1137,7 +1148,7 @@ class FftFamily(Family):
         if p["logn"]:
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
-        for logn in range(1, MAX_LOGN[v.precision] + 1):
+        for logn in range(1, AUTO_MAX_LOGN + 1):
             q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)})
             out.append(make_plan(v.precision, level, q))
         return out
@@ -1174,7 +1185,7 @@ class FftFamily(Family):
             "bs a multiple of tcols; two-sided levels need tcols >= 2",
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024 and a multiple of 32",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
-            "logn: 0 (every size) takes the automatic plans (tcols may be set)",
+            f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
         ]
 
@@ -1276,7 +1287,7 @@ class FftFamily(Family):
                     "L": lp.L,
                     "bs": lp.bs,
                     "NT": lp.threads,
-                    "minb": max(1, 512 // lp.threads),
+                    "minb": lp.min_blocks,
                     "cps": cps,
                     "S": lp.S,
                     "MP": Mp,
@@ -1332,7 +1343,7 @@ class FftFamily(Family):
             "tol_elem_c": repr(TOL_ELEM_C),
             "esize": ESIZE[v.precision],
             "summary": f"{'C2C' if v.precision == 'fp32' else 'Z2Z'} {v.precision} {p['direction']}, protection {prot.token()}, "
-            + (f"n = 2^{p['logn']}" if p["logn"] else f"n = 2^1 .. 2^{MAX_LOGN[v.precision]}"),
+            + (f"n = 2^{p['logn']}" if p["logn"] else f"n = 2^1 .. 2^{AUTO_MAX_LOGN}"),
         }
 
     def emit(self, v: Variant, env) -> EmittedVariant:

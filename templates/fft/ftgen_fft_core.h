@@ -838,6 +838,7 @@ struct LaunchParams {
 #define FT_SLD(i) (ctx.sld(tid, sm, (i)))
 #define FT_SST(i, v) ctx.sst(tid, sm, (i), (v))
 #define FT_GLD(ptr, i) (ctx.gld(tid, (ptr), (i)))
+#define FT_TLD(ptr, i) (ctx.tld(tid, (ptr), (i)))
 #define FT_GLDV(ptr, i) (ctx.gldv(tid, (ptr), (i)))
 #define FT_GST(ptr, i, v) ctx.gst(tid, (ptr), (i), (v))
 #define FT_GSTV(ptr, i, v) ctx.gstv(tid, (ptr), (i), (v))
@@ -860,6 +861,7 @@ struct LaunchParams {
 #define FT_SLD(i) (sm[(i)])
 #define FT_SST(i, v) (sm[(i)] = (v))
 #define FT_GLD(ptr, i) (ldg_c((ptr) + (i)))
+#define FT_TLD(ptr, i) (ldg_c((ptr) + (i)))
 #define FT_GLDV(ptr, i) (ldg_v<T>((ptr) + (i)))
 #define FT_GST(ptr, i, v) ((ptr)[(i)] = (v))
 #define FT_GSTV(ptr, i, v) (*reinterpret_cast<Vec16<T>*>((ptr) + (i)) = (v))
@@ -1700,6 +1702,7 @@ struct FftLaunch {
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
     constexpr int ATTEMPTS = CHK ? 2 : 1;
+    FT_NOUNROLL
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
       load<BS, L>(ctx, sts, sm, p, C0, 0);
@@ -1740,6 +1743,7 @@ struct FftLaunch {
     const long long C0 = blk * BS;
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     init_faults(ctx, sts, p, blk);
+    FT_NOUNROLL
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
       FT_EACH_BEGIN
@@ -1769,7 +1773,7 @@ struct FftLaunch {
           double nr = 0;
           FT_UNROLL
           for (int i = 0; i < NN; ++i) {
-            acc = cadd(acc, cmul(FT_GLD(p.enc_v, t + TT * i), st.a[0][i]));
+            acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
             nr += cnorm2(st.a[0][i]);
             if constexpr (LEVEL == kTwoSidedTb) FT_SST(sum_idx(0, i, tid), cadd(FT_SLD(sum_idx(0, i, tid)), st.a[0][i]));
           }
@@ -1791,7 +1795,13 @@ struct FftLaunch {
         FT_EACH_BEGIN
         const int g = tid / TT, t = launder(tid % TT);
         if (!cks) {
-          apply_outer(st, tid, p, C0, step, 1);
+          // launch twiddles once per step: applied, then divided out again for the checks
+          cx d[NN];
+          if constexpr (MP > 1) {
+            outer_tw(p, C0 + tile_col(g, step), t, d);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
+          }
           if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
           // left-side output checksum e^T u (u: outputs without the launch twiddle), right-side sum
           cx acc{T(0), T(0)};
@@ -1799,8 +1809,8 @@ struct FftLaunch {
           FT_UNROLL
           for (int i = 0; i < NN; ++i) {
             cx u = st.a[0][i];
-            if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, step), t, i));
-            acc = cadd(acc, cmul(FT_GLD(p.enc_e, t + TT * i), u));
+            if constexpr (MP > 1) u = cmulc(u, d[i]);
+            acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
             nf += cfinite(u) ? 0.0 : 1.0;
             if constexpr (LEVEL == kTwoSidedTb) FT_SST(sum_idx(1, i, tid), cadd(FT_SLD(sum_idx(1, i, tid)), u));
           }
@@ -1932,7 +1942,7 @@ struct FftLaunch {
             }
             const cx fixed = csub(st.a[0][i], others);
             FT_SST(sum_idx(1, i, tid), fixed);  // the sum is spent: keep the replacement
-            accs = cadd(accs, cmul(FT_GLD(p.enc_e, t + TT * i), fixed));
+            accs = cadd(accs, cmul(FT_TLD(p.enc_e, t + TT * i), fixed));
           }
           cx inj{T(0), T(0)};
           FT_UNROLL

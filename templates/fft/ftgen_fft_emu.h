@@ -101,6 +101,12 @@ class EmuCtx {
     stats_->gload_bytes += sizeof(V);
     return base[i];
   }
+  // table loads (twiddles, encodings): sectors are counted, data bytes are not
+  template <class V>
+  V tld(int tid, const V* base, long long i) {
+    touch_glob(tid, reinterpret_cast<uintptr_t>(base + i), sizeof(V));
+    return base[i];
+  }
   template <class C>
   auto gldv(int tid, const C* base, long long i) {
     using VT = Vec16<decltype(base->x)>;

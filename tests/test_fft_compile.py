@@ -1,0 +1,231 @@
+"""compile: nvcc builds one fft variant per protection level for sm_80 and sm_90 (no local-memory
+arrays, the unprotected kernel without spills, 64/128-bit global accesses, codelet twiddles as
+immediates); and the generated kernel code itself runs on the CPU through the host emulator
+(ftgen_fft_emu.h, g++): it computes the DFT, corrects injected faults, has no shared-memory races,
+reads and writes every element once per launch, and keeps bank conflicts and sectors in check."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ftgen.build import find_nvcc
+from ftgen.codegen.emit import TemplateEnv, render_spec
+from ftgen.families import fft as F
+from ftgen.paths import templates_dir
+from ftgen.spec import load_spec_text
+
+pytestmark = pytest.mark.compile
+
+SPEC = textwrap.dedent(
+    """
+    name: compile_fft
+    family: fft
+    arch: [sm_80, sm_90]
+    variants:
+      - {precision: fp32, params: {logn: 12}}
+      - {precision: fp64, params: {logn: 16}}
+      - {precision: fp32, protection: {scheme: abft, level: one-sided, inject: true}, params: {logn: 10}}
+      - {precision: fp64, protection: {scheme: abft, level: two-sided-thread, inject: true}, params: {logn: 9}}
+      - {precision: fp32, protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: 14}}
+      - {precision: fp64, protection: {scheme: abft, level: two-sided-tb}, params: {logn: 11, direction: inverse}}
+    """
+)
+
+
+def _nvcc_ptxas(nvcc: str, root: Path, rel: str, arch: str) -> str:
+    d = str(Path(rel).parent)
+    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xptxas", "-v", f"-arch={arch}", "-I", str(root / d), "-I", str(root / "common"),
+           "-c", str(root / rel), "-o", os.devnull]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, f"{rel} ({arch}):\n{p.stdout}{p.stderr}"
+    return p.stderr
+
+
+def test_nvcc_compiles_every_level_for_sm80_and_sm90(tmp_path):
+    nvcc = find_nvcc()
+    s = load_spec_text(SPEC, "compile_fft.yaml")
+    files, _ = render_spec(s)
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    jobs = [(rel, arch) for rel in files if re.search(r"_k\d+\.cu$", rel) for arch in ("sm_80", "sm_90")]
+    first = s.variants[0].name
+    jobs += [(f"{first}/{first}.cu", "sm_90"), (f"{first}/{first}_bench.cu", "sm_90")]
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        logs = dict(zip(jobs, ex.map(lambda j: _nvcc_ptxas(nvcc, tmp_path, *j), jobs)))
+    for (rel, arch), log in logs.items():
+        if not re.search(r"_k\d+\.cu$", rel):
+            continue
+        stacks = [int(x) for x in re.findall(r"(\d+) bytes stack frame", log)]
+        spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
+        # the register state is never demoted to local memory (a dynamic index would do that):
+        # any stack frame is spill space only
+        assert all(st <= sp + 16 for st, sp in zip(stacks, spills)), (rel, arch, log)
+        if "_none_" in rel:
+            assert max(spills, default=0) == 0, (rel, arch, log)
+        if "abft" in rel:
+            assert max(spills, default=0) <= 512, (rel, arch, log)
+
+
+def test_sass_of_the_unprotected_kernel(tmp_path):
+    nvcc = find_nvcc()
+    cuobjdump = shutil.which("cuobjdump") or str(Path(nvcc).parent / "cuobjdump")
+    if not Path(cuobjdump).exists():
+        pytest.skip("cuobjdump not found")
+    s = load_spec_text(SPEC, "compile_fft.yaml")
+    files, _ = render_spec(s)
+    v = s.variants[0]
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    cubin = tmp_path / "k.cubin"
+    subprocess.run([nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-arch=sm_90", "-cubin", "-I", str(tmp_path / v.name), "-I",
+                    str(tmp_path / "common"), "-o", str(cubin), str(tmp_path / v.name / f"{v.name}_k12.cu")], check=True, capture_output=True)
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"LDG\.E\.64\.CONSTANT", sass)  # coalesced read-only loads of whole complex values
+    assert re.search(r"STG\.E\.64", sass) and re.search(r"STS\.64", sass) and re.search(r"LDS\.64", sass)
+    assert "LDL" not in sass and "STL" not in sass
+    # compile-time twiddles of the radix-16 codelet: cos(pi/8), cos(pi/4) as immediates
+    assert "0.92387950420379638672" in sass and "0.70710676908493041992" in sass
+
+
+# ---- the host emulator --------------------------------------------------------------------------
+
+
+def _gxx() -> str | None:
+    return shutil.which("g++") or shutil.which("c++")
+
+
+def build_emulator(tmp: Path, precision: str, level: str, params: dict, inject: bool = False, direction: str = "forward") -> tuple[Path, object]:
+    prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: {'true' if inject else 'false'}}}"
+    body = ", ".join(f"{k}: {v}" for k, v in {**params, "direction": direction}.items())
+    s = load_spec_text(f"name: emu\nfamily: fft\nprecision: {precision}\nprotection: {prot}\nparams: {{{body}}}\n")
+    (v,) = s.variants
+    fam = s.family
+    d = tmp / v.name
+    d.mkdir(parents=True, exist_ok=True)
+    for rel, text in fam.emit_emulator(v, TemplateEnv(), params["logn"]).items():
+        (d / rel).write_text(text)
+    for h in ("ftgen_fft_core.h", "ftgen_fft_emu.h"):
+        shutil.copy(templates_dir() / "fft" / h, d / h)
+    exe = d / "emu"
+    p = subprocess.run([_gxx(), "-std=c++17", "-O1", "-w", "-I", str(d), str(d / f"{v.name}_emu.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-4000:]
+    return exe, v
+
+
+def run_emulator(exe: Path, x: np.ndarray, dtype, faults=(), flags: int = 0) -> tuple[np.ndarray, dict]:
+    d = exe.parent
+    x.astype(dtype).tofile(d / "in.bin")
+    argv = [str(exe), str(d / "in.bin"), str(d / "out.bin"), str(x.shape[0]), "--flags", str(flags)]
+    for f in faults:
+        argv += ["--fault", *map(str, f)]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return np.fromfile(d / "out.bin", dtype=dtype).reshape(x.shape), json.loads(p.stdout)
+
+
+def rel_err(y, ref) -> float:
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.linalg.norm(y - ref, axis=1) / np.linalg.norm(ref, axis=1)
+    return float(np.max(e)) if np.all(np.isfinite(e)) else float("inf")
+
+
+EMU_CASES = [
+    ("fp32", "none", {"logn": 3}, 300, "forward"),  # one thread per column, 16-byte vectors, partial tile
+    ("fp32", "none", {"logn": 11}, 3, "inverse"),
+    ("fp64", "none", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "forward"),
+    ("fp32", "none", {"logn": 14}, 2, "forward"),
+    ("fp32", "one-sided", {"logn": 8, "N1": 16, "N2": 16}, 3, "forward"),
+    ("fp64", "two-sided-thread", {"logn": 10}, 3, "forward"),
+    ("fp32", "two-sided-tb", {"logn": 12}, 8, "forward"),
+    ("fp64", "two-sided-tb", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "inverse"),
+]
+
+
+@pytest.fixture(scope="module")
+def emu_dir(tmp_path_factory):
+    if _gxx() is None:
+        pytest.skip("no C++ compiler for the host emulator")
+    return tmp_path_factory.mktemp("fft_emu")
+
+
+@pytest.mark.parametrize("precision, level, params, batch, direction", EMU_CASES)
+def test_emulated_kernels(emu_dir, precision, level, params, batch, direction):
+    inject = level != "none"
+    exe, v = build_emulator(emu_dir, precision, level, params, inject=inject, direction=direction)
+    dtype = np.complex64 if precision == "fp32" else np.complex128
+    rng = np.random.default_rng(7)
+    n = 1 << params["logn"]
+    x = rng.standard_normal((batch, n)) + 1j * rng.standard_normal((batch, n))
+    ref = F.fft_reference(x.astype(dtype), inverse=direction == "inverse")
+    tol = F.tolerance(precision, params["logn"])
+    y, st = run_emulator(exe, x, dtype)
+    assert rel_err(y, ref) <= tol / 8, rel_err(y, ref) / tol
+    assert st["races"] == 0, st["first_race"]
+    assert st["detected"] == 0
+    plan = F.FftFamily().plans(v)[0]
+    launches = len(plan.launches)
+    esize = F.ESIZE[precision]
+    assert st["gmem"]["load_bytes"] == launches * batch * n * esize  # every element read once per launch
+    assert st["gmem"]["store_bytes"] == launches * batch * n * esize
+    assert st["smem"]["worst"] <= 4.0 and st["smem"]["wavefronts"] <= 1.6 * max(st["smem"]["ideal"], 1)
+    # one thread per column (16-byte vectors 8 * R bytes apart): each 32-byte sector is half used
+    # per instruction (the other half by the next, from L1); otherwise full sectors
+    one_thread_per_column = any(lp.T == 1 for lp in plan.launches)
+    assert st["gmem"]["sectors"] <= (2.05 if one_thread_per_column else 1.6) * st["gmem"]["ideal"]
+    if not inject:
+        return
+    # faults at every stage of every launch, each in its own run: corrected (or recomputed)
+    bits = 64 if precision == "fp32" else 128
+    blocks = st["blocks"]
+    lps = plan.launches
+    threads = max(lp.threads for lp in lps)
+    elems = max(lp.L * lp.n for lp in lps)
+    steps = max(lp.P + 1 for lp in lps)
+    fixed = 0
+    for trial in range(24):
+        f = (int(rng.integers(blocks)), int(rng.integers(threads)), int(rng.integers(elems)), trial % steps, trial % 2,
+             int(rng.integers(bits // 2 - 8, bits // 2)) if trial % 2 == 0 else bits // 2 - 2, 4.0)
+        yu, su = run_emulator(exe, x, dtype, [f], flags=2)
+        yc, sc = run_emulator(exe, x, dtype, [f])
+        assert sc["races"] == 0
+        if not sc["fault"]["applied"]:
+            assert sc["detected"] == 0
+            continue
+        if rel_err(yu, ref) > tol:
+            assert sc["detected"] >= 1 and rel_err(yc, ref) <= tol, (f, sc, rel_err(yc, ref) / tol)
+            assert sc["corrected"] >= 1 and sc["false_alarms"] == 0
+            fixed += 1
+    assert fixed >= 4
+
+
+def test_search_dispatch_header_over_fft_variants_compiles(tmp_path):
+    """`ftgen search` writes a dispatch header calling the winners by their C symbols (names with
+    '-' from the protection token become '_'); it must compile against the fft launchers."""
+    from ftgen.codegen.emit import generate
+    from ftgen.search import SearchResult, check_dispatch_compiles, dispatch_header
+
+    s = load_spec_text(
+        "name: dsp\nfamily: fft\narch: [sm_90]\nprecision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\n"
+        "variants:\n  - params: {logn: 12}\n  - params: {logn: 20}\nshapes: [{n: 4096, batch: 64}]\n"
+    )
+    g = generate(s, tmp_path)
+    res = SearchResult(gpu={"name": "test"})
+    for v, n in zip(s.variants, (4096, 1 << 20)):
+        res.best[f"{n}x64"] = {"kernel": v.name, "shape": {"n": n, "batch": 64}, "ms": {"median": 1.0}}
+    hdr = g.out_dir / "dsp_dispatch.h"
+    hdr.write_text(dispatch_header(s, res))
+    ok, log = check_dispatch_compiles(hdr, g.out_dir)
+    assert ok, log
+    assert "fft_c2c_f32_abft_2sided_tb_fwd_logn12_N4096_n16_bs4_t4(p, stream)" in hdr.read_text()

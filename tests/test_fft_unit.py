@@ -1,0 +1,261 @@
+"""fft family: parameters, constraints and their reasons, names, shapes, CLI exit codes, golden
+sources. No GPU, no compiler."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, golden_check
+from ftgen.cli import main
+from ftgen.codegen.emit import TemplateEnv, render_spec
+from ftgen.errors import SpecError
+from ftgen.families import fft as F
+from ftgen.families import get
+from ftgen.spec import load_spec_text, parse_shapes
+
+
+def spec(body: str, name: str = "t") -> str:
+    return f"name: {name}\nfamily: fft\narch: [sm_90]\n" + textwrap.dedent(body)
+
+
+def variants(body: str):
+    s = load_spec_text(spec(body), "t.yaml")
+    return s.variants, s.rejected
+
+
+# ---- names -----------------------------------------------------------------------------------
+
+
+def test_names_encode_the_resolved_plan():
+    vs, _ = variants("precision: fp32\nparams: {logn: 12}\n")
+    assert [v.name for v in vs] == ["fft_c2c_f32_none_fwd_logn12_N4096_n16_bs1_t1"]
+    vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 20, direction: inverse}\n")
+    (v,) = vs
+    assert v.name.startswith("fft_z2z_f64_abft-2sided-tb_inv_logn20_N1024x1024_n8x8_bs")
+    assert v.name.endswith("_t4_inj")
+    vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: one-sided, threshold: 20}\nparams: {logn: 0}\n")
+    assert [v.name for v in vs] == ["fft_c2c_f32_abft-1sided-th20_fwd_auto"]
+
+
+def test_explicit_params_equal_to_auto_give_the_same_variant():
+    vs, _ = variants("precision: fp32\nvariants:\n  - params: {logn: 12}\n  - params: {logn: 12, N1: 4096, n1: 16, bs1: 1, tcols: 1}\n")
+    assert len(vs) == 1
+
+
+def test_every_parameter_changes_the_name():
+    base = {"logn": 16, "N1": 256, "n1": 16, "n2": 16, "bs1": 16, "bs2": 16, "direction": "forward"}
+
+    def name(**over):
+        p = {**base, **over}
+        (v,), _ = variants("precision: fp32\nparams: {" + ", ".join(f"{k}: {x}" for k, x in p.items()) + "}\n")
+        return v.name
+
+    n0 = name()
+    changed = [name(n1=8), name(n2=8), name(bs1=8), name(bs2=8), name(N1=128), name(direction="inverse")]
+    assert len({n0, *changed}) == 1 + len(changed)
+
+
+# ---- constraints: reasons, not booleans -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, reason",
+    [
+        ("{logn: 12, N1: 4096, n1: 8, bs1: 4}", "threads per block"),
+        ("{logn: 4, n1: 16, bs1: 16}", "not a multiple of 32"),
+        ("{logn: 16, N1: 256, N2: 256, bs2: 512}", "consecutive columns must share a signal"),
+        ("{logn: 16, N1: 256, N2: 512}", "does not divide n = 65536"),
+        ("{logn: 16, N1: 256, N2: 16, N3: 4}", "is not n = 65536"),
+        ("{logn: 0, n1: 8}", "give logn to set n1"),
+        ("{logn: 26}", None),
+    ],
+)
+def test_constraint_reasons(params, reason):
+    vs, rej = variants(f"precision: fp32\nvariants:\n  - params: {params}\n  - params: {{logn: 4}}\n")
+    if reason is None:
+        assert any("logn26" in v.name for v in vs)
+    else:
+        assert rej and reason in "; ".join(rej[0].reasons), rej
+
+
+def test_two_sided_levels_need_two_columns_per_thread():
+    vs, rej = variants("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\nvariants:\n  - params: {logn: 10, tcols: 1}\n  - params: {logn: 10}\n")
+    assert len(vs) == 1 and rej and "at least 2 columns per thread" in rej[0].reasons[0]
+
+
+def test_fp64_size_limit_is_a_reason():
+    _, rej = variants("precision: fp64\nvariants:\n  - params: {logn: 26}\n  - params: {logn: 3}\n")
+    assert "largest fp64 size" in rej[0].reasons[0]
+
+
+def test_protection_options_are_checked():
+    with pytest.raises(SpecError, match="interval must be 1"):
+        load_spec_text(spec("protection: {scheme: abft, level: two-sided-tb, interval: 4}\nparams: {logn: 8}\n"))
+    with pytest.raises(SpecError, match="for detect-and-recompute use level one-sided"):
+        load_spec_text(spec("protection: {scheme: abft, level: two-sided-tb, correct: detect}\nparams: {logn: 8}\n"))
+    with pytest.raises(SpecError, match="not a abft level of family fft|is not a protection level"):
+        load_spec_text(spec("protection: {scheme: abft, level: warp}\nparams: {logn: 8}\n"))
+
+
+def test_automatic_plans_are_valid_for_every_size_precision_and_level():
+    for prec in F.PRECISIONS:
+        for level in ("none",) + F.ABFT_LEVELS:
+            for logn in range(1, F.MAX_LOGN[prec] + 1):
+                q = F.resolve_params(prec, level, {"logn": logn})
+                plan = F.make_plan(prec, level, q)
+                assert F.plan_reasons(plan, level) == [], (prec, level, logn, F.plan_reasons(plan, level))
+                assert plan.N == 1 << logn and len(plan.launches) == F.auto_launches(prec, logn)
+                for lp in plan.launches:
+                    assert lp.threads % 32 == 0 and lp.threads <= 1024
+                    assert lp.smem_bytes <= F.SMEM_LIMIT, (prec, level, logn, lp.describe())
+                    if level == "none":
+                        assert lp.smem_bytes <= F.SMEM_TARGET, (prec, logn, lp.describe())
+                        assert lp.regs_estimate() <= 128, (prec, logn, lp.describe())
+
+
+# ---- shapes ---------------------------------------------------------------------------------
+
+
+def test_shapes_n_or_logn_and_batch():
+    fam = get("fft")
+    assert parse_shapes(fam, "4096x1024,8x3") == [{"n": 4096, "batch": 1024}, {"n": 8, "batch": 3}]
+    assert fam.normalize_shape({"logn": 5, "batch": 2}, "shapes[0]") == {"n": 32, "batch": 2}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1000x4", "1000 is not a power of two"),
+        ("4096", "has 1 numbers"),
+        ("1x4", "not a power of two >= 2"),
+        ("134217728x64", "exceeds 2^31|largest supported size"),
+    ],
+)
+def test_bad_shape_tokens(text, message):
+    with pytest.raises(SpecError, match=message):
+        parse_shapes(get("fft"), text)
+
+
+def test_spec_shape_errors_name_the_field(tmp_path, capsys):
+    p = tmp_path / "s.yaml"
+    p.write_text(spec("params: {logn: 10}\nshapes:\n  - {n: 1000, batch: 4}\n"))
+    assert main(["generate", str(p), "-o", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert "shapes[0].n" in err and "1000 is not a power of two" in err and "Traceback" not in err
+
+
+# ---- CLI exit codes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("params: {logn: 12, n1: 12}\n", "params.n1: 12 is not one of"),
+        ("params: {logn: 12, bs1: 3}\n", "params.bs1: 3 is not a power of two"),
+        ("params: {logn: 12, direction: sideways}\n", "params.direction"),
+        ("params: {logn: 30}\n", "params.logn: 30 is outside 0..26"),
+        ("params: {log_n: 12}\n", "did you mean 'logn'"),
+        ("params: {logn: 12, N1: 8192}\n", "N1 = 8192 does not divide n = 4096"),
+        ("precision: fp16\nparams: {logn: 12}\n", "precision"),
+    ],
+)
+def test_invalid_specs_exit_2_with_the_field(tmp_path, capsys, body, message):
+    p = tmp_path / "s.yaml"
+    p.write_text(spec(body))
+    assert main(["generate", str(p), "-o", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err
+
+
+def test_bench_shapes_flag_rejects_non_powers_of_two(tmp_path, capsys):
+    p = tmp_path / "s.yaml"
+    p.write_text(spec("params: {logn: 3}\n"))
+    assert main(["generate", str(p), "-o", str(tmp_path / "g")]) == 0
+    assert main(["bench", str(tmp_path / "g" / "t"), "--shapes", "100x3"]) == 2
+    assert "100 is not a power of two" in capsys.readouterr().err
+
+
+def test_list_describes_the_family(capsys):
+    assert main(["list", "fft", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)[0]
+    assert d["family"] == "fft" and d["shape_keys"] == ["n", "batch"]
+    assert set(d["schemes"]["abft"]) == {"one-sided", "two-sided-thread", "two-sided-tb"}
+    for key in ("direction", "logn", "N1", "n1", "bs1", "tcols"):
+        assert key in d["params"]
+    assert any("bs1 <= n/N1" in c for c in d["constraints"])
+
+
+def test_example_specs_generate(tmp_path):
+    for path in sorted((REPO / "specs").glob("fft_*.yaml")):
+        text = path.read_text()
+        s = load_spec_text(text, str(path))
+        assert s.variants, path
+        files, manifest = render_spec(s)
+        assert manifest["variants"], path
+
+
+def test_sweep_specs_fill_the_device():
+    for prec, total in (("fp32", 26), ("fp64", 25)):
+        s = load_spec_text((REPO / "specs" / f"fft_sweep_{prec}.yaml").read_text())
+        logns = [x["n"].bit_length() - 1 for x in s.shapes]
+        assert logns == list(range(3, 25))
+        assert all(x["n"] * x["batch"] == 1 << total for x in s.shapes)
+
+
+# ---- emission -------------------------------------------------------------------------------
+
+
+def test_emission_is_deterministic_and_links_cufft():
+    s = load_spec_text(spec("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 14}\n"))
+    a, _ = render_spec(s)
+    b, _ = render_spec(s)
+    assert a == b
+    assert "CUDA::cufft" in a["CMakeLists.txt"]
+    (v,) = s.variants
+    # the symbol is a C identifier; kernels of one launch per file
+    assert "cudaError_t fft_c2c_f32_abft_2sided_tb_fwd_logn14" in a[f"{v.name}/{v.name}.h"]
+    assert f"{v.name}/{v.name}_k14.cu" in a
+    assert "common/ftgen_fft_core.h" in a and "common/ftgen_fft.h" in a
+
+
+def test_injection_code_only_in_inject_builds():
+    s = load_spec_text(spec("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb, inject: [false, true]}\nparams: {logn: 10}\n"))
+    files, _ = render_spec(s)
+    clean, inj = s.variants
+    assert "INJECT = false" in files[f"{clean.name}/{clean.name}_k10.cu"]
+    assert "INJECT = true" in files[f"{inj.name}/{inj.name}_k10.cu"]
+
+
+def test_codelets_in_the_header_match_the_generator():
+    text = (REPO / "templates" / "fft" / "ftgen_fft_core.h").read_text()
+    start = text.index("// ---- generated by ftgen.families.fft.codelet_source()")
+    end = text.index("// ---- end of generated codelets ----") + len("// ---- end of generated codelets ----\n")
+    assert text[start:end] == F.codelet_source()
+
+
+GOLDEN = spec(
+    """
+    precision: [fp32, fp64]
+    protection:
+      scheme: [none, abft]
+      level: two-sided-tb
+      inject: true
+    params: {logn: 10}
+    shapes: [{n: 1024, batch: 64}]
+    """,
+    name="golden_fft",
+)
+
+
+def test_golden_sources():
+    files, _ = render_spec(load_spec_text(GOLDEN, "golden_fft.yaml"))
+    root = REPO / "tests" / "golden" / "fft"
+    for rel, text in sorted(files.items()):
+        if rel.startswith("common/") or rel in ("manifest.json", "CMakeLists.txt"):
+            continue
+        golden_check(root / rel.replace("/", "__"), text)
