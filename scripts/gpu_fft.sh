@@ -11,7 +11,7 @@
 # 2. verifies against cuFFT and times every variant for log n = 3..24 (fp32: 2^26 complex elements
 #    per shape, fp64: 2^25), the injection builds with one fault per transform (--inject 1).
 # 3. fault campaigns through `ftgen campaign`: two-sided-tb 1000 clean + 1000 single-bit-flip trials
-#    per precision (the seed's protocol), the other levels 200 + 200.
+#    per precision (the seed's protocol), the other levels 150 + 150.
 # Full JSON lines (with provenance) go to OUTDIR; a short summary table is printed last.
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft.sh OUTDIR}
@@ -47,6 +47,7 @@ variants:
   - {precision: fp32, params: {logn: 12, n1: 8}}
   - {precision: fp32, params: {logn: 22, N1: 256, N2: 128}}
   - {precision: fp32, params: {logn: 23, N1: 4096, bs1: 4, bs2: 4}}
+  - {precision: fp32, params: {logn: 22, bs1: 2, bs2: 2}}
   - {precision: fp64, params: {logn: 12, N1: 64}}
   - {precision: fp64, params: {logn: 11, n1: 16}}
   - {precision: fp64, params: {logn: 22, N1: 256, N2: 128}}
@@ -90,8 +91,8 @@ ft bench "$gen/fft_gpu" --kernels "*_none_fwd_logn*" $R --json "$out/probes.json
 log "campaign: two-sided-tb, 1000 clean + 1000 single-bit-flip trials per precision"
 ft campaign "$out/fft_gpu.yaml" -o "$gen" --kernels "*2sided-tb_fwd_auto_inj" --trials 1000 --dists normal --shape 4096x64 \
   --json "$out/campaign_tb.jsonl" > "$out/campaign_tb.txt" 2>&1
-log "campaign: one-sided and two-sided-thread, 200 + 200 trials, normal and loguniform inputs"
-ft campaign "$out/fft_gpu.yaml" -o "$gen" --kernels "*1sided_fwd_auto_inj,*2sided-thread_fwd_auto_inj" --trials 200 --dists normal,loguniform \
+log "campaign: one-sided and two-sided-thread, 150 + 150 trials, normal and loguniform inputs"
+ft campaign "$out/fft_gpu.yaml" -o "$gen" --kernels "*1sided_fwd_auto_inj,*2sided-thread_fwd_auto_inj" --trials 150 --dists normal,loguniform \
   --shape 4096x64 --json "$out/campaign_levels.jsonl" > "$out/campaign_levels.txt" 2>&1
 log "done; summary"
 

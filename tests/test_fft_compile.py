@@ -38,6 +38,7 @@ SPEC = textwrap.dedent(
       - {precision: fp64, protection: {scheme: abft, level: two-sided-thread, inject: true}, params: {logn: 9}}
       - {precision: fp32, protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: 14}}
       - {precision: fp64, protection: {scheme: abft, level: two-sided-tb}, params: {logn: 11, direction: inverse}}
+      - {precision: fp32, protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: 9, N1: 8, N2: 8, N3: 8}}
     """
 )
 

@@ -250,9 +250,11 @@ class LaunchPlan:
 
     @property
     def min_blocks(self) -> int:
-        """__launch_bounds__ minimum blocks per SM: 768 resident threads for the unprotected fp32
-        kernels (85 registers), 512 otherwise (128 registers)."""
-        target = 768 if (self.level == "none" and self.esize == 8) else 512
+        """__launch_bounds__ minimum blocks per SM: 768 resident threads for unprotected fp32
+        one-launch kernels (85 registers), 512 otherwise (128 registers: fp64, launch twiddles,
+        staging, checksums)."""
+        single = self.S == 1 and self.Mp == 1
+        target = 768 if (self.level == "none" and self.esize == 8 and single) else 512
         return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
@@ -458,8 +460,6 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
             r.append(f"{tag}: {level} needs at least 2 columns per thread (tcols >= 2 and bs{lp.index + 1} >= 2), got {lp.L}")
         if lp.bs % lp.L:
             r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a multiple of tcols={lp.L}")
-        if lp.threads % 32:
-            r.append(f"{tag}: {lp.threads} threads per block (bs/tcols * N/n) is not a multiple of 32; raise bs{lp.index + 1}")
         if lp.threads > MAX_THREADS:
             r.append(f"{tag}: {lp.threads} threads per block (bs/tcols * N/n) exceed {MAX_THREADS}; raise n{lp.index + 1} or tcols, or lower bs{lp.index + 1}")
         if lp.smem_bytes > SMEM_LIMIT:
@@ -1183,7 +1183,7 @@ class FftFamily(Family):
             "n1..n3 in 2, 4, 8, 16, 32 (sub-pass radix = elements per thread); the last sub-pass may be smaller",
             "multi-launch: bs1 <= n/N1, bs_l <= N1*...*N_(l-1) (a block's columns share one signal)",
             "bs a multiple of tcols; two-sided levels need tcols >= 2",
-            "threads per block = (bs/tcols) * (N_l/n_l) <= 1024 and a multiple of 32",
+            "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
@@ -1342,6 +1342,7 @@ class FftFamily(Family):
             "tol_c": repr(TOL_C),
             "tol_elem_c": repr(TOL_ELEM_C),
             "esize": ESIZE[v.precision],
+            "sizes_desc": (f"this variant is built for n = 2^{p['logn']} only" if p["logn"] else f"this variant covers n = 2^1 .. 2^{AUTO_MAX_LOGN}"),
             "summary": f"{'C2C' if v.precision == 'fp32' else 'Z2Z'} {v.precision} {p['direction']}, protection {prot.token()}, "
             + (f"n = 2^{p['logn']}" if p["logn"] else f"n = 2^1 .. 2^{AUTO_MAX_LOGN}"),
         }

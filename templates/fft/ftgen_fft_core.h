@@ -902,16 +902,17 @@ __device__ FT_INLINE Vec16<T> ldg_v(const cplx<T>* p) {
 }
 
 // all-reduce over aligned groups of WIDTH lanes (butterfly, every lane gets the total)
-template <int WIDTH>
+// (MASK: the lanes present; blocks smaller than a warp have fewer)
+template <int WIDTH, unsigned MASK>
 __device__ FT_INLINE double warp_allsum(double v) {
   FT_UNROLL
-  for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(MASK, v, o);
   return v;
 }
-template <int WIDTH>
+template <int WIDTH, unsigned MASK>
 __device__ FT_INLINE double warp_allmax(double v) {
   FT_UNROLL
-  for (int o = WIDTH / 2; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = WIDTH / 2; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(MASK, v, o));
   return v;
 }
 
@@ -1033,6 +1034,7 @@ struct FftLaunch {
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
   static constexpr int NWARPS = (NT + 31) / 32;
+  static constexpr unsigned WMASK = NT >= 32 ? 0xffffffffu : ((1u << NT) - 1u);  // lanes of a (partial) warp
   static constexpr int NV = LEVEL == kOneSided ? 3 * L : (LEVEL == kTwoSidedTb ? 7 + L : 1);
   static constexpr bool IS_F32 = sizeof(T) == 4;
   static constexpr double U = IS_F32 ? 5.9604644775390625e-08 : 1.1102230246251565e-16;
@@ -1206,7 +1208,7 @@ struct FftLaunch {
     {
       State& st = sts[0];
       FT_UNROLL
-      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<WARPW>(st.red[v]);
+      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<WARPW, WMASK>(st.red[v]);
     }
 #endif
     if constexpr (GWARPS > 1) {
@@ -2016,7 +2018,7 @@ struct FftLaunch {
 #else
     (void)ctx;
     State& st = sts[0];
-    const double sc = warp_allmax<32>(st.score);
+    const double sc = warp_allmax<(NT < 32 ? NT : 32), WMASK>(st.score);
     if ((threadIdx.x & 31) == 0) ftgen::record_score(p.counters, sc);
 #endif
   }

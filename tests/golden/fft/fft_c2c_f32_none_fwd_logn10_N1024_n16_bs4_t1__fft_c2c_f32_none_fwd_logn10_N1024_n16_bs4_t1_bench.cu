@@ -139,7 +139,7 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
   if (!fft_c2c_f32_none_fwd_logn10_N1024_n16_bs4_t1_info(n, batch, &s.info)) {
     // a variant built for one size: other sizes are not an error, just not this kernel's
     ftgen::Json row;
-    row.members(kMeta).raw("shape", shape_json(n, batch)).str("skipped", "this variant is built for another n").boolean("ok", true);
+    row.members(kMeta).raw("shape", shape_json(n, batch)).str("skipped", "this variant is built for n = 2^10 only").boolean("ok", true);
     ftgen::emit_row(row);
     return true;
   }
