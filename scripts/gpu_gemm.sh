@@ -54,6 +54,37 @@ EOF
 }
 
 case "$mode" in
+levels)
+  # every ABFT level vs unprotected vs cuBLAS (clean, with faults), then the campaign with CAMPAIGN=1
+  ft generate specs/gemm_abft_levels.yaml -o $gen > /dev/null && ft build $gen/sgemm_abft_levels -j 16 2>> "$out/levels.log" || exit 3
+  lv=2048x2048x2048,4096x4096x4096,8192x8192x8192,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777
+  ft bench $gen/sgemm_abft_levels --shapes $lv --reps 10 --warmup 3 --json "$out/abft_levels_clean.jsonl" > /dev/null 2>> "$out/levels.log"
+  echo "levels clean rc=$?"
+  ft bench $gen/sgemm_abft_levels --kernels '*_inj' --shapes $lv --inject 16 --reps 10 --warmup 3 --json "$out/abft_levels_inject.jsonl" > /dev/null 2>> "$out/levels.log"
+  echo "levels inject rc=$?"
+  grep -E "^error" "$out/levels.log"
+  python3 scripts/summarize_gemm.py "$out/abft_levels_clean.jsonl" "$out/abft_levels_inject.jsonl"
+  ;;
+campaign)
+  ft campaign specs/gemm_abft_campaign.yaml --trials ${TRIALS:-1000} -o $gen --json "$out/abft_campaign.jsonl" --plot "$out/abft_campaign.png" 2> "$out/campaign.log"
+  echo "campaign rc=$?"; tail -5 "$out/campaign.log"
+  ;;
+tb-perf)
+  # threadblock-level ABFT vs unprotected, same tilings, registers for 1 or 2 blocks per SM
+  ft generate specs/gemm_abft_tb_perf.yaml -o $gen > /dev/null || exit 1
+  ft build $gen/sgemm_abft_tb_perf -j 16 --arch sm_90 || exit 3
+  ft bench $gen/sgemm_abft_tb_perf --kernels '*_inj' --shapes 1x1x1,1000x1234x777,257x129x1031 --inject 8 --reps 3 --warmup 1 \
+     --json "$out/tb_check_inject.jsonl" > /dev/null 2> "$out/tb_check_inject.err"
+  echo "bench (inject, odd shapes) rc=$?"
+  ft bench $gen/sgemm_abft_tb_perf --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 \
+     --json "$out/tb_speed_clean.jsonl" > /dev/null 2> "$out/tb_speed_clean.err"
+  echo "bench (speed, no faults) rc=$?"
+  ft bench $gen/sgemm_abft_tb_perf --kernels '*_inj' --shapes 4096x4096x4096,8192x8192x8192 --inject 16 --reps 10 --warmup 3 \
+     --json "$out/tb_speed_inject.jsonl" > /dev/null 2> "$out/tb_speed_inject.err"
+  echo "bench (speed, 16 faults per launch) rc=$?"
+  tail -3 "$out"/*.err
+  summary "$out/tb_check_inject.jsonl" "$out/tb_speed_clean.jsonl" "$out/tb_speed_inject.jsonl"
+  ;;
 check)
   ft generate scripts/gpu_abft_check.yaml -o $gen > /dev/null || exit 1
   ft build $gen/abft_check -j 16 --arch sm_90 || exit 3
@@ -141,17 +172,40 @@ perf)
   summary "$out/perf_check.jsonl" | grep -v True
   summary "$out/perf_clean.jsonl" "$out/perf_inject.jsonl"
   ;;
-ncu)
-  # hardware counters (stall reasons, occupancy, hot SASS) of the listed kernels of scripts/gpu_abft_check.yaml
+ncu-stalls)
+  # stall reasons per issued instruction, bank conflicts, occupancy of the listed kernels (FTGEN_NCU_SPEC)
   shift 2
-  ft generate scripts/gpu_abft_check.yaml -o $gen > /dev/null || exit 1
-  ft build $gen/abft_check -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  spec=${FTGEN_NCU_SPEC:-scripts/gpu_abft_check.yaml}
+  proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
+  ft generate "$spec" -o $gen > /dev/null || exit 1
+  ft build $gen/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  st=smsp__average_warps_issue_stalled
+  m="gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread"
+  m="$m,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+  m="$m,smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_local_st.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
+  for r in long_scoreboard short_scoreboard mio_throttle wait barrier lg_throttle math_pipe_throttle not_selected selected dispatch_stall no_instruction branch_resolving; do
+    m="$m,${st}_${r}_per_issue_active.ratio"
+  done
   for k in "$@"; do
-    timeout 200 ncu --clock-control none -k regex:gemm_kernel -s 1 -c 1 --set full --import-source no \
-      $gen/abft_check/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref > "$out/ncu_$k.txt" 2>&1
     echo "== $k"
-    grep -E "^ +(Duration|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared Mem)|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued Instruction|Compute \(SM\) Throughput|Executed Ipc Active|Local Memory Spilling|Dynamic Shared Memory Per Block)" "$out/ncu_$k.txt" | head -20
-    grep -iE "stall|est\. speedup" "$out/ncu_$k.txt" | head -12
+    timeout 200 ncu --clock-control none -k regex:gemm_kernel -s 2 -c 1 --metrics "$m" \
+      $gen/$proj/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref 2>&1 | tee "$out/ncu_stalls_$k.txt" | grep -E "^ +[a-z_]+__" | sed 's/smsp__average_warps_issue_stalled_//'
+  done
+  ;;
+ncu)
+  # hardware counters (stall reasons, occupancy, hot SASS) of the listed kernels of a spec
+  # (FTGEN_NCU_SPEC, default scripts/gpu_abft_check.yaml)
+  shift 2
+  spec=${FTGEN_NCU_SPEC:-scripts/gpu_abft_check.yaml}
+  proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
+  ft generate "$spec" -o $gen > /dev/null || exit 1
+  ft build $gen/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  for k in "$@"; do
+    timeout 200 ncu --clock-control none -k regex:'gemm_kernel|enc_kernel' -s 2 -c 2 --set full --import-source no \
+      $gen/$proj/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref > "$out/ncu_$k.txt" 2>&1
+    echo "== $k"
+    grep -E "^  [a-z_]+.*(gemm_kernel|enc_kernel)|^ +(Duration|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared Mem)|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued Instruction|Compute \(SM\) Throughput|Executed Ipc Active|Executed Instructions  |Local Memory Spilling|Dynamic Shared Memory Per Block)" "$out/ncu_$k.txt" | head -40
+    grep -iE "stall|est\. speedup|bank" "$out/ncu_$k.txt" | head -14
   done
   ;;
 *)

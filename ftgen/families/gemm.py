@@ -11,7 +11,7 @@ Two backends, chosen by precision and scheme:
 
 Kernel names (the identity of a variant)::
 
-    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_inj]   (simt)
+    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_mb<min_blocks>][_inj]   (simt)
 
 ``<protection>`` is ``none`` or ``<scheme>-<level>[-detect][-i<interval>][-th<threshold>]``
 (see :meth:`Protection.token`); ``_inj`` marks a build with fault injection compiled in.
@@ -49,6 +49,8 @@ SIMT_PARAMS = (
     Param("n_t", int, (8,), "thread tile columns (registers)", check=power_of_two),
     Param("split_k", int, (1,), "k-slices per output tile, reduced in order in one launch (serial split-K)", choices=(1, 2, 4, 8, 16, 32)),
     Param("stages", int, (3,), "shared-memory stages of the cp.async global->shared pipeline", choices=(2, 3, 4, 5, 6)),
+    Param("min_blocks", int, (0,), "resident blocks per SM the registers are sized for (__launch_bounds__); 0: auto "
+          "(2 when the register estimate allows, else 1)", choices=(0, 1, 2)),
 )
 
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
@@ -118,15 +120,16 @@ class SimtGeometry:
         staging = (self.MT * self.KT + self.KT * self.NT) // max(self.threads, 1) if self.stages == 2 else 0
         self.regs_estimate = words * (self.mt * self.nt + 2 * (self.mt + self.nt) + extra + staging) + 40
         # aim for two resident blocks of up to 256 threads when the accumulators leave room
-        self.min_blocks = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 150 else 1
+        auto = 2 if self.threads and self.threads <= 256 and self.regs_estimate <= 150 else 1
+        self.min_blocks = p.get("min_blocks", 0) or auto
 
     def _abft_smem(self, level) -> int:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
-            return (self.stages * self.KT * 4 * e + 32 + self.warps_n * self.MT * 4 * e + self.MT * 4
-                    + row_lanes * self.MT * 3 * e + 4 * (4 + 4 + 8) + 64)
+            return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
+                    + row_lanes * self.MT * 3 * e + 64)
         if level == "warp":
             return (self.stages * self.KT * self.warps_n * 4 * e + 32 + warps * self.MW * (4 * e + 4) + warps * 8 + 64)
         return 0
@@ -261,6 +264,8 @@ class GemmFamily(Family):
         name += f"_s{p.get('stages', 3)}"
         if p.get("split_k", 1) > 1:
             name += f"_sk{p['split_k']}"
+        if p.get("min_blocks", 0):
+            name += f"_mb{p['min_blocks']}"
         return name + ("_inj" if v.protection.inject else "")
 
     # ---- emission -------------------------------------------------------------------------

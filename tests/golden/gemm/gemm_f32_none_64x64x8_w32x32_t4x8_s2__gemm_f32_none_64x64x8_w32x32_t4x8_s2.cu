@@ -357,9 +357,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       load_frags(sm, 0, 0, wm0, wn0, tm, tn, fa[0], fb[0]);
 
       // One k-tile. The loop below runs the tiles with a successor, then the last one: peeled, so that
-      // the staging of the next tile and its barrier carry no run-time condition. Returns true when the
-      // tile must be recomputed (ABFT).
-      auto tile = [&](const int kt, auto next) -> bool {
+      // the staging of the next tile and its barrier carry no run-time condition. Verification (ABFT) is
+      // not part of it: it runs between runs of INTERVAL tiles, so the hot loop stays free of it.
+      auto tile = [&](const int kt, auto next) {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
         constexpr bool has_next = decltype(next)::value;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
@@ -391,12 +391,11 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
 #pragma unroll
             for (int j = 0; j < TNT; ++j) acc[i][j] = fma(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
         }
-              return redo;
       };
-      bool stop = false;
       int kt = 0;
-      for (; kt + 1 < ktiles && !stop; ++kt) stop = tile(kt, std::true_type{});
-      if (!stop) redo = tile(kt, std::false_type{});
+#pragma unroll 1
+      for (; kt + 1 < ktiles; ++kt) tile(kt, std::true_type{});
+      tile(kt, std::false_type{});
       if (!REG_STAGED) cp_async_wait<0>();
     }
     (void)redo;

@@ -55,7 +55,6 @@ static_assert(E_COPIES <= THREADS, "encodings copied by one pass of the block");
 // Row updates: thread t owns row t % MT and the k rows t / MT, t / MT + ROW_LANES, ... of each tile.
 constexpr int ROW_LANES = THREADS >= MT ? (THREADS / MT > KT ? KT : THREADS / MT) : 1;
 constexpr int ROWS_PER_THREAD = THREADS >= MT ? 1 : MT / THREADS;
-constexpr int MAX_FIX = 4;  // in-place corrections per verification (more: recompute)
 
 template <int N>
 struct alignas(sizeof(T) * N) Vec {
@@ -108,12 +107,8 @@ struct Smem {
   T As[STAGES][KT][LDAS];
   T Bs[STAGES][KT][NT];
   alignas(32) T Es[STAGES][KT][ESTRIPS][4];
-  RowStats red[WARPS_N][MT];      // verification: per warp column, partial row statistics
-  int bad_col[MT];                // a column holding a non-finite value, per row (-1: none)
-  T chkp[ROW_LANES][MT][3];       // row-checksum partials r, r', r2 per k-lane
-  int nfix;                       // corrections found by this verification (> MAX_FIX: recompute)
-  int fix_row[MAX_FIX], fix_col[MAX_FIX];
-  double fix_sum[MAX_FIX];
+  T ct[MT][NT + 1];               // verification: the tile's accumulators (padded: a thread per row)
+  T chk[3][ROW_LANES][MT];        // row-checksum partials r, r', r2 per k-lane
   int redo;                       // block-uniform: recompute the tile
 };
 
@@ -471,104 +466,65 @@ __device__ __forceinline__ int detect_row(const Params& p, const RowStats& r, do
   return classify_row(d, dw, tau, tau_w, cols, col, score);
 }
 
-// Threadblock-level verification (all threads): returns true when the tile must be recomputed.
-__device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TMT][TNT], const T (&rc)[ROWS_PER_THREAD],
-                                          const T (&rcw)[ROWS_PER_THREAD], const T (&rc2)[ROWS_PER_THREAD], int k_done,
-                                          int wm0, int wn0, int tm, int tn, bool no_correct) {
-  const int tid = threadIdx.x, wn = (tid / 32) % WARPS_N;
-  // 1. row statistics over this thread's columns, reduced over the TN lanes that share the rows
+// Threadblock-level verification (all threads). The accumulators go to shared memory (sm.ct); one
+// thread per row sums the row, detects, locates and corrects the fault there; then they come back.
+// The accumulators are not live across it, so the verification costs the main loop no registers.
+// Returns true (block-uniform) when the tile must be recomputed.
+__device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TMT][TNT], int k_done, int wm0, int wn0, int tm,
+                                          int tn, bool no_correct) {
+  const int tid = threadIdx.x;
+  // 1. accumulators -> shared memory (the checksum partials are there already)
 #pragma unroll
-  for (int i = 0; i < TMT; ++i) {
+  for (int i = 0; i < TMT; ++i)
+#pragma unroll
+    for (int j = 0; j < TNT; ++j) sm.ct[tile_row(wm0, tm, i)][tile_col(wn0, tn, j)] = acc[i][j];
+  __syncthreads();
+  // 2. one thread per row: statistics, residuals, detection, location, correction by replacement
+  //    (C_ij = r_i - the rest of the row)
+  double score = 0;
+  int fixed = 0, recompute = 0;
+  for (int row = tid; row < MT; row += THREADS) {
+    T* const crow = sm.ct[row];
     RowStats r{};
     int bad = -1;
-#pragma unroll
-    for (int j = 0; j < TNT; ++j) {
-      const int col = tile_col(wn0, tn, j);
-      const T c = acc[i][j];
+#pragma unroll 8
+    for (int col = 0; col < NT; ++col) {
+      const T c = crow[col];
       if (isfinite(c))
         add_value(r, c, static_cast<T>(col + 1));
       else
         bad = col;
     }
-#pragma unroll
-    for (int off = 1; off < TN; off *= 2) merge(r, shfl_xor_stats(r, off));
-    const int row = tile_row(wm0, tm, i);
-    if (tn == 0) sm.red[wn][row] = r;
-    if (bad >= 0) sm.bad_col[row] = bad;
-  }
-  // 2. this thread's checksum partials
-  if (tid / MT < ROW_LANES) {
-#pragma unroll
-    for (int r = 0; r < ROWS_PER_THREAD; ++r) {
-      const int row = tid % MT + r * THREADS;
-      sm.chkp[tid / MT][row][0] = rc[r];
-      sm.chkp[tid / MT][row][1] = rcw[r];
-      sm.chkp[tid / MT][row][2] = rc2[r];
-    }
-  }
-  if (tid == 0) sm.nfix = 0;
-  __syncthreads();
-  // 3. one thread per row: residuals, detection, location
-  double score = 0;
-  for (int row = tid; row < MT; row += THREADS) {
-    RowStats r = sm.red[0][row];
-#pragma unroll
-    for (int w = 1; w < WARPS_N; ++w) merge(r, sm.red[w][row]);
     double c0 = 0, c1 = 0, c2 = 0;
 #pragma unroll
     for (int l = 0; l < ROW_LANES; ++l) {
-      c0 += sm.chkp[l][row][0];
-      c1 += sm.chkp[l][row][1];
-      c2 += sm.chkp[l][row][2];
+      c0 += sm.chk[0][l][row];
+      c1 += sm.chk[1][l][row];
+      c2 += sm.chk[2][l][row];
     }
-    const int bad = sm.bad_col[row];
-    sm.bad_col[row] = -1;
     int col = -1;
     double sc = 0;
     const int kind = detect_row(p, r, c0, c1, bad, sqrt(fmax(c2, 0.0)), k_done, NT, &col, &sc);
     score = fmax(score, sc);
     const int todo = act_on(p, kind, no_correct);
     if (todo == 1) {
-      const int slot = atomicAdd(&sm.nfix, 1);
-      if (slot < MAX_FIX) {
-        sm.fix_row[slot] = row;
-        sm.fix_col[slot] = col;
-        sm.fix_sum[slot] = c0;  // r_i; the rest of the row is subtracted below
-      }
+      double rest = 0.0;
+      for (int c = 0; c < NT; ++c)
+        if (c != col) rest += static_cast<double>(crow[c]);
+      crow[col] = static_cast<T>(c0 - rest);
+      ++fixed;
     } else if (todo == 2) {
-      atomicAdd(&sm.nfix, MAX_FIX + 1);
+      recompute = 1;
     }
   }
   report_score(p, score);
-  __syncthreads();
-  const int nfix = sm.nfix;
-  if (nfix == 0) return false;
-  if (nfix > MAX_FIX) return true;
-  // 4. correction by replacement: C_ij = r_i - (the row summed again without column j)
-  for (int f = 0; f < nfix; ++f) {
-    const int row = sm.fix_row[f], col = sm.fix_col[f];
-    double part = 0.0;
-    bool owner = false;
+  if (fixed && p.counters) atomicAdd(&p.counters->corrected, static_cast<unsigned long long>(fixed));
+  if (__syncthreads_or(recompute)) return true;
+  // 3. back to the registers (corrected values included)
 #pragma unroll
-    for (int i = 0; i < TMT; ++i)
-      if (tile_row(wm0, tm, i) == row) {
-        owner = true;
+  for (int i = 0; i < TMT; ++i)
 #pragma unroll
-        for (int j = 0; j < TNT; ++j)
-          if (tile_col(wn0, tn, j) != col) part += static_cast<double>(acc[i][j]);
-      }
-    if (owner) atomicAdd(&sm.fix_sum[f], -part);
-  }
-  __syncthreads();
-  for (int f = 0; f < nfix; ++f) {
-    const int row = sm.fix_row[f], col = sm.fix_col[f];
-#pragma unroll
-    for (int i = 0; i < TMT; ++i)
-#pragma unroll
-      for (int j = 0; j < TNT; ++j)
-        if (tile_row(wm0, tm, i) == row && tile_col(wn0, tn, j) == col) acc[i][j] = static_cast<T>(sm.fix_sum[f]);
-  }
-  if (tid == 0 && p.counters) atomicAdd(&p.counters->corrected, static_cast<unsigned long long>(nfix));
+    for (int j = 0; j < TNT; ++j) acc[i][j] = sm.ct[tile_row(wm0, tm, i)][tile_col(wn0, tn, j)];
   return false;
 }
 
@@ -579,22 +535,25 @@ __device__ __forceinline__ void maybe_inject(const Params& p, int fidx, int fste
   if (fidx < 0 || step != fstep || static_cast<int>(threadIdx.x) != fthread) return;
   const ftgen::FaultSpec f = p.faults[fidx];
   const int ei = f.elem / TNT, ej = f.elem % TNT;
+  // select, fault, write back (no run-time indexing of the accumulators: they stay in registers)
+  T before = T(0);
 #pragma unroll
   for (int i = 0; i < TMT; ++i)
 #pragma unroll
-    for (int j = 0; j < TNT; ++j)
-      if (i == ei && j == ej) {
-        const T before = acc[i][j];
-        acc[i][j] = ftgen::apply_fault<T>(before, f.kind, f.bit, f.offset);
-        ftgen::FaultRecord& r = p.records[fidx];
-        r.applied = 1;
-        r.block = f.block, r.thread = f.thread, r.elem = f.elem, r.step = f.step, r.bit = f.bit;
-        r.before = static_cast<double>(before);
-        r.after = static_cast<double>(acc[i][j]);
-        r.row = m0 + tile_row(wm0, tm, i);
-        r.col = n0 + tile_col(wn0, tn, j);
-        atomicAdd(&p.counters->injected, 1ull);
-      }
+    for (int j = 0; j < TNT; ++j) before = (i == ei && j == ej) ? acc[i][j] : before;
+  const T after = ftgen::apply_fault<T>(before, f.kind, f.bit, f.offset);
+#pragma unroll
+  for (int i = 0; i < TMT; ++i)
+#pragma unroll
+    for (int j = 0; j < TNT; ++j) acc[i][j] = (i == ei && j == ej) ? after : acc[i][j];
+  ftgen::FaultRecord& r = p.records[fidx];
+  r.applied = 1;
+  r.block = f.block, r.thread = f.thread, r.elem = f.elem, r.step = f.step, r.bit = f.bit;
+  r.before = static_cast<double>(before);
+  r.after = static_cast<double>(after);
+  r.row = m0 + tile_row(wm0, tm, ei);
+  r.col = n0 + tile_col(wn0, tn, ej);
+  atomicAdd(&p.counters->injected, 1ull);
 }
 
 
@@ -648,7 +607,6 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
   const int ktiles = SPLIT_K > 1 ? min(ktiles_all, kt_begin + per_slice) - kt_begin : ktiles_all;
   const int kbase = kt_begin * KT;
   const Loader ld(p, sm, m0, n0);
-  for (int r = tid; r < MT; r += THREADS) sm.bad_col[r] = -1;
   const int strip0 = n0 / STRIP;
   const int block_linear = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int fidx = p.fault_by_block ? p.fault_by_block[block_linear] : -1;
@@ -656,7 +614,6 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
 
   T acc[TMT][TNT];
   T fa[2][TMT], fb[2][TNT];
-  T rc[ROWS_PER_THREAD], rcw[ROWS_PER_THREAD], rc2[ROWS_PER_THREAD];  // row-checksum partials
   const int ck_k = tid / MT;  // this thread's first k row in a tile (>= ROW_LANES: none)
 
   // attempt 1 recomputes the tile after a detection that could not be corrected in place (or any
@@ -667,19 +624,22 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
 #pragma unroll
       for (int j = 0; j < TNT; ++j) acc[i][j] = T(0);
 #pragma unroll
-    for (int r = 0; r < ROWS_PER_THREAD; ++r) rc[r] = rcw[r] = rc2[r] = T(0);
+    for (int r = 0; r < ROWS_PER_THREAD; ++r)
+      if (ck_k < ROW_LANES) sm.chk[0][ck_k][tid % MT + r * THREADS] = sm.chk[1][ck_k][tid % MT + r * THREADS] =
+                                sm.chk[2][ck_k][tid % MT + r * THREADS] = T(0);
     bool redo = false;
 
     if (ktiles > 0) {
       typename Loader::Staged staged;
       Vec<16 / sizeof(T)> staged_e;
       const bool e_thread = tid < E_COPIES;
+      const T* const e_src = enc_src(p, strip0, kbase, e_thread ? tid : 0);  // + 4 per k row
       // prologue: PF tiles in flight
       if (REG_STAGED) {
         ld.load<ALIGNED>(p, n0, kbase, staged);
         ld.store(sm, 0, staged);
         if (e_thread) *reinterpret_cast<Vec<16 / sizeof(T)>*>(&sm.Es[0][0][0][0] + tid * (16 / sizeof(T))) =
-            *reinterpret_cast<const Vec<16 / sizeof(T)>*>(enc_src(p, strip0, kbase, tid));
+            *reinterpret_cast<const Vec<16 / sizeof(T)>*>(e_src);
       } else {
 #pragma unroll
         for (int s = 0; s < PF; ++s) {
@@ -687,7 +647,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
             ld.issue<ALIGNED>(p, s % STAGES, n0, kbase + s * KT);
             if (e_thread)
               cp_async_raw<16>(static_cast<unsigned>(__cvta_generic_to_shared(&sm.Es[s % STAGES][0][0][0] + tid * (16 / sizeof(T)))),
-                               enc_src(p, strip0, kbase + s * KT, tid), true);
+                               e_src + s * KT * 4, true);
           }
           cp_async_commit();
         }
@@ -697,37 +657,43 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       load_frags(sm, 0, 0, wm0, wn0, tm, tn, fa[0], fb[0]);
 
       // One k-tile. The loop below runs the tiles with a successor, then the last one: peeled, so that
-      // the staging of the next tile and its barrier carry no run-time condition. Returns true when the
-      // tile must be recomputed (ABFT).
-      auto tile = [&](const int kt, auto next) -> bool {
+      // the staging of the next tile and its barrier carry no run-time condition. Verification (ABFT) is
+      // not part of it: it runs between runs of INTERVAL tiles, so the hot loop stays free of it.
+      auto tile = [&](const int kt, auto next) {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
         constexpr bool has_next = decltype(next)::value;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
           if (has_next) ld.load<ALIGNED>(p, n0, kbase + (kt + 1) * KT, staged);
-          if (e_thread && has_next) staged_e = *reinterpret_cast<const Vec<16 / sizeof(T)>*>(enc_src(p, strip0, kbase + (kt + 1) * KT, tid));
+          if (e_thread && has_next) staged_e = *reinterpret_cast<const Vec<16 / sizeof(T)>*>(e_src + (kt + 1) * KT * 4);
         } else {
           if (kt + PF < ktiles) {
             ld.issue<ALIGNED>(p, (kt + PF) % STAGES, n0, kbase + (kt + PF) * KT);
             if (e_thread)
               cp_async_raw<16>(static_cast<unsigned>(__cvta_generic_to_shared(&sm.Es[(kt + PF) % STAGES][0][0][0] + tid * (16 / sizeof(T)))),
-                               enc_src(p, strip0, kbase + (kt + PF) * KT, tid), true);
+                               e_src + (kt + PF) * KT * 4, true);
           }
           cp_async_commit();
         }
         // row checksums of this tile: thread -> row tid % MT, k rows ck_k, ck_k + ROW_LANES, ...
+        // (accumulated in shared memory, sm.chk: registers are what the main loop is short of)
         if (ck_k < ROW_LANES) {
-#pragma unroll 1
-          for (int kk = 0; kk < KT; kk += ROW_LANES) {  // not unrolled: registers are the scarce resource here
-            const Vec<4> e = *reinterpret_cast<const Vec<4>*>(&sm.Es[st][kk + ck_k][0][0]);
 #pragma unroll
-            for (int r = 0; r < ROWS_PER_THREAD; ++r) {
-              const T a = sm.As[st][kk + ck_k][tid % MT + r * THREADS];
-              rc[r] = fma(a, e.x[0], rc[r]);
-              rcw[r] = fma(a, e.x[1], rcw[r]);
-              rc2[r] = fma(a * a, e.x[2], rc2[r]);
+          for (int r = 0; r < ROWS_PER_THREAD; ++r) {
+            const int row = tid % MT + r * THREADS;
+            T x0 = T(0), x1 = T(0), x2 = T(0);
+#pragma unroll
+            for (int kk = 0; kk < KT; kk += ROW_LANES) {
+              const Vec<4> e = *reinterpret_cast<const Vec<4>*>(&sm.Es[st][kk + ck_k][0][0]);
+              const T a = sm.As[st][kk + ck_k][row];
+              x0 = fma(a, e.x[0], x0);
+              x1 = fma(a, e.x[1], x1);
+              x2 = fma(a * a, e.x[2], x2);
             }
+            sm.chk[0][ck_k][row] += x0;
+            sm.chk[1][ck_k][row] += x1;
+            sm.chk[2][ck_k][row] += x2;
           }
         }
 #pragma unroll
@@ -751,17 +717,23 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
             for (int j = 0; j < TNT; ++j) acc[i][j] = fma(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
         }
         if (attempt == 0) maybe_inject(p, fidx, fstep, fthread, p.tile0 + kt, m0, n0, wm0, wn0, tm, tn, acc);
-        if ((kt + 1) % INTERVAL == 0 || !has_next) {
-          const int k_done = min(kbase + (kt + 1) * KT, p.k) - kbase;
-          redo = verify_tb(p, sm, acc, rc, rcw, rc2, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
-          if (redo) return true;
-        }
-              return redo;
       };
-      bool stop = false;
-      int kt = 0;
-      for (; kt + 1 < ktiles && !stop; ++kt) stop = tile(kt, std::true_type{});
-      if (!stop) redo = tile(kt, std::false_type{});
+      // Verification after tiles kt_end-1 (k_done elements of k): true when the tile must be recomputed.
+      auto verify = [&](const int kt_end) -> bool {
+        const int k_done = min(kbase + kt_end * KT, p.k) - kbase;
+        return verify_tb(p, sm, acc, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
+      };
+      // runs of INTERVAL tiles, each followed by a verification; the last tile (no successor) is peeled
+#pragma unroll 1
+      for (int kt0 = 0; kt0 < ktiles; kt0 += INTERVAL) {
+        const int kend = min(kt0 + INTERVAL, ktiles);
+        const int nsucc = kend == ktiles ? kend - 1 : kend;  // tiles [kt0, nsucc) have a successor
+#pragma unroll 1
+        for (int kt = kt0; kt < nsucc; ++kt) tile(kt, std::true_type{});
+        if (nsucc < kend) tile(nsucc, std::false_type{});
+        redo = verify(kend);
+        if (redo) break;
+      }
       if (!REG_STAGED) cp_async_wait<0>();
     }
     if (!redo) break;
