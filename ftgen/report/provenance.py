@@ -21,11 +21,13 @@ def git_state(where: Path | None = None) -> dict:
             return p.stdout.strip() if p.returncode == 0 else None
         except (OSError, subprocess.TimeoutExpired):
             return None
-    sha = run("rev-parse", "HEAD")
-    if sha is None:  # a copy without .git (e.g. a GPU machine): the launcher may pass the state along
-        env_sha = os.environ.get("FTGEN_GIT_SHA")
+    env_sha = os.environ.get("FTGEN_GIT_SHA")
+    if env_sha:  # the launcher names the commit (a GPU machine's copy may carry a stale .git)
         dirty = os.environ.get("FTGEN_GIT_DIRTY")
         return {"sha": env_sha, "dirty": None if dirty is None else dirty not in ("0", "false", "")}
+    sha = run("rev-parse", "HEAD")
+    if sha is None:
+        return {"sha": None, "dirty": None}
     dirty = run("status", "--porcelain", "--untracked-files=no")
     return {"sha": sha, "dirty": bool(dirty)}
 
