@@ -41,7 +41,7 @@ static_assert(TMT % VM == 0 && TNT % VN == 0, "thread tile made of vectors");
 // LAMBDA * u * (sqrt(k) + sqrt(columns) + 1) * scale, the scale a variance bound carried with the
 // checksums (README, "Detection threshold").
 constexpr double UNIT_ROUNDOFF = 1.1102230246251565e-16;
-constexpr double LAMBDA = 4.0;
+constexpr double LAMBDA = 2.0;
 constexpr double FIXED_THRESHOLD = 0.0;  // > 0: the spec's number replaces the auto rule
 constexpr int INTERVAL = 4;     // k-tiles between verifications
 constexpr bool ONLINE = true;
