@@ -66,7 +66,7 @@ levels)
   python3 scripts/summarize_gemm.py "$out/abft_levels_clean.jsonl" "$out/abft_levels_inject.jsonl"
   ;;
 campaign)
-  ft campaign specs/gemm_abft_campaign.yaml --trials ${TRIALS:-1000} -o $gen --json "$out/abft_campaign.jsonl" --plot "$out/abft_campaign.png" 2> "$out/campaign.log"
+  ft campaign specs/gemm_abft_campaign.yaml --trials ${TRIALS:-1000} --seed ${SEED:-1} -o $gen --json "$out/abft_campaign.jsonl" --plot "$out/abft_campaign.png" 2> "$out/campaign.log"
   echo "campaign rc=$?"; tail -5 "$out/campaign.log"
   ;;
 tb-perf)
