@@ -732,7 +732,10 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
         for (int kt = kt0; kt < nsucc; ++kt) tile(kt, std::true_type{});
         if (nsucc < kend) tile(nsucc, std::false_type{});
         redo = verify(kend);
-        if (redo) break;
+        if (redo) {
+          if (attempt == 0) break;  // recompute the tile
+          redo = false;  // detected again while recomputing: a permanent cause, not a transient fault;
+        }                // finish the tile (the detection is counted) rather than leave it half done
       }
       if (!REG_STAGED) cp_async_wait<0>();
     }
