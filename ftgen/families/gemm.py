@@ -59,7 +59,7 @@ TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
 MAX_SMEM = 227 * 1024  # dynamic shared memory per block on sm_90 (sm_80: 163 KiB; checked at launch)
 # Detection threshold = lambda * u * (sqrt(k) + sqrt(cols) + 1) * scale (README, "Detection threshold").
 # lambda sets the false-alarm margin over the rounding noise measured in clean GPU campaigns
-# (results/h100/gemm/abft_campaign_trials_*: 3000 clean trials per kernel, normal / uniform /
+# (results/h100/gemm/abft_campaign_trials_*_lambda4.jsonl.gz: 3000 clean trials per kernel, normal / uniform /
 # log-uniform inputs, 512x512x1024). Largest clean score (residual / threshold) at lambda 4: 0.32 / 0.30
 # (fp32, strips of 128 columns) and 0.39 (fp64, 64 columns), so lambda 2 leaves a margin of 1.3-1.7x
 # while catching the significant log-uniform faults that lambda 4 let through. The thread level's scale
