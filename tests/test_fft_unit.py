@@ -107,11 +107,11 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                 q = F.resolve_params(prec, level, {"logn": logn})
                 plan = F.make_plan(prec, level, q)
                 assert F.plan_reasons(plan, level) == [], (prec, level, logn, F.plan_reasons(plan, level))
-                assert plan.N == 1 << logn and len(plan.launches) == F.auto_launches(prec, logn)
+                assert plan.N == 1 << logn and len(plan.launches) == F.auto_launches(prec, logn, level)
                 for lp in plan.launches:
                     assert lp.threads % 32 == 0 and lp.threads <= 1024  # the automatic plans use whole warps
                     assert lp.smem_bytes <= F.SMEM_LIMIT, (prec, level, logn, lp.describe())
-                    if level == "none":
+                    if level == "none" and len(plan.launches) > 1:  # a single-launch signal may fill the SM
                         assert lp.smem_bytes <= F.SMEM_TARGET, (prec, logn, lp.describe())
                         assert lp.regs_estimate() <= 128, (prec, logn, lp.describe())
 

@@ -296,8 +296,11 @@ def _split_log(logn: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def auto_launches(precision: str, logn: int) -> int:
-    one = 13 if precision == "fp32" else 12
+def auto_launches(precision: str, logn: int, level: str = "none") -> int:
+    # one launch while a signal fits a block's shared memory: unprotected up to 2^14 (fp32) / 2^13
+    # (fp64), measured faster than two launches there (results/h100/fft/search_*.jsonl: 0.835 vs 0.51
+    # and 0.79 vs 0.54 of cuFFT); the protected levels hold several signals per block, one size less
+    one = (14 if precision == "fp32" else 13) if level == "none" else (13 if precision == "fp32" else 12)
     two = 22
     if logn <= one:
         return 1
@@ -319,6 +322,10 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
     level holds two checksum vectors; two-sided-tb in the strided launches of multi-launch plans),
     never more than the launch size."""
     cap = 16 if precision == "fp32" else 8
+    if level == "none" and single and R <= 16:
+        # tiny signals: more threads per signal (results/h100/fft/search_*.jsonl, n = 8: radix 2 per
+        # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
+        return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
     if level == "two-sided-tb" and not single:
         cap = 8
     if level == "two-sided-thread":
@@ -389,7 +396,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             given = given + [1 << x for x in _split_log(ilog2(rest), more)]
     else:
         if not launches:
-            launches = auto_launches(precision, logn)
+            launches = auto_launches(precision, logn, level)
         if launches > logn:
             raise ValueError(f"{launches} launches need n >= {2 ** launches}")
         given = [1 << x for x in _split_log(logn, launches)]
