@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Plan search of the fft family on the device machine: specs/fft_plan_search_fp{32,64}.yaml over the
 # sizes where the automatic plans were furthest from cuFFT; every candidate vs cuFFT in its own process.
-# Usage: bash scripts/gpu_fft_search.sh OUTDIR   (full rows in OUTDIR/search_fp*.jsonl, winners spec and
+# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large]   (small: the fp32/fp64 specs; large:
+# specs/fft_plan_search_large.yaml, three launches and wider column groups for log n 18-24; full rows in OUTDIR/search_fp*.jsonl, winners spec and
 # dispatch header beside them, the tables last)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_search.sh OUTDIR}
+out=${1:?usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large]}
+which=${2:-small}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}
@@ -13,15 +15,21 @@ ft() { python3 -m ftgen.cli "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 S32=8x8388608,16x4194304,8192x8192,16384x4096,262144x256,1048576x64,4194304x16
 S64=8x4194304,8192x4096,1048576x32
-ft search specs/fft_plan_search_fp32.yaml --shapes $S32 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_fp32.jsonl" \
-  > "$out/search_fp32.txt" 2> "$out/search_fp32.log"; echo "fp32 search rc=$?"
-ft search specs/fft_plan_search_fp64.yaml --shapes $S64 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_fp64.jsonl" \
-  > "$out/search_fp64.txt" 2> "$out/search_fp64.log"; echo "fp64 search rc=$?"
+if [ "$which" = large ]; then
+  SL=262144x256,524288x128,1048576x64,2097152x32,4194304x16,8388608x8,16777216x4
+  ft search specs/fft_plan_search_large.yaml --shapes $SL --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_large.jsonl" \
+    > "$out/search_large.txt" 2> "$out/search_large.log"; echo "large search rc=$?"
+else
+  ft search specs/fft_plan_search_fp32.yaml --shapes $S32 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_fp32.jsonl" \
+    > "$out/search_fp32.txt" 2> "$out/search_fp32.log"; echo "fp32 search rc=$?"
+  ft search specs/fft_plan_search_fp64.yaml --shapes $S64 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_fp64.jsonl" \
+    > "$out/search_fp64.txt" 2> "$out/search_fp64.log"; echo "fp64 search rc=$?"
+fi
 cp $gen/*-search/*_best.yaml $gen/*-search/*_dispatch.h "$out/" 2>/dev/null
-grep -hE "^search:|dispatch header|error" "$out"/search_fp*.log
+grep -hE "^search:|dispatch header|error" "$out"/search_*.log
 python3 - "$out" <<'PY'
 import json, sys, os
-for f in ("search_fp32.jsonl", "search_fp64.jsonl"):
+for f in ("search_fp32.jsonl", "search_fp64.jsonl", "search_large.jsonl"):
     p = os.path.join(sys.argv[1], f)
     if not os.path.exists(p):
         continue
@@ -30,9 +38,9 @@ for f in ("search_fp32.jsonl", "search_fp64.jsonl"):
         r = json.loads(line)
         if not r.get("kernel") or not r.get("ok") or not r.get("ms") or "skipped" in r:
             continue
-        n = (r.get("shape") or {}).get("n")
+        n = (r.get("precision"), (r.get("shape") or {}).get("n"))
         ratio = r["ref"]["ms"] / r["ms"]["median"]
-        print(f"{r['kernel']:64s} n={n:>8} {r['ms']['median']:.4f} ms  x cuFFT {ratio:.3f}")
+        print(f"{r['kernel']:64s} n={n[1]:>8} {r['ms']['median']:.4f} ms  x cuFFT {ratio:.3f}")
         if n not in best or ratio > best[n][1]:
             best[n] = (r["kernel"], ratio)
     print("best:", {n: f"{k} {x:.3f}" for n, (k, x) in sorted(best.items())})
