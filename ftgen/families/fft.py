@@ -301,7 +301,9 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     # (fp64), measured faster than two launches there (results/h100/fft/search_*.jsonl: 0.835 vs 0.51
     # and 0.79 vs 0.54 of cuFFT); the protected levels hold several signals per block, one size less
     one = (14 if precision == "fp32" else 13) if level == "none" else (13 if precision == "fp32" else 12)
-    two = 22
+    # three launches from 2^21 (unprotected): search_large.jsonl, 2^22: 0.695 vs 0.581 (fp32) and 0.770 vs
+    # 0.638 (fp64) of cuFFT, 2^21: 0.637 vs 0.618 and 0.710 vs 0.648; two launches win up to 2^19, tie at 2^20
+    two = 20 if level == "none" else 22
     if logn <= one:
         return 1
     if logn <= two:
