@@ -53,6 +53,24 @@ for path in sys.argv[1:]:
 EOF
 }
 
+# SPEC PROJECT PREFIX ODD_KERNELS ODD_SHAPES ODD_FAULTS ODD_REPS SPEED_FAULTS: generate and build SPEC; the
+# ODD_KERNELS on odd shapes with faults; every variant at 4096^3 and 8192^3 clean; the injection builds
+# there with faults. Files: OUT/PREFIX{check_inject,speed_clean,speed_inject}.jsonl
+check_and_speed() {
+  local spec=$1 proj=$2 pre=$3 oddk=$4 odd=$5 nodd=$6 reps=$7 nspeed=$8
+  ft generate "$spec" -o $gen > /dev/null || exit 1
+  ft build $gen/$proj -j 16 --arch sm_90 || exit 3
+  ft bench $gen/$proj --kernels "$oddk" --shapes $odd --inject $nodd --reps $reps --warmup 1 \
+     --json "$out/${pre}check_inject.jsonl" > /dev/null 2> "$out/${pre}check_inject.err"
+  echo "bench (inject, odd shapes) rc=$?"
+  ft bench $gen/$proj --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 \
+     --json "$out/${pre}speed_clean.jsonl" > /dev/null 2> "$out/${pre}speed_clean.err"
+  echo "bench (speed, no faults) rc=$?"
+  ft bench $gen/$proj --kernels '*_inj' --shapes 4096x4096x4096,8192x8192x8192 --inject $nspeed --reps 10 --warmup 3 \
+     --json "$out/${pre}speed_inject.jsonl" > /dev/null 2> "$out/${pre}speed_inject.err"
+  echo "bench (speed, $nspeed faults per launch) rc=$?"
+}
+
 case "$mode" in
 levels)
   # every ABFT level vs unprotected vs cuBLAS (clean, with faults), then the campaign with CAMPAIGN=1
@@ -71,32 +89,12 @@ campaign)
   ;;
 tb-perf)
   # threadblock-level ABFT vs unprotected, same tilings, registers for 1 or 2 blocks per SM
-  ft generate specs/gemm_abft_tb_perf.yaml -o $gen > /dev/null || exit 1
-  ft build $gen/sgemm_abft_tb_perf -j 16 --arch sm_90 || exit 3
-  ft bench $gen/sgemm_abft_tb_perf --kernels '*_inj' --shapes 1x1x1,1000x1234x777,257x129x1031 --inject 8 --reps 3 --warmup 1 \
-     --json "$out/tb_check_inject.jsonl" > /dev/null 2> "$out/tb_check_inject.err"
-  echo "bench (inject, odd shapes) rc=$?"
-  ft bench $gen/sgemm_abft_tb_perf --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 \
-     --json "$out/tb_speed_clean.jsonl" > /dev/null 2> "$out/tb_speed_clean.err"
-  echo "bench (speed, no faults) rc=$?"
-  ft bench $gen/sgemm_abft_tb_perf --kernels '*_inj' --shapes 4096x4096x4096,8192x8192x8192 --inject 16 --reps 10 --warmup 3 \
-     --json "$out/tb_speed_inject.jsonl" > /dev/null 2> "$out/tb_speed_inject.err"
-  echo "bench (speed, 16 faults per launch) rc=$?"
+  check_and_speed specs/gemm_abft_tb_perf.yaml sgemm_abft_tb_perf tb_ '*_inj' 1x1x1,1000x1234x777,257x129x1031 8 3 16
   tail -3 "$out"/*.err
   summary "$out/tb_check_inject.jsonl" "$out/tb_speed_clean.jsonl" "$out/tb_speed_inject.jsonl"
   ;;
 check)
-  ft generate scripts/gpu_abft_check.yaml -o $gen > /dev/null || exit 1
-  ft build $gen/abft_check -j 16 --arch sm_90 || exit 3
-  ft bench $gen/abft_check --shapes 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 --inject 8 --reps 5 --warmup 2 \
-     --json "$out/check_inject.jsonl" > /dev/null 2> "$out/check_inject.err"
-  echo "bench (inject) rc=$?"
-  ft bench $gen/abft_check --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 \
-     --json "$out/speed_clean.jsonl" > /dev/null 2> "$out/speed_clean.err"
-  echo "bench (clean speed) rc=$?"
-  ft bench $gen/abft_check --kernels '*_inj' --shapes 4096x4096x4096,8192x8192x8192 --inject 64 --reps 10 --warmup 3 \
-     --json "$out/speed_inject.jsonl" > /dev/null 2> "$out/speed_inject.err"
-  echo "bench (speed with faults) rc=$?"
+  check_and_speed scripts/gpu_abft_check.yaml abft_check "" '*' 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 8 5 64
   for k in gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f64_abft-tb-i64_64x64x8_w32x32_t4x8_s3_inj gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj; do
     for d in normal loguniform; do
       $gen/abft_check/bin/$k --trials 150 --inject 0 --shapes 512x512x1024 --dist $d --seed 1 > "$out/trials_${k}_${d}_clean.jsonl"
