@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Plan search of the fft family on the device machine: specs/fft_plan_search_fp{32,64}.yaml over the
 # sizes where the automatic plans were furthest from cuFFT; every candidate vs cuFFT in its own process.
-# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large]   (small: the fp32/fp64 specs; large:
+# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large|tb]   (small: the fp32/fp64 specs; tb: specs/fft_plan_search_tb.yaml; large:
 # specs/fft_plan_search_large.yaml, three launches and wider column groups for log n 18-24; full rows in OUTDIR/search_fp*.jsonl, winners spec and
 # dispatch header beside them, the tables last)
 set -uo pipefail
@@ -15,7 +15,11 @@ ft() { python3 -m ftgen.cli "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 S32=8x8388608,16x4194304,8192x8192,16384x4096,262144x256,1048576x64,4194304x16
 S64=8x4194304,8192x4096,1048576x32
-if [ "$which" = large ]; then
+if [ "$which" = tb ]; then
+  ST=64x1048576,1024x65536,4096x16384,65536x1024,1048576x64
+  ft search specs/fft_plan_search_tb.yaml --shapes $ST --inject 1 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_tb.jsonl" \
+    > "$out/search_tb.txt" 2> "$out/search_tb.log"; echo "tb search rc=$?"
+elif [ "$which" = large ]; then
   SL=262144x256,524288x128,1048576x64,2097152x32,4194304x16,8388608x8,16777216x4
   ft search specs/fft_plan_search_large.yaml --shapes $SL --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_large.jsonl" \
     > "$out/search_large.txt" 2> "$out/search_large.log"; echo "large search rc=$?"
@@ -29,7 +33,7 @@ cp $gen/*-search/*_best.yaml $gen/*-search/*_dispatch.h "$out/" 2>/dev/null
 grep -hE "^search:|dispatch header|error" "$out"/search_*.log
 python3 - "$out" <<'PY'
 import json, sys, os
-for f in ("search_fp32.jsonl", "search_fp64.jsonl", "search_large.jsonl"):
+for f in ("search_fp32.jsonl", "search_fp64.jsonl", "search_large.jsonl", "search_tb.jsonl"):
     p = os.path.join(sys.argv[1], f)
     if not os.path.exists(p):
         continue
