@@ -328,9 +328,7 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
         # tiny signals: more threads per signal (results/h100/fft/search_*.jsonl, n = 8: radix 2 per
         # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
         return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
-    if level == "two-sided-tb" and not single and (precision == "fp64" or R > 256):
-        # radix 16 measured faster up to 256-point launches (results/h100/fft/search_tb.jsonl, 2^16:
-        # 0.55 vs 0.49 of cuFFT); larger launches and fp64 keep 8 (registers, not measured)
+    if level == "two-sided-tb" and not single:
         cap = 8
     if level == "two-sided-thread":
         cap = 8 if precision == "fp32" else 4
@@ -341,15 +339,14 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
     return cap
 
 
-def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool, level: str = "none") -> int:
-    """Columns per block: about 256 threads (each holding L columns; 128 for single-launch
-    two-sided-tb, measured faster: results/h100/fft/search_tb.jsonl, 2^6 0.83 vs 0.77 and 2^10 0.72
-    vs 0.71 of cuFFT) and a tile of up to 4096 (fp32) / 2048 (fp64) elements per column group;
-    strided launches keep runs of >= 32 bytes of consecutive columns."""
+def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool) -> int:
+    """Columns per block: about 256 threads (each holding L columns) and a tile of up to 4096
+    (fp32) / 2048 (fp64) elements per column group; strided launches keep runs of >= 32 bytes
+    of consecutive columns."""
     esize = ESIZE[precision]
     T = R // n
     if single:
-        groups = max(1, (128 if level == "two-sided-tb" else 256) // max(T, 1))
+        groups = max(1, 256 // max(T, 1))
         groups = min(groups, max(1, (32768 // esize) // R))
     else:
         groups = max(1, (32768 // esize) // R)
@@ -418,7 +415,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
         R = sizes[i]
         n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level, single=len(sizes) == 1)
         out[f"n{i + 1}"] = n
-        bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1, level=level)
+        bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1)
         if len(sizes) > 1 and not p.get(f"bs{i + 1}", 0):
             # consecutive columns of one block must share (b, m): bs <= S (later launches) or M' (first)
             S = math.prod(sizes[:i])
