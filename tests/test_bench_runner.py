@@ -79,6 +79,18 @@ def test_results_file_has_provenance_first(tmp_path):
     assert lines[1]["kernel"] == "k"
 
 
+def test_launcher_names_the_commit(monkeypatch):
+    # a GPU machine's copy may carry a stale .git: the commit the launcher names wins
+    from ftgen.report.provenance import provenance
+
+    monkeypatch.setenv("FTGEN_GIT_SHA", "abc1234")
+    monkeypatch.setenv("FTGEN_GIT_DIRTY", "0")
+    p = provenance(None, argv=["ftgen"])
+    assert p["git_sha"] == "abc1234" and p["git_dirty"] is False
+    monkeypatch.delenv("FTGEN_GIT_SHA")
+    assert provenance(None, argv=["ftgen"])["git_sha"] != "abc1234"
+
+
 def test_gpu_slug():
     assert gpu_slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
     assert gpu_slug("NVIDIA H200") == "h200"
