@@ -62,3 +62,16 @@ def golden_check(path: Path, text: str) -> None:
     assert path.is_file(), f"golden file {path} missing; run pytest --update-golden"
     expected = path.read_text()
     assert text == expected, f"emitted source differs from {path}; if intended, run pytest --update-golden"
+
+
+def golden_dir_check(root: Path, texts: dict[str, str]) -> None:
+    """golden_check for every file of `texts` (name -> text) in `root`, and no golden file that
+    nothing emits any more (--update-golden removes those)."""
+    for name, text in sorted(texts.items()):
+        golden_check(root / name, text)
+    stale = sorted(p.name for p in root.glob("*") if p.is_file() and p.name not in texts)
+    if os.environ.get("FTGEN_UPDATE_GOLDEN") == "1":
+        for name in stale:
+            (root / name).unlink()
+        return
+    assert not stale, f"golden files that nothing emits any more in {root}: {stale}; run pytest --update-golden"

@@ -7,7 +7,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from conftest import REPO, golden_check
+from conftest import REPO, golden_dir_check
 from ftgen.codegen.emit import generate, render_spec
 from ftgen.spec import load_spec_text
 
@@ -64,10 +64,9 @@ def test_manifest_lists_variants_with_parameters_and_hashes(tmp_path):
 
 def test_golden_sources():
     files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
-    golden = REPO / "tests" / "golden" / "gemm"
-    for rel in sorted(files):
-        if rel.endswith((".cu", ".h", "CMakeLists.txt")) and not rel.startswith("common/"):
-            golden_check(golden / rel.replace("/", "__"), files[rel])
+    golden_dir_check(REPO / "tests" / "golden" / "gemm", {
+        rel.replace("/", "__"): text for rel, text in files.items()
+        if rel.endswith((".cu", ".h", "CMakeLists.txt")) and not rel.startswith("common/")})
 
 
 def test_injection_code_only_in_inject_builds():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, golden_check
+from conftest import REPO, golden_dir_check
 from ftgen.cli import main
 from ftgen.codegen.emit import TemplateEnv, render_spec
 from ftgen.errors import SpecError
@@ -253,8 +253,6 @@ GOLDEN = spec(
 
 def test_golden_sources():
     files, _ = render_spec(load_spec_text(GOLDEN, "golden_fft.yaml"))
-    root = REPO / "tests" / "golden" / "fft"
-    for rel, text in sorted(files.items()):
-        if rel.startswith("common/") or rel in ("manifest.json", "CMakeLists.txt"):
-            continue
-        golden_check(root / rel.replace("/", "__"), text)
+    golden_dir_check(REPO / "tests" / "golden" / "fft", {
+        rel.replace("/", "__"): text for rel, text in files.items()
+        if not rel.startswith("common/") and rel not in ("manifest.json", "CMakeLists.txt")})

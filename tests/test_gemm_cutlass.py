@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, golden_check
+from conftest import REPO, golden_dir_check
 from ftgen.cli import main
 from ftgen.codegen.emit import generate, render_spec
 from ftgen.families import gemm_cutlass as gc
@@ -200,13 +200,10 @@ GOLDEN = spec_text(
 
 def test_golden_sources():
     files, _ = render_spec(load_spec_text(GOLDEN, "golden_cutlass.yaml"))
-    golden = REPO / "tests" / "golden" / "gemm_cutlass"
-    checked = 0
-    for rel in sorted(files):
-        if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt")) and not rel.startswith("common/"):
-            golden_check(golden / rel.replace("/", "__"), files[rel])
-            checked += 1
-    assert checked == 9
+    texts = {rel.replace("/", "__"): text for rel, text in files.items()
+             if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt")) and not rel.startswith("common/")}
+    assert len(texts) == 9
+    golden_dir_check(REPO / "tests" / "golden" / "gemm_cutlass", texts)
 
 
 def test_emission_goes_through_cutlass_library_and_is_deterministic():
