@@ -143,7 +143,8 @@ def rel_err(y, ref) -> float:
 
 
 EMU_CASES = [
-    ("fp32", "none", {"logn": 3}, 300, "forward"),  # one thread per column, 16-byte vectors, partial tile
+    ("fp32", "none", {"logn": 3, "n1": 8}, 300, "forward"),  # one thread per column, 16-byte vectors, partial tile
+    ("fp32", "none", {"logn": 4}, 301, "forward"),  # the automatic plan: 4 threads per signal, partial tile
     ("fp32", "none", {"logn": 11}, 3, "inverse"),
     ("fp64", "none", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "forward"),
     ("fp32", "none", {"logn": 14}, 2, "forward"),
@@ -180,7 +181,10 @@ def test_emulated_kernels(emu_dir, precision, level, params, batch, direction):
     esize = F.ESIZE[precision]
     assert st["gmem"]["load_bytes"] == launches * batch * n * esize  # every element read once per launch
     assert st["gmem"]["store_bytes"] == launches * batch * n * esize
-    assert st["smem"]["worst"] <= 4.0 and st["smem"]["wavefronts"] <= 1.6 * max(st["smem"]["ideal"], 1)
+    # radix <= 4 per thread (the automatic plans of n <= 16, measured 2x faster on the GPU than radix
+    # 8-16 there) exchanges through shared memory with 2-way conflicts
+    small_radix = min(lp.n for lp in plan.launches) <= 4
+    assert st["smem"]["worst"] <= 4.0 and st["smem"]["wavefronts"] <= (2.05 if small_radix else 1.6) * max(st["smem"]["ideal"], 1)
     # one thread per column (16-byte vectors 8 * R bytes apart): each 32-byte sector is half used
     # per instruction (the other half by the next, from L1); otherwise full sectors
     one_thread_per_column = any(lp.T == 1 for lp in plan.launches)
