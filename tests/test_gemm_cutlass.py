@@ -202,7 +202,8 @@ def test_golden_sources():
     files, _ = render_spec(load_spec_text(GOLDEN, "golden_cutlass.yaml"))
     texts = {rel.replace("/", "__"): text for rel, text in files.items()
              if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt")) and not rel.startswith("common/")}
-    assert len(texts) == 9
+    assert len(texts) == 7  # per variant .h, .cu, _bench.cu; the TMR header once, in common/
+    assert files["common/cutlass_tmr.cuh"] == (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     golden_dir_check(REPO / "tests" / "golden" / "gemm_cutlass", texts)
 
 

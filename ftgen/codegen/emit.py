@@ -66,7 +66,8 @@ def render_spec(spec: Spec, env: TemplateEnv | None = None) -> tuple[dict[str, s
     files: dict[str, str] = {}
     for h in COMMON_HEADERS:
         files[f"common/{h}"] = env.raw(f"common/{h}")
-    for extra in sorted((templates_dir() / fam.template_dir).glob("*.h")):
+    fam_dir = templates_dir() / fam.template_dir
+    for extra in sorted([*fam_dir.glob("*.h"), *fam_dir.glob("*.cuh")]):  # the family's shared headers, once
         files[f"common/{extra.name}"] = extra.read_text()
 
     emitted: list[EmittedVariant] = []

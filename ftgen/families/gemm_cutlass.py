@@ -641,7 +641,6 @@ def emit(family, v: Variant, env) -> EmittedVariant:
         f"{d}/{d}.h": env.render("gemm/cutlass_variant.h.j2", ctx),
         f"{d}/{d}.cu": env.render("gemm/cutlass_variant.cu.j2", ctx),
         f"{d}/{d}_bench.cu": env.render("gemm/cutlass_bench.cu.j2", ctx),
-        f"{d}/cutlass_tmr.cuh": env.raw("gemm/cutlass_tmr.cuh"),
     }
     return EmittedVariant(
         name=d,
