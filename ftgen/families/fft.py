@@ -1042,7 +1042,6 @@ def _codelet_fn(r: int, sign: int) -> list[str]:
                         ang = m * k / (rr * Mp)  # fraction of a turn
                         c = complex(math.cos(2 * math.pi * ang), sign * math.sin(2 * math.pi * ang))
                         # exact special values
-                        e8 = (8 * m * k) % (8 * rr * Mp)
                         frac = (m * k) / (rr * Mp)
                         tgt = outs[k]
                         if abs(frac * 4 - round(frac * 4)) < 1e-12:
@@ -1053,12 +1052,9 @@ def _codelet_fn(r: int, sign: int) -> list[str]:
                             if fn:
                                 out.append(f"    {tgt} = {fn}({tgt});")
                         else:
-                            del e8
                             out.append(f"    {tgt} = cmul({tgt}, cplx<T>{{T({_c_literal(c.real)}), T({_c_literal(c.imag)})}});")
         cur = [f"t{li}[{i}]" for i in range(r)]
         S *= rr
-    if r == 1 or not codelet_layers(r):
-        pass
     for i in range(r):
         out.append(f"    z[{i}] = {cur[i]};")
     out += ["  }", "};"]
