@@ -661,9 +661,11 @@ CUTLASS_DEVICE void flag_tile(int* flags, int* list, int* list_count, int tile, 
 }
 
 // Vote the V elements of one access (a: copy 0, b: copy 1, c: copy 2) and write what must change.
-template <class T, int V>
-CUTLASS_DEVICE void vote_access(TileVote<T> const& v, Bits<T> const (&a)[V], Bits<T> const (&b)[V], Bits<T> const (&c)[V], T* dst,
-                                int tile, Tally& tally) {
+// P: TileVote or OutVoteParams (correct, write_all, flags, list, list_count, fault_by_block); tile_of()
+// gives the access's tile, asked for only when an element disagrees (or by the measurement mode).
+template <class T, int V, class P, class TileOf>
+CUTLASS_DEVICE void vote_access(P const& v, Bits<T> const (&a)[V], Bits<T> const (&b)[V], Bits<T> const (&c)[V], T* dst,
+                                TileOf tile_of, Tally& tally) {
   using U = Bits<T>;
   U d = 0;
   CUTLASS_PRAGMA_UNROLL
@@ -682,7 +684,7 @@ CUTLASS_DEVICE void vote_access(TileVote<T> const& v, Bits<T> const (&a)[V], Bit
   }
   int oc = 0;
 #if FTGEN_TMR_INJECT
-  if (!v.correct) oc = uncorrected_copy(v, tile);
+  if (!v.correct) oc = uncorrected_copy(v, tile_of());
 #endif
   CUTLASS_PRAGMA_UNROLL
   for (int j = 0; j < V; ++j) {
@@ -694,7 +696,7 @@ CUTLASS_DEVICE void vote_access(TileVote<T> const& v, Bits<T> const (&a)[V], Bit
       if (st == kUncorrectable) {
         ++tally.uncorrectable;
         if (v.correct) {
-          flag_tile(v.flags, v.list, v.list_count, tile, 1);
+          flag_tile(v.flags, v.list, v.list_count, tile_of(), 1);
           continue;  // left for the recompute launch (dst keeps copy 0 / the source)
         }
       } else {
@@ -754,7 +756,7 @@ CUTLASS_DEVICE void vote_tile_if_last(TileVote<typename K::ElementC> const& v, i
         memcpy(a, &va[j], 16);
         memcpy(b, &vb[j], 16);
         memcpy(c, &vc[j], 16);
-        vote_access<T, V>(v, a, b, c, v.dst + gr * v.ldc + gc, tile, tally);
+        vote_access<T, V>(v, a, b, c, v.dst + gr * v.ldc + gc, [tile] { return tile; }, tally);
       }
     }
   } else {
@@ -779,7 +781,7 @@ CUTLASS_DEVICE void vote_tile_if_last(TileVote<typename K::ElementC> const& v, i
         if (!in[j]) continue;
         const int i = base + j * kThreads + tid;
         const long long gr = r0 + i / kTN, gc = c0 + i % kTN;
-        vote_access<T, 1>(v, va[j], vb[j], vc[j], v.dst + gr * v.ldc + gc, tile, tally);
+        vote_access<T, 1>(v, va[j], vb[j], vc[j], v.dst + gr * v.ldc + gc, [tile] { return tile; }, tally);
       }
     }
   }
@@ -1210,46 +1212,7 @@ __global__ void __launch_bounds__(256) vote_outputs_kernel(OutVoteParams<T> p) {
       b[0] = ldcg_bits(p.d1 + r * p.ldw + c0);
       c[0] = ldcg_bits(p.d2 + r * p.ldw + c0);
     }
-    U d = 0;
-    CUTLASS_PRAGMA_UNROLL
-    for (int j = 0; j < V; ++j) d |= (a[j] ^ b[j]) | (a[j] ^ c[j]);
-    if (d == 0) {
-      if (p.write_all) {
-        if (V > 1) {
-          uint4 va;
-          memcpy(&va, a, 16);
-          *reinterpret_cast<uint4*>(p.dst + r * p.ldc + c0) = va;
-        } else {
-          p.dst[r * p.ldc + c0] = from_bits<T>(a[0]);
-        }
-      }
-      continue;
-    }
-    const int tile = tile_of();
-    int oc = 0;
-#if FTGEN_TMR_INJECT
-    if (!p.correct) oc = uncorrected_copy(p, tile);
-#endif
-    CUTLASS_PRAGMA_UNROLL
-    for (int j = 0; j < V; ++j) {
-      U maj;
-      const int st = vote_element(a[j], b[j], c[j], maj);
-      U out = maj;
-      if (st != kAgree) {
-        ++tally.detected;
-        if (st == kUncorrectable) {
-          ++tally.uncorrectable;
-          if (p.correct) {
-            flag_tile(p.flags, p.list, p.list_count, tile, 1);
-            continue;  // left for the recompute launch (dst keeps copy 0 / the source)
-          }
-        } else {
-          ++tally.corrected;
-        }
-      }
-      if (!p.correct) out = oc == 1 ? b[j] : oc == 2 ? c[j] : a[j];
-      if (p.write_all || out != a[j]) p.dst[r * p.ldc + c0 + j] = from_bits<T>(out);
-    }
+    vote_access<T, V>(p, a, b, c, p.dst + r * p.ldc + c0, tile_of, tally);
   }
   tally.flush(p.counters);
 }
