@@ -112,6 +112,21 @@ struct Tally {
   }
 };
 
+// vote_element, counted: detected, then corrected or uncorrectable (which also sets `unc`).
+template <class U>
+CUTLASS_DEVICE int counted_vote(U u0, U u1, U u2, U& maj, Tally& tally, bool& unc) {
+  const int st = vote_element(u0, u1, u2, maj);
+  if (st == kAgree) return st;
+  ++tally.detected;
+  if (st == kUncorrectable) {
+    ++tally.uncorrectable;
+    unc = true;
+  } else {
+    ++tally.corrected;
+  }
+  return st;
+}
+
 CUTLASS_DEVICE void count_recomputed(ftgen::FtCounters* c) {
   if (c) atomicAdd(&c->recomputed, 1ull);
 }
@@ -584,15 +599,8 @@ CUTLASS_DEVICE bool vote_registers(Frag (&acc)[kCopies], bool repair, Tally& tal
   CUTLASS_PRAGMA_UNROLL
   for (int e = 0; e < Frag::kElements; ++e) {
     U maj;
-    const int st = vote_element(to_bits(acc[0][e]), to_bits(acc[1][e]), to_bits(acc[2][e]), maj);
-    if (st == kAgree) continue;
-    ++tally.detected;
-    if (st == kUncorrectable) {
-      ++tally.uncorrectable;
-      unc = true;
-      continue;
-    }
-    ++tally.corrected;
+    const int st = counted_vote(to_bits(acc[0][e]), to_bits(acc[1][e]), to_bits(acc[2][e]), maj, tally, unc);
+    if (st == kAgree || st == kUncorrectable) continue;
     if (repair) {
       const E m = from_bits<E>(maj);
       if (st == kMinority0) acc[0][e] = m;
@@ -1106,15 +1114,7 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
             const U v1 = copy == 0 ? n1 : copy == 1 ? own : n2;
             const U v2 = copy == 0 ? n2 : copy == 1 ? n1 : own;
             U maj;
-            const int st = vote_element(v0, v1, v2, maj);
-            if (st == kAgree) continue;
-            ++tally.detected;
-            if (st == kUncorrectable) {
-              ++tally.uncorrectable;
-              unc = true;
-              continue;
-            }
-            ++tally.corrected;
+            const int st = counted_vote(v0, v1, v2, maj, tally, unc);
             if (correct && st == kMinority0 + copy) a[e] = from_bits<typename K::ElementAcc>(maj);
           }
         }
