@@ -67,7 +67,10 @@ except Exception as e:  # no search result: the shipped configuration
     print(f"[gpu_tmr] no search winner ({e}); using specs/gemm_tmr_kernel.yaml's configuration", file=sys.stderr)
 base = yaml.safe_load(open("specs/gemm_tmr_kernel.yaml"))["params"]
 tb_spec = yaml.safe_load(open("specs/gemm_tmr_threadblock.yaml"))
-tbs = [v["params"] for v in tb_spec["variants"]]  # candidates; the first is also built with injection
+# candidates (the first is also built with injection), in the winner's layouts: every level is
+# compared with the unprotected kernel of the same problem
+lay = {k: v for k, v in (best_params or {}).items() if k in ("layout_a", "layout_b")}
+tbs = [{**v["params"], **lay} for v in tb_spec["variants"]]
 tb_i = tb_spec["protection"]["interval"]
 coop_i = yaml.safe_load(open("specs/gemm_tmr_cooperative.yaml"))["protection"]["interval"]
 coop_i = coop_i[0] if isinstance(coop_i, list) else coop_i  # the default (first) interval
@@ -82,6 +85,11 @@ for inj in (False, True):
         {"protection": {"scheme": "tmr", "level": "threadblock", "interval": tb_i, "inject": inj}, "params": tbs[0]},
     ]
 variants += [{"protection": {"scheme": "tmr", "level": "cooperative", "interval": i}, "params": cfg} for i in sorted({coop_i, 128} - {32})]
+# the cooperative spec's own tiles (two blocks per SM: one block computes while the other waits at a
+# team barrier), in the winner's layouts
+coop_cfg = {**{k: v for k, v in yaml.safe_load(open("specs/gemm_tmr_cooperative.yaml"))["params"].items() if k != "coop_teams"}, **lay}
+if coop_cfg != cfg:
+    variants += [{"protection": {"scheme": "tmr", "level": "cooperative", "interval": i}, "params": coop_cfg} for i in sorted({coop_i, 128})]
 variants += [{"protection": {"scheme": "tmr", "level": "threadblock", "interval": tb_i}, "params": p} for p in tbs[1:]]
 spec = {"name": "gemm_tmr_gpu", "family": "gemm", "arch": ["sm_90"], "precision": "tf32", "variants": variants,
         "shapes": [{"m": 4096, "n": 4096, "k": 4096}, {"m": 1000, "n": 1234, "k": 777}, {"m": 2049, "n": 3001, "k": 1531}]}
@@ -196,7 +204,7 @@ for r in sorted(clean, key=lambda r: (level(r), tile(r), r["kernel"].endswith("_
     i = inj_ms.get((r["kernel"], shp(r)))
     notes = []
     lv = r.get("protection", {}).get("level")
-    if lv == "threadblock":
+    if lv in ("threadblock", "cooperative"):
         notes.append(tile(r))
     if lv in targets and shp(r) == "4096x4096x4096" and not r["kernel"].endswith("_inj"):
         notes.append(f"target <= {targets[lv]}: {'PASS' if ratio <= targets[lv] else 'FAIL'}")
