@@ -93,16 +93,6 @@ tb-perf)
   tail -3 "$out"/*.err
   summary "$out/tb_check_inject.jsonl" "$out/tb_speed_clean.jsonl" "$out/tb_speed_inject.jsonl"
   ;;
-ct)
-  # threadblock ABFT with the checksums as columns of the tile vs shared-memory checksums vs unprotected;
-  # then the campaign of the _ct kernels (CT_TRIALS clean + faulty trials per distribution)
-  check_and_speed specs/gemm_abft_ct.yaml sgemm_abft_ct ct_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129 8 3 16
-  tail -3 "$out"/*.err
-  ft campaign specs/gemm_abft_campaign.yaml --kernels '*_ct_inj' --trials ${CT_TRIALS:-1000} --seed ${SEED:-7} -o $gen \
-     --json "$out/ct_campaign.jsonl" --plot "$out/ct_campaign.png" 2> "$out/ct_campaign.log"
-  echo "campaign rc=$?"; tail -12 "$out/ct_campaign.log"
-  summary "$out/ct_check_inject.jsonl" "$out/ct_speed_clean.jsonl" "$out/ct_speed_inject.jsonl"
-  ;;
 check)
   check_and_speed scripts/gpu_abft_check.yaml abft_check "" '*' 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 8 5 64
   for k in gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f64_abft-tb-i64_64x64x8_w32x32_t4x8_s3_inj gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj; do

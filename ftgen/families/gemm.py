@@ -11,9 +11,7 @@ Two backends, chosen by precision and scheme:
 
 Kernel names (the identity of a variant)::
 
-    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_mb<min_blocks>][_ct][_inj]   (simt)
-
-``_ct``: threadblock ABFT with ``checksums: tile`` (the checksums are columns of the block tile).
+    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_mb<min_blocks>][_inj]   (simt)
 
 ``<protection>`` is ``none`` or ``<scheme>-<level>[-detect][-i<interval>][-th<threshold>]``
 (see :meth:`Protection.token`); ``_inj`` marks a build with fault injection compiled in.
@@ -53,11 +51,6 @@ SIMT_PARAMS = (
     Param("stages", int, (3,), "shared-memory stages of the cp.async global->shared pipeline", choices=(2, 3, 4, 5, 6)),
     Param("min_blocks", int, (0,), "resident blocks per SM the registers are sized for (__launch_bounds__); 0: auto "
           "(2 when the register estimate allows, else 1)", choices=(0, 1, 2)),
-    Param("checksums", str, ("smem",), "threadblock ABFT: where the row checksums are carried. smem: partials updated "
-          "from the A tile and the encodings in shared memory beside the GEMM (the seed's layout); tile: the last 16 "
-          "bytes of columns of the B tile hold the encodings B e and B w, so the checksums are accumulators of the "
-          "GEMM itself (no extra registers or shared-memory traffic; the block tile covers n_tb - 16/sizeof(T) "
-          "columns of C)", choices=("smem", "tile")),
 )
 
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
@@ -125,14 +118,11 @@ class SimtGeometry:
         self.pad_a = self.vec  # one 16-byte vector of padding per As row
         self.stages = p.get("stages", 3)
         level = v.protection.level if v.protection.scheme == "abft" else None
-        # checksums as columns of the tile: the last vector of B columns carries B e, B w (and zeros)
-        self.ct = level == "threadblock" and p.get("checksums", "smem") == "tile"
-        self.dcols = self.NT - self.vec if self.ct else self.NT  # columns of C per block tile
         self.smem_bytes = self.stages * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes + self._abft_smem(level)
         words = self.elem_bytes // 4
         # accumulators + two fragment buffers + checksums (+ staging registers), in 32-bit registers, plus
         # addressing overhead
-        extra = {"threadblock": 0 if self.ct else 3, "warp": 3 * max(1, self.MW // 32), "thread": 2 * self.mt}.get(level, 0)
+        extra = {"threadblock": 3, "warp": 3 * max(1, self.MW // 32), "thread": 2 * self.mt}.get(level, 0)
         staging = (self.MT * self.KT + self.KT * self.NT) // max(self.threads, 1) if self.stages == 2 else 0
         self.regs_estimate = words * (self.mt * self.nt + 2 * (self.mt + self.nt) + extra + staging) + 40
         # aim for two resident blocks of up to 256 threads when the accumulators leave room
@@ -142,8 +132,6 @@ class SimtGeometry:
     def _abft_smem(self, level) -> int:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
-        if level == "threadblock" and self.ct:
-            return 32 + self.MT * (self.NT + 1) * e + 64
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
@@ -246,8 +234,6 @@ class GemmFamily(Family):
             r.append("the B tile is smaller than one vector")
         if v.protection.scheme == "abft":
             r.extend(self._abft_constraints(v, g))
-        if v.param_dict.get("checksums", "smem") != "smem" and not (v.protection.scheme == "abft" and v.protection.level == "threadblock"):
-            r.append(f"checksums: {v.param_dict['checksums']} applies to threadblock-level ABFT only (protection is {v.protection.token()})")
         return r
 
     def _abft_constraints(self, v: Variant, g: SimtGeometry) -> list[str]:
@@ -255,9 +241,6 @@ class GemmFamily(Family):
         lv = v.protection.level
         if lv == "warp" and g.MW < 32 and (32 // g.MW) > g.KT:
             r.append(f"warp ABFT: m_w={g.MW} leaves {32 // g.MW} k-lanes per row, more than k_tb={g.KT}")
-        if g.ct and (g.NT < 2 * g.vec or g.threads < g.NT // g.vec):
-            r.append(f"checksums: tile needs n_tb >= {2 * g.vec} and a B tile row loaded by one pass of the block "
-                     f"(threads {g.threads} >= n_tb / {g.vec})")
         if lv == "nonfused" and v.protection.correct != "online":
             r.append("nonfused ABFT corrects online only (detect-and-recompute would need a checkpoint of C per step)")
         if g.KT > 32:
@@ -289,8 +272,6 @@ class GemmFamily(Family):
             name += f"_sk{p['split_k']}"
         if p.get("min_blocks", 0):
             name += f"_mb{p['min_blocks']}"
-        if p.get("checksums", "smem") == "tile":
-            name += "_ct"
         return name + ("_inj" if v.protection.inject else "")
 
     # ---- emission -------------------------------------------------------------------------
@@ -314,12 +295,6 @@ class GemmFamily(Family):
             "tol_c0": TOL_C0,
             "abft": prot.scheme == "abft" and prot.level != "nonfused",
             "abft_tb": prot.scheme == "abft" and prot.level == "threadblock",
-            "abft_ct": prot.scheme == "abft" and prot.level == "threadblock" and v.param_dict.get("checksums", "smem") == "tile",
-            # threadblock level with the checksum partials in shared memory (checksums: smem)
-            "abft_tbs": prot.scheme == "abft" and prot.level == "threadblock" and v.param_dict.get("checksums", "smem") == "smem",
-            # encodings of B from a pre-pass (threadblock, warp) / travelling beside the tiles in sm.Es (not with checksums: tile)
-            "abft_enc": prot.scheme == "abft" and prot.level in ("threadblock", "warp"),
-            "abft_es": prot.scheme == "abft" and (prot.level == "warp" or (prot.level == "threadblock" and v.param_dict.get("checksums", "smem") == "smem")),
             "abft_warp": prot.scheme == "abft" and prot.level == "warp",
             "abft_thread": prot.scheme == "abft" and prot.level == "thread",
             "nonfused": prot.scheme == "abft" and prot.level == "nonfused",
@@ -372,9 +347,6 @@ class GemmFamily(Family):
 #
 #   encode   per k row and checksum strip of `cols` columns: B e, B w (w = 1..cols), B^2 e
 #   carry    r_i += a_ik (B e)_k, r'_i += a_ik (B w)_k, r2_i += a_ik^2 (B^2 e)_k with the GEMM
-#            (checksums: tile carries r, r' as two more columns of the tile and takes r2 from a pre-pass
-#            over all of k with the largest B^2 e of any strip: r2_i = sum_k a_ik^2 max_s (B^2 e)_ks, an
-#            upper bound of every strip's partial r2 at every verification, so the threshold can only grow)
 #   verify   d = sum_j C_ij - r_i, dw = sum_j w_j C_ij - r'_i against thresholds
 #            tau = LAMBDA u (sqrt(k) + sqrt(cols) + 1) max(sqrt(r2_i), |r_i|, ||C_i||_2 w/o its max)
 #            tau_w = max(tau * rms(w), LAMBDA u (...) |r'_i|)
@@ -454,7 +426,7 @@ def abft_lambda(level: str) -> float:
 
 
 def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str = "fp32", faults=(),
-                    online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, r2_bound: bool = False):
+                    online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False):
     """Simulate the protected GEMM C = A @ B tile by tile in the variant's precision.
 
     cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t);
@@ -462,8 +434,6 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     faults: (step, row, col, kind, value) applied to the accumulator after `step`: kind 'bitflip'
     flips bit `value`, 'offset' adds `value`.
     no_correct: detect but leave faults in place (what a fault would do unprotected).
-    r2_bound: the variance floor of ``checksums: tile`` (final-k bound with the largest strip's B^2 e)
-    instead of the partial r2 carried per strip.
     Returns (C, counters) with counters detected / corrected / recomputed / uncorrectable / max_score.
     """
     dt = _np.float64 if precision == "fp64" else _np.float32
@@ -474,9 +444,6 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     steps = -(-k // kt)
     be, bw, b2 = abft_encode(B, cols)
     strips = be.shape[1]
-    if r2_bound:
-        a2 = A.astype(_np.float64) ** 2
-        r2_fixed = _np.repeat((a2 @ b2.max(axis=1).astype(_np.float64))[:, None], strips, axis=1).astype(dt)
     counters = {"detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
 
     def run(inject: bool, final: bool = False):
@@ -492,7 +459,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
             C += (A[:, ks] @ Bp[ks]).astype(dt)
             r += (A[:, ks] @ be[ks]).astype(dt)
             rw += (A[:, ks] @ bw[ks]).astype(dt)
-            r2 = r2_fixed if r2_bound else r2 + ((A[:, ks] * A[:, ks]) @ b2[ks]).astype(dt)
+            r2 += ((A[:, ks] * A[:, ks]) @ b2[ks]).astype(dt)
             if inject:
                 for (fs, fi, fj, kind, value) in faults:
                     if fs == s:

@@ -30,9 +30,6 @@ constexpr int PF = REG_STAGED ? 1 : STAGES - 1;  // k-tiles in flight ahead of t
 constexpr int SPLIT_K = 1;   // k-slices per output tile (grid.z), reduced in order
 constexpr int MIN_BLOCKS = 1;
 constexpr int SWIZZLE_GROUP = 8;           // block rows per rasterization group (L2 reuse)
-// columns of C per block tile: all NT, or (checksums: tile) NT less one vector that carries B e, B w
-constexpr int DCOLS = NT;
-constexpr bool CT = DCOLS < NT;
 static_assert(TM * TN == 32, "one warp per warp tile");
 static_assert(TMT % VM == 0 && TNT % VN == 0, "thread tile made of vectors");
 
@@ -142,8 +139,6 @@ struct Loader {
   int a_rows_left;  // rows of A left below this thread's first row
   int a_kc;         // this thread's k column (cp.async) or first k of its vector (registers)
   int b_kr0, b_nc0;
-  int b_ld;    // CT: row stride of this thread's B source (ldb, or 4 for the encodings)
-  bool b_enc;  // CT: this thread loads the encodings (tile columns DCOLS..NT-1), not B
   unsigned a_dst, b_dst;  // shared addresses of stage 0 (cp.async)
   // register staging (STAGES == 2): the next tile, held between its loads and its stores
   static constexpr int A_RVECS = MT * KT / VA;
@@ -172,8 +167,6 @@ struct Loader {
       b_nc0 = tid * VB;
     }
     b_src = p.B + static_cast<size_t>(b_kr0) * p.ldb + n0 + b_nc0;
-    b_ld = p.ldb;
-    b_enc = false;
     a_dst = static_cast<unsigned>(__cvta_generic_to_shared(&sm.As[0][REG_STAGED ? 0 : a_kc][a_row0 % MT]));
     b_dst = static_cast<unsigned>(__cvta_generic_to_shared(&sm.Bs[0][b_kr0 % KT][b_nc0 % NT]));
   }
@@ -200,15 +193,14 @@ struct Loader {
         const int kr = b_kr(i), nc = b_nc(i);
         const int gk = k0 + b_kr0 + kr, gn = n0 + b_nc0 + nc;
         const unsigned dst = b_dst + (st * KT * NT + kr * NT + nc) * sizeof(T);
-        const T* src = b_src + static_cast<size_t>(k0 + kr) * (CT ? b_ld : p.ldb) + nc;
-        const bool enc = CT && b_enc;  // encodings: every k row below k is real
+        const T* src = b_src + static_cast<size_t>(k0 + kr) * p.ldb + nc;
         if (ALIGNED) {
-          const bool in = gk < p.k && (enc || gn < p.n);
+          const bool in = gk < p.k && gn < p.n;
           cp_async_raw<sizeof(T) * VB>(dst, in ? src : p.B, in);
         } else {
 #pragma unroll
           for (int j = 0; j < VB; ++j) {
-            const bool in = gk < p.k && (enc || gn + j < p.n);
+            const bool in = gk < p.k && gn + j < p.n;
             cp_async_raw<sizeof(T)>(dst + j * sizeof(T), in ? src + j : p.B, in);
           }
         }
@@ -248,10 +240,9 @@ struct Loader {
       if (B_VECS % THREADS == 0 || threadIdx.x + i * THREADS < B_VECS) {
         const int kr = b_kr(i), nc = b_nc(i);
         const int gk = k0 + b_kr0 + kr, gn = n0 + b_nc0 + nc;
-        const T* src = b_src + static_cast<size_t>(k0 + kr) * (CT ? b_ld : p.ldb) + nc;
-        const bool enc = CT && b_enc;
+        const T* src = b_src + static_cast<size_t>(k0 + kr) * p.ldb + nc;
         if (ALIGNED) {
-          if (gk < p.k && (enc || gn < p.n)) {
+          if (gk < p.k && gn < p.n) {
             r.b[i] = *reinterpret_cast<const Vec<VB>*>(src);
           } else {
 #pragma unroll
@@ -259,7 +250,7 @@ struct Loader {
           }
         } else {
 #pragma unroll
-          for (int j = 0; j < VB; ++j) r.b[i].x[j] = (gk < p.k && (enc || gn + j < p.n)) ? src[j] : T(0);
+          for (int j = 0; j < VB; ++j) r.b[i].x[j] = (gk < p.k && gn + j < p.n) ? src[j] : T(0);
         }
       }
     }
@@ -341,7 +332,6 @@ __device__ __forceinline__ void epilogue(const Params& p, int m0, int n0, int wm
     T* crow = p.C + static_cast<size_t>(gm) * p.ldc;
 #pragma unroll
     for (int s = 0; s < TNT / VN; ++s) {
-      if (CT && tile_col(wn0, tn, s * VN) >= DCOLS) continue;  // checksum columns are not part of C
       const int gn = n0 + tile_col(wn0, tn, s * VN);
       if (ALIGNED && gn + VN <= p.n) {
         Vec<VN> c;
@@ -480,8 +470,8 @@ __device__ __forceinline__ int detect_row(const Params& p, const RowStats& r, do
 // thread per row sums the row, detects, locates and corrects the fault there; then they come back.
 // The accumulators are not live across it, so the verification costs the main loop no registers.
 // Returns true (block-uniform) when the tile must be recomputed.
-__device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TMT][TNT], int k_done, int m0, int wm0, int wn0,
-                                          int tm, int tn, bool no_correct) {
+__device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TMT][TNT], int k_done, int wm0, int wn0, int tm,
+                                          int tn, bool no_correct) {
   const int tid = threadIdx.x;
   // 1. accumulators -> shared memory (the checksum partials are there already)
 #pragma unroll
@@ -498,14 +488,13 @@ __device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TM
     RowStats r{};
     int bad = -1;
 #pragma unroll 8
-    for (int col = 0; col < DCOLS; ++col) {
+    for (int col = 0; col < NT; ++col) {
       const T c = crow[col];
       if (isfinite(c))
         add_value(r, c, static_cast<T>(col + 1));
       else
         bad = col;
     }
-    (void)m0;
     double c0 = 0, c1 = 0, c2 = 0;
 #pragma unroll
     for (int l = 0; l < ROW_LANES; ++l) {
@@ -515,12 +504,12 @@ __device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TM
     }
     int col = -1;
     double sc = 0;
-    const int kind = detect_row(p, r, c0, c1, bad, sqrt(fmax(c2, 0.0)), k_done, DCOLS, &col, &sc);
+    const int kind = detect_row(p, r, c0, c1, bad, sqrt(fmax(c2, 0.0)), k_done, NT, &col, &sc);
     score = fmax(score, sc);
     const int todo = act_on(p, kind, no_correct);
     if (todo == 1) {
       double rest = 0.0;
-      for (int c = 0; c < DCOLS; ++c)
+      for (int c = 0; c < NT; ++c)
         if (c != col) rest += static_cast<double>(crow[c]);
       crow[col] = static_cast<T>(c0 - rest);
       ++fixed;
@@ -563,7 +552,7 @@ __device__ __forceinline__ void maybe_inject(const Params& p, int fidx, int fste
   r.before = static_cast<double>(before);
   r.after = static_cast<double>(after);
   r.row = m0 + tile_row(wm0, tm, ei);
-  r.col = tile_col(wn0, tn, ej) < DCOLS ? n0 + tile_col(wn0, tn, ej) : -1;  // -1: a checksum column (CT)
+  r.col = n0 + tile_col(wn0, tn, ej);
   atomicAdd(&p.counters->injected, 1ull);
 }
 
@@ -609,7 +598,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
   const int tm = lane / TN, tn = lane % TN;
   int bm, bn;
   block_coords(bm, bn);
-  const int m0 = bm * MT, n0 = bn * DCOLS;
+  const int m0 = bm * MT, n0 = bn * NT;
 
   // this block's k-slice (split-K): tiles [kt_begin, kt_begin + ktiles)
   const int ktiles_all = (p.k + KT - 1) / KT;
@@ -732,7 +721,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       // Verification after tiles kt_end-1 (k_done elements of k): true when the tile must be recomputed.
       auto verify = [&](const int kt_end) -> bool {
         const int k_done = min(kbase + kt_end * KT, p.k) - kbase;
-        return verify_tb(p, sm, acc, k_done, m0, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
+        return verify_tb(p, sm, acc, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
       };
       // runs of INTERVAL tiles, each followed by a verification; the last tile (no successor) is peeled
 #pragma unroll 1
@@ -785,27 +774,22 @@ bool is_aligned(const ftgen_gemm_problem* p) {
 
 }  // namespace
 
-// Workspace: the B encodings, then split-K semaphores (the kernel leaves
-// those zero: zero the workspace once after allocating it).
-static size_t round256(size_t bytes) { return (bytes + 255) / 256 * 256; }
-static size_t kpad_of(int k) { return static_cast<size_t>((k + KT - 1) / KT) * KT; }
-static size_t enc_bytes(int n, int k) {
-  const size_t strips = static_cast<size_t>((n + DCOLS - 1) / DCOLS) * ESTRIPS;  // every strip of every block column
-  return round256(strips * kpad_of(k) * 4 * sizeof(T));
-}
-static size_t flags_offset(int m, int n, int k) {
-  (void)m;
-  return enc_bytes(n, k);
+// Workspace: the B encodings, then split-K semaphores (the kernel leaves those zero: zero
+// the workspace once after allocating it).
+static size_t flags_offset(int n, int k) {
+  const size_t kpad = static_cast<size_t>((k + KT - 1) / KT) * KT;
+  const size_t strips = static_cast<size_t>((n + NT - 1) / NT) * ESTRIPS;  // every strip of every block column
+  return (strips * kpad * 4 * sizeof(T) + 255) / 256 * 256;
 }
 
 extern "C" size_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_workspace(int m, int n, int k) {
-  const size_t flags = SPLIT_K > 1 ? sizeof(int) * static_cast<size_t>((m + MT - 1) / MT) * ((n + DCOLS - 1) / DCOLS) : 0;
-  return flags_offset(m, n, k) + flags;
+  const size_t flags = SPLIT_K > 1 ? sizeof(int) * static_cast<size_t>((m + MT - 1) / MT) * ((n + NT - 1) / NT) : 0;
+  return flags_offset(n, k) + flags;
 }
 
 extern "C" void gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_geometry(int m, int n, int k, ftgen_gemm_geometry* g) {
   const int ktiles = (k + KT - 1) / KT;
-  g->blocks = static_cast<long long>((m + MT - 1) / MT) * ((n + DCOLS - 1) / DCOLS) * SPLIT_K;
+  g->blocks = static_cast<long long>((m + MT - 1) / MT) * ((n + NT - 1) / NT) * SPLIT_K;
   g->threads = THREADS;
   g->elems_per_thread = TMT * TNT;
   g->steps = (ktiles + SPLIT_K - 1) / SPLIT_K;
@@ -815,7 +799,7 @@ extern "C" void gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_geometry(int m, i
 extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftgen_gemm_problem* p, cudaStream_t stream) {
   if (!p || p->m < 1 || p->n < 1 || p->k < 1 || p->lda < p->k || p->ldb < p->n || p->ldc < p->n)
     return cudaErrorInvalidValue;
-  const unsigned grid_n = (p->n + DCOLS - 1) / DCOLS, grid_m = (p->m + MT - 1) / MT;
+  const unsigned grid_n = (p->n + NT - 1) / NT, grid_m = (p->m + MT - 1) / MT;
   if (grid_m > 65535u) return cudaErrorInvalidConfiguration;
   if (gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_workspace(p->m, p->n, p->k) > 0 && p->workspace == nullptr) return cudaErrorInvalidValue;
   unsigned char* ws = static_cast<unsigned char*>(p->workspace);
@@ -824,8 +808,8 @@ extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftge
   kp.alpha = static_cast<T>(p->alpha), kp.beta = static_cast<T>(p->beta);
   kp.A = static_cast<const T*>(p->A), kp.B = static_cast<const T*>(p->B), kp.C = static_cast<T*>(p->C);
   kp.lda = p->lda, kp.ldb = p->ldb, kp.ldc = p->ldc;
-  kp.flags = reinterpret_cast<int*>(ws + flags_offset(p->m, p->n, p->k));
-  kp.kpad = static_cast<int>(kpad_of(p->k));
+  kp.flags = reinterpret_cast<int*>(ws + flags_offset(p->n, p->k));
+  kp.kpad = (p->k + KT - 1) / KT * KT;
   kp.enc = reinterpret_cast<const T*>(ws);
   {
     const int strips = (p->n + NT - 1) / NT * ESTRIPS;  // strips past n (warp level, last block column) are zero
