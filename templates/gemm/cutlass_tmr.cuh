@@ -946,7 +946,6 @@ template <class K>
 struct CoopParams {
   TileParams<K> t;
   int teams;                         // T; the grid has 3T blocks
-  int one_per_sm;                    // the kernel's occupancy is one block per SM: a team's copies take adjacent SMs
   int group;                         // rasterization group (rows of tiles swept column by column)
   int* cta_smid;                     // [3T] SM id of each block (by blockIdx)
   unsigned* team_ctr;                // [3T] barrier counters (team t uses team_ctr[t])
@@ -1006,11 +1005,9 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
   const int G = gridDim.x;
 
-  // Roles: rank the blocks by (SM id, block index). With one block per SM, team t takes ranks 3t, 3t + 1,
-  // 3t + 2: three different SMs with neighbouring ids (the three copies read the same tiles at the same
-  // time; neighbouring SMs share more of the path to L2). Otherwise team t takes ranks t, t + T, t + 2T:
-  // blocks of one SM have consecutive ranks and an SM holds at most T of them (the host sizes the grid
-  // so), so the three copies of a team run on three different SMs.
+  // Roles: rank the blocks by (SM id, block index); team t takes ranks t, t + T, t + 2T. Blocks of one
+  // SM have consecutive ranks and an SM holds at most T of them (the host sizes the grid so), so the
+  // three copies of a team run on three different SMs.
   const int my_sm = static_cast<int>(sm_id());
   if (tid == 0) {
     p.cta_smid[blockIdx.x] = my_sm;
@@ -1030,8 +1027,8 @@ __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
   }
   __syncthreads();
   if (tid == 0) {
-    cs.team = p.one_per_sm ? cs.rank / kCopies : cs.rank % p.teams;
-    cs.copy = p.one_per_sm ? cs.rank % kCopies : cs.rank / p.teams;
+    cs.team = cs.rank % p.teams;
+    cs.copy = cs.rank / p.teams;
     p.role_smid[cs.team * kCopies + cs.copy] = my_sm;
   }
   __syncthreads();
@@ -1830,9 +1827,6 @@ struct Runner {
     CoopParams<K> cp;
     cp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     cp.teams = teams;
-    int per_sm = 0;
-    coop_capacity(&per_sm);
-    cp.one_per_sm = per_sm == 1;
     cp.group = q.group;
     cp.cta_smid = reinterpret_cast<int*>(q.ws + q.lay.coop_smid);
     cp.team_ctr = reinterpret_cast<unsigned*>(q.ws + q.lay.coop_ctr);
