@@ -910,7 +910,8 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
         // Leave the pipelined loop at every checkpoint (block-uniform: it depends on `it` only; the
         // loop's state is kept, so leaving costs a branch): the comparison of the copies then runs
         // outside the hot loop, where the compiler cannot interleave it with the MMAs of every
-        // k-iteration (it did: 16% more instructions executed, measured with ncu on H100).
+        // k-iteration (it did: ncu on H100 counted 16% more instructions for the build without
+        // injection than for the one with it; results/h100/gemm/ncu_tmr_tb_*).
         [&](int it, Frag(&)[kCopies]) {
           checkpoint = it == next_checkpoint || it + 1 == total;
           if (it == next_checkpoint) next_checkpoint += interval;
