@@ -994,14 +994,25 @@ struct CoopShared {
   int unc;                 // some element had three different values at a checkpoint
 };
 
+// The kernel's dynamic shared memory: the CUTLASS storage first, at the aligned base its swizzled
+// layouts are made for. (A static __shared__ variable would go before the dynamic memory and shift
+// it: with CoopShared there, 48 bytes, every cp.async and ldmatrix of the main loop met bank
+// conflicts, and L2 returned 2x the sectors the loads asked for: ncu on H100.)
+template <class K, class ML>
+struct CoopStorage {
+  SharedStorage<K, ML> ss;
+  CoopShared cs;
+};
+
 template <class K, bool kInject>
 __global__ void __launch_bounds__(K::kThreads) coop_kernel(CoopParams<K> p) {
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kZfill>;
   using Frag = typename K::FragmentC;
   using U = Bits<typename K::ElementAcc>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ CoopShared cs;
-  auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
+  auto& storage = *reinterpret_cast<CoopStorage<K, ML>*>(smem_raw);
+  auto& ss = storage.ss;
+  CoopShared& cs = storage.cs;
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
   const int G = gridDim.x;
@@ -1285,6 +1296,13 @@ __global__ void __launch_bounds__(256) vote_states_kernel(StateVoteParams<Acc> p
 // elements where the three outputs differ; flag 2: every element), compute the tile three times
 // into D0, D1, D2 (identical instructions), vote the marked elements into C; repeat when they
 // still differ (at most MAX_ATTEMPTS - 1 recomputations).
+template <class K, class ML>
+struct RecomputeStorage {
+  static constexpr int kWords = (K::kTileElems + 31) / 32;
+  SharedStorage<K, ML> ss;  // first, at the aligned base (see CoopStorage)
+  unsigned mask[kWords];    // elements of the tile with three different values
+};
+
 template <class K>
 struct RecomputeParams {
   TileParams<K> t;  // gemm.C is the source (beta != 0) and the destination of the votes
@@ -1304,10 +1322,11 @@ __global__ void __launch_bounds__(K::kThreads) recompute_kernel(RecomputeParams<
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
   using T = typename K::ElementC;
   using U = Bits<T>;
-  constexpr int kWords = (K::kTileElems + 31) / 32;
+  constexpr int kWords = RecomputeStorage<K, ML>::kWords;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ unsigned mask[kWords];
-  auto& ss = *reinterpret_cast<SharedStorage<K, ML>*>(smem_raw);
+  auto& storage = *reinterpret_cast<RecomputeStorage<K, ML>*>(smem_raw);  // no static __shared__: see CoopStorage
+  auto& ss = storage.ss;
+  unsigned* mask = storage.mask;
   const int n_list = *reinterpret_cast<volatile int*>(p.list_count);
   if (static_cast<int>(blockIdx.x) >= n_list) return;
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
@@ -1509,6 +1528,8 @@ struct Runner {
   static int const kSmemCutlass = int(sizeof(typename GemmKernel::SharedStorage));
   static int const kSmemCopy = int(sizeof(SharedStorage<K, MLCopy>));
   static int const kSmemZfill = int(sizeof(SharedStorage<K, MLZfill>));
+  static int const kSmemCoop = int(sizeof(CoopStorage<K, MLZfill>));
+  static int const kSmemRecompute = int(sizeof(RecomputeStorage<K, MLCopy>));
   static int const kSmemTb = int(sizeof(SharedStorage<K, MLTb>));
 
   static cutlass::gemm::GemmCoord tiled(int m, int n, int k) {
@@ -1698,7 +1719,7 @@ struct Runner {
     auto kernel = recompute_kernel<K>;
     static bool attr = false;
     if (!attr) {
-      e = set_smem(kernel, kSmemCopy);
+      e = set_smem(kernel, kSmemRecompute);
       if (e != cudaSuccess) return e;
       attr = true;
     }
@@ -1713,7 +1734,7 @@ struct Runner {
     rp.list = list;
     rp.list_count = ctl(q);
     rp.max_attempts = kMaxAttempts;
-    kernel<<<std::min(tiles, dp.sms), dim3(K::kThreads), kSmemCopy, s>>>(rp);
+    kernel<<<std::min(tiles, dp.sms), dim3(K::kThreads), kSmemRecompute, s>>>(rp);
     return cudaGetLastError();
   }
 
@@ -1798,9 +1819,9 @@ struct Runner {
     if (device_props(dp) != cudaSuccess) return 0;
     if (cached_device != dp.device) {
       auto kernel = coop_kernel<K, kInject>;
-      if (set_smem(kernel, kSmemZfill) != cudaSuccess) return 0;
+      if (set_smem(kernel, kSmemCoop) != cudaSuccess) return 0;
       int nb = 0;
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, K::kThreads, kSmemZfill) != cudaSuccess) return 0;
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, K::kThreads, kSmemCoop) != cudaSuccess) return 0;
       cached_device = dp.device;
       cached_nb = nb;
       cached_sms = dp.sms;
@@ -1837,7 +1858,7 @@ struct Runner {
     cp.digests = reinterpret_cast<uint4*>(q.ws + q.lay.coop_digests);
     void* args[] = {&cp};
     cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(kCopies * cp.teams), dim3(K::kThreads), args,
-                                                kSmemZfill, s);
+                                                kSmemCoop, s);
     if (e != cudaSuccess) return e;
     return cudaGetLastError();
   }
