@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Plan search of the fft family on the device machine: specs/fft_plan_search_fp{32,64}.yaml over the
 # sizes where the automatic plans were furthest from cuFFT; every candidate vs cuFFT in its own process.
-# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large|tb]   (small: the fp32/fp64 specs; tb: specs/fft_plan_search_tb.yaml; large:
+# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large|tb|bs]   (small: the fp32/fp64 specs; tb: specs/fft_plan_search_tb.yaml; bs: specs/fft_plan_search_bs.yaml; large:
 # specs/fft_plan_search_large.yaml, three launches and wider column groups for log n 18-24; full rows in OUTDIR/search_fp*.jsonl, winners spec and
 # dispatch header beside them, the tables last)
 set -uo pipefail
@@ -19,6 +19,10 @@ if [ "$which" = tb ]; then
   ST=64x1048576,1024x65536,4096x16384,65536x1024,1048576x64
   ft search specs/fft_plan_search_tb.yaml --shapes $ST --inject 1 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_tb.jsonl" \
     > "$out/search_tb.txt" 2> "$out/search_tb.log"; echo "tb search rc=$?"
+elif [ "$which" = bs ]; then
+  SB=524288x128,1048576x64,2097152x32
+  ft search specs/fft_plan_search_bs.yaml --shapes $SB --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_bs.jsonl" \
+    > "$out/search_bs.txt" 2> "$out/search_bs.log"; echo "bs search rc=$?"
 elif [ "$which" = large ]; then
   SL=262144x256,524288x128,1048576x64,2097152x32,4194304x16,8388608x8,16777216x4
   ft search specs/fft_plan_search_large.yaml --shapes $SL --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_large.jsonl" \
@@ -33,7 +37,7 @@ cp $gen/*-search/*_best.yaml $gen/*-search/*_dispatch.h "$out/" 2>/dev/null
 grep -hE "^search:|dispatch header|error" "$out"/search_*.log
 python3 - "$out" <<'PY'
 import json, sys, os
-for f in ("search_fp32.jsonl", "search_fp64.jsonl", "search_large.jsonl", "search_tb.jsonl"):
+for f in ("search_fp32.jsonl", "search_fp64.jsonl", "search_large.jsonl", "search_tb.jsonl", "search_bs.jsonl"):
     p = os.path.join(sys.argv[1], f)
     if not os.path.exists(p):
         continue
