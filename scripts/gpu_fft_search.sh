@@ -13,34 +13,24 @@ export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}
 gen=/tmp/ftgen-fft-search
 ft() { python3 -m ftgen.cli "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-S32=8x8388608,16x4194304,8192x8192,16384x4096,262144x256,1048576x64,4194304x16
-S64=8x4194304,8192x4096,1048576x32
-if [ "$which" = tb ]; then
-  ST=64x1048576,1024x65536,4096x16384,65536x1024,1048576x64
-  ft search specs/fft_plan_search_tb.yaml --shapes $ST --inject 1 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_tb.jsonl" \
-    > "$out/search_tb.txt" 2> "$out/search_tb.log"; echo "tb search rc=$?"
-elif [ "$which" = bs ]; then
-  SB=524288x128,1048576x64,2097152x32
-  ft search specs/fft_plan_search_bs.yaml --shapes $SB --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_bs.jsonl" \
-    > "$out/search_bs.txt" 2> "$out/search_bs.log"; echo "bs search rc=$?"
-elif [ "$which" = large ]; then
-  SL=262144x256,524288x128,1048576x64,2097152x32,4194304x16,8388608x8,16777216x4
-  ft search specs/fft_plan_search_large.yaml --shapes $SL --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_large.jsonl" \
-    > "$out/search_large.txt" 2> "$out/search_large.log"; echo "large search rc=$?"
-else
-  ft search specs/fft_plan_search_fp32.yaml --shapes $S32 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_fp32.jsonl" \
-    > "$out/search_fp32.txt" 2> "$out/search_fp32.log"; echo "fp32 search rc=$?"
-  ft search specs/fft_plan_search_fp64.yaml --shapes $S64 --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_fp64.jsonl" \
-    > "$out/search_fp64.txt" 2> "$out/search_fp64.log"; echo "fp64 search rc=$?"
-fi
+# NAME SPEC SHAPES [ARGS...]: one search, rows to OUT/search_NAME.jsonl, table and log beside them
+search() {
+  local name=$1 spec=$2 shapes=$3; shift 3
+  ft search "$spec" --shapes "$shapes" "$@" --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_$name.jsonl" \
+    > "$out/search_$name.txt" 2> "$out/search_$name.log"; echo "$name search rc=$?"
+}
+case "$which" in
+  tb) search tb specs/fft_plan_search_tb.yaml 64x1048576,1024x65536,4096x16384,65536x1024,1048576x64 --inject 1 ;;
+  bs) search bs specs/fft_plan_search_bs.yaml 524288x128,1048576x64,2097152x32 ;;
+  large) search large specs/fft_plan_search_large.yaml 262144x256,524288x128,1048576x64,2097152x32,4194304x16,8388608x8,16777216x4 ;;
+  *) search fp32 specs/fft_plan_search_fp32.yaml 8x8388608,16x4194304,8192x8192,16384x4096,262144x256,1048576x64,4194304x16
+     search fp64 specs/fft_plan_search_fp64.yaml 8x4194304,8192x4096,1048576x32 ;;
+esac
 cp $gen/*-search/*_best.yaml $gen/*-search/*_dispatch.h "$out/" 2>/dev/null
 grep -hE "^search:|dispatch header|error" "$out"/search_*.log
 python3 - "$out" <<'PY'
-import json, sys, os
-for f in ("search_fp32.jsonl", "search_fp64.jsonl", "search_large.jsonl", "search_tb.jsonl", "search_bs.jsonl"):
-    p = os.path.join(sys.argv[1], f)
-    if not os.path.exists(p):
-        continue
+import glob, json, sys, os
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "search_*.jsonl"))):
     best = {}
     for line in open(p):
         r = json.loads(line)

@@ -694,22 +694,15 @@ CUTLASS_DEVICE void vote_access(P const& v, Bits<T> const (&a)[V], Bits<T> const
 #if FTGEN_TMR_INJECT
   if (!v.correct) oc = uncorrected_copy(v, tile_of());
 #endif
+  bool unc = false;  // (the tile is flagged below instead)
   CUTLASS_PRAGMA_UNROLL
   for (int j = 0; j < V; ++j) {
     U maj;
-    const int st = vote_element(a[j], b[j], c[j], maj);
+    const int st = counted_vote(a[j], b[j], c[j], maj, tally, unc);
     U out = maj;
-    if (st != kAgree) {
-      ++tally.detected;
-      if (st == kUncorrectable) {
-        ++tally.uncorrectable;
-        if (v.correct) {
-          flag_tile(v.flags, v.list, v.list_count, tile_of(), 1);
-          continue;  // left for the recompute launch (dst keeps copy 0 / the source)
-        }
-      } else {
-        ++tally.corrected;
-      }
+    if (st == kUncorrectable && v.correct) {
+      flag_tile(v.flags, v.list, v.list_count, tile_of(), 1);
+      continue;  // left for the recompute launch (dst keeps copy 0 / the source)
     }
     if (!v.correct) out = oc == 1 ? b[j] : oc == 2 ? c[j] : a[j];
     if (v.write_all || out != a[j]) dst[j] = from_bits<T>(out);
