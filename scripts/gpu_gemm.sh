@@ -71,6 +71,15 @@ check_and_speed() {
   echo "bench (speed, $nspeed faults per launch) rc=$?"
 }
 
+# KERNELS...: generate FTGEN_NCU_SPEC (default scripts/gpu_abft_check.yaml) and build only the listed
+# kernels; sets proj (the project's name)
+build_listed() {
+  local spec=${FTGEN_NCU_SPEC:-scripts/gpu_abft_check.yaml}
+  proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
+  ft generate "$spec" -o $gen > /dev/null || exit 1
+  ft build $gen/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+}
+
 case "$mode" in
 levels)
   # every ABFT level vs unprotected vs cuBLAS (clean, with faults), then the campaign with CAMPAIGN=1
@@ -173,10 +182,7 @@ perf)
 ncu-stalls)
   # stall reasons per issued instruction, bank conflicts, occupancy of the listed kernels (FTGEN_NCU_SPEC)
   shift 2
-  spec=${FTGEN_NCU_SPEC:-scripts/gpu_abft_check.yaml}
-  proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
-  ft generate "$spec" -o $gen > /dev/null || exit 1
-  ft build $gen/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  build_listed "$@"
   st=smsp__average_warps_issue_stalled
   m="gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread"
   m="$m,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
@@ -194,10 +200,7 @@ ncu)
   # hardware counters (stall reasons, occupancy, hot SASS) of the listed kernels of a spec
   # (FTGEN_NCU_SPEC, default scripts/gpu_abft_check.yaml)
   shift 2
-  spec=${FTGEN_NCU_SPEC:-scripts/gpu_abft_check.yaml}
-  proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
-  ft generate "$spec" -o $gen > /dev/null || exit 1
-  ft build $gen/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  build_listed "$@"
   for k in "$@"; do
     timeout 200 ncu --clock-control none -k regex:'gemm_kernel|enc_kernel' -s 2 -c 2 --set full --import-source no \
       $gen/$proj/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref > "$out/ncu_$k.txt" 2>&1
