@@ -239,6 +239,10 @@ def test_constants_shared_by_python_and_cuda_agree():
     for name, value in (("kAgree", gc.AGREE), ("kMinority0", gc.MINORITY_0), ("kMinority1", gc.MINORITY_1),
                         ("kMinority2", gc.MINORITY_2), ("kUncorrectable", gc.UNCORRECTABLE)):
         assert re.search(rf"\b{name} = {value}\b", header), name
+    # the digest of the device code is the model's (fnv_digest)
+    assert f"constexpr uint32_t kFnvPrime = {gc.FNV_PRIME}u;" in header
+    assert f"constexpr uint32_t kFnvBasis = {gc.FNV_BASIS}u;" in header
+    assert "{kFnvBasis, kFnvBasis ^ 1u, kFnvBasis ^ 2u, kFnvBasis ^ 3u}" in header
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +258,7 @@ COMPILE_SPEC = spec_text(
       - {protection: {scheme: tmr, level: threadblock, interval: 2, inject: true}}
       - {protection: {scheme: tmr, level: multikernel, interval: 2, inject: true}}
       - {protection: {scheme: tmr, level: cooperative, interval: 2}}
+      - {protection: {scheme: tmr, level: kernel}}
     shapes: [{m: 100, n: 70, k: 33}]
     """,
     "compile_cutlass",
@@ -278,7 +283,8 @@ def compiled(tmp_path_factory):
     jobs = {}
     for v in spec.variants:
         d = g.out_dir / v.name
-        jobs[v.protection.level] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
+        key = f"{v.protection.level}-plain" if v.protection.level == "kernel" and not v.protection.inject else v.protection.level
+        jobs[key] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
     first = spec.variants[0]
     jobs["bench"] = (g.out_dir / first.name / f"{first.name}_bench.cu", g.out_dir / first.name, out / "bench.o")
 
@@ -295,7 +301,8 @@ def compiled(tmp_path_factory):
     return results
 
 
-KERNEL_OF_LEVEL = {"kernel": "copy_kernel", "threadblock": "tb_kernel", "multikernel": "copy_kernel", "cooperative": "coop_kernel"}
+KERNEL_OF_LEVEL = {"kernel": "copy_kernel", "threadblock": "tb_kernel", "multikernel": "copy_kernel", "cooperative": "coop_kernel",
+                   "kernel-plain": "cutlass_copy_kernel"}
 
 
 def _ptxas_entries(log: str) -> dict[str, list[str]]:
@@ -313,7 +320,7 @@ def _ptxas_entries(log: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("level", gc.TMR_LEVELS)
+@pytest.mark.parametrize("level", [*gc.TMR_LEVELS, "kernel-plain"])
 def test_every_level_compiles_for_sm80_and_sm90_without_spills(compiled, level):
     ok, log, _ = compiled[level]
     assert ok, log[-4000:]

@@ -188,3 +188,64 @@ def test_flip_primitive_matches_ieee():
     assert gc.flip(x, "bitflip", 23) == np.float32(0.5)  # lowest exponent bit of 127
     assert np.float32(gc.flip(x, "bitflip", 22)) == np.float32(1.5)
     assert float(gc.flip(np.float32(2.0), "offset", offset=0.5)) == 2.5
+
+
+# ---------------------------------------------------------------------------------------------
+# digests (kernel level: compared before any output is read back; cooperative: every checkpoint)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_fnv_digest_is_fnv1a_per_chain():
+    words = np.arange(1, 10, dtype=np.uint32)
+    ref = []
+    for c in range(4):
+        h = 2166136261 ^ c
+        for w in words[c::4]:
+            h = ((h ^ int(w)) * 16777619) % 2**32
+        ref.append(h)
+    assert gc.fnv_digest(words) == tuple(ref)
+    # 8-byte elements: low word, then high word (little-endian memory order)
+    d = np.array([1.5, -2.25])
+    assert gc.fnv_digest(d) == gc.fnv_digest(d.view(np.uint32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_single_bit_flip_changes_the_digest(dtype):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(24).astype(dtype)
+    base = gc.fnv_digest(x)
+    bits = 8 * np.dtype(dtype).itemsize
+    for i in range(x.size):
+        for b in range(bits):
+            y = x.copy()
+            y[i] = gc.flip(y[i], "bitflip", b)
+            assert gc.fnv_digest(y) != base, (i, b)
+
+
+def test_any_single_changed_word_changes_the_digest():
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        x = rng.integers(0, 2**32, size=int(rng.integers(1, 40)), dtype=np.uint32)
+        y = x.copy()
+        i = int(rng.integers(x.size))
+        y[i] = (int(y[i]) + int(rng.integers(1, 2**32))) % 2**32
+        assert gc.fnv_digest(x) != gc.fnv_digest(y)
+
+
+def test_equal_outputs_have_equal_digests_and_need_no_vote():
+    A, B = problem(9)
+    out, c = gc.model_tile(A, B, 8, "kernel", 1)
+    assert np.array_equal(out, clean(A, B, 8)) and c["detected"] == 0
+
+
+def test_kernel_level_digest_shortcut_changes_no_result():
+    # the digest comparison only skips votes that would find nothing: with it, every fault is still
+    # voted (detected, corrected) exactly as by the element-wise vote alone
+    rng = np.random.default_rng(11)
+    A, B = problem(12)
+    ref = clean(A, B, 8)
+    for _ in range(40):
+        f = random_fault(rng, A.shape[0], B.shape[1], 5)
+        out, c = gc.model_tile(A, B, 8, "kernel", 1, faults=[f])
+        assert np.array_equal(out.view(np.uint32), ref.view(np.uint32))
+        assert c["detected"] == c["corrected"] <= 1

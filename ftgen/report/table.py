@@ -25,6 +25,9 @@ def shape_str(shape) -> str:
 
 def rows_table(rows: list[dict], title: str | None = None) -> Table:
     t = Table(title=title, show_lines=False, header_style="bold")
+    # "x unprot": a protected variant over the unprotected kernel of its parameters, timed alternately
+    # in the same executable (the `paired` field of its row)
+    paired = any(r.get("paired") for r in rows)
     for col, just in (
         ("kernel", "left"),
         ("shape", "left"),
@@ -32,6 +35,7 @@ def rows_table(rows: list[dict], title: str | None = None) -> Table:
         ("GFLOP/s", "right"),
         ("ref ms", "right"),
         ("x ref", "right"),
+        *((("x unprot", "right"),) if paired else ()),
         ("max err", "right"),
         ("inj/det/corr", "right"),
         ("ok", "center"),
@@ -56,6 +60,7 @@ def rows_table(rows: list[dict], title: str | None = None) -> Table:
             _fmt(rate, ".0f"),
             _fmt(ref, ".4f"),
             _fmt(ratio, ".3f"),
+            *((_fmt((r.get("paired") or {}).get("x_unprotected"), ".3f"),) if paired else ()),
             _fmt(r.get("max_rel_err"), ".1e"),
             ft,
             ok,

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ftgen {
@@ -380,6 +381,18 @@ struct TimeStats {
   int reps = 0;
 };
 
+inline TimeStats stats_of(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  TimeStats st;
+  st.reps = static_cast<int>(t.size());
+  if (t.empty()) return st;
+  const size_t r = t.size();
+  st.min = t.front();
+  st.max = t.back();
+  st.median = r % 2 ? t[r / 2] : 0.5 * (t[r / 2 - 1] + t[r / 2]);
+  return st;
+}
+
 template <class Launch>
 inline TimeStats time_launches(Launch&& launch, int warmup, int reps, cudaStream_t s = 0) {
   for (int i = 0; i < warmup; ++i) {
@@ -403,13 +416,43 @@ inline TimeStats time_launches(Launch&& launch, int warmup, int reps, cudaStream
     t[i] = ms;
   }
   for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end());
-  TimeStats st;
-  st.reps = reps;
-  st.min = t.front();
-  st.max = t.back();
-  st.median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
-  return st;
+  return stats_of(std::move(t));
+}
+
+// Two launch sequences timed alternately (a, b, a, b, ... each between its own events), so that both
+// see the same clocks: under a power or thermal limit a long sequence timed after a short one runs at
+// lower clocks than the short one did, and separate timings compare states, not work.
+template <class LaunchA, class LaunchB>
+inline std::pair<TimeStats, TimeStats> time_pair(LaunchA&& launch_a, LaunchB&& launch_b, int warmup, int reps, cudaStream_t s = 0) {
+  for (int i = 0; i < warmup; ++i) {
+    launch_a(i);
+    FT_LAUNCH_CHECK();
+    launch_b(i);
+    FT_LAUNCH_CHECK();
+  }
+  FT_CUDA(cudaStreamSynchronize(s));
+  std::vector<cudaEvent_t> ev(3 * reps);
+  for (auto& e : ev) FT_CUDA(cudaEventCreate(&e));
+  for (int i = 0; i < reps; ++i) {
+    FT_CUDA(cudaEventRecord(ev[3 * i], s));
+    launch_a(warmup + i);
+    FT_LAUNCH_CHECK();
+    FT_CUDA(cudaEventRecord(ev[3 * i + 1], s));
+    launch_b(warmup + i);
+    FT_LAUNCH_CHECK();
+    FT_CUDA(cudaEventRecord(ev[3 * i + 2], s));
+  }
+  FT_CUDA(cudaStreamSynchronize(s));
+  std::vector<double> ta(reps), tb(reps);
+  for (int i = 0; i < reps; ++i) {
+    float ms = 0;
+    FT_CUDA(cudaEventElapsedTime(&ms, ev[3 * i], ev[3 * i + 1]));
+    ta[i] = ms;
+    FT_CUDA(cudaEventElapsedTime(&ms, ev[3 * i + 1], ev[3 * i + 2]));
+    tb[i] = ms;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return {stats_of(std::move(ta)), stats_of(std::move(tb))};
 }
 
 // ------------------------------------------------------------------------------------------

@@ -72,6 +72,9 @@ constexpr int kInterval = 2;    // k-iterations between checkpoints / per multik
 constexpr int kCoopTeams = 0;  // cooperative teams (0: as many as fit)
 constexpr int kGroup = 8;
 using Launch = ftgen_tmr::Launcher<OpMain, OpFallback, 2, false, true, false>;
+// The unprotected kernel of the same GEMM types (what the `none` variant of these parameters runs):
+// the bench times it alternately with the protected one (x unprotected under the same clocks).
+using LaunchNone = ftgen_tmr::Launcher<OpMain, OpFallback, ftgen_tmr::kLevelNone, false, true, false>;
 static_assert(Launch::KM::kThreads == 128, "threads per block (gemm_cutlass.Geometry)");
 static_assert(Launch::KM::kAccElems == 32, "accumulators per thread (gemm_cutlass.Geometry)");
 static_assert(ftgen_tmr::kMaxAttempts == 3, "gemm_cutlass.MAX_ATTEMPTS");
@@ -82,4 +85,8 @@ extern "C" size_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_s
 
 extern "C" cudaError_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc(const ftgen_gemm_problem* p, cudaStream_t stream) {
   return Launch::run(p, stream, kInterval, kCoopTeams, kGroup);
+}
+
+extern "C" cudaError_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_unprotected(const ftgen_gemm_problem* p, cudaStream_t stream) {
+  return LaunchNone::run(p, stream, kInterval, kCoopTeams, kGroup);
 }

@@ -136,10 +136,15 @@ struct InjectOptions {
   bool collide = false;
 };
 
-static std::vector<ftgen::FaultSpec> plan_tmr(int n, unsigned long long seed, long long tiles, int steps, const ftgen::Args& args,
+// Faults go into tiles that lie wholly inside C when there are any (every accumulator element of such
+// a tile is stored, so every fault reaches the output); tiles are numbered row-major, as on the device.
+static std::vector<ftgen::FaultSpec> plan_tmr(int n, unsigned long long seed, int m, int nc, int steps, const ftgen::Args& args,
                                               const InjectOptions& io) {
   std::vector<ftgen::FaultSpec> plan;
   if (n <= 0) return plan;
+  const long long tiles_n = (nc + kTileN - 1) / kTileN;
+  const long long full_m = m / kTileM, full_n = nc / kTileN;
+  const long long tiles = full_m * full_n > 0 ? full_m * full_n : static_cast<long long>((m + kTileM - 1) / kTileM) * tiles_n;
   unsigned long long h = ftgen::splitmix64(seed ^ 0x7A3B5C1Dull);
   auto next = [&](unsigned long long mod) {
     h = ftgen::splitmix64(h);
@@ -157,7 +162,7 @@ static std::vector<ftgen::FaultSpec> plan_tmr(int n, unsigned long long seed, lo
     long long tile = 0;
     int copy = 0;
     for (int tries = 0; tries < 1000; ++tries) {
-      tile = next(tiles);
+      tile = full_m * full_n > 0 ? next(full_m) * tiles_n + next(full_n) : next(tiles);
       copy = io.copy >= 0 ? io.copy : static_cast<int>(next(kCopies));
       const long long unit = tile * kCopies + copy;
       if (std::find(used.begin(), used.end(), unit) == used.end()) break;
@@ -330,7 +335,7 @@ static bool run_shape(const ftgen::Args& args, const InjectOptions& io, const ft
   row.members(kMeta).raw("shape", shape_json(m, n, k));
   bool ok = true;
   std::vector<ftgen::FaultSpec> plan;
-  if (args.inject > 0) plan = plan_tmr(args.inject, args.seed, static_cast<long long>(tiles_m) * tiles_n, steps, args, io);
+  if (args.inject > 0) plan = plan_tmr(args.inject, args.seed, m, n, steps, args, io);
   FaultState F;
   DeviceBuffer<T> c_out(P.c_elems);
 
@@ -414,6 +419,31 @@ static bool run_shape(const ftgen::Args& args, const InjectOptions& io, const ft
         args.warmup, args.reps);
     const double flops = 2.0 * m * n * static_cast<double>(k);
     row.raw("ms", ftgen::time_json(t)).num("gflops", flops / (t.median * 1e6));
+    {  // this variant and the unprotected kernel of the same parameters, timed alternately (same clocks)
+      const auto tp = ftgen::time_pair(
+          [&](int i) {
+            ftgen_gemm_problem q = make_problem(P, i, 1.0, 0.0, P.c(i));
+            q.counters = F.counters.ptr;
+            if (kInject && !plan.empty()) {
+              q.fault_by_block = F.table.by_block.ptr;
+              q.faults = F.table.specs.ptr;
+              q.fault_records = F.table.records.ptr;
+            }
+            launch_checked(q);
+          },
+          [&](int i) {
+            const ftgen_gemm_problem q = make_problem(P, i, 1.0, 0.0, P.c(i));
+            const cudaError_t e = gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_unprotected(&q, 0);
+            if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of the unprotected kernel failed: %s", cudaGetErrorString(e));
+          },
+          args.warmup, args.reps);
+      row.raw("paired", ftgen::Json()
+                            .num("ms", tp.first.median)
+                            .num("unprotected_ms", tp.second.median)
+                            .num("x_unprotected", tp.first.median / tp.second.median)
+                            .integer("reps", tp.first.reps)
+                            .str());
+    }
     if (!args.no_ref) {
       ftgen::TimeStats tr = ftgen::time_launches(
           [&](int i) { vendor_gemm(h_vendor, m, n, k, P.a(i), P.lda, P.b(i), P.ldb, P.c(i)); }, args.warmup, args.reps);
@@ -448,7 +478,7 @@ static void run_trials(const ftgen::Args& args, const InjectOptions& io, cublasH
     Verifier V(h_ref, P);
     V.prepare(0, P.c(0));
     std::vector<ftgen::FaultSpec> plan;
-    if (args.inject > 0) plan = plan_tmr(1, seed, static_cast<long long>(tiles_m) * tiles_n, steps, args, io);
+    if (args.inject > 0) plan = plan_tmr(1, seed, m, n, steps, args, io);
     double uncorrected = 0.0;
     if (!plan.empty()) uncorrected = run_verified(P, V, F, 1.0, 0.0, nullptr, c_out.ptr, plan, 1, false).err.max_rel;
     const RunResult r = run_verified(P, V, F, 1.0, 0.0, nullptr, c_out.ptr, plan, 0, false);

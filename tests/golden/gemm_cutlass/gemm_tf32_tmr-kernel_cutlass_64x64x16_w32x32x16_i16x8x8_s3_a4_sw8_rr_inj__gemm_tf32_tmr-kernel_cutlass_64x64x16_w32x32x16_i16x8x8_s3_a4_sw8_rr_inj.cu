@@ -72,6 +72,9 @@ constexpr int kInterval = 1;    // k-iterations between checkpoints / per multik
 constexpr int kCoopTeams = 0;  // cooperative teams (0: as many as fit)
 constexpr int kGroup = 8;
 using Launch = ftgen_tmr::Launcher<OpMain, OpFallback, 1, true, true, true>;
+// The unprotected kernel of the same GEMM types (what the `none` variant of these parameters runs):
+// the bench times it alternately with the protected one (x unprotected under the same clocks).
+using LaunchNone = ftgen_tmr::Launcher<OpMain, OpFallback, ftgen_tmr::kLevelNone, false, true, true>;
 static_assert(Launch::KM::kThreads == 128, "threads per block (gemm_cutlass.Geometry)");
 static_assert(Launch::KM::kAccElems == 32, "accumulators per thread (gemm_cutlass.Geometry)");
 static_assert(ftgen_tmr::kMaxAttempts == 3, "gemm_cutlass.MAX_ATTEMPTS");
@@ -82,4 +85,8 @@ extern "C" size_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_
 
 extern "C" cudaError_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj(const ftgen_gemm_problem* p, cudaStream_t stream) {
   return Launch::run(p, stream, kInterval, kCoopTeams, kGroup);
+}
+
+extern "C" cudaError_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj_unprotected(const ftgen_gemm_problem* p, cudaStream_t stream) {
+  return LaunchNone::run(p, stream, kInterval, kCoopTeams, kGroup);
 }
