@@ -94,3 +94,17 @@ def test_launcher_names_the_commit(monkeypatch):
 def test_gpu_slug():
     assert gpu_slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
     assert gpu_slug("NVIDIA H200") == "h200"
+
+
+def test_table_shows_the_paired_ratio_only_when_rows_have_one():
+    import io
+
+    from ftgen.report.table import print_rows
+
+    base = {"kernel": "k", "shape": {"m": 1, "n": 2, "k": 3}, "ms": {"median": 2.0}, "ok": True}
+    buf = io.StringIO()
+    print_rows([base], file=buf)
+    assert "x unprot" not in buf.getvalue()
+    buf = io.StringIO()
+    print_rows([base, {**base, "protection": {"scheme": "tmr"}, "paired": {"x_unprotected": 3.0123}}], file=buf)
+    assert "x unprot" in buf.getvalue() and "3.012" in buf.getvalue()

@@ -25,14 +25,11 @@ TMR levels (``protection: {scheme: tmr, level: ...}``); votes compare bit patter
 copies execute identical instructions, so fault-free copies are bitwise equal):
 
 * ``kernel`` — three launches of the kernel on three streams (copy 0 on the caller's stream, writing
-  C itself when beta == 0) writing three outputs; each copy's epilogue digests what every thread
-  stores (:func:`fnv_digest`: any single differing element changes the digest), each block publishes
-  those digests and counts its tile as done, and the last of the three copies of a tile compares the
-  three copies' digests: equal (beta == 0) -> nothing to read back; otherwise it votes the tile
-  element-wise from the three outputs (writes C only where copy 0 is not the majority, counts) -- no
-  separate pass over the outputs; elements where all three differ are recomputed by one more launch
-  after the three (a no-op grid when nothing is flagged) that computes the tile three times and votes
-  again. Without injection the copies run the body of CUTLASS's own kernel (same Mma and epilogue).
+  C itself when beta == 0) writing three outputs; each copy's block counts its tile as done, and the
+  last of the three copies of a tile votes that tile element-wise (writes C only where copy 0 is not
+  the majority, counts) -- no separate pass over the outputs; elements where all three differ are
+  recomputed by one more launch after the three (a no-op grid when nothing is flagged) that computes
+  the tile three times and votes again. Without injection the copies run CUTLASS's own kernel code.
 * ``threadblock`` — one threadblock holds three accumulator sets fed by the same shared-memory
   tiles (loads are not tripled); every ``interval`` k-iterations (and at the end) the copies are
   voted in registers and the minority copy is repaired, so later k-steps build on the right value.
@@ -443,7 +440,7 @@ FNV_BASIS = 2166136261
 
 
 def fnv_digest(x) -> tuple[int, int, int, int]:
-    """The device's ``Digest`` (cutlass_tmr.cuh) of an array's 32-bit words, in memory order.
+    """The cooperative level's ``digest`` (cutlass_tmr.cuh) of an array's 32-bit words, in memory order.
 
     Four FNV-1a chains: word i feeds chain i % 4 with h <- (h ^ w) * FNV_PRIME mod 2^32, chain c
     starting at FNV_BASIS ^ c (8-byte elements give their low word, then their high word). Each
@@ -552,8 +549,6 @@ def _model_levels(compute, level, correct, out_copy, counters):
     if poisoned.any():  # the tile is recomputed as a whole; the output vote skips it
         out = None
         unc = np.ones(acc[0].shape, dtype=bool)
-    elif level == "kernel" and len({fnv_digest(a) for a in acc}) == 1:
-        return acc[0].copy(), counters  # equal digests: the outputs are equal, nothing is read back
     else:
         status, maj = classify(_bits(acc[0]), _bits(acc[1]), _bits(acc[2]))
         bad = status != AGREE

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "cutlass/cutlass.h"
@@ -154,85 +153,6 @@ CUTLASS_DEVICE void fill_opaque(Fragment& f, unsigned long long zero_bits) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// Digests: four FNV-1a chains over 32-bit words (word i feeds chain i % 4). Each step
-// x -> (x ^ w) * p (p odd) is a bijection of the chain state for a given word and of the word for a
-// given state, so two sequences of words that differ in any single word always end in different
-// digests, and equal sequences in equal ones. 2 instructions per word; the four chains are
-// independent (no long dependency chain). CPU model: gemm_cutlass.fnv_digest.
-// ----------------------------------------------------------------------------------------------
-
-constexpr uint32_t kFnvPrime = 16777619u;
-constexpr uint32_t kFnvBasis = 2166136261u;
-
-struct Digest {
-  uint32_t h[4] = {kFnvBasis, kFnvBasis ^ 1u, kFnvBasis ^ 2u, kFnvBasis ^ 3u};
-  template <int kChain>
-  CUTLASS_HOST_DEVICE void step(uint32_t w) {
-    h[kChain] = (h[kChain] ^ w) * kFnvPrime;
-  }
-  // The words of element i of a fragment (1 for 2- and 4-byte elements, 2 for 8-byte ones), in chains
-  // chosen at compile time (the state stays in registers).
-  template <int kFirst, class T>
-  CUTLASS_HOST_DEVICE void absorb(T const& x) {
-    const Bits<T> u = to_bits(x);
-    if constexpr (sizeof(T) == 8) {
-      step<kFirst % 4>(static_cast<uint32_t>(u));
-      step<(kFirst + 1) % 4>(static_cast<uint32_t>(u >> 32));
-    } else {
-      step<kFirst % 4>(static_cast<uint32_t>(u));
-    }
-  }
-  template <class Frag, int... I>
-  CUTLASS_HOST_DEVICE void absorb_all(Frag const& f, std::integer_sequence<int, I...>) {
-    constexpr int kW = sizeof(typename Frag::Element) == 8 ? 2 : 1;
-    (absorb<I * kW>(f[I]), ...);
-  }
-  template <class Frag>
-  CUTLASS_HOST_DEVICE void absorb_fragment(Frag const& f) {
-    absorb_all(f, std::make_integer_sequence<int, Frag::kElements>{});
-  }
-  CUTLASS_HOST_DEVICE uint4 value() const { return make_uint4(h[0], h[1], h[2], h[3]); }
-};
-
-// Digest of one thread's accumulators (cooperative level).
-template <class Frag>
-CUTLASS_DEVICE uint4 digest(Frag const& f) {
-  Digest d;
-  d.absorb_fragment(f);
-  return d.value();
-}
-
-CUTLASS_HOST_DEVICE bool same_digest(uint4 a, uint4 b) { return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w; }
-
-// CUTLASS's output operator (alpha * acc + beta * C) that also digests every output fragment it
-// returns, i.e. exactly what the epilogue stores, in the order this thread produces them (the
-// kernel level compares these digests of its three copies before reading any output back).
-template <class Base>
-struct DigestOutputOp : Base {
-  mutable Digest dig;
-  CUTLASS_HOST_DEVICE explicit DigestOutputOp(typename Base::Params const& params) : Base(params) {}
-  CUTLASS_HOST_DEVICE typename Base::FragmentOutput operator()(typename Base::FragmentAccumulator const& acc) const {
-    const typename Base::FragmentOutput out = Base::operator()(acc);
-    dig.absorb_fragment(out);
-    return out;
-  }
-  template <class Source>
-  CUTLASS_HOST_DEVICE typename Base::FragmentOutput operator()(typename Base::FragmentAccumulator const& acc, Source const& src) const {
-    const typename Base::FragmentOutput out = Base::operator()(acc, src);
-    dig.absorb_fragment(out);
-    return out;
-  }
-};
-
-// The same CUTLASS epilogue type with another output operator.
-template <class E, class Op>
-struct EpilogueWithOp;
-template <class S, class W, int P, class OTI, class AFI, class WTI, class SLI, class OO, class Pad, int FPP, int IU, class Op>
-struct EpilogueWithOp<cutlass::epilogue::threadblock::Epilogue<S, W, P, OTI, AFI, WTI, SLI, OO, Pad, FPP, IU>, Op> {
-  using type = cutlass::epilogue::threadblock::Epilogue<S, W, P, OTI, AFI, WTI, SLI, Op, Pad, FPP, IU>;
-};
-
-// ----------------------------------------------------------------------------------------------
 // Types of one CUTLASS device-level GEMM
 // ----------------------------------------------------------------------------------------------
 
@@ -257,9 +177,6 @@ struct Kit {
   using Operator = typename Mma::Operator;
   using FragmentC = typename Mma::FragmentC;
   using OutParams = typename Epilogue::OutputTileIterator::Params;
-  using DigestOp = DigestOutputOp<OutputOp>;
-  using DigestEpilogue = typename EpilogueWithOp<Epilogue, DigestOp>::type;
-  static_assert(sizeof(typename DigestEpilogue::SharedStorage) == sizeof(typename Epilogue::SharedStorage), "same epilogue storage");
   static int const kThreads = GemmKernel::kThreadCount;
   static int const kAccElems = FragmentC::kElements;
   static int const kVec = 16 / int(sizeof(ElementAcc));  // accumulators per 16-byte access
@@ -720,29 +637,12 @@ CUTLASS_DEVICE void epilogue(typename K::Epilogue::SharedStorage& smem, typename
   ep(output_op, iterator_D, acc, iterator_C);
 }
 
-// The same epilogue through DigestOutputOp: returns this thread's digest of the outputs it stored.
-template <class K>
-CUTLASS_DEVICE uint4 epilogue_digest(typename K::Epilogue::SharedStorage& smem, typename K::GemmParams const& gp,
-                                     typename K::OutParams const& params_D, typename K::ElementC* ptr_D,
-                                     typename K::FragmentC const& acc, int tm, int tn, int tid, int warp, int lane) {
-  typename K::DigestOp output_op(gp.output_op);
-  const cutlass::MatrixCoord origin = tile_origin<K>(tm, tn);
-  typename K::Epilogue::OutputTileIterator iterator_C(gp.params_C, gp.ref_C.data(), gp.problem_size.mn(), tid, origin);
-  typename K::Epilogue::OutputTileIterator iterator_D(params_D, ptr_D, gp.problem_size.mn(), tid, origin);
-  typename K::DigestEpilogue ep(reinterpret_cast<typename K::DigestEpilogue::SharedStorage&>(smem), tid, warp, lane);
-  ep(output_op, iterator_D, acc, iterator_C);
-  return output_op.dig.value();
-}
-
 // ---- kernel level: the vote of one tile by the last of its three copies to finish ---------------
-// Every copy kernel, after writing its tile, publishes its threads' digests of what they stored
-// (DigestOutputOp) and counts itself in `arrive[tile]` (release: fence after the block barrier, as in
-// a grid barrier); the block that brings the count to 3 (acquire: fence after the atomic) compares
-// the three copies' digests, thread by thread. Equal digests: the three outputs are equal (any single
-// differing element changes its thread's digest), and C (copy 0's output when beta == 0) is already
-// the majority: nothing is read back. Otherwise, and always when beta != 0 (C is then written from
-// the workspace copies), the block reads the three outputs of the tile, votes element-wise, and
-// writes C only where copy 0 is not the majority. No separate vote pass over the whole output.
+// Every copy kernel, after writing its tile, counts itself in `arrive[tile]` (release: fence after the
+// block barrier, as in a grid barrier); the block that brings the count to 3 (acquire: fence after the
+// atomic) reads the three outputs of the tile, votes, and writes C only where copy 0 (C itself when
+// beta == 0) is not the majority. No separate vote pass over the whole output: the reads are spread
+// over the copies' run time and each tile is read once, right after its last copy wrote it.
 template <class T>
 struct TileVote {
   const T* src0;  // copy 0: C itself when beta == 0 (copy 0 wrote it), else D0
@@ -757,8 +657,6 @@ struct TileVote {
   int correct;
   int vec;        // 16-byte accesses (N, leading dimensions and pointers allow them)
   unsigned* arrive;  // per tile: copies finished (zeroed before the launches)
-  uint4* digests;    // [3][tiles][threads]: per-thread digests of each copy's stored outputs
-  int tiles;
   int* flags;        // per tile: 1 when some element has three different values (recompute_kernel)
   int* list;
   int* list_count;
@@ -811,19 +709,16 @@ CUTLASS_DEVICE void vote_access(P const& v, Bits<T> const (&a)[V], Bits<T> const
   }
 }
 
-// Called by every block of a copy kernel after its tile's output is written (block-uniform), with
-// this thread's digest of the outputs it stored.
+// Called by every block of a copy kernel after its tile's output is written (block-uniform).
 template <class K, int kThreads>
-CUTLASS_DEVICE void vote_tile_if_last(TileVote<typename K::ElementC> const& v, int tm, int tn, int copy, uint4 dig) {
+CUTLASS_DEVICE void vote_tile_if_last(TileVote<typename K::ElementC> const& v, int tm, int tn) {
   using T = typename K::ElementC;
   using U = Bits<T>;
   constexpr int kTM = K::Shape::kM, kTN = K::Shape::kN;
   constexpr int kBatch = 8;  // accesses in flight per thread and copy (loads are issued before any store)
   const int tid = threadIdx.x;
   const int tile = tm * v.tiles_n + tn;
-  auto slot = [&](int c) { return v.digests + (size_t(c) * v.tiles + tile) * kThreads + tid; };
-  __stcg(slot(copy), dig);
-  __syncthreads();  // the whole block's output and digest stores precede the arrival
+  __syncthreads();  // the whole block's output stores precede the arrival
   unsigned prev = 0;
   if (tid == 0) {
     __threadfence();
@@ -831,10 +726,6 @@ CUTLASS_DEVICE void vote_tile_if_last(TileVote<typename K::ElementC> const& v, i
     if (prev == kCopies - 1) __threadfence();
   }
   if (!__syncthreads_or(tid == 0 && prev == kCopies - 1)) return;
-  if (!v.write_all) {
-    const uint4 d0 = __ldcg(slot(0)), d1 = __ldcg(slot(1)), d2 = __ldcg(slot(2));
-    if (!__syncthreads_or(!same_digest(d0, d1) || !same_digest(d0, d2))) return;  // three equal outputs
-  }
   const int r0 = tm * kTM, c0 = tn * kTN;
   const int rows = min(kTM, v.m - r0), cols = min(kTN, v.n - c0);
   Tally tally;
@@ -946,34 +837,28 @@ __global__ void __launch_bounds__(K::kThreads) copy_kernel(CopyParams<K> p) {
           if (pend.mine) apply_fault<K>(p.t, a[0], pend.idx, tile, p.copy, tc.m(), tc.n());
         }
       });
-  if constexpr (!kState) {
-    const uint4 dig = epilogue_digest<K>(ss.epilogue, p.t.gemm, p.params_D, p.ptr_D, acc[0], tc.m(), tc.n(), tid, warp, lane);
-    vote_tile_if_last<K, K::kThreads>(p.vote, tc.m(), tc.n(), p.copy, dig);
-  } else if (p.last) {
+  if (!kState || p.last) {
     epilogue<K>(ss.epilogue, p.t.gemm, p.params_D, p.ptr_D, acc[0], tc.m(), tc.n(), tid, warp, lane);
   } else {
     store_frag<K>(p.state + size_t(tile) * K::kTileElems, acc[0], tid);
   }
+  if constexpr (!kState) vote_tile_if_last<K, K::kThreads>(p.vote, tc.m(), tc.n());
 }
 
-// ---- kernel level without injection: the body of CUTLASS's kernel (cutlass::gemm::kernel::Gemm
-// without split-k: the same Mma, iterators and epilogue as the unprotected variant), its output
-// operator digesting what it stores, then the tile vote of the last copy to finish.
+// ---- kernel level without injection: CUTLASS's own kernel (cutlass::Kernel<GemmKernel>, the same
+// code as the unprotected variant), then the tile vote of the last copy to finish.
 template <class K>
-__global__ void cutlass_copy_kernel(typename K::GemmParams params, TileVote<typename K::ElementC> vote, int copy) {
+__global__ void cutlass_copy_kernel(typename K::GemmParams params, TileVote<typename K::ElementC> vote) {
   extern __shared__ int SharedStorageBase[];
-  auto& ss = *reinterpret_cast<typename K::GemmKernel::SharedStorage*>(SharedStorageBase);
+  auto* shared_storage = reinterpret_cast<typename K::GemmKernel::SharedStorage*>(SharedStorageBase);
+  {
+    typename K::GemmKernel op;
+    op(params, *shared_storage);
+  }
   typename K::Swizzle swizzle;
   const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(params.swizzle_log_tile);
   if (tc.m() >= params.grid_tiled_shape.m() || tc.n() >= params.grid_tiled_shape.n()) return;  // block-uniform
-  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
-  Iterators<K> its(params, tc.m(), tc.n(), 0, tid);
-  typename K::Mma mma(ss.main_loop, tid, warp, lane);
-  typename K::FragmentC acc;
-  acc.clear();
-  mma((params.problem_size.k() + K::Shape::kK - 1) / K::Shape::kK, acc, its.A, its.B, acc);
-  const uint4 dig = epilogue_digest<K>(ss.epilogue, params, params.params_D, params.ref_D.data(), acc, tc.m(), tc.n(), tid, warp, lane);
-  vote_tile_if_last<K, K::kThreads>(vote, tc.m(), tc.n(), copy, dig);
+  vote_tile_if_last<K, K::kThreads>(vote, tc.m(), tc.n());
 }
 
 // ---- threadblock level: three accumulator sets in one threadblock ------------------------------
@@ -1063,6 +948,23 @@ struct CoopParams {
   typename K::ElementAcc* slots;     // [T][3][2][kTileElems] exchange slots (accumulators, on a digest mismatch)
   uint4* digests;                    // [T][3][2][kThreads] exchange slots (per-thread digests, every checkpoint)
 };
+
+// Digest of one thread's accumulators: four FNV-1a chains over the 32-bit words (word i feeds chain
+// i % 4). Each step x -> (x ^ w) * p (p odd) is a bijection of the chain state for a given word, so
+// copies that differ in any single element always have different digests (and agreeing copies always
+// have equal ones); a mismatch triggers the full exchange and the element-wise vote. 2 instructions
+// per word, and the four chains are independent (no long dependency chain).
+template <class Frag>
+CUTLASS_DEVICE uint4 digest(Frag const& f) {
+  constexpr int kWords = int(sizeof(Frag)) / 4;
+  static_assert(int(sizeof(Frag)) % 16 == 0, "whole 16-byte vectors");
+  uint32_t w[kWords];
+  memcpy(w, &f, sizeof(Frag));
+  uint32_t h[4] = {2166136261u, 2166136261u ^ 1u, 2166136261u ^ 2u, 2166136261u ^ 3u};
+  CUTLASS_PRAGMA_UNROLL
+  for (int i = 0; i < kWords; ++i) h[i % 4] = (h[i % 4] ^ w[i]) * 16777619u;
+  return make_uint4(h[0], h[1], h[2], h[3]);
+}
 
 CUTLASS_DEVICE void team_barrier(unsigned* ctr, unsigned target) {
   __syncthreads();
@@ -1578,7 +1480,7 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
-  size_t rep_a = 0, rep_b = 0, ctl = 0, kdig = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
+  size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
   size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
@@ -1673,8 +1575,8 @@ struct Runner {
     return cudaGetLastError();
   }
 
-  // -- kernel level without injection: CUTLASS's kernel body with digests and the tile vote appended
-  static cudaError_t launch_cutlass_vote(const Prepared& q, int copy, EC* D, long long ldd, TileVote<EC> const& vote, cudaStream_t s) {
+  // -- kernel level without injection: CUTLASS's kernel with the tile vote appended
+  static cudaError_t launch_cutlass_vote(const Prepared& q, EC* D, long long ldd, TileVote<EC> const& vote, cudaStream_t s) {
     auto kernel = cutlass_copy_kernel<K>;
     static bool attr = false;
     if (!attr) {
@@ -1683,7 +1585,7 @@ struct Runner {
       attr = true;
     }
     typename K::GemmParams gp = gemm_params(q, D, ldd);
-    kernel<<<grid_of(q), dim3(K::kThreads), kSmemCutlass, s>>>(gp, vote, copy);
+    kernel<<<grid_of(q), dim3(K::kThreads), kSmemCutlass, s>>>(gp, vote);
     return cudaGetLastError();
   }
 
@@ -1751,8 +1653,6 @@ struct Runner {
     v.flags = ctl(q) + 1;
     v.list = ctl(q) + 1 + tiles;
     v.arrive = reinterpret_cast<unsigned*>(ctl(q) + 1 + 2 * tiles);
-    v.digests = reinterpret_cast<uint4*>(q.ws + q.lay.kdig);
-    v.tiles = tiles;
     v.counters = q.counters;
     v.fault_by_block = kInject ? q.fault_by_block : nullptr;
     return v;
@@ -1847,7 +1747,7 @@ struct Runner {
         e = launch_copy<false, cutlass::gemm::SharedMemoryClearOption::kNone>(q, c, 0, q.lay.total_k, nullptr, out_ptr(q, c),
                                                                                out_ld(q, c), sc, &vote);
       } else {
-        e = launch_cutlass_vote(q, c, out_ptr(q, c), out_ld(q, c), vote, sc);
+        e = launch_cutlass_vote(q, out_ptr(q, c), out_ld(q, c), vote, sc);
       }
     }
     if (e == cudaSuccess) e = join(*st, s);
@@ -2013,7 +1913,6 @@ struct Launcher {
       L.ctl = take(sizeof(int) * (1 + 3 * tiles));
       for (int c = 0; c < kCopies; ++c) L.d[c] = take(size_t(m) * L.ldw * sizeof(EC));
     }
-    if (kLevel == kLevelKernel) L.kdig = take(size_t(kCopies) * tiles * KM::kThreads * sizeof(uint4));
     if (kLevel == kLevelMultikernel) {
       for (int c = 0; c < kCopies; ++c) L.s[c] = take(tiles * KM::kTileElems * sizeof(Acc));
     }
