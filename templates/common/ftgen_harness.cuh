@@ -496,17 +496,24 @@ inline ErrorStats compare(const std::vector<T>& out, const std::vector<R>& ref, 
 // Plan `n` faults spread over distinct blocks (at most one per block), seeded.
 //   elems: accumulator elements per thread; steps: main-loop steps per block;
 //   bits: width of the value's representation (32 or 64).
+// `skip`: blocks that get no fault (blocks with idle threads, e.g. a partial last block, where a
+// fault could land on a value that is never stored); ignored when it would leave no block.
 inline std::vector<FaultSpec> plan_faults(int n, unsigned long long seed, long long blocks, int threads, int elems,
-                                          int steps, int bits, int kind, int fixed_bit, double fixed_offset) {
+                                          int steps, int bits, int kind, int fixed_bit, double fixed_offset,
+                                          const std::vector<long long>& skip = {}) {
   std::vector<FaultSpec> plan;
   if (n <= 0 || blocks <= 0) return plan;
-  n = static_cast<int>(std::min<long long>(n, blocks));
+  long long skipped = 0;
+  for (long long b : skip) skipped += (b >= 0 && b < blocks) ? 1 : 0;
+  const bool use_skip = skipped < blocks;
+  n = static_cast<int>(std::min<long long>(n, use_skip ? blocks - skipped : blocks));
   unsigned long long h = splitmix64(seed ^ 0xF00DFACEull);
   std::vector<long long> chosen;
   // choose distinct blocks: a partial Fisher-Yates over a virtual permutation (small n)
   while (static_cast<int>(chosen.size()) < n) {
     h = splitmix64(h);
     long long b = static_cast<long long>(h % static_cast<unsigned long long>(blocks));
+    if (use_skip && std::find(skip.begin(), skip.end(), b) != skip.end()) continue;
     if (std::find(chosen.begin(), chosen.end(), b) == chosen.end()) chosen.push_back(b);
   }
   std::sort(chosen.begin(), chosen.end());

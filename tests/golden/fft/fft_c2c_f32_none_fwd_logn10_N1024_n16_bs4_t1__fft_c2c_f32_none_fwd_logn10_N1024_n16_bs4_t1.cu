@@ -126,9 +126,12 @@ extern "C" int fft_c2c_f32_none_fwd_logn10_N1024_n16_bs4_t1_info(long long n, lo
   if (!s || batch < 1) return 0;
   info->supported = 1;
   info->launches = s->launches;
+  for (int l = 0; l < 3; ++l) info->partial[l] = -1;
   for (int l = 0; l < s->launches; ++l) {
     info->sizes[l] = s->sizes[l];
-    info->blocks += (batch * s->cps[l] + s->bs[l] - 1) / s->bs[l];
+    const long long cols = batch * s->cps[l], blocks = (cols + s->bs[l] - 1) / s->bs[l];
+    if (cols % s->bs[l]) info->partial[l] = info->blocks + blocks - 1;  // its last block has idle threads
+    info->blocks += blocks;
     if (s->threads[l] > info->max_threads) info->max_threads = s->threads[l];
     if (s->elems[l] > info->max_elems) info->max_elems = s->elems[l];
     if (s->steps[l] > info->max_steps) info->max_steps = s->steps[l];

@@ -101,8 +101,11 @@ static ftgen_fft_problem problem(const Shape& s, const cx* in, cx* out, void* ws
 }
 
 static void plan_faults(const ftgen::Args& a, const Shape& s, int count, unsigned long long seed, Faults& f) {
+  std::vector<long long> partial;  // no faults into blocks with idle threads
+  for (int l = 0; l < s.info.launches; ++l)
+    if (s.info.partial[l] >= 0) partial.push_back(s.info.partial[l]);
   f.plan = ftgen::plan_faults(count, seed, s.info.blocks, s.info.max_threads, s.info.max_elems, s.info.max_steps,
-                              16 * static_cast<int>(sizeof(T)), a.inject_kind, a.bit, a.offset);
+                              16 * static_cast<int>(sizeof(T)), a.inject_kind, a.bit, a.offset, partial);
   f.table.upload(f.plan, s.info.blocks);
 }
 
