@@ -251,10 +251,10 @@ class LaunchPlan:
     @property
     def min_blocks(self) -> int:
         """__launch_bounds__ minimum blocks per SM: 768 resident threads for unprotected fp32
-        one-launch kernels (85 registers), 512 otherwise (128 registers: fp64, launch twiddles,
-        staging, checksums)."""
-        single = self.S == 1 and self.Mp == 1
-        target = 768 if (self.level == "none" and self.esize == 8 and single) else 512
+        kernels (80-85 registers), 512 otherwise (128 registers: fp64, checksums). Measured on the
+        H100 (results/h100/fft/min_blocks.jsonl): the fp32 multi-launch plans gain 3-17% from the
+        extra warps (log n 17-24), the fp64 ones lose 5-20% except at 2^20."""
+        target = 768 if (self.level == "none" and self.esize == 8) else 512
         return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
