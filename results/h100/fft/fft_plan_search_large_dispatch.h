@@ -22,13 +22,13 @@ struct ftgen_fft_plan_search_large_entry {
 };
 
 static const ftgen_fft_plan_search_large_entry ftgen_fft_plan_search_large_table[] = {
-    { 262144, 256, 0 },  // fft_c2c_f32_none_fwd_logn18_N512x512_n16x16_bs8x8_t1: 1.0045 ms
-    { 524288, 128, 1 },  // fft_c2c_f32_none_fwd_logn19_N1024x512_n16x16_bs4x8_t1: 1.0666 ms
-    { 1048576, 64, 2 },  // fft_c2c_f32_none_fwd_logn20_N1024x1024_n16x16_bs4x4_t1: 1.2248 ms
-    { 2097152, 32, 3 },  // fft_c2c_f32_none_fwd_logn21_N128x128x128_n16x16x16_bs32x32x32_t1: 1.2672 ms
-    { 4194304, 16, 4 },  // fft_c2c_f32_none_fwd_logn22_N256x128x128_n16x16x16_bs16x32x32_t1: 1.2812 ms
-    { 8388608, 8, 5 },  // fft_c2c_f32_none_fwd_logn23_N256x256x128_n16x16x16_bs32x32x32_t1: 1.3887 ms
-    { 16777216, 4, 6 },  // fft_c2c_f32_none_fwd_logn24_N256x256x256_n16x16x16_bs32x32x32_t1: 1.5189 ms
+    { 262144, 256, 0 },  // fft_c2c_f32_none_fwd_logn18_N512x512_n16x16_bs8x8_t1: 0.7878 ms
+    { 524288, 128, 1 },  // fft_c2c_f32_none_fwd_logn19_N1024x512_n16x16_bs4x8_t1: 0.8080 ms
+    { 1048576, 64, 2 },  // fft_c2c_f32_none_fwd_logn20_N1024x1024_n16x16_bs4x4_t1: 0.9158 ms
+    { 2097152, 32, 3 },  // fft_c2c_f32_none_fwd_logn21_N128x128x128_n16x16x16_bs32x32x32_t1: 1.1101 ms
+    { 4194304, 16, 4 },  // fft_c2c_f32_none_fwd_logn22_N256x128x128_n16x16x16_bs16x32x32_t1: 1.1200 ms
+    { 8388608, 8, 5 },  // fft_c2c_f32_none_fwd_logn23_N256x256x128_n16x16x16_bs32x32x32_t1: 1.2938 ms
+    { 16777216, 4, 6 },  // fft_c2c_f32_none_fwd_logn24_N256x256x256_n16x16x16_bs32x32x32_t1: 1.3634 ms
 };
 
 static const char* const ftgen_fft_plan_search_large_names[] = {
