@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -393,66 +394,54 @@ inline TimeStats stats_of(std::vector<double> t) {
   return st;
 }
 
-template <class Launch>
-inline TimeStats time_launches(Launch&& launch, int warmup, int reps, cudaStream_t s = 0) {
+// Launch sequences timed in turn (rep r: seq 0, seq 1, ..., each between its own events), after
+// `warmup` untimed rounds; one TimeStats per sequence. Several sequences are timed alternately so
+// that all see the same clocks: under a power or thermal limit a long sequence timed after a short
+// one runs at lower clocks than the short one did, and separate timings compare states, not work.
+inline std::vector<TimeStats> time_alternating(const std::vector<std::function<void(int)>>& seqs, int warmup, int reps,
+                                               cudaStream_t s = 0) {
+  const size_t ns = seqs.size();
   for (int i = 0; i < warmup; ++i) {
-    launch(i);
-    FT_LAUNCH_CHECK();
+    for (const auto& launch : seqs) {
+      launch(i);
+      FT_LAUNCH_CHECK();
+    }
   }
   FT_CUDA(cudaStreamSynchronize(s));
-  std::vector<cudaEvent_t> ev(2 * reps);
+  std::vector<cudaEvent_t> ev((ns + 1) * reps);
   for (auto& e : ev) FT_CUDA(cudaEventCreate(&e));
   for (int i = 0; i < reps; ++i) {
-    FT_CUDA(cudaEventRecord(ev[2 * i], s));
-    launch(warmup + i);
-    FT_LAUNCH_CHECK();
-    FT_CUDA(cudaEventRecord(ev[2 * i + 1], s));
+    FT_CUDA(cudaEventRecord(ev[(ns + 1) * i], s));
+    for (size_t j = 0; j < ns; ++j) {
+      seqs[j](warmup + i);
+      FT_LAUNCH_CHECK();
+      FT_CUDA(cudaEventRecord(ev[(ns + 1) * i + j + 1], s));
+    }
   }
   FT_CUDA(cudaStreamSynchronize(s));
-  std::vector<double> t(reps);
+  std::vector<std::vector<double>> t(ns, std::vector<double>(reps));
   for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    FT_CUDA(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-    t[i] = ms;
+    for (size_t j = 0; j < ns; ++j) {
+      float ms = 0;
+      FT_CUDA(cudaEventElapsedTime(&ms, ev[(ns + 1) * i + j], ev[(ns + 1) * i + j + 1]));
+      t[j][i] = ms;
+    }
   }
   for (auto& e : ev) cudaEventDestroy(e);
-  return stats_of(std::move(t));
+  std::vector<TimeStats> out;
+  for (auto& x : t) out.push_back(stats_of(std::move(x)));
+  return out;
 }
 
-// Two launch sequences timed alternately (a, b, a, b, ... each between its own events), so that both
-// see the same clocks: under a power or thermal limit a long sequence timed after a short one runs at
-// lower clocks than the short one did, and separate timings compare states, not work.
+template <class Launch>
+inline TimeStats time_launches(Launch&& launch, int warmup, int reps, cudaStream_t s = 0) {
+  return time_alternating({std::function<void(int)>(launch)}, warmup, reps, s).front();
+}
+
 template <class LaunchA, class LaunchB>
 inline std::pair<TimeStats, TimeStats> time_pair(LaunchA&& launch_a, LaunchB&& launch_b, int warmup, int reps, cudaStream_t s = 0) {
-  for (int i = 0; i < warmup; ++i) {
-    launch_a(i);
-    FT_LAUNCH_CHECK();
-    launch_b(i);
-    FT_LAUNCH_CHECK();
-  }
-  FT_CUDA(cudaStreamSynchronize(s));
-  std::vector<cudaEvent_t> ev(3 * reps);
-  for (auto& e : ev) FT_CUDA(cudaEventCreate(&e));
-  for (int i = 0; i < reps; ++i) {
-    FT_CUDA(cudaEventRecord(ev[3 * i], s));
-    launch_a(warmup + i);
-    FT_LAUNCH_CHECK();
-    FT_CUDA(cudaEventRecord(ev[3 * i + 1], s));
-    launch_b(warmup + i);
-    FT_LAUNCH_CHECK();
-    FT_CUDA(cudaEventRecord(ev[3 * i + 2], s));
-  }
-  FT_CUDA(cudaStreamSynchronize(s));
-  std::vector<double> ta(reps), tb(reps);
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    FT_CUDA(cudaEventElapsedTime(&ms, ev[3 * i], ev[3 * i + 1]));
-    ta[i] = ms;
-    FT_CUDA(cudaEventElapsedTime(&ms, ev[3 * i + 1], ev[3 * i + 2]));
-    tb[i] = ms;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return {stats_of(std::move(ta)), stats_of(std::move(tb))};
+  const auto t = time_alternating({std::function<void(int)>(launch_a), std::function<void(int)>(launch_b)}, warmup, reps, s);
+  return {t[0], t[1]};
 }
 
 // ------------------------------------------------------------------------------------------

@@ -405,32 +405,22 @@ static bool run_shape(const ftgen::Args& args, const InjectOptions& io, const ft
     if (kInject && !plan.empty()) {  // faults are applied in every timed launch
       F.table.upload(plan, static_cast<long long>(tiles_m) * tiles_n * kCopies);
     }
-    ftgen::TimeStats t = ftgen::time_launches(
-        [&](int i) {
-          ftgen_gemm_problem q = make_problem(P, i, 1.0, 0.0, P.c(i));
-          q.counters = F.counters.ptr;
-          if (kInject && !plan.empty()) {
-            q.fault_by_block = F.table.by_block.ptr;
-            q.faults = F.table.specs.ptr;
-            q.fault_records = F.table.records.ptr;
-          }
-          launch_checked(q);
-        },
-        args.warmup, args.reps);
+    auto timed_launch = [&](int i) {  // input set i; the planned faults in inject builds
+      ftgen_gemm_problem q = make_problem(P, i, 1.0, 0.0, P.c(i));
+      q.counters = F.counters.ptr;
+      if (kInject && !plan.empty()) {
+        q.fault_by_block = F.table.by_block.ptr;
+        q.faults = F.table.specs.ptr;
+        q.fault_records = F.table.records.ptr;
+      }
+      launch_checked(q);
+    };
+    ftgen::TimeStats t = ftgen::time_launches(timed_launch, args.warmup, args.reps);
     const double flops = 2.0 * m * n * static_cast<double>(k);
     row.raw("ms", ftgen::time_json(t)).num("gflops", flops / (t.median * 1e6));
     {  // this variant and the unprotected kernel of the same parameters, timed alternately (same clocks)
       const auto tp = ftgen::time_pair(
-          [&](int i) {
-            ftgen_gemm_problem q = make_problem(P, i, 1.0, 0.0, P.c(i));
-            q.counters = F.counters.ptr;
-            if (kInject && !plan.empty()) {
-              q.fault_by_block = F.table.by_block.ptr;
-              q.faults = F.table.specs.ptr;
-              q.fault_records = F.table.records.ptr;
-            }
-            launch_checked(q);
-          },
+          timed_launch,
           [&](int i) {
             const ftgen_gemm_problem q = make_problem(P, i, 1.0, 0.0, P.c(i));
             const cudaError_t e = gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_unprotected(&q, 0);
