@@ -77,3 +77,36 @@ def test_injection_code_only_in_inject_builds():
     clean = files_plain["gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3/gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3.cu"]
     assert "maybe_inject" in inj and "apply_fault" in inj
     assert "maybe_inject" not in clean and "apply_fault" not in clean and "fault_by_block" not in clean
+
+
+def _default_shapes(files: dict[str, str]) -> dict[str, str]:
+    import re
+
+    out = {}
+    for path, text in files.items():
+        if path.endswith("_bench.cu"):
+            out[path.split("/")[0]] = re.search(r'kDefaultShapes = "([^"]*)"', text).group(1)
+    return out
+
+
+def test_executables_default_to_the_spec_shapes():
+    # DESIGN: the spec's shapes are the default benchmark shapes (--shapes overrides)
+    files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    assert set(_default_shapes(files).values()) == {"100x70x33"}
+    fft = textwrap.dedent(
+        """
+        name: fftshapes
+        family: fft
+        arch: [sm_90]
+        variants:
+          - {precision: fp32, params: {logn: 0}}
+          - {precision: fp32, params: {logn: 10}}
+          - {precision: fp32, params: {logn: 12}}
+        shapes: [{n: 1024, batch: 8}, {n: 33554432, batch: 1}]
+        """
+    )
+    got = _default_shapes(render_spec(load_spec_text(fft, "fftshapes.yaml"))[0])
+    by_logn = {k.split("_logn")[1].split("_")[0] if "_logn" in k else "auto": v for k, v in got.items()}
+    assert by_logn["auto"] == "1024x8"  # 2^25 is beyond the every-size variants' 2^24
+    assert by_logn["10"] == "1024x8"  # the shape of its size
+    assert by_logn["12"] == "4096x16384"  # no spec shape of its size: its own default (2^26 elements)

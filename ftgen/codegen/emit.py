@@ -72,7 +72,7 @@ def render_spec(spec: Spec, env: TemplateEnv | None = None) -> tuple[dict[str, s
 
     emitted: list[EmittedVariant] = []
     for v in spec.variants:
-        ev = fam.emit(v, env)
+        ev = fam.emit(v, env, shapes=spec.shapes)
         files.update(ev.files)
         emitted.append(ev)
 

@@ -334,8 +334,14 @@ class Family:
         return "x".join(str(shape[k]) for k in self.shape_keys)
 
     # ---- emission -------------------------------------------------------------------------
-    def emit(self, v: Variant, env: "TemplateEnv") -> EmittedVariant:
+    def emit(self, v: Variant, env: "TemplateEnv", shapes: list[dict] | None = None) -> EmittedVariant:
+        """Sources of one variant; `shapes` (the spec's) become its executable's default shapes."""
         raise NotImplementedError
+
+    def bench_shapes(self, v: Variant, shapes: list[dict] | None) -> list[dict]:
+        """The default shapes of a variant's executable: the spec's shapes (DESIGN: "default
+        benchmark shapes; --shapes overrides"), or the family's defaults when there are none."""
+        return [dict(s) for s in shapes] if shapes else [dict(s) for s in self.default_shapes]
 
     def launcher_signature(self, v: Variant) -> LauncherSignature:
         raise NotImplementedError

@@ -1342,7 +1342,6 @@ class FftFamily(Family):
             "plans": plans,
             "max_logn": MAX_LOGN[v.precision],
             "meta_json": self.resolved_meta(v),
-            "default_shapes": ",".join(self.format_shape(s) for s in self.variant_default_shapes(v)),
             "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
             "tol_c": repr(TOL_C),
             "tol_elem_c": repr(TOL_ELEM_C),
@@ -1352,8 +1351,16 @@ class FftFamily(Family):
             + (f"n = 2^{p['logn']}" if p["logn"] else f"n = 2^1 .. 2^{AUTO_MAX_LOGN}"),
         }
 
-    def emit(self, v: Variant, env) -> EmittedVariant:
+    def bench_shapes(self, v: Variant, shapes: list[dict] | None) -> list[dict]:
+        """The spec's shapes this variant implements (a fixed-size variant: n = 2^logn; an
+        every-size one: n up to 2^AUTO_MAX_LOGN); its own defaults when none of them fits."""
+        lg = v.param_dict["logn"]
+        fit = [dict(s) for s in (shapes or []) if (s["n"] == 1 << lg if lg else ilog2(s["n"]) <= AUTO_MAX_LOGN)]
+        return fit or self.variant_default_shapes(v)
+
+    def emit(self, v: Variant, env, shapes: list[dict] | None = None) -> EmittedVariant:
         ctx = self.template_context(v)
+        ctx["default_shapes"] = ",".join(self.format_shape(s) for s in self.bench_shapes(v, shapes))
         d = v.name
         files = {
             f"{d}/{d}.h": env.render("fft/variant.h.j2", ctx),

@@ -302,13 +302,13 @@ class GemmFamily(Family):
             "no_correct_expr": "(fidx >= 0 && p.no_correct != 0)" if prot.inject else "false",
         }
 
-    def emit(self, v: Variant, env) -> EmittedVariant:
+    def emit(self, v: Variant, env, shapes: list[dict] | None = None) -> EmittedVariant:
         if v.backend == "cutlass":
-            return self._cutlass().emit(self, v, env)
+            return self._cutlass().emit(self, v, env, shapes)
         g = SimtGeometry(v)
         ctx = self.template_context(v)
         ctx["g"] = g
-        ctx["default_shapes"] = ",".join(self.format_shape(s) for s in self.default_shapes)
+        ctx["default_shapes"] = ",".join(self.format_shape(s) for s in self.bench_shapes(v, shapes))
         d = v.name
         files = {
             f"{d}/{d}.h": env.render("gemm/variant.h.j2", ctx),

@@ -647,14 +647,14 @@ def template_context(family, v: Variant) -> dict:
         "BenchT": _BENCH_TYPES[v.precision],
         "tol": t,
         "max_attempts": MAX_ATTEMPTS,
-        "default_shapes": ",".join(family.format_shape(s) for s in family.default_shapes),
         "row_a": g.layout_a == "row",
         "row_b": g.layout_b == "row",
     }
 
 
-def emit(family, v: Variant, env) -> EmittedVariant:
+def emit(family, v: Variant, env, shapes: list[dict] | None = None) -> EmittedVariant:
     ctx = template_context(family, v)
+    ctx["default_shapes"] = ",".join(family.format_shape(s) for s in family.bench_shapes(v, shapes))
     d = v.name
     files = {
         f"{d}/{d}.h": env.render("gemm/cutlass_variant.h.j2", ctx),
