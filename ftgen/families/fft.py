@@ -302,8 +302,10 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     # and 0.79 vs 0.54 of cuFFT); the protected levels hold several signals per block, one size less
     one = (14 if precision == "fp32" else 13) if level == "none" else (13 if precision == "fp32" else 12)
     # three launches from 2^21 (unprotected): search_large.jsonl, 2^22: 0.695 vs 0.581 (fp32) and 0.770 vs
-    # 0.638 (fp64) of cuFFT, 2^21: 0.637 vs 0.618 and 0.710 vs 0.648; two launches win up to 2^19, tie at 2^20
-    two = 20 if level == "none" else 22
+    # 0.638 (fp64) of cuFFT, 2^21: 0.637 vs 0.618 and 0.710 vs 0.648; two launches win up to 2^19, tie at 2^20.
+    # fp32 since the 768-thread target and the 16-byte store fix: two launches at 2^21 with 256-thread
+    # blocks (search_two.jsonl: 0.813 vs 0.725 for three launches; 2^22: 0.780 vs 0.794, three stay)
+    two = (21 if precision == "fp32" else 20) if level == "none" else 22
     if logn <= one:
         return 1
     if logn <= two:
@@ -339,10 +341,13 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
     return cap
 
 
-def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool) -> int:
+def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool, level: str = "none") -> int:
     """Columns per block: about 256 threads (each holding L columns) and a tile of up to 4096
     (fp32) / 2048 (fp64) elements per column group; strided launches keep runs of >= 32 bytes
-    of consecutive columns."""
+    of consecutive columns, except where that would make unprotected fp32 blocks larger than 256
+    threads (their 768-thread target then leaves 128 registers and one block per SM; at 2^21 the
+    first launch of 2048 measured 0.813 of cuFFT with 2 columns against 0.723 with 4:
+    results/h100/fft/search_two.jsonl)."""
     esize = ESIZE[precision]
     T = R // n
     if single:
@@ -354,7 +359,10 @@ def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool)
             groups //= 2
     bs = groups * L
     if strided:
-        bs = max(bs, 32 // esize)
+        wide = max(bs, 32 // esize)
+        if level == "none" and precision == "fp32" and (wide // L) * T > 256:
+            wide = max(bs, 256 * L // max(T, 1))
+        bs = wide
     return bs
 
 def auto_xw(lp: LaunchPlan) -> int:
@@ -415,7 +423,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
         R = sizes[i]
         n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level, single=len(sizes) == 1)
         out[f"n{i + 1}"] = n
-        bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1)
+        bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1, level=level)
         if len(sizes) > 1 and not p.get(f"bs{i + 1}", 0):
             # consecutive columns of one block must share (b, m): bs <= S (later launches) or M' (first)
             S = math.prod(sizes[:i])
