@@ -313,24 +313,26 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     return 3
 
 
-def auto_tcols(precision: str, level: str) -> int:
+def auto_tcols(precision: str, level: str, multi: bool = False) -> int:
     if level == "two-sided-tb":
-        return 4
+        # fp32 multi-launch plans: two columns per thread with radix 16 (auto_n), measured faster than
+        # four with radix 8 at every size 2^15-2^22 (results/h100/fft/search_tb_large.jsonl: +2-32%)
+        return 2 if (multi and precision == "fp32") else 4
     if level == "two-sided-thread":
         return 2
     return 1
 
 
-def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = True) -> int:
+def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = True, tcols: int = 0) -> int:
     """Elements per thread: radix 16 for fp32, 8 where registers are scarcer (fp64; the thread
-    level holds two checksum vectors; two-sided-tb in the strided launches of multi-launch plans),
-    never more than the launch size."""
+    level holds two checksum vectors; two-sided-tb in the strided launches of multi-launch plans
+    unless a thread holds only two columns), never more than the launch size."""
     cap = 16 if precision == "fp32" else 8
     if level == "none" and single and R <= 16:
         # tiny signals: more threads per signal (results/h100/fft/search_*.jsonl, n = 8: radix 2 per
         # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
         return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
-    if level == "two-sided-tb" and not single:
+    if level == "two-sided-tb" and not single and not (precision == "fp32" and tcols == 2):
         cap = 8
     if level == "two-sided-thread":
         cap = 8 if precision == "fp32" else 4
@@ -411,7 +413,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             raise ValueError(f"{launches} launches need n >= {2 ** launches}")
         given = [1 << x for x in _split_log(logn, launches)]
     sizes = given
-    L = p.get("tcols", 0) or auto_tcols(precision, level)
+    L = p.get("tcols", 0) or auto_tcols(precision, level, multi=len(sizes) > 1)
     out = dict(p)
     out["launches"] = len(sizes)
     for i in range(3):
@@ -421,7 +423,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             out[f"bs{i + 1}"] = 0
             continue
         R = sizes[i]
-        n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level, single=len(sizes) == 1)
+        n = p.get(f"n{i + 1}", 0) or auto_n(R, precision, level, single=len(sizes) == 1, tcols=L)
         out[f"n{i + 1}"] = n
         bs = p.get(f"bs{i + 1}", 0) or auto_bs(precision, R, min(n, R), strided=len(sizes) > 1, L=L, single=len(sizes) == 1, level=level)
         if len(sizes) > 1 and not p.get(f"bs{i + 1}", 0):
