@@ -343,6 +343,10 @@ class Family:
         benchmark shapes; --shapes overrides"), or the family's defaults when there are none."""
         return [dict(s) for s in shapes] if shapes else [dict(s) for s in self.default_shapes]
 
+    def default_shapes_arg(self, v: Variant, shapes: list[dict] | None) -> str:
+        """bench_shapes as the executables' --shapes text (their kDefaultShapes)."""
+        return ",".join(self.format_shape(s) for s in self.bench_shapes(v, shapes))
+
     def launcher_signature(self, v: Variant) -> LauncherSignature:
         raise NotImplementedError
 

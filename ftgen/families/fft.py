@@ -363,7 +363,7 @@ def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool,
     if strided:
         wide = max(bs, 32 // esize)
         if level == "none" and precision == "fp32" and (wide // L) * T > 256:
-            wide = max(bs, 256 * L // max(T, 1))
+            wide = max(bs, 256 * L // T)
         bs = wide
     return bs
 
@@ -1370,7 +1370,7 @@ class FftFamily(Family):
 
     def emit(self, v: Variant, env, shapes: list[dict] | None = None) -> EmittedVariant:
         ctx = self.template_context(v)
-        ctx["default_shapes"] = ",".join(self.format_shape(s) for s in self.bench_shapes(v, shapes))
+        ctx["default_shapes"] = self.default_shapes_arg(v, shapes)
         d = v.name
         files = {
             f"{d}/{d}.h": env.render("fft/variant.h.j2", ctx),

@@ -308,7 +308,7 @@ class GemmFamily(Family):
         g = SimtGeometry(v)
         ctx = self.template_context(v)
         ctx["g"] = g
-        ctx["default_shapes"] = ",".join(self.format_shape(s) for s in self.bench_shapes(v, shapes))
+        ctx["default_shapes"] = self.default_shapes_arg(v, shapes)
         d = v.name
         files = {
             f"{d}/{d}.h": env.render("gemm/variant.h.j2", ctx),

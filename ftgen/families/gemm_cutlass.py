@@ -654,7 +654,7 @@ def template_context(family, v: Variant) -> dict:
 
 def emit(family, v: Variant, env, shapes: list[dict] | None = None) -> EmittedVariant:
     ctx = template_context(family, v)
-    ctx["default_shapes"] = ",".join(family.format_shape(s) for s in family.bench_shapes(v, shapes))
+    ctx["default_shapes"] = family.default_shapes_arg(v, shapes)
     d = v.name
     files = {
         f"{d}/{d}.h": env.render("gemm/cutlass_variant.h.j2", ctx),

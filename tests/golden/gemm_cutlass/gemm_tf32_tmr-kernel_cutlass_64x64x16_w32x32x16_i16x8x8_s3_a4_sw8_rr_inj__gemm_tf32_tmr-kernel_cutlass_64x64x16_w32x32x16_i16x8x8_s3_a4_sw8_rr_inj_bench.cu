@@ -151,7 +151,8 @@ static std::vector<ftgen::FaultSpec> plan_tmr(int n, unsigned long long seed, in
   if (n <= 0) return plan;
   const long long tiles_n = (nc + kTileN - 1) / kTileN;
   const long long full_m = m / kTileM, full_n = nc / kTileN;
-  const long long tiles = full_m * full_n > 0 ? full_m * full_n : static_cast<long long>((m + kTileM - 1) / kTileM) * tiles_n;
+  const bool full = full_m * full_n > 0;
+  const long long tiles = full ? full_m * full_n : static_cast<long long>((m + kTileM - 1) / kTileM) * tiles_n;
   unsigned long long h = ftgen::splitmix64(seed ^ 0x7A3B5C1Dull);
   auto next = [&](unsigned long long mod) {
     h = ftgen::splitmix64(h);
@@ -169,7 +170,7 @@ static std::vector<ftgen::FaultSpec> plan_tmr(int n, unsigned long long seed, in
     long long tile = 0;
     int copy = 0;
     for (int tries = 0; tries < 1000; ++tries) {
-      tile = full_m * full_n > 0 ? next(full_m) * tiles_n + next(full_n) : next(tiles);
+      tile = full ? next(full_m) * tiles_n + next(full_n) : next(tiles);
       copy = io.copy >= 0 ? io.copy : static_cast<int>(next(kCopies));
       const long long unit = tile * kCopies + copy;
       if (std::find(used.begin(), used.end(), unit) == used.end()) break;
