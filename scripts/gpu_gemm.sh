@@ -102,6 +102,22 @@ tb-perf)
   tail -3 "$out"/*.err
   summary "$out/tb_check_inject.jsonl" "$out/tb_speed_clean.jsonl" "$out/tb_speed_inject.jsonl"
   ;;
+prepass)
+  # threadblock ABFT with pre-pass reference checksums vs the fused design vs unprotected; faults on odd
+  # shapes, split-K, fp64; clean and faulty trials of three input distributions
+  check_and_speed specs/gemm_abft_tb_prepass.yaml sgemm_abft_tb_prepass pre_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 8 3 16
+  for k in gemm_f32_abft-tb-i16_128x128x16_w32x64_t8x8_s3_prepass_inj gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_prepass_inj; do
+    for d in normal uniform loguniform; do
+      $gen/sgemm_abft_tb_prepass/bin/$k --trials ${TRIALS:-300} --inject 0 --shapes 512x512x1024 --dist $d --seed 1 > "$out/trials_${k}_${d}_clean.jsonl"
+      $gen/sgemm_abft_tb_prepass/bin/$k --trials ${TRIALS:-300} --inject 1 --shapes 512x512x1024 --dist $d --seed 100001 > "$out/trials_${k}_${d}_fault.jsonl"
+    done
+  done
+  cat "$out"/trials_*.jsonl > "$out/pre_trials.jsonl"; rm "$out"/trials_*_*.jsonl
+  tail -3 "$out"/*.err
+  summary "$out/pre_check_inject.jsonl" | grep -v " True" ; echo "(check rows not ok above, if any)"
+  summary "$out/pre_speed_clean.jsonl" "$out/pre_speed_inject.jsonl"
+  trials_summary "$out/pre_trials.jsonl"
+  ;;
 check)
   check_and_speed scripts/gpu_abft_check.yaml abft_check "" '*' 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 8 5 64
   for k in gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f64_abft-tb-i64_64x64x8_w32x32_t4x8_s3_inj gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj; do

@@ -11,7 +11,7 @@ Two backends, chosen by precision and scheme:
 
 Kernel names (the identity of a variant)::
 
-    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_mb<min_blocks>][_inj]   (simt)
+    gemm_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>_t<m_t>x<n_t>_s<stages>[_sk<split_k>][_mb<min_blocks>][_prepass][_inj]   (simt)
 
 ``<protection>`` is ``none`` or ``<scheme>-<level>[-detect][-i<interval>][-th<threshold>]``
 (see :meth:`Protection.token`); ``_inj`` marks a build with fault injection compiled in.
@@ -51,6 +51,9 @@ SIMT_PARAMS = (
     Param("stages", int, (3,), "shared-memory stages of the cp.async global->shared pipeline", choices=(2, 3, 4, 5, 6)),
     Param("min_blocks", int, (0,), "resident blocks per SM the registers are sized for (__launch_bounds__); 0: auto "
           "(2 when the register estimate allows, else 1)", choices=(0, 1, 2)),
+    Param("ref_checksums", str, ("fused",), "threadblock ABFT: where the reference row checksums A (B e), A (B w) come "
+          "from: fused (carried with the GEMM in the main loop, the seed's design) or prepass (a pre-pass kernel; the "
+          "main loop is the unprotected one)", choices=("fused", "prepass")),
 )
 
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
@@ -118,11 +121,12 @@ class SimtGeometry:
         self.pad_a = self.vec  # one 16-byte vector of padding per As row
         self.stages = p.get("stages", 3)
         level = v.protection.level if v.protection.scheme == "abft" else None
+        self.ref_prepass = level == "threadblock" and p.get("ref_checksums", "fused") == "prepass"
         self.smem_bytes = self.stages * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes + self._abft_smem(level)
         words = self.elem_bytes // 4
         # accumulators + two fragment buffers + checksums (+ staging registers), in 32-bit registers, plus
         # addressing overhead
-        extra = {"threadblock": 3, "warp": 3 * max(1, self.MW // 32), "thread": 2 * self.mt}.get(level, 0)
+        extra = {"threadblock": 0 if self.ref_prepass else 3, "warp": 3 * max(1, self.MW // 32), "thread": 2 * self.mt}.get(level, 0)
         staging = (self.MT * self.KT + self.KT * self.NT) // max(self.threads, 1) if self.stages == 2 else 0
         self.regs_estimate = words * (self.mt * self.nt + 2 * (self.mt + self.nt) + extra + staging) + 40
         # aim for two resident blocks of up to 256 threads when the accumulators leave room
@@ -132,6 +136,9 @@ class SimtGeometry:
     def _abft_smem(self, level) -> int:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
+        if level == "threadblock" and self.ref_prepass:
+            # per warp column and row: double s, sw; T q, mx; int bad, nbad. Per row: fix column, mode, value
+            return self.warps_n * self.MT * (2 * 8 + 2 * e + 8) + self.MT * (8 + 8) + 64
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
@@ -272,6 +279,8 @@ class GemmFamily(Family):
             name += f"_sk{p['split_k']}"
         if p.get("min_blocks", 0):
             name += f"_mb{p['min_blocks']}"
+        if v.protection.scheme == "abft" and v.protection.level == "threadblock" and p.get("ref_checksums") == "prepass":
+            name += "_prepass"  # irrelevant to every other level: not part of their names
         return name + ("_inj" if v.protection.inject else "")
 
     # ---- emission -------------------------------------------------------------------------
@@ -295,6 +304,8 @@ class GemmFamily(Family):
             "tol_c0": TOL_C0,
             "abft": prot.scheme == "abft" and prot.level != "nonfused",
             "abft_tb": prot.scheme == "abft" and prot.level == "threadblock",
+            "tb_pre": prot.scheme == "abft" and prot.level == "threadblock" and v.get("ref_checksums") == "prepass",
+            "tb_fused": prot.scheme == "abft" and prot.level == "threadblock" and v.get("ref_checksums") != "prepass",
             "abft_warp": prot.scheme == "abft" and prot.level == "warp",
             "abft_thread": prot.scheme == "abft" and prot.level == "thread",
             "nonfused": prot.scheme == "abft" and prot.level == "nonfused",

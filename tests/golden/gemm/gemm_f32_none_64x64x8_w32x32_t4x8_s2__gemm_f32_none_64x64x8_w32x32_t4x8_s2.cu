@@ -430,14 +430,14 @@ bool is_aligned(const ftgen_gemm_problem* p) {
 
 // Workspace: split-K semaphores (the kernel leaves those zero: zero
 // the workspace once after allocating it).
-static size_t flags_offset(int n, int k) {
-  (void)n, (void)k;
+static size_t flags_offset(int m, int n, int k) {
+  (void)m, (void)n, (void)k;
   return 0;
 }
 
 extern "C" size_t gemm_f32_none_64x64x8_w32x32_t4x8_s2_workspace(int m, int n, int k) {
   const size_t flags = SPLIT_K > 1 ? sizeof(int) * static_cast<size_t>((m + MT - 1) / MT) * ((n + NT - 1) / NT) : 0;
-  return flags_offset(n, k) + flags;
+  return flags_offset(m, n, k) + flags;
 }
 
 extern "C" void gemm_f32_none_64x64x8_w32x32_t4x8_s2_geometry(int m, int n, int k, ftgen_gemm_geometry* g) {
@@ -461,7 +461,7 @@ extern "C" cudaError_t gemm_f32_none_64x64x8_w32x32_t4x8_s2(const ftgen_gemm_pro
   kp.alpha = static_cast<T>(p->alpha), kp.beta = static_cast<T>(p->beta);
   kp.A = static_cast<const T*>(p->A), kp.B = static_cast<const T*>(p->B), kp.C = static_cast<T*>(p->C);
   kp.lda = p->lda, kp.ldb = p->ldb, kp.ldc = p->ldc;
-  kp.flags = reinterpret_cast<int*>(ws + flags_offset(p->n, p->k));
+  kp.flags = reinterpret_cast<int*>(ws + flags_offset(p->m, p->n, p->k));
   const bool aligned = is_aligned(p);
   const dim3 grid(grid_n, grid_m, SPLIT_K);
   const size_t smem = sizeof(Smem);

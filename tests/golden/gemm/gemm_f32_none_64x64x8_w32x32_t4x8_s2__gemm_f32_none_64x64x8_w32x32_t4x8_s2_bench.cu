@@ -13,7 +13,7 @@
 using T = float;
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_f32_none_64x64x8_w32x32_t4x8_s2","family":"gemm","precision":"fp32","protection":{"scheme":"none","inject":false},"params":{"m_tb":64,"n_tb":64,"k_tb":8,"m_w":32,"n_w":32,"m_t":4,"n_t":8,"split_k":1,"stages":2,"min_blocks":0},"backend":"simt")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_f32_none_64x64x8_w32x32_t4x8_s2","family":"gemm","precision":"fp32","protection":{"scheme":"none","inject":false},"params":{"m_tb":64,"n_tb":64,"k_tb":8,"m_w":32,"n_w":32,"m_t":4,"n_t":8,"split_k":1,"stages":2,"min_blocks":0,"ref_checksums":"fused"},"backend":"simt")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 static const double kUnitRoundoff = 5.960464477539063e-08;
 static const bool kProtected = false;

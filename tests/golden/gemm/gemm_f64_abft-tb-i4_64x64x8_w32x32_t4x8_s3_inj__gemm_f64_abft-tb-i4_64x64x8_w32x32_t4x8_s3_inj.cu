@@ -415,7 +415,8 @@ __device__ __forceinline__ RowStats shfl_xor_stats(const RowStats& r, int off) {
 // variance scale sqrt(sum_k a_ik^2 sum_j b_kj^2) carried with the checksums (`floor_scale`; for the
 // thread level, a tile-level norm), |r| (the checksum: partial sums that grow steadily), and the row's
 // 2-norm without its largest element. None of them can be inflated by one corrupted element of C.
-__device__ __forceinline__ void thresholds(const Params& p, const RowStats& r, double chk, double chkw, double floor_scale,
+template <class Stats>  // RowStats, TbRow
+__device__ __forceinline__ void thresholds(const Params& p, const Stats& r, double chk, double chkw, double floor_scale,
                                            int k_done, int cols, double* tau, double* tau_w) {
   const double fixed = p.threshold > 0 ? p.threshold : FIXED_THRESHOLD;
   const double rms_w = sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0);  // root mean square of the weights
@@ -449,7 +450,8 @@ __device__ __forceinline__ int act_on(const Params& p, int kind, bool no_correct
 }
 
 // Detection of a row from its statistics and checksums (bad: a column holding a non-finite value).
-__device__ __forceinline__ int detect_row(const Params& p, const RowStats& r, double chk, double chkw, int bad, double floor_scale,
+template <class Stats>
+__device__ __forceinline__ int detect_row(const Params& p, const Stats& r, double chk, double chkw, int bad, double floor_scale,
                                           int k_done, int cols, int* col, double* score) {
   if (bad >= 0) {
     *col = bad;
@@ -776,15 +778,20 @@ bool is_aligned(const ftgen_gemm_problem* p) {
 
 // Workspace: the B encodings, then split-K semaphores (the kernel leaves those zero: zero
 // the workspace once after allocating it).
-static size_t flags_offset(int n, int k) {
+static size_t enc_bytes(int n, int k) {
   const size_t kpad = static_cast<size_t>((k + KT - 1) / KT) * KT;
   const size_t strips = static_cast<size_t>((n + NT - 1) / NT) * ESTRIPS;  // every strip of every block column
   return (strips * kpad * 4 * sizeof(T) + 255) / 256 * 256;
 }
 
+static size_t flags_offset(int m, int n, int k) {
+  (void)m;
+  return enc_bytes(n, k);
+}
+
 extern "C" size_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_workspace(int m, int n, int k) {
   const size_t flags = SPLIT_K > 1 ? sizeof(int) * static_cast<size_t>((m + MT - 1) / MT) * ((n + NT - 1) / NT) : 0;
-  return flags_offset(n, k) + flags;
+  return flags_offset(m, n, k) + flags;
 }
 
 extern "C" void gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_geometry(int m, int n, int k, ftgen_gemm_geometry* g) {
@@ -808,7 +815,7 @@ extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftge
   kp.alpha = static_cast<T>(p->alpha), kp.beta = static_cast<T>(p->beta);
   kp.A = static_cast<const T*>(p->A), kp.B = static_cast<const T*>(p->B), kp.C = static_cast<T*>(p->C);
   kp.lda = p->lda, kp.ldb = p->ldb, kp.ldc = p->ldc;
-  kp.flags = reinterpret_cast<int*>(ws + flags_offset(p->n, p->k));
+  kp.flags = reinterpret_cast<int*>(ws + flags_offset(p->m, p->n, p->k));
   kp.kpad = (p->k + KT - 1) / KT * KT;
   kp.enc = reinterpret_cast<const T*>(ws);
   {

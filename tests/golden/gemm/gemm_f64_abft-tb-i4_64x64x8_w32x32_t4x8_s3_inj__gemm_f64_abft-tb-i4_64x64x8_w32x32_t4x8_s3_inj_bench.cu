@@ -14,7 +14,7 @@
 using T = double;
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj","family":"gemm","precision":"fp64","protection":{"scheme":"abft","level":"threadblock","correct":"online","interval":4,"threshold":"auto","inject":true},"params":{"m_tb":64,"n_tb":64,"k_tb":8,"m_w":32,"n_w":32,"m_t":4,"n_t":8,"split_k":1,"stages":3,"min_blocks":0},"backend":"simt")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj","family":"gemm","precision":"fp64","protection":{"scheme":"abft","level":"threadblock","correct":"online","interval":4,"threshold":"auto","inject":true},"params":{"m_tb":64,"n_tb":64,"k_tb":8,"m_w":32,"n_w":32,"m_t":4,"n_t":8,"split_k":1,"stages":3,"min_blocks":0,"ref_checksums":"fused"},"backend":"simt")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 static const double kUnitRoundoff = 1.1102230246251565e-16;
 static const bool kProtected = true;
