@@ -195,6 +195,17 @@ perf)
   summary "$out/perf_check.jsonl" | grep -v True
   summary "$out/perf_clean.jsonl" "$out/perf_inject.jsonl"
   ;;
+durations)
+  # every kernel a listed executable launches (pre-passes included), with its duration, at 4096^3 (FTGEN_NCU_SPEC)
+  shift 2
+  build_listed "$@"
+  for k in "$@"; do
+    echo "== $k"
+    timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size \
+      $gen/$proj/bin/$k --shapes ${SHAPE:-4096x4096x4096} --reps 2 --warmup 0 --no-ref 2>&1 > "$out/ncu_durations_$k.txt"
+    grep -E "^  [a-zA-Z_<>:()0-9, ]+\(|duration|registers|grid_size" "$out/ncu_durations_$k.txt" | tail -24
+  done
+  ;;
 ncu-stalls)
   # stall reasons per issued instruction, bank conflicts, occupancy of the listed kernels (FTGEN_NCU_SPEC)
   shift 2
