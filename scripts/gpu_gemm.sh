@@ -93,8 +93,10 @@ levels)
   python3 scripts/summarize_gemm.py "$out/abft_levels_clean.jsonl" "$out/abft_levels_inject.jsonl"
   ;;
 campaign)
-  ft campaign specs/gemm_abft_campaign.yaml --trials ${TRIALS:-1000} --seed ${SEED:-1} -o $gen --json "$out/abft_campaign.jsonl" --plot "$out/abft_campaign.png" 2> "$out/campaign.log"
-  echo "campaign rc=$?"; tail -5 "$out/campaign.log"
+  # CAMPAIGN_SPEC (default specs/gemm_abft_campaign.yaml), PREFIX of the output files (default abft_)
+  ft campaign ${CAMPAIGN_SPEC:-specs/gemm_abft_campaign.yaml} --trials ${TRIALS:-1000} --seed ${SEED:-1} -o $gen \
+     --json "$out/${PREFIX:-abft_}campaign.jsonl" --plot "$out/${PREFIX:-abft_}campaign.png" 2> "$out/${PREFIX:-abft_}campaign.log"
+  echo "campaign rc=$?"; tail -5 "$out/${PREFIX:-abft_}campaign.log"
   ;;
 tb-perf)
   # threadblock-level ABFT vs unprotected, same tilings, registers for 1 or 2 blocks per SM
