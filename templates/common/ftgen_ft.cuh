@@ -42,10 +42,14 @@ struct FtCounters {
   unsigned long long max_score_bits;
 };
 
-// Record a detection score (residual / threshold); non-negative scores only.
+// Record a detection score (residual / threshold); non-negative scores only. The atomic only when the score
+// beats the maximum seen so far (read past L1): thousands of warps verify many times per launch, and
+// atomics on one address serialize.
 __device__ __forceinline__ void record_score(FtCounters* c, double score) {
   if (c == nullptr || !(score >= 0.0)) return;
-  atomicMax(&c->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(score)));
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(score));
+  if (bits <= __ldcg(&c->max_score_bits)) return;
+  atomicMax(&c->max_score_bits, bits);
 }
 
 __host__ __device__ inline double score_from_bits(unsigned long long bits) {

@@ -304,7 +304,10 @@ __device__ __forceinline__ void epilogue(const Params& p, int m0, int n0, int wm
 }
 
 
-template <bool ALIGNED>
+// ONE_VERIFY (threadblock ABFT with pre-pass checksums, chosen at launch when INTERVAL covers a block's k):
+// one verification after the last tile, in an instantiation of its own, so that the registers of the
+// main loop are allocated as in the unprotected kernel.
+template <bool ALIGNED, bool ONE_VERIFY = false>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
@@ -361,7 +364,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       // not part of it: it runs between runs of INTERVAL tiles, so the hot loop stays free of it.
       auto tile = [&](const int kt, auto next) {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
-        constexpr bool has_next = decltype(next)::value;
+        // next: 0 the last tile; 1 a successor, whose first fragments are loaded at the end; 2 a successor
+        // whose fragments are loaded after a verification (not live across it: registers)
+        constexpr bool has_next = decltype(next)::value != 0, frags_next = decltype(next)::value == 1;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
@@ -384,7 +389,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
               cp_async_wait<PF - 1>();  // tile kt+1 has landed
             }
             __syncthreads();
-            load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
+            if (frags_next) load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
           }
 #pragma unroll
           for (int i = 0; i < TMT; ++i)
@@ -465,13 +470,14 @@ extern "C" cudaError_t gemm_f32_none_64x64x8_w32x32_t4x8_s2(const ftgen_gemm_pro
   const bool aligned = is_aligned(p);
   const dim3 grid(grid_n, grid_m, SPLIT_K);
   const size_t smem = sizeof(Smem);
+  const int one = 0;
   auto kernel = aligned ? gemm_kernel<true> : gemm_kernel<false>;
   if (smem > 48 * 1024) {
-    static bool raised[2] = {false, false};  // once per instantiation
-    if (!raised[aligned]) {
+    static bool raised[2][2] = {{false, false}, {false, false}};  // once per instantiation
+    if (!raised[aligned][one]) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
-      raised[aligned] = true;
+      raised[aligned][one] = true;
     }
   }
   kernel<<<grid, THREADS, smem, stream>>>(kp);

@@ -589,7 +589,10 @@ __global__ void enc_kernel(const T* __restrict__ B, int ldb, int n, int k, int k
   }
 }
 
-template <bool ALIGNED>
+// ONE_VERIFY (threadblock ABFT with pre-pass checksums, chosen at launch when INTERVAL covers a block's k):
+// one verification after the last tile, in an instantiation of its own, so that the registers of the
+// main loop are allocated as in the unprotected kernel.
+template <bool ALIGNED, bool ONE_VERIFY = false>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
@@ -663,7 +666,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       // not part of it: it runs between runs of INTERVAL tiles, so the hot loop stays free of it.
       auto tile = [&](const int kt, auto next) {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
-        constexpr bool has_next = decltype(next)::value;
+        // next: 0 the last tile; 1 a successor, whose first fragments are loaded at the end; 2 a successor
+        // whose fragments are loaded after a verification (not live across it: registers)
+        constexpr bool has_next = decltype(next)::value != 0, frags_next = decltype(next)::value == 1;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
@@ -711,7 +716,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
               cp_async_wait<PF - 1>();  // tile kt+1 has landed
             }
             __syncthreads();
-            load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
+            if (frags_next) load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
           }
 #pragma unroll
           for (int i = 0; i < TMT; ++i)
@@ -726,18 +731,24 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
         return verify_tb(p, sm, acc, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
       };
       // runs of INTERVAL tiles, each followed by a verification; the last tile (no successor) is peeled
+      // (FRAGS_AFTER_VERIFY: the first fragments of the tile after a verification are loaded after it)
+      constexpr bool FRAGS_AFTER_VERIFY = false;
 #pragma unroll 1
       for (int kt0 = 0; kt0 < ktiles; kt0 += INTERVAL) {
         const int kend = min(kt0 + INTERVAL, ktiles);
         const int nsucc = kend == ktiles ? kend - 1 : kend;  // tiles [kt0, nsucc) have a successor
+        const int nfrag = FRAGS_AFTER_VERIFY && nsucc == kend ? kend - 1 : nsucc;  // [kt0, nfrag): and its fragments
 #pragma unroll 1
-        for (int kt = kt0; kt < nsucc; ++kt) tile(kt, std::true_type{});
-        if (nsucc < kend) tile(nsucc, std::false_type{});
+        for (int kt = kt0; kt < nfrag; ++kt) tile(kt, std::integral_constant<int, 1>{});
+        if (nfrag < nsucc) tile(nfrag, std::integral_constant<int, 2>{});
+        if (nsucc < kend) tile(nsucc, std::integral_constant<int, 0>{});
         redo = verify(kend);
         if (redo) {
           if (attempt == 0) break;  // recompute the tile
           redo = false;  // detected again while recomputing: a permanent cause, not a transient fault;
         }                // finish the tile (the detection is counted) rather than leave it half done
+        if (FRAGS_AFTER_VERIFY && kend < ktiles)
+          load_frags(sm, REG_STAGED ? (kend & 1) : kend % STAGES, 0, wm0, wn0, tm, tn, fa[0], fb[0]);
       }
       if (!REG_STAGED) cp_async_wait<0>();
     }
@@ -834,13 +845,14 @@ extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftge
   const bool aligned = is_aligned(p);
   const dim3 grid(grid_n, grid_m, SPLIT_K);
   const size_t smem = sizeof(Smem);
+  const int one = 0;
   auto kernel = aligned ? gemm_kernel<true> : gemm_kernel<false>;
   if (smem > 48 * 1024) {
-    static bool raised[2] = {false, false};  // once per instantiation
-    if (!raised[aligned]) {
+    static bool raised[2][2] = {{false, false}, {false, false}};  // once per instantiation
+    if (!raised[aligned][one]) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
-      raised[aligned] = true;
+      raised[aligned][one] = true;
     }
   }
   kernel<<<grid, THREADS, smem, stream>>>(kp);
