@@ -723,7 +723,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
 #pragma unroll
             for (int j = 0; j < TNT; ++j) acc[i][j] = fma(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
         }
-        if (!ONE_VERIFY && attempt == 0) maybe_inject(p, fidx, fstep, fthread, p.tile0 + kt, m0, n0, wm0, wn0, tm, tn, acc);
+        if (attempt == 0) maybe_inject(p, fidx, fstep, fthread, p.tile0 + kt, m0, n0, wm0, wn0, tm, tn, acc);
       };
       // Verification after tiles kt_end-1 (k_done elements of k): true when the tile must be recomputed.
       auto verify = [&](const int kt_end) -> bool {
