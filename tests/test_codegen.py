@@ -110,3 +110,26 @@ def test_executables_default_to_the_spec_shapes():
     assert by_logn["auto"] == "1024x8"  # 2^25 is beyond the every-size variants' 2^24
     assert by_logn["10"] == "1024x8"  # the shape of its size
     assert by_logn["12"] == "4096x16384"  # no spec shape of its size: its own default (2^26 elements)
+
+
+def test_prepass_reference_checksums_replace_the_carried_ones():
+    text = textwrap.dedent(
+        """
+        name: pre
+        family: gemm
+        arch: [sm_90]
+        precision: fp32
+        protection: {scheme: abft, level: threadblock, interval: 8}
+        params: {m_tb: 128, n_tb: 128, k_tb: 16, m_w: 32, n_w: 64, m_t: 8, n_t: 8, stages: 3, ref_checksums: [fused, prepass]}
+        """
+    )
+    files, _ = render_spec(load_spec_text(text, "pre.yaml"))
+    fused = files["gemm_f32_abft-tb-i8_128x128x16_w32x64_t8x8_s3/gemm_f32_abft-tb-i8_128x128x16_w32x64_t8x8_s3.cu"]
+    pre = files["gemm_f32_abft-tb-i8_128x128x16_w32x64_t8x8_s3_prepass/gemm_f32_abft-tb-i8_128x128x16_w32x64_t8x8_s3_prepass.cu"]
+    # fused: encodings travel through the pipeline and the row checksums are carried in shared memory
+    assert "sm.Es[" in fused and "sm.chk[" in fused and "ref_kernel" not in fused
+    # prepass: two more pre-pass kernels, nothing of the checksums in the main loop, one verification
+    # after the loop in an instantiation of its own when the interval covers k
+    assert "ref_kernel<<<" in pre and "ref_scan<<<" in pre and "enc_kernel<<<" in pre
+    assert "sm.Es[" not in pre and "sm.chk[" not in pre
+    assert "gemm_kernel<true, true>" in pre and "if constexpr (ONE_VERIFY)" in pre

@@ -31,6 +31,8 @@ SPEC = textwrap.dedent(
          params: {m_tb: 64, n_tb: 64, k_tb: 8, m_w: 32, n_w: 32, m_t: 4, n_t: 8, stages: 2}}
       - {precision: fp64, protection: {scheme: abft, level: nonfused, interval: 16, inject: true},
          params: {m_tb: 64, n_tb: 64, k_tb: 8, m_w: 32, n_w: 32, m_t: 4, n_t: 8, stages: 3}}
+      - {precision: fp32, protection: {scheme: abft, level: threadblock, interval: 4, inject: true},
+         params: {m_tb: 64, n_tb: 64, k_tb: 16, m_w: 32, n_w: 32, m_t: 4, n_t: 8, stages: 2, split_k: 2, ref_checksums: prepass}}
     """
 )
 
@@ -56,7 +58,7 @@ def compiled(tmp_path_factory):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     libs = [s for v in manifest["variants"] for s in v["sources"] if s.endswith(".cu") and not s.endswith("_bench.cu")]
-    assert len(libs) == 6
+    assert len(libs) == 7
     with ThreadPoolExecutor(max_workers=2) as ex:
         results = list(ex.map(lambda r: compile_one(nvcc, root, r), libs))
     return root, {rel: (rc, log) for rel, rc, log in results}

@@ -11,7 +11,14 @@ import pytest
 
 from ftgen.families import gemm as g
 
-LEVEL_COLS = {"thread": 8, "warp": 32, "threadblock": 128, "nonfused": 256}
+LEVEL_COLS = {"thread": 8, "warp": 32, "threadblock": 128, "nonfused": 256, "prepass": 128}
+
+
+def level_kw(level):
+    """Model arguments of a level ('prepass': threadblock with pre-pass reference checksums)."""
+    if level == "prepass":
+        return {"lam": g.abft_lambda("threadblock"), "ref": "prepass"}
+    return {"lam": g.abft_lambda(level)}
 
 
 def inputs(rng, m, k, n, dist, dt):
@@ -44,8 +51,7 @@ def test_clean_runs_never_alarm(precision, dist, level):
     worst = 0.0
     for _ in range(3):
         A, B = inputs(rng, 48, 512, 256, dist, dt)
-        C, c = g.abft_gemm_model(A, B, cols=LEVEL_COLS[level], kt=8, interval=8, precision=precision,
-                                 lam=g.abft_lambda(level))
+        C, c = g.abft_gemm_model(A, B, cols=LEVEL_COLS[level], kt=8, interval=8, precision=precision, **level_kw(level))
         assert c["detected"] == 0, c
         assert max_rel_err(C, A, B) <= tolerance(precision, 512)
         worst = max(worst, c["max_score"])
@@ -62,7 +68,7 @@ def test_single_bit_flips_anywhere(precision, level):
     dt = np.float64 if precision == "fp64" else np.float32
     bits = 64 if precision == "fp64" else 32
     cols = LEVEL_COLS[level]
-    lam = g.abft_lambda(level)
+    lam = level_kw(level)["lam"]
     m, k, n = 16, 1024, cols * 2
     tol = tolerance(precision, k)
     significant = caught = guaranteed = 0
@@ -70,7 +76,7 @@ def test_single_bit_flips_anywhere(precision, level):
         A, B = inputs(rng, m, k, n, "normal", dt)
         fault = (int(rng.integers(0, k // 8)), int(rng.integers(0, m)), int(rng.integers(0, n)), "bitflip",
                  int(rng.integers(0, bits)))
-        kw = dict(cols=cols, kt=8, interval=4, precision=precision, lam=lam)
+        kw = dict(cols=cols, kt=8, interval=4, precision=precision, **level_kw(level))
         C0, _ = g.abft_gemm_model(A, B, **kw)
         Cu, _ = g.abft_gemm_model(A, B, faults=[fault], no_correct=True, **kw)
         C, c = g.abft_gemm_model(A, B, faults=[fault], **kw)
@@ -166,3 +172,53 @@ def test_classify_rules():
     assert g.abft_classify(1000.0, 41500.0, 1.0, 10.0, 128)[0] == 3
     # NaN residual is a detection
     assert g.abft_classify(float("nan"), 0.0, 1.0, 10.0, 128)[0] == 3
+
+
+@pytest.mark.parametrize("k,kt,interval,split_k,sub_k", [(777, 16, 256, 1, 512), (777, 16, 8, 4, 512), (4096, 16, 512, 1, 512),
+                                                         (1031, 8, 3, 2, 40), (1, 8, 1, 1, 512), (100, 16, 1, 8, 512)])
+def test_prepass_segments_partition_each_slice(k, kt, interval, split_k, sub_k):
+    """The pre-pass's sub-slices partition k; each split-K slice's segments start at the slice and end
+    at the k-tile after which its blocks verify; no sub-slice is longer than sub_k."""
+    layout = g.abft_prepass_layout(k, kt, interval, split_k, sub_k)
+    covered = sorted(p for subs in layout.values() for p in subs if p[0] < p[1])
+    assert covered[0][0] == 0 and covered[-1][1] == k
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
+    assert all(kb - ka <= sub_k for ka, kb in covered)
+    ktiles = -(-k // kt)
+    per_slice = -(-ktiles // split_k)
+    for (z, c), subs in layout.items():
+        end = max(kb for _, kb in subs)
+        if end > min(k, z * per_slice * kt) and subs[0][0] < subs[-1][1]:
+            assert subs[0][0] == min(k, (z * per_slice + c * interval) * kt)
+            assert end == min(k, (z * per_slice + min((c + 1) * interval, per_slice)) * kt)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_prepass_references_are_the_cumulative_products(precision):
+    rng = np.random.default_rng(11)
+    dt = np.float64 if precision == "fp64" else np.float32
+    A, B = inputs(rng, 24, 1031, 200, "normal", dt)
+    be, bw, b2 = g.abft_encode(B, 128)
+    ref = g.abft_prepass_reference(A, be, bw, b2, kt=8, interval=30, split_k=2, precision=precision, sub_k=64)
+    layout = g.abft_prepass_layout(1031, 8, 30, 2, 64)
+    A64 = A.astype(np.float64)
+    for (z, c), (r, rw, r2) in ref.items():
+        k0 = layout[(z, 0)][0][0]
+        k1 = max(kb for _, kb in layout[(z, c)])
+        exact = [A64[:, k0:k1] @ e[k0:k1].astype(np.float64) for e in (be, bw)] + [(A64 * A64)[:, k0:k1] @ b2[k0:k1].astype(np.float64)]
+        scale = [np.abs(A64[:, k0:k1]) @ np.abs(e[k0:k1].astype(np.float64)) for e in (be, bw, b2)]
+        u = g.UNIT_ROUNDOFF[precision]
+        for got, want, sc in zip((r, rw, r2), exact, scale):
+            assert np.all(np.abs(got.astype(np.float64) - want) <= 4 * u * np.sqrt(max(k1 - k0, 1)) * sc + 1e-300)
+
+
+def test_prepass_locates_and_corrects_like_the_fused_scheme():
+    rng = np.random.default_rng(3)
+    A, B = inputs(rng, 16, 1200, 256, "normal", np.float32)
+    kw = dict(cols=128, kt=8, interval=16, ref="prepass")
+    C_clean, c0 = g.abft_gemm_model(A, B, **kw)
+    assert c0["detected"] == 0
+    C, c = g.abft_gemm_model(A, B, faults=[(40, 5, 77, "offset", 1000.0), (3, 9, 200, "bitflip", 30)], **kw)
+    assert c["detected"] == 2 and c["corrected"] == 2 and c["recomputed"] == 0
+    assert abs(float(C[5, 77]) - float(C_clean[5, 77])) < 1e-2
+    assert max_rel_err(C, A, B) <= tolerance("fp32", 1200)

@@ -76,6 +76,7 @@ def test_protection_levels_sweep_in_one_spec():
         ("name: t\nfamily: kmeans\n", "family", "planned but not implemented"),
         ("name: t\nfamily: gemm\nprecision: tf32\nprotection: {scheme: abft}\n", "params", "abft is implemented for the SIMT backend"),
         ("- just a list\n", "specs/x.yaml", "must be a YAML mapping"),
+        ("name: t\nfamily: gemm\nparams: {ref_checksums: later}\n", "params.ref_checksums", "not one of fused, prepass"),
     ],
 )
 def test_bad_specs_name_the_field(text, where, what):
@@ -148,3 +149,15 @@ def test_shipped_specs_load():
     for p in sorted(specs_dir().glob("*.yaml")):
         s = load_spec(p)
         assert s.variants, p
+
+
+def test_prepass_reference_checksums_name_only_threadblock_variants():
+    s = spec(base=BASE.replace("k_tb: 8", "k_tb: 8, ref_checksums: prepass")
+             + "protection: {scheme: abft, level: [none, threadblock, warp], interval: 4}\n")
+    names = sorted(v.name for v in s.variants)
+    assert names == ["gemm_f32_abft-tb-i4_128x128x8_w32x64_t8x8_s3_prepass", "gemm_f32_abft-warp-i4_128x128x8_w32x64_t8x8_s3",
+                     "gemm_f32_none_128x128x8_w32x64_t8x8_s3"]
+    both = spec(base=BASE.replace("k_tb: 8", "k_tb: 8, ref_checksums: [fused, prepass]")
+                + "protection: {scheme: abft, level: threadblock}\n")
+    assert sorted(v.name for v in both.variants) == ["gemm_f32_abft-tb_128x128x8_w32x64_t8x8_s3",
+                                                     "gemm_f32_abft-tb_128x128x8_w32x64_t8x8_s3_prepass"]

@@ -363,6 +363,11 @@ class GemmFamily(Family):
 #            tau_w = max(tau * rms(w), LAMBDA u (...) |r'_i|)
 #   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w
 #   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile
+#
+# ref_checksums: prepass (threadblock level) computes r, r', r2 in pre-pass kernels instead of carrying
+# them with the GEMM: per split-K slice, verification segment (INTERVAL k-tiles) and sub-slice of at most
+# REF_SUB_K elements of k a product in the variant's precision, then cumulative sums over the slice's
+# segments in double (abft_prepass_reference); the verification compares against those.
 # ================================================================================================
 
 import numpy as _np  # noqa: E402
@@ -432,12 +437,55 @@ def abft_verify_rows(C, r, rw, r2, k_done: int, precision: str, lam: float = ABF
     return out, best
 
 
+REF_SUB_K = 512  # templates/gemm/simt_variant.cu.j2: longest k run of one pre-pass product
+
+
+def abft_prepass_layout(k: int, kt: int, interval: int, split_k: int = 1, sub_k: int = REF_SUB_K):
+    """The pre-pass's decomposition of k, as the kernels compute it: per split-K slice z and verification
+    segment c, the sub-slices [ka, kb) of k. Returns {(z, c): [(ka, kb), ...]} (nsub pairs per segment;
+    the last segments of a slice may be shorter or empty)."""
+    ktiles_all = -(-k // kt)
+    per_slice = -(-ktiles_all // split_k)
+    cps = -(-per_slice // interval)
+    nsub = -(-min(interval, per_slice) * kt // sub_k)
+    out = {}
+    for z in range(split_k):
+        t_end = min(ktiles_all, (z + 1) * per_slice)
+        for c in range(cps):
+            t0 = min(t_end, z * per_slice + c * interval)
+            t1 = min(t_end, t0 + interval)
+            k0 = min(k, t0 * kt)
+            ln = min(k, t1 * kt) - k0
+            out[(z, c)] = [(k0 + ln * j // nsub, k0 + ln * (j + 1) // nsub) for j in range(nsub)]
+    return out
+
+
+def abft_prepass_reference(A, be, bw, b2, *, kt: int, interval: int, split_k: int = 1, precision: str = "fp32",
+                           sub_k: int = REF_SUB_K):
+    """Reference checksums of the pre-pass (ref_kernel + ref_scan): {(z, c): (r, rw, r2)}, each (m, strips),
+    the sums over the slice's segments 0..c of the sub-slice products (each in the variant's precision),
+    accumulated in double and rounded to it."""
+    dt = _np.float64 if precision == "fp64" else _np.float32
+    A = _np.asarray(A, dtype=dt)
+    layout = abft_prepass_layout(A.shape[1], kt, interval, split_k, sub_k)
+    out, run = {}, {}
+    for (z, c), subs in sorted(layout.items()):
+        acc = run.get(z, [_np.zeros((A.shape[0], be.shape[1]), dtype=_np.float64) for _ in range(3)])
+        for ka, kb in subs:
+            a = A[:, ka:kb]
+            for q, (lhs, enc) in enumerate(((a, be), (a, bw), ((a * a).astype(dt), b2))):
+                acc[q] = acc[q] + (lhs @ enc[ka:kb].astype(dt)).astype(dt).astype(_np.float64)
+        run[z] = acc
+        out[(z, c)] = tuple(x.astype(dt) for x in acc)
+    return out
+
+
 def abft_lambda(level: str) -> float:
     return {"thread": ABFT_LAMBDA_THREAD, "warp": ABFT_LAMBDA_WARP}.get(level, ABFT_LAMBDA)
 
 
 def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str = "fp32", faults=(),
-                    online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False):
+                    online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, ref: str = "fused"):
     """Simulate the protected GEMM C = A @ B tile by tile in the variant's precision.
 
     cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t);
@@ -445,6 +493,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     faults: (step, row, col, kind, value) applied to the accumulator after `step`: kind 'bitflip'
     flips bit `value`, 'offset' adds `value`.
     no_correct: detect but leave faults in place (what a fault would do unprotected).
+    ref: 'fused' (checksums carried step by step) or 'prepass' (abft_prepass_reference, one slice).
     Returns (C, counters) with counters detected / corrected / recomputed / uncorrectable / max_score.
     """
     dt = _np.float64 if precision == "fp64" else _np.float32
@@ -455,6 +504,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     steps = -(-k // kt)
     be, bw, b2 = abft_encode(B, cols)
     strips = be.shape[1]
+    pre = abft_prepass_reference(A, be, bw, b2, kt=kt, interval=interval, precision=precision) if ref == "prepass" else None
     counters = {"detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
 
     def run(inject: bool, final: bool = False):
@@ -478,9 +528,10 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
             if (s + 1) % interval == 0 or s + 1 == steps:
                 k_done = min(k, (s + 1) * kt)
                 redo = False
+                rr, rrw, rr2 = (r, rw, r2) if pre is None else pre[(0, s // interval)]
                 for t in range(strips):
                     blk = C[:, t * cols:(t + 1) * cols]
-                    found, score = abft_verify_rows(blk, r[:, t], rw[:, t], r2[:, t], k_done, precision, lam)
+                    found, score = abft_verify_rows(blk, rr[:, t], rrw[:, t], rr2[:, t], k_done, precision, lam)
                     counters["max_score"] = max(counters["max_score"], score)
                     for (i, kind, col) in found:
                         counters["detected"] += 1
@@ -491,7 +542,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
                         if online and kind == 1:
                             rest = _np.delete(blk[i].astype(_np.float64), col)
                             others = float(rest.sum())
-                            blk[i, col] = dt(float(r[i, t]) - others)
+                            blk[i, col] = dt(float(rr[i, t]) - others)
                             counters["corrected"] += 1
                         else:
                             redo = True
