@@ -137,8 +137,8 @@ class SimtGeometry:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
         if level == "threadblock" and self.ref_prepass:
-            # per warp column and row: double s, sw; T q, mx; int bad, nbad. Per row: fix column, r_i, rest
-            return self.warps_n * self.MT * (2 * 8 + 2 * e + 8) + self.MT * (4 + 16) + 64
+            # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest
+            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16) + 64
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
