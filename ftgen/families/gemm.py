@@ -139,7 +139,8 @@ class SimtGeometry:
         if level == "threadblock" and self.ref_prepass:
             # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest. A row
             # being recomputed: partial sums per column
-            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16) + max(self.threads // 32, 1) * self.NT * e + 96
+            parts = max(1, self.threads // self.NT) if self.NT else 1
+            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16) + parts * self.NT * 8 + 72
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
@@ -364,7 +365,7 @@ class GemmFamily(Family):
 #            tau_w = max(tau * rms(w), LAMBDA u (...) |r'_i|)
 #   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w
 #   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile (ref_checksums:
-#            prepass, verifying once at the end, recomputes only the detected rows, up to 4: a fault in the accumulators
+#            prepass recomputes only the detected rows, up to 8 per verification: a fault in the accumulators
 #            changes one row)
 #
 # ref_checksums: prepass (threadblock level) computes r, r', r2 in pre-pass kernels instead of carrying
