@@ -365,8 +365,7 @@ class GemmFamily(Family):
 #            tau_w = max(tau * rms(w), LAMBDA u (...) |r'_i|)
 #   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w
 #   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile (ref_checksums:
-#            prepass recomputes only the detected rows, up to 8 per verification: a fault in the accumulators
-#            changes one row)
+#            prepass recomputes the detected rows, up to 8 per verification, which a single fault cannot tell apart)
 #
 # ref_checksums: prepass (threadblock level) computes r, r', r2 in pre-pass kernels instead of carrying
 # them with the GEMM: per split-K slice, verification segment (INTERVAL k-tiles) and sub-slice of at most
