@@ -137,10 +137,8 @@ class SimtGeometry:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
         if level == "threadblock" and self.ref_prepass:
-            # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest. A row
-            # being recomputed: partial sums per column
-            parts = max(1, self.threads // self.NT) if self.NT else 1
-            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16) + parts * self.NT * 8 + 72
+            # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest
+            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16) + 64
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
@@ -364,8 +362,7 @@ class GemmFamily(Family):
 #            tau = LAMBDA u (sqrt(k) + sqrt(cols) + 1) max(sqrt(r2_i), |r_i|, ||C_i||_2 w/o its max)
 #            tau_w = max(tau * rms(w), LAMBDA u (...) |r'_i|)
 #   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w
-#   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile (ref_checksums:
-#            prepass recomputes the detected rows, up to 8 per verification, which a single fault cannot tell apart)
+#   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile
 #
 # ref_checksums: prepass (threadblock level) computes r, r', r2 in pre-pass kernels instead of carrying
 # them with the GEMM: per split-K slice, verification segment (INTERVAL k-tiles) and sub-slice of at most
