@@ -362,7 +362,8 @@ class GemmFamily(Family):
 #            tau = LAMBDA u (sqrt(k) + sqrt(cols) + 1) max(sqrt(r2_i), |r_i|, ||C_i||_2 w/o its max)
 #            tau_w = max(tau * rms(w), LAMBDA u (...) |r'_i|)
 #   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w
-#   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile
+#   correct  C_ij = r_i - sum_{l != j} C_il; any other detection: recompute the tile (ref_checksums:
+#            prepass verifying once, no split-K: the detected rows, by a kernel after the GEMM)
 #
 # ref_checksums: prepass (threadblock level) computes r, r', r2 in pre-pass kernels instead of carrying
 # them with the GEMM: per split-K slice, verification segment (INTERVAL k-tiles) and sub-slice of at most
