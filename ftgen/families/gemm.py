@@ -53,7 +53,8 @@ SIMT_PARAMS = (
           "(2 when the register estimate allows, else 1)", choices=(0, 1, 2)),
     Param("ref_checksums", str, ("fused",), "threadblock ABFT: where the reference row checksums A (B e), A (B w) come "
           "from: fused (carried with the GEMM in the main loop, the seed's design) or prepass (a pre-pass kernel; the "
-          "main loop is the unprotected one)", choices=("fused", "prepass")),
+          "main loop is the unprotected one; workspace: 16 bytes per row, block column and verification segment)",
+          choices=("fused", "prepass")),
 )
 
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
