@@ -100,6 +100,12 @@ def _either(a: Param, b: Param) -> Param:
         a.name, a.type, a.default, f"{a.doc} (SIMT) / {b.doc} (CUTLASS)", choices, None)
 
 
+def ref_prepass(v: Variant) -> bool:
+    """Threadblock ABFT whose reference checksums come from the pre-pass kernels (ref_checksums: prepass)."""
+    return (v.protection.scheme == "abft" and v.protection.level == "threadblock"
+            and v.get("ref_checksums", "fused") == "prepass")
+
+
 class SimtGeometry:
     """Derived quantities of a SIMT variant, shared by constraints and templates."""
 
@@ -122,7 +128,7 @@ class SimtGeometry:
         self.pad_a = self.vec  # one 16-byte vector of padding per As row
         self.stages = p.get("stages", 3)
         level = v.protection.level if v.protection.scheme == "abft" else None
-        self.ref_prepass = level == "threadblock" and p.get("ref_checksums", "fused") == "prepass"
+        self.ref_prepass = ref_prepass(v)
         self.smem_bytes = self.stages * self.KT * (self.MT + self.pad_a + self.NT) * self.elem_bytes + self._abft_smem(level)
         words = self.elem_bytes // 4
         # accumulators + two fragment buffers + checksums (+ staging registers), in 32-bit registers, plus
@@ -138,8 +144,9 @@ class SimtGeometry:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
         if level == "threadblock" and self.ref_prepass:
-            # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest
-            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16) + 64
+            # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest, slot in the
+            # list of deferred rows
+            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16 + 4) + 64
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
@@ -280,7 +287,7 @@ class GemmFamily(Family):
             name += f"_sk{p['split_k']}"
         if p.get("min_blocks", 0):
             name += f"_mb{p['min_blocks']}"
-        if v.protection.scheme == "abft" and v.protection.level == "threadblock" and p.get("ref_checksums") == "prepass":
+        if ref_prepass(v):
             name += "_prepass"  # irrelevant to every other level: not part of their names
         return name + ("_inj" if v.protection.inject else "")
 
@@ -305,8 +312,8 @@ class GemmFamily(Family):
             "tol_c0": TOL_C0,
             "abft": prot.scheme == "abft" and prot.level != "nonfused",
             "abft_tb": prot.scheme == "abft" and prot.level == "threadblock",
-            "tb_pre": prot.scheme == "abft" and prot.level == "threadblock" and v.get("ref_checksums") == "prepass",
-            "tb_fused": prot.scheme == "abft" and prot.level == "threadblock" and v.get("ref_checksums") != "prepass",
+            "tb_pre": ref_prepass(v),
+            "tb_fused": prot.scheme == "abft" and prot.level == "threadblock" and not ref_prepass(v),
             "abft_warp": prot.scheme == "abft" and prot.level == "warp",
             "abft_thread": prot.scheme == "abft" and prot.level == "thread",
             "nonfused": prot.scheme == "abft" and prot.level == "nonfused",

@@ -364,9 +364,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       // not part of it: it runs between runs of INTERVAL tiles, so the hot loop stays free of it.
       auto tile = [&](const int kt, auto next) {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
-        // next: 0 the last tile; 1 a successor, whose first fragments are loaded at the end; 2 a successor
-        // whose fragments are loaded after a verification (not live across it: registers)
-        constexpr bool has_next = decltype(next)::value != 0, frags_next = decltype(next)::value == 1;
+        constexpr bool has_next = decltype(next)::value;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
@@ -389,7 +387,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
               cp_async_wait<PF - 1>();  // tile kt+1 has landed
             }
             __syncthreads();
-            if (frags_next) load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
+            load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
           }
 #pragma unroll
           for (int i = 0; i < TMT; ++i)

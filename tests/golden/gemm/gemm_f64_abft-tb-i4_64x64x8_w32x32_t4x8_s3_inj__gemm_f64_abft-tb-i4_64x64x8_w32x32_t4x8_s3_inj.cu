@@ -415,8 +415,7 @@ __device__ __forceinline__ RowStats shfl_xor_stats(const RowStats& r, int off) {
 // variance scale sqrt(sum_k a_ik^2 sum_j b_kj^2) carried with the checksums (`floor_scale`; for the
 // thread level, a tile-level norm), |r| (the checksum: partial sums that grow steadily), and the row's
 // 2-norm without its largest element. None of them can be inflated by one corrupted element of C.
-template <class Stats>  // RowStats, TbRow
-__device__ __forceinline__ void thresholds(const Params& p, const Stats& r, double chk, double chkw, double floor_scale,
+__device__ __forceinline__ void thresholds(const Params& p, const RowStats& r, double chk, double chkw, double floor_scale,
                                            int k_done, int cols, double* tau, double* tau_w) {
   const double fixed = p.threshold > 0 ? p.threshold : FIXED_THRESHOLD;
   const double rms_w = sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0);  // root mean square of the weights
@@ -450,8 +449,7 @@ __device__ __forceinline__ int act_on(const Params& p, int kind, bool no_correct
 }
 
 // Detection of a row from its statistics and checksums (bad: a column holding a non-finite value).
-template <class Stats>
-__device__ __forceinline__ int detect_row(const Params& p, const Stats& r, double chk, double chkw, int bad, double floor_scale,
+__device__ __forceinline__ int detect_row(const Params& p, const RowStats& r, double chk, double chkw, int bad, double floor_scale,
                                           int k_done, int cols, int* col, double* score) {
   if (bad >= 0) {
     *col = bad;
@@ -666,9 +664,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       // not part of it: it runs between runs of INTERVAL tiles, so the hot loop stays free of it.
       auto tile = [&](const int kt, auto next) {
         const int st = REG_STAGED ? (kt & 1) : kt % STAGES;
-        // next: 0 the last tile; 1 a successor, whose first fragments are loaded at the end; 2 a successor
-        // whose fragments are loaded after a verification (not live across it: registers)
-        constexpr bool has_next = decltype(next)::value != 0, frags_next = decltype(next)::value == 1;
+        constexpr bool has_next = decltype(next)::value;
         // the next tile(s): registers (landing during this tile's FMAs) or cp.async PF tiles ahead into
         // the stage of tile kt+PF-STAGES, which every thread left before the last barrier
         if (REG_STAGED) {
@@ -716,7 +712,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
               cp_async_wait<PF - 1>();  // tile kt+1 has landed
             }
             __syncthreads();
-            if (frags_next) load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
+            load_frags(sm, nst, 0, wm0, wn0, tm, tn, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
           }
 #pragma unroll
           for (int i = 0; i < TMT; ++i)
@@ -731,24 +727,18 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
         return verify_tb(p, sm, acc, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
       };
       // runs of INTERVAL tiles, each followed by a verification; the last tile (no successor) is peeled
-      // (FRAGS_AFTER_VERIFY: the first fragments of the tile after a verification are loaded after it)
-      constexpr bool FRAGS_AFTER_VERIFY = false;
 #pragma unroll 1
       for (int kt0 = 0; kt0 < ktiles; kt0 += INTERVAL) {
         const int kend = min(kt0 + INTERVAL, ktiles);
         const int nsucc = kend == ktiles ? kend - 1 : kend;  // tiles [kt0, nsucc) have a successor
-        const int nfrag = FRAGS_AFTER_VERIFY && nsucc == kend ? kend - 1 : nsucc;  // [kt0, nfrag): and its fragments
 #pragma unroll 1
-        for (int kt = kt0; kt < nfrag; ++kt) tile(kt, std::integral_constant<int, 1>{});
-        if (nfrag < nsucc) tile(nfrag, std::integral_constant<int, 2>{});
-        if (nsucc < kend) tile(nsucc, std::integral_constant<int, 0>{});
+        for (int kt = kt0; kt < nsucc; ++kt) tile(kt, std::true_type{});
+        if (nsucc < kend) tile(nsucc, std::false_type{});
         redo = verify(kend);
         if (redo) {
           if (attempt == 0) break;  // recompute the tile
           redo = false;  // detected again while recomputing: a permanent cause, not a transient fault;
         }                // finish the tile (the detection is counted) rather than leave it half done
-        if (FRAGS_AFTER_VERIFY && kend < ktiles)
-          load_frags(sm, REG_STAGED ? (kend & 1) : kend % STAGES, 0, wm0, wn0, tm, tn, fa[0], fb[0]);
       }
       if (!REG_STAGED) cp_async_wait<0>();
     }
