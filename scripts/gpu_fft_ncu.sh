@@ -2,9 +2,12 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR   (ncu_fft_*.txt: one report per size)
+# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb]   (ncu_fft_*.txt: one report per size; tb: the two-sided-tb
+# injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with the warp
+# stall reasons)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb]}
+which=${2:-none}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-fft-ncu
@@ -19,13 +22,24 @@ params: {logn: [14, 20]}
 shapes:
   - {logn: 20, batch: 64}
 Y
+[ "$which" = tb ] && cat > "$out/fft_ncu.yaml" <<'Y'
+name: fft_ncu
+family: fft
+arch: [sm_90]
+precision: fp32
+variants:
+  - {protection: {scheme: none}, params: {logn: [12, 20]}}
+  - {protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: [12, 20]}}
+shapes:
+  - {logn: 20, batch: 64}
+Y
 ft generate "$out/fft_ncu.yaml" -o $gen > /dev/null || exit 2
 ft build $gen/fft_ncu -j 16 --arch sm_90 > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
-sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats"
+sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats"
 metrics="--metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
-  case "$name" in *logn14*) shape=16384x4096 ;; *) shape=1048576x64 ;; esac
+  case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *) shape=1048576x64 ;; esac
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' --launch-count 6 $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/ncu_${name}.txt" 2>&1

@@ -168,10 +168,19 @@ class LaunchPlan:
         return self.G * self.T
 
     @property
+    def seq(self) -> bool:
+        """One-sided and two-sided-tb take a thread's L columns one after the other (registers:
+        one column, the right-side sums); the unprotected and thread levels hold all L at once."""
+        return self.level in ("one-sided", "two-sided-tb")
+
+    @property
     def cpt(self) -> int:
-        """Columns a thread holds in registers at once (and pushes through an exchange): its L
-        columns, and for two-sided-tb the right-side checksum column sum_l x_l."""
-        return self.L + (1 if self.level == "two-sided-tb" else 0)
+        """Columns a thread holds in registers at once (and pushes through an exchange)."""
+        return 1 if self.seq else self.L
+
+    @property
+    def steps(self) -> int:
+        return self.L + (1 if self.level == "two-sided-tb" else 0) if self.seq else 1
 
     @property
     def W(self) -> int:
@@ -212,6 +221,8 @@ class LaunchPlan:
     def tile_cols(self) -> int:
         """Columns of the shared-memory tile: one exchange round of every group, or the columns
         one load/store step stages."""
+        if self.seq:
+            return self.G
         x = self.G * self.xcols
         if self.staged_in or self.staged_out:
             x = max(x, self.bs)
@@ -224,12 +235,17 @@ class LaunchPlan:
         return 0
 
     @property
+    def sums_elems(self) -> int:
+        """two-sided-tb keeps its running right-side sums (sum x, sum u) in shared memory."""
+        return 2 * self.n * self.threads if self.level == "two-sided-tb" else 0
+
+    @property
     def smem_bytes(self) -> int:
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
             nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
             red = (self.threads // 32 + 1) * nv * 8
-        body = -(-(self.tile_elems * self.esize) // 16) * 16
+        body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
         return body + red + 16
 
     @property
@@ -298,7 +314,11 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
 
 
 def auto_tcols(precision: str, level: str, multi: bool = False) -> int:
-    if level in ("two-sided-tb", "two-sided-thread"):
+    if level == "two-sided-tb":
+        # fp32 multi-launch plans: two columns per thread with radix 16 (auto_n), measured faster than
+        # four with radix 8 at every size 2^15-2^22 (results/h100/fft/search_tb_large.jsonl: +2-32%)
+        return 2 if (multi and precision == "fp32") else 4
+    if level == "two-sided-thread":
         return 2
     return 1
 
@@ -312,8 +332,8 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
         # tiny signals: more threads per signal (results/h100/fft/search_*.jsonl, n = 8: radix 2 per
         # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
         return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
-    if level == "two-sided-tb":
-        cap = 8 if precision == "fp32" else 4
+    if level == "two-sided-tb" and not single and not (precision == "fp32" and tcols == 2):
+        cap = 8
     if level == "two-sided-thread":
         cap = 8 if precision == "fp32" else 4
     if R <= cap:
@@ -749,7 +769,12 @@ class FftModel:
         level, u, cdt = self.level, self.u, self.cdt
         C, R = X0.shape
         L = lp.L
-        groups = [list(range(a, min(a + L, C))) for a in range(0, C, L)]
+        if lp.seq:
+            # group g owns tile columns g, g + G, g + 2G, ... (the kernels' sequential steps)
+            G = lp.G
+            groups = [[c for c in range(g, C, G)] for g in range(min(G, C))]
+        else:
+            groups = [list(range(a, min(a + L, C))) for a in range(0, C, L)]
         active: set = set()
 
         def hook(stage: int, Y: np.ndarray) -> None:

@@ -63,6 +63,10 @@ template <class T>
 FT_HD FT_INLINE cplx<T> cscale(cplx<T> a, T s) { return {a.x * s, a.y * s}; }
 template <class T>
 FT_HD FT_INLINE double cnorm2(cplx<T> a) { return double(a.x) * double(a.x) + double(a.y) * double(a.y); }
+// |a|^2 in the working precision: the per-element sums of the checks (a float -> double conversion
+// runs at 1/8 of the fp32 rate on sm_90; the sums are converted once per column)
+template <class T>
+FT_HD FT_INLINE T cnorm2t(cplx<T> a) { return a.x * a.x + a.y * a.y; }
 template <class T>
 FT_HD FT_INLINE bool cfinite(cplx<T> a) { return isfinite(a.x) && isfinite(a.y); }
 
@@ -1027,18 +1031,19 @@ struct FftLaunch {
   static constexpr int TT = C::TT, G = C::G, L = C::L, BS = C::BS, NT = C::NT;
   static constexpr int LEVEL = C::LEVEL;
   static constexpr bool INJECT = C::INJECT;
-  // left-side checksums per column (one-sided, two-sided-tb); two-sided-tb adds the right-side
-  // checksum column sum_l x_l as register slot L, transformed with the thread's L columns
-  static constexpr bool TB = LEVEL == kTwoSidedTb;
-  static constexpr bool LEFT = LEVEL == kOneSided || TB;
-  static constexpr int CPT = L + (TB ? 1 : 0);  // columns in registers
+  // sequential mode (one-sided, two-sided-tb): a thread takes its L columns one after the other
+  // (plus the two-sided checksum column); simultaneous mode: all L in registers at once
+  static constexpr bool SEQ = (LEVEL == kOneSided || LEVEL == kTwoSidedTb);
+  static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
+  static constexpr int STEPS = SEQ ? L + (LEVEL == kTwoSidedTb ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
   static constexpr int PITCH = C::PITCH, SWZ_K = C::SWZ_K, SWZ_W = C::SWZ_W;
   static constexpr bool STAGED_IN = C::STAGED_IN, STAGED_OUT = C::STAGED_OUT;
   static constexpr int OUT_H = C::OUT_H;
-  // shared memory: [exchange/staging tile][reductions]
+  // shared memory: [exchange/staging tile][two-sided-tb running sums sum x, sum u][reductions]
   static constexpr int TILE_ELEMS = C::TILE_ELEMS;
-  static constexpr int RED_OFFSET = (TILE_ELEMS * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
+  static constexpr int SUMS_ELEMS = (C::LEVEL == kTwoSidedTb) ? 2 * C::NN * C::NT : 0;
+  static constexpr int RED_OFFSET = ((TILE_ELEMS + SUMS_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
@@ -1054,7 +1059,7 @@ struct FftLaunch {
 
   struct State {
     cx a[CPT][NN];
-    // one-sided / two-sided-tb: left-side input and output checksums, norms, non-finite counts
+    // one-sided / two-sided-tb (sequential): input checksums per column, the right-side sums
     cx in_part[L];
     double nrm[L];
     cx s[L];
@@ -1062,7 +1067,7 @@ struct FftLaunch {
     // two-sided-thread (per sub-pass right-side checksums of the thread's DFTs)
     cx s1[NN], s2[NN];
     double nn[NN];
-    double nsx, vnx, dvr;  // two-sided-tb: ||sum x||^2, the group's data norm, ||sum u - W sum x||^2
+    double nsx, vnx;  // two-sided-tb: ||sum x||^2, the group's data norm
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
     // reductions and decisions
     double red[NV];
@@ -1140,10 +1145,13 @@ struct FftLaunch {
     return CPS > 1 || C0 + cc < p.total_cols;
   }
 
-  // tile column of the thread's column slot `l`
-  static FT_HD FT_INLINE int tile_col(int g, int l) { return g * L + l; }
+  // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` (only column `only`
+  // when only >= 0) --------------------------------------------------------------------------
+  // two-sided-tb running sums in shared memory: slot (which, i) of thread tid
+  static FT_HD FT_INLINE int sum_idx(int which, int i, int tid) { return TILE_ELEMS + (which * NN + i) * NT + tid; }
 
-  // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` -----------------------
+  // tile column of the thread's column slot `l` (simultaneous) or of step `l` (sequential)
+  static FT_HD FT_INLINE int tile_col(int g, int l) { return SEQ ? l * G + g : g * L + l; }
 
   // slots 0..LL-1 of st.a hold the thread's columns lbase .. lbase+LL-1
   template <int LL>
@@ -1451,10 +1459,10 @@ struct FftLaunch {
     for (int j = 0; j < NN; ++j) st.nn[j] = 0;
     FT_UNROLL
     for (int e = 0; e < NN; ++e) {
-      double acc = 0;
+      T acc = T(0);
       FT_UNROLL
-      for (int l = 0; l < L; ++l) acc += cnorm2(st.a[l][e]);
-      st.nn[e % D] += acc;
+      for (int l = 0; l < L; ++l) acc += cnorm2t(st.a[l][e]);
+      st.nn[e % D] += double(acc);
     }
   }
 
@@ -1495,16 +1503,17 @@ struct FftLaunch {
     constexpr double LR = double((RR == 2 ? 1 : RR == 4 ? 2 : RR == 8 ? 3 : RR == 16 ? 4 : 5) + 1);
     FT_UNROLL
     for (int j = 0; j < D; ++j) {
-      double mx = 0;
+      T mxt = T(0);
       FT_UNROLL
       for (int i = 0; i < RR; ++i) {
         const int e = j + D * i;
         cx sb{T(0), T(0)};
         FT_UNROLL
         for (int l = 0; l < L; ++l) sb = cadd(sb, untw(p, st, C0, tid, l, e, last));
-        const double r = cnorm2(csub(sb, st.s1[e]));
-        mx = (r > mx || r != r) ? r : mx;
+        const T r = cnorm2t(csub(sb, st.s1[e]));
+        mxt = (r > mxt || r != r) ? r : mxt;
       }
+      const double mx = double(mxt);
       const double tau = kmult * U * LR * sqrt(st.nn[j]);
       const double sc = sqrt(mx) / tau;
       if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
@@ -1695,102 +1704,21 @@ struct FftLaunch {
   static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
     cx* sm = reinterpret_cast<cx*>(smem);
     double* red = reinterpret_cast<double*>(smem + RED_OFFSET);
-    body_sim(ctx, sts, sm, red, p, blk);
-  }
-
-  // ---- left-side checksums (one-sided, two-sided-tb) -------------------------------------
-  // input: v^T x_l per column (v = W^T e precomputed), ||x_l||^2; two-sided-tb: the checksum
-  // column sum_l x_l into register slot L and its norm
-  template <class Ctx>
-  static FT_HD FT_INLINE void left_in(Ctx& ctx, State& st, int tid, const LaunchParams<T>& p) {
-    const int t = launder(tid % TT);
-    FT_UNROLL
-    for (int l = 0; l < L; ++l) {
-      st.in_part[l] = cx{T(0), T(0)};
-      st.nrm[l] = 0;
-    }
-    st.nsx = 0;
-    FT_UNROLL
-    for (int i = 0; i < NN; ++i) {
-      const cx v = FT_TLD(p.enc_v, t + TT * i);
-      cx sx{T(0), T(0)};
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        st.in_part[l] = cadd(st.in_part[l], cmul(v, st.a[l][i]));
-        st.nrm[l] += cnorm2(st.a[l][i]);
-        sx = cadd(sx, st.a[l][i]);
-      }
-      if constexpr (TB) {
-        st.a[CPT - 1][i] = sx;
-        st.nsx += cnorm2(sx);
-      }
-    }
-  }
-
-  // output (launch twiddles applied, divided out again here so that the multiplication is
-  // checked too): e^T u_l per column, non-finite counts; two-sided-tb: ||sum_l u_l - W sum x||^2
-  template <class Ctx>
-  static FT_HD FT_INLINE void left_out(Ctx& ctx, State& st, int tid, const LaunchParams<T>& p, long long C0) {
-    const int g = tid / TT, t = launder(tid % TT);
-    FT_UNROLL
-    for (int l = 0; l < L; ++l) {
-      st.s[l] = cx{T(0), T(0)};
-      st.nf[l] = 0;
-    }
-    double dv = 0;
-    if constexpr (MP == 1 || S > 1) {
-      // one set of launch twiddles for the block: element-major
-      cx d[NN];
-      if constexpr (MP > 1) outer_tw(p, C0, t, d);
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) {
-        const cx e = FT_TLD(p.enc_e, t + TT * i);
-        cx su{T(0), T(0)};
-        FT_UNROLL
-        for (int l = 0; l < L; ++l) {
-          cx u = st.a[l][i];
-          if constexpr (MP > 1) u = cmulc(u, d[i]);
-          st.s[l] = cadd(st.s[l], cmul(e, u));
-          st.nf[l] += cfinite(u) ? 0.0 : 1.0;
-          su = cadd(su, u);
-        }
-        if constexpr (TB) dv += cnorm2(csub(su, st.a[CPT - 1][i]));
-      }
+    if constexpr (SEQ) {
+      body_seq(ctx, sts, sm, red, p, blk);
     } else {
-      // launch twiddles per column: column-major, the right-side sum in registers
-      cx su[NN];
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) su[i] = cx{T(0), T(0)};
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        cx d[NN];
-        outer_tw(p, C0 + tile_col(g, l), t, d);
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          const cx u = cmulc(st.a[l][i], d[i]);
-          st.s[l] = cadd(st.s[l], cmul(FT_TLD(p.enc_e, t + TT * i), u));
-          st.nf[l] += cfinite(u) ? 0.0 : 1.0;
-          su[i] = cadd(su[i], u);
-        }
-      }
-      if constexpr (TB) {
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) dv += cnorm2(csub(su[i], st.a[CPT - 1][i]));
-      }
+      body_sim(ctx, sts, sm, red, p, blk);
     }
-    st.dvr = dv;
   }
 
-  // The thread's L columns side by side in registers (two-sided-tb: plus the checksum column).
-  // Unprotected: one attempt; the protected levels recompute the tile from its input once when a
-  // detection could not be corrected in place.
+  // unprotected and two-sided-thread: the thread's L columns side by side in registers
   template <class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = blk * BS;
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
-    constexpr int ATTEMPTS = (CHK || LEFT) ? 2 : 1;
+    constexpr int ATTEMPTS = CHK ? 2 : 1;
     FT_NOUNROLL
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
@@ -1804,10 +1732,9 @@ struct FftLaunch {
           thread_sums<NN>(st);
         }
       }
-      if constexpr (LEFT) left_in(ctx, st, tid, p);
       if (hooks) hook<L>(st, tid, p, blk, C0, 0, 0);
       FT_EACH_END
-      passes<CPT, CHK>(ctx, sts, sm, p, blk, C0, hooks, 0, kmult);
+      passes<L, CHK>(ctx, sts, sm, p, blk, C0, hooks, 0, kmult);
       FT_EACH_BEGIN
       apply_outer(st, tid, p, C0, 0, L);
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
@@ -1816,17 +1743,108 @@ struct FftLaunch {
         dft_slots<RL>(st.s2);
         thread_check<RL>(st, tid, p, C0, true, kmult);
       }
-      if constexpr (LEFT) left_out(ctx, st, tid, p, C0);
       FT_EACH_END
-      // left-side levels store before deciding (only the checksum column stays in registers; a
-      // correction patches the located column in global memory, a recomputation rewrites all)
-      if constexpr (LEFT) store<BS, L>(ctx, sts, sm, p, C0, 0);
-      const int bad = (CHK || LEFT) ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
+      const int bad = CHK ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
       if (!bad || attempt + 1 == ATTEMPTS) {
-        if constexpr (!LEFT) store<BS, L>(ctx, sts, sm, p, C0, 0);
+        store<BS, L>(ctx, sts, sm, p, C0, 0);
         break;
       }
       FT_SYNC();  // recompute the tile from its input; faults do not repeat
+    }
+  }
+
+  // one-sided, two-sided-tb: step l = 0..L-1 takes the thread's column l (tile column l*G + g),
+  // two-sided-tb adds step L, the right-side checksum column sum_l x_l
+  template <class Ctx>
+  static FT_HD FT_INLINE void body_seq(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
+    const long long C0 = blk * BS;
+    const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
+    init_faults(ctx, sts, p, blk);
+    FT_NOUNROLL
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const bool hooks = INJECT && attempt == 0;
+      FT_EACH_BEGIN
+      st.bad = st.det = st.corr = st.unres = 0;
+      st.nsx = 0;
+      if constexpr (LEVEL == kTwoSidedTb) {
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) {
+          FT_SST(sum_idx(0, i, tid), (cx{T(0), T(0)}));
+          FT_SST(sum_idx(1, i, tid), (cx{T(0), T(0)}));
+        }
+      }
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) st.nf[l] = 0;
+      FT_EACH_END
+      FT_NOUNROLL
+      for (int step = 0; step < STEPS; ++step) {
+        const bool cks = step == L;  // the checksum column (two-sided-tb)
+        if (!cks) {
+          load<G, 1>(ctx, sts, sm, p, C0, step * G);
+        }
+        FT_EACH_BEGIN
+        const int t = launder(tid % TT);
+        if (!cks) {
+          // left-side input checksum v^T x (v = W^T e precomputed), right-side sum, norms
+          cx acc{T(0), T(0)};
+          T nr = T(0);
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) {
+            acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
+            nr += cnorm2t(st.a[0][i]);
+            if constexpr (LEVEL == kTwoSidedTb) FT_SST(sum_idx(0, i, tid), cadd(FT_SLD(sum_idx(0, i, tid)), st.a[0][i]));
+          }
+          FT_UNROLL
+          for (int l = 0; l < L; ++l) {
+            st.in_part[l] = (l == step) ? acc : st.in_part[l];
+            st.nrm[l] = (l == step) ? nr : st.nrm[l];
+          }
+          if (hooks) hook<1>(st, tid, p, blk, C0, 0, step);
+        } else {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) {
+            st.a[0][i] = FT_SLD(sum_idx(0, i, tid));
+            st.nsx += double(cnorm2t(st.a[0][i]));
+          }
+        }
+        FT_EACH_END
+        passes<1, false>(ctx, sts, sm, p, blk, C0, hooks && !cks, step, kmult);
+        FT_EACH_BEGIN
+        const int g = tid / TT, t = launder(tid % TT);
+        if (!cks) {
+          // launch twiddles once per step: applied, then divided out again for the checks
+          cx d[NN];
+          if constexpr (MP > 1) {
+            outer_tw(p, C0 + tile_col(g, step), t, d);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
+          }
+          if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
+          // left-side output checksum e^T u (u: outputs without the launch twiddle), right-side sum
+          cx acc{T(0), T(0)};
+          int nf = 0;
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) {
+            cx u = st.a[0][i];
+            if constexpr (MP > 1) u = cmulc(u, d[i]);
+            acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
+            nf += cfinite(u) ? 0 : 1;
+            if constexpr (LEVEL == kTwoSidedTb) FT_SST(sum_idx(1, i, tid), cadd(FT_SLD(sum_idx(1, i, tid)), u));
+          }
+          FT_UNROLL
+          for (int l = 0; l < L; ++l) {
+            st.s[l] = (l == step) ? acc : st.s[l];
+            st.nf[l] = (l == step) ? nf : st.nf[l];
+          }
+        } else {
+          // the transformed checksum column W sum x stays in st.a[0]
+        }
+        FT_EACH_END
+        if (!cks) store<G, 1>(ctx, sts, sm, p, C0, step * G);
+      }
+      const int bad = finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
+      if (!bad) break;
+      FT_SYNC();  // recompute the tile from its input (outputs are rewritten); faults do not repeat
     }
   }
 
@@ -1868,7 +1886,7 @@ struct FftLaunch {
     } else if constexpr (LEVEL == kTwoSidedTb) {
       FT_EACH_BEGIN
       cx r1{T(0), T(0)}, r2{T(0), T(0)};
-      double nx = st.nsx;
+      double nx = st.nsx, dv = 0;
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
         const cx sl = csub(st.s[l], st.in_part[l]);
@@ -1877,11 +1895,18 @@ struct FftLaunch {
         nx += st.nrm[l];
         st.red[7 + l] = st.nf[l];
       }
+      FT_UNROLL
+      {
+        T dvt = T(0);
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) dvt += cnorm2t(csub(FT_SLD(sum_idx(1, i, tid)), st.a[0][i]));
+        dv = double(dvt);
+      }
       st.red[0] = double(r1.x);
       st.red[1] = double(r1.y);
       st.red[2] = double(r2.x);
       st.red[3] = double(r2.y);
-      st.red[4] = st.dvr;
+      st.red[4] = dv;
       st.red[5] = nx;
       st.red[6] = 0;
       FT_EACH_END
@@ -1918,31 +1943,32 @@ struct FftLaunch {
       FT_VOTE_OR(anyb, st.jloc != -2);
       if (anyb) {
         // delayed correction of the located column j (already stored): the replacement
-        // u_j = W sum x - sum_{l != j} u_l (the checksum slot becomes it; the other columns re-read,
-        // no cancellation against a huge faulty value), verified with column j's own left checksum
-        FT_SYNC();  // the block's stores are visible to the block
+        // d_j (W sum x - sum_{l != j} u_l), with the other columns re-read (no cancellation
+        // against a huge faulty value), verified with column j's own left checksum
+        FT_SYNC();  // the stores of all steps are visible to the block
         FT_EACH_BEGIN
         const int g = tid / TT, t = tid % TT;
         st.red[0] = st.red[1] = 0;
         if (st.jloc >= 0) {
-          const int j = launder(st.jloc);
+          cx accs{T(0), T(0)};
           FT_UNROLL
-          for (int l = 0; l < L; ++l) {
-            if (l == j || !col_valid(p, C0, tile_col(g, l))) continue;
-            cx d[NN];
-            if constexpr (MP > 1) outer_tw(p, S > 1 ? C0 : C0 + tile_col(g, l), t, d);
+          for (int i = 0; i < NN; ++i) {
+            const int k = t + TT * i;
+            cx others{T(0), T(0)};
             FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              cx u = p.out[out_index(C0, tile_col(g, l), t + TT * i)];
-              if constexpr (MP > 1) u = cmulc(u, d[i]);
-              st.a[CPT - 1][i] = csub(st.a[CPT - 1][i], u);
+            for (int l = 0; l < L; ++l) {
+              if (l == st.jloc || !col_valid(p, C0, tile_col(g, l))) continue;
+              cx u = p.out[out_index(C0, tile_col(g, l), k)];
+              if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
+              others = cadd(others, u);
             }
+            const cx fixed = csub(st.a[0][i], others);
+            FT_SST(sum_idx(1, i, tid), fixed);  // the sum is spent: keep the replacement
+            accs = cadd(accs, cmul(FT_TLD(p.enc_e, t + TT * i), fixed));
           }
-          cx accs{T(0), T(0)}, inj{T(0), T(0)};
+          cx inj{T(0), T(0)};
           FT_UNROLL
-          for (int i = 0; i < NN; ++i) accs = cadd(accs, cmul(FT_TLD(p.enc_e, t + TT * i), st.a[CPT - 1][i]));
-          FT_UNROLL
-          for (int l = 0; l < L; ++l) inj = cadd(inj, cscale(st.in_part[l], launder((l == j) ? T(1) : T(0))));
+          for (int l = 0; l < L; ++l) inj = cadd(inj, cscale(st.in_part[l], launder((l == st.jloc) ? T(1) : T(0))));
           const cx sj = csub(accs, inj);
           st.red[0] = double(sj.x);
           st.red[1] = double(sj.y);
@@ -1959,12 +1985,10 @@ struct FftLaunch {
           }
           if (ok && !(p.flags & kNoCorrect)) {
             const int cc = tile_col(g, st.jloc);
-            cx d[NN];
-            if constexpr (MP > 1) outer_tw(p, S > 1 ? C0 : C0 + cc, t, d);
             FT_UNROLL
             for (int i = 0; i < NN; ++i) {
-              cx v = st.a[CPT - 1][i];
-              if constexpr (MP > 1) v = cmul(v, d[i]);
+              cx v = FT_SLD(sum_idx(1, i, tid));
+              if constexpr (MP > 1) v = cmul(v, outer_tw_elem(p, C0 + cc, t, i));
               p.out[out_index(C0, cc, t + TT * i)] = v;
             }
             if (t == 0) {
