@@ -1034,6 +1034,7 @@ struct FftLaunch {
   // sequential mode (one-sided, two-sided-tb): a thread takes its L columns one after the other
   // (plus the two-sided checksum column); simultaneous mode: all L in registers at once
   static constexpr bool SEQ = (LEVEL == kOneSided || LEVEL == kTwoSidedTb);
+  static constexpr bool TB = LEVEL == kTwoSidedTb;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
   static constexpr int STEPS = SEQ ? L + (LEVEL == kTwoSidedTb ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
@@ -1067,7 +1068,7 @@ struct FftLaunch {
     // two-sided-thread (per sub-pass right-side checksums of the thread's DFTs)
     cx s1[NN], s2[NN];
     double nn[NN];
-    double nsx, vnx;  // two-sided-tb: ||sum x||^2, the group's data norm
+    double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2 + ||sum x||^2, its group total
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
     // reductions and decisions
     double red[NV];
@@ -1314,6 +1315,12 @@ struct FftLaunch {
       }
       FT_EACH_END
     }
+  }
+
+  // input address of (block-tile column cc, position k): in[b N + c + CPS k]
+  static FT_HD FT_INLINE long long in_index(long long C0, int cc, int k) {
+    const long long col = C0 + cc;
+    return (col / CPS) * N + (col % CPS) + CPS * k;
   }
 
   // output address of (block-tile column cc, position k)
@@ -1766,13 +1773,6 @@ struct FftLaunch {
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
       st.nsx = 0;
-      if constexpr (LEVEL == kTwoSidedTb) {
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          FT_SST(sum_idx(0, i, tid), (cx{T(0), T(0)}));
-          FT_SST(sum_idx(1, i, tid), (cx{T(0), T(0)}));
-        }
-      }
       FT_UNROLL
       for (int l = 0; l < L; ++l) st.nf[l] = 0;
       FT_EACH_END
@@ -1785,19 +1785,29 @@ struct FftLaunch {
         FT_EACH_BEGIN
         const int t = launder(tid % TT);
         if (!cks) {
-          // left-side input checksum v^T x (v = W^T e precomputed), right-side sum, norms
-          cx acc{T(0), T(0)};
-          T nr = T(0);
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) {
-            acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
-            nr += cnorm2t(st.a[0][i]);
-            if constexpr (LEVEL == kTwoSidedTb) FT_SST(sum_idx(0, i, tid), cadd(FT_SLD(sum_idx(0, i, tid)), st.a[0][i]));
-          }
-          FT_UNROLL
-          for (int l = 0; l < L; ++l) {
-            st.in_part[l] = (l == step) ? acc : st.in_part[l];
-            st.nrm[l] = (l == step) ? nr : st.nrm[l];
+          if constexpr (TB) {
+            // the right-side running sum sum x (the first step writes it) and the norm
+            T nr = T(0);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              nr += cnorm2t(st.a[0][i]);
+              FT_SST(sum_idx(0, i, tid), step ? cadd(FT_SLD(sum_idx(0, i, tid)), st.a[0][i]) : st.a[0][i]);
+            }
+            st.nsx += double(nr);  // the threshold needs only the sum of the norms
+          } else {
+            // left-side input checksum v^T x (v = W^T e precomputed), norm
+            cx acc{T(0), T(0)};
+            T nr = T(0);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
+              nr += cnorm2t(st.a[0][i]);
+            }
+            FT_UNROLL
+            for (int l = 0; l < L; ++l) {
+              st.in_part[l] = (l == step) ? acc : st.in_part[l];
+              st.nrm[l] = (l == step) ? double(nr) : st.nrm[l];
+            }
           }
           if (hooks) hook<1>(st, tid, p, blk, C0, 0, step);
         } else {
@@ -1820,21 +1830,31 @@ struct FftLaunch {
             for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
           }
           if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
-          // left-side output checksum e^T u (u: outputs without the launch twiddle), right-side sum
-          cx acc{T(0), T(0)};
-          int nf = 0;
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) {
-            cx u = st.a[0][i];
-            if constexpr (MP > 1) u = cmulc(u, d[i]);
-            acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
-            nf += cfinite(u) ? 0 : 1;
-            if constexpr (LEVEL == kTwoSidedTb) FT_SST(sum_idx(1, i, tid), cadd(FT_SLD(sum_idx(1, i, tid)), u));
-          }
-          FT_UNROLL
-          for (int l = 0; l < L; ++l) {
-            st.s[l] = (l == step) ? acc : st.s[l];
-            st.nf[l] = (l == step) ? nf : st.nf[l];
+          if constexpr (TB) {
+            // the right-side running sum of the outputs; without the launch twiddle unless the
+            // block's columns share it (S > 1: the checksum column gets it at the check instead)
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              cx u = st.a[0][i];
+              if constexpr (MP > 1 && S == 1) u = cmulc(u, d[i]);
+              FT_SST(sum_idx(1, i, tid), step ? cadd(FT_SLD(sum_idx(1, i, tid)), u) : u);
+            }
+          } else {
+            // left-side output checksum e^T u (u: outputs without the launch twiddle)
+            cx acc{T(0), T(0)};
+            int nf = 0;
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              cx u = st.a[0][i];
+              if constexpr (MP > 1) u = cmulc(u, d[i]);
+              acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
+              nf += cfinite(u) ? 0 : 1;
+            }
+            FT_UNROLL
+            for (int l = 0; l < L; ++l) {
+              st.s[l] = (l == step) ? acc : st.s[l];
+              st.nf[l] = (l == step) ? nf : st.nf[l];
+            }
           }
         } else {
           // the transformed checksum column W sum x stays in st.a[0]
@@ -1884,68 +1904,100 @@ struct FftLaunch {
       }
       FT_EACH_END
     } else if constexpr (LEVEL == kTwoSidedTb) {
+      // detect: ||sum_l u_l - W sum_l x_l|| (the right-side checksum vector, reduced over the group)
       FT_EACH_BEGIN
-      cx r1{T(0), T(0)}, r2{T(0), T(0)};
-      double nx = st.nsx, dv = 0;
+      const int t = tid % TT;
+      cx d[NN];
+      if constexpr (MP > 1 && S > 1) outer_tw(p, C0, t, d);
+      T dvt = T(0);
       FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        const cx sl = csub(st.s[l], st.in_part[l]);
-        r1 = cadd(r1, sl);
-        r2 = cadd(r2, cscale(sl, T(l + 1)));
-        nx += st.nrm[l];
-        st.red[7 + l] = st.nf[l];
+      for (int i = 0; i < NN; ++i) {
+        cx c = st.a[0][i];
+        if constexpr (MP > 1 && S > 1) c = cmul(c, d[i]);
+        dvt += cnorm2t(csub(FT_SLD(sum_idx(1, i, tid)), c));
       }
-      FT_UNROLL
-      {
-        T dvt = T(0);
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) dvt += cnorm2t(csub(FT_SLD(sum_idx(1, i, tid)), st.a[0][i]));
-        dv = double(dvt);
-      }
-      st.red[0] = double(r1.x);
-      st.red[1] = double(r1.y);
-      st.red[2] = double(r2.x);
-      st.red[3] = double(r2.y);
-      st.red[4] = dv;
-      st.red[5] = nx;
-      st.red[6] = 0;
+      st.red[0] = double(dvt);
+      st.red[1] = st.nsx;
       FT_EACH_END
-      group_allsum<7 + L>(ctx, sts, red);
+      group_allsum<2>(ctx, sts, red);
       FT_EACH_BEGIN
-      const double r1x = st.red[0], r1y = st.red[1], r2x = st.red[2], r2y = st.red[3];
-      const double dv = st.red[4], nx = st.red[5];
+      const double dv = st.red[0], nx = st.red[1];
       const double tau = kmult * scale * sqrt(nx);
       const double sc = sqrt(dv) / tau;
       if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
       st.vnx = nx;
-      st.jloc = -2;  // no detection
-      if (!(dv <= tau * tau)) {
-        st.jloc = -1;  // detected, not located (yet)
-        int nf = 0, nfl = -1;
+      st.jloc = (dv <= tau * tau) ? -2 : -1;  // -2: no detection; -1: detected, not located (yet)
+      FT_EACH_END
+      FT_VOTE_OR(anyd, st.jloc != -2);
+      if (anyd) {
+        // locate (rare path): the left-side checksums of the group's columns, e^T u_l (outputs
+        // re-read) against (W^T e)^T x_l (inputs re-read), by the non-finite mask or the quotient
+        // of their sums with weights 1 and l+1
+        FT_SYNC();  // the stores of all steps are visible to the block
+        FT_EACH_BEGIN
+        const int g = tid / TT, t = tid % TT;
         FT_UNROLL
-        for (int l = 0; l < L; ++l)
-          if (!(st.red[7 + l] == 0)) {
-            ++nf;
-            nfl = l;
+        for (int v = 0; v < 4 + L; ++v) st.red[v] = 0;
+        if (st.jloc == -1) {
+          cx r1{T(0), T(0)}, r2{T(0), T(0)};
+          FT_UNROLL
+          for (int l = 0; l < L; ++l) {
+            const int cc = tile_col(g, l);
+            cx so{T(0), T(0)}, si{T(0), T(0)};
+            int nf = 0;
+            if (col_valid(p, C0, cc)) {
+              cx d[NN];
+              if constexpr (MP > 1) outer_tw(p, S > 1 ? C0 : C0 + cc, t, d);
+              FT_UNROLL
+              for (int i = 0; i < NN; ++i) {
+                const int k = t + TT * i;
+                cx u = p.out[out_index(C0, cc, k)];
+                if constexpr (MP > 1) u = cmulc(u, d[i]);
+                so = cadd(so, cmul(FT_TLD(p.enc_e, k), u));
+                nf += cfinite(u) ? 0 : 1;
+                si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
+              }
+            }
+            st.in_part[l] = si;
+            const cx sl = csub(so, si);
+            r1 = cadd(r1, sl);
+            r2 = cadd(r2, cscale(sl, T(l + 1)));
+            st.red[4 + l] = double(nf);
           }
-        if (nf == 1) {
-          st.jloc = nfl;
-        } else if (nf == 0) {
-          const double den = r1x * r1x + r1y * r1y;
-          const double qr = (r2x * r1x + r2y * r1y) / den, qi = (r2y * r1x - r2x * r1y) / den;
-          if (qr == qr && qi == qi && qr > 0.5 && qr < L + 0.5) {
-            const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
-            if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) st.jloc = jj;
+          st.red[0] = double(r1.x);
+          st.red[1] = double(r1.y);
+          st.red[2] = double(r2.x);
+          st.red[3] = double(r2.y);
+        }
+        FT_EACH_END
+        group_allsum<4 + L>(ctx, sts, red);
+        FT_EACH_BEGIN
+        if (st.jloc == -1) {
+          const double r1x = st.red[0], r1y = st.red[1], r2x = st.red[2], r2y = st.red[3];
+          int nf = 0, nfl = -1;
+          FT_UNROLL
+          for (int l = 0; l < L; ++l)
+            if (!(st.red[4 + l] == 0)) {
+              ++nf;
+              nfl = l;
+            }
+          if (nf == 1) {
+            st.jloc = nfl;
+          } else if (nf == 0) {
+            const double den = r1x * r1x + r1y * r1y;
+            const double qr = (r2x * r1x + r2y * r1y) / den, qi = (r2y * r1x - r2x * r1y) / den;
+            if (qr == qr && qi == qi && qr > 0.5 && qr < L + 0.5) {
+              const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
+              if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) st.jloc = jj;
+            }
           }
         }
+        FT_EACH_END
       }
-      FT_EACH_END
-      FT_VOTE_OR(anyb, st.jloc != -2);
-      if (anyb) {
+      if (anyd) {
         // delayed correction of the located column j (already stored): the replacement
         // d_j (W sum x - sum_{l != j} u_l), with the other columns re-read (no cancellation
         // against a huge faulty value), verified with column j's own left checksum
-        FT_SYNC();  // the stores of all steps are visible to the block
         FT_EACH_BEGIN
         const int g = tid / TT, t = tid % TT;
         st.red[0] = st.red[1] = 0;
