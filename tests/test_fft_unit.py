@@ -36,7 +36,7 @@ def test_names_encode_the_resolved_plan():
     vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 20, direction: inverse}\n")
     (v,) = vs
     assert v.name.startswith("fft_z2z_f64_abft-2sided-tb_inv_logn20_N1024x1024_n8x8_bs")
-    assert v.name.endswith("_t4_inj")
+    assert v.name.endswith("_t2_inj")  # fp64 two-launch two-sided-tb plans: two columns per thread
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: one-sided, threshold: 20}\nparams: {logn: 0}\n")
     assert [v.name for v in vs] == ["fft_c2c_f32_abft-1sided-th20_fwd_auto"]
 

@@ -313,11 +313,15 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     return 3
 
 
-def auto_tcols(precision: str, level: str, multi: bool = False) -> int:
+def auto_tcols(precision: str, level: str, launches: int = 1) -> int:
     if level == "two-sided-tb":
         # fp32 multi-launch plans: two columns per thread with radix 16 (auto_n), measured faster than
-        # four with radix 8 at every size 2^15-2^22 (results/h100/fft/search_tb_large.jsonl: +2-32%)
-        return 2 if (multi and precision == "fp32") else 4
+        # four with radix 8 at every size 2^15-2^22 (results/h100/fft/search_tb_large.jsonl: +2-32%);
+        # fp64 two-launch plans: two (search_tbcols.jsonl, 2^20: 0.499 of cuFFT against 0.372 with
+        # four; 2^16: 0.660 / 0.659), four in one and three launches (2^23: 0.644 against 0.601)
+        if precision == "fp32":
+            return 2 if launches > 1 else 4
+        return 2 if launches == 2 else 4
     if level == "two-sided-thread":
         return 2
     return 1
@@ -413,7 +417,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             raise ValueError(f"{launches} launches need n >= {2 ** launches}")
         given = [1 << x for x in _split_log(logn, launches)]
     sizes = given
-    L = p.get("tcols", 0) or auto_tcols(precision, level, multi=len(sizes) > 1)
+    L = p.get("tcols", 0) or auto_tcols(precision, level, launches=len(sizes))
     out = dict(p)
     out["launches"] = len(sizes)
     for i in range(3):
