@@ -305,7 +305,9 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     # 0.638 (fp64) of cuFFT, 2^21: 0.637 vs 0.618 and 0.710 vs 0.648; two launches win up to 2^19, tie at 2^20.
     # fp32 since the 768-thread target and the 16-byte store fix: two launches at 2^21 with 256-thread
     # blocks (search_two.jsonl: 0.813 vs 0.725 for three launches; 2^22: 0.780 vs 0.794, three stay)
-    two = (21 if precision == "fp32" else 20) if level == "none" else 22
+    # two-sided-tb as well (search_tbweak.jsonl: 2^22 three launches 0.513 / 0.526 of cuFFT against two 0.353 /
+    # 0.330, fp32 / fp64; fp64 2^21 0.489 against 0.476); the other protected levels keep two launches to 2^22
+    two = (21 if precision == "fp32" else 20) if level in ("none", "two-sided-tb") else 22
     if logn <= one:
         return 1
     if logn <= two:
@@ -315,6 +317,9 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
 
 def auto_tcols(precision: str, level: str, launches: int = 1) -> int:
     if level == "two-sided-tb":
+        # (eight columns measured faster at 2^4 / 2^5, search_tbweak.jsonl: 0.702 / 0.836 of cuFFT against
+        # 0.661 / 0.810, but their residual threshold would sit above two thirds of the tolerance at 2^4:
+        # test_two_sided_tb_threshold_is_below_significance)
         # fp32 multi-launch plans: two columns per thread with radix 16 (auto_n), measured faster than
         # four with radix 8 at every size 2^15-2^22 (results/h100/fft/search_tb_large.jsonl: +2-32%);
         # fp64 two-launch plans: two (search_tbcols.jsonl, 2^20: 0.499 of cuFFT against 0.372 with
@@ -336,6 +341,10 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
         # tiny signals: more threads per signal (results/h100/fft/search_*.jsonl, n = 8: radix 2 per
         # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
         return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
+    if level == "two-sided-tb" and single and R == (16 if precision == "fp32" else 8):
+        # four threads per signal (search_tbweak.jsonl: fp32 2^4 0.661 of cuFFT against 0.540 with one
+        # thread per signal; fp64 2^3 0.869 against 0.542)
+        return R // 4 if precision == "fp32" else R // 2
     if level == "two-sided-tb" and not single and not (precision == "fp32" and tcols == 2):
         cap = 8
     if level == "two-sided-thread":

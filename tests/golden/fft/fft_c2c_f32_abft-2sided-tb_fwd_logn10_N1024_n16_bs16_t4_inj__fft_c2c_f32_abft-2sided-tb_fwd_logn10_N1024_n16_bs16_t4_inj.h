@@ -6,7 +6,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-// Bytes of device workspace one call at (n, batch) needs (0 for one-launch sizes).
+// Bytes of device workspace one call at (n, batch) needs (0 for one-launch sizes, except the one-sided
+// and two-sided-tb levels: one batch, used by in-place calls).
 size_t fft_c2c_f32_abft_2sided_tb_fwd_logn10_N1024_n16_bs16_t4_inj_workspace(long long n, long long batch);
 // Geometry at (n, batch); returns info->supported.
 int fft_c2c_f32_abft_2sided_tb_fwd_logn10_N1024_n16_bs16_t4_inj_info(long long n, long long batch, ftgen_fft_info* info);

@@ -116,7 +116,10 @@ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; 
 extern "C" size_t fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n8_bs8_t4_inj_workspace(long long n, long long batch) {
   const ftgen_fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n8_bs8_t4_inj::SizeInfo* s = ftgen_fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n8_bs8_t4_inj::find_size(n);
   if (!s || batch < 1) return 0;
-  return static_cast<size_t>(s->launches - 1) * static_cast<size_t>(n) * static_cast<size_t>(batch) * sizeof(ftfft::cplx<double>);
+  // multi-launch plans: the intermediate results; one-launch plans: the output of an in-place call
+  // (this level re-reads its input after storing)
+  const long long bufs = s->launches > 1 ? s->launches - 1 : 1;
+  return static_cast<size_t>(bufs) * static_cast<size_t>(n) * static_cast<size_t>(batch) * sizeof(ftfft::cplx<double>);
 }
 
 extern "C" int fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n8_bs8_t4_inj_info(long long n, long long batch, ftgen_fft_info* info) {
@@ -144,7 +147,8 @@ extern "C" cudaError_t fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n8_bs8_t4_inj
   if (!p || p->batch < 1 || !p->in || !p->out || !aligned16(p->in) || !aligned16(p->out)) return cudaErrorInvalidValue;
   const SizeInfo* s = find_size(p->n);
   if (!s) return cudaErrorInvalidValue;
-  if (s->launches > 1 && (!p->workspace || !aligned16(p->workspace))) return cudaErrorInvalidValue;
+  const bool needs_ws = s->launches > 1 || p->in == p->out;
+  if (needs_ws && (!p->workspace || !aligned16(p->workspace))) return cudaErrorInvalidValue;
   if (p->n > (1ll << 40) / p->batch) return cudaErrorInvalidValue;
   ftfft::TablePtrs* tb = nullptr;
   cudaError_t err = tables_for(*s, &tb);

@@ -191,6 +191,15 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
     row.num("max_rel_err", c1.max_rel).num("rel_l2_err", c1.rel_l2).num("max_elem_err", c1.max_elem);
     row.num("tolerance", tol).num("elem_tolerance", etol);
     if (!ok) row.integer("nonfinite", c1.nonfinite).integer("worst_signal", c1.worst);
+    // in place (out == in): the same transform, the same faults, over a copy of the input
+    FT_CUDA(cudaMemcpy(out.ptr, in.ptr, static_cast<size_t>(s.total) * sizeof(cx), cudaMemcpyDeviceToDevice));
+    run_ours(problem(s, out.ptr, out.ptr, ws.ptr, &ft, &faults, args.threshold, 0));
+    FT_CUDA(cudaDeviceSynchronize());
+    const ftfft_bench::CmpResult c3 = ftfft_bench::compare(out.ptr, ref.ptr, n, batch, cmp.ptr);
+    const bool ok3 = c3.finite() && c3.max_rel <= tol && (args.inject > 0 || c3.max_elem <= etol);
+    row.boolean("in_place_ok", ok3);
+    if (!ok3) row.num("max_rel_err_in_place", c3.max_rel);
+    ok = ok && ok3;
   }
   if (kProtected) row.members(counters_json(cnt, fa));
   if (kInject && args.inject > 0) {
