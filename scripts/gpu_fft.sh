@@ -26,7 +26,7 @@ log() { echo "[gpu_fft $((SECONDS - t0))s] $*" >&2; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 nvcc --version | tail -1 | tee -a "$out/gpu.txt"
-git rev-parse --short HEAD 2>/dev/null | tee -a "$out/gpu.txt"
+echo "${FTGEN_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$out/gpu.txt"  # the device checkout's .git may lag: the run names its commit
 
 # ---- the project ----------------------------------------------------------------------------
 cat > "$out/fft_gpu.yaml" <<'EOF'
