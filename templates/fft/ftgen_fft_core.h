@@ -1939,30 +1939,30 @@ struct FftLaunch {
         FT_UNROLL
         for (int v = 0; v < 4 + L; ++v) st.red[v] = 0;
         if (st.jloc == -1) {
+          // loops kept rolled and twiddles per element: this path must not raise the register
+          // pressure of the kernel (it made ptxas spill values that live across the column steps)
           cx r1{T(0), T(0)}, r2{T(0), T(0)};
-          FT_UNROLL
+          FT_NOUNROLL
           for (int l = 0; l < L; ++l) {
             const int cc = tile_col(g, l);
             cx so{T(0), T(0)}, si{T(0), T(0)};
             int nf = 0;
             if (col_valid(p, C0, cc)) {
-              cx d[NN];
-              if constexpr (MP > 1) outer_tw(p, S > 1 ? C0 : C0 + cc, t, d);
-              FT_UNROLL
+              FT_NOUNROLL
               for (int i = 0; i < NN; ++i) {
                 const int k = t + TT * i;
                 cx u = p.out[out_index(C0, cc, k)];
-                if constexpr (MP > 1) u = cmulc(u, d[i]);
+                if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + cc, t, i));
                 so = cadd(so, cmul(FT_TLD(p.enc_e, k), u));
                 nf += cfinite(u) ? 0 : 1;
                 si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
               }
             }
-            st.in_part[l] = si;
             const cx sl = csub(so, si);
             r1 = cadd(r1, sl);
             r2 = cadd(r2, cscale(sl, T(l + 1)));
-            st.red[4 + l] = double(nf);
+            FT_UNROLL
+            for (int ll = 0; ll < L; ++ll) st.red[4 + ll] += (ll == l) ? double(nf) : 0.0;
           }
           st.red[0] = double(r1.x);
           st.red[1] = double(r1.y);
@@ -2002,25 +2002,30 @@ struct FftLaunch {
         const int g = tid / TT, t = tid % TT;
         st.red[0] = st.red[1] = 0;
         if (st.jloc >= 0) {
-          cx accs{T(0), T(0)};
+          const int j = launder(st.jloc);
+          const int cj = tile_col(g, j);
+          cx accs{T(0), T(0)}, inj{T(0), T(0)};
           FT_UNROLL
           for (int i = 0; i < NN; ++i) {
             const int k = t + TT * i;
             cx others{T(0), T(0)};
-            FT_UNROLL
+            FT_NOUNROLL
             for (int l = 0; l < L; ++l) {
-              if (l == st.jloc || !col_valid(p, C0, tile_col(g, l))) continue;
+              if (l == j || !col_valid(p, C0, tile_col(g, l))) continue;
               cx u = p.out[out_index(C0, tile_col(g, l), k)];
               if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
               others = cadd(others, u);
             }
             const cx fixed = csub(st.a[0][i], others);
             FT_SST(sum_idx(1, i, tid), fixed);  // the sum is spent: keep the replacement
-            accs = cadd(accs, cmul(FT_TLD(p.enc_e, t + TT * i), fixed));
+            accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
           }
-          cx inj{T(0), T(0)};
-          FT_UNROLL
-          for (int l = 0; l < L; ++l) inj = cadd(inj, cscale(st.in_part[l], launder((l == st.jloc) ? T(1) : T(0))));
+          // column j's left input checksum (inputs re-read)
+          FT_NOUNROLL
+          for (int i = 0; i < NN; ++i) {
+            const int k = t + TT * i;
+            inj = cadd(inj, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cj, k)]));
+          }
           const cx sj = csub(accs, inj);
           st.red[0] = double(sj.x);
           st.red[1] = double(sj.y);
