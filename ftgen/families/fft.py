@@ -315,18 +315,17 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     return 3
 
 
-def auto_tcols(precision: str, level: str, launches: int = 1) -> int:
+def auto_tcols(precision: str, level: str, launches: int = 1, rmax: int = 0) -> int:
     if level == "two-sided-tb":
-        # (eight columns measured faster at 2^4 / 2^5, search_tbweak.jsonl: 0.702 / 0.836 of cuFFT against
-        # 0.661 / 0.810, but their residual threshold would sit above two thirds of the tolerance at 2^4:
-        # test_two_sided_tb_threshold_is_below_significance)
-        # fp32 multi-launch plans: two columns per thread with radix 16 (auto_n), measured faster than
-        # four with radix 8 at every size 2^15-2^22 (results/h100/fft/search_tb_large.jsonl: +2-32%);
-        # fp64 two-launch plans: two (search_tbcols.jsonl, 2^20: 0.499 of cuFFT against 0.372 with
-        # four; 2^16: 0.660 / 0.659), four in one and three launches (2^23: 0.644 against 0.601)
-        if precision == "fp32":
-            return 2 if launches > 1 else 4
-        return 2 if launches == 2 else 4
+        # one launch: four columns per thread. Multi-launch plans (search_tbcols.jsonl at b0c87fa, radix 16
+        # fp32 / 8 fp64): four while every launch is at most 256 points (2^16: 0.863 of cuFFT against
+        # 0.814 with two, fp64 0.780 / 0.731; 2^23 256x256x128: 0.615 / 0.576, fp64 0.751 / 0.689), two
+        # for larger launches (2^20 1024x1024: 0.586 against 0.457, fp64 0.556 / 0.452). Eight measured
+        # faster at 2^6 (0.878 / 0.853) but would put the residual threshold above two thirds of the
+        # tolerance (test_two_sided_tb_threshold_is_below_significance)
+        if launches == 1:
+            return 4
+        return 4 if rmax <= 256 else 2
     if level == "two-sided-thread":
         return 2
     return 1
@@ -334,8 +333,7 @@ def auto_tcols(precision: str, level: str, launches: int = 1) -> int:
 
 def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = True, tcols: int = 0) -> int:
     """Elements per thread: radix 16 for fp32, 8 where registers are scarcer (fp64; the thread
-    level holds two checksum vectors; two-sided-tb in the strided launches of multi-launch plans
-    unless a thread holds only two columns), never more than the launch size."""
+    level holds two checksum vectors), never more than the launch size."""
     cap = 16 if precision == "fp32" else 8
     if level == "none" and single and R <= 16:
         # tiny signals: more threads per signal (results/h100/fft/search_*.jsonl, n = 8: radix 2 per
@@ -345,8 +343,6 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
         # four threads per signal (search_tbweak.jsonl: fp32 2^4 0.661 of cuFFT against 0.540 with one
         # thread per signal; fp64 2^3 0.869 against 0.542)
         return R // 4 if precision == "fp32" else R // 2
-    if level == "two-sided-tb" and not single and not (precision == "fp32" and tcols == 2):
-        cap = 8
     if level == "two-sided-thread":
         cap = 8 if precision == "fp32" else 4
     if R <= cap:
@@ -426,7 +422,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             raise ValueError(f"{launches} launches need n >= {2 ** launches}")
         given = [1 << x for x in _split_log(logn, launches)]
     sizes = given
-    L = p.get("tcols", 0) or auto_tcols(precision, level, launches=len(sizes))
+    L = p.get("tcols", 0) or auto_tcols(precision, level, launches=len(sizes), rmax=max(sizes))
     out = dict(p)
     out["launches"] = len(sizes)
     for i in range(3):
