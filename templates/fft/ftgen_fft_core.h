@@ -1612,11 +1612,13 @@ struct FftLaunch {
       const long long sp = spass(ps);
       FT_EACH_BEGIN
       const int t = launder(tid % TT);  // recompute the twiddles per step (no hoisting)
+      FT_UNROLL
+      for (int c = 0; c < LL; ++c) Dft<NN, SIGN>::run(st.a[c]);
+      // the sub-pass twiddles after the codelets: not live while a codelet runs (register pressure)
       cx w[NN];
       pass_tw(p, sp, t, w);
       FT_UNROLL
       for (int c = 0; c < LL; ++c) {
-        Dft<NN, SIGN>::run(st.a[c]);
         FT_UNROLL
         for (int k = 1; k < NN; ++k) st.a[c][k] = cmul(st.a[c][k], w[k]);
       }
