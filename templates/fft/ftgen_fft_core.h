@@ -1612,11 +1612,16 @@ struct FftLaunch {
       const long long sp = spass(ps);
       FT_EACH_BEGIN
       const int t = launder(tid % TT);  // recompute the twiddles per step (no hoisting)
+      // launches of multi-launch plans compute the sub-pass twiddles after the codelets (not live
+      // while a codelet runs: the fp32 2^20 second launch spilled 36 bytes at 80 registers, 0.868 ->
+      // 0.926 of cuFFT without); one-launch plans before them (after: fp32 2^13 / 2^14 0.814 / 0.836 ->
+      // 0.799 / 0.812, fp64 2^13 0.762 -> 0.657; results/h100/fft/summary_9fb40b0.txt)
+      constexpr bool TW_LATE = S > 1 || CPS > 1;
+      cx w[NN];
+      if constexpr (!TW_LATE) pass_tw(p, sp, t, w);
       FT_UNROLL
       for (int c = 0; c < LL; ++c) Dft<NN, SIGN>::run(st.a[c]);
-      // the sub-pass twiddles after the codelets: not live while a codelet runs (register pressure)
-      cx w[NN];
-      pass_tw(p, sp, t, w);
+      if constexpr (TW_LATE) pass_tw(p, sp, t, w);
       FT_UNROLL
       for (int c = 0; c < LL; ++c) {
         FT_UNROLL
