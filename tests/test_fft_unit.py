@@ -256,3 +256,19 @@ def test_golden_sources():
     golden_dir_check(REPO / "tests" / "golden" / "fft", {
         rel.replace("/", "__"): text for rel, text in files.items()
         if not rel.startswith("common/") and rel not in ("manifest.json", "CMakeLists.txt")})
+
+
+def test_in_place_one_launch_protected_calls_go_through_the_workspace(tmp_path):
+    """one-sided and two-sided-tb re-read their input after storing (location, recomputation): a
+    one-launch call in place must not overwrite it, so the launcher routes it through the workspace
+    and the workspace query counts that buffer; the unprotected and thread levels need none."""
+    for level, expect in (("two-sided-tb", True), ("one-sided", True), ("two-sided-thread", False), ("none", False)):
+        prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}}}"
+        s = load_spec_text(f"name: ip\nfamily: fft\nprecision: fp32\nprotection: {prot}\nparams: {{logn: 10}}\n", "ip.yaml")
+        (v,) = s.variants
+        files = s.family.emit(v, TemplateEnv()).files
+        kern = next(t for p, t in files.items() if p.endswith("_k10.cu"))
+        launcher = next(t for p, t in files.items() if p.endswith(f"{v.name}.cu"))
+        assert ("via_ws" in kern) == expect, level
+        assert ("p->in == p->out" in launcher) == expect, level
+        assert ("s->launches - 1 : 1;" in launcher) == expect, level

@@ -24,11 +24,15 @@ Protection (``protection.scheme: abft``), per launch and column, under the singl
 * ``two-sided-thread``: every sub-pass of every thread checks its ``tcols`` DFTs with two
   right-side checksum vectors (weights 1 and ``l+1``) transformed alongside; the quotient of the
   two residual vectors locates the column and the residual is subtracted (no recomputation).
-* ``two-sided-tb``: the right-side checksum column ``sum_l x_l`` is transformed with the data in
-  registers; the residual vector ``sum_l u_l - W sum_l x_l`` (reduced over the group with warp
-  shuffles) detects, the quotient of the two left-side checksums (weights 1 and ``l+1``, encoding
-  ``e^T W`` precomputed) locates, and the residual is added back before the store (delayed,
-  batched correction). An ambiguous location falls back to recomputation.
+* ``two-sided-tb``: a thread takes its ``tcols`` columns one after the other, keeping the running
+  right-side sums ``sum_l x_l`` and ``sum_l u_l`` in shared memory, then transforms the checksum
+  column ``sum_l x_l`` like a data column; the residual vector ``sum_l u_l - W sum_l x_l`` (reduced
+  over the group with warp shuffles) detects. Only when it fires are the left-side checksums
+  evaluated (outputs as stored, inputs re-read; encoding ``e^T W`` precomputed): the non-finite mask
+  or the quotient of their sums with weights 1 and ``l+1`` locates the column, which is replaced by
+  ``W sum x - sum_{l != j} u_l`` and verified with its own left checksum (delayed correction, no
+  recomputation). An ambiguous location falls back to recomputation. One-launch calls in place go
+  through the workspace (the input is re-read after the outputs are stored).
 
 Kernel names
 ------------
