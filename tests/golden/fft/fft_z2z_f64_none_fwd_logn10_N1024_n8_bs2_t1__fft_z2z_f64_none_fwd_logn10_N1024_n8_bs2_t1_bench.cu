@@ -171,6 +171,10 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
   ftgen::Json row;
   row.members(kMeta).raw("shape", shape_json(n, batch)).raw("plan", plan_json(s));
   const double tol = tolerance(s.logn), etol = elem_tolerance(s.logn, double(s.total));
+  // a run passes: finite, normwise error within tol, and (without faults) every element within etol
+  const auto passes = [&](const ftfft_bench::CmpResult& c) {
+    return c.finite() && c.max_rel <= tol && (args.inject > 0 || c.max_elem <= etol);
+  };
   bool ok = true;
 
   // ---- verification: this kernel (with the planned faults) against cuFFT ----
@@ -187,7 +191,7 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
     cnt = ft.read_counters();
     fa = ft.read_false_alarms();
     if (!kInject || args.inject == 0) fa = cnt.detected;  // clean run: every detection is a false alarm
-    ok = c1.finite() && c1.max_rel <= tol && (args.inject > 0 || c1.max_elem <= etol);
+    ok = passes(c1);
     row.num("max_rel_err", c1.max_rel).num("rel_l2_err", c1.rel_l2).num("max_elem_err", c1.max_elem);
     row.num("tolerance", tol).num("elem_tolerance", etol);
     if (!ok) row.integer("nonfinite", c1.nonfinite).integer("worst_signal", c1.worst);
@@ -196,7 +200,7 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
     run_ours(problem(s, out.ptr, out.ptr, ws.ptr, &ft, &faults, args.threshold, 0));
     FT_CUDA(cudaDeviceSynchronize());
     const ftfft_bench::CmpResult c3 = ftfft_bench::compare(out.ptr, ref.ptr, n, batch, cmp.ptr);
-    const bool ok3 = c3.finite() && c3.max_rel <= tol && (args.inject > 0 || c3.max_elem <= etol);
+    const bool ok3 = passes(c3);
     row.boolean("in_place_ok", ok3);
     if (!ok3) row.num("max_rel_err_in_place", c3.max_rel);
     ok = ok && ok3;
@@ -236,7 +240,7 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
       run_ours(problem(s, in.ptr, out.ptr, ws.ptr, kProtected ? &ft : nullptr, &faults, args.threshold, 0));
       FT_CUDA(cudaDeviceSynchronize());
       const ftfft_bench::CmpResult c2 = ftfft_bench::compare(out.ptr, ref.ptr, n, batch, cmp.ptr);
-      const bool ok2 = c2.finite() && c2.max_rel <= tol && (args.inject > 0 || c2.max_elem <= etol);
+      const bool ok2 = passes(c2);
       if (!ok2) row.num("max_rel_err_after_timing", c2.max_rel);
       ok = ok && ok2;
     }
