@@ -2,11 +2,11 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb]   (ncu_fft_*.txt: one report per size; tb: the two-sided-tb
-# injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with the warp
-# stall reasons)
+# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols]   (ncu_fft_*.txt: one report per size; tb: the
+# two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
+# the warp stall reasons; tbcols: two-sided-tb 2^20 with two and four columns per thread)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb]}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols]}
 which=${2:-none}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -30,6 +30,16 @@ precision: fp32
 variants:
   - {protection: {scheme: none}, params: {logn: [12, 20]}}
   - {protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: [12, 20]}}
+shapes:
+  - {logn: 20, batch: 64}
+Y
+[ "$which" = tbcols ] && cat > "$out/fft_ncu.yaml" <<'Y'
+name: fft_ncu
+family: fft
+arch: [sm_90]
+precision: fp32
+protection: {scheme: abft, level: two-sided-tb, inject: true}
+params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}
 shapes:
   - {logn: 20, batch: 64}
 Y
