@@ -324,7 +324,8 @@ def auto_tcols(precision: str, level: str, launches: int = 1, rmax: int = 0) -> 
         # one launch: four columns per thread. Multi-launch plans (search_tbcols.jsonl at b0c87fa, radix 16
         # fp32 / 8 fp64): four while every launch is at most 256 points (2^16: 0.863 of cuFFT against
         # 0.814 with two, fp64 0.780 / 0.731; 2^23 256x256x128: 0.615 / 0.576, fp64 0.751 / 0.689), two
-        # for larger launches (2^20 1024x1024: 0.586 against 0.457, fp64 0.556 / 0.452). Eight measured
+        # for larger launches (2^20 1024x1024: 0.586 against 0.457, fp64 0.556 / 0.452: a step then takes four
+        # columns, 32 bytes of each 128-byte row segment, and DRAM reads double: ncu_*_de1c4e4.txt). Eight measured
         # faster at 2^6 (0.878 / 0.853) but would put the residual threshold above two thirds of the
         # tolerance (test_two_sided_tb_threshold_is_below_significance)
         if launches == 1:
