@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Two-sided-tb fault campaigns at multi-launch sizes (the seed's protocol: N clean + N single-bit-flip trials,
+# ROC over the threshold), fp32 and fp64, automatic plans: 2^16 (two launches of 256 points, four columns per
+# thread), 2^20 (two of 1024, two columns), 2^23 (three launches). gpu_fft.sh runs its campaign at 4096 points
+# (one launch); these exercise the location path of the first launches (launch twiddles per column, strided
+# columns) and of the later ones. Usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]   (default 1000)
+set -uo pipefail
+out=${1:?usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]}
+trials=${2:-1000}
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+gen=/tmp/ftgen-fft-campaign
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+cat > "$out/fft_campaign.yaml" <<'Y'
+name: fft_campaign
+family: fft
+arch: [sm_90]
+precision: [fp32, fp64]
+protection: {scheme: abft, level: two-sided-tb, inject: true}
+params: {logn: [16, 20, 23]}
+shapes:
+  - {logn: 16, batch: 64}
+Y
+python3 -m ftgen.cli generate "$out/fft_campaign.yaml" -o $gen > /dev/null || exit 2
+python3 -m ftgen.cli build $gen/fft_campaign -j 16 --arch sm_90 > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
+for lg in 16 20 23; do
+  case $lg in 16) shape=65536x16 ;; 20) shape=1048576x4 ;; *) shape=8388608x1 ;; esac
+  python3 -m ftgen.cli campaign "$out/fft_campaign.yaml" -o $gen --kernels "*_logn${lg}_*" --trials "$trials" \
+    --dists normal,loguniform --shape $shape --json "$out/campaign_tb_logn$lg.jsonl" > "$out/campaign_tb_logn$lg.txt" 2>&1
+  echo "2^$lg rc=$?"
+done
+python3 - "$out" <<'PY'
+import glob, json, os, sys
+print("two-sided-tb campaigns: trials clean/faulty, significant, corrected, coverage, false alarms, max clean score")
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "campaign_tb_logn*.jsonl"))):
+    for line in open(p):
+        c = json.loads(line).get("campaign")
+        if c:
+            cov = "-" if c["coverage"] is None else f"{100 * c['coverage']:.2f}%"
+            print(f"  {c['kernel']:64s} {c['clean_trials']:5d}/{c['faulty_trials']:<5d} sig {c['significant']:4d} corr {c['corrected']:4d} "
+                  f"cov {cov:>8s} fa {c['false_alarms']} score {c.get('max_clean_score', 0):.3f}")
+PY
