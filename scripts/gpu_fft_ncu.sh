@@ -12,34 +12,18 @@ mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-fft-ncu
 ft() { python3 -m ftgen.cli "$@"; }
-cat > "$out/fft_ncu.yaml" <<'Y'
+tb="{scheme: abft, level: two-sided-tb, inject: true}"
+case "$which" in
+  tb) variants="[{protection: {scheme: none}, params: {logn: [12, 20]}}, {protection: $tb, params: {logn: [12, 20]}}]" ;;
+  tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
+  *) variants="[{protection: {scheme: none}, params: {logn: [14, 20]}}]" ;;
+esac
+cat > "$out/fft_ncu.yaml" <<Y
 name: fft_ncu
 family: fft
 arch: [sm_90]
 precision: fp32
-protection: {scheme: none}
-params: {logn: [14, 20]}
-shapes:
-  - {logn: 20, batch: 64}
-Y
-[ "$which" = tb ] && cat > "$out/fft_ncu.yaml" <<'Y'
-name: fft_ncu
-family: fft
-arch: [sm_90]
-precision: fp32
-variants:
-  - {protection: {scheme: none}, params: {logn: [12, 20]}}
-  - {protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: [12, 20]}}
-shapes:
-  - {logn: 20, batch: 64}
-Y
-[ "$which" = tbcols ] && cat > "$out/fft_ncu.yaml" <<'Y'
-name: fft_ncu
-family: fft
-arch: [sm_90]
-precision: fp32
-protection: {scheme: abft, level: two-sided-tb, inject: true}
-params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}
+variants: $variants
 shapes:
   - {logn: 20, batch: 64}
 Y
