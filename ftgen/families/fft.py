@@ -80,6 +80,9 @@ AUTO_MAX_LOGN = 24  # every-size variants (logn: 0) cover 2^1 .. 2^24; fixed siz
 CODELET_RADICES = (2, 4, 8, 16, 32)
 ABFT_LEVELS = ("two-sided-tb", "two-sided-thread", "one-sided")
 LEVEL_CODE = {"none": 0, "one-sided": 1, "two-sided-thread": 2, "two-sided-tb": 3}
+# levels whose kernels read their input again after storing their output (the one-sided recomputation,
+# two-sided-tb's location): a one-launch call in place goes through the workspace
+REREADS_INPUT = ("one-sided", "two-sided-tb")
 DIRECTIONS = ("forward", "inverse")
 # total elements of the default shapes (fp32 2^26, fp64 2^25: the same bytes)
 TOTAL_LOG = {"fp32": 26, "fp64": 25}
@@ -247,7 +250,7 @@ class LaunchPlan:
     def smem_bytes(self) -> int:
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
-            nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
+            nv = 4 + self.L if self.level == "two-sided-tb" else 3 * self.L
             red = (self.threads // 32 + 1) * nv * 8
         body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
         return body + red + 16
@@ -328,9 +331,7 @@ def auto_tcols(precision: str, level: str, launches: int = 1, rmax: int = 0) -> 
         # columns, 32 bytes of each 128-byte row segment, and DRAM reads double: ncu_*_de1c4e4.txt). Eight measured
         # faster at 2^6 (0.878 / 0.853) but would put the residual threshold above two thirds of the
         # tolerance (test_two_sided_tb_threshold_is_below_significance)
-        if launches == 1:
-            return 4
-        return 4 if rmax <= 256 else 2
+        return 4 if launches == 1 or rmax <= 256 else 2
     if level == "two-sided-thread":
         return 2
     return 1
@@ -345,9 +346,9 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
         # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
         return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
     if level == "two-sided-tb" and single and R == (16 if precision == "fp32" else 8):
-        # four threads per signal (search_tbweak.jsonl: fp32 2^4 0.661 of cuFFT against 0.540 with one
+        # four elements per thread (search_tbweak.jsonl: fp32 2^4 0.661 of cuFFT against 0.540 with one
         # thread per signal; fp64 2^3 0.869 against 0.542)
-        return R // 4 if precision == "fp32" else R // 2
+        return 4
     if level == "two-sided-thread":
         cap = 8 if precision == "fp32" else 4
     if R <= cap:
@@ -1358,6 +1359,7 @@ class FftFamily(Family):
             "sign": _sign(p["direction"]),
             "level": LEVEL_CODE[level],
             "level_name": level,
+            "rereads_input": level in REREADS_INPUT,
             "inject": bool(prot.inject and prot.enabled),
             "prot_token": prot.token(),
             "kdef": repr(float(kdef)),
