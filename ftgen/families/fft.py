@@ -250,7 +250,7 @@ class LaunchPlan:
     def smem_bytes(self) -> int:
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
-            nv = 4 + self.L if self.level == "two-sided-tb" else 3 * self.L
+            nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
             red = (self.threads // 32 + 1) * nv * 8
         body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
         return body + red + 16

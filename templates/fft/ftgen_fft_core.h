@@ -1036,7 +1036,7 @@ struct FftLaunch {
   static constexpr bool SEQ = (LEVEL == kOneSided || LEVEL == kTwoSidedTb);
   static constexpr bool TB = LEVEL == kTwoSidedTb;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
-  static constexpr int STEPS = SEQ ? L + (TB ? 1 : 0) : 1;
+  static constexpr int STEPS = SEQ ? L + (LEVEL == kTwoSidedTb ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
   static constexpr int PITCH = C::PITCH, SWZ_K = C::SWZ_K, SWZ_W = C::SWZ_W;
   static constexpr bool STAGED_IN = C::STAGED_IN, STAGED_OUT = C::STAGED_OUT;
@@ -1050,7 +1050,7 @@ struct FftLaunch {
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
   static constexpr int NWARPS = (NT + 31) / 32;
   static constexpr unsigned WMASK = NT >= 32 ? 0xffffffffu : ((1u << NT) - 1u);  // lanes of a (partial) warp
-  static constexpr int NV = LEVEL == kOneSided ? 3 * L : (TB ? 4 + L : 1);  // doubles per group reduction
+  static constexpr int NV = LEVEL == kOneSided ? 3 * L : (LEVEL == kTwoSidedTb ? 7 + L : 1);
   static constexpr bool IS_F32 = sizeof(T) == 4;
   static constexpr double U = IS_F32 ? 5.9604644775390625e-08 : 1.1102230246251565e-16;
   static constexpr double LOC2 = C::LOCATE_TOL * C::LOCATE_TOL;
@@ -1060,7 +1060,7 @@ struct FftLaunch {
 
   struct State {
     cx a[CPT][NN];
-    // one-sided: left-side input / output checksums, norms and non-finite counts per column
+    // one-sided / two-sided-tb (sequential): input checksums per column, the right-side sums
     cx in_part[L];
     double nrm[L];
     cx s[L];
@@ -1321,21 +1321,6 @@ struct FftLaunch {
   static FT_HD FT_INLINE long long in_index(long long C0, int cc, int k) {
     const long long col = C0 + cc;
     return (col / CPS) * N + (col % CPS) + CPS * k;
-  }
-
-  // left-side input checksum (W^T e)^T x of block-tile column cc, this thread's slots, inputs
-  // re-read (two-sided-tb's rare path)
-  template <class Ctx>
-  static FT_HD FT_INLINE cx left_in_reread(Ctx& ctx, int tid, const LaunchParams<T>& p, long long C0, int cc) {
-    (void)ctx;
-    const int t = tid % TT;
-    cx si{T(0), T(0)};
-    FT_NOUNROLL
-    for (int i = 0; i < NN; ++i) {
-      const int k = t + TT * i;
-      si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
-    }
-    return si;
   }
 
   // output address of (block-tile column cc, position k)
@@ -1977,8 +1962,8 @@ struct FftLaunch {
                 if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + cc, t, i));
                 so = cadd(so, cmul(FT_TLD(p.enc_e, k), u));
                 nf += cfinite(u) ? 0 : 1;
+                si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
               }
-              si = left_in_reread(ctx, tid, p, C0, cc);
             }
             const cx sl = csub(so, si);
             r1 = cadd(r1, sl);
@@ -2015,6 +2000,8 @@ struct FftLaunch {
           }
         }
         FT_EACH_END
+      }
+      if (anyd) {
         // delayed correction of the located column j (already stored): the replacement
         // d_j (W sum x - sum_{l != j} u_l), with the other columns re-read (no cancellation
         // against a huge faulty value), verified with column j's own left checksum
@@ -2024,7 +2011,7 @@ struct FftLaunch {
         if (st.jloc >= 0) {
           const int j = launder(st.jloc);
           const int cj = tile_col(g, j);
-          cx accs{T(0), T(0)};
+          cx accs{T(0), T(0)}, inj{T(0), T(0)};
           FT_UNROLL
           for (int i = 0; i < NN; ++i) {
             const int k = t + TT * i;
@@ -2040,7 +2027,13 @@ struct FftLaunch {
             FT_SST(sum_idx(1, i, tid), fixed);  // the sum is spent: keep the replacement
             accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
           }
-          const cx sj = csub(accs, left_in_reread(ctx, tid, p, C0, cj));
+          // column j's left input checksum (inputs re-read)
+          FT_NOUNROLL
+          for (int i = 0; i < NN; ++i) {
+            const int k = t + TT * i;
+            inj = cadd(inj, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cj, k)]));
+          }
+          const cx sj = csub(accs, inj);
           st.red[0] = double(sj.x);
           st.red[1] = double(sj.y);
         }
