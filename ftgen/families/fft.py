@@ -38,7 +38,7 @@ Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_inj]
     fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
@@ -88,6 +88,8 @@ DIRECTIONS = ("forward", "inverse")
 TOTAL_LOG = {"fp32": 26, "fp64": 25}
 MAX_THREADS = 1024
 SMEM_LIMIT = 227 * 1024  # opt-in dynamic shared memory per block on sm_90 (sm_80: 163 KB, checked at run time)
+SMEM_SM = 228 * 1024  # shared memory per SM on sm_90 (1 KB of it reserved per block)
+MAX_SM_THREADS = 2048  # resident threads per SM (sm_80, sm_90)
 SMEM_TARGET = 100 * 1024  # the automatic plans keep two blocks per SM
 MAX_REGS = 232  # register estimate above which a plan is rejected (255 minus headroom)
 
@@ -145,6 +147,7 @@ class LaunchPlan:
     esize: int
     level: str = "none"
     xw: int = 0  # columns exchanged per shared-memory round (0: all at once); filled by the planner
+    minb: int = 0  # resident blocks per SM the kernel is compiled for (0: the automatic rule of min_blocks)
 
     @property
     def Mp(self) -> int:
@@ -260,7 +263,10 @@ class LaunchPlan:
         """__launch_bounds__ minimum blocks per SM: 768 resident threads for unprotected fp32
         kernels (80-85 registers), 512 otherwise (128 registers: fp64, checksums). Measured on the
         H100 (results/h100/fft/min_blocks.jsonl): the fp32 multi-launch plans gain 3-17% from the
-        extra warps (log n 17-24), the fp64 ones lose 5-20% except at 2^20."""
+        extra warps (log n 17-24), the fp64 ones lose 5-20% except at 2^20. The parameter `minb`
+        overrides it (ptxas then caps registers at 65536 / (minb * threads))."""
+        if self.minb:
+            return self.minb
         target = 768 if (self.level == "none" and self.esize == 8) else 512
         return max(1, target // self.threads)
 
@@ -461,7 +467,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
     nl = params["launches"]
     for i in range(nl):
         R = params[f"N{i + 1}"]
-        lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level)
+        lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level, minb=params.get("minb", 0))
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
@@ -498,6 +504,10 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
             r.append(f"{tag}: {lp.threads} threads per block (bs/tcols * N/n) exceed {MAX_THREADS}; raise n{lp.index + 1} or tcols, or lower bs{lp.index + 1}")
         if lp.smem_bytes > SMEM_LIMIT:
             r.append(f"{tag}: needs {lp.smem_bytes} bytes of shared memory (more than {SMEM_LIMIT})")
+        if lp.minb and lp.minb * lp.threads > MAX_SM_THREADS:
+            r.append(f"{tag}: minb={lp.minb} blocks of {lp.threads} threads exceed the {MAX_SM_THREADS} threads an SM holds")
+        elif lp.minb and lp.minb * lp.smem_bytes > SMEM_SM:
+            r.append(f"{tag}: minb={lp.minb} blocks of {lp.smem_bytes} bytes of shared memory exceed the {SMEM_SM} bytes of an SM")
         regs = lp.regs_estimate()
         if regs > MAX_REGS:
             r.append(f"{tag}: needs about {regs} registers per thread (more than {MAX_REGS}); lower n{lp.index + 1} or tcols")
@@ -1104,7 +1114,7 @@ def _range(lo: int, hi: int):
     return check
 
 
-PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3")
+PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb")
 
 PARAMS = (
     Param("direction", str, ("forward",), "transform direction (inverse is unnormalised, like cuFFT)", choices=DIRECTIONS),
@@ -1120,6 +1130,7 @@ PARAMS = (
     Param("bs2", int, (0,), "columns per threadblock in launch 2 (0: automatic)", check=_pow2_or_zero),
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
+    Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1234,7 +1245,7 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ]
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
