@@ -107,13 +107,29 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                 q = F.resolve_params(prec, level, {"logn": logn})
                 plan = F.make_plan(prec, level, q)
                 assert F.plan_reasons(plan, level) == [], (prec, level, logn, F.plan_reasons(plan, level))
-                assert plan.N == 1 << logn and len(plan.launches) == F.auto_launches(prec, logn, level)
+                tuned = F.TUNED.get((prec, level, logn), {})
+                assert all(q[k] == v for k, v in tuned.items()), (prec, level, logn, tuned)
+                assert plan.N == 1 << logn and len(plan.launches) == (tuned.get("launches") or F.auto_launches(prec, logn, level))
                 for lp in plan.launches:
                     assert lp.threads % 32 == 0 and lp.threads <= 1024  # the automatic plans use whole warps
                     assert lp.smem_bytes <= F.SMEM_LIMIT, (prec, level, logn, lp.describe())
-                    if level == "none" and len(plan.launches) > 1:  # a single-launch signal may fill the SM
+                    assert lp.minb * lp.threads <= F.MAX_SM_THREADS and max(lp.minb, 1) * lp.smem_bytes <= F.SMEM_SM
+                    # a single-launch signal may fill the SM; measured winners (TUNED) may take more
+                    if level == "none" and len(plan.launches) > 1 and not tuned:
                         assert lp.smem_bytes <= F.SMEM_TARGET, (prec, logn, lp.describe())
                         assert lp.regs_estimate() <= 128, (prec, logn, lp.describe())
+
+
+def test_tuned_plans_apply_only_when_no_plan_key_is_given():
+    assert ("fp64", "none", 20) in F.TUNED
+    q = F.resolve_params("fp64", "none", {"logn": 20})
+    assert (q["launches"], q["bs1"], q["bs2"], q["minb"]) == (2, 4, 4, 2)
+    name = get("fft").kernel_name(load_spec_text(spec("precision: fp64\nparams: {logn: 20}\n")).variants[0])
+    assert name.endswith("_logn20_N1024x1024_n8x8_bs4x4_t1_mb2")
+    q = F.resolve_params("fp64", "none", {"logn": 20, "launches": 2})  # a plan key given: the rules alone
+    assert (q["bs1"], q["bs2"], q.get("minb", 0)) == (2, 2, 0)
+    q = F.resolve_params("fp64", "two-sided-tb", {"logn": 20})  # the table is per level
+    assert q.get("minb", 0) == 0
 
 
 # ---- shapes ---------------------------------------------------------------------------------

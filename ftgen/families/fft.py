@@ -400,12 +400,41 @@ def auto_xw(lp: LaunchPlan) -> int:
     return 1
 
 
+# Measured winners that the rules above do not produce: unprotected plans of single sizes from the plan
+# searches on the H100 (results/h100/fft/search_occ*.jsonl, x cuFFT against the rule's plan in the same
+# run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the plan built.
+TUNED = {
+    # one launch, radix 32: 256 threads with up to 255 registers (two blocks per SM) instead of 512 at
+    # 127 registers (one): 0.881 against 0.812 (search_occ2)
+    ("fp32", "none", 13): {"n1": 32, "minb": 1},
+    # two launches of 2048 points, 8 columns per block (1024 threads): 0.821 / 0.812 against the three
+    # launches' 0.792 / 0.803 at batch 16 / 8 (search_occ)
+    ("fp32", "none", 22): {"launches": 2, "bs1": 8, "bs2": 8},
+    # two blocks of 512 threads per SM capped at 64 registers (44 bytes spilled): 0.965 against 0.876
+    # (search_occ; 0.965 / 0.872 again in search_occ3)
+    ("fp64", "none", 12): {"minb": 2},
+    # radix 16, 512 threads: 0.810 / 0.797 / 0.794 against 0.783 / 0.771 / 0.756 (search_occ, search_occ3)
+    ("fp64", "none", 13): {"n1": 16},
+    # 1024-point launches of 4 columns (512 threads) at 64 registers, two blocks per SM: 2^19 0.871
+    # against 0.830, 2^20 0.814 against 0.742 (search_occ3; the same cap at <= 512-point launches
+    # lost: 0.65-0.68 against 0.93-0.98)
+    ("fp64", "none", 19): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
+    ("fp64", "none", 20): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
+    # two launches (2048 x 1024, 4 + 8 columns, 1024 threads) instead of three: 0.767 against 0.719
+    # (search_occ3); 2^22 2048 x 2048 with 4 + 4: 0.793 against 0.777
+    ("fp64", "none", 21): {"launches": 2, "bs1": 4, "bs2": 8},
+    ("fp64", "none", 22): {"launches": 2, "bs1": 4, "bs2": 4},
+}
+
+
 def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dict:
     """Fill the automatic (0) parameters of a fixed-size variant. Returns a new dict; raises
     ValueError with a reason when the given parameters cannot form a plan."""
     p = dict(params)
     logn = p["logn"]
     N = 1 << logn
+    if not any(p.get(k) for k in PLAN_KEYS):
+        p.update(TUNED.get((precision, level, logn), {}))
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
