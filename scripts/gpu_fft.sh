@@ -51,6 +51,11 @@ variants:
   - {precision: fp64, params: {logn: 12, N1: 64}}
   - {precision: fp64, params: {logn: 11, n1: 16}}
   - {precision: fp64, params: {logn: 22, N1: 256, N2: 128}}
+  # the rule-made plans where a measured winner (TUNED in ftgen/families/fft.py) replaced them
+  - {precision: fp32, params: {logn: 13, n1: 16}}
+  - {precision: fp64, params: {logn: [12, 13], n1: 8}}
+  - {precision: fp64, params: {logn: [19, 20], launches: 2}}
+  - {precision: fp64, params: {logn: 21, launches: 3}}
 shapes:
   - {n: 4096, batch: 64}
 EOF

@@ -420,9 +420,11 @@ TUNED = {
     # lost: 0.65-0.68 against 0.93-0.98)
     ("fp64", "none", 19): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
     ("fp64", "none", 20): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
-    # two launches (2048 x 1024, 4 + 8 columns, 1024 threads) instead of three: 0.767 against 0.719
-    # (search_occ3); 2^22 2048 x 2048 with 4 + 4: 0.793 against 0.777
-    ("fp64", "none", 21): {"launches": 2, "bs1": 4, "bs2": 8},
+    # two launches (2048 x 1024) instead of three: radix 8 with 4 + 8 columns (1024 threads) 0.767 against
+    # 0.719 (search_occ3), radix 16 with 4 + 4 columns (512 / 256 threads, up to 255 registers) 0.785 / 0.786
+    # (search_occ5; the radix-8 plan 0.762 / 0.768 in the run before, search_occ4); 2^22 2048 x 2048 with
+    # 4 + 4 columns: 0.793 against 0.777 (search_occ3)
+    ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "none", 22): {"launches": 2, "bs1": 4, "bs2": 4},
 }
 
