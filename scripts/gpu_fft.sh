@@ -89,9 +89,19 @@ for prec in fp32 fp64; do
 done
 
 log "inverse transforms and plan probes"
-ft bench "$gen/fft_gpu" --kernels "*_inv_*" $R --json "$out/inverse.jsonl" > "$out/inverse.txt" 2>&1
-ft bench "$gen/fft_gpu" --kernels "*_inv_*_inj" --inject 1 $R --json "$out/inverse_inj.jsonl" > "$out/inverse_inj.txt" 2>&1
-ft bench "$gen/fft_gpu" --kernels "*_none_fwd_logn*" $R --json "$out/probes.jsonl" > "$out/probes.txt" 2>&1
+# the sweeps' shapes (a fixed-size variant runs the one of its n): 2^26 / 2^25 elements like the sweeps
+# (before, n = 4096 took the spec's campaign shape 4096x64)
+probe() {  # NAME KERNELS [ARGS...]: fp32 and fp64 rows of one bench into OUT/NAME.jsonl
+  local name=$1 kern=$2; shift 2
+  : > "$out/$name.jsonl"; : > "$out/$name.txt"
+  for prec in fp32 fp64; do
+    if [ $prec = fp32 ]; then tag=c2c_f32; S=$S32; else tag=z2z_f64; S=$S64; fi
+    ft bench "$gen/fft_gpu" --kernels "fft_${tag}_$kern" --shapes "$S" "$@" $R --json - >> "$out/$name.jsonl" 2>> "$out/$name.txt"
+  done
+}
+probe inverse "*_inv_*"
+probe inverse_inj "*_inv_*_inj" --inject 1
+probe probes "none_fwd_logn*"
 
 log "campaign: two-sided-tb, 1000 clean + 1000 single-bit-flip trials per precision"
 ft campaign "$out/fft_gpu.yaml" -o "$gen" --kernels "*2sided-tb_fwd_auto_inj" --trials 1000 --dists normal --shape 4096x64 \
