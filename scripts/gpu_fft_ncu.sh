@@ -2,11 +2,12 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols]   (ncu_fft_*.txt: one report per size; tb: the
+# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large]   (ncu_fft_*.txt: one report per size; large: the
+# unprotected fp32 2^22 and fp64 2^20 / 2^21 plans (TUNED) beside cuFFT's kernels; tb: the
 # two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
 # the warp stall reasons; tbcols: two-sided-tb 2^20 with two and four columns per thread)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols]}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large]}
 which=${2:-none}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -16,6 +17,7 @@ tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [12, 20]}}, {protection: $tb, params: {logn: [12, 20]}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
+  large) variants="[{protection: {scheme: none}, params: {logn: 22}}, {precision: fp64, protection: {scheme: none}, params: {logn: [20, 21]}}]" ;;
   *) variants="[{protection: {scheme: none}, params: {logn: [14, 20]}}]" ;;
 esac
 cat > "$out/fft_ncu.yaml" <<Y
@@ -33,7 +35,8 @@ sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occu
 metrics="--metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
-  case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *) shape=1048576x64 ;; esac
+  case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *f32*logn22*) shape=4194304x16 ;;
+    *f64*logn20*) shape=1048576x32 ;; *f64*logn21*) shape=2097152x16 ;; *) shape=1048576x64 ;; esac
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' --launch-count 6 $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/ncu_${name}.txt" 2>&1
