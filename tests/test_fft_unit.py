@@ -33,9 +33,9 @@ def variants(body: str):
 def test_names_encode_the_resolved_plan():
     vs, _ = variants("precision: fp32\nparams: {logn: 12}\n")
     assert [v.name for v in vs] == ["fft_c2c_f32_none_fwd_logn12_N4096_n16_bs1_t1"]
-    vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 20, direction: inverse}\n")
+    vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 19, direction: inverse}\n")
     (v,) = vs
-    assert v.name.startswith("fft_z2z_f64_abft-2sided-tb_inv_logn20_N1024x1024_n8x8_bs")
+    assert v.name.startswith("fft_z2z_f64_abft-2sided-tb_inv_logn19_N1024x512_n8x8_bs")
     assert v.name.endswith("_t2_inj")  # fp64 two-launch two-sided-tb plans: two columns per thread
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: one-sided, threshold: 20}\nparams: {logn: 0}\n")
     assert [v.name for v in vs] == ["fft_c2c_f32_abft-1sided-th20_fwd_auto"]
@@ -128,8 +128,9 @@ def test_tuned_plans_apply_only_when_no_plan_key_is_given():
     assert name.endswith("_logn20_N1024x1024_n8x8_bs4x4_t1_mb2")
     q = F.resolve_params("fp64", "none", {"logn": 20, "launches": 2})  # a plan key given: the rules alone
     assert (q["bs1"], q["bs2"], q.get("minb", 0)) == (2, 2, 0)
-    q = F.resolve_params("fp64", "two-sided-tb", {"logn": 20})  # the table is per level
-    assert q.get("minb", 0) == 0
+    assert ("fp32", "none", 20) not in F.TUNED and ("fp32", "two-sided-tb", 13) in F.TUNED  # per level
+    assert F.resolve_params("fp32", "none", {"logn": 13})["n1"] == 32
+    assert F.resolve_params("fp32", "two-sided-tb", {"logn": 20}).get("minb", 0) == 0
 
 
 # ---- shapes ---------------------------------------------------------------------------------

@@ -401,8 +401,9 @@ def auto_xw(lp: LaunchPlan) -> int:
 
 
 # Measured winners that the rules above do not produce: unprotected plans of single sizes from the plan
-# searches on the H100 (results/h100/fft/search_occ*.jsonl, x cuFFT against the rule's plan in the same
-# run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the plan built.
+# searches on the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl: x cuFFT against the rule's
+# plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
+# plan built.
 TUNED = {
     # one launch, radix 32: 256 threads with up to 255 registers (two blocks per SM) instead of 512 at
     # 127 registers (one): 0.881 against 0.812 (search_occ2)
@@ -426,6 +427,17 @@ TUNED = {
     # 4 + 4 columns: 0.793 against 0.777 (search_occ3)
     ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "none", 22): {"launches": 2, "bs1": 4, "bs2": 4},
+    # two-sided-tb, one fault per transform (search_tbocc): radix 32 / 16 at up to 255 registers. fp32 2^13
+    # 0.638 against 0.570 (232 registers; at 2^10-2^12, 2^16 and 2^20 radix 32 lost: 0.30-0.78 against
+    # 0.59-0.86); fp64 2^10 0.861 / 0.828 against 0.815 / 0.801, 2^11 0.813 / 0.799 against 0.773 / 0.768,
+    # 2^12 0.669 / 0.655 against 0.603 / 0.598, 2^16 0.818 / 0.803 against 0.780 / 0.771, 2^20 (4 + 4
+    # columns) 0.573 / 0.572 against 0.543 / 0.549
+    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 1},
+    ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
+    ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
+    ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
+    ("fp64", "two-sided-tb", 16): {"n1": 16, "n2": 16, "minb": 1},
+    ("fp64", "two-sided-tb", 20): {"n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
 }
 
 
