@@ -1084,6 +1084,19 @@ struct FftLaunch {
     return col * PITCH + ((p ^ ((p >> SWZ_K) & (SWZ_W - 1))) ^ ((col * 5) & (SWZ_W - 1)));
   }
 
+  // this thread's position t in its column for the reads of a tile column at t + TT i (staged loads,
+  // exchanges) and the launch twiddles. fp32: recomputed at every use (laundered), since ptxas otherwise
+  // keeps the NN swizzled addresses, common to every exchange, live through the whole kernel: at 64
+  // registers the fp32 2^14 launch spilled 100 bytes and the first 2^22 launch 92 (0 and 20 laundered);
+  // fp64 kernels spill more laundered (2^21: 124 -> 192 bytes), so they keep the common value
+  static FT_HD FT_INLINE int tpos(int tid) {
+    if constexpr (IS_F32) {
+      return launder(tid % TT);
+    } else {
+      return tid % TT;
+    }
+  }
+
   // pass radix and stride (passes 0 .. P-2 have radix NN; the last one RL)
   static FT_HD FT_INLINE constexpr long long spass(int p) {
     long long s = 1;
@@ -1307,7 +1320,7 @@ struct FftLaunch {
       FT_EACH_END
       FT_SYNC();
       FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
+      const int g = tid / TT, t = tpos(tid);
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         FT_UNROLL
@@ -1435,7 +1448,7 @@ struct FftLaunch {
       FT_EACH_END
       FT_SYNC();
       FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
+      const int g = tid / TT, t = tpos(tid);
       FT_UNROLL
       for (int c = 0; c < LL; ++c) {
         if (c / XWL != rd) continue;
@@ -1659,7 +1672,7 @@ struct FftLaunch {
   // launch twiddles of the data in slots 0..LL-1 (tile columns tile_col(g, lbase + l))
   static FT_HD FT_INLINE void apply_outer(State& st, int tid, const LaunchParams<T>& p, long long C0, int lbase, int LL) {
     if constexpr (MP > 1) {
-      const int g = tid / TT, t = tid % TT;
+      const int g = tid / TT, t = tpos(tid);
       if constexpr (S > 1) {
         // every column of the block has the same m: one set of launch twiddles
         cx d[NN];
