@@ -1085,12 +1085,15 @@ struct FftLaunch {
   }
 
   // this thread's position t in its column for the reads of a tile column at t + TT i (staged loads,
-  // exchanges) and the launch twiddles. fp32: recomputed at every use (laundered), since ptxas otherwise
-  // keeps the NN swizzled addresses, common to every exchange, live through the whole kernel: at 64
-  // registers the fp32 2^14 launch spilled 100 bytes and the first 2^22 launch 92 (0 and 20 laundered);
-  // fp64 kernels spill more laundered (2^21: 124 -> 192 bytes), so they keep the common value
+  // exchanges) and the launch twiddles. fp32 launches of 1024 threads (64 registers): recomputed at every
+  // use (laundered), since ptxas otherwise keeps the NN swizzled addresses, common to every exchange, live
+  // through the whole kernel: the fp32 2^14 launch spilled 100 bytes, the first 2^22 launch 92 (0 and 32
+  // laundered; 0.834 -> 0.899 and 0.823 -> 0.858 of cuFFT on the H100). Laundered everywhere, the
+  // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
+  // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value
+  static constexpr bool LAUNDER_T = IS_F32 && NT >= 1024;
   static FT_HD FT_INLINE int tpos(int tid) {
-    if constexpr (IS_F32) {
+    if constexpr (LAUNDER_T) {
       return launder(tid % TT);
     } else {
       return tid % TT;
