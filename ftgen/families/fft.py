@@ -16,6 +16,12 @@ look-ups (fp64). A block handles ``bs`` consecutive columns; each thread holds `
 in registers at once (the "signals per thread" of the seed, and the batch of the two-sided
 checksums).
 
+Plans: ``launches``, ``N1..N3``, ``n1..n3``, ``bs1..bs3``, ``tcols`` and ``minb`` (resident blocks per SM
+every launch is compiled for: ``__launch_bounds__``, i.e. the register cap) set a plan; 0 leaves a value to
+the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchPlan.min_blocks``). Where a
+plan search on the GPU found a better plan than the rules give, ``TUNED`` holds it per precision, level and
+size, with the measurement; it applies when a variant sets none of the plan keys.
+
 Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
 (one fault per check):
 
