@@ -152,6 +152,13 @@ EMU_CASES = [
     ("fp64", "two-sided-thread", {"logn": 10}, 3, "forward"),
     ("fp32", "two-sided-tb", {"logn": 12}, 8, "forward"),
     ("fp64", "two-sided-tb", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "inverse"),
+    # plans of TUNED (measured winners): radix 32 in one launch, radix 16 fp64 two-sided-tb, and the shapes
+    # of the large two-launch plans at a small size (radix 16 fp64 / 8 columns fp32 per block)
+    ("fp32", "none", {"logn": 13}, 2, "forward"),
+    ("fp64", "two-sided-tb", {"logn": 10}, 8, "forward"),
+    ("fp32", "two-sided-tb", {"logn": 13}, 4, "forward"),
+    ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4}, 2, "forward"),
+    ("fp32", "none", {"logn": 12, "launches": 2, "bs1": 8, "bs2": 8}, 2, "forward"),
 ]
 
 
