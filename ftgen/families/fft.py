@@ -411,8 +411,9 @@ def auto_xw(lp: LaunchPlan) -> int:
 # plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
-    # one launch, radix 32: 256 threads with up to 255 registers (two blocks per SM) instead of 512 at
-    # 127 registers (one): 0.881 against 0.812 (search_occ2)
+    # one launch, radix 32 (two exchanges instead of three): 256 threads at 254 registers, one block of 8
+    # warps per SM, instead of 512 threads at 127 registers (one block of 16 warps): 0.881 against 0.812
+    # (search_occ2)
     ("fp32", "none", 13): {"n1": 32, "minb": 1},
     # two launches of 2048 points, 8 columns per block (1024 threads): 0.821 / 0.812 against the three
     # launches' 0.792 / 0.803 at batch 16 / 8 (search_occ)
@@ -428,7 +429,7 @@ TUNED = {
     ("fp64", "none", 19): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
     ("fp64", "none", 20): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
     # two launches (2048 x 1024) instead of three: radix 8 with 4 + 8 columns (1024 threads) 0.767 against
-    # 0.719 (search_occ3), radix 16 with 4 + 4 columns (512 / 256 threads, up to 255 registers) 0.785 / 0.786
+    # 0.719 (search_occ3), radix 16 with 4 + 4 columns (512 / 256 threads at 128 / 244 registers) 0.785 / 0.786
     # (search_occ5; the radix-8 plan 0.762 / 0.768 in the run before, search_occ4); 2^22 2048 x 2048 with
     # 4 + 4 columns: 0.793 against 0.777 (search_occ3)
     ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
