@@ -292,3 +292,30 @@ def test_in_place_one_launch_protected_calls_go_through_the_workspace(tmp_path):
         assert ("via_ws" in kern) == expect, level
         assert ("p->in == p->out" in launcher) == expect, level
         assert ("s->launches - 1 : 1;" in launcher) == expect, level
+
+
+def test_tuned_plans_replay_the_recorded_searches():
+    """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
+    the rules give for the same size (best ratio to cuFFT over the recorded searches)."""
+    best: dict[tuple[str, int], float] = {}
+    for path in sorted((REPO / "results" / "h100" / "fft").glob("search_*.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if not r.get("kernel") or "skipped" in r or not r.get("ok") or not r.get("ms"):
+                continue
+            key = (r["kernel"], r["shape"]["n"])
+            best[key] = max(best.get(key, 0.0), r["ref"]["ms"] / r["ms"]["median"])
+    assert best
+    for (prec, level, logn), entry in F.TUNED.items():
+        prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: true}}"
+
+        def name(params: str) -> str:
+            return load_spec_text(f"name: t\nfamily: fft\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
+
+        tuned = name(f"{{logn: {logn}}}")
+        rule = name(f"{{logn: {logn}, launches: {F.auto_launches(prec, logn, level)}}}")  # a plan key given: the rules
+        assert tuned != rule, (prec, level, logn)
+        n = 1 << logn
+        assert (tuned, n) in best, f"{tuned}: no recorded search row"
+        assert (rule, n) in best, f"{rule}: no recorded search row"
+        assert best[(tuned, n)] > best[(rule, n)], (tuned, best[(tuned, n)], rule, best[(rule, n)])
