@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Registers and spill bytes of generated fft kernels, per launch, from ptxas (no GPU needed).
+
+    python3 scripts/fft_ptxas.py "{precision: fp64, params: {logn: 20}}" "{precision: fp32, params: {logn: 0}}"
+    python3 scripts/fft_ptxas.py --header-dir /tmp/alt "{precision: fp32, params: {logn: 22}}"
+
+Each argument is one entry of a spec's `variants:` list (family fft, arch sm_90). With --header-dir the
+kernels are also compiled against that directory's ftgen_fft_core.h (an edited copy) and both columns are
+printed. Used for the spill analyses in docs/fft-speed.md; a spill seen here is a candidate, its cost is
+measured on the GPU (results/h100/fft/summary_b5d87a4.txt: fewer spills were not always faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ftgen.build import find_nvcc  # noqa: E402
+from ftgen.codegen.emit import render_spec  # noqa: E402
+from ftgen.spec import load_spec_text  # noqa: E402
+
+ENTRY = re.compile(r"entry function '[^']*(k_\d+_\d)[^']*'.*?(\d+) bytes spill stores.*?Used (\d+) registers", re.S)
+
+
+def ptxas(nvcc: str, src: Path, includes: list[Path], arch: str) -> list[tuple[str, int, int]]:
+    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xptxas", "-v", f"-arch={arch}"]
+    for inc in includes:
+        cmd += ["-I", str(inc)]
+    p = subprocess.run(cmd + ["-c", str(src), "-o", "/dev/null"], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"nvcc failed on {src.name}:\n{p.stderr[-2000:]}")
+    return sorted((m.group(1), int(m.group(3)), int(m.group(2))) for m in ENTRY.finditer(p.stderr))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("variants", nargs="+", help="variant entries, e.g. \"{precision: fp32, params: {logn: 13}}\"")
+    ap.add_argument("--header-dir", type=Path, help="directory with an alternative ftgen_fft_core.h")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("-j", "--jobs", type=int, default=4)
+    a = ap.parse_args()
+    body = "\n".join(f"  - {v}" for v in a.variants)
+    spec = load_spec_text(f"name: ptxas\nfamily: fft\narch: [{a.arch}]\nvariants:\n{body}\n", "ptxas.yaml")
+    files, _ = render_spec(spec)
+    nvcc = find_nvcc()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        srcs = sorted((root / rel for rel in files if re.search(r"_k\d+\.cu$", rel)), key=lambda p: (p.parent.name, int(re.search(r"_k(\d+)\.cu$", p.name).group(1))))
+        heads = [None] + ([a.header_dir] if a.header_dir else [])
+        jobs = [(s, h) for s in srcs for h in heads]
+
+        def run(job):
+            src, head = job
+            inc = ([head] if head else []) + [src.parent, root / "common"]
+            return ptxas(nvcc, src, inc, a.arch)
+
+        with ThreadPoolExecutor(a.jobs) as ex:
+            res = dict(zip(jobs, ex.map(run, jobs)))
+    total = [0, 0]
+    for src in srcs:
+        cols = [res[(src, h)] for h in heads]
+        for i, c in enumerate(cols):
+            total[i] += sum(x[2] for x in c)
+        line = "  ".join(" ".join(f"{k}: {r} regs {s} B spilled" for k, r, s in c) for c in cols)
+        print(f"{src.name[:-3]:70s} {line}")
+    print("spill bytes in all:", total[0], *(["(alternative header:", total[1], ")"] if a.header_dir else []))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
