@@ -29,6 +29,13 @@ UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp64": 2.0**-53, "tf32": 2.0**-11, "fp16": 2
 SCHEMES = ("none", "abft", "tmr", "dmr")
 CORRECT_MODES = ("online", "detect")
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+# per-architecture limits (the largest part of each): dynamic shared memory per block (opt-in) and per SM,
+# SMs, resident threads and registers per SM
+SMEM_PER_BLOCK = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024, "sm_90a": 227 * 1024}
+SMEM_PER_SM = {"sm_80": 164 * 1024, "sm_86": 100 * 1024, "sm_89": 100 * 1024, "sm_90": 228 * 1024, "sm_90a": 228 * 1024}
+MAX_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 144, "sm_90": 132, "sm_90a": 132}
+MAX_THREADS_PER_SM = {"sm_80": 2048, "sm_86": 1536, "sm_89": 1536, "sm_90": 2048, "sm_90a": 2048}
+REGS_PER_SM = 65536
 
 # Short forms used in kernel names. Every level any family knows must appear here.
 LEVEL_ABBREV = {

@@ -62,7 +62,10 @@ import numpy as np
 
 from ..errors import SpecError
 from .base import (
+    MAX_THREADS_PER_SM,
     PRECISION_TAG,
+    SMEM_PER_BLOCK,
+    SMEM_PER_SM,
     UNIT_ROUNDOFF,
     EmittedVariant,
     Family,
@@ -93,9 +96,9 @@ DIRECTIONS = ("forward", "inverse")
 # total elements of the default shapes (fp32 2^26, fp64 2^25: the same bytes)
 TOTAL_LOG = {"fp32": 26, "fp64": 25}
 MAX_THREADS = 1024
-SMEM_LIMIT = 227 * 1024  # opt-in dynamic shared memory per block on sm_90 (sm_80: 163 KB, checked at run time)
-SMEM_SM = 228 * 1024  # shared memory per SM on sm_90 (1 KB of it reserved per block)
-MAX_SM_THREADS = 2048  # resident threads per SM (sm_80, sm_90)
+SMEM_LIMIT = SMEM_PER_BLOCK["sm_90"]  # opt-in dynamic shared memory per block (sm_80: less, checked at run time)
+SMEM_SM = SMEM_PER_SM["sm_90"]  # shared memory per SM (the minb checks; sm_80 has less, checked at run time)
+MAX_SM_THREADS = MAX_THREADS_PER_SM["sm_90"]  # resident threads per SM (sm_80 the same)
 SMEM_TARGET = 100 * 1024  # the automatic plans keep two blocks per SM
 MAX_REGS = 232  # register estimate above which a plan is rejected (255 minus headroom)
 

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from .base import (
     PRECISION_CTYPE,
     PRECISION_TAG,
+    SMEM_PER_BLOCK,
     UNIT_ROUNDOFF,
     EmittedVariant,
     Family,
@@ -60,7 +61,7 @@ SIMT_PARAMS = (
 ABFT_LEVELS = ("threadblock", "warp", "thread", "nonfused")
 TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
 
-MAX_SMEM = 227 * 1024  # dynamic shared memory per block on sm_90 (sm_80: 163 KiB; checked at launch)
+MAX_SMEM = SMEM_PER_BLOCK["sm_90"]  # dynamic shared memory per block (sm_80: less; checked at launch)
 # Detection threshold = lambda * u * (sqrt(k) + sqrt(cols) + 1) * scale (README, "Detection threshold").
 # lambda sets the false-alarm margin over the rounding noise measured in clean GPU campaigns
 # (results/h100/gemm/abft_campaign_trials_*_lambda4.jsonl.gz: 3000 clean trials per kernel, normal / uniform /

@@ -73,7 +73,20 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import FtgenError
-from .base import PRECISION_TAG, EmittedVariant, Param, Protection, Variant, at_least, power_of_two
+from .base import (
+    MAX_SMS,
+    MAX_THREADS_PER_SM,
+    PRECISION_TAG,
+    REGS_PER_SM,
+    SMEM_PER_BLOCK,
+    SMEM_PER_SM,
+    EmittedVariant,
+    Param,
+    Protection,
+    Variant,
+    at_least,
+    power_of_two,
+)
 
 # --------------------------------------------------------------------------------------------
 # Parameters
@@ -133,13 +146,8 @@ INSTRUCTIONS = {
 }
 ELEM_BITS = {"tf32": 32, "fp16": 16, "bf16": 16, "fp64": 64}
 ACC_WORDS = {"tf32": 1, "fp16": 1, "bf16": 1, "fp64": 2}  # 32-bit registers per accumulator element
-# dynamic shared memory per block (opt-in) and SMs of the largest part of each architecture: the
-# co-residency bound of cooperative grids is checked against these (and again at run time)
-SMEM_PER_BLOCK = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024, "sm_90a": 227 * 1024}
-SMEM_PER_SM = {"sm_80": 164 * 1024, "sm_86": 100 * 1024, "sm_89": 100 * 1024, "sm_90": 228 * 1024, "sm_90a": 228 * 1024}
-MAX_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 144, "sm_90": 132, "sm_90a": 132}
-MAX_THREADS_PER_SM = {"sm_80": 2048, "sm_86": 1536, "sm_89": 1536, "sm_90": 2048, "sm_90a": 2048}
-REGS_PER_SM = 65536
+# the co-residency bound of cooperative grids is checked against the per-architecture limits of base.py
+# (SMEM_PER_BLOCK, SMEM_PER_SM, MAX_SMS, MAX_THREADS_PER_SM, REGS_PER_SM) and again at run time
 MAX_REGS = 255
 MAX_ATTEMPTS = 3  # computations of a tile (first + recomputations) before giving up
 
