@@ -409,9 +409,9 @@ def auto_xw(lp: LaunchPlan) -> int:
     return 1
 
 
-# Measured winners that the rules above do not produce: unprotected plans of single sizes from the plan
-# searches on the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl: x cuFFT against the rule's
-# plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
+# Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
+# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64.jsonl: x cuFFT against the
+# rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
     # one launch, radix 32 (two exchanges instead of three): 256 threads at 254 registers, one block of 8
@@ -421,33 +421,30 @@ TUNED = {
     # two launches of 2048 points, 8 columns per block (1024 threads): 0.821 / 0.812 against the three
     # launches' 0.792 / 0.803 at batch 16 / 8 (search_occ)
     ("fp32", "none", 22): {"launches": 2, "bs1": 8, "bs2": 8},
-    # two blocks of 512 threads per SM capped at 64 registers (44 bytes spilled): 0.965 against 0.876
-    # (search_occ; 0.965 / 0.872 again in search_occ3)
+    # fp64 (search_tw64, after the table twiddles became products of one factor per exponent bit):
+    # 2^12 two blocks of 512 threads per SM capped at 64 registers: 1.004 against 0.883 (radix 16 1.000)
     ("fp64", "none", 12): {"minb": 2},
-    # radix 16, 512 threads: 0.810 / 0.797 / 0.794 against 0.783 / 0.771 / 0.756 (search_occ, search_occ3)
+    # 2^13 radix 16, 512 threads: 0.957 against 0.897
     ("fp64", "none", 13): {"n1": 16},
-    # 1024-point launches of 4 columns (512 threads) at 64 registers, two blocks per SM: 2^19 0.871
-    # against 0.830, 2^20 0.814 against 0.742 (search_occ3; the same cap at <= 512-point launches
-    # lost: 0.65-0.68 against 0.93-0.98)
-    ("fp64", "none", 19): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
+    # 2^19 radix 16 at up to 255 registers, 4 + 4 columns: 1.027 against 0.958 (64 registers, radix 8: 1.013)
+    ("fp64", "none", 19): {"launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
+    # 2^20 1024-point launches of 4 columns (512 threads) at 64 registers, two blocks per SM: 0.977 against
+    # 0.863 (radix 16 at 255 registers 0.969)
     ("fp64", "none", 20): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
-    # two launches (2048 x 1024) instead of three: radix 8 with 4 + 8 columns (1024 threads) 0.767 against
-    # 0.719 (search_occ3), radix 16 with 4 + 4 columns (512 / 256 threads at 128 / 244 registers) 0.785 / 0.786
-    # (search_occ5; the radix-8 plan 0.762 / 0.768 in the run before, search_occ4); 2^22 2048 x 2048 with
-    # 4 + 4 columns: 0.793 against 0.777 (search_occ3)
-    ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
+    # 2^21 two launches (2048 x 1024) of radix 16 with 2 + 4 columns: 0.907 against the three launches'
+    # 0.752 (4 + 4 columns 0.873, radix 8 with 4 + 8 columns 0.816)
+    ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 2, "bs2": 4, "minb": 1},
+    # 2^22 two launches (2048 x 2048) of 4 + 4 columns: 0.849 against 0.824 (radix 16, 2 + 2 columns 0.847)
     ("fp64", "none", 22): {"launches": 2, "bs1": 4, "bs2": 4},
     # two-sided-tb, one fault per transform (search_tbocc): radix 32 / 16 at up to 255 registers. fp32 2^13
     # 0.638 against 0.570 (232 registers; at 2^10-2^12, 2^16 and 2^20 radix 32 lost: 0.30-0.78 against
-    # 0.59-0.86); fp64 2^10 0.861 / 0.828 against 0.815 / 0.801, 2^11 0.813 / 0.799 against 0.773 / 0.768,
-    # 2^12 0.669 / 0.655 against 0.603 / 0.598, 2^16 0.818 / 0.803 against 0.780 / 0.771, 2^20 (4 + 4
-    # columns) 0.573 / 0.572 against 0.543 / 0.549
+    # 0.59-0.86). fp64 (search_tw64): 2^10 0.846 against 0.814, 2^11 0.836 against 0.805, 2^12 0.698
+    # against 0.636; at 2^13 and 2^16-2^22 the rules' plans won (2^16 0.816 against 0.780, 2^20 0.589
+    # against 0.547)
     ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 1},
     ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
-    ("fp64", "two-sided-tb", 16): {"n1": 16, "n2": 16, "minb": 1},
-    ("fp64", "two-sided-tb", 20): {"n1": 16, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
 }
 
 
@@ -654,6 +651,18 @@ def table_twiddle_f64(idx, M: int, sign: int) -> np.ndarray:
     return hi * lo
 
 
+def bit_products(first: np.ndarray, factor, count: int) -> np.ndarray:
+    """out[..., i] = first * prod over the set bits b of i (lowest first) of factor(b), i < count: the
+    fp64 kernels' twiddle powers from log2(count) table reads (at most log2(count) products)."""
+    out = [first]
+    b = 1
+    while b < count:
+        f = factor(b)
+        out += [out[i - b] * f for i in range(b, min(2 * b, count))]
+        b *= 2
+    return np.stack(out, -1)
+
+
 def _base_dft(x: np.ndarray, r: int, sign: int) -> np.ndarray:
     """Radix-2/4 butterflies on the last axis (additions only; +-i is a swap)."""
     if r == 2:
@@ -703,23 +712,25 @@ def subpass_twiddles(precision: str, R: int, S: int, r: int, sign: int) -> np.nd
     m = np.arange(Mp)
     if precision == "fp32":
         return powers_f32(S * m, R, r, sign)
-    return exact_twiddle(S * m[:, None] * np.arange(r)[None, :], R, sign)
+    return bit_products(np.ones(Mp, dtype=np.complex128), lambda b: exact_twiddle(S * m * b, R, sign), r)
 
 
 def launch_twiddles(precision: str, lp: LaunchPlan, sign: int) -> np.ndarray | None:
     """Outer twiddles w_{R M'}^{m k} (m < M', k < R) of a launch, as the kernels compute them:
-    k = t + T i; fp32: w^{m t} * (w^{m T})^i with the recurrence; fp64: two-table look-up."""
+    k = t + T i; fp32: w^{m t} * (w^{m T})^i with the recurrence; fp64: w^{m t} times w^{m T b} for the
+    bits b of i, each from the two-table look-up."""
     Mp = lp.Mp
     if Mp == 1:
         return None
     M = lp.R * Mp
     m = np.arange(Mp)[:, None]
     k = np.arange(lp.R)[None, :]
-    if precision == "fp64":
-        return table_twiddle_f64(m * k, M, sign)
     T = lp.T
     t = k % T
     i = k // T
+    if precision == "fp64":
+        tw = bit_products(table_twiddle_f64(m * np.arange(T)[None, :], M, sign), lambda b: table_twiddle_f64(m * T * b, M, sign), lp.n)
+        return tw[:, t[0], i[0]]  # (Mp, T, n) -> (Mp, R)
     base = fresh_twiddle_f32(m * t, M, sign)  # (Mp, R)
     pw = powers_f32(m[:, 0] * T, M, lp.n, sign)  # (Mp, n)
     return (base * np.take_along_axis(pw, np.broadcast_to(i, (Mp, lp.R)), axis=1)).astype(np.complex64)

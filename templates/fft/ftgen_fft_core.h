@@ -758,8 +758,9 @@ FT_HD FT_INLINE void tw_powers(long long a, long long M, cplx<float> (&w)[K]) {
   }
 }
 
-// fp64 outer twiddle from the two tables hi[idx >> H] * lo[idx & (2^H - 1)].
-FT_HD FT_INLINE cplx<double> tw_table2(const cplx<double>* hi, const cplx<double>* lo, long long idx, long long M, int H) {
+// outer twiddle from the two tables hi[idx >> H] * lo[idx & (2^H - 1)].
+template <class T>
+FT_HD FT_INLINE cplx<T> tw_table2(const cplx<T>* hi, const cplx<T>* lo, long long idx, long long M, int H) {
   idx &= (M - 1);
   return cmul(hi[idx >> H], lo[idx & ((1ll << H) - 1)]);
 }
@@ -1092,6 +1093,9 @@ struct FftLaunch {
   // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
   // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value
   static constexpr bool LAUNDER_T = IS_F32 && NT >= 1024;
+  // twiddles from tables (w_R^j and the hi/lo split of the launch twiddles, products over the bits of
+  // the exponent) or, fp32 only, from sincospif with the recurrence
+  static constexpr bool TW_TABLES = !IS_F32;
   static FT_HD FT_INLINE int tpos(int tid) {
     if constexpr (LAUNDER_T) {
       return launder(tid % TT);
@@ -1107,32 +1111,56 @@ struct FftLaunch {
     return s;
   }
 
+  // fp64: twiddles from tables (w_R^j; the launch twiddles from the hi/lo split of their index), as
+  // products of one factor per bit of the exponent: log2(NN) reads common to a column (broadcast) instead of
+  // NN scattered ones (the fp64 2^20 launches had read 2.9-5.4x their data through L1, mostly the tables).
+  // Applied to the data one bit after the other (mul_bit), no twiddle array is live: the fp64 first
+  // launches of 2^19-2^22 spilled 24-124 bytes with one read per twiddle, 0-32 this way (fp64 0.937 ->
+  // 0.981 of cuFFT on average over 2^3-2^24; results/h100/fft/ab_tw64_*). fp32 keeps sincospif with the
+  // recurrence: its 80-register launches spilled 44-120 bytes with the table reads (0.957 -> 0.898).
+  static FT_HD FT_INLINE void mul_bit(cx (&x)[NN], int b, cx s) {
+    FT_UNROLL
+    for (int k = 1; k < NN; ++k) {
+      if (k & b) x[k] = cmul(x[k], s);
+    }
+  }
+  // sub-pass twiddle factor w_R^(Sp m b) of bit b (the pass's twiddle of slot k is the product over its bits)
+  static FT_HD FT_INLINE cx pass_factor(const LaunchParams<T>& p, long long sp, int t, int b) {
+    return p.tw_sub[((sp * (t / sp)) * b) & (R - 1)];
+  }
+  // launch twiddle factors of column `col`: w^(m t) (every slot) and w^(m TT b) (the slots with bit b)
+  static FT_HD FT_INLINE cx outer_base(const LaunchParams<T>& p, long long col, int t) {
+    return tw_table2(p.tw_hi, p.tw_lo, ((col % CPS) / S) * t, RMP, OUT_H);
+  }
+  static FT_HD FT_INLINE cx outer_factor(const LaunchParams<T>& p, long long col, int b) {
+    return tw_table2(p.tw_hi, p.tw_lo, ((col % CPS) / S) * TT * b, RMP, OUT_H);
+  }
+
   // launch (outer) twiddles of column `col` (global column index) for this thread's outputs
-  // k = t + TT i, i < NN
+  // k = t + TT i, i < NN (the levels that keep them to divide them out again)
   static FT_HD FT_INLINE void outer_tw(const LaunchParams<T>& p, long long col, int t, cx (&d)[NN]) {
-    const long long m = (col % CPS) / S;
-    if constexpr (IS_F32) {
+    if constexpr (!TW_TABLES) {
+      const long long m = (col % CPS) / S;
       const cplx<float> base = tw_fresh<SIGN>(m * t, RMP);
       cplx<float> pw[NN];
       tw_powers<SIGN, NN>((m * TT) & (RMP - 1), RMP, pw);
       FT_UNROLL
       for (int i = 0; i < NN; ++i) d[i] = cmul(base, pw[i]);
     } else {
+      d[0] = outer_base(p, col, t);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) d[i] = tw_table2(p.tw_hi, p.tw_lo, m * (t + TT * i), RMP, OUT_H);
+      for (int b = 1; b < NN; b <<= 1) {
+        const cx s = outer_factor(p, col, b);
+        FT_UNROLL
+        for (int i = b; i < 2 * b; ++i) d[i] = cmul(d[i - b], s);
+      }
     }
   }
 
-  // sub-pass twiddles w_R^{Sp m k}, k < NN, of a non-last pass (radix NN)
-  static FT_HD FT_INLINE void pass_tw(const LaunchParams<T>& p, long long sp, int t, cx (&w)[NN]) {
-    const long long m = t / sp;
-    const long long a = (sp * m) & (R - 1);
-    if constexpr (IS_F32) {
-      tw_powers<SIGN, NN>(a, R, w);
-    } else {
-      FT_UNROLL
-      for (int k = 0; k < NN; ++k) w[k] = p.tw_sub[(a * k) & (R - 1)];
-    }
+  // fp32 sub-pass twiddles w_R^{Sp m k}, k < NN, of a non-last pass (radix NN)
+  static FT_HD FT_INLINE void pass_tw(long long sp, int t, cx (&w)[NN]) {
+    static_assert(!TW_TABLES, "table twiddles are applied per bit (pass_factor)");
+    tw_powers<SIGN, NN>((sp * (t / sp)) & (R - 1), R, w);
   }
 
   template <int RR>
@@ -1491,8 +1519,8 @@ struct FftLaunch {
 
   // launch twiddle of column `col` at this thread's slot i, bit-identical to outer_tw(...)[i]
   static FT_HD FT_INLINE cx outer_tw_elem(const LaunchParams<T>& p, long long col, int t, int i) {
-    const long long m = (col % CPS) / S;
-    if constexpr (IS_F32) {
+    if constexpr (!TW_TABLES) {
+      const long long m = (col % CPS) / S;
       const cplx<float> base = tw_fresh<SIGN>(m * t, RMP);
       const long long a = (m * TT) & (RMP - 1);
       cplx<float> pw{1.f, 0.f};
@@ -1506,7 +1534,12 @@ struct FftLaunch {
       }
       return cmul(base, pw);
     } else {
-      return tw_table2(p.tw_hi, p.tw_lo, m * (t + TT * i), RMP, OUT_H);
+      cx d = outer_base(p, col, t);
+      FT_UNROLL
+      for (int b = 1; b < NN; b <<= 1) {
+        if (i & b) d = cmul(d, outer_factor(p, col, b));
+      }
+      return d;
     }
   }
 
@@ -1633,24 +1666,46 @@ struct FftLaunch {
       // 0.926 of cuFFT without); one-launch plans before them (after: fp32 2^13 / 2^14 0.814 / 0.836 ->
       // 0.799 / 0.812, fp64 2^13 0.762 -> 0.657; results/h100/fft/summary_9fb40b0.txt)
       constexpr bool TW_LATE = S > 1 || CPS > 1;
-      cx w[NN];
-      if constexpr (!TW_LATE) pass_tw(p, sp, t, w);
-      FT_UNROLL
-      for (int c = 0; c < LL; ++c) Dft<NN, SIGN>::run(st.a[c]);
-      if constexpr (TW_LATE) pass_tw(p, sp, t, w);
-      FT_UNROLL
-      for (int c = 0; c < LL; ++c) {
+      if constexpr (TW_TABLES) {
         FT_UNROLL
-        for (int k = 1; k < NN; ++k) st.a[c][k] = cmul(st.a[c][k], w[k]);
+        for (int c = 0; c < LL; ++c) Dft<NN, SIGN>::run(st.a[c]);
+        FT_UNROLL
+        for (int b = 1; b < NN; b <<= 1) {
+          const cx f = pass_factor(p, sp, t, b);
+          FT_UNROLL
+          for (int c = 0; c < LL; ++c) mul_bit(st.a[c], b, f);
+        }
+      } else {
+        cx w[NN];
+        if constexpr (!TW_LATE) pass_tw(sp, t, w);
+        FT_UNROLL
+        for (int c = 0; c < LL; ++c) Dft<NN, SIGN>::run(st.a[c]);
+        if constexpr (TW_LATE) pass_tw(sp, t, w);
+        FT_UNROLL
+        for (int c = 0; c < LL; ++c) {
+          FT_UNROLL
+          for (int k = 1; k < NN; ++k) st.a[c][k] = cmul(st.a[c][k], w[k]);
+        }
       }
       if (hooks) hook<LL>(st, tid, p, blk, C0, ps + 1, lbase);
       if constexpr (CHECK_THREAD) {
         Dft<NN, SIGN>::run(st.s1);
         Dft<NN, SIGN>::run(st.s2);
-        FT_UNROLL
-        for (int k = 1; k < NN; ++k) {
-          st.s1[k] = cmul(st.s1[k], w[k]);
-          st.s2[k] = cmul(st.s2[k], w[k]);
+        if constexpr (TW_TABLES) {
+          FT_UNROLL
+          for (int b = 1; b < NN; b <<= 1) {
+            const cx f = pass_factor(p, sp, t, b);
+            mul_bit(st.s1, b, f);
+            mul_bit(st.s2, b, f);
+          }
+        } else {
+          cx w[NN];
+          pass_tw(sp, t, w);
+          FT_UNROLL
+          for (int k = 1; k < NN; ++k) {
+            st.s1[k] = cmul(st.s1[k], w[k]);
+            st.s2[k] = cmul(st.s2[k], w[k]);
+          }
         }
         thread_check<NN>(st, tid, p, C0, false, kmult);
       }
@@ -1674,7 +1729,27 @@ struct FftLaunch {
 
   // launch twiddles of the data in slots 0..LL-1 (tile columns tile_col(g, lbase + l))
   static FT_HD FT_INLINE void apply_outer(State& st, int tid, const LaunchParams<T>& p, long long C0, int lbase, int LL) {
-    if constexpr (MP > 1) {
+    if constexpr (MP > 1 && TW_TABLES) {
+      // the factors of the bits of the slot index, applied one after the other (no twiddle array)
+      const int g = tid / TT, t = tpos(tid);
+      FT_UNROLL
+      for (int l = 0; l < CPT; ++l) {
+        if (l >= LL) continue;
+        const long long col = S > 1 ? C0 : C0 + tile_col(g, lbase + l);  // S > 1: one m for the block
+        const cx f = outer_base(p, col, t);
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) st.a[l][i] = cmul(st.a[l][i], f);
+      }
+      FT_UNROLL
+      for (int b = 1; b < NN; b <<= 1) {
+        FT_UNROLL
+        for (int l = 0; l < CPT; ++l) {
+          if (l >= LL) continue;
+          const long long col = S > 1 ? C0 : C0 + tile_col(g, lbase + l);
+          mul_bit(st.a[l], b, outer_factor(p, col, b));
+        }
+      }
+    } else if constexpr (MP > 1) {
       const int g = tid / TT, t = tpos(tid);
       if constexpr (S > 1) {
         // every column of the block has the same m: one set of launch twiddles
