@@ -55,7 +55,7 @@ variants:
   - {precision: fp32, params: {logn: 13, n1: 16}}
   - {precision: fp64, params: {logn: [12, 13], n1: 8}}
   - {precision: fp64, params: {logn: [19, 20], launches: 2}}
-  - {precision: fp64, params: {logn: 21, launches: 3}}
+  - {precision: fp64, params: {logn: [21, 22], launches: 3}}
 shapes:
   - {n: 4096, batch: 64}
 EOF
