@@ -56,6 +56,7 @@ variants:
   - {precision: fp64, params: {logn: [12, 13], n1: 8}}
   - {precision: fp64, params: {logn: [19, 20], launches: 2}}
   - {precision: fp64, params: {logn: [21, 22], launches: 3}}
+  - {precision: fp64, params: {logn: 22, launches: 2, bs1: 4, bs2: 4}}
 shapes:
   - {n: 4096, batch: 64}
 EOF

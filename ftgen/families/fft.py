@@ -410,7 +410,7 @@ def auto_xw(lp: LaunchPlan) -> int:
 
 
 # Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
-# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64.jsonl: x cuFFT against the
+# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl: x cuFFT against the
 # rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
@@ -432,10 +432,12 @@ TUNED = {
     # 0.863 (radix 16 at 255 registers 0.969)
     ("fp64", "none", 20): {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2},
     # 2^21 two launches (2048 x 1024) of radix 16 with 2 + 4 columns: 0.907 against the three launches'
-    # 0.752 (4 + 4 columns 0.873, radix 8 with 4 + 8 columns 0.816)
+    # 0.752 (4 + 4 columns 0.873, radix 8 with 4 + 8 columns 0.816; search_tw64b: 0.908, radix 16 then 8 at 128
+    # registers 0.914)
     ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 2, "bs2": 4, "minb": 1},
-    # 2^22 two launches (2048 x 2048) of 4 + 4 columns: 0.849 against 0.824 (radix 16, 2 + 2 columns 0.847)
-    ("fp64", "none", 22): {"launches": 2, "bs1": 4, "bs2": 4},
+    # 2^22 two launches (2048 x 2048), radix 16 with 2 columns then radix 8 with 4, up to 255 registers: 0.887
+    # against 0.824 (search_tw64b; radix 8 with 4 + 4 columns 0.849, radix 16 with 2 + 2 columns 0.847)
+    ("fp64", "none", 22): {"launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4, "minb": 1},
     # two-sided-tb, one fault per transform (search_tbocc): radix 32 / 16 at up to 255 registers. fp32 2^13
     # 0.638 against 0.570 (232 registers; at 2^10-2^12, 2^16 and 2^20 radix 32 lost: 0.30-0.78 against
     # 0.59-0.86). fp64 (search_tw64): 2^10 0.846 against 0.814, 2^11 0.836 against 0.805, 2^12 0.698
