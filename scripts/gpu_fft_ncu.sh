@@ -2,12 +2,13 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large]   (ncu_fft_*.txt: one report per size; large: the
+# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large|big]   (ncu_fft_*.txt: one report per size; big: fp32
+# 2^13 (one launch) and 2^23 in three launches (automatic) and in two (4096 x 2048, 4 + 8 columns); large: the
 # unprotected fp32 2^22 and fp64 2^20 / 2^21 plans (TUNED) beside cuFFT's kernels; tb: the
 # two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
 # the warp stall reasons; tbcols: two-sided-tb 2^20 with two and four columns per thread)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large]}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large|big]}
 which=${2:-none}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -17,6 +18,7 @@ tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [12, 20]}}, {protection: $tb, params: {logn: [12, 20]}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
+  big) variants="[{protection: {scheme: none}, params: {logn: [13, 23]}}, {protection: {scheme: none}, params: {logn: 23, launches: 2, bs1: 4, bs2: 8}}]" ;;
   large) variants="[{protection: {scheme: none}, params: {logn: 22}}, {precision: fp64, protection: {scheme: none}, params: {logn: [20, 21]}}]" ;;
   *) variants="[{protection: {scheme: none}, params: {logn: [14, 20]}}]" ;;
 esac
@@ -36,7 +38,7 @@ metrics="--metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_src
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
   case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *f32*logn22*) shape=4194304x16 ;;
-    *f64*logn20*) shape=1048576x32 ;; *f64*logn21*) shape=2097152x16 ;; *) shape=1048576x64 ;; esac
+    *f32*logn23*) shape=8388608x8 ;; *f32*logn13*) shape=8192x8192 ;; *f64*logn20*) shape=1048576x32 ;; *f64*logn21*) shape=2097152x16 ;; *) shape=1048576x64 ;; esac
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' --launch-count 6 $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/ncu_${name}.txt" 2>&1
