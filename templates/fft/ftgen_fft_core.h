@@ -724,7 +724,8 @@ FT_HD FT_INLINE cplx<float> tw_fresh(long long idx, long long M) {
   idx &= (M - 1);
   if (M <= (1ll << 24)) {
     float s, c;
-    sincospi_f(static_cast<float>(2 * idx) / static_cast<float>(M), &s, &c);
+    // the masked index fits 32 bits: one I2F.S32 instead of a 64-bit conversion
+    sincospi_f(static_cast<float>(2 * static_cast<int>(idx)) / static_cast<float>(M), &s, &c);
     return {c, SIGN * s};
   }
   const long long hi = (idx >> 12) << 12, lo = idx & 4095;
@@ -1301,18 +1302,21 @@ struct FftLaunch {
   static FT_HD FT_INLINE void load(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0, int cb) {
     if constexpr (!STAGED_IN) {
       // contiguous columns: coalesced direct loads (16-byte vectors when a thread holds a column)
+      // 64-bit address of the call's first column once, 32-bit offsets per element (the 64-bit index
+      // arithmetic per element had made half of the fp32 kernels' instructions integer ones)
+      const cx* in = p.in + (C0 + cb) * R;
       FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
+      const unsigned g = unsigned(tid) / TT, t = unsigned(tid) % TT;
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
-        const long long col = C0 + cb + g * LL + l;
-        const bool ok = col_valid(p, C0, cb + g * LL + l);
+        const unsigned cc = g * LL + l;
+        const bool ok = col_valid(p, C0, cb + int(cc));
         if constexpr (TT == 1 && NN % V == 0) {
           FT_UNROLL
           for (int i = 0; i < NN; i += V) {
             Vec16<T> x;
             if (ok) {
-              x = FT_GLDV(p.in, col * R + i);
+              x = FT_GLDV(in, cc * R + i);
             } else {
               FT_UNROLL
               for (int j = 0; j < V; ++j) x.v[j] = cx{T(0), T(0)};
@@ -1322,7 +1326,7 @@ struct FftLaunch {
           }
         } else {
           FT_UNROLL
-          for (int i = 0; i < NN; ++i) st.a[l][i] = ok ? FT_GLD(p.in, col * R + t + TT * i) : cx{T(0), T(0)};
+          for (int i = 0; i < NN; ++i) st.a[l][i] = ok ? FT_GLD(in, cc * R + t + TT * i) : cx{T(0), T(0)};
         }
       }
       FT_EACH_END
@@ -1330,21 +1334,22 @@ struct FftLaunch {
       // strided columns: NC consecutive columns are contiguous; 16-byte vectors run across them
       constexpr int VC = NC >= V ? V : 1;
       constexpr int NVEC = NC / VC * R, IT = (NVEC + NT - 1) / NT;
-      const long long cs = C0 + cb, b = cs / CPS, c0 = cs % CPS;
+      const long long cs = C0 + cb;
+      const cx* in = p.in + ((cs / CPS) * N + cs % CPS);
       FT_SYNC();  // earlier reads of the tile are complete
       FT_EACH_BEGIN
       FT_UNROLL
       for (int it = 0; it < IT; ++it) {
-        const int v = tid + NT * it;
-        if (NVEC % NT == 0 || v < NVEC) {
-          const int cc = (v % (NC / VC)) * VC, i = v / (NC / VC);
-          const long long gi = b * N + c0 + cc + CPS * i;
+        const unsigned v = unsigned(tid) + NT * it;
+        if (NVEC % NT == 0 || v < unsigned(NVEC)) {
+          const unsigned cc = (v % (NC / VC)) * VC, i = v / (NC / VC);
+          const unsigned gi = cc + unsigned(CPS) * i;
           if constexpr (VC == V) {
-            const Vec16<T> x = FT_GLDV(p.in, gi);
+            const Vec16<T> x = FT_GLDV(in, gi);
             FT_UNROLL
             for (int j = 0; j < V; ++j) FT_SST(sidx(cc + j, i), x.v[j]);
           } else {
-            FT_SST(sidx(cc, i), FT_GLD(p.in, gi));
+            FT_SST(sidx(cc, i), FT_GLD(in, gi));
           }
         }
       }
@@ -1381,23 +1386,24 @@ struct FftLaunch {
   template <int NC, int LL, class Ctx>
   static FT_HD FT_INLINE void store(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0, int cb) {
     if constexpr (!STAGED_OUT) {
+      cx* out = p.out + (C0 + cb) * R;
       FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
+      const unsigned g = unsigned(tid) / TT, t = unsigned(tid) % TT;
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
-        const long long col = C0 + cb + g * LL + l;
-        if (col_valid(p, C0, cb + g * LL + l)) {
+        const unsigned cc = g * LL + l;
+        if (col_valid(p, C0, cb + int(cc))) {
           if constexpr (TT == 1 && NN % V == 0) {
             FT_UNROLL
             for (int i = 0; i < NN; i += V) {
               Vec16<T> x;
               FT_UNROLL
               for (int j = 0; j < V; ++j) x.v[j] = st.a[l][i + j];
-              FT_GSTV(p.out, col * R + i, x);
+              FT_GSTV(out, cc * R + i, x);
             }
           } else {
             FT_UNROLL
-            for (int i = 0; i < NN; ++i) FT_GST(p.out, col * R + t + TT * i, st.a[l][i]);
+            for (int i = 0; i < NN; ++i) FT_GST(out, cc * R + t + TT * i, st.a[l][i]);
           }
         }
       }
@@ -1416,17 +1422,18 @@ struct FftLaunch {
       if constexpr (S == 1) {
         // out[R * col + k]: NC consecutive columns are one contiguous range
         constexpr int NVEC = NC * R / V, IT = (NVEC + NT - 1) / NT;
+        cx* out = p.out + (C0 + cb) * R;
         FT_EACH_BEGIN
         FT_UNROLL
         for (int it = 0; it < IT; ++it) {
-          const int v = tid + NT * it;
-          if (NVEC % NT == 0 || v < NVEC) {
-            const int e0 = v * V, cc = e0 / R, pos = e0 % R;
-            if (col_valid(p, C0, cb + cc)) {
+          const unsigned v = unsigned(tid) + NT * it;
+          if (NVEC % NT == 0 || v < unsigned(NVEC)) {
+            const unsigned e0 = v * V, cc = e0 / R, pos = e0 % R;
+            if (col_valid(p, C0, cb + int(cc))) {
               Vec16<T> x;
               FT_UNROLL
-              for (int j = 0; j < V; ++j) x.v[j] = FT_SLD(sidx(cc, pos + j));
-              FT_GSTV(p.out, (C0 + cb) * R + e0, x);
+              for (int j = 0; j < V; ++j) x.v[j] = FT_SLD(sidx(int(cc), int(pos) + j));
+              FT_GSTV(out, e0, x);
             }
           }
         }
@@ -1435,20 +1442,25 @@ struct FftLaunch {
         // out[b N + s + S (k + R m)]: consecutive columns (s) are contiguous
         constexpr int VC = NC >= V ? V : 1;
         constexpr int NVEC = NC / VC * R, IT = (NVEC + NT - 1) / NT;
+        const long long cs = C0 + cb;
+        cx* out = p.out + (cs / CPS) * N;
+        const unsigned c0 = unsigned(cs % CPS);
         FT_EACH_BEGIN
         FT_UNROLL
         for (int it = 0; it < IT; ++it) {
-          const int v = tid + NT * it;
-          if (NVEC % NT == 0 || v < NVEC) {
-            const int cc = (v % (NC / VC)) * VC, k = v / (NC / VC);
-            const long long gi = out_index(C0, cb + cc, k);
+          const unsigned v = unsigned(tid) + NT * it;
+          if (NVEC % NT == 0 || v < unsigned(NVEC)) {
+            const unsigned cc = (v % (NC / VC)) * VC, k = v / (NC / VC);
+            // out_index(C0, cb + cc, k) from the block's signal on, in 32 bits
+            const unsigned u = c0 + cc, c = u % unsigned(CPS);
+            const unsigned gi = (u / unsigned(CPS)) * unsigned(N) + c % unsigned(S) + unsigned(S) * (k + R * (c / unsigned(S)));
             if constexpr (VC == V) {
               Vec16<T> x;
               FT_UNROLL
-              for (int j = 0; j < V; ++j) x.v[j] = FT_SLD(sidx(cc + j, k));
-              FT_GSTV(p.out, gi, x);
+              for (int j = 0; j < V; ++j) x.v[j] = FT_SLD(sidx(int(cc) + j, int(k)));
+              FT_GSTV(out, gi, x);
             } else {
-              FT_GST(p.out, gi, FT_SLD(sidx(cc, k)));
+              FT_GST(out, gi, FT_SLD(sidx(int(cc), int(k))));
             }
           }
         }
@@ -1466,15 +1478,16 @@ struct FftLaunch {
     for (int rd = 0; rd < RNDS; ++rd) {
       FT_SYNC();  // earlier reads of the tile are complete
       FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
-      const long long m = t / sp, s = t % sp;
+      const int g = tid / TT;
+      const unsigned t = unsigned(tid) % TT, usp = unsigned(sp);  // sp is a compile-time constant after unrolling
+      const unsigned m = t / usp, s = t % usp;
       // all loops run over compile-time ranges (the round filter folds away after unrolling)
       FT_UNROLL
       for (int c = 0; c < LL; ++c) {
         if (c / XWL != rd) continue;
         const int col = g * XWL + (c % XWL);
         FT_UNROLL
-        for (int k = 0; k < NN; ++k) FT_SST(sidx(col, static_cast<int>(s + sp * (k + NN * m))), st.a[c][k]);
+        for (int k = 0; k < NN; ++k) FT_SST(sidx(col, static_cast<int>(s + usp * (k + NN * m))), st.a[c][k]);
       }
       FT_EACH_END
       FT_SYNC();
