@@ -1311,12 +1311,14 @@ struct FftLaunch {
       for (int l = 0; l < LL; ++l) {
         const unsigned cc = g * LL + l;
         const bool ok = col_valid(p, C0, cb + int(cc));
+        // the thread's first element: its other elements at constant offsets (the loads' immediates)
+        const cx* src = in + (cc * R + t);
         if constexpr (TT == 1 && NN % V == 0) {
           FT_UNROLL
           for (int i = 0; i < NN; i += V) {
             Vec16<T> x;
             if (ok) {
-              x = FT_GLDV(in, cc * R + i);
+              x = FT_GLDV(src, i);
             } else {
               FT_UNROLL
               for (int j = 0; j < V; ++j) x.v[j] = cx{T(0), T(0)};
@@ -1326,7 +1328,7 @@ struct FftLaunch {
           }
         } else {
           FT_UNROLL
-          for (int i = 0; i < NN; ++i) st.a[l][i] = ok ? FT_GLD(in, cc * R + t + TT * i) : cx{T(0), T(0)};
+          for (int i = 0; i < NN; ++i) st.a[l][i] = ok ? FT_GLD(src, TT * i) : cx{T(0), T(0)};
         }
       }
       FT_EACH_END
@@ -1393,17 +1395,18 @@ struct FftLaunch {
       for (int l = 0; l < LL; ++l) {
         const unsigned cc = g * LL + l;
         if (col_valid(p, C0, cb + int(cc))) {
+          cx* dst = out + (cc * R + t);
           if constexpr (TT == 1 && NN % V == 0) {
             FT_UNROLL
             for (int i = 0; i < NN; i += V) {
               Vec16<T> x;
               FT_UNROLL
               for (int j = 0; j < V; ++j) x.v[j] = st.a[l][i + j];
-              FT_GSTV(out, cc * R + i, x);
+              FT_GSTV(dst, i, x);
             }
           } else {
             FT_UNROLL
-            for (int i = 0; i < NN; ++i) FT_GST(out, cc * R + t + TT * i, st.a[l][i]);
+            for (int i = 0; i < NN; ++i) FT_GST(dst, TT * i, st.a[l][i]);
           }
         }
       }
