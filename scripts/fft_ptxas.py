@@ -3,6 +3,11 @@
 
     python3 scripts/fft_ptxas.py "{precision: fp64, params: {logn: 20}}" "{precision: fp32, params: {logn: 0}}"
     python3 scripts/fft_ptxas.py --header-dir /tmp/alt "{precision: fp32, params: {logn: 22}}"
+    python3 scripts/fft_ptxas.py --sass "{precision: fp32, params: {logn: 23}}"
+
+--sass adds the static SASS instruction count of each launch and its integer share (from cuobjdump; the
+kernels are unrolled, so the static count follows the executed one: results/h100/fft/ncu_mix_*.txt found
+integer instructions to be 34-57% of the fp32 2^23 launches' work against 10% in cuFFT's).
 
 Each argument is one entry of a spec's `variants:` list (family fft, arch sm_90). With --header-dir the
 kernels are also compiled against that directory's ftgen_fft_core.h (an edited copy) and both columns are
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,12 +46,48 @@ def ptxas(nvcc: str, src: Path, includes: list[Path], arch: str) -> list[tuple[s
     return sorted((m.group(1), int(m.group(3)), int(m.group(2))) for m in ENTRY.finditer(p.stderr))
 
 
+# SASS opcodes counted as integer / address work
+INT_OPS = {"IMAD", "IADD3", "LOP3", "SHF", "LEA", "ISETP", "SEL", "IABS", "PRMT", "MOV", "IMNMX", "BMSK", "SGXT", "POPC", "FLO", "BREV",
+           "I2F", "F2I", "UIADD3", "UMOV", "ULOP3", "USHF", "UIMAD", "ULEA", "UISETP", "USEL", "S2R", "S2UR"}
+SASS_FN = re.compile(r"\n\s+Function : ([^\n]+)")
+SASS_OP = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
+
+
+def sass_counts(nvcc: str, src: Path, includes: list[Path], arch: str, cubin: Path) -> dict[str, tuple[int, int]]:
+    """{launch: (instructions, integer instructions)} of one kernel source, compiled to `cubin`."""
+    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", f"-arch={arch}", "-cubin", "-o", str(cubin)]
+    for inc in includes:
+        cmd += ["-I", str(inc)]
+    p = subprocess.run(cmd + [str(src)], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"nvcc -cubin failed on {src.name}:\n{p.stderr[-2000:]}")
+    tool = shutil.which("cuobjdump") or str(Path(nvcc).with_name("cuobjdump"))
+    dump = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    out = {}
+    parts = SASS_FN.split(dump)
+    for name, body in zip(parts[1::2], parts[2::2]):
+        k = re.search(r"k_\d+_\d", name)
+        if k:
+            ops = SASS_OP.findall(body)
+            out[k.group(0)] = (len(ops), sum(op in INT_OPS for op in ops))
+    return out
+
+
+def fmt(e: tuple) -> str:
+    """launch: registers, spill bytes[, static instructions (integer share)]"""
+    txt = f"{e[0]}: {e[1]} regs {e[2]} B spilled"
+    if len(e) > 3 and e[3]:
+        txt += f" {e[3][0]} instr ({100 * e[3][1] // max(e[3][0], 1)}% int)"
+    return txt
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="+", help="variant entries, e.g. \"{precision: fp32, params: {logn: 13}}\"")
     ap.add_argument("--header-dir", type=Path, help="directory with an alternative ftgen_fft_core.h")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("-j", "--jobs", type=int, default=4)
+    ap.add_argument("--sass", action="store_true", help="also count the static SASS instructions per launch (cuobjdump)")
     a = ap.parse_args()
     body = "\n".join(f"  - {v}" for v in a.variants)
     spec = load_spec_text(f"name: ptxas\nfamily: fft\narch: [{a.arch}]\nvariants:\n{body}\n", "ptxas.yaml")
@@ -63,7 +105,11 @@ def main() -> int:
         def run(job):
             src, head = job
             inc = ([head] if head else []) + [src.parent, root / "common"]
-            return ptxas(nvcc, src, inc, a.arch)
+            regs = ptxas(nvcc, src, inc, a.arch)
+            if not a.sass:
+                return regs
+            cnt = sass_counts(nvcc, src, inc, a.arch, root / f"{src.stem}_{'alt' if head else 'cur'}.cubin")
+            return [(k, r, sp, cnt.get(k)) for k, r, sp in regs]
 
         with ThreadPoolExecutor(a.jobs) as ex:
             res = dict(zip(jobs, ex.map(run, jobs)))
@@ -72,7 +118,7 @@ def main() -> int:
         cols = [res[(src, h)] for h in heads]
         for i, c in enumerate(cols):
             total[i] += sum(x[2] for x in c)
-        line = "  ".join(" ".join(f"{k}: {r} regs {s} B spilled" for k, r, s in c) for c in cols)
+        line = "  ".join(" ".join(fmt(e) for e in c) for c in cols)
         print(f"{src.name[:-3]:70s} {line}")
     print("spill bytes in all:", total[0], *(["(alternative header:", total[1], ")"] if a.header_dir else []))
     return 0
