@@ -1094,8 +1094,7 @@ struct FftLaunch {
   // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
   // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value
   static constexpr bool LAUNDER_T = IS_F32 && NT >= 1024;
-  // twiddles from tables (w_R^j and the hi/lo split of the launch twiddles, products over the bits of
-  // the exponent) or, fp32 only, from sincospif with the recurrence
+  // fp64 twiddles from tables (see mul_bit), fp32 from sincospif with the recurrence
   static constexpr bool TW_TABLES = !IS_F32;
   static FT_HD FT_INLINE int tpos(int tid) {
     if constexpr (LAUNDER_T) {
@@ -1117,7 +1116,7 @@ struct FftLaunch {
   // NN scattered ones (the fp64 2^20 launches had read 2.9-5.4x their data through L1, mostly the tables).
   // Applied to the data one bit after the other (mul_bit), no twiddle array is live: the fp64 first
   // launches of 2^19-2^22 spilled 24-124 bytes with one read per twiddle, 0-32 this way (fp64 0.937 ->
-  // 0.981 of cuFFT on average over 2^3-2^24; results/h100/fft/ab_tw64_*). fp32 keeps sincospif with the
+  // 0.981 of cuFFT on average over 2^3-2^24; results/h100/fft/ab_tw64/run1, run2). fp32 keeps sincospif with the
   // recurrence: its 80-register launches spilled 44-120 bytes with the table reads (0.957 -> 0.898).
   static FT_HD FT_INLINE void mul_bit(cx (&x)[NN], int b, cx s) {
     FT_UNROLL
