@@ -19,56 +19,35 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ftgen.build import find_nvcc  # noqa: E402
-from ftgen.codegen.emit import render_spec  # noqa: E402
-from ftgen.spec import load_spec_text  # noqa: E402
+import kernel_tools as kt  # noqa: E402
 
 ENTRY = re.compile(r"entry function '[^']*(k_\d+_\d)[^']*'.*?(\d+) bytes spill stores.*?Used (\d+) registers", re.S)
-
-
-def ptxas(nvcc: str, src: Path, includes: list[Path], arch: str) -> list[tuple[str, int, int]]:
-    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xptxas", "-v", f"-arch={arch}"]
-    for inc in includes:
-        cmd += ["-I", str(inc)]
-    p = subprocess.run(cmd + ["-c", str(src), "-o", "/dev/null"], capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"nvcc failed on {src.name}:\n{p.stderr[-2000:]}")
-    return sorted((m.group(1), int(m.group(3)), int(m.group(2))) for m in ENTRY.finditer(p.stderr))
-
-
 # SASS opcodes counted as integer / address work
 INT_OPS = {"IMAD", "IADD3", "LOP3", "SHF", "LEA", "ISETP", "SEL", "IABS", "PRMT", "MOV", "IMNMX", "BMSK", "SGXT", "POPC", "FLO", "BREV",
            "I2F", "F2I", "UIADD3", "UMOV", "ULOP3", "USHF", "UIMAD", "ULEA", "UISETP", "USEL", "S2R", "S2UR"}
-SASS_FN = re.compile(r"\n\s+Function : ([^\n]+)")
-SASS_OP = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
 
 
-def sass_counts(nvcc: str, src: Path, includes: list[Path], arch: str, cubin: Path) -> dict[str, tuple[int, int]]:
+def ptxas(nvcc: str, src: Path, includes: list[Path], arch: str) -> list[tuple[str, int, int]]:
+    """(launch, registers, spill store bytes) of one kernel source."""
+    err = kt.nvcc(nvcc, src, includes, arch, ["-Xptxas", "-v", "-c", "-o", "/dev/null"])
+    return sorted((m.group(1), int(m.group(3)), int(m.group(2))) for m in ENTRY.finditer(err))
+
+
+def sass_counts(nvcc: str, dump: str, src: Path, includes: list[Path], arch: str, cubin: Path) -> dict[str, tuple[int, int]]:
     """{launch: (instructions, integer instructions)} of one kernel source, compiled to `cubin`."""
-    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", f"-arch={arch}", "-cubin", "-o", str(cubin)]
-    for inc in includes:
-        cmd += ["-I", str(inc)]
-    p = subprocess.run(cmd + [str(src)], capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"nvcc -cubin failed on {src.name}:\n{p.stderr[-2000:]}")
-    tool = shutil.which("cuobjdump") or str(Path(nvcc).with_name("cuobjdump"))
-    dump = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    kt.nvcc(nvcc, src, includes, arch, ["-cubin", "-o", str(cubin)])
     out = {}
-    parts = SASS_FN.split(dump)
-    for name, body in zip(parts[1::2], parts[2::2]):
+    for name, insns in kt.sass_functions(dump, cubin):
         k = re.search(r"k_\d+_\d", name)
         if k:
-            ops = SASS_OP.findall(body)
+            ops = [kt.opcode(x) for _, x in insns]
             out[k.group(0)] = (len(ops), sum(op in INT_OPS for op in ops))
     return out
 
@@ -89,16 +68,11 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=4)
     ap.add_argument("--sass", action="store_true", help="also count the static SASS instructions per launch (cuobjdump)")
     a = ap.parse_args()
-    body = "\n".join(f"  - {v}" for v in a.variants)
-    spec = load_spec_text(f"name: ptxas\nfamily: fft\narch: [{a.arch}]\nvariants:\n{body}\n", "ptxas.yaml")
-    files, _ = render_spec(spec)
-    nvcc = find_nvcc()
+    nvcc, dump = kt.tools(need_dump=a.sass)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-        srcs = sorted((root / rel for rel in files if re.search(r"_k\d+\.cu$", rel)), key=lambda p: (p.parent.name, int(re.search(r"_k(\d+)\.cu$", p.name).group(1))))
+        kernels = [p for p in kt.write_variants("fft", a.arch, a.variants, root) if re.search(r"_k\d+\.cu$", p.name)]
+        srcs = sorted(kernels, key=lambda p: (p.parent.name, int(re.search(r"_k(\d+)\.cu$", p.name).group(1))))
         heads = [None] + ([a.header_dir] if a.header_dir else [])
         jobs = [(s, h) for s in srcs for h in heads]
 
@@ -108,7 +82,7 @@ def main() -> int:
             regs = ptxas(nvcc, src, inc, a.arch)
             if not a.sass:
                 return regs
-            cnt = sass_counts(nvcc, src, inc, a.arch, root / f"{src.stem}_{'alt' if head else 'cur'}.cubin")
+            cnt = sass_counts(nvcc, dump, src, inc, a.arch, root / f"{src.stem}_{'alt' if head else 'cur'}.cubin")
             return [(k, r, sp, cnt.get(k)) for k, r, sp in regs]
 
         with ThreadPoolExecutor(a.jobs) as ex:

@@ -5,10 +5,10 @@
     python3 scripts/sass_loops.py --family fft "{precision: fp32, params: {logn: 23}}"
 
 Each argument is one entry of a spec's `variants:` list (arch sm_90). Every generated .cu source of the variant
-is compiled to a cubin, disassembled with cuobjdump, and for every kernel the loops of at least --min
-instructions (a backward branch and its target) are printed with their length and most frequent opcodes. For
-a GEMM main loop the FFMA share bounds the fraction of the FP32 peak the loop can issue; for the fft kernels
-(unrolled, no loops) use scripts/fft_ptxas.py --sass.
+(but the bench harness) is compiled to a cubin, disassembled with cuobjdump, and for every kernel the loops of
+at least --min instructions (a backward branch and its target) are printed with their length and most
+frequent opcodes. For a GEMM main loop the FFMA share bounds the fraction of the FP32 peak the loop can issue;
+for the fft kernels (unrolled, no loops) use scripts/fft_ptxas.py --sass.
 """
 
 from __future__ import annotations
@@ -16,30 +16,21 @@ from __future__ import annotations
 import argparse
 import collections
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ftgen.build import find_nvcc  # noqa: E402
-from ftgen.codegen.emit import render_spec  # noqa: E402
-from ftgen.spec import load_spec_text  # noqa: E402
+import kernel_tools as kt  # noqa: E402
 
-INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
-OPCODE = re.compile(r"(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
 TARGET = re.compile(r"BRA\s.*?0x([0-9a-f]+)")
 
 
-def loops(sass: str, min_len: int) -> list[tuple[str, int, collections.Counter]]:
+def loops(functions: list[tuple[str, list[tuple[int, str]]]], min_len: int) -> list[tuple[str, int, collections.Counter]]:
     """(kernel, length, opcode counts) of every loop of at least min_len instructions."""
     out = []
-    for part in re.split(r"\n\s+Function : ", sass)[1:]:
-        name = part.split("\n", 1)[0].strip()
-        ins = [(int(m.group(1), 16), m.group(2).strip()) for m in INSN.finditer(part)]
+    for name, ins in functions:
         index = {a: i for i, (a, _) in enumerate(ins)}
         for i, (a, text) in enumerate(ins):
             t = TARGET.search(text) if "BRA" in text else None
@@ -47,7 +38,7 @@ def loops(sass: str, min_len: int) -> list[tuple[str, int, collections.Counter]]
                 continue
             body = ins[index[int(t.group(1), 16)] : i + 1]
             if len(body) >= min_len:
-                out.append((name, len(body), collections.Counter(OPCODE.match(x).group(1) for _, x in body)))
+                out.append((name, len(body), collections.Counter(kt.opcode(x) for _, x in body)))
     return out
 
 
@@ -58,31 +49,18 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--min", type=int, default=100, help="shortest loop to report (instructions)")
     a = ap.parse_args()
-    nvcc = find_nvcc()
-    dump_tool = shutil.which("cuobjdump") or (str(Path(nvcc).with_name("cuobjdump")) if nvcc else None)
-    if not nvcc or not dump_tool:
-        raise SystemExit("needs nvcc and cuobjdump")
-    body = "\n".join(f"  - {v}" for v in a.variants)
-    spec = load_spec_text(f"name: sass\nfamily: {a.family}\narch: [{a.arch}]\nvariants:\n{body}\n", "sass.yaml")
-    files, _ = render_spec(spec)
+    nvcc, dump = kt.tools()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-        srcs = sorted(root / rel for rel in files if rel.endswith(".cu") and not rel.endswith("_bench.cu"))
-        for src in srcs:
+        for src in kt.write_variants(a.family, a.arch, a.variants, root):
+            if src.name.endswith("_bench.cu"):
+                continue
             cubin = root / (src.stem + ".cubin")
-            cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", f"-arch={a.arch}", "-cubin", "-o", str(cubin),
-                   "-I", str(src.parent), "-I", str(root / "common"), str(src)]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode:
-                raise SystemExit(f"nvcc failed on {src.name}:\n{p.stderr[-2000:]}")
-            sass = subprocess.run([dump_tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-            for name, n, ops in loops(sass, a.min):
+            kt.nvcc(nvcc, src, [src.parent, root / "common"], a.arch, ["-cubin", "-o", str(cubin)])
+            for name, n, ops in loops(kt.sass_functions(dump, cubin), a.min):
                 top = ", ".join(f"{op} {c}" for op, c in ops.most_common(8))
-                ffma = ops.get("FFMA", 0) + ops.get("DFMA", 0)
-                print(f"{src.stem}: loop of {n} instructions, FMA {100 * ffma / n:.0f}%: {top}")
+                fma = ops.get("FFMA", 0) + ops.get("DFMA", 0)
+                print(f"{src.stem}: loop of {n} instructions, FMA {100 * fma / n:.0f}%: {top}")
     return 0
 
 
