@@ -36,7 +36,7 @@ def test_names_encode_the_resolved_plan():
     vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 19, direction: inverse}\n")
     (v,) = vs
     assert v.name.startswith("fft_z2z_f64_abft-2sided-tb_inv_logn19_N1024x512_n8x8_bs")
-    assert v.name.endswith("_t2_c1_inj")  # fp64 two-launch two-sided-tb plans: two columns per thread, one 8 MB signal per chunk
+    assert v.name.endswith("_t2_inj")  # fp64 two-launch two-sided-tb plans: two columns per thread
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: one-sided, threshold: 20}\nparams: {logn: 0}\n")
     assert [v.name for v in vs] == ["fft_c2c_f32_abft-1sided-th20_fwd_auto"]
 
@@ -71,7 +71,6 @@ def test_every_parameter_changes_the_name():
         ("{logn: 16, N1: 256, N2: 16, N3: 4}", "is not n = 65536"),
         ("{logn: 0, n1: 8}", "give logn to set n1"),
         ("{logn: 0, minb: 2}", "give logn to set minb"),
-        ("{logn: 0, chunk: 4}", "give logn to set chunk"),
         ("{logn: 14, minb: 3}", "minb=3 blocks of 1024 threads exceed the 2048 threads an SM holds"),
         ("{logn: 14, n1: 32, minb: 2}", "minb=2 blocks of 131088 bytes of shared memory exceed"),
         ("{logn: 26}", None),
@@ -83,22 +82,6 @@ def test_constraint_reasons(params, reason):
         assert any("logn26" in v.name for v in vs)
     else:
         assert rej and reason in "; ".join(rej[0].reasons), rej
-
-
-def test_chunks_of_multi_launch_plans():
-    """Multi-launch plans of signals up to 16 MB run 8 MB chunks of signals (the name shows it); larger
-    signals, one-launch plans and chunk -1 run the whole batch per launch; chunk -2 is refused."""
-    assert F.resolve_params("fp32", "none", {"logn": 16})["chunk"] == 16  # 512 KB signals
-    assert F.resolve_params("fp64", "none", {"logn": 20})["chunk"] == 1  # 16 MB
-    assert F.resolve_params("fp32", "none", {"logn": 22})["chunk"] == -1  # 32 MB
-    assert F.resolve_params("fp32", "none", {"logn": 12})["chunk"] == -1  # one launch
-    assert F.resolve_params("fp32", "none", {"logn": 16, "chunk": -1})["chunk"] == -1
-    assert F.resolve_params("fp32", "none", {"logn": 16, "chunk": 3})["chunk"] == 3
-    vs, _ = variants("precision: fp32\nvariants:\n  - params: {logn: 16}\n  - params: {logn: 16, chunk: -1}\n  - params: {logn: 12, chunk: 5}\n")
-    names = [v.name for v in vs]
-    assert names[0].endswith("_bs16x16_t1_c16") and names[1].endswith("_bs16x16_t1") and names[2].endswith("_bs1_t1"), names
-    with pytest.raises(SpecError, match="chunk"):
-        load_spec_text(spec("params: {logn: 16, chunk: -2}\n"))
 
 
 def test_two_sided_levels_need_two_columns_per_thread():
@@ -145,7 +128,7 @@ def test_tuned_plans_apply_only_when_no_plan_key_is_given():
     q = F.resolve_params("fp64", "none", {"logn": 20})
     assert (q["launches"], q["bs1"], q["bs2"], q["minb"]) == (2, 4, 4, 2)
     name = get("fft").kernel_name(load_spec_text(spec("precision: fp64\nparams: {logn: 20}\n")).variants[0])
-    assert name.endswith("_logn20_N1024x1024_n8x8_bs4x4_t1_mb2_c1")
+    assert name.endswith("_logn20_N1024x1024_n8x8_bs4x4_t1_mb2")
     q = F.resolve_params("fp64", "none", {"logn": 20, "launches": 2})  # a plan key given: the rules alone
     assert (q["bs1"], q["bs2"], q.get("minb", 0)) == (2, 2, 0)
     assert ("fp32", "none", 20) not in F.TUNED and ("fp32", "two-sided-tb", 13) in F.TUNED  # per level

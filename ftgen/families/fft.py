@@ -18,10 +18,7 @@ checksums).
 
 Plans: ``launches``, ``N1..N3``, ``n1..n3``, ``bs1..bs3``, ``tcols`` and ``minb`` (resident blocks per SM
 every launch is compiled for: ``__launch_bounds__``, i.e. the register cap) set a plan; 0 leaves a value to
-the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchPlan.min_blocks``).
-``chunk`` (multi-launch plans) is how many signals go through all launches before the next ones start
-(``auto_chunk``: the intermediate result of a chunk stays in L2 between its launches; -1: the whole
-batch per launch). Where a
+the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchPlan.min_blocks``). Where a
 plan search on the GPU found a better plan than the rules give, ``TUNED`` holds it per precision, level and
 size, with the measurement; it applies when a variant sets none of the plan keys.
 
@@ -47,7 +44,7 @@ Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_c<chunk>][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_inj]
     fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
@@ -116,12 +113,6 @@ K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
 K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
 LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
 TWIDDLE_FRESH = 4  # fp32 recurrence: a fresh sincospi every 4 powers
-# Multi-launch plans run their launches chunk by chunk of signals (``chunk``), so that a chunk's
-# intermediate result, written by one launch and read by the next, is still in L2 (H100: 50 MB) when it
-# is read: DRAM then sees the input once and the output once instead of once per launch. Automatic chunk:
-# the signals of CHUNK_BYTES, for signals of at most CHUNK_MAX_SIGNAL bytes (larger ones run whole batches).
-CHUNK_BYTES = 8 << 20
-CHUNK_MAX_SIGNAL = 16 << 20
 
 
 def ilog2(x: int) -> int:
@@ -312,7 +303,6 @@ class Plan:
     logn: int
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
-    chunk: int = 0  # signals per chunk (multi-launch; 0: the whole batch per launch)
 
     @property
     def N(self) -> int:
@@ -419,14 +409,6 @@ def auto_xw(lp: LaunchPlan) -> int:
     return 1
 
 
-def auto_chunk(precision: str, logn: int, launches: int) -> int:
-    """Signals per chunk of a multi-launch plan (0: no chunks, the whole batch per launch)."""
-    sig = (1 << logn) * ESIZE[precision]
-    if launches < 2 or sig > CHUNK_MAX_SIGNAL:
-        return 0
-    return max(1, CHUNK_BYTES // sig)
-
-
 # Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
 # the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl: x cuFFT against the
 # rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
@@ -475,7 +457,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
     logn = p["logn"]
     N = 1 << logn
     if not any(p.get(k) for k in PLAN_KEYS):
-        p.update({k: v for k, v in TUNED.get((precision, level, logn), {}).items() if k != "chunk" or not p.get("chunk")})
+        p.update(TUNED.get((precision, level, logn), {}))
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
@@ -525,9 +507,6 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
             bs = max(bs, min(L, limit))
         out[f"bs{i + 1}"] = bs
     out["tcols"] = L
-    chunk = p.get("chunk", 0)
-    # resolved: signals per chunk, or -1 (one launch, or the whole batch per launch)
-    out["chunk"] = -1 if len(sizes) == 1 or chunk < 0 else (chunk or auto_chunk(precision, logn, len(sizes)) or -1)
     return out
 
 
@@ -544,7 +523,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
-    return Plan(precision, logn, tuple(lps), level, chunk=max(0, params.get("chunk", 0)))
+    return Plan(precision, logn, tuple(lps), level)
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1218,7 +1197,6 @@ PARAMS = (
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
-    Param("chunk", int, (0,), "multi-launch plans: signals that go through all launches before the next ones (their intermediate stays in L2); 0: automatic, -1: the whole batch per launch", check=_range(-1, 1 << 20)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1290,7 +1268,7 @@ class FftFamily(Family):
         if p["logn"] > MAX_LOGN[v.precision]:
             return [f"logn={p['logn']} exceeds the largest {v.precision} size this family supports (2^{MAX_LOGN[v.precision]})"]
         if p["logn"] == 0:
-            fixed = [k for k in PLAN_KEYS + ("chunk",) if p.get(k)]
+            fixed = [k for k in PLAN_KEYS if p.get(k)]
             if fixed:
                 return [f"logn: 0 builds every size with automatic plans; give logn to set {', '.join(fixed)}"]
         try:
@@ -1315,7 +1293,6 @@ class FftFamily(Family):
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
-            "chunk (multi-launch): signals per pass through the launches, -1 (whole batch), 0 (automatic) or >= 1",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
@@ -1336,7 +1313,7 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([f"c{q['chunk']}"] if q.get("chunk", 0) > 0 else [])
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1440,9 +1417,7 @@ class FftFamily(Family):
             "N": plan.N,
             "sizes": list(plan.sizes),
             "launches": lps,
-            "chunk": plan.chunk,
-            "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''}"
-            + (f", {plan.chunk} signals per chunk" if plan.chunk else "") + ")",
+            "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
         }
 
     def template_context(self, v: Variant) -> dict:

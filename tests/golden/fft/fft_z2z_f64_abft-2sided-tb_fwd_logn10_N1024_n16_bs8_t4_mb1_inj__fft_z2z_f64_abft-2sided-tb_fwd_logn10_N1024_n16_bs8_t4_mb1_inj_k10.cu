@@ -41,69 +41,56 @@ __global__ void __launch_bounds__(128, 1) k_10_0(const ftfft::LaunchParams<doubl
 // in -> out
 cudaError_t run_10(const ftgen_fft_problem* pr, const ftfft::TablePtrs& tb, cudaStream_t stream) {
   using cx = ftfft::cplx<double>;
-  const long long N = 1024LL;
+  const long long nb = 1024LL * pr->batch;
   cx* ws = static_cast<cx*>(pr->workspace);
+  const cx* src = static_cast<const cx*>(pr->in);
+  long long offset = 0;
   cudaError_t err = cudaSuccess;
   // launches above 48 KB of shared memory opt in once per device
   static int attr_set[64] = {0};
   int dev = 0;
   err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
-  if (dev < 64 && !(attr_set[dev] & 1)) {
-    err = cudaFuncSetAttribute(k_10_0, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes_10_0);
-    if (err != cudaSuccess) return err;
-    attr_set[dev] |= 1;
-  }
-  // in-place: this level re-reads its input after storing (location, recomputation), so the
-  // output goes through the workspace and is copied back
-  const bool via_ws = pr->in == pr->out;
-  const cx* src = nullptr;
-  const long long sched_batch = pr->batch;
-  const long long chunk = sched_batch;
-  long long launch_base[1];
   {
-    long long acc = 0;
-    launch_base[0] = acc;
-    acc += (sched_batch * 1LL + 8 - 1) / 8;
-  }
-  for (long long b0 = 0; b0 < sched_batch; b0 += chunk) {
-    const long long nbk = sched_batch - b0 < chunk ? sched_batch - b0 : chunk;
-    {
-      // launch 1: R=1024 S=1 M'=1 n=16 radices=16x16x4 bs=8 L=4 threads=128 S=1 M'=1 cols/signal=1 staged= rounds=1 smem=98760B
-      const long long cols = nbk * 1LL;
-      const long long grid = (cols + 8 - 1) / 8;
-      const long long first_block = launch_base[0] + b0 * 1LL / 8;
-      ftfft::LaunchParams<double> kp{};
-      kp.in = static_cast<const cx*>(pr->in) + b0 * N;
-      kp.out = via_ws ? ws : static_cast<cx*>(pr->out);
-      kp.total_cols = cols;
-      kp.col_offset = b0 * 1LL;
-      kp.tw_sub = static_cast<const cx*>(tb.tw_sub[0]);
-      kp.tw_hi = static_cast<const cx*>(tb.tw_hi[0]);
-      kp.tw_lo = static_cast<const cx*>(tb.tw_lo[0]);
-      kp.enc_e = static_cast<const cx*>(tb.enc_e[0]);
-      kp.enc_v = static_cast<const cx*>(tb.enc_v[0]);
-      kp.counters = pr->counters;
-      kp.false_alarms = pr->false_alarms;
-      kp.kmult = pr->threshold;
-      kp.flags = pr->flags;
-      kp.fault_by_block = pr->fault_by_block;
-      kp.faults = pr->faults;
-      kp.records = pr->fault_records;
-      kp.block_offset = first_block;
-      if (grid > 2147483647LL) return cudaErrorInvalidConfiguration;
-      k_10_0<<<static_cast<unsigned>(grid), 128, kSmemBytes_10_0, stream>>>(kp);
-      err = cudaGetLastError();
+    // launch 1: R=1024 S=1 M'=1 n=16 radices=16x16x4 bs=8 L=4 threads=128 S=1 M'=1 cols/signal=1 staged= rounds=1 smem=98760B
+    ftfft::LaunchParams<double> kp{};
+    kp.in = src;
+    // in-place: this level re-reads its input after storing (location, recomputation), so the
+    // output goes through the workspace and is copied back
+    const bool via_ws = pr->in == pr->out;
+    kp.out = via_ws ? ws : static_cast<cx*>(pr->out);
+    kp.total_cols = pr->batch * 1LL;
+    kp.tw_sub = static_cast<const cx*>(tb.tw_sub[0]);
+    kp.tw_hi = static_cast<const cx*>(tb.tw_hi[0]);
+    kp.tw_lo = static_cast<const cx*>(tb.tw_lo[0]);
+    kp.enc_e = static_cast<const cx*>(tb.enc_e[0]);
+    kp.enc_v = static_cast<const cx*>(tb.enc_v[0]);
+    kp.counters = pr->counters;
+    kp.false_alarms = pr->false_alarms;
+    kp.kmult = pr->threshold;
+    kp.flags = pr->flags;
+    kp.fault_by_block = pr->fault_by_block;
+    kp.faults = pr->faults;
+    kp.records = pr->fault_records;
+    kp.block_offset = offset;
+    const long long grid = (kp.total_cols + 8 - 1) / 8;
+    if (grid > 2147483647LL) return cudaErrorInvalidConfiguration;
+    if (dev < 64 && !(attr_set[dev] & 1)) {
+      err = cudaFuncSetAttribute(k_10_0, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes_10_0);
       if (err != cudaSuccess) return err;
-      src = kp.out;
-      if (via_ws) {
-        err = cudaMemcpyAsync(pr->out, ws, static_cast<size_t>(N * nbk) * sizeof(cx), cudaMemcpyDeviceToDevice, stream);
-        if (err != cudaSuccess) return err;
-      }
-
+      attr_set[dev] |= 1;
+    }
+    k_10_0<<<static_cast<unsigned>(grid), 128, kSmemBytes_10_0, stream>>>(kp);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    offset += grid;
+    src = kp.out;
+    if (via_ws) {
+      err = cudaMemcpyAsync(pr->out, ws, static_cast<size_t>(nb) * sizeof(cx), cudaMemcpyDeviceToDevice, stream);
+      if (err != cudaSuccess) return err;
     }
   }
-  (void)ws, (void)src;
+  (void)ws, (void)nb;
   return cudaSuccess;
 }
 

@@ -23,7 +23,6 @@ struct SizeInfo {
   long long cps[3];
   int bs[3], threads[3], elems[3], steps[3], out_h[3];
   long long rmp[3];
-  long long chunk;  // signals per pass through the launches (0: the whole batch)
 };
 
 const SizeInfo kSizes[] = {
@@ -34,8 +33,7 @@ const SizeInfo kSizes[] = {
       { 8, 0, 0 },
       { 5, 0, 0 },
       { 0, 0, 0 },
-      { 1024, 0, 0 },
-      0 },
+      { 1024, 0, 0 } },
 };
 
 const SizeInfo* find_size(long long n) {
@@ -119,10 +117,8 @@ extern "C" size_t fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1_workspace(long lon
   const ftgen_fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1::SizeInfo* s = ftgen_fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1::find_size(n);
   if (!s || batch < 1) return 0;
   // multi-launch plans: the intermediate results
-  // (one chunk of signals each when the plan runs in chunks)
   const long long bufs = s->launches > 1 ? s->launches - 1 : 0;
-  const long long sig = s->chunk > 0 && s->chunk < batch ? s->chunk : batch;
-  return static_cast<size_t>(bufs) * static_cast<size_t>(n) * static_cast<size_t>(sig) * sizeof(ftfft::cplx<double>);
+  return static_cast<size_t>(bufs) * static_cast<size_t>(n) * static_cast<size_t>(batch) * sizeof(ftfft::cplx<double>);
 }
 
 extern "C" int fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1_info(long long n, long long batch, ftgen_fft_info* info) {
