@@ -207,12 +207,34 @@ class LaunchPlan:
         return 128 // self.esize
 
     @property
+    def staged_cols(self) -> int:
+        """Columns a staged load or store moves at once (one step's in the sequential levels)."""
+        return self.G if self.seq else self.bs
+
+    @property
+    def padded(self) -> bool:
+        """Shared tile layout: padded (one spare element after every n positions of a column; the
+        addresses of a thread's elements differ by constants, i.e. the loads' and stores' immediates)
+        or XOR-swizzled (every address computed). Padded where it is as free of bank conflicts as the
+        swizzle: at least a bank row of threads per column (a half-warp's exchange accesses stay in
+        one column) and staged column groups of at most a bank row (the pitch then spreads them)."""
+        staged = self.staged_in or self.staged_out
+        return self.T >= self.W and (not staged or self.staged_cols <= self.W)
+
+    @property
     def pitch(self) -> int:
-        return self.R
+        """Elements per tile column. Padded: R + R/n rounded up to W/c modulo W (c: the staged
+        columns), so the c columns one staged half-warp access touches start in c distinct bank groups."""
+        if not self.padded:
+            return self.R
+        q = self.R + self.R // self.n
+        r = (self.W // min(self.staged_cols, self.W)) % self.W if (self.staged_in or self.staged_out) else 1
+        return q + (r - q) % self.W
 
     @property
     def swz_mask(self) -> int:
-        return min(self.W, self.R) - 1
+        """XOR width minus one (-1: the padded layout)."""
+        return -1 if self.padded else min(self.W, self.R) - 1
 
     @property
     def xcols(self) -> int:

@@ -1080,10 +1080,17 @@ struct FftLaunch {
     int fidx, fstage, fl, fe;
   };
 
-  // shared tile: column-major, an XOR swizzle of the position's bank bits by its higher bits
-  // (conflict-free Stockham scatter) and by the column (conflict-free staging across columns)
+  // shared tile, column-major. SWZ_W > 0: an XOR swizzle of the position's bank bits by its higher bits
+  // (conflict-free Stockham scatter) and by the column (conflict-free staging across columns).
+  // SWZ_W == 0 (launches with at least a bank row of threads per column): padded, one spare element
+  // after every 2^SWZ_K positions and an odd pitch, so a thread's positions t + TT i and s + sp (k + NN m)
+  // map to one base plus constants (immediate offsets instead of per-element index arithmetic)
   static FT_HD FT_INLINE int sidx(int col, int p) {
-    return col * PITCH + ((p ^ ((p >> SWZ_K) & (SWZ_W - 1))) ^ ((col * 5) & (SWZ_W - 1)));
+    if constexpr (SWZ_W == 0) {
+      return col * PITCH + p + (p >> SWZ_K);
+    } else {
+      return col * PITCH + ((p ^ ((p >> SWZ_K) & (SWZ_W - 1))) ^ ((col * 5) & (SWZ_W - 1)));
+    }
   }
 
   // this thread's position t in its column for the reads of a tile column at t + TT i (staged loads,
