@@ -72,7 +72,7 @@ def test_every_parameter_changes_the_name():
         ("{logn: 0, n1: 8}", "give logn to set n1"),
         ("{logn: 0, minb: 2}", "give logn to set minb"),
         ("{logn: 14, minb: 3}", "minb=3 blocks of 1024 threads exceed the 2048 threads an SM holds"),
-        ("{logn: 14, n1: 32, minb: 2}", "minb=2 blocks of 131088 bytes of shared memory exceed"),
+        ("{logn: 14, n1: 32, minb: 2}", "minb=2 blocks of 135200 bytes of shared memory exceed"),
         ("{logn: 26}", None),
     ],
 )

@@ -216,10 +216,15 @@ class LaunchPlan:
         """Shared tile layout: padded (one spare element after every n positions of a column; the
         addresses of a thread's elements differ by constants, i.e. the loads' and stores' immediates)
         or XOR-swizzled (every address computed). Padded where it is as free of bank conflicts as the
-        swizzle: at least a bank row of threads per column (a half-warp's exchange accesses stay in
-        one column) and staged column groups of at most a bank row (the pitch then spreads them)."""
+        swizzle (at least a bank row of threads per column, so a half-warp's exchange accesses stay in
+        one column; staged column groups of at most a bank row, which the pitch spreads) and where it
+        measured no slower: unprotected fp32 (static SASS -8..-20% per launch; A/B on the H100,
+        results/h100/fft/ab_pad: 2^13 0.906 -> 0.935 of cuFFT, the other sizes within +-0.7%). fp64 and
+        the protected levels keep the swizzle: padded, fp64 2^20 lost 8% and two-sided-tb 5-17% at
+        2^8-2^12 and 2^15-2^24 (the larger tile; the same run)."""
         staged = self.staged_in or self.staged_out
-        return self.T >= self.W and (not staged or self.staged_cols <= self.W)
+        return (self.level == "none" and self.esize == 8 and self.T >= self.W
+                and (not staged or self.staged_cols <= self.W))
 
     @property
     def pitch(self) -> int:
