@@ -18,11 +18,7 @@ checksums).
 
 Plans: ``launches``, ``N1..N3``, ``n1..n3``, ``bs1..bs3``, ``tcols`` and ``minb`` (resident blocks per SM
 every launch is compiled for: ``__launch_bounds__``, i.e. the register cap) set a plan; 0 leaves a value to
-the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchPlan.min_blocks``).
-``fuse: 1`` runs a two-launch plan as one kernel: each block takes whole signals, both launches' tiles of
-a signal one after the other, the intermediate result through a workspace slot of its own that it
-reuses for its next signal (written and read back while it is in L2: DRAM sees the data once instead
-of twice); the grid is the resident blocks of the device (occupancy and SM count at run time). Where a
+the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchPlan.min_blocks``). Where a
 plan search on the GPU found a better plan than the rules give, ``TUNED`` holds it per precision, level and
 size, with the measurement; it applies when a variant sets none of the plan keys.
 
@@ -48,7 +44,7 @@ Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_fu][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_inj]
     fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
@@ -334,7 +330,6 @@ class Plan:
     logn: int
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
-    fused: bool = False  # two launches as one kernel (whole signals per block, workspace slots in L2)
 
     @property
     def N(self) -> int:
@@ -555,7 +550,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
-    return Plan(precision, logn, tuple(lps), level, fused=bool(params.get("fuse", 0)))
+    return Plan(precision, logn, tuple(lps), level)
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -595,12 +590,6 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
         regs = lp.regs_estimate()
         if regs > MAX_REGS:
             r.append(f"{tag}: needs about {regs} registers per thread (more than {MAX_REGS}); lower n{lp.index + 1} or tcols")
-    if plan.fused:
-        if len(plan.launches) != 2:
-            r.append(f"fuse: 1 needs a two-launch plan, this one has {len(plan.launches)} launch(es)")
-        elif plan.launches[0].threads != plan.launches[1].threads:
-            a, b = plan.launches
-            r.append(f"fuse: 1 needs both launches at the same threads per block, got {a.threads} and {b.threads} (bs1/tcols * N1/n1 = bs2/tcols * N2/n2)")
     return r
 
 
@@ -1218,7 +1207,7 @@ def _range(lo: int, hi: int):
     return check
 
 
-PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb", "fuse")
+PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb")
 
 PARAMS = (
     Param("direction", str, ("forward",), "transform direction (inverse is unnormalised, like cuFFT)", choices=DIRECTIONS),
@@ -1235,7 +1224,6 @@ PARAMS = (
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
-    Param("fuse", int, (0,), "1: a two-launch plan as one kernel (whole signals per block, the intermediate through a per-block workspace slot kept in L2)", choices=(0, 1)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1332,7 +1320,6 @@ class FftFamily(Family):
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
-            "fuse: 1 only for two-launch plans whose launches have the same threads per block",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
@@ -1353,7 +1340,7 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + (["fu"] if q.get("fuse") else [])
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1457,8 +1444,7 @@ class FftFamily(Family):
             "N": plan.N,
             "sizes": list(plan.sizes),
             "launches": lps,
-            "fused": plan.fused,
-            "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''}{', fused' if plan.fused else ''})",
+            "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
         }
 
     def template_context(self, v: Variant) -> dict:

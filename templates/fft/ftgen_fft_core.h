@@ -831,7 +831,6 @@ struct LaunchParams {
   const ftgen::FaultSpec* faults;
   ftgen::FaultRecord* records;
   long long block_offset;  // this launch's first block in the fault plan's block numbering
-  long long col_offset;    // columns of the signals before `in` (fused plans; fault records)
 };
 
 #ifdef FTGEN_EMU
@@ -1256,7 +1255,7 @@ struct FftLaunch {
         r.bit = bit;
         r.before = static_cast<double>(before);
         r.after = static_cast<double>(after);
-        r.row = p.col_offset + C0 + tile_col(g, st.fl);
+        r.row = C0 + tile_col(g, st.fl);
         r.col = stage_pos(stage, t, st.fe);
       }
       if (p.counters) FT_ATOMIC_ADD(&p.counters->injected, 1ull);
