@@ -1380,16 +1380,21 @@ struct FftLaunch {
     return (col / CPS) * N + (col % CPS) + CPS * k;
   }
 
-  // output address of (block-tile column cc, position k)
-  static FT_HD FT_INLINE long long out_index(long long C0, int cc, int k) {
-    const long long col = C0 + cc;
+  // output offset of column col (counted from a signal boundary) at position 0: out[b N + s + S (k + R m)]
+  // for column c = s + S m of signal b; position k adds S k. I: 64 bits from the batch's start (the rare
+  // paths), 32 bits from the block's signal (the staged store)
+  template <class I>
+  static FT_HD FT_INLINE I out_off(I col) {
     if constexpr (S == 1) {
-      return col * R + k;
+      return col * I(R);
     } else {
-      const long long b = col / CPS, c = col % CPS;
-      return b * N + (c % S) + S * (k + R * (c / S));
+      const I b = col / I(CPS), c = col % I(CPS);
+      return b * I(N) + c % I(S) + I(S) * I(R) * (c / I(S));
     }
   }
+
+  // output address of (block-tile column cc, position k)
+  static FT_HD FT_INLINE long long out_index(long long C0, int cc, int k) { return out_off<long long>(C0 + cc) + S * k; }
 
   template <int NC, int LL, class Ctx>
   static FT_HD FT_INLINE void store(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0, int cb) {
@@ -1461,8 +1466,7 @@ struct FftLaunch {
           if (NVEC % NT == 0 || v < unsigned(NVEC)) {
             const unsigned cc = (v % (NC / VC)) * VC, k = v / (NC / VC);
             // out_index(C0, cb + cc, k) from the block's signal on, in 32 bits
-            const unsigned u = c0 + cc, c = u % unsigned(CPS);
-            const unsigned gi = (u / unsigned(CPS)) * unsigned(N) + c % unsigned(S) + unsigned(S) * (k + R * (c / unsigned(S)));
+            const unsigned gi = out_off<unsigned>(c0 + cc) + unsigned(S) * k;
             if constexpr (VC == V) {
               Vec16<T> x;
               FT_UNROLL
