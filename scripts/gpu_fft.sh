@@ -24,9 +24,8 @@ ft() { python3 -m ftgen.cli "$@"; }
 t0=$SECONDS
 log() { echo "[gpu_fft $((SECONDS - t0))s] $*" >&2; }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-nvcc --version | tail -1 | tee -a "$out/gpu.txt"
-echo "${FTGEN_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$out/gpu.txt"  # the device checkout's .git may lag: the run names its commit
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 
 # ---- the project ----------------------------------------------------------------------------
 cat > "$out/fft_gpu.yaml" <<'EOF'

@@ -25,9 +25,8 @@ ft() { python3 -m ftgen.cli "$@"; }
 t0=$SECONDS
 log() { echo "[gpu_fft_ab $((SECONDS - t0))s] $*" >&2; }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-nvcc --version | tail -1 | tee -a "$out/gpu.txt"
-echo "${FTGEN_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$out/gpu.txt"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 if [ -d "$alt/ftgen" ]; then alt_header=$alt/templates/fft/ftgen_fft_core.h; else alt_header=$alt/ftgen_fft_core.h; fi
 sha256sum "$alt_header" templates/fft/ftgen_fft_core.h | tee -a "$out/gpu.txt"
 

@@ -10,7 +10,8 @@ trials=${2:-1000}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-fft-campaign
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 cat > "$out/fft_campaign.yaml" <<'Y'
 name: fft_campaign
 family: fft

@@ -9,7 +9,8 @@ mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-fft-odd
 ft() { python3 -m ftgen.cli "$@"; }
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 cat > "$out/fft_odd_batch.yaml" <<'Y'
 name: fft_odd_batch
 family: fft

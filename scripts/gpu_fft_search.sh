@@ -12,7 +12,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}
 gen=/tmp/ftgen-fft-search
 ft() { python3 -m ftgen.cli "$@"; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 # NAME SPEC SHAPES [ARGS...]: one search, rows to OUT/search_NAME.jsonl, table and log beside them
 search() {
   local name=$1 spec=$2 shapes=$3; shift 3

@@ -11,8 +11,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export FTGEN_CACHE_DIR=/tmp/ftgen-cache
 ft() { python3 -m ftgen.cli "$@"; }
 gen=/tmp/ftgen-gen
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-nvcc --version | tail -1 | tee -a "$out/gpu.txt"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 
 summary() {  # summary of bench JSON lines: kernel shape ms ref_ms ratio err inj/det/corr ok
   python3 - "$@" <<'EOF'

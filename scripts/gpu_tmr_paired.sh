@@ -12,7 +12,8 @@ mkdir -p "$out"
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-tmr-paired
 ft() { python3 -m ftgen.cli "$@"; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
 cat > "$out/tmr_kernel_paired.yaml" <<'Y'
 name: tmr_kernel_paired
 family: gemm
