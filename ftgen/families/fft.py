@@ -207,6 +207,11 @@ class LaunchPlan:
         return 128 // self.esize
 
     @property
+    def staged(self) -> bool:
+        """The input or the output goes through the shared tile."""
+        return self.staged_in or self.staged_out
+
+    @property
     def staged_cols(self) -> int:
         """Columns a staged load or store moves at once (one step's in the sequential levels)."""
         return self.G if self.seq else self.bs
@@ -222,9 +227,8 @@ class LaunchPlan:
         results/h100/fft/ab_pad: 2^13 0.906 -> 0.935 of cuFFT, the other sizes within +-0.7%). fp64 and
         the protected levels keep the swizzle: padded, fp64 2^20 lost 8% and two-sided-tb 5-17% at
         2^8-2^12 and 2^15-2^24 (the larger tile; the same run)."""
-        staged = self.staged_in or self.staged_out
         return (self.level == "none" and self.esize == 8 and self.T >= self.W
-                and (not staged or self.staged_cols <= self.W))
+                and (not self.staged or self.staged_cols <= self.W))
 
     @property
     def pitch(self) -> int:
@@ -233,7 +237,7 @@ class LaunchPlan:
         if not self.padded:
             return self.R
         q = self.R + self.R // self.n
-        r = (self.W // min(self.staged_cols, self.W)) % self.W if (self.staged_in or self.staged_out) else 1
+        r = (self.W // min(self.staged_cols, self.W)) % self.W if self.staged else 1
         return q + (r - q) % self.W
 
     @property
@@ -270,13 +274,13 @@ class LaunchPlan:
         if self.seq:
             return self.G
         x = self.G * self.xcols
-        if self.staged_in or self.staged_out:
+        if self.staged:
             x = max(x, self.bs)
         return x
 
     @property
     def tile_elems(self) -> int:
-        if self.P > 1 or self.staged_in or self.staged_out:
+        if self.P > 1 or self.staged:
             return self.tile_cols * self.pitch
         return 0
 
