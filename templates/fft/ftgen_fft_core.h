@@ -1033,10 +1033,14 @@ struct FftLaunch {
   static constexpr int TT = C::TT, G = C::G, L = C::L, BS = C::BS, NT = C::NT;
   static constexpr int LEVEL = C::LEVEL;
   static constexpr bool INJECT = C::INJECT;
-  // sequential mode (one-sided, two-sided-tb): a thread takes its L columns one after the other
-  // (plus the two-sided checksum column); simultaneous mode: all L in registers at once
-  static constexpr bool SEQ = (LEVEL == kOneSided || LEVEL == kTwoSidedTb);
-  static constexpr bool TB = LEVEL == kTwoSidedTb;
+  // two-sided-tb with block checksum columns (the launches of multi-launch plans): KG extra thread
+  // groups transform sum_c x_c and sum_c (c+1) x_c over the block's BS columns alongside the data
+  static constexpr int KG = C::KG;
+  static constexpr bool TBB = LEVEL == kTwoSidedTb && KG > 0;
+  // sequential mode (one-sided, one-launch two-sided-tb): a thread takes its L columns one after the
+  // other (plus the two-sided checksum column); simultaneous mode: all L in registers at once
+  static constexpr bool SEQ = (LEVEL == kOneSided || (LEVEL == kTwoSidedTb && !TBB));
+  static constexpr bool TB = LEVEL == kTwoSidedTb && !TBB;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
   static constexpr int STEPS = SEQ ? L + (LEVEL == kTwoSidedTb ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
@@ -1045,19 +1049,21 @@ struct FftLaunch {
   static constexpr int OUT_H = C::OUT_H;
   // shared memory: [exchange/staging tile][two-sided-tb running sums sum x, sum u][reductions]
   static constexpr int TILE_ELEMS = C::TILE_ELEMS;
-  static constexpr int SUMS_ELEMS = (C::LEVEL == kTwoSidedTb) ? 2 * C::NN * C::NT : 0;
+  static constexpr int SUMS_ELEMS = TB ? 2 * C::NN * C::NT : 0;
   static constexpr int RED_OFFSET = ((TILE_ELEMS + SUMS_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
   static constexpr int NWARPS = (NT + 31) / 32;
+  static constexpr int NG = G + KG;  // thread groups (data, then checksum)
   static constexpr unsigned WMASK = NT >= 32 ? 0xffffffffu : ((1u << NT) - 1u);  // lanes of a (partial) warp
   static constexpr int NV = LEVEL == kOneSided ? 3 * L : (LEVEL == kTwoSidedTb ? 7 + L : 1);
   static constexpr bool IS_F32 = sizeof(T) == 4;
   static constexpr double U = IS_F32 ? 5.9604644775390625e-08 : 1.1102230246251565e-16;
   static constexpr double LOC2 = C::LOCATE_TOL * C::LOCATE_TOL;
   static_assert(NN * TT == R, "threads per column");
-  static_assert(NT == G * TT && BS == G * L, "block shape");
+  static_assert(NT == NG * TT && BS == G * L, "block shape");
+  static_assert(!TBB || (STAGED_IN && KG * L >= 2), "block checksums: the staged tile holds the inputs");
   static_assert(RL <= NN && NN % RL == 0, "last radix");
 
   struct State {
@@ -1365,10 +1371,12 @@ struct FftLaunch {
       FT_SYNC();
       FT_EACH_BEGIN
       const int g = tid / TT, t = tpos(tid);
-      FT_UNROLL
-      for (int l = 0; l < LL; ++l) {
+      if (KG == 0 || g < G) {  // the checksum groups get their columns from block_in_sums
         FT_UNROLL
-        for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * LL + l, t + TT * i));
+        for (int l = 0; l < LL; ++l) {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * LL + l, t + TT * i));
+        }
       }
       FT_EACH_END
     }
@@ -1405,7 +1413,7 @@ struct FftLaunch {
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         const unsigned cc = g * LL + l;
-        if (col_valid(p, C0, cb + int(cc))) {
+        if ((KG == 0 || g < unsigned(G)) && col_valid(p, C0, cb + int(cc))) {
           cx* dst = out + (cc * R + t);
           if constexpr (TT == 1 && NN % V == 0) {
             FT_UNROLL
@@ -1426,10 +1434,12 @@ struct FftLaunch {
       FT_SYNC();
       FT_EACH_BEGIN
       const int g = tid / TT, t = tid % TT;
-      FT_UNROLL
-      for (int l = 0; l < LL; ++l) {
+      if (KG == 0 || g < G) {
         FT_UNROLL
-        for (int i = 0; i < NN; ++i) FT_SST(sidx(g * LL + l, t + TT * i), st.a[l][i]);
+        for (int l = 0; l < LL; ++l) {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) FT_SST(sidx(g * LL + l, t + TT * i), st.a[l][i]);
+        }
       }
       FT_EACH_END
       FT_SYNC();
@@ -1755,6 +1765,11 @@ struct FftLaunch {
 
   // launch twiddles of the data in slots 0..LL-1 (tile columns tile_col(g, lbase + l))
   static FT_HD FT_INLINE void apply_outer(State& st, int tid, const LaunchParams<T>& p, long long C0, int lbase, int LL) {
+    if constexpr (TBB && S == 1) {
+      // first launches: the checksum columns stay without launch twiddle (the data columns' are divided
+      // out again at the check); later launches (S > 1): one twiddle for the block, checksum columns too
+      if (tid / TT >= G) return;
+    }
     if constexpr (MP > 1 && TW_TABLES) {
       // the factors of the bits of the slot index, applied one after the other (no twiddle array)
       const int g = tid / TT, t = tpos(tid);
@@ -1842,6 +1857,139 @@ struct FftLaunch {
     }
   }
 
+  // ---- two-sided-tb block checksums -------------------------------------------------------
+  // Input side: the staged tile holds the block's BS input columns; every thread sums a few positions
+  // over them (weights 1 and c+1) into tile columns BS and BS+1, with the norms the thresholds need
+  // (sum_c ||x_c||^2 + ||sum_c x_c||^2, and the same with weights (c+1)^2); the checksum groups then
+  // take those two columns into their register slots like data columns.
+  static constexpr int RIT = (R + NT - 1) / NT;  // positions per thread in the block sums
+  template <class Ctx>
+  static FT_HD FT_INLINE void block_in_sums(Ctx& ctx, State* sts, cx* sm) {
+    FT_EACH_BEGIN
+    double n0 = 0, n1 = 0;
+    FT_UNROLL
+    for (int it = 0; it < RIT; ++it) {
+      const int pos = tid + NT * it;
+      if (R % NT == 0 || pos < R) {
+        cx s0{T(0), T(0)}, s1{T(0), T(0)};
+        T a0 = T(0), a1 = T(0);
+        FT_UNROLL
+        for (int c = 0; c < BS; ++c) {
+          const cx x = FT_SLD(sidx(c, pos));
+          const T nr = cnorm2t(x);
+          s0 = cadd(s0, x);
+          s1 = cadd(s1, cscale(x, T(c + 1)));
+          a0 += nr;
+          a1 += T((c + 1) * (c + 1)) * nr;
+        }
+        FT_SST(sidx(BS, pos), s0);
+        FT_SST(sidx(BS + 1, pos), s1);
+        n0 += double(a0) + double(cnorm2t(s0));
+        n1 += double(a1) + double(cnorm2t(s1));
+      }
+    }
+    st.nsx = n0;
+    st.vnx = n1;
+    FT_EACH_END
+    FT_SYNC();
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid);
+    if (g >= G) {
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
+        const int w = (g - G) * L + l;  // checksum column w (w >= 2: an idle slot)
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) st.a[l][i] = w < 2 ? FT_SLD(sidx(BS + w, t + TT * i)) : cx{T(0), T(0)};
+      }
+    }
+    FT_EACH_END
+  }
+
+  // sum of st.red[0..NVV) over the whole block (group totals through shared memory, added in group
+  // order: every thread gets the same bits)
+  template <int NVV, class Ctx>
+  static FT_HD FT_INLINE void block_allsum(Ctx& ctx, State* sts, double* red) {
+    group_allsum<NVV>(ctx, sts, red);
+    FT_EACH_BEGIN
+    if (tid % TT == 0) {
+      FT_UNROLL
+      for (int v = 0; v < NVV; ++v) FT_RSST((NWARPS + 1 + tid / TT) * NV + v, st.red[v]);
+    }
+    FT_EACH_END
+    FT_SYNC();
+    FT_EACH_BEGIN
+    FT_UNROLL
+    for (int v = 0; v < NVV; ++v) {
+      double acc = 0;
+      FT_UNROLL
+      for (int g = 0; g < NG; ++g) acc += FT_RSLD((NWARPS + 1 + g) * NV + v);
+      st.red[v] = acc;
+    }
+    FT_EACH_END
+  }
+
+  // Output side: data columns (first launches: launch twiddle divided out) and the transformed checksum
+  // columns into the tile; every thread forms the residuals r0 = sum_c u_c - W sum_c x_c and
+  // r1 = sum_c (c+1) u_c - W sum_c (c+1) x_c of a few positions and adds ||r0||^2, <r1, r0>, ||r1||^2 to
+  // the block sums. A fault e in column j gives r0 = e, r1 = (j+1) e.
+  template <class Ctx>
+  static FT_HD FT_INLINE void block_residuals(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
+    (void)p, (void)C0;
+    FT_SYNC();  // the last exchange's reads of the tile are complete
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid);
+    FT_UNROLL
+    for (int l = 0; l < L; ++l) {
+      if (g < G) {
+        const int cc = g * L + l;
+        if constexpr (MP > 1 && S == 1) {
+          cx d[NN];
+          outer_tw(p, C0 + cc, t, d);
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) FT_SST(sidx(cc, t + TT * i), cmulc(st.a[l][i], d[i]));
+        } else {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) FT_SST(sidx(cc, t + TT * i), st.a[l][i]);
+        }
+      } else {
+        const int w = (g - G) * L + l;
+        if (w < 2) {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) FT_SST(sidx(BS + w, t + TT * i), st.a[l][i]);
+        }
+      }
+    }
+    FT_EACH_END
+    FT_SYNC();
+    FT_EACH_BEGIN
+    double d0 = 0, d1 = 0, qr = 0, qi = 0;
+    FT_UNROLL
+    for (int it = 0; it < RIT; ++it) {
+      const int pos = tid + NT * it;
+      if (R % NT == 0 || pos < R) {
+        cx s0{T(0), T(0)}, s1{T(0), T(0)};
+        FT_UNROLL
+        for (int c = 0; c < BS; ++c) {
+          const cx u = FT_SLD(sidx(c, pos));
+          s0 = cadd(s0, u);
+          s1 = cadd(s1, cscale(u, T(c + 1)));
+        }
+        const cx r0 = csub(s0, FT_SLD(sidx(BS, pos))), r1 = csub(s1, FT_SLD(sidx(BS + 1, pos)));
+        d0 += double(cnorm2t(r0));
+        d1 += double(cnorm2t(r1));
+        qr += double(r1.x) * double(r0.x) + double(r1.y) * double(r0.y);
+        qi += double(r1.y) * double(r0.x) - double(r1.x) * double(r0.y);
+      }
+    }
+    st.red[0] = d0;
+    st.red[1] = qr;
+    st.red[2] = qi;
+    st.red[3] = d1;
+    st.red[4] = st.nsx;
+    st.red[5] = st.vnx;
+    FT_EACH_END
+  }
+
   // unprotected and two-sided-thread: the thread's L columns side by side in registers
   template <class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
@@ -1849,11 +1997,12 @@ struct FftLaunch {
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
-    constexpr int ATTEMPTS = CHK ? 2 : 1;
+    constexpr int ATTEMPTS = (CHK || TBB) ? 2 : 1;
     FT_NOUNROLL
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
       load<BS, L>(ctx, sts, sm, p, C0, 0);
+      if constexpr (TBB) block_in_sums(ctx, sts, sm);
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
       if constexpr (CHK) {
@@ -1875,7 +2024,7 @@ struct FftLaunch {
         thread_check<RL>(st, tid, p, C0, true, kmult);
       }
       FT_EACH_END
-      const int bad = CHK ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
+      const int bad = (CHK || TBB) ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
       if (!bad || attempt + 1 == ATTEMPTS) {
         store<BS, L>(ctx, sts, sm, p, C0, 0);
         break;
@@ -2025,6 +2174,78 @@ struct FftLaunch {
       if (t == 0) {
         st.det = det;
         st.unres = det;
+      }
+      FT_EACH_END
+    } else if constexpr (TBB) {
+      block_residuals(ctx, sts, sm, p, C0);
+      block_allsum<6>(ctx, sts, red);
+      FT_EACH_BEGIN
+      const double d0 = st.red[0], d1 = st.red[3];
+      const double tau = kmult * scale * sqrt(st.red[4]), tau1 = kmult * scale * sqrt(st.red[5]);
+      const double sc = sqrt(d0) / tau;
+      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+      st.jloc = -2;  // no detection
+      if (!(d0 <= tau * tau)) {
+        // locate: q = <r1, r0> / ||r0||^2 is j + 1 for a fault in column j. Accepted when the fault is
+        // large against the noise of r1 (||r0|| >= 2 tau1: no other column's q comes within the
+        // tolerance), r1 is collinear with r0 and q within LOCATE_TOL of j + 1; otherwise (a fault in a
+        // checksum column, non-finite residuals, a fault near the threshold) the tile is recomputed
+        st.jloc = -1;
+        const double qr = st.red[1] / d0, qi = st.red[2] / d0;
+        const int jj = (qr > 0.5 && qr < BS + 0.5) ? static_cast<int>(floor(qr + 0.5)) - 1 : -1;
+        if (jj >= 0 && d0 >= 4 * tau1 * tau1 && (qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2 &&
+            d1 / d0 - (qr * qr + qi * qi) < LOC2 && col_valid(p, C0, jj))
+          st.jloc = jj;
+      }
+      FT_EACH_END
+      // jloc is the same in every thread (block sums): a block-uniform branch
+      bool fixit = false;
+      FT_EACH_BEGIN
+      fixit = st.jloc >= 0 && !(p.flags & kNoCorrect);
+      FT_EACH_END
+      if (fixit) {
+        // replace column j by W sum x - sum_{c != j} u_c (the faulty values never enter the sums: a
+        // huge fault would leave its rounding in a subtraction), into tile column BS + 1 (r1's is spent)
+        FT_EACH_BEGIN
+        FT_UNROLL
+        for (int it = 0; it < RIT; ++it) {
+          const int pos = tid + NT * it;
+          if (R % NT == 0 || pos < R) {
+            cx acc = FT_SLD(sidx(BS, pos));
+            FT_UNROLL
+            for (int c = 0; c < BS; ++c) {
+              if (c != st.jloc) acc = csub(acc, FT_SLD(sidx(c, pos)));
+            }
+            FT_SST(sidx(BS + 1, pos), acc);
+          }
+        }
+        FT_EACH_END
+        FT_SYNC();
+        FT_EACH_BEGIN
+        const int g = tid / TT, t = tpos(tid);
+        if (g < G) {
+          FT_UNROLL
+          for (int l = 0; l < L; ++l) {
+            if (g * L + l != st.jloc) continue;
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              cx v = FT_SLD(sidx(BS + 1, t + TT * i));
+              if constexpr (MP > 1 && S == 1) v = cmul(v, outer_tw_elem(p, C0 + st.jloc, t, i));
+              st.a[l][i] = v;
+            }
+          }
+        }
+        FT_EACH_END
+      }
+      FT_EACH_BEGIN
+      if (st.jloc != -2) {
+        const bool fix = st.jloc >= 0 && !(p.flags & kNoCorrect);
+        st.bad = fix ? 0 : 1;
+        if (tid == 0) {
+          st.det = 1;
+          st.corr = fix ? 1 : 0;
+          st.unres = fix ? 0 : 1;
+        }
       }
       FT_EACH_END
     } else if constexpr (LEVEL == kTwoSidedTb) {
