@@ -1106,7 +1106,7 @@ struct FftLaunch {
   // laundered; 0.834 -> 0.899 and 0.823 -> 0.858 of cuFFT on the H100). Laundered everywhere, the
   // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
   // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value
-  static constexpr bool LAUNDER_T = IS_F32 && NT >= 1024;
+  static constexpr bool LAUNDER_T = IS_F32 && (NT >= 1024 || TBB);
   // fp64 twiddles from tables (see mul_bit), fp32 from sincospif with the recurrence
   static constexpr bool TW_TABLES = !IS_F32;
   static FT_HD FT_INLINE int tpos(int tid) {
@@ -1858,48 +1858,44 @@ struct FftLaunch {
   }
 
   // ---- two-sided-tb block checksums -------------------------------------------------------
-  // Input side: the staged tile holds the block's BS input columns; every thread sums a few positions
-  // over them (weights 1 and c+1) into tile columns BS and BS+1, with the norms the thresholds need
-  // (sum_c ||x_c||^2 + ||sum_c x_c||^2, and the same with weights (c+1)^2); the checksum groups then
-  // take those two columns into their register slots like data columns.
-  static constexpr int RIT = (R + NT - 1) / NT;  // positions per thread in the block sums
+  // Checksum column w (0: sum_c x_c, 1: sum_c (c+1) x_c) is slot l of checksum group G + w / L (w = (g-G) L + l).
+  // Input side: the staged tile holds the block's BS input columns; each checksum thread sums its own
+  // positions t + TT i over them (tile offsets known at compile time) straight into its register slot,
+  // with the norms the thresholds need (w = 0: sum_c ||x_c||^2 + ||sum_c x_c||^2 in st.nsx; w = 1: the same
+  // with weights (c+1)^2 in st.vnx). The data threads do nothing extra.
+  static FT_HD FT_INLINE int cks_col(int g, int l) { return (g - G) * L + l; }
   template <class Ctx>
   static FT_HD FT_INLINE void block_in_sums(Ctx& ctx, State* sts, cx* sm) {
-    FT_EACH_BEGIN
-    double n0 = 0, n1 = 0;
-    FT_UNROLL
-    for (int it = 0; it < RIT; ++it) {
-      const int pos = tid + NT * it;
-      if (R % NT == 0 || pos < R) {
-        cx s0{T(0), T(0)}, s1{T(0), T(0)};
-        T a0 = T(0), a1 = T(0);
-        FT_UNROLL
-        for (int c = 0; c < BS; ++c) {
-          const cx x = FT_SLD(sidx(c, pos));
-          const T nr = cnorm2t(x);
-          s0 = cadd(s0, x);
-          s1 = cadd(s1, cscale(x, T(c + 1)));
-          a0 += nr;
-          a1 += T((c + 1) * (c + 1)) * nr;
-        }
-        FT_SST(sidx(BS, pos), s0);
-        FT_SST(sidx(BS + 1, pos), s1);
-        n0 += double(a0) + double(cnorm2t(s0));
-        n1 += double(a1) + double(cnorm2t(s1));
-      }
-    }
-    st.nsx = n0;
-    st.vnx = n1;
-    FT_EACH_END
-    FT_SYNC();
+    (void)ctx;
     FT_EACH_BEGIN
     const int g = tid / TT, t = tpos(tid);
+    st.nsx = 0;
+    st.vnx = 0;
     if (g >= G) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
-        const int w = (g - G) * L + l;  // checksum column w (w >= 2: an idle slot)
+        const int w = cks_col(g, l);
+        T n = T(0);
         FT_UNROLL
-        for (int i = 0; i < NN; ++i) st.a[l][i] = w < 2 ? FT_SLD(sidx(BS + w, t + TT * i)) : cx{T(0), T(0)};
+        for (int i = 0; i < NN; ++i) {
+          // a rolled loop over the columns per position (unrolled, ptxas hoisted the BS x NN loads, or kept
+          // the NN swizzled addresses live, and spilled)
+          cx acc{T(0), T(0)};
+          if (w < 2) {
+            const int pos = launder(t + TT * i);
+            FT_NOUNROLL
+            for (int c = 0; c < BS; ++c) {
+              const T wc = w ? T(c + 1) : T(1);
+              const cx x = FT_SLD(sidx(c, pos));
+              acc = cadd(acc, cscale(x, wc));
+              n += wc * wc * cnorm2t(x);
+            }
+            n += cnorm2t(acc);
+          }
+          st.a[l][i] = acc;
+        }
+        if (w == 0) st.nsx += double(n);
+        if (w == 1) st.vnx += double(n);
       }
     }
     FT_EACH_END
@@ -1928,19 +1924,18 @@ struct FftLaunch {
     FT_EACH_END
   }
 
-  // Output side: data columns (first launches: launch twiddle divided out) and the transformed checksum
-  // columns into the tile; every thread forms the residuals r0 = sum_c u_c - W sum_c x_c and
-  // r1 = sum_c (c+1) u_c - W sum_c (c+1) x_c of a few positions and adds ||r0||^2, <r1, r0>, ||r1||^2 to
-  // the block sums. A fault e in column j gives r0 = e, r1 = (j+1) e.
+  // Output side, common path: the data columns go to the tile (first launches: launch twiddle divided
+  // out); the threads of checksum column 0 form r0 = sum_c u_c - W sum_c x_c at their positions and its
+  // norm, reduced over their group against the threshold of st.nsx. A fault e in column j gives r0 = e.
   template <class Ctx>
-  static FT_HD FT_INLINE void block_residuals(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
+  static FT_HD FT_INLINE void block_detect(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0, double kmult) {
     (void)p, (void)C0;
     FT_SYNC();  // the last exchange's reads of the tile are complete
     FT_EACH_BEGIN
     const int g = tid / TT, t = tpos(tid);
-    FT_UNROLL
-    for (int l = 0; l < L; ++l) {
-      if (g < G) {
+    if (g < G) {
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
         const int cc = g * L + l;
         if constexpr (MP > 1 && S == 1) {
           cx d[NN];
@@ -1951,8 +1946,50 @@ struct FftLaunch {
           FT_UNROLL
           for (int i = 0; i < NN; ++i) FT_SST(sidx(cc, t + TT * i), st.a[l][i]);
         }
-      } else {
-        const int w = (g - G) * L + l;
+      }
+    }
+    FT_EACH_END
+    FT_SYNC();
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid);
+    T d0 = T(0);
+    if (g == G) {  // checksum column 0: slot 0 of the first checksum group
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) {
+        const int pos = launder(t + TT * i);
+        cx acc = cneg(st.a[0][i]);
+        FT_NOUNROLL
+        for (int c = 0; c < BS; ++c) acc = cadd(acc, FT_SLD(sidx(c, pos)));
+        d0 += cnorm2t(acc);
+      }
+    }
+    st.red[0] = double(d0);
+    st.red[1] = st.nsx;
+    FT_EACH_END
+    group_allsum<2>(ctx, sts, red);
+    FT_EACH_BEGIN
+    const int g = tid / TT;
+    st.jloc = -2;  // no detection
+    if (g == G) {
+      const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
+      const double d0 = st.red[0], tau = kmult * scale * sqrt(st.red[1]);
+      const double sc = sqrt(d0) / tau;
+      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+      if (!(d0 <= tau * tau)) st.jloc = -1;
+    }
+    FT_EACH_END
+  }
+
+  // Rare path (a detection): both residuals over the block, distributed over all threads (checksum columns
+  // into tile columns BS, BS+1): ||r0||^2, <r1, r0>, ||r1||^2 and the norms, summed over the block
+  template <class Ctx>
+  static FT_HD FT_INLINE void block_residuals(Ctx& ctx, State* sts, cx* sm, double* red) {
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid);
+    if (g >= G) {
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
+        const int w = cks_col(g, l);
         if (w < 2) {
           FT_UNROLL
           for (int i = 0; i < NN; ++i) FT_SST(sidx(BS + w, t + TT * i), st.a[l][i]);
@@ -1963,22 +2000,21 @@ struct FftLaunch {
     FT_SYNC();
     FT_EACH_BEGIN
     double d0 = 0, d1 = 0, qr = 0, qi = 0;
-    FT_UNROLL
+    FT_NOUNROLL
     for (int it = 0; it < RIT; ++it) {
       const int pos = tid + NT * it;
       if (R % NT == 0 || pos < R) {
-        cx s0{T(0), T(0)}, s1{T(0), T(0)};
-        FT_UNROLL
+        cx s0 = cneg(FT_SLD(sidx(BS, pos))), s1 = cneg(FT_SLD(sidx(BS + 1, pos)));
+        FT_NOUNROLL
         for (int c = 0; c < BS; ++c) {
           const cx u = FT_SLD(sidx(c, pos));
           s0 = cadd(s0, u);
           s1 = cadd(s1, cscale(u, T(c + 1)));
         }
-        const cx r0 = csub(s0, FT_SLD(sidx(BS, pos))), r1 = csub(s1, FT_SLD(sidx(BS + 1, pos)));
-        d0 += double(cnorm2t(r0));
-        d1 += double(cnorm2t(r1));
-        qr += double(r1.x) * double(r0.x) + double(r1.y) * double(r0.y);
-        qi += double(r1.y) * double(r0.x) - double(r1.x) * double(r0.y);
+        d0 += double(cnorm2t(s0));
+        d1 += double(cnorm2t(s1));
+        qr += double(s1.x) * double(s0.x) + double(s1.y) * double(s0.y);
+        qi += double(s1.y) * double(s0.x) - double(s1.x) * double(s0.y);
       }
     }
     st.red[0] = d0;
@@ -1988,7 +2024,9 @@ struct FftLaunch {
     st.red[4] = st.nsx;
     st.red[5] = st.vnx;
     FT_EACH_END
+    block_allsum<6>(ctx, sts, red);
   }
+  static constexpr int RIT = (R + NT - 1) / NT;  // positions per thread in the rare-path block sums
 
   // unprotected and two-sided-thread: the thread's L columns side by side in registers
   template <class Ctx>
@@ -2177,15 +2215,13 @@ struct FftLaunch {
       }
       FT_EACH_END
     } else if constexpr (TBB) {
-      block_residuals(ctx, sts, sm, p, C0);
-      block_allsum<6>(ctx, sts, red);
-      FT_EACH_BEGIN
-      const double d0 = st.red[0], d1 = st.red[3];
-      const double tau = kmult * scale * sqrt(st.red[4]), tau1 = kmult * scale * sqrt(st.red[5]);
-      const double sc = sqrt(d0) / tau;
-      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-      st.jloc = -2;  // no detection
-      if (!(d0 <= tau * tau)) {
+      block_detect(ctx, sts, sm, red, p, C0, kmult);
+      FT_VOTE_OR(anyd, st.jloc != -2);
+      if (anyd) {
+        block_residuals(ctx, sts, sm, red);
+        FT_EACH_BEGIN
+        const double d0 = st.red[0], d1 = st.red[3];
+        const double tau1 = kmult * scale * sqrt(st.red[5]);
         // locate: q = <r1, r0> / ||r0||^2 is j + 1 for a fault in column j. Accepted when the fault is
         // large against the noise of r1 (||r0|| >= 2 tau1: no other column's q comes within the
         // tolerance), r1 is collinear with r0 and q within LOCATE_TOL of j + 1; otherwise (a fault in a
@@ -2196,8 +2232,7 @@ struct FftLaunch {
         if (jj >= 0 && d0 >= 4 * tau1 * tau1 && (qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2 &&
             d1 / d0 - (qr * qr + qi * qi) < LOC2 && col_valid(p, C0, jj))
           st.jloc = jj;
-      }
-      FT_EACH_END
+        FT_EACH_END
       // jloc is the same in every thread (block sums): a block-uniform branch
       bool fixit = false;
       FT_EACH_BEGIN
@@ -2207,12 +2242,12 @@ struct FftLaunch {
         // replace column j by W sum x - sum_{c != j} u_c (the faulty values never enter the sums: a
         // huge fault would leave its rounding in a subtraction), into tile column BS + 1 (r1's is spent)
         FT_EACH_BEGIN
-        FT_UNROLL
+        FT_NOUNROLL
         for (int it = 0; it < RIT; ++it) {
           const int pos = tid + NT * it;
           if (R % NT == 0 || pos < R) {
             cx acc = FT_SLD(sidx(BS, pos));
-            FT_UNROLL
+            FT_NOUNROLL
             for (int c = 0; c < BS; ++c) {
               if (c != st.jloc) acc = csub(acc, FT_SLD(sidx(c, pos)));
             }
@@ -2248,6 +2283,7 @@ struct FftLaunch {
         }
       }
       FT_EACH_END
+      }
     } else if constexpr (LEVEL == kTwoSidedTb) {
       // detect: ||sum_l u_l - W sum_l x_l|| (the right-side checksum vector, reduced over the group)
       FT_EACH_BEGIN
