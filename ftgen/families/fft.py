@@ -312,8 +312,10 @@ class LaunchPlan:
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
             nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
-            # per-warp slots, plus per-group slots of the block reduction (two-sided-tb block checksums)
-            red = (self.threads // 32 + 1 + (self.G + self.kg if self.tb_block else 0)) * nv * 8
+            red = (self.threads // 32 + 1) * nv * 8  # per-warp slots
+            if self.tb_block:
+                # the warp totals of the block sums (BSUM_OFF) and the per-thread input norms (NORM_OFF)
+                red += (self.threads // 32) * nv * 8 + 2 * self.threads * 8
         body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
         return body + red + 16
 

@@ -1859,74 +1859,99 @@ struct FftLaunch {
 
   // ---- two-sided-tb block checksums -------------------------------------------------------
   // Checksum column w (0: sum_c x_c, 1: sum_c (c+1) x_c) is slot l of checksum group G + w / L (w = (g-G) L + l).
-  // Input side: the staged tile holds the block's BS input columns; each checksum thread sums its own
-  // positions t + TT i over them (tile offsets known at compile time) straight into its register slot,
-  // with the norms the thresholds need (w = 0: sum_c ||x_c||^2 + ||sum_c x_c||^2 in st.nsx; w = 1: the same
-  // with weights (c+1)^2 in st.vnx). The data threads do nothing extra.
+  // The sums over the block's columns are spread over all threads: thread tid takes positions tid + NT it
+  // (RIT of them) of every column through the tile, so no thread sums more than about L NN elements.
   static FT_HD FT_INLINE int cks_col(int g, int l) { return (g - G) * L + l; }
+  static constexpr int RIT = (R + NT - 1) / NT;  // positions per thread in the block sums
+  // per-thread input norms (sum_c ||x_c||^2 + ||sum_c x_c||^2 and the same with weights (c+1)^2 over the
+  // thread's positions) in shared memory from the input sums to the check, after the reduction slots
+  static constexpr int BSUM_OFF = (NWARPS + 1) * NV;  // warp totals of block_allsum
+  static constexpr int NORM_OFF = BSUM_OFF + NWARPS * NV;
+
+  // Input side: the staged tile holds the block's BS input columns; the positions' sums go to tile
+  // columns BS and BS+1, which the checksum groups then take into their register slots like data columns.
   template <class Ctx>
-  static FT_HD FT_INLINE void block_in_sums(Ctx& ctx, State* sts, cx* sm) {
-    (void)ctx;
+  static FT_HD FT_INLINE void block_in_sums(Ctx& ctx, State* sts, cx* sm, double* red) {
+    FT_EACH_BEGIN
+    double n0 = 0, n1 = 0;
+    FT_NOUNROLL
+    for (int it = 0; it < RIT; ++it) {
+      const int pos = tid + NT * it;
+      if (R % NT == 0 || pos < R) {
+        cx s0{T(0), T(0)}, s1{T(0), T(0)};
+        T a0 = T(0), a1 = T(0);
+        FT_UNROLL
+        for (int c = 0; c < BS; ++c) {
+          const cx x = FT_SLD(sidx(c, pos));
+          const T nr = cnorm2t(x);
+          s0 = cadd(s0, x);
+          s1 = cadd(s1, cscale(x, T(c + 1)));
+          a0 += nr;
+          a1 += T((c + 1) * (c + 1)) * nr;
+        }
+        FT_SST(sidx(BS, pos), s0);
+        FT_SST(sidx(BS + 1, pos), s1);
+        n0 += double(a0) + double(cnorm2t(s0));
+        n1 += double(a1) + double(cnorm2t(s1));
+      }
+    }
+    FT_RSST(NORM_OFF + 2 * tid, n0);
+    FT_RSST(NORM_OFF + 2 * tid + 1, n1);
+    FT_EACH_END
+    FT_SYNC();
     FT_EACH_BEGIN
     const int g = tid / TT, t = tpos(tid);
-    st.nsx = 0;
-    st.vnx = 0;
     if (g >= G) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
-        const int w = cks_col(g, l);
-        T n = T(0);
+        const int w = cks_col(g, l);  // w >= 2: an idle slot
         FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          // a rolled loop over the columns per position (unrolled, ptxas hoisted the BS x NN loads, or kept
-          // the NN swizzled addresses live, and spilled)
-          cx acc{T(0), T(0)};
-          if (w < 2) {
-            const int pos = launder(t + TT * i);
-            FT_NOUNROLL
-            for (int c = 0; c < BS; ++c) {
-              const T wc = w ? T(c + 1) : T(1);
-              const cx x = FT_SLD(sidx(c, pos));
-              acc = cadd(acc, cscale(x, wc));
-              n += wc * wc * cnorm2t(x);
-            }
-            n += cnorm2t(acc);
-          }
-          st.a[l][i] = acc;
-        }
-        if (w == 0) st.nsx += double(n);
-        if (w == 1) st.vnx += double(n);
+        for (int i = 0; i < NN; ++i) st.a[l][i] = w < 2 ? FT_SLD(sidx(BS + w, t + TT * i)) : cx{T(0), T(0)};
       }
     }
     FT_EACH_END
   }
 
-  // sum of st.red[0..NVV) over the whole block (group totals through shared memory, added in group
-  // order: every thread gets the same bits)
+  // sum of st.red[0..NVV) over the whole block: butterflies within each warp, the warp totals through
+  // shared memory, a butterfly over them (every thread gets the same bits: the additions commute)
   template <int NVV, class Ctx>
   static FT_HD FT_INLINE void block_allsum(Ctx& ctx, State* sts, double* red) {
-    group_allsum<NVV>(ctx, sts, red);
-    FT_EACH_BEGIN
-    if (tid % TT == 0) {
+    static_assert(NT % 32 == 0, "block sums over whole warps");
+#ifdef FTGEN_EMU
+    ctx.template warp_allsum<State, 32>(sts, NT, NVV);
+#else
+    {
+      State& st = sts[0];
       FT_UNROLL
-      for (int v = 0; v < NVV; ++v) FT_RSST((NWARPS + 1 + tid / TT) * NV + v, st.red[v]);
+      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<32, 0xffffffffu>(st.red[v]);
+    }
+#endif
+    FT_EACH_BEGIN
+    if ((tid & 31) == 0) {
+      FT_UNROLL
+      for (int v = 0; v < NVV; ++v) FT_RSST(BSUM_OFF + (tid >> 5) * NVV + v, st.red[v]);
     }
     FT_EACH_END
     FT_SYNC();
     FT_EACH_BEGIN
+    const int lane = tid & 31;
     FT_UNROLL
-    for (int v = 0; v < NVV; ++v) {
-      double acc = 0;
-      FT_UNROLL
-      for (int g = 0; g < NG; ++g) acc += FT_RSLD((NWARPS + 1 + g) * NV + v);
-      st.red[v] = acc;
-    }
+    for (int v = 0; v < NVV; ++v) st.red[v] = lane < NWARPS ? FT_RSLD(BSUM_OFF + lane * NVV + v) : 0.0;
     FT_EACH_END
+#ifdef FTGEN_EMU
+    ctx.template warp_allsum<State, 32>(sts, NT, NVV);
+#else
+    {
+      State& st = sts[0];
+      FT_UNROLL
+      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<32, 0xffffffffu>(st.red[v]);
+    }
+#endif
   }
 
-  // Output side, common path: the data columns go to the tile (first launches: launch twiddle divided
-  // out); the threads of checksum column 0 form r0 = sum_c u_c - W sum_c x_c at their positions and its
-  // norm, reduced over their group against the threshold of st.nsx. A fault e in column j gives r0 = e.
+  // Output side, common path: the data columns (first launches: launch twiddle divided out) and W sum x
+  // go to the tile; the positions' residuals r0 = sum_c u_c - W sum_c x_c, their norm summed over the
+  // block against the threshold of the input norms. A fault e in column j gives r0 = e.
   template <class Ctx>
   static FT_HD FT_INLINE void block_detect(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0, double kmult) {
     (void)p, (void)C0;
@@ -1947,41 +1972,39 @@ struct FftLaunch {
           for (int i = 0; i < NN; ++i) FT_SST(sidx(cc, t + TT * i), st.a[l][i]);
         }
       }
+    } else if (g == G) {
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) FT_SST(sidx(BS, t + TT * i), st.a[0][i]);
     }
     FT_EACH_END
     FT_SYNC();
     FT_EACH_BEGIN
-    const int g = tid / TT, t = tpos(tid);
-    T d0 = T(0);
-    if (g == G) {  // checksum column 0: slot 0 of the first checksum group
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) {
-        const int pos = launder(t + TT * i);
-        cx acc = cneg(st.a[0][i]);
-        FT_NOUNROLL
+    double d0 = 0;
+    FT_NOUNROLL
+    for (int it = 0; it < RIT; ++it) {
+      const int pos = tid + NT * it;
+      if (R % NT == 0 || pos < R) {
+        cx acc = cneg(FT_SLD(sidx(BS, pos)));
+        FT_UNROLL
         for (int c = 0; c < BS; ++c) acc = cadd(acc, FT_SLD(sidx(c, pos)));
-        d0 += cnorm2t(acc);
+        d0 += double(cnorm2t(acc));
       }
     }
-    st.red[0] = double(d0);
-    st.red[1] = st.nsx;
+    st.red[0] = d0;
+    st.red[1] = FT_RSLD(NORM_OFF + 2 * tid);
     FT_EACH_END
-    group_allsum<2>(ctx, sts, red);
+    block_allsum<2>(ctx, sts, red);
     FT_EACH_BEGIN
-    const int g = tid / TT;
-    st.jloc = -2;  // no detection
-    if (g == G) {
-      const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
-      const double d0 = st.red[0], tau = kmult * scale * sqrt(st.red[1]);
-      const double sc = sqrt(d0) / tau;
-      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-      if (!(d0 <= tau * tau)) st.jloc = -1;
-    }
+    const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
+    const double d0 = st.red[0], tau = kmult * scale * sqrt(st.red[1]);
+    const double sc = sqrt(d0) / tau;
+    if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+    st.jloc = (d0 <= tau * tau) ? -2 : -1;  // -2: no detection
     FT_EACH_END
   }
 
-  // Rare path (a detection): both residuals over the block, distributed over all threads (checksum columns
-  // into tile columns BS, BS+1): ||r0||^2, <r1, r0>, ||r1||^2 and the norms, summed over the block
+  // Rare path (a detection): both residuals (W sum (c+1) x into tile column BS+1 beside W sum x), reduced
+  // over the block: ||r0||^2, <r1, r0>, ||r1||^2 and the input norms
   template <class Ctx>
   static FT_HD FT_INLINE void block_residuals(Ctx& ctx, State* sts, cx* sm, double* red) {
     FT_EACH_BEGIN
@@ -1989,10 +2012,9 @@ struct FftLaunch {
     if (g >= G) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
-        const int w = cks_col(g, l);
-        if (w < 2) {
+        if (cks_col(g, l) == 1) {
           FT_UNROLL
-          for (int i = 0; i < NN; ++i) FT_SST(sidx(BS + w, t + TT * i), st.a[l][i]);
+          for (int i = 0; i < NN; ++i) FT_SST(sidx(BS + 1, t + TT * i), st.a[l][i]);
         }
       }
     }
@@ -2021,12 +2043,11 @@ struct FftLaunch {
     st.red[1] = qr;
     st.red[2] = qi;
     st.red[3] = d1;
-    st.red[4] = st.nsx;
-    st.red[5] = st.vnx;
+    st.red[4] = FT_RSLD(NORM_OFF + 2 * tid);
+    st.red[5] = FT_RSLD(NORM_OFF + 2 * tid + 1);
     FT_EACH_END
     block_allsum<6>(ctx, sts, red);
   }
-  static constexpr int RIT = (R + NT - 1) / NT;  // positions per thread in the rare-path block sums
 
   // unprotected and two-sided-thread: the thread's L columns side by side in registers
   template <class Ctx>
@@ -2040,7 +2061,7 @@ struct FftLaunch {
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
       load<BS, L>(ctx, sts, sm, p, C0, 0);
-      if constexpr (TBB) block_in_sums(ctx, sts, sm);
+      if constexpr (TBB) block_in_sums(ctx, sts, sm, red);
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
       if constexpr (CHK) {
