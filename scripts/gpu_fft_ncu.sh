@@ -2,7 +2,7 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbb|tbcols|large|big|mix]   (ncu_fft_*.txt: one report per size; tbb: the block-checksum two-sided-tb 2^20 beside the unprotected plan, tbbmix: their instruction classes; mix: the
+# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large|big|mix]   (ncu_fft_*.txt: one report per size; mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
 # 2^13 (one launch) and 2^23 in three launches (automatic) and in two (4096 x 2048, 4 + 8 columns); large: the
@@ -19,7 +19,6 @@ ft() { python3 -m ftgen.cli "$@"; }
 tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [12, 20]}}, {protection: $tb, params: {logn: [12, 20]}}]" ;;
-  tbb|tbbmix) variants="[{protection: {scheme: none}, params: {logn: 20}}, {protection: $tb, params: {logn: 20}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
   mix) variants="[{protection: {scheme: none}, params: {logn: [20, 23]}}]" ;;
   big) variants="[{protection: {scheme: none}, params: {logn: [13, 23]}}, {protection: {scheme: none}, params: {logn: 23, launches: 2, bs1: 4, bs2: 8}}]" ;;
@@ -41,7 +40,7 @@ sections="--launch-count 6 --section SpeedOfLight --section MemoryWorkloadAnalys
 report=ncu
 keep="^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|dram__bytes_read.sum|dram__bytes_write.sum|Registers Per|Dynamic Shared|sectors_pipe_lsu_mem_global_op_ld.sum|requests_pipe_lsu_mem_global_op_ld.sum"
 metrics="--metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
-if [ "$which" = mix ] || [ "$which" = tbbmix ]; then
+if [ "$which" = mix ]; then
   sections="--launch-count 5"
   report=mix
   keep="^  [a-zA-Z_].*\(|inst_executed|duration"

@@ -160,11 +160,6 @@ EMU_CASES = [
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4}, 2, "forward"),
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4}, 3, "inverse"),  # 2^22's shape
     ("fp32", "none", {"logn": 12, "launches": 2, "bs1": 8, "bs2": 8}, 2, "forward"),
-    # two-sided-tb block checksums: one checksum group (two columns per thread) padded to whole warps,
-    # two groups of one column (tcols 1), a first launch storing directly (32 threads per column)
-    ("fp32", "two-sided-tb", {"logn": 12, "launches": 2}, 2, "forward"),
-    ("fp64", "two-sided-tb", {"logn": 11, "launches": 2, "tcols": 1}, 3, "inverse"),
-    ("fp64", "two-sided-tb", {"logn": 12, "N1": 256, "N2": 16, "n1": 8, "n2": 4, "tcols": 2}, 2, "forward"),
 ]
 
 

@@ -183,30 +183,14 @@ class LaunchPlan:
         return self.bs // self.L
 
     @property
-    def tb_block(self) -> bool:
-        """two-sided-tb with block checksum columns: the launches of multi-launch plans, whose block
-        holds consecutive columns of one signal (so the residual threshold, which grows with the
-        block's norm, stays relative to one signal). The data columns take the unprotected
-        simultaneous path; ``kg`` extra thread groups transform the checksum columns
-        sum_c x_c and sum_c (c+1) x_c over the block's ``bs`` columns."""
-        return self.level == "two-sided-tb" and self.cols_per_signal > 1
-
-    @property
-    def kg(self) -> int:
-        """Thread groups holding the two block checksum columns (L of them per group), padded with idle
-        groups to whole warps (the block and warp reductions work on whole warps)."""
-        return tb_checksum_groups(self.L, self.T, self.G) if self.tb_block else 0
-
-    @property
     def threads(self) -> int:
-        return (self.G + self.kg) * self.T
+        return self.G * self.T
 
     @property
     def seq(self) -> bool:
-        """One-sided and the one-launch two-sided-tb take a thread's L columns one after the other
-        (registers: one column, the right-side sums); the unprotected and thread levels and the
-        block-checksum two-sided-tb hold all L at once."""
-        return self.level == "one-sided" or (self.level == "two-sided-tb" and not self.tb_block)
+        """One-sided and two-sided-tb take a thread's L columns one after the other (registers:
+        one column, the right-side sums); the unprotected and thread levels hold all L at once."""
+        return self.level in ("one-sided", "two-sided-tb")
 
     @property
     def cpt(self) -> int:
@@ -289,33 +273,28 @@ class LaunchPlan:
         one load/store step stages."""
         if self.seq:
             return self.G
-        x = (self.G + self.kg) * self.xcols
+        x = self.G * self.xcols
         if self.staged:
             x = max(x, self.bs)
-        if self.tb_block:
-            x = max(x, self.bs + 2)  # the checksum columns' sums and residuals after the data columns
         return x
 
     @property
     def tile_elems(self) -> int:
-        if self.P > 1 or self.staged or self.tb_block:
+        if self.P > 1 or self.staged:
             return self.tile_cols * self.pitch
         return 0
 
     @property
     def sums_elems(self) -> int:
         """two-sided-tb keeps its running right-side sums (sum x, sum u) in shared memory."""
-        return 2 * self.n * self.threads if self.level == "two-sided-tb" and self.seq else 0
+        return 2 * self.n * self.threads if self.level == "two-sided-tb" else 0
 
     @property
     def smem_bytes(self) -> int:
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
             nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
-            red = (self.threads // 32 + 1) * nv * 8  # per-warp slots
-            if self.tb_block:
-                # the warp totals of the block sums (BSUM_OFF) and the per-thread input norms (NORM_OFF)
-                red += (self.threads // 32) * nv * 8 + 2 * self.threads * 8
+            red = (self.threads // 32 + 1) * nv * 8
         body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
         return body + red + 16
 
@@ -328,16 +307,14 @@ class LaunchPlan:
         overrides it (ptxas then caps registers at 65536 / (minb * threads))."""
         if self.minb:
             return self.minb
-        target = 768 if ((self.level == "none" or self.tb_block) and self.esize == 8) else 512
+        target = 768 if (self.level == "none" and self.esize == 8) else 512
         return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
         """32-bit registers per thread, calibrated on ptxas for sm_90 (see tests/test_fft_compile)."""
         w = self.esize // 4  # 32-bit registers per complex
         data = self.cpt * self.n * w
-        if self.tb_block:
-            ft = 16
-        elif self.level == "two-sided-tb":
+        if self.level == "two-sided-tb":
             ft = self.L * 3 * w + 24
         elif self.level == "two-sided-thread":
             ft = 2 * self.n * w + self.n * 2 + 16
@@ -348,8 +325,7 @@ class LaunchPlan:
         return data + ft + self.n * w + 32
 
     def describe(self) -> str:
-        kg = f" checksum groups={self.kg}" if self.kg else ""
-        return f"R={self.R} S={self.S} M'={self.Mp} n={self.n} radices={'x'.join(map(str, self.radices))} bs={self.bs} L={self.L}{kg} threads={self.threads}"
+        return f"R={self.R} S={self.S} M'={self.Mp} n={self.n} radices={'x'.join(map(str, self.radices))} bs={self.bs} L={self.L} threads={self.threads}"
 
 
 @dataclass(frozen=True)
@@ -392,19 +368,7 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     return 3
 
 
-def tb_checksum_groups(L: int, T: int, G: int) -> int:
-    """Thread groups of the two block checksum columns (L per group) beside G data groups of T threads,
-    padded with idle groups to whole warps."""
-    k = -(-2 // L)
-    if T < 32:
-        k += (-(G + k)) % (32 // T)
-    return k
-
-
 def auto_tcols(precision: str, level: str, launches: int = 1, rmax: int = 0) -> int:
-    if level == "two-sided-tb" and launches > 1:
-        # block checksum columns: the data columns take the unprotected path (one column per thread)
-        return 1
     if level == "two-sided-tb":
         # one launch: four columns per thread. Multi-launch plans (search_tbcols.jsonl at b0c87fa, radix 16
         # fp32 / 8 fp64): four while every launch is at most 256 points (2^16: 0.863 of cuFFT against
@@ -449,16 +413,6 @@ def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool,
     results/h100/fft/search_two.jsonl)."""
     esize = ESIZE[precision]
     T = R // n
-    if level == "two-sided-tb" and not single:
-        # block checksum columns: the two checksum columns cost 2 / bs of the work; as many columns as
-        # 640 threads and a 100 KB tile allow
-        bs = L
-        while True:
-            G = 2 * bs // L
-            k = tb_checksum_groups(L, T, G)
-            if (G + k) * T > 640 or (G + k) * L * R * esize > 100 * 1024:
-                return bs
-            bs *= 2
     if single:
         groups = max(1, 256 // max(T, 1))
         groups = min(groups, max(1, (32768 // esize) // R))
@@ -625,7 +579,7 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
             what = "the stride of the earlier launches" if lp.index > 0 else f"n/N1 = {lp.Mp} columns per signal"
             if lp.bs > limit:
                 r.append(f"{tag}: bs{lp.index + 1}={lp.bs} exceeds {what} ({limit}); consecutive columns must share a signal")
-        if (level == "two-sided-thread" or (level == "two-sided-tb" and not lp.tb_block)) and lp.L < 2:
+        if level in ("two-sided-thread", "two-sided-tb") and lp.L < 2:
             r.append(f"{tag}: {level} needs at least 2 columns per thread (tcols >= 2 and bs{lp.index + 1} >= 2), got {lp.L}")
         if lp.bs % lp.L:
             r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a multiple of tcols={lp.L}")
@@ -934,8 +888,6 @@ class FftModel:
 
     def _tile_once(self, X0, D, lp: LaunchPlan, faults, correct: bool, rep: ModelReport, col0: int, hooks: bool):
         """One attempt at a tile. Returns (outputs, needs-recompute, detections to settle)."""
-        if lp.tb_block:
-            return self._tile_block(X0, D, lp, faults, correct, rep, col0, hooks)
         level, u, cdt = self.level, self.u, self.cdt
         C, R = X0.shape
         L = lp.L
@@ -948,7 +900,16 @@ class FftModel:
         active: set = set()
 
         def hook(stage: int, Y: np.ndarray) -> None:
-            self._hook(faults, active, lp, stage, Y, col0, C, hooks)
+            if not hooks:
+                return
+            for fi, f in enumerate(faults):
+                if fi in active or f.launch != lp.index or f.stage != stage:
+                    continue
+                c = f.column - col0
+                if 0 <= c < C:
+                    val = complex(Y[c, f.position])
+                    Y[c, f.position] = flip_bit(val, f.bit, self.precision) if f.kind == "bitflip" else val + f.offset
+                    active.add(c)
 
         X = X0.copy()
         nrm = np.sum(np.abs(X.astype(np.complex128)) ** 2, axis=1)
@@ -1015,85 +976,6 @@ class FftModel:
                     rep.corrected += 1
                     rep.located.append((lp.index, col0 + idx[res["j"]]))
         return Y, bad, ndet
-
-    def _hook(self, faults, active: set, lp: LaunchPlan, stage: int, Y: np.ndarray, col0: int, C: int, hooks: bool) -> None:
-        """Apply the faults of (launch, stage) to the tile's columns (``active`` collects the columns hit)."""
-        if not hooks:
-            return
-        for fi, f in enumerate(faults):
-            if fi in active or f.launch != lp.index or f.stage != stage:
-                continue
-            c = f.column - col0
-            if 0 <= c < C:
-                val = complex(Y[c, f.position])
-                Y[c, f.position] = flip_bit(val, f.bit, self.precision) if f.kind == "bitflip" else val + f.offset
-                active.add(c)
-
-    def _tile_block(self, X0, D, lp: LaunchPlan, faults, correct: bool, rep: ModelReport, col0: int, hooks: bool):
-        """two-sided-tb with block checksum columns (launches of multi-launch plans): the checksum columns
-        sum_c x_c and sum_c (c+1) x_c over the tile's columns are transformed with the data; the
-        residuals r0 = sum_c u_c - W sum_c x_c (u: outputs without the launch twiddle) and r1 (weights
-        c+1) detect (||r0|| against the threshold of the block's norm) and locate (<r1, r0> / ||r0||^2
-        = j + 1, accepted for ||r0|| >= 2 tau1, r1 collinear with r0); column j is replaced by
-        W sum x - sum_{c != j} u_c, anything else recomputes the tile."""
-        u, cdt = self.u, self.cdt
-        C, R = X0.shape
-        active: set = set()
-        X = X0.copy()
-        wts = np.arange(1, C + 1)
-        x64 = X.astype(np.complex128)
-        SX0 = X.sum(axis=0).astype(cdt)
-        SX1 = (X * wts[:, None].astype(self.rdt)).sum(axis=0).astype(cdt)
-        a2 = np.abs(x64) ** 2
-        nx = float(a2.sum() + np.sum(np.abs(SX0.astype(np.complex128)) ** 2))
-        nx1 = float((wts[:, None] ** 2 * a2).sum() + np.sum(np.abs(SX1.astype(np.complex128)) ** 2))
-        self._hook(faults, active, lp, 0, X, col0, C, hooks)  # after the sums: a fault in the data
-        X = np.concatenate([X, SX0[None], SX1[None]])
-        S = 1
-        rad = lp.radices
-        for p, r in enumerate(rad):
-            Mp = R // (S * r)
-            tw = subpass_twiddles(self.precision, R, S, r, self.sign)
-            Y = _stockham(X, S, r, Mp, lambda A, r=r: codelet(A, r, self.sign), tw)
-            if p == len(rad) - 1 and D is not None:
-                Y[:C] = (Y[:C] * D).astype(cdt)
-            self._hook(faults, active, lp, p + 1, Y, col0, C, hooks)
-            X = Y
-            S *= r
-        Y = X[:C].copy()
-        U = (Y * np.conj(D)).astype(cdt) if D is not None else Y
-        scale = self.kmult(K_TB) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R)
-        tau, tau1 = scale * math.sqrt(nx), scale * math.sqrt(nx1)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            r0 = (U.sum(axis=0) - X[C]).astype(np.complex128)
-            r1 = ((U * wts[:, None].astype(self.rdt)).sum(axis=0) - X[C + 1]).astype(np.complex128)
-            d0 = float(np.sum(np.abs(r0) ** 2))
-            d1 = float(np.sum(np.abs(r1) ** 2))
-            q = complex(np.sum(r1 * np.conj(r0))) / d0 if d0 > 0 else complex("nan")
-            score = math.sqrt(d0) / tau if math.isfinite(d0) else math.inf
-        if math.isfinite(score):
-            rep.max_score = max(rep.max_score, score)
-        if score <= 1.0:
-            return Y, False, 0
-        if hooks:
-            rep.detected += 1
-            if not active:
-                rep.false_alarms += 1
-        j = None
-        if math.isfinite(q.real) and math.isfinite(q.imag) and 0.5 < q.real < C + 0.5:
-            jj = int(math.floor(q.real + 0.5)) - 1
-            if d0 >= 4 * tau1 * tau1 and abs(q - (jj + 1)) ** 2 < LOCATE_TOL**2 and d1 / d0 - abs(q) ** 2 < LOCATE_TOL**2:
-                j = jj
-        if j is None:
-            return Y, True, 1
-        if correct:
-            # replacement W sum x - sum_{c != j} u_c (the faulty values never enter a sum)
-            others = np.delete(U, j, axis=0).sum(axis=0)
-            fixed = (X[C] - others).astype(cdt)
-            Y[j] = (fixed * D[j]).astype(cdt) if D is not None else fixed
-            rep.corrected += 1
-            rep.located.append((lp.index, col0 + j))
-        return Y, False, 0
 
     def _tb_group(self, U, w, s, nrm, SX, in_part, D, R, e, correct) -> dict:
         """Two-sided-tb decision for one group: detect on ||sum u - W sum x||, locate by the
@@ -1542,7 +1424,6 @@ class FftFamily(Family):
                     "P": lp.P,
                     "T": lp.T,
                     "G": lp.G,
-                    "kg": lp.kg,
                     "L": lp.L,
                     "bs": lp.bs,
                     "NT": lp.threads,

@@ -1033,14 +1033,10 @@ struct FftLaunch {
   static constexpr int TT = C::TT, G = C::G, L = C::L, BS = C::BS, NT = C::NT;
   static constexpr int LEVEL = C::LEVEL;
   static constexpr bool INJECT = C::INJECT;
-  // two-sided-tb with block checksum columns (the launches of multi-launch plans): KG extra thread
-  // groups transform sum_c x_c and sum_c (c+1) x_c over the block's BS columns alongside the data
-  static constexpr int KG = C::KG;
-  static constexpr bool TBB = LEVEL == kTwoSidedTb && KG > 0;
-  // sequential mode (one-sided, one-launch two-sided-tb): a thread takes its L columns one after the
-  // other (plus the two-sided checksum column); simultaneous mode: all L in registers at once
-  static constexpr bool SEQ = (LEVEL == kOneSided || (LEVEL == kTwoSidedTb && !TBB));
-  static constexpr bool TB = LEVEL == kTwoSidedTb && !TBB;
+  // sequential mode (one-sided, two-sided-tb): a thread takes its L columns one after the other
+  // (plus the two-sided checksum column); simultaneous mode: all L in registers at once
+  static constexpr bool SEQ = (LEVEL == kOneSided || LEVEL == kTwoSidedTb);
+  static constexpr bool TB = LEVEL == kTwoSidedTb;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
   static constexpr int STEPS = SEQ ? L + (LEVEL == kTwoSidedTb ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
@@ -1049,21 +1045,19 @@ struct FftLaunch {
   static constexpr int OUT_H = C::OUT_H;
   // shared memory: [exchange/staging tile][two-sided-tb running sums sum x, sum u][reductions]
   static constexpr int TILE_ELEMS = C::TILE_ELEMS;
-  static constexpr int SUMS_ELEMS = TB ? 2 * C::NN * C::NT : 0;
+  static constexpr int SUMS_ELEMS = (C::LEVEL == kTwoSidedTb) ? 2 * C::NN * C::NT : 0;
   static constexpr int RED_OFFSET = ((TILE_ELEMS + SUMS_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
   static constexpr int NWARPS = (NT + 31) / 32;
-  static constexpr int NG = G + KG;  // thread groups (data, then checksum)
   static constexpr unsigned WMASK = NT >= 32 ? 0xffffffffu : ((1u << NT) - 1u);  // lanes of a (partial) warp
   static constexpr int NV = LEVEL == kOneSided ? 3 * L : (LEVEL == kTwoSidedTb ? 7 + L : 1);
   static constexpr bool IS_F32 = sizeof(T) == 4;
   static constexpr double U = IS_F32 ? 5.9604644775390625e-08 : 1.1102230246251565e-16;
   static constexpr double LOC2 = C::LOCATE_TOL * C::LOCATE_TOL;
   static_assert(NN * TT == R, "threads per column");
-  static_assert(NT == NG * TT && BS == G * L, "block shape");
-  static_assert(!TBB || (STAGED_IN && KG * L >= 2), "block checksums: the staged tile holds the inputs");
+  static_assert(NT == G * TT && BS == G * L, "block shape");
   static_assert(RL <= NN && NN % RL == 0, "last radix");
 
   struct State {
@@ -1106,7 +1100,7 @@ struct FftLaunch {
   // laundered; 0.834 -> 0.899 and 0.823 -> 0.858 of cuFFT on the H100). Laundered everywhere, the
   // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
   // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value
-  static constexpr bool LAUNDER_T = IS_F32 && (NT >= 1024 || TBB);
+  static constexpr bool LAUNDER_T = IS_F32 && NT >= 1024;
   // fp64 twiddles from tables (see mul_bit), fp32 from sincospif with the recurrence
   static constexpr bool TW_TABLES = !IS_F32;
   static FT_HD FT_INLINE int tpos(int tid) {
@@ -1371,12 +1365,10 @@ struct FftLaunch {
       FT_SYNC();
       FT_EACH_BEGIN
       const int g = tid / TT, t = tpos(tid);
-      if (KG == 0 || g < G) {  // the checksum groups get their columns from block_in_sums
+      FT_UNROLL
+      for (int l = 0; l < LL; ++l) {
         FT_UNROLL
-        for (int l = 0; l < LL; ++l) {
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * LL + l, t + TT * i));
-        }
+        for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * LL + l, t + TT * i));
       }
       FT_EACH_END
     }
@@ -1413,7 +1405,7 @@ struct FftLaunch {
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         const unsigned cc = g * LL + l;
-        if ((KG == 0 || g < unsigned(G)) && col_valid(p, C0, cb + int(cc))) {
+        if (col_valid(p, C0, cb + int(cc))) {
           cx* dst = out + (cc * R + t);
           if constexpr (TT == 1 && NN % V == 0) {
             FT_UNROLL
@@ -1434,12 +1426,10 @@ struct FftLaunch {
       FT_SYNC();
       FT_EACH_BEGIN
       const int g = tid / TT, t = tid % TT;
-      if (KG == 0 || g < G) {
+      FT_UNROLL
+      for (int l = 0; l < LL; ++l) {
         FT_UNROLL
-        for (int l = 0; l < LL; ++l) {
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) FT_SST(sidx(g * LL + l, t + TT * i), st.a[l][i]);
-        }
+        for (int i = 0; i < NN; ++i) FT_SST(sidx(g * LL + l, t + TT * i), st.a[l][i]);
       }
       FT_EACH_END
       FT_SYNC();
@@ -1765,11 +1755,6 @@ struct FftLaunch {
 
   // launch twiddles of the data in slots 0..LL-1 (tile columns tile_col(g, lbase + l))
   static FT_HD FT_INLINE void apply_outer(State& st, int tid, const LaunchParams<T>& p, long long C0, int lbase, int LL) {
-    if constexpr (TBB && S == 1) {
-      // first launches: the checksum columns stay without launch twiddle (the data columns' are divided
-      // out again at the check); later launches (S > 1): one twiddle for the block, checksum columns too
-      if (tid / TT >= G) return;
-    }
     if constexpr (MP > 1 && TW_TABLES) {
       // the factors of the bits of the slot index, applied one after the other (no twiddle array)
       const int g = tid / TT, t = tpos(tid);
@@ -1857,198 +1842,6 @@ struct FftLaunch {
     }
   }
 
-  // ---- two-sided-tb block checksums -------------------------------------------------------
-  // Checksum column w (0: sum_c x_c, 1: sum_c (c+1) x_c) is slot l of checksum group G + w / L (w = (g-G) L + l).
-  // The sums over the block's columns are spread over all threads: thread tid takes positions tid + NT it
-  // (RIT of them) of every column through the tile, so no thread sums more than about L NN elements.
-  static FT_HD FT_INLINE int cks_col(int g, int l) { return (g - G) * L + l; }
-  static constexpr int RIT = (R + NT - 1) / NT;  // positions per thread in the block sums
-  // per-thread input norms (sum_c ||x_c||^2 + ||sum_c x_c||^2 and the same with weights (c+1)^2 over the
-  // thread's positions) in shared memory from the input sums to the check, after the reduction slots
-  static constexpr int BSUM_OFF = (NWARPS + 1) * NV;  // warp totals of block_allsum
-  static constexpr int NORM_OFF = BSUM_OFF + NWARPS * NV;
-
-  // Input side: the staged tile holds the block's BS input columns; the positions' sums go to tile
-  // columns BS and BS+1, which the checksum groups then take into their register slots like data columns.
-  template <class Ctx>
-  static FT_HD FT_INLINE void block_in_sums(Ctx& ctx, State* sts, cx* sm, double* red) {
-    FT_EACH_BEGIN
-    double n0 = 0, n1 = 0;
-    FT_NOUNROLL
-    for (int it = 0; it < RIT; ++it) {
-      const int pos = tid + NT * it;
-      if (R % NT == 0 || pos < R) {
-        cx s0{T(0), T(0)}, s1{T(0), T(0)};
-        T a0 = T(0), a1 = T(0);
-        FT_UNROLL
-        for (int c = 0; c < BS; ++c) {
-          const cx x = FT_SLD(sidx(c, pos));
-          const T nr = cnorm2t(x);
-          s0 = cadd(s0, x);
-          s1 = cadd(s1, cscale(x, T(c + 1)));
-          a0 += nr;
-          a1 += T((c + 1) * (c + 1)) * nr;
-        }
-        FT_SST(sidx(BS, pos), s0);
-        FT_SST(sidx(BS + 1, pos), s1);
-        n0 += double(a0) + double(cnorm2t(s0));
-        n1 += double(a1) + double(cnorm2t(s1));
-      }
-    }
-    FT_RSST(NORM_OFF + 2 * tid, n0);
-    FT_RSST(NORM_OFF + 2 * tid + 1, n1);
-    FT_EACH_END
-    FT_SYNC();
-    FT_EACH_BEGIN
-    const int g = tid / TT, t = tpos(tid);
-    if (g >= G) {
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        const int w = cks_col(g, l);  // w >= 2: an idle slot
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) st.a[l][i] = w < 2 ? FT_SLD(sidx(BS + w, t + TT * i)) : cx{T(0), T(0)};
-      }
-    }
-    FT_EACH_END
-  }
-
-  // sum of st.red[0..NVV) over the whole block: butterflies within each warp, the warp totals through
-  // shared memory, a butterfly over them (every thread gets the same bits: the additions commute)
-  template <int NVV, class Ctx>
-  static FT_HD FT_INLINE void block_allsum(Ctx& ctx, State* sts, double* red) {
-    static_assert(NT % 32 == 0, "block sums over whole warps");
-#ifdef FTGEN_EMU
-    ctx.template warp_allsum<State, 32>(sts, NT, NVV);
-#else
-    {
-      State& st = sts[0];
-      FT_UNROLL
-      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<32, 0xffffffffu>(st.red[v]);
-    }
-#endif
-    FT_EACH_BEGIN
-    if ((tid & 31) == 0) {
-      FT_UNROLL
-      for (int v = 0; v < NVV; ++v) FT_RSST(BSUM_OFF + (tid >> 5) * NVV + v, st.red[v]);
-    }
-    FT_EACH_END
-    FT_SYNC();
-    FT_EACH_BEGIN
-    const int lane = tid & 31;
-    FT_UNROLL
-    for (int v = 0; v < NVV; ++v) st.red[v] = lane < NWARPS ? FT_RSLD(BSUM_OFF + lane * NVV + v) : 0.0;
-    FT_EACH_END
-#ifdef FTGEN_EMU
-    ctx.template warp_allsum<State, 32>(sts, NT, NVV);
-#else
-    {
-      State& st = sts[0];
-      FT_UNROLL
-      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<32, 0xffffffffu>(st.red[v]);
-    }
-#endif
-  }
-
-  // Output side, common path: the data columns (first launches: launch twiddle divided out) and W sum x
-  // go to the tile; the positions' residuals r0 = sum_c u_c - W sum_c x_c, their norm summed over the
-  // block against the threshold of the input norms. A fault e in column j gives r0 = e.
-  template <class Ctx>
-  static FT_HD FT_INLINE void block_detect(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0, double kmult) {
-    (void)p, (void)C0;
-    FT_SYNC();  // the last exchange's reads of the tile are complete
-    FT_EACH_BEGIN
-    const int g = tid / TT, t = tpos(tid);
-    if (g < G) {
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        const int cc = g * L + l;
-        if constexpr (MP > 1 && S == 1) {
-          cx d[NN];
-          outer_tw(p, C0 + cc, t, d);
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) FT_SST(sidx(cc, t + TT * i), cmulc(st.a[l][i], d[i]));
-        } else {
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) FT_SST(sidx(cc, t + TT * i), st.a[l][i]);
-        }
-      }
-    } else if (g == G) {
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) FT_SST(sidx(BS, t + TT * i), st.a[0][i]);
-    }
-    FT_EACH_END
-    FT_SYNC();
-    FT_EACH_BEGIN
-    double d0 = 0;
-    FT_NOUNROLL
-    for (int it = 0; it < RIT; ++it) {
-      const int pos = tid + NT * it;
-      if (R % NT == 0 || pos < R) {
-        cx acc = cneg(FT_SLD(sidx(BS, pos)));
-        FT_UNROLL
-        for (int c = 0; c < BS; ++c) acc = cadd(acc, FT_SLD(sidx(c, pos)));
-        d0 += double(cnorm2t(acc));
-      }
-    }
-    st.red[0] = d0;
-    st.red[1] = FT_RSLD(NORM_OFF + 2 * tid);
-    FT_EACH_END
-    block_allsum<2>(ctx, sts, red);
-    FT_EACH_BEGIN
-    const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
-    const double d0 = st.red[0], tau = kmult * scale * sqrt(st.red[1]);
-    const double sc = sqrt(d0) / tau;
-    if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-    st.jloc = (d0 <= tau * tau) ? -2 : -1;  // -2: no detection
-    FT_EACH_END
-  }
-
-  // Rare path (a detection): both residuals (W sum (c+1) x into tile column BS+1 beside W sum x), reduced
-  // over the block: ||r0||^2, <r1, r0>, ||r1||^2 and the input norms
-  template <class Ctx>
-  static FT_HD FT_INLINE void block_residuals(Ctx& ctx, State* sts, cx* sm, double* red) {
-    FT_EACH_BEGIN
-    const int g = tid / TT, t = tpos(tid);
-    if (g >= G) {
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        if (cks_col(g, l) == 1) {
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) FT_SST(sidx(BS + 1, t + TT * i), st.a[l][i]);
-        }
-      }
-    }
-    FT_EACH_END
-    FT_SYNC();
-    FT_EACH_BEGIN
-    double d0 = 0, d1 = 0, qr = 0, qi = 0;
-    FT_NOUNROLL
-    for (int it = 0; it < RIT; ++it) {
-      const int pos = tid + NT * it;
-      if (R % NT == 0 || pos < R) {
-        cx s0 = cneg(FT_SLD(sidx(BS, pos))), s1 = cneg(FT_SLD(sidx(BS + 1, pos)));
-        FT_NOUNROLL
-        for (int c = 0; c < BS; ++c) {
-          const cx u = FT_SLD(sidx(c, pos));
-          s0 = cadd(s0, u);
-          s1 = cadd(s1, cscale(u, T(c + 1)));
-        }
-        d0 += double(cnorm2t(s0));
-        d1 += double(cnorm2t(s1));
-        qr += double(s1.x) * double(s0.x) + double(s1.y) * double(s0.y);
-        qi += double(s1.y) * double(s0.x) - double(s1.x) * double(s0.y);
-      }
-    }
-    st.red[0] = d0;
-    st.red[1] = qr;
-    st.red[2] = qi;
-    st.red[3] = d1;
-    st.red[4] = FT_RSLD(NORM_OFF + 2 * tid);
-    st.red[5] = FT_RSLD(NORM_OFF + 2 * tid + 1);
-    FT_EACH_END
-    block_allsum<6>(ctx, sts, red);
-  }
-
   // unprotected and two-sided-thread: the thread's L columns side by side in registers
   template <class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
@@ -2056,12 +1849,11 @@ struct FftLaunch {
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
-    constexpr int ATTEMPTS = (CHK || TBB) ? 2 : 1;
+    constexpr int ATTEMPTS = CHK ? 2 : 1;
     FT_NOUNROLL
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
       load<BS, L>(ctx, sts, sm, p, C0, 0);
-      if constexpr (TBB) block_in_sums(ctx, sts, sm, red);
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
       if constexpr (CHK) {
@@ -2083,7 +1875,7 @@ struct FftLaunch {
         thread_check<RL>(st, tid, p, C0, true, kmult);
       }
       FT_EACH_END
-      const int bad = (CHK || TBB) ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
+      const int bad = CHK ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
       if (!bad || attempt + 1 == ATTEMPTS) {
         store<BS, L>(ctx, sts, sm, p, C0, 0);
         break;
@@ -2235,76 +2027,6 @@ struct FftLaunch {
         st.unres = det;
       }
       FT_EACH_END
-    } else if constexpr (TBB) {
-      block_detect(ctx, sts, sm, red, p, C0, kmult);
-      FT_VOTE_OR(anyd, st.jloc != -2);
-      if (anyd) {
-        block_residuals(ctx, sts, sm, red);
-        FT_EACH_BEGIN
-        const double d0 = st.red[0], d1 = st.red[3];
-        const double tau1 = kmult * scale * sqrt(st.red[5]);
-        // locate: q = <r1, r0> / ||r0||^2 is j + 1 for a fault in column j. Accepted when the fault is
-        // large against the noise of r1 (||r0|| >= 2 tau1: no other column's q comes within the
-        // tolerance), r1 is collinear with r0 and q within LOCATE_TOL of j + 1; otherwise (a fault in a
-        // checksum column, non-finite residuals, a fault near the threshold) the tile is recomputed
-        st.jloc = -1;
-        const double qr = st.red[1] / d0, qi = st.red[2] / d0;
-        const int jj = (qr > 0.5 && qr < BS + 0.5) ? static_cast<int>(floor(qr + 0.5)) - 1 : -1;
-        if (jj >= 0 && d0 >= 4 * tau1 * tau1 && (qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2 &&
-            d1 / d0 - (qr * qr + qi * qi) < LOC2 && col_valid(p, C0, jj))
-          st.jloc = jj;
-        FT_EACH_END
-      // jloc is the same in every thread (block sums): a block-uniform branch
-      bool fixit = false;
-      FT_EACH_BEGIN
-      fixit = st.jloc >= 0 && !(p.flags & kNoCorrect);
-      FT_EACH_END
-      if (fixit) {
-        // replace column j by W sum x - sum_{c != j} u_c (the faulty values never enter the sums: a
-        // huge fault would leave its rounding in a subtraction), into tile column BS + 1 (r1's is spent)
-        FT_EACH_BEGIN
-        FT_NOUNROLL
-        for (int it = 0; it < RIT; ++it) {
-          const int pos = tid + NT * it;
-          if (R % NT == 0 || pos < R) {
-            cx acc = FT_SLD(sidx(BS, pos));
-            FT_NOUNROLL
-            for (int c = 0; c < BS; ++c) {
-              if (c != st.jloc) acc = csub(acc, FT_SLD(sidx(c, pos)));
-            }
-            FT_SST(sidx(BS + 1, pos), acc);
-          }
-        }
-        FT_EACH_END
-        FT_SYNC();
-        FT_EACH_BEGIN
-        const int g = tid / TT, t = tpos(tid);
-        if (g < G) {
-          FT_UNROLL
-          for (int l = 0; l < L; ++l) {
-            if (g * L + l != st.jloc) continue;
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              cx v = FT_SLD(sidx(BS + 1, t + TT * i));
-              if constexpr (MP > 1 && S == 1) v = cmul(v, outer_tw_elem(p, C0 + st.jloc, t, i));
-              st.a[l][i] = v;
-            }
-          }
-        }
-        FT_EACH_END
-      }
-      FT_EACH_BEGIN
-      if (st.jloc != -2) {
-        const bool fix = st.jloc >= 0 && !(p.flags & kNoCorrect);
-        st.bad = fix ? 0 : 1;
-        if (tid == 0) {
-          st.det = 1;
-          st.corr = fix ? 1 : 0;
-          st.unres = fix ? 0 : 1;
-        }
-      }
-      FT_EACH_END
-      }
     } else if constexpr (LEVEL == kTwoSidedTb) {
       // detect: ||sum_l u_l - W sum_l x_l|| (the right-side checksum vector, reduced over the group)
       FT_EACH_BEGIN
