@@ -145,6 +145,7 @@ def rel_err(y, ref) -> float:
 EMU_CASES = [
     ("fp32", "none", {"logn": 3, "n1": 8}, 300, "forward"),  # one thread per column, 16-byte vectors, partial tile
     ("fp32", "none", {"logn": 4}, 301, "forward"),  # the automatic plan: 4 threads per signal, partial tile
+    ("fp64", "none", {"logn": 4}, 77, "inverse"),  # TUNED: 8 threads per signal, partial tile
     ("fp32", "none", {"logn": 11}, 3, "inverse"),
     ("fp64", "none", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "forward"),
     ("fp32", "none", {"logn": 14}, 2, "forward"),

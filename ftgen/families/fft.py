@@ -441,10 +441,16 @@ def auto_xw(lp: LaunchPlan) -> int:
 
 
 # Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
-# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl: x cuFFT against the
+# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl, search_small.jsonl: x cuFFT against the
 # rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
+    # the smallest signals (search_small at 4a46536, x cuFFT at 2^26 / 2^25 elements): fp32 2^4 32 signals per
+    # block 0.999 against the rule's 64 (0.972); fp32 2^5 four elements per thread (eight threads per signal)
+    # 1.036 against eight elements (0.949); fp64 2^4 two elements per thread 1.016 against eight (0.895)
+    ("fp32", "none", 4): {"n1": 4, "bs1": 32},
+    ("fp32", "none", 5): {"n1": 4, "bs1": 64},
+    ("fp64", "none", 4): {"n1": 2, "bs1": 64},
     # one launch, radix 32 (two exchanges instead of three): 256 threads at 254 registers, one block of 8
     # warps per SM, instead of 512 threads at 127 registers (one block of 16 warps): 0.881 against 0.812
     # (search_occ2)
