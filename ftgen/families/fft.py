@@ -441,7 +441,7 @@ def auto_xw(lp: LaunchPlan) -> int:
 
 
 # Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
-# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl, search_small.jsonl: x cuFFT against the
+# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl, search_small.jsonl, search_tbsmall.jsonl: x cuFFT against the
 # rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
@@ -481,6 +481,14 @@ TUNED = {
     # against 0.636; at 2^13 and 2^16-2^22 the rules' plans won (2^16 0.816 against 0.780, 2^20 0.589
     # against 0.547)
     ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 1},
+    # two-sided-tb at the smallest sizes (search_tbsmall at 1abec7c, one fault per transform): fewer signals per
+    # block than the rule's (32 instead of 256 / 256 / 128 / 64: more blocks per SM at the same registers):
+    # fp32 2^4 0.892 against 0.805, 2^5 0.951 against 0.845, 2^6 0.925 against 0.852, 2^8 0.936 against 0.908
+    # (at 2^7 and 2^9-2^12 the rule's plans were within 1% of the best)
+    ("fp32", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
+    ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 32},
+    ("fp32", "two-sided-tb", 6): {"n1": 8, "bs1": 32},
+    ("fp32", "two-sided-tb", 8): {"n1": 16, "bs1": 32},
     ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
