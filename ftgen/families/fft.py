@@ -441,7 +441,7 @@ def auto_xw(lp: LaunchPlan) -> int:
 
 
 # Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
-# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl, search_small.jsonl, search_tbsmall.jsonl: x cuFFT against the
+# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl, search_small.jsonl, search_tbsmall*.jsonl: x cuFFT against the
 # rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
@@ -489,6 +489,10 @@ TUNED = {
     ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 32},
     ("fp32", "two-sided-tb", 6): {"n1": 8, "bs1": 32},
     ("fp32", "two-sided-tb", 8): {"n1": 16, "bs1": 32},
+    # fp64 (search_tbsmall64 at 9c22893): 2^3 64 signals per block 0.974 against 512 (0.869), 2^4 four elements
+    # per thread with 32 signals 0.960 against eight elements with 512 (0.891); 2^5-2^9: the rules' plans best
+    ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 64},
+    ("fp64", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
     ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
