@@ -153,6 +153,7 @@ EMU_CASES = [
     ("fp64", "two-sided-thread", {"logn": 10}, 3, "forward"),
     ("fp32", "two-sided-tb", {"logn": 12}, 8, "forward"),
     ("fp32", "two-sided-tb", {"logn": 5}, 77, "forward"),  # TUNED: 32 signals per block, a partial last block
+    ("fp64", "two-sided-tb", {"logn": 4}, 45, "inverse"),  # TUNED: four threads per signal, 32 signals per block
     ("fp64", "two-sided-tb", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "inverse"),
     # plans of TUNED (measured winners): radix 32 in one launch, radix 16 fp64 two-sided-tb, and the shapes
     # of the large two-launch plans at a small size (radix 16 fp64 / 8 columns fp32 per block)
