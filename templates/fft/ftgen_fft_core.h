@@ -1085,11 +1085,26 @@ struct FftLaunch {
   // SWZ_W == 0 (launches with at least a bank row of threads per column): padded, one spare element
   // after every 2^SWZ_K positions and an odd pitch, so a thread's positions t + TT i and s + sp (k + NN m)
   // map to one base plus constants (immediate offsets instead of per-element index arithmetic)
+  // SWZ_PAIR (fp32, 8 threads per column, staged groups of at least 16 columns): two columns share a
+  // half-warp in the exchanges and the tile reads, so consecutive columns take opposite halves of the bank row
+  // (bit 3 of the column term), and the 16 even (odd) columns one staged half-warp writes take 16 distinct
+  // terms; the default term (col * 5) gave both 2-way conflicts there (host emulator: the fp32 2^15 second
+  // launch 40960 wavefronts against 24576 ideal)
+  static constexpr int STAGE_COLS = SEQ ? G : BS;
+  static constexpr bool SWZ_PAIR = SWZ_W == 16 && TT == 8 && V == 2 && STAGE_COLS >= 16;
+  static FT_HD FT_INLINE int col_term(int col) {
+    if constexpr (SWZ_PAIR) {
+      const int m = col >> 1;
+      return ((2 * m + (m >> 3)) & 15) ^ ((col & 1) << 3);
+    } else {
+      return (col * 5) & (SWZ_W - 1);
+    }
+  }
   static FT_HD FT_INLINE int sidx(int col, int p) {
     if constexpr (SWZ_W == 0) {
       return col * PITCH + p + (p >> SWZ_K);
     } else {
-      return col * PITCH + ((p ^ ((p >> SWZ_K) & (SWZ_W - 1))) ^ ((col * 5) & (SWZ_W - 1)));
+      return col * PITCH + ((p ^ ((p >> SWZ_K) & (SWZ_W - 1))) ^ col_term(col));
     }
   }
 
