@@ -1085,13 +1085,13 @@ struct FftLaunch {
   // SWZ_W == 0 (launches with at least a bank row of threads per column): padded, one spare element
   // after every 2^SWZ_K positions and an odd pitch, so a thread's positions t + TT i and s + sp (k + NN m)
   // map to one base plus constants (immediate offsets instead of per-element index arithmetic)
-  // SWZ_PAIR (fp32, 8 threads per column, staged groups of at least 16 columns): two columns share a
+  // SWZ_PAIR (fp32, 8 threads per column, unstaged or staged groups of at least 16 columns): two columns share a
   // half-warp in the exchanges and the tile reads, so consecutive columns take opposite halves of the bank row
   // (bit 3 of the column term), and the 16 even (odd) columns one staged half-warp writes take 16 distinct
   // terms; the default term (col * 5) gave both 2-way conflicts there (host emulator: the fp32 2^15 second
   // launch 40960 wavefronts against 24576 ideal)
   static constexpr int STAGE_COLS = SEQ ? G : BS;
-  static constexpr bool SWZ_PAIR = SWZ_W == 16 && TT == 8 && V == 2 && STAGE_COLS >= 16;
+  static constexpr bool SWZ_PAIR = SWZ_W == 16 && TT == 8 && V == 2 && (!(STAGED_IN || STAGED_OUT) || STAGE_COLS >= 16);
   static FT_HD FT_INLINE int col_term(int col) {
     if constexpr (SWZ_PAIR) {
       const int m = col >> 1;
