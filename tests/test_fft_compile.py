@@ -173,6 +173,19 @@ def emu_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fft_emu")
 
 
+def test_tile_of_eight_threads_per_column_is_conflict_free(emu_dir):
+    """fp32 128-point launches at radix 16 (8 threads per column: two columns per half-warp), staged in 16 and 32
+    columns: every launch's shared-memory wavefronts equal the ideal (the swizzle's column term; the default one left
+    2-way conflicts, 1.3-1.7x)."""
+    params = {"logn": 14, "N1": 128, "N2": 128, "bs1": 16, "bs2": 32}
+    exe, _ = build_emulator(emu_dir, "fp32", "none", params)
+    x = np.random.default_rng(3).standard_normal((2, 1 << 14)) + 1j * np.random.default_rng(4).standard_normal((2, 1 << 14))
+    y, st = run_emulator(exe, x, np.complex64)
+    assert rel_err(y, F.fft_reference(x.astype(np.complex64))) <= F.tolerance("fp32", 14) / 8
+    for wavefronts, ideal, _, _ in st["per_launch"][:2]:
+        assert ideal > 0 and wavefronts == ideal, st["per_launch"]
+
+
 @pytest.mark.parametrize("precision, level, params, batch, direction", EMU_CASES)
 def test_emulated_kernels(emu_dir, precision, level, params, batch, direction):
     inject = level != "none"
