@@ -1080,11 +1080,6 @@ struct FftLaunch {
     int fidx, fstage, fl, fe;
   };
 
-  // shared tile, column-major. SWZ_W > 0: an XOR swizzle of the position's bank bits by its higher bits
-  // (conflict-free Stockham scatter) and by the column (conflict-free staging across columns).
-  // SWZ_W == 0 (launches with at least a bank row of threads per column): padded, one spare element
-  // after every 2^SWZ_K positions and an odd pitch, so a thread's positions t + TT i and s + sp (k + NN m)
-  // map to one base plus constants (immediate offsets instead of per-element index arithmetic)
   // SWZ_PAIR (fp32, 8 threads per column, unstaged or staged groups of at least 16 columns): two columns share a
   // half-warp in the exchanges and the tile reads, so consecutive columns take opposite halves of the bank row
   // (bit 3 of the column term), and the 16 even (odd) columns one staged half-warp writes take 16 distinct
@@ -1100,6 +1095,12 @@ struct FftLaunch {
       return (col * 5) & (SWZ_W - 1);
     }
   }
+
+  // shared tile, column-major. SWZ_W > 0: an XOR swizzle of the position's bank bits by its higher bits
+  // (conflict-free Stockham scatter) and by the column term (conflict-free staging across columns).
+  // SWZ_W == 0 (launches with at least a bank row of threads per column): padded, one spare element
+  // after every 2^SWZ_K positions and an odd pitch, so a thread's positions t + TT i and s + sp (k + NN m)
+  // map to one base plus constants (immediate offsets instead of per-element index arithmetic)
   static FT_HD FT_INLINE int sidx(int col, int p) {
     if constexpr (SWZ_W == 0) {
       return col * PITCH + p + (p >> SWZ_K);
