@@ -290,8 +290,8 @@ class LaunchPlan:
         if self.level in ("one-sided", "two-sided-tb"):
             nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
             red = (self.threads // 32 + 1) * nv * 8
-        # two-sided-tb: each thread's two input-side checksums and norm (three complex slots) after the tile
-        ck = 3 * self.threads if self.level == "two-sided-tb" else 0
+        # two-sided-tb: each thread's input-side checksum and norm (two complex slots) after the tile
+        ck = 2 * self.threads if self.level == "two-sided-tb" else 0
         body = -(-((-(-self.tile_elems // 2) * 2 + ck) * self.esize) // 16) * 16
         return body + red + 16
 
@@ -969,10 +969,6 @@ class FftModel:
             e, v = self.enc(R)
             U = (Y * np.conj(D)).astype(cdt) if D is not None else Y
             s = (U * e[None, :]).sum(axis=1) - in_part
-        if level == "two-sided-tb":
-            # the second encoding e' = e o (-1)^k, W^T e' = W^T e shifted by R/2 (no second table)
-            alt = np.where(np.arange(R) % 2 == 0, 1, -1)
-            s2 = (U * (e * alt)[None, :]).sum(axis=1) - (X0 * np.roll(v, -(R // 2))[None, :]).sum(axis=1)
         if level == "one-sided":
             tau = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * np.sqrt(R * nrm)
             with np.errstate(invalid="ignore", over="ignore"):
@@ -988,7 +984,7 @@ class FftModel:
         elif level == "two-sided-tb":
             WSX = X[C:]
             for gi, idx in enumerate(groups):
-                res = self._tb_group(U[idx], WSX[gi], s[idx], s2[idx], nrm[idx], in_part[idx], D[idx] if D is not None else None, R, e, correct)
+                res = self._tb_group(U[idx], WSX[gi], s[idx], nrm[idx], in_part[idx], D[idx] if D is not None else None, R, e, correct)
                 rep.max_score = max(rep.max_score, res["score"])
                 if not res["detected"]:
                     continue
@@ -1005,18 +1001,16 @@ class FftModel:
                     rep.located.append((lp.index, col0 + idx[res["j"]]))
         return Y, bad, ndet
 
-    def _tb_group(self, U, w, s, s2, nrm, in_part, D, R, e, correct) -> dict:
-        """Two-sided-tb decision for one group: detect on the two-sided checksums
-        |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l) and the same with
-        e' = e o (-1)^k (s2), the larger of the two against the threshold; locate by the
+    def _tb_group(self, U, w, s, nrm, in_part, D, R, e, correct) -> dict:
+        """Two-sided-tb decision for one group: detect on the two-sided checksum
+        |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l), locate by the
         non-finite mask or the quotient of the weighted left checksums, correct by replacement
         y_j = d_j (W sum x - sum_{l != j} u_l), verify with column j's left checksum."""
         u = self.u
         Lg = U.shape[0]
         with np.errstate(invalid="ignore", over="ignore"):
-            dv = max(abs(complex(s.sum())) ** 2, abs(complex(s2.sum())) ** 2)
-            if not (math.isfinite(abs(complex(s.sum()))) and math.isfinite(abs(complex(s2.sum())))):
-                dv = math.inf
+            r0 = complex(s.sum())
+            dv = abs(r0) ** 2
             nx = float(nrm.sum())
             tau = self.kmult(K_TB) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
             score = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf

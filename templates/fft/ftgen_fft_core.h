@@ -1046,7 +1046,7 @@ struct FftLaunch {
   // shared memory: [exchange/staging tile][two-sided-tb: each thread's input-side checksum and norm][reductions]
   static constexpr int TILE_ELEMS = C::TILE_ELEMS;
   static constexpr int CK_IDX = (TILE_ELEMS + 1) / 2 * 2;  // in complex elements (16-byte aligned)
-  static constexpr int CK_ELEMS = C::LEVEL == kTwoSidedTb ? 3 * C::NT : 0;
+  static constexpr int CK_ELEMS = C::LEVEL == kTwoSidedTb ? 2 * C::NT : 0;
   static constexpr int RED_OFFSET = ((CK_IDX + CK_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
@@ -1071,8 +1071,7 @@ struct FftLaunch {
     // two-sided-thread (per sub-pass right-side checksums of the thread's DFTs)
     cx s1[NN], s2[NN];
     double nn[NN];
-    cx ck, ck2;       // two-sided-tb: the thread's share of e^T sum_l u_l - (W^T e)^T sum_l x_l, and of the same
-                      // with e' = e o (-1)^k (see tb_encode_in)
+    cx ck;            // two-sided-tb: the thread's share of e^T sum_l u_l - (W^T e)^T sum_l x_l
     double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2, its group total
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
     // reductions and decisions
@@ -1859,40 +1858,26 @@ struct FftLaunch {
   // precomputed left encoding v = W^T e (one table read and one complex product per position), and
   // the norms for the threshold; both wait in shared memory (kept in registers through the passes, they
   // made ptxas spill the 80-register fp32 launches: local-memory traffic doubled their DRAM writes)
-  // A second left encoding e'_k = e_k (-1)^k costs no table: W^T e' is W^T e shifted by R/2, i.e. the value
-  // of the thread's slot i + NN/2, and on the output side e'_k = +-e_k for all of a thread's positions when
-  // TT is even. One scalar projection can nearly cancel a fault spread over many outputs (the campaign at
-  // d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of the threshold); both rarely do.
   template <class Ctx>
   static FT_HD FT_INLINE void tb_encode_in(Ctx& ctx, State& st, cx* sm, const LaunchParams<T>& p, int tid) {
     (void)ctx, (void)st;
     const int t = tid % TT;
-    cx acc{T(0), T(0)}, acc2{T(0), T(0)};
+    cx acc{T(0), T(0)};
     T nr = T(0);
-    cx sx[NN];
     FT_UNROLL
     for (int i = 0; i < NN; ++i) {
-      sx[i] = st.a[0][i];
+      cx sx = st.a[0][i];
       nr += cnorm2t(st.a[0][i]);
       FT_UNROLL
       for (int l = 1; l < L; ++l) {
-        sx[i] = cadd(sx[i], st.a[l][i]);
+        sx = cadd(sx, st.a[l][i]);
         nr += cnorm2t(st.a[l][i]);
       }
-    }
-    FT_UNROLL
-    for (int i = 0; i < NN; ++i) {
-      const cx v = FT_TLD(p.enc_v, t + TT * i);
-      acc = cadd(acc, cmul(v, sx[i]));
-      acc2 = cadd(acc2, cmul(v, sx[(i + NN / 2) % NN]));
+      acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), sx));
     }
     FT_SST(CK_IDX + tid, cneg(acc));
-    FT_SST(CK_IDX + NT + tid, cneg(acc2));
-    FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
+    FT_SST(CK_IDX + NT + tid, (cx{nr, T(0)}));
   }
-
-  // the sign of e'_k / e_k at slot i of thread position t: (-1)^(t + TT i)
-  static FT_HD FT_INLINE T alt_sign(int t, int i) { return ((t + TT * i) & 1) ? T(-1) : T(1); }
 
   // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per
   // column otherwise), the stage-P fault hook, then e^T sum_l u_l with the twiddles divided out again
@@ -1902,7 +1887,7 @@ struct FftLaunch {
     (void)ctx;
     FT_EACH_BEGIN
     const int g = tid / TT, t = tpos(tid), te = tid % TT;
-    cx acc{T(0), T(0)}, acc2{T(0), T(0)};
+    cx acc{T(0), T(0)};
     if constexpr (MP > 1 && S > 1) {
       cx d[NN];
       outer_tw(p, C0, t, d);
@@ -1917,9 +1902,7 @@ struct FftLaunch {
         cx su = st.a[0][i];
         FT_UNROLL
         for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
-        const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(su, d[i]));
-        acc = cadd(acc, q);
-        acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+        acc = cadd(acc, cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(su, d[i])));
       }
     } else if constexpr (MP > 1) {
       FT_UNROLL
@@ -1930,11 +1913,7 @@ struct FftLaunch {
         for (int i = 0; i < NN; ++i) st.a[l][i] = cmul(st.a[l][i], d[i]);
         if (hooks && st.fkey >= 0 && ((st.fkey >> 10) & 1023) == l) hook<L>(st, tid, p, blk, C0, P, 0);
         FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(st.a[l][i], d[i]));
-          acc = cadd(acc, q);
-          acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
-        }
+        for (int i = 0; i < NN; ++i) acc = cadd(acc, cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(st.a[l][i], d[i])));
       }
     } else {
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
@@ -1943,14 +1922,11 @@ struct FftLaunch {
         cx su = st.a[0][i];
         FT_UNROLL
         for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
-        const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), su);
-        acc = cadd(acc, q);
-        acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+        acc = cadd(acc, cmul(FT_TLD(p.enc_e, te + TT * i), su));
       }
     }
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
-    st.ck2 = cadd(acc2, FT_SLD(CK_IDX + NT + tid));
-    st.nsx = double(FT_SLD(CK_IDX + 2 * NT + tid).x);
+    st.nsx = double(FT_SLD(CK_IDX + NT + tid).x);
     FT_EACH_END
   }
 
@@ -2315,14 +2291,11 @@ struct FftLaunch {
       FT_EACH_BEGIN
       st.red[0] = double(st.ck.x);
       st.red[1] = double(st.ck.y);
-      st.red[2] = double(st.ck2.x);
-      st.red[3] = double(st.ck2.y);
-      st.red[4] = st.nsx;
+      st.red[2] = st.nsx;
       FT_EACH_END
-      group_allsum<5>(ctx, sts, red);
+      group_allsum<3>(ctx, sts, red);
       FT_EACH_BEGIN
-      const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
-      const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
+      const double dv = st.red[0] * st.red[0] + st.red[1] * st.red[1], nx = st.red[2];
       const double tau = kmult * scale * sqrt(nx);
       const double sc = sqrt(dv) / tau;
       if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
