@@ -108,7 +108,14 @@ TOL_C = 24.0
 # Element check: max |y - y_ref| / rms(y_ref) <= TOL_ELEM_C * u * sqrt(log2 N + 1) * sqrt(2 ln(total)+1)
 TOL_ELEM_C = 10.0
 # Detection thresholds: residual > K * u * noise scale (defaults of `threshold: auto`).
-K_TB = 4.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R sum ||x||^2)
+K_TB = 4.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R (sum ||x||^2 + ||sum x||^2))
+# two-sided-tb's common path only prefilters: the scalar checksums |e^T sum u - (W^T e)^T sum x| (and with e o (-1)^k)
+# against TB_PRE * K u sqrt(log2 R + 1) sqrt(R sum ||x||^2); a group above it goes to the rare path, where the
+# vector residual above decides. From the campaign of the one-level scalar check at K = 12 (dc2b577,
+# results/h100/fft/tbsim_withdrawn): the significant faults it missed scored >= 0.267 of it, i.e. >= 1.1 of this
+# prefilter (2.4); clean 4096-point blocks exceed it about once in 500-1000 (the trials' largest scores: 7% / 16% of
+# the trials of 64 blocks above 0.2 of K = 12)
+TB_PRE = 0.6
 K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
 K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
 LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
@@ -188,9 +195,9 @@ class LaunchPlan:
 
     @property
     def seq(self) -> bool:
-        """One-sided and two-sided-tb take a thread's L columns one after the other (registers:
-        one column, the right-side sums); the unprotected and thread levels hold all L at once."""
-        return self.level in ("one-sided", "two-sided-tb")
+        """One-sided takes a thread's L columns one after the other (registers: one column); the
+        unprotected, thread and threadblock levels hold all L at once."""
+        return self.level == "one-sided"
 
     @property
     def cpt(self) -> int:
@@ -199,7 +206,7 @@ class LaunchPlan:
 
     @property
     def steps(self) -> int:
-        return self.L + (1 if self.level == "two-sided-tb" else 0) if self.seq else 1
+        return self.L if self.seq else 1
 
     @property
     def W(self) -> int:
@@ -227,7 +234,7 @@ class LaunchPlan:
         results/h100/fft/ab_pad: 2^13 0.906 -> 0.935 of cuFFT, the other sizes within +-0.7%). fp64 and
         the protected levels keep the swizzle: padded, fp64 2^20 lost 8% and two-sided-tb 5-17% at
         2^8-2^12 and 2^15-2^24 (the larger tile; the same run)."""
-        return (self.level == "none" and self.esize == 8 and self.T >= self.W
+        return (self.level in ("none", "two-sided-tb") and self.esize == 8 and self.T >= self.W
                 and (not self.staged or self.staged_cols <= self.W))
 
     @property
@@ -285,17 +292,14 @@ class LaunchPlan:
         return 0
 
     @property
-    def sums_elems(self) -> int:
-        """two-sided-tb keeps its running right-side sums (sum x, sum u) in shared memory."""
-        return 2 * self.n * self.threads if self.level == "two-sided-tb" else 0
-
-    @property
     def smem_bytes(self) -> int:
         red = 0
         if self.level in ("one-sided", "two-sided-tb"):
             nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
             red = (self.threads // 32 + 1) * nv * 8
-        body = -(-((self.tile_elems + self.sums_elems) * self.esize) // 16) * 16
+        # two-sided-tb: each thread's two input-side checksums and norm (three complex slots) after the tile
+        ck = 3 * self.threads if self.level == "two-sided-tb" else 0
+        body = -(-((-(-self.tile_elems // 2) * 2 + ck) * self.esize) // 16) * 16
         return body + red + 16
 
     @property
@@ -307,7 +311,7 @@ class LaunchPlan:
         overrides it (ptxas then caps registers at 65536 / (minb * threads))."""
         if self.minb:
             return self.minb
-        target = 768 if (self.level == "none" and self.esize == 8) else 512
+        target = 768 if (self.level in ("none", "two-sided-tb") and self.esize == 8) else 512
         return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
@@ -315,7 +319,7 @@ class LaunchPlan:
         w = self.esize // 4  # 32-bit registers per complex
         data = self.cpt * self.n * w
         if self.level == "two-sided-tb":
-            ft = self.L * 3 * w + 24
+            ft = 3 * w + 4
         elif self.level == "two-sided-thread":
             ft = 2 * self.n * w + self.n * 2 + 16
         elif self.level == "one-sided":
@@ -475,28 +479,32 @@ TUNED = {
     # 2^22 two launches (2048 x 2048), radix 16 with 2 columns then radix 8 with 4, up to 255 registers: 0.887
     # against 0.824 (search_tw64b; radix 8 with 4 + 4 columns 0.849, radix 16 with 2 + 2 columns 0.847)
     ("fp64", "none", 22): {"launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4, "minb": 1},
-    # two-sided-tb, one fault per transform (search_tbocc): radix 32 / 16 at up to 255 registers. fp32 2^13
-    # 0.638 against 0.570 (232 registers; at 2^10-2^12, 2^16 and 2^20 radix 32 lost: 0.30-0.78 against
-    # 0.59-0.86). fp64 (search_tw64): 2^10 0.846 against 0.814, 2^11 0.836 against 0.805, 2^12 0.698
-    # against 0.636; at 2^13 and 2^16-2^22 the rules' plans won (2^16 0.816 against 0.780, 2^20 0.589
-    # against 0.547)
-    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 1},
-    # two-sided-tb at the smallest sizes (search_tbsmall at 1abec7c, one fault per transform): fewer signals per
-    # block than the rule's (32 instead of 256 / 256 / 128 / 64: more blocks per SM at the same registers):
-    # fp32 2^4 0.892 against 0.805, 2^5 0.951 against 0.845, 2^6 0.925 against 0.852, 2^8 0.936 against 0.908
-    # (at 2^7 and 2^9-2^12 the rule's plans were within 1% of the best)
-    ("fp32", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
-    ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 32},
-    ("fp32", "two-sided-tb", 6): {"n1": 8, "bs1": 32},
-    ("fp32", "two-sided-tb", 8): {"n1": 16, "bs1": 32},
-    # fp64 (search_tbsmall64 at 9c22893): 2^3 64 signals per block 0.974 against 512 (0.869), 2^4 four elements
-    # per thread with 32 signals 0.960 against eight elements with 512 (0.891); 2^5-2^9: the rules' plans best
-    ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 64},
-    ("fp64", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
-    ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
-    ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
-    ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
+    # two-sided-tb (the unprotected data path with the checks in registers; otherwise the unprotected plans), one
+    # fault per transform (search_tbsim.jsonl at a1c73f9 + this change, x cuFFT against the unprotected plan in the
+    # same run): fp32 2^3 eight elements per thread, 32 signals per block 0.975 against 0.512 (two elements), 2^4 16
+    # signals 0.834 / 0.815, 2^5 eight elements, 16 signals 0.932 / 0.718, 2^6 16 elements 0.980 / 0.884, 2^13 radix
+    # 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657 (radix 16), 2^22 three launches
+    # 0.743 / 0.599
+    ("fp32", "two-sided-tb", 3): {"n1": 8, "bs1": 32},
+    ("fp32", "two-sided-tb", 4): {"n1": 4, "bs1": 16},
+    ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 16},
+    ("fp32", "two-sided-tb", 6): {"n1": 16, "bs1": 16},
+    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
+    ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
+    ("fp32", "two-sided-tb", 22): {"launches": 3},
+    # fp64: 2^3 32 signals 0.947 / 0.884, 2^4 eight elements, 16 signals 0.955 / 0.402 (two elements), 2^5 16 signals
+    # 1.004 / 0.929, 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593, 2^21 / 2^22 three launches 0.644 /
+    # 0.614 and 0.698 / 0.598
+    ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 32},
+    ("fp64", "two-sided-tb", 4): {"n1": 8, "bs1": 16},
+    ("fp64", "two-sided-tb", 5): {"n1": 8, "bs1": 16},
+    ("fp64", "two-sided-tb", 20): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
+    ("fp64", "two-sided-tb", 21): {"launches": 3},
+    ("fp64", "two-sided-tb", 22): {"launches": 3},
 }
+
+
+PLAN_RULES_OF = {"two-sided-tb": "none"}
 
 
 def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dict:
@@ -505,8 +513,11 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
     p = dict(params)
     logn = p["logn"]
     N = 1 << logn
+    # two-sided-tb runs the unprotected kernel's data path (its checks ride along in registers): the
+    # unprotected plans and their measured winners
     if not any(p.get(k) for k in PLAN_KEYS):
-        p.update(TUNED.get((precision, level, logn), {}))
+        p.update(TUNED.get((precision, level, logn), TUNED.get((precision, PLAN_RULES_OF.get(level, level), logn), {})))
+    level = PLAN_RULES_OF.get(level, level)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
@@ -597,7 +608,7 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
             what = "the stride of the earlier launches" if lp.index > 0 else f"n/N1 = {lp.Mp} columns per signal"
             if lp.bs > limit:
                 r.append(f"{tag}: bs{lp.index + 1}={lp.bs} exceeds {what} ({limit}); consecutive columns must share a signal")
-        if level in ("two-sided-thread", "two-sided-tb") and lp.L < 2:
+        if level == "two-sided-thread" and lp.L < 2:
             r.append(f"{tag}: {level} needs at least 2 columns per thread (tcols >= 2 and bs{lp.index + 1} >= 2), got {lp.L}")
         if lp.bs % lp.L:
             r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a multiple of tcols={lp.L}")
@@ -935,8 +946,10 @@ class FftModel:
             e, v = self.enc(R)
             in_part = (X * v[None, :]).sum(axis=1)
         if level == "two-sided-tb":
+            # the checksum columns sum_l x_l: the kernels transform them only when a check fires (same
+            # sub-passes, no launch twiddle); here they ride along
             SX = np.stack([X[idx].sum(axis=0) for idx in groups]).astype(cdt)
-            X = np.concatenate([X, SX], axis=0)  # checksum columns ride along through the sub-passes
+            X = np.concatenate([X, SX], axis=0)
         tstate = {"bad": False, "det": 0}
         chk_in = self._thread_sums(X, lp, groups, 0) if level == "two-sided-thread" else None
         hook(0, X)
@@ -963,6 +976,10 @@ class FftModel:
             e, v = self.enc(R)
             U = (Y * np.conj(D)).astype(cdt) if D is not None else Y
             s = (U * e[None, :]).sum(axis=1) - in_part
+        if level == "two-sided-tb":
+            # the second encoding e' = e o (-1)^k, W^T e' = W^T e shifted by R/2 (no second table)
+            alt = np.where(np.arange(R) % 2 == 0, 1, -1)
+            s2 = (U * (e * alt)[None, :]).sum(axis=1) - (X0 * np.roll(v, -(R // 2))[None, :]).sum(axis=1)
         if level == "one-sided":
             tau = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * np.sqrt(R * nrm)
             with np.errstate(invalid="ignore", over="ignore"):
@@ -978,7 +995,7 @@ class FftModel:
         elif level == "two-sided-tb":
             WSX = X[C:]
             for gi, idx in enumerate(groups):
-                res = self._tb_group(U[idx], WSX[gi], s[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct)
+                res = self._tb_group(U[idx], WSX[gi], s[idx], s2[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct)
                 rep.max_score = max(rep.max_score, res["score"])
                 if not res["detected"]:
                     continue
@@ -995,18 +1012,30 @@ class FftModel:
                     rep.located.append((lp.index, col0 + idx[res["j"]]))
         return Y, bad, ndet
 
-    def _tb_group(self, U, w, s, nrm, SX, in_part, D, R, e, correct) -> dict:
-        """Two-sided-tb decision for one group: detect on ||sum u - W sum x||, locate by the
-        non-finite mask or the quotient of the weighted left checksums, correct by replacement
+    def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct) -> dict:
+        """Two-sided-tb decision for one group: prefilter on the two-sided checksums
+        |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l) and the same with
+        e' = e o (-1)^k (s2) against TB_PRE times the threshold; above it, the residual vector
+        ||sum u - W sum x|| decides (the kernels' rare path); locate by the non-finite mask or the
+        quotient of the weighted left checksums, correct by replacement
         y_j = d_j (W sum x - sum_{l != j} u_l), verify with column j's left checksum."""
         u = self.u
         Lg = U.shape[0]
+        k = self.kmult(K_TB)
         with np.errstate(invalid="ignore", over="ignore"):
+            r1, r2 = np.abs(np.complex128(s.sum())), np.abs(np.complex128(s2.sum()))
+            dp = float(max(r1, r2)) if np.isfinite(r1) and np.isfinite(r2) else math.inf
+            nsum = float(nrm.sum())
+            tau_pre = k * TB_PRE * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nsum)
+            pre = dp / max(tau_pre, 1e-300)
+            # the decision score min(prefilter, vector) (the kernels know the vector part only where the prefilter
+            # fired, and report the prefilter's score, an upper bound, elsewhere)
             delta = U.sum(axis=0) - w
             dv = float(np.sum(np.abs(delta.astype(np.complex128)) ** 2))
-            nx = float(nrm.sum() + np.sum(np.abs(SX.astype(np.complex128)) ** 2))
-            tau = self.kmult(K_TB) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
-            score = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf
+            nx = nsum + float(np.sum(np.abs(SX.astype(np.complex128)) ** 2))
+            tau = k * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
+            sv = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf
+            score = min(pre, sv) if math.isfinite(pre) else sv
         out = {"score": score if math.isfinite(score) else 0.0, "detected": not (score <= 1.0), "j": None, "fixed": None}
         if not out["detected"]:
             return out
@@ -1033,7 +1062,7 @@ class FftModel:
         # verify: the corrected column's left checksum against its input checksum
         with np.errstate(invalid="ignore", over="ignore"):
             sj = complex((fixed_u * e).sum() - in_part[j])
-            tau1 = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
+            tau1 = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nsum)
         if not (abs(sj) <= tau1):
             return out
         out["j"] = j
@@ -1492,6 +1521,7 @@ class FftFamily(Family):
             "prot_token": prot.token(),
             "kdef": repr(float(kdef)),
             "k1s": repr(float(K_1S)),
+            "tb_pre": repr(float(TB_PRE)),
             "locate_tol": repr(float(LOCATE_TOL)),
             "plans": plans,
             "max_logn": MAX_LOGN[v.precision],

@@ -1033,20 +1033,21 @@ struct FftLaunch {
   static constexpr int TT = C::TT, G = C::G, L = C::L, BS = C::BS, NT = C::NT;
   static constexpr int LEVEL = C::LEVEL;
   static constexpr bool INJECT = C::INJECT;
-  // sequential mode (one-sided, two-sided-tb): a thread takes its L columns one after the other
-  // (plus the two-sided checksum column); simultaneous mode: all L in registers at once
-  static constexpr bool SEQ = (LEVEL == kOneSided || LEVEL == kTwoSidedTb);
+  // sequential mode (one-sided): a thread takes its L columns one after the other; simultaneous mode
+  // (unprotected, two-sided-thread, two-sided-tb): all L in registers at once
+  static constexpr bool SEQ = LEVEL == kOneSided;
   static constexpr bool TB = LEVEL == kTwoSidedTb;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
-  static constexpr int STEPS = SEQ ? L + (LEVEL == kTwoSidedTb ? 1 : 0) : 1;
+  static constexpr int STEPS = SEQ ? L : 1;
   static constexpr int XW = C::XW;
   static constexpr int PITCH = C::PITCH, SWZ_K = C::SWZ_K, SWZ_W = C::SWZ_W;
   static constexpr bool STAGED_IN = C::STAGED_IN, STAGED_OUT = C::STAGED_OUT;
   static constexpr int OUT_H = C::OUT_H;
-  // shared memory: [exchange/staging tile][two-sided-tb running sums sum x, sum u][reductions]
+  // shared memory: [exchange/staging tile][two-sided-tb: each thread's input-side checksum and norm][reductions]
   static constexpr int TILE_ELEMS = C::TILE_ELEMS;
-  static constexpr int SUMS_ELEMS = (C::LEVEL == kTwoSidedTb) ? 2 * C::NN * C::NT : 0;
-  static constexpr int RED_OFFSET = ((TILE_ELEMS + SUMS_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
+  static constexpr int CK_IDX = (TILE_ELEMS + 1) / 2 * 2;  // in complex elements (16-byte aligned)
+  static constexpr int CK_ELEMS = C::LEVEL == kTwoSidedTb ? 3 * C::NT : 0;
+  static constexpr int RED_OFFSET = ((CK_IDX + CK_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
@@ -1070,14 +1071,17 @@ struct FftLaunch {
     // two-sided-thread (per sub-pass right-side checksums of the thread's DFTs)
     cx s1[NN], s2[NN];
     double nn[NN];
-    double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2 + ||sum x||^2, its group total
+    double pre;       // two-sided-tb: the prefilter's score (threshold multiples)
+    cx ck, ck2;       // two-sided-tb: the thread's share of e^T sum_l u_l - (W^T e)^T sum_l x_l, and of the same
+                      // with e' = e o (-1)^k (see tb_encode_in)
+    double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2, its group total
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
     // reductions and decisions
     double red[NV];
     double score;
     int bad, det, corr, unres, unres0, applied;
     // fault injection (inject builds)
-    int fidx, fstage, fl, fe;
+    int fkey;  // the planned fault: stage << 20 | column << 10 | slot; -1 none, -2 applied
   };
 
   // SWZ_PAIR (fp32, 8 threads per column, unstaged or staged groups of at least 16 columns): two columns share a
@@ -1215,8 +1219,6 @@ struct FftLaunch {
 
   // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` (only column `only`
   // when only >= 0) --------------------------------------------------------------------------
-  // two-sided-tb running sums in shared memory: slot (which, i) of thread tid
-  static FT_HD FT_INLINE int sum_idx(int which, int i, int tid) { return TILE_ELEMS + (which * NN + i) * NT + tid; }
 
   // tile column of the thread's column slot `l` (simultaneous) or of step `l` (sequential)
   static FT_HD FT_INLINE int tile_col(int g, int l) { return SEQ ? l * G + g : g * L + l; }
@@ -1225,14 +1227,16 @@ struct FftLaunch {
   template <int LL>
   static FT_HD FT_INLINE void hook(State& st, int tid, const LaunchParams<T>& p, long long blk, long long C0, int stage, int lbase) {
     if constexpr (INJECT) {
-      if (st.fidx < 0 || st.fstage != stage || st.fl < lbase || st.fl >= lbase + LL) return;
+      if (st.fkey < 0) return;
+      const int fstage = st.fkey >> 20, fl = (st.fkey >> 10) & 1023, fe = st.fkey & 1023;
+      if (fstage != stage || fl < lbase || fl >= lbase + LL) return;
       const int g = tid / TT, t = tid % TT;
-      const int fi = st.fidx;
+      const int fi = p.fault_by_block[p.block_offset + blk];
       const ftgen::FaultSpec f = p.faults[fi];
       constexpr int B = 8 * sizeof(T);
       const int bit = f.bit % (2 * B);
       const bool im = bit >= B;
-      if (!col_valid(p, C0, tile_col(g, st.fl))) return;
+      if (!col_valid(p, C0, tile_col(g, fl))) return;
       // branch-free over the registers (a "find the slot" loop would become a dynamic index and
       // push the whole register state to local memory)
       T before = T(0), after = T(0);
@@ -1240,7 +1244,7 @@ struct FftLaunch {
       for (int l = 0; l < LL; ++l) {
         FT_UNROLL
         for (int e = 0; e < NN; ++e) {
-          const bool m = (lbase + l == st.fl) && (e == st.fe);
+          const bool m = (lbase + l == fl) && (e == fe);
           cx v = st.a[l][e];
           const T x = im ? v.y : v.x;
           T y;
@@ -1259,20 +1263,19 @@ struct FftLaunch {
           st.a[l][e] = v;
         }
       }
-      st.applied = 1;
-      st.fidx = -1;
+      st.fkey = -2;
       if (p.records) {
         ftgen::FaultRecord& r = p.records[fi];
         r.applied = 1;
         r.block = static_cast<int>(p.block_offset + blk);
         r.thread = tid;
-        r.elem = st.fl * NN + st.fe;
+        r.elem = fl * NN + fe;
         r.step = stage;
         r.bit = bit;
         r.before = static_cast<double>(before);
         r.after = static_cast<double>(after);
-        r.row = C0 + tile_col(g, st.fl);
-        r.col = stage_pos(stage, t, st.fe);
+        r.row = C0 + tile_col(g, fl);
+        r.col = stage_pos(stage, t, fe);
       }
       if (p.counters) FT_ATOMIC_ADD(&p.counters->injected, 1ull);
     } else {
@@ -1822,10 +1825,7 @@ struct FftLaunch {
   static FT_HD FT_INLINE void init_faults(Ctx& ctx, State* sts, const LaunchParams<T>& p, long long blk) {
     (void)ctx;
     FT_EACH_BEGIN
-    st.fidx = -1;
-    st.fstage = -1;
-    st.fl = st.fe = 0;
-    st.applied = 0;
+    st.fkey = -1;
     st.score = 0;
     st.unres0 = 0;
     if constexpr (INJECT) {
@@ -1834,11 +1834,9 @@ struct FftLaunch {
         if (fi >= 0) {
           const ftgen::FaultSpec f = p.faults[fi];
           if (f.thread % NT == tid) {
-            st.fidx = fi;
-            st.fstage = f.step % (P + 1);
+            const int fstage = f.step % (P + 1);
             const int e = f.elem % (L * NN);
-            st.fl = e / NN;
-            st.fe = e % NN;
+            st.fkey = (fstage << 20) | ((e / NN) << 10) | (e % NN);
           }
         }
       }
@@ -1858,7 +1856,137 @@ struct FftLaunch {
     }
   }
 
-  // unprotected and two-sided-thread: the thread's L columns side by side in registers
+  // two-sided-tb, input side: the thread's right-side sum of its columns, sum_l x_l, against the
+  // precomputed left encoding v = W^T e (one table read and one complex product per position), and
+  // the norms for the threshold; both wait in shared memory (kept in registers through the passes, they
+  // made ptxas spill the 80-register fp32 launches: local-memory traffic doubled their DRAM writes)
+  // A second left encoding e'_k = e_k (-1)^k costs no table: W^T e' is W^T e shifted by R/2, i.e. the value
+  // of the thread's slot i + NN/2, and on the output side e'_k = +-e_k for all of a thread's positions when
+  // TT is even. One scalar projection can nearly cancel a fault spread over many outputs (the campaign at
+  // d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of the threshold); both rarely do.
+  template <class Ctx>
+  static FT_HD FT_INLINE void tb_encode_in(Ctx& ctx, State& st, cx* sm, const LaunchParams<T>& p, int tid) {
+    (void)ctx, (void)st;
+    const int t = tid % TT;
+    cx acc{T(0), T(0)}, acc2{T(0), T(0)};
+    T nr = T(0);
+    cx sx[NN];
+    FT_UNROLL
+    for (int i = 0; i < NN; ++i) {
+      sx[i] = st.a[0][i];
+      nr += cnorm2t(st.a[0][i]);
+      FT_UNROLL
+      for (int l = 1; l < L; ++l) {
+        sx[i] = cadd(sx[i], st.a[l][i]);
+        nr += cnorm2t(st.a[l][i]);
+      }
+    }
+    FT_UNROLL
+    for (int i = 0; i < NN; ++i) {
+      const cx v = FT_TLD(p.enc_v, t + TT * i);
+      acc = cadd(acc, cmul(v, sx[i]));
+      acc2 = cadd(acc2, cmul(v, sx[(i + NN / 2) % NN]));
+    }
+    FT_SST(CK_IDX + tid, cneg(acc));
+    FT_SST(CK_IDX + NT + tid, cneg(acc2));
+    FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
+  }
+
+  // the sign of e'_k / e_k at slot i of thread position t: (-1)^(t + TT i)
+  static FT_HD FT_INLINE T alt_sign(int t, int i) { return ((t + TT * i) & 1) ? T(-1) : T(1); }
+
+  // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per
+  // column otherwise), the stage-P fault hook, then e^T sum_l u_l with the twiddles divided out again
+  // (a fault in the stored value or in the twiddle product is seen by the check)
+  template <class Ctx>
+  static FT_HD FT_INLINE void tb_out(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long blk, long long C0, bool hooks) {
+    (void)ctx;
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid), te = tid % TT;
+    cx acc{T(0), T(0)}, acc2{T(0), T(0)};
+    if constexpr (MP > 1 && S > 1) {
+      cx d[NN];
+      outer_tw(p, C0, t, d);
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) st.a[l][i] = cmul(st.a[l][i], d[i]);
+      }
+      if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) {
+        cx su = st.a[0][i];
+        FT_UNROLL
+        for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
+        const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(su, d[i]));
+        acc = cadd(acc, q);
+        acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+      }
+    } else if constexpr (MP > 1) {
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
+        cx d[NN];
+        outer_tw(p, C0 + tile_col(g, l), t, d);
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) st.a[l][i] = cmul(st.a[l][i], d[i]);
+        if (hooks && st.fkey >= 0 && ((st.fkey >> 10) & 1023) == l) hook<L>(st, tid, p, blk, C0, P, 0);
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) {
+          const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(st.a[l][i], d[i]));
+          acc = cadd(acc, q);
+          acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+        }
+      }
+    } else {
+      if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) {
+        cx su = st.a[0][i];
+        FT_UNROLL
+        for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
+        const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), su);
+        acc = cadd(acc, q);
+        acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+      }
+    }
+    st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
+    st.ck2 = cadd(acc2, FT_SLD(CK_IDX + NT + tid));
+    st.nsx = double(FT_SLD(CK_IDX + 2 * NT + tid).x);
+    FT_EACH_END
+  }
+
+  // two-sided-tb: one attempt at the tile (attempt 1: the recomputation, without fault hooks); the checks
+  // are delayed until the outputs are stored (the rare path re-reads them). Returns the block-uniform
+  // "recompute" verdict of finish_checks
+  template <class Ctx>
+  static FT_HD FT_INLINE int tb_attempt(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk, int attempt) {
+    const long long C0 = blk * BS;
+    const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
+    const bool hooks = INJECT && attempt == 0;
+    load<BS, L>(ctx, sts, sm, p, C0, 0);
+    FT_EACH_BEGIN
+    st.bad = st.det = st.corr = st.unres = 0;
+    tb_encode_in(ctx, st, sm, p, tid);
+    if (hooks) hook<L>(st, tid, p, blk, C0, 0, 0);
+    FT_EACH_END
+    passes<L, false>(ctx, sts, sm, p, blk, C0, hooks, 0, kmult);
+    tb_out(ctx, sts, sm, p, blk, C0, hooks);
+    store<BS, L>(ctx, sts, sm, p, C0, 0);
+    return finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
+  }
+
+#ifndef FTGEN_EMU
+  static __device__ __noinline__ void tb_again(const LaunchParams<T> p, unsigned char* smem, long long blk, int unres0) {
+    State st;
+    st.fkey = -1;
+    st.score = 0;
+    st.unres0 = unres0;
+    DevCtx ctx;
+    tb_attempt(ctx, &st, reinterpret_cast<cx*>(smem), reinterpret_cast<double*>(smem + RED_OFFSET), p, blk, 1);
+  }
+#endif
+
+  // unprotected, two-sided-thread and two-sided-tb: the thread's L columns side by side in registers
   template <class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = blk * BS;
@@ -1866,6 +1994,21 @@ struct FftLaunch {
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
     constexpr int ATTEMPTS = CHK ? 2 : 1;
+    if constexpr (TB) {
+      // the recomputation of a tile (a detection that did not locate) is a call of its own, not a second
+      // turn of a loop: values live across the loop's back edge had made ptxas spill the 80-register fp32
+      // launches (2^16: 60-136 bytes, 0-24 without the loop)
+      const int bad = tb_attempt(ctx, sts, sm, red, p, blk, 0);
+      if (bad) {
+        FT_SYNC();
+#ifdef FTGEN_EMU
+        tb_attempt(ctx, sts, sm, red, p, blk, 1);
+#else
+        tb_again(p, reinterpret_cast<unsigned char*>(sm), blk, sts[0].unres0);
+#endif
+      }
+      return;
+    }
     FT_NOUNROLL
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
       const bool hooks = INJECT && attempt == 0;
@@ -1900,8 +2043,7 @@ struct FftLaunch {
     }
   }
 
-  // one-sided, two-sided-tb: step l = 0..L-1 takes the thread's column l (tile column l*G + g),
-  // two-sided-tb adds step L, the right-side checksum column sum_l x_l
+  // one-sided: step l = 0..L-1 takes the thread's column l (tile column l*G + g)
   template <class Ctx>
   static FT_HD FT_INLINE void body_seq(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = blk * BS;
@@ -1912,95 +2054,57 @@ struct FftLaunch {
       const bool hooks = INJECT && attempt == 0;
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
-      st.nsx = 0;
       FT_UNROLL
       for (int l = 0; l < L; ++l) st.nf[l] = 0;
       FT_EACH_END
       FT_NOUNROLL
       for (int step = 0; step < STEPS; ++step) {
-        const bool cks = step == L;  // the checksum column (two-sided-tb)
-        if (!cks) {
-          load<G, 1>(ctx, sts, sm, p, C0, step * G);
-        }
+        load<G, 1>(ctx, sts, sm, p, C0, step * G);
         FT_EACH_BEGIN
         const int t = launder(tid % TT);
-        if (!cks) {
-          if constexpr (TB) {
-            // the right-side running sum sum x (the first step writes it) and the norm
-            T nr = T(0);
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              nr += cnorm2t(st.a[0][i]);
-              FT_SST(sum_idx(0, i, tid), step ? cadd(FT_SLD(sum_idx(0, i, tid)), st.a[0][i]) : st.a[0][i]);
-            }
-            st.nsx += double(nr);  // the threshold needs only the sum of the norms
-          } else {
-            // left-side input checksum v^T x (v = W^T e precomputed), norm
-            cx acc{T(0), T(0)};
-            T nr = T(0);
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
-              nr += cnorm2t(st.a[0][i]);
-            }
-            FT_UNROLL
-            for (int l = 0; l < L; ++l) {
-              st.in_part[l] = (l == step) ? acc : st.in_part[l];
-              st.nrm[l] = (l == step) ? double(nr) : st.nrm[l];
-            }
-          }
-          if (hooks) hook<1>(st, tid, p, blk, C0, 0, step);
-        } else {
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) {
-            st.a[0][i] = FT_SLD(sum_idx(0, i, tid));
-            st.nsx += double(cnorm2t(st.a[0][i]));
-          }
+        // left-side input checksum v^T x (v = W^T e precomputed), norm
+        cx acc{T(0), T(0)};
+        T nr = T(0);
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) {
+          acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
+          nr += cnorm2t(st.a[0][i]);
         }
+        FT_UNROLL
+        for (int l = 0; l < L; ++l) {
+          st.in_part[l] = (l == step) ? acc : st.in_part[l];
+          st.nrm[l] = (l == step) ? double(nr) : st.nrm[l];
+        }
+        if (hooks) hook<1>(st, tid, p, blk, C0, 0, step);
         FT_EACH_END
-        passes<1, false>(ctx, sts, sm, p, blk, C0, hooks && !cks, step, kmult);
+        passes<1, false>(ctx, sts, sm, p, blk, C0, hooks, step, kmult);
         FT_EACH_BEGIN
         const int g = tid / TT, t = launder(tid % TT);
-        if (!cks) {
-          // launch twiddles once per step: applied, then divided out again for the checks
-          cx d[NN];
-          if constexpr (MP > 1) {
-            outer_tw(p, C0 + tile_col(g, step), t, d);
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
-          }
-          if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
-          if constexpr (TB) {
-            // the right-side running sum of the outputs; without the launch twiddle unless the
-            // block's columns share it (S > 1: the checksum column gets it at the check instead)
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              cx u = st.a[0][i];
-              if constexpr (MP > 1 && S == 1) u = cmulc(u, d[i]);
-              FT_SST(sum_idx(1, i, tid), step ? cadd(FT_SLD(sum_idx(1, i, tid)), u) : u);
-            }
-          } else {
-            // left-side output checksum e^T u (u: outputs without the launch twiddle)
-            cx acc{T(0), T(0)};
-            int nf = 0;
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              cx u = st.a[0][i];
-              if constexpr (MP > 1) u = cmulc(u, d[i]);
-              acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
-              nf += cfinite(u) ? 0 : 1;
-            }
-            FT_UNROLL
-            for (int l = 0; l < L; ++l) {
-              st.s[l] = (l == step) ? acc : st.s[l];
-              st.nf[l] = (l == step) ? nf : st.nf[l];
-            }
-          }
-        } else {
-          // the transformed checksum column W sum x stays in st.a[0]
+        // launch twiddles once per step: applied, then divided out again for the checks
+        cx d[NN];
+        if constexpr (MP > 1) {
+          outer_tw(p, C0 + tile_col(g, step), t, d);
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
+        }
+        if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
+        // left-side output checksum e^T u (u: outputs without the launch twiddle)
+        cx acc{T(0), T(0)};
+        int nf = 0;
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) {
+          cx u = st.a[0][i];
+          if constexpr (MP > 1) u = cmulc(u, d[i]);
+          acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
+          nf += cfinite(u) ? 0 : 1;
+        }
+        FT_UNROLL
+        for (int l = 0; l < L; ++l) {
+          st.s[l] = (l == step) ? acc : st.s[l];
+          st.nf[l] = (l == step) ? nf : st.nf[l];
         }
         FT_EACH_END
-        if (!cks) store<G, 1>(ctx, sts, sm, p, C0, step * G);
+        store<G, 1>(ctx, sts, sm, p, C0, step * G);
       }
       const int bad = finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
       if (!bad) break;
@@ -2008,68 +2112,62 @@ struct FftLaunch {
     }
   }
 
-  // Level-specific decisions after the last step; counters; returns the block-uniform
-  // "recompute this tile" verdict.
+  // two-sided-tb, rare path (a group's check fired somewhere in the block): locate the column, transform
+  // the right-side checksum column, replace the located column, verify
   template <class Ctx>
-  static FT_HD FT_INLINE int finish_checks(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0, double kmult,
-                                           int attempt) {
-    (void)sm;
+  static FT_HD FT_INLINE void tb_rare(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0) {
     const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
-    if constexpr (LEVEL == kOneSided) {
-      FT_EACH_BEGIN
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        const cx sl = csub(st.s[l], st.in_part[l]);
-        st.red[3 * l + 0] = double(sl.x);
-        st.red[3 * l + 1] = double(sl.y);
-        st.red[3 * l + 2] = st.nf[l] ? NAN : st.nrm[l];
-      }
-      FT_EACH_END
-      group_allsum<3 * L>(ctx, sts, red);
-      FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
-      int det = 0;
-      FT_UNROLL
-      for (int l = 0; l < L; ++l) {
-        const double sx = st.red[3 * l], sy = st.red[3 * l + 1], nr = st.red[3 * l + 2];
-        const double tau = kmult * scale * sqrt(nr), r2 = sx * sx + sy * sy;
-        const double sc = sqrt(r2) / tau;
-        if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-        if (!(r2 <= tau * tau) && col_valid(p, C0, tile_col(g, l))) ++det;
-      }
-      st.bad = det > 0;
-      if (t == 0) {
-        st.det = det;
-        st.unres = det;
-      }
-      FT_EACH_END
-    } else if constexpr (LEVEL == kTwoSidedTb) {
-      // detect: ||sum_l u_l - W sum_l x_l|| (the right-side checksum vector, reduced over the group)
-      FT_EACH_BEGIN
-      const int t = tid % TT;
-      cx d[NN];
-      if constexpr (MP > 1 && S > 1) outer_tw(p, C0, t, d);
-      T dvt = T(0);
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) {
-        cx c = st.a[0][i];
-        if constexpr (MP > 1 && S > 1) c = cmul(c, d[i]);
-        dvt += cnorm2t(csub(FT_SLD(sum_idx(1, i, tid)), c));
-      }
-      st.red[0] = double(dvt);
-      st.red[1] = st.nsx;
-      FT_EACH_END
-      group_allsum<2>(ctx, sts, red);
-      FT_EACH_BEGIN
-      const double dv = st.red[0], nx = st.red[1];
-      const double tau = kmult * scale * sqrt(nx);
-      const double sc = sqrt(dv) / tau;
-      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-      st.vnx = nx;
-      st.jloc = (dv <= tau * tau) ? -2 : -1;  // -2: no detection; -1: detected, not located (yet)
-      FT_EACH_END
-      FT_VOTE_OR(anyd, st.jloc != -2);
-      if (anyd) {
+    const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
+        // the right-side checksum column W sum_l x_l of every group, transformed only now (inputs re-read; the
+        // whole block takes part in the exchanges), and the exact check the prefilter stood for: the residual
+        // vector ||sum_l u_l - W sum_l x_l|| (outputs re-read, launch twiddles divided out) against
+        // K u sqrt(log2 R + 1) sqrt(R (sum ||x_l||^2 + ||sum x||^2)); a group it clears had no fault
+        FT_SYNC();  // the stores are visible to the block
+        FT_EACH_BEGIN
+        const int g = tid / TT, t = tid % TT;
+        double nsx = 0;
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) {
+          cx sx{T(0), T(0)};
+          FT_NOUNROLL
+          for (int l = 0; l < L; ++l) {
+            if (col_valid(p, C0, tile_col(g, l))) sx = cadd(sx, p.in[in_index(C0, tile_col(g, l), t + TT * i)]);
+          }
+          st.a[0][i] = sx;
+          nsx += double(cnorm2t(sx));
+        }
+        st.nsx = nsx;
+        FT_EACH_END
+        passes<1, false>(ctx, sts, sm, p, 0, C0, false, 0, 0.0);
+        FT_EACH_BEGIN
+        const int g = tid / TT, t = tid % TT;
+        double dvt = 0;
+        if (st.jloc == -1) {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) {
+            cx su{T(0), T(0)};
+            FT_NOUNROLL
+            for (int l = 0; l < L; ++l) {
+              if (!col_valid(p, C0, tile_col(g, l))) continue;
+              cx u = p.out[out_index(C0, tile_col(g, l), t + TT * i)];
+              if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
+              su = cadd(su, u);
+            }
+            dvt += double(cnorm2t(csub(su, st.a[0][i])));
+          }
+        }
+        st.red[0] = dvt;
+        st.red[1] = st.nsx;
+        FT_EACH_END
+        group_allsum<2>(ctx, sts, red);
+        FT_EACH_BEGIN
+        if (st.jloc == -1) {
+          const double dv = st.red[0], tau = kmult * scale * sqrt(st.vnx + st.red[1]);
+          const double sv = sqrt(dv) / tau, sc = sv < st.pre ? sv : st.pre;
+          if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+          if (dv <= tau * tau) st.jloc = -2;  // NaN-safe: a NaN residual stays a detection
+        }
+        FT_EACH_END
         // locate (rare path): the left-side checksums of the group's columns, e^T u_l (outputs
         // re-read) against (W^T e)^T x_l (inputs re-read), by the non-finite mask or the quotient
         // of their sums with weights 1 and l+1
@@ -2133,8 +2231,6 @@ struct FftLaunch {
           }
         }
         FT_EACH_END
-      }
-      if (anyd) {
         // delayed correction of the located column j (already stored): the replacement
         // d_j (W sum x - sum_{l != j} u_l), with the other columns re-read (no cancellation
         // against a huge faulty value), verified with column j's own left checksum
@@ -2157,7 +2253,7 @@ struct FftLaunch {
               others = cadd(others, u);
             }
             const cx fixed = csub(st.a[0][i], others);
-            FT_SST(sum_idx(1, i, tid), fixed);  // the sum is spent: keep the replacement
+            st.a[0][i] = fixed;  // the sum is spent: keep the replacement
             accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
           }
           // column j's left input checksum (inputs re-read)
@@ -2184,7 +2280,7 @@ struct FftLaunch {
             const int cc = tile_col(g, st.jloc);
             FT_UNROLL
             for (int i = 0; i < NN; ++i) {
-              cx v = FT_SLD(sum_idx(1, i, tid));
+              cx v = st.a[0][i];
               if constexpr (MP > 1) v = cmul(v, outer_tw_elem(p, C0 + cc, t, i));
               p.out[out_index(C0, cc, t + TT * i)] = v;
             }
@@ -2201,6 +2297,96 @@ struct FftLaunch {
           }
         }
         FT_EACH_END
+  }
+
+#ifndef FTGEN_EMU
+  static __device__ __noinline__ int tb_rare_call(const LaunchParams<T> p, cx* sm, double* red, long long C0, int jloc, double vnx, double pre,
+                                                  double* score) {
+    State st;
+    st.jloc = jloc;
+    st.vnx = vnx;
+    st.pre = pre;
+    st.score = *score;
+    st.bad = st.det = st.corr = st.unres = 0;
+    DevCtx ctx;
+    tb_rare(ctx, &st, sm, red, p, C0);
+    *score = st.score;
+    return st.bad | (st.det << 1) | (st.corr << 2) | (st.unres << 3);
+  }
+#endif
+
+  // Level-specific decisions after the last step; counters; returns the block-uniform
+  // "recompute this tile" verdict.
+  template <class Ctx>
+  static FT_HD FT_INLINE int finish_checks(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0, double kmult,
+                                           int attempt) {
+    const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
+    if constexpr (LEVEL == kOneSided) {
+      FT_EACH_BEGIN
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
+        const cx sl = csub(st.s[l], st.in_part[l]);
+        st.red[3 * l + 0] = double(sl.x);
+        st.red[3 * l + 1] = double(sl.y);
+        st.red[3 * l + 2] = st.nf[l] ? NAN : st.nrm[l];
+      }
+      FT_EACH_END
+      group_allsum<3 * L>(ctx, sts, red);
+      FT_EACH_BEGIN
+      const int g = tid / TT, t = tid % TT;
+      int det = 0;
+      FT_UNROLL
+      for (int l = 0; l < L; ++l) {
+        const double sx = st.red[3 * l], sy = st.red[3 * l + 1], nr = st.red[3 * l + 2];
+        const double tau = kmult * scale * sqrt(nr), r2 = sx * sx + sy * sy;
+        const double sc = sqrt(r2) / tau;
+        if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+        if (!(r2 <= tau * tau) && col_valid(p, C0, tile_col(g, l))) ++det;
+      }
+      st.bad = det > 0;
+      if (t == 0) {
+        st.det = det;
+        st.unres = det;
+      }
+      FT_EACH_END
+    } else if constexpr (LEVEL == kTwoSidedTb) {
+      // detect: |e^T sum_l u_l - (W^T e)^T sum_l x_l| (the two-sided checksum of the group's columns,
+      // carried in registers by tb_encode_in / tb_out, reduced over the group with warp shuffles)
+      FT_EACH_BEGIN
+      st.red[0] = double(st.ck.x);
+      st.red[1] = double(st.ck.y);
+      st.red[2] = double(st.ck2.x);
+      st.red[3] = double(st.ck2.y);
+      st.red[4] = st.nsx;
+      FT_EACH_END
+      group_allsum<5>(ctx, sts, red);
+      FT_EACH_BEGIN
+      const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
+      const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
+      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
+      const double tau = kmult * C::TB_PRE * scale * sqrt(nx);
+      const double sc = sqrt(dv) / tau;
+      st.vnx = nx;
+      st.pre = sc;
+      st.jloc = (dv <= tau * tau) ? -2 : -1;  // -2: no detection; -1: to be decided by the rare path
+      if (st.jloc == -2 && sc == sc && sc > st.score) st.score = sc;
+      FT_EACH_END
+      FT_VOTE_OR(anyd, st.jloc != -2);
+      if (anyd) {
+#ifdef FTGEN_EMU
+        tb_rare(ctx, sts, sm, red, p, C0);
+#else
+        // a call, not inlined: the rare path keeps its own registers (inlined, ptxas spilled the
+        // common path of the 80-register fp32 launches around it)
+        State& st = sts[0];
+        double score = st.score;
+        const int r = tb_rare_call(p, sm, red, C0, st.jloc, st.vnx, st.pre, &score);
+        st.score = score;
+        st.bad = r & 1;
+        st.det = (r >> 1) & 1;
+        st.corr = (r >> 2) & 1;
+        st.unres = (r >> 3) & 1;
+#endif
       }
     } else {
       (void)red, (void)scale;
@@ -2208,7 +2394,7 @@ struct FftLaunch {
     // ---- votes and counters (two-sided-thread set st.det / st.corr / st.bad in-line) -----------
     int had_fault = 0;
     if constexpr (INJECT) {
-      FT_VOTE_OR(hf, st.applied);
+      FT_VOTE_OR(hf, st.fkey == -2);
       had_fault = hf;
     }
     FT_VOTE_OR(bad, st.bad);
