@@ -109,13 +109,13 @@ TOL_C = 24.0
 TOL_ELEM_C = 10.0
 # Detection thresholds: residual > K * u * noise scale (defaults of `threshold: auto`).
 K_TB = 4.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R (sum ||x||^2 + ||sum x||^2))
-# two-sided-tb's common path only prefilters: the scalar checksums |e^T sum u - (W^T e)^T sum x| (and with e o (-1)^k)
-# against TB_PRE * K u sqrt(log2 R + 1) sqrt(R sum ||x||^2); a group above it goes to the rare path, where the
-# vector residual above decides. From the campaign of the one-level scalar check at K = 12 (dc2b577,
-# results/h100/fft/tbsim_withdrawn): the significant faults it missed scored >= 0.267 of it, i.e. >= 1.1 of this
-# prefilter (2.4); clean 4096-point blocks exceed it about once in 500-1000 (the trials' largest scores: 7% / 16% of
-# the trials of 64 blocks above 0.2 of K = 12)
-TB_PRE = 0.6
+# two-sided-tb's common path only prefilters: the scalar checksums |e^T sum u - (W^T e)^T sum x| and the same with an
+# independent e2, against TB_PRE * K u sqrt(log2 R + 1) sqrt(R sum ||x||^2); a group above it goes to the rare path,
+# where the vector residual above decides (false alarms are the vector check's). One projection can nearly cancel
+# a fault spread over many outputs; both of two independent ones rarely do. The campaign of the one-level scalar
+# check (dc2b577, K = 12, e2 = e o (-1)^k, results/h100/fft/tbsim_withdrawn): missed significant faults scored
+# 0.27-0.96 of it (0.65-2.3 of this prefilter); clean blocks scored at most 0.27 (0.65)
+TB_PRE = 1.25
 K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
 K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
 LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
@@ -798,10 +798,13 @@ def launch_twiddles(precision: str, lp: LaunchPlan, sign: int) -> np.ndarray | N
     return (base * np.take_along_axis(pw, np.broadcast_to(i, (Mp, lp.R)), axis=1)).astype(np.complex64)
 
 
-def encoding_vectors(R: int, sign: int) -> tuple[np.ndarray, np.ndarray]:
+ENC_SALT2 = 1 << 32  # the second, independent encoding (two-sided-tb): kEncSalt2 in the core header
+
+
+def encoding_vectors(R: int, sign: int, salt: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Left-side checksum encoding: e (unit-modulus random phases from splitmix64, the same
-    sequence the kernels' tables hold) and v = W^T e (computed in float64)."""
-    k = np.arange(R, dtype=np.uint64)
+    sequence the kernels' tables hold; `salt` picks an independent one) and v = W^T e (float64)."""
+    k = np.arange(R, dtype=np.uint64) + np.uint64(salt)
     z = (k + np.uint64(0x5EED0000) + np.uint64(R)) * np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -864,13 +867,13 @@ class FftModel:
         self.rdt = _rdt(precision)
         self.u = UNIT_ROUNDOFF[precision]
         self.k = k  # detection multiplier override (None: the level's default)
-        self._enc: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._enc: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
-    def enc(self, R: int) -> tuple[np.ndarray, np.ndarray]:
-        if R not in self._enc:
-            e, v = encoding_vectors(R, self.sign)
-            self._enc[R] = (e.astype(self.cdt), v.astype(self.cdt))
-        return self._enc[R]
+    def enc(self, R: int, salt: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        if (R, salt) not in self._enc:
+            e, v = encoding_vectors(R, self.sign, salt)
+            self._enc[(R, salt)] = (e.astype(self.cdt), v.astype(self.cdt))
+        return self._enc[(R, salt)]
 
     def kmult(self, default: float) -> float:
         return default if self.k is None else self.k
@@ -977,9 +980,9 @@ class FftModel:
             U = (Y * np.conj(D)).astype(cdt) if D is not None else Y
             s = (U * e[None, :]).sum(axis=1) - in_part
         if level == "two-sided-tb":
-            # the second encoding e' = e o (-1)^k, W^T e' = W^T e shifted by R/2 (no second table)
-            alt = np.where(np.arange(R) % 2 == 0, 1, -1)
-            s2 = (U * (e * alt)[None, :]).sum(axis=1) - (X0 * np.roll(v, -(R // 2))[None, :]).sum(axis=1)
+            # the second, independent encoding (the tables' second half)
+            e2, v2 = self.enc(R, ENC_SALT2)
+            s2 = (U * e2[None, :]).sum(axis=1) - (X0 * v2[None, :]).sum(axis=1)
         if level == "one-sided":
             tau = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * np.sqrt(R * nrm)
             with np.errstate(invalid="ignore", over="ignore"):
@@ -1015,7 +1018,7 @@ class FftModel:
     def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct) -> dict:
         """Two-sided-tb decision for one group: prefilter on the two-sided checksums
         |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l) and the same with
-        e' = e o (-1)^k (s2) against TB_PRE times the threshold; above it, the residual vector
+        an independent e2 (s2) against TB_PRE times the threshold; above it, the residual vector
         ||sum u - W sum x|| decides (the kernels' rare path); locate by the non-finite mask or the
         quotient of the weighted left checksums, correct by replacement
         y_j = d_j (W sum x - sum_{l != j} u_l), verify with column j's left checksum."""

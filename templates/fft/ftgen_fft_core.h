@@ -821,8 +821,8 @@ struct LaunchParams {
   const cplx<T>* tw_sub;  // fp64: w_R^j, j < R
   const cplx<T>* tw_hi;   // fp64: launch twiddle tables (hi/lo split)
   const cplx<T>* tw_lo;
-  const cplx<T>* enc_e;  // left checksum encoding e (R)
-  const cplx<T>* enc_v;  // and W^T e (R)
+  const cplx<T>* enc_e;  // left checksum encodings e, e2 (2 R: e2 independent, for two-sided-tb)
+  const cplx<T>* enc_v;  // and W^T e, W^T e2 (2 R)
   ftgen::FtCounters* counters;
   unsigned long long* false_alarms;
   double kmult;  // detection multiplier (0: the variant's default)
@@ -970,13 +970,14 @@ inline unsigned long long splitmix64_enc(unsigned long long k, int R) {
   return z ^ (z >> 31);
 }
 
-// e_k: unit-modulus random phases (the model's encoding_vectors), v = W^T e (W: DFT with sign)
-inline void host_encoding(int R, int sign, double* e, double* v) {
+// e_k: unit-modulus random phases (the model's encoding_vectors; `salt` picks an independent sequence), v = W^T e
+// (W: DFT with sign)
+inline void host_encoding(int R, int sign, double* e, double* v, unsigned long long salt = 0) {
   const long double two_pi = 6.283185307179586476925286766559005768L;
   long double* re = new long double[R];
   long double* im = new long double[R];
   for (int k = 0; k < R; ++k) {
-    const long double ph = static_cast<long double>(splitmix64_enc(static_cast<unsigned long long>(k), R) >> 11) * 0x1.0p-53L;
+    const long double ph = static_cast<long double>(splitmix64_enc(static_cast<unsigned long long>(k) + salt, R) >> 11) * 0x1.0p-53L;
     re[k] = cosl(two_pi * ph);
     im[k] = sinl(two_pi * ph);
     e[2 * k] = static_cast<double>(re[k]);
@@ -1017,6 +1018,19 @@ inline void host_encoding(int R, int sign, double* e, double* v) {
   }
   delete[] re;
   delete[] im;
+}
+
+// the device tables of the encodings: [e, e2] or [W^T e, W^T e2] (2 R complex values as 4 R doubles)
+constexpr unsigned long long kEncSalt2 = 1ull << 32;
+inline void host_encoding_table(int R, int sign, bool want_v, double* out) {
+  double* e = new double[2 * R];
+  double* v = new double[2 * R];
+  for (int which = 0; which < 2; ++which) {
+    host_encoding(R, sign, e, v, which ? kEncSalt2 : 0);
+    for (int j = 0; j < 2 * R; ++j) out[2 * R * which + j] = want_v ? v[j] : e[j];
+  }
+  delete[] e;
+  delete[] v;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1073,7 +1087,7 @@ struct FftLaunch {
     double nn[NN];
     double pre;       // two-sided-tb: the prefilter's score (threshold multiples)
     cx ck, ck2;       // two-sided-tb: the thread's share of e^T sum_l u_l - (W^T e)^T sum_l x_l, and of the same
-                      // with e' = e o (-1)^k (see tb_encode_in)
+                      // with the second encoding e2 (see tb_encode_in)
     double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2, its group total
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
     // reductions and decisions
@@ -1860,10 +1874,10 @@ struct FftLaunch {
   // precomputed left encoding v = W^T e (one table read and one complex product per position), and
   // the norms for the threshold; both wait in shared memory (kept in registers through the passes, they
   // made ptxas spill the 80-register fp32 launches: local-memory traffic doubled their DRAM writes)
-  // A second left encoding e'_k = e_k (-1)^k costs no table: W^T e' is W^T e shifted by R/2, i.e. the value
-  // of the thread's slot i + NN/2, and on the output side e'_k = +-e_k for all of a thread's positions when
-  // TT is even. One scalar projection can nearly cancel a fault spread over many outputs (the campaign at
-  // d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of the threshold); both rarely do.
+  // A second, independent left encoding e2 (the tables' second half): one scalar projection can nearly cancel a
+  // fault spread over many outputs (the campaign at d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of
+  // a one-level threshold; e o (-1)^k, free but correlated with e on the strided supports of such faults, recovered
+  // half of them at dc2b577); two independent ones rarely both do.
   template <class Ctx>
   static FT_HD FT_INLINE void tb_encode_in(Ctx& ctx, State& st, cx* sm, const LaunchParams<T>& p, int tid) {
     (void)ctx, (void)st;
@@ -1883,17 +1897,21 @@ struct FftLaunch {
     }
     FT_UNROLL
     for (int i = 0; i < NN; ++i) {
-      const cx v = FT_TLD(p.enc_v, t + TT * i);
-      acc = cadd(acc, cmul(v, sx[i]));
-      acc2 = cadd(acc2, cmul(v, sx[(i + NN / 2) % NN]));
+      acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), sx[i]));
+      acc2 = cadd(acc2, cmul(FT_TLD(p.enc_v, R + t + TT * i), sx[i]));
     }
     FT_SST(CK_IDX + tid, cneg(acc));
     FT_SST(CK_IDX + NT + tid, cneg(acc2));
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
   }
 
-  // the sign of e'_k / e_k at slot i of thread position t: (-1)^(t + TT i)
-  static FT_HD FT_INLINE T alt_sign(int t, int i) { return ((t + TT * i) & 1) ? T(-1) : T(1); }
+  // both output-side encodings of one (untwiddled) output w at position k
+  template <class Ctx>
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, cx w, cx& acc, cx& acc2) {
+    (void)ctx, (void)tid;
+    acc = cadd(acc, cmul(FT_TLD(p.enc_e, k), w));
+    acc2 = cadd(acc2, cmul(FT_TLD(p.enc_e, R + k), w));
+  }
 
   // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per
   // column otherwise), the stage-P fault hook, then e^T sum_l u_l with the twiddles divided out again
@@ -1918,9 +1936,7 @@ struct FftLaunch {
         cx su = st.a[0][i];
         FT_UNROLL
         for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
-        const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(su, d[i]));
-        acc = cadd(acc, q);
-        acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+        tb_acc_out(ctx, tid, p, te + TT * i, cmulc(su, d[i]), acc, acc2);
       }
     } else if constexpr (MP > 1) {
       FT_UNROLL
@@ -1932,9 +1948,7 @@ struct FftLaunch {
         if (hooks && st.fkey >= 0 && ((st.fkey >> 10) & 1023) == l) hook<L>(st, tid, p, blk, C0, P, 0);
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
-          const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), cmulc(st.a[l][i], d[i]));
-          acc = cadd(acc, q);
-          acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+          tb_acc_out(ctx, tid, p, te + TT * i, cmulc(st.a[l][i], d[i]), acc, acc2);
         }
       }
     } else {
@@ -1944,9 +1958,7 @@ struct FftLaunch {
         cx su = st.a[0][i];
         FT_UNROLL
         for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
-        const cx q = cmul(FT_TLD(p.enc_e, te + TT * i), su);
-        acc = cadd(acc, q);
-        acc2 = cadd(acc2, cscale(q, alt_sign(te, i)));
+        tb_acc_out(ctx, tid, p, te + TT * i, su, acc, acc2);
       }
     }
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
