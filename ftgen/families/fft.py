@@ -109,8 +109,8 @@ TOL_C = 24.0
 TOL_ELEM_C = 10.0
 # Detection thresholds: residual > K * u * noise scale (defaults of `threshold: auto`).
 K_TB = 4.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R (sum ||x||^2 + ||sum x||^2))
-# two-sided-tb's common path only prefilters: the scalar checksums |e^T sum u - (W^T e)^T sum x| and the same with an
-# independent e2, against TB_PRE * K u sqrt(log2 R + 1) sqrt(R sum ||x||^2); a group above it goes to the rare path,
+# two-sided-tb's common path only prefilters: the scalar checksums |e^T sum u - (W^T e)^T sum x| and the same with
+# e2 = e o (-1)^popcount(k), against TB_PRE * K u sqrt(log2 R + 1) sqrt(R sum ||x||^2); a group above it goes to the rare path,
 # where the vector residual above decides (false alarms are the vector check's). One projection can nearly cancel
 # a fault spread over many outputs; both of two independent ones rarely do. The campaign of the one-level scalar
 # check (dc2b577, K = 12, e2 = e o (-1)^k, results/h100/fft/tbsim_withdrawn): missed significant faults scored
@@ -798,13 +798,20 @@ def launch_twiddles(precision: str, lp: LaunchPlan, sign: int) -> np.ndarray | N
     return (base * np.take_along_axis(pw, np.broadcast_to(i, (Mp, lp.R)), axis=1)).astype(np.complex64)
 
 
-ENC_SALT2 = 1 << 32  # the second, independent encoding (two-sided-tb): kEncSalt2 in the core header
+def thue_morse(R: int) -> np.ndarray:
+    """(-1)^popcount(k), k < R: the second encoding of two-sided-tb is e o thue_morse(R)."""
+    k = np.arange(R)
+    bits = np.zeros(R, dtype=np.int64)
+    for b in range(max(1, R.bit_length())):
+        bits += (k >> b) & 1
+    return np.where(bits % 2 == 0, 1.0, -1.0)
 
 
-def encoding_vectors(R: int, sign: int, salt: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def encoding_vectors(R: int, sign: int, thue_morse_sign: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Left-side checksum encoding: e (unit-modulus random phases from splitmix64, the same
-    sequence the kernels' tables hold; `salt` picks an independent one) and v = W^T e (float64)."""
-    k = np.arange(R, dtype=np.uint64) + np.uint64(salt)
+    sequence the kernels' tables hold; times (-1)^popcount(k) for the second encoding of
+    two-sided-tb) and v = W^T e (computed in float64)."""
+    k = np.arange(R, dtype=np.uint64)
     z = (k + np.uint64(0x5EED0000) + np.uint64(R)) * np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -812,6 +819,8 @@ def encoding_vectors(R: int, sign: int, salt: int = 0) -> tuple[np.ndarray, np.n
         z = z ^ (z >> np.uint64(31))
     phase = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
     e = np.cos(2 * np.pi * phase) + 1j * np.sin(2 * np.pi * phase)
+    if thue_morse_sign:
+        e = e * thue_morse(R)
     v = fft_reference(e, inverse=(sign > 0))  # W is symmetric: W^T e = W e
     return e, v
 
@@ -867,13 +876,13 @@ class FftModel:
         self.rdt = _rdt(precision)
         self.u = UNIT_ROUNDOFF[precision]
         self.k = k  # detection multiplier override (None: the level's default)
-        self._enc: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._enc: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
 
-    def enc(self, R: int, salt: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        if (R, salt) not in self._enc:
-            e, v = encoding_vectors(R, self.sign, salt)
-            self._enc[(R, salt)] = (e.astype(self.cdt), v.astype(self.cdt))
-        return self._enc[(R, salt)]
+    def enc(self, R: int, second: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        if (R, second) not in self._enc:
+            e, v = encoding_vectors(R, self.sign, second)
+            self._enc[(R, second)] = (e.astype(self.cdt), v.astype(self.cdt))
+        return self._enc[(R, second)]
 
     def kmult(self, default: float) -> float:
         return default if self.k is None else self.k
@@ -980,8 +989,8 @@ class FftModel:
             U = (Y * np.conj(D)).astype(cdt) if D is not None else Y
             s = (U * e[None, :]).sum(axis=1) - in_part
         if level == "two-sided-tb":
-            # the second, independent encoding (the tables' second half)
-            e2, v2 = self.enc(R, ENC_SALT2)
+            # the second encoding e o (-1)^popcount(k) (the kernels: a sign on the output side, W^T e2 from the table)
+            e2, v2 = self.enc(R, True)
             s2 = (U * e2[None, :]).sum(axis=1) - (X0 * v2[None, :]).sum(axis=1)
         if level == "one-sided":
             tau = self.kmult(K_1S) * u * math.sqrt(ilog2(R) + 1) * np.sqrt(R * nrm)
@@ -1018,7 +1027,7 @@ class FftModel:
     def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct) -> dict:
         """Two-sided-tb decision for one group: prefilter on the two-sided checksums
         |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l) and the same with
-        an independent e2 (s2) against TB_PRE times the threshold; above it, the residual vector
+        e2 = e o (-1)^popcount(k) (s2) against TB_PRE times the threshold; above it, the residual vector
         ||sum u - W sum x|| decides (the kernels' rare path); locate by the non-finite mask or the
         quotient of the weighted left checksums, correct by replacement
         y_j = d_j (W sum x - sum_{l != j} u_l), verify with column j's left checksum."""

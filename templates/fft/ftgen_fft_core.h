@@ -74,6 +74,13 @@ FT_HD FT_INLINE bool cfinite(cplx<T> a) { return isfinite(a.x) && isfinite(a.y);
 // values from being hoisted (and kept live) across the steps of a loop, and to keep select
 // chains over register arrays from being turned into dynamic indexing (which would move the
 // whole per-thread state to local memory).
+FT_HD FT_INLINE int popc_u(unsigned x) {
+#ifdef __CUDA_ARCH__
+  return __popc(x);
+#else
+  return __builtin_popcount(x);
+#endif
+}
 FT_HD FT_INLINE int launder(int x) {
 #ifndef FTGEN_EMU
   asm volatile("" : "+r"(x));
@@ -821,8 +828,8 @@ struct LaunchParams {
   const cplx<T>* tw_sub;  // fp64: w_R^j, j < R
   const cplx<T>* tw_hi;   // fp64: launch twiddle tables (hi/lo split)
   const cplx<T>* tw_lo;
-  const cplx<T>* enc_e;  // left checksum encodings e, e2 (2 R: e2 independent, for two-sided-tb)
-  const cplx<T>* enc_v;  // and W^T e, W^T e2 (2 R)
+  const cplx<T>* enc_e;  // left checksum encoding e (R)
+  const cplx<T>* enc_v;  // W^T e (R), then the pairs (W^T e, W^T e2) (2 R; e2 = e o (-1)^popc(k), two-sided-tb)
   ftgen::FtCounters* counters;
   unsigned long long* false_alarms;
   double kmult;  // detection multiplier (0: the variant's default)
@@ -845,6 +852,7 @@ struct LaunchParams {
 #define FT_SST(i, v) ctx.sst(tid, sm, (i), (v))
 #define FT_GLD(ptr, i) (ctx.gld(tid, (ptr), (i)))
 #define FT_TLD(ptr, i) (ctx.tld(tid, (ptr), (i)))
+#define FT_TLDV(ptr, i) (ctx.tldv(tid, (ptr), (i)))
 #define FT_GLDV(ptr, i) (ctx.gldv(tid, (ptr), (i)))
 #define FT_GST(ptr, i, v) ctx.gst(tid, (ptr), (i), (v))
 #define FT_GSTV(ptr, i, v) ctx.gstv(tid, (ptr), (i), (v))
@@ -868,6 +876,7 @@ struct LaunchParams {
 #define FT_SST(i, v) (sm[(i)] = (v))
 #define FT_GLD(ptr, i) (ldg_c((ptr) + (i)))
 #define FT_TLD(ptr, i) (ldg_c((ptr) + (i)))
+#define FT_TLDV(ptr, i) (ldg_v<T>((ptr) + (i)))
 #define FT_GLDV(ptr, i) (ldg_v<T>((ptr) + (i)))
 #define FT_GST(ptr, i, v) ((ptr)[(i)] = (v))
 #define FT_GSTV(ptr, i, v) (stg_v<T>((ptr) + (i), (v)))
@@ -972,14 +981,15 @@ inline unsigned long long splitmix64_enc(unsigned long long k, int R) {
 
 // e_k: unit-modulus random phases (the model's encoding_vectors; `salt` picks an independent sequence), v = W^T e
 // (W: DFT with sign)
-inline void host_encoding(int R, int sign, double* e, double* v, unsigned long long salt = 0) {
+inline void host_encoding(int R, int sign, double* e, double* v, bool thue_morse = false) {
   const long double two_pi = 6.283185307179586476925286766559005768L;
   long double* re = new long double[R];
   long double* im = new long double[R];
   for (int k = 0; k < R; ++k) {
-    const long double ph = static_cast<long double>(splitmix64_enc(static_cast<unsigned long long>(k) + salt, R) >> 11) * 0x1.0p-53L;
-    re[k] = cosl(two_pi * ph);
-    im[k] = sinl(two_pi * ph);
+    const long double ph = static_cast<long double>(splitmix64_enc(static_cast<unsigned long long>(k), R) >> 11) * 0x1.0p-53L;
+    const long double sg = (thue_morse && (__builtin_popcount(static_cast<unsigned>(k)) & 1)) ? -1.0L : 1.0L;
+    re[k] = sg * cosl(two_pi * ph);
+    im[k] = sg * sinl(two_pi * ph);
     e[2 * k] = static_cast<double>(re[k]);
     e[2 * k + 1] = static_cast<double>(im[k]);
   }
@@ -1020,17 +1030,27 @@ inline void host_encoding(int R, int sign, double* e, double* v, unsigned long l
   delete[] im;
 }
 
-// the device tables of the encodings: [e, e2] or [W^T e, W^T e2] (2 R complex values as 4 R doubles)
-constexpr unsigned long long kEncSalt2 = 1ull << 32;
+// the device tables of the encodings: kind 3 e (R values), kind 4 W^T e (R values) followed by the pairs
+// (W^T e, W^T e2)_k (2 R values, one 16-byte load per pair in fp32) of the second encoding e2_k = e_k (-1)^popc(k)
+// (two-sided-tb)
 inline void host_encoding_table(int R, int sign, bool want_v, double* out) {
   double* e = new double[2 * R];
   double* v = new double[2 * R];
-  for (int which = 0; which < 2; ++which) {
-    host_encoding(R, sign, e, v, which ? kEncSalt2 : 0);
-    for (int j = 0; j < 2 * R; ++j) out[2 * R * which + j] = want_v ? v[j] : e[j];
+  double* v2 = new double[2 * R];
+  host_encoding(R, sign, e, v2, true);
+  host_encoding(R, sign, e, v, false);
+  for (int j = 0; j < 2 * R; ++j) out[j] = want_v ? v[j] : e[j];
+  if (want_v) {
+    for (int k = 0; k < R; ++k) {
+      out[2 * R + 4 * k] = v[2 * k];
+      out[2 * R + 4 * k + 1] = v[2 * k + 1];
+      out[2 * R + 4 * k + 2] = v2[2 * k];
+      out[2 * R + 4 * k + 3] = v2[2 * k + 1];
+    }
   }
   delete[] e;
   delete[] v;
+  delete[] v2;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1874,10 +1894,11 @@ struct FftLaunch {
   // precomputed left encoding v = W^T e (one table read and one complex product per position), and
   // the norms for the threshold; both wait in shared memory (kept in registers through the passes, they
   // made ptxas spill the 80-register fp32 launches: local-memory traffic doubled their DRAM writes)
-  // A second, independent left encoding e2 (the tables' second half): one scalar projection can nearly cancel a
-  // fault spread over many outputs (the campaign at d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of
-  // a one-level threshold; e o (-1)^k, free but correlated with e on the strided supports of such faults, recovered
-  // half of them at dc2b577); two independent ones rarely both do.
+  // A second left encoding e2_k = e_k (-1)^popc(k): one scalar projection can nearly cancel a fault spread over many
+  // outputs (the campaign at d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of a one-level threshold);
+  // two rarely both do. e o (-1)^k (dc2b577: W^T e shifted, no table) is +-e on the strided supports of such faults
+  // and recovered half of them; the Thue-Morse sign is not constant on any of them, costs a sign on the output side
+  // and shares a 16-byte load with W^T e on the input side (an independent random e2 cost 5-15% more: 8bb8b91).
   template <class Ctx>
   static FT_HD FT_INLINE void tb_encode_in(Ctx& ctx, State& st, cx* sm, const LaunchParams<T>& p, int tid) {
     (void)ctx, (void)st;
@@ -1897,8 +1918,18 @@ struct FftLaunch {
     }
     FT_UNROLL
     for (int i = 0; i < NN; ++i) {
-      acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), sx[i]));
-      acc2 = cadd(acc2, cmul(FT_TLD(p.enc_v, R + t + TT * i), sx[i]));
+      const int k = t + TT * i;
+      cx v, v2;
+      if constexpr (V == 2) {
+        const Vec16<T> w = FT_TLDV(p.enc_v, R + 2 * k);
+        v = w.v[0];
+        v2 = w.v[1];
+      } else {
+        v = FT_TLD(p.enc_v, R + 2 * k);
+        v2 = FT_TLD(p.enc_v, R + 2 * k + 1);
+      }
+      acc = cadd(acc, cmul(v, sx[i]));
+      acc2 = cadd(acc2, cmul(v2, sx[i]));
     }
     FT_SST(CK_IDX + tid, cneg(acc));
     FT_SST(CK_IDX + NT + tid, cneg(acc2));
@@ -1909,8 +1940,9 @@ struct FftLaunch {
   template <class Ctx>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
-    acc = cadd(acc, cmul(FT_TLD(p.enc_e, k), w));
-    acc2 = cadd(acc2, cmul(FT_TLD(p.enc_e, R + k), w));
+    const cx q = cmul(FT_TLD(p.enc_e, k), w);
+    acc = cadd(acc, q);
+    acc2 = (popc_u(static_cast<unsigned>(k)) & 1) ? csub(acc2, q) : cadd(acc2, q);
   }
 
   // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per

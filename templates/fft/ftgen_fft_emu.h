@@ -107,6 +107,15 @@ class EmuCtx {
     touch_glob(tid, reinterpret_cast<uintptr_t>(base + i), sizeof(V));
     return base[i];
   }
+  // a 16-byte table load (two interleaved encodings): sectors counted, data bytes not
+  template <class C>
+  auto tldv(int tid, const C* base, long long i) {
+    using VT = Vec16<decltype(base->x)>;
+    touch_glob(tid, reinterpret_cast<uintptr_t>(base + i), 16);
+    VT r;
+    memcpy(&r, base + i, 16);
+    return r;
+  }
   template <class C>
   auto gldv(int tid, const C* base, long long i) {
     using VT = Vec16<decltype(base->x)>;
