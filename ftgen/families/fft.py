@@ -164,6 +164,7 @@ class LaunchPlan:
     level: str = "none"
     xw: int = 0  # columns exchanged per shared-memory round (0: all at once); filled by the planner
     minb: int = 0  # resident blocks per SM the kernel is compiled for (0: the automatic rule of min_blocks)
+    tbseq: bool = False  # two-sided-tb in the sequential design (see TB_SEQ_MAX_LOGN)
 
     @property
     def Mp(self) -> int:
@@ -195,9 +196,10 @@ class LaunchPlan:
 
     @property
     def seq(self) -> bool:
-        """One-sided takes a thread's L columns one after the other (registers: one column); the
-        unprotected, thread and threadblock levels hold all L at once."""
-        return self.level == "one-sided"
+        """One-sided and the sequential two-sided-tb take a thread's L columns one after the other
+        (registers: one column, the running right-side sums); the unprotected, thread and simultaneous
+        threadblock levels hold all L at once."""
+        return self.level == "one-sided" or (self.level == "two-sided-tb" and self.tbseq)
 
     @property
     def cpt(self) -> int:
@@ -206,7 +208,7 @@ class LaunchPlan:
 
     @property
     def steps(self) -> int:
-        return self.L if self.seq else 1
+        return self.L + (1 if self.level == "two-sided-tb" else 0) if self.seq else 1
 
     @property
     def W(self) -> int:
@@ -234,7 +236,7 @@ class LaunchPlan:
         results/h100/fft/ab_pad: 2^13 0.906 -> 0.935 of cuFFT, the other sizes within +-0.7%). fp64 and
         the protected levels keep the swizzle: padded, fp64 2^20 lost 8% and two-sided-tb 5-17% at
         2^8-2^12 and 2^15-2^24 (the larger tile; the same run)."""
-        return (self.level in ("none", "two-sided-tb") and self.esize == 8 and self.T >= self.W
+        return ((self.level == "none" or (self.level == "two-sided-tb" and not self.tbseq)) and self.esize == 8 and self.T >= self.W
                 and (not self.staged or self.staged_cols <= self.W))
 
     @property
@@ -297,9 +299,12 @@ class LaunchPlan:
         if self.level in ("one-sided", "two-sided-tb"):
             nv = 7 + self.L if self.level == "two-sided-tb" else 3 * self.L
             red = (self.threads // 32 + 1) * nv * 8
-        # two-sided-tb: each thread's two input-side checksums and norm (three complex slots) after the tile
-        ck = 3 * self.threads if self.level == "two-sided-tb" else 0
-        body = -(-((-(-self.tile_elems // 2) * 2 + ck) * self.esize) // 16) * 16
+        # two-sided-tb: sequential, the running sums sum x, sum u; simultaneous, each thread's two input-side
+        # checksums and norm (three complex slots)
+        tb = self.level == "two-sided-tb"
+        sums = 2 * self.n * self.threads if tb and self.seq else 0
+        ck = 3 * self.threads if tb and not self.seq else 0
+        body = -(-((-(-(self.tile_elems + sums) // 2) * 2 + ck) * self.esize) // 16) * 16
         return body + red + 16
 
     @property
@@ -311,7 +316,7 @@ class LaunchPlan:
         overrides it (ptxas then caps registers at 65536 / (minb * threads))."""
         if self.minb:
             return self.minb
-        target = 768 if (self.level in ("none", "two-sided-tb") and self.esize == 8) else 512
+        target = 768 if ((self.level == "none" or (self.level == "two-sided-tb" and not self.tbseq)) and self.esize == 8) else 512
         return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
@@ -319,7 +324,7 @@ class LaunchPlan:
         w = self.esize // 4  # 32-bit registers per complex
         data = self.cpt * self.n * w
         if self.level == "two-sided-tb":
-            ft = 3 * w + 4
+            ft = self.L * 3 * w + 24 if self.tbseq else 3 * w + 4
         elif self.level == "two-sided-thread":
             ft = 2 * self.n * w + self.n * 2 + 16
         elif self.level == "one-sided":
@@ -479,32 +484,52 @@ TUNED = {
     # 2^22 two launches (2048 x 2048), radix 16 with 2 columns then radix 8 with 4, up to 255 registers: 0.887
     # against 0.824 (search_tw64b; radix 8 with 4 + 4 columns 0.849, radix 16 with 2 + 2 columns 0.847)
     ("fp64", "none", 22): {"launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4, "minb": 1},
-    # two-sided-tb (the unprotected data path with the checks in registers; otherwise the unprotected plans), one
-    # fault per transform (search_tbsim.jsonl at a1c73f9 + this change, x cuFFT against the unprotected plan in the
-    # same run): fp32 2^3 eight elements per thread, 32 signals per block 0.975 against 0.512 (two elements), 2^4 16
-    # signals 0.834 / 0.815, 2^5 eight elements, 16 signals 0.932 / 0.718, 2^6 16 elements 0.980 / 0.884, 2^13 radix
-    # 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657 (radix 16), 2^22 three launches
-    # 0.743 / 0.599
-    ("fp32", "two-sided-tb", 3): {"n1": 8, "bs1": 32},
-    ("fp32", "two-sided-tb", 4): {"n1": 4, "bs1": 16},
-    ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 16},
-    ("fp32", "two-sided-tb", 6): {"n1": 16, "bs1": 16},
+    # two-sided-tb, sequential design (log n <= TB_SEQ_MAX_LOGN):
+    # two-sided-tb, one fault per transform (search_tbocc): radix 32 / 16 at up to 255 registers. fp32 2^13
+    # 0.638 against 0.570 (232 registers; at 2^10-2^12, 2^16 and 2^20 radix 32 lost: 0.30-0.78 against
+    # 0.59-0.86). fp64 (search_tw64): 2^10 0.846 against 0.814, 2^11 0.836 against 0.805, 2^12 0.698
+    # against 0.636; at 2^13 and 2^16-2^22 the rules' plans won (2^16 0.816 against 0.780, 2^20 0.589
+    # against 0.547)
+    # two-sided-tb at the smallest sizes (search_tbsmall at 1abec7c, one fault per transform): fewer signals per
+    # block than the rule's (32 instead of 256 / 256 / 128 / 64: more blocks per SM at the same registers):
+    # fp32 2^4 0.892 against 0.805, 2^5 0.951 against 0.845, 2^6 0.925 against 0.852, 2^8 0.936 against 0.908
+    # (at 2^7 and 2^9-2^12 the rule's plans were within 1% of the best)
+    ("fp32", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
+    ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 32},
+    ("fp32", "two-sided-tb", 6): {"n1": 8, "bs1": 32},
+    ("fp32", "two-sided-tb", 8): {"n1": 16, "bs1": 32},
+    # fp64 (search_tbsmall64 at 9c22893): 2^3 64 signals per block 0.974 against 512 (0.869), 2^4 four elements
+    # per thread with 32 signals 0.960 against eight elements with 512 (0.891); 2^5-2^9: the rules' plans best
+    ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 64},
+    ("fp64", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
+    ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
+    ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
+    ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
+    # two-sided-tb, simultaneous design (the unprotected data path with the checks in registers; otherwise the
+    # unprotected plans), one fault per transform (search_tbsim.jsonl at d18d561, x cuFFT against the unprotected plan
+    # in the same run): fp32 2^13 radix 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657
+    # (radix 16), 2^22 three launches 0.743 / 0.599; fp64 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593,
+    # 2^21 / 2^22 three launches 0.644 / 0.614 and 0.698 / 0.598
     ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
     ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
     ("fp32", "two-sided-tb", 22): {"launches": 3},
-    # fp64: 2^3 32 signals 0.947 / 0.884, 2^4 eight elements, 16 signals 0.955 / 0.402 (two elements), 2^5 16 signals
-    # 1.004 / 0.929, 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593, 2^21 / 2^22 three launches 0.644 /
-    # 0.614 and 0.698 / 0.598
-    ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 32},
-    ("fp64", "two-sided-tb", 4): {"n1": 8, "bs1": 16},
-    ("fp64", "two-sided-tb", 5): {"n1": 8, "bs1": 16},
     ("fp64", "two-sided-tb", 20): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "two-sided-tb", 21): {"launches": 3},
     ("fp64", "two-sided-tb", 22): {"launches": 3},
 }
 
 
-PLAN_RULES_OF = {"two-sided-tb": "none"}
+# two-sided-tb: the sequential design (columns one after the other, the checksum column transformed in the common
+# path, the vector residual checked there) up to this size, the simultaneous one (the unprotected data path, scalar
+# prefilter in registers, the rest in a rare path) above it. Measured in full runs (results/h100/fft/tbsim/): the
+# simultaneous design lost at every one-launch size up to 2^12 (fp32 0.70-0.98 against 0.85-0.98) and won at the
+# larger ones (fp32 2^13-2^24 0.64-0.95 against 0.46-0.87)
+TB_SEQ_MAX_LOGN = 12
+
+
+def plan_level(level: str, logn: int) -> str:
+    """The level whose plan rules a variant follows: the simultaneous two-sided-tb plans are the unprotected ones."""
+    return "none" if level == "two-sided-tb" and logn > TB_SEQ_MAX_LOGN else level
 
 
 def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dict:
@@ -513,11 +538,11 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dic
     p = dict(params)
     logn = p["logn"]
     N = 1 << logn
-    # two-sided-tb runs the unprotected kernel's data path (its checks ride along in registers): the
-    # unprotected plans and their measured winners
+    # the simultaneous two-sided-tb runs the unprotected kernel's data path (its checks ride along in registers):
+    # the unprotected plans and their measured winners (plan_level)
     if not any(p.get(k) for k in PLAN_KEYS):
-        p.update(TUNED.get((precision, level, logn), TUNED.get((precision, PLAN_RULES_OF.get(level, level), logn), {})))
-    level = PLAN_RULES_OF.get(level, level)
+        p.update(TUNED.get((precision, level, logn), TUNED.get((precision, plan_level(level, logn), logn), {})))
+    level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
@@ -579,7 +604,8 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
     nl = params["launches"]
     for i in range(nl):
         R = params[f"N{i + 1}"]
-        lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level, minb=params.get("minb", 0))
+        lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
+                        minb=params.get("minb", 0), tbseq=level == "two-sided-tb" and logn <= TB_SEQ_MAX_LOGN)
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
@@ -608,7 +634,7 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
             what = "the stride of the earlier launches" if lp.index > 0 else f"n/N1 = {lp.Mp} columns per signal"
             if lp.bs > limit:
                 r.append(f"{tag}: bs{lp.index + 1}={lp.bs} exceeds {what} ({limit}); consecutive columns must share a signal")
-        if level == "two-sided-thread" and lp.L < 2:
+        if (level == "two-sided-thread" or (level == "two-sided-tb" and lp.seq)) and lp.L < 2:
             r.append(f"{tag}: {level} needs at least 2 columns per thread (tcols >= 2 and bs{lp.index + 1} >= 2), got {lp.L}")
         if lp.bs % lp.L:
             r.append(f"{tag}: bs{lp.index + 1}={lp.bs} is not a multiple of tcols={lp.L}")
@@ -1007,7 +1033,8 @@ class FftModel:
         elif level == "two-sided-tb":
             WSX = X[C:]
             for gi, idx in enumerate(groups):
-                res = self._tb_group(U[idx], WSX[gi], s[idx], s2[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct)
+                res = self._tb_group(U[idx], WSX[gi], s[idx], s2[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct,
+                                     prefilter=not lp.seq)
                 rep.max_score = max(rep.max_score, res["score"])
                 if not res["detected"]:
                     continue
@@ -1024,8 +1051,8 @@ class FftModel:
                     rep.located.append((lp.index, col0 + idx[res["j"]]))
         return Y, bad, ndet
 
-    def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct) -> dict:
-        """Two-sided-tb decision for one group: prefilter on the two-sided checksums
+    def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct, prefilter: bool = True) -> dict:
+        """Two-sided-tb decision for one group: (simultaneous design) prefilter on the two-sided checksums
         |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l) and the same with
         e2 = e o (-1)^popcount(k) (s2) against TB_PRE times the threshold; above it, the residual vector
         ||sum u - W sum x|| decides (the kernels' rare path); locate by the non-finite mask or the
@@ -1047,7 +1074,7 @@ class FftModel:
             nx = nsum + float(np.sum(np.abs(SX.astype(np.complex128)) ** 2))
             tau = k * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
             sv = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf
-            score = min(pre, sv) if math.isfinite(pre) else sv
+            score = (min(pre, sv) if math.isfinite(pre) else sv) if prefilter else sv
         out = {"score": score if math.isfinite(score) else 0.0, "detected": not (score <= 1.0), "j": None, "fixed": None}
         if not out["detected"]:
             return out
@@ -1498,6 +1525,7 @@ class FftFamily(Family):
                     "xw": lp.xcols,
                     "out_h": (ilog2(RMp) + 1) // 2 if Mp > 1 else 0,
                     "tile_elems": lp.tile_elems,
+                    "tbseq": lp.tbseq,
                     "smem_bytes": lp.smem_bytes,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
                 }

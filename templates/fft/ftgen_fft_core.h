@@ -1067,20 +1067,24 @@ struct FftLaunch {
   static constexpr int TT = C::TT, G = C::G, L = C::L, BS = C::BS, NT = C::NT;
   static constexpr int LEVEL = C::LEVEL;
   static constexpr bool INJECT = C::INJECT;
-  // sequential mode (one-sided): a thread takes its L columns one after the other; simultaneous mode
-  // (unprotected, two-sided-thread, two-sided-tb): all L in registers at once
-  static constexpr bool SEQ = LEVEL == kOneSided;
+  // sequential mode (one-sided; two-sided-tb's one-launch plans up to 2^12, C::TB_SEQ): a thread takes its L
+  // columns one after the other (plus the two-sided checksum column); simultaneous mode (unprotected,
+  // two-sided-thread, the other two-sided-tb plans): all L in registers at once
   static constexpr bool TB = LEVEL == kTwoSidedTb;
+  static constexpr bool SEQ = LEVEL == kOneSided || (TB && C::TB_SEQ);
+  static constexpr bool TBSIM = TB && !SEQ;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
-  static constexpr int STEPS = SEQ ? L : 1;
+  static constexpr int STEPS = SEQ ? L + (TB ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
   static constexpr int PITCH = C::PITCH, SWZ_K = C::SWZ_K, SWZ_W = C::SWZ_W;
   static constexpr bool STAGED_IN = C::STAGED_IN, STAGED_OUT = C::STAGED_OUT;
   static constexpr int OUT_H = C::OUT_H;
-  // shared memory: [exchange/staging tile][two-sided-tb: each thread's input-side checksum and norm][reductions]
+  // shared memory: [exchange/staging tile][sequential two-sided-tb: running sums sum x, sum u][simultaneous
+  // two-sided-tb: each thread's input-side checksums and norm][reductions]
   static constexpr int TILE_ELEMS = C::TILE_ELEMS;
-  static constexpr int CK_IDX = (TILE_ELEMS + 1) / 2 * 2;  // in complex elements (16-byte aligned)
-  static constexpr int CK_ELEMS = C::LEVEL == kTwoSidedTb ? 3 * C::NT : 0;
+  static constexpr int SUMS_ELEMS = (TB && SEQ) ? 2 * C::NN * C::NT : 0;
+  static constexpr int CK_IDX = (TILE_ELEMS + SUMS_ELEMS + 1) / 2 * 2;  // in complex elements (16-byte aligned)
+  static constexpr int CK_ELEMS = TBSIM ? 3 * C::NT : 0;
   static constexpr int RED_OFFSET = ((CK_IDX + CK_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
@@ -1256,6 +1260,9 @@ struct FftLaunch {
 
   // tile column of the thread's column slot `l` (simultaneous) or of step `l` (sequential)
   static FT_HD FT_INLINE int tile_col(int g, int l) { return SEQ ? l * G + g : g * L + l; }
+
+  // sequential two-sided-tb running sums in shared memory: slot (which, i) of thread tid
+  static FT_HD FT_INLINE int sum_idx(int which, int i, int tid) { return TILE_ELEMS + (which * NN + i) * NT + tid; }
 
   // slots 0..LL-1 of st.a hold the thread's columns lbase .. lbase+LL-1
   template <int LL>
@@ -2038,7 +2045,7 @@ struct FftLaunch {
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
     constexpr int ATTEMPTS = CHK ? 2 : 1;
-    if constexpr (TB) {
+    if constexpr (TBSIM) {
       // the recomputation of a tile (a detection that did not locate) is a call of its own, not a second
       // turn of a loop: values live across the loop's back edge had made ptxas spill the 80-register fp32
       // launches (2^16: 60-136 bytes, 0-24 without the loop)
@@ -2087,7 +2094,8 @@ struct FftLaunch {
     }
   }
 
-  // one-sided: step l = 0..L-1 takes the thread's column l (tile column l*G + g)
+  // one-sided, two-sided-tb: step l = 0..L-1 takes the thread's column l (tile column l*G + g),
+  // two-sided-tb adds step L, the right-side checksum column sum_l x_l
   template <class Ctx>
   static FT_HD FT_INLINE void body_seq(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = blk * BS;
@@ -2098,57 +2106,95 @@ struct FftLaunch {
       const bool hooks = INJECT && attempt == 0;
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
+      st.nsx = 0;
       FT_UNROLL
       for (int l = 0; l < L; ++l) st.nf[l] = 0;
       FT_EACH_END
       FT_NOUNROLL
       for (int step = 0; step < STEPS; ++step) {
-        load<G, 1>(ctx, sts, sm, p, C0, step * G);
+        const bool cks = step == L;  // the checksum column (two-sided-tb)
+        if (!cks) {
+          load<G, 1>(ctx, sts, sm, p, C0, step * G);
+        }
         FT_EACH_BEGIN
         const int t = launder(tid % TT);
-        // left-side input checksum v^T x (v = W^T e precomputed), norm
-        cx acc{T(0), T(0)};
-        T nr = T(0);
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
-          nr += cnorm2t(st.a[0][i]);
+        if (!cks) {
+          if constexpr (TB) {
+            // the right-side running sum sum x (the first step writes it) and the norm
+            T nr = T(0);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              nr += cnorm2t(st.a[0][i]);
+              FT_SST(sum_idx(0, i, tid), step ? cadd(FT_SLD(sum_idx(0, i, tid)), st.a[0][i]) : st.a[0][i]);
+            }
+            st.nsx += double(nr);  // the threshold needs only the sum of the norms
+          } else {
+            // left-side input checksum v^T x (v = W^T e precomputed), norm
+            cx acc{T(0), T(0)};
+            T nr = T(0);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              acc = cadd(acc, cmul(FT_TLD(p.enc_v, t + TT * i), st.a[0][i]));
+              nr += cnorm2t(st.a[0][i]);
+            }
+            FT_UNROLL
+            for (int l = 0; l < L; ++l) {
+              st.in_part[l] = (l == step) ? acc : st.in_part[l];
+              st.nrm[l] = (l == step) ? double(nr) : st.nrm[l];
+            }
+          }
+          if (hooks) hook<1>(st, tid, p, blk, C0, 0, step);
+        } else {
+          FT_UNROLL
+          for (int i = 0; i < NN; ++i) {
+            st.a[0][i] = FT_SLD(sum_idx(0, i, tid));
+            st.nsx += double(cnorm2t(st.a[0][i]));
+          }
         }
-        FT_UNROLL
-        for (int l = 0; l < L; ++l) {
-          st.in_part[l] = (l == step) ? acc : st.in_part[l];
-          st.nrm[l] = (l == step) ? double(nr) : st.nrm[l];
-        }
-        if (hooks) hook<1>(st, tid, p, blk, C0, 0, step);
         FT_EACH_END
-        passes<1, false>(ctx, sts, sm, p, blk, C0, hooks, step, kmult);
+        passes<1, false>(ctx, sts, sm, p, blk, C0, hooks && !cks, step, kmult);
         FT_EACH_BEGIN
         const int g = tid / TT, t = launder(tid % TT);
-        // launch twiddles once per step: applied, then divided out again for the checks
-        cx d[NN];
-        if constexpr (MP > 1) {
-          outer_tw(p, C0 + tile_col(g, step), t, d);
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
-        }
-        if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
-        // left-side output checksum e^T u (u: outputs without the launch twiddle)
-        cx acc{T(0), T(0)};
-        int nf = 0;
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          cx u = st.a[0][i];
-          if constexpr (MP > 1) u = cmulc(u, d[i]);
-          acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
-          nf += cfinite(u) ? 0 : 1;
-        }
-        FT_UNROLL
-        for (int l = 0; l < L; ++l) {
-          st.s[l] = (l == step) ? acc : st.s[l];
-          st.nf[l] = (l == step) ? nf : st.nf[l];
+        if (!cks) {
+          // launch twiddles once per step: applied, then divided out again for the checks
+          cx d[NN];
+          if constexpr (MP > 1) {
+            outer_tw(p, C0 + tile_col(g, step), t, d);
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) st.a[0][i] = cmul(st.a[0][i], d[i]);
+          }
+          if (hooks) hook<1>(st, tid, p, blk, C0, P, step);
+          if constexpr (TB) {
+            // the right-side running sum of the outputs; without the launch twiddle unless the
+            // block's columns share it (S > 1: the checksum column gets it at the check instead)
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              cx u = st.a[0][i];
+              if constexpr (MP > 1 && S == 1) u = cmulc(u, d[i]);
+              FT_SST(sum_idx(1, i, tid), step ? cadd(FT_SLD(sum_idx(1, i, tid)), u) : u);
+            }
+          } else {
+            // left-side output checksum e^T u (u: outputs without the launch twiddle)
+            cx acc{T(0), T(0)};
+            int nf = 0;
+            FT_UNROLL
+            for (int i = 0; i < NN; ++i) {
+              cx u = st.a[0][i];
+              if constexpr (MP > 1) u = cmulc(u, d[i]);
+              acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
+              nf += cfinite(u) ? 0 : 1;
+            }
+            FT_UNROLL
+            for (int l = 0; l < L; ++l) {
+              st.s[l] = (l == step) ? acc : st.s[l];
+              st.nf[l] = (l == step) ? nf : st.nf[l];
+            }
+          }
+        } else {
+          // the transformed checksum column W sum x stays in st.a[0]
         }
         FT_EACH_END
-        store<G, 1>(ctx, sts, sm, p, C0, step * G);
+        if (!cks) store<G, 1>(ctx, sts, sm, p, C0, step * G);
       }
       const int bad = finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
       if (!bad) break;
@@ -2156,12 +2202,13 @@ struct FftLaunch {
     }
   }
 
-  // two-sided-tb, rare path (a group's check fired somewhere in the block): locate the column, transform
-  // the right-side checksum column, replace the located column, verify
+  // two-sided-tb, rare path (a group's check fired somewhere in the block). Simultaneous: transform the right-side
+  // checksum column and decide on the vector residual. Then locate the column, replace it, verify
   template <class Ctx>
   static FT_HD FT_INLINE void tb_rare(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0) {
     const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
+    if constexpr (TBSIM) {
         // the right-side checksum column W sum_l x_l of every group, transformed only now (inputs re-read; the
         // whole block takes part in the exchanges), and the exact check the prefilter stood for: the residual
         // vector ||sum_l u_l - W sum_l x_l|| (outputs re-read, launch twiddles divided out) against
@@ -2212,6 +2259,9 @@ struct FftLaunch {
           if (dv <= tau * tau) st.jloc = -2;  // NaN-safe: a NaN residual stays a detection
         }
         FT_EACH_END
+    } else {
+      (void)kmult;  // sequential: W sum x is in st.a[0], the vector residual decided in the common path
+    }
         // locate (rare path): the left-side checksums of the group's columns, e^T u_l (outputs
         // re-read) against (W^T e)^T x_l (inputs re-read), by the non-finite mask or the quotient
         // of their sums with weights 1 and l+1
@@ -2344,6 +2394,7 @@ struct FftLaunch {
   }
 
 #ifndef FTGEN_EMU
+  // (simultaneous plans only: the sequential ones keep W sum x in registers)
   static __device__ __noinline__ int tb_rare_call(const LaunchParams<T> p, cx* sm, double* red, long long C0, int jloc, double vnx, double pre,
                                                   double* score) {
     State st;
@@ -2393,6 +2444,33 @@ struct FftLaunch {
         st.unres = det;
       }
       FT_EACH_END
+    } else if constexpr (LEVEL == kTwoSidedTb && SEQ) {
+      // detect: ||sum_l u_l - W sum_l x_l|| (the right-side checksum vector, reduced over the group)
+      FT_EACH_BEGIN
+      const int t = tid % TT;
+      cx d[NN];
+      if constexpr (MP > 1 && S > 1) outer_tw(p, C0, t, d);
+      T dvt = T(0);
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) {
+        cx c = st.a[0][i];
+        if constexpr (MP > 1 && S > 1) c = cmul(c, d[i]);
+        dvt += cnorm2t(csub(FT_SLD(sum_idx(1, i, tid)), c));
+      }
+      st.red[0] = double(dvt);
+      st.red[1] = st.nsx;
+      FT_EACH_END
+      group_allsum<2>(ctx, sts, red);
+      FT_EACH_BEGIN
+      const double dv = st.red[0], nx = st.red[1];
+      const double tau = kmult * scale * sqrt(nx);
+      const double sc = sqrt(dv) / tau;
+      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+      st.vnx = nx;
+      st.jloc = (dv <= tau * tau) ? -2 : -1;  // -2: no detection; -1: detected, not located (yet)
+      FT_EACH_END
+      FT_VOTE_OR(anyd, st.jloc != -2);
+      if (anyd) tb_rare(ctx, sts, sm, red, p, C0);  // inline: W sum x is in st.a[0]
     } else if constexpr (LEVEL == kTwoSidedTb) {
       // detect: |e^T sum_l u_l - (W^T e)^T sum_l x_l| (the two-sided checksum of the group's columns,
       // carried in registers by tb_encode_in / tb_out, reduced over the group with warp shuffles)
