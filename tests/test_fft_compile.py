@@ -160,6 +160,10 @@ EMU_CASES = [
     ("fp32", "none", {"logn": 13}, 2, "forward"),
     ("fp64", "two-sided-tb", {"logn": 10}, 8, "forward"),
     ("fp32", "two-sided-tb", {"logn": 13}, 4, "forward"),
+    # the simultaneous two-sided-tb (above 2^12) in two launches: per-column launch twiddles (the first), one set per
+    # block (the second), the prefilter and the rare path's vector check, location and correction
+    ("fp32", "two-sided-tb", {"logn": 14, "launches": 2}, 2, "forward"),
+    ("fp64", "two-sided-tb", {"logn": 13, "launches": 2}, 2, "inverse"),
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4}, 2, "forward"),
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4}, 3, "inverse"),  # 2^22's shape
     ("fp32", "none", {"logn": 12, "launches": 2, "bs1": 8, "bs2": 8}, 2, "forward"),

@@ -30,15 +30,19 @@ Protection (``protection.scheme: abft``), per launch and column, under the singl
 * ``two-sided-thread``: every sub-pass of every thread checks its ``tcols`` DFTs with two
   right-side checksum vectors (weights 1 and ``l+1``) transformed alongside; the quotient of the
   two residual vectors locates the column and the residual is subtracted (no recomputation).
-* ``two-sided-tb``: a thread takes its ``tcols`` columns one after the other, keeping the running
-  right-side sums ``sum_l x_l`` and ``sum_l u_l`` in shared memory, then transforms the checksum
-  column ``sum_l x_l`` like a data column; the residual vector ``sum_l u_l - W sum_l x_l`` (reduced
-  over the group with warp shuffles) detects. Only when it fires are the left-side checksums
-  evaluated (outputs as stored, inputs re-read; encoding ``e^T W`` precomputed): the non-finite mask
-  or the quotient of their sums with weights 1 and ``l+1`` locates the column, which is replaced by
-  ``W sum x - sum_{l != j} u_l`` and verified with its own left checksum (delayed correction, no
-  recomputation). An ambiguous location falls back to recomputation. One-launch calls in place go
-  through the workspace (the input is re-read after the outputs are stored).
+* ``two-sided-tb``, sequential (log n <= ``TB_SEQ_MAX_LOGN``): a thread takes its ``tcols`` columns one
+  after the other, keeping the running right-side sums ``sum_l x_l`` and ``sum_l u_l`` in shared memory,
+  then transforms the checksum column ``sum_l x_l`` like a data column; the residual vector
+  ``sum_l u_l - W sum_l x_l`` (reduced over the group with warp shuffles) detects.
+  Simultaneous (larger sizes; the unprotected plans and data path): the thread's right-side sum of its
+  columns against the precomputed left encodings ``e^T W`` and ``e2^T W`` (``e2 = e o (-1)^popcount(k)``)
+  on the way in, ``e^T`` and ``e2^T`` of the outputs on the way out, reduced over the group; a group above
+  the prefilter (``TB_PRE``) takes a rare path that transforms the checksum column only then and decides
+  on the same residual vector. In both, once it fires the left-side checksums are evaluated (outputs as
+  stored, inputs re-read): the non-finite mask or the quotient of their sums with weights 1 and ``l+1``
+  locates the column, which is replaced by ``W sum x - sum_{l != j} u_l`` and verified with its own left
+  checksum (delayed correction, no recomputation). An ambiguous location falls back to recomputation.
+  One-launch calls in place go through the workspace (the input is re-read after the outputs are stored).
 
 Kernel names
 ------------
@@ -506,7 +510,7 @@ TUNED = {
     ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
     # two-sided-tb, simultaneous design (the unprotected data path with the checks in registers; otherwise the
-    # unprotected plans), one fault per transform (search_tbsim.jsonl at d18d561, x cuFFT against the unprotected plan
+    # unprotected plans), one fault per transform (search_tbreg.jsonl at d18d561, x cuFFT against the unprotected plan
     # in the same run): fp32 2^13 radix 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657
     # (radix 16), 2^22 three launches 0.743 / 0.599; fp64 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593,
     # 2^21 / 2^22 three launches 0.644 / 0.614 and 0.698 / 0.598

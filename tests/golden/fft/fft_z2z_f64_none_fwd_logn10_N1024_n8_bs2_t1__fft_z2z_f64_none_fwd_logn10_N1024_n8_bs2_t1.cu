@@ -46,7 +46,7 @@ const SizeInfo* find_size(long long n) {
 }
 
 // One device table: kind 0 w_R^j (j < M), 1/2 the hi/lo launch-twiddle tables (split at bit
-// aux), 3/4 the checksum encodings e / W^T e of size M.
+// aux), 3/4 the checksum encodings e (M values) / W^T e followed by the pairs (W^T e, W^T e2) (3 M values).
 cudaError_t make_table(int kind, long long M, int aux, const void** out) {
   long long count = M, stride = 1;
   if (kind == 1) {
@@ -54,14 +54,14 @@ cudaError_t make_table(int kind, long long M, int aux, const void** out) {
     stride = 1ll << aux;
   } else if (kind == 2) {
     count = 1ll << aux;
+  } else if (kind == 4) {
+    count = 3 * M;
   }
   std::vector<double> h(2 * count);
   if (kind <= 2) {
     ftfft::host_twiddles(M, kSign, count, stride, h.data());
   } else {
-    std::vector<double> e(2 * M), v(2 * M);
-    ftfft::host_encoding(static_cast<int>(M), kSign, e.data(), v.data());
-    h = kind == 3 ? e : v;
+    ftfft::host_encoding_table(static_cast<int>(M), kSign, kind == 4, h.data());
   }
   std::vector<ftfft::cplx<T>> c(count);
   for (long long j = 0; j < count; ++j) c[j] = ftfft::cplx<T>{static_cast<T>(h[2 * j]), static_cast<T>(h[2 * j + 1])};
