@@ -1943,6 +1943,14 @@ struct FftLaunch {
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
   }
 
+  // the sum over the thread's columns at slot i (the right-side checksum's share)
+  static FT_HD FT_INLINE cx slot_sum(const State& st, int i) {
+    cx su = st.a[0][i];
+    FT_UNROLL
+    for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
+    return su;
+  }
+
   // both output-side encodings of one (untwiddled) output w at position k
   template <class Ctx>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, cx w, cx& acc, cx& acc2) {
@@ -1971,12 +1979,7 @@ struct FftLaunch {
       }
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) {
-        cx su = st.a[0][i];
-        FT_UNROLL
-        for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
-        tb_acc_out(ctx, tid, p, te + TT * i, cmulc(su, d[i]), acc, acc2);
-      }
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
     } else if constexpr (MP > 1) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
@@ -1993,12 +1996,7 @@ struct FftLaunch {
     } else {
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) {
-        cx su = st.a[0][i];
-        FT_UNROLL
-        for (int l = 1; l < L; ++l) su = cadd(su, st.a[l][i]);
-        tb_acc_out(ctx, tid, p, te + TT * i, su, acc, acc2);
-      }
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, slot_sum(st, i), acc, acc2);
     }
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
     st.ck2 = cadd(acc2, FT_SLD(CK_IDX + NT + tid));
