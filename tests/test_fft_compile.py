@@ -67,15 +67,24 @@ def test_nvcc_compiles_every_level_for_sm80_and_sm90(tmp_path):
     for (rel, arch), log in logs.items():
         if not re.search(r"_k\d+\.cu$", rel):
             continue
-        stacks = [int(x) for x in re.findall(r"(\d+) bytes stack frame", log)]
-        spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", log)]
-        # the register state is never demoted to local memory (a dynamic index would do that):
-        # any stack frame is spill space only
-        assert all(st <= sp + 16 for st, sp in zip(stacks, spills)), (rel, arch, log)
-        if "_none_" in rel:
-            assert max(spills, default=0) == 0, (rel, arch, log)
-        if "abft" in rel:
-            assert max(spills, default=0) <= 512, (rel, arch, log)
+        # per function: (name, stack frame, spill stores). The simultaneous two-sided-tb's rare path and
+        # recomputation are functions of their own (tb_rare_call, tb_again: a local State, the launch parameters
+        # by value); the kernels that call them keep the outgoing copies of those parameters (128 bytes each) and
+        # the registers saved around the calls (at most 255 x 4 bytes) on their stack, used only when a call is made
+        funcs = re.findall(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores", log)
+        assert funcs, (rel, arch, log)
+        calls = any("tb_again" in f or "tb_rare_call" in f for f, _, _ in funcs)
+        for fname, st, sp in funcs:
+            st, sp = int(st), int(sp)
+            if "tb_again" in fname or "tb_rare_call" in fname:
+                continue
+            # the register state is never demoted to local memory (a dynamic index would do that): any stack
+            # frame is spill space (and, in the kernels with those calls, their parameter copies) only
+            assert st <= sp + 16 + (2 * 128 + 255 * 4 if calls else 0), (rel, arch, fname, st, sp)
+            if "_none_" in rel:
+                assert sp == 0, (rel, arch, log)
+            if "abft" in rel:
+                assert sp <= 512, (rel, arch, log)
 
 
 def test_sass_of_the_unprotected_kernel(tmp_path):
