@@ -117,7 +117,7 @@ K_TB = 4.0  # two-sided-tb: ||sum u - W sum x|| vs K u sqrt(log2 R + 1) sqrt(R (
 # e2 = e o (-1)^popcount(k), against TB_PRE * K u sqrt(log2 R + 1) sqrt(R sum ||x||^2); a group above it goes to the rare path,
 # where the vector residual above decides (false alarms are the vector check's). One projection can nearly cancel
 # a fault spread over many outputs; both of two independent ones rarely do. The campaign of the one-level scalar
-# check (dc2b577, K = 12, e2 = e o (-1)^k, results/h100/fft/tbsim_withdrawn): missed significant faults scored
+# check (dc2b577, K = 12, e2 = e o (-1)^k, results/h100/fft/tbsim): missed significant faults scored
 # 0.27-0.96 of it (0.65-2.3 of this prefilter); clean blocks scored at most 0.27 (0.65)
 TB_PRE = 1.25
 K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
@@ -168,7 +168,6 @@ class LaunchPlan:
     level: str = "none"
     xw: int = 0  # columns exchanged per shared-memory round (0: all at once); filled by the planner
     minb: int = 0  # resident blocks per SM the kernel is compiled for (0: the automatic rule of min_blocks)
-    tbseq: bool = False  # two-sided-tb in the sequential design (see TB_SEQ_MAX_LOGN)
 
     @property
     def Mp(self) -> int:
@@ -199,11 +198,21 @@ class LaunchPlan:
         return self.G * self.T
 
     @property
+    def tbseq(self) -> bool:
+        """two-sided-tb in the sequential design (see TB_SEQ_MAX_LOGN)."""
+        return self.level == "two-sided-tb" and ilog2(self.N) <= TB_SEQ_MAX_LOGN
+
+    @property
+    def data_path_unprotected(self) -> bool:
+        """The unprotected kernel's data path: unprotected, or the simultaneous two-sided-tb (checks in registers)."""
+        return self.level == "none" or (self.level == "two-sided-tb" and not self.tbseq)
+
+    @property
     def seq(self) -> bool:
         """One-sided and the sequential two-sided-tb take a thread's L columns one after the other
         (registers: one column, the running right-side sums); the unprotected, thread and simultaneous
         threadblock levels hold all L at once."""
-        return self.level == "one-sided" or (self.level == "two-sided-tb" and self.tbseq)
+        return self.level == "one-sided" or self.tbseq
 
     @property
     def cpt(self) -> int:
@@ -240,7 +249,7 @@ class LaunchPlan:
         results/h100/fft/ab_pad: 2^13 0.906 -> 0.935 of cuFFT, the other sizes within +-0.7%). fp64 and
         the protected levels keep the swizzle: padded, fp64 2^20 lost 8% and two-sided-tb 5-17% at
         2^8-2^12 and 2^15-2^24 (the larger tile; the same run)."""
-        return ((self.level == "none" or (self.level == "two-sided-tb" and not self.tbseq)) and self.esize == 8 and self.T >= self.W
+        return (self.data_path_unprotected and self.esize == 8 and self.T >= self.W
                 and (not self.staged or self.staged_cols <= self.W))
 
     @property
@@ -320,7 +329,7 @@ class LaunchPlan:
         overrides it (ptxas then caps registers at 65536 / (minb * threads))."""
         if self.minb:
             return self.minb
-        target = 768 if ((self.level == "none" or (self.level == "two-sided-tb" and not self.tbseq)) and self.esize == 8) else 512
+        target = 768 if (self.data_path_unprotected and self.esize == 8) else 512
         return max(1, target // self.threads)
 
     def regs_estimate(self) -> int:
@@ -609,7 +618,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
     for i in range(nl):
         R = params[f"N{i + 1}"]
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
-                        minb=params.get("minb", 0), tbseq=level == "two-sided-tb" and logn <= TB_SEQ_MAX_LOGN)
+                        minb=params.get("minb", 0))
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R

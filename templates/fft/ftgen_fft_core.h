@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <vector>
+
 #ifdef FTGEN_EMU
 #include "ftgen_fft_emu.h"
 #define FT_HD
@@ -979,15 +981,15 @@ inline unsigned long long splitmix64_enc(unsigned long long k, int R) {
   return z ^ (z >> 31);
 }
 
-// e_k: unit-modulus random phases (the model's encoding_vectors; `salt` picks an independent sequence), v = W^T e
-// (W: DFT with sign)
+// e_k: unit-modulus random phases (the model's encoding_vectors), times (-1)^popcount(k) for two-sided-tb's second
+// encoding (thue_morse); v = W^T e (W: DFT with sign)
 inline void host_encoding(int R, int sign, double* e, double* v, bool thue_morse = false) {
   const long double two_pi = 6.283185307179586476925286766559005768L;
   long double* re = new long double[R];
   long double* im = new long double[R];
   for (int k = 0; k < R; ++k) {
     const long double ph = static_cast<long double>(splitmix64_enc(static_cast<unsigned long long>(k), R) >> 11) * 0x1.0p-53L;
-    const long double sg = (thue_morse && (__builtin_popcount(static_cast<unsigned>(k)) & 1)) ? -1.0L : 1.0L;
+    const long double sg = (thue_morse && (__builtin_popcount(static_cast<unsigned>(k)) & 1)) ? -1.0L : 1.0L;  // host code
     re[k] = sg * cosl(two_pi * ph);
     im[k] = sg * sinl(two_pi * ph);
     e[2 * k] = static_cast<double>(re[k]);
@@ -1030,27 +1032,41 @@ inline void host_encoding(int R, int sign, double* e, double* v, bool thue_morse
   delete[] im;
 }
 
-// the device tables of the encodings: kind 3 e (R values), kind 4 W^T e (R values) followed by the pairs
-// (W^T e, W^T e2)_k (2 R values, one 16-byte load per pair in fp32) of the second encoding e2_k = e_k (-1)^popc(k)
-// (two-sided-tb)
-inline void host_encoding_table(int R, int sign, bool want_v, double* out) {
-  double* e = new double[2 * R];
-  double* v = new double[2 * R];
-  double* v2 = new double[2 * R];
-  host_encoding(R, sign, e, v2, true);
-  host_encoding(R, sign, e, v, false);
-  for (int j = 0; j < 2 * R; ++j) out[j] = want_v ? v[j] : e[j];
-  if (want_v) {
-    for (int k = 0; k < R; ++k) {
-      out[2 * R + 4 * k] = v[2 * k];
-      out[2 * R + 4 * k + 1] = v[2 * k + 1];
-      out[2 * R + 4 * k + 2] = v2[2 * k];
-      out[2 * R + 4 * k + 3] = v2[2 * k + 1];
+// One table (the device tables of variant.cu, the emulator's): kind 0 w_M^j (j < M), 1/2 the hi/lo launch-twiddle
+// tables (split at bit aux), 3 the checksum encoding e (M values), 4 W^T e followed by the pairs (W^T e, W^T e2)_k
+// (2 M values: one 16-byte load per pair in fp32) of two-sided-tb's second encoding e2_k = e_k (-1)^popcount(k)
+template <class T>
+inline std::vector<cplx<T>> host_table(int kind, long long M, int aux, int sign) {
+  long long count = M, stride = 1;
+  if (kind == 1) {
+    count = M >> aux;
+    stride = 1ll << aux;
+  } else if (kind == 2) {
+    count = 1ll << aux;
+  } else if (kind == 4) {
+    count = 3 * M;
+  }
+  std::vector<double> h(2 * count);
+  if (kind <= 2) {
+    host_twiddles(M, sign, count, stride, h.data());
+  } else {
+    const int R = static_cast<int>(M);
+    std::vector<double> e(2 * R), v(2 * R), e2(2 * R), v2(2 * R);
+    host_encoding(R, sign, e.data(), v.data(), false);
+    for (int j = 0; j < 2 * R; ++j) h[j] = kind == 4 ? v[j] : e[j];
+    if (kind == 4) {
+      host_encoding(R, sign, e2.data(), v2.data(), true);
+      for (int k = 0; k < R; ++k) {
+        h[2 * R + 4 * k] = v[2 * k];
+        h[2 * R + 4 * k + 1] = v[2 * k + 1];
+        h[2 * R + 4 * k + 2] = v2[2 * k];
+        h[2 * R + 4 * k + 3] = v2[2 * k + 1];
+      }
     }
   }
-  delete[] e;
-  delete[] v;
-  delete[] v2;
+  std::vector<cplx<T>> c(count);
+  for (long long j = 0; j < count; ++j) c[j] = cplx<T>{static_cast<T>(h[2 * j]), static_cast<T>(h[2 * j + 1])};
+  return c;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1117,7 +1133,7 @@ struct FftLaunch {
     // reductions and decisions
     double red[NV];
     double score;
-    int bad, det, corr, unres, unres0, applied;
+    int bad, det, corr, unres, unres0;
     // fault injection (inject builds)
     int fkey;  // the planned fault: stage << 20 | column << 10 | slot; -1 none, -2 applied
   };
@@ -1255,8 +1271,7 @@ struct FftLaunch {
     return CPS > 1 || C0 + cc < p.total_cols;
   }
 
-  // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` (only column `only`
-  // when only >= 0) --------------------------------------------------------------------------
+  // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` (State::fkey) ---------
 
   // tile column of the thread's column slot `l` (simultaneous) or of step `l` (sequential)
   static FT_HD FT_INLINE int tile_col(int g, int l) { return SEQ ? l * G + g : g * L + l; }
@@ -1264,12 +1279,15 @@ struct FftLaunch {
   // sequential two-sided-tb running sums in shared memory: slot (which, i) of thread tid
   static FT_HD FT_INLINE int sum_idx(int which, int i, int tid) { return TILE_ELEMS + (which * NN + i) * NT + tid; }
 
+  // the thread's column of its planned fault (-1: none, or applied)
+  static FT_HD FT_INLINE int fault_col(const State& st) { return st.fkey >= 0 ? (st.fkey >> 10) & 1023 : -1; }
+
   // slots 0..LL-1 of st.a hold the thread's columns lbase .. lbase+LL-1
   template <int LL>
   static FT_HD FT_INLINE void hook(State& st, int tid, const LaunchParams<T>& p, long long blk, long long C0, int stage, int lbase) {
     if constexpr (INJECT) {
       if (st.fkey < 0) return;
-      const int fstage = st.fkey >> 20, fl = (st.fkey >> 10) & 1023, fe = st.fkey & 1023;
+      const int fstage = st.fkey >> 20, fl = fault_col(st), fe = st.fkey & 1023;
       if (fstage != stage || fl < lbase || fl >= lbase + LL) return;
       const int g = tid / TT, t = tid % TT;
       const int fi = p.fault_by_block[p.block_offset + blk];
@@ -1908,7 +1926,7 @@ struct FftLaunch {
   // and shares a 16-byte load with W^T e on the input side (an independent random e2 cost 5-15% more: 8bb8b91).
   template <class Ctx>
   static FT_HD FT_INLINE void tb_encode_in(Ctx& ctx, State& st, cx* sm, const LaunchParams<T>& p, int tid) {
-    (void)ctx, (void)st;
+    (void)ctx;
     const int t = tid % TT;
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
     T nr = T(0);
@@ -1987,7 +2005,7 @@ struct FftLaunch {
         outer_tw(p, C0 + tile_col(g, l), t, d);
         FT_UNROLL
         for (int i = 0; i < NN; ++i) st.a[l][i] = cmul(st.a[l][i], d[i]);
-        if (hooks && st.fkey >= 0 && ((st.fkey >> 10) & 1023) == l) hook<L>(st, tid, p, blk, C0, P, 0);
+        if (hooks && fault_col(st) == l) hook<L>(st, tid, p, blk, C0, P, 0);
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
           tb_acc_out(ctx, tid, p, te + TT * i, cmulc(st.a[l][i], d[i]), acc, acc2);
@@ -2205,190 +2223,188 @@ struct FftLaunch {
   template <class Ctx>
   static FT_HD FT_INLINE void tb_rare(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0) {
     const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
-    const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     if constexpr (TBSIM) {
-        // the right-side checksum column W sum_l x_l of every group, transformed only now (inputs re-read; the
-        // whole block takes part in the exchanges), and the exact check the prefilter stood for: the residual
-        // vector ||sum_l u_l - W sum_l x_l|| (outputs re-read, launch twiddles divided out) against
-        // K u sqrt(log2 R + 1) sqrt(R (sum ||x_l||^2 + ||sum x||^2)); a group it clears had no fault
-        FT_SYNC();  // the stores are visible to the block
-        FT_EACH_BEGIN
-        const int g = tid / TT, t = tid % TT;
-        double nsx = 0;
+      const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
+      // the right-side checksum column W sum_l x_l of every group, transformed only now (inputs re-read; the
+      // whole block takes part in the exchanges), and the exact check the prefilter stood for: the residual
+      // vector ||sum_l u_l - W sum_l x_l|| (outputs re-read, launch twiddles divided out) against
+      // K u sqrt(log2 R + 1) sqrt(R (sum ||x_l||^2 + ||sum x||^2)); a group it clears had no fault
+      FT_SYNC();  // the stores are visible to the block
+      FT_EACH_BEGIN
+      const int g = tid / TT, t = tid % TT;
+      double nsx = 0;
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) {
+        cx sx{T(0), T(0)};
+        FT_NOUNROLL
+        for (int l = 0; l < L; ++l) {
+          if (col_valid(p, C0, tile_col(g, l))) sx = cadd(sx, p.in[in_index(C0, tile_col(g, l), t + TT * i)]);
+        }
+        st.a[0][i] = sx;
+        nsx += double(cnorm2t(sx));
+      }
+      st.nsx = nsx;
+      FT_EACH_END
+      passes<1, false>(ctx, sts, sm, p, 0, C0, false, 0, 0.0);
+      FT_EACH_BEGIN
+      const int g = tid / TT, t = tid % TT;
+      double dvt = 0;
+      if (st.jloc == -1) {
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
-          cx sx{T(0), T(0)};
+          cx su{T(0), T(0)};
           FT_NOUNROLL
           for (int l = 0; l < L; ++l) {
-            if (col_valid(p, C0, tile_col(g, l))) sx = cadd(sx, p.in[in_index(C0, tile_col(g, l), t + TT * i)]);
+            if (!col_valid(p, C0, tile_col(g, l))) continue;
+            cx u = p.out[out_index(C0, tile_col(g, l), t + TT * i)];
+            if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
+            su = cadd(su, u);
           }
-          st.a[0][i] = sx;
-          nsx += double(cnorm2t(sx));
+          dvt += double(cnorm2t(csub(su, st.a[0][i])));
         }
-        st.nsx = nsx;
-        FT_EACH_END
-        passes<1, false>(ctx, sts, sm, p, 0, C0, false, 0, 0.0);
-        FT_EACH_BEGIN
-        const int g = tid / TT, t = tid % TT;
-        double dvt = 0;
-        if (st.jloc == -1) {
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) {
-            cx su{T(0), T(0)};
-            FT_NOUNROLL
-            for (int l = 0; l < L; ++l) {
-              if (!col_valid(p, C0, tile_col(g, l))) continue;
-              cx u = p.out[out_index(C0, tile_col(g, l), t + TT * i)];
-              if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
-              su = cadd(su, u);
-            }
-            dvt += double(cnorm2t(csub(su, st.a[0][i])));
-          }
-        }
-        st.red[0] = dvt;
-        st.red[1] = st.nsx;
-        FT_EACH_END
-        group_allsum<2>(ctx, sts, red);
-        FT_EACH_BEGIN
-        if (st.jloc == -1) {
-          const double dv = st.red[0], tau = kmult * scale * sqrt(st.vnx + st.red[1]);
-          const double sv = sqrt(dv) / tau, sc = sv < st.pre ? sv : st.pre;
-          if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-          if (dv <= tau * tau) st.jloc = -2;  // NaN-safe: a NaN residual stays a detection
-        }
-        FT_EACH_END
-    } else {
-      (void)kmult;  // sequential: W sum x is in st.a[0], the vector residual decided in the common path
+      }
+      st.red[0] = dvt;
+      st.red[1] = st.nsx;
+      FT_EACH_END
+      group_allsum<2>(ctx, sts, red);
+      FT_EACH_BEGIN
+      if (st.jloc == -1) {
+        const double dv = st.red[0], tau = kmult * scale * sqrt(st.vnx + st.red[1]);
+        const double sv = sqrt(dv) / tau, sc = sv < st.pre ? sv : st.pre;
+        if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+        if (dv <= tau * tau) st.jloc = -2;  // NaN-safe: a NaN residual stays a detection
+      }
+      FT_EACH_END
     }
-        // locate (rare path): the left-side checksums of the group's columns, e^T u_l (outputs
-        // re-read) against (W^T e)^T x_l (inputs re-read), by the non-finite mask or the quotient
-        // of their sums with weights 1 and l+1
-        FT_SYNC();  // the stores of all steps are visible to the block
-        FT_EACH_BEGIN
-        const int g = tid / TT, t = tid % TT;
+    // locate (rare path): the left-side checksums of the group's columns, e^T u_l (outputs
+    // re-read) against (W^T e)^T x_l (inputs re-read), by the non-finite mask or the quotient
+    // of their sums with weights 1 and l+1
+    FT_SYNC();  // the stores of all steps are visible to the block
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tid % TT;
+    FT_UNROLL
+    for (int v = 0; v < 4 + L; ++v) st.red[v] = 0;
+    if (st.jloc == -1) {
+      // loops kept rolled and twiddles per element: this path must not raise the register
+      // pressure of the kernel (it made ptxas spill values that live across the column steps)
+      cx r1{T(0), T(0)}, r2{T(0), T(0)};
+      FT_NOUNROLL
+      for (int l = 0; l < L; ++l) {
+        const int cc = tile_col(g, l);
+        cx so{T(0), T(0)}, si{T(0), T(0)};
+        int nf = 0;
+        if (col_valid(p, C0, cc)) {
+          FT_NOUNROLL
+          for (int i = 0; i < NN; ++i) {
+            const int k = t + TT * i;
+            cx u = p.out[out_index(C0, cc, k)];
+            if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + cc, t, i));
+            so = cadd(so, cmul(FT_TLD(p.enc_e, k), u));
+            nf += cfinite(u) ? 0 : 1;
+            si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
+          }
+        }
+        const cx sl = csub(so, si);
+        r1 = cadd(r1, sl);
+        r2 = cadd(r2, cscale(sl, T(l + 1)));
         FT_UNROLL
-        for (int v = 0; v < 4 + L; ++v) st.red[v] = 0;
-        if (st.jloc == -1) {
-          // loops kept rolled and twiddles per element: this path must not raise the register
-          // pressure of the kernel (it made ptxas spill values that live across the column steps)
-          cx r1{T(0), T(0)}, r2{T(0), T(0)};
-          FT_NOUNROLL
-          for (int l = 0; l < L; ++l) {
-            const int cc = tile_col(g, l);
-            cx so{T(0), T(0)}, si{T(0), T(0)};
-            int nf = 0;
-            if (col_valid(p, C0, cc)) {
-              FT_NOUNROLL
-              for (int i = 0; i < NN; ++i) {
-                const int k = t + TT * i;
-                cx u = p.out[out_index(C0, cc, k)];
-                if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + cc, t, i));
-                so = cadd(so, cmul(FT_TLD(p.enc_e, k), u));
-                nf += cfinite(u) ? 0 : 1;
-                si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
-              }
-            }
-            const cx sl = csub(so, si);
-            r1 = cadd(r1, sl);
-            r2 = cadd(r2, cscale(sl, T(l + 1)));
-            FT_UNROLL
-            for (int ll = 0; ll < L; ++ll) st.red[4 + ll] += (ll == l) ? double(nf) : 0.0;
-          }
-          st.red[0] = double(r1.x);
-          st.red[1] = double(r1.y);
-          st.red[2] = double(r2.x);
-          st.red[3] = double(r2.y);
+        for (int ll = 0; ll < L; ++ll) st.red[4 + ll] += (ll == l) ? double(nf) : 0.0;
+      }
+      st.red[0] = double(r1.x);
+      st.red[1] = double(r1.y);
+      st.red[2] = double(r2.x);
+      st.red[3] = double(r2.y);
+    }
+    FT_EACH_END
+    group_allsum<4 + L>(ctx, sts, red);
+    FT_EACH_BEGIN
+    if (st.jloc == -1) {
+      const double r1x = st.red[0], r1y = st.red[1], r2x = st.red[2], r2y = st.red[3];
+      int nf = 0, nfl = -1;
+      FT_UNROLL
+      for (int l = 0; l < L; ++l)
+        if (!(st.red[4 + l] == 0)) {
+          ++nf;
+          nfl = l;
         }
-        FT_EACH_END
-        group_allsum<4 + L>(ctx, sts, red);
-        FT_EACH_BEGIN
-        if (st.jloc == -1) {
-          const double r1x = st.red[0], r1y = st.red[1], r2x = st.red[2], r2y = st.red[3];
-          int nf = 0, nfl = -1;
-          FT_UNROLL
-          for (int l = 0; l < L; ++l)
-            if (!(st.red[4 + l] == 0)) {
-              ++nf;
-              nfl = l;
-            }
-          if (nf == 1) {
-            st.jloc = nfl;
-          } else if (nf == 0) {
-            const double den = r1x * r1x + r1y * r1y;
-            const double qr = (r2x * r1x + r2y * r1y) / den, qi = (r2y * r1x - r2x * r1y) / den;
-            if (qr == qr && qi == qi && qr > 0.5 && qr < L + 0.5) {
-              const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
-              if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) st.jloc = jj;
-            }
-          }
+      if (nf == 1) {
+        st.jloc = nfl;
+      } else if (nf == 0) {
+        const double den = r1x * r1x + r1y * r1y;
+        const double qr = (r2x * r1x + r2y * r1y) / den, qi = (r2y * r1x - r2x * r1y) / den;
+        if (qr == qr && qi == qi && qr > 0.5 && qr < L + 0.5) {
+          const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
+          if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) st.jloc = jj;
         }
-        FT_EACH_END
-        // delayed correction of the located column j (already stored): the replacement
-        // d_j (W sum x - sum_{l != j} u_l), with the other columns re-read (no cancellation
-        // against a huge faulty value), verified with column j's own left checksum
-        FT_EACH_BEGIN
-        const int g = tid / TT, t = tid % TT;
-        st.red[0] = st.red[1] = 0;
-        if (st.jloc >= 0) {
-          const int j = launder(st.jloc);
-          const int cj = tile_col(g, j);
-          cx accs{T(0), T(0)}, inj{T(0), T(0)};
-          FT_UNROLL
-          for (int i = 0; i < NN; ++i) {
-            const int k = t + TT * i;
-            cx others{T(0), T(0)};
-            FT_NOUNROLL
-            for (int l = 0; l < L; ++l) {
-              if (l == j || !col_valid(p, C0, tile_col(g, l))) continue;
-              cx u = p.out[out_index(C0, tile_col(g, l), k)];
-              if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
-              others = cadd(others, u);
-            }
-            const cx fixed = csub(st.a[0][i], others);
-            st.a[0][i] = fixed;  // the sum is spent: keep the replacement
-            accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
-          }
-          // column j's left input checksum (inputs re-read)
-          FT_NOUNROLL
-          for (int i = 0; i < NN; ++i) {
-            const int k = t + TT * i;
-            inj = cadd(inj, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cj, k)]));
-          }
-          const cx sj = csub(accs, inj);
-          st.red[0] = double(sj.x);
-          st.red[1] = double(sj.y);
+      }
+    }
+    FT_EACH_END
+    // delayed correction of the located column j (already stored): the replacement
+    // d_j (W sum x - sum_{l != j} u_l), with the other columns re-read (no cancellation
+    // against a huge faulty value), verified with column j's own left checksum
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tid % TT;
+    st.red[0] = st.red[1] = 0;
+    if (st.jloc >= 0) {
+      const int j = launder(st.jloc);
+      const int cj = tile_col(g, j);
+      cx accs{T(0), T(0)}, inj{T(0), T(0)};
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) {
+        const int k = t + TT * i;
+        cx others{T(0), T(0)};
+        FT_NOUNROLL
+        for (int l = 0; l < L; ++l) {
+          if (l == j || !col_valid(p, C0, tile_col(g, l))) continue;
+          cx u = p.out[out_index(C0, tile_col(g, l), k)];
+          if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + tile_col(g, l), t, i));
+          others = cadd(others, u);
         }
-        FT_EACH_END
-        group_allsum<2>(ctx, sts, red);
-        FT_EACH_BEGIN
-        const int g = tid / TT, t = tid % TT;
-        if (st.jloc != -2) {
-          bool ok = st.jloc >= 0;
-          if (ok) {
-            const double tau1 = C::K1S * scale * sqrt(st.vnx);
-            ok = st.red[0] * st.red[0] + st.red[1] * st.red[1] <= tau1 * tau1;
-          }
-          if (ok && !(p.flags & kNoCorrect)) {
-            const int cc = tile_col(g, st.jloc);
-            FT_UNROLL
-            for (int i = 0; i < NN; ++i) {
-              cx v = st.a[0][i];
-              if constexpr (MP > 1) v = cmul(v, outer_tw_elem(p, C0 + cc, t, i));
-              p.out[out_index(C0, cc, t + TT * i)] = v;
-            }
-            if (t == 0) {
-              st.det = 1;
-              st.corr = 1;
-            }
-          } else {
-            st.bad = 1;
-            if (t == 0) {
-              st.det = 1;
-              st.unres = 1;
-            }
-          }
+        const cx fixed = csub(st.a[0][i], others);
+        st.a[0][i] = fixed;  // the sum is spent: keep the replacement
+        accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
+      }
+      // column j's left input checksum (inputs re-read)
+      FT_NOUNROLL
+      for (int i = 0; i < NN; ++i) {
+        const int k = t + TT * i;
+        inj = cadd(inj, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cj, k)]));
+      }
+      const cx sj = csub(accs, inj);
+      st.red[0] = double(sj.x);
+      st.red[1] = double(sj.y);
+    }
+    FT_EACH_END
+    group_allsum<2>(ctx, sts, red);
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tid % TT;
+    if (st.jloc != -2) {
+      bool ok = st.jloc >= 0;
+      if (ok) {
+        const double tau1 = C::K1S * scale * sqrt(st.vnx);
+        ok = st.red[0] * st.red[0] + st.red[1] * st.red[1] <= tau1 * tau1;
+      }
+      if (ok && !(p.flags & kNoCorrect)) {
+        const int cc = tile_col(g, st.jloc);
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) {
+          cx v = st.a[0][i];
+          if constexpr (MP > 1) v = cmul(v, outer_tw_elem(p, C0 + cc, t, i));
+          p.out[out_index(C0, cc, t + TT * i)] = v;
         }
-        FT_EACH_END
+        if (t == 0) {
+          st.det = 1;
+          st.corr = 1;
+        }
+      } else {
+        st.bad = 1;
+        if (t == 0) {
+          st.det = 1;
+          st.unres = 1;
+        }
+      }
+    }
+    FT_EACH_END
   }
 
 #ifndef FTGEN_EMU

@@ -45,26 +45,10 @@ const SizeInfo* find_size(long long n) {
   return nullptr;
 }
 
-// One device table: kind 0 w_R^j (j < M), 1/2 the hi/lo launch-twiddle tables (split at bit
-// aux), 3/4 the checksum encodings e (M values) / W^T e followed by the pairs (W^T e, W^T e2) (3 M values).
+// One device table (ftfft::host_table: the kinds are listed there).
 cudaError_t make_table(int kind, long long M, int aux, const void** out) {
-  long long count = M, stride = 1;
-  if (kind == 1) {
-    count = M >> aux;
-    stride = 1ll << aux;
-  } else if (kind == 2) {
-    count = 1ll << aux;
-  } else if (kind == 4) {
-    count = 3 * M;
-  }
-  std::vector<double> h(2 * count);
-  if (kind <= 2) {
-    ftfft::host_twiddles(M, kSign, count, stride, h.data());
-  } else {
-    ftfft::host_encoding_table(static_cast<int>(M), kSign, kind == 4, h.data());
-  }
-  std::vector<ftfft::cplx<T>> c(count);
-  for (long long j = 0; j < count; ++j) c[j] = ftfft::cplx<T>{static_cast<T>(h[2 * j]), static_cast<T>(h[2 * j + 1])};
+  const std::vector<ftfft::cplx<T>> c = ftfft::host_table<T>(kind, M, aux, kSign);
+  const size_t count = c.size();
   void* d = nullptr;
   cudaError_t err = cudaMalloc(&d, count * sizeof(ftfft::cplx<T>));
   if (err != cudaSuccess) return err;
