@@ -20,11 +20,11 @@ if TYPE_CHECKING:  # pragma: no cover
 # Enumerations shared by all families (name tables in the manner of cutlass_library).
 # --------------------------------------------------------------------------------------------
 
-PRECISIONS = ("fp32", "fp64", "tf32", "fp16", "bf16")
-PRECISION_TAG = {"fp32": "f32", "fp64": "f64", "tf32": "tf32", "fp16": "f16", "bf16": "bf16"}
-PRECISION_CTYPE = {"fp32": "float", "fp64": "double", "tf32": "float", "fp16": "__half", "bf16": "__nv_bfloat16"}
+PRECISIONS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16")
+PRECISION_TAG = {"fp32": "f32", "fp64": "f64", "tf32": "tf32", "tf32x3": "tf32x3", "fp16": "f16", "bf16": "bf16"}
+PRECISION_CTYPE = {"fp32": "float", "fp64": "double", "tf32": "float", "tf32x3": "float", "fp16": "__half", "bf16": "__nv_bfloat16"}
 # Unit roundoff of the arithmetic each precision accumulates in (used by tolerances and thresholds).
-UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp64": 2.0**-53, "tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp64": 2.0**-53, "tf32": 2.0**-11, "tf32x3": 2.0**-23, "fp16": 2.0**-11, "bf16": 2.0**-8}
 
 SCHEMES = ("none", "abft", "tmr", "dmr")
 CORRECT_MODES = ("online", "detect")

@@ -38,7 +38,7 @@ from .base import (
 )
 
 SIMT_PRECISIONS = ("fp32", "fp64")
-CUTLASS_PRECISIONS = ("tf32", "fp16", "bf16", "fp64")
+CUTLASS_PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16", "fp64")
 
 SIMT_PARAMS = (
     Param("m_tb", int, (128,), "threadblock tile rows", check=power_of_two),
@@ -164,7 +164,7 @@ class GemmFamily(Family):
     name = "gemm"
     description = "C = alpha*A@B + beta*C; SIMT kernels (seed 000) with fused ABFT, CUTLASS tensor-op kernels with TMR (seed 004)"
     shape_keys = ("m", "n", "k")
-    precisions = ("fp32", "fp64", "tf32", "fp16", "bf16")
+    precisions = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16")
     schemes = {"none": (), "abft": ABFT_LEVELS, "tmr": TMR_LEVELS}
     default_shapes = ({"m": 4096, "n": 4096, "k": 4096}, {"m": 1000, "n": 1234, "k": 777})
     campaign_shape = {"m": 512, "n": 512, "k": 1024}  # many trials: small enough, K deep enough

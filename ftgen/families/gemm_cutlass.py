@@ -1,6 +1,8 @@
 """``gemm`` CUTLASS tensor-op backend, with triple modular redundancy (TMR, seed 004).
 
-Precisions: ``tf32`` (fp32 data, TF32 tensor cores, fp32 accumulation), ``fp16`` and ``bf16``
+Precisions: ``tf32`` (fp32 data, TF32 tensor cores, fp32 accumulation), ``tf32x3`` (fp32 data split into
+big + small TF32 halves, three MMAs per product -- CUTLASS's OpMultiplyAddFastF32 -- for fp32 accuracy,
+compared with cuBLAS SGEMM), ``fp16`` and ``bf16``
 (16-bit data and output, fp32 accumulation), ``fp64`` (DMMA). The unprotected kernel of every
 variant is a CUTLASS 2.x ``cutlass::gemm::device::Gemm`` (sm_80 multistage mainloop, which also
 runs on sm_90) whose C++ declaration is emitted by ``cutlass_library`` from a ``MathInstruction``,
@@ -92,7 +94,7 @@ from .base import (
 # Parameters
 # --------------------------------------------------------------------------------------------
 
-PRECISIONS = ("tf32", "fp16", "bf16", "fp64")
+PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16", "fp64")
 TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
 COPIES = 3
 
@@ -118,6 +120,7 @@ PARAMS = (
 # the gemm family uses PARAMS unless it asks this module (see the report to the gemm owner).
 _PREC_DEFAULTS = {
     "tf32": {},
+    "tf32x3": {},
     "fp16": {"inst_k": 16, "align": 8},
     "bf16": {"inst_k": 16, "align": 8},
     "fp64": {"tb_m": 64, "tb_n": 64, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_k": 4, "align": 1},
@@ -140,12 +143,13 @@ def param_defs(precision: str, protection: Protection) -> tuple[Param, ...]:
 
 INSTRUCTIONS = {
     "tf32": ((16, 8, 8),),
+    "tf32x3": ((16, 8, 8),),
     "fp16": ((16, 8, 16), (16, 8, 8)),
     "bf16": ((16, 8, 16), (16, 8, 8)),
     "fp64": ((8, 8, 4),),
 }
-ELEM_BITS = {"tf32": 32, "fp16": 16, "bf16": 16, "fp64": 64}
-ACC_WORDS = {"tf32": 1, "fp16": 1, "bf16": 1, "fp64": 2}  # 32-bit registers per accumulator element
+ELEM_BITS = {"tf32": 32, "tf32x3": 32, "fp16": 16, "bf16": 16, "fp64": 64}
+ACC_WORDS = {"tf32": 1, "tf32x3": 1, "fp16": 1, "bf16": 1, "fp64": 2}  # 32-bit registers per accumulator element
 # the co-residency bound of cooperative grids is checked against the per-architecture limits of base.py
 # (SMEM_PER_BLOCK, SMEM_PER_SM, MAX_SMS, MAX_THREADS_PER_SM, REGS_PER_SM) and again at run time
 MAX_REGS = 255
@@ -189,8 +193,8 @@ class Geometry:
         if self.precision == "fp64":
             a_regs, b_regs = (wm // 8) * 2, (wn // 8) * 2
         else:
-            per_a = 4 if (self.precision == "tf32" or ik == 16) else 2
-            per_b = 2 if (self.precision == "tf32" or ik == 16) else 1
+            per_a = 4 if (self.precision in ("tf32", "tf32x3") or ik == 16) else 2
+            per_b = 2 if (self.precision in ("tf32", "tf32x3") or ik == 16) else 1
             a_regs, b_regs = (wm // 16) * per_a, (wn // 8) * per_b
         return acc + 2 * (a_regs + b_regs) + 40
 
@@ -215,7 +219,8 @@ def protection_ok(precision: str, protection: Protection) -> str | None:
     if precision not in PRECISIONS:
         return (
             f"the CUTLASS tensor-op backend (needed for {protection.scheme}) takes precision tf32 "
-            f"(fp32 data on TF32 tensor cores), fp16, bf16 or fp64, not {precision}"
+            f"(fp32 data on TF32 tensor cores), tf32x3 (fp32 data, three TF32 MMAs: fp32 accuracy), fp16, bf16 or "
+            f"fp64, not {precision}"
         )
     if protection.scheme == "none":
         return None
@@ -351,8 +356,16 @@ def kernel_name(v: Variant) -> str:
 U32_RN = 2.0**-24  # fp32, round to nearest
 U32_RZ = 2.0**-23  # fp32 with truncation (tensor-core accumulation of fp32 sums)
 U64 = 2.0**-53
-U_OUT = {"tf32": 0.0, "fp16": 2.0**-11, "bf16": 2.0**-8, "fp64": 0.0}
-U_IN = {"tf32": 2.0**-11, "fp16": 0.0, "bf16": 0.0, "fp64": 0.0}
+U_OUT = {"tf32": 0.0, "tf32x3": 0.0, "fp16": 2.0**-11, "bf16": 2.0**-8, "fp64": 0.0}
+U_IN = {"tf32": 2.0**-11, "tf32x3": 0.0, "fp16": 0.0, "bf16": 0.0, "fp64": 0.0}
+
+
+# tf32x3 (CUTLASS's OpMultiplyAddFastF32): a = big + small with big = tf32(a) toward zero, so
+# |a - big| < 2^-10 |a|, and small = tf32(a - big) to nearest, |a - big - small| <= 2^-21 |a|; the tensor
+# cores add big*big + big*small + small*big (three MMAs per k-block) and drop small*small:
+# |ab - that| <= 2^-21 |a||b| + 2^-21 |a||b| + 2^-20 |a||b| = 2^-19 |a||b| per product.
+U_SPLIT = {"tf32x3": 2.0**-19}
+MMAS_PER_BLOCK = {"tf32x3": 3}
 
 
 def tolerance_terms(precision: str, inst_k: int) -> dict:
@@ -364,6 +377,8 @@ def tolerance_terms(precision: str, inst_k: int) -> dict:
         "u_epi": U64 if fp64 else U32_RN,
         "u_out": U_OUT[precision],
         "u_in": U_IN[precision],
+        "u_split": U_SPLIT.get(precision, 0.0),
+        "mmas": MMAS_PER_BLOCK.get(precision, 1),
         "inst_k": inst_k,
     }
 
@@ -384,7 +399,10 @@ def tolerance(precision: str, k: int, inst_k: int) -> float:
     * reference: gamma_k(2^-24) (fp64: gamma_k(2^-53));
     * epilogues alpha*acc + beta*c of both: 2 roundings each, 4 u;
     * the kernel's 16-bit output: one rounding u_out = 2^-11 (fp16) / 2^-8 (bf16) relative to |C| <= s;
-    * s itself is an fp32 GEMM on |A_r|, |B_r|: divided by 1 - gamma_k(2^-24).
+    * s itself is an fp32 GEMM on |A_r|, |B_r|: divided by 1 - gamma_k(2^-24);
+    * tf32x3 (fp32 data, three TF32 MMAs per k-block, reference on the fp32 data itself): each of
+      the 3 MMAs of a block truncates the partial sum once more (3 blocks per block in the count
+      above), and the split drops at most 2^-19 |a||b| per product (U_SPLIT), i.e. 2^-19 relative to s.
 
     No term for input rounding: it is the same in kernel and reference. Against the unrounded fp32
     product, tf32 adds 2 u_in + u_in^2 with u_in = 2^-11 (round to nearest): :func:`tolerance_fp32`.
@@ -392,10 +410,10 @@ def tolerance(precision: str, k: int, inst_k: int) -> float:
     t = tolerance_terms(precision, inst_k)
     k = max(int(k), 1)
     blocks = -(-k // max(inst_k, 1))
-    acc = (k + blocks + inst_k + 1) * t["u_acc"]
+    acc = (k + t["mmas"] * blocks + inst_k + 1) * t["u_acc"]
     ref = k * t["u_ref"] / (1.0 - k * t["u_ref"])
     scale = 1.0 - k * t["u_ref"] / (1.0 - k * t["u_ref"])
-    return (acc + ref + 4.0 * t["u_epi"] + t["u_out"]) / scale
+    return (acc + ref + 4.0 * t["u_epi"] + t["u_out"] + t["u_split"]) / scale
 
 
 def tolerance_fp32(precision: str, k: int, inst_k: int) -> float:
@@ -586,11 +604,12 @@ def _model_levels(compute, level, correct, out_copy, counters):
 
 _CTYPES = {  # (A/B element, C element, accumulator, epilogue compute) as CUTLASS types
     "tf32": ("float", "float", "float", "float"),
+    "tf32x3": ("float", "float", "float", "float"),
     "fp16": ("cutlass::half_t", "cutlass::half_t", "float", "float"),
     "bf16": ("cutlass::bfloat16_t", "cutlass::bfloat16_t", "float", "float"),
     "fp64": ("double", "double", "double", "double"),
 }
-_BENCH_TYPES = {"tf32": "float", "fp16": "__half", "bf16": "__nv_bfloat16", "fp64": "double"}
+_BENCH_TYPES = {"tf32": "float", "tf32x3": "float", "fp16": "__half", "bf16": "__nv_bfloat16", "fp64": "double"}
 LEVEL_ENUM = {"none": 0, "kernel": 1, "threadblock": 2, "multikernel": 3, "cooperative": 4}
 
 
@@ -609,10 +628,12 @@ def cutlass_operation(v: Variant, alias: str, align: int, align_c: int) -> str:
     """C++ declaration ``using <alias> = cutlass::gemm::device::Gemm<...>;`` emitted by cutlass_library."""
     lib, gop = _library()
     g = Geometry(v)
-    dt = {"tf32": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16, "fp64": lib.DataType.f64}[v.precision]
+    dt = {"tf32": lib.DataType.f32, "tf32x3": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16, "fp64": lib.DataType.f64}[v.precision]
     acc = lib.DataType.f64 if v.precision == "fp64" else lib.DataType.f32
     mma_in = lib.DataType.tf32 if v.precision == "tf32" else dt
-    math_inst = lib.MathInstruction(list(g.inst), mma_in, mma_in, acc, lib.OpcodeClass.TensorOp, lib.MathOperation.multiply_add)
+    # tf32x3: fp32 operands split into big + small tf32 halves, three MMAs (OpMultiplyAddFastF32)
+    math_op = lib.MathOperation.multiply_add_fast_f32 if v.precision == "tf32x3" else lib.MathOperation.multiply_add
+    math_inst = lib.MathInstruction(list(g.inst), mma_in, mma_in, acc, lib.OpcodeClass.TensorOp, math_op)
     tile = lib.TileDescription(list(g.tb), g.stages, list(g.warp_count), math_inst, 80, 1024)
     lay = {"row": lib.LayoutType.RowMajor, "col": lib.LayoutType.ColumnMajor}
     a = lib.TensorDescription(dt, lay[g.layout_a], align)
