@@ -97,6 +97,12 @@ from .base import (
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16", "fp64")
 TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
 COPIES = 3
+# Threadblock ABFT (templates/gemm/cutlass_abft.cuh): the SIMT threadblock level's rules (gemm.abft_*),
+# with the tensor cores' truncating fp32 accumulation as the unit roundoff (2^-23) and the SIMT level's
+# lambda; the campaigns in results/<gpu>/gemm/ measure the margin (largest clean score).
+ABFT_PRECISIONS = ("tf32x3",)
+ABFT_LAMBDA = 2.0
+ABFT_UNIT = 2.0**-23
 
 PARAMS = (
     Param("tb_m", int, (128,), "threadblock tile rows", check=power_of_two),
@@ -169,7 +175,7 @@ class Geometry:
         self.layout_a, self.layout_b = p["layout_a"], p["layout_b"]
         self.coop_teams = p["coop_teams"]
         prot = v.protection
-        self.level = prot.level if prot.scheme == "tmr" else "none"
+        self.level = prot.level if prot.scheme == "tmr" else ("abft" if prot.scheme == "abft" else "none")
         self.interval = prot.interval
         self.copies_in_block = COPIES if self.level == "threadblock" else 1
         self.elem_bits = ELEM_BITS[v.precision]
@@ -224,8 +230,18 @@ def protection_ok(precision: str, protection: Protection) -> str | None:
         )
     if protection.scheme == "none":
         return None
+    if protection.scheme == "abft":
+        if precision not in ABFT_PRECISIONS:
+            return f"abft on the CUTLASS backend is implemented for {', '.join(ABFT_PRECISIONS)}, not {precision}"
+        if protection.level != "threadblock":
+            return f"abft on the CUTLASS backend has level threadblock only, not {protection.level!r}"
+        if protection.interval < 1:
+            return f"interval {protection.interval} must be at least 1 (k-iterations between verifications)"
+        return None
     if protection.scheme != "tmr":
-        return f"scheme {protection.scheme!r} is not implemented by the CUTLASS backend (it offers none and tmr)"
+        return f"scheme {protection.scheme!r} is not implemented by the CUTLASS backend (it offers none, tmr and abft)"
+    if precision == "tf32x3":
+        return "tmr is not implemented for tf32x3 (its staged accumulation); use tf32, fp16, bf16 or fp64, or abft"
     if protection.level not in TMR_LEVELS:
         return f"level {protection.level!r} is not a tmr level (allowed: {', '.join(TMR_LEVELS)})"
     if protection.correct != "online":
@@ -309,6 +325,12 @@ def constraints(v: Variant) -> list[str]:
             f"use fewer warps per threadblock"
         )
     lvl = g.level
+    if lvl == "abft":
+        if g.threads % g.tb[0] or g.tb[2] % max(1, g.threads // g.tb[0]):
+            r.append(
+                f"abft: the {g.tb[0]} rows of the tile split over {g.threads} threads by k: threads must be a "
+                f"multiple of tb_m and tb_k={g.tb[2]} a multiple of threads/tb_m"
+            )
     if lvl == "kernel" and g.interval != 1:
         r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
     if g.coop_teams and lvl != "cooperative":
@@ -333,6 +355,7 @@ CONSTRAINT_DOCS = [
     "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
     "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
     "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
+    "cutlass abft: precision tf32x3, level threadblock; threads a multiple of tb_m, tb_k a multiple of threads/tb_m",
 ]
 
 
@@ -610,7 +633,7 @@ _CTYPES = {  # (A/B element, C element, accumulator, epilogue compute) as CUTLAS
     "fp64": ("double", "double", "double", "double"),
 }
 _BENCH_TYPES = {"tf32": "float", "tf32x3": "float", "fp16": "__half", "bf16": "__nv_bfloat16", "fp64": "double"}
-LEVEL_ENUM = {"none": 0, "kernel": 1, "threadblock": 2, "multikernel": 3, "cooperative": 4}
+LEVEL_ENUM = {"none": 0, "kernel": 1, "threadblock": 2, "multikernel": 3, "cooperative": 4, "abft": 5}
 
 
 def _library():
@@ -676,6 +699,10 @@ def template_context(family, v: Variant) -> dict:
         "BenchT": _BENCH_TYPES[v.precision],
         "tol": t,
         "max_attempts": MAX_ATTEMPTS,
+        "abft_unit": repr(ABFT_LAMBDA * ABFT_UNIT),
+        "abft_fixed": repr(float(v.protection.threshold)) if v.protection.threshold != "auto" else "0.0",
+        "abft_online": 1 if v.protection.correct == "online" else 0,
+        "copies": 1 if g.level == "abft" else COPIES,
         "row_a": g.layout_a == "row",
         "row_b": g.layout_b == "row",
     }

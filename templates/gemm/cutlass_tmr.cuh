@@ -45,7 +45,7 @@ namespace ftgen_tmr {
 #define FTGEN_TMR_INJECT 0
 #endif
 
-enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4 };
+enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4, kLevelAbft = 5 };
 constexpr int kCopies = 3;
 constexpr int kMaxAttempts = 3;  // computations of a tile: the first and at most two recomputations (gemm_cutlass.MAX_ATTEMPTS)
 
@@ -235,7 +235,11 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
   static int const kIterationsB = IteratorB::ThreadMap::Iterations::kCount;
   static int const kAccessesPerGroupA = (kIterationsA + kWarpGemmIterations - 1) / kWarpGemmIterations;
   static int const kAccessesPerGroupB = (kIterationsB + kWarpGemmIterations - 1) / kWarpGemmIterations;
-  static_assert(!cutlass::arch::detail::UseStagedAccumulation<Operator>::value, "staged accumulation is not supported");
+  // Staged accumulation (tf32x3, OpMultiplyAddFastF32): each k-iteration's MMAs go into a zeroed fragment
+  // that is then added to the accumulators (short truncating fp32 chains). CUTLASS adds it after the first
+  // k-group of the next k-iteration; here it is added at the end of the k-iteration itself (same chain
+  // lengths and cost), so the accumulators are complete whenever the hook runs.
+  static bool const kStaged = cutlass::arch::detail::UseStagedAccumulation<Operator>::value;
   static_assert(kClear != cutlass::gemm::SharedMemoryClearOption::kClearLastStage, "kClearLastStage is not supported");
   static_assert(kStages >= 3, "multistage pipeline");
 
@@ -245,6 +249,7 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
     typename Operator::TransformedFragmentA tA[2];
     typename Operator::FragmentB loaded_B[2];
     typename Operator::TransformedFragmentB tB[2];
+    FragmentC staged[kStaged ? kCopies_ : 1];
   };
 
   Operator warp_mma_;
@@ -358,7 +363,11 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
       // The same fragments feed every copy: shared-memory and global loads are not repeated.
       CUTLASS_PRAGMA_UNROLL
       for (int c = 0; c < kNumCopies; ++c) {
-        warp_mma_(accum[c], pipe.tA[warp_mma_k % 2], pipe.tB[warp_mma_k % 2], accum[c]);
+        if constexpr (kStaged) {
+          warp_mma_(pipe.staged[c], pipe.tA[warp_mma_k % 2], pipe.tB[warp_mma_k % 2], pipe.staged[c]);
+        } else {
+          warp_mma_(accum[c], pipe.tA[warp_mma_k % 2], pipe.tB[warp_mma_k % 2], accum[c]);
+        }
       }
       if (warp_mma_k < kWarpGemmIterations - 1) {
         copy_tiles_and_advance(iterator_A, iterator_B, warp_mma_k * kAccessesPerGroupA, warp_mma_k * kAccessesPerGroupB);
@@ -379,6 +388,14 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
                             pipe.loaded_B[(warp_mma_k + 1) % 2]);
       }
     }
+    if constexpr (kStaged) {
+      cutlass::plus<FragmentC> plus_accum;
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < kNumCopies; ++c) {
+        accum[c] = plus_accum(accum[c], pipe.staged[c]);
+        pipe.staged[c].clear();
+      }
+    }
   }
 
   // Run `gemm_k_iterations` k-iterations from the iterators' positions. After k-iteration `it`
@@ -390,9 +407,26 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
   template <class Check, class Slow>
   CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
                           Check&& check, Slow&& slow) {
+    run(gemm_k_iterations, accum, iterator_A, iterator_B, [] {}, check, slow);
+  }
+
+  // The stage the next k-iteration reads: inside `check(it, ...)` it holds k-iteration it + 1's tiles,
+  // complete and visible to the whole block, and no thread overwrites it before the end of that
+  // k-iteration (the loads issued during k-iteration it + 1 go to the stage k-iteration it read).
+  CUTLASS_DEVICE int read_stage() const { return smem_read_stage_idx_; }
+
+  // As run() above; `pre()` runs once the first k-iteration's tiles are in shared memory (read_stage()).
+  template <class Pre, class Check, class Slow>
+  CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
+                          Pre&& pre, Check&& check, Slow&& slow) {
     prologue(iterator_A, iterator_B, gemm_k_iterations);
     gmem_wait();
+    pre();
     PipeState pipe;
+    if constexpr (kStaged) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int c = 0; c < kNumCopies; ++c) pipe.staged[c].clear();
+    }
     iterator_A.clear_mask(gemm_k_iterations == 0);
     iterator_B.clear_mask(gemm_k_iterations == 0);
     this->warp_tile_iterator_A_.set_kgroup_index(0);
@@ -492,7 +526,7 @@ CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile);
 template <class P>
 CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid);
 template <class K, class Frag, class P>
-CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn);
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units = kCopies);
 
 #if FTGEN_TMR_INJECT
 // The copy whose output is kept for a tile when correction is off: the copy a planned fault
@@ -521,7 +555,7 @@ CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid) {
 // Apply planned fault `fidx` to accumulator element f.elem of this thread's copy and record it.
 // Selects instead of indexing keep the fragment in registers.
 template <class K, class Frag, class P>
-CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn) {
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units) {
   using E = typename Frag::Element;
   const ftgen::FaultSpec f = t.faults[fidx];
   E before = E(0);
@@ -536,7 +570,7 @@ CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int c
   AccLayout<typename K::Operator>::coord(lane, f.elem, r, c);
   ftgen::FaultRecord rec;
   rec.applied = 1;
-  rec.block = tile * kCopies + copy;
+  rec.block = tile * units + copy;  // FaultSpec.block: (tile, copy) units, `units` per tile (ABFT: 1)
   rec.thread = threadIdx.x;
   rec.elem = f.elem;
   rec.step = f.step;
@@ -1388,6 +1422,8 @@ __global__ void repack_kernel(const T* src, long long ld_src, T* dst, long long 
   }
 }
 
+#include "cutlass_abft.cuh"  // threadblock ABFT on the same components (kLevelAbft)
+
 // ==============================================================================================
 // Host side
 // ==============================================================================================
@@ -1481,9 +1517,16 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, total = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
+};
+
+// Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
+struct AbftConfig {
+  float unit = 0.f;   // lambda * u
+  float fixed = 0.f;  // > 0: fixed threshold
+  int online = 1;     // correct: online (1) or detect (0)
 };
 
 // The problem as the level runners see it (operands possibly replaced by padded copies).
@@ -1506,6 +1549,7 @@ struct Prepared {
   const int* fault_by_block;
   const ftgen::FaultSpec* faults;
   ftgen::FaultRecord* records;
+  AbftConfig abft;
 };
 
 // Everything one level needs for one CUTLASS GEMM type.
@@ -1525,6 +1569,7 @@ struct Runner {
   static int const kSmemCoop = int(sizeof(CoopStorage<K, MLZfill>));
   static int const kSmemRecompute = int(sizeof(RecomputeStorage<K, MLCopy>));
   static int const kSmemTb = int(sizeof(SharedStorage<K, MLTb>));
+  static int const kSmemAbft = int(sizeof(AbftStorage<K, MLCopy>));
 
   static cutlass::gemm::GemmCoord tiled(int m, int n, int k) {
     typename K::Swizzle sw;
@@ -1807,6 +1852,33 @@ struct Runner {
   }
 
   // Co-resident blocks of the cooperative kernel on this device (0 on error); cached per device.
+  // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
+  static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
+    float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
+    const int strips = q.lay.tiles_n;
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    const long long threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
+    abft_enc_kernel<EB, kRowB><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(static_cast<const EB*>(q.B), q.ldb, q.k, q.n,
+                                                                                          K::Shape::kN, strips, enc);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    auto kernel = abft_kernel<K, kInject>;
+    static bool attr = false;
+    if (!attr) {
+      e = set_smem(kernel, kSmemAbft);
+      if (e != cudaSuccess) return e;
+      attr = true;
+    }
+    AbftParams<K> ap;
+    ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
+    ap.enc = enc;
+    ap.unit = q.abft.unit;
+    ap.fixed = q.abft.fixed;
+    ap.online = q.abft.online;
+    kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
+    return cudaGetLastError();
+  }
+
   static int coop_capacity(int* per_sm = nullptr) {
     static int cached_device = -1, cached_nb = 0, cached_sms = 0;
     DeviceProps dp;
@@ -1864,6 +1936,7 @@ struct Runner {
     if constexpr (kLevel == kLevelThreadblock) return run_threadblock(q, s);
     if constexpr (kLevel == kLevelMultikernel) return run_multikernel(q, s);
     if constexpr (kLevel == kLevelCooperative) return run_cooperative(q, s);
+    if constexpr (kLevel == kLevelAbft) return run_abft(q, s);
     return cudaErrorInvalidValue;
   }
 };
@@ -1927,6 +2000,7 @@ struct Launcher {
       L.coop_slots = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kTileElems * sizeof(Acc));
       L.coop_digests = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kThreads * sizeof(uint4));
     }
+    if (kLevel == kLevelAbft) L.enc = take(size_t(L.tiles_n) * k * sizeof(float4));
     L.total = off;
     return L;
   }
@@ -1936,7 +2010,8 @@ struct Launcher {
     return layout(m, n, k, coop_teams_param).total;
   }
 
-  static cudaError_t run(const ftgen_gemm_problem* p, cudaStream_t s, int interval, int coop_teams_param, int group) {
+  static cudaError_t run(const ftgen_gemm_problem* p, cudaStream_t s, int interval, int coop_teams_param, int group,
+                         AbftConfig const& abft = AbftConfig{}) {
     if (p == nullptr || p->m < 1 || p->n < 1 || p->k < 1 || !p->A || !p->B || !p->C) return cudaErrorInvalidValue;
     const Operand a = operand_a(*p, kRowA), b = operand_b(*p, kRowB), c = Operand{p->m, p->n, p->ldc};
     if (a.ld < a.cols || b.ld < b.cols || c.ld < c.cols) return cudaErrorInvalidValue;
@@ -1958,6 +2033,7 @@ struct Launcher {
     q.interval = interval;
     q.group = group;
     q.coop_param = coop_teams_param;
+    q.abft = abft;
     q.correct = 1;
 #if FTGEN_TMR_INJECT
     if constexpr (kInject) q.correct = p->no_correct ? 0 : 1;

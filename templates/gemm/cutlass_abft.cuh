@@ -1,0 +1,362 @@
+// ftgen gemm, CUTLASS backend: threadblock-level ABFT on the tensor-core GEMM (kLevelAbft).
+// Included by cutlass_tmr.cuh inside namespace ftgen_tmr (uses its Kit, Mainloop, AccLayout, Iterators,
+// epilogue and fault plumbing).
+// Copied verbatim into every generated CUTLASS variant. Do not edit the copies.
+//
+// The scheme is the SIMT threadblock level's (gemm.py: abft_gemm_model / abft_verify_rows), with the
+// checksum strip = the threadblock's tb_n columns:
+//
+//   encode   a pre-pass (enc_kernel) per k row and strip: B e, B w (w = 1..tb_n), B^2 e (B read once)
+//   carry    r_i += a_ik (B e)_k, r'_i += a_ik (B w)_k, r2_i += a_ik^2 (B^2 e)_k on the CUDA cores, from the
+//            A tile already in shared memory for the tensor cores (each row split over kThreads / tb_m
+//            threads by k); the mainloop is tensor-core bound, so these FMAs fill idle issue slots
+//   verify   every `interval` k-iterations and after the last: d = sum_j C_ij - r_i, dw = sum_j w_j C_ij - r'_i
+//            from the accumulators (quad shuffles, then the warps' shares through shared memory), against
+//            tau = lambda u (sqrt(k) + sqrt(tb_n) + 1) max(sqrt(r2_i), |r_i|, ||C_i|| without its max),
+//            tau_w = max(tau rms(w), lambda u (...) |r'_i|)
+//   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..tb_n, |dw - j d| <= tau_w
+//   correct  online: C_ij = r_i - sum_{l != j} C_il (the rest summed anew in double), in the accumulator,
+//            so later k-iterations build on the right value; any other detection (or correct: detect):
+//            the tile is recomputed from k = 0 (at most kMaxAttempts computations)
+//
+// The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
+#pragma once
+
+// ---- pre-pass: the strip encodings of B -----------------------------------------------------------
+// enc[s * k + kk] = {sum_j B(kk, j), sum_j (j - j0 + 1) B(kk, j), sum_j B(kk, j)^2, 0} over the columns
+// j0 = s * cols .. min(n, j0 + cols) - 1 of strip s, summed in double and rounded to float.
+template <class EB, bool kRowB>
+__global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, int n, int cols, int strips, float4* __restrict__ enc) {
+  if constexpr (kRowB) {
+    // a warp per (k row, strip): lanes along the contiguous columns
+    const long long wid = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (wid >= static_cast<long long>(k) * strips) return;
+    const int kk = static_cast<int>(wid / strips), s = static_cast<int>(wid % strips);
+    const int j0 = s * cols, j1 = min(n, j0 + cols);
+    double a = 0.0, w = 0.0, q = 0.0;
+    for (int j = j0 + lane; j < j1; j += 32) {
+      const double b = static_cast<double>(B[kk * ldb + j]);
+      a += b;
+      w += b * static_cast<double>(j - j0 + 1);
+      q += b * b;
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) {
+      a += __shfl_xor_sync(0xffffffffu, a, o);
+      w += __shfl_xor_sync(0xffffffffu, w, o);
+      q += __shfl_xor_sync(0xffffffffu, q, o);
+    }
+    if (lane == 0) enc[static_cast<long long>(s) * k + kk] = make_float4(float(a), float(w), float(q), 0.f);
+  } else {
+    // a thread per (k row, strip): consecutive threads along the contiguous k
+    const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+    if (i >= static_cast<long long>(k) * strips) return;
+    const int s = static_cast<int>(i / k), kk = static_cast<int>(i % k);
+    const int j0 = s * cols, j1 = min(n, j0 + cols);
+    double a = 0.0, w = 0.0, q = 0.0;
+    for (int j = j0; j < j1; ++j) {
+      const double b = static_cast<double>(B[kk + j * ldb]);
+      a += b;
+      w += b * static_cast<double>(j - j0 + 1);
+      q += b * b;
+    }
+    enc[i] = make_float4(float(a), float(w), float(q), 0.f);
+  }
+}
+
+// ---- the kernel --------------------------------------------------------------------------------------
+template <class K>
+struct AbftParams {
+  TileParams<K> t;
+  const float4* enc;  // [strip][k] (abft_enc_kernel)
+  float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(tb_n) + 1) * scale
+  float fixed;        // > 0: a fixed threshold (protection.threshold) instead of the derived one
+  int online;         // correct: online (1) or detect (0: any detection recomputes the tile)
+};
+
+// Per-thread geometry of the accumulator fragment and the reference rows.
+template <class K>
+struct AbftShape {
+  using Operator = typename K::Operator;
+  using Layout = AccLayout<Operator>;
+  using Iter = typename Operator::MmaIterations;
+  static int const kM = K::Shape::kM, kN = K::Shape::kN, kK = K::Shape::kK;
+  static int const kWarpsM = K::WarpCount::kM, kWarpsN = K::WarpCount::kN;
+  static int const kWarpM = Operator::Shape::kM, kWarpN = Operator::Shape::kN;
+  static int const kRowsPerThread = Iter::kRow * Layout::kRows;  // rows of the warp tile one lane holds
+  static int const kParts = K::kThreads / kM;                     // threads sharing one reference row
+  static int const kKPerPart = kK / kParts;
+  static_assert(K::WarpCount::kK == 1, "no sliced-k warp tiles");
+  static_assert(K::kThreads % kM == 0 && kParts >= 1 && kK % kParts == 0, "reference rows split evenly by k");
+  static_assert(Operator::FragmentC::kElements == Iter::kCount * Layout::kPerMma, "accumulator layout");
+  // row (within the warp tile) of local row index q of a lane: mma row block q / kRows, half q % kRows
+  CUTLASS_DEVICE static int row_of(int lane, int q) { return (lane >> 2) + (q / Layout::kRows) * Layout::Inst::kM + (q % Layout::kRows) * 8; }
+  // local row index of accumulator element e
+  CUTLASS_DEVICE static int q_of(int e) {
+    const int mma = e / Layout::kPerMma, r = (e % Layout::kPerMma) / Layout::kEPA;
+    return (mma % Iter::kRow) * Layout::kRows + r;
+  }
+};
+
+// Shared memory of the ABFT kernel beside the CUTLASS storage (which the verification must not touch:
+// the next k-tiles are in flight there).
+template <class K>
+struct AbftScratch {
+  using S = AbftShape<K>;
+  float4 part[S::kWarpsN][S::kM];    // per warp column: sum c, sum w c, sum c^2 (capped), max c^2
+  int2 bad[S::kWarpsN][S::kM];       // per warp column: non-finite count, a non-finite column
+  float4 ref[S::kParts][S::kM];      // per k part: r, r', r2
+  double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
+  float rtot[S::kM];                 // r_i of the row (correction)
+  int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located
+};
+
+template <class K, class ML>
+struct AbftStorage {
+  SharedStorage<K, ML> ss;
+  AbftScratch<K> sc;
+};
+
+template <class K, bool kInject>
+__global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
+  using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
+  using Frag = typename K::FragmentC;
+  using S = AbftShape<K>;
+  using EA = typename K::ElementA;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& st = *reinterpret_cast<AbftStorage<K, ML>*>(smem_raw);
+  AbftScratch<K>& sc = st.sc;
+  typename K::Swizzle swizzle;
+  const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(p.t.gemm.swizzle_log_tile);
+  if (tc.m() >= p.t.tiles_m || tc.n() >= p.t.tiles_n) return;
+  const int tile = tc.m() * p.t.tiles_n + tc.n();
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
+  const int total = p.t.total_k, interval = p.t.interval;
+  const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
+  const int row0 = tc.m() * S::kM, col0 = tc.n() * S::kN;
+  // reference rows: this thread's row and k part
+  const int ref_row = tid % S::kM, ref_part = tid / S::kM;
+  const bool ref_live = row0 + ref_row < M;
+  const float4* enc = p.enc + static_cast<long long>(tc.n()) * Kd;
+  const int r0 = Kd - (total - 1) * S::kK;  // k extent of the first (residue) k-iteration
+  const bool correct = !kInject || p.t.correct;
+  const float sqrt_cols = sqrtf(float(S::kN));
+  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
+  const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+
+  Pending pend{-1, -1, false};
+  if constexpr (kInject) {
+    if (p.t.fault_by_block != nullptr) {
+      const int i = p.t.fault_by_block[tile];
+      if (i >= 0) pend = Pending{i, p.t.faults[i].step, p.t.faults[i].thread == tid};
+    }
+  }
+
+  Frag acc[1];
+  unsigned detected = 0, corrected = 0, uncorrectable = 0;
+  for (int attempt = 0;; ++attempt) {
+    fill_opaque(acc[0], zero_of(p.t, 0));
+    Iterators<K> its(p.t.gemm, tc.m(), tc.n(), 0, tid);
+    ML ml(st.ss.main_loop, tid, warp, lane);
+    const bool inject_now = kInject && attempt == 0;
+    const bool final_attempt = attempt + 1 >= kMaxAttempts;
+    float r = 0.f, rw = 0.f, r2 = 0.f;
+    bool redo = false;
+    int next_checkpoint = interval - 1;
+    bool checkpoint = false;
+
+    // r, r', r2 += the contributions of k-iteration `it`, whose A tile is in stage `stage`
+    auto carry = [&](int it, int stage) {
+      if (!ref_live || it >= total) return;
+      const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
+      const int kvalid = it == 0 ? r0 : S::kK;
+      auto ref_a = st.ss.main_loop.operand_A_ref();
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < S::kKPerPart; ++j) {
+        const int kk = ref_part * S::kKPerPart + j;
+        if (kk < kvalid) {
+          const float a = static_cast<float>(ref_a.at({ref_row, stage * S::kK + kk}));
+          const float4 e = __ldg(enc + kbase + kk);
+          r = fmaf(a, e.x, r);
+          rw = fmaf(a, e.y, rw);
+          r2 = fmaf(a * a, e.z, r2);
+        }
+      }
+    };
+
+    // verify every row of the tile after k-iteration `it`; correct located faults in `a`
+    auto verify = [&](int it, Frag& a) {
+      const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
+      // 1. row shares of this lane (columns inside C only), over the quad, into shared memory
+      float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[S::kRowsPerThread], mx[S::kRowsPerThread];
+      int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = sq[q] = mx[q] = 0.f, nb[q] = 0, bc[q] = -1;
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < Frag::kElements; ++e) {
+        int rr, cc;
+        S::Layout::coord(lane, e, rr, cc);
+        const int cl = warp_n * S::kWarpN + cc;  // column within the strip
+        const int q = S::q_of(e);
+        const float v = static_cast<float>(a[e]);
+        if (col0 + cl < N) {
+          if (isfinite(v)) {
+            const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
+            s1[q] += v;
+            sw[q] = fmaf(float(cl + 1), v, sw[q]);
+            sq[q] += c2;
+            mx[q] = fmaxf(mx[q], c2);
+          } else {
+            ++nb[q];
+            bc[q] = cl;
+          }
+        }
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < S::kRowsPerThread; ++q) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int o = 1; o < 4; o <<= 1) {
+          s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
+          sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
+          sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
+          mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+          nb[q] += __shfl_xor_sync(0xffffffffu, nb[q], o);
+          bc[q] = max(bc[q], __shfl_xor_sync(0xffffffffu, bc[q], o));
+        }
+        if ((lane & 3) == 0) {
+          const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
+          sc.part[warp_n][rl] = make_float4(s1[q], sw[q], sq[q], mx[q]);
+          sc.bad[warp_n][rl] = make_int2(nb[q], bc[q]);
+        }
+      }
+      sc.ref[ref_part][ref_row] = make_float4(r, rw, r2, 0.f);
+      __syncthreads();
+      // 2. one thread per row decides
+      if (tid < S::kM) {
+        int verdict = -1;
+        if (row0 + tid < M) {
+          float S1 = 0.f, SW = 0.f, SQ = 0.f, MX = 0.f, R = 0.f, RW = 0.f, R2 = 0.f;
+          int NB = 0, BC = -1;
+          CUTLASS_PRAGMA_UNROLL
+          for (int w = 0; w < S::kWarpsN; ++w) {
+            const float4 v = sc.part[w][tid];
+            const int2 b = sc.bad[w][tid];
+            S1 += v.x, SW += v.y, SQ += v.z, MX = fmaxf(MX, v.w), NB += b.x, BC = max(BC, b.y);
+          }
+          CUTLASS_PRAGMA_UNROLL
+          for (int h = 0; h < S::kParts; ++h) {
+            const float4 v = sc.ref[h][tid];
+            R += v.x, RW += v.y, R2 += v.z;
+          }
+          sc.rtot[tid] = R;
+          float score = 0.f;
+          if (NB > 0) {
+            verdict = NB == 1 ? BC : -2;
+            score = INFINITY;
+          } else {
+            const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
+            const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
+            const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
+            const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+            const float d = S1 - R, dw = SW - RW;
+            const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
+            const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
+            score = fmaxf(sc1, sc2);
+            const bool finite = isfinite(d) && isfinite(dw);
+            if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
+              verdict = -1;
+            } else {
+              verdict = -2;
+              if (finite && fabsf(d) > 2.f * tau_w) {
+                const float jq = rintf(dw / d);
+                if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
+              }
+            }
+          }
+          ftgen::record_score(p.t.counters, static_cast<double>(score));
+        }
+        sc.col[tid] = verdict;
+      }
+      const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
+      if (flagged == 0) return;
+      if (tid < S::kM && sc.col[tid] != -1) {
+        ++detected;
+        if (sc.col[tid] == -2 || !p.online) ++uncorrectable;
+      }
+      if (!correct) return;  // measurement mode: detect and count only
+      const bool any_unlocated = __syncthreads_or(tid < S::kM && sc.col[tid] == -2) != 0;
+      if ((any_unlocated || !p.online) && !final_attempt) {
+        redo = true;  // recompute the tile (the model counts the recomputed fault as corrected)
+        return;
+      }
+      if (!p.online) return;  // the last computation: a detection there is not a transient fault
+      // 3. online correction of the located elements: the rest of each flagged row, summed in double
+      double rest[S::kRowsPerThread];
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < S::kRowsPerThread; ++q) rest[q] = 0.0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < Frag::kElements; ++e) {
+        int rr, cc;
+        S::Layout::coord(lane, e, rr, cc);
+        const int cl = warp_n * S::kWarpN + cc;
+        const int rl = warp_m * S::kWarpM + rr;
+        const int q = S::q_of(e);
+        if (col0 + cl < N && sc.col[rl] >= 0 && sc.col[rl] != cl) rest[q] += static_cast<double>(a[e]);
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < S::kRowsPerThread; ++q) {
+        rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
+        rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 2);
+        if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
+      }
+      __syncthreads();
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < Frag::kElements; ++e) {
+        int rr, cc;
+        S::Layout::coord(lane, e, rr, cc);
+        const int cl = warp_n * S::kWarpN + cc;
+        const int rl = warp_m * S::kWarpM + rr;
+        if (sc.col[rl] == cl) {
+          double others = 0.0;
+          CUTLASS_PRAGMA_UNROLL
+          for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+          a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
+          ++corrected;
+        }
+      }
+      __syncthreads();  // the scratch is reused by the next verification
+    };
+
+    ml.run(
+        total, acc, its.A, its.B,
+        [&] { carry(0, ml.read_stage()); },
+        // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions);
+        // otherwise add the next k-iteration's reference contributions and go on
+        [&](int it, Frag(&)[1]) {
+          checkpoint = it == next_checkpoint || it + 1 == total;
+          if (it == next_checkpoint) next_checkpoint += interval;
+          if (checkpoint || (inject_now && pend.step == it)) return true;
+          carry(it + 1, ml.read_stage());
+          return false;
+        },
+        [&](int it, Frag(&a)[1]) {
+          if constexpr (kInject) {
+            if (inject_now && pend.mine && pend.step == it) apply_fault<K>(p.t, a[0], pend.idx, tile, 0, tc.m(), tc.n(), 1);
+          }
+          if (checkpoint && !redo) verify(it, a[0]);
+          carry(it + 1, ml.read_stage());
+        });
+    if (!redo) break;
+    if (tid == 0) count_recomputed(p.t.counters);
+    if (tid == 0) ++corrected;  // by the recomputation (as gemm.abft_gemm_model counts it)
+  }
+  if (p.t.counters != nullptr) {
+    if (detected) atomicAdd(&p.t.counters->detected, static_cast<unsigned long long>(detected));
+    if (corrected) atomicAdd(&p.t.counters->corrected, static_cast<unsigned long long>(corrected));
+    if (uncorrectable) atomicAdd(&p.t.counters->uncorrectable, static_cast<unsigned long long>(uncorrectable));
+  }
+  epilogue<K>(st.ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), tid, warp, lane);
+}
+
