@@ -173,16 +173,19 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
       const int kvalid = it == 0 ? r0 : S::kK;
       auto ref_a = st.ss.main_loop.operand_A_ref();
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < S::kKPerPart; ++j) {
-        const int kk = ref_part * S::kKPerPart + j;
-        if (kk < kvalid) {
-          const float a = static_cast<float>(ref_a.at({ref_row, stage * S::kK + kk}));
-          const float4 e = __ldg(enc + kbase + kk);
-          r = fmaf(a, e.x, r);
-          rw = fmaf(a, e.y, rw);
-          r2 = fmaf(a * a, e.z, r2);
-        }
+      auto step = [&](int kk) {
+        const float a = static_cast<float>(ref_a.at({ref_row, stage * S::kK + kk}));
+        const float4 e = __ldg(enc + kbase + kk);
+        r = fmaf(a, e.x, r);
+        rw = fmaf(a, e.y, rw);
+        r2 = fmaf(a * a, e.z, r2);
+      };
+      if (kvalid == S::kK) {  // every k-iteration but a partial first one: no bounds
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < S::kKPerPart; ++j) step(ref_part * S::kKPerPart + j);
+      } else {
+        for (int j = 0; j < S::kKPerPart; ++j)
+          if (ref_part * S::kKPerPart + j < kvalid) step(ref_part * S::kKPerPart + j);
       }
     };
 
