@@ -167,25 +167,35 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     int next_checkpoint = interval - 1;
     bool checkpoint = false;
 
-    // r, r', r2 += the contributions of k-iteration `it`, whose A tile is in stage `stage`
+    // r, r', r2 += the contributions of k-iteration `it`, whose A tile is in stage `stage`. The k-iteration's
+    // 32 encodings come one per lane (lane l: k = ref_part * kKPerPart + l % kKPerPart; the warp's lanes
+    // share ref_part), loaded one k-iteration ahead (`pref`: its latency hides behind the MMAs), and reach
+    // the lanes that need them by shuffles.
+    static_assert(S::kKPerPart <= 32 && 32 % S::kKPerPart == 0, "a warp's lanes hold the part's encodings");
+    auto load_enc = [&](int it) {
+      float4 e = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (it < total) {
+        const int kk = ref_part * S::kKPerPart + lane % S::kKPerPart;
+        const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
+        if (kk < (it == 0 ? r0 : S::kK)) e = __ldg(enc + kbase + kk);
+      }
+      return e;
+    };
+    float4 pref = make_float4(0.f, 0.f, 0.f, 0.f);
     auto carry = [&](int it, int stage) {
-      if (!ref_live || it >= total) return;
-      const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
-      const int kvalid = it == 0 ? r0 : S::kK;
+      const float4 e = pref;
+      pref = load_enc(it + 1);
+      if (it >= total) return;
       auto ref_a = st.ss.main_loop.operand_A_ref();
-      auto step = [&](int kk) {
-        const float a = static_cast<float>(ref_a.at({ref_row, stage * S::kK + kk}));
-        const float4 e = __ldg(enc + kbase + kk);
-        r = fmaf(a, e.x, r);
-        rw = fmaf(a, e.y, rw);
-        r2 = fmaf(a * a, e.z, r2);
-      };
-      if (kvalid == S::kK) {  // every k-iteration but a partial first one: no bounds
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < S::kKPerPart; ++j) step(ref_part * S::kKPerPart + j);
-      } else {
-        for (int j = 0; j < S::kKPerPart; ++j)
-          if (ref_part * S::kKPerPart + j < kvalid) step(ref_part * S::kKPerPart + j);
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < S::kKPerPart; ++j) {
+        const float ex = __shfl_sync(0xffffffffu, e.x, j), ey = __shfl_sync(0xffffffffu, e.y, j), ez = __shfl_sync(0xffffffffu, e.z, j);
+        // rows past M read stale shared memory (never stored, never verified); k past the first
+        // k-iteration's extent has a zero encoding
+        const float a = ref_live ? static_cast<float>(ref_a.at({ref_row, stage * S::kK + ref_part * S::kKPerPart + j})) : 0.f;
+        r = fmaf(a, ex, r);
+        rw = fmaf(a, ey, rw);
+        r2 = fmaf(a * a, ez, r2);
       }
     };
 
@@ -334,7 +344,10 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
     ml.run(
         total, acc, its.A, its.B,
-        [&] { carry(0, ml.read_stage()); },
+        [&] {
+          pref = load_enc(0);
+          carry(0, ml.read_stage());
+        },
         // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions);
         // otherwise add the next k-iteration's reference contributions and go on
         [&](int it, Frag(&)[1]) {
