@@ -259,6 +259,7 @@ COMPILE_SPEC = spec_text(
       - {protection: {scheme: tmr, level: multikernel, interval: 2, inject: true}}
       - {protection: {scheme: tmr, level: cooperative, interval: 2}}
       - {protection: {scheme: tmr, level: kernel}}
+      - {precision: tf32x3, protection: {scheme: abft, level: threadblock, interval: 2, inject: true}}
     shapes: [{m: 100, n: 70, k: 33}]
     """,
     "compile_cutlass",
@@ -284,6 +285,8 @@ def compiled(tmp_path_factory):
     for v in spec.variants:
         d = g.out_dir / v.name
         key = f"{v.protection.level}-plain" if v.protection.level == "kernel" and not v.protection.inject else v.protection.level
+        if v.protection.scheme == "abft":
+            key = "abft"
         jobs[key] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
     first = spec.variants[0]
     jobs["bench"] = (g.out_dir / first.name / f"{first.name}_bench.cu", g.out_dir / first.name, out / "bench.o")
@@ -358,3 +361,61 @@ def test_threadblock_level_runs_three_copies_of_the_tensor_core_mmas(compiled):
     # warp tile 32x32x16 of 16x8x8 instructions: 2 x 4 x 2 = 16 MMAs per copy per k-iteration
     for f in tb:
         assert len(re.findall(r"\bHMMA\.1688\.F32\.TF32\b", f)) == 3 * 16
+
+
+@pytest.mark.compile
+def test_tf32x3_threadblock_abft_compiles(compiled):
+    ok, log, _ = compiled["abft"]
+    assert ok, log[-4000:]
+    entries = _ptxas_entries(log)
+    assert any("abft_kernel" in k for k in entries) and any("abft_enc_kernel" in k for k in entries)
+
+
+# ---------------------------------------------------------------------------------------------
+# tf32x3 and threadblock ABFT on the tensor cores
+# ---------------------------------------------------------------------------------------------
+
+
+def test_tf32x3_names_tolerance_and_protection():
+    v = variant(precision="tf32x3", warp_n=32)
+    assert v.name.startswith("gemm_tf32x3_none_cutlass_128x128x32_w64x32x32_")
+    # three MMAs per k-block and the split's 2^-19 per product on top of the tf32 bound (no input rounding term)
+    k = 4096
+    blocks = k // 8
+    assert gc.tolerance("tf32x3", k, 8) - gc.tolerance("tf32", k, 8) == pytest.approx(
+        (2 * blocks * 2.0**-23 + 2.0**-19) / (1 - k * 2.0**-24 / (1 - k * 2.0**-24)), rel=1e-9)
+    assert gc.protection_ok("tf32x3", Protection("abft", "threadblock")) is None
+    assert "level threadblock only" in gc.protection_ok("tf32x3", Protection("abft", "warp"))
+    assert "implemented for tf32x3" in gc.protection_ok("tf32", Protection("abft", "threadblock"))
+    assert "not implemented for tf32x3" in gc.protection_ok("tf32x3", Protection("tmr", "kernel"))
+    base = variant(precision="tf32x3", warp_n=32)
+    a = Variant("gemm", "tf32x3", Protection("abft", "threadblock", "online", 8, "auto", True), base.params, base.arch, "cutlass")
+    assert "_abft-tb-i8_cutlass_" in gc.kernel_name(a) and gc.kernel_name(a).endswith("_inj")
+    assert gc.constraints(a) == []
+
+
+def test_tf32x3_abft_constants_are_the_models():
+    from ftgen.families import gemm as gm
+
+    # the kernel's threshold unit is the CPU model's (gemm.abft_threshold_unit) for tf32x3 at the SIMT lambda
+    assert gc.ABFT_LAMBDA * gc.ABFT_UNIT == pytest.approx(gm.abft_threshold_unit("tf32x3", 0, 0) / 1.0)
+    header = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
+    assert "const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);" in header
+    assert "fabsf(d) > 2.f * tau_w" in header and "fabsf(dw - jq * d) <= tau_w" in header
+
+
+@pytest.mark.parametrize("fault", [(3, 5, 17, "bitflip", 29), (0, 40, 0, "offset", 5.0), (7, 63, 63, "bitflip", 30)])
+def test_cpu_model_of_the_tf32x3_threadblock_level_corrects(fault):
+    import numpy as np
+
+    from ftgen.families import gemm as gm
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((64, 256)).astype(np.float32)
+    B = rng.standard_normal((256, 64)).astype(np.float32)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    C, c = gm.abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3", faults=[fault])
+    assert c["detected"] >= 1 and c["corrected"] >= 1
+    assert np.max(np.abs(C - ref)) < 1e-3
+    clean, c0 = gm.abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3")
+    assert c0["detected"] == 0 and c0["max_score"] < 1.0

@@ -29,7 +29,9 @@ static constexpr bool kInject = false;
 static constexpr bool kProtected = true;
 static constexpr bool kCoop = false;
 static constexpr int kTileM = 64, kTileN = 64, kTileK = 32;
-static constexpr int kThreads = 128, kAccElems = 32, kCopies = 3;
+static constexpr int kThreads = 128, kAccElems = 32;
+static constexpr int kCopies = 3;  // fault units per tile: TMR copies, or 1 (ABFT)
+static constexpr bool kAbft = false;
 static constexpr int kAccBits = 32;
 
 #define FT_CUBLAS(call) FT_CHECK_STATUS(call, CUBLAS_STATUS_SUCCESS, "cuBLAS")
@@ -37,12 +39,13 @@ static constexpr int kAccBits = 32;
 // ---- tolerance (gemm_cutlass.tolerance: worst-case accumulation bounds, no input-rounding term) ----
 static double tolerance(int k) {
   const double u_acc = 1.1920928955078125e-07, u_ref = 5.960464477539063e-08, u_epi = 5.960464477539063e-08, u_out = 0.00048828125;
-  const int inst_k = 16;
+  const double u_split = 0.0;  // tf32x3: the big/small split drops at most this per product
+  const int inst_k = 16, mmas = 1;  // MMAs per k-block
   const double kk = static_cast<double>(k < 1 ? 1 : k);
   const double blocks = std::ceil(kk / inst_k);
-  const double acc = (kk + blocks + inst_k + 1) * u_acc;
+  const double acc = (kk + mmas * blocks + inst_k + 1) * u_acc;
   const double ref = kk * u_ref / (1.0 - kk * u_ref);
-  return (acc + ref + 4.0 * u_epi + u_out) / (1.0 - ref);
+  return (acc + ref + 4.0 * u_epi + u_out + u_split) / (1.0 - ref);
 }
 // Against the product of the unrounded inputs (tf32 adds the input rounding 2u + u^2, u = 2^-11).
 static double tolerance_unrounded(int k) {
@@ -156,7 +159,7 @@ static std::vector<ftgen::FaultSpec> plan_tmr(int n, unsigned long long seed, in
     const double u = ftgen::u01(ftgen::splitmix64(h ^ 0x5bd1e995ull));
     return args.offset != 0.0 ? args.offset : (next(2) ? -1.0 : 1.0) * (1.0 + 9.0 * u);
   };
-  std::vector<long long> used;  // (tile * 3 + copy) units already holding a fault
+  std::vector<long long> used;  // (tile * kCopies + copy) units already holding a fault
   const int groups = io.collide ? std::max(1, n / 2) : n;
   for (int g = 0; g < groups && static_cast<long long>(used.size()) < tiles * kCopies; ++g) {
     ftgen::FaultSpec f{};
@@ -380,7 +383,9 @@ static bool run_shape(const ftgen::Args& args, const InjectOptions& io, const ft
       if (!plan.empty()) {
         row.integer("planned", planned).integer("applied", applied);
         if (applied != planned || static_cast<long long>(c.injected) != applied) ok = false;
-        if (!io.collide && c.uncorrectable != 0) ok = false;
+        // TMR: one fault never makes three copies differ; ABFT: a fault that cannot be located with
+        // certainty is detected, counted uncorrectable and the tile recomputed (checked below)
+        if (!io.collide && !kAbft && c.uncorrectable != 0) ok = false;
         // every vote that found three different values must have led to a recomputation
         if (r0.counters.uncorrectable && !r0.counters.recomputed) ok = false;
         if (r1.counters.uncorrectable && !r1.counters.recomputed) ok = false;
@@ -500,7 +505,7 @@ static void run_trials(const ftgen::Args& args, const InjectOptions& io, cublasH
         .integer("uncorrectable", static_cast<long long>(r.counters.uncorrectable))
         .integer("recomputed", static_cast<long long>(r.counters.recomputed))
         .boolean("false_alarm", !applied && detected)
-        .num("score", detected ? 1e300 : 0.0)
+        .num("score", kAbft ? ftgen::score_from_bits(r.counters.max_score_bits) : (detected ? 1e300 : 0.0))
         .num("max_rel_err", r.err.max_rel)
         .num("tolerance", tol)
         .boolean("ok", r.err.bad == 0 && r.err.nonfinite == 0);
@@ -520,7 +525,7 @@ static InjectOptions take_inject_flags(int& argc, char** argv) {
     };
     if (f == "--inject-copy") {
       io.copy = static_cast<int>(ftgen::parse_int("--inject-copy", value(), 0));
-      if (io.copy > 2) ftgen::bad_arg("--inject-copy: %d is not a copy (0, 1 or 2)", io.copy);
+      if (io.copy >= kCopies) ftgen::bad_arg(kCopies == 1 ? "--inject-copy: %d: ABFT has one copy (0)" : "--inject-copy: %d is not a copy (0, 1 or 2)", io.copy);
     } else if (f == "--inject-step") {
       io.step = static_cast<int>(ftgen::parse_int("--inject-step", value(), -1));
     } else if (f == "--inject-collide") {
@@ -540,6 +545,7 @@ int main(int argc, char** argv) {
   if (args.inject > 0 && !kInject)
     ftgen::bad_arg("--inject: gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc was built without fault injection (protection.inject: true builds it with)");
   if (io.collide && args.inject < 2) ftgen::bad_arg("--inject-collide needs --inject 2 or more (faults come in pairs)");
+  if (io.collide && kCopies == 1) ftgen::bad_arg("--inject-collide pairs faults in two TMR copies; ABFT has one copy");
   ftgen::DeviceInfo dev = ftgen::require_device();
   if (args.info) {
     ftgen::print_device_info(dev);
