@@ -9,7 +9,7 @@
 //   encode   a pre-pass (enc_kernel) per k row and strip: B e, B w (w = 1..tb_n), B^2 e (B read once)
 //   carry    r_i += a_ik (B e)_k, r'_i += a_ik (B w)_k, r2_i += a_ik^2 (B^2 e)_k on the CUDA cores, from the
 //            A tile already in shared memory for the tensor cores (each row split over kThreads / tb_m
-//            threads by k); the mainloop is tensor-core bound, so these FMAs fill idle issue slots
+//            threads by k), between the MMAs of each warp-level k-group (Mainloop's `group` hook)
 //   verify   every `interval` k-iterations and after the last: d = sum_j C_ij - r_i, dw = sum_j w_j C_ij - r'_i
 //            from the accumulators (quad shuffles, then the warps' shares through shared memory), against
 //            tau = lambda u (sqrt(k) + sqrt(tb_n) + 1) max(sqrt(r2_i), |r_i|, ||C_i|| without its max),
@@ -167,11 +167,18 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     int next_checkpoint = interval - 1;
     bool checkpoint = false;
 
-    // r, r', r2 += the contributions of k-iteration `it`, whose A tile is in stage `stage`. The k-iteration's
-    // 32 encodings come one per lane (lane l: k = ref_part * kKPerPart + l % kKPerPart; the warp's lanes
-    // share ref_part), loaded one k-iteration ahead (`pref`: its latency hides behind the MMAs), and reach
-    // the lanes that need them by shuffles.
+    // r, r', r2 += a_ik (B e)_k, a_ik (B w)_k, a_ik^2 (B^2 e)_k for the k of this thread's part, spread over
+    // the warp-level k-groups of each k-iteration (`group`, called between the MMAs: the tensor cores bound
+    // the loop, so these FMAs fill idle issue slots). The k-iteration's encodings come one per lane (lane l:
+    // k = ref_part * kKPerPart + l % kKPerPart; the warp's lanes share ref_part), loaded one k-iteration
+    // ahead, and reach the lanes that need them by shuffles. A is read from the stage the tensor cores read.
+    constexpr int kGroups = ML::kWarpGemmIterations;
+    constexpr int kPerGroup = S::kKPerPart / kGroups;
+    static_assert(S::kKPerPart % kGroups == 0 && kPerGroup >= 1, "a thread's k split evenly over the k-groups");
     static_assert(S::kKPerPart <= 32 && 32 % S::kKPerPart == 0, "a warp's lanes hold the part's encodings");
+    // row-major A: the crosswise shared-memory layout keeps 4 consecutive k of a row in one 16-byte vector
+    constexpr bool kVecA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value && kPerGroup % 4 == 0 &&
+                           sizeof(EA) == 4;
     auto load_enc = [&](int it) {
       float4 e = make_float4(0.f, 0.f, 0.f, 0.f);
       if (it < total) {
@@ -181,22 +188,38 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       }
       return e;
     };
-    float4 pref = make_float4(0.f, 0.f, 0.f, 0.f);
-    auto carry = [&](int it, int stage) {
-      const float4 e = pref;
-      pref = load_enc(it + 1);
-      if (it >= total) return;
-      auto ref_a = st.ss.main_loop.operand_A_ref();
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < S::kKPerPart; ++j) {
-        const float ex = __shfl_sync(0xffffffffu, e.x, j), ey = __shfl_sync(0xffffffffu, e.y, j), ez = __shfl_sync(0xffffffffu, e.z, j);
-        // rows past M read stale shared memory (never stored, never verified); k past the first
-        // k-iteration's extent has a zero encoding
-        const float a = ref_live ? static_cast<float>(ref_a.at({ref_row, stage * S::kK + ref_part * S::kKPerPart + j})) : 0.f;
-        r = fmaf(a, ex, r);
-        rw = fmaf(a, ey, rw);
-        r2 = fmaf(a * a, ez, r2);
+    float4 ecur = make_float4(0.f, 0.f, 0.f, 0.f), pref = ecur;
+    int it_cur = 0;  // the k-iteration being computed
+    auto group = [&](int g, int stage) {
+      if (g == 0) {
+        ecur = pref;
+        pref = load_enc(it_cur + 1);
       }
+      const int k0 = ref_part * S::kKPerPart + g * kPerGroup;
+      float a[kPerGroup];
+      auto ref_a = st.ss.main_loop.operand_A_ref();
+      // rows past M read stale shared memory (never stored, never verified): skipped
+      if constexpr (kVecA) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int v = 0; v < kPerGroup; v += 4) {
+          const float4 q = ref_live ? *reinterpret_cast<const float4*>(&ref_a.at({ref_row, stage * S::kK + k0 + v}))
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+          a[v] = q.x, a[v + 1] = q.y, a[v + 2] = q.z, a[v + 3] = q.w;
+        }
+      } else {
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kPerGroup; ++j) a[j] = ref_live ? static_cast<float>(ref_a.at({ref_row, stage * S::kK + k0 + j})) : 0.f;
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kPerGroup; ++j) {
+        const int src = g * kPerGroup + j;
+        const float ex = __shfl_sync(0xffffffffu, ecur.x, src), ey = __shfl_sync(0xffffffffu, ecur.y, src),
+                    ez = __shfl_sync(0xffffffffu, ecur.z, src);
+        r = fmaf(a[j], ex, r);
+        rw = fmaf(a[j], ey, rw);
+        r2 = fmaf(a[j] * a[j], ez, r2);
+      }
+      if (g == kGroups - 1) ++it_cur;
     };
 
     // verify every row of the tile after k-iteration `it`; correct located faults in `a`
@@ -343,27 +366,20 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     };
 
     ml.run(
-        total, acc, its.A, its.B,
-        [&] {
-          pref = load_enc(0);
-          carry(0, ml.read_stage());
-        },
-        // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions);
-        // otherwise add the next k-iteration's reference contributions and go on
+        total, acc, its.A, its.B, [&] { pref = load_enc(0); },
+        // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions)
         [&](int it, Frag(&)[1]) {
           checkpoint = it == next_checkpoint || it + 1 == total;
           if (it == next_checkpoint) next_checkpoint += interval;
-          if (checkpoint || (inject_now && pend.step == it)) return true;
-          carry(it + 1, ml.read_stage());
-          return false;
+          return checkpoint || (inject_now && pend.step == it);
         },
         [&](int it, Frag(&a)[1]) {
           if constexpr (kInject) {
             if (inject_now && pend.mine && pend.step == it) apply_fault<K>(p.t, a[0], pend.idx, tile, 0, tc.m(), tc.n(), 1);
           }
           if (checkpoint && !redo) verify(it, a[0]);
-          carry(it + 1, ml.read_stage());
-        });
+        },
+        group);
     if (!redo) break;
     if (tid == 0) count_recomputed(p.t.counters);
     if (tid == 0) ++corrected;  // by the recomputation (as gemm.abft_gemm_model counts it)
