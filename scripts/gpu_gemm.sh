@@ -125,7 +125,7 @@ tc)
   # threadblock ABFT on the CUTLASS tf32x3 tensor-core GEMM vs its unprotected kernel vs cuBLAS SGEMM:
   # faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults, TRIALS clean + faulty trials per distribution
   check_and_speed specs/gemm_abft_tc.yaml gemm_abft_tc tc_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048 8 3 16
-  for k in gemm_tf32x3_abft-tb-i8_cutlass_128x64x32_w32x32x32_i16x8x8_s4_a4_sw8_rr_inj; do
+  for k in gemm_tf32x3_abft-tb-i8_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr_inj; do
     for d in normal uniform loguniform; do
       $gen/gemm_abft_tc/bin/$k --trials ${TRIALS:-300} --inject 0 --shapes 512x512x1024 --dist $d --seed 1 > "$out/trials_${k}_${d}_clean.jsonl"
       $gen/gemm_abft_tc/bin/$k --trials ${TRIALS:-300} --inject 1 --shapes 512x512x1024 --dist $d --seed 100001 > "$out/trials_${k}_${d}_fault.jsonl"

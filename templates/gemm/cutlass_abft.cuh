@@ -104,12 +104,14 @@ struct AbftShape {
 template <class K>
 struct AbftScratch {
   using S = AbftShape<K>;
-  float4 part[S::kWarpsN][S::kM];    // per warp column: sum c, sum w c, sum c^2 (capped), max c^2
-  int2 bad[S::kWarpsN][S::kM];       // per warp column: non-finite count, a non-finite column
+  float2 sums[S::kWarpsN][S::kM];    // per warp column: sum c, sum w c
+  float2 norm[S::kWarpsN][S::kM];    // per warp column (second pass): sum c^2 (capped), max c^2
+  int2 bad[S::kWarpsN][S::kM];       // per warp column (second pass): non-finite count, a non-finite column
+  float4 enc[3][S::kK];              // encodings of three k-iterations (see `group`)
   float4 ref[S::kParts][S::kM];      // per k part: r, r', r2
   double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
   float rtot[S::kM];                 // r_i of the row (correction)
-  int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located
+  int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
 };
 
 template <class K, class ML>
@@ -169,31 +171,30 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
     // r, r', r2 += a_ik (B e)_k, a_ik (B w)_k, a_ik^2 (B^2 e)_k for the k of this thread's part, spread over
     // the warp-level k-groups of each k-iteration (`group`, called between the MMAs: the tensor cores bound
-    // the loop, so these FMAs fill idle issue slots). The k-iteration's encodings come one per lane (lane l:
-    // k = ref_part * kKPerPart + l % kKPerPart; the warp's lanes share ref_part), loaded one k-iteration
-    // ahead, and reach the lanes that need them by shuffles. A is read from the stage the tensor cores read.
+    // the loop, so these FMAs fill issue slots). A is read from the stage the tensor cores read; the
+    // encodings from shared memory (broadcast reads): warp 0 loads a k-iteration's 32 (one per lane) two
+    // k-iterations ahead and stores them one k-iteration ahead into one of three buffers, at the first k-group
+    // -- the barrier inside every k-iteration orders the store before the reads of the next k-iteration, and
+    // the buffer it overwrites was last read two k-iterations earlier.
     constexpr int kGroups = ML::kWarpGemmIterations;
     constexpr int kPerGroup = S::kKPerPart / kGroups;
     static_assert(S::kKPerPart % kGroups == 0 && kPerGroup >= 1, "a thread's k split evenly over the k-groups");
-    static_assert(S::kKPerPart <= 32 && 32 % S::kKPerPart == 0, "a warp's lanes hold the part's encodings");
+    static_assert(S::kK <= 32, "one encoding per lane of warp 0");
     // row-major A: the crosswise shared-memory layout keeps 4 consecutive k of a row in one 16-byte vector
     constexpr bool kVecA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value && kPerGroup % 4 == 0 &&
                            sizeof(EA) == 4;
     auto load_enc = [&](int it) {
       float4 e = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (it < total) {
-        const int kk = ref_part * S::kKPerPart + lane % S::kKPerPart;
-        const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
-        if (kk < (it == 0 ? r0 : S::kK)) e = __ldg(enc + kbase + kk);
-      }
+      const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
+      if (it < total && lane < (it == 0 ? r0 : S::kK)) e = __ldg(enc + kbase + lane);
       return e;
     };
-    float4 ecur = make_float4(0.f, 0.f, 0.f, 0.f), pref = ecur;
-    int it_cur = 0;  // the k-iteration being computed
+    float4 pref = make_float4(0.f, 0.f, 0.f, 0.f);  // warp 0: lane's encoding of the k-iteration after next
+    int it_cur = 0;                                  // the k-iteration being computed
     auto group = [&](int g, int stage) {
-      if (g == 0) {
-        ecur = pref;
-        pref = load_enc(it_cur + 1);
+      if (g == 0 && warp == 0) {
+        if (lane < S::kK) sc.enc[(it_cur + 1) % 3][lane] = pref;
+        pref = load_enc(it_cur + 2);
       }
       const int k0 = ref_part * S::kKPerPart + g * kPerGroup;
       float a[kPerGroup];
@@ -210,14 +211,13 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         CUTLASS_PRAGMA_UNROLL
         for (int j = 0; j < kPerGroup; ++j) a[j] = ref_live ? static_cast<float>(ref_a.at({ref_row, stage * S::kK + k0 + j})) : 0.f;
       }
+      const float4* e = sc.enc[it_cur % 3] + k0;
       CUTLASS_PRAGMA_UNROLL
       for (int j = 0; j < kPerGroup; ++j) {
-        const int src = g * kPerGroup + j;
-        const float ex = __shfl_sync(0xffffffffu, ecur.x, src), ey = __shfl_sync(0xffffffffu, ecur.y, src),
-                    ez = __shfl_sync(0xffffffffu, ecur.z, src);
-        r = fmaf(a[j], ex, r);
-        rw = fmaf(a[j], ey, rw);
-        r2 = fmaf(a[j] * a[j], ez, r2);
+        const float4 ej = e[j];
+        r = fmaf(a[j], ej.x, r);
+        rw = fmaf(a[j], ej.y, rw);
+        r2 = fmaf(a[j] * a[j], ej.z, r2);
       }
       if (g == kGroups - 1) ++it_cur;
     };
@@ -225,94 +225,129 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     // verify every row of the tile after k-iteration `it`; correct located faults in `a`
     auto verify = [&](int it, Frag& a) {
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
-      // 1. row shares of this lane (columns inside C only), over the quad, into shared memory
-      float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[S::kRowsPerThread], mx[S::kRowsPerThread];
-      int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
-      CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = sq[q] = mx[q] = 0.f, nb[q] = 0, bc[q] = -1;
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < Frag::kElements; ++e) {
-        int rr, cc;
-        S::Layout::coord(lane, e, rr, cc);
-        const int cl = warp_n * S::kWarpN + cc;  // column within the strip
-        const int q = S::q_of(e);
-        const float v = static_cast<float>(a[e]);
-        if (col0 + cl < N) {
-          if (isfinite(v)) {
-            const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
-            s1[q] += v;
-            sw[q] = fmaf(float(cl + 1), v, sw[q]);
-            sq[q] += c2;
-            mx[q] = fmaxf(mx[q], c2);
-          } else {
-            ++nb[q];
-            bc[q] = cl;
-          }
-        }
-      }
-      CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < S::kRowsPerThread; ++q) {
+      const bool full_n = col0 + S::kN <= N;  // block-uniform: no column of the tile past C
+      const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
+      // 1. sum c and sum w c per row: this lane's share, over the quad, the warps' shares in shared memory.
+      //    A row within the threshold without its robust-norm term is within the full one (that term only
+      //    raises it); the other rows are decided by the second pass (non-finite values land there too).
+      {
+        float s1[S::kRowsPerThread], sw[S::kRowsPerThread];
         CUTLASS_PRAGMA_UNROLL
-        for (int o = 1; o < 4; o <<= 1) {
-          s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
-          sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
-          sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
-          mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
-          nb[q] += __shfl_xor_sync(0xffffffffu, nb[q], o);
-          bc[q] = max(bc[q], __shfl_xor_sync(0xffffffffu, bc[q], o));
+        for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
+        CUTLASS_PRAGMA_UNROLL
+        for (int e = 0; e < Frag::kElements; ++e) {
+          int rr, cc;
+          S::Layout::coord(lane, e, rr, cc);
+          const int cl = warp_n * S::kWarpN + cc;  // column within the strip
+          const int q = S::q_of(e);
+          const float v = (full_n || col0 + cl < N) ? static_cast<float>(a[e]) : 0.f;
+          s1[q] += v;
+          sw[q] = fmaf(float(cl + 1), v, sw[q]);
         }
-        if ((lane & 3) == 0) {
-          const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
-          sc.part[warp_n][rl] = make_float4(s1[q], sw[q], sq[q], mx[q]);
-          sc.bad[warp_n][rl] = make_int2(nb[q], bc[q]);
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < S::kRowsPerThread; ++q) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int o = 1; o < 4; o <<= 1) {
+            s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
+            sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
+          }
+          if ((lane & 3) == 0) sc.sums[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = make_float2(s1[q], sw[q]);
         }
       }
       sc.ref[ref_part][ref_row] = make_float4(r, rw, r2, 0.f);
       __syncthreads();
-      // 2. one thread per row decides
+      float S1 = 0.f, SW = 0.f, R = 0.f, RW = 0.f, R2 = 0.f;  // of row tid (tid < kM)
       if (tid < S::kM) {
         int verdict = -1;
         if (row0 + tid < M) {
-          float S1 = 0.f, SW = 0.f, SQ = 0.f, MX = 0.f, R = 0.f, RW = 0.f, R2 = 0.f;
-          int NB = 0, BC = -1;
           CUTLASS_PRAGMA_UNROLL
-          for (int w = 0; w < S::kWarpsN; ++w) {
-            const float4 v = sc.part[w][tid];
-            const int2 b = sc.bad[w][tid];
-            S1 += v.x, SW += v.y, SQ += v.z, MX = fmaxf(MX, v.w), NB += b.x, BC = max(BC, b.y);
-          }
+          for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
           CUTLASS_PRAGMA_UNROLL
-          for (int h = 0; h < S::kParts; ++h) {
-            const float4 v = sc.ref[h][tid];
-            R += v.x, RW += v.y, R2 += v.z;
-          }
+          for (int h = 0; h < S::kParts; ++h) R += sc.ref[h][tid].x, RW += sc.ref[h][tid].y, R2 += sc.ref[h][tid].z;
           sc.rtot[tid] = R;
-          float score = 0.f;
-          if (NB > 0) {
-            verdict = NB == 1 ? BC : -2;
-            score = INFINITY;
+          const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R));
+          const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+          const float d = S1 - R, dw = SW - RW;
+          const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
+          const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
+          if (!(sc1 > 1.f) && !(sc2 > 1.f) && isfinite(d) && isfinite(dw)) {
+            ftgen::record_score(p.t.counters, static_cast<double>(fmaxf(sc1, sc2)));  // >= the full threshold's score
           } else {
-            const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
-            const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
-            const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
-            const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
-            const float d = S1 - R, dw = SW - RW;
-            const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
-            const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
-            score = fmaxf(sc1, sc2);
-            const bool finite = isfinite(d) && isfinite(dw);
-            if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
-              verdict = -1;
+            verdict = -3;
+          }
+        }
+        sc.col[tid] = verdict;
+      }
+      if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return;
+      // 2. (rare) rows over that threshold: the robust norm ||C_i|| without its largest element, and the
+      //    non-finite elements, then the full rule (gemm.abft_verify_rows)
+      {
+        float sq[S::kRowsPerThread], mx[S::kRowsPerThread];
+        int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < S::kRowsPerThread; ++q) sq[q] = mx[q] = 0.f, nb[q] = 0, bc[q] = -1;
+        CUTLASS_PRAGMA_UNROLL
+        for (int e = 0; e < Frag::kElements; ++e) {
+          int rr, cc;
+          S::Layout::coord(lane, e, rr, cc);
+          const int cl = warp_n * S::kWarpN + cc;
+          const int q = S::q_of(e);
+          const float v = static_cast<float>(a[e]);
+          if (col0 + cl < N) {
+            if (isfinite(v)) {
+              const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
+              sq[q] += c2;
+              mx[q] = fmaxf(mx[q], c2);
             } else {
-              verdict = -2;
-              if (finite && fabsf(d) > 2.f * tau_w) {
-                const float jq = rintf(dw / d);
-                if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
-              }
+              ++nb[q];
+              bc[q] = cl;
             }
           }
-          ftgen::record_score(p.t.counters, static_cast<double>(score));
         }
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < S::kRowsPerThread; ++q) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int o = 1; o < 4; o <<= 1) {
+            sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
+            mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+            nb[q] += __shfl_xor_sync(0xffffffffu, nb[q], o);
+            bc[q] = max(bc[q], __shfl_xor_sync(0xffffffffu, bc[q], o));
+          }
+          if ((lane & 3) == 0) {
+            const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
+            sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
+            sc.bad[warp_n][rl] = make_int2(nb[q], bc[q]);
+          }
+        }
+      }
+      __syncthreads();
+      if (tid < S::kM && sc.col[tid] == -3) {
+        float SQ = 0.f, MX = 0.f;
+        int NB = 0, BC = -1, verdict = -2;
+        CUTLASS_PRAGMA_UNROLL
+        for (int w = 0; w < S::kWarpsN; ++w) {
+          SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y), NB += sc.bad[w][tid].x, BC = max(BC, sc.bad[w][tid].y);
+        }
+        float score = INFINITY;
+        if (NB > 0) {
+          verdict = NB == 1 ? BC : -2;
+        } else {
+          const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
+          const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
+          const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+          const float d = S1 - R, dw = SW - RW;
+          const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
+          const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
+          score = fmaxf(sc1, sc2);
+          const bool finite = isfinite(d) && isfinite(dw);
+          if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
+            verdict = -1;
+          } else if (finite && fabsf(d) > 2.f * tau_w) {
+            const float jq = rintf(dw / d);
+            if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
+          }
+        }
+        ftgen::record_score(p.t.counters, static_cast<double>(score));
         sc.col[tid] = verdict;
       }
       const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
@@ -366,7 +401,15 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     };
 
     ml.run(
-        total, acc, its.A, its.B, [&] { pref = load_enc(0); },
+        total, acc, its.A, its.B,
+        [&] {
+          if (warp == 0) {
+            const float4 e0 = load_enc(0);
+            if (lane < S::kK) sc.enc[0][lane] = e0;
+            pref = load_enc(1);
+          }
+          __syncthreads();
+        },
         // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions)
         [&](int it, Frag(&)[1]) {
           checkpoint = it == next_checkpoint || it + 1 == total;
