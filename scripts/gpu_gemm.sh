@@ -226,19 +226,22 @@ durations)
   done
   ;;
 ncu-stalls)
-  # stall reasons per issued instruction, bank conflicts, occupancy of the listed kernels (FTGEN_NCU_SPEC)
+  # stall reasons per issued instruction, bank conflicts, occupancy, pipe use of the listed kernels (FTGEN_NCU_SPEC;
+  # NCU_K: ncu's kernel filter, default regex:gemm_kernel -- the CUTLASS backend's are Kernel and abft_kernel)
   shift 2
   build_listed "$@"
   st=smsp__average_warps_issue_stalled
   m="gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread"
   m="$m,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
   m="$m,smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_local_st.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
+  m="$m,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+  m="$m,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active"
   for r in long_scoreboard short_scoreboard mio_throttle wait barrier lg_throttle math_pipe_throttle not_selected selected dispatch_stall no_instruction branch_resolving; do
     m="$m,${st}_${r}_per_issue_active.ratio"
   done
   for k in "$@"; do
     echo "== $k"
-    timeout 200 ncu --clock-control none -k regex:gemm_kernel -s 2 -c 1 --metrics "$m" \
+    timeout 200 ncu --clock-control none -k "${NCU_K:-regex:gemm_kernel}" -s 2 -c 1 --metrics "$m" \
       $gen/$proj/bin/$k --shapes 4096x4096x4096 --reps 2 --warmup 1 --no-ref 2>&1 | tee "$out/ncu_stalls_$k.txt" | grep -E "^ +[a-z_]+__" | sed 's/smsp__average_warps_issue_stalled_//'
   done
   ;;
