@@ -325,12 +325,8 @@ def constraints(v: Variant) -> list[str]:
             f"use fewer warps per threadblock"
         )
     lvl = g.level
-    if lvl == "abft":
-        if g.threads % g.tb[0] or g.tb[2] % max(1, g.threads // g.tb[0]):
-            r.append(
-                f"abft: the {g.tb[0]} rows of the tile split over {g.threads} threads by k: threads must be a "
-                f"multiple of tb_m and tb_k={g.tb[2]} a multiple of threads/tb_m"
-            )
+    if lvl == "abft" and g.tb[2] > 32:
+        r.append(f"abft: tb_k={g.tb[2]}: warp 0 stages a k-iteration's B encodings one per lane (tb_k <= 32)")
     if lvl == "kernel" and g.interval != 1:
         r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
     if g.coop_teams and lvl != "cooperative":
@@ -355,7 +351,7 @@ CONSTRAINT_DOCS = [
     "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
     "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
     "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
-    "cutlass abft: precision tf32x3, level threadblock; threads a multiple of tb_m, tb_k a multiple of threads/tb_m",
+    "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32",
 ]
 
 

@@ -8,8 +8,8 @@
 //
 //   encode   a pre-pass (enc_kernel) per k row and strip: B e, B w (w = 1..tb_n), B^2 e (B read once)
 //   carry    r_i += a_ik (B e)_k, r'_i += a_ik (B w)_k, r2_i += a_ik^2 (B^2 e)_k on the CUDA cores, from the
-//            A tile already in shared memory for the tensor cores (each row split over kThreads / tb_m
-//            threads by k), between the MMAs of each warp-level k-group (Mainloop's `group` hook)
+//            A fragments the warps load for the tensor cores, between the MMAs of each warp-level k-group
+//            (Mainloop's `group` hook)
 //   verify   every `interval` k-iterations and after the last: d = sum_j C_ij - r_i, dw = sum_j w_j C_ij - r'_i
 //            from the accumulators (quad shuffles, then the warps' shares through shared memory), against
 //            tau = lambda u (sqrt(k) + sqrt(tb_n) + 1) max(sqrt(r2_i), |r_i|, ||C_i|| without its max),
@@ -85,10 +85,11 @@ struct AbftShape {
   static int const kWarpsM = K::WarpCount::kM, kWarpsN = K::WarpCount::kN;
   static int const kWarpM = Operator::Shape::kM, kWarpN = Operator::Shape::kN;
   static int const kRowsPerThread = Iter::kRow * Layout::kRows;  // rows of the warp tile one lane holds
-  static int const kParts = K::kThreads / kM;                     // threads sharing one reference row
-  static int const kKPerPart = kK / kParts;
+  static int const kInstM = Layout::Inst::kM, kInstK = Layout::Inst::kK;
+  // reference rows a lane carries: 2 per MMA row block its warp column takes (mt % kWarpsN == warp_n)
+  static int const kRefRows = 2 * ((Iter::kRow + kWarpsN - 1) / kWarpsN);
   static_assert(K::WarpCount::kK == 1, "no sliced-k warp tiles");
-  static_assert(K::kThreads % kM == 0 && kParts >= 1 && kK % kParts == 0, "reference rows split evenly by k");
+  static_assert(kInstM == 16 && kInstK == 8 && Layout::kRows == 2, "the m16n8k8 A fragment layout (tf32 / tf32x3)");
   static_assert(Operator::FragmentC::kElements == Iter::kCount * Layout::kPerMma, "accumulator layout");
   // row (within the warp tile) of local row index q of a lane: mma row block q / kRows, half q % kRows
   CUTLASS_DEVICE static int row_of(int lane, int q) { return (lane >> 2) + (q / Layout::kRows) * Layout::Inst::kM + (q % Layout::kRows) * 8; }
@@ -101,14 +102,14 @@ struct AbftShape {
 
 // Shared memory of the ABFT kernel beside the CUTLASS storage (which the verification must not touch:
 // the next k-tiles are in flight there).
-template <class K>
+template <class K, int kEncBufs>
 struct AbftScratch {
   using S = AbftShape<K>;
   float2 sums[S::kWarpsN][S::kM];    // per warp column: sum c, sum w c
   float2 norm[S::kWarpsN][S::kM];    // per warp column (second pass): sum c^2 (capped), max c^2
   int2 bad[S::kWarpsN][S::kM];       // per warp column (second pass): non-finite count, a non-finite column
-  float4 enc[3][S::kK];              // encodings of three k-iterations (see `group`)
-  float4 ref[S::kParts][S::kM];      // per k part: r, r', r2
+  float4 enc[kEncBufs][S::kK];       // encodings of the k-iterations in flight (see `group`)
+  float4 ref[S::kM];                 // r, r', r2
   double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
   float rtot[S::kM];                 // r_i of the row (correction)
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
@@ -117,7 +118,8 @@ struct AbftScratch {
 template <class K, class ML>
 struct AbftStorage {
   SharedStorage<K, ML> ss;
-  AbftScratch<K> sc;
+  static int const kEncBufs = ML::kStages + 1 <= 4 ? 4 : ML::kStages + 1 <= 8 ? 8 : 16;
+  AbftScratch<K, kEncBufs> sc;
 };
 
 template <class K, bool kInject>
@@ -125,10 +127,9 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
   using Frag = typename K::FragmentC;
   using S = AbftShape<K>;
-  using EA = typename K::ElementA;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   auto& st = *reinterpret_cast<AbftStorage<K, ML>*>(smem_raw);
-  AbftScratch<K>& sc = st.sc;
+  auto& sc = st.sc;
   typename K::Swizzle swizzle;
   const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(p.t.gemm.swizzle_log_tile);
   if (tc.m() >= p.t.tiles_m || tc.n() >= p.t.tiles_n) return;
@@ -138,9 +139,6 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   const int total = p.t.total_k, interval = p.t.interval;
   const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
   const int row0 = tc.m() * S::kM, col0 = tc.n() * S::kN;
-  // reference rows: this thread's row and k part
-  const int ref_row = tid % S::kM, ref_part = tid / S::kM;
-  const bool ref_live = row0 + ref_row < M;
   const float4* enc = p.enc + static_cast<long long>(tc.n()) * Kd;
   const int r0 = Kd - (total - 1) * S::kK;  // k extent of the first (residue) k-iteration
   const bool correct = !kInject || p.t.correct;
@@ -164,60 +162,62 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     ML ml(st.ss.main_loop, tid, warp, lane);
     const bool inject_now = kInject && attempt == 0;
     const bool final_attempt = attempt + 1 >= kMaxAttempts;
-    float r = 0.f, rw = 0.f, r2 = 0.f;
     bool redo = false;
     int next_checkpoint = interval - 1;
     bool checkpoint = false;
 
-    // r, r', r2 += a_ik (B e)_k, a_ik (B w)_k, a_ik^2 (B^2 e)_k for the k of this thread's part, spread over
-    // the warp-level k-groups of each k-iteration (`group`, called between the MMAs: the tensor cores bound
-    // the loop, so these FMAs fill issue slots). A is read from the stage the tensor cores read; the
-    // encodings from shared memory (broadcast reads): warp 0 loads a k-iteration's 32 (one per lane) two
-    // k-iterations ahead and stores them one k-iteration ahead into one of three buffers, at the first k-group
-    // -- the barrier inside every k-iteration orders the store before the reads of the next k-iteration, and
-    // the buffer it overwrites was last read two k-iterations earlier.
-    constexpr int kGroups = ML::kWarpGemmIterations;
-    constexpr int kPerGroup = S::kKPerPart / kGroups;
-    static_assert(S::kKPerPart % kGroups == 0 && kPerGroup >= 1, "a thread's k split evenly over the k-groups");
+    // r, r', r2 += a_ik (B e)_k, a_ik (B w)_k, a_ik^2 (B^2 e)_k from the A fragments the warps load for the
+    // tensor cores (no extra shared-memory reads of A): the kWarpsN warps of a warp row hold the same A
+    // fragments, so warp column n takes the MMA row blocks mt with mt % kWarpsN == n; in a block (m16n8k8)
+    // lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 at k = t and t + 4 of the k-group. `group`
+    // runs between the MMAs of each k-group (the tensor cores bound the loop: these FMAs fill issue slots).
+    // The encodings come from shared memory: warp 0 copies a k-iteration's 32 (one per lane) with cp.async
+    // at the first k-group of the k-iteration kStages - 1 before it, into one of kStages + 1 buffers: the
+    // copy joins the mainloop's cp.async group of that k-iteration, which the mainloop waits for (and
+    // follows with a barrier) before the k-iteration that reads them -- the same pipeline as the A and B tiles.
     static_assert(S::kK <= 32, "one encoding per lane of warp 0");
-    // row-major A: the crosswise shared-memory layout keeps 4 consecutive k of a row in one 16-byte vector
-    constexpr bool kVecA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value && kPerGroup % 4 == 0 &&
-                           sizeof(EA) == 4;
-    auto load_enc = [&](int it) {
-      float4 e = make_float4(0.f, 0.f, 0.f, 0.f);
+    constexpr int kGroups = ML::kWarpGemmIterations;
+    constexpr int kAhead = ML::kStages - 1, kBufs = AbftStorage<K, ML>::kEncBufs;  // a power of two >= kStages + 1
+    static_assert(kGroups * S::kInstK == S::kK, "k-groups of one MMA depth");
+    auto copy_enc = [&](int it) {  // warp 0
       const int kbase = it == 0 ? 0 : r0 + (it - 1) * S::kK;
-      if (it < total && lane < (it == 0 ? r0 : S::kK)) e = __ldg(enc + kbase + lane);
-      return e;
+      const bool valid = it < total && lane < (it == 0 ? r0 : S::kK);
+      if (lane < S::kK)
+        cutlass::arch::cp_async_zfill<16>(&sc.enc[it & (kBufs - 1)][lane], enc + (valid ? kbase + lane : 0), valid);
     };
-    float4 pref = make_float4(0.f, 0.f, 0.f, 0.f);  // warp 0: lane's encoding of the k-iteration after next
     int it_cur = 0;                                  // the k-iteration being computed
-    auto group = [&](int g, int stage) {
-      if (g == 0 && warp == 0) {
-        if (lane < S::kK) sc.enc[(it_cur + 1) % 3][lane] = pref;
-        pref = load_enc(it_cur + 2);
+    const float4* enc_row = &sc.enc[0][lane & 3];    // its encodings in shared memory (lane's k = t)
+    float rr[S::kRefRows], rrw[S::kRefRows], rr2[S::kRefRows];
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < S::kRefRows; ++i) rr[i] = rrw[i] = rr2[i] = 0.f;
+    auto group = [&](int g, typename K::Operator::FragmentA const& fa) {
+      if (g == 0) {
+        if (warp == 0) copy_enc(it_cur + kAhead);
+        enc_row = &sc.enc[it_cur & (kBufs - 1)][lane & 3];
       }
-      const int k0 = ref_part * S::kKPerPart + g * kPerGroup;
-      float a[kPerGroup];
-      auto ref_a = st.ss.main_loop.operand_A_ref();
-      // rows past M read stale shared memory (never stored, never verified): skipped
-      if constexpr (kVecA) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int v = 0; v < kPerGroup; v += 4) {
-          const float4 q = ref_live ? *reinterpret_cast<const float4*>(&ref_a.at({ref_row, stage * S::kK + k0 + v}))
-                                    : make_float4(0.f, 0.f, 0.f, 0.f);
-          a[v] = q.x, a[v + 1] = q.y, a[v + 2] = q.z, a[v + 3] = q.w;
-        }
-      } else {
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kPerGroup; ++j) a[j] = ref_live ? static_cast<float>(ref_a.at({ref_row, stage * S::kK + k0 + j})) : 0.f;
-      }
-      const float4* e = sc.enc[it_cur % 3] + k0;
+      const float4* e = enc_row + g * S::kInstK;
+      const float4 e0 = e[0], e1 = e[4];  // k = t and t + 4 of the k-group
       CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < kPerGroup; ++j) {
-        const float4 ej = e[j];
-        r = fmaf(a[j], ej.x, r);
-        rw = fmaf(a[j], ej.y, rw);
-        r2 = fmaf(a[j] * a[j], ej.z, r2);
+      for (int j = 0; j < S::kRefRows / 2; ++j) {
+        // MMA row block mt = warp_n + j * kWarpsN of the warp tile: its fragment {(g, t), (g + 8, t), (g, t + 4),
+        // (g + 8, t + 4)}, picked by a warp-uniform switch (a register array indexed at run time would go
+        // to local memory)
+        float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+        CUTLASS_PRAGMA_UNROLL
+        for (int n = 0; n < S::kWarpsN; ++n) {
+          const int mt = n + j * S::kWarpsN;
+          if (mt < S::Iter::kRow && warp_n == n) {
+            a0 = static_cast<float>(fa[mt * 4 + 0]), a1 = static_cast<float>(fa[mt * 4 + 1]);
+            a2 = static_cast<float>(fa[mt * 4 + 2]), a3 = static_cast<float>(fa[mt * 4 + 3]);
+          }
+        }
+        const int i = 2 * j;
+        rr[i] = fmaf(a0, e0.x, fmaf(a2, e1.x, rr[i]));
+        rrw[i] = fmaf(a0, e0.y, fmaf(a2, e1.y, rrw[i]));
+        rr2[i] = fmaf(a0 * a0, e0.z, fmaf(a2 * a2, e1.z, rr2[i]));
+        rr[i + 1] = fmaf(a1, e0.x, fmaf(a3, e1.x, rr[i + 1]));
+        rrw[i + 1] = fmaf(a1, e0.y, fmaf(a3, e1.y, rrw[i + 1]));
+        rr2[i + 1] = fmaf(a1 * a1, e0.z, fmaf(a3 * a3, e1.z, rr2[i + 1]));
       }
       if (g == kGroups - 1) ++it_cur;
     };
@@ -254,7 +254,23 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           if ((lane & 3) == 0) sc.sums[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = make_float2(s1[q], sw[q]);
         }
       }
-      sc.ref[ref_part][ref_row] = make_float4(r, rw, r2, 0.f);
+      // the reference rows: this lane's k share, over the quad's k, into shared memory
+      CUTLASS_PRAGMA_UNROLL
+      for (int mt = 0; mt < S::Iter::kRow; ++mt) {
+        if (mt % S::kWarpsN != warp_n) continue;
+        const int i = (mt / S::kWarpsN) * 2;
+        CUTLASS_PRAGMA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          float x = rr[i + h], y = rrw[i + h], z = rr2[i + h];
+          CUTLASS_PRAGMA_UNROLL
+          for (int o = 1; o < 4; o <<= 1) {
+            x += __shfl_xor_sync(0xffffffffu, x, o);
+            y += __shfl_xor_sync(0xffffffffu, y, o);
+            z += __shfl_xor_sync(0xffffffffu, z, o);
+          }
+          if ((lane & 3) == 0) sc.ref[warp_m * S::kWarpM + mt * S::kInstM + (lane >> 2) + 8 * h] = make_float4(x, y, z, 0.f);
+        }
+      }
       __syncthreads();
       float S1 = 0.f, SW = 0.f, R = 0.f, RW = 0.f, R2 = 0.f;  // of row tid (tid < kM)
       if (tid < S::kM) {
@@ -263,7 +279,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           CUTLASS_PRAGMA_UNROLL
           for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
           CUTLASS_PRAGMA_UNROLL
-          for (int h = 0; h < S::kParts; ++h) R += sc.ref[h][tid].x, RW += sc.ref[h][tid].y, R2 += sc.ref[h][tid].z;
+          R = sc.ref[tid].x, RW = sc.ref[tid].y, R2 = sc.ref[tid].z;
           sc.rtot[tid] = R;
           const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R));
           const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
@@ -402,11 +418,11 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
     ml.run(
         total, acc, its.A, its.B,
-        [&] {
-          if (warp == 0) {
-            const float4 e0 = load_enc(0);
-            if (lane < S::kK) sc.enc[0][lane] = e0;
-            pref = load_enc(1);
+        [&] {  // the first kAhead k-iterations' encodings, synchronously
+          for (int i = warp; i < kAhead; i += K::kThreads / 32) {
+            const int kbase = i == 0 ? 0 : r0 + (i - 1) * S::kK;
+            const bool valid = i < total && lane < (i == 0 ? r0 : S::kK);
+            if (lane < S::kK) sc.enc[i & (kBufs - 1)][lane] = valid ? __ldg(enc + kbase + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
           }
           __syncthreads();
         },

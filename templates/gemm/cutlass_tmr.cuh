@@ -345,13 +345,12 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
     __syncthreads();
   }
 
-  // One k-iteration (one threadblock k-tile) of MMAs into every accumulator set. `group(g, stage)` runs
-  // after the MMAs of warp-level k-group g are issued (stage: the one this k-iteration reads, whose tiles
-  // stay in place until the k-iteration ends): work that fills the issue slots between the MMAs.
+  // One k-iteration (one threadblock k-tile) of MMAs into every accumulator set. `group(g, frag_A)` runs
+  // after the MMAs of warp-level k-group g are issued, with that k-group's A fragment as loaded from shared
+  // memory (before the tensor-core transform): work that fills the issue slots between the MMAs.
   template <class Group>
   CUTLASS_DEVICE void mac_loop_iter(PipeState& pipe, FragmentC (&accum)[kNumCopies], IteratorA& iterator_A, IteratorB& iterator_B,
                                     int& gemm_k_iterations, Group&& group) {
-    const int stage = smem_read_stage_idx_;
     CUTLASS_PRAGMA_UNROLL
     for (int warp_mma_k = 0; warp_mma_k < kWarpGemmIterations; ++warp_mma_k) {
       this->warp_tile_iterator_A_.set_kgroup_index((warp_mma_k + 1) % kWarpGemmIterations);
@@ -373,7 +372,7 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
           warp_mma_(accum[c], pipe.tA[warp_mma_k % 2], pipe.tB[warp_mma_k % 2], accum[c]);
         }
       }
-      group(warp_mma_k, stage);
+      group(warp_mma_k, pipe.loaded_A[warp_mma_k % 2]);
       if (warp_mma_k < kWarpGemmIterations - 1) {
         copy_tiles_and_advance(iterator_A, iterator_B, warp_mma_k * kAccessesPerGroupA, warp_mma_k * kAccessesPerGroupB);
       }
@@ -412,7 +411,7 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
   template <class Check, class Slow>
   CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
                           Check&& check, Slow&& slow) {
-    run(gemm_k_iterations, accum, iterator_A, iterator_B, [] {}, check, slow, [](int, int) {});
+    run(gemm_k_iterations, accum, iterator_A, iterator_B, [] {}, check, slow, [](int, typename Operator::FragmentA const&) {});
   }
 
   // The stage the next k-iteration reads: inside `check(it, ...)` it holds k-iteration it + 1's tiles,
@@ -421,7 +420,7 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
   CUTLASS_DEVICE int read_stage() const { return smem_read_stage_idx_; }
 
   // As run() above; `pre()` runs once the first k-iteration's tiles are in shared memory (read_stage()).
-  // `group(g, stage)`: see mac_loop_iter.
+  // `group(g, frag_A)`: see mac_loop_iter.
   template <class Pre, class Check, class Slow, class Group>
   CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
                           Pre&& pre, Check&& check, Slow&& slow, Group&& group) {
