@@ -123,19 +123,15 @@ prepass)
   ;;
 tc)
   # threadblock ABFT on the CUTLASS tf32x3 tensor-core GEMM vs its unprotected kernel vs cuBLAS SGEMM:
-  # faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults, TRIALS clean + faulty trials per distribution
+  # faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults, then `ftgen campaign` of
+  # specs/gemm_abft_tc_campaign.yaml (TRIALS clean + TRIALS faulty per distribution, default 1000)
   check_and_speed specs/gemm_abft_tc.yaml gemm_abft_tc tc_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048 8 3 16
-  for k in gemm_tf32x3_abft-tb-i8_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr_inj; do
-    for d in normal uniform loguniform; do
-      $gen/gemm_abft_tc/bin/$k --trials ${TRIALS:-300} --inject 0 --shapes 512x512x1024 --dist $d --seed 1 > "$out/trials_${k}_${d}_clean.jsonl"
-      $gen/gemm_abft_tc/bin/$k --trials ${TRIALS:-300} --inject 1 --shapes 512x512x1024 --dist $d --seed 100001 > "$out/trials_${k}_${d}_fault.jsonl"
-    done
-  done
-  cat "$out"/trials_*.jsonl > "$out/tc_trials.jsonl"; rm "$out"/trials_*_*.jsonl
-  tail -3 "$out"/*.err
+  ft campaign specs/gemm_abft_tc_campaign.yaml --trials ${TRIALS:-1000} --seed ${SEED:-7} -o $gen \
+     --json "$out/tc_campaign.jsonl" --plot "$out/tc_campaign.png" 2> "$out/tc_campaign.log"
+  echo "campaign rc=$?"; grep -v '^\[' "$out/tc_campaign.log" | tail -12
+  tail -n 3 "$out"/*.err
   summary "$out/tc_check_inject.jsonl"
   summary "$out/tc_speed_clean.jsonl" "$out/tc_speed_inject.jsonl"
-  trials_summary "$out/tc_trials.jsonl"
   ;;
 check)
   check_and_speed scripts/gpu_abft_check.yaml abft_check "" '*' 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 8 5 64

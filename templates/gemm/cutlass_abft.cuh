@@ -163,8 +163,15 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     const bool inject_now = kInject && attempt == 0;
     const bool final_attempt = attempt + 1 >= kMaxAttempts;
     bool redo = false;
-    int next_checkpoint = interval - 1;
-    bool checkpoint = false;
+    // the next k-iteration after which the loop is left: a checkpoint (every `interval` and the last) or a
+    // planned fault; one compare per k-iteration
+    int next_checkpoint = min(interval, total) - 1;
+    auto next_stop = [&](int after) {
+      int s = next_checkpoint;
+      if (kInject && inject_now && pend.step > after && pend.step < s) s = pend.step;
+      return s;
+    };
+    int stop = next_stop(-1);
 
     // r, r', r2 += a_ik (B e)_k, a_ik (B w)_k, a_ik^2 (B^2 e)_k from the A fragments the warps load for the
     // tensor cores (no extra shared-memory reads of A): the kWarpsN warps of a warp row hold the same A
@@ -427,16 +434,16 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           __syncthreads();
         },
         // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions)
-        [&](int it, Frag(&)[1]) {
-          checkpoint = it == next_checkpoint || it + 1 == total;
-          if (it == next_checkpoint) next_checkpoint += interval;
-          return checkpoint || (inject_now && pend.step == it);
-        },
+        [&](int it, Frag(&)[1]) { return it == stop; },
         [&](int it, Frag(&a)[1]) {
           if constexpr (kInject) {
             if (inject_now && pend.mine && pend.step == it) apply_fault<K>(p.t, a[0], pend.idx, tile, 0, tc.m(), tc.n(), 1);
           }
-          if (checkpoint && !redo) verify(it, a[0]);
+          if (it == next_checkpoint) {
+            if (!redo) verify(it, a[0]);
+            next_checkpoint = min(next_checkpoint + interval, total - 1);
+          }
+          stop = next_stop(it);
         },
         group);
     if (!redo) break;
