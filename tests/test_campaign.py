@@ -29,6 +29,15 @@ def test_summary_counts():
     assert r[1000.0]["tpr"] == 0 and r[0.001]["tpr"] == 1.0
 
 
+def test_a_null_score_is_over_every_threshold():
+    # the executables write a non-finite score (a fault that made the residual Inf or NaN) as JSON null
+    rows = [trial(0)] * 3 + [trial(1, True, 1, True, None, 30), trial(1, True, 1, True, 4.0, 29)]
+    s = summarize("k", rows)
+    assert s["corrected"] == 2 and s["max_clean_score"] == 0.1
+    r = {round(p["threshold_multiplier"], 6): p for p in roc(rows)}
+    assert r[1000.0]["tpr"] == 0.5 and r[1.0]["tpr"] == 1.0 and r[1.0]["fpr"] == 0.0
+
+
 def test_campaign_needs_injection_builds(tmp_path, capsys):
     spec = tmp_path / "s.yaml"
     spec.write_text("name: s\nfamily: gemm\nprotection: {scheme: abft, level: threadblock}\n")

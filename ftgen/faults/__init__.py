@@ -46,6 +46,15 @@ def run_trials(exe: Path, kernel: str, *, shape: str, dist: str, trials: int, in
     return rows, errors
 
 
+def score_of(r: dict) -> float:
+    """A trial's detection score (residual / threshold). JSON has no infinity: the executables write a
+    non-finite score (a non-finite checksum residual) as null, which is over every threshold."""
+    if "score" not in r:
+        return 0.0
+    v = r["score"]
+    return math.inf if v is None else float(v)
+
+
 def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
     """The campaign summary line of DESIGN.md, plus per-distribution and per-bit detail."""
     clean = [r for r in rows if not r.get("injected")]
@@ -72,7 +81,7 @@ def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
         "false_alarm_rate": (len(false_alarms) / len(clean)) if clean else None,
         "max_residual_rel_err": residual,
         "not_ok": sum(1 for r in rows if not r.get("ok")),
-        "max_clean_score": max((r.get("score", 0.0) for r in clean), default=0.0),
+        "max_clean_score": max((score_of(r) for r in clean), default=0.0),
     }
     by_dist = {}
     for d in sorted({r.get("dist") for r in rows}):
@@ -108,8 +117,8 @@ def per_bit(rows: list[dict]) -> list[dict]:
 def roc(rows: list[dict]) -> list[dict]:
     """Detection at threshold multiplier m happens when score > m: true-positive rate over the
     significant faults, false-positive rate over the clean trials."""
-    clean = [r.get("score", 0.0) for r in rows if not r.get("injected")]
-    sig = [r.get("score", 0.0) for r in rows if r.get("injected") and r.get("significant")]
+    clean = [score_of(r) for r in rows if not r.get("injected")]
+    sig = [score_of(r) for r in rows if r.get("injected") and r.get("significant")]
     out = []
     for m in ROC_MULTIPLIERS:
         out.append({
