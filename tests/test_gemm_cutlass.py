@@ -139,6 +139,11 @@ def test_protection_reasons():
         ("precision: fp32\nprotection: {scheme: tmr, level: kernel}\n", "precision tf32"),
         ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {layout_a: diagonal}\n", "params.layout_a: 'diagonal' is not one of row, col"),
         ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {tb_mm: 64}\n", "did you mean 'tb_m'"),
+        ("precision: tf32x3\nprotection: {scheme: tmr, level: kernel}\n", "tmr is not implemented for tf32x3"),
+        ("precision: tf32\nprotection: {scheme: abft, level: threadblock}\n", "for the CUTLASS backend's tf32x3, not tf32"),
+        ("precision: tf32x3\nprotection: {scheme: abft, level: warp}\n", "level threadblock only"),
+        ("precision: tf32x3\nprotection: {scheme: abft, level: threadblock, interval: 0}\n", "must be at least 1"),
+        ("precision: tf32x3\nprotection: {scheme: abft, level: threadblock, threshold: -1}\n", "threshold"),
     ],
 )
 def test_bad_specs_exit_2_with_a_clear_message(tmp_path, capsys, body, message):
@@ -230,6 +235,12 @@ def test_injection_code_only_in_inject_builds():
     assert "CUTLASS_DEVICE void apply_fault(" in body and "ftgen::apply_fault" in body
     outside = header.replace(body, "")
     assert "ftgen::apply_fault" not in outside  # the fault primitive is only reachable in inject builds
+    # the threadblock ABFT kernel reaches it only through apply_fault<K>, under `if constexpr (kInject)`
+    abft = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
+    assert "ftgen::apply_fault" not in abft
+    lines = abft.splitlines()
+    calls = [i for i, line in enumerate(lines) if "apply_fault<K>(" in line]
+    assert calls and all(any("if constexpr (kInject)" in lines[j] for j in range(max(0, i - 3), i)) for i in calls)
 
 
 def test_constants_shared_by_python_and_cuda_agree():

@@ -98,6 +98,17 @@ struct AbftShape {
     const int mma = e / Layout::kPerMma, r = (e % Layout::kPerMma) / Layout::kEPA;
     return (mma % Iter::kRow) * Layout::kRows + r;
   }
+  // f(e, rl, cl, q) for every accumulator element e of a lane: its row within the tile, its column within the
+  // strip (the tile's columns) and the lane's local row index q
+  template <class F>
+  CUTLASS_DEVICE static void each(int lane, int warp_m, int warp_n, F&& f) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int e = 0; e < Operator::FragmentC::kElements; ++e) {
+      int rr, cc;
+      Layout::coord(lane, e, rr, cc);
+      f(e, warp_m * kWarpM + rr, warp_n * kWarpN + cc, q_of(e));
+    }
+  }
 };
 
 // Shared memory of the ABFT kernel beside the CUTLASS storage (which the verification must not touch:
@@ -241,16 +252,11 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         float s1[S::kRowsPerThread], sw[S::kRowsPerThread];
         CUTLASS_PRAGMA_UNROLL
         for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
-        CUTLASS_PRAGMA_UNROLL
-        for (int e = 0; e < Frag::kElements; ++e) {
-          int rr, cc;
-          S::Layout::coord(lane, e, rr, cc);
-          const int cl = warp_n * S::kWarpN + cc;  // column within the strip
-          const int q = S::q_of(e);
+        S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) {
           const float v = (full_n || col0 + cl < N) ? static_cast<float>(a[e]) : 0.f;
           s1[q] += v;
           sw[q] = fmaf(float(cl + 1), v, sw[q]);
-        }
+        });
         CUTLASS_PRAGMA_UNROLL
         for (int q = 0; q < S::kRowsPerThread; ++q) {
           CUTLASS_PRAGMA_UNROLL
@@ -309,12 +315,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
         CUTLASS_PRAGMA_UNROLL
         for (int q = 0; q < S::kRowsPerThread; ++q) sq[q] = mx[q] = 0.f, nb[q] = 0, bc[q] = -1;
-        CUTLASS_PRAGMA_UNROLL
-        for (int e = 0; e < Frag::kElements; ++e) {
-          int rr, cc;
-          S::Layout::coord(lane, e, rr, cc);
-          const int cl = warp_n * S::kWarpN + cc;
-          const int q = S::q_of(e);
+        S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) {
           const float v = static_cast<float>(a[e]);
           if (col0 + cl < N) {
             if (isfinite(v)) {
@@ -326,7 +327,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
               bc[q] = cl;
             }
           }
-        }
+        });
         CUTLASS_PRAGMA_UNROLL
         for (int q = 0; q < S::kRowsPerThread; ++q) {
           CUTLASS_PRAGMA_UNROLL
@@ -390,15 +391,9 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       double rest[S::kRowsPerThread];
       CUTLASS_PRAGMA_UNROLL
       for (int q = 0; q < S::kRowsPerThread; ++q) rest[q] = 0.0;
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < Frag::kElements; ++e) {
-        int rr, cc;
-        S::Layout::coord(lane, e, rr, cc);
-        const int cl = warp_n * S::kWarpN + cc;
-        const int rl = warp_m * S::kWarpM + rr;
-        const int q = S::q_of(e);
+      S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int q) {
         if (col0 + cl < N && sc.col[rl] >= 0 && sc.col[rl] != cl) rest[q] += static_cast<double>(a[e]);
-      }
+      });
       CUTLASS_PRAGMA_UNROLL
       for (int q = 0; q < S::kRowsPerThread; ++q) {
         rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
@@ -406,12 +401,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
       }
       __syncthreads();
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < Frag::kElements; ++e) {
-        int rr, cc;
-        S::Layout::coord(lane, e, rr, cc);
-        const int cl = warp_n * S::kWarpN + cc;
-        const int rl = warp_m * S::kWarpM + rr;
+      S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int) {
         if (sc.col[rl] == cl) {
           double others = 0.0;
           CUTLASS_PRAGMA_UNROLL
@@ -419,7 +409,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
           ++corrected;
         }
-      }
+      });
       __syncthreads();  // the scratch is reused by the next verification
     };
 
