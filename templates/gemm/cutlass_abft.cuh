@@ -188,7 +188,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     // tensor cores (no extra shared-memory reads of A): the kWarpsN warps of a warp row hold the same A
     // fragments, so warp column n takes the MMA row blocks mt with mt % kWarpsN == n; in a block (m16n8k8)
     // lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 at k = t and t + 4 of the k-group. `group`
-    // runs between the MMAs of each k-group (the tensor cores bound the loop: these FMAs fill issue slots).
+    // runs between the MMAs of each k-group, so the next k-group's MMAs need not wait for it (run between
+    // k-iterations instead, the same work cost 1.5x more time; docs/abft-threadblock-speed.md).
     // The encodings come from shared memory: warp 0 copies a k-iteration's 32 (one per lane) with cp.async
     // at the first k-group of the k-iteration kStages - 1 before it, into one of kStages + 1 buffers: the
     // copy joins the mainloop's cp.async group of that k-iteration, which the mainloop waits for (and
