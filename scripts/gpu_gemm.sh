@@ -133,6 +133,18 @@ tc)
   summary "$out/tc_check_inject.jsonl"
   summary "$out/tc_speed_clean.jsonl" "$out/tc_speed_inject.jsonl"
   ;;
+tc-sweep)
+  # the tensor-core threadblock ABFT (128x128 tiles of specs/gemm_abft_tc.yaml) on the square and irregular sweeps:
+  # clean, then the injection builds with 16 faults per launch
+  ft generate specs/gemm_abft_tc.yaml -o $gen > /dev/null && ft build $gen/gemm_abft_tc -j 16 --kernels '*_128x128x32_*' > /dev/null || exit 3
+  sw=1024x1024x1024,2048x2048x2048,3072x3072x3072,5120x5120x5120,6144x6144x6144,7168x7168x7168,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777,3001x2999x1025
+  ft bench $gen/gemm_abft_tc --kernels '*_128x128x32_*' --shapes $sw --reps 10 --warmup 3 --json "$out/tc_sweep_clean.jsonl" > /dev/null 2> "$out/tc_sweep.err"
+  echo "sweep clean rc=$?"
+  ft bench $gen/gemm_abft_tc --kernels '*_128x128x32_*_inj' --shapes $sw --inject 16 --reps 10 --warmup 3 --json "$out/tc_sweep_inject.jsonl" > /dev/null 2>> "$out/tc_sweep.err"
+  echo "sweep inject rc=$?"
+  tail -n 3 "$out/tc_sweep.err"
+  summary "$out/tc_sweep_clean.jsonl" "$out/tc_sweep_inject.jsonl"
+  ;;
 check)
   check_and_speed scripts/gpu_abft_check.yaml abft_check "" '*' 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 8 5 64
   for k in gemm_f32_abft-tb-i64_128x128x8_w32x64_t8x8_s4_inj gemm_f64_abft-tb-i64_64x64x8_w32x32_t4x8_s3_inj gemm_f32_abft-thread-i64_128x128x8_w32x64_t8x8_s4_inj; do
