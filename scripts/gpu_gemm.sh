@@ -133,6 +133,23 @@ tc)
   summary "$out/tc_check_inject.jsonl"
   summary "$out/tc_speed_clean.jsonl" "$out/tc_speed_inject.jsonl"
   ;;
+tc-layouts)
+  # the tensor-core threadblock ABFT for every layout of A and B: faults on odd shapes and 4096^3, then TRIALS
+  # clean + faulty trials per distribution of each kernel (specs/gemm_abft_tc_layouts.yaml)
+  ft generate specs/gemm_abft_tc_layouts.yaml -o $gen > /dev/null && ft build $gen/gemm_abft_tc_layouts -j 16 > /dev/null || exit 3
+  ft bench $gen/gemm_abft_tc_layouts --shapes 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048,4096x4096x4096 \
+     --inject 8 --reps 3 --warmup 1 --json "$out/tc_layouts_check.jsonl" > /dev/null 2> "$out/tc_layouts.err"
+  echo "check rc=$?"
+  for k in $(ls $gen/gemm_abft_tc_layouts/bin); do
+    for d in normal uniform loguniform; do
+      $gen/gemm_abft_tc_layouts/bin/$k --trials ${TRIALS:-200} --inject 0 --shapes 512x512x1024 --dist $d --seed 1 >> "$out/tc_layouts_trials.jsonl"
+      $gen/gemm_abft_tc_layouts/bin/$k --trials ${TRIALS:-200} --inject 1 --shapes 512x512x1024 --dist $d --seed 100001 >> "$out/tc_layouts_trials.jsonl"
+    done
+  done
+  tail -n 3 "$out/tc_layouts.err"
+  summary "$out/tc_layouts_check.jsonl"
+  trials_summary "$out/tc_layouts_trials.jsonl"
+  ;;
 tc-sweep)
   # the tensor-core threadblock ABFT (128x128 tiles of specs/gemm_abft_tc.yaml) on the square and irregular sweeps:
   # clean, then the injection builds with 16 faults per launch
