@@ -150,6 +150,25 @@ tc-layouts)
   summary "$out/tc_layouts_check.jsonl"
   trials_summary "$out/tc_layouts_trials.jsonl"
   ;;
+tc-search)
+  # tile candidates of the tensor-core ABFT (specs/gemm_abft_tc_search.yaml) at 4096^3 and 8192^3 with 16 faults
+  # per launch, each paired with its unprotected kernel
+  ft generate specs/gemm_abft_tc_search.yaml -o $gen > /dev/null && ft build $gen/gemm_abft_tc_search -j 16 > /dev/null || exit 3
+  ft bench $gen/gemm_abft_tc_search --shapes 4096x4096x4096,8192x8192x8192 --inject 16 --reps 10 --warmup 3 \
+     --json "$out/tc_search_inject.jsonl" > /dev/null 2> "$out/tc_search.err"
+  echo "bench rc=$?"; tail -n 3 "$out/tc_search.err"
+  python3 - "$out/tc_search_inject.jsonl" <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "kernel" not in r:
+        continue
+    p = r.get("paired") or {}
+    print(f"{r['kernel'][12:80]:68s} {r['shape']['m']:5d} {r['ms']['median']:8.3f} x cuBLAS {r['ref']['ms'] / r['ms']['median']:.3f}"
+          f" x unprot {p.get('x_unprotected', float('nan')):.3f} ({p.get('unprotected_ms', float('nan')):.3f} ms)"
+          f" inj/det/corr {r.get('injected')}/{r.get('detected')}/{r.get('corrected')} ok {r['ok']}")
+PY
+  ;;
 tc-sweep)
   # the tensor-core threadblock ABFT (128x128 tiles of specs/gemm_abft_tc.yaml) on the square and irregular sweeps:
   # clean, then the injection builds with 16 faults per launch
