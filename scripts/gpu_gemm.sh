@@ -72,6 +72,14 @@ check_and_speed() {
   echo "bench (speed, $nspeed faults per launch) rc=$?"
 }
 
+# SPEC PREFIX SEED: `ftgen campaign` of SPEC with TRIALS (default 1000) clean + faulty trials per distribution;
+# files OUT/PREFIX{campaign.jsonl,campaign.png,campaign.log}
+run_campaign() {
+  ft campaign "$1" --trials ${TRIALS:-1000} --seed "$3" -o $gen \
+     --json "$out/${2}campaign.jsonl" --plot "$out/${2}campaign.png" 2> "$out/${2}campaign.log"
+  echo "campaign rc=$?"; grep -v '^\[' "$out/${2}campaign.log" | tail -12
+}
+
 # KERNELS...: generate FTGEN_NCU_SPEC (default scripts/gpu_abft_check.yaml) and build only the listed
 # kernels; sets proj (the project's name)
 build_listed() {
@@ -95,9 +103,7 @@ levels)
   ;;
 campaign)
   # CAMPAIGN_SPEC (default specs/gemm_abft_campaign.yaml), PREFIX of the output files (default abft_)
-  ft campaign ${CAMPAIGN_SPEC:-specs/gemm_abft_campaign.yaml} --trials ${TRIALS:-1000} --seed ${SEED:-1} -o $gen \
-     --json "$out/${PREFIX:-abft_}campaign.jsonl" --plot "$out/${PREFIX:-abft_}campaign.png" 2> "$out/${PREFIX:-abft_}campaign.log"
-  echo "campaign rc=$?"; tail -5 "$out/${PREFIX:-abft_}campaign.log"
+  run_campaign ${CAMPAIGN_SPEC:-specs/gemm_abft_campaign.yaml} ${PREFIX:-abft_} ${SEED:-1}
   ;;
 tb-perf)
   # threadblock-level ABFT vs unprotected, same tilings, registers for 1 or 2 blocks per SM
@@ -126,9 +132,7 @@ tc)
   # faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults, then `ftgen campaign` of
   # specs/gemm_abft_tc_campaign.yaml (TRIALS clean + TRIALS faulty per distribution, default 1000)
   check_and_speed specs/gemm_abft_tc.yaml gemm_abft_tc tc_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048 8 3 16
-  ft campaign specs/gemm_abft_tc_campaign.yaml --trials ${TRIALS:-1000} --seed ${SEED:-7} -o $gen \
-     --json "$out/tc_campaign.jsonl" --plot "$out/tc_campaign.png" 2> "$out/tc_campaign.log"
-  echo "campaign rc=$?"; grep -v '^\[' "$out/tc_campaign.log" | tail -12
+  run_campaign specs/gemm_abft_tc_campaign.yaml tc_ ${SEED:-7}
   tail -n 3 "$out"/*.err
   summary "$out/tc_check_inject.jsonl"
   summary "$out/tc_speed_clean.jsonl" "$out/tc_speed_inject.jsonl"

@@ -14,6 +14,6 @@ provenance "$OUT"
 GEN=${FTGEN_BUILD:-/tmp/ftgen_tf32x3}
 python3 -m ftgen.cli search specs/gemm_cutlass_tf32x3_search.yaml --shapes 4096x4096x4096,8192x8192x8192 -o "$GEN" -j 16 \
   --reps 20 --warmup 5 --no-cache --json "$OUT/tf32x3_search.jsonl" 2> "$OUT/tf32x3_search.log" | tail -30
-P=$GEN/gemm_cutlass_tf32x3_search
+P=$GEN/gemm_cutlass_tf32x3_search-search  # the search's project: <spec name>-search
 python3 -m ftgen.cli bench "$P" --shapes 1x1x1,1000x1234x777,257x129x1031,130x131x129 --reps 3 --warmup 1 \
   --json "$OUT/tf32x3_odd.jsonl" 2> "$OUT/tf32x3_odd.log" | tail -60

@@ -206,9 +206,6 @@ class GemmFamily(Family):
         reason = super().protection_ok(precision, protection)
         if reason:
             return reason
-        if protection.scheme == "abft" and precision not in SIMT_PRECISIONS + ("tf32x3",):
-            return (f"abft is implemented for the SIMT backend (fp32, fp64) and, at level threadblock, for the "
-                    f"CUTLASS backend's tf32x3, not {precision}")
         if precision not in SIMT_PRECISIONS or protection.scheme == "tmr":
             mod = self._cutlass()
             if mod is None:

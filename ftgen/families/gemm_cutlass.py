@@ -232,7 +232,9 @@ def protection_ok(precision: str, protection: Protection) -> str | None:
         return None
     if protection.scheme == "abft":
         if precision not in ABFT_PRECISIONS:
-            return f"abft on the CUTLASS backend is implemented for {', '.join(ABFT_PRECISIONS)}, not {precision}"
+            tc = ", ".join(ABFT_PRECISIONS)
+            return (f"abft is implemented for the SIMT backend (fp32, fp64), and implemented for {tc} at level "
+                    f"threadblock: precision fp32 or fp64, or {tc} for the CUTLASS backend's {tc}, not {precision}")
         if protection.level != "threadblock":
             return f"abft on the CUTLASS backend has level threadblock only, not {protection.level!r}"
         if protection.interval < 1:

@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     // runs between the MMAs of each k-group, so the next k-group's MMAs need not wait for it (run between
     // k-iterations instead, the same work cost 1.5x more time; docs/abft-threadblock-speed.md).
     // The encodings come from shared memory: warp 0 copies a k-iteration's 32 (one per lane) with cp.async
-    // at the first k-group of the k-iteration kStages - 1 before it, into one of kStages + 1 buffers: the
+    // at the first k-group of the k-iteration kStages - 1 before it, into one of kBufs buffers: the
     // copy joins the mainloop's cp.async group of that k-iteration, which the mainloop waits for (and
     // follows with a barrier) before the k-iteration that reads them -- the same pipeline as the A and B tiles.
     static_assert(S::kK <= 32, "one encoding per lane of warp 0");

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cutlass/cutlass.h"
@@ -414,12 +415,7 @@ class Mainloop : public cutlass::gemm::threadblock::MmaBase<typename Mma_::Shape
     run(gemm_k_iterations, accum, iterator_A, iterator_B, [] {}, check, slow, [](int, typename Operator::FragmentA const&) {});
   }
 
-  // The stage the next k-iteration reads: inside `check(it, ...)` it holds k-iteration it + 1's tiles,
-  // complete and visible to the whole block, and no thread overwrites it before the end of that
-  // k-iteration (the loads issued during k-iteration it + 1 go to the stage k-iteration it read).
-  CUTLASS_DEVICE int read_stage() const { return smem_read_stage_idx_; }
-
-  // As run() above; `pre()` runs once the first k-iteration's tiles are in shared memory (read_stage()).
+  // As run() above; `pre()` runs once the first k-iteration's tiles are in shared memory.
   // `group(g, frag_A)`: see mac_loop_iter.
   template <class Pre, class Check, class Slow, class Group>
   CUTLASS_DEVICE void run(int gemm_k_iterations, FragmentC (&accum)[kNumCopies], IteratorA iterator_A, IteratorB iterator_B,
@@ -1491,10 +1487,16 @@ inline cudaError_t join(Streams& st, cudaStream_t main) {
   return e;
 }
 
+// Opt `kernel` in to `bytes` of dynamic shared memory; once per kernel and size in this process.
 template <class Kernel>
 inline cudaError_t set_smem(Kernel kernel, int bytes) {
   if (bytes < (48 << 10)) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  static std::vector<std::pair<const void*, int>> done;  // one list per kernel signature
+  const std::pair<const void*, int> key((const void*)kernel, bytes);
+  if (std::find(done.begin(), done.end(), key) != done.end()) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess) done.push_back(key);
+  return e;
 }
 
 // ---- problem preparation: layouts, alignment, kernel choice, workspace ------------------------
@@ -1614,12 +1616,7 @@ struct Runner {
 
   // -- the unprotected CUTLASS kernel (also the kernel-level copies of builds without injection)
   static cudaError_t launch_cutlass(const Prepared& q, EC* D, long long ldd, cudaStream_t s) {
-    static bool attr = false;
-    if (!attr) {
-      cudaError_t e = set_smem(cutlass::Kernel<GemmKernel>, kSmemCutlass);
-      if (e != cudaSuccess) return e;
-      attr = true;
-    }
+    if (const cudaError_t e = set_smem(cutlass::Kernel<GemmKernel>, kSmemCutlass); e != cudaSuccess) return e;
     typename K::GemmParams gp = gemm_params(q, D, ldd);
     cutlass::Kernel<GemmKernel><<<grid_of(q), dim3(K::kThreads), kSmemCutlass, s>>>(gp);
     return cudaGetLastError();
@@ -1628,12 +1625,7 @@ struct Runner {
   // -- kernel level without injection: CUTLASS's kernel with the tile vote appended
   static cudaError_t launch_cutlass_vote(const Prepared& q, EC* D, long long ldd, TileVote<EC> const& vote, cudaStream_t s) {
     auto kernel = cutlass_copy_kernel<K>;
-    static bool attr = false;
-    if (!attr) {
-      cudaError_t e = set_smem(kernel, kSmemCutlass);
-      if (e != cudaSuccess) return e;
-      attr = true;
-    }
+    if (const cudaError_t e = set_smem(kernel, kSmemCutlass); e != cudaSuccess) return e;
     typename K::GemmParams gp = gemm_params(q, D, ldd);
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemCutlass, s>>>(gp, vote);
     return cudaGetLastError();
@@ -1644,12 +1636,7 @@ struct Runner {
                                  cudaStream_t s, TileVote<EC> const* vote = nullptr) {
     auto kernel = copy_kernel<K, kInject, kState, kClear>;
     const int smem = kClear == cutlass::gemm::SharedMemoryClearOption::kZfill ? kSmemZfill : kSmemCopy;
-    static bool attr = false;
-    if (!attr) {
-      cudaError_t e = set_smem(kernel, smem);
-      if (e != cudaSuccess) return e;
-      attr = true;
-    }
+    if (const cudaError_t e = set_smem(kernel, smem); e != cudaSuccess) return e;
     CopyParams<K> cp;
     cp.t = tile_params(q, D, ldd);
     cp.copy = copy;
@@ -1761,12 +1748,7 @@ struct Runner {
     int* flags = ctl(q) + 1;
     int* list = flags + tiles;
     auto kernel = recompute_kernel<K>;
-    static bool attr = false;
-    if (!attr) {
-      e = set_smem(kernel, kSmemRecompute);
-      if (e != cudaSuccess) return e;
-      attr = true;
-    }
+    if ((e = set_smem(kernel, kSmemRecompute)) != cudaSuccess) return e;
     RecomputeParams<K> rp;
     rp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     rp.params_w = typename K::OutParams(cutlass::layout::RowMajor(q.lay.ldw));
@@ -1844,19 +1826,13 @@ struct Runner {
 
   static cudaError_t run_threadblock(const Prepared& q, cudaStream_t s) {
     auto kernel = tb_kernel<K, kInject>;
-    static bool attr = false;
-    if (!attr) {
-      cudaError_t e = set_smem(kernel, kSmemTb);
-      if (e != cudaSuccess) return e;
-      attr = true;
-    }
+    if (const cudaError_t e = set_smem(kernel, kSmemTb); e != cudaSuccess) return e;
     TbParams<K> tp;
     tp.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemTb, s>>>(tp);
     return cudaGetLastError();
   }
 
-  // Co-resident blocks of the cooperative kernel on this device (0 on error); cached per device.
   // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
   static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
@@ -1868,12 +1844,7 @@ struct Runner {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     auto kernel = abft_kernel<K, kInject>;
-    static bool attr = false;
-    if (!attr) {
-      e = set_smem(kernel, kSmemAbft);
-      if (e != cudaSuccess) return e;
-      attr = true;
-    }
+    if ((e = set_smem(kernel, kSmemAbft)) != cudaSuccess) return e;
     AbftParams<K> ap;
     ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     ap.enc = enc;
@@ -1884,6 +1855,7 @@ struct Runner {
     return cudaGetLastError();
   }
 
+  // Co-resident blocks of the cooperative kernel on this device (0 on error); cached per device.
   static int coop_capacity(int* per_sm = nullptr) {
     static int cached_device = -1, cached_nb = 0, cached_sms = 0;
     DeviceProps dp;
