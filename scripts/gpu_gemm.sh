@@ -137,6 +137,18 @@ tc)
   summary "$out/tc_check_inject.jsonl"
   summary "$out/tc_speed_clean.jsonl" "$out/tc_speed_inject.jsonl"
   ;;
+tc-prepass)
+  # threadblock ABFT with the reference checksums from a pre-pass (ref_checksums: prepass) beside the fused design
+  # and the unprotected kernel: faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults
+  # (specs/gemm_abft_tc_prepass.yaml); the campaign is mode tc-prepass-campaign
+  check_and_speed specs/gemm_abft_tc_prepass.yaml gemm_abft_tc_prepass tcpre_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048 8 3 16
+  tail -n 3 "$out"/*.err
+  summary "$out/tcpre_check_inject.jsonl"
+  summary "$out/tcpre_speed_clean.jsonl" "$out/tcpre_speed_inject.jsonl"
+  ;;
+tc-prepass-campaign)
+  run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}
+  ;;
 tc-layouts)
   # the tensor-core threadblock ABFT for every layout of A and B: faults on odd shapes and 4096^3, then TRIALS
   # clean + faulty trials per distribution of each kernel (specs/gemm_abft_tc_layouts.yaml)

@@ -48,6 +48,14 @@ def write_variants(family: str, arch: str, variants: list[str], root: Path) -> l
     return sorted(root / rel for rel in files if rel.endswith(".cu"))
 
 
+def extra_includes() -> list[Path]:
+    """The CUTLASS headers of the nvidia-cutlass wheel, where installed (the CUTLASS backend's sources need them)."""
+    from ftgen.paths import cutlass_include_dir
+
+    inc = cutlass_include_dir()
+    return [inc] if inc else []
+
+
 def nvcc(nvcc_path: str, src: Path, includes: list[Path], arch: str, extra: list[str]) -> str:
     """Compile src with the project's flags plus `extra`; returns stderr (ptxas -v reports there)."""
     cmd = [nvcc_path, *NVCC_FLAGS, f"-arch={arch}", *extra]

@@ -56,7 +56,7 @@ def main() -> int:
             if src.name.endswith("_bench.cu"):
                 continue
             cubin = root / (src.stem + ".cubin")
-            kt.nvcc(nvcc, src, [src.parent, root / "common"], a.arch, ["-cubin", "-o", str(cubin)])
+            kt.nvcc(nvcc, src, [src.parent, root / "common", *kt.extra_includes()], a.arch, ["-cubin", "-o", str(cubin)])
             for name, n, ops in loops(kt.sass_functions(dump, cubin), a.min):
                 top = ", ".join(f"{op} {c}" for op, c in ops.most_common(8))
                 fma = ops.get("FFMA", 0) + ops.get("DFMA", 0)

@@ -72,7 +72,7 @@ def test_every_parameter_changes_the_name():
         "tb_m": 256, "tb_n": 256, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_n": 16,
         "inst_k": 4, "stages": 4, "align": 2, "swizzle": 4, "layout_a": "col", "layout_b": "col", "coop_teams": 7,
     }
-    assert set(alternatives) == {p.name for p in gc.PARAMS}
+    assert set(alternatives) | {"ref_checksums"} == {p.name for p in gc.PARAMS}  # ref_checksums: abft only (below)
     names = {base.name}
     for k, val in alternatives.items():
         names.add(variant(level="cooperative", **{k: val}).name)
@@ -271,6 +271,7 @@ COMPILE_SPEC = spec_text(
       - {protection: {scheme: tmr, level: cooperative, interval: 2}}
       - {protection: {scheme: tmr, level: kernel}}
       - {precision: tf32x3, protection: {scheme: abft, level: threadblock, interval: 2, inject: true}}
+      - {precision: tf32x3, protection: {scheme: abft, level: threadblock, interval: 2, inject: true}, params: {tb_m: 64, tb_n: 64, tb_k: 16, warp_m: 32, warp_n: 32, warp_k: 16, stages: 3, align: 1, ref_checksums: prepass}}
     shapes: [{m: 100, n: 70, k: 33}]
     """,
     "compile_cutlass",
@@ -297,7 +298,7 @@ def compiled(tmp_path_factory):
         d = g.out_dir / v.name
         key = f"{v.protection.level}-plain" if v.protection.level == "kernel" and not v.protection.inject else v.protection.level
         if v.protection.scheme == "abft":
-            key = "abft"
+            key = "abft-prepass" if v.name.endswith("_prepass_inj") else "abft"
         jobs[key] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
     first = spec.variants[0]
     jobs["bench"] = (g.out_dir / first.name / f"{first.name}_bench.cu", g.out_dir / first.name, out / "bench.o")
@@ -380,6 +381,10 @@ def test_tf32x3_threadblock_abft_compiles(compiled):
     assert ok, log[-4000:]
     entries = _ptxas_entries(log)
     assert any("abft_kernel" in k for k in entries) and any("abft_enc_kernel" in k for k in entries)
+    ok, log, _ = compiled["abft-prepass"]
+    assert ok, log[-4000:]
+    entries = _ptxas_entries(log)
+    assert any("abft_kernel" in k for k in entries) and any("abft_ref_kernel" in k for k in entries)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,6 +408,11 @@ def test_tf32x3_names_tolerance_and_protection():
     a = Variant("gemm", "tf32x3", Protection("abft", "threadblock", "online", 8, "auto", True), base.params, base.arch, "cutlass")
     assert "_abft-tb-i8_cutlass_" in gc.kernel_name(a) and gc.kernel_name(a).endswith("_inj")
     assert gc.constraints(a) == []
+    pre = Variant(a.family, a.precision, a.protection, tuple((k, "prepass" if k == "ref_checksums" else x) for k, x in a.params),
+                  a.arch, "cutlass")
+    assert gc.kernel_name(pre) == gc.kernel_name(a).replace("_rr_inj", "_rr_prepass_inj") and gc.constraints(pre) == []
+    tmr = variant(level="kernel", ref_checksums="prepass")
+    assert any("applies to abft only" in r for r in gc.constraints(tmr))
 
 
 def test_tf32x3_abft_constants_are_the_models():

@@ -120,6 +120,10 @@ PARAMS = (
     Param("layout_a", str, ("row",), "layout of A (M x K)", choices=("row", "col")),
     Param("layout_b", str, ("row",), "layout of B (K x N)", choices=("row", "col")),
     Param("coop_teams", int, (0,), "tmr cooperative: teams of three threadblocks (0: as many as fit co-resident)", check=at_least(0)),
+    Param("ref_checksums", str, ("fused",), "abft: where the reference row checksums A (B e), A (B w) come from: fused "
+          "(carried in the main loop from the A fragments of the tensor cores) or prepass (a pre-pass kernel per "
+          "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint)",
+          choices=("fused", "prepass")),
 )
 
 # Defaults that fit each precision (the tuple above holds the tf32 ones). `param_defs` returns these;
@@ -331,6 +335,8 @@ def constraints(v: Variant) -> list[str]:
         r.append(f"abft: tb_k={g.tb[2]}: warp 0 stages a k-iteration's B encodings one per lane (tb_k <= 32)")
     if lvl == "kernel" and g.interval != 1:
         r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
+    if v.get("ref_checksums", "fused") == "prepass" and lvl != "abft":
+        r.append("ref_checksums: prepass applies to abft only (the reference checksums of threadblock ABFT)")
     if g.coop_teams and lvl != "cooperative":
         r.append("coop_teams applies to tmr cooperative only")
     if lvl == "cooperative" and g.coop_teams:
@@ -353,8 +359,13 @@ CONSTRAINT_DOCS = [
     "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
     "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
     "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
-    "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32",
+    "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32; ref_checksums fused or prepass (abft only)",
 ]
+
+
+def abft_prepass(v: Variant) -> bool:
+    """Threadblock ABFT whose reference checksums come from the pre-pass kernel (ref_checksums: prepass)."""
+    return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") == "prepass"
 
 
 def kernel_name(v: Variant) -> str:
@@ -367,6 +378,8 @@ def kernel_name(v: Variant) -> str:
     )
     if g.level == "cooperative" and g.coop_teams:
         name += f"_teams{g.coop_teams}"
+    if abft_prepass(v):
+        name += "_prepass"
     return name + ("_inj" if v.protection.inject else "")
 
 
@@ -700,6 +713,7 @@ def template_context(family, v: Variant) -> dict:
         "abft_unit": repr(ABFT_LAMBDA * ABFT_UNIT),
         "abft_fixed": repr(float(v.protection.threshold)) if v.protection.threshold != "auto" else "0.0",
         "abft_online": 1 if v.protection.correct == "online" else 0,
+        "abft_prepass": abft_prepass(v),
         "copies": 1 if g.level == "abft" else COPIES,
         "row_a": g.layout_a == "row",
         "row_b": g.layout_b == "row",

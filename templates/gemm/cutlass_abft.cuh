@@ -19,6 +19,9 @@
 //            so later k-iterations build on the right value; any other detection (or correct: detect):
 //            the tile is recomputed from k = 0 (at most kMaxAttempts computations)
 //
+// ref_checksums: prepass (FTGEN_ABFT_PREPASS): r and r' of every checkpoint come from a pre-pass (abft_ref_kernel),
+// the main loop carries nothing (it is the unprotected one plus the checkpoint test); see abft_kernel's kPre.
+//
 // The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
 #pragma once
 
@@ -65,11 +68,84 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
   }
 }
 
+// ---- pre-pass (ref_checksums: prepass): the reference rows at every checkpoint --------------------
+// ref[(s * chunks + c) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of strip s, where
+// k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of r0 = k - (total - 1) kt,
+// then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in fp32 k-iteration by
+// k-iteration (as the fused level carries them). A block takes 64 rows x 16 strips, a thread one row x 8 strips.
+template <class EA, bool kRowA, int kKT>
+__global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
+                                                       int interval, int chunks, const float4* __restrict__ enc, int strips,
+                                                       float2* __restrict__ ref) {
+  constexpr int kRows = 64, kStrips = 16, kPerThread = 8;
+  static_assert(kKT <= 32, "a warp per row of the A tile");
+  __shared__ float as[kRows][kKT + 1];                  // A tile, one row per row (+1: conflict-free columns)
+  __shared__ __align__(16) float2 es[kKT][kStrips + 2];  // {B e, B w} of the block's strips per k (+2: 16-byte rows)
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int i0 = blockIdx.x * kRows, s0 = blockIdx.y * kStrips;
+  const int row = (warp % 2) * 32 + lane;               // this thread's row of the tile
+  const int sg = (warp / 2) * kPerThread;               // its first strip in the tile (warp-uniform: broadcast reads)
+  const int r0 = k - (total - 1) * kKT;
+  float acc[kPerThread][2];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) acc[j][0] = acc[j][1] = 0.f;
+  for (int it = 0; it < total; ++it) {
+    const int kb = it == 0 ? 0 : r0 + (it - 1) * kKT, kn = it == 0 ? r0 : kKT;
+    if constexpr (kRowA) {  // a warp per row, lanes along k
+      for (int q = warp; q < kRows; q += 4) {
+        const int i = i0 + q;
+        if (lane < kKT) as[q][lane] = (lane < kn && i < m) ? static_cast<float>(A[i * lda + kb + lane]) : 0.f;
+      }
+    } else {  // a warp per k, lanes along the rows
+      for (int kk = warp; kk < kKT; kk += 4) {
+        for (int q = lane; q < kRows; q += 32) {
+          const int i = i0 + q;
+          as[q][kk] = (kk < kn && i < m) ? static_cast<float>(A[static_cast<long long>(kb + kk) * lda + i]) : 0.f;
+        }
+      }
+    }
+    for (int x = tid; x < kStrips * kKT; x += 128) {  // a warp per strip, lanes along k
+      const int s = x / kKT, kk = x % kKT;
+      const float4 e = (kk < kn && s0 + s < strips) ? __ldg(enc + static_cast<long long>(s0 + s) * k + kb + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
+      es[kk][s] = make_float2(e.x, e.y);
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int kk = 0; kk < kKT; ++kk) {
+      const float a = as[row][kk];
+      const float4* e = reinterpret_cast<const float4*>(&es[kk][sg]);
+#pragma unroll
+      for (int j = 0; j < kPerThread / 2; ++j) {
+        const float4 v = e[j];
+        acc[2 * j][0] = fmaf(a, v.x, acc[2 * j][0]);
+        acc[2 * j][1] = fmaf(a, v.y, acc[2 * j][1]);
+        acc[2 * j + 1][0] = fmaf(a, v.z, acc[2 * j + 1][0]);
+        acc[2 * j + 1][1] = fmaf(a, v.w, acc[2 * j + 1][1]);
+      }
+    }
+    __syncthreads();
+    if (it % interval == interval - 1 || it == total - 1) {
+      const int c = it / interval, i = i0 + row;
+      if (i < m) {
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int s = s0 + sg + j;
+          if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[j][0], acc[j][1]);
+        }
+      }
+    }
+  }
+}
+
 // ---- the kernel --------------------------------------------------------------------------------------
 template <class K>
 struct AbftParams {
   TileParams<K> t;
   const float4* enc;  // [strip][k] (abft_enc_kernel)
+  const float2* ref;  // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel)
+  int chunks;         // checkpoints of a tile (prepass)
+  const float* A;     // the A operand (the rare path recomputes the reference rows of flagged rows from it)
+  long long lda;
   float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(tb_n) + 1) * scale
   float fixed;        // > 0: a fixed threshold (protection.threshold) instead of the derived one
   int online;         // correct: online (1) or detect (0: any detection recomputes the tile)
@@ -121,6 +197,8 @@ struct AbftScratch {
   int2 bad[S::kWarpsN][S::kM];       // per warp column (second pass): non-finite count, a non-finite column
   float4 enc[kEncBufs][S::kK];       // encodings of the k-iterations in flight (see `group`)
   float4 ref[S::kM];                 // r, r', r2
+  float2 rs[S::kM];                  // a row pass 1 flagged: sum c, sum w c
+  double red[K::kThreads / 32][3];   // block sums of the rare path
   double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
   float rtot[S::kM];                 // r_i of the row (correction)
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
@@ -133,7 +211,174 @@ struct AbftStorage {
   AbftScratch<K, kEncBufs> sc;
 };
 
-template <class K, bool kInject>
+// What the rare path of a verification needs beside the shared scratch and the accumulators.
+struct AbftRareArgs {
+  const float* A;      // prepass: A and this strip's encodings, to recompute r, r', r2 of flagged rows
+  long long lda;
+  const float4* enc;
+  int k_done, M, N, row0, col0;
+  float unit;          // lambda u (sqrt(k_done) + sqrt(tb_n) + 1)
+  float fixed, rms_w;
+  int online, correct, final_attempt;
+  ftgen::FtCounters* counters;
+};
+
+// The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their sum c and sum w c in sc.rs, their
+// r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (the robust norm ||C_i|| without its
+// largest element, the non-finite elements), located rows corrected in `a` (the accumulators). Inlined: as a call
+// (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32
+// prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
+// kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
+// double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
+// Returns {recompute the tile, detected, corrected, uncorrectable}.
+template <class K, bool kExact, bool kRowA, class Sc>
+CUTLASS_DEVICE uint4 abft_rare(Sc& sc, typename K::ElementAcc* a, const AbftRareArgs g) {
+  using S = AbftShape<K>;
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
+  const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+  unsigned detected = 0, corrected = 0, uncorrectable = 0;
+  // 1. per row: ||C_i||^2 (capped) and its largest term, the non-finite elements
+  {
+    float sq[S::kRowsPerThread], mx[S::kRowsPerThread];
+    int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < S::kRowsPerThread; ++q) sq[q] = mx[q] = 0.f, nb[q] = 0, bc[q] = -1;
+    S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) {
+      const float v = static_cast<float>(a[e]);
+      if (g.col0 + cl < g.N) {
+        if (isfinite(v)) {
+          const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
+          sq[q] += c2;
+          mx[q] = fmaxf(mx[q], c2);
+        } else {
+          ++nb[q];
+          bc[q] = cl;
+        }
+      }
+    });
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < S::kRowsPerThread; ++q) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int o = 1; o < 4; o <<= 1) {
+        sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
+        mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+        nb[q] += __shfl_xor_sync(0xffffffffu, nb[q], o);
+        bc[q] = max(bc[q], __shfl_xor_sync(0xffffffffu, bc[q], o));
+      }
+      if ((lane & 3) == 0) {
+        const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
+        sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
+        sc.bad[warp_n][rl] = make_int2(nb[q], bc[q]);
+      }
+    }
+  }
+  if constexpr (kExact) {
+    // r, r', r2 of each flagged row over k < k_done, by the whole block
+    for (int rl = 0; rl < S::kM; ++rl) {
+      if (sc.col[rl] != -3) continue;  // block-uniform
+      const long long i = g.row0 + rl;
+      double x = 0.0, y = 0.0, z = 0.0;
+      for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
+        const double v = static_cast<double>(kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]);
+        const float4 e = __ldg(g.enc + kk);
+        x += v * e.x;
+        y += v * e.y;
+        z += v * v * e.z;
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int o = 16; o > 0; o >>= 1) {
+        x += __shfl_xor_sync(0xffffffffu, x, o);
+        y += __shfl_xor_sync(0xffffffffu, y, o);
+        z += __shfl_xor_sync(0xffffffffu, z, o);
+      }
+      if (lane == 0) sc.red[warp][0] = x, sc.red[warp][1] = y, sc.red[warp][2] = z;
+      __syncthreads();
+      if (tid == 0) {
+        x = y = z = 0.0;
+        for (int w = 0; w < K::kThreads / 32; ++w) x += sc.red[w][0], y += sc.red[w][1], z += sc.red[w][2];
+        sc.ref[rl] = make_float4(float(x), float(y), float(z), 0.f);
+      }
+      __syncthreads();
+    }
+  }
+  __syncthreads();
+  // 2. the full rule for the flagged rows
+  if (tid < S::kM && sc.col[tid] == -3) {
+    float SQ = 0.f, MX = 0.f;
+    int NB = 0, BC = -1, verdict = -2;
+    CUTLASS_PRAGMA_UNROLL
+    for (int w = 0; w < S::kWarpsN; ++w) {
+      SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y), NB += sc.bad[w][tid].x, BC = max(BC, sc.bad[w][tid].y);
+    }
+    const float S1 = sc.rs[tid].x, SW = sc.rs[tid].y;
+    const float R = sc.ref[tid].x, RW = sc.ref[tid].y, R2 = sc.ref[tid].z;
+    sc.rtot[tid] = R;
+    float score = INFINITY;
+    if (NB > 0) {
+      verdict = NB == 1 ? BC : -2;
+    } else {
+      const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
+      const float tau = g.fixed > 0.f ? g.fixed : g.unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
+      const float tau_w = g.fixed > 0.f ? g.fixed * g.rms_w : fmaxf(tau * g.rms_w, g.unit * fabsf(RW));
+      const float d = S1 - R, dw = SW - RW;
+      const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
+      const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
+      score = fmaxf(sc1, sc2);
+      const bool finite = isfinite(d) && isfinite(dw);
+      if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
+        verdict = -1;
+      } else if (finite && fabsf(d) > 2.f * tau_w) {
+        const float jq = rintf(dw / d);
+        if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
+      }
+    }
+    ftgen::record_score(g.counters, static_cast<double>(score));
+    sc.col[tid] = verdict;
+  }
+  const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
+  if (flagged == 0) return make_uint4(0u, 0u, 0u, 0u);
+  if (tid < S::kM && sc.col[tid] != -1) {
+    ++detected;
+    if (sc.col[tid] == -2 || !g.online) ++uncorrectable;
+  }
+  if (!g.correct) return make_uint4(0u, detected, corrected, uncorrectable);  // measurement mode: detect and count only
+  const bool any_unlocated = __syncthreads_or(tid < S::kM && sc.col[tid] == -2) != 0;
+  if ((any_unlocated || !g.online) && !g.final_attempt) {
+    return make_uint4(1u, detected, corrected, uncorrectable);  // recompute the tile (the model counts the recomputed fault as corrected)
+  }
+  if (!g.online) return make_uint4(0u, detected, corrected, uncorrectable);  // the last computation: not a transient fault
+  // 3. online correction of the located elements: the rest of each flagged row, summed in double
+  double rest[S::kRowsPerThread];
+  CUTLASS_PRAGMA_UNROLL
+  for (int q = 0; q < S::kRowsPerThread; ++q) rest[q] = 0.0;
+  S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int q) {
+    if (g.col0 + cl < g.N && sc.col[rl] >= 0 && sc.col[rl] != cl) rest[q] += static_cast<double>(a[e]);
+  });
+  CUTLASS_PRAGMA_UNROLL
+  for (int q = 0; q < S::kRowsPerThread; ++q) {
+    rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
+    rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 2);
+    if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
+  }
+  __syncthreads();
+  S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int) {
+    if (sc.col[rl] == cl) {
+      double others = 0.0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+      a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
+      ++corrected;
+    }
+  });
+  __syncthreads();  // the scratch is reused by the next verification
+  return make_uint4(0u, detected, corrected, uncorrectable);
+}
+
+// kPre (ref_checksums: prepass): the reference rows come from abft_ref_kernel at every checkpoint, the main loop
+// carries nothing; pass 1 then takes the robust norm of the row instead of the variance floor r2 (it can only
+// lower the threshold, so a row it passes passes the full rule too), and the rare path recomputes r, r', r2.
+template <class K, bool kInject, bool kPre, bool kRowA>
 __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
   using Frag = typename K::FragmentC;
@@ -156,6 +401,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   const float sqrt_cols = sqrtf(float(S::kN));
   const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+  const float2* ref = kPre ? p.ref + static_cast<long long>(tc.n()) * p.chunks * M : nullptr;
 
   Pending pend{-1, -1, false};
   if constexpr (kInject) {
@@ -210,6 +456,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < S::kRefRows; ++i) rr[i] = rrw[i] = rr2[i] = 0.f;
     auto group = [&](int g, typename K::Operator::FragmentA const& fa) {
+      if constexpr (kPre) return;
       if (g == 0) {
         if (warp == 0) copy_enc(it_cur + kAhead);
         enc_row = &sc.enc[it_cur & (kBufs - 1)][lane & 3];
@@ -246,17 +493,25 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
       const bool full_n = col0 + S::kN <= N;  // block-uniform: no column of the tile past C
       const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
-      // 1. sum c and sum w c per row: this lane's share, over the quad, the warps' shares in shared memory.
-      //    A row within the threshold without its robust-norm term is within the full one (that term only
-      //    raises it); the other rows are decided by the second pass (non-finite values land there too).
+      // 1. sum c and sum w c per row (kPre: and ||C_i||^2, capped, and its largest term): this lane's share, over
+      //    the quad, the warps' shares in shared memory. A row within the threshold without its robust-norm term
+      //    (kPre: without its variance-floor term) is within the full one (that term only raises it); the other
+      //    rows are decided by the rare path (non-finite values land there too).
       {
-        float s1[S::kRowsPerThread], sw[S::kRowsPerThread];
+        float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kPre ? S::kRowsPerThread : 1], mx[kPre ? S::kRowsPerThread : 1];
         CUTLASS_PRAGMA_UNROLL
         for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < (kPre ? S::kRowsPerThread : 1); ++q) sq[q] = mx[q] = 0.f;
         S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) {
           const float v = (full_n || col0 + cl < N) ? static_cast<float>(a[e]) : 0.f;
           s1[q] += v;
           sw[q] = fmaf(float(cl + 1), v, sw[q]);
+          if constexpr (kPre) {
+            const float c = fminf(fabsf(v), cap);
+            sq[q] = fmaf(c, c, sq[q]);
+            mx[q] = fmaxf(mx[q], c * c);
+          }
         });
         CUTLASS_PRAGMA_UNROLL
         for (int q = 0; q < S::kRowsPerThread; ++q) {
@@ -264,38 +519,56 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           for (int o = 1; o < 4; o <<= 1) {
             s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
             sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
+            if constexpr (kPre) {
+              sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
+              mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+            }
           }
-          if ((lane & 3) == 0) sc.sums[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = make_float2(s1[q], sw[q]);
+          if ((lane & 3) == 0) {
+            const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
+            sc.sums[warp_n][rl] = make_float2(s1[q], sw[q]);
+            if constexpr (kPre) sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
+          }
         }
       }
-      // the reference rows: this lane's k share, over the quad's k, into shared memory
-      CUTLASS_PRAGMA_UNROLL
-      for (int mt = 0; mt < S::Iter::kRow; ++mt) {
-        if (mt % S::kWarpsN != warp_n) continue;
-        const int i = (mt / S::kWarpsN) * 2;
+      if constexpr (!kPre) {
+        // the reference rows: this lane's k share, over the quad's k, into shared memory
         CUTLASS_PRAGMA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          float x = rr[i + h], y = rrw[i + h], z = rr2[i + h];
+        for (int mt = 0; mt < S::Iter::kRow; ++mt) {
+          if (mt % S::kWarpsN != warp_n) continue;
+          const int i = (mt / S::kWarpsN) * 2;
           CUTLASS_PRAGMA_UNROLL
-          for (int o = 1; o < 4; o <<= 1) {
-            x += __shfl_xor_sync(0xffffffffu, x, o);
-            y += __shfl_xor_sync(0xffffffffu, y, o);
-            z += __shfl_xor_sync(0xffffffffu, z, o);
+          for (int h = 0; h < 2; ++h) {
+            float x = rr[i + h], y = rrw[i + h], z = rr2[i + h];
+            CUTLASS_PRAGMA_UNROLL
+            for (int o = 1; o < 4; o <<= 1) {
+              x += __shfl_xor_sync(0xffffffffu, x, o);
+              y += __shfl_xor_sync(0xffffffffu, y, o);
+              z += __shfl_xor_sync(0xffffffffu, z, o);
+            }
+            if ((lane & 3) == 0) sc.ref[warp_m * S::kWarpM + mt * S::kInstM + (lane >> 2) + 8 * h] = make_float4(x, y, z, 0.f);
           }
-          if ((lane & 3) == 0) sc.ref[warp_m * S::kWarpM + mt * S::kInstM + (lane >> 2) + 8 * h] = make_float4(x, y, z, 0.f);
         }
       }
       __syncthreads();
-      float S1 = 0.f, SW = 0.f, R = 0.f, RW = 0.f, R2 = 0.f;  // of row tid (tid < kM)
       if (tid < S::kM) {
         int verdict = -1;
         if (row0 + tid < M) {
+          float S1 = 0.f, SW = 0.f, R, RW, scale;
           CUTLASS_PRAGMA_UNROLL
           for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
-          CUTLASS_PRAGMA_UNROLL
-          R = sc.ref[tid].x, RW = sc.ref[tid].y, R2 = sc.ref[tid].z;
-          sc.rtot[tid] = R;
-          const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R));
+          if constexpr (kPre) {
+            const float2 r = ref[static_cast<long long>(it / interval) * M + row0 + tid];
+            R = r.x, RW = r.y;
+            float SQ = 0.f, MX = 0.f;
+            CUTLASS_PRAGMA_UNROLL
+            for (int w = 0; w < S::kWarpsN; ++w) SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y);
+            scale = fmaxf(sqrtf(fmaxf(SQ - MX, 0.f)), fabsf(R));
+          } else {
+            R = sc.ref[tid].x, RW = sc.ref[tid].y;
+            scale = fmaxf(sqrtf(fmaxf(sc.ref[tid].z, 0.f)), fabsf(R));
+          }
+          const float tau = p.fixed > 0.f ? p.fixed : unit * scale;
           const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
           const float d = S1 - R, dw = SW - RW;
           const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
@@ -304,119 +577,46 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
             ftgen::record_score(p.t.counters, static_cast<double>(fmaxf(sc1, sc2)));  // >= the full threshold's score
           } else {
             verdict = -3;
+            sc.rs[tid] = make_float2(S1, SW);
+            if constexpr (kPre) sc.ref[tid] = make_float4(R, RW, 0.f, 0.f);
           }
         }
         sc.col[tid] = verdict;
       }
       if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return;
-      // 2. (rare) rows over that threshold: the robust norm ||C_i|| without its largest element, and the
-      //    non-finite elements, then the full rule (gemm.abft_verify_rows)
-      {
-        float sq[S::kRowsPerThread], mx[S::kRowsPerThread];
-        int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
-        CUTLASS_PRAGMA_UNROLL
-        for (int q = 0; q < S::kRowsPerThread; ++q) sq[q] = mx[q] = 0.f, nb[q] = 0, bc[q] = -1;
-        S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) {
-          const float v = static_cast<float>(a[e]);
-          if (col0 + cl < N) {
-            if (isfinite(v)) {
-              const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
-              sq[q] += c2;
-              mx[q] = fmaxf(mx[q], c2);
-            } else {
-              ++nb[q];
-              bc[q] = cl;
-            }
-          }
-        });
-        CUTLASS_PRAGMA_UNROLL
-        for (int q = 0; q < S::kRowsPerThread; ++q) {
-          CUTLASS_PRAGMA_UNROLL
-          for (int o = 1; o < 4; o <<= 1) {
-            sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
-            mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
-            nb[q] += __shfl_xor_sync(0xffffffffu, nb[q], o);
-            bc[q] = max(bc[q], __shfl_xor_sync(0xffffffffu, bc[q], o));
-          }
-          if ((lane & 3) == 0) {
-            const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
-            sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
-            sc.bad[warp_n][rl] = make_int2(nb[q], bc[q]);
-          }
-        }
-      }
-      __syncthreads();
-      if (tid < S::kM && sc.col[tid] == -3) {
-        float SQ = 0.f, MX = 0.f;
-        int NB = 0, BC = -1, verdict = -2;
-        CUTLASS_PRAGMA_UNROLL
-        for (int w = 0; w < S::kWarpsN; ++w) {
-          SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y), NB += sc.bad[w][tid].x, BC = max(BC, sc.bad[w][tid].y);
-        }
-        float score = INFINITY;
-        if (NB > 0) {
-          verdict = NB == 1 ? BC : -2;
-        } else {
-          const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
-          const float tau = p.fixed > 0.f ? p.fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
-          const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
-          const float d = S1 - R, dw = SW - RW;
-          const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
-          const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
-          score = fmaxf(sc1, sc2);
-          const bool finite = isfinite(d) && isfinite(dw);
-          if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
-            verdict = -1;
-          } else if (finite && fabsf(d) > 2.f * tau_w) {
-            const float jq = rintf(dw / d);
-            if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
-          }
-        }
-        ftgen::record_score(p.t.counters, static_cast<double>(score));
-        sc.col[tid] = verdict;
-      }
-      const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
-      if (flagged == 0) return;
-      if (tid < S::kM && sc.col[tid] != -1) {
-        ++detected;
-        if (sc.col[tid] == -2 || !p.online) ++uncorrectable;
-      }
-      if (!correct) return;  // measurement mode: detect and count only
-      const bool any_unlocated = __syncthreads_or(tid < S::kM && sc.col[tid] == -2) != 0;
-      if ((any_unlocated || !p.online) && !final_attempt) {
-        redo = true;  // recompute the tile (the model counts the recomputed fault as corrected)
-        return;
-      }
-      if (!p.online) return;  // the last computation: a detection there is not a transient fault
-      // 3. online correction of the located elements: the rest of each flagged row, summed in double
-      double rest[S::kRowsPerThread];
+      // 2. (rare) the rows over that threshold
+      AbftRareArgs g;
+      g.A = p.A;
+      g.lda = p.lda;
+      g.enc = enc;
+      g.k_done = k_done;
+      g.M = M;
+      g.N = N;
+      g.row0 = row0;
+      g.col0 = col0;
+      g.unit = unit;
+      g.fixed = p.fixed;
+      g.rms_w = rms_w;
+      g.online = p.online;
+      g.correct = correct;
+      g.final_attempt = final_attempt;
+      g.counters = p.t.counters;
+      typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
       CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < S::kRowsPerThread; ++q) rest[q] = 0.0;
-      S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int q) {
-        if (col0 + cl < N && sc.col[rl] >= 0 && sc.col[rl] != cl) rest[q] += static_cast<double>(a[e]);
-      });
+      for (int e = 0; e < Frag::kElements; ++e) buf[e] = a[e];
+      const uint4 r = abft_rare<K, kPre, kRowA>(sc, buf, g);
       CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < S::kRowsPerThread; ++q) {
-        rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
-        rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 2);
-        if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
-      }
-      __syncthreads();
-      S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int) {
-        if (sc.col[rl] == cl) {
-          double others = 0.0;
-          CUTLASS_PRAGMA_UNROLL
-          for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
-          a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
-          ++corrected;
-        }
-      });
-      __syncthreads();  // the scratch is reused by the next verification
+      for (int e = 0; e < Frag::kElements; ++e) a[e] = buf[e];
+      redo = r.x != 0;
+      detected += r.y;
+      corrected += r.z;
+      uncorrectable += r.w;
     };
 
     ml.run(
         total, acc, its.A, its.B,
         [&] {  // the first kAhead k-iterations' encodings, synchronously
+          if constexpr (kPre) return;
           for (int i = warp; i < kAhead; i += K::kThreads / 32) {
             const int kbase = i == 0 ? 0 : r0 + (i - 1) * S::kK;
             const bool valid = i < total && lane < (i == 0 ? r0 : S::kK);

@@ -46,6 +46,11 @@ namespace ftgen_tmr {
 #define FTGEN_TMR_INJECT 0
 #endif
 
+#ifndef FTGEN_ABFT_PREPASS
+#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
+#endif
+constexpr bool kAbftPrepass = FTGEN_ABFT_PREPASS != 0;
+
 enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4, kLevelAbft = 5 };
 constexpr int kCopies = 3;
 constexpr int kMaxAttempts = 3;  // computations of a tile: the first and at most two recomputations (gemm_cutlass.MAX_ATTEMPTS)
@@ -1524,9 +1529,9 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, total = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
-  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
+  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0, chunks = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1838,19 +1843,31 @@ struct Runner {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
     const int strips = q.lay.tiles_n;
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     const long long threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
     abft_enc_kernel<EB, kRowB><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(static_cast<const EB*>(q.B), q.ldb, q.k, q.n,
                                                                                           K::Shape::kN, strips, enc);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    auto kernel = abft_kernel<K, kInject>;
+    auto kernel = abft_kernel<K, kInject, kAbftPrepass, kRowA>;
     if ((e = set_smem(kernel, kSmemAbft)) != cudaSuccess) return e;
     AbftParams<K> ap;
     ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     ap.enc = enc;
+    ap.ref = nullptr;
+    ap.chunks = q.lay.chunks;
+    ap.A = static_cast<const float*>(q.A);
+    ap.lda = q.lda;
     ap.unit = q.abft.unit;
     ap.fixed = q.abft.fixed;
     ap.online = q.abft.online;
+    if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
+      ap.ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
+      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 15) / 16));
+      abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
+                                                                   q.interval, q.lay.chunks, enc, strips, const_cast<float2*>(ap.ref));
+      if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
     return cudaGetLastError();
   }
@@ -1937,7 +1954,7 @@ struct Launcher {
   static constexpr bool kRepack = sizeof(EA) < 4;
   static_assert(std::is_same<OpMain, OpFallback>::value || KF::kAlignC == 1, "the fallback stores C element by element");
 
-  static Layout layout(int m, int n, int k, int coop_teams_param) {
+  static Layout layout(int m, int n, int k, int coop_teams_param, int interval = 1) {
     Layout L;
     const cutlass::gemm::GemmCoord t = RM::tiled(m, n, k);
     L.tiles_m = t.m();
@@ -1978,13 +1995,17 @@ struct Launcher {
       L.coop_digests = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kThreads * sizeof(uint4));
     }
     if (kLevel == kLevelAbft) L.enc = take(size_t(L.tiles_n) * k * sizeof(float4));
+    if (kLevel == kLevelAbft && kAbftPrepass) {
+      L.chunks = (L.total_k - 1) / std::max(interval, 1) + 1;
+      L.ref = take(size_t(L.tiles_n) * L.chunks * m * sizeof(float2));
+    }
     L.total = off;
     return L;
   }
 
-  static size_t workspace(int m, int n, int k, int coop_teams_param) {
+  static size_t workspace(int m, int n, int k, int coop_teams_param, int interval = 1) {
     if (m < 1 || n < 1 || k < 1) return 0;
-    return layout(m, n, k, coop_teams_param).total;
+    return layout(m, n, k, coop_teams_param, interval).total;
   }
 
   static cudaError_t run(const ftgen_gemm_problem* p, cudaStream_t s, int interval, int coop_teams_param, int group,
@@ -2005,7 +2026,7 @@ struct Launcher {
     q.C = p->C;
     q.ldc = p->ldc;
     q.ws = static_cast<char*>(p->workspace);
-    q.lay = layout(p->m, p->n, p->k, coop_teams_param);
+    q.lay = layout(p->m, p->n, p->k, coop_teams_param, interval);
     if (q.lay.total > 0 && q.ws == nullptr) return cudaErrorInvalidValue;
     q.interval = interval;
     q.group = group;
