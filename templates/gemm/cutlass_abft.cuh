@@ -72,7 +72,8 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 // ref[(s * chunks + c) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of strip s, where
 // k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of r0 = k - (total - 1) kt,
 // then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in fp32 k-iteration by
-// k-iteration (as the fused level carries them). A block takes 64 rows x 16 strips, a thread one row x 8 strips.
+// k-iteration (as the fused level carries them). A block takes 64 rows x 16 strips of one checkpoint interval c
+// (blockIdx.z), a thread one row x 8 strips, and writes the interval's sums; abft_ref_scan_kernel then adds them up.
 template <class EA, bool kRowA, int kKT>
 __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
                                                        int interval, int chunks, const float4* __restrict__ enc, int strips,
@@ -89,7 +90,8 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
   float acc[kPerThread][2];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) acc[j][0] = acc[j][1] = 0.f;
-  for (int it = 0; it < total; ++it) {
+  const int c = blockIdx.z, it_end = min((c + 1) * interval, total);
+  for (int it = c * interval; it < it_end; ++it) {
     const int kb = it == 0 ? 0 : r0 + (it - 1) * kKT, kn = it == 0 ? r0 : kKT;
     if constexpr (kRowA) {  // a warp per row, lanes along k
       for (int q = warp; q < kRows; q += 4) {
@@ -124,16 +126,29 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
       }
     }
     __syncthreads();
-    if (it % interval == interval - 1 || it == total - 1) {
-      const int c = it / interval, i = i0 + row;
-      if (i < m) {
+  }
+  const int i = i0 + row;
+  if (i < m) {
 #pragma unroll
-        for (int j = 0; j < kPerThread; ++j) {
-          const int s = s0 + sg + j;
-          if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[j][0], acc[j][1]);
-        }
-      }
+    for (int j = 0; j < kPerThread; ++j) {
+      const int s = s0 + sg + j;
+      if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[j][0], acc[j][1]);
     }
+  }
+}
+
+// ref[s][c][i] += ref[s][c - 1][i] for c = 1 .. chunks - 1: the sums of the intervals become the checkpoints' (fp32,
+// in k order, as the fused level accumulates them)
+__global__ void abft_ref_scan_kernel(float2* __restrict__ ref, int m, int strips, int chunks) {
+  const long long x = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (x >= static_cast<long long>(m) * strips) return;
+  const long long s = x / m, i = x % m;
+  float2* r = ref + s * chunks * m + i;
+  float2 run = r[0];
+  for (int c = 1; c < chunks; ++c) {
+    const float2 v = r[static_cast<long long>(c) * m];
+    run = make_float2(run.x + v.x, run.y + v.y);
+    r[static_cast<long long>(c) * m] = run;
   }
 }
 
@@ -202,6 +217,7 @@ struct AbftScratch {
   double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
   float rtot[S::kM];                 // r_i of the row (correction)
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
+  float score[S::kM];                // the rare path's largest score of a row (recorded once, at the end)
 };
 
 template <class K, class ML>
@@ -333,7 +349,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, typename K::ElementAcc* a, const AbftRare
         if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
       }
     }
-    ftgen::record_score(g.counters, static_cast<double>(score));
+    sc.score[tid] = fmaxf(sc.score[tid], score);
     sc.col[tid] = verdict;
   }
   const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
@@ -413,6 +429,14 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
   Frag acc[1];
   unsigned detected = 0, corrected = 0, uncorrectable = 0;
+  float best = 0.f;  // this thread's largest score (recorded once, at the end: an L2 read per verification otherwise)
+  if (tid < S::kM) sc.score[tid] = 0.f;
+  // kPre: r, r' of this thread's row (tid < kM) at the next checkpoint, read one interval ahead
+  auto ref_at = [&](int checkpoint) {
+    return (kPre && tid < S::kM && row0 + tid < M) ? __ldg(ref + static_cast<long long>(checkpoint / interval) * M + row0 + tid)
+                                                   : make_float2(0.f, 0.f);
+  };
+  float2 ref_next = make_float2(0.f, 0.f);
   for (int attempt = 0;; ++attempt) {
     fill_opaque(acc[0], zero_of(p.t, 0));
     Iterators<K> its(p.t.gemm, tc.m(), tc.n(), 0, tid);
@@ -423,6 +447,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     // the next k-iteration after which the loop is left: a checkpoint (every `interval` and the last) or a
     // planned fault; one compare per k-iteration
     int next_checkpoint = min(interval, total) - 1;
+    if constexpr (kPre) ref_next = ref_at(next_checkpoint);
     auto next_stop = [&](int after) {
       int s = next_checkpoint;
       if (kInject && inject_now && pend.step > after && pend.step < s) s = pend.step;
@@ -558,8 +583,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           CUTLASS_PRAGMA_UNROLL
           for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
           if constexpr (kPre) {
-            const float2 r = ref[static_cast<long long>(it / interval) * M + row0 + tid];
-            R = r.x, RW = r.y;
+            R = ref_next.x, RW = ref_next.y;
             float SQ = 0.f, MX = 0.f;
             CUTLASS_PRAGMA_UNROLL
             for (int w = 0; w < S::kWarpsN; ++w) SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y);
@@ -574,7 +598,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
           const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
           if (!(sc1 > 1.f) && !(sc2 > 1.f) && isfinite(d) && isfinite(dw)) {
-            ftgen::record_score(p.t.counters, static_cast<double>(fmaxf(sc1, sc2)));  // >= the full threshold's score
+            best = fmaxf(best, fmaxf(sc1, sc2));  // >= the full threshold's score
           } else {
             verdict = -3;
             sc.rs[tid] = make_float2(S1, SW);
@@ -633,6 +657,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           if (it == next_checkpoint) {
             if (!redo) verify(it, a[0]);
             next_checkpoint = min(next_checkpoint + interval, total - 1);
+            if constexpr (kPre) ref_next = ref_at(next_checkpoint);
           }
           stop = next_stop(it);
         },
@@ -641,6 +666,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     if (tid == 0) count_recomputed(p.t.counters);
     if (tid == 0) ++corrected;  // by the recomputation (as gemm.abft_gemm_model counts it)
   }
+  if (tid < S::kM) best = fmaxf(best, sc.score[tid]);
+  if (best > 0.f) ftgen::record_score(p.t.counters, static_cast<double>(best));
   if (p.t.counters != nullptr) {
     if (detected) atomicAdd(&p.t.counters->detected, static_cast<unsigned long long>(detected));
     if (corrected) atomicAdd(&p.t.counters->corrected, static_cast<unsigned long long>(corrected));

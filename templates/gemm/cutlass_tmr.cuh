@@ -1862,11 +1862,17 @@ struct Runner {
     ap.fixed = q.abft.fixed;
     ap.online = q.abft.online;
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
-      ap.ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
-      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 15) / 16));
+      ap.ref = reinterpret_cast<const float2*>(q.ws + q.lay.ref);
+      float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
+      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 15) / 16), static_cast<unsigned>(q.lay.chunks));
       abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
-                                                                   q.interval, q.lay.chunks, enc, strips, const_cast<float2*>(ap.ref));
+                                                                   q.interval, q.lay.chunks, enc, strips, ref);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      if (q.lay.chunks > 1) {
+        const long long n = static_cast<long long>(q.m) * strips;
+        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ref, q.m, strips, q.lay.chunks);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      }
     }
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
     return cudaGetLastError();
