@@ -146,6 +146,18 @@ tc-prepass)
   summary "$out/tcpre_check_inject.jsonl"
   summary "$out/tcpre_speed_clean.jsonl" "$out/tcpre_speed_inject.jsonl"
   ;;
+tc-prepass-times)
+  # each kernel of one launch of the listed kernels of specs/gemm_abft_tc_prepass.yaml (the pre-passes and the
+  # GEMM; ncu at the application's clocks) at SHAPE (default 4096x4096x4096)
+  shift 2
+  FTGEN_NCU_SPEC=specs/gemm_abft_tc_prepass.yaml build_listed "$@"
+  for k in "$@"; do
+    echo "== $k"
+    timeout 200 ncu --clock-control none -s ${NCU_SKIP:-6} -c ${NCU_COUNT:-6} --metrics gpu__time_duration.sum,smsp__inst_executed.sum \
+      $gen/$proj/bin/$k --shapes ${SHAPE:-4096x4096x4096} --reps 2 --warmup 1 --no-ref 2>&1 | tee "$out/times_$k.txt" \
+      | grep -E "^  [a-zA-Z_]|gpu__time|inst_executed" | sed -E 's/\(.*//' | paste - - - | awk '{print $1, $(NF-3), $(NF-4), $NF}'
+  done
+  ;;
 tc-prepass-campaign)
   run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}
   ;;

@@ -218,6 +218,7 @@ struct AbftScratch {
   float rtot[S::kM];                 // r_i of the row (correction)
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
   float score[S::kM];                // the rare path's largest score of a row (recorded once, at the end)
+  int pend[2];                       // inject builds: the tile's planned fault (index into faults or -1, k-iteration)
 };
 
 template <class K, class ML>
@@ -413,18 +414,20 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   const int row0 = tc.m() * S::kM, col0 = tc.n() * S::kN;
   const float4* enc = p.enc + static_cast<long long>(tc.n()) * Kd;
   const int r0 = Kd - (total - 1) * S::kK;  // k extent of the first (residue) k-iteration
-  const bool correct = !kInject || p.t.correct;
   const float sqrt_cols = sqrtf(float(S::kN));
   const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
   const float2* ref = kPre ? p.ref + static_cast<long long>(tc.n()) * p.chunks * M : nullptr;
 
-  Pending pend{-1, -1, false};
+  // the planned fault of this tile (inject builds): its index and k-iteration in shared memory, read where the loop
+  // is left (kept in registers through the main loop, they cost it 70 instructions per k-iteration in the static SASS)
   if constexpr (kInject) {
-    if (p.t.fault_by_block != nullptr) {
-      const int i = p.t.fault_by_block[tile];
-      if (i >= 0) pend = Pending{i, p.t.faults[i].step, p.t.faults[i].thread == tid};
+    if (tid == 0) {
+      const int i = p.t.fault_by_block != nullptr ? p.t.fault_by_block[tile] : -1;
+      sc.pend[0] = i;
+      sc.pend[1] = i >= 0 ? p.t.faults[i].step : -1;
     }
+    __syncthreads();
   }
 
   Frag acc[1];
@@ -441,8 +444,6 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     fill_opaque(acc[0], zero_of(p.t, 0));
     Iterators<K> its(p.t.gemm, tc.m(), tc.n(), 0, tid);
     ML ml(st.ss.main_loop, tid, warp, lane);
-    const bool inject_now = kInject && attempt == 0;
-    const bool final_attempt = attempt + 1 >= kMaxAttempts;
     bool redo = false;
     // the next k-iteration after which the loop is left: a checkpoint (every `interval` and the last) or a
     // planned fault; one compare per k-iteration
@@ -450,7 +451,10 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     if constexpr (kPre) ref_next = ref_at(next_checkpoint);
     auto next_stop = [&](int after) {
       int s = next_checkpoint;
-      if (kInject && inject_now && pend.step > after && pend.step < s) s = pend.step;
+      if constexpr (kInject) {
+        const int step = sc.pend[1];
+        if (attempt == 0 && step > after && step < s) s = step;
+      }
       return s;
     };
     int stop = next_stop(-1);
@@ -622,8 +626,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       g.fixed = p.fixed;
       g.rms_w = rms_w;
       g.online = p.online;
-      g.correct = correct;
-      g.final_attempt = final_attempt;
+      g.correct = !kInject || p.t.correct;
+      g.final_attempt = attempt + 1 >= kMaxAttempts;
       g.counters = p.t.counters;
       typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
       CUTLASS_PRAGMA_UNROLL
@@ -652,7 +656,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         [&](int it, Frag(&)[1]) { return it == stop; },
         [&](int it, Frag(&a)[1]) {
           if constexpr (kInject) {
-            if (inject_now && pend.mine && pend.step == it) apply_fault<K>(p.t, a[0], pend.idx, tile, 0, tc.m(), tc.n(), 1);
+            const int i = sc.pend[0];
+            if (attempt == 0 && i >= 0 && sc.pend[1] == it && p.t.faults[i].thread == tid) apply_fault<K>(p.t, a[0], i, tile, 0, tc.m(), tc.n(), 1);
           }
           if (it == next_checkpoint) {
             if (!redo) verify(it, a[0]);
