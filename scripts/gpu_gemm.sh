@@ -155,7 +155,7 @@ tc-prepass-times)
     echo "== $k"
     timeout 200 ncu --clock-control none -s ${NCU_SKIP:-6} -c ${NCU_COUNT:-6} --metrics gpu__time_duration.sum,smsp__inst_executed.sum \
       $gen/$proj/bin/$k --shapes ${SHAPE:-4096x4096x4096} --reps 2 --warmup 1 --no-ref 2>&1 | tee "$out/times_$k.txt" \
-      | grep -E "^  [a-zA-Z_]|gpu__time|inst_executed" | sed -E 's/\(.*//' | paste - - - | awk '{print $1, $(NF-3), $(NF-4), $NF}'
+      | grep -E "^  [a-zA-Z_]|gpu__time|inst_executed" | cut -c1-90
   done
   ;;
 tc-prepass-campaign)
