@@ -72,41 +72,43 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 // ref[(s * chunks + c) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of strip s, where
 // k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of r0 = k - (total - 1) kt,
 // then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in fp32 k-iteration by
-// k-iteration (as the fused level carries them). A block takes 64 rows x 16 strips of one checkpoint interval c
-// (blockIdx.z), a thread one row x 8 strips, and writes the interval's sums; abft_ref_scan_kernel then adds them up.
+// k-iteration (as the fused level carries them). A block takes 64 rows x 32 strips of one checkpoint interval c
+// (blockIdx.z), a thread 4 rows x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the
+// interval's sums; abft_ref_scan_kernel then adds them up.
 template <class EA, bool kRowA, int kKT>
 __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
                                                        int interval, int chunks, const float4* __restrict__ enc, int strips,
                                                        float2* __restrict__ ref) {
-  constexpr int kRows = 64, kStrips = 16, kPerThread = 8;
+  constexpr int kRows = 64, kStrips = 32;
   static_assert(kKT <= 32, "a warp per row of the A tile");
-  __shared__ float as[kRows][kKT + 1];                  // A tile, one row per row (+1: conflict-free columns)
-  __shared__ __align__(16) float2 es[kKT][kStrips + 2];  // {B e, B w} of the block's strips per k (+2: 16-byte rows)
+  __shared__ __align__(16) float as[kKT][kRows + 4];       // A tile, k-major (+4: 16-byte rows, 4-way store conflicts)
+  __shared__ __align__(16) float2 es[kKT][kStrips + 2];    // {B e, B w} of the block's strips per k
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int i0 = blockIdx.x * kRows, s0 = blockIdx.y * kStrips;
-  const int row = (warp % 2) * 32 + lane;               // this thread's row of the tile
-  const int sg = (warp / 2) * kPerThread;               // its first strip in the tile (warp-uniform: broadcast reads)
+  const int rq = (tid % 16) * 4, sq = (tid / 16) * 4;  // this thread's first row and strip in the tile
   const int r0 = k - (total - 1) * kKT;
-  float acc[kPerThread][2];
+  float acc[4][4][2];
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) acc[j][0] = acc[j][1] = 0.f;
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) acc[a][b][0] = acc[a][b][1] = 0.f;
   const int c = blockIdx.z, it_end = min((c + 1) * interval, total);
   for (int it = c * interval; it < it_end; ++it) {
     const int kb = it == 0 ? 0 : r0 + (it - 1) * kKT, kn = it == 0 ? r0 : kKT;
     if constexpr (kRowA) {  // a warp per row, lanes along k
       for (int q = warp; q < kRows; q += 4) {
         const int i = i0 + q;
-        if (lane < kKT) as[q][lane] = (lane < kn && i < m) ? static_cast<float>(A[i * lda + kb + lane]) : 0.f;
+        if (lane < kKT) as[lane][q] = (lane < kn && i < m) ? static_cast<float>(A[i * lda + kb + lane]) : 0.f;
       }
     } else {  // a warp per k, lanes along the rows
       for (int kk = warp; kk < kKT; kk += 4) {
         for (int q = lane; q < kRows; q += 32) {
           const int i = i0 + q;
-          as[q][kk] = (kk < kn && i < m) ? static_cast<float>(A[static_cast<long long>(kb + kk) * lda + i]) : 0.f;
+          as[kk][q] = (kk < kn && i < m) ? static_cast<float>(A[static_cast<long long>(kb + kk) * lda + i]) : 0.f;
         }
       }
     }
-    for (int x = tid; x < kStrips * kKT; x += 128) {  // a warp per strip, lanes along k
+    for (int x = tid; x < kStrips * kKT; x += 128) {  // lanes along k
       const int s = x / kKT, kk = x % kKT;
       const float4 e = (kk < kn && s0 + s < strips) ? __ldg(enc + static_cast<long long>(s0 + s) * k + kb + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
       es[kk][s] = make_float2(e.x, e.y);
@@ -114,25 +116,28 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
     __syncthreads();
 #pragma unroll 4
     for (int kk = 0; kk < kKT; ++kk) {
-      const float a = as[row][kk];
-      const float4* e = reinterpret_cast<const float4*>(&es[kk][sg]);
+      const float4 a = *reinterpret_cast<const float4*>(&as[kk][rq]);
+      const float4 e01 = *reinterpret_cast<const float4*>(&es[kk][sq]), e23 = *reinterpret_cast<const float4*>(&es[kk][sq + 2]);
+      const float av[4] = {a.x, a.y, a.z, a.w};
+      const float2 ev[4] = {make_float2(e01.x, e01.y), make_float2(e01.z, e01.w), make_float2(e23.x, e23.y), make_float2(e23.z, e23.w)};
 #pragma unroll
-      for (int j = 0; j < kPerThread / 2; ++j) {
-        const float4 v = e[j];
-        acc[2 * j][0] = fmaf(a, v.x, acc[2 * j][0]);
-        acc[2 * j][1] = fmaf(a, v.y, acc[2 * j][1]);
-        acc[2 * j + 1][0] = fmaf(a, v.z, acc[2 * j + 1][0]);
-        acc[2 * j + 1][1] = fmaf(a, v.w, acc[2 * j + 1][1]);
-      }
+      for (int x = 0; x < 4; ++x)
+#pragma unroll
+        for (int y = 0; y < 4; ++y) {
+          acc[x][y][0] = fmaf(av[x], ev[y].x, acc[x][y][0]);
+          acc[x][y][1] = fmaf(av[x], ev[y].y, acc[x][y][1]);
+        }
     }
     __syncthreads();
   }
-  const int i = i0 + row;
-  if (i < m) {
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int s = s0 + sg + j;
-      if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[j][0], acc[j][1]);
+  for (int x = 0; x < 4; ++x) {
+    const int i = i0 + rq + x;
+    if (i >= m) continue;
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      const int s = s0 + sq + y;
+      if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
     }
   }
 }
