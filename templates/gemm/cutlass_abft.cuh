@@ -80,10 +80,10 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
                                                        int interval, int chunks, const float4* __restrict__ enc, int strips,
                                                        float2* __restrict__ ref) {
   constexpr int kRows = 64, kStrips = 32;
-  static_assert(kKT <= 32, "a warp per row of the A tile");
+  static_assert(kRows * kKT % 128 == 0 && kStrips * kKT % 128 == 0, "whole tiles per thread");
   __shared__ __align__(16) float as[kKT][kRows + 4];       // A tile, k-major (+4: 16-byte rows, 4-way store conflicts)
   __shared__ __align__(16) float2 es[kKT][kStrips + 2];    // {B e, B w} of the block's strips per k
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int tid = threadIdx.x;
   const int i0 = blockIdx.x * kRows, s0 = blockIdx.y * kStrips;
   const int rq = (tid % 16) * 4, sq = (tid / 16) * 4;  // this thread's first row and strip in the tile
   const int r0 = k - (total - 1) * kKT;
@@ -93,27 +93,51 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
 #pragma unroll
     for (int b = 0; b < 4; ++b) acc[a][b][0] = acc[a][b][1] = 0.f;
   const int c = blockIdx.z, it_end = min((c + 1) * interval, total);
-  for (int it = c * interval; it < it_end; ++it) {
+  // the next k-iteration's A and encodings are read into registers while the current one is computed
+  constexpr int kA = kRows * kKT / 128, kE = kStrips * kKT / 128;
+  float ra[kA];
+  float2 re[kE];
+  auto fetch = [&](int it) {
     const int kb = it == 0 ? 0 : r0 + (it - 1) * kKT, kn = it == 0 ? r0 : kKT;
-    if constexpr (kRowA) {  // a warp per row, lanes along k
-      for (int q = warp; q < kRows; q += 4) {
-        const int i = i0 + q;
-        if (lane < kKT) as[lane][q] = (lane < kn && i < m) ? static_cast<float>(A[i * lda + kb + lane]) : 0.f;
-      }
-    } else {  // a warp per k, lanes along the rows
-      for (int kk = warp; kk < kKT; kk += 4) {
-        for (int q = lane; q < kRows; q += 32) {
-          const int i = i0 + q;
-          as[kk][q] = (kk < kn && i < m) ? static_cast<float>(A[static_cast<long long>(kb + kk) * lda + i]) : 0.f;
-        }
+#pragma unroll
+    for (int j = 0; j < kA; ++j) {
+      const int x = tid + 128 * j;
+      if constexpr (kRowA) {  // lanes along k
+        const int q = x / kKT, kk = x % kKT, i = i0 + q;
+        ra[j] = (kk < kn && i < m) ? static_cast<float>(A[i * lda + kb + kk]) : 0.f;
+      } else {  // lanes along the rows
+        const int q = x % kRows, kk = x / kRows, i = i0 + q;
+        ra[j] = (kk < kn && i < m) ? static_cast<float>(A[static_cast<long long>(kb + kk) * lda + i]) : 0.f;
       }
     }
-    for (int x = tid; x < kStrips * kKT; x += 128) {  // lanes along k
-      const int s = x / kKT, kk = x % kKT;
+#pragma unroll
+    for (int j = 0; j < kE; ++j) {  // lanes along k
+      const int x = tid + 128 * j, s = x / kKT, kk = x % kKT;
       const float4 e = (kk < kn && s0 + s < strips) ? __ldg(enc + static_cast<long long>(s0 + s) * k + kb + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
-      es[kk][s] = make_float2(e.x, e.y);
+      re[j] = make_float2(e.x, e.y);
     }
+  };
+  auto stage = [&] {
+#pragma unroll
+    for (int j = 0; j < kA; ++j) {
+      const int x = tid + 128 * j;
+      if constexpr (kRowA) {
+        as[x % kKT][x / kKT] = ra[j];
+      } else {
+        as[x / kRows][x % kRows] = ra[j];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kE; ++j) {
+      const int x = tid + 128 * j;
+      es[x % kKT][x / kKT] = re[j];
+    }
+  };
+  if (c * interval < it_end) fetch(c * interval);
+  for (int it = c * interval; it < it_end; ++it) {
+    stage();
     __syncthreads();
+    if (it + 1 < it_end) fetch(it + 1);
 #pragma unroll 4
     for (int kk = 0; kk < kKT; ++kk) {
       const float4 a = *reinterpret_cast<const float4*>(&as[kk][rq]);
