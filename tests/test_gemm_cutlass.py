@@ -440,3 +440,71 @@ def test_cpu_model_of_the_tf32x3_threadblock_level_corrects(fault):
     assert np.max(np.abs(C - ref)) < 1e-3
     clean, c0 = gm.abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3")
     assert c0["detected"] == 0 and c0["max_score"] < 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# ref_checksums: prepass (the reference rows of every checkpoint from a pre-pass)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_prepass_checkpoints_follow_the_main_kernels_k_iterations():
+    # k = 100, k-tiles of 32: the residue (4) first, then 32 each; a checkpoint every `interval` k-iterations
+    assert gc.abft_checkpoints(100, 32, 1) == [4, 36, 68, 100]
+    assert gc.abft_checkpoints(100, 32, 2) == [36, 100]
+    assert gc.abft_checkpoints(100, 32, 16) == [100]
+    assert gc.abft_checkpoints(96, 32, 2) == [64, 96]
+
+
+def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
+    import numpy as np
+
+    from ftgen.families import gemm as gm
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((37, 100)).astype(np.float32)
+    B = rng.standard_normal((100, 200)).astype(np.float32)
+    be, bw, _ = gm.abft_encode(B.astype(np.float64), 128)
+    for interval in (1, 2, 3):
+        refs = gc.abft_checkpoint_refs(A, be, bw, kt=32, interval=interval)
+        ks = gc.abft_checkpoints(100, 32, interval)
+        assert refs.shape == (len(ks), 37, 2, 2)
+        for c, kc in enumerate(ks):
+            exact = A[:, :kc].astype(np.float64) @ np.stack([be[:kc], bw[:kc]], axis=-1).reshape(kc, -1)
+            scale = np.abs(A[:, :kc]).astype(np.float64) @ np.abs(np.stack([be[:kc], bw[:kc]], axis=-1).reshape(kc, -1))
+            assert np.all(np.abs(refs[c].reshape(37, -1) - exact) <= 1e-6 * scale + 1e-30)
+
+
+@pytest.mark.parametrize("dist", ["normal", "loguniform"])
+def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
+    import numpy as np
+
+    from ftgen.families import gemm as gm
+
+    rng = np.random.default_rng(11)
+    m, k, cols = 64, 512, 128
+
+    def draw(shape):
+        if dist == "normal":
+            return rng.standard_normal(shape)
+        return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(-3, 3, shape)
+
+    passed_clean = flagged_faulty = 0
+    for trial in range(6):
+        A, B = draw((m, k)).astype(np.float32), draw((k, cols)).astype(np.float32)
+        C = (A @ B).astype(np.float32)  # fp32 rounding: the clean residuals
+        be, bw, b2 = gm.abft_encode(B.astype(np.float64), cols)
+        A64 = A.astype(np.float64)
+        r, rw, r2 = (A64 @ be)[:, 0], (A64 @ bw)[:, 0], ((A64 * A64) @ b2)[:, 0]
+        for i in range(m):
+            row = C[i].astype(np.float64).copy()
+            faulty = i % 2 == 1
+            if faulty:  # a fault of a random size (1e-9 .. 1e1 of the row's largest element) at a random column
+                row[rng.integers(cols)] += rng.choice([-1, 1]) * 10.0 ** rng.uniform(-9, 1) * np.abs(row).max()
+            ok = gc.abft_prepass_filter(row, r[i], rw[i], k)
+            full, _ = gm.abft_verify_rows(row[None, :], r[i:i + 1], rw[i:i + 1], r2[i:i + 1], k, "tf32x3")
+            if ok:
+                assert full == [], (i, trial)  # never passes a row the full rule flags
+            passed_clean += ok and not faulty
+            flagged_faulty += (not ok) and faulty
+    assert passed_clean == 6 * m // 2  # every clean row passes pass 1 (no trip to the rare path)
+    assert flagged_faulty > 0
