@@ -547,8 +547,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     };
 
     // verify every row of the tile after k-iteration `it`; correct located faults in `a`
-    // `a`: the accumulators, copied to a plain array by the caller (one copy for faults, verification and repair)
-    auto verify = [&](int it, typename K::ElementAcc* a) {
+    auto verify = [&](int it, Frag& a) {
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
       const bool full_n = col0 + S::kN <= N;  // block-uniform: no column of the tile past C
       const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
@@ -659,7 +658,12 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       g.correct = !kInject || p.t.correct;
       g.final_attempt = attempt + 1 >= kMaxAttempts;
       g.counters = p.t.counters;
-      const uint4 r = abft_rare<K, kPre, kRowA>(sc, a, g);
+      typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < Frag::kElements; ++e) buf[e] = a[e];
+      const uint4 r = abft_rare<K, kPre, kRowA>(sc, buf, g);
+      CUTLASS_PRAGMA_UNROLL
+      for (int e = 0; e < Frag::kElements; ++e) a[e] = buf[e];
       redo = r.x != 0;
       detected += r.y;
       corrected += r.z;
@@ -680,29 +684,16 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         },
         // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions)
         [&](int it, Frag(&)[1]) { return it == stop; },
-        [&](int it, Frag(&acc_)[1]) {
-          // one copy of the accumulators to a plain array for the planned fault, the verification and its repairs
-          // (each with its own copy, or selects over the fragment, cost the main loop up to 80 instructions per
-          // k-iteration in the static SASS: register allocation around the loop)
-          typename K::ElementAcc a[Frag::kElements];
-          CUTLASS_PRAGMA_UNROLL
-          for (int e = 0; e < Frag::kElements; ++e) a[e] = acc_[0][e];
+        [&](int it, Frag(&a)[1]) {
           if constexpr (kInject) {
             const int i = sc.pend[0];
-            if (attempt == 0 && i >= 0 && sc.pend[1] == it && p.t.faults[i].thread == tid) {
-              const ftgen::FaultSpec f = p.t.faults[i];
-              const typename K::ElementAcc before = a[f.elem], after = ftgen::apply_fault(before, f.kind, f.bit, f.offset);
-              a[f.elem] = after;
-              record_fault<K>(p.t, i, static_cast<double>(before), static_cast<double>(after), tile, 0, tc.m(), tc.n(), 1);
-            }
+            if (attempt == 0 && i >= 0 && sc.pend[1] == it && p.t.faults[i].thread == tid) apply_fault<K>(p.t, a[0], i, tile, 0, tc.m(), tc.n(), 1);
           }
           if (it == next_checkpoint) {
-            if (!redo) verify(it, a);
+            if (!redo) verify(it, a[0]);
             next_checkpoint = min(next_checkpoint + interval, total - 1);
             if constexpr (kPre) ref_next = ref_at(next_checkpoint);
           }
-          CUTLASS_PRAGMA_UNROLL
-          for (int e = 0; e < Frag::kElements; ++e) acc_[0][e] = a[e];
           stop = next_stop(it);
         },
         group);

@@ -533,8 +533,6 @@ template <class P>
 CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid);
 template <class K, class Frag, class P>
 CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units = kCopies);
-template <class K, class P>
-CUTLASS_DEVICE void record_fault(P const& t, int fidx, double before, double after, int tile, int copy, int tm, int tn, int units);
 
 #if FTGEN_TMR_INJECT
 // The copy whose output is kept for a tile when correction is off: the copy a planned fault
@@ -572,13 +570,6 @@ CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int c
   const E after = ftgen::apply_fault(before, f.kind, f.bit, f.offset);
   CUTLASS_PRAGMA_UNROLL
   for (int e = 0; e < Frag::kElements; ++e) acc[e] = (e == f.elem) ? after : acc[e];
-  record_fault<K>(t, fidx, static_cast<double>(before), static_cast<double>(after), tile, copy, tm, tn, units);
-}
-
-// Record applied fault `fidx` (its value before and after) and count it.
-template <class K, class P>
-CUTLASS_DEVICE void record_fault(P const& t, int fidx, double before, double after, int tile, int copy, int tm, int tn, int units) {
-  const ftgen::FaultSpec f = t.faults[fidx];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warp_mn = warp % (K::WarpCount::kM * K::WarpCount::kN);
   int r, c;
@@ -590,8 +581,8 @@ CUTLASS_DEVICE void record_fault(P const& t, int fidx, double before, double aft
   rec.elem = f.elem;
   rec.step = f.step;
   rec.bit = f.bit;
-  rec.before = before;
-  rec.after = after;
+  rec.before = static_cast<double>(before);
+  rec.after = static_cast<double>(after);
   rec.row = tm * K::Shape::kM + (warp_mn % K::WarpCount::kM) * K::Operator::Shape::kM + r;
   rec.col = tn * K::Shape::kN + (warp_mn / K::WarpCount::kM) * K::Operator::Shape::kN + c;
   t.records[fidx] = rec;
