@@ -455,10 +455,6 @@ def test_prepass_checkpoints_follow_the_main_kernels_k_iterations():
     assert gc.abft_checkpoints(96, 32, 2) == [64, 96]
 
 
-def test_prepass_span_is_the_kernels():
-    assert f"constexpr int kAbftRefSpan = {gc.ABFT_REF_SPAN};" in (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
-
-
 def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
     import numpy as np
 
@@ -468,9 +464,9 @@ def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
     A = rng.standard_normal((37, 100)).astype(np.float32)
     B = rng.standard_normal((100, 200)).astype(np.float32)
     be, bw, _ = gm.abft_encode(B.astype(np.float64), 128)
-    for interval in (1, 2, 3, 16):
-        refs = gc.abft_checkpoint_refs(A, be, bw, kt=8, interval=interval)
-        ks = gc.abft_checkpoints(100, 8, interval)
+    for interval in (1, 2, 3):
+        refs = gc.abft_checkpoint_refs(A, be, bw, kt=32, interval=interval)
+        ks = gc.abft_checkpoints(100, 32, interval)
         assert refs.shape == (len(ks), 37, 2, 2)
         for c, kc in enumerate(ks):
             exact = A[:, :kc].astype(np.float64) @ np.stack([be[:kc], bw[:kc]], axis=-1).reshape(kc, -1)

@@ -368,9 +368,6 @@ CONSTRAINT_DOCS = [
 # --------------------------------------------------------------------------------------------
 
 
-ABFT_REF_SPAN = 4  # k-iterations per block of the reference pre-pass (cutlass_tmr.cuh: kAbftRefSpan)
-
-
 def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
     """k extent done at each checkpoint of the main kernel: its k-iterations are r0 = k - (total - 1) kt first (the
     residue), then kt each; a checkpoint follows k-iteration min((c + 1) interval, total) - 1."""
@@ -382,9 +379,8 @@ def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
 
 def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     """CPU model of the reference pre-pass: (chunks, m, strips, 2) float32, r and r' of every row and strip at every
-    checkpoint, as the kernels form them: fp32 sums per k-iteration over parts of ABFT_REF_SPAN k-iterations of an
-    interval (one block each), then the parts added up in k order in fp32 (the scan). be, bw: (k, strips) encodings
-    (gemm.abft_encode)."""
+    checkpoint, as the kernels form them: fp32 sums per k-iteration of the interval (in k order), then the intervals
+    added up in fp32 (the scan). be, bw: (k, strips) encodings (gemm.abft_encode)."""
     A = np.asarray(A, dtype=np.float32)
     k = A.shape[1]
     total = -(-k // kt)
@@ -395,12 +391,11 @@ def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     out = np.zeros((chunks, A.shape[0], E.shape[1], 2), dtype=np.float32)
     run = np.zeros((A.shape[0], E.shape[1], 2), dtype=np.float32)
     for c in range(chunks):
-        for j0 in range(c * interval, min((c + 1) * interval, total), ABFT_REF_SPAN):  # the blocks' parts
-            part = np.zeros_like(run)
-            for it in range(j0, min(j0 + ABFT_REF_SPAN, (c + 1) * interval, total)):
-                ka, kb = bounds[it], bounds[it + 1]
-                part = (part + np.einsum("ik,ksj->isj", A[:, ka:kb].astype(np.float64), E[ka:kb].astype(np.float64))).astype(np.float32)
-            run = (run + part).astype(np.float32)
+        part = np.zeros_like(run)
+        for it in range(c * interval, min((c + 1) * interval, total)):
+            ka, kb = bounds[it], bounds[it + 1]
+            part = (part + np.einsum("ik,ksj->isj", A[:, ka:kb].astype(np.float64), E[ka:kb].astype(np.float64))).astype(np.float32)
+        run = (run + part).astype(np.float32)
         out[c] = run
     return out
 

@@ -72,14 +72,13 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 // ref[(s * chunks + c) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of strip s, where
 // k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of r0 = k - (total - 1) kt,
 // then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in fp32 k-iteration by
-// k-iteration. A block takes 64 rows x 32 strips of `span` k-iterations of one checkpoint interval c (blockIdx.z =
-// c * parts + j: its part j; parts = ceil(interval / span), enough blocks to hide the loads' latency), a thread 4 rows
-// x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the part's sums to
-// part[((s * chunks + c) * parts + j) * m + i]; abft_ref_scan_kernel then adds them up into ref.
+// k-iteration (as the fused level carries them). A block takes 64 rows x 32 strips of one checkpoint interval c
+// (blockIdx.z), a thread 4 rows x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the
+// interval's sums; abft_ref_scan_kernel then adds them up.
 template <class EA, bool kRowA, int kKT>
 __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
-                                                       int interval, int chunks, int span, int parts, const float4* __restrict__ enc,
-                                                       int strips, float2* __restrict__ part) {
+                                                       int interval, int chunks, const float4* __restrict__ enc, int strips,
+                                                       float2* __restrict__ ref) {
   constexpr int kRows = 64, kStrips = 32;
   static_assert(kRows * kKT % 128 == 0 && kStrips * kKT % 128 == 0, "whole tiles per thread");
   __shared__ __align__(16) float as[kKT][kRows + 4];       // A tile, k-major (+4: 16-byte rows, 4-way store conflicts)
@@ -93,8 +92,7 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
   for (int a = 0; a < 4; ++a)
 #pragma unroll
     for (int b = 0; b < 4; ++b) acc[a][b][0] = acc[a][b][1] = 0.f;
-  const int c = blockIdx.z / parts, it0 = c * interval + (blockIdx.z % parts) * span;
-  const int it_end = min(min(it0 + span, (c + 1) * interval), total);
+  const int c = blockIdx.z, it_end = min((c + 1) * interval, total);
   // the next k-iteration's A and encodings are read into registers while the current one is computed
   constexpr int kA = kRows * kKT / 128, kE = kStrips * kKT / 128;
   float ra[kA];
@@ -135,8 +133,8 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
       es[x % kKT][x / kKT] = re[j];
     }
   };
-  if (it0 < it_end) fetch(it0);
-  for (int it = it0; it < it_end; ++it) {
+  if (c * interval < it_end) fetch(c * interval);
+  for (int it = c * interval; it < it_end; ++it) {
     stage();
     __syncthreads();
     if (it + 1 < it_end) fetch(it + 1);
@@ -163,24 +161,22 @@ __global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A,
 #pragma unroll
     for (int y = 0; y < 4; ++y) {
       const int s = s0 + sq + y;
-      if (s < strips) part[((static_cast<long long>(s) * chunks + c) * parts + blockIdx.z % parts) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
+      if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
     }
   }
 }
 
-// ref[s][c][i] = the sum of the parts of the intervals 0..c (fp32, in k order): the references at checkpoint c
-__global__ void abft_ref_scan_kernel(const float2* __restrict__ part, float2* __restrict__ ref, int m, int strips, int chunks, int parts) {
+// ref[s][c][i] += ref[s][c - 1][i] for c = 1 .. chunks - 1: the sums of the intervals become the checkpoints' (fp32,
+// in k order, as the fused level accumulates them)
+__global__ void abft_ref_scan_kernel(float2* __restrict__ ref, int m, int strips, int chunks) {
   const long long x = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (x >= static_cast<long long>(m) * strips) return;
   const long long s = x / m, i = x % m;
-  const float2* p = part + s * chunks * parts * m + i;
   float2* r = ref + s * chunks * m + i;
-  float2 run = make_float2(0.f, 0.f);
-  for (int c = 0; c < chunks; ++c) {
-    for (int j = 0; j < parts; ++j) {
-      const float2 v = p[(static_cast<long long>(c) * parts + j) * m];
-      run = make_float2(run.x + v.x, run.y + v.y);
-    }
+  float2 run = r[0];
+  for (int c = 1; c < chunks; ++c) {
+    const float2 v = r[static_cast<long long>(c) * m];
+    run = make_float2(run.x + v.x, run.y + v.y);
     r[static_cast<long long>(c) * m] = run;
   }
 }

@@ -50,7 +50,6 @@ namespace ftgen_tmr {
 #define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
 #endif
 constexpr bool kAbftPrepass = FTGEN_ABFT_PREPASS != 0;
-constexpr int kAbftRefSpan = 4;  // prepass: k-iterations per block of the reference pre-pass (abft_ref_kernel)
 
 enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4, kLevelAbft = 5 };
 constexpr int kCopies = 3;
@@ -1530,9 +1529,9 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, ref_part = 0, total = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
-  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0, chunks = 0, ref_parts = 0;
+  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0, chunks = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1865,15 +1864,15 @@ struct Runner {
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       ap.ref = reinterpret_cast<const float2*>(q.ws + q.lay.ref);
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
-      float2* part = reinterpret_cast<float2*>(q.ws + q.lay.ref_part);
-      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32),
-                      static_cast<unsigned>(q.lay.chunks * q.lay.ref_parts));
-      abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k, q.interval,
-                                                                   q.lay.chunks, kAbftRefSpan, q.lay.ref_parts, enc, strips, part);
+      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(q.lay.chunks));
+      abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
+                                                                   q.interval, q.lay.chunks, enc, strips, ref);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
-      const long long n = static_cast<long long>(q.m) * strips;
-      abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(part, ref, q.m, strips, q.lay.chunks, q.lay.ref_parts);
-      if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      if (q.lay.chunks > 1) {
+        const long long n = static_cast<long long>(q.m) * strips;
+        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ref, q.m, strips, q.lay.chunks);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      }
     }
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
     return cudaGetLastError();
@@ -2005,8 +2004,6 @@ struct Launcher {
     if (kLevel == kLevelAbft && kAbftPrepass) {
       L.chunks = (L.total_k - 1) / std::max(interval, 1) + 1;
       L.ref = take(size_t(L.tiles_n) * L.chunks * m * sizeof(float2));
-      L.ref_parts = (std::min(std::max(interval, 1), L.total_k) + kAbftRefSpan - 1) / kAbftRefSpan;
-      L.ref_part = take(size_t(L.tiles_n) * L.chunks * L.ref_parts * m * sizeof(float2));
     }
     L.total = off;
     return L;
