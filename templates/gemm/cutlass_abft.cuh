@@ -642,22 +642,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       }
       if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return;
       // 2. (rare) the rows over that threshold
-      AbftRareArgs g;
-      g.A = p.A;
-      g.lda = p.lda;
-      g.enc = enc;
-      g.k_done = k_done;
-      g.M = M;
-      g.N = N;
-      g.row0 = row0;
-      g.col0 = col0;
-      g.unit = unit;
-      g.fixed = p.fixed;
-      g.rms_w = rms_w;
-      g.online = p.online;
-      g.correct = !kInject || p.t.correct;
-      g.final_attempt = attempt + 1 >= kMaxAttempts;
-      g.counters = p.t.counters;
+      const AbftRareArgs g{p.A, p.lda, enc, k_done, M, N, row0, col0, unit, p.fixed, rms_w, p.online, !kInject || p.t.correct,
+                           attempt + 1 >= kMaxAttempts, p.t.counters};
       typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
       CUTLASS_PRAGMA_UNROLL
       for (int e = 0; e < Frag::kElements; ++e) buf[e] = a[e];
