@@ -7,6 +7,8 @@
 #include "gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc.h"
 
 #define FTGEN_TMR_INJECT 0  // fault injection compiled in: no
+#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
+
 #include "cutlass_tmr.cuh"
 
 namespace {
@@ -81,7 +83,7 @@ static_assert(ftgen_tmr::kMaxAttempts == 3, "gemm_cutlass.MAX_ATTEMPTS");
 
 }  // namespace
 
-extern "C" size_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_workspace(int m, int n, int k) { return Launch::workspace(m, n, k, kCoopTeams); }
+extern "C" size_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_workspace(int m, int n, int k) { return Launch::workspace(m, n, k, kCoopTeams, kInterval); }
 
 extern "C" cudaError_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc(const ftgen_gemm_problem* p, cudaStream_t stream) {
   return Launch::run(p, stream, kInterval, kCoopTeams, kGroup);

@@ -7,6 +7,8 @@
 #include "gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj.h"
 
 #define FTGEN_TMR_INJECT 1  // fault injection compiled in
+#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
+
 #include "cutlass_tmr.cuh"
 
 namespace {
@@ -81,7 +83,7 @@ static_assert(ftgen_tmr::kMaxAttempts == 3, "gemm_cutlass.MAX_ATTEMPTS");
 
 }  // namespace
 
-extern "C" size_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj_workspace(int m, int n, int k) { return Launch::workspace(m, n, k, kCoopTeams); }
+extern "C" size_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj_workspace(int m, int n, int k) { return Launch::workspace(m, n, k, kCoopTeams, kInterval); }
 
 extern "C" cudaError_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj(const ftgen_gemm_problem* p, cudaStream_t stream) {
   return Launch::run(p, stream, kInterval, kCoopTeams, kGroup);

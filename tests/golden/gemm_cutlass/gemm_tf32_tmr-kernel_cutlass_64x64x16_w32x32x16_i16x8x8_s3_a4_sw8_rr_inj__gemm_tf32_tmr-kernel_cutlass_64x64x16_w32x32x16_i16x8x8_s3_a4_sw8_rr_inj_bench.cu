@@ -26,7 +26,7 @@ using T = float;  // element type of A, B and C
 using R = float;  // reference type
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj","family":"gemm","precision":"tf32","protection":{"scheme":"tmr","level":"kernel","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"tb_m":64,"tb_n":64,"tb_k":16,"warp_m":32,"warp_n":32,"warp_k":16,"inst_m":16,"inst_n":8,"inst_k":8,"stages":3,"align":4,"swizzle":8,"layout_a":"row","layout_b":"row","coop_teams":0},"backend":"cutlass")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj","family":"gemm","precision":"tf32","protection":{"scheme":"tmr","level":"kernel","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"tb_m":64,"tb_n":64,"tb_k":16,"warp_m":32,"warp_n":32,"warp_k":16,"inst_m":16,"inst_n":8,"inst_k":8,"stages":3,"align":4,"swizzle":8,"layout_a":"row","layout_b":"row","coop_teams":0,"ref_checksums":"fused"},"backend":"cutlass")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 static constexpr bool kRowA = true, kRowB = true;
 static constexpr bool kInject = true;
