@@ -158,6 +158,19 @@ tc-prepass-times)
       | grep -E "^  [a-zA-Z_]|gpu__time|inst_executed" | cut -c1-90
   done
   ;;
+tc-prepass-sweep)
+  # the prepass and fused tensor-core ABFT (interval 16, 128x128x32 row-major kernels of specs/gemm_abft_tc_prepass.yaml)
+  # with the unprotected kernel on the square and irregular sweeps: clean, then the injection builds with 16 faults
+  k='*-i16_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr*,*_none_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr'
+  ft generate specs/gemm_abft_tc_prepass.yaml -o $gen > /dev/null && ft build $gen/gemm_abft_tc_prepass -j 16 --kernels "$k" > /dev/null || exit 3
+  sw=1024x1024x1024,2048x2048x2048,3072x3072x3072,5120x5120x5120,6144x6144x6144,7168x7168x7168,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777,3001x2999x1025
+  ft bench $gen/gemm_abft_tc_prepass --kernels "$k" --shapes $sw --reps 10 --warmup 3 --json "$out/tcpre_sweep_clean.jsonl" > /dev/null 2> "$out/tcpre_sweep.err"
+  echo "sweep clean rc=$?"
+  ft bench $gen/gemm_abft_tc_prepass --kernels '*-i16_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr*_inj' --shapes $sw --inject 16 --reps 10 --warmup 3 \
+     --json "$out/tcpre_sweep_inject.jsonl" > /dev/null 2>> "$out/tcpre_sweep.err"
+  echo "sweep inject rc=$?"
+  tail -n 3 "$out/tcpre_sweep.err"
+  ;;
 tc-prepass-campaign)
   run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}
   ;;
