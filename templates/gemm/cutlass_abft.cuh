@@ -72,31 +72,24 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 // ref[(s * chunks + c) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of strip s, where
 // k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of r0 = k - (total - 1) kt,
 // then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in fp32 k-iteration by
-// k-iteration (as the fused level carries them). A block takes 128 rows x 32 strips of one checkpoint interval c
+// k-iteration (as the fused level carries them). A block takes 64 rows x 32 strips of one checkpoint interval c
 // (blockIdx.z), a thread 4 rows x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the
 // interval's sums; abft_ref_scan_kernel then adds them up.
-// dynamic shared memory of abft_ref_kernel<.., kKT>
-constexpr int abft_ref_smem_bytes(int kKT) { return 2 * kKT * ((128 + 4) * 4 + (32 + 2) * 8); }
-
 template <class EA, bool kRowA, int kKT>
-__global__ void __launch_bounds__(256, 2) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
+__global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
                                                        int interval, int chunks, const float4* __restrict__ enc, int strips,
                                                        float2* __restrict__ ref) {
-  constexpr int kThreads = 256, kRows = 128, kStrips = 32;  // (64 rows: the encodings, read once per row tile, were
-                                                            // twice the A traffic)
-  static_assert(kRows * kKT % kThreads == 0 && kStrips * kKT % kThreads == 0, "whole tiles per thread");
+  constexpr int kRows = 64, kStrips = 32;
+  static_assert(kRows * kKT % 128 == 0 && kStrips * kKT % 128 == 0, "whole tiles per thread");
   static_assert(sizeof(EA) == 4, "fp32 A (tf32x3)");
   // two stages: the next k-iteration's tiles arrive by cp.async while the current one is computed (no registers
   // held for them: with them in registers, 129 per thread, the kernel ran at 15% of the warp slots, waiting on
   // shared memory)
-  // dynamic shared memory (abft_ref_smem_bytes, over the 48 KB of static shared memory):
-  //   as[2][kKT][kRows + 4]: the A tile, k-major (+4: 16-byte rows); es[2][kKT][kStrips + 2]: {B e, B w} per k
-  extern __shared__ __align__(16) unsigned char ref_smem[];
-  auto as = reinterpret_cast<float(*)[kKT][kRows + 4]>(ref_smem);
-  auto es = reinterpret_cast<float2(*)[kKT][kStrips + 2]>(ref_smem + 2 * kKT * (kRows + 4) * sizeof(float));
+  __shared__ __align__(16) float as[2][kKT][kRows + 4];     // A tile, k-major (+4: 16-byte rows)
+  __shared__ __align__(16) float2 es[2][kKT][kStrips + 2];  // {B e, B w} of the block's strips per k
   const int tid = threadIdx.x;
   const int i0 = blockIdx.x * kRows, s0 = blockIdx.y * kStrips;
-  const int rq = (tid % 32) * 4, sq = (tid / 32) * 4;  // this thread's first row and strip in the tile
+  const int rq = (tid % 16) * 4, sq = (tid / 16) * 4;  // this thread's first row and strip in the tile
   const int r0 = k - (total - 1) * kKT;
   float acc[4][4][2];
 #pragma unroll
@@ -107,8 +100,8 @@ __global__ void __launch_bounds__(256, 2) abft_ref_kernel(const EA* __restrict__
   auto issue = [&](int it, int st) {  // the k-iteration's tiles into stage st (zero outside the problem)
     const int kb = it == 0 ? 0 : r0 + (it - 1) * kKT, kn = it == 0 ? r0 : kKT;
 #pragma unroll 1
-    for (int j = 0; j < kRows * kKT / kThreads; ++j) {
-      const int x = tid + kThreads * j;
+    for (int j = 0; j < kRows * kKT / 128; ++j) {
+      const int x = tid + 128 * j;
       const int q = kRowA ? x / kKT : x % kRows, kk = kRowA ? x % kKT : x / kRows;  // lanes along the contiguous index
       const long long i = i0 + q;
       const bool ok = kk < kn && i < m;
@@ -116,8 +109,8 @@ __global__ void __launch_bounds__(256, 2) abft_ref_kernel(const EA* __restrict__
       cutlass::arch::cp_async_zfill<4>(&as[st][kk][q], src, ok);
     }
 #pragma unroll 1
-    for (int j = 0; j < kStrips * kKT / kThreads; ++j) {  // lanes along k
-      const int x = tid + kThreads * j, sl = x / kKT, kk = x % kKT;
+    for (int j = 0; j < kStrips * kKT / 128; ++j) {  // lanes along k
+      const int x = tid + 128 * j, sl = x / kKT, kk = x % kKT;
       const bool ok = kk < kn && s0 + sl < strips;
       const float4* src = enc + (ok ? static_cast<long long>(s0 + sl) * k + kb + kk : 0);
       cutlass::arch::cp_async_zfill<8>(&es[st][kk][sl], src, ok);  // {B e, B w}: the first 8 bytes of the float4

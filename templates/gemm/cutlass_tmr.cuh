@@ -1864,11 +1864,8 @@ struct Runner {
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       ap.ref = reinterpret_cast<const float2*>(q.ws + q.lay.ref);
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
-      const dim3 grid(static_cast<unsigned>((q.m + 127) / 128), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(q.lay.chunks));
-      auto ref_kernel = abft_ref_kernel<EA, kRowA, K::Shape::kK>;
-      constexpr int kRefSmem = abft_ref_smem_bytes(K::Shape::kK);
-      if ((e = set_smem(ref_kernel, kRefSmem)) != cudaSuccess) return e;
-      ref_kernel<<<grid, 256, kRefSmem, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
+      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(q.lay.chunks));
+      abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
                                                                    q.interval, q.lay.chunks, enc, strips, ref);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
       if (q.lay.chunks > 1) {
