@@ -76,17 +76,13 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 // (blockIdx.z), a thread 4 rows x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the
 // interval's sums; abft_ref_scan_kernel then adds them up.
 template <class EA, bool kRowA, int kKT>
-__global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
+__global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
                                                        int interval, int chunks, const float4* __restrict__ enc, int strips,
                                                        float2* __restrict__ ref) {
   constexpr int kRows = 64, kStrips = 32;
   static_assert(kRows * kKT % 128 == 0 && kStrips * kKT % 128 == 0, "whole tiles per thread");
-  static_assert(sizeof(EA) == 4, "fp32 A (tf32x3)");
-  // two stages: the next k-iteration's tiles arrive by cp.async while the current one is computed (no registers
-  // held for them: with them in registers, 129 per thread, the kernel ran at 15% of the warp slots, waiting on
-  // shared memory)
-  __shared__ __align__(16) float as[2][kKT][kRows + 4];     // A tile, k-major (+4: 16-byte rows)
-  __shared__ __align__(16) float2 es[2][kKT][kStrips + 2];  // {B e, B w} of the block's strips per k
+  __shared__ __align__(16) float as[kKT][kRows + 4];       // A tile, k-major (+4: 16-byte rows, 4-way store conflicts)
+  __shared__ __align__(16) float2 es[kKT][kStrips + 2];    // {B e, B w} of the block's strips per k
   const int tid = threadIdx.x;
   const int i0 = blockIdx.x * kRows, s0 = blockIdx.y * kStrips;
   const int rq = (tid % 16) * 4, sq = (tid / 16) * 4;  // this thread's first row and strip in the tile
@@ -96,40 +92,56 @@ __global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__
   for (int a = 0; a < 4; ++a)
 #pragma unroll
     for (int b = 0; b < 4; ++b) acc[a][b][0] = acc[a][b][1] = 0.f;
-  const int c = blockIdx.z, it0 = c * interval, it_end = min((c + 1) * interval, total);
-  auto issue = [&](int it, int st) {  // the k-iteration's tiles into stage st (zero outside the problem)
+  const int c = blockIdx.z, it_end = min((c + 1) * interval, total);
+  // the next k-iteration's A and encodings are read into registers while the current one is computed
+  constexpr int kA = kRows * kKT / 128, kE = kStrips * kKT / 128;
+  float ra[kA];
+  float2 re[kE];
+  auto fetch = [&](int it) {
     const int kb = it == 0 ? 0 : r0 + (it - 1) * kKT, kn = it == 0 ? r0 : kKT;
-#pragma unroll 1
-    for (int j = 0; j < kRows * kKT / 128; ++j) {
+#pragma unroll
+    for (int j = 0; j < kA; ++j) {
       const int x = tid + 128 * j;
-      const int q = kRowA ? x / kKT : x % kRows, kk = kRowA ? x % kKT : x / kRows;  // lanes along the contiguous index
-      const long long i = i0 + q;
-      const bool ok = kk < kn && i < m;
-      const EA* src = A + (ok ? (kRowA ? i * lda + kb + kk : static_cast<long long>(kb + kk) * lda + i) : 0);
-      cutlass::arch::cp_async_zfill<4>(&as[st][kk][q], src, ok);
+      if constexpr (kRowA) {  // lanes along k
+        const int q = x / kKT, kk = x % kKT, i = i0 + q;
+        ra[j] = (kk < kn && i < m) ? static_cast<float>(A[i * lda + kb + kk]) : 0.f;
+      } else {  // lanes along the rows
+        const int q = x % kRows, kk = x / kRows, i = i0 + q;
+        ra[j] = (kk < kn && i < m) ? static_cast<float>(A[static_cast<long long>(kb + kk) * lda + i]) : 0.f;
+      }
     }
-#pragma unroll 1
-    for (int j = 0; j < kStrips * kKT / 128; ++j) {  // lanes along k
-      const int x = tid + 128 * j, sl = x / kKT, kk = x % kKT;
-      const bool ok = kk < kn && s0 + sl < strips;
-      const float4* src = enc + (ok ? static_cast<long long>(s0 + sl) * k + kb + kk : 0);
-      cutlass::arch::cp_async_zfill<8>(&es[st][kk][sl], src, ok);  // {B e, B w}: the first 8 bytes of the float4
+#pragma unroll
+    for (int j = 0; j < kE; ++j) {  // lanes along k
+      const int x = tid + 128 * j, s = x / kKT, kk = x % kKT;
+      const float4 e = (kk < kn && s0 + s < strips) ? __ldg(enc + static_cast<long long>(s0 + s) * k + kb + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
+      re[j] = make_float2(e.x, e.y);
     }
-    cutlass::arch::cp_async_fence();
   };
-  if (it0 < it_end) issue(it0, 0);
-  for (int it = it0, st = 0; it < it_end; ++it, st ^= 1) {
-    if (it + 1 < it_end) {
-      issue(it + 1, st ^ 1);
-      cutlass::arch::cp_async_wait<1>();
-    } else {
-      cutlass::arch::cp_async_wait<0>();
+  auto stage = [&] {
+#pragma unroll
+    for (int j = 0; j < kA; ++j) {
+      const int x = tid + 128 * j;
+      if constexpr (kRowA) {
+        as[x % kKT][x / kKT] = ra[j];
+      } else {
+        as[x / kRows][x % kRows] = ra[j];
+      }
     }
+#pragma unroll
+    for (int j = 0; j < kE; ++j) {
+      const int x = tid + 128 * j;
+      es[x % kKT][x / kKT] = re[j];
+    }
+  };
+  if (c * interval < it_end) fetch(c * interval);
+  for (int it = c * interval; it < it_end; ++it) {
+    stage();
     __syncthreads();
+    if (it + 1 < it_end) fetch(it + 1);
 #pragma unroll 4
     for (int kk = 0; kk < kKT; ++kk) {
-      const float4 a = *reinterpret_cast<const float4*>(&as[st][kk][rq]);
-      const float4 e01 = *reinterpret_cast<const float4*>(&es[st][kk][sq]), e23 = *reinterpret_cast<const float4*>(&es[st][kk][sq + 2]);
+      const float4 a = *reinterpret_cast<const float4*>(&as[kk][rq]);
+      const float4 e01 = *reinterpret_cast<const float4*>(&es[kk][sq]), e23 = *reinterpret_cast<const float4*>(&es[kk][sq + 2]);
       const float av[4] = {a.x, a.y, a.z, a.w};
       const float2 ev[4] = {make_float2(e01.x, e01.y), make_float2(e01.z, e01.w), make_float2(e23.x, e23.y), make_float2(e23.z, e23.w)};
 #pragma unroll
@@ -140,7 +152,7 @@ __global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__
           acc[x][y][1] = fmaf(av[x], ev[y].y, acc[x][y][1]);
         }
     }
-    __syncthreads();  // stage st is refilled by the next turn's issue
+    __syncthreads();
   }
 #pragma unroll
   for (int x = 0; x < 4; ++x) {
@@ -148,8 +160,8 @@ __global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__
     if (i >= m) continue;
 #pragma unroll
     for (int y = 0; y < 4; ++y) {
-      const int sl = s0 + sq + y;
-      if (sl < strips) ref[(static_cast<long long>(sl) * chunks + c) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
+      const int s = s0 + sq + y;
+      if (s < strips) ref[(static_cast<long long>(s) * chunks + c) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
     }
   }
 }
