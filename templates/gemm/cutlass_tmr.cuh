@@ -1862,8 +1862,8 @@ struct Runner {
     ap.fixed = q.abft.fixed;
     ap.online = q.abft.online;
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
-      ap.ref = reinterpret_cast<const float2*>(q.ws + q.lay.ref);
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
+      ap.ref = ref;
       const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(q.lay.chunks));
       abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
                                                                    q.interval, q.lay.chunks, enc, strips, ref);
