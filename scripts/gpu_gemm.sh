@@ -54,6 +54,9 @@ for path in sys.argv[1:]:
 EOF
 }
 
+# the square and irregular sweep of the tensor-core modes (tc-sweep, tc-prepass-sweep)
+tc_sweep=1024x1024x1024,2048x2048x2048,3072x3072x3072,5120x5120x5120,6144x6144x6144,7168x7168x7168,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777,3001x2999x1025
+
 # SPEC PROJECT PREFIX ODD_KERNELS ODD_SHAPES ODD_FAULTS ODD_REPS SPEED_FAULTS: generate and build SPEC; the
 # ODD_KERNELS on odd shapes with faults; every variant at 4096^3 and 8192^3 clean; the injection builds
 # there with faults. Files: OUT/PREFIX{check_inject,speed_clean,speed_inject}.jsonl
@@ -163,10 +166,9 @@ tc-prepass-sweep)
   # with the unprotected kernel on the square and irregular sweeps: clean, then the injection builds with 16 faults
   k='*-i16_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr*,*_none_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr'
   ft generate specs/gemm_abft_tc_prepass.yaml -o $gen > /dev/null && ft build $gen/gemm_abft_tc_prepass -j 16 --kernels "$k" > /dev/null || exit 3
-  sw=1024x1024x1024,2048x2048x2048,3072x3072x3072,5120x5120x5120,6144x6144x6144,7168x7168x7168,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777,3001x2999x1025
-  ft bench $gen/gemm_abft_tc_prepass --kernels "$k" --shapes $sw --reps 10 --warmup 3 --json "$out/tcpre_sweep_clean.jsonl" > /dev/null 2> "$out/tcpre_sweep.err"
+  ft bench $gen/gemm_abft_tc_prepass --kernels "$k" --shapes $tc_sweep --reps 10 --warmup 3 --json "$out/tcpre_sweep_clean.jsonl" > /dev/null 2> "$out/tcpre_sweep.err"
   echo "sweep clean rc=$?"
-  ft bench $gen/gemm_abft_tc_prepass --kernels '*-i16_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr*_inj' --shapes $sw --inject 16 --reps 10 --warmup 3 \
+  ft bench $gen/gemm_abft_tc_prepass --kernels '*-i16_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr*_inj' --shapes $tc_sweep --inject 16 --reps 10 --warmup 3 \
      --json "$out/tcpre_sweep_inject.jsonl" > /dev/null 2>> "$out/tcpre_sweep.err"
   echo "sweep inject rc=$?"
   tail -n 3 "$out/tcpre_sweep.err"
@@ -214,10 +216,9 @@ tc-sweep)
   # the tensor-core threadblock ABFT (128x128 tiles of specs/gemm_abft_tc.yaml) on the square and irregular sweeps:
   # clean, then the injection builds with 16 faults per launch
   ft generate specs/gemm_abft_tc.yaml -o $gen > /dev/null && ft build $gen/gemm_abft_tc -j 16 --kernels '*_128x128x32_*' > /dev/null || exit 3
-  sw=1024x1024x1024,2048x2048x2048,3072x3072x3072,5120x5120x5120,6144x6144x6144,7168x7168x7168,128x128x1024,256x256x1024,480x480x1024,256x256x256,1000x1234x777,3001x2999x1025
-  ft bench $gen/gemm_abft_tc --kernels '*_128x128x32_*' --shapes $sw --reps 10 --warmup 3 --json "$out/tc_sweep_clean.jsonl" > /dev/null 2> "$out/tc_sweep.err"
+  ft bench $gen/gemm_abft_tc --kernels '*_128x128x32_*' --shapes $tc_sweep --reps 10 --warmup 3 --json "$out/tc_sweep_clean.jsonl" > /dev/null 2> "$out/tc_sweep.err"
   echo "sweep clean rc=$?"
-  ft bench $gen/gemm_abft_tc --kernels '*_128x128x32_*_inj' --shapes $sw --inject 16 --reps 10 --warmup 3 --json "$out/tc_sweep_inject.jsonl" > /dev/null 2>> "$out/tc_sweep.err"
+  ft bench $gen/gemm_abft_tc --kernels '*_128x128x32_*_inj' --shapes $tc_sweep --inject 16 --reps 10 --warmup 3 --json "$out/tc_sweep_inject.jsonl" > /dev/null 2>> "$out/tc_sweep.err"
   echo "sweep inject rc=$?"
   tail -n 3 "$out/tc_sweep.err"
   summary "$out/tc_sweep_clean.jsonl" "$out/tc_sweep_inject.jsonl"

@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO))
 
 from ftgen.build import find_nvcc  # noqa: E402
 from ftgen.codegen.emit import render_spec  # noqa: E402
+from ftgen.paths import cutlass_include_dir  # noqa: E402
 from ftgen.spec import load_spec_text  # noqa: E402
 
 NVCC_FLAGS = ["-std=c++17", "-O3", "--expt-relaxed-constexpr"]
@@ -50,8 +51,6 @@ def write_variants(family: str, arch: str, variants: list[str], root: Path) -> l
 
 def extra_includes() -> list[Path]:
     """The CUTLASS headers of the nvidia-cutlass wheel, where installed (the CUTLASS backend's sources need them)."""
-    from ftgen.paths import cutlass_include_dir
-
     inc = cutlass_include_dir()
     return [inc] if inc else []
 

@@ -368,13 +368,19 @@ CONSTRAINT_DOCS = [
 # --------------------------------------------------------------------------------------------
 
 
-def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
-    """k extent done at each checkpoint of the main kernel: its k-iterations are r0 = k - (total - 1) kt first (the
-    residue), then kt each; a checkpoint follows k-iteration min((c + 1) interval, total) - 1."""
+def abft_k_bounds(k: int, kt: int) -> list[int]:
+    """Where the main kernel's k-iterations start and end: the residue r0 = k - (total - 1) kt first, then kt each;
+    bounds[it + 1] is the k extent done after k-iteration it."""
     total = -(-k // kt)
     r0 = k - (total - 1) * kt
-    chunks = (total - 1) // interval + 1
-    return [k if it + 1 >= total else r0 + it * kt for it in (min((c + 1) * interval, total) - 1 for c in range(chunks))]
+    return [0] + [r0 + i * kt for i in range(total)]
+
+
+def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
+    """k extent done at each checkpoint of the main kernel (after k-iteration min((c + 1) interval, total) - 1)."""
+    bounds = abft_k_bounds(k, kt)
+    total = len(bounds) - 1
+    return [bounds[min((c + 1) * interval, total)] for c in range((total - 1) // interval + 1)]
 
 
 def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
@@ -382,10 +388,8 @@ def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     checkpoint, as the kernels form them: fp32 sums per k-iteration of the interval (in k order), then the intervals
     added up in fp32 (the scan). be, bw: (k, strips) encodings (gemm.abft_encode)."""
     A = np.asarray(A, dtype=np.float32)
-    k = A.shape[1]
-    total = -(-k // kt)
-    r0 = k - (total - 1) * kt
-    bounds = [0, r0] + [r0 + i * kt for i in range(1, total)]
+    bounds = abft_k_bounds(A.shape[1], kt)
+    total = len(bounds) - 1
     E = np.stack([np.asarray(be, np.float32), np.asarray(bw, np.float32)], axis=-1)  # (k, strips, 2)
     chunks = (total - 1) // interval + 1
     out = np.zeros((chunks, A.shape[0], E.shape[1], 2), dtype=np.float32)
@@ -401,24 +405,15 @@ def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
 
 
 def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None) -> bool:
-    """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the threshold with the
-    robust norm ||C_i|| (without its largest element) and |r| but without the variance floor sqrt(r2), which only the
-    rare path computes. That threshold is never above the full rule's (gemm.abft_row_threshold), so a row it passes
-    the full rule passes too; the other rows go to the full rule."""
+    """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the full rule
+    (gemm.abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
+    max(|r|, robust ||C_i||) is never above the full rule's, so a row it passes the full rule passes too; the other
+    rows go to the full rule."""
     from . import gemm as gm
 
-    lam = ABFT_LAMBDA if lam is None else lam
-    c = np.asarray(C_row, dtype=np.float64)
-    cols = c.size
-    unit = gm.abft_threshold_unit("tf32x3", k_done, cols, lam)
-    sq = np.minimum(np.abs(c), 1e17) ** 2
-    robust = float(np.sqrt(max(sq.sum() - sq.max(), 0.0)))
-    tau = unit * max(robust, abs(float(r)))
-    tau_w = max(tau * np.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0), unit * abs(float(rw)))
-    d = float(c.sum()) - float(r)
-    dw = float((np.arange(1, cols + 1) * c).sum()) - float(rw)
-    finite = bool(np.isfinite(d) and np.isfinite(dw))
-    return finite and not abs(d) > tau and not abs(dw) > tau_w
+    flagged, _ = gm.abft_verify_rows(np.asarray(C_row, dtype=np.float64)[None, :], np.array([r]), np.array([rw]),
+                                     np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
+    return not flagged
 
 
 def abft_prepass(v: Variant) -> bool:

@@ -449,7 +449,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   const float2* ref = kPre ? p.ref + static_cast<long long>(tc.n()) * p.chunks * M : nullptr;
 
   // the planned fault of this tile (inject builds): its index and k-iteration in shared memory, read where the loop
-  // is left (kept in registers through the main loop, they cost it 70 instructions per k-iteration in the static SASS)
+  // is left
   if constexpr (kInject) {
     if (tid == 0) {
       const int i = p.t.fault_by_block != nullptr ? p.t.fault_by_block[tile] : -1;
