@@ -246,7 +246,7 @@ struct AbftScratch {
   double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
   float rtot[S::kM];                 // r_i of the row (correction)
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
-  float score[S::kM];                // the rare path's largest score of a row (recorded once, at the end)
+  float score[S::kM];                // a row's largest score, pass 1's and the rare path's (recorded once, at the end)
   int pend[2];                       // inject builds: the tile's planned fault (index into faults or -1, k-iteration)
 };
 
@@ -258,6 +258,14 @@ struct AbftStorage {
 };
 
 // What the rare path of a verification needs beside the shared scratch and the accumulators.
+// threadIdx.x read where it is used (asm volatile: not hoisted out of the main loop, so no register or predicate
+// derived from it stays live across the loop)
+CUTLASS_DEVICE int fresh_tid() {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return static_cast<int>(t);
+}
+
 struct AbftRareArgs {
   const float* A;      // prepass: A and this strip's encodings, to recompute r, r', r2 of flagged rows
   long long lda;
@@ -280,7 +288,7 @@ struct AbftRareArgs {
 template <class K, bool kExact, bool kRowA, class Sc>
 CUTLASS_DEVICE uint4 abft_rare(Sc& sc, typename K::ElementAcc* a, const AbftRareArgs g) {
   using S = AbftShape<K>;
-  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
   const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
   unsigned detected = 0, corrected = 0, uncorrectable = 0;
@@ -460,9 +468,10 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   }
 
   Frag acc[1];
-  unsigned detected = 0, corrected = 0, uncorrectable = 0;
-  float best = 0.f;  // this thread's largest score (recorded once, at the end: an L2 read per verification otherwise)
   if (tid < S::kM) sc.score[tid] = 0.f;
+  auto count = [&](unsigned long long ftgen::FtCounters::*field, unsigned n) {
+    if (n && p.t.counters != nullptr) atomicAdd(&(p.t.counters->*field), static_cast<unsigned long long>(n));
+  };
   // kPre: r, r' of this thread's row (tid < kM) at the next checkpoint, read one interval ahead
   auto ref_at = [&](int checkpoint) {
     return (kPre && tid < S::kM && row0 + tid < M) ? __ldg(ref + static_cast<long long>(checkpoint / interval) * M + row0 + tid)
@@ -548,6 +557,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
     // verify every row of the tile after k-iteration `it`; correct located faults in `a`
     auto verify = [&](int it, Frag& a) {
+      const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+      const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
       const bool full_n = col0 + S::kN <= N;  // block-uniform: no column of the tile past C
       const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
@@ -631,7 +642,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
           const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
           if (!(sc1 > 1.f) && !(sc2 > 1.f) && isfinite(d) && isfinite(dw)) {
-            best = fmaxf(best, fmaxf(sc1, sc2));  // >= the full threshold's score
+            sc.score[tid] = fmaxf(sc.score[tid], fmaxf(sc1, sc2));  // >= the full threshold's score
           } else {
             verdict = -3;
             sc.rs[tid] = make_float2(S1, SW);
@@ -651,9 +662,9 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       CUTLASS_PRAGMA_UNROLL
       for (int e = 0; e < Frag::kElements; ++e) a[e] = buf[e];
       redo = r.x != 0;
-      detected += r.y;
-      corrected += r.z;
-      uncorrectable += r.w;
+      count(&ftgen::FtCounters::detected, r.y);
+      count(&ftgen::FtCounters::corrected, r.z);
+      count(&ftgen::FtCounters::uncorrectable, r.w);
     };
 
     ml.run(
@@ -671,6 +682,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         // leave the pipelined loop at checkpoints and at a planned fault (block-uniform decisions)
         [&](int it, Frag(&)[1]) { return it == stop; },
         [&](int it, Frag(&a)[1]) {
+          const int tid = fresh_tid();
           if constexpr (kInject) {
             const int i = sc.pend[0];
             if (attempt == 0 && i >= 0 && sc.pend[1] == it && p.t.faults[i].thread == tid) apply_fault<K>(p.t, a[0], i, tile, 0, tc.m(), tc.n(), 1);
@@ -685,15 +697,10 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         group);
     if (!redo) break;
     if (tid == 0) count_recomputed(p.t.counters);
-    if (tid == 0) ++corrected;  // by the recomputation (as gemm.abft_gemm_model counts it)
+    if (tid == 0) count(&ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
   }
-  if (tid < S::kM) best = fmaxf(best, sc.score[tid]);
+  const float best = tid < S::kM ? sc.score[tid] : 0.f;
   if (best > 0.f) ftgen::record_score(p.t.counters, static_cast<double>(best));
-  if (p.t.counters != nullptr) {
-    if (detected) atomicAdd(&p.t.counters->detected, static_cast<unsigned long long>(detected));
-    if (corrected) atomicAdd(&p.t.counters->corrected, static_cast<unsigned long long>(corrected));
-    if (uncorrectable) atomicAdd(&p.t.counters->uncorrectable, static_cast<unsigned long long>(uncorrectable));
-  }
   epilogue<K>(st.ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), tid, warp, lane);
 }
 
