@@ -75,8 +75,9 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 // k-iteration (as the fused level carries them). A block takes 64 rows x 32 strips of one checkpoint interval c
 // (blockIdx.z), a thread 4 rows x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the
 // interval's sums; abft_ref_scan_kernel then adds them up.
+// Four blocks per SM (at most 128 registers: 129 gave three, so the 512 blocks of 4096^3 at interval 16 took two waves).
 template <class EA, bool kRowA, int kKT>
-__global__ void __launch_bounds__(128) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
+__global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
                                                        int interval, int chunks, const float4* __restrict__ enc, int strips,
                                                        float2* __restrict__ ref) {
   constexpr int kRows = 64, kStrips = 32;
