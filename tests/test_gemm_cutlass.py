@@ -474,6 +474,23 @@ def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
             assert np.all(np.abs(refs[c].reshape(37, -1) - exact) <= 1e-6 * scale + 1e-30)
 
 
+def test_prepass_filter_leaves_rows_beyond_the_cap_to_the_full_rule():
+    import numpy as np
+
+    from ftgen.families import gemm as gm
+
+    rng = np.random.default_rng(3)
+    cols, k = 128, 512
+    for big in (2e17, 1e19, 3e38):  # a term above the cap; squares that overflow fp32
+        row = rng.standard_normal(cols) * big
+        r, rw = row.sum(), (row * np.arange(1, cols + 1)).sum()  # exact references: the full rule passes the row
+        full, _ = gm.abft_verify_rows(row[None, :], np.array([r]), np.array([rw]), np.array([0.0]), k, "tf32x3")
+        assert full == []
+        assert not gc.abft_prepass_filter(row, r, rw, k)  # pass 1 does not decide it: the rare path does
+    row = rng.standard_normal(cols) * 1e16  # below the cap, finite squares: decided by pass 1
+    assert gc.abft_prepass_filter(row, row.sum(), (row * np.arange(1, cols + 1)).sum(), k)
+
+
 @pytest.mark.parametrize("dist", ["normal", "loguniform"])
 def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
     import numpy as np

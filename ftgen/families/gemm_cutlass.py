@@ -404,13 +404,22 @@ def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     return out
 
 
+PASS1_CAP = 1e17  # fp32 accumulators: the cap of |c| in the rule's sum of squares (gemm.abft_row_threshold)
+
+
 def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None) -> bool:
     """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the full rule
     (gemm.abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
     max(|r|, robust ||C_i||) is never above the full rule's, so a row it passes the full rule passes too; the other
-    rows go to the full rule."""
+    rows go to the full rule. The kernel sums the squares uncapped (in fp32); a row with a term above the cap or a
+    sum of squares that overflows is left to the full rule (False), so a row it passes had the capped sums."""
     from . import gemm as gm
 
+    c = np.asarray(C_row, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq32 = np.sum(np.square(c.astype(np.float32)), dtype=np.float32)
+    if not (np.nanmax(np.abs(c), initial=0.0) <= PASS1_CAP and sq32 <= np.finfo(np.float32).max):
+        return False
     flagged, _ = gm.abft_verify_rows(np.asarray(C_row, dtype=np.float64)[None, :], np.array([r]), np.array([rw]),
                                      np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
     return not flagged
