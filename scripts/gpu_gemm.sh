@@ -173,6 +173,14 @@ tc-prepass-sweep)
   echo "sweep inject rc=$?"
   tail -n 3 "$out/tcpre_sweep.err"
   ;;
+tc-prepass-intervals)
+  # the prepass tensor-core ABFT at intervals 16..128 (specs/gemm_abft_tc_prepass_intervals.yaml): odd shapes with
+  # faults, 4096^3 / 8192^3 clean and with 16 faults
+  check_and_speed specs/gemm_abft_tc_prepass_intervals.yaml gemm_abft_tc_prepass_intervals tcint_ '*_inj' 1000x1234x777,257x129x1031,2048x2048x2048 8 3 16
+  tail -n 3 "$out"/*.err
+  summary "$out/tcint_check_inject.jsonl"
+  summary "$out/tcint_speed_clean.jsonl" "$out/tcint_speed_inject.jsonl"
+  ;;
 tc-prepass-campaign)
   run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}
   ;;
