@@ -1531,7 +1531,8 @@ struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
   size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
-  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0, chunks = 0;
+  int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
+  int chunks = 0, parts = 1, part_len = 0;  // threadblock ABFT pre-pass: checkpoint intervals, parts of each (k-iterations)
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1855,7 +1856,8 @@ struct Runner {
     ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     ap.enc = enc;
     ap.ref = nullptr;
-    ap.chunks = q.lay.chunks;
+    ap.slots = q.lay.chunks * q.lay.parts;
+    ap.parts = q.lay.parts;
     ap.A = static_cast<const float*>(q.A);
     ap.lda = q.lda;
     ap.unit = q.abft.unit;
@@ -1864,13 +1866,14 @@ struct Runner {
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
       ap.ref = ref;
-      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(q.lay.chunks));
+      const int slots = q.lay.chunks * q.lay.parts;
+      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(slots));
       abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
-                                                                   q.interval, q.lay.chunks, enc, strips, ref);
+                                                                   q.interval, q.lay.parts, q.lay.part_len, slots, enc, strips, ref);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
-      if (q.lay.chunks > 1) {
+      if (slots > 1) {
         const long long n = static_cast<long long>(q.m) * strips;
-        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ref, q.m, strips, q.lay.chunks);
+        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ref, q.m, strips, slots);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
       }
     }
@@ -2002,8 +2005,18 @@ struct Launcher {
     }
     if (kLevel == kLevelAbft) L.enc = take(size_t(L.tiles_n) * k * sizeof(float4));
     if (kLevel == kLevelAbft && kAbftPrepass) {
-      L.chunks = (L.total_k - 1) / std::max(interval, 1) + 1;
-      L.ref = take(size_t(L.tiles_n) * L.chunks * m * sizeof(float2));
+      const int iv = std::min(std::max(interval, 1), L.total_k);
+      L.chunks = (L.total_k - 1) / iv + 1;
+      // parts per interval: enough pre-pass blocks for a wave at four per SM (64 rows x 32 strips each), parts of at
+      // least 8 k-iterations
+      DeviceProps dp;
+      const int sms = device_props(dp) == cudaSuccess && dp.sms > 0 ? dp.sms : 132;
+      const long long per_slot = static_cast<long long>((m + 63) / 64) * ((L.tiles_n + 31) / 32);
+      const long long want = (4LL * sms + per_slot * L.chunks - 1) / (per_slot * L.chunks);
+      const int parts = static_cast<int>(std::max(1LL, std::min<long long>(want, iv / 8)));
+      L.part_len = (iv + parts - 1) / parts;
+      L.parts = (iv + L.part_len - 1) / L.part_len;
+      L.ref = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
     }
     L.total = off;
     return L;

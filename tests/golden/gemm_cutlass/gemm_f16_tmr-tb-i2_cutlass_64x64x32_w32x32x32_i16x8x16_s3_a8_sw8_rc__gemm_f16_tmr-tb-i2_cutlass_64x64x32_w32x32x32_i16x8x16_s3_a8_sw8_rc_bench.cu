@@ -464,7 +464,6 @@ static void run_trials(const ftgen::Args& args, const InjectOptions& io, cublasH
     ftgen::bad_arg("--inject: gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc was built without fault injection (set protection.inject: true)");
   Problem P;
   setup_problem(P, m, n, k, 1);
-  const int tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
   const int steps = (k + kTileK - 1) / kTileK;
   FaultState F;
   DeviceBuffer<T> c_out(P.c_elems);
