@@ -69,19 +69,19 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
 }
 
 // ---- pre-pass (ref_checksums: prepass): the reference rows at every checkpoint --------------------
-// ref[(s * slots + c * parts + parts - 1) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of
-// strip s, where k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of
-// r0 = k - (total - 1) kt, then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in
-// fp32 k-iteration by k-iteration (as the fused level carries them). Each checkpoint interval is cut into `parts`
-// parts of part_len k-iterations (slot = c * parts + p, slots = chunks * parts; parts > 1 where the intervals alone
-// would not fill the GPU, Layout::parts). A block takes 64 rows x 32 strips of one slot (blockIdx.z), a thread
-// 4 rows x 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the part's sums;
-// abft_ref_scan_kernel then adds them up. Four blocks per SM (at most 128 registers: 129 gave three, so the 512
-// blocks of 4096^3 at interval 16 took two waves).
+// ref[(s * chunks + c) * m + i] = {r_i, r'_i} = sum over k < k_c of A(i, k) * {(B e)_k, (B w)_k} of strip s, where
+// k_c is the k extent done at checkpoint c (the main kernel's k-iterations: the first of r0 = k - (total - 1) kt,
+// then kt each; checkpoint c after k-iteration min((c + 1) interval, total) - 1), summed in fp32 k-iteration by
+// k-iteration (as the fused level carries them). Each checkpoint interval is cut into `parts` parts of part_len
+// k-iterations (slot = c * parts + p, slots = chunks * parts; parts > 1 only where the intervals alone would not
+// fill the GPU, Layout::parts). A block takes 64 rows x 32 strips of one slot (blockIdx.z), a thread 4 rows x
+// 4 strips (32 sums: 32 FMAs per three shared-memory reads), and writes the part's sums to out[(s * slots + slot) *
+// m + i] (out = ref when parts == 1); abft_ref_scan_kernel then adds them up into ref. Four blocks per SM (at most
+// 128 registers: 129 gave three, so the 512 blocks of 4096^3 at interval 16 took two waves).
 template <class EA, bool kRowA, int kKT>
 __global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__ A, long long lda, int m, int k, int total,
                                                        int interval, int parts, int part_len, int slots,
-                                                       const float4* __restrict__ enc, int strips, float2* __restrict__ ref) {
+                                                       const float4* __restrict__ enc, int strips, float2* __restrict__ out) {
   constexpr int kRows = 64, kStrips = 32;
   static_assert(kRows * kKT % 128 == 0 && kStrips * kKT % 128 == 0, "whole tiles per thread");
   __shared__ __align__(16) float as[kKT][kRows + 4];       // A tile, k-major (+4: 16-byte rows, 4-way store conflicts)
@@ -165,22 +165,25 @@ __global__ void __launch_bounds__(128, 4) abft_ref_kernel(const EA* __restrict__
 #pragma unroll
     for (int y = 0; y < 4; ++y) {
       const int s = s0 + sq + y;
-      if (s < strips) ref[(static_cast<long long>(s) * slots + slot) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
+      if (s < strips) out[(static_cast<long long>(s) * slots + slot) * m + i] = make_float2(acc[x][y][0], acc[x][y][1]);
     }
   }
 }
 
-// ref[s][c][i] += ref[s][c - 1][i] for c = 1 .. slots - 1: the sums of the parts become the checkpoints' at the
-// last part of each interval (fp32, in k order, as the fused level accumulates them)
-__global__ void abft_ref_scan_kernel(float2* __restrict__ ref, int m, int strips, int slots) {
+// ref[s][c][i] = the sum of part[s][slot][i] over the slots up to the last part of interval c (fp32, in k order, as
+// the fused level accumulates them); part == ref when parts == 1 (in place)
+__global__ void abft_ref_scan_kernel(const float2* part, float2* ref, int m, int strips, int chunks, int parts) {
   const long long x = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (x >= static_cast<long long>(m) * strips) return;
   const long long s = x / m, i = x % m;
-  float2* r = ref + s * slots * m + i;
-  float2 run = r[0];
-  for (int c = 1; c < slots; ++c) {
-    const float2 v = r[static_cast<long long>(c) * m];
-    run = make_float2(run.x + v.x, run.y + v.y);
+  const float2* q = part + s * chunks * parts * m + i;
+  float2* r = ref + s * chunks * m + i;
+  float2 run = make_float2(0.f, 0.f);
+  for (int c = 0; c < chunks; ++c) {
+    for (int j = 0; j < parts; ++j) {
+      const float2 v = q[(static_cast<long long>(c) * parts + j) * m];
+      run = make_float2(run.x + v.x, run.y + v.y);
+    }
     r[static_cast<long long>(c) * m] = run;
   }
 }
@@ -190,8 +193,8 @@ template <class K>
 struct AbftParams {
   TileParams<K> t;
   const float4* enc;  // [strip][k] (abft_enc_kernel)
-  const float2* ref;  // ref_checksums: prepass: [strip][slot][m] (abft_ref_kernel; checkpoint c at slot c * parts + parts - 1)
-  int slots, parts;   // slots per strip, parts per checkpoint interval (prepass)
+  const float2* ref;  // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
+  int chunks;         // checkpoints of a tile (prepass)
   const float* A;     // the A operand (the rare path recomputes the reference rows of flagged rows from it)
   long long lda;
   float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(tb_n) + 1) * scale
@@ -458,7 +461,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   const float sqrt_cols = sqrtf(float(S::kN));
   const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
-  const float2* ref = kPre ? p.ref + (static_cast<long long>(tc.n()) * p.slots + p.parts - 1) * M : nullptr;
+  const float2* ref = kPre ? p.ref + static_cast<long long>(tc.n()) * p.chunks * M : nullptr;
 
   // the planned fault of this tile (inject builds): its index and k-iteration in shared memory, read where the loop
   // is left
@@ -478,7 +481,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   };
   // kPre: r, r' of this thread's row (tid < kM) at the next checkpoint, read one interval ahead
   auto ref_at = [&](int checkpoint) {
-    return (kPre && tid < S::kM && row0 + tid < M) ? __ldg(ref + static_cast<long long>(checkpoint / interval) * p.parts * M + row0 + tid)
+    return (kPre && tid < S::kM && row0 + tid < M) ? __ldg(ref + static_cast<long long>(checkpoint / interval) * M + row0 + tid)
                                                    : make_float2(0.f, 0.f);
   };
   float2 ref_next = make_float2(0.f, 0.f);

@@ -1529,7 +1529,8 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, total = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, ref_parts = 0;
+  size_t total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
   int chunks = 0, parts = 1, part_len = 0;  // threadblock ABFT pre-pass: checkpoint intervals, parts of each (k-iterations)
@@ -1856,8 +1857,7 @@ struct Runner {
     ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     ap.enc = enc;
     ap.ref = nullptr;
-    ap.slots = q.lay.chunks * q.lay.parts;
-    ap.parts = q.lay.parts;
+    ap.chunks = q.lay.chunks;
     ap.A = static_cast<const float*>(q.A);
     ap.lda = q.lda;
     ap.unit = q.abft.unit;
@@ -1867,13 +1867,14 @@ struct Runner {
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
       ap.ref = ref;
       const int slots = q.lay.chunks * q.lay.parts;
+      float2* part = q.lay.parts > 1 ? reinterpret_cast<float2*>(q.ws + q.lay.ref_parts) : ref;
       const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(slots));
       abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
-                                                                   q.interval, q.lay.parts, q.lay.part_len, slots, enc, strips, ref);
+                                                                   q.interval, q.lay.parts, q.lay.part_len, slots, enc, strips, part);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
       if (slots > 1) {
         const long long n = static_cast<long long>(q.m) * strips;
-        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ref, q.m, strips, slots);
+        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(part, ref, q.m, strips, q.lay.chunks, q.lay.parts);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
       }
     }
@@ -2017,7 +2018,8 @@ struct Launcher {
       const int parts = static_cast<int>(std::max(1LL, std::min<long long>(want, iv / 8)));
       L.part_len = (iv + parts - 1) / parts;
       L.parts = (iv + L.part_len - 1) / L.part_len;
-      L.ref = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
+      L.ref = take(size_t(L.tiles_n) * L.chunks * m * sizeof(float2));
+      if (L.parts > 1) L.ref_parts = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
     }
     L.total = off;
     return L;
