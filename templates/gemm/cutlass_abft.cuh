@@ -28,8 +28,11 @@
 // ---- pre-pass: the strip encodings of B -----------------------------------------------------------
 // enc[s * k + kk] = {sum_j B(kk, j), sum_j (j - j0 + 1) B(kk, j), sum_j B(kk, j)^2, 0} over the columns
 // j0 = s * cols .. min(n, j0 + cols) - 1 of strip s, summed in double and rounded to float.
+// E (ref_checksums: prepass on the tensor cores; nullptr otherwise): {B e, B w} of strip s also at E[kk * ldE + 2 s + {0, 1}]
+// (row-major k x ldE, the columns past 2 strips zero), the B operand of the reference GEMM (abft_ref_gemm).
 template <class EB, bool kRowB>
-__global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, int n, int cols, int strips, float4* __restrict__ enc) {
+__global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, int n, int cols, int strips, float4* __restrict__ enc,
+                                float* __restrict__ E, int ldE) {
   if constexpr (kRowB) {
     // a warp per (k row, strip): lanes along the contiguous columns
     const long long wid = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
@@ -51,6 +54,12 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
       q += __shfl_xor_sync(0xffffffffu, q, o);
     }
     if (lane == 0) enc[static_cast<long long>(s) * k + kk] = make_float4(float(a), float(w), float(q), 0.f);
+    if (E != nullptr) {
+      float* e = E + static_cast<long long>(kk) * ldE;
+      if (lane == 0) e[2 * s] = float(a), e[2 * s + 1] = float(w);
+      if (s == strips - 1)
+        for (int j = 2 * strips + lane; j < ldE; j += 32) e[j] = 0.f;
+    }
   } else {
     // a thread per (k row, strip): consecutive threads along the contiguous k
     const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
@@ -65,6 +74,12 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
       q += b * b;
     }
     enc[i] = make_float4(float(a), float(w), float(q), 0.f);
+    if (E != nullptr) {
+      float* e = E + static_cast<long long>(kk) * ldE;
+      e[2 * s] = float(a), e[2 * s + 1] = float(w);
+      if (s == strips - 1)
+        for (int j = 2 * strips; j < ldE; ++j) e[j] = 0.f;
+    }
   }
 }
 
@@ -185,6 +200,50 @@ __global__ void abft_ref_scan_kernel(const float2* part, float2* ref, int m, int
       run = make_float2(run.x + v.x, run.y + v.y);
     }
     r[static_cast<long long>(c) * m] = run;
+  }
+}
+
+// ---- the reference pre-pass on the tensor cores (k a multiple of the k-tile: no residue iteration) -------------
+// D[u] = A[:, u L' .. (u + 1) L') E[u L' .. (u + 1) L', :] for the sub-chunks u of L' = sub k (a divisor of the
+// checkpoint interval's k extent): r, r' of every row and strip per sub-chunk, tf32x3 (three TF32 MMAs, fp32-accurate
+// products, fp32 sums), one batched GEMM (plus one for a shorter last sub-chunk). abft_ref_scan_tc_kernel then adds
+// the sub-chunks up into ref[s][c][i] as abft_ref_scan_kernel does.
+template <class LayoutA, int kAlignA>
+using AbftRefGemm = cutlass::gemm::device::GemmUniversal<
+    float, LayoutA, float, cutlass::layout::RowMajor, float, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
+    cutlass::arch::Sm80, cutlass::gemm::GemmShape<128, 64, 32>, cutlass::gemm::GemmShape<64, 32, 32>, cutlass::gemm::GemmShape<16, 8, 8>,
+    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 4,
+    kAlignA, 4, cutlass::arch::OpMultiplyAddFastF32>;
+
+// ref[s][c][i] = sum of D[u][i][2 s .. 2 s + 1] over the sub-chunks u < (c + 1) per (per sub-chunks per checkpoint
+// interval; the last checkpoint takes the rest): 32 rows x 32 strips per block through shared memory (coalesced reads
+// along the strips, writes along the rows).
+__global__ void __launch_bounds__(256) abft_ref_scan_tc_kernel(const float* __restrict__ D, int ldd, float2* __restrict__ ref, int m,
+                                                               int strips, int chunks, int subs, int per) {
+  __shared__ float2 t[32][33];
+  const int i0 = blockIdx.x * 32, s0 = blockIdx.y * 32, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  float2 run[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) run[j] = make_float2(0.f, 0.f);
+  for (int u = 0; u < subs; ++u) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + ty + 8 * j, st = s0 + tx;
+      t[ty + 8 * j][tx] = (i < m && st < strips)
+                              ? *reinterpret_cast<const float2*>(D + (static_cast<long long>(u) * m + i) * ldd + 2 * st)
+                              : make_float2(0.f, 0.f);
+    }
+    __syncthreads();
+    const int c = min(u / per, chunks - 1);
+    const bool last = u == subs - 1 || (u + 1) % per == 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + tx, st = s0 + ty + 8 * j;
+      const float2 v = t[tx][ty + 8 * j];
+      run[j] = make_float2(run[j].x + v.x, run[j].y + v.y);
+      if (last && i < m && st < strips) ref[(static_cast<long long>(st) * chunks + c) * m + i] = run[j];
+    }
+    __syncthreads();
   }
 }
 

@@ -35,6 +35,7 @@
 #include "cutlass/numeric_types.h"
 #include "cutlass/gemm/gemm.h"
 #include "cutlass/gemm/device/gemm.h"
+#include "cutlass/gemm/device/gemm_universal.h"
 #include "cutlass/arch/memory_sm80.h"
 
 #include "ftgen_ft.cuh"
@@ -1534,6 +1535,11 @@ struct Layout {
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
   int chunks = 0, parts = 1, part_len = 0;  // threadblock ABFT pre-pass: checkpoint intervals, parts of each (k-iterations)
+  // the pre-pass on the tensor cores (k a multiple of the k-tile): E (k x ref_w), D (subs x m x ref_w), sub-chunks of
+  // ref_sub k, ref_per of them per checkpoint interval
+  bool ref_tc = false;
+  int ref_w = 0, ref_sub = 0, subs = 0, ref_per = 0;
+  size_t ref_e = 0, ref_d = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1847,8 +1853,12 @@ struct Runner {
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     const long long threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
+    // the reference pre-pass on the tensor cores: k without a residue iteration, A aligned for the GEMM at every sub-chunk
+    const bool ref_tc = kAbftPrepass && q.lay.ref_tc && q.lda % K::kAlignA == 0 &&
+                        reinterpret_cast<uintptr_t>(q.A) % (K::kAlignA * sizeof(float)) == 0;
+    float* E = ref_tc ? reinterpret_cast<float*>(q.ws + q.lay.ref_e) : nullptr;
     abft_enc_kernel<EB, kRowB><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(static_cast<const EB*>(q.B), q.ldb, q.k, q.n,
-                                                                                          K::Shape::kN, strips, enc);
+                                                                                          K::Shape::kN, strips, enc, E, q.lay.ref_w);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     auto kernel = abft_kernel<K, kInject, kAbftPrepass, kRowA>;
@@ -1866,6 +1876,33 @@ struct Runner {
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
       ap.ref = ref;
+      if (ref_tc) {  // on the tensor cores: a batched GEMM A x E per sub-chunk, then the scan
+        const float* A = static_cast<const float*>(q.A);
+        const float* E = reinterpret_cast<const float*>(q.ws + q.lay.ref_e);
+        float* D = reinterpret_cast<float*>(q.ws + q.lay.ref_d);
+        const int w = q.lay.ref_w, sub = q.lay.ref_sub, full = q.k / sub, rest = q.k - full * sub;
+        const long long step_a = kRowA ? sub : sub * q.lda;  // A's offset per sub-chunk of k
+        using G = AbftRefGemm<typename K::LayoutA, K::kAlignA>;
+        for (int part = 0; part < 2; ++part) {
+          const int batches = part == 0 ? full : (rest > 0 ? 1 : 0), kk = part == 0 ? sub : rest;
+          if (batches == 0) continue;
+          const long long u0 = part == 0 ? 0 : full;
+          typename G::Arguments args(batches > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
+                                     {q.m, w, kk}, batches, {1.f, 0.f}, A + u0 * step_a, E + u0 * sub * w, D + u0 * q.m * w,
+                                     D + u0 * q.m * w, step_a, static_cast<long long>(sub) * w, static_cast<long long>(q.m) * w,
+                                     static_cast<long long>(q.m) * w, q.lda, w, w, w);
+          G gemm;
+          if (gemm.can_implement(args) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
+          if (gemm.initialize(args, nullptr, s) != cutlass::Status::kSuccess) return cudaErrorInvalidConfiguration;
+          if (gemm.run(s) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
+          if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        }
+        const dim3 grid(static_cast<unsigned>((q.m + 31) / 32), static_cast<unsigned>((strips + 31) / 32));
+        abft_ref_scan_tc_kernel<<<grid, 256, 0, s>>>(D, w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
+        return cudaGetLastError();
+      }
       const int slots = q.lay.chunks * q.lay.parts;
       float2* part = q.lay.parts > 1 ? reinterpret_cast<float2*>(q.ws + q.lay.ref_parts) : ref;
       const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(slots));
@@ -2019,6 +2056,21 @@ struct Launcher {
       L.part_len = (iv + parts - 1) / parts;
       L.parts = (iv + L.part_len - 1) / L.part_len;
       L.ref = take(size_t(L.tiles_n) * L.chunks * m * sizeof(float2));
+      // on the tensor cores where k has no residue iteration (and, checked at run time, A's alignment holds at every
+      // sub-chunk); the SIMT pre-pass otherwise
+      const int kt = KM::Shape::kK;
+      L.ref_tc = std::is_same<typename KM::ElementA, float>::value && k % kt == 0;
+      if (L.ref_tc) {
+        int g = 1;  // the largest divisor of the interval up to 16 k-iterations: sub-chunks of g k-iterations
+        for (int d = 1; d <= std::min(iv, 16); ++d)
+          if (iv % d == 0) g = d;
+        L.ref_sub = g * kt;
+        L.ref_per = iv / g;
+        L.subs = (k + L.ref_sub - 1) / L.ref_sub;
+        L.ref_w = (2 * L.tiles_n + 7) / 8 * 8;
+        L.ref_e = take(size_t(k) * L.ref_w * sizeof(float));
+        L.ref_d = take(size_t(L.subs) * m * L.ref_w * sizeof(float));
+      }
       if (L.parts > 1) L.ref_parts = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
     }
     L.total = off;
