@@ -474,6 +474,20 @@ def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
             assert np.all(np.abs(refs[c].reshape(37, -1) - exact) <= 1e-6 * scale + 1e-30)
 
 
+@pytest.mark.parametrize("interval", [1, 3, 8, 16, 17, 24, 32, 64, 128, 1000])
+def test_tensor_core_prepass_sub_chunks_end_at_every_checkpoint(interval):
+    # the scan of the tensor-core pre-pass writes checkpoint c where a sub-chunk ends: those k extents must be the
+    # main kernel's checkpoints (gc.abft_checkpoints), each written once, in order
+    for k in (32, 64, 96, 1024, 4064, 4096, 8192):
+        sub, per, subs = gc.abft_ref_subchunks(k, 32, interval)
+        assert sub % 32 == 0 and sub <= 16 * 32
+        chunks = len(gc.abft_checkpoints(k, 32, interval))
+        ends = [(min(u // per, chunks - 1), min((u + 1) * sub, k)) for u in range(subs) if u == subs - 1 or (u + 1) % per == 0]
+        assert [c for c, _ in ends] == list(range(chunks)), (k, interval)
+        assert [e for _, e in ends] == gc.abft_checkpoints(k, 32, interval), (k, interval)
+    assert gc.abft_ref_subchunks(777, 32, 16) is None  # a residue iteration: the SIMT pre-pass
+
+
 def test_prepass_filter_leaves_rows_beyond_the_cap_to_the_full_rule():
     import numpy as np
 

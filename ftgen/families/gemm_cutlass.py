@@ -383,6 +383,20 @@ def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
     return [bounds[min((c + 1) * interval, total)] for c in range((total - 1) // interval + 1)]
 
 
+def abft_ref_subchunks(k: int, kt: int, interval: int) -> tuple[int, int, int] | None:
+    """The tensor-core reference pre-pass's plan (Layout in cutlass_tmr.cuh): None where k has a residue iteration (the
+    SIMT pre-pass runs); else (sub, per, subs): sub-chunks of sub = g kt of k, g the largest divisor of the interval
+    (at most the k-iterations) up to 16, per of them per checkpoint interval, subs in all (the last one shorter where
+    sub does not divide k). abft_ref_scan_tc_kernel ends checkpoint min(u // per, chunks - 1) at sub-chunk u where
+    u + 1 is a multiple of per or u is the last."""
+    if k % kt:
+        return None
+    iv = min(max(interval, 1), k // kt)
+    g = max(d for d in range(1, min(iv, 16) + 1) if iv % d == 0)
+    sub = g * kt
+    return sub, iv // g, -(-k // sub)
+
+
 def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     """CPU model of the reference pre-pass: (chunks, m, strips, 2) float32, r and r' of every row and strip at every
     checkpoint, as the kernels form them: fp32 sums per k-iteration of the interval (in k order), then the intervals
