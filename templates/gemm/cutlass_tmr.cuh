@@ -1852,7 +1852,7 @@ struct Runner {
     const int strips = q.lay.tiles_n;
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
-    const long long threads = static_cast<long long>(q.k) * strips;
+    const long long threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
     // the reference pre-pass on the tensor cores: k without a residue iteration, A aligned for the GEMM at every sub-chunk
     const bool ref_tc = kAbftPrepass && q.lay.ref_tc && q.lda % K::kAlignA == 0 &&
                         reinterpret_cast<uintptr_t>(q.A) % (K::kAlignA * sizeof(float)) == 0;
