@@ -217,10 +217,13 @@ using AbftRefGemm = cutlass::gemm::device::GemmUniversal<
 
 // ref[s][c][i] = sum of D[u][i][2 s .. 2 s + 1] over the sub-chunks u < (c + 1) per (per sub-chunks per checkpoint
 // interval; the last checkpoint takes the rest): 32 rows x 32 strips per block through shared memory (coalesced reads
-// along the strips, writes along the rows).
+// along the strips, writes along the rows). A template, so only the variants that launch it compile it (its static
+// shared memory is checked against in the other kernels: tests/test_gemm_cutlass.py).
+template <int kTile = 32>
 __global__ void __launch_bounds__(256) abft_ref_scan_tc_kernel(const float* __restrict__ D, int ldd, float2* __restrict__ ref, int m,
                                                                int strips, int chunks, int subs, int per) {
-  __shared__ float2 t[32][33];
+  static_assert(kTile == 32, "32 x 32 tiles, 256 threads");
+  __shared__ float2 t[kTile][kTile + 1];
   const int i0 = blockIdx.x * 32, s0 = blockIdx.y * 32, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   float2 run[4];
 #pragma unroll

@@ -1898,7 +1898,7 @@ struct Runner {
           if ((e = cudaGetLastError()) != cudaSuccess) return e;
         }
         const dim3 grid(static_cast<unsigned>((q.m + 31) / 32), static_cast<unsigned>((strips + 31) / 32));
-        abft_ref_scan_tc_kernel<<<grid, 256, 0, s>>>(D, w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
+        abft_ref_scan_tc_kernel<><<<grid, 256, 0, s>>>(D, w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
         return cudaGetLastError();
