@@ -1846,6 +1846,28 @@ struct Runner {
     return cudaGetLastError();
   }
 
+  // The reference GEMM of the tensor-core pre-pass (ref_checksums: prepass): D[u] = A[:, u sub ..] E[u sub .., :] for
+  // the sub-chunks u of k; part 0 the full sub-chunks (batched), part 1 a shorter last one.
+  using RefGemm = AbftRefGemm<typename K::LayoutA, K::kAlignA>;
+  static int ref_gemm_batches(const Prepared& q, int part) {
+    const int full = q.k / q.lay.ref_sub;
+    return part == 0 ? full : (q.k - full * q.lay.ref_sub > 0 ? 1 : 0);
+  }
+  static auto ref_gemm_args(const Prepared& q, int part) {  // (auto: GemmUniversal is instantiated only where it runs)
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    const float* A = static_cast<const float*>(q.A);
+    const float* E = reinterpret_cast<const float*>(q.ws + q.lay.ref_e);
+    float* D = reinterpret_cast<float*>(q.ws + q.lay.ref_d);
+    const int w = q.lay.ref_w, sub = q.lay.ref_sub, full = q.k / sub, batches = ref_gemm_batches(q, part);
+    const int kk = part == 0 ? sub : q.k - full * sub;
+    const long long step_a = kRowA ? sub : sub * q.lda;  // A's offset per sub-chunk of k
+    const long long u0 = part == 0 ? 0 : full, stride_d = static_cast<long long>(q.m) * w;
+    return typename RefGemm::Arguments(
+        batches > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm, {q.m, w, kk}, batches,
+        {1.f, 0.f}, A + u0 * step_a, E + u0 * sub * w, D + u0 * stride_d, D + u0 * stride_d, step_a, static_cast<long long>(sub) * w,
+        stride_d, stride_d, q.lda, w, w, w);
+  }
+
   // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
   static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
@@ -1853,9 +1875,14 @@ struct Runner {
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     const long long threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
-    // the reference pre-pass on the tensor cores: k without a residue iteration, A aligned for the GEMM at every sub-chunk
-    const bool ref_tc = kAbftPrepass && q.lay.ref_tc && q.lda % K::kAlignA == 0 &&
-                        reinterpret_cast<uintptr_t>(q.A) % (K::kAlignA * sizeof(float)) == 0;
+    // the reference pre-pass on the tensor cores where k has no residue iteration and CUTLASS can run the reference GEMM
+    // (A's alignment at every sub-chunk); the SIMT pre-pass otherwise
+    bool ref_tc = false;
+    if constexpr (kAbftPrepass) {
+      ref_tc = q.lay.ref_tc;
+      for (int part = 0; part < 2 && ref_tc; ++part)
+        ref_tc = ref_gemm_batches(q, part) == 0 || RefGemm::can_implement(ref_gemm_args(q, part)) == cutlass::Status::kSuccess;
+    }
     float* E = ref_tc ? reinterpret_cast<float*>(q.ws + q.lay.ref_e) : nullptr;
     abft_enc_kernel<EB, kRowB><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(static_cast<const EB*>(q.B), q.ldb, q.k, q.n,
                                                                                           K::Shape::kN, strips, enc, E, q.lay.ref_w);
@@ -1877,28 +1904,16 @@ struct Runner {
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
       ap.ref = ref;
       if (ref_tc) {  // on the tensor cores: a batched GEMM A x E per sub-chunk, then the scan
-        const float* A = static_cast<const float*>(q.A);
-        const float* E = reinterpret_cast<const float*>(q.ws + q.lay.ref_e);
-        float* D = reinterpret_cast<float*>(q.ws + q.lay.ref_d);
-        const int w = q.lay.ref_w, sub = q.lay.ref_sub, full = q.k / sub, rest = q.k - full * sub;
-        const long long step_a = kRowA ? sub : sub * q.lda;  // A's offset per sub-chunk of k
-        using G = AbftRefGemm<typename K::LayoutA, K::kAlignA>;
         for (int part = 0; part < 2; ++part) {
-          const int batches = part == 0 ? full : (rest > 0 ? 1 : 0), kk = part == 0 ? sub : rest;
-          if (batches == 0) continue;
-          const long long u0 = part == 0 ? 0 : full;
-          typename G::Arguments args(batches > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
-                                     {q.m, w, kk}, batches, {1.f, 0.f}, A + u0 * step_a, E + u0 * sub * w, D + u0 * q.m * w,
-                                     D + u0 * q.m * w, step_a, static_cast<long long>(sub) * w, static_cast<long long>(q.m) * w,
-                                     static_cast<long long>(q.m) * w, q.lda, w, w, w);
-          G gemm;
-          if (gemm.can_implement(args) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-          if (gemm.initialize(args, nullptr, s) != cutlass::Status::kSuccess) return cudaErrorInvalidConfiguration;
+          if (ref_gemm_batches(q, part) == 0) continue;
+          RefGemm gemm;
+          if (gemm.initialize(ref_gemm_args(q, part), nullptr, s) != cutlass::Status::kSuccess) return cudaErrorInvalidConfiguration;
           if (gemm.run(s) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
           if ((e = cudaGetLastError()) != cudaSuccess) return e;
         }
         const dim3 grid(static_cast<unsigned>((q.m + 31) / 32), static_cast<unsigned>((strips + 31) / 32));
-        abft_ref_scan_tc_kernel<><<<grid, 256, 0, s>>>(D, w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
+        abft_ref_scan_tc_kernel<><<<grid, 256, 0, s>>>(reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m,
+                                                       strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
         return cudaGetLastError();
