@@ -29,7 +29,7 @@
 // enc[s * k + kk] = {sum_j B(kk, j), sum_j (j - j0 + 1) B(kk, j), sum_j B(kk, j)^2, 0} over the columns
 // j0 = s * cols .. min(n, j0 + cols) - 1 of strip s, summed in double and rounded to float.
 // E (ref_checksums: prepass on the tensor cores; nullptr otherwise): {B e, B w} of strip s also at E[kk * ldE + 2 s + {0, 1}]
-// (row-major k x ldE, the columns past 2 strips zero), the B operand of the reference GEMM (abft_ref_gemm).
+// (row-major k x ldE, the columns past 2 strips zero), the B operand of the reference GEMM (AbftRefGemm).
 template <class EB, bool kRowB>
 __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, int n, int cols, int strips, float4* __restrict__ enc,
                                 float* __restrict__ E, int ldE) {
@@ -636,7 +636,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       //    without its variance-floor term) is within the full one (that term only raises it); the other rows are
       //    decided by the rare path (non-finite values land there too). kPre: the squares are not capped here; a
       //    row with a term above the cap (or a sum of squares that overflowed) goes to the rare path, so a row
-      //    pass 1 lets through had the same sums capped (4 instructions per element instead of 7).
+      //    pass 1 lets through had the same sums capped (5 instructions per element instead of 7).
       {
         float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kPre ? S::kRowsPerThread : 1], mx[kPre ? S::kRowsPerThread : 1];
         CUTLASS_PRAGMA_UNROLL
