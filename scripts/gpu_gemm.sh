@@ -75,6 +75,15 @@ check_and_speed() {
   echo "bench (speed, $nspeed faults per launch) rc=$?"
 }
 
+# SPEC PROJECT PREFIX ODD_SHAPES: check_and_speed with 8 faults on the odd shapes (3 reps) and 16 at speed, then the
+# error tails and the summaries of the three files
+check_speed_report() {
+  check_and_speed "$1" "$2" "$3" '*_inj' "$4" 8 3 16
+  tail -n 3 "$out"/*.err
+  summary "$out/${3}check_inject.jsonl"
+  summary "$out/${3}speed_clean.jsonl" "$out/${3}speed_inject.jsonl"
+}
+
 # SPEC PREFIX SEED: `ftgen campaign` of SPEC with TRIALS (default 1000) clean + faulty trials per distribution;
 # files OUT/PREFIX{campaign.jsonl,campaign.png,campaign.log}
 run_campaign() {
@@ -134,20 +143,14 @@ tc)
   # threadblock ABFT on the CUTLASS tf32x3 tensor-core GEMM vs its unprotected kernel vs cuBLAS SGEMM:
   # faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults, then `ftgen campaign` of
   # specs/gemm_abft_tc_campaign.yaml (TRIALS clean + TRIALS faulty per distribution, default 1000)
-  check_and_speed specs/gemm_abft_tc.yaml gemm_abft_tc tc_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048 8 3 16
+  check_speed_report specs/gemm_abft_tc.yaml gemm_abft_tc tc_ 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
   run_campaign specs/gemm_abft_tc_campaign.yaml tc_ ${SEED:-7}
-  tail -n 3 "$out"/*.err
-  summary "$out/tc_check_inject.jsonl"
-  summary "$out/tc_speed_clean.jsonl" "$out/tc_speed_inject.jsonl"
   ;;
 tc-prepass)
   # threadblock ABFT with the reference checksums from a pre-pass (ref_checksums: prepass) beside the fused design
   # and the unprotected kernel: faults on odd shapes, 4096^3 / 8192^3 clean and with 16 faults
   # (specs/gemm_abft_tc_prepass.yaml); the campaign is mode tc-prepass-campaign
-  check_and_speed specs/gemm_abft_tc_prepass.yaml gemm_abft_tc_prepass tcpre_ '*_inj' 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048 8 3 16
-  tail -n 3 "$out"/*.err
-  summary "$out/tcpre_check_inject.jsonl"
-  summary "$out/tcpre_speed_clean.jsonl" "$out/tcpre_speed_inject.jsonl"
+  check_speed_report specs/gemm_abft_tc_prepass.yaml gemm_abft_tc_prepass tcpre_ 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
   ;;
 tc-prepass-times)
   # each kernel of one launch of the listed kernels of specs/gemm_abft_tc_prepass.yaml (the pre-passes and the
@@ -176,10 +179,7 @@ tc-prepass-sweep)
 tc-prepass-intervals)
   # the prepass tensor-core ABFT at intervals 16..128 (specs/gemm_abft_tc_prepass_intervals.yaml): odd shapes with
   # faults, 4096^3 / 8192^3 clean and with 16 faults
-  check_and_speed specs/gemm_abft_tc_prepass_intervals.yaml gemm_abft_tc_prepass_intervals tcint_ '*_inj' 1000x1234x777,257x129x1031,2048x2048x2048 8 3 16
-  tail -n 3 "$out"/*.err
-  summary "$out/tcint_check_inject.jsonl"
-  summary "$out/tcint_speed_clean.jsonl" "$out/tcint_speed_inject.jsonl"
+  check_speed_report specs/gemm_abft_tc_prepass_intervals.yaml gemm_abft_tc_prepass_intervals tcint_ 1000x1234x777,257x129x1031,2048x2048x2048
   ;;
 tc-prepass-campaign)
   run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}

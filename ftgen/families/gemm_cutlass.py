@@ -434,7 +434,7 @@ def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | No
         sq32 = np.sum(np.square(c.astype(np.float32)), dtype=np.float32)
     if not (np.nanmax(np.abs(c), initial=0.0) <= PASS1_CAP and sq32 <= np.finfo(np.float32).max):
         return False
-    flagged, _ = gm.abft_verify_rows(np.asarray(C_row, dtype=np.float64)[None, :], np.array([r]), np.array([rw]),
+    flagged, _ = gm.abft_verify_rows(c[None, :], np.array([r]), np.array([rw]),
                                      np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
     return not flagged
 

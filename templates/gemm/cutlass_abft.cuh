@@ -30,6 +30,14 @@
 // j0 = s * cols .. min(n, j0 + cols) - 1 of strip s, summed in double and rounded to float.
 // E (ref_checksums: prepass on the tensor cores; nullptr otherwise): {B e, B w} of strip s also at E[kk * ldE + 2 s + {0, 1}]
 // (row-major k x ldE, the columns past 2 strips zero), the B operand of the reference GEMM (AbftRefGemm).
+// {B e, B w} of strip s at row kk of E; the last strip's thread(s) zero the padding columns (lane of lanes)
+CUTLASS_DEVICE void store_ref_operand(float* E, int ldE, int kk, int s, int strips, double a, double w, int lane, int lanes) {
+  float* e = E + static_cast<long long>(kk) * ldE;
+  if (lane == 0) e[2 * s] = float(a), e[2 * s + 1] = float(w);
+  if (s == strips - 1)
+    for (int j = 2 * strips + lane; j < ldE; j += lanes) e[j] = 0.f;
+}
+
 template <class EB, bool kRowB>
 __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, int n, int cols, int strips, float4* __restrict__ enc,
                                 float* __restrict__ E, int ldE) {
@@ -54,12 +62,7 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
       q += __shfl_xor_sync(0xffffffffu, q, o);
     }
     if (lane == 0) enc[static_cast<long long>(s) * k + kk] = make_float4(float(a), float(w), float(q), 0.f);
-    if (E != nullptr) {
-      float* e = E + static_cast<long long>(kk) * ldE;
-      if (lane == 0) e[2 * s] = float(a), e[2 * s + 1] = float(w);
-      if (s == strips - 1)
-        for (int j = 2 * strips + lane; j < ldE; j += 32) e[j] = 0.f;
-    }
+    if (E != nullptr) store_ref_operand(E, ldE, kk, s, strips, a, w, lane, 32);
   } else {
     // a thread per (k row, strip): consecutive threads along the contiguous k
     const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
@@ -74,12 +77,7 @@ __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, 
       q += b * b;
     }
     enc[i] = make_float4(float(a), float(w), float(q), 0.f);
-    if (E != nullptr) {
-      float* e = E + static_cast<long long>(kk) * ldE;
-      e[2 * s] = float(a), e[2 * s + 1] = float(w);
-      if (s == strips - 1)
-        for (int j = 2 * strips; j < ldE; ++j) e[j] = 0.f;
-    }
+    if (E != nullptr) store_ref_operand(E, ldE, kk, s, strips, a, w, 0, 1);
   }
 }
 

@@ -1915,19 +1915,18 @@ struct Runner {
         abft_ref_scan_tc_kernel<><<<grid, 256, 0, s>>>(reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m,
                                                        strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
-        return cudaGetLastError();
-      }
-      const int slots = q.lay.chunks * q.lay.parts;
-      float2* part = q.lay.parts > 1 ? reinterpret_cast<float2*>(q.ws + q.lay.ref_parts) : ref;
-      const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(slots));
-      abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
-                                                                   q.interval, q.lay.parts, q.lay.part_len, slots, enc, strips, part);
-      if ((e = cudaGetLastError()) != cudaSuccess) return e;
-      if (slots > 1) {
-        const long long n = static_cast<long long>(q.m) * strips;
-        abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(part, ref, q.m, strips, q.lay.chunks, q.lay.parts);
+      } else {  // the SIMT pre-pass (in parts where the intervals alone would not fill the GPU), then the scan
+        const int slots = q.lay.chunks * q.lay.parts;
+        float2* part = q.lay.parts > 1 ? reinterpret_cast<float2*>(q.ws + q.lay.ref_parts) : ref;
+        const dim3 grid(static_cast<unsigned>((q.m + 63) / 64), static_cast<unsigned>((strips + 31) / 32), static_cast<unsigned>(slots));
+        abft_ref_kernel<EA, kRowA, K::Shape::kK><<<grid, 128, 0, s>>>(static_cast<const EA*>(q.A), q.lda, q.m, q.k, q.lay.total_k,
+                                                                     q.interval, q.lay.parts, q.lay.part_len, slots, enc, strips, part);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        if (slots > 1) {
+          const long long n = static_cast<long long>(q.m) * strips;
+          abft_ref_scan_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(part, ref, q.m, strips, q.lay.chunks, q.lay.parts);
+          if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        }
       }
     }
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
