@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import collections
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -42,6 +44,21 @@ def loops(functions: list[tuple[str, list[tuple[int, str]]]], min_len: int) -> l
     return out
 
 
+def short_name(mangled: str) -> str:
+    """The kernel's name without namespaces and template arguments (demangled with c++filt where there is
+    one): enough to tell the kernels of one executable apart."""
+    filt = shutil.which("c++filt")
+    text = subprocess.run([filt], input=mangled, capture_output=True, text=True).stdout.strip() if filt else mangled
+    head = text.split("(")[0]
+    depth, out = 0, []
+    for ch in head:  # drop template arguments
+        depth += ch == "<"
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == ">"
+    return "".join(out).split("::")[-1].strip() or mangled[:40]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="+", help="variant entries of a spec")
@@ -60,7 +77,7 @@ def main() -> int:
             for name, n, ops in loops(kt.sass_functions(dump, cubin), a.min):
                 top = ", ".join(f"{op} {c}" for op, c in ops.most_common(8))
                 fma = ops.get("FFMA", 0) + ops.get("DFMA", 0)
-                print(f"{src.stem}: loop of {n} instructions, FMA {100 * fma / n:.0f}%: {top}")
+                print(f"{src.stem} {short_name(name)}: loop of {n} instructions, FMA {100 * fma / n:.0f}%: {top}")
     return 0
 
 
