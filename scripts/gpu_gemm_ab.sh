@@ -21,14 +21,14 @@ IFS=: read -r -a dir_list <<< "$dirs"
 letters=(B C D E F G H)
 versions=(A)
 for i in "${!dir_list[@]}"; do versions+=("${letters[$i]}"); done
-jobs=$(( (16 + ${#versions[@]} - 1) / ${#versions[@]} ))
+per_build=$(( (16 + ${#versions[@]} - 1) / ${#versions[@]} ))  # of the 16 cores
 for i in "${!versions[@]}"; do  # the versions build at the same time
   v=${versions[$i]}
   (
     export FTGEN_CACHE_DIR=/tmp/ab-cache-$v
     ft generate "$spec" -o /tmp/ab-$v > /dev/null || exit 1
     [ "$i" -gt 0 ] && cp "${dir_list[$((i - 1))]}"/*.cuh /tmp/ab-$v/$proj/common/
-    ft build /tmp/ab-$v/$proj -j "$jobs" --kernels "$kernels" > "$out/build_$v.log" 2>&1 || exit 3
+    ft build /tmp/ab-$v/$proj -j "$per_build" --kernels "$kernels" > "$out/build_$v.log" 2>&1 || exit 3
   ) &
 done
 fail=0

@@ -49,6 +49,15 @@ def short_name(mangled: str) -> str:
     one): enough to tell the kernels of one executable apart."""
     filt = shutil.which("c++filt")
     text = subprocess.run([filt], input=mangled, capture_output=True, text=True).stdout.strip() if filt else mangled
+    if text.startswith("_Z"):  # not demangled (c++filt gives up on some CUTLASS names): its first nested name
+        parts, i = [], 3 if text.startswith("_ZN") else 2
+        while i < len(text) and text[i].isdigit():  # <length><name> ... up to the template arguments
+            j = i
+            while text[j].isdigit():
+                j += 1
+            parts.append(text[j : j + int(text[i:j])])
+            i = j + int(text[i:j])
+        return "::".join(parts) or text[:40]
     head = text.split("(")[0]
     depth, out = 0, []
     for ch in head:  # drop template arguments
