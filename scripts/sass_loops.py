@@ -58,14 +58,14 @@ def short_name(mangled: str) -> str:
             parts.append(text[j : j + int(text[i:j])])
             i = j + int(text[i:j])
         return "::".join(parts) or text[:40]
-    head = text.split("(")[0]
     depth, out = 0, []
-    for ch in head:  # drop template arguments
+    for ch in text.replace("(anonymous namespace)", "anon"):  # drop template arguments
         depth += ch == "<"
         if depth == 0:
             out.append(ch)
         depth -= ch == ">"
-    return "".join(out).split("::")[-1].strip() or mangled[:40]
+    head = "".join(out).split("(")[0].split()  # [return type,] qualified name
+    return head[-1].split("::")[-1] if head else mangled[:40]
 
 
 def main() -> int:
