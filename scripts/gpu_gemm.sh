@@ -181,6 +181,11 @@ tc-prepass-intervals)
   # faults, 4096^3 / 8192^3 clean and with 16 faults
   check_speed_report specs/gemm_abft_tc_prepass_intervals.yaml gemm_abft_tc_prepass_intervals tcint_ 1000x1234x777,257x129x1031,2048x2048x2048
   ;;
+tc-prepass-tiles)
+  # the prepass tensor-core ABFT on 64x128 and 128x64 threadblock tiles (two blocks per SM) beside 128x128
+  # (specs/gemm_abft_tc_prepass_tiles.yaml): odd shapes with faults, 4096^3 / 8192^3 clean and with 16 faults
+  check_speed_report specs/gemm_abft_tc_prepass_tiles.yaml gemm_abft_tc_prepass_tiles tctiles_ 1000x1234x777,257x129x1031,2048x2048x2048
+  ;;
 tc-prepass-campaign)
   run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}
   ;;
