@@ -53,7 +53,7 @@ def short_name(mangled: str) -> str:
         parts, i = [], 3 if text.startswith("_ZN") else 2
         while i < len(text) and text[i].isdigit():  # <length><name> ... up to the template arguments
             j = i
-            while text[j].isdigit():
+            while j < len(text) and text[j].isdigit():
                 j += 1
             parts.append(text[j : j + int(text[i:j])])
             i = j + int(text[i:j])
