@@ -189,6 +189,15 @@ tc-prepass-tiles)
 tc-prepass-campaign)
   run_campaign specs/gemm_abft_tc_prepass_campaign.yaml tcpre_ ${SEED:-7}
   ;;
+tc-prepass-once)
+  # the prepass tensor-core ABFT with one checkpoint per tile (abft_once_kernel) beside interval 16 and the unprotected
+  # kernel (specs/gemm_abft_tc_prepass_once.yaml): odd shapes with faults (online, detect, column-major operands),
+  # 4096^3 / 8192^3 clean and with 16 faults
+  check_speed_report specs/gemm_abft_tc_prepass_once.yaml gemm_abft_tc_prepass_once tconce_ 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
+  ;;
+tc-prepass-once-campaign)
+  run_campaign specs/gemm_abft_tc_prepass_once_campaign.yaml tconce_ ${SEED:-7}
+  ;;
 tc-layouts)
   # the tensor-core threadblock ABFT for every layout of A and B: faults on odd shapes and 4096^3, then TRIALS
   # clean + faulty trials per distribution of each kernel (specs/gemm_abft_tc_layouts.yaml)

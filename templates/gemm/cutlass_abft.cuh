@@ -260,6 +260,7 @@ struct AbftParams {
   float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(tb_n) + 1) * scale
   float fixed;        // > 0: a fixed threshold (protection.threshold) instead of the derived one
   int online;         // correct: online (1) or detect (0: any detection recomputes the tile)
+  int* redo;          // abft_once_kernel: [count][tiles] to recompute (abft_once_kernel<.., kRedo = true>)
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -344,23 +345,22 @@ struct AbftRareArgs {
   ftgen::FtCounters* counters;
 };
 
-// The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their sum c and sum w c in sc.rs, their
-// r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (the robust norm ||C_i|| without its
-// largest element, the non-finite elements), located rows corrected in `a` (the accumulators). Inlined: as a call
-// (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32
-// prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
-// kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
-// double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
-// Returns {recompute the tile, detected, corrected, uncorrectable}.
-template <class K, bool kExact, bool kRowA, class Sc>
-CUTLASS_DEVICE uint4 abft_rare(Sc& sc, typename K::ElementAcc* a, const AbftRareArgs g) {
+// The tile's accumulators as the rare path reads and corrects them. Per row rl and warp column w (the tile's 32-column
+// parts): norms() sets sc.norm[w][rl] = {sum of the capped squares, largest capped square} and sc.bad[w][rl] =
+// {non-finite elements, a non-finite column}; rests() sets sc.rest[w][rl] = the sum, in double, of the row's elements
+// but its located column sc.col[rl] (rows with sc.col >= 0); fix() (after a barrier) replaces each located element by
+// sc.rtot - the rest and returns how many elements this thread set. Columns past N count for nothing.
+// AbftFragRows: this thread's fragment in registers (the quads' shares by shuffles); AbftStagedRows: the tile staged
+// in shared memory (a thread per row and warp column, rolled loops: few registers).
+template <class K>
+struct AbftFragRows {
   using S = AbftShape<K>;
-  const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
-  const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
-  const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
-  unsigned detected = 0, corrected = 0, uncorrectable = 0;
-  // 1. per row: ||C_i||^2 (capped) and its largest term, the non-finite elements
-  {
+  typename K::ElementAcc* a;
+  template <class Sc>
+  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g) const {
+    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+    const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
+    const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
     float sq[S::kRowsPerThread], mx[S::kRowsPerThread];
     int nb[S::kRowsPerThread], bc[S::kRowsPerThread];
     CUTLASS_PRAGMA_UNROLL
@@ -394,6 +394,119 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, typename K::ElementAcc* a, const AbftRare
       }
     }
   }
+  template <class Sc>
+  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g) const {
+    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+    const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
+    double rest[S::kRowsPerThread];
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < S::kRowsPerThread; ++q) rest[q] = 0.0;
+    S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int q) {
+      if (g.col0 + cl < g.N && sc.col[rl] >= 0 && sc.col[rl] != cl) rest[q] += static_cast<double>(a[e]);
+    });
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < S::kRowsPerThread; ++q) {
+      rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
+      rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 2);
+      if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
+    }
+  }
+  template <class Sc>
+  CUTLASS_DEVICE unsigned fix(Sc& sc) {
+    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+    unsigned n = 0;
+    S::each(lane, warp % S::kWarpsM, warp / S::kWarpsM, [&](int e, int rl, int cl, int) {
+      if (sc.col[rl] == cl) {
+        double others = 0.0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+        a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
+        ++n;
+      }
+    });
+    return n;
+  }
+};
+
+// The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
+template <class K>
+struct AbftStagedRows {
+  using S = AbftShape<K>;
+  static int const kPitch = S::kN + 1;
+  typename K::ElementAcc* tile;
+  // f(e, x) for every accumulator element e of this thread's fragment: its place x in the staged tile
+  template <class F>
+  CUTLASS_DEVICE static void each_of_fragment(F&& f) {
+    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+    S::each(lane, warp % S::kWarpsM, warp / S::kWarpsM, [&](int e, int rl, int cl, int) { f(e, rl * kPitch + cl); });
+  }
+  // f(rl, w, first element of the part, first column) for the (row, warp column) parts this thread takes
+  template <class F>
+  CUTLASS_DEVICE void each_part(F&& f) const {
+    for (int x = fresh_tid(); x < S::kM * S::kWarpsN; x += K::kThreads) {
+      const int rl = x % S::kM, w = x / S::kM;
+      f(rl, w, tile + rl * kPitch + w * S::kWarpN, w * S::kWarpN);
+    }
+  }
+  template <class Sc>
+  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g) const {
+    const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+    each_part([&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+      float sq = 0.f, mx = 0.f;
+      int nb = 0, bc = -1;
+      for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j) {
+        const float v = static_cast<float>(x[j]);
+        if (isfinite(v)) {
+          const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
+          sq += c2;
+          mx = fmaxf(mx, c2);
+        } else {
+          ++nb;
+          bc = c0 + j;
+        }
+      }
+      sc.norm[w][rl] = make_float2(sq, mx);
+      sc.bad[w][rl] = make_int2(nb, bc);
+    });
+  }
+  template <class Sc>
+  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g) const {
+    each_part([&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+      const int col = sc.col[rl];
+      if (col < 0) return;
+      double rest = 0.0;
+      for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j)
+        if (c0 + j != col) rest += static_cast<double>(x[j]);
+      sc.rest[w][rl] = rest;
+    });
+  }
+  template <class Sc>
+  CUTLASS_DEVICE unsigned fix(Sc& sc) {
+    const int rl = fresh_tid();
+    if (rl >= S::kM || sc.col[rl] < 0) return 0u;
+    double others = 0.0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+    tile[rl * kPitch + sc.col[rl]] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
+    return 1u;
+  }
+};
+
+// The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their sum c and sum w c in sc.rs, their
+// r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (the robust norm ||C_i|| without its
+// largest element, the non-finite elements), located rows corrected in `a` (the accumulators). Inlined: as a call
+// (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32
+// prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
+// kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
+// double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
+// Returns {recompute the tile, detected, corrected, uncorrectable}.
+template <class K, bool kExact, bool kRowA, class Sc, class Rows>
+CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
+  using S = AbftShape<K>;
+  const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  unsigned detected = 0, corrected = 0, uncorrectable = 0;
+  // 1. per row: ||C_i||^2 (capped) and its largest term, the non-finite elements
+  rows.norms(sc, g);
   if constexpr (kExact) {
     // r, r', r2 of each flagged row over k < k_done, by the whole block
     for (int rl = 0; rl < S::kM; ++rl) {
@@ -470,30 +583,129 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, typename K::ElementAcc* a, const AbftRare
   }
   if (!g.online) return make_uint4(0u, detected, corrected, uncorrectable);  // the last computation: not a transient fault
   // 3. online correction of the located elements: the rest of each flagged row, summed in double
-  double rest[S::kRowsPerThread];
-  CUTLASS_PRAGMA_UNROLL
-  for (int q = 0; q < S::kRowsPerThread; ++q) rest[q] = 0.0;
-  S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int q) {
-    if (g.col0 + cl < g.N && sc.col[rl] >= 0 && sc.col[rl] != cl) rest[q] += static_cast<double>(a[e]);
-  });
-  CUTLASS_PRAGMA_UNROLL
-  for (int q = 0; q < S::kRowsPerThread; ++q) {
-    rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
-    rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 2);
-    if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
-  }
+  rows.rests(sc, g);
   __syncthreads();
-  S::each(lane, warp_m, warp_n, [&](int e, int rl, int cl, int) {
-    if (sc.col[rl] == cl) {
-      double others = 0.0;
-      CUTLASS_PRAGMA_UNROLL
-      for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
-      a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
-      ++corrected;
-    }
-  });
+  corrected += rows.fix(sc);
   __syncthreads();  // the scratch is reused by the next verification
   return make_uint4(0u, detected, corrected, uncorrectable);
+}
+
+// A counter of the FtCounters, where there are counters and n > 0.
+CUTLASS_DEVICE void add_count(ftgen::FtCounters* c, unsigned long long ftgen::FtCounters::*field, unsigned n) {
+  if (n && c != nullptr) atomicAdd(&(c->*field), static_cast<unsigned long long>(n));
+}
+
+// Pass 1's decision for row tid of the tile (tid < kM) from its sums per warp column in sc.sums and (kPre) sc.norm:
+// within the threshold without its robust-norm (kPre) or variance-floor term: clean (sc.col -1, its score kept);
+// otherwise (and kPre rows with a term above the cap or an overflowed sum of squares) left to the rare path
+// (sc.col -3, the row's sums in sc.rs and, kPre, its r, r' in sc.ref).
+template <class K, bool kPre, class Sc>
+CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 ref_row) {
+  using S = AbftShape<K>;
+  const int tid = fresh_tid();
+  const float unit = g.unit, rms_w = g.rms_w;
+  const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+  if (tid < S::kM) {
+    int verdict = -1;
+    if (g.row0 + tid < g.M) {
+      float S1 = 0.f, SW = 0.f, R, RW, scale;
+      bool decided = true;  // kPre: false for a row with a term above the cap or an overflowed sum of squares
+      CUTLASS_PRAGMA_UNROLL
+      for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
+      if constexpr (kPre) {
+        R = ref_row.x, RW = ref_row.y;
+        float SQ = 0.f, MX = 0.f;
+        CUTLASS_PRAGMA_UNROLL
+        for (int w = 0; w < S::kWarpsN; ++w) SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y);
+        decided = MX <= cap && SQ <= FLT_MAX;  // (NaN fails too)
+        scale = fmaxf(sqrtf(fmaxf(SQ - MX * MX, 0.f)), fabsf(R));
+      } else {
+        R = sc.ref[tid].x, RW = sc.ref[tid].y;
+        scale = fmaxf(sqrtf(fmaxf(sc.ref[tid].z, 0.f)), fabsf(R));
+      }
+      const float tau = g.fixed > 0.f ? g.fixed : unit * scale;
+      const float tau_w = g.fixed > 0.f ? g.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+      const float d = S1 - R, dw = SW - RW;
+      const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
+      const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
+      if (decided && !(sc1 > 1.f) && !(sc2 > 1.f) && isfinite(d) && isfinite(dw)) {
+        sc.score[tid] = fmaxf(sc.score[tid], fmaxf(sc1, sc2));  // >= the full threshold's score
+      } else {
+        verdict = -3;
+        sc.rs[tid] = make_float2(S1, SW);
+        if constexpr (kPre) sc.ref[tid] = make_float4(R, RW, 0.f, 0.f);
+      }
+    }
+    sc.col[tid] = verdict;
+  }
+}
+
+// Verify every row of the tile from the accumulators `a` (after g.k_done of k); correct located faults in `a`. Returns
+// whether the tile must be recomputed (the same in every thread). kPre: ref_row = r, r' of this thread's row (tid < kM);
+// otherwise refs(warp_m, warp_n, lane) puts the fused design's reference rows into sc.ref before the block barrier.
+template <class K, bool kPre, bool kRowA, class Sc, class Refs>
+CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRareArgs g, const float2 ref_row, Refs&& refs) {
+  using S = AbftShape<K>;
+  using Frag = typename K::FragmentC;
+  const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
+  const bool full_n = g.col0 + S::kN <= g.N;  // block-uniform: no column of the tile past C
+  // 1. sum c and sum w c per row (kPre: and ||C_i||^2 and its largest |term|): this lane's share, over the quad,
+  //    the warps' shares in shared memory. A row within the threshold without its robust-norm term (kPre:
+  //    without its variance-floor term) is within the full one (that term only raises it); the other rows are
+  //    decided by the rare path (non-finite values land there too). kPre: the squares are not capped here; a
+  //    row with a term above the cap (or a sum of squares that overflowed) goes to the rare path, so a row
+  //    pass 1 lets through had the same sums capped (5 instructions per element instead of 7).
+  {
+    float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kPre ? S::kRowsPerThread : 1], mx[kPre ? S::kRowsPerThread : 1];
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < (kPre ? S::kRowsPerThread : 1); ++q) sq[q] = mx[q] = 0.f;
+    auto add = [&](float v, int cl, int q) {
+      s1[q] += v;
+      sw[q] = fmaf(float(cl + 1), v, sw[q]);
+      if constexpr (kPre) {
+        sq[q] = fmaf(v, v, sq[q]);
+        mx[q] = fmaxf(mx[q], fabsf(v));
+      }
+    };
+    // (one select per element: a second copy of the loop for whole tiles was if-converted, both copies issued)
+    S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) { add((full_n || g.col0 + cl < g.N) ? static_cast<float>(a[e]) : 0.f, cl, q); });
+    CUTLASS_PRAGMA_UNROLL
+    for (int q = 0; q < S::kRowsPerThread; ++q) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int o = 1; o < 4; o <<= 1) {
+        s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
+        sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
+        if constexpr (kPre) {
+          sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
+          mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+        }
+      }
+      if ((lane & 3) == 0) {
+        const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
+        sc.sums[warp_n][rl] = make_float2(s1[q], sw[q]);
+        if constexpr (kPre) sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
+      }
+    }
+  }
+  refs(warp_m, warp_n, lane);  // the fused design: its reference rows into sc.ref
+  __syncthreads();
+  abft_pass1_rows<K, kPre>(sc, g, ref_row);
+  if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
+  // 2. (rare) the rows over that threshold
+  typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) buf[e] = a[e];
+  AbftFragRows<K> rows{buf};
+  const uint4 r = abft_rare<K, kPre, kRowA>(sc, rows, g);
+  CUTLASS_PRAGMA_UNROLL
+  for (int e = 0; e < Frag::kElements; ++e) a[e] = buf[e];
+  add_count(g.counters, &ftgen::FtCounters::detected, r.y);
+  add_count(g.counters, &ftgen::FtCounters::corrected, r.z);
+  add_count(g.counters, &ftgen::FtCounters::uncorrectable, r.w);
+  return r.x != 0;
 }
 
 // kPre (ref_checksums: prepass): the reference rows come from abft_ref_kernel at every checkpoint, the main loop
@@ -520,7 +732,6 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
   const int r0 = Kd - (total - 1) * S::kK;  // k extent of the first (residue) k-iteration
   const float sqrt_cols = sqrtf(float(S::kN));
   const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
-  const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
   const float2* ref = kPre ? p.ref + static_cast<long long>(tc.n()) * p.chunks * M : nullptr;
 
   // the planned fault of this tile (inject builds): its index and k-iteration in shared memory, read where the loop
@@ -536,9 +747,6 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
   Frag acc[1];
   if (tid < S::kM) sc.score[tid] = 0.f;
-  auto count = [&](unsigned long long ftgen::FtCounters::*field, unsigned n) {
-    if (n && p.t.counters != nullptr) atomicAdd(&(p.t.counters->*field), static_cast<unsigned long long>(n));
-  };
   // kPre: r, r' of this thread's row (tid < kM) at the next checkpoint, read one interval ahead
   auto ref_at = [&](int checkpoint) {
     return (kPre && tid < S::kM && row0 + tid < M) ? __ldg(ref + static_cast<long long>(checkpoint / interval) * M + row0 + tid)
@@ -624,118 +832,30 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
     // verify every row of the tile after k-iteration `it`; correct located faults in `a`
     auto verify = [&](int it, Frag& a) {
-      const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
-      const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
-      const bool full_n = col0 + S::kN <= N;  // block-uniform: no column of the tile past C
-      const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);
-      // 1. sum c and sum w c per row (kPre: and ||C_i||^2 and its largest |term|): this lane's share, over the quad,
-      //    the warps' shares in shared memory. A row within the threshold without its robust-norm term (kPre:
-      //    without its variance-floor term) is within the full one (that term only raises it); the other rows are
-      //    decided by the rare path (non-finite values land there too). kPre: the squares are not capped here; a
-      //    row with a term above the cap (or a sum of squares that overflowed) goes to the rare path, so a row
-      //    pass 1 lets through had the same sums capped (5 instructions per element instead of 7).
-      {
-        float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kPre ? S::kRowsPerThread : 1], mx[kPre ? S::kRowsPerThread : 1];
-        CUTLASS_PRAGMA_UNROLL
-        for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
-        CUTLASS_PRAGMA_UNROLL
-        for (int q = 0; q < (kPre ? S::kRowsPerThread : 1); ++q) sq[q] = mx[q] = 0.f;
-        auto add = [&](float v, int cl, int q) {
-          s1[q] += v;
-          sw[q] = fmaf(float(cl + 1), v, sw[q]);
-          if constexpr (kPre) {
-            sq[q] = fmaf(v, v, sq[q]);
-            mx[q] = fmaxf(mx[q], fabsf(v));
-          }
-        };
-        // (one select per element: a second copy of the loop for whole tiles was if-converted, both copies issued)
-        S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) { add((full_n || col0 + cl < N) ? static_cast<float>(a[e]) : 0.f, cl, q); });
-        CUTLASS_PRAGMA_UNROLL
-        for (int q = 0; q < S::kRowsPerThread; ++q) {
+      const AbftRareArgs g{p.A, p.lda, enc, k_done, M, N, row0, col0, p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f), p.fixed, rms_w,
+                           p.online, !kInject || p.t.correct, attempt + 1 >= kMaxAttempts, p.t.counters};
+      redo = abft_verify<K, kPre, kRowA>(sc, a, g, ref_next, [&](int warp_m, int warp_n, int lane) {
+        if constexpr (!kPre) {
+          // the reference rows: this lane's k share, over the quad's k, into shared memory
           CUTLASS_PRAGMA_UNROLL
-          for (int o = 1; o < 4; o <<= 1) {
-            s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
-            sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
-            if constexpr (kPre) {
-              sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
-              mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+          for (int mt = 0; mt < S::Iter::kRow; ++mt) {
+            if (mt % S::kWarpsN != warp_n) continue;
+            const int i = (mt / S::kWarpsN) * 2;
+            CUTLASS_PRAGMA_UNROLL
+            for (int h = 0; h < 2; ++h) {
+              float x = rr[i + h], y = rrw[i + h], z = rr2[i + h];
+              CUTLASS_PRAGMA_UNROLL
+              for (int o = 1; o < 4; o <<= 1) {
+                x += __shfl_xor_sync(0xffffffffu, x, o);
+                y += __shfl_xor_sync(0xffffffffu, y, o);
+                z += __shfl_xor_sync(0xffffffffu, z, o);
+              }
+              if ((lane & 3) == 0) sc.ref[warp_m * S::kWarpM + mt * S::kInstM + (lane >> 2) + 8 * h] = make_float4(x, y, z, 0.f);
             }
           }
-          if ((lane & 3) == 0) {
-            const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
-            sc.sums[warp_n][rl] = make_float2(s1[q], sw[q]);
-            if constexpr (kPre) sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
-          }
         }
-      }
-      if constexpr (!kPre) {
-        // the reference rows: this lane's k share, over the quad's k, into shared memory
-        CUTLASS_PRAGMA_UNROLL
-        for (int mt = 0; mt < S::Iter::kRow; ++mt) {
-          if (mt % S::kWarpsN != warp_n) continue;
-          const int i = (mt / S::kWarpsN) * 2;
-          CUTLASS_PRAGMA_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            float x = rr[i + h], y = rrw[i + h], z = rr2[i + h];
-            CUTLASS_PRAGMA_UNROLL
-            for (int o = 1; o < 4; o <<= 1) {
-              x += __shfl_xor_sync(0xffffffffu, x, o);
-              y += __shfl_xor_sync(0xffffffffu, y, o);
-              z += __shfl_xor_sync(0xffffffffu, z, o);
-            }
-            if ((lane & 3) == 0) sc.ref[warp_m * S::kWarpM + mt * S::kInstM + (lane >> 2) + 8 * h] = make_float4(x, y, z, 0.f);
-          }
-        }
-      }
-      __syncthreads();
-      if (tid < S::kM) {
-        int verdict = -1;
-        if (row0 + tid < M) {
-          float S1 = 0.f, SW = 0.f, R, RW, scale;
-          bool decided = true;  // kPre: false for a row with a term above the cap or an overflowed sum of squares
-          CUTLASS_PRAGMA_UNROLL
-          for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
-          if constexpr (kPre) {
-            R = ref_next.x, RW = ref_next.y;
-            float SQ = 0.f, MX = 0.f;
-            CUTLASS_PRAGMA_UNROLL
-            for (int w = 0; w < S::kWarpsN; ++w) SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y);
-            decided = MX <= cap && SQ <= FLT_MAX;  // (NaN fails too)
-            scale = fmaxf(sqrtf(fmaxf(SQ - MX * MX, 0.f)), fabsf(R));
-          } else {
-            R = sc.ref[tid].x, RW = sc.ref[tid].y;
-            scale = fmaxf(sqrtf(fmaxf(sc.ref[tid].z, 0.f)), fabsf(R));
-          }
-          const float tau = p.fixed > 0.f ? p.fixed : unit * scale;
-          const float tau_w = p.fixed > 0.f ? p.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
-          const float d = S1 - R, dw = SW - RW;
-          const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
-          const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
-          if (decided && !(sc1 > 1.f) && !(sc2 > 1.f) && isfinite(d) && isfinite(dw)) {
-            sc.score[tid] = fmaxf(sc.score[tid], fmaxf(sc1, sc2));  // >= the full threshold's score
-          } else {
-            verdict = -3;
-            sc.rs[tid] = make_float2(S1, SW);
-            if constexpr (kPre) sc.ref[tid] = make_float4(R, RW, 0.f, 0.f);
-          }
-        }
-        sc.col[tid] = verdict;
-      }
-      if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return;
-      // 2. (rare) the rows over that threshold
-      const AbftRareArgs g{p.A, p.lda, enc, k_done, M, N, row0, col0, unit, p.fixed, rms_w, p.online, !kInject || p.t.correct,
-                           attempt + 1 >= kMaxAttempts, p.t.counters};
-      typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < Frag::kElements; ++e) buf[e] = a[e];
-      const uint4 r = abft_rare<K, kPre, kRowA>(sc, buf, g);
-      CUTLASS_PRAGMA_UNROLL
-      for (int e = 0; e < Frag::kElements; ++e) a[e] = buf[e];
-      redo = r.x != 0;
-      count(&ftgen::FtCounters::detected, r.y);
-      count(&ftgen::FtCounters::corrected, r.z);
-      count(&ftgen::FtCounters::uncorrectable, r.w);
+      });
     };
 
     ml.run(
@@ -768,10 +888,151 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
         group);
     if (!redo) break;
     if (tid == 0) count_recomputed(p.t.counters);
-    if (tid == 0) count(&ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
+    if (tid == 0) add_count(p.t.counters, &ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
   }
   const float best = tid < S::kM ? sc.score[tid] : 0.f;
   if (best > 0.f) ftgen::record_score(p.t.counters, static_cast<double>(best));
   epilogue<K>(st.ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), tid, warp, lane);
 }
 
+// ---- ref_checksums: prepass with one checkpoint per tile (interval >= the tile's k-iterations) ------------------
+// The verification then comes after the main loop, and the main loop is the unprotected one: CUTLASS's pipeline
+// without a hook (the static SASS of the aligned tf32x3 128x128x32 kernel: 769 instructions per k-iteration and
+// warp against 768 unprotected and 817 / 820 for abft_kernel, whose loop leaves for the verification). The
+// accumulators are staged in the main loop's shared memory (idle once the loop is drained) and verified there by a
+// call (abft_verify_staged), so no register, predicate or address of the verification is live in the loop. The
+// inject build runs a tile with a planned fault in two pipelines, split after the fault's k-iteration (the other
+// tiles in one, as the clean build).
+// Verify the staged tile (kPre, one checkpoint) and correct it in place; true: recompute the tile. Pass 1 takes a thread
+// per row and warp column (the same 32-column parts whose sums abft_verify forms from the registers), in a rolled
+// loop, so the call needs few registers (a call holding the accumulators in registers cost the main loop of the
+// caller about 60 instructions per k-iteration: ptxas allocates across the call); the rare path is a call of its own.
+// Everything derived from the parameters is derived here (p by value), after the main loop.
+template <class K, bool kInject, bool kRowA, class Sc>
+__device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* tilebuf, const AbftParams<K> p, cutlass::gemm::GemmCoord tc,
+                                                int final_attempt) {
+  using S = AbftShape<K>;
+  const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
+  const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f);
+  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
+  const AbftRareArgs g{p.A, p.lda, p.enc + static_cast<long long>(tc.n()) * Kd, Kd, M, N, tc.m() * S::kM, tc.n() * S::kN, unit, p.fixed,
+                       rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters};
+  const float2* ref = p.ref + (static_cast<long long>(tc.n()) * p.chunks + p.chunks - 1) * M;  // the last (only) checkpoint
+  const int tid = fresh_tid();
+  const float2 ref_row = (tid < S::kM && g.row0 + tid < M) ? __ldg(ref + g.row0 + tid) : make_float2(0.f, 0.f);
+  AbftStagedRows<K> rows{tilebuf};
+  rows.each_part([&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+    float s1 = 0.f, sw = 0.f, sq = 0.f, mx = 0.f;
+#pragma unroll 4
+    for (int j = 0; j < S::kWarpN; ++j) {
+      const float v = g.col0 + c0 + j < N ? static_cast<float>(x[j]) : 0.f;
+      s1 += v;
+      sw = fmaf(float(c0 + j + 1), v, sw);
+      sq = fmaf(v, v, sq);
+      mx = fmaxf(mx, fabsf(v));
+    }
+    sc.sums[w][rl] = make_float2(s1, sw);
+    sc.norm[w][rl] = make_float2(sq, mx);
+  });
+  __syncthreads();
+  abft_pass1_rows<K, true>(sc, g, ref_row);
+  if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
+  const uint4 r = abft_rare<K, true, kRowA>(sc, rows, g);
+  add_count(g.counters, &ftgen::FtCounters::detected, r.y);
+  add_count(g.counters, &ftgen::FtCounters::corrected, r.z);
+  add_count(g.counters, &ftgen::FtCounters::uncorrectable, r.w);
+  return r.x != 0;
+}
+
+// kRedo = false: a block per tile (the grid of the unprotected kernel); a tile whose verification asks for a
+// recomputation (a detection not located, or correct: detect) is not written but listed in p.redo. kRedo = true
+// (launched after it, a block per SM): the listed tiles, recomputed (at most kMaxAttempts computations in all) and
+// written. Kept apart so the first kernel's main loop is not nested in a loop of recomputations (that cost it 20
+// instructions per k-iteration and spills).
+template <class K, bool kInject, bool kRowA, bool kRedo>
+__global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p) {
+  using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
+  using Frag = typename K::FragmentC;
+  using S = AbftShape<K>;
+  using E = typename K::ElementAcc;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& st = *reinterpret_cast<AbftStorage<K, ML>*>(smem_raw);
+  auto& sc = st.sc;
+  static_assert(sizeof(st.ss) >= sizeof(E) * S::kM * AbftStagedRows<K>::kPitch, "the staged tile fits the main loop's shared memory");
+  E* const tilebuf = reinterpret_cast<E*>(&st.ss);
+  const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
+  const int total = p.t.total_k;
+  Frag acc[1];
+  // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification; true:
+  // recompute it
+  auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
+    // k-iterations [it0, it0 + count) from fresh iterators through a fresh pipeline (drained at the end)
+    auto run = [&](int it0, int count) {
+      Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(it0, p.t.gemm.problem_size.k(), S::kK, total), tid);
+      ML ml(st.ss.main_loop, tid, warp, lane);
+      ml.run(count, acc, its.A, its.B, NoCheck{}, NoSlow{});
+    };
+    fill_opaque(acc[0], zero_of(p.t, 0));
+    if (step < 0 || step >= total) {
+      run(0, total);
+    } else {
+      run(0, step + 1);
+      if constexpr (kInject) {
+        const int i = sc.pend[0];
+        if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
+      }
+      if (step + 1 < total) run(step + 1, total - step - 1);
+    }
+    // stage, verify (a call), reload: the shared memory is free (run() drains the pipeline and synchronizes)
+    AbftStagedRows<K>::each_of_fragment([&](int e, int x) { tilebuf[x] = acc[0][e]; });
+    __syncthreads();
+    const bool redo = abft_verify_staged<K, kInject, kRowA>(sc, tilebuf, p, tc, attempt + 1 >= kMaxAttempts);
+    __syncthreads();
+    AbftStagedRows<K>::each_of_fragment([&](int e, int x) { acc[0][e] = tilebuf[x]; });
+    __syncthreads();  // the shared memory goes back to the main loop or the epilogue
+    return redo;
+  };
+  auto finish = [&](cutlass::gemm::GemmCoord tc) {  // the tile's largest score, then its output
+    const int t = fresh_tid();
+    const float best = t < S::kM ? sc.score[t] : 0.f;
+    if (best > 0.f) ftgen::record_score(p.t.counters, static_cast<double>(best));
+    epilogue<K>(st.ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), t, t / 32, t % 32);
+  };
+  if constexpr (!kRedo) {
+    typename K::Swizzle swizzle;
+    const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(p.t.gemm.swizzle_log_tile);
+    if (tc.m() >= p.t.tiles_m || tc.n() >= p.t.tiles_n) return;
+    const int tile = tc.m() * p.t.tiles_n + tc.n();
+    // the planned fault of this tile (inject builds): its index and k-iteration, in shared memory
+    if constexpr (kInject) {
+      if (tid == 0) {
+        const int i = p.t.fault_by_block != nullptr ? p.t.fault_by_block[tile] : -1;
+        sc.pend[0] = i;
+        sc.pend[1] = i >= 0 ? p.t.faults[i].step : -1;
+      }
+      __syncthreads();
+    }
+    if (tid < S::kM) sc.score[tid] = 0.f;
+    if (attempt_once(tc, tile, 0, kInject ? sc.pend[1] : -1)) {  // block-uniform
+      if (fresh_tid() == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
+      return;
+    }
+    finish(tc);
+  } else {
+    const int listed = *p.redo;
+    for (int j = blockIdx.x; j < listed; j += gridDim.x) {
+      const int tile = p.redo[1 + j];
+      const cutlass::gemm::GemmCoord tc(tile / p.t.tiles_n, tile % p.t.tiles_n, 0);
+      if (tid < S::kM) sc.score[tid] = 0.f;
+      for (int attempt = 1;; ++attempt) {
+        if (fresh_tid() == 0) {
+          count_recomputed(p.t.counters);
+          add_count(p.t.counters, &ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
+        }
+        if (!attempt_once(tc, tile, attempt, -1)) break;
+      }
+      finish(tc);
+      __syncthreads();  // the epilogue's shared memory, before the next tile's main loop
+    }
+  }
+}
