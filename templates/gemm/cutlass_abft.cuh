@@ -260,7 +260,8 @@ struct AbftParams {
   float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(tb_n) + 1) * scale
   float fixed;        // > 0: a fixed threshold (protection.threshold) instead of the derived one
   int online;         // correct: online (1) or detect (0: any detection recomputes the tile)
-  int* redo;          // abft_once_kernel: [count][tiles] to recompute (abft_once_kernel<.., kRedo = true>)
+  int* redo;          // abft_once_kernel: [count][tiles to recompute][parts done per listed tile]
+  typename K::ElementAcc* redo_part;  // abft_once_kernel<.., kRedo = true>: partial accumulators, gridDim.x tiles
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -963,27 +964,15 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
   const int total = p.t.total_k;
   Frag acc[1];
-  // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification; true:
-  // recompute it
-  auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
-    // k-iterations [it0, it0 + count) from fresh iterators through a fresh pipeline (drained at the end)
-    auto run = [&](int it0, int count) {
-      Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(it0, p.t.gemm.problem_size.k(), S::kK, total), tid);
-      ML ml(st.ss.main_loop, tid, warp, lane);
-      ml.run(count, acc, its.A, its.B, NoCheck{}, NoSlow{});
-    };
-    fill_opaque(acc[0], zero_of(p.t, 0));
-    if (step < 0 || step >= total) {
-      run(0, total);
-    } else {
-      run(0, step + 1);
-      if constexpr (kInject) {
-        const int i = sc.pend[0];
-        if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
-      }
-      if (step + 1 < total) run(step + 1, total - step - 1);
-    }
-    // stage, verify (a call), reload: the shared memory is free (run() drains the pipeline and synchronizes)
+  // k-iterations [it0, it0 + count) of tile tc into acc, from fresh iterators through a fresh pipeline (drained at
+  // the end: the shared memory is free afterwards)
+  auto run = [&](cutlass::gemm::GemmCoord tc, int it0, int count) {
+    Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(it0, p.t.gemm.problem_size.k(), S::kK, total), tid);
+    ML ml(st.ss.main_loop, tid, warp, lane);
+    ml.run(count, acc, its.A, its.B, NoCheck{}, NoSlow{});
+  };
+  // verify acc as tile tc's after computation `attempt` (staged, a call, reloaded); true: recompute the tile
+  auto verify = [&](cutlass::gemm::GemmCoord tc, int attempt) {
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { tilebuf[x] = acc[0][e]; });
     __syncthreads();
     const bool redo = abft_verify_staged<K, kInject, kRowA>(sc, tilebuf, p, tc, attempt + 1 >= kMaxAttempts);
@@ -991,6 +980,28 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { acc[0][e] = tilebuf[x]; });
     __syncthreads();  // the shared memory goes back to the main loop or the epilogue
     return redo;
+  };
+  // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification; true:
+  // recompute it
+  auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
+    fill_opaque(acc[0], zero_of(p.t, 0));
+    if (step < 0 || step >= total) {
+      run(tc, 0, total);
+    } else {
+      run(tc, 0, step + 1);
+      if constexpr (kInject) {
+        const int i = sc.pend[0];
+        if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
+      }
+      if (step + 1 < total) run(tc, step + 1, total - step - 1);
+    }
+    return verify(tc, attempt);
+  };
+  auto count_recomputation = [&] {
+    if (fresh_tid() == 0) {
+      count_recomputed(p.t.counters);
+      add_count(p.t.counters, &ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
+    }
   };
   auto finish = [&](cutlass::gemm::GemmCoord tc) {  // the tile's largest score, then its output
     const int t = fresh_tid();
@@ -1019,20 +1030,45 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     }
     finish(tc);
   } else {
+    // the listed tiles, each split along k into `parts` of about total / parts k-iterations over as many blocks (a
+    // recomputation then costs about total / parts k-iterations after the first launch, not a whole tile); the block
+    // that finishes a tile's last part adds the partial accumulators up in k order, verifies and writes the tile
     const int listed = *p.redo;
-    for (int j = blockIdx.x; j < listed; j += gridDim.x) {
-      const int tile = p.redo[1 + j];
+    if (listed == 0) return;
+    const int parts = max(1, min(total, static_cast<int>(gridDim.x) / listed));
+    int* const done = p.redo + 1 + p.t.tiles_m * p.t.tiles_n;  // per list entry: its parts done
+    for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
+      const int j = item / parts, c = item % parts, tile = p.redo[1 + j];
       const cutlass::gemm::GemmCoord tc(tile / p.t.tiles_n, tile % p.t.tiles_n, 0);
-      if (tid < S::kM) sc.score[tid] = 0.f;
-      for (int attempt = 1;; ++attempt) {
-        if (fresh_tid() == 0) {
-          count_recomputed(p.t.counters);
-          add_count(p.t.counters, &ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
+      const int it0 = static_cast<int>(static_cast<long long>(total) * c / parts);
+      const int it1 = static_cast<int>(static_cast<long long>(total) * (c + 1) / parts);
+      fill_opaque(acc[0], zero_of(p.t, 0));
+      run(tc, it0, it1 - it0);
+      if (parts > 1) {  // block-uniform
+        store_frag<K>(p.redo_part + static_cast<size_t>(item) * K::kTileElems, acc[0], fresh_tid());
+        __threadfence();
+        __syncthreads();
+        if (fresh_tid() == 0) sc.pend[0] = atomicAdd(done + j, 1);
+        __syncthreads();
+        if (sc.pend[0] != parts - 1) continue;
+        __threadfence();
+        load_frag<K>(p.redo_part + static_cast<size_t>(j) * parts * K::kTileElems, acc[0], fresh_tid());
+        for (int q = 1; q < parts; ++q) {
+          Frag x;
+          load_frag<K>(p.redo_part + static_cast<size_t>(j * parts + q) * K::kTileElems, x, fresh_tid());
+          CUTLASS_PRAGMA_UNROLL
+          for (int e = 0; e < Frag::kElements; ++e) acc[0][e] += x[e];
         }
-        if (!attempt_once(tc, tile, attempt, -1)) break;
+      }
+      count_recomputation();
+      if (fresh_tid() < S::kM) sc.score[fresh_tid()] = 0.f;
+      bool redo = verify(tc, 1);
+      for (int attempt = 2; redo; ++attempt) {  // (a second detection: the whole tile in this block)
+        count_recomputation();
+        redo = attempt_once(tc, tile, attempt, -1);
       }
       finish(tc);
-      __syncthreads();  // the epilogue's shared memory, before the next tile's main loop
+      __syncthreads();  // the epilogue's shared memory, before the next item's main loop
     }
   }
 }

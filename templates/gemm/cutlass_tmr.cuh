@@ -1530,7 +1530,7 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, ref_parts = 0, redo = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, ref_parts = 0, redo = 0, redo_part = 0;
   size_t total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
@@ -1901,6 +1901,7 @@ struct Runner {
     ap.fixed = q.abft.fixed;
     ap.online = q.abft.online;
     ap.redo = nullptr;
+    ap.redo_part = nullptr;
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
       ap.ref = ref;
@@ -1938,12 +1939,13 @@ struct Runner {
         if ((e = set_smem(first, kSmemAbft)) != cudaSuccess || (e = set_smem(redo, kSmemAbft)) != cudaSuccess ||
             (e = device_props(dp)) != cudaSuccess)
           return e;
+        const int tiles = q.lay.tiles_m * q.lay.tiles_n;
         ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
-        if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int), s)) != cudaSuccess) return e;
+        ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
+        if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 2 * size_t(tiles)), s)) != cudaSuccess) return e;
         first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        const int tiles = q.lay.tiles_m * q.lay.tiles_n;
-        redo<<<static_cast<unsigned>(std::min(tiles, std::max(dp.sms, 1))), dim3(K::kThreads), kSmemAbft, s>>>(ap);
+        redo<<<static_cast<unsigned>(std::max(dp.sms, 1)), dim3(K::kThreads), kSmemAbft, s>>>(ap);  // (redo_part: sms tiles)
         return cudaGetLastError();
       }
     }
@@ -2104,7 +2106,10 @@ struct Launcher {
         L.ref_d = take(size_t(L.subs) * m * L.ref_w * sizeof(float));
       }
       if (L.parts > 1) L.ref_parts = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
-      if (L.chunks == 1) L.redo = take(sizeof(int) * (1 + tiles));  // abft_once_kernel: the tiles to recompute
+      if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
+        L.redo = take(sizeof(int) * (1 + 2 * tiles));
+        L.redo_part = take(size_t(sms) * KM::kTileElems * sizeof(Acc));
+      }
     }
     L.total = off;
     return L;
