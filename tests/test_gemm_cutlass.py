@@ -421,7 +421,9 @@ def test_tf32x3_abft_constants_are_the_models():
     # the kernel's threshold unit is the CPU model's (gemm.abft_threshold_unit) for tf32x3 at the SIMT lambda
     assert gc.ABFT_LAMBDA * gc.ABFT_UNIT == pytest.approx(gm.abft_threshold_unit("tf32x3", 0, 0) / 1.0)
     header = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
-    assert "const float unit = p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f);" in header
+    # lambda u (sqrt(k done) + sqrt(tb_n) + 1): at a checkpoint (abft_kernel) and after the whole k (abft_once_kernel)
+    assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
+    assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f)" in header
     assert "fabsf(d) > 2.f * tau_w" in header and "fabsf(dw - jq * d) <= tau_w" in header
 
 

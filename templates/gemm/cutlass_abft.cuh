@@ -358,8 +358,8 @@ struct AbftFragRows {
   using S = AbftShape<K>;
   typename K::ElementAcc* a;
   template <class Sc>
-  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g) const {
-    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
+    const int warp = tid / 32, lane = tid % 32;
     const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
     const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
     float sq[S::kRowsPerThread], mx[S::kRowsPerThread];
@@ -396,8 +396,8 @@ struct AbftFragRows {
     }
   }
   template <class Sc>
-  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g) const {
-    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
+    const int warp = tid / 32, lane = tid % 32;
     const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
     double rest[S::kRowsPerThread];
     CUTLASS_PRAGMA_UNROLL
@@ -413,8 +413,8 @@ struct AbftFragRows {
     }
   }
   template <class Sc>
-  CUTLASS_DEVICE unsigned fix(Sc& sc) {
-    const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
+    const int warp = tid / 32, lane = tid % 32;
     unsigned n = 0;
     S::each(lane, warp % S::kWarpsM, warp / S::kWarpsM, [&](int e, int rl, int cl, int) {
       if (sc.col[rl] == cl) {
@@ -443,16 +443,16 @@ struct AbftStagedRows {
   }
   // f(rl, w, first element of the part, first column) for the (row, warp column) parts this thread takes
   template <class F>
-  CUTLASS_DEVICE void each_part(F&& f) const {
-    for (int x = fresh_tid(); x < S::kM * S::kWarpsN; x += K::kThreads) {
+  CUTLASS_DEVICE void each_part(int tid, F&& f) const {
+    for (int x = tid; x < S::kM * S::kWarpsN; x += K::kThreads) {
       const int rl = x % S::kM, w = x / S::kM;
       f(rl, w, tile + rl * kPitch + w * S::kWarpN, w * S::kWarpN);
     }
   }
   template <class Sc>
-  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g) const {
+  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
     const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
-    each_part([&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
       float sq = 0.f, mx = 0.f;
       int nb = 0, bc = -1;
       for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j) {
@@ -471,8 +471,8 @@ struct AbftStagedRows {
     });
   }
   template <class Sc>
-  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g) const {
-    each_part([&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
       const int col = sc.col[rl];
       if (col < 0) return;
       double rest = 0.0;
@@ -482,8 +482,8 @@ struct AbftStagedRows {
     });
   }
   template <class Sc>
-  CUTLASS_DEVICE unsigned fix(Sc& sc) {
-    const int rl = fresh_tid();
+  CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
+    const int rl = tid;
     if (rl >= S::kM || sc.col[rl] < 0) return 0u;
     double others = 0.0;
     CUTLASS_PRAGMA_UNROLL
@@ -507,7 +507,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
   unsigned detected = 0, corrected = 0, uncorrectable = 0;
   // 1. per row: ||C_i||^2 (capped) and its largest term, the non-finite elements
-  rows.norms(sc, g);
+  rows.norms(sc, g, tid);
   if constexpr (kExact) {
     // r, r', r2 of each flagged row over k < k_done, by the whole block
     for (int rl = 0; rl < S::kM; ++rl) {
@@ -584,9 +584,9 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   }
   if (!g.online) return make_uint4(0u, detected, corrected, uncorrectable);  // the last computation: not a transient fault
   // 3. online correction of the located elements: the rest of each flagged row, summed in double
-  rows.rests(sc, g);
+  rows.rests(sc, g, tid);
   __syncthreads();
-  corrected += rows.fix(sc);
+  corrected += rows.fix(sc, tid);
   __syncthreads();  // the scratch is reused by the next verification
   return make_uint4(0u, detected, corrected, uncorrectable);
 }
@@ -601,9 +601,8 @@ CUTLASS_DEVICE void add_count(ftgen::FtCounters* c, unsigned long long ftgen::Ft
 // otherwise (and kPre rows with a term above the cap or an overflowed sum of squares) left to the rare path
 // (sc.col -3, the row's sums in sc.rs and, kPre, its r, r' in sc.ref).
 template <class K, bool kPre, class Sc>
-CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 ref_row) {
+CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 ref_row, int tid) {
   using S = AbftShape<K>;
-  const int tid = fresh_tid();
   const float unit = g.unit, rms_w = g.rms_w;
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
   if (tid < S::kM) {
@@ -645,10 +644,10 @@ CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 
 // whether the tile must be recomputed (the same in every thread). kPre: ref_row = r, r' of this thread's row (tid < kM);
 // otherwise refs(warp_m, warp_n, lane) puts the fused design's reference rows into sc.ref before the block barrier.
 template <class K, bool kPre, bool kRowA, class Sc, class Refs>
-CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRareArgs g, const float2 ref_row, Refs&& refs) {
+CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRareArgs g, const float2 ref_row, int tid, Refs&& refs) {
   using S = AbftShape<K>;
   using Frag = typename K::FragmentC;
-  const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  const int warp = tid / 32, lane = tid % 32;
   const int warp_m = warp % S::kWarpsM, warp_n = warp / S::kWarpsM;
   const bool full_n = g.col0 + S::kN <= g.N;  // block-uniform: no column of the tile past C
   // 1. sum c and sum w c per row (kPre: and ||C_i||^2 and its largest |term|): this lane's share, over the quad,
@@ -693,7 +692,7 @@ CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRare
   }
   refs(warp_m, warp_n, lane);  // the fused design: its reference rows into sc.ref
   __syncthreads();
-  abft_pass1_rows<K, kPre>(sc, g, ref_row);
+  abft_pass1_rows<K, kPre>(sc, g, ref_row, tid);
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
   // 2. (rare) the rows over that threshold
   typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
@@ -833,10 +832,11 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 
     // verify every row of the tile after k-iteration `it`; correct located faults in `a`
     auto verify = [&](int it, Frag& a) {
+      const int tid = fresh_tid();
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
       const AbftRareArgs g{p.A, p.lda, enc, k_done, M, N, row0, col0, p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f), p.fixed, rms_w,
                            p.online, !kInject || p.t.correct, attempt + 1 >= kMaxAttempts, p.t.counters};
-      redo = abft_verify<K, kPre, kRowA>(sc, a, g, ref_next, [&](int warp_m, int warp_n, int lane) {
+      const bool again = abft_verify<K, kPre, kRowA>(sc, a, g, ref_next, tid, [&](int warp_m, int warp_n, int lane) {
         if constexpr (!kPre) {
           // the reference rows: this lane's k share, over the quad's k, into shared memory
           CUTLASS_PRAGMA_UNROLL
@@ -857,6 +857,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
           }
         }
       });
+      if (again) redo = true;  // (called only while redo is false)
     };
 
     ml.run(
@@ -922,7 +923,7 @@ __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* 
   const int tid = fresh_tid();
   const float2 ref_row = (tid < S::kM && g.row0 + tid < M) ? __ldg(ref + g.row0 + tid) : make_float2(0.f, 0.f);
   AbftStagedRows<K> rows{tilebuf};
-  rows.each_part([&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+  rows.each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
     float s1 = 0.f, sw = 0.f, sq = 0.f, mx = 0.f;
 #pragma unroll 4
     for (int j = 0; j < S::kWarpN; ++j) {
@@ -936,7 +937,7 @@ __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* 
     sc.norm[w][rl] = make_float2(sq, mx);
   });
   __syncthreads();
-  abft_pass1_rows<K, true>(sc, g, ref_row);
+  abft_pass1_rows<K, true>(sc, g, ref_row, tid);
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
   const uint4 r = abft_rare<K, true, kRowA>(sc, rows, g);
   add_count(g.counters, &ftgen::FtCounters::detected, r.y);
