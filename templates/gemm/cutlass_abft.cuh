@@ -1032,12 +1032,14 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     finish(tc);
   } else {
     // the listed tiles, each split along k into `parts` of about total / parts k-iterations over as many blocks (a
-    // recomputation then costs about total / parts k-iterations after the first launch, not a whole tile); the block
-    // that finishes a tile's last part adds the partial accumulators up in k order, verifies and writes the tile
-    const int listed = *p.redo;
+    // recomputation then costs about total / parts k-iterations after the first launch, not a whole tile). The parts
+    // of a tile wait for each other (a cooperative launch: every block is resident), add the partial accumulators up
+    // in k order, each over its 1/parts of the tile, and the last one to finish verifies and writes the tile.
+    const int listed = *p.redo, tiles = p.t.tiles_m * p.t.tiles_n;
     if (listed == 0) return;
     const int parts = max(1, min(total, static_cast<int>(gridDim.x) / listed));
-    int* const done = p.redo + 1 + p.t.tiles_m * p.t.tiles_n;  // per list entry: its parts done
+    int* const stored = p.redo + 1 + tiles;  // per list entry: its parts stored
+    int* const summed = stored + tiles;      // per list entry: its parts' slices summed
     for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
       const int j = item / parts, c = item % parts, tile = p.redo[1 + j];
       const cutlass::gemm::GemmCoord tc(tile / p.t.tiles_n, tile % p.t.tiles_n, 0);
@@ -1046,20 +1048,39 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       fill_opaque(acc[0], zero_of(p.t, 0));
       run(tc, it0, it1 - it0);
       if (parts > 1) {  // block-uniform
-        store_frag<K>(p.redo_part + static_cast<size_t>(item) * K::kTileElems, acc[0], fresh_tid());
+        E* const slots = p.redo_part + static_cast<size_t>(j) * parts * K::kTileElems;
+        store_frag<K>(slots + static_cast<size_t>(c) * K::kTileElems, acc[0], fresh_tid());
         __threadfence();
         __syncthreads();
-        if (fresh_tid() == 0) sc.pend[0] = atomicAdd(done + j, 1);
-        __syncthreads();
-        if (sc.pend[0] != parts - 1) continue;
-        __threadfence();
-        load_frag<K>(p.redo_part + static_cast<size_t>(j) * parts * K::kTileElems, acc[0], fresh_tid());
-        for (int q = 1; q < parts; ++q) {
-          Frag x;
-          load_frag<K>(p.redo_part + static_cast<size_t>(j * parts + q) * K::kTileElems, x, fresh_tid());
-          CUTLASS_PRAGMA_UNROLL
-          for (int e = 0; e < Frag::kElements; ++e) acc[0][e] += x[e];
+        if (fresh_tid() == 0) {
+          atomicAdd(stored + j, 1);
+          while (*reinterpret_cast<volatile int*>(stored + j) < parts) __nanosleep(64);
         }
+        __syncthreads();
+        __threadfence();
+        // this part's slice of the tile: the sum over the parts, in k order, into slot 0
+        constexpr int kVecs = K::kTileElems * int(sizeof(E)) / 16;
+        uint4* const v = reinterpret_cast<uint4*>(slots);
+        for (int x = kVecs * c / parts + fresh_tid(); x < kVecs * (c + 1) / parts; x += K::kThreads) {
+          uint4 a = __ldcg(v + x);
+          for (int q = 1; q < parts; ++q) {
+            const uint4 b = __ldcg(v + static_cast<size_t>(q) * kVecs + x);
+            E ea[16 / sizeof(E)], eb[16 / sizeof(E)];
+            memcpy(ea, &a, 16);
+            memcpy(eb, &b, 16);
+            CUTLASS_PRAGMA_UNROLL
+            for (int u = 0; u < int(16 / sizeof(E)); ++u) ea[u] += eb[u];
+            memcpy(&a, ea, 16);
+          }
+          v[x] = a;
+        }
+        __threadfence();
+        __syncthreads();
+        if (fresh_tid() == 0) sc.pend[0] = atomicAdd(summed + j, 1);
+        __syncthreads();
+        if (sc.pend[0] != parts - 1) continue;  // another part verifies and writes the tile
+        __threadfence();
+        load_frag<K>(slots, acc[0], fresh_tid());
       }
       count_recomputation();
       if (fresh_tid() < S::kM) sc.score[fresh_tid()] = 0.f;

@@ -1942,11 +1942,13 @@ struct Runner {
         const int tiles = q.lay.tiles_m * q.lay.tiles_n;
         ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
         ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
-        if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 2 * size_t(tiles)), s)) != cudaSuccess) return e;
+        if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), s)) != cudaSuccess) return e;
         first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        redo<<<static_cast<unsigned>(std::max(dp.sms, 1)), dim3(K::kThreads), kSmemAbft, s>>>(ap);  // (redo_part: sms tiles)
-        return cudaGetLastError();
+        // a block per SM (redo_part holds sms tiles), all resident: the parts of a tile wait for each other
+        void* args[] = {&ap};
+        return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(redo), dim3(static_cast<unsigned>(std::max(dp.sms, 1))),
+                                           dim3(K::kThreads), args, kSmemAbft, s);
       }
     }
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
@@ -2107,7 +2109,7 @@ struct Launcher {
       }
       if (L.parts > 1) L.ref_parts = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
       if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
-        L.redo = take(sizeof(int) * (1 + 2 * tiles));
+        L.redo = take(sizeof(int) * (1 + 3 * tiles));
         L.redo_part = take(size_t(sms) * KM::kTileElems * sizeof(Acc));
       }
     }
