@@ -153,10 +153,10 @@ tc-prepass)
   check_speed_report specs/gemm_abft_tc_prepass.yaml gemm_abft_tc_prepass tcpre_ 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
   ;;
 tc-prepass-times)
-  # each kernel of one launch of the listed kernels of specs/gemm_abft_tc_prepass.yaml (the pre-passes and the
+  # each kernel of one launch of the listed kernels of FTGEN_NCU_SPEC (default specs/gemm_abft_tc_prepass.yaml: the pre-passes and the
   # GEMM; ncu at the application's clocks) at SHAPE (default 4096x4096x4096)
   shift 2
-  FTGEN_NCU_SPEC=specs/gemm_abft_tc_prepass.yaml build_listed "$@"
+  FTGEN_NCU_SPEC=${FTGEN_NCU_SPEC:-specs/gemm_abft_tc_prepass.yaml} build_listed "$@"
   for k in "$@"; do
     echo "== $k"
     timeout 200 ncu --clock-control none -s ${NCU_SKIP:-6} -c ${NCU_COUNT:-6} --metrics gpu__time_duration.sum,smsp__inst_executed.sum \
