@@ -317,6 +317,7 @@ struct AbftScratch {
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
   float score[S::kM];                // a row's largest score, pass 1's and the rare path's (recorded once, at the end)
   int pend[2];                       // inject builds: the tile's planned fault (index into faults or -1, k-iteration)
+  float2 pre[S::kM];                 // abft_once_kernel: r, r' of the tile's rows (fetched with the first k-tiles)
 };
 
 template <class K, class ML>
@@ -909,19 +910,13 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 // per row and warp column (the same 32-column parts whose sums abft_verify forms from the registers), in a rolled
 // loop, so the call needs few registers (a call holding the accumulators in registers cost the main loop of the
 // caller about 60 instructions per k-iteration: ptxas allocates across the call); the rare path is a call of its own.
-// Everything derived from the parameters is derived here (p by value), after the main loop.
-template <class K, bool kInject, bool kRowA, class Sc>
-__device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* tilebuf, const AbftParams<K> p, cutlass::gemm::GemmCoord tc,
-                                                int final_attempt) {
+// The arguments are a few scalars (the parameters by value went through the stack: 4% of the kernel's time at 4096^3);
+// r, r' of the rows come from shared memory (sc.pre, fetched with the tile's first k-tiles).
+template <class K, bool kRowA, class Sc>
+__device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* tilebuf, const AbftRareArgs g) {
   using S = AbftShape<K>;
-  const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
-  const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f);
-  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
-  const AbftRareArgs g{p.A, p.lda, p.enc + static_cast<long long>(tc.n()) * Kd, Kd, M, N, tc.m() * S::kM, tc.n() * S::kN, unit, p.fixed,
-                       rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters};
-  const float2* ref = p.ref + (static_cast<long long>(tc.n()) * p.chunks + p.chunks - 1) * M;  // the last (only) checkpoint
-  const int tid = fresh_tid();
-  const float2 ref_row = (tid < S::kM && g.row0 + tid < M) ? __ldg(ref + g.row0 + tid) : make_float2(0.f, 0.f);
+  const int tid = fresh_tid(), N = g.N;
+  const float2 ref_row = tid < S::kM ? sc.pre[tid] : make_float2(0.f, 0.f);
   AbftStagedRows<K> rows{tilebuf};
   rows.each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
     float s1 = 0.f, sw = 0.f, sq = 0.f, mx = 0.f;
@@ -967,6 +962,12 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   Frag acc[1];
   // k-iterations [it0, it0 + count) of tile tc into acc, from fresh iterators through a fresh pipeline (drained at
   // the end: the shared memory is free afterwards)
+  // r, r' of tile tc's rows at its (only) checkpoint into sc.pre: cp.async, in the main loop's first group of copies
+  auto fetch_ref = [&](cutlass::gemm::GemmCoord tc) {
+    const int t = fresh_tid(), M = p.t.gemm.problem_size.m(), row = tc.m() * S::kM + t;
+    const float2* ref = p.ref + (static_cast<long long>(tc.n()) * p.chunks + p.chunks - 1) * M;
+    if (t < S::kM) cutlass::arch::cp_async_zfill<8>(&sc.pre[t], ref + (row < M ? row : 0), row < M);
+  };
   auto run = [&](cutlass::gemm::GemmCoord tc, int it0, int count) {
     Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(it0, p.t.gemm.problem_size.k(), S::kK, total), tid);
     ML ml(st.ss.main_loop, tid, warp, lane);
@@ -976,7 +977,12 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   auto verify = [&](cutlass::gemm::GemmCoord tc, int attempt) {
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { tilebuf[x] = acc[0][e]; });
     __syncthreads();
-    const bool redo = abft_verify_staged<K, kInject, kRowA>(sc, tilebuf, p, tc, attempt + 1 >= kMaxAttempts);
+    const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
+    const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f);
+    const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
+    const AbftRareArgs g{p.A, p.lda, p.enc + static_cast<long long>(tc.n()) * Kd, Kd, M, N, tc.m() * S::kM, tc.n() * S::kN, unit, p.fixed,
+                         rms_w, p.online, !kInject || p.t.correct, attempt + 1 >= kMaxAttempts, p.t.counters};
+    const bool redo = abft_verify_staged<K, kRowA>(sc, tilebuf, g);
     __syncthreads();
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { acc[0][e] = tilebuf[x]; });
     __syncthreads();  // the shared memory goes back to the main loop or the epilogue
@@ -986,6 +992,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   // recompute it
   auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
     fill_opaque(acc[0], zero_of(p.t, 0));
+    fetch_ref(tc);
     if (step < 0 || step >= total) {
       run(tc, 0, total);
     } else {
@@ -1046,6 +1053,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       const int it0 = static_cast<int>(static_cast<long long>(total) * c / parts);
       const int it1 = static_cast<int>(static_cast<long long>(total) * (c + 1) / parts);
       fill_opaque(acc[0], zero_of(p.t, 0));
+      fetch_ref(tc);
       run(tc, it0, it1 - it0);
       if (parts > 1) {  // block-uniform
         E* const slots = p.redo_part + static_cast<size_t>(j) * parts * K::kTileElems;
