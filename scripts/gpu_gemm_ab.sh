@@ -2,7 +2,7 @@
 # A/B of the CUTLASS-backend GEMM headers on the device machine: the same spec built once per version, A with the
 # working tree's templates, B (C, D, ...) with the tensor-core headers (cutlass_abft.cuh, cutlass_tmr.cuh) found in
 # DIR_B (DIR_C, ...: a colon-separated list), then the listed kernels benched in turn (A, B, ..., A, B, ...), REPS
-# rounds (default 3), 16 faults per launch. Usage:
+# rounds (default 3), INJECT (default 16) faults per launch. Usage:
 #   mkdir -p ab/old && git show COMMIT:templates/gemm/cutlass_abft.cuh > ab/old/cutlass_abft.cuh   # (and cutlass_tmr.cuh)
 #   bash scripts/gpu_gemm_ab.sh OUT ab/old[:ab/other...] [SPEC] [KERNELS] [SHAPES]
 # Files: OUT/ab_{A,B,...}_<round>.jsonl (ftgen bench JSON lines).
@@ -36,7 +36,7 @@ for job in $(jobs -p); do wait "$job" || fail=1; done
 [ $fail = 0 ] || { tail -n 30 "$out"/build_*.log; exit 3; }
 for rep in $(seq 1 "${REPS:-3}"); do
   for v in "${versions[@]}"; do
-    FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" --inject 16 \
+    FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" --inject "${INJECT:-16}" \
       --reps 10 --warmup 3 --json "$out/ab_${v}_$rep.jsonl" > /dev/null 2>&1
     echo "$v round $rep rc=$?"
   done
