@@ -970,8 +970,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   };
   auto run = [&](cutlass::gemm::GemmCoord tc, int it0, int count) {
     Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(it0, p.t.gemm.problem_size.k(), S::kK, total), tid);
-    ML ml(st.ss.main_loop, tid, warp, lane);
-    ml.run(count, acc, its.A, its.B, NoCheck{}, NoSlow{});
+    typename K::Mma mma(st.ss.main_loop, tid, warp, lane);  // CUTLASS's own (its staged sums added a k-group late)
+    mma(count, acc[0], its.A, its.B, acc[0]);
   };
   // verify acc as tile tc's after computation `attempt` (staged, a call, reloaded); true: recompute the tile
   auto verify = [&](cutlass::gemm::GemmCoord tc, int attempt) {
