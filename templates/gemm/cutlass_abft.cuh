@@ -641,6 +641,14 @@ CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 
   }
 }
 
+// The counters of a rare path's outcome {recompute, detected, corrected, uncorrectable}; whether to recompute.
+CUTLASS_DEVICE bool abft_rare_outcome(const uint4 r, ftgen::FtCounters* counters) {
+  add_count(counters, &ftgen::FtCounters::detected, r.y);
+  add_count(counters, &ftgen::FtCounters::corrected, r.z);
+  add_count(counters, &ftgen::FtCounters::uncorrectable, r.w);
+  return r.x != 0;
+}
+
 // Verify every row of the tile from the accumulators `a` (after g.k_done of k); correct located faults in `a`. Returns
 // whether the tile must be recomputed (the same in every thread). kPre: ref_row = r, r' of this thread's row (tid < kM);
 // otherwise refs(warp_m, warp_n, lane) puts the fused design's reference rows into sc.ref before the block barrier.
@@ -703,10 +711,7 @@ CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRare
   const uint4 r = abft_rare<K, kPre, kRowA>(sc, rows, g);
   CUTLASS_PRAGMA_UNROLL
   for (int e = 0; e < Frag::kElements; ++e) a[e] = buf[e];
-  add_count(g.counters, &ftgen::FtCounters::detected, r.y);
-  add_count(g.counters, &ftgen::FtCounters::corrected, r.z);
-  add_count(g.counters, &ftgen::FtCounters::uncorrectable, r.w);
-  return r.x != 0;
+  return abft_rare_outcome(r, g.counters);
 }
 
 // kPre (ref_checksums: prepass): the reference rows come from abft_ref_kernel at every checkpoint, the main loop
@@ -934,11 +939,7 @@ __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* 
   __syncthreads();
   abft_pass1_rows<K, true>(sc, g, ref_row, tid);
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
-  const uint4 r = abft_rare<K, true, kRowA>(sc, rows, g);
-  add_count(g.counters, &ftgen::FtCounters::detected, r.y);
-  add_count(g.counters, &ftgen::FtCounters::corrected, r.z);
-  add_count(g.counters, &ftgen::FtCounters::uncorrectable, r.w);
-  return r.x != 0;
+  return abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);
 }
 
 // kRedo = false: a block per tile (the grid of the unprotected kernel); a tile whose verification asks for a
