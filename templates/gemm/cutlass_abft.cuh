@@ -496,7 +496,8 @@ struct AbftStagedRows {
 
 // The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their sum c and sum w c in sc.rs, their
 // r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (the robust norm ||C_i|| without its
-// largest element, the non-finite elements), located rows corrected in `a` (the accumulators). Inlined: as a call
+// largest element, the non-finite elements), located rows corrected through `rows` (AbftFragRows: the accumulators in
+// registers; AbftStagedRows: the tile staged in shared memory). Inlined into abft_kernel: as a call
 // (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32
 // prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
 // kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
@@ -904,13 +905,14 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 }
 
 // ---- ref_checksums: prepass with one checkpoint per tile (interval >= the tile's k-iterations) ------------------
-// The verification then comes after the main loop, and the main loop is the unprotected one: CUTLASS's pipeline
-// without a hook (the static SASS of the aligned tf32x3 128x128x32 kernel: 769 instructions per k-iteration and
-// warp against 768 unprotected and 817 / 820 for abft_kernel, whose loop leaves for the verification). The
-// accumulators are staged in the main loop's shared memory (idle once the loop is drained) and verified there by a
-// call (abft_verify_staged), so no register, predicate or address of the verification is live in the loop. The
+// The verification then comes after the main loop, and the main loop is the unprotected one: CUTLASS's
+// MmaMultistage without a hook (the static SASS of the aligned tf32x3 128x128x32 kernel: 768 instructions per
+// k-iteration and warp, as unprotected, against 817 / 820 for abft_kernel, whose loop leaves for the verification).
+// The accumulators are staged in the main loop's shared memory (idle once the loop is drained) and verified there by
+// a call (abft_verify_staged), so no register, predicate or address of the verification is live in the loop. The
 // inject build runs a tile with a planned fault in two pipelines, split after the fault's k-iteration (the other
 // tiles in one, as the clean build).
+
 // Verify the staged tile (kPre, one checkpoint) and correct it in place; true: recompute the tile. Pass 1 takes a thread
 // per row and warp column (the same 32-column parts whose sums abft_verify forms from the registers), in a rolled
 // loop, so the call needs few registers (a call holding the accumulators in registers cost the main loop of the
@@ -961,14 +963,14 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
   const int total = p.t.total_k;
   Frag acc[1];
-  // k-iterations [it0, it0 + count) of tile tc into acc, from fresh iterators through a fresh pipeline (drained at
-  // the end: the shared memory is free afterwards)
   // r, r' of tile tc's rows at its (only) checkpoint into sc.pre: cp.async, in the main loop's first group of copies
   auto fetch_ref = [&](cutlass::gemm::GemmCoord tc) {
     const int t = fresh_tid(), M = p.t.gemm.problem_size.m(), row = tc.m() * S::kM + t;
     const float2* ref = p.ref + (static_cast<long long>(tc.n()) * p.chunks + p.chunks - 1) * M;
     if (t < S::kM) cutlass::arch::cp_async_zfill<8>(&sc.pre[t], ref + (row < M ? row : 0), row < M);
   };
+  // k-iterations [it0, it0 + count) of tile tc into acc, from fresh iterators through a fresh pipeline (drained at
+  // the end: the shared memory is free afterwards)
   auto run = [&](cutlass::gemm::GemmCoord tc, int it0, int count) {
     Iterators<K> its(p.t.gemm, tc.m(), tc.n(), k_offset(it0, p.t.gemm.problem_size.k(), S::kK, total), tid);
     typename K::Mma mma(st.ss.main_loop, tid, warp, lane);  // CUTLASS's own (its staged sums added a k-group late)
@@ -1092,7 +1094,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
         load_frag<K>(slots, acc[0], fresh_tid());
       }
       count_recomputation();
-      if (fresh_tid() < S::kM) sc.score[fresh_tid()] = 0.f;
+      if (const int t = fresh_tid(); t < S::kM) sc.score[t] = 0.f;
       bool redo = verify(tc, 1);
       for (int attempt = 2; redo; ++attempt) {  // (a second detection: the whole tile in this block)
         count_recomputation();
