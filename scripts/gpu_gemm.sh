@@ -195,6 +195,44 @@ tc-prepass-once)
   # 4096^3 / 8192^3 clean and with 16 faults
   check_speed_report specs/gemm_abft_tc_prepass_once.yaml gemm_abft_tc_prepass_once tconce_ 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
   ;;
+tc-concurrent)
+  # ref_checksums: concurrent (the reference pre-pass beside the GEMM on a second stream, the check kernel after both)
+  # next to prepass with one checkpoint and the unprotected kernel (specs/gemm_abft_tc_concurrent.yaml): odd shapes
+  # with faults, 4096^3 / 8192^3 clean and with 16 faults; then the stream modes (FTGEN_ABFT_SIDE serial / high / low)
+  # of the concurrent kernels in turn, ROUNDS rounds (default 2), with 16 and with 1 fault per launch
+  check_speed_report specs/gemm_abft_tc_concurrent.yaml gemm_abft_tc_concurrent tcconc_ 1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
+  for rep in $(seq 1 "${ROUNDS:-2}"); do
+    for nf in 16 1; do
+      for side in serial high low; do
+        FTGEN_ABFT_SIDE=$side ft bench $gen/gemm_abft_tc_concurrent --kernels '*_prepass_inj,*rr_conc_inj' \
+          --shapes 4096x4096x4096,8192x8192x8192 --inject $nf --reps 10 --warmup 3 \
+          --json "$out/tcconc_side_${side}_f${nf}_$rep.jsonl" > /dev/null 2>> "$out/tcconc_side.err"
+        echo "side $side faults $nf round $rep rc=$?"
+      done
+    done
+  done
+  python3 - "$out" <<'PY'
+import glob, json, statistics, sys
+cell = {}
+for f in glob.glob(f"{sys.argv[1]}/tcconc_side_*.jsonl"):
+    side, nf = f.rsplit("/", 1)[1].split("_")[2:4]
+    for line in open(f):
+        r = json.loads(line)
+        if "paired" not in r:
+            continue
+        k = ("conc" if "_conc" in r["kernel"] else "prepass", nf, "x".join(str(r["shape"][d]) for d in "mnk"))
+        c = cell.setdefault(k, {}).setdefault(side, {"x": [], "ok": True})
+        c["x"].append(r["paired"]["x_unprotected"])
+        c["ok"] &= bool(r.get("ok")) and not r.get("false_alarms")
+print(f"{'kernel':8s} {'faults':6s} {'shape':16s} {'serial':>9s} {'high':>9s} {'low':>9s}   (median x unprotected, paired)")
+for (k, nf, sh), sides in sorted(cell.items()):
+    row = [f"{statistics.median(sides[s]['x']):.3f}{'' if sides[s]['ok'] else '!'}" if s in sides else "-" for s in ("serial", "high", "low")]
+    print(f"{k:8s} {nf:6s} {sh:16s} " + " ".join(f"{x:>9s}" for x in row))
+PY
+  ;;
+tc-concurrent-campaign)
+  run_campaign specs/gemm_abft_tc_concurrent_campaign.yaml tcconc_ ${SEED:-7}
+  ;;
 tc-prepass-once-campaign)
   run_campaign specs/gemm_abft_tc_prepass_once_campaign.yaml tconce_ ${SEED:-7}
   ;;

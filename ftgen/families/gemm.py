@@ -236,6 +236,8 @@ class GemmFamily(Family):
             )
         if g.stages not in (2, 3, 4, 5, 6):
             r.append(f"stages={g.stages}: the SIMT kernels take 2 (register staging) to 6 (cp.async)")
+        if v.get("ref_checksums", "fused") == "concurrent":
+            r.append("ref_checksums: concurrent is a CUTLASS-backend design (backend: cutlass); the SIMT kernels take fused or prepass")
         if g.threads > 1024:
             r.append(f"{g.threads} threads per block (more than 1024)")
         if g.smem_bytes > MAX_SMEM:

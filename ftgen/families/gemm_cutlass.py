@@ -121,9 +121,12 @@ PARAMS = (
     Param("layout_b", str, ("row",), "layout of B (K x N)", choices=("row", "col")),
     Param("coop_teams", int, (0,), "tmr cooperative: teams of three threadblocks (0: as many as fit co-resident)", check=at_least(0)),
     Param("ref_checksums", str, ("fused",), "abft: where the reference row checksums A (B e), A (B w) come from: fused "
-          "(carried in the main loop from the A fragments of the tensor cores) or prepass (a pre-pass kernel per "
-          "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint)",
-          choices=("fused", "prepass")),
+          "(carried in the main loop from the A fragments of the tensor cores), prepass (a pre-pass kernel per "
+          "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint) "
+          "or concurrent (the pre-pass on a second stream while the GEMM runs, the GEMM storing each tile's row sums, a "
+          "check kernel after both; where a tile has one checkpoint and beta = 0, else as prepass; workspace: 16 bytes "
+          "more per row, block column and warp column)",
+          choices=("fused", "prepass", "concurrent")),
 )
 
 # Defaults that fit each precision (the tuple above holds the tf32 ones). `param_defs` returns these;
@@ -335,8 +338,8 @@ def constraints(v: Variant) -> list[str]:
         r.append(f"abft: tb_k={g.tb[2]}: warp 0 stages a k-iteration's B encodings one per lane (tb_k <= 32)")
     if lvl == "kernel" and g.interval != 1:
         r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
-    if v.get("ref_checksums", "fused") == "prepass" and lvl != "abft":
-        r.append("ref_checksums: prepass applies to abft only (the reference checksums of threadblock ABFT)")
+    if v.get("ref_checksums", "fused") != "fused" and lvl != "abft":
+        r.append(f"ref_checksums: {v.get('ref_checksums')} applies to abft only (the reference checksums of threadblock ABFT)")
     if g.coop_teams and lvl != "cooperative":
         r.append("coop_teams applies to tmr cooperative only")
     if lvl == "cooperative" and g.coop_teams:
@@ -359,7 +362,7 @@ CONSTRAINT_DOCS = [
     "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
     "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
     "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
-    "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32; ref_checksums fused or prepass (abft only)",
+    "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32; ref_checksums fused, prepass or concurrent (abft only)",
 ]
 
 
@@ -440,8 +443,13 @@ def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | No
 
 
 def abft_prepass(v: Variant) -> bool:
-    """Threadblock ABFT whose reference checksums come from the pre-pass kernel (ref_checksums: prepass)."""
-    return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") == "prepass"
+    """Threadblock ABFT whose reference checksums come from the pre-pass kernel (ref_checksums: prepass or concurrent)."""
+    return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") in ("prepass", "concurrent")
+
+
+def abft_concurrent(v: Variant) -> bool:
+    """ref_checksums: concurrent: the pre-pass beside the GEMM on a second stream, the check after both."""
+    return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") == "concurrent"
 
 
 def kernel_name(v: Variant) -> str:
@@ -455,7 +463,7 @@ def kernel_name(v: Variant) -> str:
     if g.level == "cooperative" and g.coop_teams:
         name += f"_teams{g.coop_teams}"
     if abft_prepass(v):
-        name += "_prepass"
+        name += "_conc" if abft_concurrent(v) else "_prepass"
     return name + ("_inj" if v.protection.inject else "")
 
 
@@ -790,6 +798,7 @@ def template_context(family, v: Variant) -> dict:
         "abft_fixed": repr(float(v.protection.threshold)) if v.protection.threshold != "auto" else "0.0",
         "abft_online": 1 if v.protection.correct == "online" else 0,
         "abft_prepass": abft_prepass(v),
+        "abft_concurrent": abft_concurrent(v),
         "copies": 1 if g.level == "abft" else COPIES,
         "row_a": g.layout_a == "row",
         "row_b": g.layout_b == "row",

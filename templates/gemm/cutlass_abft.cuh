@@ -262,6 +262,7 @@ struct AbftParams {
   int online;         // correct: online (1) or detect (0: any detection recomputes the tile)
   int* redo;          // abft_once_kernel: [count][tiles to recompute][parts done per listed tile]
   typename K::ElementAcc* redo_part;  // abft_once_kernel<.., kRedo = true>: partial accumulators, gridDim.x tiles
+  float4* obs;        // abft_once_kernel<.., kDefer = true>: per row, strip and warp column {sum c, sum w c, sum c^2, max |c|}
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -430,6 +431,42 @@ struct AbftFragRows {
   }
 };
 
+// The rare path's sums over one (row rl, warp column w) part of a tile, its elements get(j) for j < kWarpN from column c0
+// (columns past N count for nothing): sc.norm[w][rl] = {sum of the capped squares, largest capped square}, sc.bad[w][rl]
+// = {non-finite elements, a non-finite column}; sc.rest[w][rl] = the sum, in double, of the part's elements but the
+// row's located column sc.col[rl] (rows with sc.col >= 0).
+template <class K, class Sc, class Get>
+CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, Get&& get) {
+  using S = AbftShape<K>;
+  const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+  float sq = 0.f, mx = 0.f;
+  int nb = 0, bc = -1;
+  for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j) {
+    const float v = get(j);
+    if (isfinite(v)) {
+      const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
+      sq += c2;
+      mx = fmaxf(mx, c2);
+    } else {
+      ++nb;
+      bc = c0 + j;
+    }
+  }
+  sc.norm[w][rl] = make_float2(sq, mx);
+  sc.bad[w][rl] = make_int2(nb, bc);
+}
+
+template <class K, class Sc, class Get>
+CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, Get&& get) {
+  using S = AbftShape<K>;
+  const int col = sc.col[rl];
+  if (col < 0) return;
+  double rest = 0.0;
+  for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j)
+    if (c0 + j != col) rest += get(j);
+  sc.rest[w][rl] = rest;
+}
+
 // The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
 template <class K>
 struct AbftStagedRows {
@@ -452,35 +489,11 @@ struct AbftStagedRows {
   }
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
-    const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
-    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
-      float sq = 0.f, mx = 0.f;
-      int nb = 0, bc = -1;
-      for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j) {
-        const float v = static_cast<float>(x[j]);
-        if (isfinite(v)) {
-          const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
-          sq += c2;
-          mx = fmaxf(mx, c2);
-        } else {
-          ++nb;
-          bc = c0 + j;
-        }
-      }
-      sc.norm[w][rl] = make_float2(sq, mx);
-      sc.bad[w][rl] = make_int2(nb, bc);
-    });
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_norms<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<float>(x[j]); }); });
   }
   template <class Sc>
   CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
-      const int col = sc.col[rl];
-      if (col < 0) return;
-      double rest = 0.0;
-      for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j)
-        if (c0 + j != col) rest += static_cast<double>(x[j]);
-      sc.rest[w][rl] = rest;
-    });
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_rest<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<double>(x[j]); }); });
   }
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
@@ -490,6 +503,44 @@ struct AbftStagedRows {
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
     tile[rl * kPitch + sc.col[rl]] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
+    return 1u;
+  }
+};
+
+// The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
+// accumulators (the deferred design runs with beta = 0 only), D pointing at the tile's origin, `rows` of it inside C;
+// values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
+template <class K>
+struct AbftGlobalRows {
+  using S = AbftShape<K>;
+  using EC = typename K::ElementC;
+  EC* D;
+  long long ldd;
+  int rows;
+  float alpha;
+  template <class F>
+  CUTLASS_DEVICE void each_part(int tid, F&& f) const {
+    for (int x = tid; x < S::kM * S::kWarpsN; x += K::kThreads) {
+      const int rl = x % S::kM, w = x / S::kM;
+      if (rl < rows) f(rl, w, D + rl * ldd + w * S::kWarpN, w * S::kWarpN);
+    }
+  }
+  template <class Sc>
+  CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
+    each_part(tid, [&](int rl, int w, const EC* x, int c0) { abft_part_norms<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<float>(x[j]) / alpha; }); });
+  }
+  template <class Sc>
+  CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
+    each_part(tid, [&](int rl, int w, const EC* x, int c0) { abft_part_rest<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<double>(x[j]) / alpha; }); });
+  }
+  template <class Sc>
+  CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
+    const int rl = tid;
+    if (rl >= S::kM || rl >= rows || sc.col[rl] < 0) return 0u;
+    double others = 0.0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+    D[rl * ldd + sc.col[rl]] = static_cast<EC>(static_cast<double>(alpha) * (static_cast<double>(sc.rtot[rl]) - others));
     return 1u;
   }
 };
@@ -650,6 +701,43 @@ CUTLASS_DEVICE bool abft_rare_outcome(const uint4 r, ftgen::FtCounters* counters
   return r.x != 0;
 }
 
+// Pass 1's sums of this lane's fragment `a`: per row of the lane, sum c and sum w c (kNorm: and sum c^2, max |c|) over
+// the lane's columns, then over the quad (shuffles); store(row in the tile, s1, sw, sq, mx) in the quad's first lane, for
+// the warp's 32-column part warp_n. Columns past N count as 0 (full_n: none, block-uniform). The squares are not
+// capped (a row with a term above the cap goes to the rare path; abft_pass1_rows).
+template <class K, bool kNorm, class Store>
+CUTLASS_DEVICE void abft_frag_sums(typename K::FragmentC const& a, bool full_n, int col0, int N, int lane, int warp_m, int warp_n, Store&& store) {
+  using S = AbftShape<K>;
+  float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kNorm ? S::kRowsPerThread : 1], mx[kNorm ? S::kRowsPerThread : 1];
+  CUTLASS_PRAGMA_UNROLL
+  for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
+  CUTLASS_PRAGMA_UNROLL
+  for (int q = 0; q < (kNorm ? S::kRowsPerThread : 1); ++q) sq[q] = mx[q] = 0.f;
+  auto add = [&](float v, int cl, int q) {
+    s1[q] += v;
+    sw[q] = fmaf(float(cl + 1), v, sw[q]);
+    if constexpr (kNorm) {
+      sq[q] = fmaf(v, v, sq[q]);
+      mx[q] = fmaxf(mx[q], fabsf(v));
+    }
+  };
+  // (one select per element: a second copy of the loop for whole tiles was if-converted, both copies issued)
+  S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) { add((full_n || col0 + cl < N) ? static_cast<float>(a[e]) : 0.f, cl, q); });
+  CUTLASS_PRAGMA_UNROLL
+  for (int q = 0; q < S::kRowsPerThread; ++q) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 1; o < 4; o <<= 1) {
+      s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
+      sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
+      if constexpr (kNorm) {
+        sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
+        mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
+      }
+    }
+    if ((lane & 3) == 0) store(warp_m * S::kWarpM + S::row_of(lane, q), s1[q], sw[q], kNorm ? sq[q] : 0.f, kNorm ? mx[q] : 0.f);
+  }
+}
+
 // Verify every row of the tile from the accumulators `a` (after g.k_done of k); correct located faults in `a`. Returns
 // whether the tile must be recomputed (the same in every thread). kPre: ref_row = r, r' of this thread's row (tid < kM);
 // otherwise refs(warp_m, warp_n, lane) puts the fused design's reference rows into sc.ref before the block barrier.
@@ -666,40 +754,10 @@ CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRare
   //    decided by the rare path (non-finite values land there too). kPre: the squares are not capped here; a
   //    row with a term above the cap (or a sum of squares that overflowed) goes to the rare path, so a row
   //    pass 1 lets through had the same sums capped (5 instructions per element instead of 7).
-  {
-    float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kPre ? S::kRowsPerThread : 1], mx[kPre ? S::kRowsPerThread : 1];
-    CUTLASS_PRAGMA_UNROLL
-    for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
-    CUTLASS_PRAGMA_UNROLL
-    for (int q = 0; q < (kPre ? S::kRowsPerThread : 1); ++q) sq[q] = mx[q] = 0.f;
-    auto add = [&](float v, int cl, int q) {
-      s1[q] += v;
-      sw[q] = fmaf(float(cl + 1), v, sw[q]);
-      if constexpr (kPre) {
-        sq[q] = fmaf(v, v, sq[q]);
-        mx[q] = fmaxf(mx[q], fabsf(v));
-      }
-    };
-    // (one select per element: a second copy of the loop for whole tiles was if-converted, both copies issued)
-    S::each(lane, warp_m, warp_n, [&](int e, int, int cl, int q) { add((full_n || g.col0 + cl < g.N) ? static_cast<float>(a[e]) : 0.f, cl, q); });
-    CUTLASS_PRAGMA_UNROLL
-    for (int q = 0; q < S::kRowsPerThread; ++q) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int o = 1; o < 4; o <<= 1) {
-        s1[q] += __shfl_xor_sync(0xffffffffu, s1[q], o);
-        sw[q] += __shfl_xor_sync(0xffffffffu, sw[q], o);
-        if constexpr (kPre) {
-          sq[q] += __shfl_xor_sync(0xffffffffu, sq[q], o);
-          mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], o));
-        }
-      }
-      if ((lane & 3) == 0) {
-        const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
-        sc.sums[warp_n][rl] = make_float2(s1[q], sw[q]);
-        if constexpr (kPre) sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
-      }
-    }
-  }
+  abft_frag_sums<K, kPre>(a, full_n, g.col0, g.N, lane, warp_m, warp_n, [&](int rl, float s1, float sw, float sq, float mx) {
+    sc.sums[warp_n][rl] = make_float2(s1, sw);
+    if constexpr (kPre) sc.norm[warp_n][rl] = make_float2(sq, mx);
+  });
   refs(warp_m, warp_n, lane);  // the fused design: its reference rows into sc.ref
   __syncthreads();
   abft_pass1_rows<K, kPre>(sc, g, ref_row, tid);
@@ -949,8 +1007,9 @@ __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* 
 // (launched after it, a block per SM): the listed tiles, recomputed (at most kMaxAttempts computations in all) and
 // written. Kept apart so the first kernel's main loop is not nested in a loop of recomputations (that cost it 20
 // instructions per k-iteration and spills).
-template <class K, bool kInject, bool kRowA, bool kRedo>
+template <class K, bool kInject, bool kRowA, bool kRedo, bool kDefer = false>
 __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p) {
+  static_assert(!(kRedo && kDefer), "the recomputation verifies in the kernel");
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
   using Frag = typename K::FragmentC;
   using S = AbftShape<K>;
@@ -993,9 +1052,18 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   };
   // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification; true:
   // recompute it
+  // kDefer: the tile's pass-1 sums, per row and warp column, to p.obs (abft_check_kernel decides after the kernel)
+  auto defer_sums = [&](cutlass::gemm::GemmCoord tc) {
+    const int t = fresh_tid(), w = t / 32, M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n();
+    const int warp_n = w / S::kWarpsM, row0 = tc.m() * S::kM, col0 = tc.n() * S::kN;
+    float4* const obs = p.obs + (static_cast<long long>(tc.n()) * S::kWarpsN + warp_n) * M + row0;
+    abft_frag_sums<K, true>(acc[0], col0 + S::kN <= N, col0, N, t % 32, w % S::kWarpsM, warp_n, [&](int rl, float s1, float sw, float sq, float mx) {
+      if (row0 + rl < M) obs[rl] = make_float4(s1, sw, sq, mx);
+    });
+  };
   auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
     fill_opaque(acc[0], zero_of(p.t, 0));
-    fetch_ref(tc);
+    if constexpr (!kDefer) fetch_ref(tc);
     if (step < 0 || step >= total) {
       run(tc, 0, total);
     } else {
@@ -1006,7 +1074,12 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       }
       if (step + 1 < total) run(tc, step + 1, total - step - 1);
     }
-    return verify(tc, attempt);
+    if constexpr (kDefer) {
+      defer_sums(tc);
+      return false;
+    } else {
+      return verify(tc, attempt);
+    }
   };
   auto count_recomputation = [&] {
     if (fresh_tid() == 0) {
@@ -1104,4 +1177,63 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       __syncthreads();  // the epilogue's shared memory, before the next item's main loop
     }
   }
+}
+
+// ---- ref_checksums: concurrent: the check after the GEMM -----------------------------------------------------------
+// The GEMM (abft_once_kernel<.., kDefer = true>) runs while the pre-passes compute r, r' on another stream; it stores
+// each tile's pass-1 sums per row and warp column (p.obs) beside C. This kernel, after both, takes a block per tile: pass
+// 1 against r, r' as abft_verify_staged's, and on a flagged row the same rare path on the tile in C (AbftGlobalRows:
+// located elements corrected in C); a tile that needs a recomputation is listed in p.redo for abft_once_kernel's
+// second launch. (beta = 0 only: C then holds alpha x the accumulators and nothing of its old value is needed.)
+template <class K>
+struct AbftCheckParams {
+  const float4* obs;   // [strip][warp column][m] (abft_once_kernel<.., kDefer>)
+  const float2* ref;   // [strip][chunk][m] (the pre-pass; chunks == 1 here)
+  int chunks;
+  const float4* enc;   // [strip][k]
+  const float* A;
+  long long lda;
+  typename K::ElementC* D;
+  long long ldd;
+  float alpha;
+  int M, N, Kd, tiles_n;
+  float unit, fixed;
+  int online, correct;
+  ftgen::FtCounters* counters;
+  int* redo;           // [count][tiles to recompute]...
+};
+
+template <class K, bool kRowA>
+__global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftCheckParams<K> p) {
+  using S = AbftShape<K>;
+  __shared__ AbftScratch<K, 4> sc;
+  const int tid = threadIdx.x, tile = blockIdx.x, tn = tile % p.tiles_n;
+  const int row0 = (tile / p.tiles_n) * S::kM, col0 = tn * S::kN, row = row0 + tid;
+  float2 ref_row = make_float2(0.f, 0.f);
+  if (tid < S::kM) {
+    const bool in = row < p.M;
+    CUTLASS_PRAGMA_UNROLL
+    for (int w = 0; w < S::kWarpsN; ++w) {
+      const float4 o = in ? __ldg(p.obs + (static_cast<long long>(tn) * S::kWarpsN + w) * p.M + row) : make_float4(0.f, 0.f, 0.f, 0.f);
+      sc.sums[w][tid] = make_float2(o.x, o.y);
+      sc.norm[w][tid] = make_float2(o.z, o.w);
+    }
+    if (in) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * p.M + row);
+    sc.score[tid] = 0.f;
+  }
+  __syncthreads();
+  const float unit = p.unit * (sqrtf(float(p.Kd)) + sqrtf(float(S::kN)) + 1.f);
+  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
+  const AbftRareArgs g{p.A, p.lda, p.enc + static_cast<long long>(tn) * p.Kd, p.Kd, p.M, p.N, row0, col0, unit, p.fixed,
+                       rms_w, p.online, p.correct, kMaxAttempts <= 1, p.counters};
+  abft_pass1_rows<K, true>(sc, g, ref_row, tid);
+  if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) != 0) {  // (rare)
+    AbftGlobalRows<K> rows{p.D + static_cast<long long>(row0) * p.ldd + col0, p.ldd, min(S::kM, p.M - row0), p.alpha};
+    if (abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), p.counters)) {  // block-uniform
+      if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
+      return;
+    }
+  }
+  const float best = tid < S::kM ? sc.score[tid] : 0.f;
+  if (best > 0.f) ftgen::record_score(p.counters, static_cast<double>(best));
 }

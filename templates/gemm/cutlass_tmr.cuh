@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -51,6 +52,11 @@ namespace ftgen_tmr {
 #define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
 #endif
 constexpr bool kAbftPrepass = FTGEN_ABFT_PREPASS != 0;
+#ifndef FTGEN_ABFT_CONCURRENT
+#define FTGEN_ABFT_CONCURRENT 0  // ref_checksums: concurrent (implies the pre-pass)
+#endif
+constexpr bool kAbftConcurrent = FTGEN_ABFT_CONCURRENT != 0;
+static_assert(!kAbftConcurrent || kAbftPrepass, "ref_checksums: concurrent runs the pre-pass kernels");
 
 enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4, kLevelAbft = 5 };
 constexpr int kCopies = 3;
@@ -1456,26 +1462,34 @@ inline cudaError_t device_props(DeviceProps& out) {
   return cudaSuccess;
 }
 
-// Two extra non-blocking streams and events for the concurrent copies (created once per process).
+// Two extra non-blocking streams and events for the concurrent copies (created once per process). prio: the streams of
+// ref_checksums: concurrent, s[0] at the device's greatest priority and s[1] at its least (the GEMM on one, the
+// pre-passes on the other: FTGEN_ABFT_SIDE).
 struct Streams {
   cudaStream_t s[2] = {nullptr, nullptr};
   cudaEvent_t fork = nullptr, join[2] = {nullptr, nullptr};
 };
-inline cudaError_t streams(Streams*& out) {
-  static Streams st;
-  static bool ready = false;
-  if (!ready) {
-    for (int i = 0; i < 2; ++i) {
-      cudaError_t e = cudaStreamCreateWithFlags(&st.s[i], cudaStreamNonBlocking);
-      if (e != cudaSuccess) return e;
-      e = cudaEventCreateWithFlags(&st.join[i], cudaEventDisableTiming);
+inline cudaError_t streams(Streams*& out, bool prio = false) {
+  static Streams st[2];
+  static bool ready[2] = {false, false};
+  Streams& x = st[prio ? 1 : 0];
+  if (!ready[prio ? 1 : 0]) {
+    int least = 0, greatest = 0;
+    if (prio) {
+      const cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
       if (e != cudaSuccess) return e;
     }
-    cudaError_t e = cudaEventCreateWithFlags(&st.fork, cudaEventDisableTiming);
+    for (int i = 0; i < 2; ++i) {
+      cudaError_t e = cudaStreamCreateWithPriority(&x.s[i], cudaStreamNonBlocking, i == 0 ? greatest : least);
+      if (e != cudaSuccess) return e;
+      e = cudaEventCreateWithFlags(&x.join[i], cudaEventDisableTiming);
+      if (e != cudaSuccess) return e;
+    }
+    cudaError_t e = cudaEventCreateWithFlags(&x.fork, cudaEventDisableTiming);
     if (e != cudaSuccess) return e;
-    ready = true;
+    ready[prio ? 1 : 0] = true;
   }
-  out = &st;
+  out = &x;
   return cudaSuccess;
 }
 
@@ -1530,7 +1544,7 @@ inline bool operand_aligned(const void* ptr, Operand o, int align, size_t elem_b
 // Byte offsets of the workspace sections (each 256-byte aligned) for one problem.
 struct Layout {
   size_t rep_a = 0, rep_b = 0, ctl = 0, d[kCopies] = {0, 0, 0}, s[kCopies] = {0, 0, 0};
-  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, ref_parts = 0, redo = 0, redo_part = 0;
+  size_t coop_smid = 0, coop_ctr = 0, coop_role = 0, coop_meta = 0, coop_slots = 0, coop_digests = 0, enc = 0, ref = 0, ref_parts = 0, redo = 0, redo_part = 0, obs = 0;
   size_t total = 0;
   long long ld_rep_a = 0, ld_rep_b = 0, ldw = 0;
   int tiles_m = 0, tiles_n = 0, total_k = 0, teams = 0;
@@ -1869,7 +1883,8 @@ struct Runner {
   }
 
   // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
-  static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
+  // The pre-passes of threadblock ABFT on stream s: the strip encodings of B, then (prepass) r, r' at every checkpoint.
+  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
     const int strips = q.lay.tiles_n;
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
@@ -1888,23 +1903,8 @@ struct Runner {
                                                                                           K::Shape::kN, strips, enc, E, q.lay.ref_w);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    auto kernel = abft_kernel<K, kInject, kAbftPrepass, kRowA>;
-    if ((e = set_smem(kernel, kSmemAbft)) != cudaSuccess) return e;
-    AbftParams<K> ap;
-    ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
-    ap.enc = enc;
-    ap.ref = nullptr;
-    ap.chunks = q.lay.chunks;
-    ap.A = static_cast<const float*>(q.A);
-    ap.lda = q.lda;
-    ap.unit = q.abft.unit;
-    ap.fixed = q.abft.fixed;
-    ap.online = q.abft.online;
-    ap.redo = nullptr;
-    ap.redo_part = nullptr;
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
-      ap.ref = ref;
       if (ref_tc) {  // on the tensor cores: a batched GEMM A x E per sub-chunk, then the scan
         for (int part = 0; part < 2; ++part) {
           if (ref_gemm_batches(q, part) == 0) continue;
@@ -1931,26 +1931,114 @@ struct Runner {
         }
       }
     }
+    return cudaSuccess;
+  }
+
+  static AbftParams<K> abft_params(const Prepared& q) {
+    AbftParams<K> ap;
+    ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
+    ap.enc = reinterpret_cast<const float4*>(q.ws + q.lay.enc);
+    ap.ref = kAbftPrepass ? reinterpret_cast<const float2*>(q.ws + q.lay.ref) : nullptr;
+    ap.chunks = q.lay.chunks;
+    ap.A = static_cast<const float*>(q.A);
+    ap.lda = q.lda;
+    ap.unit = q.abft.unit;
+    ap.fixed = q.abft.fixed;
+    ap.online = q.abft.online;
+    ap.redo = nullptr;
+    ap.redo_part = nullptr;
+    ap.obs = nullptr;
+    if (kAbftPrepass && q.lay.chunks == 1) {
+      ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
+      ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
+    }
+    return ap;
+  }
+
+  // abft_once_kernel's second launch: the listed tiles recomputed, a block per SM, all resident (redo_part holds sms
+  // tiles; the parts of a tile wait for each other)
+  static cudaError_t launch_redo(AbftParams<K>& ap, cudaStream_t s) {
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    auto redo = abft_once_kernel<K, kInject, kRowA, true>;
+    DeviceProps dp;
+    cudaError_t e;
+    if ((e = set_smem(redo, kSmemAbft)) != cudaSuccess || (e = device_props(dp)) != cudaSuccess) return e;
+    void* args[] = {&ap};
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(redo), dim3(static_cast<unsigned>(std::max(dp.sms, 1))),
+                                       dim3(K::kThreads), args, kSmemAbft, s);
+  }
+
+  // ref_checksums: concurrent (one checkpoint per tile, beta = 0): the GEMM (abft_once_kernel<.., kDefer>, its pass-1
+  // sums to obs) and the pre-passes on two streams at once, then on s the check (abft_check_kernel) and the
+  // recomputation of the tiles it listed. FTGEN_ABFT_SIDE (read once): low (default: the GEMM on a stream of the
+  // greatest priority, the pre-passes at the least, so their blocks fill what the GEMM leaves), high (the other way
+  // round), serial (everything on s, in order: the same kernels without the overlap, for comparison).
+  static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s) {
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    static const int mode = [] {
+      const char* v = std::getenv("FTGEN_ABFT_SIDE");
+      return v == nullptr || std::strcmp(v, "low") == 0 ? 0 : std::strcmp(v, "high") == 0 ? 1 : 2;
+    }();
+    auto first = abft_once_kernel<K, kInject, kRowA, false, true>;
+    cudaError_t e;
+    if ((e = set_smem(first, kSmemAbft)) != cudaSuccess) return e;
+    AbftParams<K> ap = abft_params(q);
+    ap.obs = reinterpret_cast<float4*>(q.ws + q.lay.obs);
+    const int tiles = q.lay.tiles_m * q.lay.tiles_n;
+    Streams* st = nullptr;
+    cudaStream_t gs = s, ps = s;  // the GEMM's stream, the pre-passes'
+    if (mode != 2) {
+      if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
+      gs = st->s[mode == 0 ? 0 : 1];
+      ps = st->s[mode == 0 ? 1 : 0];
+    }
+    if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), gs)) != cudaSuccess) return e;
+    first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
+    if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
+    AbftCheckParams<K> cp;
+    cp.obs = ap.obs;
+    cp.ref = ap.ref;
+    cp.chunks = q.lay.chunks;
+    cp.enc = ap.enc;
+    cp.A = ap.A;
+    cp.lda = q.lda;
+    cp.D = static_cast<EC*>(q.C);
+    cp.ldd = q.ldc;
+    cp.alpha = static_cast<float>(q.alpha);
+    cp.M = q.m, cp.N = q.n, cp.Kd = q.k, cp.tiles_n = q.lay.tiles_n;
+    cp.unit = q.abft.unit, cp.fixed = q.abft.fixed;
+    cp.online = q.abft.online;
+    cp.correct = !kInject || q.correct;
+    cp.counters = q.counters;
+    cp.redo = ap.redo;
+    abft_check_kernel<K, kRowA><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(cp);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    return launch_redo(ap, s);
+  }
+
+  static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    if constexpr (kAbftConcurrent) {
+      if (q.lay.chunks == 1 && q.beta == 0.0) return run_abft_concurrent(q, s);
+    }
+    cudaError_t e = launch_prepass(q, s);
+    if (e != cudaSuccess) return e;
+    AbftParams<K> ap = abft_params(q);
     if constexpr (kAbftPrepass) {
       if (q.lay.chunks == 1) {  // one checkpoint per tile: the verification after an unmodified main loop (abft_once_kernel)
         auto first = abft_once_kernel<K, kInject, kRowA, false>;
-        auto redo = abft_once_kernel<K, kInject, kRowA, true>;
-        DeviceProps dp;
-        if ((e = set_smem(first, kSmemAbft)) != cudaSuccess || (e = set_smem(redo, kSmemAbft)) != cudaSuccess ||
-            (e = device_props(dp)) != cudaSuccess)
-          return e;
+        if ((e = set_smem(first, kSmemAbft)) != cudaSuccess) return e;
         const int tiles = q.lay.tiles_m * q.lay.tiles_n;
-        ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
-        ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
         if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), s)) != cudaSuccess) return e;
         first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        // a block per SM (redo_part holds sms tiles), all resident: the parts of a tile wait for each other
-        void* args[] = {&ap};
-        return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(redo), dim3(static_cast<unsigned>(std::max(dp.sms, 1))),
-                                           dim3(K::kThreads), args, kSmemAbft, s);
+        return launch_redo(ap, s);
       }
     }
+    auto kernel = abft_kernel<K, kInject, kAbftPrepass, kRowA>;
+    if ((e = set_smem(kernel, kSmemAbft)) != cudaSuccess) return e;
     kernel<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
     return cudaGetLastError();
   }
@@ -2111,6 +2199,8 @@ struct Launcher {
       if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
         L.redo = take(sizeof(int) * (1 + 3 * tiles));
         L.redo_part = take(size_t(sms) * KM::kTileElems * sizeof(Acc));
+        // ref_checksums: concurrent: the GEMM's pass-1 sums per row, strip and warp column
+        if (kAbftConcurrent) L.obs = take(size_t(L.tiles_n) * KM::WarpCount::kN * m * sizeof(float4));
       }
     }
     L.total = off;
