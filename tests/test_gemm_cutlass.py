@@ -272,6 +272,7 @@ COMPILE_SPEC = spec_text(
       - {protection: {scheme: tmr, level: kernel}}
       - {precision: tf32x3, protection: {scheme: abft, level: threadblock, interval: 2, inject: true}}
       - {precision: tf32x3, protection: {scheme: abft, level: threadblock, interval: 2, inject: true}, params: {tb_m: 64, tb_n: 64, tb_k: 16, warp_m: 32, warp_n: 32, warp_k: 16, stages: 3, align: 1, ref_checksums: prepass}}
+      - {precision: tf32x3, protection: {scheme: abft, level: threadblock, interval: 1024, inject: true}, params: {tb_m: 64, tb_n: 64, tb_k: 16, warp_m: 32, warp_n: 32, warp_k: 16, stages: 3, align: 1, ref_checksums: concurrent}}
     shapes: [{m: 100, n: 70, k: 33}]
     """,
     "compile_cutlass",
@@ -298,7 +299,7 @@ def compiled(tmp_path_factory):
         d = g.out_dir / v.name
         key = f"{v.protection.level}-plain" if v.protection.level == "kernel" and not v.protection.inject else v.protection.level
         if v.protection.scheme == "abft":
-            key = "abft-prepass" if v.name.endswith("_prepass_inj") else "abft"
+            key = "abft-prepass" if v.name.endswith("_prepass_inj") else "abft-conc" if v.name.endswith("_conc_inj") else "abft"
         jobs[key] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
     first = spec.variants[0]
     jobs["bench"] = (g.out_dir / first.name / f"{first.name}_bench.cu", g.out_dir / first.name, out / "bench.o")
@@ -385,6 +386,12 @@ def test_tf32x3_threadblock_abft_compiles(compiled):
     assert ok, log[-4000:]
     entries = _ptxas_entries(log)
     assert any("abft_kernel" in k for k in entries) and any("abft_ref_kernel" in k for k in entries)
+    # ref_checksums: concurrent: the GEMM storing its sums (abft_once_kernel), the pre-pass, the check kernel after both
+    ok, log, _ = compiled["abft-conc"]
+    assert ok, log[-4000:]
+    entries = _ptxas_entries(log)
+    assert any("abft_check_kernel" in k for k in entries) and any("abft_once_kernel" in k for k in entries)
+    assert any("abft_ref_kernel" in k for k in entries)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,8 +418,13 @@ def test_tf32x3_names_tolerance_and_protection():
     pre = Variant(a.family, a.precision, a.protection, tuple((k, "prepass" if k == "ref_checksums" else x) for k, x in a.params),
                   a.arch, "cutlass")
     assert gc.kernel_name(pre) == gc.kernel_name(a).replace("_rr_inj", "_rr_prepass_inj") and gc.constraints(pre) == []
-    tmr = variant(level="kernel", ref_checksums="prepass")
-    assert any("applies to abft only" in r for r in gc.constraints(tmr))
+    conc = Variant(a.family, a.precision, a.protection, tuple((k, "concurrent" if k == "ref_checksums" else x) for k, x in a.params),
+                   a.arch, "cutlass")
+    assert gc.kernel_name(conc) == gc.kernel_name(a).replace("_rr_inj", "_rr_conc_inj") and gc.constraints(conc) == []
+    assert gc.abft_prepass(conc) and gc.abft_concurrent(conc) and not gc.abft_concurrent(pre)
+    for ref in ("prepass", "concurrent"):
+        tmr = variant(level="kernel", ref_checksums=ref)
+        assert any(f"ref_checksums: {ref} applies to abft only" in r for r in gc.constraints(tmr))
 
 
 def test_tf32x3_abft_constants_are_the_models():

@@ -161,3 +161,8 @@ def test_prepass_reference_checksums_name_only_threadblock_variants():
                 + "protection: {scheme: abft, level: threadblock}\n")
     assert sorted(v.name for v in both.variants) == ["gemm_f32_abft-tb_128x128x8_w32x64_t8x8_s3",
                                                      "gemm_f32_abft-tb_128x128x8_w32x64_t8x8_s3_prepass"]
+
+
+def test_concurrent_reference_checksums_are_cutlass_only():
+    msg = err(BASE.replace("k_tb: 8", "k_tb: 8, ref_checksums: concurrent") + "protection: {scheme: abft, level: threadblock}\n")
+    assert "ref_checksums: concurrent is a CUTLASS-backend design" in msg

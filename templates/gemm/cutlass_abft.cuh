@@ -508,8 +508,8 @@ struct AbftStagedRows {
 };
 
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
-// accumulators (the deferred design runs with beta = 0 only), D pointing at the tile's origin, `rows` of it inside C;
-// values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
+// accumulators (the deferred design runs with beta = 0 and alpha != 0 only), D pointing at the tile's origin, `rows`
+// of it inside C; values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
 template <class K>
 struct AbftGlobalRows {
   using S = AbftShape<K>;
@@ -1184,7 +1184,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 // each tile's pass-1 sums per row and warp column (p.obs) beside C. This kernel, after both, takes a block per tile: pass
 // 1 against r, r' as abft_verify_staged's, and on a flagged row the same rare path on the tile in C (AbftGlobalRows:
 // located elements corrected in C); a tile that needs a recomputation is listed in p.redo for abft_once_kernel's
-// second launch. (beta = 0 only: C then holds alpha x the accumulators and nothing of its old value is needed.)
+// second launch. (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
+// needed.)
 template <class K>
 struct AbftCheckParams {
   const float4* obs;   // [strip][warp column][m] (abft_once_kernel<.., kDefer>)

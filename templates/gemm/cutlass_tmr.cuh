@@ -1462,32 +1462,31 @@ inline cudaError_t device_props(DeviceProps& out) {
   return cudaSuccess;
 }
 
-// Two extra non-blocking streams and events for the concurrent copies (created once per process). prio: the streams of
-// ref_checksums: concurrent, s[0] at the device's greatest priority and s[1] at its least (the GEMM on one, the
-// pre-passes on the other: FTGEN_ABFT_SIDE).
+// Two extra non-blocking streams and events for the concurrent copies (created once per device and process). prio: the
+// streams of ref_checksums: concurrent, s[0] at the device's greatest priority and s[1] at its least (the GEMM on one,
+// the pre-passes on the other: FTGEN_ABFT_SIDE).
 struct Streams {
   cudaStream_t s[2] = {nullptr, nullptr};
   cudaEvent_t fork = nullptr, join[2] = {nullptr, nullptr};
+  bool ready = false;
 };
 inline cudaError_t streams(Streams*& out, bool prio = false) {
-  static Streams st[2];
-  static bool ready[2] = {false, false};
-  Streams& x = st[prio ? 1 : 0];
-  if (!ready[prio ? 1 : 0]) {
+  constexpr int kDevices = 64;
+  static Streams st[kDevices][2];
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  if (dev < 0 || dev >= kDevices) return cudaErrorInvalidDevice;
+  Streams& x = st[dev][prio ? 1 : 0];
+  if (!x.ready) {
     int least = 0, greatest = 0;
-    if (prio) {
-      const cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
-      if (e != cudaSuccess) return e;
-    }
+    if (prio && (e = cudaDeviceGetStreamPriorityRange(&least, &greatest)) != cudaSuccess) return e;
     for (int i = 0; i < 2; ++i) {
-      cudaError_t e = cudaStreamCreateWithPriority(&x.s[i], cudaStreamNonBlocking, i == 0 ? greatest : least);
-      if (e != cudaSuccess) return e;
-      e = cudaEventCreateWithFlags(&x.join[i], cudaEventDisableTiming);
-      if (e != cudaSuccess) return e;
+      if ((e = cudaStreamCreateWithPriority(&x.s[i], cudaStreamNonBlocking, i == 0 ? greatest : least)) != cudaSuccess) return e;
+      if ((e = cudaEventCreateWithFlags(&x.join[i], cudaEventDisableTiming)) != cudaSuccess) return e;
     }
-    cudaError_t e = cudaEventCreateWithFlags(&x.fork, cudaEventDisableTiming);
-    if (e != cudaSuccess) return e;
-    ready[prio ? 1 : 0] = true;
+    if ((e = cudaEventCreateWithFlags(&x.fork, cudaEventDisableTiming)) != cudaSuccess) return e;
+    x.ready = true;
   }
   out = &x;
   return cudaSuccess;
@@ -1968,7 +1967,7 @@ struct Runner {
                                        dim3(K::kThreads), args, kSmemAbft, s);
   }
 
-  // ref_checksums: concurrent (one checkpoint per tile, beta = 0): the GEMM (abft_once_kernel<.., kDefer>, its pass-1
+  // ref_checksums: concurrent (one checkpoint per tile, beta = 0, alpha != 0): the GEMM (abft_once_kernel<.., kDefer>, its pass-1
   // sums to obs) and the pre-passes on two streams at once, then on s the check (abft_check_kernel) and the
   // recomputation of the tiles it listed. FTGEN_ABFT_SIDE (read once): low (default: the GEMM on a stream of the
   // greatest priority, the pre-passes at the least, so their blocks fill what the GEMM leaves), high (the other way
@@ -2021,7 +2020,8 @@ struct Runner {
   static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     if constexpr (kAbftConcurrent) {
-      if (q.lay.chunks == 1 && q.beta == 0.0) return run_abft_concurrent(q, s);
+      // (C then holds alpha x the accumulators: the check reads them back from it)
+      if (q.lay.chunks == 1 && q.beta == 0.0 && q.alpha != 0.0) return run_abft_concurrent(q, s);
     }
     cudaError_t e = launch_prepass(q, s);
     if (e != cudaSuccess) return e;

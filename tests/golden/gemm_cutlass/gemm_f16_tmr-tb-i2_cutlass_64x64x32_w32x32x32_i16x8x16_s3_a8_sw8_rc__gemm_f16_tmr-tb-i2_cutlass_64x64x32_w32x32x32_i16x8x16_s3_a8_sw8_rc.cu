@@ -7,7 +7,8 @@
 #include "gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc.h"
 
 #define FTGEN_TMR_INJECT 0  // fault injection compiled in: no
-#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
+#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass, concurrent)
+#define FTGEN_ABFT_CONCURRENT 0  // ... beside the GEMM, checked after it (ref_checksums: concurrent)
 
 #include "cutlass_tmr.cuh"
 

@@ -7,7 +7,8 @@
 #include "gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj.h"
 
 #define FTGEN_TMR_INJECT 1  // fault injection compiled in
-#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass)
+#define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass, concurrent)
+#define FTGEN_ABFT_CONCURRENT 0  // ... beside the GEMM, checked after it (ref_checksums: concurrent)
 
 #include "cutlass_tmr.cuh"
 
