@@ -21,6 +21,8 @@
 //
 // ref_checksums: prepass (FTGEN_ABFT_PREPASS): r and r' of every checkpoint come from a pre-pass (abft_ref_kernel),
 // the main loop carries nothing (it is the unprotected one plus the checkpoint test); see abft_kernel's kPre.
+// ref_checksums: concurrent (FTGEN_ABFT_CONCURRENT, with one checkpoint per tile): the same pre-pass on a second stream
+// beside the GEMM, which stores each tile's row sums; abft_check_kernel compares and corrects after both.
 //
 // The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
 #pragma once
@@ -354,7 +356,8 @@ struct AbftRareArgs {
 // but its located column sc.col[rl] (rows with sc.col >= 0); fix() (after a barrier) replaces each located element by
 // sc.rtot - the rest and returns how many elements this thread set. Columns past N count for nothing.
 // AbftFragRows: this thread's fragment in registers (the quads' shares by shuffles); AbftStagedRows: the tile staged
-// in shared memory (a thread per row and warp column, rolled loops: few registers).
+// in shared memory (a thread per row and warp column, rolled loops: few registers); AbftGlobalRows: the tile in C (the
+// deferred check of ref_checksums: concurrent).
 template <class K>
 struct AbftFragRows {
   using S = AbftShape<K>;
@@ -1050,8 +1053,6 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     __syncthreads();  // the shared memory goes back to the main loop or the epilogue
     return redo;
   };
-  // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification; true:
-  // recompute it
   // kDefer: the tile's pass-1 sums, per row and warp column, to p.obs (abft_check_kernel decides after the kernel)
   auto defer_sums = [&](cutlass::gemm::GemmCoord tc) {
     const int t = fresh_tid(), w = t / 32, M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n();
@@ -1061,6 +1062,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       if (row0 + rl < M) obs[rl] = make_float4(s1, sw, sq, mx);
     });
   };
+  // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification (kDefer: its
+  // sums stored); true: recompute it
   auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
     fill_opaque(acc[0], zero_of(p.t, 0));
     if constexpr (!kDefer) fetch_ref(tc);

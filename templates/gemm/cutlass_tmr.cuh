@@ -1967,16 +1967,16 @@ struct Runner {
                                        dim3(K::kThreads), args, kSmemAbft, s);
   }
 
-  // ref_checksums: concurrent (one checkpoint per tile, beta = 0, alpha != 0): the GEMM (abft_once_kernel<.., kDefer>, its pass-1
-  // sums to obs) and the pre-passes on two streams at once, then on s the check (abft_check_kernel) and the
-  // recomputation of the tiles it listed. FTGEN_ABFT_SIDE (read once): low (default: the GEMM on a stream of the
-  // greatest priority, the pre-passes at the least, so their blocks fill what the GEMM leaves), high (the other way
-  // round), serial (everything on s, in order: the same kernels without the overlap, for comparison).
+  // ref_checksums: concurrent (one checkpoint per tile, beta = 0, alpha != 0): the GEMM (abft_once_kernel<.., kDefer>,
+  // its pass-1 sums to obs) and the pre-passes on two streams at once, then on s the check (abft_check_kernel) and the
+  // recomputation of the tiles it listed. FTGEN_ABFT_SIDE (read once): low (the default, also for any other value: the
+  // GEMM on a stream of the greatest priority, the pre-passes at the least, so their blocks fill what the GEMM leaves),
+  // high (the other way round), serial (everything on s, in order: the same kernels without the overlap, to compare).
   static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     static const int mode = [] {
       const char* v = std::getenv("FTGEN_ABFT_SIDE");
-      return v == nullptr || std::strcmp(v, "low") == 0 ? 0 : std::strcmp(v, "high") == 0 ? 1 : 2;
+      return v == nullptr ? 0 : std::strcmp(v, "high") == 0 ? 1 : std::strcmp(v, "serial") == 0 ? 2 : 0;
     }();
     auto first = abft_once_kernel<K, kInject, kRowA, false, true>;
     cudaError_t e;
