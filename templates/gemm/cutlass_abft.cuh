@@ -1005,6 +1005,17 @@ __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* 
   return abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);
 }
 
+// The rare path's arguments for tile (tm, tn) verified after the whole k (abft_once_kernel, abft_check_kernel).
+template <class K, bool kInject>
+CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int tn, bool final_attempt) {
+  using S = AbftShape<K>;
+  const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
+  const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f);
+  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
+  return AbftRareArgs{p.A, p.lda, p.enc + static_cast<long long>(tn) * Kd, Kd, M, N, tm * S::kM, tn * S::kN, unit, p.fixed,
+                      rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters};
+}
+
 // kRedo = false: a block per tile (the grid of the unprotected kernel); a tile whose verification asks for a
 // recomputation (a detection not located, or correct: detect) is not written but listed in p.redo. kRedo = true
 // (launched after it, a block per SM): the listed tiles, recomputed (at most kMaxAttempts computations in all) and
@@ -1042,12 +1053,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   auto verify = [&](cutlass::gemm::GemmCoord tc, int attempt) {
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { tilebuf[x] = acc[0][e]; });
     __syncthreads();
-    const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
-    const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f);
-    const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
-    const AbftRareArgs g{p.A, p.lda, p.enc + static_cast<long long>(tc.n()) * Kd, Kd, M, N, tc.m() * S::kM, tc.n() * S::kN, unit, p.fixed,
-                         rms_w, p.online, !kInject || p.t.correct, attempt + 1 >= kMaxAttempts, p.t.counters};
-    const bool redo = abft_verify_staged<K, kRowA>(sc, tilebuf, g);
+    const bool redo = abft_verify_staged<K, kRowA>(sc, tilebuf, abft_once_args<K, kInject>(p, tc.m(), tc.n(), attempt + 1 >= kMaxAttempts));
     __syncthreads();
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { acc[0][e] = tilebuf[x]; });
     __syncthreads();  // the shared memory goes back to the main loop or the epilogue
@@ -1189,55 +1195,36 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 // located elements corrected in C); a tile that needs a recomputation is listed in p.redo for abft_once_kernel's
 // second launch. (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
 // needed.)
-template <class K>
-struct AbftCheckParams {
-  const float4* obs;   // [strip][warp column][m] (abft_once_kernel<.., kDefer>)
-  const float2* ref;   // [strip][chunk][m] (the pre-pass; chunks == 1 here)
-  int chunks;
-  const float4* enc;   // [strip][k]
-  const float* A;
-  long long lda;
-  typename K::ElementC* D;
-  long long ldd;
-  float alpha;
-  int M, N, Kd, tiles_n;
-  float unit, fixed;
-  int online, correct;
-  ftgen::FtCounters* counters;
-  int* redo;           // [count][tiles to recompute]...
-};
-
-template <class K, bool kRowA>
-__global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftCheckParams<K> p) {
+template <class K, bool kInject, bool kRowA>
+__global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p) {
   using S = AbftShape<K>;
   __shared__ AbftScratch<K, 4> sc;
-  const int tid = threadIdx.x, tile = blockIdx.x, tn = tile % p.tiles_n;
-  const int row0 = (tile / p.tiles_n) * S::kM, col0 = tn * S::kN, row = row0 + tid;
+  const int M = p.t.gemm.problem_size.m(), tiles_n = p.t.tiles_n;
+  const int tid = threadIdx.x, tile = blockIdx.x, tm = tile / tiles_n, tn = tile % tiles_n;
+  const int row0 = tm * S::kM, col0 = tn * S::kN, row = row0 + tid;
   float2 ref_row = make_float2(0.f, 0.f);
   if (tid < S::kM) {
-    const bool in = row < p.M;
+    const bool in = row < M;
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < S::kWarpsN; ++w) {
-      const float4 o = in ? __ldg(p.obs + (static_cast<long long>(tn) * S::kWarpsN + w) * p.M + row) : make_float4(0.f, 0.f, 0.f, 0.f);
+      const float4 o = in ? __ldg(p.obs + (static_cast<long long>(tn) * S::kWarpsN + w) * M + row) : make_float4(0.f, 0.f, 0.f, 0.f);
       sc.sums[w][tid] = make_float2(o.x, o.y);
       sc.norm[w][tid] = make_float2(o.z, o.w);
     }
-    if (in) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * p.M + row);
+    if (in) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row);
     sc.score[tid] = 0.f;
   }
   __syncthreads();
-  const float unit = p.unit * (sqrtf(float(p.Kd)) + sqrtf(float(S::kN)) + 1.f);
-  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
-  const AbftRareArgs g{p.A, p.lda, p.enc + static_cast<long long>(tn) * p.Kd, p.Kd, p.M, p.N, row0, col0, unit, p.fixed,
-                       rms_w, p.online, p.correct, kMaxAttempts <= 1, p.counters};
+  const AbftRareArgs g = abft_once_args<K, kInject>(p, tm, tn, kMaxAttempts <= 1);
   abft_pass1_rows<K, true>(sc, g, ref_row, tid);
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) != 0) {  // (rare)
-    AbftGlobalRows<K> rows{p.D + static_cast<long long>(row0) * p.ldd + col0, p.ldd, min(S::kM, p.M - row0), p.alpha};
-    if (abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), p.counters)) {  // block-uniform
+    const long long ldd = p.t.gemm.ref_D.stride(0);
+    AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
+    if (abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters)) {  // block-uniform
       if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
       return;
     }
   }
   const float best = tid < S::kM ? sc.score[tid] : 0.f;
-  if (best > 0.f) ftgen::record_score(p.counters, static_cast<double>(best));
+  if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best));
 }

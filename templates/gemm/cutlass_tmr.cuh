@@ -1996,23 +1996,7 @@ struct Runner {
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
-    AbftCheckParams<K> cp;
-    cp.obs = ap.obs;
-    cp.ref = ap.ref;
-    cp.chunks = q.lay.chunks;
-    cp.enc = ap.enc;
-    cp.A = ap.A;
-    cp.lda = q.lda;
-    cp.D = static_cast<EC*>(q.C);
-    cp.ldd = q.ldc;
-    cp.alpha = static_cast<float>(q.alpha);
-    cp.M = q.m, cp.N = q.n, cp.Kd = q.k, cp.tiles_n = q.lay.tiles_n;
-    cp.unit = q.abft.unit, cp.fixed = q.abft.fixed;
-    cp.online = q.abft.online;
-    cp.correct = !kInject || q.correct;
-    cp.counters = q.counters;
-    cp.redo = ap.redo;
-    abft_check_kernel<K, kRowA><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(cp);
+    abft_check_kernel<K, kInject, kRowA><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     return launch_redo(ap, s);
   }
