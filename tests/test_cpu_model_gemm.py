@@ -223,3 +223,48 @@ def test_prepass_locates_and_corrects_like_the_fused_scheme():
     assert c["detected"] == 2 and c["corrected"] == 2 and c["recomputed"] == 0
     assert abs(float(C[5, 77]) - float(C_clean[5, 77])) < 1e-2
     assert max_rel_err(C, A, B) <= tolerance("fp32", 1200)
+
+
+def _row_float32_sums(c):
+    """sum c and sum w c of one row accumulated in float32 (as pass 1 of the CUDA kernels sums)."""
+    s1 = sw = np.float32(0.0)
+    for j, v in enumerate(c.astype(np.float32)):
+        s1 = np.float32(s1 + v)
+        sw = np.float32(sw + np.float32(j + 1) * v)
+    return float(s1), float(sw)
+
+
+def test_large_faults_are_located_on_sums_in_double():
+    """Flips of exponent bits 27-29 scale an element by 2^16..2^64. Decided on d, dw summed in double from
+    the row's elements (abft_verify_rows; the kernels' rare path sums a flagged row anew in double), every
+    such fault is located at its column and corrected; on float32 sums (pass 1's in the kernels) the rounding
+    of sum w c, about u |fault|, exceeds tau_w and most would not be located (the tile recomputed instead)."""
+    rng = np.random.default_rng(29)
+    cols, k, rows = 128, 1024, 96
+    A, B = inputs(rng, rows, k, cols, "normal", np.float32)
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    C = (A64 @ B64).astype(np.float32)
+    be, bw, b2 = g.abft_encode(B64, cols)
+    r, rw, r2 = A64 @ be[:, 0], A64 @ bw[:, 0], (A64 * A64) @ b2[:, 0]
+    unit = g.abft_threshold_unit("fp32", k, cols, g.abft_lambda("threadblock"))
+    rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
+    located = located_f32 = faults = 0
+    for i in range(rows):
+        j, bit = int(rng.integers(cols)), 27 + i % 3
+        row = C[i].copy()
+        row.view(np.uint32)[j] ^= np.uint32(1 << bit)
+        if not np.isfinite(row[j]) or abs(float(row[j]) - float(C[i, j])) < 1e-2 * float(np.abs(C[i]).max()):
+            continue  # only finite faults that change the row significantly (non-finite ones are located directly)
+        faults += 1
+        out, _ = g.abft_verify_rows(row[None, :], r[i:i + 1], rw[i:i + 1], r2[i:i + 1], k, "fp32", g.abft_lambda("threadblock"))
+        if out == [(0, 1, j)]:
+            located += 1
+            rest = float(np.sum(np.delete(row, j).astype(np.float64)))
+            assert abs((float(r[i]) - rest) - float(C[i, j])) <= 1e-3 * max(1.0, abs(float(C[i, j])))
+        tau = g.abft_row_threshold(row, r[i], rw[i], r2[i], k, "fp32", g.abft_lambda("threadblock"))
+        s1, sw = _row_float32_sums(row)
+        kind, col = g.abft_classify(s1 - float(r[i]), sw - float(rw[i]), tau, max(tau * rms_w, unit * abs(float(rw[i]))), cols)
+        located_f32 += kind == 1 and col == j
+    assert faults >= 60
+    assert located == faults
+    assert located_f32 < faults // 2

@@ -14,6 +14,8 @@
 //            from the accumulators (quad shuffles, then the warps' shares through shared memory), against
 //            tau = lambda u (sqrt(k) + sqrt(tb_n) + 1) max(sqrt(r2_i), |r_i|, ||C_i|| without its max),
 //            tau_w = max(tau rms(w), lambda u (...) |r'_i|)
+//            (a row over the threshold is decided on d, dw summed anew in double from its elements: float sums would
+//            round a large fault f by ~u |f|, beyond tau_w, and it would not be located)
 //   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..tb_n, |dw - j d| <= tau_w
 //   correct  online: C_ij = r_i - sum_{l != j} C_il (the rest summed anew in double), in the accumulator,
 //            so later k-iterations build on the right value; any other detection (or correct: detect):
@@ -313,9 +315,9 @@ struct AbftScratch {
   int2 bad[S::kWarpsN][S::kM];       // per warp column (second pass): non-finite count, a non-finite column
   float4 enc[kEncBufs][S::kK];       // encodings of the k-iterations in flight (see `group`)
   float4 ref[S::kM];                 // r, r', r2
-  float2 rs[S::kM];                  // a row pass 1 flagged: sum c, sum w c
   double red[K::kThreads / 32][3];   // block sums of the rare path
-  double rest[S::kWarpsN][S::kM];    // correction: sum of the row's other elements
+  double2 rest[S::kWarpsN][S::kM];   // rare path: per warp column {sum c, sum w c} in double (the rule); then .x = the
+                                     // sum of the row's other elements (correction)
   float rtot[S::kM];                 // r_i of the row (correction)
   int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
   float score[S::kM];                // a row's largest score, pass 1's and the rare path's (recorded once, at the end)
@@ -351,10 +353,11 @@ struct AbftRareArgs {
 };
 
 // The tile's accumulators as the rare path reads and corrects them. Per row rl and warp column w (the tile's 32-column
-// parts): norms() sets sc.norm[w][rl] = {sum of the capped squares, largest capped square} and sc.bad[w][rl] =
-// {non-finite elements, a non-finite column}; rests() sets sc.rest[w][rl] = the sum, in double, of the row's elements
-// but its located column sc.col[rl] (rows with sc.col >= 0); fix() (after a barrier) replaces each located element by
-// sc.rtot - the rest and returns how many elements this thread set. Columns past N count for nothing.
+// parts): norms() sets sc.norm[w][rl] = {sum of the capped squares, largest capped square}, sc.rest[w][rl] = {sum c,
+// sum w c} (in double; AbftFragRows: pass 1's float sums) and sc.bad[w][rl] = {non-finite elements, a non-finite
+// column}; rests() sets sc.rest[w][rl].x = the sum, in double, of the row's elements but its located column sc.col[rl]
+// (rows with sc.col >= 0); fix() (after a barrier) replaces each located element by sc.rtot - the rest and returns how
+// many elements this thread set. Columns past N count for nothing.
 // AbftFragRows: this thread's fragment in registers (the quads' shares by shuffles); AbftStagedRows: the tile staged
 // in shared memory (a thread per row and warp column, rolled loops: few registers); AbftGlobalRows: the tile in C (the
 // deferred check of ref_checksums: concurrent).
@@ -396,6 +399,9 @@ struct AbftFragRows {
       if ((lane & 3) == 0) {
         const int rl = warp_m * S::kWarpM + S::row_of(lane, q);
         sc.norm[warp_n][rl] = make_float2(sq[q], mx[q]);
+        // pass 1's float sums (abft_kernel's main loop holds the accumulators: sums in double here cost its loop 9-42
+        // instructions per k-iteration, static SASS; a large fault is then recomputed instead of located)
+        sc.rest[warp_n][rl] = make_double2(sc.sums[warp_n][rl].x, sc.sums[warp_n][rl].y);
         sc.bad[warp_n][rl] = make_int2(nb[q], bc[q]);
       }
     }
@@ -414,7 +420,7 @@ struct AbftFragRows {
     for (int q = 0; q < S::kRowsPerThread; ++q) {
       rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 1);
       rest[q] += __shfl_xor_sync(0xffffffffu, rest[q], 2);
-      if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)] = rest[q];
+      if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)].x = rest[q];
     }
   }
   template <class Sc>
@@ -425,7 +431,7 @@ struct AbftFragRows {
       if (sc.col[rl] == cl) {
         double others = 0.0;
         CUTLASS_PRAGMA_UNROLL
-        for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+        for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
         a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
         ++n;
       }
@@ -435,17 +441,21 @@ struct AbftFragRows {
 };
 
 // The rare path's sums over one (row rl, warp column w) part of a tile, its elements get(j) for j < kWarpN from column c0
-// (columns past N count for nothing): sc.norm[w][rl] = {sum of the capped squares, largest capped square}, sc.bad[w][rl]
-// = {non-finite elements, a non-finite column}; sc.rest[w][rl] = the sum, in double, of the part's elements but the
-// row's located column sc.col[rl] (rows with sc.col >= 0).
+// (columns past N count for nothing): abft_part_norms sets sc.norm[w][rl] = {sum of the capped squares, largest capped
+// square}, sc.rest[w][rl] = {sum c, sum w c} in double and sc.bad[w][rl] = {non-finite elements, a non-finite column};
+// abft_part_rest sets sc.rest[w][rl].x = the sum, in double, of the part's elements but the row's located column
+// sc.col[rl] (rows with sc.col >= 0).
 template <class K, class Sc, class Get>
 CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, Get&& get) {
   using S = AbftShape<K>;
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
   float sq = 0.f, mx = 0.f;
+  double s1 = 0.0, sw = 0.0;
   int nb = 0, bc = -1;
   for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j) {
     const float v = get(j);
+    s1 += v;
+    sw = fma(double(c0 + j + 1), double(v), sw);
     if (isfinite(v)) {
       const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
       sq += c2;
@@ -456,6 +466,7 @@ CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w
     }
   }
   sc.norm[w][rl] = make_float2(sq, mx);
+  sc.rest[w][rl] = make_double2(s1, sw);
   sc.bad[w][rl] = make_int2(nb, bc);
 }
 
@@ -467,7 +478,7 @@ CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w,
   double rest = 0.0;
   for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j)
     if (c0 + j != col) rest += get(j);
-  sc.rest[w][rl] = rest;
+  sc.rest[w][rl].x = rest;
 }
 
 // The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
@@ -504,7 +515,7 @@ struct AbftStagedRows {
     if (rl >= S::kM || sc.col[rl] < 0) return 0u;
     double others = 0.0;
     CUTLASS_PRAGMA_UNROLL
-    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
     tile[rl * kPitch + sc.col[rl]] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
     return 1u;
   }
@@ -542,15 +553,15 @@ struct AbftGlobalRows {
     if (rl >= S::kM || rl >= rows || sc.col[rl] < 0) return 0u;
     double others = 0.0;
     CUTLASS_PRAGMA_UNROLL
-    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl];
+    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
     D[rl * ldd + sc.col[rl]] = static_cast<EC>(static_cast<double>(alpha) * (static_cast<double>(sc.rtot[rl]) - others));
     return 1u;
   }
 };
 
-// The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their sum c and sum w c in sc.rs, their
-// r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (the robust norm ||C_i|| without its
-// largest element, the non-finite elements), located rows corrected through `rows` (AbftFragRows: the accumulators in
+// The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their r, r', r2 in sc.ref) are decided by
+// the full rule of gemm.abft_verify_rows (sum c and sum w c of the row summed anew in double, the robust norm ||C_i||
+// without its largest element, the non-finite elements), located rows corrected through `rows` (AbftFragRows: the accumulators in
 // registers; AbftStagedRows: the tile staged in shared memory). Inlined into abft_kernel: as a call
 // (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32
 // prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
@@ -597,12 +608,13 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   // 2. the full rule for the flagged rows
   if (tid < S::kM && sc.col[tid] == -3) {
     float SQ = 0.f, MX = 0.f;
+    double S1 = 0.0, SW = 0.0;
     int NB = 0, BC = -1, verdict = -2;
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < S::kWarpsN; ++w) {
       SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y), NB += sc.bad[w][tid].x, BC = max(BC, sc.bad[w][tid].y);
+      S1 += sc.rest[w][tid].x, SW += sc.rest[w][tid].y;
     }
-    const float S1 = sc.rs[tid].x, SW = sc.rs[tid].y;
     const float R = sc.ref[tid].x, RW = sc.ref[tid].y, R2 = sc.ref[tid].z;
     sc.rtot[tid] = R;
     float score = INFINITY;
@@ -612,7 +624,9 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
       const float tau = g.fixed > 0.f ? g.fixed : g.unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
       const float tau_w = g.fixed > 0.f ? g.fixed * g.rms_w : fmaxf(tau * g.rms_w, g.unit * fabsf(RW));
-      const float d = S1 - R, dw = SW - RW;
+      // d, dw from the row's elements summed in double: pass 1's float sums round a large fault f by about u |f| (2^-24
+      // of an exponent flip's 2^16-2^64), far beyond tau_w, and the location rule would fail on their rounding alone
+      const float d = static_cast<float>(S1 - static_cast<double>(R)), dw = static_cast<float>(SW - static_cast<double>(RW));
       const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
       const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
       score = fmaxf(sc1, sc2);
@@ -655,7 +669,7 @@ CUTLASS_DEVICE void add_count(ftgen::FtCounters* c, unsigned long long ftgen::Ft
 // Pass 1's decision for row tid of the tile (tid < kM) from its sums per warp column in sc.sums and (kPre) sc.norm:
 // within the threshold without its robust-norm (kPre) or variance-floor term: clean (sc.col -1, its score kept);
 // otherwise (and kPre rows with a term above the cap or an overflowed sum of squares) left to the rare path
-// (sc.col -3, the row's sums in sc.rs and, kPre, its r, r' in sc.ref).
+// (sc.col -3; kPre: its r, r' in sc.ref).
 template <class K, bool kPre, class Sc>
 CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 ref_row, int tid) {
   using S = AbftShape<K>;
@@ -688,7 +702,6 @@ CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 
         sc.score[tid] = fmaxf(sc.score[tid], fmaxf(sc1, sc2));  // >= the full threshold's score
       } else {
         verdict = -3;
-        sc.rs[tid] = make_float2(S1, SW);
         if constexpr (kPre) sc.ref[tid] = make_float4(R, RW, 0.f, 0.f);
       }
     }
@@ -1077,8 +1090,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       run(tc, 0, total);
     } else {
       run(tc, 0, step + 1);
-      if constexpr (kInject) {
-        const int i = sc.pend[0];
+      if constexpr (kInject) {  // (step >= 0: this tile has a planned fault; its index read again, not kept live)
+        const int i = p.t.fault_by_block[tile];
         if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
       }
       if (step + 1 < total) run(tc, step + 1, total - step - 1);
@@ -1107,17 +1120,14 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     const cutlass::gemm::GemmCoord tc = swizzle.get_tile_offset(p.t.gemm.swizzle_log_tile);
     if (tc.m() >= p.t.tiles_m || tc.n() >= p.t.tiles_n) return;
     const int tile = tc.m() * p.t.tiles_n + tc.n();
-    // the planned fault of this tile (inject builds): its index and k-iteration, in shared memory
+    // the k-iteration of this tile's planned fault (inject builds), read by every thread (the same address: no barrier)
+    int step = -1;
     if constexpr (kInject) {
-      if (tid == 0) {
-        const int i = p.t.fault_by_block != nullptr ? p.t.fault_by_block[tile] : -1;
-        sc.pend[0] = i;
-        sc.pend[1] = i >= 0 ? p.t.faults[i].step : -1;
-      }
-      __syncthreads();
+      const int i = p.t.fault_by_block != nullptr ? __ldg(p.t.fault_by_block + tile) : -1;
+      if (i >= 0) step = __ldg(&p.t.faults[i].step);
     }
     if (tid < S::kM) sc.score[tid] = 0.f;
-    if (attempt_once(tc, tile, 0, kInject ? sc.pend[1] : -1)) {  // block-uniform
+    if (attempt_once(tc, tile, 0, step)) {  // block-uniform
       if (fresh_tid() == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
       return;
     }
