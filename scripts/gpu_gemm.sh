@@ -234,14 +234,15 @@ tc-concurrent-ab)
   # the concurrent design's kernels (specs/gemm_abft_tc_concurrent.yaml, '*rr_conc*': online and detect with injection,
   # online without) A/B against the headers in AB_DIR (default ab/prev: `git show COMMIT:templates/gemm/cutlass_abft.cuh`
   # and cutlass_tmr.cuh there), REPS rounds (default 3) with 16 and with 1 fault per launch at 4096^3 and 8192^3; the
-  # working tree's build on odd shapes with 8 faults per launch (online and detect); then the campaign (TRIALS, SEED)
+  # working tree's build on odd shapes with 8 faults per launch (online and detect); then the campaign (TRIALS, SEED;
+  # CAMPAIGN=0: none). AB_DIR may list several directories (B:C:...)
   abk='*rr_conc*'; odd=1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
   INJECT=16 REPS=${REPS:-3} bash scripts/gpu_gemm_ab.sh "$out/ab_f16" "${AB_DIR:-ab/prev}" specs/gemm_abft_tc_concurrent.yaml "$abk" 4096x4096x4096,8192x8192x8192
   FTGEN_CACHE_DIR=/tmp/ab-cache-A ft bench /tmp/ab-A/gemm_abft_tc_concurrent --kernels '*rr_conc_inj' --shapes $odd --inject 8 --reps 3 \
     --warmup 1 --json "$out/tcconc_ab_check_inject.jsonl" > /dev/null 2> "$out/tcconc_ab_check_inject.err"
   echo "odd shapes with faults rc=$?"; summary "$out/tcconc_ab_check_inject.jsonl"
   INJECT=1 REPS=${REPS:-3} bash scripts/gpu_gemm_ab.sh "$out/ab_f1" "${AB_DIR:-ab/prev}" specs/gemm_abft_tc_concurrent.yaml "$abk" 4096x4096x4096,8192x8192x8192
-  run_campaign specs/gemm_abft_tc_concurrent_campaign.yaml tcconc_ ${SEED:-7}
+  [ "${CAMPAIGN:-1}" = 0 ] || run_campaign specs/gemm_abft_tc_concurrent_campaign.yaml tcconc_ ${SEED:-7}
   ;;
 tc-concurrent-campaign)
   run_campaign specs/gemm_abft_tc_concurrent_campaign.yaml tcconc_ ${SEED:-7}

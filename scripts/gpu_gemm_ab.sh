@@ -44,7 +44,7 @@ done
 # the table: per kernel and shape, each version's median x its unprotected kernel (paired) over the rounds, and
 # whether every row verified without a false alarm ('!' where not)
 python3 - "$out" "${versions[@]}" <<'PY'
-import glob, json, statistics, sys
+import glob, json, re, statistics, sys
 out, versions = sys.argv[1], sys.argv[2:]
 cell = {}
 for v in versions:
@@ -53,15 +53,16 @@ for v in versions:
             r = json.loads(line)
             if "kernel" not in r or "paired" not in r:
                 continue
-            key = (r["kernel"].split("_cutlass")[0], "x".join(str(r["shape"][d]) for d in "mnk"))
+            # the kernel's name without its tiling (kept: level, layouts, reference checksums, injection)
+            key = (re.sub(r"_cutlass_.*?_sw\d+", "", r["kernel"]), "x".join(str(r["shape"][d]) for d in "mnk"))
             c = cell.setdefault(key, {}).setdefault(v, {"x": [], "ok": True})
             c["x"].append(r["paired"]["x_unprotected"])
             c["ok"] &= bool(r.get("ok")) and not r.get("false_alarms")
-print(f"{'kernel':34s} {'shape':16s} " + " ".join(f"{v:>8s}" for v in versions))
+print(f"{'kernel':46s} {'shape':16s} " + " ".join(f"{v:>8s}" for v in versions))
 for (k, s), byv in sorted(cell.items()):
     parts = []
     for v in versions:
         c = byv.get(v)
         parts.append(f"{statistics.median(c['x']):7.3f}{' ' if c['ok'] else '!'}" if c else f"{'-':>8s}")
-    print(f"{k:34s} {s:16s} " + " ".join(parts))
+    print(f"{k:46s} {s:16s} " + " ".join(parts))
 PY

@@ -236,9 +236,10 @@ def _row_float32_sums(c):
 
 def test_large_faults_are_located_on_sums_in_double():
     """Flips of exponent bits 27-29 scale an element by 2^16..2^64. Decided on d, dw summed in double from
-    the row's elements (abft_verify_rows; the kernels' rare path sums a flagged row anew in double), every
-    such fault is located at its column and corrected; on float32 sums (pass 1's in the kernels) the rounding
-    of sum w c, about u |fault|, exceeds tau_w and most would not be located (the tile recomputed instead)."""
+    the row's elements and located in double (abft_verify_rows; the kernels' rare path sums a flagged row
+    anew in double and tests the location in double), every such fault is located at its column and
+    corrected; on float32 sums (pass 1's in the kernels) the rounding of sum w c, about u |fault|, exceeds
+    tau_w and most would not be located (the tile recomputed instead)."""
     rng = np.random.default_rng(29)
     cols, k, rows = 128, 1024, 96
     A, B = inputs(rng, rows, k, cols, "normal", np.float32)

@@ -436,7 +436,8 @@ def test_tf32x3_abft_constants_are_the_models():
     # lambda u (sqrt(k done) + sqrt(tb_n) + 1): at a checkpoint (abft_kernel) and after the whole k (abft_once_kernel)
     assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
     assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f)" in header
-    assert "fabsf(d) > 2.f * tau_w" in header and "fabsf(dw - jq * d) <= tau_w" in header
+    # the location rule of gemm.abft_classify, on d and dw in double (as the model computes them)
+    assert "fabs(dd) > 2.0 * tau_w" in header and "fabs(ddw - jq * dd) <= double(tau_w)" in header
 
 
 @pytest.mark.parametrize("fault", [(3, 5, 17, "bitflip", 29), (0, 40, 0, "offset", 5.0), (7, 63, 63, "bitflip", 30)])

@@ -448,12 +448,15 @@ struct AbftFragRows {
 template <class K, class Sc, class Get>
 CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, Get&& get) {
   using S = AbftShape<K>;
+  if (sc.col[rl] != -3) return;  // only the rows pass 1 flagged are decided (and read: AbftGlobalRows reads C)
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
+  const int jn = min(S::kWarpN, g.N - g.col0 - c0);  // columns of the part inside C
   float sq = 0.f, mx = 0.f;
   double s1 = 0.0, sw = 0.0;
   int nb = 0, bc = -1;
-  for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j) {
-    const float v = get(j);
+#pragma unroll 8
+  for (int j = 0; j < S::kWarpN; ++j) {  // (unrolled, predicated: the loads of 8 elements in flight)
+    const float v = j < jn ? get(j) : 0.f;
     s1 += v;
     sw = fma(double(c0 + j + 1), double(v), sw);
     if (isfinite(v)) {
@@ -475,9 +478,11 @@ CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w,
   using S = AbftShape<K>;
   const int col = sc.col[rl];
   if (col < 0) return;
+  const int jn = min(S::kWarpN, g.N - g.col0 - c0);
   double rest = 0.0;
-  for (int j = 0; j < S::kWarpN && g.col0 + c0 + j < g.N; ++j)
-    if (c0 + j != col) rest += get(j);
+#pragma unroll 8
+  for (int j = 0; j < S::kWarpN; ++j)
+    if (j < jn && c0 + j != col) rest += get(j);
   sc.rest[w][rl].x = rest;
 }
 
@@ -581,6 +586,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       if (sc.col[rl] != -3) continue;  // block-uniform
       const long long i = g.row0 + rl;
       double x = 0.0, y = 0.0, z = 0.0;
+#pragma unroll 4
       for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
         const double v = static_cast<double>(kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]);
         const float4 e = __ldg(g.enc + kk);
@@ -624,18 +630,20 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
       const float tau = g.fixed > 0.f ? g.fixed : g.unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
       const float tau_w = g.fixed > 0.f ? g.fixed * g.rms_w : fmaxf(tau * g.rms_w, g.unit * fabsf(RW));
-      // d, dw from the row's elements summed in double: pass 1's float sums round a large fault f by about u |f| (2^-24
-      // of an exponent flip's 2^16-2^64), far beyond tau_w, and the location rule would fail on their rounding alone
-      const float d = static_cast<float>(S1 - static_cast<double>(R)), dw = static_cast<float>(SW - static_cast<double>(RW));
+      // d, dw from the row's elements summed in double, and the location tested in double: in float, the sums and the
+      // difference dw - j d round a large fault f by about u |f| (2^-24 of an exponent flip's 2^16-2^64), far beyond
+      // tau_w, and the rule would fail to locate it on that rounding alone
+      const double dd = S1 - static_cast<double>(R), ddw = SW - static_cast<double>(RW);
+      const float d = static_cast<float>(dd), dw = static_cast<float>(ddw);
       const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
       const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
       score = fmaxf(sc1, sc2);
       const bool finite = isfinite(d) && isfinite(dw);
       if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
         verdict = -1;
-      } else if (finite && fabsf(d) > 2.f * tau_w) {
-        const float jq = rintf(dw / d);
-        if (jq >= 1.f && jq <= float(S::kN) && fabsf(dw - jq * d) <= tau_w) verdict = int(jq) - 1;
+      } else if (finite && fabs(dd) > 2.0 * tau_w) {
+        const double jq = rint(ddw / dd);
+        if (jq >= 1.0 && jq <= double(S::kN) && fabs(ddw - jq * dd) <= double(tau_w)) verdict = int(jq) - 1;
       }
     }
     sc.score[tid] = fmaxf(sc.score[tid], score);
