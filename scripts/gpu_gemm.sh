@@ -244,6 +244,29 @@ tc-concurrent-ab)
   INJECT=1 REPS=${REPS:-3} bash scripts/gpu_gemm_ab.sh "$out/ab_f1" "${AB_DIR:-ab/prev}" specs/gemm_abft_tc_concurrent.yaml "$abk" 4096x4096x4096,8192x8192x8192
   [ "${CAMPAIGN:-1}" = 0 ] || run_campaign specs/gemm_abft_tc_concurrent_campaign.yaml tcconc_ ${SEED:-7}
   ;;
+tc-concurrent-times)
+  # each kernel of the concurrent design's launches under ncu (serialized: durations, not the overlap) at SHAPE
+  # (default 4096^3): the injection build with 16 and with 1 fault per launch, the build without injection code
+  FTGEN_NCU_SPEC=specs/gemm_abft_tc_concurrent.yaml build_listed "$@"
+  for k in "$@"; do
+    for nf in ${NCU_FAULTS:-16 1 0}; do
+      case $k in *_inj) ;; *) [ "$nf" = 0 ] || continue ;; esac
+      echo "== $k, $nf faults per launch"
+      timeout 200 ncu --clock-control none -c ${NCU_COUNT:-40} --metrics gpu__time_duration.sum \
+        $gen/$proj/bin/$k --shapes ${SHAPE:-4096x4096x4096} --reps 2 --warmup 1 --no-ref --inject $nf > "$out/times_${k}_f$nf.txt" 2>&1
+      python3 - "$out/times_${k}_f$nf.txt" <<'PY'
+import re, sys
+name = None
+for line in open(sys.argv[1]):
+    m = re.match(r"^  (\S.*?) (\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\))", line)
+    if m:  # the kernel's name without namespaces and template arguments, and its grid
+        name = re.sub(r"<.*", "", m.group(1).split("(")[0]).split("::")[-1] + " " + m.group(2)
+    elif "gpu__time_duration.sum" in line and name:
+        print(f"  {name[:60]:60s} {' '.join(line.split()[1:])}")
+PY
+    done
+  done
+  ;;
 tc-concurrent-campaign)
   run_campaign specs/gemm_abft_tc_concurrent_campaign.yaml tcconc_ ${SEED:-7}
   ;;
