@@ -246,24 +246,35 @@ tc-concurrent-ab)
   ;;
 tc-concurrent-times)
   # each kernel of the concurrent design's launches under ncu (serialized: durations, not the overlap) at SHAPE
-  # (default 4096^3): the injection build with 16 and with 1 fault per launch, the build without injection code
+  # (default 4096^3): the listed kernels with NCU_FAULTS (default 16 1 0) faults per launch (builds without injection
+  # code: 0 only); HEADERS=DIR[:DIR...]: the same again built with the tensor-core headers of each DIR
   FTGEN_NCU_SPEC=specs/gemm_abft_tc_concurrent.yaml build_listed "$@"
-  for k in "$@"; do
-    for nf in ${NCU_FAULTS:-16 1 0}; do
-      case $k in *_inj) ;; *) [ "$nf" = 0 ] || continue ;; esac
-      echo "== $k, $nf faults per launch"
-      timeout 200 ncu --clock-control none -c ${NCU_COUNT:-40} --metrics gpu__time_duration.sum \
-        $gen/$proj/bin/$k --shapes ${SHAPE:-4096x4096x4096} --reps 2 --warmup 1 --no-ref --inject $nf > "$out/times_${k}_f$nf.txt" 2>&1
-      python3 - "$out/times_${k}_f$nf.txt" <<'PY'
+  versions=("$gen/$proj")
+  IFS=: read -r -a hdirs <<< "${HEADERS:-}"
+  for i in "${!hdirs[@]}"; do
+    ft generate specs/gemm_abft_tc_concurrent.yaml -o /tmp/ncu-v$i > /dev/null || exit 1
+    cp "${hdirs[$i]}"/*.cuh /tmp/ncu-v$i/$proj/common/
+    FTGEN_CACHE_DIR=/tmp/ncu-cache-v$i ft build /tmp/ncu-v$i/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" > /dev/null || exit 3
+    versions+=("/tmp/ncu-v$i/$proj")
+  done
+  for v in "${!versions[@]}"; do
+    for k in "$@"; do
+      for nf in ${NCU_FAULTS:-16 1 0}; do
+        case $k in *_inj) ;; *) [ "$nf" = 0 ] || continue ;; esac
+        echo "== version $v (${versions[$v]}): $k, $nf faults per launch"
+        timeout 200 ncu --clock-control none -c ${NCU_COUNT:-40} --metrics gpu__time_duration.sum \
+          ${versions[$v]}/bin/$k --shapes ${SHAPE:-4096x4096x4096} --reps 2 --warmup 1 --no-ref --inject $nf > "$out/times_v${v}_${k}_f$nf.txt" 2>&1
+        python3 - "$out/times_v${v}_${k}_f$nf.txt" <<'PY'
 import re, sys
 name = None
 for line in open(sys.argv[1]):
     m = re.match(r"^  (\S.*?) (\(\d+, \d+, \d+\)x\(\d+, \d+, \d+\))", line)
     if m:  # the kernel's name without namespaces and template arguments, and its grid
         name = re.sub(r"<.*", "", m.group(1).split("(")[0]).split("::")[-1] + " " + m.group(2)
-    elif "gpu__time_duration.sum" in line and name:
+    elif "gpu__time_duration.sum" in line and name and not name.startswith("fill_random"):
         print(f"  {name[:60]:60s} {' '.join(line.split()[1:])}")
 PY
+      done
     done
   done
   ;;
