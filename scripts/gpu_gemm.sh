@@ -248,6 +248,7 @@ tc-concurrent-times)
   # each kernel of the concurrent design's launches under ncu (serialized: durations, not the overlap) at SHAPE
   # (default 4096^3): the listed kernels with NCU_FAULTS (default 16 1 0) faults per launch (builds without injection
   # code: 0 only); HEADERS=DIR[:DIR...]: the same again built with the tensor-core headers of each DIR
+  shift 2
   FTGEN_NCU_SPEC=specs/gemm_abft_tc_concurrent.yaml build_listed "$@"
   versions=("$gen/$proj")
   IFS=: read -r -a hdirs <<< "${HEADERS:-}"

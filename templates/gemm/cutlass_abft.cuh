@@ -441,12 +441,20 @@ struct AbftFragRows {
 };
 
 // The rare path's sums over one (row rl, warp column w) part of a tile, its elements get(j) for j < kWarpN from column c0
-// (columns past N count for nothing): abft_part_norms sets sc.norm[w][rl] = {sum of the capped squares, largest capped
-// square}, sc.rest[w][rl] = {sum c, sum w c} in double and sc.bad[w][rl] = {non-finite elements, a non-finite column};
-// abft_part_rest sets sc.rest[w][rl].x = the sum, in double, of the part's elements but the row's located column
-// sc.col[rl] (rows with sc.col >= 0).
-template <class K, class Sc, class Get>
-CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, Get&& get) {
+// (columns past N count for nothing), by kLanes lanes of a warp (lane: this one's; the elements j = lane, lane + kLanes,
+// ...; kLanes > 1: the part's lanes are one whole warp): abft_part_norms sets sc.norm[w][rl] = {sum of the capped squares,
+// largest capped square}, sc.rest[w][rl] = {sum c, sum w c} in double and sc.bad[w][rl] = {non-finite elements, a
+// non-finite column} of a row pass 1 flagged (sc.col == -3); abft_part_rest sets sc.rest[w][rl].x = the sum, in double,
+// of the part's elements but the row's located column sc.col[rl] (rows with sc.col >= 0).
+template <int kLanes, class T, class Op>
+CUTLASS_DEVICE T abft_lanes_reduce(T v, Op op) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = kLanes / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+template <class K, int kLanes, class Sc, class Get>
+CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, int lane, Get&& get) {
   using S = AbftShape<K>;
   if (sc.col[rl] != -3) return;  // only the rows pass 1 flagged are decided (and read: AbftGlobalRows reads C)
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
@@ -455,7 +463,7 @@ CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w
   double s1 = 0.0, sw = 0.0;
   int nb = 0, bc = -1;
 #pragma unroll 8
-  for (int j = 0; j < S::kWarpN; ++j) {  // (unrolled, predicated: the loads of 8 elements in flight)
+  for (int j = lane; j < S::kWarpN; j += kLanes) {  // (unrolled, predicated: several loads in flight)
     const float v = j < jn ? get(j) : 0.f;
     s1 += v;
     sw = fma(double(c0 + j + 1), double(v), sw);
@@ -468,22 +476,32 @@ CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w
       bc = c0 + j;
     }
   }
-  sc.norm[w][rl] = make_float2(sq, mx);
-  sc.rest[w][rl] = make_double2(s1, sw);
-  sc.bad[w][rl] = make_int2(nb, bc);
+  if constexpr (kLanes > 1) {
+    auto add = [](auto a, auto b) { return a + b; };
+    sq = abft_lanes_reduce<kLanes>(sq, add), s1 = abft_lanes_reduce<kLanes>(s1, add), sw = abft_lanes_reduce<kLanes>(sw, add);
+    nb = abft_lanes_reduce<kLanes>(nb, add);
+    mx = abft_lanes_reduce<kLanes>(mx, [](float a, float b) { return fmaxf(a, b); });
+    bc = abft_lanes_reduce<kLanes>(bc, [](int a, int b) { return max(a, b); });
+  }
+  if (lane == 0) {
+    sc.norm[w][rl] = make_float2(sq, mx);
+    sc.rest[w][rl] = make_double2(s1, sw);
+    sc.bad[w][rl] = make_int2(nb, bc);
+  }
 }
 
-template <class K, class Sc, class Get>
-CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, Get&& get) {
+template <class K, int kLanes, class Sc, class Get>
+CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, int lane, Get&& get) {
   using S = AbftShape<K>;
   const int col = sc.col[rl];
   if (col < 0) return;
   const int jn = min(S::kWarpN, g.N - g.col0 - c0);
   double rest = 0.0;
 #pragma unroll 8
-  for (int j = 0; j < S::kWarpN; ++j)
+  for (int j = lane; j < S::kWarpN; j += kLanes)
     if (j < jn && c0 + j != col) rest += get(j);
-  sc.rest[w][rl].x = rest;
+  if constexpr (kLanes > 1) rest = abft_lanes_reduce<kLanes>(rest, [](double a, double b) { return a + b; });
+  if (lane == 0) sc.rest[w][rl].x = rest;
 }
 
 // The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
@@ -508,11 +526,11 @@ struct AbftStagedRows {
   }
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_norms<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<float>(x[j]); }); });
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_norms<K, 1>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<float>(x[j]); }); });
   }
   template <class Sc>
   CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_rest<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<double>(x[j]); }); });
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_rest<K, 1>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<double>(x[j]); }); });
   }
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
@@ -537,20 +555,33 @@ struct AbftGlobalRows {
   long long ldd;
   int rows;
   float alpha;
-  template <class F>
-  CUTLASS_DEVICE void each_part(int tid, F&& f) const {
-    for (int x = tid; x < S::kM * S::kWarpsN; x += K::kThreads) {
-      const int rl = x % S::kM, w = x / S::kM;
-      if (rl < rows) f(rl, w, D + rl * ldd + w * S::kWarpN, w * S::kWarpN);
+  // f(rl, w, first element of the part, first column, lane) for the (row, warp column) parts of the rows whose sc.col
+  // satisfies `want`, a warp per part (lanes over its columns: coalesced loads from C), the parts dealt out to the warps
+  // in turn (a row's list from ballots: the flagged rows are few, the tile's 128 are not read)
+  template <class Sc, class Want, class F>
+  CUTLASS_DEVICE void each_part(const Sc& sc, int tid, Want&& want, F&& f) const {
+    const int warp = tid / 32, lane = tid % 32;
+    int n = 0;  // parts dealt so far (the same in every warp)
+    for (int base = 0; base < S::kM; base += 32) {
+      unsigned m = __ballot_sync(0xffffffffu, base + lane < rows && want(sc.col[base + lane]));
+      for (; m != 0u; m &= m - 1u) {
+        const int rl = base + __ffs(m) - 1;
+        for (int w = 0; w < S::kWarpsN; ++w, ++n)
+          if (n % (K::kThreads / 32) == warp) f(rl, w, D + rl * ldd + w * S::kWarpN, w * S::kWarpN, lane);
+      }
     }
   }
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const EC* x, int c0) { abft_part_norms<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<float>(x[j]) / alpha; }); });
+    each_part(sc, tid, [](int c) { return c == -3; }, [&](int rl, int w, const EC* x, int c0, int lane) {
+      abft_part_norms<K, 32>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<float>(x[j]) / alpha; });
+    });
   }
   template <class Sc>
   CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const EC* x, int c0) { abft_part_rest<K>(sc, g, rl, w, c0, [&](int j) { return static_cast<double>(x[j]) / alpha; }); });
+    each_part(sc, tid, [](int c) { return c >= 0; }, [&](int rl, int w, const EC* x, int c0, int lane) {
+      abft_part_rest<K, 32>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<double>(x[j]) / alpha; });
+    });
   }
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
@@ -1089,20 +1120,30 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       if (row0 + rl < M) obs[rl] = make_float4(s1, sw, sq, mx);
     });
   };
+  // this tile's planned fault into acc (inject builds; its index read again, not kept live through the main loop)
+  auto apply_planned = [&](cutlass::gemm::GemmCoord tc, int tile) {
+    if constexpr (kInject) {
+      const int i = p.t.fault_by_block[tile];
+      if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
+    }
+  };
   // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification (kDefer: its
   // sums stored); true: recompute it
   auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
     fill_opaque(acc[0], zero_of(p.t, 0));
     if constexpr (!kDefer) fetch_ref(tc);
-    if (step < 0 || step >= total) {
-      run(tc, 0, total);
-    } else {
-      run(tc, 0, step + 1);
-      if constexpr (kInject) {  // (step >= 0: this tile has a planned fault; its index read again, not kept live)
-        const int i = p.t.fault_by_block[tile];
-        if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
+    if constexpr (kInject) {
+      // one copy of the main loop, run once, or twice around the planned fault (a copy per call, the clean path's the
+      // same code, cost the kernel 1.5-3% of its time under ncu)
+      const int cut = step >= 0 && step + 1 < total ? step + 1 : total;
+      for (int it0 = 0; it0 < total;) {
+        const int count = it0 == 0 ? cut : total - it0;
+        run(tc, it0, count);
+        it0 += count;
+        if (it0 == step + 1) apply_planned(tc, tile);
       }
-      if (step + 1 < total) run(tc, step + 1, total - step - 1);
+    } else {
+      run(tc, 0, total);
     }
     if constexpr (kDefer) {
       defer_sums(tc);
