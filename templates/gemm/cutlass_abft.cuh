@@ -1120,11 +1120,42 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       if (row0 + rl < M) obs[rl] = make_float4(s1, sw, sq, mx);
     });
   };
-  // this tile's planned fault into acc (inject builds; its index read again, not kept live through the main loop)
-  auto apply_planned = [&](cutlass::gemm::GemmCoord tc, int tile) {
+  // This tile's planned fault (inject builds) after the main loop: a fault in an accumulator at k-iteration `step` passes
+  // its error unchanged to the element's final value (the later k-iterations only add to it), so the error is added to
+  // the final accumulator: a bit flip's, that of the bit flipped in the element's partial sum after k-iteration `step`,
+  // which the block recomputes from A and B in double. (Applying it at `step` split the main loop in two calls, two
+  // copies of its code: 1.6-3% of the kernel's time under ncu, clean launches included; one copy in a loop run twice,
+  // 5%.) Block-uniform (every thread of a tile with a planned fault).
+  auto planned_partial = [&](cutlass::gemm::GemmCoord tc, const auto& f, int step) {  // (generic: instantiated by inject builds only)
+    double part = 0.0;
+    if (f.kind == ftgen::kOffset) return part;  // (an offset's error does not depend on the value)
+    const int t = fresh_tid(), M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
+    const int wmn = (f.thread / 32) % (S::kWarpsM * S::kWarpsN);
+    int r, c;
+    AccLayout<typename K::Operator>::coord(f.thread % 32, f.elem, r, c);
+    const int gi = tc.m() * S::kM + (wmn % S::kWarpsM) * S::kWarpM + r, gj = tc.n() * S::kN + (wmn / S::kWarpsM) * S::kWarpN + c;
+    const int kend = step + 1 < total ? k_offset(step + 1, Kd, S::kK, total) : Kd;
+    const auto* B = p.t.gemm.ref_B.data();
+    const long long ldb = p.t.gemm.ref_B.stride(0);
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    if (gi < M && gj < N)
+      for (int kk = t; kk < kend; kk += K::kThreads)
+        part += static_cast<double>(kRowA ? p.A[static_cast<long long>(gi) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + gi]) *
+                static_cast<double>(kRowB ? B[static_cast<long long>(kk) * ldb + gj] : B[static_cast<long long>(gj) * ldb + kk]);
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+    if (t % 32 == 0) sc.red[t / 32][0] = part;
+    __syncthreads();
+    part = 0.0;
+    for (int w = 0; w < K::kThreads / 32; ++w) part += sc.red[w][0];
+    __syncthreads();  // (sc.red is the rare path's too)
+    return part;
+  };
+  auto apply_planned = [&](cutlass::gemm::GemmCoord tc, int tile, int step) {
     if constexpr (kInject) {
       const int i = p.t.fault_by_block[tile];
-      if (p.t.faults[i].thread == fresh_tid()) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1);
+      const double part = planned_partial(tc, p.t.faults[i], step);
+      if (fresh_tid() == p.t.faults[i].thread) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1, &part);
     }
   };
   // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification (kDefer: its
@@ -1132,19 +1163,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
     fill_opaque(acc[0], zero_of(p.t, 0));
     if constexpr (!kDefer) fetch_ref(tc);
-    if constexpr (kInject) {
-      // one copy of the main loop, run once, or twice around the planned fault (a copy per call, the clean path's the
-      // same code, cost the kernel 1.5-3% of its time under ncu)
-      const int cut = step >= 0 && step + 1 < total ? step + 1 : total;
-      for (int it0 = 0; it0 < total;) {
-        const int count = it0 == 0 ? cut : total - it0;
-        run(tc, it0, count);
-        it0 += count;
-        if (it0 == step + 1) apply_planned(tc, tile);
-      }
-    } else {
-      run(tc, 0, total);
-    }
+    run(tc, 0, total);
+    if (step >= 0 && step < total) apply_planned(tc, tile, step);  // (inject builds)
     if constexpr (kDefer) {
       defer_sums(tc);
       return false;

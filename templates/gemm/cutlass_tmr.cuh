@@ -539,7 +539,8 @@ CUTLASS_DEVICE int uncorrected_copy(P const& t, int tile);
 template <class P>
 CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid);
 template <class K, class Frag, class P>
-CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units = kCopies);
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units = kCopies,
+                                double const* partial = nullptr);
 
 #if FTGEN_TMR_INJECT
 // The copy whose output is kept for a tile when correction is off: the copy a planned fault
@@ -567,16 +568,21 @@ CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid) {
 
 // Apply planned fault `fidx` to accumulator element f.elem of this thread's copy and record it.
 // Selects instead of indexing keep the fragment in registers.
+// partial (abft_once_kernel, after its main loop): the element's partial sum at the fault's k-iteration; the fault's
+// error on it (the flipped bit's, or the offset) is added to the accumulator, and `before` / `after` record the partial
+// sum and its faulty value.
 template <class K, class Frag, class P>
-CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units) {
+CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units, double const* partial) {
   using E = typename Frag::Element;
   const ftgen::FaultSpec f = t.faults[fidx];
-  E before = E(0);
+  E value = E(0);
   CUTLASS_PRAGMA_UNROLL
-  for (int e = 0; e < Frag::kElements; ++e) before = (e == f.elem) ? acc[e] : before;
+  for (int e = 0; e < Frag::kElements; ++e) value = (e == f.elem) ? acc[e] : value;
+  const E before = partial != nullptr ? static_cast<E>(*partial) : value;
   const E after = ftgen::apply_fault(before, f.kind, f.bit, f.offset);
+  const E faulty = partial != nullptr ? value + (after - before) : after;
   CUTLASS_PRAGMA_UNROLL
-  for (int e = 0; e < Frag::kElements; ++e) acc[e] = (e == f.elem) ? after : acc[e];
+  for (int e = 0; e < Frag::kElements; ++e) acc[e] = (e == f.elem) ? faulty : acc[e];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warp_mn = warp % (K::WarpCount::kM * K::WarpCount::kN);
   int r, c;
