@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One significant fault per launch on the concurrent design (device machine): the online and detect injection builds
+# of specs/gemm_abft_tc_concurrent.yaml ('*rr_conc_inj'), version A with the working tree's headers and B with those
+# in AB_DIR (default ab/prev), run directly with --inject 1 --bit B for B in BITS (default "29 20": an exponent flip
+# that raises the element by 2^64, located and corrected in place, and a mantissa flip that is detected but too small
+# to locate, its tile recomputed), ROUNDS rounds (default 2), at 4096^3 and 8192^3, paired with the unprotected kernel.
+# Usage: bash scripts/gpu_gemm_onefault.sh OUT    Files: OUT/onefault.jsonl (the executables' rows, with version,
+# bit_arg and round added), OUT/gpu.txt; a table of the medians x the unprotected kernel last.
+set -uo pipefail
+out=${1:?output dir}
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+[ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+provenance "$out"
+for v in A B; do
+  (
+    export FTGEN_CACHE_DIR=/tmp/onefault-cache-$v
+    python3 -m ftgen.cli generate specs/gemm_abft_tc_concurrent.yaml -o /tmp/onefault-$v > /dev/null || exit 1
+    [ $v = B ] && cp "${AB_DIR:-ab/prev}"/*.cuh /tmp/onefault-$v/gemm_abft_tc_concurrent/common/
+    python3 -m ftgen.cli build /tmp/onefault-$v/gemm_abft_tc_concurrent -j 8 --kernels '*rr_conc_inj' > "$out/build_$v.log" 2>&1 || exit 3
+  ) &
+done
+wait
+for rep in $(seq 1 "${ROUNDS:-2}"); do
+  for b in ${BITS:-29 20}; do
+    for v in A B; do
+      for k in /tmp/onefault-$v/gemm_abft_tc_concurrent/bin/*rr_conc_inj; do
+        "$k" --shapes 4096x4096x4096,8192x8192x8192 --inject 1 --bit "$b" --reps 10 --warmup 3 | grep '"kernel"' |
+          sed "s/^{/{\"version\": \"$v\", \"bit_arg\": $b, \"round\": $rep, /" >> "$out/onefault.jsonl"
+      done
+    done
+  done
+done
+python3 - "$out/onefault.jsonl" <<'PY'
+import json, statistics, sys
+cell = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    key = (r["kernel"].split("_cutlass")[0][12:], "x".join(str(r["shape"][d]) for d in "mnk"), r["bit_arg"])
+    c = cell.setdefault(key, {}).setdefault(r["version"], {"x": [], "ok": True, "rec": 0, "det": 0})
+    c["x"].append(r["paired"]["x_unprotected"])
+    c["ok"] &= bool(r.get("ok")) and not r.get("false_alarms")
+    c["det"] += r.get("detected", 0)
+    c["rec"] += r.get("recomputed", 0)
+print(f"{'kernel':26s} {'shape':16s} {'bit':>3s} {'A':>8s} {'B':>8s}   (median x unprotected; detected / recomputed over the rounds' check launches)")
+for (k, s, b), byv in sorted(cell.items()):
+    parts = [f"{statistics.median(byv[v]['x']):7.3f}{' ' if byv[v]['ok'] else '!'}" if v in byv else f"{'-':>8s}" for v in "AB"]
+    print(f"{k:26s} {s:16s} {b:3d} " + " ".join(parts) + "   " + " ".join(f"{v}: {byv[v]['det']}/{byv[v]['rec']}" for v in "AB" if v in byv))
+PY
