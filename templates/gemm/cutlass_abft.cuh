@@ -1124,7 +1124,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   // its error unchanged to the element's final value (the later k-iterations only add to it), so the error is added to
   // the final accumulator: a bit flip's, that of the bit flipped in the element's partial sum after k-iteration `step`,
   // which the block recomputes from A and B in double. (Applying it at `step` split the main loop in two calls, two
-  // copies of its code: 1.6-3% of the kernel's time under ncu, clean launches included; one copy in a loop run twice,
+  // copies of its code: 1-3% of the kernel's time under ncu, clean launches included; one copy in a loop run twice,
   // 5%.) Block-uniform (every thread of a tile with a planned fault).
   auto planned_partial = [&](cutlass::gemm::GemmCoord tc, const auto& f, int step) {  // (generic: instantiated by inject builds only)
     double part = 0.0;
