@@ -14,8 +14,9 @@
 //            from the accumulators (quad shuffles, then the warps' shares through shared memory), against
 //            tau = lambda u (sqrt(k) + sqrt(tb_n) + 1) max(sqrt(r2_i), |r_i|, ||C_i|| without its max),
 //            tau_w = max(tau rms(w), lambda u (...) |r'_i|)
-//            (a row over the threshold is decided on d, dw summed anew in double from its elements: float sums would
-//            round a large fault f by ~u |f|, beyond tau_w, and it would not be located)
+//            (a row over the threshold is decided on d, dw summed anew in double from its elements, the location
+//            tested in double: float sums round a large fault f by ~u |f|, beyond tau_w; abft_kernel, which verifies
+//            from registers inside its main loop, keeps pass 1's float sums and recomputes such a tile instead)
 //   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..tb_n, |dw - j d| <= tau_w
 //   correct  online: C_ij = r_i - sum_{l != j} C_il (the rest summed anew in double), in the accumulator,
 //            so later k-iterations build on the right value; any other detection (or correct: detect):
@@ -597,10 +598,10 @@ struct AbftGlobalRows {
 
 // The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their r, r', r2 in sc.ref) are decided by
 // the full rule of gemm.abft_verify_rows (sum c and sum w c of the row summed anew in double, the robust norm ||C_i||
-// without its largest element, the non-finite elements), located rows corrected through `rows` (AbftFragRows: the accumulators in
-// registers; AbftStagedRows: the tile staged in shared memory). Inlined into abft_kernel: as a call
-// (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32
-// prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
+// without its largest element, the non-finite elements), located rows corrected through `rows` (AbftFragRows: the
+// accumulators in registers; AbftStagedRows: the tile staged in shared memory; AbftGlobalRows: the tile in C). Inlined
+// into abft_kernel: as a call (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of
+// the tf32x3 128x128x32 prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
 // kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
 // double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
 // Returns {recompute the tile, detected, corrected, uncorrectable}.
