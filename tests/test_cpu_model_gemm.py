@@ -248,7 +248,6 @@ def test_large_faults_are_located_on_sums_in_double():
     be, bw, b2 = g.abft_encode(B64, cols)
     r, rw, r2 = A64 @ be[:, 0], A64 @ bw[:, 0], (A64 * A64) @ b2[:, 0]
     unit = g.abft_threshold_unit("fp32", k, cols, g.abft_lambda("threadblock"))
-    rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
     located = located_f32 = faults = 0
     for i in range(rows):
         j, bit = int(rng.integers(cols)), 27 + i % 3
@@ -264,7 +263,7 @@ def test_large_faults_are_located_on_sums_in_double():
             assert abs((float(r[i]) - rest) - float(C[i, j])) <= 1e-3 * max(1.0, abs(float(C[i, j])))
         tau = g.abft_row_threshold(row, r[i], rw[i], r2[i], k, "fp32", g.abft_lambda("threadblock"))
         s1, sw = _row_float32_sums(row)
-        kind, col = g.abft_classify(s1 - float(r[i]), sw - float(rw[i]), tau, max(tau * rms_w, unit * abs(float(rw[i]))), cols)
+        kind, col = g.abft_classify(s1 - float(r[i]), sw - float(rw[i]), tau, g.abft_weighted_threshold(tau, rw[i], unit, cols), cols)
         located_f32 += kind == 1 and col == j
     assert faults >= 60
     assert located == faults

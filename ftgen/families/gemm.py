@@ -407,6 +407,12 @@ def abft_row_threshold(C_row, r, rw, r2, k_done: int, precision: str, lam: float
     return abft_threshold_unit(precision, k_done, c.size, lam) * scale
 
 
+def abft_weighted_threshold(tau: float, rw, unit: float, cols: int) -> float:
+    """tau_w of a row: the weighted checksum's threshold from tau, the row's r' and the threshold unit."""
+    rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
+    return max(tau * rms_w, unit * abs(float(rw)))
+
+
 def abft_classify(d: float, dw: float, tau: float, tau_w: float, cols: int) -> tuple[int, int]:
     """(kind, col): 0 clean, 1 fault in C at col (located with certainty), 3 detected, not locatable."""
     s1 = abs(d) / tau if tau > 0 else (_np.inf if d != 0 else 0.0)
@@ -425,7 +431,6 @@ def abft_verify_rows(C, r, rw, r2, k_done: int, precision: str, lam: float = ABF
     every row that is not clean, and the largest score (residual / threshold)."""
     rows, cols = C.shape
     unit = abft_threshold_unit(precision, k_done, cols, lam)
-    rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
     w = _np.arange(1, cols + 1, dtype=_np.float64)
     out, best = [], 0.0
     for i in range(rows):
@@ -437,7 +442,7 @@ def abft_verify_rows(C, r, rw, r2, k_done: int, precision: str, lam: float = ABF
             best = _np.inf
             continue
         tau = abft_row_threshold(c, r[i], rw[i], r2[i], k_done, precision, lam)
-        tau_w = max(tau * rms_w, unit * abs(float(rw[i])))
+        tau_w = abft_weighted_threshold(tau, rw[i], unit, cols)
         d = float(c.sum()) - float(r[i])
         dw = float((w * c).sum()) - float(rw[i])
         best = max(best, abs(d) / tau if tau > 0 else 0.0, abs(dw) / tau_w if tau_w > 0 else 0.0)

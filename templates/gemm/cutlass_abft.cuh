@@ -1143,8 +1143,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       for (int kk = t; kk < kend; kk += K::kThreads)
         part += static_cast<double>(kRowA ? p.A[static_cast<long long>(gi) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + gi]) *
                 static_cast<double>(kRowB ? B[static_cast<long long>(kk) * ldb + gj] : B[static_cast<long long>(gj) * ldb + kk]);
-    CUTLASS_PRAGMA_UNROLL
-    for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+    part = abft_lanes_reduce<32>(part, [](double a, double b) { return a + b; });
     if (t % 32 == 0) sc.red[t / 32][0] = part;
     __syncthreads();
     part = 0.0;
