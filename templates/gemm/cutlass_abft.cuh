@@ -47,27 +47,51 @@ template <class EB, bool kRowB>
 __global__ void abft_enc_kernel(const EB* __restrict__ B, long long ldb, int k, int n, int cols, int strips, float4* __restrict__ enc,
                                 float* __restrict__ E, int ldE) {
   if constexpr (kRowB) {
-    // a warp per (k row, strip): lanes along the contiguous columns
+    // a warp per 8 k rows of one strip (consecutive warps: consecutive strips of the same rows), 4 lanes per row; the 4
+    // lanes of a row read 4 V consecutive columns per step (V = 16 bytes of elements: one 16-byte load each where B's
+    // rows are aligned), so a warp has a row's whole strip in flight after cols / (4 V) loads per lane, and the 3 sums
+    // cross only 4 lanes (a warp per row and 32 lanes took 5 shuffle levels per row: the kernel was bound by them)
+    constexpr int V = 16 / static_cast<int>(sizeof(EB));
     const long long wid = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
-    if (wid >= static_cast<long long>(k) * strips) return;
-    const int kk = static_cast<int>(wid / strips), s = static_cast<int>(wid % strips);
+    const int lane = threadIdx.x % 32, quarter = lane % 4;
+    if (wid >= static_cast<long long>((k + 7) / 8) * strips) return;  // (warp-uniform)
+    const int s = static_cast<int>(wid % strips), kk = static_cast<int>(wid / strips) * 8 + lane / 4;
     const int j0 = s * cols, j1 = min(n, j0 + cols);
     double a = 0.0, w = 0.0, q = 0.0;
-    for (int j = j0 + lane; j < j1; j += 32) {
-      const double b = static_cast<double>(B[kk * ldb + j]);
-      a += b;
-      w += b * static_cast<double>(j - j0 + 1);
-      q += b * b;
+    if (kk < k) {
+      const EB* const row = B + kk * ldb;
+      const bool vec = ldb % V == 0 && reinterpret_cast<unsigned long long>(B) % 16 == 0;  // (j0: a multiple of cols, of V)
+      auto add = [&](EB v, int j) {
+        const double b = static_cast<double>(v);
+        a += b;
+        w += b * static_cast<double>(j - j0 + 1);
+        q += b * b;
+      };
+#pragma unroll 4
+      for (int j = j0 + quarter * V; j < j1; j += 4 * V) {
+        if (vec && j + V <= j1) {
+          union {
+            uint4 u;
+            EB e[V];
+          } v;
+          v.u = __ldg(reinterpret_cast<const uint4*>(row + j));
+          CUTLASS_PRAGMA_UNROLL
+          for (int t = 0; t < V; ++t) add(v.e[t], j + t);
+        } else {
+          for (int t = 0; t < V && j + t < j1; ++t) add(row[j + t], j + t);
+        }
+      }
     }
     CUTLASS_PRAGMA_UNROLL
-    for (int o = 16; o > 0; o >>= 1) {
+    for (int o = 2; o > 0; o >>= 1) {
       a += __shfl_xor_sync(0xffffffffu, a, o);
       w += __shfl_xor_sync(0xffffffffu, w, o);
       q += __shfl_xor_sync(0xffffffffu, q, o);
     }
-    if (lane == 0) enc[static_cast<long long>(s) * k + kk] = make_float4(float(a), float(w), float(q), 0.f);
-    if (E != nullptr) store_ref_operand(E, ldE, kk, s, strips, a, w, lane, 32);
+    if (kk < k) {
+      if (quarter == 0) enc[static_cast<long long>(s) * k + kk] = make_float4(float(a), float(w), float(q), 0.f);
+      if (E != nullptr) store_ref_operand(E, ldE, kk, s, strips, a, w, quarter, 4);
+    }
   } else {
     // a thread per (k row, strip): consecutive threads along the contiguous k
     const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
@@ -258,7 +282,7 @@ template <class K>
 struct AbftParams {
   TileParams<K> t;
   const float4* enc;  // [strip][k] (abft_enc_kernel)
-  const float2* ref;  // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
+  float2* ref;        // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
   int chunks;         // checkpoints of a tile (prepass)
   const float* A;     // the A operand (the rare path recomputes the reference rows of flagged rows from it)
   long long lda;
@@ -268,6 +292,11 @@ struct AbftParams {
   int* redo;          // abft_once_kernel: [count][tiles to recompute][parts done per listed tile]
   typename K::ElementAcc* redo_part;  // abft_once_kernel<.., kRedo = true>: partial accumulators, gridDim.x tiles
   float4* obs;        // abft_once_kernel<.., kDefer = true>: per row, strip and warp column {sum c, sum w c, sum c^2, max |c|}
+  // ref_checksums: concurrent on the tensor cores: the reference GEMM's sub-chunks D[u][i][2 s .. 2 s + 1] (u < subs,
+  // rows ldd apart), which abft_check_kernel adds up in u order (as abft_ref_scan_tc_kernel would) instead of reading
+  // ref; it stores the sums into ref for the tiles it lists (the recomputation reads them there). nullptr: read ref.
+  const float* refd;
+  int ldd, subs;
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -1290,7 +1319,16 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
       sc.sums[w][tid] = make_float2(o.x, o.y);
       sc.norm[w][tid] = make_float2(o.z, o.w);
     }
-    if (in) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row);
+    if (in && p.refd == nullptr) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row);
+    if (in && p.refd != nullptr) {
+      const float* d = p.refd + static_cast<long long>(row) * p.ldd + 2 * tn;
+      const long long step = static_cast<long long>(M) * p.ldd;
+#pragma unroll 8
+      for (int u = 0; u < p.subs; ++u) {
+        const float2 v = __ldg(reinterpret_cast<const float2*>(d + u * step));
+        ref_row = make_float2(ref_row.x + v.x, ref_row.y + v.y);
+      }
+    }
     sc.score[tid] = 0.f;
   }
   __syncthreads();
@@ -1300,6 +1338,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
     const long long ldd = p.t.gemm.ref_D.stride(0);
     AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
     if (abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters)) {  // block-uniform
+      if (p.refd != nullptr && tid < S::kM && row < M)  // (the recomputation's reference rows)
+        p.ref[(static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row] = ref_row;
       if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
       return;
     }

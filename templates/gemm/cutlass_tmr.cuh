@@ -1889,20 +1889,28 @@ struct Runner {
 
   // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
   // The pre-passes of threadblock ABFT on stream s: the strip encodings of B, then (prepass) r, r' at every checkpoint.
-  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s) {
-    float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
-    const int strips = q.lay.tiles_n;
-    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
-    const long long threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
-    // the reference pre-pass on the tensor cores where k has no residue iteration and CUTLASS can run the reference GEMM
-    // (A's alignment at every sub-chunk); the SIMT pre-pass otherwise
+  // the reference pre-pass on the tensor cores where k has no residue iteration and CUTLASS can run the reference GEMM
+  // (A's alignment at every sub-chunk); the SIMT pre-pass otherwise
+  static bool ref_on_tc(const Prepared& q) {
     bool ref_tc = false;
     if constexpr (kAbftPrepass) {
       ref_tc = q.lay.ref_tc;
       for (int part = 0; part < 2 && ref_tc; ++part)
         ref_tc = ref_gemm_batches(q, part) == 0 || RefGemm::can_implement(ref_gemm_args(q, part)) == cutlass::Status::kSuccess;
     }
+    return ref_tc;
+  }
+
+  // scan = false (the concurrent design on the tensor cores): the reference GEMM's sub-chunks are left in D for
+  // abft_check_kernel to add up (AbftParams::refd)
+  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s, bool scan = true) {
+    float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
+    const int strips = q.lay.tiles_n;
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    // (row-major B: a warp per 8 k rows of a strip; column-major: a thread per k row and strip)
+    const long long threads = kRowB ? static_cast<long long>((q.k + 7) / 8) * strips * 32 : static_cast<long long>(q.k) * strips;
+    const bool ref_tc = ref_on_tc(q);
     float* E = ref_tc ? reinterpret_cast<float*>(q.ws + q.lay.ref_e) : nullptr;
     abft_enc_kernel<EB, kRowB><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(static_cast<const EB*>(q.B), q.ldb, q.k, q.n,
                                                                                           K::Shape::kN, strips, enc, E, q.lay.ref_w);
@@ -1918,6 +1926,7 @@ struct Runner {
           if (gemm.run(s) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
           if ((e = cudaGetLastError()) != cudaSuccess) return e;
         }
+        if (!scan) return cudaSuccess;
         const dim3 grid(static_cast<unsigned>((q.m + 31) / 32), static_cast<unsigned>((strips + 31) / 32));
         abft_ref_scan_tc_kernel<><<<grid, 256, 0, s>>>(reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m,
                                                        strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
@@ -1943,7 +1952,7 @@ struct Runner {
     AbftParams<K> ap;
     ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     ap.enc = reinterpret_cast<const float4*>(q.ws + q.lay.enc);
-    ap.ref = kAbftPrepass ? reinterpret_cast<const float2*>(q.ws + q.lay.ref) : nullptr;
+    ap.ref = kAbftPrepass ? reinterpret_cast<float2*>(q.ws + q.lay.ref) : nullptr;
     ap.chunks = q.lay.chunks;
     ap.A = static_cast<const float*>(q.A);
     ap.lda = q.lda;
@@ -1953,6 +1962,8 @@ struct Runner {
     ap.redo = nullptr;
     ap.redo_part = nullptr;
     ap.obs = nullptr;
+    ap.refd = nullptr;
+    ap.ldd = ap.subs = 0;
     if (kAbftPrepass && q.lay.chunks == 1) {
       ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
       ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
@@ -2000,7 +2011,14 @@ struct Runner {
     if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), gs)) != cudaSuccess) return e;
     first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
+    // on the tensor cores the check adds the reference GEMM's sub-chunks itself (no scan kernel in the pre-passes' chain)
+    const bool sum_subs = ref_on_tc(q);
+    if (sum_subs) {
+      ap.refd = reinterpret_cast<const float*>(q.ws + q.lay.ref_d);
+      ap.ldd = q.lay.ref_w;
+      ap.subs = q.lay.subs;
+    }
+    if ((e = launch_prepass(q, ps, !sum_subs)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     abft_check_kernel<K, kInject, kRowA><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
