@@ -243,37 +243,22 @@ using AbftRefGemm = cutlass::gemm::device::GemmUniversal<
     kAlignA, 4, cutlass::arch::OpMultiplyAddFastF32>;
 
 // ref[s][c][i] = sum of D[u][i][2 s .. 2 s + 1] over the sub-chunks u < (c + 1) per (per sub-chunks per checkpoint
-// interval; the last checkpoint takes the rest): 32 rows x 32 strips per block through shared memory (coalesced reads
-// along the strips, writes along the rows). A template, so only the variants that launch it compile it (its static
-// shared memory is checked against in the other kernels: tests/test_gemm_cutlass.py).
-template <int kTile = 32>
+// interval; the last checkpoint takes the rest), in u order: a thread per (row, strip), consecutive threads along the
+// strips (D's rows: coalesced reads; the 8-byte stores are m apart). (Before: 32 x 32 tiles transposed through shared
+// memory, a block per 32 rows: 128 blocks at m = 4096, 9.6 us for 8 MB.)
 __global__ void __launch_bounds__(256) abft_ref_scan_tc_kernel(const float* __restrict__ D, int ldd, float2* __restrict__ ref, int m,
                                                                int strips, int chunks, int subs, int per) {
-  static_assert(kTile == 32, "32 x 32 tiles, 256 threads");
-  __shared__ float2 t[kTile][kTile + 1];
-  const int i0 = blockIdx.x * 32, s0 = blockIdx.y * 32, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-  float2 run[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) run[j] = make_float2(0.f, 0.f);
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (t >= static_cast<long long>(m) * strips) return;
+  const int i = static_cast<int>(t / strips), st = static_cast<int>(t % strips);
+  const float* const d = D + static_cast<long long>(i) * ldd + 2 * st;
+  const long long step = static_cast<long long>(m) * ldd;
+  float2 run = make_float2(0.f, 0.f);
+#pragma unroll 4
   for (int u = 0; u < subs; ++u) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + ty + 8 * j, st = s0 + tx;
-      t[ty + 8 * j][tx] = (i < m && st < strips)
-                              ? *reinterpret_cast<const float2*>(D + (static_cast<long long>(u) * m + i) * ldd + 2 * st)
-                              : make_float2(0.f, 0.f);
-    }
-    __syncthreads();
-    const int c = min(u / per, chunks - 1);
-    const bool last = u == subs - 1 || (u + 1) % per == 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + tx, st = s0 + ty + 8 * j;
-      const float2 v = t[tx][ty + 8 * j];
-      run[j] = make_float2(run[j].x + v.x, run[j].y + v.y);
-      if (last && i < m && st < strips) ref[(static_cast<long long>(st) * chunks + c) * m + i] = run[j];
-    }
-    __syncthreads();
+    const float2 v = __ldg(reinterpret_cast<const float2*>(d + u * step));
+    run = make_float2(run.x + v.x, run.y + v.y);
+    if (u == subs - 1 || (u + 1) % per == 0) ref[(static_cast<long long>(st) * chunks + min(u / per, chunks - 1)) * m + i] = run;
   }
 }
 
@@ -282,7 +267,7 @@ template <class K>
 struct AbftParams {
   TileParams<K> t;
   const float4* enc;  // [strip][k] (abft_enc_kernel)
-  float2* ref;        // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
+  const float2* ref;  // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
   int chunks;         // checkpoints of a tile (prepass)
   const float* A;     // the A operand (the rare path recomputes the reference rows of flagged rows from it)
   long long lda;
@@ -292,11 +277,6 @@ struct AbftParams {
   int* redo;          // abft_once_kernel: [count][tiles to recompute][parts done per listed tile]
   typename K::ElementAcc* redo_part;  // abft_once_kernel<.., kRedo = true>: partial accumulators, gridDim.x tiles
   float4* obs;        // abft_once_kernel<.., kDefer = true>: per row, strip and warp column {sum c, sum w c, sum c^2, max |c|}
-  // ref_checksums: concurrent on the tensor cores: the reference GEMM's sub-chunks D[u][i][2 s .. 2 s + 1] (u < subs,
-  // rows ldd apart), which abft_check_kernel adds up in u order (as abft_ref_scan_tc_kernel would) instead of reading
-  // ref; it stores the sums into ref for the tiles it lists (the recomputation reads them there). nullptr: read ref.
-  const float* refd;
-  int ldd, subs;
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -1319,16 +1299,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
       sc.sums[w][tid] = make_float2(o.x, o.y);
       sc.norm[w][tid] = make_float2(o.z, o.w);
     }
-    if (in && p.refd == nullptr) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row);
-    if (in && p.refd != nullptr) {
-      const float* d = p.refd + static_cast<long long>(row) * p.ldd + 2 * tn;
-      const long long step = static_cast<long long>(M) * p.ldd;
-#pragma unroll 8
-      for (int u = 0; u < p.subs; ++u) {
-        const float2 v = __ldg(reinterpret_cast<const float2*>(d + u * step));
-        ref_row = make_float2(ref_row.x + v.x, ref_row.y + v.y);
-      }
-    }
+    if (in) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row);
     sc.score[tid] = 0.f;
   }
   __syncthreads();
@@ -1338,8 +1309,6 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
     const long long ldd = p.t.gemm.ref_D.stride(0);
     AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
     if (abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters)) {  // block-uniform
-      if (p.refd != nullptr && tid < S::kM && row < M)  // (the recomputation's reference rows)
-        p.ref[(static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row] = ref_row;
       if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
       return;
     }

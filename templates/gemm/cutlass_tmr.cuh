@@ -1901,9 +1901,7 @@ struct Runner {
     return ref_tc;
   }
 
-  // scan = false (the concurrent design on the tensor cores): the reference GEMM's sub-chunks are left in D for
-  // abft_check_kernel to add up (AbftParams::refd)
-  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s, bool scan = true) {
+  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
     const int strips = q.lay.tiles_n;
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
@@ -1926,9 +1924,8 @@ struct Runner {
           if (gemm.run(s) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
           if ((e = cudaGetLastError()) != cudaSuccess) return e;
         }
-        if (!scan) return cudaSuccess;
-        const dim3 grid(static_cast<unsigned>((q.m + 31) / 32), static_cast<unsigned>((strips + 31) / 32));
-        abft_ref_scan_tc_kernel<><<<grid, 256, 0, s>>>(reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m,
+        const long long n = static_cast<long long>(q.m) * strips;
+        abft_ref_scan_tc_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m,
                                                        strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
       } else {  // the SIMT pre-pass (in parts where the intervals alone would not fill the GPU), then the scan
@@ -1952,7 +1949,7 @@ struct Runner {
     AbftParams<K> ap;
     ap.t = tile_params(q, static_cast<EC*>(q.C), q.ldc);
     ap.enc = reinterpret_cast<const float4*>(q.ws + q.lay.enc);
-    ap.ref = kAbftPrepass ? reinterpret_cast<float2*>(q.ws + q.lay.ref) : nullptr;
+    ap.ref = kAbftPrepass ? reinterpret_cast<const float2*>(q.ws + q.lay.ref) : nullptr;
     ap.chunks = q.lay.chunks;
     ap.A = static_cast<const float*>(q.A);
     ap.lda = q.lda;
@@ -1962,8 +1959,6 @@ struct Runner {
     ap.redo = nullptr;
     ap.redo_part = nullptr;
     ap.obs = nullptr;
-    ap.refd = nullptr;
-    ap.ldd = ap.subs = 0;
     if (kAbftPrepass && q.lay.chunks == 1) {
       ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
       ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
@@ -2011,14 +2006,7 @@ struct Runner {
     if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), gs)) != cudaSuccess) return e;
     first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    // on the tensor cores the check adds the reference GEMM's sub-chunks itself (no scan kernel in the pre-passes' chain)
-    const bool sum_subs = ref_on_tc(q);
-    if (sum_subs) {
-      ap.refd = reinterpret_cast<const float*>(q.ws + q.lay.ref_d);
-      ap.ldd = q.lay.ref_w;
-      ap.subs = q.lay.subs;
-    }
-    if ((e = launch_prepass(q, ps, !sum_subs)) != cudaSuccess) return e;
+    if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     abft_check_kernel<K, kInject, kRowA><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
