@@ -1148,10 +1148,14 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     const auto* B = p.t.gemm.ref_B.data();
     const long long ldb = p.t.gemm.ref_B.stride(0);
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-    if (gi < M && gj < N)
+    // (unrolled: a thread's loads all in flight at once; B's column is read 4 bytes a row, and the block is the one
+    // a launch's last wave may wait for)
+    if (gi < M && gj < N) {
+#pragma unroll 16
       for (int kk = t; kk < kend; kk += K::kThreads)
-        part += static_cast<double>(kRowA ? p.A[static_cast<long long>(gi) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + gi]) *
-                static_cast<double>(kRowB ? B[static_cast<long long>(kk) * ldb + gj] : B[static_cast<long long>(gj) * ldb + kk]);
+        part += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
+                static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
+    }
     part = abft_lanes_reduce<32>(part, [](double a, double b) { return a + b; });
     if (t % 32 == 0) sc.red[t / 32][0] = part;
     __syncthreads();
