@@ -374,6 +374,7 @@ struct AbftRareArgs {
 template <class K>
 struct AbftFragRows {
   using S = AbftShape<K>;
+  static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
   typename K::ElementAcc* a;
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
@@ -518,6 +519,7 @@ CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w,
 template <class K>
 struct AbftStagedRows {
   using S = AbftShape<K>;
+  static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
   static int const kPitch = S::kN + 1;
   typename K::ElementAcc* tile;
   // f(e, x) for every accumulator element e of this thread's fragment: its place x in the staged tile
@@ -560,6 +562,9 @@ struct AbftStagedRows {
 template <class K>
 struct AbftGlobalRows {
   using S = AbftShape<K>;
+  // the rare path's loop over k for r, r', r2 of a flagged row (kExact) unrolled this far: the deferred check, a
+  // kernel of its own whose flagged blocks are its last, takes each row's loads in one trip (16 per thread at k = 4096)
+  static int const kExactUnroll = 16;
   using EC = typename K::ElementC;
   EC* D;
   long long ldd;
@@ -627,7 +632,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       if (sc.col[rl] != -3) continue;  // block-uniform
       const long long i = g.row0 + rl;
       double x = 0.0, y = 0.0, z = 0.0;
-#pragma unroll 4
+#pragma unroll(Rows::kExactUnroll)
       for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
         const double v = static_cast<double>(kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]);
         const float4 e = __ldg(g.enc + kk);
@@ -1246,16 +1251,26 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
         // this part's slice of the tile: the sum over the parts, in k order, into slot 0
         constexpr int kVecs = K::kTileElems * int(sizeof(E)) / 16;
         uint4* const v = reinterpret_cast<uint4*>(slots);
+        // (the parts' loads kBatch at a time, all in flight before they are added in order: one at a time, a slice
+        // of a tile split 128 ways took 128 dependent trips to L2)
+        constexpr int kBatch = 16;
         for (int x = kVecs * c / parts + fresh_tid(); x < kVecs * (c + 1) / parts; x += K::kThreads) {
           uint4 a = __ldcg(v + x);
-          for (int q = 1; q < parts; ++q) {
-            const uint4 b = __ldcg(v + static_cast<size_t>(q) * kVecs + x);
-            E ea[16 / sizeof(E)], eb[16 / sizeof(E)];
-            memcpy(ea, &a, 16);
-            memcpy(eb, &b, 16);
+          for (int q0 = 1; q0 < parts; q0 += kBatch) {
+            uint4 b[kBatch];
             CUTLASS_PRAGMA_UNROLL
-            for (int u = 0; u < int(16 / sizeof(E)); ++u) ea[u] += eb[u];
-            memcpy(&a, ea, 16);
+            for (int u = 0; u < kBatch; ++u)
+              if (q0 + u < parts) b[u] = __ldcg(v + static_cast<size_t>(q0 + u) * kVecs + x);
+            CUTLASS_PRAGMA_UNROLL
+            for (int u = 0; u < kBatch; ++u) {
+              if (q0 + u >= parts) break;
+              E ea[16 / sizeof(E)], eb[16 / sizeof(E)];
+              memcpy(ea, &a, 16);
+              memcpy(eb, &b[u], 16);
+              CUTLASS_PRAGMA_UNROLL
+              for (int t = 0; t < int(16 / sizeof(E)); ++t) ea[t] += eb[t];
+              memcpy(&a, ea, 16);
+            }
           }
           v[x] = a;
         }
