@@ -277,6 +277,11 @@ struct AbftParams {
   int* redo;          // abft_once_kernel: [count][tiles to recompute][parts done per listed tile]
   typename K::ElementAcc* redo_part;  // abft_once_kernel<.., kRedo = true>: partial accumulators, gridDim.x tiles
   float4* obs;        // abft_once_kernel<.., kDefer = true>: per row, strip and warp column {sum c, sum w c, sum c^2, max |c|}
+  // ref_checksums: concurrent (else nullptr): the rows abft_check_kernel lists for recomputation, [count][rows_cap
+  // ids: tile * kM + row in the tile, -1 unused][rows_cap parts stored], and the partial rows of the second launch
+  int* rows_redo;
+  int rows_cap;
+  double* row_part;
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -375,6 +380,7 @@ template <class K>
 struct AbftFragRows {
   using S = AbftShape<K>;
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
+  static bool const kRowRedo = false;  // (see AbftGlobalRows)
   typename K::ElementAcc* a;
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
@@ -520,6 +526,7 @@ template <class K>
 struct AbftStagedRows {
   using S = AbftShape<K>;
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
+  static bool const kRowRedo = false;  // (see AbftGlobalRows)
   static int const kPitch = S::kN + 1;
   typename K::ElementAcc* tile;
   // f(e, x) for every accumulator element e of this thread's fragment: its place x in the staged tile
@@ -565,6 +572,9 @@ struct AbftGlobalRows {
   // the rare path's loop over k for r, r', r2 of a flagged row (kExact) unrolled this far: the deferred check, a
   // kernel of its own whose flagged blocks are its last, takes each row's loads in one trip (16 per thread at k = 4096)
   static int const kExactUnroll = 16;
+  // a detection that is not located (every detection with correct: detect) is left to the caller to recompute as a row
+  // (abft_check_kernel lists the row; the second launch recomputes it); the other row policies recompute the tile
+  static bool const kRowRedo = true;
   using EC = typename K::ElementC;
   EC* D;
   long long ldd;
@@ -704,7 +714,12 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   if (!g.correct) return make_uint4(0u, detected, corrected, uncorrectable);  // measurement mode: detect and count only
   const bool any_unlocated = __syncthreads_or(tid < S::kM && sc.col[tid] == -2) != 0;
   if ((any_unlocated || !g.online) && !g.final_attempt) {
-    return make_uint4(1u, detected, corrected, uncorrectable);  // recompute the tile (the model counts the recomputed fault as corrected)
+    if constexpr (!Rows::kRowRedo) {
+      return make_uint4(1u, detected, corrected, uncorrectable);  // recompute the tile (the model counts the recomputed fault as corrected)
+    } else if (!g.online) {
+      return make_uint4(0u, detected, corrected, uncorrectable);  // every detected row recomputed as a row (the caller lists them)
+    }
+    // (kRowRedo, online: the located rows corrected below, the unlocated ones recomputed as rows)
   }
   if (!g.online) return make_uint4(0u, detected, corrected, uncorrectable);  // the last computation: not a transient fault
   // 3. online correction of the located elements: the rest of each flagged row, summed in double
@@ -1196,6 +1211,68 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       add_count(p.t.counters, &ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
     }
   };
+  // ref_checksums: concurrent: the rows abft_check_kernel listed, each recomputed from A and B in double and written to C
+  // (alpha x the row; beta = 0 on this path), split along k into `parts` blocks: a thread per column and k residue,
+  // the parts' partial rows to p.row_part, added up in k order by part 0 once all are stored (a cooperative launch).
+  // A row costs 2 tb_n k products and reads the tile's strip of B once, against a tile's 2 tb_m tb_n k.
+  auto redo_rows = [&] {
+    const int listed = min(*p.rows_redo, p.rows_cap);
+    if (listed == 0) return;
+    constexpr int kMaxParts = 32, kRes = K::kThreads / S::kN;  // parts per row (at most); k residues per column
+    static_assert(K::kThreads % S::kN == 0, "whole columns per thread set");
+    const int parts = max(1, min(kMaxParts, static_cast<int>(gridDim.x) / listed));
+    const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
+    const auto* B = p.t.gemm.ref_B.data();
+    const long long ldb = p.t.gemm.ref_B.stride(0), ldc = p.t.gemm.ref_D.stride(0);
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    int* const stored = p.rows_redo + 1 + p.rows_cap;
+    double* const red = reinterpret_cast<double*>(tilebuf);  // (the main loop's shared memory, free here)
+    for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
+      const int j = item / parts, c = item % parts, id = p.rows_redo[1 + j];
+      if (id < 0) continue;  // (block-uniform: an unused slot)
+      const int tile = id / S::kM, gi = (tile / p.t.tiles_n) * S::kM + id % S::kM, col0 = (tile % p.t.tiles_n) * S::kN;
+      const int t = fresh_tid(), cl = t % S::kN, res = t / S::kN, gj = col0 + cl;
+      const int k0 = static_cast<int>(static_cast<long long>(Kd) * c / parts), k1 = static_cast<int>(static_cast<long long>(Kd) * (c + 1) / parts);
+      double s = 0.0;
+      if (gi < M && gj < N) {
+#pragma unroll 16
+        for (int kk = k0 + res; kk < k1; kk += kRes)
+          s += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
+               static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
+      }
+      red[t] = s;
+      __syncthreads();
+      if (res == 0) {
+        for (int q = 1; q < kRes; ++q) s += red[q * S::kN + cl];
+        p.row_part[static_cast<size_t>(item) * S::kN + cl] = s;
+      }
+      __threadfence();
+      __syncthreads();
+      if (t == 0) atomicAdd(stored + j, 1);
+      if (c == 0) {  // part 0 (block-uniform): the row once every part is stored
+        if (t == 0)
+          while (*reinterpret_cast<volatile int*>(stored + j) < parts) __nanosleep(64);
+        __syncthreads();
+        __threadfence();
+        if (res == 0 && gi < M && gj < N) {
+          double v = 0.0;
+          const double* const prow = p.row_part + static_cast<size_t>(j) * parts * S::kN + cl;
+          for (int q0 = 0; q0 < parts; q0 += 16) {  // (loads in flight 16 at a time, added in k order)
+            double b[16];
+            CUTLASS_PRAGMA_UNROLL
+            for (int u = 0; u < 16; ++u)
+              if (q0 + u < parts) b[u] = __ldcg(prow + static_cast<size_t>(q0 + u) * S::kN);
+            CUTLASS_PRAGMA_UNROLL
+            for (int u = 0; u < 16; ++u)
+              if (q0 + u < parts) v += b[u];
+          }
+          p.t.gemm.ref_D.data()[gi * ldc + gj] = static_cast<typename K::ElementC>(static_cast<double>(p.t.gemm.output_op.alpha) * v);
+        }
+        count_recomputation();
+      }
+      __syncthreads();  // (red is reused by the block's next item)
+    }
+  };
   auto finish = [&](cutlass::gemm::GemmCoord tc) {  // the tile's largest score, then its output
     const int t = fresh_tid();
     const float best = t < S::kM ? sc.score[t] : 0.f;
@@ -1224,6 +1301,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     // recomputation then costs about total / parts k-iterations after the first launch, not a whole tile). The parts
     // of a tile wait for each other (a cooperative launch: every block is resident), add the partial accumulators up
     // in k order, each over its 1/parts of the tile, and the last one to finish verifies and writes the tile.
+    if (p.rows_redo != nullptr) redo_rows();
     const int listed = *p.redo, tiles = p.t.tiles_m * p.t.tiles_n;
     if (listed == 0) return;
     const int parts = max(1, min(total, static_cast<int>(gridDim.x) / listed));
@@ -1327,7 +1405,25 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) != 0) {  // (rare)
     const long long ldd = p.t.gemm.ref_D.stride(0);
     AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
-    if (abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters)) {  // block-uniform
+    bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
+    // the rows to recompute (not located; every detected row with correct: detect), listed for the second launch,
+    // which recomputes each from A and B; where the list is full, the tile is recomputed instead
+    const int n = __syncthreads_count(g.correct && !g.final_attempt && tid < S::kM && row < M &&
+                                      (sc.col[tid] == -2 || (!g.online && sc.col[tid] != -1)));
+    if (!tile_redo && n > 0) {
+      if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n);
+      __syncthreads();
+      const int base = sc.pend[0];
+      if (base + n <= p.rows_cap) {
+        if (tid == 0)
+          for (int rl = 0, x = base; rl < S::kM; ++rl)
+            if (row0 + rl < M && (sc.col[rl] == -2 || (!g.online && sc.col[rl] != -1))) p.rows_redo[1 + x++] = tile * S::kM + rl;
+      } else {
+        for (int x = base + tid; x < min(base + n, p.rows_cap); x += K::kThreads) p.rows_redo[1 + x] = -1;  // (unused slots)
+        tile_redo = true;
+      }
+    }
+    if (tile_redo) {
       if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
       return;
     }

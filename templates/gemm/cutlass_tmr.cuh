@@ -1559,6 +1559,10 @@ struct Layout {
   bool ref_tc = false;
   int ref_w = 0, ref_sub = 0, subs = 0, ref_per = 0;
   size_t ref_e = 0, ref_d = 0;
+  // ref_checksums: concurrent: rows to recompute (after the tile list in redo: [count][rows_cap ids][rows_cap parts
+  // stored]) and their partial rows (row_part: a row of tb_n doubles per block of the recomputation launch)
+  int rows_cap = 0;
+  size_t redo_ints = 0, row_part = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1959,6 +1963,9 @@ struct Runner {
     ap.redo = nullptr;
     ap.redo_part = nullptr;
     ap.obs = nullptr;
+    ap.rows_redo = nullptr;
+    ap.rows_cap = 0;
+    ap.row_part = nullptr;
     if (kAbftPrepass && q.lay.chunks == 1) {
       ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
       ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
@@ -2003,7 +2010,10 @@ struct Runner {
       gs = st->s[mode == 0 ? 0 : 1];
       ps = st->s[mode == 0 ? 1 : 0];
     }
-    if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), gs)) != cudaSuccess) return e;
+    ap.rows_redo = ap.redo + 1 + 3 * size_t(tiles);
+    ap.rows_cap = q.lay.rows_cap;
+    ap.row_part = reinterpret_cast<double*>(q.ws + q.lay.row_part);
+    if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * q.lay.redo_ints, gs)) != cudaSuccess) return e;
     first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
@@ -2193,7 +2203,10 @@ struct Launcher {
       }
       if (L.parts > 1) L.ref_parts = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
       if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
-        L.redo = take(sizeof(int) * (1 + 3 * tiles));
+        L.rows_cap = kAbftConcurrent ? 2 * sms : 0;
+        L.redo_ints = 1 + 3 * size_t(tiles) + (kAbftConcurrent ? 1 + 2 * size_t(L.rows_cap) : 0);
+        L.redo = take(sizeof(int) * L.redo_ints);
+        if (kAbftConcurrent) L.row_part = take(size_t(sms) * KM::Shape::kN * sizeof(double));
         L.redo_part = take(size_t(sms) * KM::kTileElems * sizeof(Acc));
         // ref_checksums: concurrent: the GEMM's pass-1 sums per row, strip and warp column
         if (kAbftConcurrent) L.obs = take(size_t(L.tiles_n) * KM::WarpCount::kN * m * sizeof(float4));
