@@ -119,6 +119,27 @@ def test_two_faults_in_one_row_are_detected_and_recomputed():
     assert max_rel_err(C, A, B) <= tolerance("fp32", 128)
 
 
+def test_rows_that_are_not_located_are_recomputed_as_rows():
+    """recompute='row' (ref_checksums: concurrent): a row with two faults is recomputed from A and B, a located
+    fault in another row of the same strip corrected in place; nothing else is recomputed. With correct: detect
+    every detected row is recomputed, one count each."""
+    rng = np.random.default_rng(4)
+    A, B = inputs(rng, 16, 128, 256, "normal", np.float32)
+    C_clean, c0 = g.abft_gemm_model(A, B, cols=128, kt=8, interval=16, recompute="row")
+    assert c0["detected"] == 0 and c0["recomputed"] == 0
+    faults = [(2, 5, 10, "offset", 50.0), (2, 5, 90, "offset", -70.0), (9, 7, 33, "offset", 40.0)]
+    C, c = g.abft_gemm_model(A, B, cols=128, kt=8, interval=16, faults=faults, recompute="row")
+    assert c["recomputed"] == 1 and c["corrected"] == 2 and c["uncorrectable"] >= 1
+    assert max_rel_err(C, A, B) <= tolerance("fp32", 128)
+    assert np.array_equal(C[:5], C_clean[:5]) and np.array_equal(C[8:], C_clean[8:])  # the other rows untouched
+    faults = [(1, 2, 3, "bitflip", 30), (4, 11, 200, "offset", 25.0)]
+    C, c = g.abft_gemm_model(A, B, cols=128, kt=8, interval=16, online=False, faults=faults, recompute="row")
+    assert c["detected"] == 2 and c["recomputed"] == 2
+    assert max_rel_err(C, A, B) <= tolerance("fp32", 128)
+    with pytest.raises(ValueError):
+        g.abft_gemm_model(A, B, cols=128, kt=8, interval=4, recompute="row")
+
+
 def test_faults_in_different_rows_are_each_corrected_in_place():
     rng = np.random.default_rng(5)
     A, B = inputs(rng, 16, 128, 128, "normal", np.float32)

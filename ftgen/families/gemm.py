@@ -500,7 +500,8 @@ def abft_lambda(level: str) -> float:
 
 
 def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str = "fp32", faults=(),
-                    online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, ref: str = "fused"):
+                    online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, ref: str = "fused",
+                    recompute: str = "tile"):
     """Simulate the protected GEMM C = A @ B tile by tile in the variant's precision.
 
     cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t);
@@ -509,14 +510,22 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     flips bit `value`, 'offset' adds `value`.
     no_correct: detect but leave faults in place (what a fault would do unprotected).
     ref: 'fused' (checksums carried step by step) or 'prepass' (abft_prepass_reference, one slice).
+    recompute: 'tile' (a detection that is not located, or any detection with online=False, recomputes the
+    computation without the transient fault: one count) or 'row' (ref_checksums: concurrent, one verification
+    at the end: each such row of a strip is recomputed from A and B in double, one count per row, and the
+    located rows are corrected in place).
     Returns (C, counters) with counters detected / corrected / recomputed / uncorrectable / max_score.
     """
+    if recompute not in ("tile", "row"):
+        raise ValueError(f"recompute must be 'tile' or 'row', not {recompute!r}")
     dt = _np.float64 if precision == "fp64" else _np.float32
     A = _np.asarray(A, dtype=dt)
     B = _np.asarray(B, dtype=dt)
     m, k = A.shape
     n = B.shape[1]
     steps = -(-k // kt)
+    if recompute == "row" and interval < steps:
+        raise ValueError("recompute='row' needs one verification at the end (interval >= the k steps)")
     be, bw, b2 = abft_encode(B, cols)
     strips = be.shape[1]
     pre = abft_prepass_reference(A, be, bw, b2, kt=kt, interval=interval, precision=precision) if ref == "prepass" else None
@@ -543,6 +552,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
             if (s + 1) % interval == 0 or s + 1 == steps:
                 k_done = min(k, (s + 1) * kt)
                 redo = False
+                rows = []  # recompute == 'row': (row, strip) to recompute
                 rr, rrw, rr2 = (r, rw, r2) if pre is None else pre[(0, s // interval)]
                 for t in range(strips):
                     blk = C[:, t * cols:(t + 1) * cols]
@@ -559,8 +569,15 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
                             others = float(rest.sum())
                             blk[i, col] = dt(float(rr[i, t]) - others)
                             counters["corrected"] += 1
+                        elif recompute == "row":
+                            rows.append((i, t))
                         else:
                             redo = True
+                for (i, t) in rows:  # the row of A against the strip of B, in double
+                    cs = slice(t * cols, (t + 1) * cols)
+                    C[i, cs] = (A[i].astype(_np.float64) @ Bp[:, cs].astype(_np.float64)).astype(dt)
+                    counters["recomputed"] += 1
+                    counters["corrected"] += 1
                 if redo and not final:
                     return None
         return C[:, :n]

@@ -124,7 +124,8 @@ PARAMS = (
           "(carried in the main loop from the A fragments of the tensor cores), prepass (a pre-pass kernel per "
           "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint) "
           "or concurrent (the pre-pass on a second stream while the GEMM runs, the GEMM storing each tile's row sums, a "
-          "check kernel after both; where a tile has one checkpoint, beta = 0 and alpha != 0, else as prepass; workspace: 16 bytes "
+          "check kernel after both, which corrects located faults in C and has a row it cannot locate recomputed from A and B; "
+          "where a tile has one checkpoint, beta = 0 and alpha != 0, else as prepass; workspace: 16 bytes "
           "more per row, block column and warp column)",
           choices=("fused", "prepass", "concurrent")),
 )

@@ -20,7 +20,9 @@
 //   locate   only with certainty: |d| > 2 tau_w, j = rint(dw / d) in 1..tb_n, |dw - j d| <= tau_w
 //   correct  online: C_ij = r_i - sum_{l != j} C_il (the rest summed anew in double), in the accumulator,
 //            so later k-iterations build on the right value; any other detection (or correct: detect):
-//            the tile is recomputed from k = 0 (at most kMaxAttempts computations)
+//            the tile is recomputed from k = 0 (at most kMaxAttempts computations); ref_checksums: concurrent
+//            recomputes such a row instead (A's row against the strip of B, in double, by the second launch) and
+//            corrects the tile's located rows in place (gemm.abft_gemm_model's recompute='row')
 //
 // ref_checksums: prepass (FTGEN_ABFT_PREPASS): r and r' of every checkpoint come from a pre-pass (abft_ref_kernel),
 // the main loop carries nothing (it is the unprotected one plus the checkpoint test); see abft_kernel's kPre.
@@ -628,7 +630,8 @@ struct AbftGlobalRows {
 // the tf32x3 128x128x32 prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
 // kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
 // double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
-// Returns {recompute the tile, detected, corrected, uncorrectable}.
+// Returns {recompute the tile, detected, corrected, uncorrectable} (Rows::kRowRedo: never the tile; the rows left with
+// sc.col -2, or every detected row with correct: detect, are for the caller to recompute).
 template <class K, bool kExact, bool kRowA, class Sc, class Rows>
 CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   using S = AbftShape<K>;
@@ -1377,8 +1380,9 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 // The GEMM (abft_once_kernel<.., kDefer = true>) runs while the pre-passes compute r, r' on another stream; it stores
 // each tile's pass-1 sums per row and warp column (p.obs) beside C. This kernel, after both, takes a block per tile: pass
 // 1 against r, r' as abft_verify_staged's, and on a flagged row the same rare path on the tile in C (AbftGlobalRows:
-// located elements corrected in C); a tile that needs a recomputation is listed in p.redo for abft_once_kernel's
-// second launch. (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
+// located elements corrected in C); a row that is not located (every detected row with correct: detect) is listed in
+// p.rows_redo for abft_once_kernel's second launch, which recomputes it from A and B (a tile only where that list is
+// full, in p.redo). (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
 // needed.)
 template <class K, bool kInject, bool kRowA>
 __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p) {
