@@ -1891,8 +1891,6 @@ struct Runner {
         stride_d, stride_d, q.lda, w, w, w);
   }
 
-  // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
-  // The pre-passes of threadblock ABFT on stream s: the strip encodings of B, then (prepass) r, r' at every checkpoint.
   // the reference pre-pass on the tensor cores where k has no residue iteration and CUTLASS can run the reference GEMM
   // (A's alignment at every sub-chunk); the SIMT pre-pass otherwise
   static bool ref_on_tc(const Prepared& q) {
@@ -1905,6 +1903,8 @@ struct Runner {
     return ref_tc;
   }
 
+  // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
+  // The pre-passes of threadblock ABFT on stream s: the strip encodings of B, then (prepass) r, r' at every checkpoint.
   static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
     const int strips = q.lay.tiles_n;
@@ -1929,8 +1929,8 @@ struct Runner {
           if ((e = cudaGetLastError()) != cudaSuccess) return e;
         }
         const long long n = static_cast<long long>(q.m) * strips;
-        abft_ref_scan_tc_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m,
-                                                       strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
+        abft_ref_scan_tc_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
+            reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
       } else {  // the SIMT pre-pass (in parts where the intervals alone would not fill the GPU), then the scan
         const int slots = q.lay.chunks * q.lay.parts;
@@ -2036,8 +2036,7 @@ struct Runner {
       if (q.lay.chunks == 1) {  // one checkpoint per tile: the verification after an unmodified main loop (abft_once_kernel)
         auto first = abft_once_kernel<K, kInject, kRowA, false>;
         if ((e = set_smem(first, kSmemAbft)) != cudaSuccess) return e;
-        const int tiles = q.lay.tiles_m * q.lay.tiles_n;
-        if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * (1 + 3 * size_t(tiles)), s)) != cudaSuccess) return e;
+        if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * q.lay.redo_ints, s)) != cudaSuccess) return e;
         first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, s>>>(ap);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         return launch_redo(ap, s);
@@ -2206,7 +2205,8 @@ struct Launcher {
         L.rows_cap = kAbftConcurrent ? 2 * sms : 0;
         L.redo_ints = 1 + 3 * size_t(tiles) + (kAbftConcurrent ? 1 + 2 * size_t(L.rows_cap) : 0);
         L.redo = take(sizeof(int) * L.redo_ints);
-        if (kAbftConcurrent) L.row_part = take(size_t(sms) * KM::Shape::kN * sizeof(double));
+        // (a row per block and part: at most max(rows listed, blocks of the launch) partial rows)
+        if (kAbftConcurrent) L.row_part = take(size_t(std::max(L.rows_cap, sms)) * KM::Shape::kN * sizeof(double));
         L.redo_part = take(size_t(sms) * KM::kTileElems * sizeof(Acc));
         // ref_checksums: concurrent: the GEMM's pass-1 sums per row, strip and warp column
         if (kAbftConcurrent) L.obs = take(size_t(L.tiles_n) * KM::WarpCount::kN * m * sizeof(float4));
