@@ -96,9 +96,8 @@ run_campaign() {
 # kernels; sets proj (the project's name)
 build_listed() {
   local spec=${FTGEN_NCU_SPEC:-scripts/gpu_abft_check.yaml}
-  proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
-  ft generate "$spec" -o $gen > /dev/null || exit 1
-  ft build $gen/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit 3
+  proj=$(spec_project "$spec")
+  build_version "$spec" $gen "" -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" || exit $?
 }
 
 case "$mode" in
@@ -253,9 +252,8 @@ tc-concurrent-times)
   versions=("$gen/$proj")
   IFS=: read -r -a hdirs <<< "${HEADERS:-}"
   for i in "${!hdirs[@]}"; do
-    ft generate specs/gemm_abft_tc_concurrent.yaml -o /tmp/ncu-v$i > /dev/null || exit 1
-    cp "${hdirs[$i]}"/*.cuh /tmp/ncu-v$i/$proj/common/
-    FTGEN_CACHE_DIR=/tmp/ncu-cache-v$i ft build /tmp/ncu-v$i/$proj -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" > /dev/null || exit 3
+    FTGEN_CACHE_DIR=/tmp/ncu-cache-v$i build_version specs/gemm_abft_tc_concurrent.yaml /tmp/ncu-v$i "${hdirs[$i]}" \
+      -j 16 --arch sm_90 --kernels "$(IFS=,; echo "$*")" > /dev/null || exit $?
     versions+=("/tmp/ncu-v$i/$proj")
   done
   for v in "${!versions[@]}"; do

@@ -16,7 +16,8 @@ mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 [ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
 ft() { python3 -m ftgen.cli "$@"; }
-proj=$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+proj=$(spec_project "$spec")
 IFS=: read -r -a dir_list <<< "$dirs"
 letters=(B C D E F G H)
 versions=(A)
@@ -26,9 +27,9 @@ for i in "${!versions[@]}"; do  # the versions build at the same time
   v=${versions[$i]}
   (
     export FTGEN_CACHE_DIR=/tmp/ab-cache-$v
-    ft generate "$spec" -o /tmp/ab-$v > /dev/null || exit 1
-    [ "$i" -gt 0 ] && cp "${dir_list[$((i - 1))]}"/*.cuh /tmp/ab-$v/$proj/common/
-    ft build /tmp/ab-$v/$proj -j "$per_build" --kernels "$kernels" > "$out/build_$v.log" 2>&1 || exit 3
+    headers=""
+    [ "$i" -gt 0 ] && headers=${dir_list[$((i - 1))]}
+    build_version "$spec" /tmp/ab-$v "$headers" -j "$per_build" --kernels "$kernels" > "$out/build_$v.log" 2>&1
   ) &
 done
 fail=0

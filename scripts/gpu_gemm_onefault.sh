@@ -17,9 +17,9 @@ provenance "$out"
 for v in A B; do
   (
     export FTGEN_CACHE_DIR=/tmp/onefault-cache-$v
-    python3 -m ftgen.cli generate specs/gemm_abft_tc_concurrent.yaml -o /tmp/onefault-$v > /dev/null || exit 1
-    [ $v = B ] && cp "${AB_DIR:-ab/prev}"/*.cuh /tmp/onefault-$v/gemm_abft_tc_concurrent/common/
-    python3 -m ftgen.cli build /tmp/onefault-$v/gemm_abft_tc_concurrent -j 8 --kernels '*rr_conc_inj' > "$out/build_$v.log" 2>&1 || exit 3
+    headers=""
+    [ $v = B ] && headers=${AB_DIR:-ab/prev}
+    build_version specs/gemm_abft_tc_concurrent.yaml /tmp/onefault-$v "$headers" -j 8 --kernels '*rr_conc_inj' > "$out/build_$v.log" 2>&1
   ) &
 done
 wait

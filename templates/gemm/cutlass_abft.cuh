@@ -1159,6 +1159,19 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   // which the block recomputes from A and B in double. (Applying it at `step` split the main loop in two calls, two
   // copies of its code: 1-3% of the kernel's time under ncu, clean launches included; one copy in a loop run twice,
   // 5%.) Block-uniform (every thread of a tile with a planned fault).
+  // the sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (the planned fault's partial sum, the row
+  // recomputation), unrolled: a thread's loads all in flight at once (B's column is read 4 bytes a row)
+  auto ab_dot = [&](int gi, int gj, int k0, int k1, int stride) {
+    const auto* B = p.t.gemm.ref_B.data();
+    const long long ldb = p.t.gemm.ref_B.stride(0);
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    double s = 0.0;
+#pragma unroll 16
+    for (int kk = k0; kk < k1; kk += stride)
+      s += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
+           static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
+    return s;
+  };
   auto planned_partial = [&](cutlass::gemm::GemmCoord tc, const auto& f, int step) {  // (generic: instantiated by inject builds only)
     double part = 0.0;
     if (f.kind == ftgen::kOffset) return part;  // (an offset's error does not depend on the value)
@@ -1168,17 +1181,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     AccLayout<typename K::Operator>::coord(f.thread % 32, f.elem, r, c);
     const int gi = tc.m() * S::kM + (wmn % S::kWarpsM) * S::kWarpM + r, gj = tc.n() * S::kN + (wmn / S::kWarpsM) * S::kWarpN + c;
     const int kend = step + 1 < total ? k_offset(step + 1, Kd, S::kK, total) : Kd;
-    const auto* B = p.t.gemm.ref_B.data();
-    const long long ldb = p.t.gemm.ref_B.stride(0);
-    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-    // (unrolled: a thread's loads all in flight at once; B's column is read 4 bytes a row, and the block is the one
-    // a launch's last wave may wait for)
-    if (gi < M && gj < N) {
-#pragma unroll 16
-      for (int kk = t; kk < kend; kk += K::kThreads)
-        part += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
-                static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
-    }
+    if (gi < M && gj < N) part = ab_dot(gi, gj, t, kend, K::kThreads);
     part = abft_lanes_reduce<32>(part, [](double a, double b) { return a + b; });
     if (t % 32 == 0) sc.red[t / 32][0] = part;
     __syncthreads();
@@ -1225,9 +1228,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     static_assert(K::kThreads % S::kN == 0, "whole columns per thread set");
     const int parts = max(1, min(kMaxParts, static_cast<int>(gridDim.x) / listed));
     const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
-    const auto* B = p.t.gemm.ref_B.data();
-    const long long ldb = p.t.gemm.ref_B.stride(0), ldc = p.t.gemm.ref_D.stride(0);
-    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    const long long ldc = p.t.gemm.ref_D.stride(0);
     int* const stored = p.rows_redo + 1 + p.rows_cap;
     double* const red = reinterpret_cast<double*>(tilebuf);  // (the main loop's shared memory, free here)
     for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
@@ -1236,13 +1237,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       const int tile = id / S::kM, gi = (tile / p.t.tiles_n) * S::kM + id % S::kM, col0 = (tile % p.t.tiles_n) * S::kN;
       const int t = fresh_tid(), cl = t % S::kN, res = t / S::kN, gj = col0 + cl;
       const int k0 = static_cast<int>(static_cast<long long>(Kd) * c / parts), k1 = static_cast<int>(static_cast<long long>(Kd) * (c + 1) / parts);
-      double s = 0.0;
-      if (gi < M && gj < N) {
-#pragma unroll 16
-        for (int kk = k0 + res; kk < k1; kk += kRes)
-          s += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
-               static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
-      }
+      double s = gi < M && gj < N ? ab_dot(gi, gj, k0 + res, k1, kRes) : 0.0;
       red[t] = s;
       __syncthreads();
       if (res == 0) {
