@@ -6,7 +6,8 @@
 #   1. paired x the unprotected kernel for each ';'-separated fault argument set of CASES (default: 16 faults that change
 #      nothing (offset 1e-30; bit 0), 16 located (bit 30), 16 of mantissa bit 20 (detected, mostly not located: rows
 #      recomputed), 16 of random bits (the benchmark's case), 1 of random bits, none), ROUNDS rounds, versions in turn;
-#   2. ncu durations of every kernel of a launch for the cases of NCU_CASES (default: the 16-fault cases);
+#   2. ncu durations of every kernel of a launch for the cases of NCU_CASES (default: the no-injection build, none, and
+#      the 16-fault cases);
 #   3. (SAMPLE=1) ncu warp-state samples per SASS instruction of the check kernel (16 faults, bit 30) and of the second
 #      launch (16 faults, bit 20), version 0 only.
 # Usage: bash scripts/gpu_gemm_faultcost.sh OUT    Files: OUT/cost.jsonl (rows with version, case, round), OUT/times_*.txt,
@@ -42,12 +43,13 @@ for rep in $(seq 1 "${ROUNDS:-3}"); do
     done
   done
 done
-IFS=';' read -r -a ncases <<< "${NCU_CASES:---inject 16 --inject-kind offset --offset 1e-30;--inject 16 --bit 0;--inject 16 --bit 30;--inject 16 --bit 20;--inject 16}"
+IFS=';' read -r -a ncases <<< "${NCU_CASES:-no injection code;--inject 0;--inject 16 --inject-kind offset --offset 1e-30;--inject 16 --bit 0;--inject 16 --bit 30;--inject 16 --bit 20;--inject 16}"
 for v in "${!hdirs[@]}"; do
   for i in "${!ncases[@]}"; do
+    if [ "${ncases[$i]}" = "no injection code" ]; then exe=$(bin "$v" "") args=""; else exe=$(bin "$v" _inj) args=${ncases[$i]}; fi
     # shellcheck disable=SC2086
-    timeout 200 ncu --clock-control none -s 20 -c 36 --metrics gpu__time_duration.sum "$(bin "$v" _inj)" --shapes "$shape" \
-      --reps 3 --warmup 1 --no-ref ${ncases[$i]} > "$out/times_v${v}_c$i.txt" 2>&1
+    timeout 200 ncu --clock-control none --print-units base -s 20 -c 48 --metrics gpu__time_duration.sum "$exe" --shapes "$shape" \
+      --reps 5 --warmup 1 --no-ref $args > "$out/times_v${v}_c$i.txt" 2>&1
     echo "== version $v, case '${ncases[$i]}'"
     python3 - "$out/times_v${v}_c$i.txt" <<'PY'
 import re, statistics, sys
@@ -73,7 +75,7 @@ if [ "${SAMPLE:-1}" = 1 ]; then
     skip=3; [ "$tag" = redo ] && skip=7  # (abft_once_kernel: the GEMM and the second launch in turn; a second launch)
     # shellcheck disable=SC2086
     timeout 200 ncu --clock-control none -k "regex:$kname" -s $skip -c 1 --section SourceCounters --section WarpStateStats \
-      --section LaunchStats --section Occupancy --section SpeedOfLight --sampling-interval 0 -f -o "$out/sass_$tag" \
+      --section LaunchStats --section Occupancy --section SpeedOfLight --warp-sampling-interval 0 -f -o "$out/sass_$tag" \
       "$(bin 0 _inj)" --shapes "$shape" --reps 2 --warmup 1 --no-ref $fargs > "$out/sass_$tag.log" 2>&1
     ncu -i "$out/sass_$tag.ncu-rep" --page details > "$out/sass_${tag}_details.txt" 2>&1
     ncu -i "$out/sass_$tag.ncu-rep" --page source --csv --print-source sass > "$out/sass_$tag.csv" 2>&1
