@@ -10,6 +10,8 @@
 #      the 16-fault cases);
 #   3. (SAMPLE=1) ncu warp-state samples per SASS instruction of the check kernel (16 faults, bit 30) and of the second
 #      launch (16 faults, bit 20), version 0 only.
+#   4. (VERIFY=1, the default) version 0's injection builds verified against cuBLAS with 16 faults per launch at SHAPE
+#      and 8 on odd shapes (ftgen bench).
 # Usage: bash scripts/gpu_gemm_faultcost.sh OUT    Files: OUT/cost.jsonl (rows with version, case, round), OUT/times_*.txt,
 # OUT/sass_*.csv; the tables last.
 set -uo pipefail
@@ -69,6 +71,26 @@ for k, xs in by.items():
 PY
   done
 done
+if [ "${VERIFY:-1}" = 1 ]; then  # version 0's injection builds verified (cuBLAS) with faults, odd shapes and SHAPE
+  for nf in 16 8; do
+    shapes=$shape; [ $nf = 8 ] && shapes=1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
+    FTGEN_CACHE_DIR=/tmp/cost-cache-0 python3 -m ftgen.cli bench /tmp/cost-0/$proj --kernels '*rr_conc_inj' --shapes "$shapes" \
+      --inject $nf --reps 2 --warmup 1 --json "$out/verify_f$nf.jsonl" > /dev/null 2> "$out/verify_f$nf.err"
+    echo "verify, $nf faults per launch: rc=$?"
+  done
+  python3 - "$out"/verify_f*.jsonl <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)
+        if "kernel" not in r:
+            continue
+        sh = "x".join(str(r["shape"][d]) for d in "mnk")
+        print(f"  {r['kernel'][13:40]:28s} {sh:16s} ok={r.get('ok')} err={r.get('max_rel_err', float('nan')):.1e} "
+              f"injected/applied/detected/corrected/recomputed/false_alarms={r.get('injected')}/{r.get('applied')}/{r.get('detected')}/"
+              f"{r.get('corrected')}/{r.get('recomputed')}/{r.get('false_alarms')} {(r.get('error') or {}).get('message', '')[:60]}")
+PY
+fi
 if [ "${SAMPLE:-1}" = 1 ]; then
   for what in "check:abft_check_kernel:--inject 16 --bit 30" "redo:abft_once_kernel:--inject 16 --bit 20"; do
     IFS=: read -r tag kname fargs <<< "$what"

@@ -140,6 +140,39 @@ def test_rows_that_are_not_located_are_recomputed_as_rows():
         g.abft_gemm_model(A, B, cols=128, kt=8, interval=4, recompute="row")
 
 
+def test_a_faults_error_as_the_accumulators_start_acts_as_the_fault_at_its_step():
+    """fault_at='start' (the concurrent design's inject builds: the error of the flipped partial sum, worked out
+    before the GEMM, is the faulty accumulator's start): unprotected (no_correct) it leaves the faulty element
+    within the rounding of the later steps' sums of the fault at its step, every other element bitwise the
+    same; protected, the same faults are detected, located or recomputed, and the output verifies."""
+    rng = np.random.default_rng(11)
+    A, B = inputs(rng, 32, 512, 128, "normal", np.float32)  # (m, k, n)
+    u = np.finfo(np.float32).eps / 2
+    for bit in (0, 12, 20, 23, 27, 29, 30, 31):
+        faults = [(int(rng.integers(0, 16)), int(rng.integers(0, 32)), int(rng.integers(0, 128)), "bitflip", bit),
+                  (int(rng.integers(0, 16)), int(rng.integers(0, 32)), int(rng.integers(0, 128)), "offset", 30.0)]
+        if faults[0][1:3] == faults[1][1:3]:
+            continue
+        kw = dict(cols=128, kt=32, interval=16, faults=faults, recompute="row")
+        C_step, _ = g.abft_gemm_model(A, B, no_correct=True, **kw)
+        C_start, _ = g.abft_gemm_model(A, B, no_correct=True, fault_at="start", **kw)
+        hit = np.zeros(C_step.shape, dtype=bool)
+        for (_, i, j, _, _) in faults:
+            hit[i, j] = True
+        assert np.array_equal(C_step[~hit], C_start[~hit])
+        C_clean = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32)
+        for (_, i, j, _, _) in faults:
+            err = abs(float(C_step[i, j]) - float(C_clean[i, j]))  # the fault's error on the output
+            scale = err + float(np.abs(A[i]).astype(np.float64) @ np.abs(B[:, j]).astype(np.float64))
+            assert abs(float(C_step[i, j]) - float(C_start[i, j])) <= 16 * 16 * u * scale, (bit, i, j)
+        C1, c1 = g.abft_gemm_model(A, B, **kw)
+        C2, c2 = g.abft_gemm_model(A, B, fault_at="start", **kw)
+        assert (c1["detected"], c1["recomputed"]) == (c2["detected"], c2["recomputed"]), bit
+        assert max_rel_err(C2, A, B) <= tolerance("fp32", 512)
+    with pytest.raises(ValueError):
+        g.abft_gemm_model(A, B, cols=128, kt=32, interval=16, fault_at="end")
+
+
 def test_faults_in_different_rows_are_each_corrected_in_place():
     rng = np.random.default_rng(5)
     A, B = inputs(rng, 16, 128, 128, "normal", np.float32)

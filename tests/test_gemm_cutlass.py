@@ -241,6 +241,11 @@ def test_injection_code_only_in_inject_builds():
     lines = abft.splitlines()
     calls = [i for i, line in enumerate(lines) if "apply_fault<K>(" in line]
     assert calls and all(any("if constexpr (kInject)" in lines[j] for j in range(max(0, i - 3), i)) for i in calls)
+    # ... and its fault records (the concurrent design's errors worked out before the GEMM) through planned_record,
+    # defined in the inject section too
+    assert "CUTLASS_DEVICE ftgen::FaultRecord planned_record(ftgen::FaultSpec const& f, long long row, long long col, double partial) {" in body
+    calls = [i for i, line in enumerate(lines) if "planned_record<" in line]
+    assert calls and all("if constexpr (kInject)" in lines[i] for i in calls)
 
 
 def test_constants_shared_by_python_and_cuda_agree():

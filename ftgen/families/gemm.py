@@ -501,7 +501,7 @@ def abft_lambda(level: str) -> float:
 
 def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str = "fp32", faults=(),
                     online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, ref: str = "fused",
-                    recompute: str = "tile"):
+                    recompute: str = "tile", fault_at: str = "step"):
     """Simulate the protected GEMM C = A @ B tile by tile in the variant's precision.
 
     cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t);
@@ -514,10 +514,15 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     computation without the transient fault: one count) or 'row' (ref_checksums: concurrent, one verification
     at the end: each such row of a strip is recomputed from A and B in double, one count per row, and the
     located rows are corrected in place).
+    fault_at: 'step' (the fault applied to the partial sum after its step) or 'start' (ref_checksums:
+    concurrent's inject builds: the fault's error, worked out from the partial sum at its step in double,
+    is the faulty accumulator's start, and the steps add the products to it).
     Returns (C, counters) with counters detected / corrected / recomputed / uncorrectable / max_score.
     """
     if recompute not in ("tile", "row"):
         raise ValueError(f"recompute must be 'tile' or 'row', not {recompute!r}")
+    if fault_at not in ("step", "start"):
+        raise ValueError(f"fault_at must be 'step' or 'start', not {fault_at!r}")
     dt = _np.float64 if precision == "fp64" else _np.float32
     A = _np.asarray(A, dtype=dt)
     B = _np.asarray(B, dtype=dt)
@@ -539,13 +544,18 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
         r2 = _np.zeros((m, strips), dtype=dt)
         Bp = _np.zeros((k, strips * cols), dtype=dt)
         Bp[:, :n] = B
+        if inject and fault_at == "start":
+            for (fs, fi, fj, kind, value) in faults:
+                kend = min(k, (fs + 1) * kt)
+                part = dt(0) if kind == "offset" else dt(float(A[fi, :kend].astype(_np.float64) @ Bp[:kend, fj].astype(_np.float64)))
+                C[fi, fj] = dt(_fault(part, kind, value, dt) - part)
         for s in range(steps):
             ks = slice(s * kt, min(k, (s + 1) * kt))
             C += (A[:, ks] @ Bp[ks]).astype(dt)
             r += (A[:, ks] @ be[ks]).astype(dt)
             rw += (A[:, ks] @ bw[ks]).astype(dt)
             r2 += ((A[:, ks] * A[:, ks]) @ b2[ks]).astype(dt)
-            if inject:
+            if inject and fault_at == "step":
                 for (fs, fi, fj, kind, value) in faults:
                     if fs == s:
                         C[fi, fj] = _fault(C[fi, fj], kind, value, dt)

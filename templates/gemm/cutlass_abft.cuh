@@ -1101,6 +1101,74 @@ CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int t
                       rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters};
 }
 
+// The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
+// recomputation), unrolled: a thread's loads all in flight at once (B's column is read 4 bytes a row)
+template <class K, bool kRowA>
+CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
+  const auto* B = p.t.gemm.ref_B.data();
+  const long long ldb = p.t.gemm.ref_B.stride(0);
+  constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+  double s = 0.0;
+#pragma unroll 16
+  for (int kk = k0; kk < k1; kk += stride)
+    s += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
+         static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
+  return s;
+}
+
+// The k bound of a fault planned at k-iteration `step`: the partial sum it hits covers k < this (the residue k-tile
+// first, as the main loop's order)
+template <class K>
+CUTLASS_DEVICE int abft_fault_kend(const AbftParams<K>& p, int step) {
+  const int Kd = p.t.gemm.problem_size.k(), total = p.t.total_k;
+  return step + 1 < total ? k_offset(step + 1, Kd, K::Shape::kK, total) : Kd;
+}
+
+// ref_checksums: concurrent, inject builds: the error each planned fault puts into its accumulator, computed before the
+// GEMM (on its stream, in place of the GEMM's own block working it out after its main loop: a block-wide dot product
+// whose strided reads of B's column, 4 bytes a k row, held the tile's SM ~8 us, and whose code in the GEMM kernel cost
+// its clean launches too). Grid (faults, kFaultParts): block (i, c) sums part c of k < the fault's bound of A's row and
+// B's column in double; the last part to finish adds the parts in k order and writes fault i's record: the element,
+// its partial sum `before` (rounded to the accumulator type) and `after` (the bit flipped, or the offset added: for
+// an offset the value does not matter and before is 0, as apply_fault's). The GEMM then starts the faulty
+// accumulator at after - before instead of zero (abft_once_kernel, kDefer): the element holds partial sum + error from
+// k-iteration `step` on, as with the fault at that step (the earlier k-iterations have no checkpoint to see it), and
+// the error reaches the final value, as the fault's would. `done`: a counter per fault, zero on entry.
+static int const kFaultParts = 16;
+template <class K, bool kRowA, bool kInject>
+__global__ void __launch_bounds__(256) abft_fault_error_kernel(AbftParams<K> p, int* done, double* parts) {
+  static_assert(kInject, "inject builds only");
+  using E = typename K::ElementAcc;
+  const int i = blockIdx.x, c = blockIdx.y, t = threadIdx.x;
+  const ftgen::FaultSpec f = p.t.faults[i];
+  const int tm = f.block / p.t.tiles_n, tn = f.block % p.t.tiles_n;
+  long long gi, gj;
+  fault_element<K>(f.thread, f.elem, tm, tn, gi, gj);
+  double part = 0.0;
+  if (f.kind != ftgen::kOffset && gi < p.t.gemm.problem_size.m() && gj < p.t.gemm.problem_size.n()) {
+    const int kend = abft_fault_kend(p, f.step);
+    const int k0 = static_cast<int>(static_cast<long long>(kend) * c / kFaultParts);
+    const int k1 = static_cast<int>(static_cast<long long>(kend) * (c + 1) / kFaultParts);
+    part = abft_ab_dot<K, kRowA>(p, static_cast<int>(gi), static_cast<int>(gj), k0 + t, k1, 256);
+  }
+  __shared__ double red[8];
+  __shared__ int last;
+  part = abft_lanes_reduce<32>(part, [](double a, double b) { return a + b; });
+  if (t % 32 == 0) red[t / 32] = part;
+  __syncthreads();
+  if (t != 0) return;
+  part = 0.0;
+  for (int w = 0; w < 8; ++w) part += red[w];
+  parts[static_cast<size_t>(i) * kFaultParts + c] = part;
+  __threadfence();
+  last = atomicAdd(done + i, 1) == kFaultParts - 1;
+  if (!last) return;
+  __threadfence();
+  double sum = 0.0;
+  for (int q = 0; q < kFaultParts; ++q) sum += __ldcg(parts + static_cast<size_t>(i) * kFaultParts + q);
+  if constexpr (kInject) p.t.records[i] = planned_record<E>(f, gi, gj, sum);
+}
+
 // kRedo = false: a block per tile (the grid of the unprotected kernel); a tile whose verification asks for a
 // recomputation (a detection not located, or correct: detect) is not written but listed in p.redo. kRedo = true
 // (launched after it, a block per SM): the listed tiles, recomputed (at most kMaxAttempts computations in all) and
@@ -1159,29 +1227,15 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   // which the block recomputes from A and B in double. (Applying it at `step` split the main loop in two calls, two
   // copies of its code: 1-3% of the kernel's time under ncu, clean launches included; one copy in a loop run twice,
   // 5%.) Block-uniform (every thread of a tile with a planned fault).
-  // the sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (the planned fault's partial sum, the row
-  // recomputation), unrolled: a thread's loads all in flight at once (B's column is read 4 bytes a row)
-  auto ab_dot = [&](int gi, int gj, int k0, int k1, int stride) {
-    const auto* B = p.t.gemm.ref_B.data();
-    const long long ldb = p.t.gemm.ref_B.stride(0);
-    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-    double s = 0.0;
-#pragma unroll 16
-    for (int kk = k0; kk < k1; kk += stride)
-      s += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
-           static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
-    return s;
-  };
+  auto ab_dot = [&](int gi, int gj, int k0, int k1, int stride) { return abft_ab_dot<K, kRowA>(p, gi, gj, k0, k1, stride); };
   auto planned_partial = [&](cutlass::gemm::GemmCoord tc, const auto& f, int step) {  // (generic: instantiated by inject builds only)
     double part = 0.0;
     if (f.kind == ftgen::kOffset) return part;  // (an offset's error does not depend on the value)
-    const int t = fresh_tid(), M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
-    const int wmn = (f.thread / 32) % (S::kWarpsM * S::kWarpsN);
-    int r, c;
-    AccLayout<typename K::Operator>::coord(f.thread % 32, f.elem, r, c);
-    const int gi = tc.m() * S::kM + (wmn % S::kWarpsM) * S::kWarpM + r, gj = tc.n() * S::kN + (wmn / S::kWarpsM) * S::kWarpN + c;
-    const int kend = step + 1 < total ? k_offset(step + 1, Kd, S::kK, total) : Kd;
-    if (gi < M && gj < N) part = ab_dot(gi, gj, t, kend, K::kThreads);
+    const int t = fresh_tid();
+    long long gi, gj;
+    fault_element<K>(f.thread, f.elem, tc.m(), tc.n(), gi, gj);
+    if (gi < p.t.gemm.problem_size.m() && gj < p.t.gemm.problem_size.n())
+      part = ab_dot(static_cast<int>(gi), static_cast<int>(gj), t, abft_fault_kend(p, step), K::kThreads);
     part = abft_lanes_reduce<32>(part, [](double a, double b) { return a + b; });
     if (t % 32 == 0) sc.red[t / 32][0] = part;
     __syncthreads();
@@ -1197,13 +1251,35 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       if (fresh_tid() == p.t.faults[i].thread) apply_fault<K>(p.t, acc[0], i, tile, 0, tc.m(), tc.n(), 1, &part);
     }
   };
+  // kDefer (inject builds): this tile's planned fault as the start of its accumulator, the error worked out before the
+  // launch (abft_fault_error_kernel: the fault's record holds the partial sum and its faulty value); the main loop then
+  // adds the products to it, and the element carries the error from k-iteration `step` on
+  auto seed_planned = [&](int tile) {
+    if constexpr (kInject) {
+      const int i = __ldg(p.t.fault_by_block + tile);
+      const ftgen::FaultSpec& f = p.t.faults[i];
+      if (fresh_tid() == f.thread) {
+        ftgen::FaultRecord* const r = p.t.records + i;
+        const E err = static_cast<E>(r->after) - static_cast<E>(r->before);
+        CUTLASS_PRAGMA_UNROLL
+        for (int e = 0; e < Frag::kElements; ++e) acc[0][e] = e == f.elem ? err : acc[0][e];
+        r->applied = 1;
+        add_count(p.t.counters, &ftgen::FtCounters::injected, 1u);
+      }
+    }
+  };
   // one computation of tile tc (and the planned fault at k-iteration `step`, if any) and its verification (kDefer: its
   // sums stored); true: recompute it
   auto attempt_once = [&](cutlass::gemm::GemmCoord tc, int tile, int attempt, int step) {
     fill_opaque(acc[0], zero_of(p.t, 0));
     if constexpr (!kDefer) fetch_ref(tc);
+    if constexpr (kDefer) {
+      if (step >= 0 && step < total) seed_planned(tile);  // (inject builds)
+    }
     run(tc, 0, total);
-    if (step >= 0 && step < total) apply_planned(tc, tile, step);  // (inject builds)
+    if constexpr (!kDefer) {
+      if (step >= 0 && step < total) apply_planned(tc, tile, step);  // (inject builds)
+    }
     if constexpr (kDefer) {
       defer_sums(tc);
       return false;
@@ -1387,6 +1463,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
   const int tid = threadIdx.x, tile = blockIdx.x, tm = tile / tiles_n, tn = tile % tiles_n;
   const int row0 = tm * S::kM, col0 = tn * S::kN, row = row0 + tid;
   float2 ref_row = make_float2(0.f, 0.f);
+  // the largest score recorded so far, read now (used at the end: its trip to L2 was the last thing every block waited for)
+  const unsigned long long seen = tid < S::kM && p.t.counters != nullptr ? __ldcg(&p.t.counters->max_score_bits) : 0ull;
   if (tid < S::kM) {
     const bool in = row < M;
     CUTLASS_PRAGMA_UNROLL
@@ -1428,5 +1506,5 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
     }
   }
   const float best = tid < S::kM ? sc.score[tid] : 0.f;
-  if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best));
+  if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best), seen);
 }

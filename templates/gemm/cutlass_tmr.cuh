@@ -541,6 +541,20 @@ CUTLASS_DEVICE Pending pending_fault(P const& t, int tile, int copy, int tid);
 template <class K, class Frag, class P>
 CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int copy, int tm, int tn, int units = kCopies,
                                 double const* partial = nullptr);
+// The record of planned fault f on an element (row, col) whose partial sum at the fault's k-iteration is `partial`
+// (ignored for an offset: before 0, as apply_fault's), not yet applied (abft_fault_error_kernel).
+template <class E>
+CUTLASS_DEVICE ftgen::FaultRecord planned_record(ftgen::FaultSpec const& f, long long row, long long col, double partial);
+
+// The output element (row, col of C) that accumulator element `elem` of thread `thread` holds in tile (tm, tn).
+template <class K>
+CUTLASS_DEVICE void fault_element(int thread, int elem, int tm, int tn, long long& row, long long& col) {
+  const int warp_mn = (thread / 32) % (K::WarpCount::kM * K::WarpCount::kN);
+  int r, c;
+  AccLayout<typename K::Operator>::coord(thread % 32, elem, r, c);
+  row = static_cast<long long>(tm) * K::Shape::kM + (warp_mn % K::WarpCount::kM) * K::Operator::Shape::kM + r;
+  col = static_cast<long long>(tn) * K::Shape::kN + (warp_mn / K::WarpCount::kM) * K::Operator::Shape::kN + c;
+}
 
 #if FTGEN_TMR_INJECT
 // The copy whose output is kept for a tile when correction is off: the copy a planned fault
@@ -583,10 +597,6 @@ CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int c
   const E faulty = partial != nullptr ? value + (after - before) : after;
   CUTLASS_PRAGMA_UNROLL
   for (int e = 0; e < Frag::kElements; ++e) acc[e] = (e == f.elem) ? faulty : acc[e];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int warp_mn = warp % (K::WarpCount::kM * K::WarpCount::kN);
-  int r, c;
-  AccLayout<typename K::Operator>::coord(lane, f.elem, r, c);
   ftgen::FaultRecord rec;
   rec.applied = 1;
   rec.block = tile * units + copy;  // FaultSpec.block: (tile, copy) units, `units` per tile (ABFT: 1)
@@ -596,10 +606,26 @@ CUTLASS_DEVICE void apply_fault(P const& t, Frag& acc, int fidx, int tile, int c
   rec.bit = f.bit;
   rec.before = static_cast<double>(before);
   rec.after = static_cast<double>(after);
-  rec.row = tm * K::Shape::kM + (warp_mn % K::WarpCount::kM) * K::Operator::Shape::kM + r;
-  rec.col = tn * K::Shape::kN + (warp_mn / K::WarpCount::kM) * K::Operator::Shape::kN + c;
+  fault_element<K>(threadIdx.x, f.elem, tm, tn, rec.row, rec.col);
   t.records[fidx] = rec;
   if (t.counters) atomicAdd(&t.counters->injected, 1ull);
+}
+
+template <class E>
+CUTLASS_DEVICE ftgen::FaultRecord planned_record(ftgen::FaultSpec const& f, long long row, long long col, double partial) {
+  const E before = f.kind == ftgen::kOffset ? E(0) : static_cast<E>(partial);
+  ftgen::FaultRecord rec;
+  rec.applied = 0;
+  rec.block = f.block;
+  rec.thread = f.thread;
+  rec.elem = f.elem;
+  rec.step = f.step;
+  rec.bit = f.bit;
+  rec.before = static_cast<double>(before);
+  rec.after = static_cast<double>(ftgen::apply_fault(before, f.kind, f.bit, f.offset));
+  rec.row = row;
+  rec.col = col;
+  return rec;
 }
 
 #endif  // FTGEN_TMR_INJECT
@@ -1563,6 +1589,9 @@ struct Layout {
   // stored]) and their partial rows (row_part: a row of tb_n doubles per block of the recomputation launch)
   int rows_cap = 0;
   size_t redo_ints = 0, row_part = 0;
+  // ref_checksums: concurrent, inject builds: per planned fault (at most one per tile) a counter of its error's parts
+  // (at index fault_done of the redo ints, zeroed with them) and the parts (abft_fault_error_kernel)
+  size_t fault_done = 0, fault_part = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1592,6 +1621,7 @@ struct Prepared {
   const int* fault_by_block;
   const ftgen::FaultSpec* faults;
   ftgen::FaultRecord* records;
+  int fault_count;
   AbftConfig abft;
 };
 
@@ -2014,6 +2044,13 @@ struct Runner {
     ap.rows_cap = q.lay.rows_cap;
     ap.row_part = reinterpret_cast<double*>(q.ws + q.lay.row_part);
     if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * q.lay.redo_ints, gs)) != cudaSuccess) return e;
+    if constexpr (kInject) {  // the planned faults' errors, for the GEMM to start their accumulators with
+      if (ap.t.faults != nullptr && q.fault_count > 0) {
+        abft_fault_error_kernel<K, kRowA, kInject><<<dim3(static_cast<unsigned>(q.fault_count), kFaultParts), 256, 0, gs>>>(
+            ap, ap.redo + q.lay.fault_done, reinterpret_cast<double*>(q.ws + q.lay.fault_part));
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      }
+    }
     first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
@@ -2204,6 +2241,11 @@ struct Launcher {
       if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
         L.rows_cap = kAbftConcurrent ? 2 * sms : 0;
         L.redo_ints = 1 + 3 * size_t(tiles) + (kAbftConcurrent ? 1 + 2 * size_t(L.rows_cap) : 0);
+        if (kAbftConcurrent && kInject) {
+          L.fault_done = L.redo_ints;
+          L.redo_ints += size_t(tiles);
+          L.fault_part = take(size_t(tiles) * kFaultParts * sizeof(double));
+        }
         L.redo = take(sizeof(int) * L.redo_ints);
         // (a row per block and part: at most max(rows listed, blocks of the launch) partial rows)
         if (kAbftConcurrent) L.row_part = take(size_t(std::max(L.rows_cap, sms)) * KM::Shape::kN * sizeof(double));
@@ -2253,6 +2295,7 @@ struct Launcher {
     q.fault_by_block = p->fault_by_block;
     q.faults = p->faults;
     q.records = p->fault_records;
+    q.fault_count = p->fault_records != nullptr ? p->fault_count : 0;
     const bool main_ok = operand_aligned(p->A, a, KM::kAlignA, sizeof(EA)) && operand_aligned(p->B, b, KM::kAlignB, sizeof(EB)) &&
                          operand_aligned(p->C, c, KM::kAlignC, sizeof(EC));
     if (main_ok) {

@@ -39,5 +39,6 @@ struct ftgen_gemm_problem {
   const int* fault_by_block;          // per threadblock: index into faults, or -1
   const ftgen::FaultSpec* faults;
   ftgen::FaultRecord* fault_records;
+  int fault_count;  // entries in faults (and fault_records)
   int no_correct;  // campaigns only: detect but do not correct a planned fault (measures its effect)
 };

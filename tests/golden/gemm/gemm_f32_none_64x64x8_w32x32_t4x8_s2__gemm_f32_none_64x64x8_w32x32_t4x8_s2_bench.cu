@@ -92,6 +92,7 @@ static ftgen_gemm_problem make_problem(const Problem& P, int set, double alpha, 
       q.fault_by_block = ft->faults.by_block.ptr;
       q.faults = ft->faults.specs.ptr;
       q.fault_records = ft->faults.records.ptr;
+      q.fault_count = ft->faults.count;
       q.no_correct = no_correct ? 1 : 0;
     }
   }

@@ -279,6 +279,7 @@ static RunResult run_verified(const Problem& P, Verifier& V, FaultState& F, doub
     q.fault_by_block = F.table.by_block.ptr;
     q.faults = F.table.specs.ptr;
     q.fault_records = F.table.records.ptr;
+    q.fault_count = F.table.count;
   }
   launch_checked(q);
   FT_CUDA(cudaDeviceSynchronize());
@@ -418,6 +419,7 @@ static bool run_shape(const ftgen::Args& args, const InjectOptions& io, const ft
         q.fault_by_block = F.table.by_block.ptr;
         q.faults = F.table.specs.ptr;
         q.fault_records = F.table.records.ptr;
+        q.fault_count = F.table.count;
       }
       launch_checked(q);
     };
