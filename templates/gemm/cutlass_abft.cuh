@@ -382,6 +382,7 @@ template <class K>
 struct AbftFragRows {
   using S = AbftShape<K>;
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
+  static int const kExactBatch = 0;     // (the rolled loop, unrolled kExactUnroll times)
   static bool const kRowRedo = false;  // (see AbftGlobalRows)
   typename K::ElementAcc* a;
   template <class Sc>
@@ -528,6 +529,7 @@ template <class K>
 struct AbftStagedRows {
   using S = AbftShape<K>;
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
+  static int const kExactBatch = 0;     // (the rolled loop, unrolled kExactUnroll times)
   static bool const kRowRedo = false;  // (see AbftGlobalRows)
   static int const kPitch = S::kN + 1;
   typename K::ElementAcc* tile;
@@ -571,9 +573,11 @@ struct AbftStagedRows {
 template <class K>
 struct AbftGlobalRows {
   using S = AbftShape<K>;
-  // the rare path's loop over k for r, r', r2 of a flagged row (kExact) unrolled this far: the deferred check, a
-  // kernel of its own whose flagged blocks are its last, takes each row's loads in one trip (16 per thread at k = 4096)
-  static int const kExactUnroll = 16;
+  // the rare path's loop over k for r, r', r2 of a flagged row (kExact): loads kExactBatch at a time, predicated, all
+  // in flight before the first is used (the deferred check, a kernel of its own, waits for this row: its unrolled
+  // loop kept a branch on the bound between iterations, one trip to L2 or DRAM per k, ~10 us at k = 4096)
+  static int const kExactUnroll = 4;
+  static int const kExactBatch = 8;
   // a detection that is not located (every detection with correct: detect) is left to the caller to recompute as a row
   // (abft_check_kernel lists the row; the second launch recomputes it); the other row policies recompute the tile
   static bool const kRowRedo = true;
@@ -645,13 +649,35 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       if (sc.col[rl] != -3) continue;  // block-uniform
       const long long i = g.row0 + rl;
       double x = 0.0, y = 0.0, z = 0.0;
+      if constexpr (Rows::kExactBatch > 0) {
+        constexpr int kB = Rows::kExactBatch;
+        for (int kb = tid; kb < g.k_done; kb += kB * K::kThreads) {
+          float a[kB];
+          float4 e[kB];
+          CUTLASS_PRAGMA_UNROLL
+          for (int u = 0; u < kB; ++u) {
+            const int kk = kb + u * K::kThreads;
+            const bool in = kk < g.k_done;
+            a[u] = in ? (kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]) : 0.f;
+            e[u] = in ? __ldg(g.enc + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
+          }
+          CUTLASS_PRAGMA_UNROLL
+          for (int u = 0; u < kB; ++u) {
+            const double v = static_cast<double>(a[u]);
+            x += v * e[u].x;
+            y += v * e[u].y;
+            z += v * v * e[u].z;
+          }
+        }
+      } else {
 #pragma unroll(Rows::kExactUnroll)
-      for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
-        const double v = static_cast<double>(kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]);
-        const float4 e = __ldg(g.enc + kk);
-        x += v * e.x;
-        y += v * e.y;
-        z += v * v * e.z;
+        for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
+          const double v = static_cast<double>(kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]);
+          const float4 e = __ldg(g.enc + kk);
+          x += v * e.x;
+          y += v * e.y;
+          z += v * v * e.z;
+        }
       }
       CUTLASS_PRAGMA_UNROLL
       for (int o = 16; o > 0; o >>= 1) {
@@ -1102,17 +1128,29 @@ CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int t
 }
 
 // The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
-// recomputation), unrolled: a thread's loads all in flight at once (B's column is read 4 bytes a row)
-template <class K, bool kRowA>
+// recomputation), in k order. The loads go kBatch at a time, predicated, all issued before the first is used: an
+// unrolled `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited
+// for the one before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
+template <class K, bool kRowA, int kBatch = 16>
 CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
   const auto* B = p.t.gemm.ref_B.data();
+  using EB = typename std::remove_cv<typename std::remove_pointer<decltype(B)>::type>::type;
   const long long ldb = p.t.gemm.ref_B.stride(0);
   constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
   double s = 0.0;
-#pragma unroll 16
-  for (int kk = k0; kk < k1; kk += stride)
-    s += static_cast<double>(__ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)) *
-         static_cast<double>(__ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk));
+  for (int kb = k0; kb < k1; kb += kBatch * stride) {
+    float a[kBatch];
+    EB b[kBatch];
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const int kk = kb + u * stride;
+      const bool in = kk < k1;
+      a[u] = in ? __ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi) : 0.f;
+      b[u] = in ? __ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk) : EB(0);
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
+  }
   return s;
 }
 
@@ -1456,15 +1494,13 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 // full, in p.redo). (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
 // needed.)
 template <class K, bool kInject, bool kRowA>
-__global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p) {
+__global__ void __launch_bounds__(K::kThreads, 4) abft_check_kernel(AbftParams<K> p) {
   using S = AbftShape<K>;
   __shared__ AbftScratch<K, 4> sc;
   const int M = p.t.gemm.problem_size.m(), tiles_n = p.t.tiles_n;
   const int tid = threadIdx.x, tile = blockIdx.x, tm = tile / tiles_n, tn = tile % tiles_n;
   const int row0 = tm * S::kM, col0 = tn * S::kN, row = row0 + tid;
   float2 ref_row = make_float2(0.f, 0.f);
-  // the largest score recorded so far, read now (used at the end: its trip to L2 was the last thing every block waited for)
-  const unsigned long long seen = tid < S::kM && p.t.counters != nullptr ? __ldcg(&p.t.counters->max_score_bits) : 0ull;
   if (tid < S::kM) {
     const bool in = row < M;
     CUTLASS_PRAGMA_UNROLL
@@ -1506,5 +1542,5 @@ __global__ void __launch_bounds__(K::kThreads) abft_check_kernel(AbftParams<K> p
     }
   }
   const float best = tid < S::kM ? sc.score[tid] : 0.f;
-  if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best), seen);
+  if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best));
 }
