@@ -284,6 +284,9 @@ struct AbftParams {
   int* rows_redo;
   int rows_cap;
   double* row_part;
+  // ref_checksums: concurrent (else nullptr): the tiles abft_check_kernel found a row of for the rare path, [count][tiles
+  // listed][the second launch's barrier], decided by the second launch
+  int* flagged;
 };
 
 // Per-thread geometry of the accumulator fragment and the reference rows.
@@ -340,6 +343,17 @@ struct AbftScratch {
   float score[S::kM];                // a row's largest score, pass 1's and the rare path's (recorded once, at the end)
   int pend[2];                       // inject builds: the tile's planned fault (index into faults or -1, k-iteration)
   float2 pre[S::kM];                 // abft_once_kernel: r, r' of the tile's rows (fetched with the first k-tiles)
+};
+
+// The part of AbftScratch that pass 1 uses (abft_check_kernel: the rare path is the second launch's)
+template <class K>
+struct AbftPass1Scratch {
+  using S = AbftShape<K>;
+  float2 sums[S::kWarpsN][S::kM];
+  float2 norm[S::kWarpsN][S::kM];
+  float4 ref[S::kM];
+  int col[S::kM];
+  float score[S::kM];
 };
 
 template <class K, class ML>
@@ -1207,6 +1221,9 @@ __global__ void __launch_bounds__(256) abft_fault_error_kernel(AbftParams<K> p, 
   if constexpr (kInject) p.t.records[i] = planned_record<E>(f, gi, gj, sum);
 }
 
+template <class K, bool kInject, bool kRowA, bool kDeferRare, class Sc>
+CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile);
+
 // kRedo = false: a block per tile (the grid of the unprotected kernel); a tile whose verification asks for a
 // recomputation (a detection not located, or correct: detect) is not written but listed in p.redo. kRedo = true
 // (launched after it, a block per SM): the listed tiles, recomputed (at most kMaxAttempts computations in all) and
@@ -1336,7 +1353,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   // the parts' partial rows to p.row_part, added up in k order by part 0 once all are stored (a cooperative launch).
   // A row costs 2 tb_n k products and reads the tile's strip of B once, against a tile's 2 tb_m tb_n k.
   auto redo_rows = [&] {
-    const int listed = min(*p.rows_redo, p.rows_cap);
+    const int listed = min(__ldcg(p.rows_redo), p.rows_cap);
     if (listed == 0) return;
     constexpr int kMaxParts = 32, kRes = K::kThreads / S::kN;  // parts per row (at most); k residues per column
     static_assert(K::kThreads % S::kN == 0, "whole columns per thread set");
@@ -1346,7 +1363,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     int* const stored = p.rows_redo + 1 + p.rows_cap;
     double* const red = reinterpret_cast<double*>(tilebuf);  // (the main loop's shared memory, free here)
     for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
-      const int j = item / parts, c = item % parts, id = p.rows_redo[1 + j];
+      const int j = item / parts, c = item % parts, id = __ldcg(p.rows_redo + 1 + j);
       if (id < 0) continue;  // (block-uniform: an unused slot)
       const int tile = id / S::kM, gi = (tile / p.t.tiles_n) * S::kM + id % S::kM, col0 = (tile % p.t.tiles_n) * S::kN;
       const int t = fresh_tid(), cl = t % S::kN, res = t / S::kN, gj = col0 + cl;
@@ -1413,14 +1430,35 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     // recomputation then costs about total / parts k-iterations after the first launch, not a whole tile). The parts
     // of a tile wait for each other (a cooperative launch: every block is resident), add the partial accumulators up
     // in k order, each over its 1/parts of the tile, and the last one to finish verifies and writes the tile.
+    const int tiles = p.t.tiles_m * p.t.tiles_n;
+    if (p.flagged != nullptr) {  // ref_checksums: concurrent: first the rare path of each tile the check flagged
+      const int nf = __ldcg(p.flagged);
+      if (nf > 0) {  // (the same in every block)
+        for (int j = blockIdx.x; j < nf; j += gridDim.x) {
+          abft_check_tile<K, kInject, kRowA, false>(p, sc, __ldcg(p.flagged + 1 + j));
+          __syncthreads();
+        }
+        // then, once every block's listing is stored, the recomputations: a grid barrier (a cooperative launch: every
+        // block is resident)
+        __threadfence();
+        __syncthreads();
+        if (fresh_tid() == 0) {
+          int* const bar = p.flagged + 1 + tiles;
+          atomicAdd(bar, 1);
+          while (*reinterpret_cast<volatile int*>(bar) < static_cast<int>(gridDim.x)) __nanosleep(32);
+        }
+        __syncthreads();
+        __threadfence();
+      }
+    }
     if (p.rows_redo != nullptr) redo_rows();
-    const int listed = *p.redo, tiles = p.t.tiles_m * p.t.tiles_n;
+    const int listed = __ldcg(p.redo);
     if (listed == 0) return;
     const int parts = max(1, min(total, static_cast<int>(gridDim.x) / listed));
     int* const stored = p.redo + 1 + tiles;  // per list entry: its parts stored
     int* const summed = stored + tiles;      // per list entry: its parts' slices summed
     for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
-      const int j = item / parts, c = item % parts, tile = p.redo[1 + j];
+      const int j = item / parts, c = item % parts, tile = __ldcg(p.redo + 1 + j);
       const cutlass::gemm::GemmCoord tc(tile / p.t.tiles_n, tile % p.t.tiles_n, 0);
       const int it0 = static_cast<int>(static_cast<long long>(total) * c / parts);
       const int it1 = static_cast<int>(static_cast<long long>(total) * (c + 1) / parts);
@@ -1493,12 +1531,11 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 // p.rows_redo for abft_once_kernel's second launch, which recomputes it from A and B (a tile only where that list is
 // full, in p.redo). (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
 // needed.)
-template <class K, bool kInject, bool kRowA>
-__global__ void __launch_bounds__(K::kThreads, 4) abft_check_kernel(AbftParams<K> p) {
+template <class K, bool kInject, bool kRowA, bool kDeferRare, class Sc>
+CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
   using S = AbftShape<K>;
-  __shared__ AbftScratch<K, 4> sc;
   const int M = p.t.gemm.problem_size.m(), tiles_n = p.t.tiles_n;
-  const int tid = threadIdx.x, tile = blockIdx.x, tm = tile / tiles_n, tn = tile % tiles_n;
+  const int tid = threadIdx.x, tm = tile / tiles_n, tn = tile % tiles_n;
   const int row0 = tm * S::kM, col0 = tn * S::kN, row = row0 + tid;
   float2 ref_row = make_float2(0.f, 0.f);
   if (tid < S::kM) {
@@ -1516,31 +1553,45 @@ __global__ void __launch_bounds__(K::kThreads, 4) abft_check_kernel(AbftParams<K
   const AbftRareArgs g = abft_once_args<K, kInject>(p, tm, tn, kMaxAttempts <= 1);
   abft_pass1_rows<K, true>(sc, g, ref_row, tid);
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) != 0) {  // (rare)
-    const long long ldd = p.t.gemm.ref_D.stride(0);
-    AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
-    bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
-    // the rows to recompute (not located; every detected row with correct: detect), listed for the second launch,
-    // which recomputes each from A and B; where the list is full, the tile is recomputed instead
-    const int n = __syncthreads_count(g.correct && !g.final_attempt && tid < S::kM && row < M &&
-                                      (sc.col[tid] == -2 || (!g.online && sc.col[tid] != -1)));
-    if (!tile_redo && n > 0) {
-      if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n);
-      __syncthreads();
-      const int base = sc.pend[0];
-      if (base + n <= p.rows_cap) {
-        if (tid == 0)
-          for (int rl = 0, x = base; rl < S::kM; ++rl)
-            if (row0 + rl < M && (sc.col[rl] == -2 || (!g.online && sc.col[rl] != -1))) p.rows_redo[1 + x++] = tile * S::kM + rl;
-      } else {
-        for (int x = base + tid; x < min(base + n, p.rows_cap); x += K::kThreads) p.rows_redo[1 + x] = -1;  // (unused slots)
-        tile_redo = true;
-      }
-    }
-    if (tile_redo) {
-      if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
+    if constexpr (kDeferRare) {  // listed for the second launch (which records the tile's scores)
+      if (tid == 0) p.flagged[1 + atomicAdd(p.flagged, 1)] = tile;
       return;
+    } else {
+      const long long ldd = p.t.gemm.ref_D.stride(0);
+      AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
+      bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
+      // the rows to recompute (not located; every detected row with correct: detect), listed for the second launch,
+      // which recomputes each from A and B; where the list is full, the tile is recomputed instead
+      const int n = __syncthreads_count(g.correct && !g.final_attempt && tid < S::kM && row < M &&
+                                        (sc.col[tid] == -2 || (!g.online && sc.col[tid] != -1)));
+      if (!tile_redo && n > 0) {
+        if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n);
+        __syncthreads();
+        const int base = sc.pend[0];
+        if (base + n <= p.rows_cap) {
+          if (tid == 0)
+            for (int rl = 0, x = base; rl < S::kM; ++rl)
+              if (row0 + rl < M && (sc.col[rl] == -2 || (!g.online && sc.col[rl] != -1))) p.rows_redo[1 + x++] = tile * S::kM + rl;
+        } else {
+          for (int x = base + tid; x < min(base + n, p.rows_cap); x += K::kThreads) p.rows_redo[1 + x] = -1;  // (unused slots)
+          tile_redo = true;
+        }
+      }
+      if (tile_redo) {
+        if (tid == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
+        return;
+      }
     }
   }
   const float best = tid < S::kM ? sc.score[tid] : 0.f;
   if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best));
+}
+
+// abft_check_tile for every tile, a block each; the rare path of a flagged tile is left to the second launch
+// (abft_once_kernel<.., kRedo>): here its reads of A, the encodings and C queued behind this kernel's reads of the sums
+// (a round trip 2-8 us while the other blocks ran, the tile's rare path ~15 us, the kernel's end waiting for it)
+template <class K, bool kInject, bool kRowA>
+__global__ void __launch_bounds__(K::kThreads, 8) abft_check_kernel(AbftParams<K> p) {
+  __shared__ AbftPass1Scratch<K> sc;
+  abft_check_tile<K, kInject, kRowA, true>(p, sc, blockIdx.x);
 }

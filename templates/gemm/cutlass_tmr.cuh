@@ -1592,6 +1592,9 @@ struct Layout {
   // ref_checksums: concurrent, inject builds: per planned fault (at most one per tile) a counter of its error's parts
   // (at index fault_done of the redo ints, zeroed with them) and the parts (abft_fault_error_kernel)
   size_t fault_done = 0, fault_part = 0;
+  // ref_checksums: concurrent: at index flagged of the redo ints, the tiles the check leaves to the rare path of the
+  // second launch ([count][tiles][barrier])
+  size_t flagged = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
@@ -1996,6 +1999,7 @@ struct Runner {
     ap.rows_redo = nullptr;
     ap.rows_cap = 0;
     ap.row_part = nullptr;
+    ap.flagged = nullptr;
     if (kAbftPrepass && q.lay.chunks == 1) {
       ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
       ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
@@ -2043,6 +2047,7 @@ struct Runner {
     ap.rows_redo = ap.redo + 1 + 3 * size_t(tiles);
     ap.rows_cap = q.lay.rows_cap;
     ap.row_part = reinterpret_cast<double*>(q.ws + q.lay.row_part);
+    ap.flagged = ap.redo + q.lay.flagged;
     if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * q.lay.redo_ints, gs)) != cudaSuccess) return e;
     if constexpr (kInject) {  // the planned faults' errors, for the GEMM to start their accumulators with
       if (ap.t.faults != nullptr && q.fault_count > 0) {
@@ -2241,6 +2246,10 @@ struct Launcher {
       if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
         L.rows_cap = kAbftConcurrent ? 2 * sms : 0;
         L.redo_ints = 1 + 3 * size_t(tiles) + (kAbftConcurrent ? 1 + 2 * size_t(L.rows_cap) : 0);
+        if (kAbftConcurrent) {  // the check's flagged tiles and the second launch's barrier
+          L.flagged = L.redo_ints;
+          L.redo_ints += 1 + size_t(tiles) + 1;
+        }
         if (kAbftConcurrent && kInject) {
           L.fault_done = L.redo_ints;
           L.redo_ints += size_t(tiles);
