@@ -372,15 +372,6 @@ CUTLASS_DEVICE int fresh_tid() {
   return static_cast<int>(t);
 }
 
-// An asynchronous prefetch of `bytes` at p into L2 (sm_90's bulk prefetch; nothing where p or bytes is not a multiple
-// of 16 bytes, or before sm_90)
-CUTLASS_DEVICE void abft_prefetch_l2(const void* p, long long bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if ((reinterpret_cast<uintptr_t>(p) & 15u) == 0 && bytes > 0 && bytes % 16 == 0 && bytes < (1ll << 31))
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(static_cast<unsigned>(bytes)) : "memory");
-#endif
-}
-
 struct AbftRareArgs {
   const float* A;      // prepass: A and this strip's encodings, to recompute r, r', r2 of flagged rows
   long long lda;
@@ -1377,7 +1368,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       const int tile = id / S::kM, gi = (tile / p.t.tiles_n) * S::kM + id % S::kM, col0 = (tile % p.t.tiles_n) * S::kN;
       const int t = fresh_tid(), cl = t % S::kN, res = t / S::kN, gj = col0 + cl;
       const int k0 = static_cast<int>(static_cast<long long>(Kd) * c / parts), k1 = static_cast<int>(static_cast<long long>(Kd) * (c + 1) / parts);
-      double s = gi < M && gj < N ? abft_ab_dot<K, kRowA, 32>(p, gi, gj, k0 + res, k1, kRes) : 0.0;
+      double s = gi < M && gj < N ? ab_dot(gi, gj, k0 + res, k1, kRes) : 0.0;
       red[t] = s;
       __syncthreads();
       if (res == 0) {
@@ -1564,15 +1555,6 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) != 0) {  // (rare)
     if constexpr (kDeferRare) {  // listed for the second launch (which records the tile's scores)
       if (tid == 0) p.flagged[1 + atomicAdd(p.flagged, 1)] = tile;
-      // what its rare path reads, on the way to L2 meanwhile: the strip's encodings, each flagged row of C and of A
-      // (row-major A: contiguous)
-      const int Kd = p.t.gemm.problem_size.k();
-      if (tid == 0) abft_prefetch_l2(p.enc + static_cast<long long>(tn) * Kd, 16ll * Kd);
-      if (tid < S::kM && row < M && sc.col[tid] == -3) {
-        const long long ldd = p.t.gemm.ref_D.stride(0);
-        abft_prefetch_l2(p.t.gemm.ref_D.data() + row * ldd + col0, 4ll * (min(S::kN, p.t.gemm.problem_size.n() - col0) / 4 * 4));
-        if constexpr (kRowA) abft_prefetch_l2(p.A + row * p.lda, 4ll * Kd);
-      }
       return;
     } else {
       const long long ldd = p.t.gemm.ref_D.stride(0);
