@@ -27,7 +27,8 @@
 // ref_checksums: prepass (FTGEN_ABFT_PREPASS): r and r' of every checkpoint come from a pre-pass (abft_ref_kernel),
 // the main loop carries nothing (it is the unprotected one plus the checkpoint test); see abft_kernel's kPre.
 // ref_checksums: concurrent (FTGEN_ABFT_CONCURRENT, with one checkpoint per tile): the same pre-pass on a second stream
-// beside the GEMM, which stores each tile's row sums; abft_check_kernel compares and corrects after both.
+// beside the GEMM, which stores each tile's row sums; abft_check_kernel compares after both and the second launch
+// corrects (inject builds: each planned fault's error worked out before the GEMM, abft_fault_error_kernel).
 //
 // The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
 #pragma once
@@ -1525,12 +1526,13 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 
 // ---- ref_checksums: concurrent: the check after the GEMM -----------------------------------------------------------
 // The GEMM (abft_once_kernel<.., kDefer = true>) runs while the pre-passes compute r, r' on another stream; it stores
-// each tile's pass-1 sums per row and warp column (p.obs) beside C. This kernel, after both, takes a block per tile: pass
-// 1 against r, r' as abft_verify_staged's, and on a flagged row the same rare path on the tile in C (AbftGlobalRows:
-// located elements corrected in C); a row that is not located (every detected row with correct: detect) is listed in
-// p.rows_redo for abft_once_kernel's second launch, which recomputes it from A and B (a tile only where that list is
-// full, in p.redo). (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value is
-// needed.)
+// each tile's pass-1 sums per row and warp column (p.obs) beside C. abft_check_tile checks one tile: pass 1 against r, r'
+// as abft_verify_staged's; a tile with a flagged row is (kDeferRare: abft_check_kernel, after both, a block per tile)
+// listed in p.flagged, or (abft_once_kernel's second launch, first) taken through the same rare path on the tile in C
+// (AbftGlobalRows: located elements corrected in C); a row that is not located (every detected row with correct:
+// detect) is listed in p.rows_redo, which the second launch then recomputes from A and B (a tile only where that list
+// is full, in p.redo). (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value
+// is needed.)
 template <class K, bool kInject, bool kRowA, bool kDeferRare, class Sc>
 CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
   using S = AbftShape<K>;
