@@ -52,14 +52,6 @@ __device__ __forceinline__ void record_score(FtCounters* c, double score) {
   atomicMax(&c->max_score_bits, bits);
 }
 
-// The same with the maximum read earlier (`seen`, from __ldcg(&c->max_score_bits) at a kernel's start, its latency
-// hidden behind the kernel's work instead of waited for at its end): a stale maximum only lets more atomics through.
-__device__ __forceinline__ void record_score(FtCounters* c, double score, unsigned long long seen) {
-  if (c == nullptr || !(score >= 0.0)) return;
-  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(score));
-  if (bits > seen) atomicMax(&c->max_score_bits, bits);
-}
-
 __host__ __device__ inline double score_from_bits(unsigned long long bits) {
   union {
     unsigned long long u;
