@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Plan search of the fft family on the device machine: specs/fft_plan_search_fp{32,64}.yaml over the
 # sizes where the automatic plans were furthest from cuFFT; every candidate vs cuFFT in its own process.
-# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|small2|tbreg|tbminb|tbsmall|tbsmall64|tbbs|r128|large|pad|l2|tb|tbcols|tbweak|launches|bs|two|mid|fp64large|tblarge|occ|occ2|occ3|occ4|occ5|tbocc|tw64|tw64b|f32big|f32mid]   (tbreg: specs/fft_plan_search_tbreg.yaml; tbminb: specs/fft_plan_search_tbminb.yaml; pad: specs/fft_plan_search_pad.yaml; l2: _l2.yaml; small2: _small.yaml; tbsmall: _tbsmall.yaml; tbbs: _tbbs.yaml; tbsmall64: _tbsmall64.yaml; r128: _r128.yaml; f32big / f32mid: specs/fft_plan_search_f32big.yaml / _f32mid.yaml; tw64 / tw64b: specs/fft_plan_search_tw64.yaml / _tw64b.yaml; occ..occ5: specs/fft_plan_search_occ{,2,3,4,5}.yaml; tbocc: _tbocc.yaml; two / mid / fp64large / tblarge: specs/fft_plan_search_two.yaml / _mid.yaml / _fp64_large.yaml / _tb_large.yaml; small: the fp32/fp64 specs; tb: specs/fft_plan_search_tb.yaml; tbcols / tbweak / launches: specs/fft_plan_search_tbcols.yaml / _tbweak.yaml / _launches.yaml; bs: specs/fft_plan_search_bs.yaml; large:
+# Usage: bash scripts/gpu_fft_search.sh OUTDIR [small|small2|tbreg|tbclean|tbminb|tbsmall|tbsmall64|tbbs|r128|large|pad|l2|tb|tbcols|tbweak|launches|bs|two|mid|fp64large|tblarge|occ|occ2|occ3|occ4|occ5|tbocc|tw64|tw64b|f32big|f32mid]   (tbreg: specs/fft_plan_search_tbreg.yaml; tbclean: specs/fft_plan_search_tbclean.yaml; tbminb: specs/fft_plan_search_tbminb.yaml; pad: specs/fft_plan_search_pad.yaml; l2: _l2.yaml; small2: _small.yaml; tbsmall: _tbsmall.yaml; tbbs: _tbbs.yaml; tbsmall64: _tbsmall64.yaml; r128: _r128.yaml; f32big / f32mid: specs/fft_plan_search_f32big.yaml / _f32mid.yaml; tw64 / tw64b: specs/fft_plan_search_tw64.yaml / _tw64b.yaml; occ..occ5: specs/fft_plan_search_occ{,2,3,4,5}.yaml; tbocc: _tbocc.yaml; two / mid / fp64large / tblarge: specs/fft_plan_search_two.yaml / _mid.yaml / _fp64_large.yaml / _tb_large.yaml; small: the fp32/fp64 specs; tb: specs/fft_plan_search_tb.yaml; tbcols / tbweak / launches: specs/fft_plan_search_tbcols.yaml / _tbweak.yaml / _launches.yaml; bs: specs/fft_plan_search_bs.yaml; large:
 # specs/fft_plan_search_large.yaml, three launches and wider column groups for log n 18-24; full rows in OUTDIR/search_fp*.jsonl, winners spec and
 # dispatch header beside them, the tables last)
 set -uo pipefail
@@ -22,6 +22,7 @@ search() {
 }
 case "$which" in
   tbreg) search tbreg specs/fft_plan_search_tbreg.yaml 8x8388608,16x4194304,32x2097152,64x1048576,8192x8192,16384x4096,4194304x16,8x4194304,16x2097152,32x1048576,1048576x32,2097152x16,4194304x8 --inject 1 ;;
+  tbclean) search tbclean specs/fft_plan_search_tbclean.yaml 8192x8192,16384x4096 ;;
   r128) search r128 specs/fft_plan_search_r128.yaml 32768x2048,2097152x32,4194304x16,8388608x8,16777216x4 ;;
   tbbs) search tbbs specs/fft_plan_search_tbbs.yaml 32768x2048,65536x1024,131072x512,262144x256,524288x128,1048576x64,4194304x16,8388608x8,16777216x4,16384x2048,32768x1024,65536x512,131072x256,262144x128,524288x64,1048576x32,4194304x8,8388608x4,16777216x2 --inject 1 ;;
   tbsmall64) search tbsmall64 specs/fft_plan_search_tbsmall64.yaml 8x4194304,16x2097152,32x1048576,64x524288,128x262144,256x131072,512x65536 --inject 1 ;;
