@@ -113,7 +113,7 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                 plan = F.make_plan(prec, level, q)
                 assert F.plan_reasons(plan, level) == [], (prec, level, logn, F.plan_reasons(plan, level))
                 rules = F.plan_level(level, logn)  # the simultaneous two-sided-tb takes the unprotected plans
-                tuned = F.TUNED.get((prec, level, logn)) or F.TUNED.get((prec, rules, logn), {})
+                tuned = F.tuned_plan(prec, level, logn)  # (a build without injection code: TUNED_CLEAN first)
                 assert all(q[k] == v for k, v in tuned.items()), (prec, level, logn, tuned)
                 assert plan.N == 1 << logn and len(plan.launches) == (tuned.get("launches") or F.auto_launches(prec, logn, rules))
                 for lp in plan.launches:
@@ -343,3 +343,30 @@ def test_tuned_plans_replay_the_recorded_searches():
             assert tb, f"{rule}: no recorded search row"
             a, b = ta[-1], tb[-1]
         assert a > b, (tuned, a, rule, b)
+
+
+def test_clean_build_plans_replay_the_recorded_search():
+    """Every TUNED_CLEAN plan (builds without injection code) was measured on the GPU in the same search as the plan
+    TUNED gives the injection build, both built without injection code, and beat it (results/h100/fft/search_tbclean_*)."""
+    rows = {}
+    for path in sorted((REPO / "results" / "h100" / "fft").glob("search_tbclean_*.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("kernel") and r.get("ok") and r.get("ms") and "skipped" not in r:
+                rows[(r["kernel"], r["shape"]["n"])] = r["ref"]["ms"] / r["ms"]["median"]
+    assert F.TUNED_CLEAN
+    for (prec, level, logn), entry in F.TUNED_CLEAN.items():
+        def name(inject: str, params: str) -> str:
+            prot = f"{{scheme: abft, level: {level}, inject: {inject}}}"
+            return load_spec_text(f"name: t\nfamily: fft\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
+
+        clean = name("false", f"{{logn: {logn}}}")
+        assert all(F.resolve_params(prec, level, {"logn": logn})[k] == v for k, v in entry.items())
+        injected = F.tuned_plan(prec, level, logn, inject=True)
+        assert injected != entry, (prec, level, logn)
+        other = name("false", "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **injected}.items()) + "}")
+        assert name("true", f"{{logn: {logn}}}") == other + "_inj"  # the injection build keeps TUNED's plan
+        n = 1 << logn
+        assert (clean, n) in rows and (other, n) in rows, (clean, other)
+        assert rows[(clean, n)] > rows[(other, n)], (clean, rows[(clean, n)], other, rows[(other, n)])
+

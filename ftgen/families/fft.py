@@ -532,6 +532,19 @@ TUNED = {
 }
 
 
+# Measured winners for variants built without injection code, where they differ from TUNED's (which were searched on
+# injection builds, one fault per transform): the same plan compiled without the fault hooks can allocate its registers
+# worse (fp32 2^13 / 2^14 radix 32 at 128 registers: 632 / 672 bytes spilled against 72). specs/fft_plan_search_tbclean.yaml
+# (results/h100/fft/search_tbclean_a3ca5a4.jsonl, no faults, x cuFFT): fp32 2^13 radix 32 at one block per SM (255
+# registers, no spills) 0.644 against TUNED's two blocks 0.428 (radix 16: 0.551 / 0.484); 2^14 radix 16 at one block per
+# SM 0.570 against TUNED's radix 32 0.414 (two launches 0.441-0.464). The injection builds of TUNED's plans ran 0.737 /
+# 0.721 in the same run.
+TUNED_CLEAN = {
+    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 1},
+    ("fp32", "two-sided-tb", 14): {"n1": 16, "minb": 1},
+}
+
+
 # two-sided-tb: the sequential design (columns one after the other, the checksum column transformed in the common
 # path, the vector residual checked there) up to this size, the simultaneous one (the unprotected data path, scalar
 # prefilter in registers, the rest in a rare path) above it. Measured in full runs (results/h100/fft/tbsim/): the
@@ -545,16 +558,25 @@ def plan_level(level: str, logn: int) -> str:
     return "none" if level == "two-sided-tb" and logn > TB_SEQ_MAX_LOGN else level
 
 
-def resolve_params(precision: str, level: str, params: Mapping[str, Any]) -> dict:
-    """Fill the automatic (0) parameters of a fixed-size variant. Returns a new dict; raises
-    ValueError with a reason when the given parameters cannot form a plan."""
+def tuned_plan(precision: str, level: str, logn: int, inject: bool = False) -> dict:
+    """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code), or {}."""
+    key = (precision, level, logn)
+    if not inject and key in TUNED_CLEAN:
+        return dict(TUNED_CLEAN[key])
+    return dict(TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {})))
+
+
+def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject: bool = False) -> dict:
+    """Fill the automatic (0) parameters of a fixed-size variant (`inject`: built with fault injection, which selects
+    the measured winners, tuned_plan). Returns a new dict; raises ValueError with a reason when the given parameters
+    cannot form a plan."""
     p = dict(params)
     logn = p["logn"]
     N = 1 << logn
     # the simultaneous two-sided-tb runs the unprotected kernel's data path (its checks ride along in registers):
     # the unprotected plans and their measured winners (plan_level)
     if not any(p.get(k) for k in PLAN_KEYS):
-        p.update(TUNED.get((precision, level, logn), TUNED.get((precision, plan_level(level, logn), logn), {})))
+        p.update(tuned_plan(precision, level, logn, inject))
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
@@ -1377,7 +1399,11 @@ class FftFamily(Family):
         p = v.param_dict
         if p["logn"] == 0:
             return dict(p)
-        return resolve_params(v.precision, self.level_of(v), p)
+        return resolve_params(v.precision, self.level_of(v), p, self.injects(v))
+
+    @staticmethod
+    def injects(v: Variant) -> bool:
+        return bool(v.protection.enabled and v.protection.inject)
 
     def plans(self, v: Variant) -> list[Plan]:
         level = self.level_of(v)
@@ -1386,7 +1412,7 @@ class FftFamily(Family):
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
-            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)})
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)}, self.injects(v))
             out.append(make_plan(v.precision, level, q))
         return out
 
