@@ -339,7 +339,7 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     for d in dist_list:
         if d not in DISTS:
             raise SpecError(f"--dists: {d!r} is not one of {', '.join(DISTS)}")
-    chosen = [v for v in s.variants if v.protection.enabled and v.protection.inject]
+    chosen = [v for v in s.variants if v.protection.injects]
     if kernels:
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.name, g.strip()) for g in kernels.split(","))]
     if not chosen:

@@ -297,12 +297,11 @@ def test_in_place_one_launch_protected_calls_go_through_the_workspace(tmp_path):
         assert ("s->launches - 1 : 1;" in launcher) == expect, level
 
 
-def test_tuned_plans_replay_the_recorded_searches():
-    """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
-    the rules give for the same size in the latest search that measured both (kernels change between
-    searches: the provenance's time orders them), or else in the latest searches that measured each."""
+def _recorded_searches(pattern: str) -> list[tuple[str, dict[tuple[str, int], float]]]:
+    """The plan searches recorded in results/h100/fft/<pattern>, oldest first: (provenance time, x cuFFT per
+    (kernel, n) of the rows that verified)."""
     runs: list[tuple[str, dict[tuple[str, int], float]]] = []
-    for path in sorted((REPO / "results" / "h100" / "fft").glob("search_*.jsonl")):
+    for path in sorted((REPO / "results" / "h100" / "fft").glob(pattern)):
         utc, ratios = "", {}
         for line in path.read_text().splitlines():
             r = json.loads(line)
@@ -316,12 +315,24 @@ def test_tuned_plans_replay_the_recorded_searches():
         assert utc, f"{path.name}: no provenance time"
         runs.append((utc, ratios))
     runs.sort(key=lambda x: x[0])
+    return runs
+
+
+def _variant_name(prec: str, prot: str, params: str) -> str:
+    return load_spec_text(f"name: t\nfamily: fft\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
+
+
+def test_tuned_plans_replay_the_recorded_searches():
+    """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
+    the rules give for the same size in the latest search that measured both (kernels change between
+    searches: the provenance's time orders them), or else in the latest searches that measured each."""
+    runs = _recorded_searches("search_*.jsonl")
     assert runs
     for (prec, level, logn), entry in F.TUNED.items():
         prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: true}}"
 
         def name(params: str) -> str:
-            return load_spec_text(f"name: t\nfamily: fft\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
+            return _variant_name(prec, prot, params)
 
         tuned = name(f"{{logn: {logn}}}")
         # what applies without this entry: the measured plan of the level whose rules apply (the simultaneous
@@ -348,17 +359,13 @@ def test_tuned_plans_replay_the_recorded_searches():
 def test_clean_build_plans_replay_the_recorded_search():
     """Every TUNED_CLEAN plan (builds without injection code) was measured on the GPU in the same search as the plan
     TUNED gives the injection build, both built without injection code, and beat it (results/h100/fft/search_tbclean_*)."""
-    rows = {}
-    for path in sorted((REPO / "results" / "h100" / "fft").glob("search_tbclean_*.jsonl")):
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            if r.get("kernel") and r.get("ok") and r.get("ms") and "skipped" not in r:
-                rows[(r["kernel"], r["shape"]["n"])] = r["ref"]["ms"] / r["ms"]["median"]
+    runs = _recorded_searches("search_tbclean_*.jsonl")
+    assert runs
+    rows = runs[-1][1]  # (the latest search)
     assert F.TUNED_CLEAN
     for (prec, level, logn), entry in F.TUNED_CLEAN.items():
         def name(inject: str, params: str) -> str:
-            prot = f"{{scheme: abft, level: {level}, inject: {inject}}}"
-            return load_spec_text(f"name: t\nfamily: fft\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
+            return _variant_name(prec, f"{{scheme: abft, level: {level}, inject: {inject}}}", params)
 
         clean = name("false", f"{{logn: {logn}}}")
         assert all(F.resolve_params(prec, level, {"logn": logn})[k] == v for k, v in entry.items())

@@ -139,6 +139,11 @@ class Protection:
     def enabled(self) -> bool:
         return self.scheme != "none"
 
+    @property
+    def injects(self) -> bool:
+        """Built with fault injection (a protected variant with inject: true)."""
+        return self.enabled and self.inject
+
     def token(self) -> str:
         """Name token: ``none`` or ``<scheme>-<level>[-detect][-i<k>][-th<x>]`` (defaults omitted)."""
         if not self.enabled:

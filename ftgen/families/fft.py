@@ -1399,11 +1399,7 @@ class FftFamily(Family):
         p = v.param_dict
         if p["logn"] == 0:
             return dict(p)
-        return resolve_params(v.precision, self.level_of(v), p, self.injects(v))
-
-    @staticmethod
-    def injects(v: Variant) -> bool:
-        return bool(v.protection.enabled and v.protection.inject)
+        return resolve_params(v.precision, self.level_of(v), p, v.protection.injects)
 
     def plans(self, v: Variant) -> list[Plan]:
         level = self.level_of(v)
@@ -1412,7 +1408,7 @@ class FftFamily(Family):
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
-            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)}, self.injects(v))
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)}, v.protection.injects)
             out.append(make_plan(v.precision, level, q))
         return out
 
@@ -1596,7 +1592,7 @@ class FftFamily(Family):
             "level": LEVEL_CODE[level],
             "level_name": level,
             "rereads_input": level in REREADS_INPUT,
-            "inject": bool(prot.inject and prot.enabled),
+            "inject": prot.injects,
             "prot_token": prot.token(),
             "kdef": repr(float(kdef)),
             "k1s": repr(float(K_1S)),
