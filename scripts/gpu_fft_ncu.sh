@@ -2,13 +2,13 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large|big|mix]   (ncu_fft_*.txt: one report per size; mix: the
+# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix]   (ncu_fft_*.txt: one report per size; mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
 # 2^13 (one launch) and 2^23 in three launches (automatic) and in two (4096 x 2048, 4 + 8 columns); large: the
 # unprotected fp32 2^22 and fp64 2^20 / 2^21 plans (TUNED) beside cuFFT's kernels; tb: the
 # two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
-# the warp stall reasons; tbcols: two-sided-tb 2^20 with two and four columns per thread)
+# the warp stall reasons (tb64: the same in fp64); tbcols: two-sided-tb 2^20 with two and four columns per thread)
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large|big|mix]}
 which=${2:-none}
@@ -19,6 +19,7 @@ ft() { python3 -m ftgen.cli "$@"; }
 tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [12, 20]}}, {protection: $tb, params: {logn: [12, 20]}}]" ;;
+  tb64) variants="[{precision: fp64, protection: {scheme: none}, params: {logn: [12, 20]}}, {precision: fp64, protection: $tb, params: {logn: [12, 20]}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
   mix) variants="[{protection: {scheme: none}, params: {logn: [20, 23]}}]" ;;
   big) variants="[{protection: {scheme: none}, params: {logn: [13, 23]}}, {protection: {scheme: none}, params: {logn: 23, launches: 2, bs1: 4, bs2: 8}}]" ;;
@@ -34,12 +35,20 @@ variants: $variants
 shapes:
   - {logn: 20, batch: 64}
 Y
+rm -rf $gen  # a project of an earlier run would leave its executables in bin/
 ft generate "$out/fft_ncu.yaml" -o $gen > /dev/null || exit 2
 ft build $gen/fft_ncu -j 16 --arch sm_90 > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
 sections="--launch-count 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats"
 report=ncu
-keep="^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|dram__bytes_read.sum|dram__bytes_write.sum|Registers Per|Dynamic Shared|sectors_pipe_lsu_mem_global_op_ld.sum|requests_pipe_lsu_mem_global_op_ld.sum"
-metrics="--metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+keep="^  [a-zA-Z_].*\(|Duration|inst_executed|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Stall|DRAM Throughput|Memory Throughput|Achieved Occupancy|dram__bytes_read.sum|dram__bytes_write.sum|Registers Per|Dynamic Shared|sectors_pipe_lsu_mem_global_op_ld.sum|requests_pipe_lsu_mem_global_op_ld.sum"
+metrics="--metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+case "$which" in tb | tb64)
+  # the stall reasons, warps per issued instruction
+  for r in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle math_pipe_throttle wait not_selected dispatch_stall no_instruction; do
+    metrics="$metrics,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+  done
+  keep="$keep|issue_stalled" ;;
+esac
 if [ "$which" = mix ]; then
   sections="--launch-count 5"
   report=mix
@@ -52,7 +61,7 @@ fi
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
   case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *f32*logn22*) shape=4194304x16 ;;
-    *f32*logn23*) shape=8388608x8 ;; *f32*logn13*) shape=8192x8192 ;; *f64*logn20*) shape=1048576x32 ;; *f64*logn21*) shape=2097152x16 ;; *) shape=1048576x64 ;; esac
+    *f32*logn23*) shape=8388608x8 ;; *f32*logn13*) shape=8192x8192 ;; *f64*logn20*) shape=1048576x32 ;; *f64*logn12*) shape=4096x8192 ;; *f64*logn21*) shape=2097152x16 ;; *) shape=1048576x64 ;; esac
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/${report}_${name}.txt" 2>&1

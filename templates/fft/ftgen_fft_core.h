@@ -69,6 +69,12 @@ FT_HD FT_INLINE double cnorm2(cplx<T> a) { return double(a.x) * double(a.x) + do
 // runs at 1/8 of the fp32 rate on sm_90; the sums are converted once per column)
 template <class T>
 FT_HD FT_INLINE T cnorm2t(cplx<T> a) { return a.x * a.x + a.y * a.y; }
+// acc + |a|^2 and acc + a b as chains of fused multiply-adds (two and four instead of three and six: the
+// per-element sums of two-sided-tb's input side)
+template <class T>
+FT_HD FT_INLINE T cnorm2acc(T acc, cplx<T> a) { return acc + a.x * a.x + a.y * a.y; }
+template <class T>
+FT_HD FT_INLINE cplx<T> cmac(cplx<T> acc, cplx<T> a, cplx<T> b) { return {acc.x + a.x * b.x - a.y * b.y, acc.y + a.x * b.y + a.y * b.x}; }
 template <class T>
 FT_HD FT_INLINE bool cfinite(cplx<T> a) { return isfinite(a.x) && isfinite(a.y); }
 
@@ -1934,11 +1940,11 @@ struct FftLaunch {
     FT_UNROLL
     for (int i = 0; i < NN; ++i) {
       sx[i] = st.a[0][i];
-      nr += cnorm2t(st.a[0][i]);
+      nr = cnorm2acc(nr, st.a[0][i]);
       FT_UNROLL
       for (int l = 1; l < L; ++l) {
         sx[i] = cadd(sx[i], st.a[l][i]);
-        nr += cnorm2t(st.a[l][i]);
+        nr = cnorm2acc(nr, st.a[l][i]);
       }
     }
     FT_UNROLL
@@ -1953,8 +1959,8 @@ struct FftLaunch {
         v = FT_TLD(p.enc_v, R + 2 * k);
         v2 = FT_TLD(p.enc_v, R + 2 * k + 1);
       }
-      acc = cadd(acc, cmul(v, sx[i]));
-      acc2 = cadd(acc2, cmul(v2, sx[i]));
+      acc = cmac(acc, v, sx[i]);
+      acc2 = cmac(acc2, v2, sx[i]);
     }
     FT_SST(CK_IDX + tid, cneg(acc));
     FT_SST(CK_IDX + NT + tid, cneg(acc2));
@@ -1969,13 +1975,16 @@ struct FftLaunch {
     return su;
   }
 
-  // both output-side encodings of one (untwiddled) output w at position k
+  // both output-side encodings of one (untwiddled) output w at position k = t + TT i of the thread's slot i. The
+  // second encoding's sign (-1)^popc(k) is (-1)^popc(t) (-1)^popc(i) (t < TT, a power of two): acc2 takes the
+  // sign of i, known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had
+  // cost six instructions per element)
   template <class Ctx>
-  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, cx w, cx& acc, cx& acc2) {
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
     const cx q = cmul(FT_TLD(p.enc_e, k), w);
     acc = cadd(acc, q);
-    acc2 = (popc_u(static_cast<unsigned>(k)) & 1) ? csub(acc2, q) : cadd(acc2, q);
+    acc2 = (popc_u(static_cast<unsigned>(i)) & 1) ? csub(acc2, q) : cadd(acc2, q);
   }
 
   // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per
@@ -1997,7 +2006,7 @@ struct FftLaunch {
       }
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
     } else if constexpr (MP > 1) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
@@ -2008,14 +2017,15 @@ struct FftLaunch {
         if (hooks && fault_col(st) == l) hook<L>(st, tid, p, blk, C0, P, 0);
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
-          tb_acc_out(ctx, tid, p, te + TT * i, cmulc(st.a[l][i], d[i]), acc, acc2);
+          tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(st.a[l][i], d[i]), acc, acc2);
         }
       }
     } else {
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, slot_sum(st, i), acc, acc2);
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
     }
+    if (popc_u(static_cast<unsigned>(te)) & 1) acc2 = cneg(acc2);
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
     st.ck2 = cadd(acc2, FT_SLD(CK_IDX + NT + tid));
     st.nsx = double(FT_SLD(CK_IDX + 2 * NT + tid).x);
@@ -2499,13 +2509,17 @@ struct FftLaunch {
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
-      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
-      const double tau = kmult * C::TB_PRE * scale * sqrt(nx);
-      const double sc = sqrt(dv) / tau;
+      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides.
+      // Decided on squares; the score (a square root and a division in fp64) only where the rare path or a
+      // recorded score needs it
+      const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
       st.vnx = nx;
-      st.pre = sc;
-      st.jloc = (dv <= tau * tau) ? -2 : -1;  // -2: no detection; -1: to be decided by the rare path
-      if (st.jloc == -2 && sc == sc && sc > st.score) st.score = sc;
+      st.jloc = (dv <= tau2) ? -2 : -1;  // -2: no detection; -1: to be decided by the rare path
+      if (st.jloc != -2 || (p.flags & kRecordScores)) {
+        const double sc = sqrt(dv / tau2);
+        st.pre = sc;
+        if (st.jloc == -2 && sc == sc && sc > st.score) st.score = sc;
+      }
       FT_EACH_END
       FT_VOTE_OR(anyd, st.jloc != -2);
       if (anyd) {
