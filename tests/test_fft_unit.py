@@ -35,8 +35,8 @@ def test_names_encode_the_resolved_plan():
     assert [v.name for v in vs] == ["fft_c2c_f32_none_fwd_logn12_N4096_n16_bs1_t1"]
     vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 19, direction: inverse}\n")
     (v,) = vs
-    # above 2^12 two-sided-tb takes the unprotected plans (here fp64 2^19's TUNED radix 16), one column per thread
-    assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N1024x512_n16x16_bs4x4_t1_mb1_inj"
+    # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's TUNED radix 8 then 16), one column per thread
+    assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N1024x512_n8x16_bs4x4_t1_mb1_inj"
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 10}\n")
     assert [v.name for v in vs] == ["fft_c2c_f32_abft-2sided-tb_fwd_logn10_N1024_n16_bs16_t4"]  # sequential: four columns
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: one-sided, threshold: 20}\nparams: {logn: 0}\n")

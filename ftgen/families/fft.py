@@ -526,6 +526,10 @@ TUNED = {
     ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
     ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
     ("fp32", "two-sided-tb", 22): {"launches": 3},
+    # fp64 2^19 after 9fed26f's cheaper checks (search_tb27.jsonl): radix 8 then 16 at up to 255 registers 0.706 against
+    # the unprotected plan's radix 16 / 16 (0.672); the other weak sizes' current plans stayed best (fp64 2^21 two
+    # launches 0.628 against three 0.627)
+    ("fp64", "two-sided-tb", 19): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "two-sided-tb", 20): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "two-sided-tb", 21): {"launches": 3},
     ("fp64", "two-sided-tb", 22): {"launches": 3},
