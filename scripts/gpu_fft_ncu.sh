@@ -10,7 +10,7 @@
 # two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
 # the warp stall reasons (tb64: the same in fp64); tbcols: two-sided-tb 2^20 with two and four columns per thread)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tbcols|large|big|mix]}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix]}
 which=${2:-none}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1

@@ -2514,6 +2514,7 @@ struct FftLaunch {
       // recorded score needs it
       const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
       st.vnx = nx;
+      st.pre = 0.0;  // (read by the rare path for its detected groups only)
       st.jloc = (dv <= tau2) ? -2 : -1;  // -2: no detection; -1: to be decided by the rare path
       if (st.jloc != -2 || (p.flags & kRecordScores)) {
         const double sc = sqrt(dv / tau2);

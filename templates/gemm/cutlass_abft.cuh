@@ -582,6 +582,17 @@ struct AbftStagedRows {
   }
 };
 
+// f(rl) for each row rl < kM of a tile with pred(rl), in order, found by ballots 32 rows at a time (the flagged rows are
+// few: the kM rows are not visited one by one). Called by whole warps; every warp gets the same list.
+template <int kM, class Pred, class F>
+CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
+  static_assert(kM % 32 == 0, "whole warps of rows");
+  for (int base = 0; base < kM; base += 32) {
+    unsigned m = __ballot_sync(0xffffffffu, pred(base + lane));
+    for (; m != 0u; m &= m - 1u) f(base + __ffs(m) - 1);
+  }
+}
+
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
 // accumulators (the deferred design runs with beta = 0 and alpha != 0 only), D pointing at the tile's origin, `rows`
 // of it inside C; values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
@@ -608,14 +619,10 @@ struct AbftGlobalRows {
   CUTLASS_DEVICE void each_part(const Sc& sc, int tid, Want&& want, F&& f) const {
     const int warp = tid / 32, lane = tid % 32;
     int n = 0;  // parts dealt so far (the same in every warp)
-    for (int base = 0; base < S::kM; base += 32) {
-      unsigned m = __ballot_sync(0xffffffffu, base + lane < rows && want(sc.col[base + lane]));
-      for (; m != 0u; m &= m - 1u) {
-        const int rl = base + __ffs(m) - 1;
-        for (int w = 0; w < S::kWarpsN; ++w, ++n)
-          if (n % (K::kThreads / 32) == warp) f(rl, w, D + rl * ldd + w * S::kWarpN, w * S::kWarpN, lane);
-      }
-    }
+    abft_each_row<S::kM>(lane, [&](int rl) { return rl < rows && want(sc.col[rl]); }, [&](int rl) {
+      for (int w = 0; w < S::kWarpsN; ++w, ++n)
+        if (n % (K::kThreads / 32) == warp) f(rl, w, D + rl * ldd + w * S::kWarpN, w * S::kWarpN, lane);
+    });
   }
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
@@ -709,14 +716,10 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       __syncthreads();
     };
     if constexpr (Rows::kExactBatch > 0) {
-      static_assert(S::kM % 32 == 0, "whole warps of rows");
-      // the flagged rows found by ballots, 32 rows at a time, not by the loop below over all kM rows (the redo launch
-      // of the concurrent design spills: that loop's counter lived in local memory; measured on H100 at 4096^3 with 16
-      // random faults, the second launch 23.8 us against 36.0, x1.037 against x1.046 the unprotected kernel)
-      for (int base = 0; base < S::kM; base += 32) {
-        unsigned m = __ballot_sync(0xffffffffu, sc.col[base + lane] == -3);  // (the same in every warp)
-        for (; m != 0u; m &= m - 1u) exact_row(base + __ffs(m) - 1);
-      }
+      // the flagged rows found by ballots, not by the loop below over all kM rows (the redo launch of the concurrent
+      // design spills: that loop's counter lived in local memory; measured on H100 at 4096^3 with 16 random faults,
+      // the second launch 23.8 us against 36.0, x1.037 against x1.046 the unprotected kernel)
+      abft_each_row<S::kM>(lane, [&](int rl) { return sc.col[rl] == -3; }, exact_row);
     } else {
       for (int rl = 0; rl < S::kM; ++rl) {
         if (sc.col[rl] != -3) continue;  // block-uniform
@@ -1578,8 +1581,9 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
       bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
       // the rows to recompute (not located; every detected row with correct: detect), listed for the second launch,
       // which recomputes each from A and B; where the list is full, the tile is recomputed instead
-      const int n = __syncthreads_count(g.correct && !g.final_attempt && tid < S::kM && row < M &&
-                                        (sc.col[tid] == -2 || (!g.online && sc.col[tid] != -1)));
+      // a row to recompute: inside C, and not located (every detected row with correct: detect)
+      auto redo_row = [&](int rl) { return row0 + rl < M && (sc.col[rl] == -2 || (!g.online && sc.col[rl] != -1)); };
+      const int n = __syncthreads_count(g.correct && !g.final_attempt && tid < S::kM && redo_row(tid));
       if (!tile_redo && n > 0) {
         if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n);
         __syncthreads();
@@ -1589,7 +1593,7 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
             const int lane = tid;
             for (int r0 = 0, x = base; r0 < S::kM; r0 += 32) {
               const int rl = r0 + lane;
-              const bool want = row0 + rl < M && (sc.col[rl] == -2 || (!g.online && sc.col[rl] != -1));
+              const bool want = redo_row(rl);
               const unsigned m = __ballot_sync(0xffffffffu, want);
               if (want) p.rows_redo[1 + x + __popc(m & ((1u << lane) - 1u))] = tile * S::kM + rl;
               x += __popc(m);
