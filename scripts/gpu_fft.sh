@@ -183,6 +183,10 @@ for prec, f1, f2 in (("fp32", "sweep_fp32.jsonl", "sweep_fp32_inj.jsonl"), ("fp6
               f"corrected {sum(r.get('corrected', 0) for r in inj)}, recomputed {sum(r.get('recomputed', 0) for r in inj)}, "
               f"false alarms {sum(r.get('false_alarms', 0) for r in inj)}; clean protected rows: false alarms "
               f"{sum(x[3].get('false_alarms', 0) for lg in table for c, x in table[lg].items() if c in ('1s', 'th', 'tb'))}")
+    esc = {lg: table[lg]["tb"][3].get("escalated") for lg in sorted(table) if "tb" in table[lg]}
+    if any(v for v in esc.values()):
+        print("  two-sided-tb clean rows, groups the prefilter escalated to the exact check (per transform set): "
+              + ", ".join(f"2^{lg} {v}" for lg, v in esc.items() if v))
 
 print("\ninverse + probes (ref ms / ms, ok):")
 for r in rows("inverse.jsonl") + rows("inverse_inj.jsonl") + rows("probes.jsonl"):

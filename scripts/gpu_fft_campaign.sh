@@ -32,12 +32,14 @@ for lg in 16 20 23; do
 done
 python3 - "$out" <<'PY'
 import glob, json, os, sys
-print("two-sided-tb campaigns: trials clean/faulty, significant, corrected, coverage, false alarms, max clean score")
+print("two-sided-tb campaigns: trials clean/faulty, significant, corrected, coverage, false alarms, largest clean score and\n"
+      "smallest significant fault's score (both the decision's own), prefilter escalations per clean trial (largest)")
 for p in sorted(glob.glob(os.path.join(sys.argv[1], "campaign_tb_logn*.jsonl"))):
     for line in open(p):
         c = json.loads(line).get("campaign")
         if c:
             cov = "-" if c["coverage"] is None else f"{100 * c['coverage']:.2f}%"
             print(f"  {c['kernel']:64s} {c['clean_trials']:5d}/{c['faulty_trials']:<5d} sig {c['significant']:4d} corr {c['corrected']:4d} "
-                  f"cov {cov:>8s} fa {c['false_alarms']} score {c.get('max_clean_score', 0):.3f}")
+                  f"cov {cov:>8s} fa {c['false_alarms']} score {c.get('max_clean_score', 0):.3f} / {c.get('min_significant_score') or 0:.3g} "
+                  f"esc {c.get('escalated_per_clean_trial', 0):.2f} ({c.get('max_escalated_clean', 0)})")
 PY

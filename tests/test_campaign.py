@@ -21,7 +21,11 @@ def test_summary_counts():
     s = summarize("k", rows, "spec.yaml")
     assert (s["clean_trials"], s["faulty_trials"], s["significant"], s["detected"], s["corrected"]) == (6, 4, 3, 2, 2)
     assert s["coverage"] == 2 / 3 and s["false_alarms"] == 1 and s["false_alarm_rate"] == 1 / 6
-    assert s["max_residual_rel_err"] == 1e-7 and s["max_clean_score"] == 2.0
+    assert s["max_residual_rel_err"] == 1e-7 and s["max_clean_score"] == 2.0 and s["min_significant_score"] == 0.5
+    assert "escalated_per_clean_trial" not in s  # only where the rows carry a prefilter's escalations (fft)
+    esc = [dict(trial(0), escalated=e) for e in (0, 3, 0, 1)]
+    s = summarize("k", esc + rows[-4:])
+    assert s["escalated_per_clean_trial"] == 1.0 and s["max_escalated_clean"] == 3
     bits = {b["bit"]: b for b in per_bit(rows)}
     assert bits[12] == {"bit": 12, "faults": 1, "significant": 1, "detected": 0, "corrected": 0}
     r = {round(p["threshold_multiplier"], 6): p for p in roc(rows)}

@@ -134,10 +134,12 @@ def build_emulator(tmp: Path, precision: str, level: str, params: dict, inject: 
     return exe, v
 
 
-def run_emulator(exe: Path, x: np.ndarray, dtype, faults=(), flags: int = 0) -> tuple[np.ndarray, dict]:
+def run_emulator(exe: Path, x: np.ndarray, dtype, faults=(), flags: int = 0, k: float | None = None) -> tuple[np.ndarray, dict]:
     d = exe.parent
     x.astype(dtype).tofile(d / "in.bin")
     argv = [str(exe), str(d / "in.bin"), str(d / "out.bin"), str(x.shape[0]), "--flags", str(flags)]
+    if k is not None:
+        argv += ["--k", str(k)]
     for f in faults:
         argv += ["--fault", *map(str, f)]
     p = subprocess.run(argv, capture_output=True, text=True)
@@ -250,6 +252,38 @@ def test_emulated_kernels(emu_dir, precision, level, params, batch, direction):
             assert sc["corrected"] >= 1 and sc["false_alarms"] == 0
             fixed += 1
     assert fixed >= 4
+
+
+@pytest.mark.parametrize("precision, params, direction", [("fp32", {"logn": 14, "launches": 2}, "forward"),
+                                                        ("fp64", {"logn": 13, "launches": 2}, "inverse")])
+def test_emulated_tb_prefilter_escalations_and_exact_scores(emu_dir, precision, params, direction):
+    """The simultaneous two-sided-tb's prefilter: the kernels count the groups it escalates to the exact check as
+    the model does, and recorded scores (campaigns) are the decision's own min(prefilter, vector), like the
+    model's, not the prefilter's upper bound; a group the prefilter clears never detects."""
+    exe, _ = build_emulator(emu_dir, precision, "two-sided-tb", params, inject=True, direction=direction)
+    dtype = np.complex64 if precision == "fp32" else np.complex128
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 1 << params["logn"])) + 1j * rng.standard_normal((2, 1 << params["logn"]))
+    model = F.FftModel(precision, "two-sided-tb", params, direction)
+    _, rep = model.run(x.astype(dtype))
+    _, st = run_emulator(exe, x, dtype)
+    assert st["detected"] == st["escalated"] == rep.escalated == 0 and st["score"] == 0  # scores not recorded
+    _, st = run_emulator(exe, x, dtype, flags=1)
+    assert st["detected"] == st["escalated"] == 0 and 0 < st["score"] < 0.5
+    assert 1 / 1.6 < st["score"] / rep.max_score < 1.6, (st["score"], rep.max_score)
+    # a multiplier small enough that (about) every group escalates (2 signals x the columns of each launch), and
+    # one where the prefilter sends groups the exact check clears: the counts agree with the model's
+    groups = sum(2 * lp.cols_per_signal // lp.L for lp in model.plan.launches)
+    for k in (1e-6, 0.3):
+        model.k = k
+        _, rep = model.run(x.astype(dtype))
+        _, st = run_emulator(exe, x, dtype, flags=1, k=k)
+        if k == 1e-6:
+            # (a clean residual of a few ulps is now and then exactly zero: it passes any multiplier)
+            assert min(st["escalated"], rep.escalated) >= groups - 2 and st["detected"] > 0
+        else:
+            assert 0 < rep.escalated < groups and abs(st["escalated"] - rep.escalated) <= 0.02 * groups
+            assert st["detected"] < st["escalated"]
 
 
 def test_search_dispatch_header_over_fft_variants_compiles(tmp_path):

@@ -924,6 +924,7 @@ class ModelReport:
     false_alarms: int = 0
     located: list = field(default_factory=list)  # (launch, column) corrections applied
     max_score: float = 0.0
+    escalated: int = 0  # two-sided-tb groups the prefilter sent to the exact (vector) check, first attempts
 
 
 class FftModel:
@@ -1075,6 +1076,7 @@ class FftModel:
                 res = self._tb_group(U[idx], WSX[gi], s[idx], s2[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct,
                                      prefilter=not lp.seq)
                 rep.max_score = max(rep.max_score, res["score"])
+                rep.escalated += int(hooks and res["escalated"])
                 if not res["detected"]:
                     continue
                 if hooks:
@@ -1114,7 +1116,8 @@ class FftModel:
             tau = k * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
             sv = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf
             score = (min(pre, sv) if math.isfinite(pre) else sv) if prefilter else sv
-        out = {"score": score if math.isfinite(score) else 0.0, "detected": not (score <= 1.0), "j": None, "fixed": None}
+        out = {"score": score if math.isfinite(score) else 0.0, "detected": not (score <= 1.0), "j": None, "fixed": None,
+               "escalated": prefilter and not (pre <= 1.0)}
         if not out["detected"]:
             return out
         nonfinite = [not np.all(np.isfinite(U[l])) for l in range(Lg)]

@@ -82,7 +82,14 @@ def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
         "max_residual_rel_err": residual,
         "not_ok": sum(1 for r in rows if not r.get("ok")),
         "max_clean_score": max((score_of(r) for r in clean), default=0.0),
+        # the detection margin on the other side: the weakest significant fault's score
+        "min_significant_score": min((score_of(r) for r in sig), default=None),
     }
+    if any("escalated" in r for r in clean):
+        # checks a prefilter escalated to the exact one (fft two-sided-tb) per clean trial: their cost, not alarms
+        esc = [int(r.get("escalated", 0)) for r in clean]
+        out["escalated_per_clean_trial"] = sum(esc) / len(esc)
+        out["max_escalated_clean"] = max(esc)
     by_dist = {}
     for d in sorted({r.get("dist") for r in rows}):
         rs = [r for r in rows if r.get("dist") == d]

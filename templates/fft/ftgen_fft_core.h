@@ -2282,7 +2282,8 @@ struct FftLaunch {
         const double dv = st.red[0], tau = kmult * scale * sqrt(st.vnx + st.red[1]);
         const double sv = sqrt(dv) / tau, sc = sv < st.pre ? sv : st.pre;
         if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
-        if (dv <= tau * tau) st.jloc = -2;  // NaN-safe: a NaN residual stays a detection
+        // NaN-safe: a NaN residual stays a detection; a group the prefilter cleared (here for its score only) too
+        if (dv <= tau * tau || st.pre <= 1.0) st.jloc = -2;
       }
       FT_EACH_END
     }
@@ -2509,18 +2510,22 @@ struct FftLaunch {
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
-      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides.
-      // Decided on squares; the score (a square root and a division in fp64) only where the rare path or a
-      // recorded score needs it
+      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
       const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
+      const bool fired = !(dv <= tau2);  // NaN-safe
       st.vnx = nx;
       st.pre = 0.0;  // (read by the rare path for its detected groups only)
-      st.jloc = (dv <= tau2) ? -2 : -1;  // -2: no detection; -1: to be decided by the rare path
-      if (st.jloc != -2 || (p.flags & kRecordScores)) {
-        const double sc = sqrt(dv / tau2);
-        st.pre = sc;
-        if (st.jloc == -2 && sc == sc && sc > st.score) st.score = sc;
+      st.jloc = fired ? -1 : -2;  // -2: no detection; -1: to be decided by the rare path
+      // Decided on squares; the score (a square root and a division in fp64) only where the rare path needs it.
+      // Recorded scores (campaigns) are exact: every group takes the rare path, which computes the decision's
+      // score min(prefilter, vector) and detects only where the prefilter fired (recording the prefilter's score of
+      // the groups it cleared, an upper bound, put the largest clean score just below 1 at every size where clean
+      // groups escalate: it measured the prefilter, not the decision's margin)
+      if (fired || (p.flags & kRecordScores)) {
+        st.pre = sqrt(dv / tau2);
+        st.jloc = -1;
       }
+      if (fired && attempt == 0 && p.counters && tid % TT == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
       FT_EACH_END
       FT_VOTE_OR(anyd, st.jloc != -2);
       if (anyd) {

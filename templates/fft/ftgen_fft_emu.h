@@ -36,7 +36,7 @@ struct FaultRecord {
   long long row, col;
 };
 struct FtCounters {
-  unsigned long long injected, detected, corrected, uncorrectable, recomputed, max_score_bits;
+  unsigned long long injected, detected, corrected, uncorrectable, recomputed, max_score_bits, escalated;
 };
 inline void record_score(FtCounters* c, double score) {
   if (!c || !(score >= 0.0)) return;
