@@ -284,6 +284,22 @@ def test_emulated_tb_prefilter_escalations_and_exact_scores(emu_dir, precision, 
         else:
             assert 0 < rep.escalated < groups and abs(st["escalated"] - rep.escalated) <= 0.02 * groups
             assert st["detected"] < st["escalated"]
+    # a fault that overflows (the top exponent bit of an input): its residual is not finite, which is over every
+    # threshold; the recorded score says so (JSON null) instead of leaving the trial at the clean groups' score
+    # (the flipped value is set to 1.5: its exponent bits all ones after the flip, an infinity)
+    half = 32 if precision == "fp32" else 64
+    fault = (0, 0, 0, 0, 0, half - 2, 0.0)
+    _, st = run_emulator(exe, x, dtype, [fault])
+    n = 1 << params["logn"]
+    col, pos = st["fault"]["column"], st["fault"]["position"]
+    lp = model.plan.launches[0]
+    x = x.copy()
+    x.reshape(-1)[(col // lp.cols_per_signal) * n + col % lp.cols_per_signal + lp.cols_per_signal * pos] = 1.5 + 1.5j
+    y, st = run_emulator(exe, x, dtype, [fault], flags=1)
+    assert st["fault"]["applied"] and st["detected"] >= 1 and st["corrected"] >= 1, st
+    assert st["score"] is None, st["score"]
+    ref = F.fft_reference(x.astype(dtype), inverse=direction == "inverse")
+    assert rel_err(y, ref) <= F.tolerance(precision, params["logn"])
 
 
 def test_search_dispatch_header_over_fft_variants_compiles(tmp_path):

@@ -1063,7 +1063,7 @@ class FftModel:
             with np.errstate(invalid="ignore", over="ignore"):
                 score = np.abs(s) / np.maximum(tau, 1e-300)
                 detm = ~(score <= 1.0)  # NaN-safe: a non-finite residual is a detection
-            rep.max_score = max(rep.max_score, _finite_max(score))
+            rep.max_score = max(rep.max_score, _score_max(score))
             det = int(detm.sum())
             if det and hooks:
                 rep.detected += det
@@ -1116,7 +1116,7 @@ class FftModel:
             tau = k * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nx)
             sv = math.sqrt(dv) / max(tau, 1e-300) if math.isfinite(dv) else math.inf
             score = (min(pre, sv) if math.isfinite(pre) else sv) if prefilter else sv
-        out = {"score": score if math.isfinite(score) else 0.0, "detected": not (score <= 1.0), "j": None, "fixed": None,
+        out = {"score": math.inf if math.isnan(score) else score, "detected": not (score <= 1.0), "j": None, "fixed": None,
                "escalated": prefilter and not (pre <= 1.0)}
         if not out["detected"]:
             return out
@@ -1199,7 +1199,7 @@ class FftModel:
             with np.errstate(invalid="ignore", over="ignore"):
                 score = np.abs(r1).max(axis=1) / np.maximum(tau, 1e-300)
                 detm = ~(score <= 1.0)
-            rep.max_score = max(rep.max_score, _finite_max(score))
+            rep.max_score = max(rep.max_score, _score_max(score))
             for qq in np.nonzero(detm)[0]:
                 rep.detected += 1
                 tstate["det"] += 1
@@ -1242,9 +1242,9 @@ class FftModel:
                     rep.located.append((lp.index, col0 + idx[j]))
 
 
-def _finite_max(a) -> float:
-    a = np.asarray(a, dtype=np.float64)
-    a = a[np.isfinite(a)]
+def _score_max(a) -> float:
+    """The largest score; a non-finite residual (NaN) is over every threshold: +inf, as the kernels record it."""
+    a = np.nan_to_num(np.asarray(a, dtype=np.float64), nan=math.inf, posinf=math.inf)
     return float(a.max()) if a.size else 0.0
 
 

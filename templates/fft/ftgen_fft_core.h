@@ -1279,6 +1279,16 @@ struct FftLaunch {
 
   // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` (State::fkey) ---------
 
+  // record a detection score, |residual| / threshold, from the squared residual: 0 for a zero residual (also
+  // where the threshold is 0: a group of padding columns), +inf for a non-finite one (a fault that overflowed is
+  // over every threshold: leaving it out had put such faults' trials at the clean groups' score in campaigns)
+  static FT_HD FT_INLINE double score_of(double r2, double tau) {
+    return !(r2 == r2) ? double(INFINITY) : (r2 > 0 ? sqrt(r2) / tau : 0.0);
+  }
+  static FT_HD FT_INLINE void note_score(State& st, double sc) {
+    if (sc > st.score) st.score = sc;
+  }
+
   // tile column of the thread's column slot `l` (simultaneous) or of step `l` (sequential)
   static FT_HD FT_INLINE int tile_col(int g, int l) { return SEQ ? l * G + g : g * L + l; }
 
@@ -1681,8 +1691,7 @@ struct FftLaunch {
       }
       const double mx = double(mxt);
       const double tau = kmult * U * LR * sqrt(st.nn[j]);
-      const double sc = sqrt(mx) / tau;
-      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+      note_score(st, score_of(mx, tau));
       if (mx <= tau * tau) continue;  // NaN-safe: a NaN residual is a detection
       st.det += 1;
       // ---- rare path: locate, replace, verify
@@ -2280,8 +2289,8 @@ struct FftLaunch {
       FT_EACH_BEGIN
       if (st.jloc == -1) {
         const double dv = st.red[0], tau = kmult * scale * sqrt(st.vnx + st.red[1]);
-        const double sv = sqrt(dv) / tau, sc = sv < st.pre ? sv : st.pre;
-        if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+        const double sv = score_of(dv, tau);
+        note_score(st, sv < st.pre ? sv : st.pre);  // (st.pre is a score_of: never NaN)
         // NaN-safe: a NaN residual stays a detection; a group the prefilter cleared (here for its score only) too
         if (dv <= tau * tau || st.pre <= 1.0) st.jloc = -2;
       }
@@ -2459,8 +2468,7 @@ struct FftLaunch {
       for (int l = 0; l < L; ++l) {
         const double sx = st.red[3 * l], sy = st.red[3 * l + 1], nr = st.red[3 * l + 2];
         const double tau = kmult * scale * sqrt(nr), r2 = sx * sx + sy * sy;
-        const double sc = sqrt(r2) / tau;
-        if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+        note_score(st, score_of(r2, tau));
         if (!(r2 <= tau * tau) && col_valid(p, C0, tile_col(g, l))) ++det;
       }
       st.bad = det > 0;
@@ -2489,8 +2497,7 @@ struct FftLaunch {
       FT_EACH_BEGIN
       const double dv = st.red[0], nx = st.red[1];
       const double tau = kmult * scale * sqrt(nx);
-      const double sc = sqrt(dv) / tau;
-      if (sc == sc && sc < 1e300 && sc > st.score) st.score = sc;
+      note_score(st, score_of(dv, tau));
       st.vnx = nx;
       st.jloc = (dv <= tau * tau) ? -2 : -1;  // -2: no detection; -1: detected, not located (yet)
       FT_EACH_END
@@ -2522,7 +2529,7 @@ struct FftLaunch {
       // the groups it cleared, an upper bound, put the largest clean score just below 1 at every size where clean
       // groups escalate: it measured the prefilter, not the decision's margin)
       if (fired || (p.flags & kRecordScores)) {
-        st.pre = sqrt(dv / tau2);
+        st.pre = score_of(dv, sqrt(tau2));
         st.jloc = -1;
       }
       if (fired && attempt == 0 && p.counters && tid % TT == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);

@@ -205,7 +205,8 @@ static bool run_shape(const ftgen::Args& args, const ftgen::DeviceInfo& dev, lon
     if (!ok3) row.num("max_rel_err_in_place", c3.max_rel);
     ok = ok && ok3;
   }
-  if (kProtected) row.members(counters_json(cnt, fa));
+  // escalated: groups the two-sided-tb prefilter sent to the exact check (clean data: an occasional cost, no alarm)
+  if (kProtected) row.members(counters_json(cnt, fa)).integer("escalated", static_cast<long long>(cnt.escalated));
   if (kInject && args.inject > 0) {
     std::vector<ftgen::FaultRecord> rec = faults.table.download();
     long long applied = 0;
@@ -297,6 +298,7 @@ static bool run_trials(const ftgen::Args& args, const Shape& s, cufftHandle h) {
         .integer("corrected", static_cast<long long>(cnt.corrected))
         .integer("uncorrectable", static_cast<long long>(cnt.uncorrectable))
         .integer("recomputed", static_cast<long long>(cnt.recomputed))
+        .integer("escalated", static_cast<long long>(cnt.escalated))
         .boolean("false_alarm", clean && cnt.detected > 0)
         .num("score", ftgen::score_from_bits(cnt.max_score_bits))
         .num("max_rel_err", c.finite() ? c.max_rel : INFINITY)
