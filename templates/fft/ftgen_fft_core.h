@@ -1266,12 +1266,15 @@ struct FftLaunch {
   }
 
   // position in the column of register slot e at stage `stage` (0 and P: t + TT e)
+  // (shifts: NN is a power of two and the stage may be known only at run time, as in the fault hook, where a 64-bit
+  // division by spass() was a call whose clobbered registers made ptxas spill the common path around it)
   static FT_HD FT_INLINE int stage_pos(int stage, int t, int e) {
     if (stage == 0 || stage == P) return t + TT * e;
-    const long long sp = spass(stage - 1);
-    const long long m = t / sp, s = t % sp;
-    return static_cast<int>(s + sp * (e + NN * m));
+    const int sh = LOG_NN * (stage - 1);  // spass(stage - 1) == 1 << sh
+    return (t & ((1 << sh) - 1)) + ((e + NN * (t >> sh)) << sh);
   }
+  static constexpr int LOG_NN = NN == 2 ? 1 : NN == 4 ? 2 : NN == 8 ? 3 : NN == 16 ? 4 : NN == 32 ? 5 : NN == 64 ? 6 : -1;
+  static_assert(LOG_NN > 0, "radix NN: a power of two up to 64");
 
   static FT_HD FT_INLINE bool col_valid(const LaunchParams<T>& p, long long C0, int cc) {
     return CPS > 1 || C0 + cc < p.total_cols;
