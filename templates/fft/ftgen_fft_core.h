@@ -1316,29 +1316,26 @@ struct FftLaunch {
       const bool im = bit >= B;
       if (!col_valid(p, C0, tile_col(g, fl))) return;
       // branch-free over the registers (a "find the slot" loop would become a dynamic index and
-      // push the whole register state to local memory)
-      T before = T(0), after = T(0);
+      // push the whole register state to local memory): select the value, fault it once, select it back. (The
+      // fault computed at every slot and selected had cost 500 instructions and, in registers, spills of the
+      // values live across the hook, stored before its branch on every thread: fp32 2^20 two-sided-tb)
+      T before = T(0);
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         FT_UNROLL
         for (int e = 0; e < NN; ++e) {
           const bool m = (lbase + l == fl) && (e == fe);
-          cx v = st.a[l][e];
-          const T x = im ? v.y : v.x;
-          T y;
-          if (f.kind == 1) {
-            y = m ? static_cast<T>(static_cast<double>(x) + f.offset) : x;
-          } else {
-            y = m ? flip_bit(x, bit % B) : x;
-          }
-          before = m ? x : before;
-          after = m ? y : after;
-          if (im) {
-            v.y = y;
-          } else {
-            v.x = y;
-          }
-          st.a[l][e] = v;
+          before = m ? (im ? st.a[l][e].y : st.a[l][e].x) : before;
+        }
+      }
+      const T after = f.kind == 1 ? static_cast<T>(static_cast<double>(before) + f.offset) : flip_bit(before, bit % B);
+      FT_UNROLL
+      for (int l = 0; l < LL; ++l) {
+        FT_UNROLL
+        for (int e = 0; e < NN; ++e) {
+          const bool m = (lbase + l == fl) && (e == fe);
+          st.a[l][e].x = (m && !im) ? after : st.a[l][e].x;
+          st.a[l][e].y = (m && im) ? after : st.a[l][e].y;
         }
       }
       st.fkey = -2;
