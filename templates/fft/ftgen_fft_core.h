@@ -1266,15 +1266,14 @@ struct FftLaunch {
   }
 
   // position in the column of register slot e at stage `stage` (0 and P: t + TT e)
-  // (shifts: NN is a power of two and the stage may be known only at run time, as in the fault hook, where a 64-bit
-  // division by spass() was a call whose clobbered registers made ptxas spill the common path around it)
+  // (32-bit: the stage may be known only at run time, as in the fault hook, where a 64-bit division by spass() was a
+  // call whose clobbered registers made ptxas spill the common path around it; shifts instead cost the seq kernels of
+  // 2^5 / 2^6 four registers, 96 -> 100, a block per SM)
   static FT_HD FT_INLINE int stage_pos(int stage, int t, int e) {
     if (stage == 0 || stage == P) return t + TT * e;
-    const int sh = LOG_NN * (stage - 1);  // spass(stage - 1) == 1 << sh
-    return (t & ((1 << sh) - 1)) + ((e + NN * (t >> sh)) << sh);
+    const unsigned sp = static_cast<unsigned>(spass(stage - 1)), ut = static_cast<unsigned>(t);
+    return static_cast<int>(ut % sp + sp * (e + NN * (ut / sp)));
   }
-  static constexpr int LOG_NN = NN == 2 ? 1 : NN == 4 ? 2 : NN == 8 ? 3 : NN == 16 ? 4 : NN == 32 ? 5 : NN == 64 ? 6 : -1;
-  static_assert(LOG_NN > 0, "radix NN: a power of two up to 64");
 
   static FT_HD FT_INLINE bool col_valid(const LaunchParams<T>& p, long long C0, int cc) {
     return CPS > 1 || C0 + cc < p.total_cols;
@@ -1319,24 +1318,23 @@ struct FftLaunch {
       // push the whole register state to local memory): select the value, fault it once, select it back. (The
       // fault computed at every slot and selected had cost 500 instructions and, in registers, spills of the
       // values live across the hook, stored before its branch on every thread: fp32 2^20 two-sided-tb)
-      T before = T(0);
+      cx v{T(0), T(0)};
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         FT_UNROLL
-        for (int e = 0; e < NN; ++e) {
-          const bool m = (lbase + l == fl) && (e == fe);
-          before = m ? (im ? st.a[l][e].y : st.a[l][e].x) : before;
-        }
+        for (int e = 0; e < NN; ++e) v = (lbase + l == fl && e == fe) ? st.a[l][e] : v;
       }
+      const T before = im ? v.y : v.x;
       const T after = f.kind == 1 ? static_cast<T>(static_cast<double>(before) + f.offset) : flip_bit(before, bit % B);
+      if (im) {
+        v.y = after;
+      } else {
+        v.x = after;
+      }
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         FT_UNROLL
-        for (int e = 0; e < NN; ++e) {
-          const bool m = (lbase + l == fl) && (e == fe);
-          st.a[l][e].x = (m && !im) ? after : st.a[l][e].x;
-          st.a[l][e].y = (m && im) ? after : st.a[l][e].y;
-        }
+        for (int e = 0; e < NN; ++e) st.a[l][e] = (lbase + l == fl && e == fe) ? v : st.a[l][e];
       }
       st.fkey = -2;
       if (p.records) {
