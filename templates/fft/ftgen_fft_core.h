@@ -1179,8 +1179,11 @@ struct FftLaunch {
   // through the whole kernel: the fp32 2^14 launch spilled 100 bytes, the first 2^22 launch 92 (0 and 32
   // laundered; 0.834 -> 0.899 and 0.823 -> 0.858 of cuFFT on the H100). Laundered everywhere, the
   // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
-  // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value
-  static constexpr bool LAUNDER_T = IS_F32 && NT >= 1024;
+  // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value. The fp32
+  // simultaneous two-sided-tb launches (80 registers, the checks' values live too) spilled the addresses instead
+  // (2^20: 96 / 76 bytes, 64 / 56 laundered): laundered, 0.836 -> 0.849 of cuFFT on average, 2^19-2^22 +4-6%
+  // (results/h100/fft/stop28/ab_launder)
+  static constexpr bool LAUNDER_T = IS_F32 && (NT >= 1024 || TBSIM);
   // fp64 twiddles from tables (see mul_bit), fp32 from sincospif with the recurrence
   static constexpr bool TW_TABLES = !IS_F32;
   static FT_HD FT_INLINE int tpos(int tid) {
