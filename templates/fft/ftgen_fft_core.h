@@ -1184,6 +1184,17 @@ struct FftLaunch {
   // (2^20: 96 / 76 bytes, 64 / 56 laundered): laundered, 0.836 -> 0.849 of cuFFT on average, 2^19-2^22 +4-6%
   // (results/h100/fft/stop28/ab_launder)
   static constexpr bool LAUNDER_T = IS_F32 && (NT >= 1024 || TBSIM);
+  // the staged stores' thread index likewise (fp32 simultaneous two-sided-tb): their tile addresses are the staged
+  // loads', which ptxas otherwise keeps through the whole kernel (2^15's second launch spilled seven of them; in the
+  // middle launches (launch twiddles, MP > 1) laundering them spilled more: 76 -> 96 bytes at 2^22)
+  static constexpr bool LAUNDER_STAGE = IS_F32 && TBSIM && MP == 1;
+  static FT_HD FT_INLINE unsigned stage_tid(int tid) {
+    if constexpr (LAUNDER_STAGE) {
+      return unsigned(launder(tid));
+    } else {
+      return unsigned(tid);
+    }
+  }
   // fp64 twiddles from tables (see mul_bit), fp32 from sincospif with the recurrence
   static constexpr bool TW_TABLES = !IS_F32;
   static FT_HD FT_INLINE int tpos(int tid) {
@@ -1535,7 +1546,7 @@ struct FftLaunch {
         FT_EACH_BEGIN
         FT_UNROLL
         for (int it = 0; it < IT; ++it) {
-          const unsigned v = unsigned(tid) + NT * it;
+          const unsigned v = stage_tid(tid) + NT * it;
           if (NVEC % NT == 0 || v < unsigned(NVEC)) {
             const unsigned e0 = v * V, cc = e0 / R, pos = e0 % R;
             if (col_valid(p, C0, cb + int(cc))) {
@@ -1557,7 +1568,7 @@ struct FftLaunch {
         FT_EACH_BEGIN
         FT_UNROLL
         for (int it = 0; it < IT; ++it) {
-          const unsigned v = unsigned(tid) + NT * it;
+          const unsigned v = stage_tid(tid) + NT * it;
           if (NVEC % NT == 0 || v < unsigned(NVEC)) {
             const unsigned cc = (v % (NC / VC)) * VC, k = v / (NC / VC);
             // out_index(C0, cb + cc, k) from the block's signal on, in 32 bits
