@@ -107,6 +107,15 @@ FT_HD FT_INLINE double launder(double x) {
 #endif
   return x;
 }
+// launder(x) where a compile-time switch asks for it (recomputed at each use instead of kept live), x otherwise
+template <bool B, class X>
+FT_HD FT_INLINE X launder_if(X x) {
+  if constexpr (B) {
+    return launder(x);
+  } else {
+    return x;
+  }
+}
 
 // 16-byte vector of complex elements (2 x float2 or 1 x double2)
 template <class T>
@@ -1188,22 +1197,9 @@ struct FftLaunch {
   // loads', which ptxas otherwise keeps through the whole kernel (2^15's second launch spilled seven of them; in the
   // middle launches (launch twiddles, MP > 1) laundering them spilled more: 76 -> 96 bytes at 2^22)
   static constexpr bool LAUNDER_STAGE = IS_F32 && TBSIM && MP == 1;
-  static FT_HD FT_INLINE unsigned stage_tid(int tid) {
-    if constexpr (LAUNDER_STAGE) {
-      return unsigned(launder(tid));
-    } else {
-      return unsigned(tid);
-    }
-  }
   // fp64 twiddles from tables (see mul_bit), fp32 from sincospif with the recurrence
   static constexpr bool TW_TABLES = !IS_F32;
-  static FT_HD FT_INLINE int tpos(int tid) {
-    if constexpr (LAUNDER_T) {
-      return launder(tid % TT);
-    } else {
-      return tid % TT;
-    }
-  }
+  static FT_HD FT_INLINE int tpos(int tid) { return launder_if<LAUNDER_T>(tid % TT); }
 
   // pass radix and stride (passes 0 .. P-2 have radix NN; the last one RL)
   static FT_HD FT_INLINE constexpr long long spass(int p) {
@@ -1546,7 +1542,7 @@ struct FftLaunch {
         FT_EACH_BEGIN
         FT_UNROLL
         for (int it = 0; it < IT; ++it) {
-          const unsigned v = stage_tid(tid) + NT * it;
+          const unsigned v = unsigned(launder_if<LAUNDER_STAGE>(tid)) + NT * it;
           if (NVEC % NT == 0 || v < unsigned(NVEC)) {
             const unsigned e0 = v * V, cc = e0 / R, pos = e0 % R;
             if (col_valid(p, C0, cb + int(cc))) {
@@ -1568,7 +1564,7 @@ struct FftLaunch {
         FT_EACH_BEGIN
         FT_UNROLL
         for (int it = 0; it < IT; ++it) {
-          const unsigned v = stage_tid(tid) + NT * it;
+          const unsigned v = unsigned(launder_if<LAUNDER_STAGE>(tid)) + NT * it;
           if (NVEC % NT == 0 || v < unsigned(NVEC)) {
             const unsigned cc = (v % (NC / VC)) * VC, k = v / (NC / VC);
             // out_index(C0, cb + cc, k) from the block's signal on, in 32 bits
