@@ -107,12 +107,6 @@ FT_HD FT_INLINE double launder(double x) {
 #endif
   return x;
 }
-FT_HD FT_INLINE long long launder(long long x) {
-#ifndef FTGEN_EMU
-  asm volatile("" : "+l"(x));
-#endif
-  return x;
-}
 // launder(x) where a compile-time switch asks for it (recomputed at each use instead of kept live), x otherwise
 template <bool B, class X>
 FT_HD FT_INLINE X launder_if(X x) {
@@ -2019,32 +2013,7 @@ struct FftLaunch {
     FT_EACH_BEGIN
     const int g = tid / TT, t = tpos(tid), te = tid % TT;
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
-    if constexpr (MP > 1 && TW_TABLES) {
-      // fp64: no array of NN launch twiddles live across the hook (4 NN registers: the first launches spilled at
-      // their register caps). Each slot's twiddle is the product of its bits' factors (outer_tw_elem, bit-identical
-      // to outer_tw's, which the rare path uses), formed for the product and again, from laundered inputs, for the
-      // divide-out
-      FT_UNROLL
-      for (int l = 0; l < (S > 1 ? 1 : L); ++l) {
-        const long long col = S > 1 ? C0 : C0 + tile_col(g, l);
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          const cx d = outer_tw_elem(p, col, t, i);
-          FT_UNROLL
-          for (int c = 0; c < L; ++c) {
-            if (S > 1 || c == l) st.a[c][i] = cmul(st.a[c][i], d);
-          }
-        }
-        if (hooks && (S > 1 || fault_col(st) == l)) hook<L>(st, tid, p, blk, C0, P, 0);
-        const long long col2 = launder(col);
-        const int t2 = launder(t);
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) {
-          const cx d = outer_tw_elem(p, col2, t2, i);
-          tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(S > 1 ? slot_sum(st, i) : st.a[l][i], d), acc, acc2);
-        }
-      }
-    } else if constexpr (MP > 1 && S > 1) {
+    if constexpr (MP > 1 && S > 1) {
       cx d[NN];
       outer_tw(p, C0, t, d);
       FT_UNROLL
