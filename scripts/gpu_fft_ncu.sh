@@ -2,7 +2,8 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix]   (ncu_fft_*.txt: one report per size; mix: the
+# Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix]   (ncu_fft_*.txt: one report per size
+# (LOGNS: the sizes of the tb mode, default 12 and 20); mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
 # 2^13 (one launch) and 2^23 in three launches (automatic) and in two (4096 x 2048, 4 + 8 columns); large: the
@@ -18,7 +19,7 @@ gen=/tmp/ftgen-fft-ncu
 ft() { python3 -m ftgen.cli "$@"; }
 tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
-  tb) variants="[{protection: {scheme: none}, params: {logn: [12, 20]}}, {protection: $tb, params: {logn: [12, 20]}}]" ;;
+  tb) variants="[{protection: {scheme: none}, params: {logn: [${LOGNS:-12, 20}]}}, {protection: $tb, params: {logn: [${LOGNS:-12, 20}]}}]" ;;
   tb64) variants="[{precision: fp64, protection: {scheme: none}, params: {logn: [12, 20]}}, {precision: fp64, protection: $tb, params: {logn: [12, 20]}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
   mix) variants="[{protection: {scheme: none}, params: {logn: [20, 23]}}]" ;;
@@ -47,7 +48,12 @@ case "$which" in tb | tb64)
   for r in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle math_pipe_throttle wait not_selected dispatch_stall no_instruction; do
     metrics="$metrics,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
   done
-  keep="$keep|issue_stalled" ;;
+  # the executed instruction classes (thread instructions) and the memory instructions by space
+  for op in fadd ffma fmul dadd dfma dmul integer conversion control memory misc bit uniform inter_thread_communication; do
+    metrics="$metrics,smsp__sass_thread_inst_executed_op_${op}_pred_on.sum"
+  done
+  metrics="$metrics,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_ld.sum,smsp__sass_inst_executed_op_global_st.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum"
+  keep="$keep|issue_stalled|_op_" ;;
 esac
 if [ "$which" = mix ]; then
   sections="--launch-count 5"
@@ -60,8 +66,11 @@ if [ "$which" = mix ]; then
 fi
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
+  # 2^26 complex elements (fp32) or 2^25 (fp64) per transform set
+  logn=$(echo "$name" | sed -E 's/.*_logn([0-9]+)_.*/\1/'); tot=26; case "$name" in *f64*) tot=25 ;; esac
+  shape=$((1 << logn))x$((1 << (tot - logn)))
   case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *f32*logn22*) shape=4194304x16 ;;
-    *f32*logn23*) shape=8388608x8 ;; *f32*logn13*) shape=8192x8192 ;; *f64*logn20*) shape=1048576x32 ;; *f64*logn12*) shape=4096x8192 ;; *f64*logn21*) shape=2097152x16 ;; *) shape=1048576x64 ;; esac
+    *f32*logn23*) shape=8388608x8 ;; *f32*logn13*) shape=8192x8192 ;; *f64*logn20*) shape=1048576x32 ;; *f64*logn12*) shape=4096x8192 ;; *f64*logn21*) shape=2097152x16 ;; esac
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/${report}_${name}.txt" 2>&1
