@@ -945,8 +945,8 @@ __device__ FT_INLINE void stg_v(cplx<T>* p, const Vec16<T>& x) {
 
 // all-reduce over aligned groups of WIDTH lanes (butterfly, every lane gets the total)
 // (MASK: the lanes present; blocks smaller than a warp have fewer)
-template <int WIDTH, unsigned MASK>
-__device__ FT_INLINE double warp_allsum(double v) {
+template <int WIDTH, unsigned MASK, class V>
+__device__ FT_INLINE V warp_allsum(V v) {
   FT_UNROLL
   for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(MASK, v, o);
   return v;
@@ -1366,17 +1366,18 @@ struct FftLaunch {
     }
   }
 
-  // ---- group reduction of st.red[0..NVV) (double): every thread of a group gets the totals --
-  template <int NVV, class Ctx>
+  // ---- group reduction of st.red[0..NVV): every thread of a group gets the totals, summed in RT (the values
+  // stay doubles in st.red; float sums take one shuffle and one add per step instead of two and a double add) --
+  template <int NVV, class Ctx, class RT = double>
   static FT_HD FT_INLINE void group_allsum(Ctx& ctx, State* sts, double* red) {
 #ifdef FTGEN_EMU
-    ctx.template warp_allsum<State, WARPW>(sts, NT, NVV);
+    ctx.template warp_allsum<State, WARPW, RT>(sts, NT, NVV);
 #else
     (void)ctx;
     {
       State& st = sts[0];
       FT_UNROLL
-      for (int v = 0; v < NVV; ++v) st.red[v] = warp_allsum<WARPW, WMASK>(st.red[v]);
+      for (int v = 0; v < NVV; ++v) st.red[v] = double(warp_allsum<WARPW, WMASK>(RT(st.red[v])));
     }
 #endif
     if constexpr (GWARPS > 1) {
@@ -1392,10 +1393,10 @@ struct FftLaunch {
       const int g = tid / TT;
       FT_UNROLL
       for (int v = 0; v < NVV; ++v) {
-        double acc = 0;
+        RT acc = 0;
         FT_UNROLL
-        for (int w = 0; w < GWARPS; ++w) acc += FT_RSLD((g * GWARPS + w) * NV + v);
-        st.red[v] = acc;
+        for (int w = 0; w < GWARPS; ++w) acc += RT(FT_RSLD((g * GWARPS + w) * NV + v));
+        st.red[v] = double(acc);
       }
       FT_EACH_END
     }
@@ -1964,17 +1965,19 @@ struct FftLaunch {
         nr = cnorm2acc(nr, st.a[l][i]);
       }
     }
+    // the thread's entries from one base at constant offsets (an index R + 2 k per slot had cost an add and a
+    // 64-bit multiply-add per load)
+    const cx* ev = p.enc_v + (R + 2 * t);
     FT_UNROLL
     for (int i = 0; i < NN; ++i) {
-      const int k = t + TT * i;
       cx v, v2;
       if constexpr (V == 2) {
-        const Vec16<T> w = FT_TLDV(p.enc_v, R + 2 * k);
+        const Vec16<T> w = FT_TLDV(ev, 2 * TT * i);
         v = w.v[0];
         v2 = w.v[1];
       } else {
-        v = FT_TLD(p.enc_v, R + 2 * k);
-        v2 = FT_TLD(p.enc_v, R + 2 * k + 1);
+        v = FT_TLD(ev, 2 * TT * i);
+        v2 = FT_TLD(ev, 2 * TT * i + 1);
       }
       acc = cmac(acc, v, sx[i]);
       acc2 = cmac(acc2, v2, sx[i]);
@@ -2521,7 +2524,9 @@ struct FftLaunch {
       st.red[3] = double(st.ck2.y);
       st.red[4] = st.nsx;
       FT_EACH_END
-      group_allsum<5>(ctx, sts, red);
+      // summed in the working precision (fp32: the threads' shares are float sums already), decided in fp64 (squares
+      // of float residuals and thresholds of tiny data would underflow)
+      group_allsum<5, Ctx, T>(ctx, sts, red);
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max

@@ -138,8 +138,9 @@ class EmuCtx {
     memcpy(base + i, &v, 16);
   }
 
-  // xor-butterfly all-reduce of st.red[0..nv) over aligned groups of WIDTH lanes
-  template <class State, int WIDTH>
+  // xor-butterfly all-reduce of st.red[0..nv) over aligned groups of WIDTH lanes, each step's sum rounded to RT
+  // (the device's shuffles of RT values)
+  template <class State, int WIDTH, class RT = double>
   void warp_allsum(State* sts, int nt, int nv) {
     for (int w0 = 0; w0 < nt; w0 += 32) {
       const int lanes = std::min(32, nt - w0);
@@ -147,7 +148,7 @@ class EmuCtx {
         double cur[32], nxt[32];
         for (int l = 0; l < lanes; ++l) cur[l] = sts[w0 + l].red[v];
         for (int o = WIDTH / 2; o > 0; o >>= 1) {
-          for (int l = 0; l < lanes; ++l) nxt[l] = cur[l] + cur[(l ^ o) < lanes ? (l ^ o) : l];
+          for (int l = 0; l < lanes; ++l) nxt[l] = double(RT(RT(cur[l]) + RT(cur[(l ^ o) < lanes ? (l ^ o) : l])));
           for (int l = 0; l < lanes; ++l) cur[l] = nxt[l];
         }
         for (int l = 0; l < lanes; ++l) sts[w0 + l].red[v] = cur[l];
