@@ -1366,8 +1366,9 @@ struct FftLaunch {
     }
   }
 
-  // ---- group reduction of st.red[0..NVV): every thread of a group gets the totals, summed in RT (the values
-  // stay doubles in st.red; float sums take one shuffle and one add per step instead of two and a double add) --
+  // ---- group reduction of st.red[0..NVV): every thread of a group gets the totals, summed inside a warp in RT
+  // (the values stay doubles in st.red; float sums take one shuffle and one add per step instead of two and a
+  // double add), across the warps of a group in double --
   template <int NVV, class Ctx, class RT = double>
   static FT_HD FT_INLINE void group_allsum(Ctx& ctx, State* sts, double* red) {
 #ifdef FTGEN_EMU
@@ -1393,10 +1394,11 @@ struct FftLaunch {
       const int g = tid / TT;
       FT_UNROLL
       for (int v = 0; v < NVV; ++v) {
-        RT acc = 0;
+        // (in double: a conversion of every warp's value to float had made the 1024-thread fp32 2^14 launch slower)
+        double acc = 0;
         FT_UNROLL
-        for (int w = 0; w < GWARPS; ++w) acc += RT(FT_RSLD((g * GWARPS + w) * NV + v));
-        st.red[v] = double(acc);
+        for (int w = 0; w < GWARPS; ++w) acc += FT_RSLD((g * GWARPS + w) * NV + v);
+        st.red[v] = acc;
       }
       FT_EACH_END
     }
