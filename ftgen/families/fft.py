@@ -525,7 +525,12 @@ TUNED = {
     # 2^21 / 2^22 three launches 0.644 / 0.614 and 0.698 / 0.598
     ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
     ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
-    ("fp32", "two-sided-tb", 22): {"launches": 3},
+    # two columns per thread at radix 8 (the checks' products and table reads once per two columns), three blocks per SM
+    # (search_tbcols2.jsonl at da3995c): 2^18 0.916 against radix 16 with one column 0.886, 2^22 (three launches) 0.741
+    # against 0.717; elsewhere radix 16 with one column stayed best or within 1% (2^16 1.011 against two columns' 0.981,
+    # 2^20 0.766 against 0.721)
+    ("fp32", "two-sided-tb", 18): {"launches": 2, "n1": 8, "n2": 8, "tcols": 2, "bs1": 8, "bs2": 8, "minb": 3},
+    ("fp32", "two-sided-tb", 22): {"launches": 3, "n1": 8, "n2": 8, "n3": 8, "tcols": 2, "bs1": 16, "bs2": 32, "bs3": 32, "minb": 3},
     # fp64 2^19 after 9fed26f's cheaper checks (search_tb27.jsonl): radix 8 then 16 at up to 255 registers 0.706 against
     # the unprotected plan's radix 16 / 16 (0.672); the other weak sizes' current plans stayed best (fp64 2^21 two
     # launches 0.628 against three 0.627)
