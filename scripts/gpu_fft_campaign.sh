@@ -3,7 +3,8 @@
 # ROC over the threshold), fp32 and fp64, automatic plans: 2^16 (two launches of 256 points, four columns per
 # thread), 2^20 (two of 1024, two columns), 2^23 (three launches). gpu_fft.sh runs its campaign at 4096 points
 # (one launch); these exercise the location path of the first launches (launch twiddles per column, strided
-# columns) and of the later ones. Usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]   (default 1000)
+# columns) and of the later ones. Usage: [LOGNS="18 22"] bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]   (default 1000;
+# LOGNS: the sizes, default 16 20 23)
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]}
 trials=${2:-1000}
@@ -18,14 +19,16 @@ family: fft
 arch: [sm_90]
 precision: [fp32, fp64]
 protection: {scheme: abft, level: two-sided-tb, inject: true}
-params: {logn: [16, 20, 23]}
+params: {logn: [LOGN_LIST]}
 shapes:
   - {logn: 16, batch: 64}
 Y
+logns=${LOGNS:-16 20 23}
+sed -i "s/LOGN_LIST/$(echo $logns | tr ' ' ',')/" "$out/fft_campaign.yaml"
 python3 -m ftgen.cli generate "$out/fft_campaign.yaml" -o $gen > /dev/null || exit 2
 python3 -m ftgen.cli build $gen/fft_campaign -j 16 --arch sm_90 > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
-for lg in 16 20 23; do
-  case $lg in 16) shape=65536x16 ;; 20) shape=1048576x4 ;; *) shape=8388608x1 ;; esac
+for lg in $logns; do
+  case $lg in 16) shape=65536x16 ;; 18) shape=262144x8 ;; 20) shape=1048576x4 ;; 22) shape=4194304x2 ;; *) shape=8388608x1 ;; esac
   python3 -m ftgen.cli campaign "$out/fft_campaign.yaml" -o $gen --kernels "*_logn${lg}_*" --trials "$trials" \
     --dists normal,loguniform --shape $shape --json "$out/campaign_tb_logn$lg.jsonl" > "$out/campaign_tb_logn$lg.txt" 2>&1
   echo "2^$lg rc=$?"
