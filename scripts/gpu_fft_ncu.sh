@@ -66,11 +66,10 @@ if [ "$which" = mix ]; then
 fi
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
-  # 2^26 complex elements (fp32) or 2^25 (fp64) per transform set
+  # 2^26 complex elements (fp32) or 2^25 (fp64) per transform set, as in the sweeps (before stop 29 fp64 2^12 / 2^14
+  # ran at 2^26)
   logn=$(echo "$name" | sed -E 's/.*_logn([0-9]+)_.*/\1/'); tot=26; case "$name" in *f64*) tot=25 ;; esac
   shape=$((1 << logn))x$((1 << (tot - logn)))
-  case "$name" in *logn14*) shape=16384x4096 ;; *logn12*) shape=4096x16384 ;; *f32*logn22*) shape=4194304x16 ;;
-    *f32*logn23*) shape=8388608x8 ;; *f32*logn13*) shape=8192x8192 ;; *f64*logn20*) shape=1048576x32 ;; *f64*logn12*) shape=4096x8192 ;; *f64*logn21*) shape=2097152x16 ;; esac
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/${report}_${name}.txt" 2>&1
