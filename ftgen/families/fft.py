@@ -317,9 +317,7 @@ class LaunchPlan:
         tb = self.level == "two-sided-tb"
         sums = 2 * self.n * self.threads if tb and self.seq else 0
         ck = 3 * self.threads if tb and not self.seq else 0
-        # fp64 simultaneous: the encoding tables staged per block (TBL_SM in ftgen_fft_core.h)
-        tbl = 3 * self.R if tb and not self.seq and self.esize == 16 and self.R <= 2048 else 0
-        body = -(-((-(-(self.tile_elems + sums) // 2) * 2 + ck + tbl) * self.esize) // 16) * 16
+        body = -(-((-(-(self.tile_elems + sums) // 2) * 2 + ck) * self.esize) // 16) * 16
         return body + red + 16
 
     @property

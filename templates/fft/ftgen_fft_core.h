@@ -1116,14 +1116,7 @@ struct FftLaunch {
   static constexpr int SUMS_ELEMS = (TB && SEQ) ? 2 * C::NN * C::NT : 0;
   static constexpr int CK_IDX = (TILE_ELEMS + SUMS_ELEMS + 1) / 2 * 2;  // in complex elements (16-byte aligned)
   static constexpr int CK_ELEMS = TBSIM ? 3 * C::NT : 0;
-  // fp64 simultaneous two-sided-tb: the launch's encoding tables (W^T e and W^T e2 interleaved, then e) staged once per
-  // block in shared memory. Every group of a block reads the whole table, three 16-byte global loads per element
-  // from L1 (Nsight Compute, fp64 2^20: 119M / 109M L1 load sectors against 35M / 29M unprotected, LSU-throttle
-  // stalls, 25-33% of the issue slots used); from shared memory they are shared loads
-  static constexpr bool TBL_SM = TBSIM && sizeof(typename C::T) == 8 && C::R <= 2048;  // (48 R bytes)
-  static constexpr int TBL_IDX = CK_IDX + CK_ELEMS;
-  static constexpr int TBL_ELEMS = TBL_SM ? 3 * C::R : 0;
-  static constexpr int RED_OFFSET = ((CK_IDX + CK_ELEMS + TBL_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
+  static constexpr int RED_OFFSET = ((CK_IDX + CK_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
   static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
   static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
@@ -1980,10 +1973,7 @@ struct FftLaunch {
     FT_UNROLL
     for (int i = 0; i < NN; ++i) {
       cx v, v2;
-      if constexpr (TBL_SM) {
-        v = FT_SLD(TBL_IDX + 2 * (t + TT * i));
-        v2 = FT_SLD(TBL_IDX + 2 * (t + TT * i) + 1);
-      } else if constexpr (V == 2) {
+      if constexpr (V == 2) {
         const Vec16<T> w = FT_TLDV(ev, 2 * TT * i);
         v = w.v[0];
         v2 = w.v[1];
@@ -2012,9 +2002,9 @@ struct FftLaunch {
   // sign of i, known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had
   // cost six instructions per element)
   template <class Ctx>
-  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, cx* sm, const LaunchParams<T>& p, int k, int i, cx w, cx& acc, cx& acc2) {
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
-    const cx q = cmul(TBL_SM ? FT_SLD(TBL_IDX + 2 * R + k) : FT_TLD(p.enc_e, k), w);
+    const cx q = cmul(FT_TLD(p.enc_e, k), w);
     acc = cadd(acc, q);
     acc2 = (popc_u(static_cast<unsigned>(i)) & 1) ? csub(acc2, q) : cadd(acc2, q);
   }
@@ -2038,7 +2028,7 @@ struct FftLaunch {
       }
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, sm, p, te + TT * i, i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
     } else if constexpr (MP > 1) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
@@ -2049,13 +2039,13 @@ struct FftLaunch {
         if (hooks && fault_col(st) == l) hook<L>(st, tid, p, blk, C0, P, 0);
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
-          tb_acc_out(ctx, tid, sm, p, te + TT * i, i, cmulc(st.a[l][i], d[i]), acc, acc2);
+          tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(st.a[l][i], d[i]), acc, acc2);
         }
       }
     } else {
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, sm, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
     }
     if (popc_u(static_cast<unsigned>(te)) & 1) acc2 = cneg(acc2);
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
@@ -2072,20 +2062,6 @@ struct FftLaunch {
     const long long C0 = blk * BS;
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     const bool hooks = INJECT && attempt == 0;
-    if constexpr (TBL_SM) {
-      FT_EACH_BEGIN
-      FT_UNROLL
-      for (int c = 0; c < (3 * R + NT - 1) / NT; ++c) {
-        const int j = tid + c * NT;
-        if (j < 2 * R) {
-          FT_SST(TBL_IDX + j, FT_TLD(p.enc_v, R + j));
-        } else if (j < 3 * R) {
-          FT_SST(TBL_IDX + j, FT_TLD(p.enc_e, j - 2 * R));
-        }
-      }
-      FT_EACH_END
-      FT_SYNC();
-    }
     load<BS, L>(ctx, sts, sm, p, C0, 0);
     FT_EACH_BEGIN
     st.bad = st.det = st.corr = st.unres = 0;
