@@ -175,8 +175,9 @@ EMU_CASES = [
     # block (the second), the prefilter and the rare path's vector check, location and correction
     ("fp32", "two-sided-tb", {"logn": 14, "launches": 2}, 2, "forward"),
     ("fp64", "two-sided-tb", {"logn": 13, "launches": 2}, 2, "inverse"),
-    # ... with two columns per thread (TUNED at fp32 2^18 / 2^22): the checks on the sum of a thread's columns
+    # ... with two columns per thread (TUNED at fp32 2^18 / 2^22, fp64 2^14 / 2^21): the checks on the sum of a thread's columns
     ("fp32", "two-sided-tb", {"logn": 13, "launches": 2, "n1": 8, "n2": 8, "tcols": 2, "bs1": 8, "bs2": 8, "minb": 3}, 2, "inverse"),
+    ("fp64", "two-sided-tb", {"logn": 13, "launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8}, 2, "forward"),  # TUNED fp64 2^14
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4}, 2, "forward"),
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4}, 3, "inverse"),  # 2^22's shape
     ("fp32", "none", {"logn": 12, "launches": 2, "bs1": 8, "bs2": 8}, 2, "forward"),

@@ -536,7 +536,11 @@ TUNED = {
     # launches 0.628 against three 0.627)
     ("fp64", "two-sided-tb", 19): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "two-sided-tb", 20): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
-    ("fp64", "two-sided-tb", 21): {"launches": 3},
+    # fp64 two columns per thread at radix 4 (the table reads once per two columns; search_tb64cols2.jsonl at 54a700c):
+    # 2^14 0.830 against radix 8 with one column 0.799, 2^21 (three launches) 0.650 against 0.629; 2^16-2^20 lost (2^18
+    # 0.601 against 0.776: the radix-4 passes), 2^22 tied
+    ("fp64", "two-sided-tb", 14): {"launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8},
+    ("fp64", "two-sided-tb", 21): {"launches": 3, "n1": 4, "n2": 4, "n3": 4, "tcols": 2, "bs1": 8, "bs2": 8, "bs3": 8},
     ("fp64", "two-sided-tb", 22): {"launches": 3},
 }
 
