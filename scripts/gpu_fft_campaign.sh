@@ -4,7 +4,7 @@
 # thread at stop 20; one since the simultaneous design), 2^20 (two of 1024), 2^23 (three launches). gpu_fft.sh runs its campaign at 4096 points
 # (one launch); these exercise the location path of the first launches (launch twiddles per column, strided
 # columns) and of the later ones. Usage: [LOGNS="18 22"] bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]   (default 1000;
-# LOGNS: the sizes, default 16 20 23)
+# LOGNS: the sizes up to 2^24, default 16 20 23)
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]}
 trials=${2:-1000}
@@ -28,7 +28,7 @@ sed -i "s/LOGN_LIST/$(echo $logns | tr ' ' ',')/" "$out/fft_campaign.yaml"
 python3 -m ftgen.cli generate "$out/fft_campaign.yaml" -o $gen > /dev/null || exit 2
 python3 -m ftgen.cli build $gen/fft_campaign -j 16 --arch sm_90 > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
 for lg in $logns; do
-  case $lg in 16) shape=65536x16 ;; 18) shape=262144x8 ;; 20) shape=1048576x4 ;; 22) shape=4194304x2 ;; *) shape=8388608x1 ;; esac
+  shape=$((1 << lg))x$((1 << ((24 - lg) / 2)))  # 2^16 x 16, 2^20 x 4, 2^23 x 1, ...
   python3 -m ftgen.cli campaign "$out/fft_campaign.yaml" -o $gen --kernels "*_logn${lg}_*" --trials "$trials" \
     --dists normal,loguniform --shape $shape --json "$out/campaign_tb_logn$lg.jsonl" > "$out/campaign_tb_logn$lg.txt" 2>&1
   echo "2^$lg rc=$?"
