@@ -385,7 +385,9 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     Console(file=sys.stderr if json_out == "-" else sys.stdout, width=200).print(t)
     failed = [r for r in rows if "trial" not in r and not r.get("ok", True)]
     if failed:
-        raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: {failed[0].get('error')}")
+        err = failed[0].get("error")
+        raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: "
+                         f"{err.get('message') if isinstance(err, dict) else err}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ command's input checks. The trials themselves run on a GPU (scripts/gpu_gemm.sh)
 from __future__ import annotations
 
 from ftgen.cli import main
-from ftgen.faults import per_bit, roc, summarize
+from ftgen.faults import per_bit, roc, run_trials, summarize
 
 
 def trial(injected, significant=False, detected=0, ok=True, score=0.1, bit=3, err=1e-7):
@@ -48,3 +48,14 @@ def test_campaign_needs_injection_builds(tmp_path, capsys):
     assert main(["campaign", str(spec), "-o", str(tmp_path / "g")]) == 2
     assert "inject: true" in capsys.readouterr().err
     assert main(["campaign", str(spec), "--dists", "cauchy"]) == 2
+
+
+def test_a_shape_the_variant_skips_is_an_error(tmp_path):
+    """A fixed-size variant asked for another size prints a skipped row and no trials; the campaign must not report it
+    as a clean 0/0 (a campaign script once ran 2^14 variants at 2^23's shape and summarized nothing)."""
+    exe = tmp_path / "k"
+    exe.write_text('#!/bin/sh\necho \'{"kernel": "k", "shape": {"n": 8388608, "batch": 1}, "skipped": "sizes 16384", "ok": true}\'\n')
+    exe.chmod(0o755)
+    rows, errors = run_trials(exe, "k", shape="8388608x1", dist="normal", trials=3, inject=1, seed=1)
+    assert rows == [] and len(errors) == 1 and not errors[0]["ok"]
+    assert errors[0]["error"]["kind"] == "shape" and "8388608x1" in errors[0]["error"]["message"]

@@ -42,6 +42,10 @@ def run_trials(exe: Path, kernel: str, *, shape: str, dist: str, trials: int, in
                 rows.append(r)
             elif not r.get("ok", True):
                 errors.append(r)
+            elif "skipped" in r:
+                # a variant that does not run this shape (a fixed size) would count no trials at all
+                errors.append({"kernel": kernel, "ok": False,
+                               "error": {"kind": "shape", "message": f"{kernel} does not run shape {shape}: {r['skipped']}"}})
         done += n
     return rows, errors
 
