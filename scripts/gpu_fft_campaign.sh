@@ -13,18 +13,17 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-fft-campaign
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 provenance "$out"
-cat > "$out/fft_campaign.yaml" <<'Y'
+logns=${LOGNS:-16 20 23}
+cat > "$out/fft_campaign.yaml" <<Y
 name: fft_campaign
 family: fft
 arch: [sm_90]
 precision: [fp32, fp64]
 protection: {scheme: abft, level: two-sided-tb, inject: true}
-params: {logn: [LOGN_LIST]}
+params: {logn: [${logns// /, }]}
 shapes:
   - {logn: 16, batch: 64}
 Y
-logns=${LOGNS:-16 20 23}
-sed -i "s/LOGN_LIST/$(echo $logns | tr ' ' ',')/" "$out/fft_campaign.yaml"
 python3 -m ftgen.cli generate "$out/fft_campaign.yaml" -o $gen > /dev/null || exit 2
 python3 -m ftgen.cli build $gen/fft_campaign -j 16 --arch sm_90 > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
 for lg in $logns; do

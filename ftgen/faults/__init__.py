@@ -43,9 +43,11 @@ def run_trials(exe: Path, kernel: str, *, shape: str, dist: str, trials: int, in
             elif not r.get("ok", True):
                 errors.append(r)
             elif "skipped" in r:
-                # a variant that does not run this shape (a fixed size) would count no trials at all
+                # a variant that does not run this shape (a fixed size) would count no trials at all; the
+                # remaining chunks would skip it again
                 errors.append({"kernel": kernel, "ok": False,
                                "error": {"kind": "shape", "message": f"{kernel} does not run shape {shape}: {r['skipped']}"}})
+                return rows, errors
         done += n
     return rows, errors
 
@@ -186,13 +188,15 @@ def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, di
         k = v["kernel"]
         exe = project / "bin" / k
         rows: list[dict] = []
-        for i, d in enumerate(dists):
-            log(f"{k}: {trials} clean + {trials} faulty trials ({d})")
-            for inject, base in ((0, seed + 2 * i * trials), (1, seed + (2 * i + 1) * trials)):
-                got, errs = run_trials(exe, k, shape=shape, dist=d, trials=trials, inject=inject, seed=base,
-                                       chunk=chunk, timeout=timeout)
-                rows.extend(got)
-                all_rows.extend(errs)
+        runs = [(d, inject, seed + (2 * i + inject) * trials) for i, d in enumerate(dists) for inject in (0, 1)]
+        for d, inject, base in runs:
+            log(f"{k}: {trials} {'faulty' if inject else 'clean'} trials ({d})")
+            got, errs = run_trials(exe, k, shape=shape, dist=d, trials=trials, inject=inject, seed=base,
+                                   chunk=chunk, timeout=timeout)
+            rows.extend(got)
+            all_rows.extend(errs)
+            if any(e.get("error", {}).get("kind") == "shape" for e in errs):
+                break  # the other runs would skip the shape too
         all_rows.extend(rows)
         s = summarize(k, rows, spec_name)
         summaries.append(s)
