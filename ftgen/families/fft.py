@@ -168,6 +168,8 @@ class LaunchPlan:
     level: str = "none"
     xw: int = 0  # columns exchanged per shared-memory round (0: all at once); filled by the planner
     minb: int = 0  # resident blocks per SM the kernel is compiled for (0: the automatic rule of min_blocks)
+    cluster: int = 0  # cluster plans: launch 1 runs the next launch's DFTs of this size in its epilogue (cluster_note)
+    fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
 
     @property
     def Mp(self) -> int:
@@ -356,6 +358,7 @@ class Plan:
     logn: int
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
+    cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
 
     @property
     def N(self) -> int:
@@ -594,6 +597,11 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
+    if p.get("cluster") and not given and not launches:
+        # cluster plans: N2 = 2 (the smallest cluster) unless given
+        launches = 2
+        given = [N // 2] if N >= 4 else []
+        Ns = given + [0, 0]
     if given:
         if Ns[len(given):] != [0] * (3 - len(given)):
             raise ValueError("N1, N2, N3 must be given in order (N2 needs N1, N3 needs N2)")
@@ -640,6 +648,13 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
             bs = max(bs, min(L, limit))
         out[f"bs{i + 1}"] = bs
     out["tcols"] = L
+    if p.get("cluster"):
+        # the fused launch 2 has no kernel: its DFT is one codelet of radix N2 per position, launch 1 one column per block
+        if out["launches"] == 2:
+            out["n2"] = out["N2"]
+            out["bs2"] = 1
+            if not p.get("bs1", 0):
+                out["bs1"] = 1
     return out
 
 
@@ -652,12 +667,13 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
     nl = params["launches"]
     for i in range(nl):
         R = params[f"N{i + 1}"]
+        cl = params.get("cluster", 0) and nl == 2
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
-                        minb=params.get("minb", 0))
+                        minb=params.get("minb", 0), cluster=params["N2"] if cl and i == 0 else 0, fused=bool(cl and i == 1))
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
-    return Plan(precision, logn, tuple(lps), level)
+    return Plan(precision, logn, tuple(lps), level, cluster=params["N2"] if params.get("cluster") and nl == 2 else 0)
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -666,8 +682,12 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
     N = plan.N
     if math.prod(plan.sizes) != N:
         return [f"launch sizes {'x'.join(map(str, plan.sizes))} multiply to {math.prod(plan.sizes)}, not n = {N}"]
+    if any(lp.cluster for lp in plan.launches) or any(lp.fused for lp in plan.launches) or plan.cluster:
+        r.extend(cluster_reasons(plan, level))
     for lp in plan.launches:
         tag = f"launch {lp.index + 1} (N{lp.index + 1}={lp.R})"
+        if lp.fused:
+            continue
         if lp.R < 2:
             r.append(f"{tag}: a launch size must be at least 2")
             continue
@@ -697,6 +717,25 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
         regs = lp.regs_estimate()
         if regs > MAX_REGS:
             r.append(f"{tag}: needs about {regs} registers per thread (more than {MAX_REGS}); lower n{lp.index + 1} or tcols")
+    return r
+
+
+def cluster_reasons(plan: Plan, level: str) -> list[str]:
+    """Why a cluster plan (`cluster: 1`) cannot be built (empty when it can)."""
+    r: list[str] = []
+    if level != "none":
+        r.append(f"cluster: 1 is for unprotected plans (level none), not {level}")
+    if len(plan.launches) != 2:
+        return r + [f"cluster: 1 needs two launches (N1 x N2), got {len(plan.launches)}"]
+    first, second = plan.launches
+    if second.R not in CLUSTER_SIZES:
+        r.append(f"cluster: 1 needs N2 in {', '.join(map(str, CLUSTER_SIZES))} (the blocks of a cluster), got N2={second.R}")
+    if first.bs != 1:
+        r.append(f"cluster: 1 takes one column per block in launch 1 (bs1 = 1), got bs1={first.bs}")
+    if first.L != 1:
+        r.append(f"cluster: 1 takes one column per thread (tcols = 1), got {first.L}")
+    if first.R // max(second.R, 1) < 2:
+        r.append(f"cluster: 1 needs N1 >= 2 N2, got N1={first.R}, N2={second.R}")
     return r
 
 
@@ -1348,7 +1387,14 @@ def _range(lo: int, hi: int):
     return check
 
 
-PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb")
+PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb", "cluster")
+
+# Cluster plans (`cluster: 1`, sm_90 thread-block clusters): two launches N = N1 x N2 with N2 in CLUSTER_SIZES run as one
+# kernel. Launch 1 takes one column per block (column m of a signal reads in[m + N2 i]); the N2 blocks of a signal are one
+# cluster; each keeps its twiddled column in shared memory, and after the cluster barrier block r computes launch 2's
+# N2-point DFTs for the positions s in its share [r N1/N2, (r+1) N1/N2), reading position s of every block's tile
+# (distributed shared memory) and storing out[s + N1 k]. A signal of up to N2 tiles' size crosses DRAM once.
+CLUSTER_SIZES = (2, 4, 8)
 
 PARAMS = (
     Param("direction", str, ("forward",), "transform direction (inverse is unnormalised, like cuFFT)", choices=DIRECTIONS),
@@ -1365,6 +1411,7 @@ PARAMS = (
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
+    Param("cluster", int, (0,), "1: two launches as one kernel, the N2 (2, 4 or 8) blocks of a signal one thread-block cluster through distributed shared memory (sm_90, unprotected); 0: separate launches", choices=(0, 1)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1481,7 +1528,7 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ] + ([f"mb{q['minb']}"] if q.get("minb") else [])
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + (["cl"] if q.get("cluster") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1578,6 +1625,8 @@ class FftFamily(Family):
                     "tile_elems": lp.tile_elems,
                     "tbseq": lp.tbseq,
                     "smem_bytes": lp.smem_bytes,
+                    "cluster": lp.cluster,
+                    "fused": lp.fused,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
                 }
             )
@@ -1586,6 +1635,7 @@ class FftFamily(Family):
             "N": plan.N,
             "sizes": list(plan.sizes),
             "launches": lps,
+            "kernels": [x for x in lps if not x["fused"]],
             "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
         }
 

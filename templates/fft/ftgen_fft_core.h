@@ -873,6 +873,7 @@ struct LaunchParams {
 #define FT_GLDV(ptr, i) (ctx.gldv(tid, (ptr), (i)))
 #define FT_GST(ptr, i, v) ctx.gst(tid, (ptr), (i), (v))
 #define FT_GSTV(ptr, i, v) ctx.gstv(tid, (ptr), (i), (v))
+#define FT_DSLD(tile, i) (ctx.dsld(tid, (tile), (i)))
 #define FT_RSLD(i) (ctx.rld(tid, red, (i)))
 #define FT_RSST(i, v) ctx.rst(tid, red, (i), (v))
 #define FT_ATOMIC_ADD(ptr, v) (*(ptr) += (v))
@@ -897,6 +898,7 @@ struct LaunchParams {
 #define FT_GLDV(ptr, i) (ldg_v<T>((ptr) + (i)))
 #define FT_GST(ptr, i, v) ((ptr)[(i)] = (v))
 #define FT_GSTV(ptr, i, v) (stg_v<T>((ptr) + (i), (v)))
+#define FT_DSLD(tile, i) ((tile)[(i)])
 #define FT_RSLD(i) (red[(i)])
 #define FT_RSST(i, v) (red[(i)] = (v))
 #define FT_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
@@ -1939,6 +1941,58 @@ struct FftLaunch {
     } else {
       body_sim(ctx, sts, sm, red, p, blk);
     }
+  }
+
+  // ---- cluster plans (C::CLUSTER = C > 1, unprotected) ---------------------------------------
+  // Launch 1 of a two-launch plan whose second launch is C-point DFTs (N = R C): one column per block (column m
+  // reads in[m + C i]), the C blocks of a signal one thread-block cluster. Phase 1 leaves the block's twiddled
+  // column in its shared tile; after the cluster barrier, phase 2 does launch 2 there: block r takes positions
+  // s in [r R/C, (r+1) R/C), reads W_j[s] from the tile of block j (distributed shared memory), and stores the
+  // C-point DFT of them at out[s + R k] (contiguous in s). The signal crosses DRAM once instead of twice.
+  static constexpr int CL = C::CLUSTER;
+  template <class Ctx>
+  static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
+    static_assert(CL > 1 && LEVEL == 0 && BS == 1 && L == 1 && S == 1 && MP == CL, "cluster plans: unprotected launch 1 of two, one column per block");
+    cx* sm = reinterpret_cast<cx*>(smem);
+    load<1, 1>(ctx, sts, sm, p, blk, 0);
+    passes<1, false>(ctx, sts, sm, p, blk, blk, false, 0, 0.0);
+    FT_SYNC();  // the tile's earlier reads are complete
+    FT_EACH_BEGIN
+    apply_outer(st, tid, p, blk, 0, 1);
+    const int t = tpos(tid);
+    FT_UNROLL
+    for (int i = 0; i < NN; ++i) FT_SST(sidx(0, t + TT * i), st.a[0][i]);
+    FT_EACH_END
+  }
+  // tiles(j): the shared tile of the cluster's block j (rank j = column m = j of the signal), mapped at each use (an
+  // array of the C mapped pointers had ptxas spill 24 bytes in the 1024-thread kernels)
+  template <class Ctx, class Tiles>
+  static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
+    constexpr int Q = R / CL, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
+    static_assert(Q % V == 0, "cluster share in whole vectors");
+    const int r = int(blk % CL);
+    cx* out = p.out + (blk / CL) * N + r * Q;
+    FT_EACH_BEGIN
+    FT_UNROLL
+    for (int it = 0; it < IT; ++it) {
+      const int v = tid + NT * it;
+      if (NVEC % NT == 0 || v < NVEC) {
+        Vec16<T> y[CL];
+        FT_UNROLL
+        for (int j = 0; j < V; ++j) {
+          const int si = sidx(0, r * Q + v * V + j);
+          cx z[CL];
+          FT_UNROLL
+          for (int c = 0; c < CL; ++c) z[c] = FT_DSLD(tiles(c), si);
+          Dft<CL, SIGN>::run(z);
+          FT_UNROLL
+          for (int k = 0; k < CL; ++k) y[k].v[j] = z[k];
+        }
+        FT_UNROLL
+        for (int k = 0; k < CL; ++k) FT_GSTV(out, v * V + (long long)R * k, y[k]);
+      }
+    }
+    FT_EACH_END
   }
 
   // two-sided-tb, input side: the thread's right-side sum of its columns, sum_l x_l, against the

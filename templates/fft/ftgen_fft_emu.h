@@ -92,6 +92,13 @@ class EmuCtx {
     touch_smem(tid, reinterpret_cast<char*>(base + i), sizeof(V), true);
     base[i] = v;
   }
+  // distributed shared memory (cluster plans): a read of a cluster block's tile, this block's own included (the
+  // tiles are complete at the cluster barrier; no race or bank accounting)
+  template <class V>
+  V dsld(int tid, const V* base, long long i) {
+    (void)tid;
+    return base[i];
+  }
   double rld(int tid, double* base, long long i) { return sld(tid, base, i); }
   void rst(int tid, double* base, long long i, double v) { sst(tid, base, i, v); }
 
