@@ -170,6 +170,7 @@ class LaunchPlan:
     minb: int = 0  # resident blocks per SM the kernel is compiled for (0: the automatic rule of min_blocks)
     cluster: int = 0  # cluster plans: launch 1 runs the next launch's DFTs of this size in its epilogue (cluster_note)
     fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
+    cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
 
     @property
     def Mp(self) -> int:
@@ -669,7 +670,8 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         R = params[f"N{i + 1}"]
         cl = params.get("cluster", 0) and nl == 2
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
-                        minb=params.get("minb", 0), cluster=params["N2"] if cl and i == 0 else 0, fused=bool(cl and i == 1))
+                        minb=params.get("minb", 0), cluster=params["N2"] if cl and i == 0 else 0, fused=bool(cl and i == 1),
+                        cl_scatter=bool(cl and i == 0 and params.get("cluster") == 2))
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
@@ -1394,6 +1396,8 @@ PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3"
 # cluster; each keeps its twiddled column in shared memory, and after the cluster barrier block r computes launch 2's
 # N2-point DFTs for the positions s in its share [r N1/N2, (r+1) N1/N2), reading position s of every block's tile
 # (distributed shared memory) and storing out[s + N1 k]. A signal of up to N2 tiles' size crosses DRAM once.
+# cluster: 1 reads each column from global memory at stride N2; cluster: 2 reads contiguous parts (block r the r-th)
+# and stores each element into its column's tile through distributed shared memory first.
 CLUSTER_SIZES = (2, 4, 8)
 
 PARAMS = (
@@ -1411,7 +1415,7 @@ PARAMS = (
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
-    Param("cluster", int, (0,), "1: two launches as one kernel, the N2 (2, 4 or 8) blocks of a signal one thread-block cluster through distributed shared memory (sm_90, unprotected); 0: separate launches", choices=(0, 1)),
+    Param("cluster", int, (0,), "two launches as one kernel, the N2 (2, 4 or 8) blocks of a signal one thread-block cluster through distributed shared memory (sm_90, unprotected): 1 each block loads its column at stride N2, 2 each loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1528,7 +1532,7 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + (["cl"] if q.get("cluster") else [])
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1627,6 +1631,7 @@ class FftFamily(Family):
                     "smem_bytes": lp.smem_bytes,
                     "cluster": lp.cluster,
                     "fused": lp.fused,
+                    "cl_scatter": lp.cl_scatter,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
                 }
             )

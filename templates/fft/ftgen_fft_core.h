@@ -874,6 +874,7 @@ struct LaunchParams {
 #define FT_GST(ptr, i, v) ctx.gst(tid, (ptr), (i), (v))
 #define FT_GSTV(ptr, i, v) ctx.gstv(tid, (ptr), (i), (v))
 #define FT_DSLD(tile, i) (ctx.dsld(tid, (tile), (i)))
+#define FT_DSST(tile, i, v) ctx.dsst(tid, (tile), (i), (v))
 #define FT_RSLD(i) (ctx.rld(tid, red, (i)))
 #define FT_RSST(i, v) ctx.rst(tid, red, (i), (v))
 #define FT_ATOMIC_ADD(ptr, v) (*(ptr) += (v))
@@ -899,6 +900,7 @@ struct LaunchParams {
 #define FT_GST(ptr, i, v) ((ptr)[(i)] = (v))
 #define FT_GSTV(ptr, i, v) (stg_v<T>((ptr) + (i), (v)))
 #define FT_DSLD(tile, i) ((tile)[(i)])
+#define FT_DSST(tile, i, v) ((tile)[(i)] = (v))
 #define FT_RSLD(i) (red[(i)])
 #define FT_RSST(i, v) (red[(i)] = (v))
 #define FT_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
@@ -1945,16 +1947,54 @@ struct FftLaunch {
 
   // ---- cluster plans (C::CLUSTER = C > 1, unprotected) ---------------------------------------
   // Launch 1 of a two-launch plan whose second launch is C-point DFTs (N = R C): one column per block (column m
-  // reads in[m + C i]), the C blocks of a signal one thread-block cluster. Phase 1 leaves the block's twiddled
+  // holds in[m + C i]), the C blocks of a signal one thread-block cluster. Phase 1 leaves the block's twiddled
   // column in its shared tile; after the cluster barrier, phase 2 does launch 2 there: block r takes positions
   // s in [r R/C, (r+1) R/C), reads W_j[s] from the tile of block j (distributed shared memory), and stores the
   // C-point DFT of them at out[s + R k] (contiguous in s). The signal crosses DRAM once instead of twice.
+  // Loads: C::CL_SCATTER, phase 0 (before a cluster barrier): block r reads the r-th contiguous part of the signal in
+  // 16-byte vectors and stores element g into the tile of block g mod C at position g / C (distributed shared
+  // memory); otherwise phase 1 reads its column from global memory at stride C (each sector then reaches C / (32 /
+  // element bytes) blocks, at most 4x the L2 reads).
   static constexpr int CL = C::CLUSTER;
+  static constexpr bool CL_SCATTER = C::CL_SCATTER;
+  template <class Ctx, class Tiles>
+  static FT_HD FT_INLINE void cluster_phase0(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
+    // block r's part of the signal: R = N / C elements from r R on
+    constexpr int NVEC = R / V, IT = (NVEC + NT - 1) / NT;
+    if constexpr (CL_SCATTER) {
+      const int r = int(blk % CL);
+      const cx* in = p.in + (blk / CL) * N + r * R;
+      FT_EACH_BEGIN
+      FT_UNROLL
+      for (int it = 0; it < IT; ++it) {
+        const int v = tid + NT * it;
+        if (NVEC % NT == 0 || v < NVEC) {
+          const Vec16<T> x = FT_GLDV(in, v * V);
+          FT_UNROLL
+          for (int j = 0; j < V; ++j) {
+            const int g = r * R + v * V + j;
+            FT_DSST(tiles(g % CL), sidx(0, g / CL), x.v[j]);
+          }
+        }
+      }
+      FT_EACH_END
+    } else {
+      (void)ctx, (void)sts, (void)tiles, (void)p, (void)blk;
+    }
+  }
   template <class Ctx>
   static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
     static_assert(CL > 1 && LEVEL == 0 && BS == 1 && L == 1 && S == 1 && MP == CL, "cluster plans: unprotected launch 1 of two, one column per block");
     cx* sm = reinterpret_cast<cx*>(smem);
-    load<1, 1>(ctx, sts, sm, p, blk, 0);
+    if constexpr (CL_SCATTER) {
+      FT_EACH_BEGIN
+      const int t = tpos(tid);
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) st.a[0][i] = FT_SLD(sidx(0, t + TT * i));
+      FT_EACH_END
+    } else {
+      load<1, 1>(ctx, sts, sm, p, blk, 0);
+    }
     passes<1, false>(ctx, sts, sm, p, blk, blk, false, 0, 0.0);
     FT_SYNC();  // the tile's earlier reads are complete
     FT_EACH_BEGIN

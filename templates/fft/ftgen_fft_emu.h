@@ -99,6 +99,11 @@ class EmuCtx {
     (void)tid;
     return base[i];
   }
+  template <class V>
+  void dsst(int tid, V* base, long long i, V v) {
+    (void)tid;
+    base[i] = v;
+  }
   double rld(int tid, double* base, long long i) { return sld(tid, base, i); }
   void rst(int tid, double* base, long long i, double v) { sst(tid, base, i, v); }
 
