@@ -7,6 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import REPO, golden_dir_check
@@ -117,6 +118,9 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                 assert all(q[k] == v for k, v in tuned.items()), (prec, level, logn, tuned)
                 assert plan.N == 1 << logn and len(plan.launches) == (tuned.get("launches") or F.auto_launches(prec, logn, rules))
                 for lp in plan.launches:
+                    if lp.fused:  # a cluster plan's last launch runs inside the one before (no kernel of its own)
+                        assert level == "none" and tuned.get("cluster") and plan.launches[0].cluster == lp.R
+                        continue
                     assert lp.threads % 32 == 0 and lp.threads <= 1024  # the automatic plans use whole warps
                     assert lp.smem_bytes <= F.SMEM_LIMIT, (prec, level, logn, lp.describe())
                     assert lp.minb * lp.threads <= F.MAX_SM_THREADS and max(lp.minb, 1) * lp.smem_bytes <= F.SMEM_SM
@@ -338,6 +342,8 @@ def test_tuned_plans_replay_the_recorded_searches():
         # what applies without this entry: the measured plan of the level whose rules apply (the simultaneous
         # two-sided-tb follows the unprotected plans), else the rules (a plan key given)
         fallback = F.TUNED.get((prec, F.plan_level(level, logn), logn)) if F.plan_level(level, logn) != level else None
+        if fallback and fallback.get("cluster"):  # cluster plans are unprotected only (tuned_plan)
+            fallback = None
         if fallback:
             rule = name("{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **fallback}.items()) + "}")
         else:
@@ -377,3 +383,61 @@ def test_clean_build_plans_replay_the_recorded_search():
         assert (clean, n) in rows and (other, n) in rows, (clean, other)
         assert rows[(clean, n)] > rows[(other, n)], (clean, rows[(clean, n)], other, rows[(other, n)])
 
+
+
+# ---- cluster plans ----------------------------------------------------------------------------
+
+
+def test_cluster_plans_names_and_constraints():
+    vs, rej = variants("""
+        variants:
+          - params: {logn: 15, N1: 8192, cluster: 1, n1: 16, minb: 2}
+          - params: {logn: 15, N1: 16384, cluster: 2}
+          - params: {logn: 12, cluster: 1}
+        """)
+    assert [v.name for v in vs] == ["fft_c2c_f32_none_fwd_logn15_N8192x4_n16x4_bs1x1_t1_mb2_cl",
+                                    "fft_c2c_f32_none_fwd_logn15_N16384x2_n16x2_bs1x1_t1_cls",
+                                    "fft_c2c_f32_none_fwd_logn12_N2048x2_n16x2_bs1x1_t1_cl"]  # N2 = 2 unless given
+    plan = F.FftFamily().plans(vs[0])[0]
+    assert plan.cluster == 4 and plan.launches[0].cluster == 4 and plan.launches[1].fused and not plan.launches[0].cl_scatter
+    assert F.FftFamily().plans(vs[1])[0].launches[0].cl_scatter
+    assert not rej
+    cases = {
+        "params: {logn: 15, N1: 1024, cluster: 1}": "N2 in 2, 4, 8",
+        "params: {logn: 15, N1: 8192, cluster: 1, bs1: 2}": "bs1 = 1",
+        "params: {logn: 15, launches: 3, cluster: 1}": "needs two launches",
+        "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 15, N1: 8192, cluster: 1}": "unprotected plans",
+        "params: {logn: 15, N1: 8192, cluster: 3}": "cluster",
+    }
+    for body, why in cases.items():
+        with pytest.raises(SpecError, match=why):
+            load_spec_text(spec(body), "t.yaml")
+
+
+def test_cluster_plans_need_sm90():
+    # an explicit cluster plan is rejected for sm_80; the automatic plans take the rules' plan there instead of TUNED's
+    with pytest.raises(SpecError, match="sm_90 or later"):
+        load_spec_text("name: t\nfamily: fft\narch: [sm_80, sm_90]\nparams: {logn: 15, N1: 8192, cluster: 1}\n", "t.yaml")
+    s80 = load_spec_text("name: t\nfamily: fft\narch: [sm_80]\nparams: {logn: 15}\n", "t.yaml")
+    s90 = load_spec_text("name: t\nfamily: fft\narch: [sm_90]\nparams: {logn: 15}\n", "t.yaml")
+    assert s90.variants[0].name.endswith("_cl") and s80.variants[0].name == "fft_c2c_f32_none_fwd_logn15_N256x128_n16x16_bs16x32_t1"
+    auto80 = load_spec_text("name: t\nfamily: fft\narch: [sm_80]\nparams: {logn: 0}\n", "t.yaml").variants[0]
+    auto90 = load_spec_text("name: t\nfamily: fft\narch: [sm_90]\nparams: {logn: 0}\n", "t.yaml").variants[0]
+    assert not any(p.cluster for p in F.FftFamily().plans(auto80))
+    assert [p.logn for p in F.FftFamily().plans(auto90) if p.cluster] == [15]
+    # the simultaneous two-sided-tb keeps the rules' plan where the unprotected one is a cluster plan
+    tb = load_spec_text("name: t\nfamily: fft\narch: [sm_90]\nprecision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\n"
+                        "params: {logn: 15}\n", "t.yaml").variants[0]
+    assert not F.FftFamily().plans(tb)[0].cluster
+
+
+def test_cluster_plan_model_is_the_two_launch_plan():
+    """The NumPy model of a cluster plan is its two launches (launch 2's DFTs are the same codelet on the device)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4096)) + 1j * rng.standard_normal((3, 4096))
+    for prec, params in (("fp32", {"logn": 12, "N1": 1024, "cluster": 1, "n1": 16}), ("fp64", {"logn": 12, "N1": 512, "cluster": 2})):
+        m = F.FftModel(prec, "none", params)
+        assert [lp.R for lp in m.plan.launches] == [params["N1"], 4096 // params["N1"]]
+        y, rep = m.run(x)
+        ref = F.fft_reference(x.astype(m.cdt))
+        assert np.max(np.linalg.norm(y - ref, axis=1) / np.linalg.norm(ref, axis=1)) < F.tolerance(prec, 12) / 8

@@ -484,6 +484,15 @@ TUNED = {
     # two launches of 2048 points, 8 columns per block (1024 threads): 0.821 / 0.812 against the three
     # launches' 0.792 / 0.803 at batch 16 / 8 (search_occ)
     ("fp32", "none", 22): {"launches": 2, "bs1": 8, "bs2": 8},
+    # cluster plans (search_cluster.jsonl at 12e7447, H100, x cuFFT at 2^26 / 2^25 elements and half that): fp32 2^15
+    # 8192 x 4, four blocks of 512 threads a cluster, two blocks per SM: 0.974 / 0.974 against the two launches' 0.847 /
+    # 0.873 (radix 32 or 16384 x 2: 0.90-0.96). fp64 2^14 4096 x 4 radix 16: 1.391 / 1.406 against 0.950 / 0.970, 2^15
+    # 4096 x 8: 1.181 / 1.179 against 1.014 / 1.015. Lost: fp32 2^16 / 2^17 (16384 x 4: 0.944 against 1.074), fp64 2^13
+    # (4096 x 2: 0.900 against one launch's 0.968) and 2^16 (8192 x 8: 0.835 against 1.016). On the H200 (4.8 TB/s,
+    # results/h200/fft/stop30/) the two-launch plans held at fp32 2^15 (0.98 against 0.84): their second pass costs less
+    ("fp32", "none", 15): {"N1": 8192, "cluster": 1, "n1": 16, "minb": 2},
+    ("fp64", "none", 14): {"N1": 4096, "cluster": 1, "n1": 16},
+    ("fp64", "none", 15): {"N1": 4096, "cluster": 1, "n1": 16},
     # fp64 (search_tw64, after the table twiddles became products of one factor per exponent bit):
     # 2^12 two blocks of 512 threads per SM capped at 64 registers: 1.004 against 0.883 (radix 16 1.000)
     ("fp64", "none", 12): {"minb": 2},
@@ -575,15 +584,18 @@ def plan_level(level: str, logn: int) -> str:
     return "none" if level == "two-sided-tb" and logn > TB_SEQ_MAX_LOGN else level
 
 
-def tuned_plan(precision: str, level: str, logn: int, inject: bool = False) -> dict:
-    """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code), or {}."""
+def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
+    """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code), or {}. The
+    simultaneous two-sided-tb takes the unprotected plan, except a cluster plan (unprotected only: the rules' plan);
+    `clusters` False (a build for an architecture before sm_90): the rules' plan instead of a cluster plan."""
     key = (precision, level, logn)
     if not inject and key in TUNED_CLEAN:
         return dict(TUNED_CLEAN[key])
-    return dict(TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {})))
+    entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))
+    return {} if entry.get("cluster") and (level != "none" or not clusters) else dict(entry)
 
 
-def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject: bool = False) -> dict:
+def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject: bool = False, clusters: bool = True) -> dict:
     """Fill the automatic (0) parameters of a fixed-size variant (`inject`: built with fault injection, which selects
     the measured winners, tuned_plan). Returns a new dict; raises ValueError with a reason when the given parameters
     cannot form a plan."""
@@ -593,7 +605,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     # the simultaneous two-sided-tb runs the unprotected kernel's data path (its checks ride along in registers):
     # the unprotected plans and their measured winners (plan_level)
     if not any(p.get(k) for k in PLAN_KEYS):
-        p.update(tuned_plan(precision, level, logn, inject))
+        p.update(tuned_plan(precision, level, logn, inject, clusters))
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
@@ -675,7 +687,8 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
-    return Plan(precision, logn, tuple(lps), level, cluster=params["N2"] if params.get("cluster") and nl == 2 else 0)
+    # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
+    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0)
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1458,6 +1471,11 @@ class FftFamily(Family):
 
     # ---- plans ------------------------------------------------------------------------------
     @staticmethod
+    def clusters_ok(v: Variant) -> bool:
+        """Thread-block clusters (cluster plans) need sm_90 or later in every architecture the variant is built for."""
+        return all(int("".join(c for c in a.split("_")[-1] if c.isdigit()) or 0) >= 90 for a in (v.arch or ("sm_90",)))
+
+    @staticmethod
     def level_of(v: Variant) -> str:
         return v.protection.level if v.protection.enabled else "none"
 
@@ -1466,7 +1484,7 @@ class FftFamily(Family):
         p = v.param_dict
         if p["logn"] == 0:
             return dict(p)
-        return resolve_params(v.precision, self.level_of(v), p, v.protection.injects)
+        return resolve_params(v.precision, self.level_of(v), p, v.protection.injects, self.clusters_ok(v))
 
     def plans(self, v: Variant) -> list[Plan]:
         level = self.level_of(v)
@@ -1475,7 +1493,8 @@ class FftFamily(Family):
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
-            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)}, v.protection.injects)
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)}, v.protection.injects,
+                               self.clusters_ok(v))
             out.append(make_plan(v.precision, level, q))
         return out
 
@@ -1494,6 +1513,8 @@ class FftFamily(Family):
             plans = self.plans(v)
         except ValueError as e:
             return [str(e)]
+        if not self.clusters_ok(v) and any(pl.cluster for pl in plans):
+            r.append(f"cluster: {p.get('cluster')} needs thread-block clusters (sm_90 or later); arch lists {', '.join(v.arch)}")
         for plan in plans:
             reasons = plan_reasons(plan, level)
             if p["logn"] == 0 and reasons:
@@ -1512,6 +1533,7 @@ class FftFamily(Family):
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
+            "cluster 1 / 2: unprotected, two launches with N2 in 2, 4, 8, bs1 = 1, tcols = 1, N1 >= 2 N2; every arch sm_90 or later",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",

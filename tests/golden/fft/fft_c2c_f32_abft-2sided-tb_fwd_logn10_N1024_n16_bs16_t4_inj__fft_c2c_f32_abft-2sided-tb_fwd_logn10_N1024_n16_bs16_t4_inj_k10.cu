@@ -23,6 +23,7 @@ struct Cfg_10_0 {
   static constexpr double KDEF = 4.0, K1S = 12.0, LOCATE_TOL = 0.25, TB_PRE = 1.25;
   static constexpr bool TB_SEQ = true;
   static constexpr int CLUSTER = 0;
+  static constexpr bool CL_SCATTER = false;
 };
 using Launch_10_0 = ftfft::FftLaunch<Cfg_10_0>;
 constexpr int kSmemBytes_10_0 = 99112;
