@@ -323,7 +323,7 @@ def _recorded_searches(pattern: str) -> list[tuple[str, dict[tuple[str, int], fl
 
 
 def _variant_name(prec: str, prot: str, params: str) -> str:
-    return load_spec_text(f"name: t\nfamily: fft\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
+    return load_spec_text(f"name: t\nfamily: fft\narch: [sm_90]\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
 
 
 def test_tuned_plans_replay_the_recorded_searches():
@@ -404,8 +404,9 @@ def test_cluster_plans_names_and_constraints():
     assert not rej
     cases = {
         "params: {logn: 15, N1: 1024, cluster: 1}": "N2 in 2, 4, 8",
+        "params: {logn: 15, launches: 3, N1: 8, N2: 1024, cluster: 2}": "two-launch plans",
         "params: {logn: 15, N1: 8192, cluster: 1, bs1: 2}": "bs1 = 1",
-        "params: {logn: 15, launches: 3, cluster: 1}": "needs two launches",
+        "params: {logn: 15, launches: 3, cluster: 1}": "N3 in 2, 4, 8",
         "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 15, N1: 8192, cluster: 1}": "unprotected plans",
         "params: {logn: 15, N1: 8192, cluster: 3}": "cluster",
     }

@@ -662,11 +662,13 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
         out[f"bs{i + 1}"] = bs
     out["tcols"] = L
     if p.get("cluster"):
-        # the fused launch 2 has no kernel: its DFT is one codelet of radix N2 per position, launch 1 one column per block
-        if out["launches"] == 2:
-            out["n2"] = out["N2"]
-            out["bs2"] = 1
-            if not p.get("bs1", 0):
+        # the fused last launch has no kernel: its DFT is one codelet of its radix per position; in two-launch plans
+        # launch 1 takes one column per block
+        nl = out["launches"]
+        if nl in (2, 3):
+            out[f"n{nl}"] = out[f"N{nl}"]
+            out[f"bs{nl}"] = 1
+            if nl == 2 and not p.get("bs1", 0):
                 out["bs1"] = 1
     return out
 
@@ -680,10 +682,10 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
     nl = params["launches"]
     for i in range(nl):
         R = params[f"N{i + 1}"]
-        cl = params.get("cluster", 0) and nl == 2
+        cl = bool(params.get("cluster", 0)) and nl in (2, 3)
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
-                        minb=params.get("minb", 0), cluster=params["N2"] if cl and i == 0 else 0, fused=bool(cl and i == 1),
-                        cl_scatter=bool(cl and i == 0 and params.get("cluster") == 2))
+                        minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
+                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2)
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
@@ -739,18 +741,22 @@ def cluster_reasons(plan: Plan, level: str) -> list[str]:
     """Why a cluster plan (`cluster: 1`) cannot be built (empty when it can)."""
     r: list[str] = []
     if level != "none":
-        r.append(f"cluster: 1 is for unprotected plans (level none), not {level}")
-    if len(plan.launches) != 2:
-        return r + [f"cluster: 1 needs two launches (N1 x N2), got {len(plan.launches)}"]
-    first, second = plan.launches
+        r.append(f"cluster plans are for unprotected plans (level none), not {level}")
+    nl = len(plan.launches)
+    if nl not in (2, 3):
+        return r + [f"cluster plans need two or three launches (the last one inside the one before), got {nl}"]
+    first, second = plan.launches[-2], plan.launches[-1]
+    a, b = f"N{nl - 1}", f"N{nl}"
     if second.R not in CLUSTER_SIZES:
-        r.append(f"cluster: 1 needs N2 in {', '.join(map(str, CLUSTER_SIZES))} (the blocks of a cluster), got N2={second.R}")
-    if first.bs != 1:
-        r.append(f"cluster: 1 takes one column per block in launch 1 (bs1 = 1), got bs1={first.bs}")
+        r.append(f"cluster plans need {b} in {', '.join(map(str, CLUSTER_SIZES))} (the blocks of a cluster), got {b}={second.R}")
+    if nl == 2 and first.bs != 1:
+        r.append(f"two-launch cluster plans take one column per block in launch 1 (bs1 = 1), got bs1={first.bs}")
+    if nl == 3 and first.cl_scatter:
+        r.append("cluster: 2 (scattered loads) is for two-launch plans")
     if first.L != 1:
-        r.append(f"cluster: 1 takes one column per thread (tcols = 1), got {first.L}")
+        r.append(f"cluster plans take one column per thread (tcols = 1), got {first.L}")
     if first.R // max(second.R, 1) < 2:
-        r.append(f"cluster: 1 needs N1 >= 2 N2, got N1={first.R}, N2={second.R}")
+        r.append(f"cluster plans need {a} >= 2 {b}, got {a}={first.R}, {b}={second.R}")
     return r
 
 
@@ -1428,7 +1434,7 @@ PARAMS = (
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
-    Param("cluster", int, (0,), "two launches as one kernel, the N2 (2, 4 or 8) blocks of a signal one thread-block cluster through distributed shared memory (sm_90, unprotected): 1 each block loads its column at stride N2, 2 each loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
+    Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90, unprotected): 1 strided loads, 2 (two launches) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1533,7 +1539,7 @@ class FftFamily(Family):
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
-            "cluster 1 / 2: unprotected, two launches with N2 in 2, 4, 8, bs1 = 1, tcols = 1, N1 >= 2 N2; every arch sm_90 or later",
+            "cluster 1 / 2: unprotected, two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L, tcols = 1; two launches: bs1 = 1; 2 (scattered loads): two launches; every arch sm_90 or later",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",

@@ -1946,17 +1946,26 @@ struct FftLaunch {
   }
 
   // ---- cluster plans (C::CLUSTER = C > 1, unprotected) ---------------------------------------
-  // Launch 1 of a two-launch plan whose second launch is C-point DFTs (N = R C): one column per block (column m
-  // holds in[m + C i]), the C blocks of a signal one thread-block cluster. Phase 1 leaves the block's twiddled
-  // column in its shared tile; after the cluster barrier, phase 2 does launch 2 there: block r takes positions
-  // s in [r R/C, (r+1) R/C), reads W_j[s] from the tile of block j (distributed shared memory), and stores the
-  // C-point DFT of them at out[s + R k] (contiguous in s). The signal crosses DRAM once instead of twice.
+  // The launch before a last launch of C-point DFTs (MP = C): the C blocks that hold the same columns s of the C
+  // values of m (column s + S m) are one thread-block cluster. Phase 1 leaves each block's twiddled columns in its
+  // shared tile; after the cluster barrier, phase 2 does the last launch there: block r takes the positions k in
+  // [r R/C, (r+1) R/C) of its columns, reads W_m[s, k] from the tile of block m (distributed shared memory), and
+  // stores their C-point DFT at out[s + S k + (N / C) k'] (launch column s + S k). The data cross DRAM once for two
+  // launches. Two-launch plans (S = 1) take one column per block (column m holds in[m + C i]); the three-launch
+  // ones BS adjacent columns s, whose loads and stores run over BS consecutive elements.
   // Loads: C::CL_SCATTER, phase 0 (before a cluster barrier): block r reads the r-th contiguous part of the signal in
   // 16-byte vectors and stores element g into the tile of block g mod C at position g / C (distributed shared
   // memory); otherwise phase 1 reads its column from global memory at stride C (each sector then reaches C / (32 /
   // element bytes) blocks, at most 4x the L2 reads).
   static constexpr int CL = C::CLUSTER;
   static constexpr bool CL_SCATTER = C::CL_SCATTER;
+  // the first column of block blk: the blocks of a cluster take m = blk mod C, consecutive clusters the column blocks
+  // of a signal, then the signals
+  static FT_HD FT_INLINE long long cluster_c0(long long blk) {
+    constexpr long long SB = S / BS;  // column blocks per value of m
+    const long long q = blk / CL;
+    return (q / SB) * CPS + (q % SB) * BS + S * (blk % CL);
+  }
   template <class Ctx, class Tiles>
   static FT_HD FT_INLINE void cluster_phase0(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
     // block r's part of the signal: R = N / C elements from r R on
@@ -1984,8 +1993,10 @@ struct FftLaunch {
   }
   template <class Ctx>
   static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
-    static_assert(CL > 1 && LEVEL == 0 && BS == 1 && L == 1 && S == 1 && MP == CL, "cluster plans: unprotected launch 1 of two, one column per block");
+    static_assert(CL > 1 && LEVEL == 0 && !SEQ && MP == CL && (S > 1 || BS == 1) && S % BS == 0, "cluster plans: unprotected");
+    static_assert(!CL_SCATTER || (S == 1 && L == 1), "scattered loads: two-launch plans");
     cx* sm = reinterpret_cast<cx*>(smem);
+    const long long C0 = cluster_c0(blk);
     if constexpr (CL_SCATTER) {
       FT_EACH_BEGIN
       const int t = tpos(tid);
@@ -1993,21 +2004,28 @@ struct FftLaunch {
       for (int i = 0; i < NN; ++i) st.a[0][i] = FT_SLD(sidx(0, t + TT * i));
       FT_EACH_END
     } else {
-      load<1, 1>(ctx, sts, sm, p, blk, 0);
+      load<BS, L>(ctx, sts, sm, p, C0, 0);
     }
-    passes<1, false>(ctx, sts, sm, p, blk, blk, false, 0, 0.0);
+    passes<L, false>(ctx, sts, sm, p, blk, C0, false, 0, 0.0);
     FT_SYNC();  // the tile's earlier reads are complete
     FT_EACH_BEGIN
-    apply_outer(st, tid, p, blk, 0, 1);
-    const int t = tpos(tid);
+    apply_outer(st, tid, p, C0, 0, L);
+    const int g = tid / TT, t = tpos(tid);
     FT_UNROLL
-    for (int i = 0; i < NN; ++i) FT_SST(sidx(0, t + TT * i), st.a[0][i]);
+    for (int l = 0; l < L; ++l) {
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) FT_SST(sidx(tile_col(g, l), t + TT * i), st.a[l][i]);
+    }
     FT_EACH_END
   }
   // tiles(j): the shared tile of the cluster's block j (rank j = column m = j of the signal), mapped at each use (an
   // array of the C mapped pointers had ptxas spill 24 bytes in the 1024-thread kernels)
   template <class Ctx, class Tiles>
   static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
+    if constexpr (S > 1) {
+      cluster_phase2_cols(ctx, sts, tiles, p, blk);
+      return;
+    }
     constexpr int Q = R / CL, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
     static_assert(Q % V == 0, "cluster share in whole vectors");
     const int r = int(blk % CL);
@@ -2030,6 +2048,46 @@ struct FftLaunch {
         }
         FT_UNROLL
         for (int k = 0; k < CL; ++k) FT_GSTV(out, v * V + (long long)R * k, y[k]);
+      }
+    }
+    FT_EACH_END
+  }
+
+  // phase 2 of three-launch cluster plans: block r's positions k in [r R/C, (r+1) R/C) of its BS columns s (tile
+  // columns cc), vectors across consecutive columns
+  template <class Ctx, class Tiles>
+  static FT_HD FT_INLINE void cluster_phase2_cols(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
+    constexpr int Q = R / CL, VC = BS >= V ? V : 1, NVEC = Q * (BS / VC), IT = (NVEC + NT - 1) / NT;
+    constexpr long long S3 = N / CL;  // the last launch's stride
+    const int r = int(blk % CL);
+    const long long C0 = cluster_c0(blk) - S * r;  // column s0 + S m at m = 0
+    cx* out = p.out + (C0 / CPS) * N + (C0 % CPS);
+    FT_EACH_BEGIN
+    FT_UNROLL
+    for (int it = 0; it < IT; ++it) {
+      const int v = tid + NT * it;
+      if (NVEC % NT == 0 || v < NVEC) {
+        const int cc = (v % (BS / VC)) * VC, k = r * Q + v / (BS / VC);
+        Vec16<T> y[CL];
+        FT_UNROLL
+        for (int j = 0; j < VC; ++j) {
+          const int si = sidx(cc + j, k);
+          cx z[CL];
+          FT_UNROLL
+          for (int c = 0; c < CL; ++c) z[c] = FT_DSLD(tiles(c), si);
+          Dft<CL, SIGN>::run(z);
+          FT_UNROLL
+          for (int kk = 0; kk < CL; ++kk) y[kk].v[j] = z[kk];
+        }
+        FT_UNROLL
+        for (int kk = 0; kk < CL; ++kk) {
+          const long long gi = S * k + S3 * kk + cc;
+          if constexpr (VC == V) {
+            FT_GSTV(out, gi, y[kk]);
+          } else {
+            FT_GST(out, gi, y[kk].v[0]);
+          }
+        }
       }
     }
     FT_EACH_END
