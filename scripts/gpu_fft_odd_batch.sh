@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # FFT batch counts that are not multiples of the block's signal count (bs): the automatic plans
 # (logn: 0), unprotected and two-sided-tb with one fault per transform, fp32 and fp64, at odd batch
-# counts from n = 8 (one launch, many signals per block) to n = 2^20 (two / three launches); every
+# counts from n = 8 (one launch, many signals per block) to n = 2^23 (two / three launches, cluster plans); every
 # row verified against cuFFT. Usage: bash scripts/gpu_fft_odd_batch.sh OUTDIR (JSON lines + table).
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_odd_batch.sh OUTDIR}
@@ -23,7 +23,7 @@ shapes:
 Y
 ft generate "$out/fft_odd_batch.yaml" -o $gen > /dev/null || exit 2
 ft build $gen/fft_odd_batch -j 16 --arch sm_90 || exit 3
-S=8x1001,16x999,64x333,1024x77,4096x13,16384x5,65536x7,1048576x3,4194304x1
+S=8x1001,16x999,64x333,1024x77,4096x13,16384x5,32768x3,65536x7,1048576x3,4194304x1,8388608x1
 ft bench $gen/fft_odd_batch --kernels '*_none_*' --shapes $S --reps 5 --warmup 1 --json "$out/odd_batch_none.jsonl" > /dev/null
 echo "unprotected rc=$?"
 ft bench $gen/fft_odd_batch --kernels '*_inj' --shapes $S --inject 1 --reps 5 --warmup 1 --json "$out/odd_batch_tb_inj.jsonl" > /dev/null

@@ -483,7 +483,8 @@ TUNED = {
     ("fp32", "none", 13): {"n1": 32, "minb": 1},
     # two launches of 2048 points, 8 columns per block (1024 threads): 0.821 / 0.812 against the three
     # launches' 0.792 / 0.803 at batch 16 / 8 (search_occ)
-    ("fp32", "none", 22): {"launches": 2, "bs1": 8, "bs2": 8},
+    # (since stop 30 the three-launch cluster plan below: 0.887 / 0.889 against this plan's 0.870 / 0.865)
+    ("fp32", "none", 22): {"launches": 3, "N1": 512, "N2": 2048, "N3": 4, "bs2": 4, "cluster": 1, "minb": 2},
     # cluster plans (search_cluster.jsonl at 12e7447, H100, x cuFFT at 2^26 / 2^25 elements and half that): fp32 2^15
     # 8192 x 4, four blocks of 512 threads a cluster, two blocks per SM: 0.974 / 0.974 against the two launches' 0.847 /
     # 0.873 (radix 32 or 16384 x 2: 0.90-0.96). fp64 2^14 4096 x 4 radix 16: 1.391 / 1.406 against 0.950 / 0.970, 2^15
@@ -493,6 +494,14 @@ TUNED = {
     ("fp32", "none", 15): {"N1": 8192, "cluster": 1, "n1": 16, "minb": 2},
     ("fp64", "none", 14): {"N1": 4096, "cluster": 1, "n1": 16},
     ("fp64", "none", 15): {"N1": 4096, "cluster": 1, "n1": 16},
+    # three-launch cluster plans (search_cluster3.jsonl at 13683a6, H100, x cuFFT at 2^26 / 2^25 elements and half that):
+    # two passes over DRAM, the second launch's clusters of four blocks of 4 x 2048 points (fp32, 512 threads, two per SM)
+    # or 4 x 1024 (fp64). fp32 2^23 1024 x 2048 x 4: 0.892 / 0.912 against three launches' 0.817 / 0.838, 2^22 512 x 2048
+    # x 4: 0.887 / 0.889 against two launches' 0.870 / 0.865; fp64 2^21 512 x 1024 x 4: 0.934 / 0.947 against 0.905 / 0.922,
+    # 2^22 1024 x 1024 x 4: 0.943 / 0.959 against 0.912 / 0.919, 2^24 4096 x 1024 x 4: 1.046 / 1.042 against 1.005 / 1.003.
+    # Lost: fp32 2^20 / 2^21 / 2^24 (0.80 / 0.83 / 0.82 against 0.94 / 0.87 / 0.86-0.88), fp64 2^23 (0.995 against 1.001)
+    ("fp32", "none", 23): {"launches": 3, "N1": 1024, "N2": 2048, "N3": 4, "bs2": 4, "cluster": 1, "minb": 2},
+    ("fp64", "none", 24): {"launches": 3, "N1": 4096, "N2": 1024, "N3": 4, "bs2": 4, "n2": 16, "cluster": 1},
     # fp64 (search_tw64, after the table twiddles became products of one factor per exponent bit):
     # 2^12 two blocks of 512 threads per SM capped at 64 registers: 1.004 against 0.883 (radix 16 1.000)
     ("fp64", "none", 12): {"minb": 2},
@@ -506,10 +515,12 @@ TUNED = {
     # 2^21 two launches (2048 x 1024) of radix 16 with 2 + 4 columns: 0.907 against the three launches'
     # 0.752 (4 + 4 columns 0.873, radix 8 with 4 + 8 columns 0.816; search_tw64b: 0.908, radix 16 then 8 at 128
     # registers 0.914)
-    ("fp64", "none", 21): {"launches": 2, "n1": 16, "n2": 16, "bs1": 2, "bs2": 4, "minb": 1},
+    # (since stop 30 the three-launch cluster plan: 0.934 / 0.947 against this plan's 0.905 / 0.922)
+    ("fp64", "none", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 4, "n2": 16, "cluster": 1},
     # 2^22 two launches (2048 x 2048), radix 16 with 2 columns then radix 8 with 4, up to 255 registers: 0.887
     # against 0.824 (search_tw64b; radix 8 with 4 + 4 columns 0.849, radix 16 with 2 + 2 columns 0.847)
-    ("fp64", "none", 22): {"launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4, "minb": 1},
+    # (since stop 30 the three-launch cluster plan: 0.943 / 0.959 against this plan's 0.912 / 0.919)
+    ("fp64", "none", 22): {"launches": 3, "N1": 1024, "N2": 1024, "N3": 4, "bs2": 4, "n2": 16, "cluster": 1},
     # two-sided-tb, sequential design (log n <= TB_SEQ_MAX_LOGN):
     # two-sided-tb, one fault per transform (search_tbocc): radix 32 / 16 at up to 255 registers. fp32 2^13
     # 0.638 against 0.570 (232 registers; at 2^10-2^12, 2^16 and 2^20 radix 32 lost: 0.30-0.78 against
@@ -554,7 +565,8 @@ TUNED = {
     # 0.601 against 0.776: the radix-4 passes), 2^22 tied
     ("fp64", "two-sided-tb", 14): {"launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8},
     ("fp64", "two-sided-tb", 21): {"launches": 3, "n1": 4, "n2": 4, "n3": 4, "tcols": 2, "bs1": 8, "bs2": 8, "bs3": 8},
-    ("fp64", "two-sided-tb", 22): {"launches": 3},
+    # (fp64 2^22 three launches, 0.698 against the unprotected plan's two 0.598 (search_tbreg), is the rules' plan since the
+    # unprotected 2^22 plan became a cluster plan at stop 30, which the two-sided-tb does not take)
 }
 
 
