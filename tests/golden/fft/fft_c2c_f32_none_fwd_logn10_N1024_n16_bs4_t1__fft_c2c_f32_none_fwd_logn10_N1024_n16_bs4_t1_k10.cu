@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(256, 3) k_10_0(const ftfft::LaunchParams<float
 // in -> out
 cudaError_t run_10(const ftgen_fft_problem* pr, const ftfft::TablePtrs& tb, cudaStream_t stream) {
   using cx = ftfft::cplx<float>;
-  const long long nb = 1024LL * pr->batch;
-  cx* ws = static_cast<cx*>(pr->workspace);
+  [[maybe_unused]] const long long nb = 1024LL * pr->batch;
+  [[maybe_unused]] cx* ws = static_cast<cx*>(pr->workspace);
   const cx* src = static_cast<const cx*>(pr->in);
   long long offset = 0;
   cudaError_t err = cudaSuccess;
@@ -76,7 +76,6 @@ cudaError_t run_10(const ftgen_fft_problem* pr, const ftfft::TablePtrs& tb, cuda
     offset += grid;
     src = kp.out;
   }
-  (void)ws, (void)nb;
   return cudaSuccess;
 }
 
