@@ -1962,9 +1962,13 @@ struct FftLaunch {
   // the first column of block blk: the blocks of a cluster take m = blk mod C, consecutive clusters the column blocks
   // of a signal, then the signals
   static FT_HD FT_INLINE long long cluster_c0(long long blk) {
-    constexpr long long SB = S / BS;  // column blocks per value of m
-    const long long q = blk / CL;
-    return (q / SB) * CPS + (q % SB) * BS + S * (blk % CL);
+    if constexpr (S == 1) {
+      return blk;  // one column per block, the C columns of a signal consecutive
+    } else {
+      constexpr long long SB = S / BS;  // column blocks per value of m
+      const long long q = blk / CL;
+      return (q / SB) * CPS + (q % SB) * BS + S * (blk % CL);
+    }
   }
   template <class Ctx, class Tiles>
   static FT_HD FT_INLINE void cluster_phase0(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
@@ -2010,7 +2014,7 @@ struct FftLaunch {
     FT_SYNC();  // the tile's earlier reads are complete
     FT_EACH_BEGIN
     apply_outer(st, tid, p, C0, 0, L);
-    const int g = tid / TT, t = tpos(tid);
+    const int g = G == 1 ? 0 : tid / TT, t = tpos(tid);
     FT_UNROLL
     for (int l = 0; l < L; ++l) {
       FT_UNROLL
