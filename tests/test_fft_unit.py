@@ -425,7 +425,7 @@ def test_cluster_plans_need_sm90():
     auto80 = load_spec_text("name: t\nfamily: fft\narch: [sm_80]\nparams: {logn: 0}\n", "t.yaml").variants[0]
     auto90 = load_spec_text("name: t\nfamily: fft\narch: [sm_90]\nparams: {logn: 0}\n", "t.yaml").variants[0]
     assert not any(p.cluster for p in F.FftFamily().plans(auto80))
-    assert [p.logn for p in F.FftFamily().plans(auto90) if p.cluster] == [15, 22, 23]
+    assert [p.logn for p in F.FftFamily().plans(auto90) if p.cluster] == [15, 22, 23, 24]
     # the simultaneous two-sided-tb keeps the rules' plan where the unprotected one is a cluster plan
     tb = load_spec_text("name: t\nfamily: fft\narch: [sm_90]\nprecision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\n"
                         "params: {logn: 15}\n", "t.yaml").variants[0]

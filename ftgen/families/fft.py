@@ -501,6 +501,9 @@ TUNED = {
     # 2^22 1024 x 1024 x 4: 0.943 / 0.959 against 0.912 / 0.919, 2^24 4096 x 1024 x 4: 1.046 / 1.042 against 1.005 / 1.003.
     # Lost: fp32 2^20 / 2^21 / 2^24 (0.80 / 0.83 / 0.82 against 0.94 / 0.87 / 0.86-0.88), fp64 2^23 (0.995 against 1.001)
     ("fp32", "none", 23): {"launches": 3, "N1": 1024, "N2": 2048, "N3": 4, "bs2": 4, "cluster": 1, "minb": 2},
+    # fp32 2^24 with a first launch of 32-byte runs (search_cluster24.jsonl at f192b92): 1024 x 2048 x 8 0.878 / 0.899 against
+    # three launches' 0.856 / 0.883 (1024 x 4096 x 4: 0.47-0.71)
+    ("fp32", "none", 24): {"launches": 3, "N1": 1024, "N2": 2048, "N3": 8, "bs1": 4, "bs2": 4, "cluster": 1, "minb": 2},
     ("fp64", "none", 24): {"launches": 3, "N1": 4096, "N2": 1024, "N3": 4, "bs2": 4, "n2": 16, "cluster": 1},
     # fp64 (search_tw64, after the table twiddles became products of one factor per exponent bit):
     # 2^12 two blocks of 512 threads per SM capped at 64 registers: 1.004 against 0.883 (radix 16 1.000)
