@@ -115,8 +115,11 @@ def test_nvcc_compiles_the_cluster_plans(tmp_path):
     assert len(jobs) == 3
     for rel in jobs:
         assert "__cluster_dims__(" in files[rel] and files[rel].count("__global__") == 1, rel
+    first = s.variants[0].name  # its launcher (size table, info) and bench executable
+    more = [f"{first}/{first}.cu", f"{first}/{first}_bench.cu"]
     with ThreadPoolExecutor(max_workers=2) as ex:
-        logs = list(ex.map(lambda rel: _nvcc_ptxas(nvcc, tmp_path, rel, "sm_90"), jobs))
+        logs = list(ex.map(lambda rel: _nvcc_ptxas(nvcc, tmp_path, rel, "sm_90"), jobs + more))
+    assert "{ 15, 1, 4, {" in files[more[0]].replace("\n", " ")  # 2^15: one kernel, the last launch of 4 inside it
     for rel, log in zip(jobs, logs):
         funcs = re.findall(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores", log)
         assert len(funcs) == 1 and int(funcs[0][2]) <= 64, (rel, log)

@@ -1684,6 +1684,7 @@ class FftFamily(Family):
             "sizes": list(plan.sizes),
             "launches": lps,
             "kernels": [x for x in lps if not x["fused"]],
+            "cluster": plan.cluster if any(x["fused"] for x in lps) else 0,
             "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
         }
 

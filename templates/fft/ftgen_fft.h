@@ -45,4 +45,5 @@ struct ftgen_fft_info {
   int max_steps;      // largest number of fault stages (sub-passes + 1)
   int sizes[3];       // launch sizes N1..N3 (0 unused)
   long long partial[3];  // block index (over all launches) of each launch's partial last block, -1 when none
+  int cluster;        // a cluster plan: the size of its last launch, done inside the kernel before (0: none)
 };

@@ -18,7 +18,7 @@ constexpr int kLevel = 3;
 constexpr int kMaxDev = 64;
 
 struct SizeInfo {
-  int logn, launches;
+  int logn, launches, cluster;
   int sizes[3];
   long long cps[3];
   int bs[3], threads[3], elems[3], steps[3], out_h[3];
@@ -26,7 +26,7 @@ struct SizeInfo {
 };
 
 const SizeInfo kSizes[] = {
-    { 10, 1, { 1024, 0, 0 },
+    { 10, 1, 0, { 1024, 0, 0 },
       { 1, 0, 0 },
       { 8, 0, 0 },
       { 128, 0, 0 },
@@ -113,6 +113,7 @@ extern "C" int fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n16_bs8_t4_mb1_inj_in
   if (!s || batch < 1) return 0;
   info->supported = 1;
   info->launches = s->launches;
+  info->cluster = s->cluster;
   for (int l = 0; l < 3; ++l) info->partial[l] = -1;
   for (int l = 0; l < s->launches; ++l) {
     info->sizes[l] = s->sizes[l];

@@ -129,8 +129,14 @@ static std::string fault_json(const ftgen::FaultRecord& r) {
 static std::string plan_json(const Shape& s) {
   std::string sizes = "[";
   for (int i = 0; i < s.info.launches; ++i) sizes += (i ? "," : "") + std::to_string(s.info.sizes[i]);
+  if (s.info.cluster) sizes += "," + std::to_string(s.info.cluster);  // the last launch, inside the kernel before
   sizes += "]";
-  return ftgen::Json().integer("launches", s.info.launches).raw("sizes", sizes).integer("blocks", s.info.blocks).str();
+  return ftgen::Json()
+      .integer("launches", s.info.launches)
+      .raw("sizes", sizes)
+      .integer("cluster", s.info.cluster)
+      .integer("blocks", s.info.blocks)
+      .str();
 }
 
 static bool run_trials(const ftgen::Args& args, const Shape& s, cufftHandle h);
