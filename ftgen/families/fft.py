@@ -22,6 +22,13 @@ the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchP
 plan search on the GPU found a better plan than the rules give, ``TUNED`` holds it per precision, level and
 size, with the measurement; it applies when a variant sets none of the plan keys.
 
+Cluster plans (``cluster: 1`` or ``2``, unprotected, every arch sm_90 or later): the last launch (``N_L`` of 2, 4
+or 8 points) has no kernel of its own. The launch before it keeps its twiddled columns in shared memory; its
+blocks that hold the same columns ``s`` for the ``N_L`` values of ``m`` are one thread-block cluster, and after
+the cluster barrier each computes the ``N_L``-point DFTs of its share of positions from every block's tile
+(distributed shared memory) and stores them: the data cross DRAM once for both launches (``CLUSTER_SIZES``,
+``cluster_reasons``).
+
 Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
 (one fault per check):
 
@@ -48,7 +55,7 @@ Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_inj]
     fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
