@@ -227,6 +227,9 @@ EMU_CASES = [
     ("fp64", "none", {"logn": 12, "N1": 512, "cluster": 1, "n1": 16}, 2, "forward"),
     ("fp32", "none", {"logn": 11, "N1": 1024, "cluster": 2, "n1": 32}, 3, "inverse"),
     ("fp64", "none", {"logn": 10, "N1": 256, "cluster": 2, "n1": 8}, 2, "forward"),
+    # ... two columns m per block (clusters of N2 / 2 blocks, vectors across the two columns)
+    ("fp32", "none", {"logn": 12, "N1": 512, "N2": 8, "cluster": 1, "bs1": 2, "n1": 16}, 3, "inverse"),
+    ("fp64", "none", {"logn": 11, "N1": 512, "N2": 4, "cluster": 1, "bs1": 2, "n1": 16}, 2, "forward"),
     # three-launch cluster plans: launch 3 inside launch 2, whose clusters hold bs2 adjacent columns (vectors across them, or
     # one column: scalar stores)
     ("fp32", "none", {"logn": 12, "N1": 16, "N2": 64, "N3": 4, "n2": 16, "bs2": 4, "cluster": 1}, 3, "forward"),

@@ -405,7 +405,8 @@ def test_cluster_plans_names_and_constraints():
     cases = {
         "params: {logn: 15, N1: 1024, cluster: 1}": "N2 in 2, 4, 8",
         "params: {logn: 15, launches: 3, N1: 8, N2: 1024, cluster: 2}": "two-launch plans",
-        "params: {logn: 15, N1: 8192, cluster: 1, bs1: 2}": "bs1 = 1",
+        "params: {logn: 15, N1: 8192, cluster: 1, bs1: 4}": "bs1 <= N2 / 2",
+        "params: {logn: 15, N1: 8192, cluster: 2, bs1: 2}": "bs1 = 1",
         "params: {logn: 15, launches: 3, cluster: 1}": "N3 in 2, 4, 8",
         "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 15, N1: 8192, cluster: 1}": "unprotected plans",
         "params: {logn: 15, N1: 8192, cluster: 3}": "cluster",

@@ -771,8 +771,11 @@ def cluster_reasons(plan: Plan, level: str) -> list[str]:
     a, b = f"N{nl - 1}", f"N{nl}"
     if second.R not in CLUSTER_SIZES:
         r.append(f"cluster plans need {b} in {', '.join(map(str, CLUSTER_SIZES))} (the blocks of a cluster), got {b}={second.R}")
-    if nl == 2 and first.bs != 1:
-        r.append(f"two-launch cluster plans take one column per block in launch 1 (bs1 = 1), got bs1={first.bs}")
+    if nl == 2 and (first.bs < 1 or 2 * first.bs > second.R):
+        r.append(f"two-launch cluster plans take at most half of a signal's N2 columns per block (bs1 <= N2 / 2: two blocks a "
+                 f"cluster at least), got bs1={first.bs}, N2={second.R}")
+    if first.cl_scatter and first.bs != 1:
+        r.append(f"cluster: 2 (scattered loads) takes one column per block (bs1 = 1), got bs1={first.bs}")
     if nl == 3 and first.cl_scatter:
         r.append("cluster: 2 (scattered loads) is for two-launch plans")
     if first.L != 1:
@@ -1561,7 +1564,7 @@ class FftFamily(Family):
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
-            "cluster 1 / 2: unprotected, two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L, tcols = 1; two launches: bs1 = 1; 2 (scattered loads): two launches; every arch sm_90 or later",
+            "cluster 1 / 2: unprotected, two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L, tcols = 1; two launches: bs1 <= N2 / 2; 2 (scattered loads): two launches, bs1 = 1; every arch sm_90 or later",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
@@ -1680,6 +1683,8 @@ class FftFamily(Family):
                     "tbseq": lp.tbseq,
                     "smem_bytes": lp.smem_bytes,
                     "cluster": lp.cluster,
+                    # blocks per cluster: two-launch plans hold bs1 of the C columns of a signal per block
+                    "cluster_blocks": (lp.cluster // lp.bs if lp.S == 1 else lp.cluster) if lp.cluster else 0,
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",

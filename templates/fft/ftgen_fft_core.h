@@ -1959,11 +1959,14 @@ struct FftLaunch {
   // element bytes) blocks, at most 4x the L2 reads).
   static constexpr int CL = C::CLUSTER;
   static constexpr bool CL_SCATTER = C::CL_SCATTER;
+  // blocks per cluster: two-launch plans hold BS consecutive columns m per block (C / BS blocks a signal), three-launch
+  // ones BS columns s of one m (C blocks)
+  static constexpr int CLB = S == 1 ? CL / BS : CL;
   // the first column of block blk: the blocks of a cluster take m = blk mod C, consecutive clusters the column blocks
   // of a signal, then the signals
   static FT_HD FT_INLINE long long cluster_c0(long long blk) {
     if constexpr (S == 1) {
-      return blk;  // one column per block, the C columns of a signal consecutive
+      return blk * BS;  // BS columns per block, the C columns of a signal consecutive
     } else {
       constexpr long long SB = S / BS;  // column blocks per value of m
       const long long q = blk / CL;
@@ -1997,8 +2000,8 @@ struct FftLaunch {
   }
   template <class Ctx>
   static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
-    static_assert(CL > 1 && LEVEL == 0 && !SEQ && MP == CL && (S > 1 || BS == 1) && S % BS == 0, "cluster plans: unprotected");
-    static_assert(!CL_SCATTER || (S == 1 && L == 1), "scattered loads: two-launch plans");
+    static_assert(CL > 1 && LEVEL == 0 && !SEQ && MP == CL && (S > 1 ? S % BS == 0 : CL % BS == 0 && CLB > 1), "cluster plans: unprotected");
+    static_assert(!CL_SCATTER || (S == 1 && L == 1 && BS == 1), "scattered loads: two-launch plans, one column per block");
     cx* sm = reinterpret_cast<cx*>(smem);
     const long long C0 = cluster_c0(blk);
     if constexpr (CL_SCATTER) {
@@ -2030,10 +2033,10 @@ struct FftLaunch {
       cluster_phase2_cols(ctx, sts, tiles, p, blk);
       return;
     }
-    constexpr int Q = R / CL, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
+    constexpr int Q = R / CLB, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
     static_assert(Q % V == 0, "cluster share in whole vectors");
-    const int r = int(blk % CL);
-    cx* out = p.out + (blk / CL) * N + r * Q;
+    const int r = int(blk % CLB);
+    cx* out = p.out + (blk / CLB) * N + r * Q;
     FT_EACH_BEGIN
     FT_UNROLL
     for (int it = 0; it < IT; ++it) {
@@ -2042,10 +2045,10 @@ struct FftLaunch {
         Vec16<T> y[CL];
         FT_UNROLL
         for (int j = 0; j < V; ++j) {
-          const int si = sidx(0, r * Q + v * V + j);
+          const int pos = r * Q + v * V + j;
           cx z[CL];
           FT_UNROLL
-          for (int c = 0; c < CL; ++c) z[c] = FT_DSLD(tiles(c), si);
+          for (int c = 0; c < CL; ++c) z[c] = FT_DSLD(tiles(c / BS), sidx(c % BS, pos));  // column m = c: block c / BS
           Dft<CL, SIGN>::run(z);
           FT_UNROLL
           for (int k = 0; k < CL; ++k) y[k].v[j] = z[k];
