@@ -12,7 +12,7 @@
 # the warp stall reasons (tb64: the same in fp64); tbcols: two-sided-tb 2^20 with two and four columns per thread;
 # cluster: the unprotected fp32 2^14 (one launch) and 2^15 / fp64 2^14 (cluster plans), stall reasons as in tb)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix]}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster]}
 which=${2:-none}
 mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1

@@ -36,6 +36,8 @@ SMEM_PER_SM = {"sm_80": 164 * 1024, "sm_86": 100 * 1024, "sm_89": 100 * 1024, "s
 MAX_SMS = {"sm_80": 108, "sm_86": 84, "sm_89": 144, "sm_90": 132, "sm_90a": 132}
 MAX_THREADS_PER_SM = {"sm_80": 2048, "sm_86": 1536, "sm_89": 1536, "sm_90": 2048, "sm_90a": 2048}
 REGS_PER_SM = 65536
+# architectures with thread-block clusters and distributed shared memory
+CLUSTER_ARCHS = frozenset({"sm_90", "sm_90a"})
 
 # Short forms used in kernel names. Every level any family knows must appear here.
 LEVEL_ABBREV = {

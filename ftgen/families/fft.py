@@ -73,6 +73,7 @@ import numpy as np
 
 from ..errors import SpecError
 from .base import (
+    CLUSTER_ARCHS,
     MAX_THREADS_PER_SM,
     PRECISION_TAG,
     SMEM_PER_BLOCK,
@@ -175,7 +176,7 @@ class LaunchPlan:
     level: str = "none"
     xw: int = 0  # columns exchanged per shared-memory round (0: all at once); filled by the planner
     minb: int = 0  # resident blocks per SM the kernel is compiled for (0: the automatic rule of min_blocks)
-    cluster: int = 0  # cluster plans: launch 1 runs the next launch's DFTs of this size in its epilogue (cluster_note)
+    cluster: int = 0  # cluster plans: this launch runs the next (last) launch's DFTs of this size after its own
     fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
     cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
 
@@ -702,9 +703,9 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
     lps = []
     S = 1
     nl = params["launches"]
+    cl = bool(params.get("cluster", 0)) and nl in (2, 3)
     for i in range(nl):
         R = params[f"N{i + 1}"]
-        cl = bool(params.get("cluster", 0)) and nl in (2, 3)
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
                         minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
                         cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2)
@@ -721,7 +722,7 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
     N = plan.N
     if math.prod(plan.sizes) != N:
         return [f"launch sizes {'x'.join(map(str, plan.sizes))} multiply to {math.prod(plan.sizes)}, not n = {N}"]
-    if any(lp.cluster for lp in plan.launches) or any(lp.fused for lp in plan.launches) or plan.cluster:
+    if plan.cluster:
         r.extend(cluster_reasons(plan, level))
     for lp in plan.launches:
         tag = f"launch {lp.index + 1} (N{lp.index + 1}={lp.R})"
@@ -760,7 +761,7 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
 
 
 def cluster_reasons(plan: Plan, level: str) -> list[str]:
-    """Why a cluster plan (`cluster: 1`) cannot be built (empty when it can)."""
+    """Why a cluster plan (`cluster: 1` or `2`) cannot be built (empty when it can)."""
     r: list[str] = []
     if level != "none":
         r.append(f"cluster plans are for unprotected plans (level none), not {level}")
@@ -1435,13 +1436,9 @@ def _range(lo: int, hi: int):
 
 PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb", "cluster")
 
-# Cluster plans (`cluster: 1`, sm_90 thread-block clusters): two launches N = N1 x N2 with N2 in CLUSTER_SIZES run as one
-# kernel. Launch 1 takes one column per block (column m of a signal reads in[m + N2 i]); the N2 blocks of a signal are one
-# cluster; each keeps its twiddled column in shared memory, and after the cluster barrier block r computes launch 2's
-# N2-point DFTs for the positions s in its share [r N1/N2, (r+1) N1/N2), reading position s of every block's tile
-# (distributed shared memory) and storing out[s + N1 k]. A signal of up to N2 tiles' size crosses DRAM once.
-# cluster: 1 reads each column from global memory at stride N2; cluster: 2 reads contiguous parts (block r the r-th)
-# and stores each element into its column's tile through distributed shared memory first.
+# Cluster plans (the module docstring; the kernels in ftgen_fft_core.h, cluster_phase0/1/2): the sizes of a fused last
+# launch. cluster: 1 reads the columns from global memory; cluster: 2 (two launches, one column per block) reads
+# contiguous parts and stores each element into its column's tile through distributed shared memory first.
 CLUSTER_SIZES = (2, 4, 8)
 
 PARAMS = (
@@ -1504,7 +1501,7 @@ class FftFamily(Family):
     @staticmethod
     def clusters_ok(v: Variant) -> bool:
         """Thread-block clusters (cluster plans) need sm_90 or later in every architecture the variant is built for."""
-        return all(int("".join(c for c in a.split("_")[-1] if c.isdigit()) or 0) >= 90 for a in (v.arch or ("sm_90",)))
+        return all(a in CLUSTER_ARCHS for a in v.arch)
 
     @staticmethod
     def level_of(v: Variant) -> str:
@@ -1683,8 +1680,6 @@ class FftFamily(Family):
                     "tbseq": lp.tbseq,
                     "smem_bytes": lp.smem_bytes,
                     "cluster": lp.cluster,
-                    # blocks per cluster: two-launch plans hold bs1 of the C columns of a signal per block
-                    "cluster_blocks": (lp.cluster // lp.bs if lp.S == 1 else lp.cluster) if lp.cluster else 0,
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
@@ -1696,7 +1691,7 @@ class FftFamily(Family):
             "sizes": list(plan.sizes),
             "launches": lps,
             "kernels": [x for x in lps if not x["fused"]],
-            "cluster": plan.cluster if any(x["fused"] for x in lps) else 0,
+            "cluster": plan.cluster,
             "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
         }
 

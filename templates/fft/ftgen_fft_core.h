@@ -1946,13 +1946,14 @@ struct FftLaunch {
   }
 
   // ---- cluster plans (C::CLUSTER = C > 1, unprotected) ---------------------------------------
-  // The launch before a last launch of C-point DFTs (MP = C): the C blocks that hold the same columns s of the C
+  // The launch before a last launch of C-point DFTs (MP = C): the CLB blocks that hold the same columns s for the C
   // values of m (column s + S m) are one thread-block cluster. Phase 1 leaves each block's twiddled columns in its
   // shared tile; after the cluster barrier, phase 2 does the last launch there: block r takes the positions k in
-  // [r R/C, (r+1) R/C) of its columns, reads W_m[s, k] from the tile of block m (distributed shared memory), and
-  // stores their C-point DFT at out[s + S k + (N / C) k'] (launch column s + S k). The data cross DRAM once for two
-  // launches. Two-launch plans (S = 1) take one column per block (column m holds in[m + C i]); the three-launch
-  // ones BS adjacent columns s, whose loads and stores run over BS consecutive elements.
+  // [r R/CLB, (r+1) R/CLB) of its columns, reads W_m[s, k] from the tile that holds column m (distributed shared
+  // memory), and stores their C-point DFT at out[s + S k + (N / C) k'] (launch column s + S k). The data cross DRAM
+  // once for two launches. Two-launch plans (S = 1, one s) take BS consecutive columns m per block (column m holds
+  // in[m + C i]; CLB = C / BS blocks a cluster); the three-launch ones BS adjacent columns s of one m (CLB = C), whose
+  // loads and stores run over BS consecutive elements.
   // Loads: C::CL_SCATTER, phase 0 (before a cluster barrier): block r reads the r-th contiguous part of the signal in
   // 16-byte vectors and stores element g into the tile of block g mod C at position g / C (distributed shared
   // memory); otherwise phase 1 reads its column from global memory at stride C (each sector then reaches C / (32 /
@@ -2025,8 +2026,9 @@ struct FftLaunch {
     }
     FT_EACH_END
   }
-  // tiles(j): the shared tile of the cluster's block j (rank j = column m = j of the signal), mapped at each use (an
-  // array of the C mapped pointers had ptxas spill 24 bytes in the 1024-thread kernels)
+  // tiles(j): the shared tile of the cluster's block j (rank j: columns m in [j BS, (j+1) BS) of two-launch plans, m = j
+  // of three-launch ones), mapped at each use (an array of the mapped pointers had ptxas spill 24 bytes in the
+  // 1024-thread kernels)
   template <class Ctx, class Tiles>
   static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
     if constexpr (S > 1) {
