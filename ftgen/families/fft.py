@@ -357,6 +357,38 @@ class LaunchPlan:
             ft = 0
         return data + ft + self.n * w + 32
 
+    @property
+    def cluster_tb(self) -> bool:
+        """A protected cluster kernel: this launch's simultaneous two-sided-tb with the next (last) launch's checked
+        C-point DFTs inside (FftLaunch::CLTB)."""
+        return bool(self.cluster) and self.level == "two-sided-tb" and not self.tbseq
+
+    @property
+    def fused_vectors(self) -> int:
+        """Cluster kernels: the 16-byte vectors (or single columns) of the fused DFTs' outputs a block stores."""
+        V = 16 // self.esize
+        if self.S == 1:
+            return self.R // (self.cluster // self.bs) // V
+        vc = V if self.bs >= V else 1
+        return self.R // self.cluster * (self.bs // vc)
+
+    @property
+    def fused_dfts(self) -> int:
+        """Cluster kernels: the fused launch's C-point DFTs one thread computes."""
+        V = 16 // self.esize
+        vc = V if (self.S == 1 or self.bs >= V) else 1
+        return -(-self.fused_vectors // self.threads) * vc
+
+    @property
+    def fault_steps(self) -> int:
+        """Fault stages of the kernel: 0 .. P, and the fused DFTs' inputs and outputs of a protected cluster kernel."""
+        return self.P + 1 + (2 if self.cluster_tb else 0)
+
+    @property
+    def fault_elems(self) -> int:
+        """Values a thread can be faulted in at one stage (the fault plan's element range)."""
+        return max(self.L * self.n, self.fused_dfts * self.cluster if self.cluster_tb else 0)
+
     def describe(self) -> str:
         return f"R={self.R} S={self.S} M'={self.Mp} n={self.n} radices={'x'.join(map(str, self.radices))} bs={self.bs} L={self.L} threads={self.threads}"
 
@@ -663,7 +695,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
             raise ValueError(f"{launches} launches need n >= {2 ** launches}")
         given = [1 << x for x in _split_log(logn, launches)]
     sizes = given
-    L = p.get("tcols", 0) or auto_tcols(precision, level, launches=len(sizes), rmax=max(sizes))
+    L = p.get("tcols", 0) or (1 if p.get("cluster") else auto_tcols(precision, level, launches=len(sizes), rmax=max(sizes)))
     out = dict(p)
     out["launches"] = len(sizes)
     for i in range(3):
@@ -763,8 +795,10 @@ def plan_reasons(plan: Plan, level: str) -> list[str]:
 def cluster_reasons(plan: Plan, level: str) -> list[str]:
     """Why a cluster plan (`cluster: 1` or `2`) cannot be built (empty when it can)."""
     r: list[str] = []
-    if level != "none":
-        r.append(f"cluster plans are for unprotected plans (level none), not {level}")
+    if level not in ("none", "two-sided-tb"):
+        r.append(f"cluster plans are for unprotected plans and the two-sided-tb, not {level}")
+    elif level == "two-sided-tb" and plan.logn <= TB_SEQ_MAX_LOGN:
+        r.append(f"two-sided-tb cluster plans need the simultaneous design (log n > {TB_SEQ_MAX_LOGN}), got log n = {plan.logn}")
     nl = len(plan.launches)
     if nl not in (2, 3):
         return r + [f"cluster plans need two or three launches (the last one inside the one before), got {nl}"]
@@ -775,6 +809,12 @@ def cluster_reasons(plan: Plan, level: str) -> list[str]:
     if nl == 2 and (first.bs < 1 or 2 * first.bs > second.R):
         r.append(f"two-launch cluster plans take at most half of a signal's N2 columns per block (bs1 <= N2 / 2: two blocks a "
                  f"cluster at least), got bs1={first.bs}, N2={second.R}")
+    if first.cl_scatter and level != "none":
+        r.append(f"cluster: 2 (scattered loads) is for unprotected plans, not {level}")
+    if (first.cluster_tb and first.L == 1 and second.R in CLUSTER_SIZES and (nl == 3 or 2 * first.bs <= second.R)
+            and first.fused_vectors % first.threads):
+        r.append(f"two-sided-tb cluster plans give every thread the same number of the last launch's DFTs: {first.fused_vectors} "
+                 f"vectors do not divide among {first.threads} threads (raise n{nl - 1} or lower bs{nl - 1})")
     if first.cl_scatter and first.bs != 1:
         r.append(f"cluster: 2 (scattered loads) takes one column per block (bs1 = 1), got bs1={first.bs}")
     if nl == 3 and first.cl_scatter:
@@ -985,6 +1025,19 @@ def encoding_vectors(R: int, sign: int, thue_morse_sign: bool = False) -> tuple[
     return e, v
 
 
+def fused_coefficients(C: int, sign: int) -> np.ndarray:
+    """a_c = sum_k (k + 1) w^(c k), w = e^(sign 2 pi i / C): ((k + 1)_k)^T F z = a^T z (protected cluster plans' fused
+    C-point DFTs; the kernels' p2_coef)."""
+    k = np.arange(C)
+    return (np.exp(sign * 2j * np.pi * np.outer(k, k) / C) * (k + 1)[None, :]).sum(axis=1)
+
+
+def fused_bound(C: int) -> float:
+    """The fused DFTs' threshold per unit roundoff and ||z|| at K = 1: 2 C (log2 C + 1) (worst-case rounding of a C-point
+    DFT and of the two output sums; the kernels' P2_BOUND)."""
+    return 2.0 * C * (ilog2(C) + 1)
+
+
 @dataclass
 class ModelFault:
     """A fault in the model: launch, stage (0 = input after the checksums, p = output of
@@ -1055,8 +1108,74 @@ class FftModel:
         cur = np.asarray(x).astype(self.cdt)
         assert cur.ndim == 2 and cur.shape[1] == self.plan.N, f"the model is planned for n={self.plan.N}"
         for lp in self.plan.launches:
-            cur = self._launch(cur, lp, faults, correct, rep)
+            if lp.fused and self.plan.launches[lp.index - 1].cluster_tb:
+                cur = self._fused_checked(cur, lp, faults, correct, rep)
+            else:
+                cur = self._launch(cur, lp, faults, correct, rep)
         return cur, rep
+
+    def _fused_checked(self, x: np.ndarray, lp: LaunchPlan, faults, correct: bool, rep: ModelReport) -> np.ndarray:
+        """The last launch of a protected cluster plan: every C-point DFT y = F z checked on its own (the kernels'
+        checked_dft): r1 = e^T y - C z_0, r2 = ((k+1)_k)^T y - a^T z (fused_coefficients); an error in output k gives
+        r2 / r1 = k + 1 and is subtracted, any other detection recomputes the DFT from its (intact) inputs. Faults:
+        stage 0 an input after the encodings, stage 1 an output (column = the launch's global column)."""
+        B, N = x.shape
+        C, S, cps, cdt = lp.R, lp.S, lp.cols_per_signal, self.cdt
+        X = x.reshape(B, C, cps).transpose(0, 2, 1).reshape(B * cps, C).astype(cdt)
+        a = fused_coefficients(C, self.sign).astype(cdt)
+        s0 = (X[:, 0] * cdt(C)).astype(cdt)
+        sa = (X * a[None, :]).sum(axis=1).astype(cdt)
+        nz = np.sum(np.abs(X.astype(np.complex128)) ** 2, axis=1)
+        hit: set = set()
+
+        def hook(stage: int, Z: np.ndarray) -> None:
+            for f in faults:
+                if f.launch == lp.index and f.stage == stage and 0 <= f.column < Z.shape[0]:
+                    val = complex(Z[f.column, f.position])
+                    Z[f.column, f.position] = flip_bit(val, f.bit, self.precision) if f.kind == "bitflip" else val + f.offset
+                    hit.add(f.column)
+
+        Z = X.copy()
+        hook(0, Z)
+        Y = codelet(Z, C, self.sign).astype(cdt)
+        hook(1, Y)
+        w = np.arange(1, C + 1).astype(self.rdt)
+        tau = self.kmult(K_TB) * fused_bound(C) * self.u * np.sqrt(nz)
+
+        def resid(Yv):
+            r1 = (Yv.sum(axis=-1) - s0).astype(np.complex128)
+            r2 = ((Yv * w).sum(axis=-1) - sa).astype(np.complex128)
+            return r1, r2, np.maximum(np.abs(r1) ** 2, np.abs(r2) ** 2 / C**2)
+
+        r1, r2, dv = resid(Y)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            score = np.sqrt(dv) / np.maximum(tau, 1e-300)
+            det = np.nonzero(~(dv <= tau**2))[0]
+        rep.max_score = max(rep.max_score, _score_max(score))
+        for c in det:
+            rep.detected += 1
+            rep.false_alarms += int(c not in hit)
+            if not correct:
+                continue
+            ok = False
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                q = r2[c] / r1[c]
+            if np.isfinite(q) and 0.5 < q.real < C + 0.5:
+                j = int(np.floor(q.real + 0.5)) - 1
+                if (q.real - (j + 1)) ** 2 + q.imag**2 < LOCATE_TOL**2:
+                    y = Y[c].copy()
+                    y[j] = y[j] - cdt(r1[c])
+                    if resid(y)[2] <= tau[c] ** 2:
+                        Y[c] = y
+                        ok = True
+                        rep.located.append((lp.index, int(c)))
+            if not ok:
+                rep.recomputed += 1
+                Y[c] = codelet(X[c:c + 1], C, self.sign).astype(cdt)[0]
+                ok = bool(resid(Y[c])[2] <= tau[c] ** 2)
+            rep.corrected += int(ok)
+            rep.uncorrectable += int(not ok)
+        return Y.reshape(B, 1, S, C).transpose(0, 1, 3, 2).reshape(B, N)
 
     def _launch(self, x: np.ndarray, lp: LaunchPlan, faults, correct: bool, rep: ModelReport) -> np.ndarray:
         B, N = x.shape
@@ -1648,6 +1767,7 @@ class FftFamily(Family):
 
     def plan_context(self, v: Variant, plan: Plan) -> dict:
         lps = []
+        cltb = any(lp.cluster_tb for lp in plan.launches)
         for lp in plan.launches:
             cps = lp.cols_per_signal
             Mp = lp.Mp
@@ -1680,6 +1800,8 @@ class FftFamily(Family):
                     "tbseq": lp.tbseq,
                     "smem_bytes": lp.smem_bytes,
                     "cluster": lp.cluster,
+                    "fault_steps": lp.fault_steps,
+                    "fault_elems": lp.fault_elems,
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
@@ -1692,6 +1814,9 @@ class FftFamily(Family):
             "launches": lps,
             "kernels": [x for x in lps if not x["fused"]],
             "cluster": plan.cluster,
+            # protected cluster plans: the fused kernel's phase 1 keeps a workspace buffer (its rare path's scratch)
+            "cltb": cltb,
+            "ws_bufs": len(plan.launches) - 1 if cltb else len([x for x in lps if not x["fused"]]) - 1,
             "desc": " x ".join(str(s) for s in plan.sizes) + f" ({len(plan.sizes)} launch{'es' if len(plan.sizes) > 1 else ''})",
         }
 

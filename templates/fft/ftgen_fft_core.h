@@ -857,6 +857,14 @@ struct LaunchParams {
   long long block_offset;  // this launch's first block in the fault plan's block numbering
 };
 
+// protected cluster kernels' parameters: out is the rare path's scratch (a workspace buffer), out_last the fused last
+// launch's output (a member of LaunchParams would grow every kernel's parameters past 128 bytes, and NVVM then loads
+// them differently: the unprotected kernels' PTX changed)
+template <class T>
+struct ClusterParams : LaunchParams<T> {
+  cplx<T>* out_last;
+};
+
 #ifdef FTGEN_EMU
 #define FT_EACH_BEGIN                         \
   for (int tid = 0; tid < NT; ++tid) {        \
@@ -1314,6 +1322,21 @@ struct FftLaunch {
   // the thread's column of its planned fault (-1: none, or applied)
   static FT_HD FT_INLINE int fault_col(const State& st) { return st.fkey >= 0 ? (st.fkey >> 10) & 1023 : -1; }
 
+  // the planned fault applied to the value v (a bit of its real or imaginary part flipped, or an offset added); returns the bit
+  static FT_HD FT_INLINE int fault_value(const ftgen::FaultSpec& f, cx& v, T& before, T& after) {
+    constexpr int B = 8 * sizeof(T);
+    const int bit = f.bit % (2 * B);
+    const bool im = bit >= B;
+    before = im ? v.y : v.x;
+    after = f.kind == 1 ? static_cast<T>(static_cast<double>(before) + f.offset) : flip_bit(before, bit % B);
+    if (im) {
+      v.y = after;
+    } else {
+      v.x = after;
+    }
+    return bit;
+  }
+
   // slots 0..LL-1 of st.a hold the thread's columns lbase .. lbase+LL-1
   template <int LL>
   static FT_HD FT_INLINE void hook(State& st, int tid, const LaunchParams<T>& p, long long blk, long long C0, int stage, int lbase) {
@@ -1324,9 +1347,6 @@ struct FftLaunch {
       const int g = tid / TT, t = tid % TT;
       const int fi = p.fault_by_block[p.block_offset + blk];
       const ftgen::FaultSpec f = p.faults[fi];
-      constexpr int B = 8 * sizeof(T);
-      const int bit = f.bit % (2 * B);
-      const bool im = bit >= B;
       if (!col_valid(p, C0, tile_col(g, fl))) return;
       // branch-free over the registers (a "find the slot" loop would become a dynamic index and
       // push the whole register state to local memory): select the value, fault it once, select it back. (The
@@ -1338,13 +1358,8 @@ struct FftLaunch {
         FT_UNROLL
         for (int e = 0; e < NN; ++e) v = (lbase + l == fl && e == fe) ? st.a[l][e] : v;
       }
-      const T before = im ? v.y : v.x;
-      const T after = f.kind == 1 ? static_cast<T>(static_cast<double>(before) + f.offset) : flip_bit(before, bit % B);
-      if (im) {
-        v.y = after;
-      } else {
-        v.x = after;
-      }
+      T before, after;
+      const int bit = fault_value(f, v, before, after);
       FT_UNROLL
       for (int l = 0; l < LL; ++l) {
         FT_UNROLL
@@ -1923,9 +1938,15 @@ struct FftLaunch {
         if (fi >= 0) {
           const ftgen::FaultSpec f = p.faults[fi];
           if (f.thread % NT == tid) {
-            const int fstage = f.step % (P + 1);
-            const int e = f.elem % (L * NN);
-            st.fkey = (fstage << 20) | ((e / NN) << 10) | (e % NN);
+            const int fstage = f.step % STAGES;
+            if (CLTB && fstage > P) {
+              // the fused launch's C-point DFTs (protected cluster plans): DFT e / C of the thread's, input or output e % C
+              const int e = f.elem % (P2_ND * (CLTB ? CL : 1));
+              st.fkey = (fstage << 20) | ((e / CL) << 10) | (e % CL);
+            } else {
+              const int e = f.elem % (L * NN);
+              st.fkey = (fstage << 20) | ((e / NN) << 10) | (e % NN);
+            }
           }
         }
       }
@@ -1963,6 +1984,19 @@ struct FftLaunch {
   // blocks per cluster: two-launch plans hold BS consecutive columns m per block (C / BS blocks a signal), three-launch
   // ones BS columns s of one m (C blocks)
   static constexpr int CLB = S == 1 ? CL / BS : CL;
+  // phase 2: positions per block, columns per vector, vectors, iterations, and the C-point DFTs of a thread
+  static constexpr int P2_Q = CL > 1 ? (S == 1 ? R / CLB : R / CL) : 1;
+  static constexpr int P2_VC = S == 1 ? V : (BS >= V ? V : 1);
+  static constexpr int P2_NVEC = S == 1 ? P2_Q / V : P2_Q * (BS / P2_VC);
+  static constexpr int P2_IT = (P2_NVEC + NT - 1) / NT;
+  static constexpr int P2_ND = P2_IT * P2_VC;
+  // protected cluster plans (two-sided-tb): phase 1 is the launch's simultaneous two-sided-tb with its outputs in the tile
+  // (the rare path spills the tile to out, the workspace, and reads it back); phase 2 checks each C-point DFT (checked_dft)
+  static constexpr bool CLTB = CL > 1 && TBSIM;
+  // fault stages: 0 .. P of the launch, then (CLTB) P + 1 the fused DFTs' inputs, P + 2 their outputs
+  static constexpr int STAGES = P + 1 + (CLTB ? 2 : 0);
+  static_assert(!CLTB || P2_NVEC % NT == 0, "protected cluster plans: every thread takes P2_ND of the fused launch's DFTs");
+  static_assert(!CLTB || P2_ND < 1024, "fault key: DFT index in 10 bits");
   // the first column of block blk: the blocks of a cluster take m = blk mod C, consecutive clusters the column blocks
   // of a signal, then the signals
   static FT_HD FT_INLINE long long cluster_c0(long long blk) {
@@ -2001,9 +2035,15 @@ struct FftLaunch {
   }
   template <class Ctx>
   static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
-    static_assert(CL > 1 && LEVEL == 0 && !SEQ && MP == CL && (S > 1 ? S % BS == 0 : CL % BS == 0 && CLB > 1), "cluster plans: unprotected");
-    static_assert(!CL_SCATTER || (S == 1 && L == 1 && BS == 1), "scattered loads: two-launch plans, one column per block");
+    static_assert(CL > 1 && (LEVEL == 0 || CLTB) && !SEQ && MP == CL && (S > 1 ? S % BS == 0 : CL % BS == 0 && CLB > 1),
+                  "cluster plans: unprotected or the simultaneous two-sided-tb");
+    static_assert(!CL_SCATTER || (S == 1 && L == 1 && BS == 1 && LEVEL == 0), "scattered loads: unprotected two-launch plans, one column per block");
     cx* sm = reinterpret_cast<cx*>(smem);
+    if constexpr (CLTB) {
+      // the launch's two-sided-tb (checks, rare path, recomputation) with its outputs left in the tile
+      body_sim(ctx, sts, sm, reinterpret_cast<double*>(smem + RED_OFFSET), p, blk);
+      return;
+    }
     const long long C0 = cluster_c0(blk);
     if constexpr (CL_SCATTER) {
       FT_EACH_BEGIN
@@ -2018,6 +2058,14 @@ struct FftLaunch {
     FT_SYNC();  // the tile's earlier reads are complete
     FT_EACH_BEGIN
     apply_outer(st, tid, p, C0, 0, L);
+    FT_EACH_END
+    tile_put<false>(ctx, sts, sm);
+  }
+  // the thread's columns (twiddled outputs of phase 1) into the block's tile
+  template <bool SYNC, class Ctx>
+  static FT_HD FT_INLINE void tile_put(Ctx& ctx, State* sts, cx* sm) {
+    if constexpr (SYNC) FT_SYNC();  // the tile's earlier reads are complete
+    FT_EACH_BEGIN
     const int g = G == 1 ? 0 : tid / TT, t = tpos(tid);
     FT_UNROLL
     for (int l = 0; l < L; ++l) {
@@ -2026,11 +2074,51 @@ struct FftLaunch {
     }
     FT_EACH_END
   }
+  // protected cluster plans' rare path: the tile's columns to out (the workspace, at the launch's output positions, where
+  // the rare path reads and corrects them) and back
+  template <bool TO_OUT, class Ctx>
+  static FT_HD FT_INLINE void tile_spill(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
+    FT_SYNC();
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tid % TT;
+    FT_NOUNROLL
+    for (int l = 0; l < L; ++l) {
+      const int cc = tile_col(g, l);
+      FT_NOUNROLL
+      for (int i = 0; i < NN; ++i) {
+        const int k = t + TT * i;
+        if constexpr (TO_OUT) {
+          p.out[out_index(C0, cc, k)] = FT_SLD(sidx(cc, k));
+        } else {
+          FT_SST(sidx(cc, k), p.out[out_index(C0, cc, k)]);
+        }
+      }
+    }
+    FT_EACH_END
+    FT_SYNC();
+  }
+  // the first column of block blk
+  static FT_HD FT_INLINE long long block_c0(long long blk) {
+    if constexpr (CL > 1) {
+      return cluster_c0(blk);
+    } else {
+      return blk * BS;
+    }
+  }
   // tiles(j): the shared tile of the cluster's block j (rank j: columns m in [j BS, (j+1) BS) of two-launch plans, m = j
   // of three-launch ones), mapped at each use (an array of the mapped pointers had ptxas spill 24 bytes in the
   // 1024-thread kernels)
-  template <class Ctx, class Tiles>
-  static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
+  // the fused launch's output: out_last of a protected cluster kernel (ClusterParams), else out
+  template <class PP>
+  static FT_HD FT_INLINE cx* last_out(const PP& p) {
+    if constexpr (CLTB) {
+      return p.out_last;
+    } else {
+      return p.out;
+    }
+  }
+  template <class Ctx, class Tiles, class PP>
+  static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     if constexpr (S > 1) {
       cluster_phase2_cols(ctx, sts, tiles, p, blk);
       return;
@@ -2038,7 +2126,7 @@ struct FftLaunch {
     constexpr int Q = R / CLB, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
     static_assert(Q % V == 0, "cluster share in whole vectors");
     const int r = int(blk % CLB);
-    cx* out = p.out + (blk / CLB) * N + r * Q;
+    cx* out = last_out(p) + (blk / CLB) * N + r * Q;
     FT_EACH_BEGIN
     FT_UNROLL
     for (int it = 0; it < IT; ++it) {
@@ -2049,9 +2137,16 @@ struct FftLaunch {
         for (int j = 0; j < V; ++j) {
           const int pos = r * Q + v * V + j;
           cx z[CL];
-          FT_UNROLL
-          for (int c = 0; c < CL; ++c) z[c] = FT_DSLD(tiles(c / BS), sidx(c % BS, pos));  // column m = c: block c / BS
-          Dft<CL, SIGN>::run(z);
+          const auto rd = [&](cx(&zz)[CL]) {
+            FT_UNROLL
+            for (int c = 0; c < CL; ++c) zz[c] = FT_DSLD(tiles(c / BS), sidx(c % BS, pos));  // column m = c: block c / BS
+          };
+          rd(z);
+          if constexpr (CLTB) {
+            checked_dft(ctx, st, tid, p, blk, it * V + j, (blk / CLB) * (N / CL) + pos, z, rd);
+          } else {
+            Dft<CL, SIGN>::run(z);
+          }
           FT_UNROLL
           for (int k = 0; k < CL; ++k) y[k].v[j] = z[k];
         }
@@ -2060,17 +2155,20 @@ struct FftLaunch {
       }
     }
     FT_EACH_END
+    if constexpr (CLTB) {
+      if ((p.flags & kRecordScores) && p.counters) record_scores(ctx, sts, p);
+    }
   }
 
   // phase 2 of three-launch cluster plans: block r's positions k in [r R/C, (r+1) R/C) of its BS columns s (tile
   // columns cc), vectors across consecutive columns
-  template <class Ctx, class Tiles>
-  static FT_HD FT_INLINE void cluster_phase2_cols(Ctx& ctx, State* sts, const Tiles& tiles, const LaunchParams<T>& p, long long blk) {
+  template <class Ctx, class Tiles, class PP>
+  static FT_HD FT_INLINE void cluster_phase2_cols(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     constexpr int Q = R / CL, VC = BS >= V ? V : 1, NVEC = Q * (BS / VC), IT = (NVEC + NT - 1) / NT;
     constexpr long long S3 = N / CL;  // the last launch's stride
     const int r = int(blk % CL);
     const long long C0 = cluster_c0(blk) - S * r;  // column s0 + S m at m = 0
-    cx* out = p.out + (C0 / CPS) * N + (C0 % CPS);
+    cx* out = last_out(p) + (C0 / CPS) * N + (C0 % CPS);
     FT_EACH_BEGIN
     FT_UNROLL
     for (int it = 0; it < IT; ++it) {
@@ -2082,9 +2180,17 @@ struct FftLaunch {
         for (int j = 0; j < VC; ++j) {
           const int si = sidx(cc + j, k);
           cx z[CL];
-          FT_UNROLL
-          for (int c = 0; c < CL; ++c) z[c] = FT_DSLD(tiles(c), si);
-          Dft<CL, SIGN>::run(z);
+          const auto rd = [&](cx(&zz)[CL]) {
+            FT_UNROLL
+            for (int c = 0; c < CL; ++c) zz[c] = FT_DSLD(tiles(c), si);
+          };
+          rd(z);
+          if constexpr (CLTB) {
+            // the last launch's column s + S k of the signal
+            checked_dft(ctx, st, tid, p, blk, it * VC + j, (C0 / CPS) * (N / CL) + (C0 % CPS) + cc + j + S * k, z, rd);
+          } else {
+            Dft<CL, SIGN>::run(z);
+          }
           FT_UNROLL
           for (int kk = 0; kk < CL; ++kk) y[kk].v[j] = z[kk];
         }
@@ -2100,6 +2206,117 @@ struct FftLaunch {
       }
     }
     FT_EACH_END
+    if constexpr (CLTB) {
+      if ((p.flags & kRecordScores) && p.counters) record_scores(ctx, sts, p);
+    }
+  }
+
+  // ---- protected cluster plans, phase 2: each C-point DFT y = F z checked by two left encodings ----------------------
+  // e^T y = C z_0 and ((k + 1)_k)^T y = a^T z, a_c = sum_k (k + 1) w^(c k) (w = e^(SIGN 2 pi i / C): a_0 = C (C + 1) / 2,
+  // else C / (w^c - 1)). An error e in output k leaves r1 = e, r2 = (k + 1) e: located by the quotient r2 / r1 and
+  // subtracted; an error in an input (after its encoding) or one not located: the DFT again from the tiles (intact). The
+  // threshold: K u 2 C (log2 C + 1) ||z|| for r1, C times that for r2 (worst-case rounding of the C-point DFT and the sums)
+  static FT_HD FT_INLINE constexpr double cos8(int q) {  // cos(pi q / 4)
+    return (q & 7) == 0 ? 1.0 : ((q & 7) == 4 ? -1.0 : (((q & 3) == 2) ? 0.0 : (((q & 7) == 1 || (q & 7) == 7) ? 0.70710678118654752440 : -0.70710678118654752440)));
+  }
+  static FT_HD FT_INLINE cx p2_coef(int c) {
+    if (c == 0) return cx{T(CL * (CL + 1) / 2), T(0)};
+    const int q = c * (8 / (CL > 1 ? CL : 1));
+    const double wr = cos8(q), wi = SIGN * cos8(q + 6), d = 2.0 - 2.0 * wr;  // w^c = cos + SIGN i sin; sin(x) = cos(x - pi/2)
+    return cx{T(CL * (wr - 1.0) / d), T(-CL * wi / d)};
+  }
+  static constexpr double P2_BOUND = 2.0 * CL * (CL == 8 ? 4 : (CL == 4 ? 3 : 2));
+  // residuals of y against the encodings; the larger of |r1|^2 and |r2 / C|^2 (NaN-safe)
+  static FT_HD FT_INLINE double p2_resid(const cx (&y)[CL], cx s0, cx sa, cx& r1, cx& r2) {
+    r1 = cneg(s0);
+    r2 = cneg(sa);
+    FT_UNROLL
+    for (int k = 0; k < CL; ++k) {
+      r1 = cadd(r1, y[k]);
+      r2 = cadd(r2, cscale(y[k], T(k + 1)));
+    }
+    const double d1 = cnorm2(r1), d2 = cnorm2(r2) / double(CL * CL);
+    return (d1 != d1 || d1 > d2) ? d1 : d2;
+  }
+  template <class Ctx, class Reload>
+  static FT_HD FT_INLINE void checked_dft(Ctx& ctx, State& st, int tid, const LaunchParams<T>& p, long long blk, int d, long long row, cx (&z)[CL],
+                                          const Reload& reload) {
+    (void)ctx;
+    cx sa{T(0), T(0)};
+    T nz = T(0);
+    FT_UNROLL
+    for (int c = 0; c < CL; ++c) {
+      sa = cmac(sa, p2_coef(c), z[c]);
+      nz = cnorm2acc(nz, z[c]);
+    }
+    const cx s0 = cscale(z[0], T(CL));  // exact (a power of two)
+    p2_hook(st, tid, p, blk, P + 1, d, row, z);
+    Dft<CL, SIGN>::run(z);
+    p2_hook(st, tid, p, blk, P + 2, d, row, z);
+    cx r1, r2;
+    const double dv = p2_resid(z, s0, sa, r1, r2);
+    const double tau = (p.kmult > 0 ? p.kmult : C::KDEF) * P2_BOUND * U * sqrt(double(nz));
+    if (p.flags & kRecordScores) note_score(st, score_of(dv, tau));
+    if (!(dv <= tau * tau)) p2_fix(st, p, r1, r2, tau, s0, sa, z, reload);
+  }
+  template <class Reload>
+  static FT_HD FT_INLINE void p2_fix(State& st, const LaunchParams<T>& p, cx r1, cx r2, double tau, cx s0, cx sa, cx (&z)[CL], const Reload& reload) {
+    if (p.counters) FT_ATOMIC_ADD(&p.counters->detected, 1ull);
+    if (INJECT && p.false_alarms && st.fkey != -3) FT_ATOMIC_ADD(p.false_alarms, 1ull);
+    if (p.flags & kNoCorrect) return;
+    bool ok = false;
+    const double r1x = r1.x, r1y = r1.y, r2x = r2.x, r2y = r2.y, den = r1x * r1x + r1y * r1y;
+    const double qr = (r2x * r1x + r2y * r1y) / den, qi = (r2y * r1x - r2x * r1y) / den;
+    if (qr == qr && qi == qi && qr > 0.5 && qr < CL + 0.5) {
+      const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
+      if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) {
+        FT_UNROLL
+        for (int k = 0; k < CL; ++k) z[k] = k == jj ? csub(z[k], r1) : z[k];
+        cx q1, q2;
+        ok = p2_resid(z, s0, sa, q1, q2) <= tau * tau;
+      }
+    }
+    if (!ok) {
+      if (p.counters) FT_ATOMIC_ADD(&p.counters->recomputed, 1ull);
+      reload(z);
+      Dft<CL, SIGN>::run(z);
+      cx q1, q2;
+      ok = p2_resid(z, s0, sa, q1, q2) <= tau * tau;
+    }
+    if (p.counters) FT_ATOMIC_ADD(ok ? &p.counters->corrected : &p.counters->uncorrectable, 1ull);
+  }
+  // fault hook of the fused DFTs: stage P + 1 their inputs (after the encodings), P + 2 their outputs; DFT d of the thread
+  static FT_HD FT_INLINE void p2_hook(State& st, int tid, const LaunchParams<T>& p, long long blk, int stage, int d, long long row, cx (&z)[CL]) {
+    if constexpr (INJECT) {
+      if (st.fkey < 0 || (st.fkey >> 20) != stage || fault_col(st) != d) return;
+      const int fe = st.fkey & 1023;
+      const int fi = p.fault_by_block[p.block_offset + blk];
+      const ftgen::FaultSpec f = p.faults[fi];
+      cx v = z[0];
+      FT_UNROLL
+      for (int c = 1; c < CL; ++c) v = c == fe ? z[c] : v;
+      T before, after;
+      const int bit = fault_value(f, v, before, after);
+      FT_UNROLL
+      for (int c = 0; c < CL; ++c) z[c] = c == fe ? v : z[c];
+      st.fkey = -3;
+      if (p.records) {
+        ftgen::FaultRecord& rc = p.records[fi];
+        rc.applied = 1;
+        rc.block = static_cast<int>(p.block_offset + blk);
+        rc.thread = tid;
+        rc.elem = d * CL + fe;
+        rc.step = stage;
+        rc.bit = bit;
+        rc.before = static_cast<double>(before);
+        rc.after = static_cast<double>(after);
+        rc.row = row;  // the last launch's column
+        rc.col = fe;   // its input (stage P + 1) or output (P + 2) position
+      }
+      if (p.counters) FT_ATOMIC_ADD(&p.counters->injected, 1ull);
+    } else {
+      (void)st, (void)tid, (void)p, (void)blk, (void)stage, (void)d, (void)row, (void)z;
+    }
   }
 
   // two-sided-tb, input side: the thread's right-side sum of its columns, sum_l x_l, against the
@@ -2220,7 +2437,7 @@ struct FftLaunch {
   // "recompute" verdict of finish_checks
   template <class Ctx>
   static FT_HD FT_INLINE int tb_attempt(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk, int attempt) {
-    const long long C0 = blk * BS;
+    const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     const bool hooks = INJECT && attempt == 0;
     load<BS, L>(ctx, sts, sm, p, C0, 0);
@@ -2231,7 +2448,11 @@ struct FftLaunch {
     FT_EACH_END
     passes<L, false>(ctx, sts, sm, p, blk, C0, hooks, 0, kmult);
     tb_out(ctx, sts, sm, p, blk, C0, hooks);
-    store<BS, L>(ctx, sts, sm, p, C0, 0);
+    if constexpr (CLTB) {
+      tile_put<true>(ctx, sts, sm);  // phase 1 of a cluster plan: the outputs stay in the tile
+    } else {
+      store<BS, L>(ctx, sts, sm, p, C0, 0);
+    }
     return finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
   }
 
@@ -2249,7 +2470,7 @@ struct FftLaunch {
   // unprotected, two-sided-thread and two-sided-tb: the thread's L columns side by side in registers
   template <class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
-    const long long C0 = blk * BS;
+    const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults(ctx, sts, p, blk);
@@ -2415,6 +2636,17 @@ struct FftLaunch {
   // checksum column and decide on the vector residual. Then locate the column, replace it, verify
   template <class Ctx>
   static FT_HD FT_INLINE void tb_rare(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0) {
+    if constexpr (CLTB) {
+      // the outputs are in the tile, which the checksum column's passes below need: to out and back after
+      tile_spill<true>(ctx, sts, sm, p, C0);
+      tb_rare_body(ctx, sts, sm, red, p, C0);
+      tile_spill<false>(ctx, sts, sm, p, C0);
+    } else {
+      tb_rare_body(ctx, sts, sm, red, p, C0);
+    }
+  }
+  template <class Ctx>
+  static FT_HD FT_INLINE void tb_rare_body(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0) {
     const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
     if constexpr (TBSIM) {
       const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
