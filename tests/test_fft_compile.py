@@ -235,6 +235,10 @@ EMU_CASES = [
     ("fp32", "none", {"logn": 12, "N1": 16, "N2": 64, "N3": 4, "n2": 16, "bs2": 4, "cluster": 1}, 3, "forward"),
     ("fp64", "none", {"logn": 11, "N1": 8, "N2": 128, "N3": 2, "n2": 16, "bs2": 2, "cluster": 1}, 2, "inverse"),
     ("fp32", "none", {"logn": 10, "N1": 8, "N2": 32, "N3": 4, "n2": 8, "bs2": 1, "cluster": 1}, 2, "forward"),
+    # two-sided-tb cluster plans: phase 1's checks with the outputs in the tile (the rare path through the workspace), the
+    # fused DFTs' own checks; faults at every stage of both (two and three launches)
+    ("fp32", "two-sided-tb", {"logn": 13, "N1": 2048, "cluster": 1, "n1": 16}, 2, "forward"),
+    ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 16, "bs2": 4, "cluster": 1}, 2, "inverse"),
 ]
 
 
@@ -294,10 +298,10 @@ def test_emulated_kernels(emu_dir, precision, level, params, batch, direction):
     # faults at every stage of every launch, each in its own run: corrected (or recomputed)
     bits = 64 if precision == "fp32" else 128
     blocks = st["blocks"]
-    lps = plan.launches
+    lps = [lp for lp in plan.launches if not lp.fused]  # the kernels (a cluster kernel's stages include the fused DFTs)
     threads = max(lp.threads for lp in lps)
-    elems = max(lp.L * lp.n for lp in lps)
-    steps = max(lp.P + 1 for lp in lps)
+    elems = max(lp.fault_elems for lp in lps)
+    steps = max(lp.fault_steps for lp in lps)
     fixed = 0
     for trial in range(24):
         f = (int(rng.integers(blocks)), int(rng.integers(threads)), int(rng.integers(elems)), trial % steps, trial % 2,

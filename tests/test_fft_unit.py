@@ -408,7 +408,11 @@ def test_cluster_plans_names_and_constraints():
         "params: {logn: 15, N1: 8192, cluster: 1, bs1: 4}": "bs1 <= N2 / 2",
         "params: {logn: 15, N1: 8192, cluster: 2, bs1: 2}": "bs1 = 1",
         "params: {logn: 15, launches: 3, cluster: 1}": "N3 in 2, 4, 8",
-        "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 15, N1: 8192, cluster: 1}": "unprotected plans",
+        "protection: {scheme: abft, level: one-sided}\nparams: {logn: 15, N1: 8192, cluster: 1}": "unprotected plans and the two-sided-tb",
+        "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 12, N1: 1024, cluster: 1}": "simultaneous design",
+        "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 15, N1: 16384, cluster: 2}": "scattered loads. is for unprotected",
+        "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 13, launches: 3, N1: 16, N2: 64, N3: 8, n2: 2, bs2: 1, cluster: 1}":
+            "do not divide among 32 threads",
         "params: {logn: 15, N1: 8192, cluster: 3}": "cluster",
     }
     for body, why in cases.items():
@@ -431,6 +435,59 @@ def test_cluster_plans_need_sm90():
     tb = load_spec_text("name: t\nfamily: fft\narch: [sm_90]\nprecision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\n"
                         "params: {logn: 15}\n", "t.yaml").variants[0]
     assert not F.FftFamily().plans(tb)[0].cluster
+
+
+def test_two_sided_tb_cluster_plans():
+    """Two-sided-tb cluster plans (explicit; the automatic plans stay without clusters until measured): one kernel whose
+    fault stages add the fused DFTs' inputs and outputs, a workspace buffer for the rare path, names with _cl."""
+    s = load_spec_text(spec("protection: {scheme: abft, level: two-sided-tb, inject: true}\nvariants:\n"
+                            "  - params: {logn: 15, N1: 8192, cluster: 1, n1: 16}\n"
+                            "  - params: {logn: 23, launches: 3, N1: 1024, N2: 2048, N3: 4, bs2: 4, cluster: 1}\n"), "t.yaml")
+    assert [v.name for v in s.variants] == ["fft_c2c_f32_abft-2sided-tb_fwd_logn15_N8192x4_n16x4_bs1x1_t1_cl_inj",
+                                            "fft_c2c_f32_abft-2sided-tb_fwd_logn23_N1024x2048x4_n16x16x4_bs4x4x1_t1_cl_inj"]
+    fam = F.FftFamily()
+    two, three = (fam.plans(v)[0] for v in s.variants)
+    k = two.launches[0]
+    assert k.cluster_tb and k.L == 1 and k.fault_steps == k.P + 3
+    # 8192 / 4 positions per block, two per 16-byte vector, over 512 threads: two vectors (four DFTs) a thread
+    assert k.fused_vectors == 1024 and k.fused_dfts == 4 and k.fault_elems == max(k.n, 4 * 4)
+    assert three.launches[1].cluster_tb and not three.launches[0].cluster_tb and three.launches[1].fault_steps == three.launches[1].P + 3
+    ctx2 = fam.plan_context(s.variants[0], two)
+    ctx3 = fam.plan_context(s.variants[1], three)
+    assert ctx2["cltb"] and ctx2["ws_bufs"] == 1 and len(ctx2["kernels"]) == 1
+    assert ctx3["cltb"] and ctx3["ws_bufs"] == 2 and len(ctx3["kernels"]) == 2
+    unprot = load_spec_text(spec("params: {logn: 15, N1: 8192, cluster: 1, n1: 16}"), "t.yaml").variants[0]
+    c = fam.plan_context(unprot, fam.plans(unprot)[0])
+    assert not c["cltb"] and c["ws_bufs"] == 0 and c["kernels"][0]["fault_steps"] == fam.plans(unprot)[0].launches[0].P + 1
+
+
+@pytest.mark.parametrize("precision, params, direction", [("fp32", {"logn": 13, "N1": 2048, "cluster": 1, "n1": 16}, "forward"),
+                                                        ("fp64", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 16, "bs2": 4, "cluster": 1}, "inverse")])
+def test_model_of_the_fused_dft_checks(precision, params, direction):
+    """The NumPy model of a two-sided-tb cluster plan's fused launch: clean runs detect nothing (scores well below 1); a
+    fault in a fused DFT's output is located by the quotient of the two residuals and subtracted, one in an input is
+    recomputed from the inputs; either way the result verifies."""
+    rng = np.random.default_rng(9)
+    n = 1 << params["logn"]
+    x = rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))
+    m = F.FftModel(precision, "two-sided-tb", params, direction)
+    last = m.plan.launches[-1]
+    assert last.fused and m.plan.launches[-2].cluster_tb
+    ref = F.fft_reference(x.astype(m.cdt), inverse=direction == "inverse")
+    tol = F.tolerance(precision, params["logn"])
+    err = lambda y: float(np.max(np.linalg.norm(y - ref, axis=1) / np.linalg.norm(ref, axis=1)))  # noqa: E731
+    y, rep = m.run(x)
+    assert rep.detected == 0 and 0 < rep.max_score < 0.5 and err(y) < tol / 8
+    cols = 2 * last.cols_per_signal
+    for stage, bit in ((1, 30 if precision == "fp32" else 62), (0, 29 if precision == "fp32" else 61), (1, 95 if precision == "fp64" else 60)):
+        for _ in range(3):
+            f = F.ModelFault(last.index, stage, int(rng.integers(cols)), int(rng.integers(last.R)), bit=bit)
+            yu, _ = m.run(x, [f], correct=False)
+            y, rep = m.run(x, [f])
+            assert err(yu) > tol and rep.detected == 1 and rep.corrected == 1 and rep.false_alarms == 0, (f, rep)
+            assert err(y) < tol / 8
+            # an output's error is located (no recomputation); an input's changes every output: recomputed
+            assert rep.recomputed == (1 if stage == 0 else 0) and len(rep.located) == (0 if stage == 0 else 1)
 
 
 def test_cluster_plan_model_is_the_two_launch_plan():

@@ -1117,7 +1117,7 @@ class FftModel:
     def _fused_checked(self, x: np.ndarray, lp: LaunchPlan, faults, correct: bool, rep: ModelReport) -> np.ndarray:
         """The last launch of a protected cluster plan: every C-point DFT y = F z checked on its own (the kernels'
         checked_dft): r1 = e^T y - C z_0, r2 = ((k+1)_k)^T y - a^T z (fused_coefficients); an error in output k gives
-        r2 / r1 = k + 1 and is subtracted, any other detection recomputes the DFT from its (intact) inputs. Faults:
+        r2 / r1 = k + 1 and the output is replaced by C z_0 minus the others, any other detection recomputes the DFT from its (intact) inputs. Faults:
         stage 0 an input after the encodings, stage 1 an output (column = the launch's global column)."""
         B, N = x.shape
         C, S, cps, cdt = lp.R, lp.S, lp.cols_per_signal, self.cdt
@@ -1142,9 +1142,9 @@ class FftModel:
         w = np.arange(1, C + 1).astype(self.rdt)
         tau = self.kmult(K_TB) * fused_bound(C) * self.u * np.sqrt(nz)
 
-        def resid(Yv):
-            r1 = (Yv.sum(axis=-1) - s0).astype(np.complex128)
-            r2 = ((Yv * w).sum(axis=-1) - sa).astype(np.complex128)
+        def resid(Yv, sel=slice(None)):
+            r1 = (Yv.sum(axis=-1) - s0[sel]).astype(np.complex128)
+            r2 = ((Yv * w).sum(axis=-1) - sa[sel]).astype(np.complex128)
             return r1, r2, np.maximum(np.abs(r1) ** 2, np.abs(r2) ** 2 / C**2)
 
         r1, r2, dv = resid(Y)
@@ -1163,16 +1163,17 @@ class FftModel:
             if np.isfinite(q) and 0.5 < q.real < C + 0.5:
                 j = int(np.floor(q.real + 0.5)) - 1
                 if (q.real - (j + 1)) ** 2 + q.imag**2 < LOCATE_TOL**2:
+                    # the replacement s0 - sum of the other outputs (no cancellation against a huge faulty value)
                     y = Y[c].copy()
-                    y[j] = y[j] - cdt(r1[c])
-                    if resid(y)[2] <= tau[c] ** 2:
+                    y[j] = s0[c] - np.delete(y, j).sum(dtype=cdt)
+                    if resid(y, c)[2] <= tau[c] ** 2:
                         Y[c] = y
                         ok = True
                         rep.located.append((lp.index, int(c)))
             if not ok:
                 rep.recomputed += 1
                 Y[c] = codelet(X[c:c + 1], C, self.sign).astype(cdt)[0]
-                ok = bool(resid(Y[c])[2] <= tau[c] ** 2)
+                ok = bool(resid(Y[c], c)[2] <= tau[c] ** 2)
             rep.corrected += int(ok)
             rep.uncorrectable += int(not ok)
         return Y.reshape(B, 1, S, C).transpose(0, 1, 3, 2).reshape(B, N)

@@ -2214,7 +2214,7 @@ struct FftLaunch {
   // ---- protected cluster plans, phase 2: each C-point DFT y = F z checked by two left encodings ----------------------
   // e^T y = C z_0 and ((k + 1)_k)^T y = a^T z, a_c = sum_k (k + 1) w^(c k) (w = e^(SIGN 2 pi i / C): a_0 = C (C + 1) / 2,
   // else C / (w^c - 1)). An error e in output k leaves r1 = e, r2 = (k + 1) e: located by the quotient r2 / r1 and
-  // subtracted; an error in an input (after its encoding) or one not located: the DFT again from the tiles (intact). The
+  // replaced by C z_0 minus the other outputs; an error in an input (after its encoding) or one not located: the DFT again from the tiles (intact). The
   // threshold: K u 2 C (log2 C + 1) ||z|| for r1, C times that for r2 (worst-case rounding of the C-point DFT and the sums)
   static FT_HD FT_INLINE constexpr double cos8(int q) {  // cos(pi q / 4)
     return (q & 7) == 0 ? 1.0 : ((q & 7) == 4 ? -1.0 : (((q & 3) == 2) ? 0.0 : (((q & 7) == 1 || (q & 7) == 7) ? 0.70710678118654752440 : -0.70710678118654752440)));
@@ -2270,8 +2270,12 @@ struct FftLaunch {
     if (qr == qr && qi == qi && qr > 0.5 && qr < CL + 0.5) {
       const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
       if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) {
+        // the replacement C z_0 - sum of the other outputs (no cancellation against a huge faulty value)
+        cx rest = s0;
         FT_UNROLL
-        for (int k = 0; k < CL; ++k) z[k] = k == jj ? csub(z[k], r1) : z[k];
+        for (int k = 0; k < CL; ++k) rest = k == jj ? rest : csub(rest, z[k]);
+        FT_UNROLL
+        for (int k = 0; k < CL; ++k) z[k] = k == jj ? rest : z[k];
         cx q1, q2;
         ok = p2_resid(z, s0, sa, q1, q2) <= tau * tau;
       }
