@@ -819,8 +819,8 @@ def cluster_reasons(plan: Plan, level: str) -> list[str]:
         r.append(f"cluster: 2 (scattered loads) takes one column per block (bs1 = 1), got bs1={first.bs}")
     if nl == 3 and first.cl_scatter:
         r.append("cluster: 2 (scattered loads) is for two-launch plans")
-    if first.L != 1:
-        r.append(f"cluster plans take one column per thread (tcols = 1), got {first.L}")
+    if first.L != 1 and level == "none":
+        r.append(f"unprotected cluster plans take one column per thread (tcols = 1), got {first.L}")
     if first.R // max(second.R, 1) < 2:
         r.append(f"cluster plans need {a} >= 2 {b}, got {a}={first.R}, {b}={second.R}")
     return r

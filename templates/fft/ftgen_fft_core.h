@@ -2255,12 +2255,13 @@ struct FftLaunch {
     p2_hook(st, tid, p, blk, P + 2, d, row, z);
     cx r1, r2;
     const double dv = p2_resid(z, s0, sa, r1, r2);
-    const double tau = (p.kmult > 0 ? p.kmult : C::KDEF) * P2_BOUND * U * sqrt(double(nz));
-    if (p.flags & kRecordScores) note_score(st, score_of(dv, tau));
-    if (!(dv <= tau * tau)) p2_fix(st, p, r1, r2, tau, s0, sa, z, reload);
+    // decided on squares (no square root per DFT); the score where recorded
+    const double kb = (p.kmult > 0 ? p.kmult : C::KDEF) * P2_BOUND * U, tau2 = kb * kb * double(nz);
+    if (p.flags & kRecordScores) note_score(st, score_of(dv, sqrt(tau2)));
+    if (!(dv <= tau2)) p2_fix(st, p, r1, r2, tau2, s0, sa, z, reload);
   }
   template <class Reload>
-  static FT_HD FT_INLINE void p2_fix(State& st, const LaunchParams<T>& p, cx r1, cx r2, double tau, cx s0, cx sa, cx (&z)[CL], const Reload& reload) {
+  static FT_HD FT_INLINE void p2_fix(State& st, const LaunchParams<T>& p, cx r1, cx r2, double tau2, cx s0, cx sa, cx (&z)[CL], const Reload& reload) {
     if (p.counters) FT_ATOMIC_ADD(&p.counters->detected, 1ull);
     if (INJECT && p.false_alarms && st.fkey != -3) FT_ATOMIC_ADD(p.false_alarms, 1ull);
     if (p.flags & kNoCorrect) return;
@@ -2277,7 +2278,7 @@ struct FftLaunch {
         FT_UNROLL
         for (int k = 0; k < CL; ++k) z[k] = k == jj ? rest : z[k];
         cx q1, q2;
-        ok = p2_resid(z, s0, sa, q1, q2) <= tau * tau;
+        ok = p2_resid(z, s0, sa, q1, q2) <= tau2;
       }
     }
     if (!ok) {
@@ -2285,7 +2286,7 @@ struct FftLaunch {
       reload(z);
       Dft<CL, SIGN>::run(z);
       cx q1, q2;
-      ok = p2_resid(z, s0, sa, q1, q2) <= tau * tau;
+      ok = p2_resid(z, s0, sa, q1, q2) <= tau2;
     }
     if (p.counters) FT_ATOMIC_ADD(ok ? &p.counters->corrected : &p.counters->uncorrectable, 1ull);
   }
