@@ -237,8 +237,11 @@ EMU_CASES = [
     ("fp32", "none", {"logn": 10, "N1": 8, "N2": 32, "N3": 4, "n2": 8, "bs2": 1, "cluster": 1}, 2, "forward"),
     # two-sided-tb cluster plans: phase 1's checks with the outputs in the tile (the rare path through the workspace), the
     # fused DFTs' own checks; faults at every stage of both (two and three launches)
+    # (TUNED_CLUSTER's shapes: two columns per thread, two columns m per block in clusters of N2 / 2 blocks, or bs2 columns
+    # s of a three-launch plan)
     ("fp32", "two-sided-tb", {"logn": 13, "N1": 2048, "cluster": 1, "n1": 16}, 2, "forward"),
-    ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 16, "bs2": 4, "cluster": 1}, 2, "inverse"),
+    ("fp64", "two-sided-tb", {"logn": 13, "N1": 1024, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8}, 2, "forward"),
+    ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 8, "bs2": 4, "tcols": 2, "cluster": 1}, 2, "inverse"),
 ]
 
 

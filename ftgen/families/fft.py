@@ -613,6 +613,26 @@ TUNED = {
 }
 
 
+# Two-sided-tb cluster plans (sm_90; an architecture before it takes TUNED's plan or the rules'): the last launch's
+# 4-point DFTs inside the launch before, whose simultaneous two-sided-tb keeps its outputs in the shared tile, each fused
+# DFT checked on its own (FftLaunch::checked_dft), with two columns per thread at radix 8 (the checks' table reads and
+# products on the sum of a thread's columns). fp64 only: fp32 lost at every shape (0.40-0.62 of cuFFT against 0.70-0.79,
+# results/h100/fft/search_tbcluster*.jsonl). x cuFFT with one fault per transform, against the plan TUNED or the rules
+# give in the same search: 2^14 2048 x 8 (two columns m per block, four blocks a cluster) 0.934 against 0.827
+# (search_tbcluster3 at dcf8127); 2^20 512 x 512 x 4 0.789 against 0.672 and 2^21 512 x 1024 x 4 (bs2 2) 0.705 against
+# 0.648 (the same search); 2^19 256 x 512 x 4 0.736 against 0.707, 2^22 2048 x 512 x 4 0.718 against 0.684 and 2^23
+# 4096 x 512 x 4 0.857 against 0.831 (search_tbcluster4 at 5a5ae7b). Lost: 2^13, 2^15-2^18, 2^24 (0.57-0.80 against
+# 0.67-0.84).
+TUNED_CLUSTER = {
+    ("fp64", "two-sided-tb", 14): {"N1": 2048, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8},
+    ("fp64", "two-sided-tb", 19): {"launches": 3, "N1": 256, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 20): {"launches": 3, "N1": 512, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 2, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 22): {"launches": 3, "N1": 2048, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 23): {"launches": 3, "N1": 4096, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+}
+
+
 # Measured winners for variants built without injection code, where they differ from TUNED's (which were searched on
 # injection builds, one fault per transform): the same plan compiled without the fault hooks can allocate its registers
 # worse (fp32 2^13 / 2^14 radix 32 at 128 registers: 632 / 672 bytes spilled against 72). specs/fft_plan_search_tbclean.yaml
@@ -640,12 +660,15 @@ def plan_level(level: str, logn: int) -> str:
 
 
 def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
-    """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code), or {}. The
-    simultaneous two-sided-tb takes the unprotected plan, except a cluster plan (unprotected only: the rules' plan);
-    `clusters` False (a build for an architecture before sm_90): the rules' plan instead of a cluster plan."""
+    """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code, then the
+    two-sided-tb cluster plans of TUNED_CLUSTER), or {}. The simultaneous two-sided-tb takes the unprotected plan, except
+    an unprotected cluster plan (the rules' plan); `clusters` False (a build for an architecture before sm_90): TUNED's
+    plan or the rules' instead of a cluster plan."""
     key = (precision, level, logn)
     if not inject and key in TUNED_CLEAN:
         return dict(TUNED_CLEAN[key])
+    if clusters and key in TUNED_CLUSTER:
+        return dict(TUNED_CLUSTER[key])
     entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))
     return {} if entry.get("cluster") and (level != "none" or not clusters) else dict(entry)
 

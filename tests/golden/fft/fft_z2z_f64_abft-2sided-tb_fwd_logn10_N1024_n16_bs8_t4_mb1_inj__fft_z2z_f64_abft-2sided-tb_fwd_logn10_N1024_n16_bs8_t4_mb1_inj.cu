@@ -18,7 +18,7 @@ constexpr int kLevel = 3;
 constexpr int kMaxDev = 64;
 
 struct SizeInfo {
-  int logn, launches, cluster;
+  int logn, launches, cluster, wsbufs;
   int sizes[3];
   long long cps[3];
   int bs[3], threads[3], elems[3], steps[3], out_h[3];
@@ -26,7 +26,7 @@ struct SizeInfo {
 };
 
 const SizeInfo kSizes[] = {
-    { 10, 1, 0, { 1024, 0, 0 },
+    { 10, 1, 0, 0, { 1024, 0, 0 },
       { 1, 0, 0 },
       { 8, 0, 0 },
       { 128, 0, 0 },
@@ -100,9 +100,9 @@ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; 
 extern "C" size_t fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n16_bs8_t4_mb1_inj_workspace(long long n, long long batch) {
   const ftgen_fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n16_bs8_t4_mb1_inj::SizeInfo* s = ftgen_fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n16_bs8_t4_mb1_inj::find_size(n);
   if (!s || batch < 1) return 0;
-  // multi-launch plans: the intermediate results; one-launch plans: the output of an in-place call
-  // (this level re-reads its input after storing)
-  const long long bufs = s->launches > 1 ? s->launches - 1 : 1;
+  // multi-launch plans: the intermediate results (protected cluster plans: the fused kernel's rare path too);
+  // one-launch plans: the output of an in-place call (this level re-reads its input after storing)
+  const long long bufs = s->wsbufs > 0 ? s->wsbufs : 1;
   return static_cast<size_t>(bufs) * static_cast<size_t>(n) * static_cast<size_t>(batch) * sizeof(ftfft::cplx<double>);
 }
 
@@ -132,7 +132,7 @@ extern "C" cudaError_t fft_z2z_f64_abft_2sided_tb_fwd_logn10_N1024_n16_bs8_t4_mb
   if (!p || p->batch < 1 || !p->in || !p->out || !aligned16(p->in) || !aligned16(p->out)) return cudaErrorInvalidValue;
   const SizeInfo* s = find_size(p->n);
   if (!s) return cudaErrorInvalidValue;
-  const bool needs_ws = s->launches > 1 || p->in == p->out;
+  const bool needs_ws = s->wsbufs > 0 || p->in == p->out;
   if (needs_ws && (!p->workspace || !aligned16(p->workspace))) return cudaErrorInvalidValue;
   if (p->n > (1ll << 40) / p->batch) return cudaErrorInvalidValue;
   ftfft::TablePtrs* tb = nullptr;

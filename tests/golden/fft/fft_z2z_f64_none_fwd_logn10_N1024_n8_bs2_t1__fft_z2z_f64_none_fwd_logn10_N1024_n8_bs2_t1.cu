@@ -18,7 +18,7 @@ constexpr int kLevel = 0;
 constexpr int kMaxDev = 64;
 
 struct SizeInfo {
-  int logn, launches, cluster;
+  int logn, launches, cluster, wsbufs;
   int sizes[3];
   long long cps[3];
   int bs[3], threads[3], elems[3], steps[3], out_h[3];
@@ -26,7 +26,7 @@ struct SizeInfo {
 };
 
 const SizeInfo kSizes[] = {
-    { 10, 1, 0, { 1024, 0, 0 },
+    { 10, 1, 0, 0, { 1024, 0, 0 },
       { 1, 0, 0 },
       { 2, 0, 0 },
       { 256, 0, 0 },
@@ -100,8 +100,8 @@ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; 
 extern "C" size_t fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1_workspace(long long n, long long batch) {
   const ftgen_fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1::SizeInfo* s = ftgen_fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1::find_size(n);
   if (!s || batch < 1) return 0;
-  // multi-launch plans: the intermediate results
-  const long long bufs = s->launches > 1 ? s->launches - 1 : 0;
+  // multi-launch plans: the intermediate results (protected cluster plans: the fused kernel's rare path too)
+  const long long bufs = s->wsbufs > 0 ? s->wsbufs : 0;
   return static_cast<size_t>(bufs) * static_cast<size_t>(n) * static_cast<size_t>(batch) * sizeof(ftfft::cplx<double>);
 }
 
@@ -131,7 +131,7 @@ extern "C" cudaError_t fft_z2z_f64_none_fwd_logn10_N1024_n8_bs2_t1(const ftgen_f
   if (!p || p->batch < 1 || !p->in || !p->out || !aligned16(p->in) || !aligned16(p->out)) return cudaErrorInvalidValue;
   const SizeInfo* s = find_size(p->n);
   if (!s) return cudaErrorInvalidValue;
-  const bool needs_ws = s->launches > 1;
+  const bool needs_ws = s->wsbufs > 0;
   if (needs_ws && (!p->workspace || !aligned16(p->workspace))) return cudaErrorInvalidValue;
   if (p->n > (1ll << 40) / p->batch) return cudaErrorInvalidValue;
   ftfft::TablePtrs* tb = nullptr;
