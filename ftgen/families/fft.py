@@ -400,6 +400,7 @@ class Plan:
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
+    hookall: bool = False  # injection builds: the fault hooks in every block (FftLaunch::body, HOOK_SPLIT false)
 
     @property
     def N(self) -> int:
@@ -590,8 +591,10 @@ TUNED = {
     # in the same run): fp32 2^13 radix 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657
     # (radix 16), 2^22 three launches 0.743 / 0.599; fp64 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593,
     # 2^21 / 2^22 three launches 0.644 / 0.614 and 0.698 / 0.598
-    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
-    ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
+    # (with the fault hooks in every block: the same plans without them run slower, TUNED_CLEAN below; stop 31's
+    # hook-free blocks of injection builds would run that code)
+    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2, "hookall": 1},
+    ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1, "hookall": 1},
     # two columns per thread at radix 8 (the checks' products and table reads once per two columns), three blocks per SM
     # (search_tbcols2.jsonl at da3995c): 2^18 0.916 against radix 16 with one column 0.886, 2^22 (three launches) 0.741
     # against 0.717; elsewhere radix 16 with one column stayed best or within 1% (2^16 1.011 against two columns' 0.981,
@@ -684,6 +687,8 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     # the unprotected plans and their measured winners (plan_level)
     if not any(p.get(k) for k in PLAN_KEYS):
         p.update(tuned_plan(precision, level, logn, inject, clusters))
+    if not inject:
+        p["hookall"] = 0  # (a measured plan's choice for injection builds)
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
@@ -768,7 +773,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
-    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0)
+    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hookall=bool(params.get("hookall")))
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1599,7 +1604,8 @@ PARAMS = (
     Param("bs3", int, (0,), "columns per threadblock in launch 3 (0: automatic)", check=_pow2_or_zero),
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
-    Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90, unprotected): 1 strided loads, 2 (two launches) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
+    Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
+    Param("hookall", int, (0,), "injection builds: 1 every threadblock carries the fault hooks; 0 (automatic, measured plans may set 1) only the blocks the fault plan gives a fault, the others run the code of the build without injection code", choices=(0, 1)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1664,7 +1670,8 @@ class FftFamily(Family):
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
-            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0)}, v.protection.injects,
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0), "hookall": p.get("hookall", 0)},
+                               v.protection.injects,
                                self.clusters_ok(v))
             out.append(make_plan(v.precision, level, q))
         return out
@@ -1691,8 +1698,8 @@ class FftFamily(Family):
             if p["logn"] == 0 and reasons:
                 reasons = [f"n=2^{plan.logn}: {x}" for x in reasons]
             r.extend(reasons)
-        if v.protection.enabled and p["logn"] == 0:
-            pass
+        if p.get("hookall") and not v.protection.injects:
+            r.append("hookall: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
         return r
 
     def constraint_docs(self) -> list[str]:
@@ -1715,7 +1722,7 @@ class FftFamily(Family):
         p = v.param_dict
         head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
         if p["logn"] == 0:
-            name = head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "")
+            name = head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + ("_ha" if p.get("hookall") else "")
         else:
             q = self.resolved(v)
             nl = q["launches"]
@@ -1725,7 +1732,8 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else [])
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
+                ["ha"] if q.get("hookall") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1838,6 +1846,7 @@ class FftFamily(Family):
             "launches": lps,
             "kernels": [x for x in lps if not x["fused"]],
             "cluster": plan.cluster,
+            "hookall": plan.hookall,
             # protected cluster plans: the fused kernel's phase 1 keeps a workspace buffer (its rare path's scratch)
             "cltb": cltb,
             "ws_bufs": len(plan.launches) - 1 if cltb else len([x for x in lps if not x["fused"]]) - 1,

@@ -1955,14 +1955,32 @@ struct FftLaunch {
   }
 
   // ---- the block --------------------------------------------------------------------------
+  // Injection builds (C::HOOK_SPLIT): a block without a planned fault (block-uniform) runs the body without fault hooks,
+  // i.e. the code of the build without injection code; the block that holds the transform set's fault runs the hooked
+  // body. The hooks' code (selects over the register slots at every stage, the stage's test) had cost the common path of
+  // every block: fp64 2^19 two-sided-tb 0.743 of cuFFT with the hooks in every block against 0.897 without injection code
+  // (results/h100/fft/stop31/rerun_9b2ba0b). C::HOOK_SPLIT false (plan key hookall: 1): every block carries the hooks.
+  static FT_HD FT_INLINE bool block_faulted(const LaunchParams<T>& p, long long blk) {
+    return p.fault_by_block && p.fault_by_block[p.block_offset + blk] >= 0;
+  }
   template <class Ctx>
   static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
     cx* sm = reinterpret_cast<cx*>(smem);
     double* red = reinterpret_cast<double*>(smem + RED_OFFSET);
+    if constexpr (INJECT && C::HOOK_SPLIT) {
+      if (!block_faulted(p, blk)) {
+        body_as<false>(ctx, sts, sm, red, p, blk);
+        return;
+      }
+    }
+    body_as<INJECT>(ctx, sts, sm, red, p, blk);
+  }
+  template <bool HK, class Ctx>
+  static FT_HD FT_INLINE void body_as(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     if constexpr (SEQ) {
-      body_seq(ctx, sts, sm, red, p, blk);
+      body_seq<HK>(ctx, sts, sm, red, p, blk);
     } else {
-      body_sim(ctx, sts, sm, red, p, blk);
+      body_sim<HK>(ctx, sts, sm, red, p, blk);
     }
   }
 
@@ -2041,7 +2059,7 @@ struct FftLaunch {
     cx* sm = reinterpret_cast<cx*>(smem);
     if constexpr (CLTB) {
       // the launch's two-sided-tb (checks, rare path, recomputation) with its outputs left in the tile
-      body_sim(ctx, sts, sm, reinterpret_cast<double*>(smem + RED_OFFSET), p, blk);
+      body(ctx, sts, smem, p, blk);
       return;
     }
     const long long C0 = cluster_c0(blk);
@@ -2119,8 +2137,18 @@ struct FftLaunch {
   }
   template <class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
+    if constexpr (INJECT && C::HOOK_SPLIT) {  // (see body)
+      if (!block_faulted(p, blk)) {
+        cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
+        return;
+      }
+    }
+    cluster_phase2_as<INJECT>(ctx, sts, tiles, p, blk);
+  }
+  template <bool HK, class Ctx, class Tiles, class PP>
+  static FT_HD FT_INLINE void cluster_phase2_as(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     if constexpr (S > 1) {
-      cluster_phase2_cols(ctx, sts, tiles, p, blk);
+      cluster_phase2_cols<HK>(ctx, sts, tiles, p, blk);
       return;
     }
     constexpr int Q = R / CLB, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
@@ -2143,7 +2171,7 @@ struct FftLaunch {
           };
           rd(z);
           if constexpr (CLTB) {
-            checked_dft(ctx, st, tid, p, blk, it * V + j, (blk / CLB) * (N / CL) + pos, z, rd);
+            checked_dft<HK>(ctx, st, tid, p, blk, it * V + j, (blk / CLB) * (N / CL) + pos, z, rd);
           } else {
             Dft<CL, SIGN>::run(z);
           }
@@ -2162,7 +2190,7 @@ struct FftLaunch {
 
   // phase 2 of three-launch cluster plans: block r's positions k in [r R/C, (r+1) R/C) of its BS columns s (tile
   // columns cc), vectors across consecutive columns
-  template <class Ctx, class Tiles, class PP>
+  template <bool HK, class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2_cols(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     constexpr int Q = R / CL, VC = BS >= V ? V : 1, NVEC = Q * (BS / VC), IT = (NVEC + NT - 1) / NT;
     constexpr long long S3 = N / CL;  // the last launch's stride
@@ -2187,7 +2215,7 @@ struct FftLaunch {
           rd(z);
           if constexpr (CLTB) {
             // the last launch's column s + S k of the signal
-            checked_dft(ctx, st, tid, p, blk, it * VC + j, (C0 / CPS) * (N / CL) + (C0 % CPS) + cc + j + S * k, z, rd);
+            checked_dft<HK>(ctx, st, tid, p, blk, it * VC + j, (C0 / CPS) * (N / CL) + (C0 % CPS) + cc + j + S * k, z, rd);
           } else {
             Dft<CL, SIGN>::run(z);
           }
@@ -2238,7 +2266,7 @@ struct FftLaunch {
     const double d1 = cnorm2(r1), d2 = cnorm2(r2) / double(CL * CL);
     return (d1 != d1 || d1 > d2) ? d1 : d2;
   }
-  template <class Ctx, class Reload>
+  template <bool HK, class Ctx, class Reload>
   static FT_HD FT_INLINE void checked_dft(Ctx& ctx, State& st, int tid, const LaunchParams<T>& p, long long blk, int d, long long row, cx (&z)[CL],
                                           const Reload& reload) {
     (void)ctx;
@@ -2250,9 +2278,9 @@ struct FftLaunch {
       nz = cnorm2acc(nz, z[c]);
     }
     const cx s0 = cscale(z[0], T(CL));  // exact (a power of two)
-    p2_hook(st, tid, p, blk, P + 1, d, row, z);
+    if constexpr (HK) p2_hook(st, tid, p, blk, P + 1, d, row, z);
     Dft<CL, SIGN>::run(z);
-    p2_hook(st, tid, p, blk, P + 2, d, row, z);
+    if constexpr (HK) p2_hook(st, tid, p, blk, P + 2, d, row, z);
     cx r1, r2;
     const double dv = p2_resid(z, s0, sa, r1, r2);
     // decided on squares (no square root per DFT); the score where recorded
@@ -2440,11 +2468,11 @@ struct FftLaunch {
   // two-sided-tb: one attempt at the tile (attempt 1: the recomputation, without fault hooks); the checks
   // are delayed until the outputs are stored (the rare path re-reads them). Returns the block-uniform
   // "recompute" verdict of finish_checks
-  template <class Ctx>
+  template <bool HK, class Ctx>
   static FT_HD FT_INLINE int tb_attempt(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk, int attempt) {
     const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
-    const bool hooks = INJECT && attempt == 0;
+    const bool hooks = HK && attempt == 0;
     load<BS, L>(ctx, sts, sm, p, C0, 0);
     FT_EACH_BEGIN
     st.bad = st.det = st.corr = st.unres = 0;
@@ -2468,12 +2496,12 @@ struct FftLaunch {
     st.score = 0;
     st.unres0 = unres0;
     DevCtx ctx;
-    tb_attempt(ctx, &st, reinterpret_cast<cx*>(smem), reinterpret_cast<double*>(smem + RED_OFFSET), p, blk, 1);
+    tb_attempt<false>(ctx, &st, reinterpret_cast<cx*>(smem), reinterpret_cast<double*>(smem + RED_OFFSET), p, blk, 1);
   }
 #endif
 
   // unprotected, two-sided-thread and two-sided-tb: the thread's L columns side by side in registers
-  template <class Ctx>
+  template <bool HK, class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
@@ -2484,11 +2512,11 @@ struct FftLaunch {
       // the recomputation of a tile (a detection that did not locate) is a call of its own, not a second
       // turn of a loop: values live across the loop's back edge had made ptxas spill the 80-register fp32
       // launches (2^16: 60-136 bytes, 0-24 without the loop)
-      const int bad = tb_attempt(ctx, sts, sm, red, p, blk, 0);
+      const int bad = tb_attempt<HK>(ctx, sts, sm, red, p, blk, 0);
       if (bad) {
         FT_SYNC();
 #ifdef FTGEN_EMU
-        tb_attempt(ctx, sts, sm, red, p, blk, 1);
+        tb_attempt<false>(ctx, sts, sm, red, p, blk, 1);
 #else
         tb_again(p, reinterpret_cast<unsigned char*>(sm), blk, sts[0].unres0);
 #endif
@@ -2497,7 +2525,7 @@ struct FftLaunch {
     }
     FT_NOUNROLL
     for (int attempt = 0; attempt < ATTEMPTS; ++attempt) {
-      const bool hooks = INJECT && attempt == 0;
+      const bool hooks = HK && attempt == 0;
       load<BS, L>(ctx, sts, sm, p, C0, 0);
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
@@ -2531,14 +2559,14 @@ struct FftLaunch {
 
   // one-sided, two-sided-tb: step l = 0..L-1 takes the thread's column l (tile column l*G + g),
   // two-sided-tb adds step L, the right-side checksum column sum_l x_l
-  template <class Ctx>
+  template <bool HK, class Ctx>
   static FT_HD FT_INLINE void body_seq(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = blk * BS;
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     init_faults(ctx, sts, p, blk);
     FT_NOUNROLL
     for (int attempt = 0; attempt < 2; ++attempt) {
-      const bool hooks = INJECT && attempt == 0;
+      const bool hooks = HK && attempt == 0;
       FT_EACH_BEGIN
       st.bad = st.det = st.corr = st.unres = 0;
       st.nsx = 0;
