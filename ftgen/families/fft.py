@@ -1605,7 +1605,7 @@ PARAMS = (
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
-    Param("hookall", int, (0,), "injection builds: 1 every threadblock carries the fault hooks; 0 (automatic, measured plans may set 1) only the blocks the fault plan gives a fault, the others run the code of the build without injection code", choices=(0, 1)),
+    Param("hookall", int, (0,), "injection builds of the simultaneous two-sided-tb (log n > 12): 1 every threadblock carries the fault hooks; 0 (automatic, measured plans may set 1) only the blocks the fault plan gives a fault, the others run the code of the build without injection code", choices=(0, 1)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1700,6 +1700,8 @@ class FftFamily(Family):
             r.extend(reasons)
         if p.get("hookall") and not v.protection.injects:
             r.append("hookall: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
+        elif p.get("hookall") and (level != "two-sided-tb" or 0 < p["logn"] <= TB_SEQ_MAX_LOGN):
+            r.append(f"hookall: 1 is for the simultaneous two-sided-tb (log n > {TB_SEQ_MAX_LOGN}), whose other blocks run without hooks")
         return r
 
     def constraint_docs(self) -> list[str]:
