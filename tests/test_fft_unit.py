@@ -38,7 +38,7 @@ def test_names_encode_the_resolved_plan():
     (v,) = vs
     # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's TUNED_CLUSTER: three launches, the last inside the
     # second, two columns per thread)
-    assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N256x512x4_n8x8x4_bs16x4x1_t2_cl_inj"
+    assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N256x512x4_n8x8x4_bs16x4x1_t2_cl_hs_inj"
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 10}\n")
     assert [v.name for v in vs] == ["fft_c2c_f32_abft-2sided-tb_fwd_logn10_N1024_n16_bs16_t4"]  # sequential: four columns
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: one-sided, threshold: 20}\nparams: {logn: 0}\n")
@@ -336,8 +336,6 @@ def test_tuned_plans_replay_the_recorded_searches():
     assert runs
     for (prec, level, logn), entry in F.TUNED.items():
         prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: true}}"
-        # (the searches before stop 31 ran injection builds with the fault hooks in every block: hookall 1 then, unnamed)
-        entry = {k: v for k, v in entry.items() if k != "hookall"}
 
         def name(params: str) -> str:
             return _variant_name(prec, prot, params)
@@ -366,6 +364,19 @@ def test_tuned_plans_replay_the_recorded_searches():
         assert a > b, (tuned, a, rule, b)
 
 
+def test_hooksplit_is_for_injection_builds_of_the_simultaneous_tb():
+    vs, _ = variants("protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 16, hooksplit: 1}\n")
+    assert vs[0].name.endswith("_hs_inj") and F.FftFamily().plans(vs[0])[0].hooksplit
+    for body, why in {"protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 16, hooksplit: 1}": "inject: false",
+                      "protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 10, hooksplit: 1}": "simultaneous",
+                      "protection: {scheme: abft, level: one-sided, inject: true}\nparams: {logn: 16, hooksplit: 1}": "simultaneous"}.items():
+        with pytest.raises(SpecError, match=why):
+            load_spec_text(spec(body), "t.yaml")
+    # a build without injection code never takes a measured plan's split (TUNED_CLUSTER sets it for injection builds)
+    clean = load_spec_text(spec("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 20}\n"), "t.yaml")
+    assert clean.variants[0].name.endswith("_cl") and not F.FftFamily().plans(clean.variants[0])[0].hooksplit
+
+
 def test_tb_cluster_plans_replay_the_recorded_searches():
     """Every TUNED_CLUSTER plan (two-sided-tb, sm_90) was measured on the GPU with one fault per transform and beat the plan
     an architecture without clusters gets (TUNED's or the rules') in the latest search that measured both
@@ -375,7 +386,10 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
     for (prec, level, logn), entry in F.TUNED_CLUSTER.items():
         assert entry.get("cluster") and level == "two-sided-tb"
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
-        tuned = _variant_name(prec, prot, f"{{logn: {logn}}}")
+        # the plan as the searches measured it (hooks in every block: hooksplit, chosen in full runs, is not in their names)
+        assert _variant_name(prec, prot, f"{{logn: {logn}}}").endswith("_hs_inj") == bool(entry.get("hooksplit"))
+        plan = {k: v for k, v in entry.items() if k != "hooksplit"}
+        tuned = _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **plan}.items()) + "}")
         # (the rules' plan named by its launch count: any plan key keeps TUNED_CLUSTER away)
         other = F.tuned_plan(prec, level, logn, inject=True, clusters=False) or {"launches": F.auto_launches(prec, logn, F.plan_level(level, logn))}
         assert not other.get("cluster")
@@ -401,11 +415,10 @@ def test_clean_build_plans_replay_the_recorded_search():
 
         clean = name("false", f"{{logn: {logn}}}")
         assert all(F.resolve_params(prec, level, {"logn": logn})[k] == v for k, v in entry.items())
-        injected = {k: v for k, v in F.tuned_plan(prec, level, logn, inject=True).items() if k != "hookall"}
+        injected = F.tuned_plan(prec, level, logn, inject=True)
         assert injected != entry, (prec, level, logn)
         other = name("false", "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **injected}.items()) + "}")
-        # the injection build keeps TUNED's plan (with the fault hooks in every block: hookall, _ha)
-        assert name("true", f"{{logn: {logn}}}") == other + "_ha_inj"
+        assert name("true", f"{{logn: {logn}}}") == other + "_inj"  # the injection build keeps TUNED's plan
         n = 1 << logn
         assert (clean, n) in rows and (other, n) in rows, (clean, other)
         assert rows[(clean, n)] > rows[(other, n)], (clean, rows[(clean, n)], other, rows[(other, n)])

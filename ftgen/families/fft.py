@@ -400,7 +400,7 @@ class Plan:
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
-    hookall: bool = False  # injection builds: the fault hooks in every block (FftLaunch::body, HOOK_SPLIT false)
+    hooksplit: bool = False  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT)
 
     @property
     def N(self) -> int:
@@ -591,10 +591,8 @@ TUNED = {
     # in the same run): fp32 2^13 radix 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657
     # (radix 16), 2^22 three launches 0.743 / 0.599; fp64 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593,
     # 2^21 / 2^22 three launches 0.644 / 0.614 and 0.698 / 0.598
-    # (with the fault hooks in every block: the same plans without them run slower, TUNED_CLEAN below; stop 31's
-    # hook-free blocks of injection builds would run that code)
-    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2, "hookall": 1},
-    ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1, "hookall": 1},
+    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
+    ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
     # two columns per thread at radix 8 (the checks' products and table reads once per two columns), three blocks per SM
     # (search_tbcols2.jsonl at da3995c): 2^18 0.916 against radix 16 with one column 0.886, 2^22 (three launches) 0.741
     # against 0.717; elsewhere radix 16 with one column stayed best or within 1% (2^16 1.011 against two columns' 0.981,
@@ -625,14 +623,16 @@ TUNED = {
 # (search_tbcluster3 at dcf8127); 2^20 512 x 512 x 4 0.789 against 0.672 and 2^21 512 x 1024 x 4 (bs2 2) 0.705 against
 # 0.648 (the same search); 2^19 256 x 512 x 4 0.736 against 0.707, 2^22 2048 x 512 x 4 0.718 against 0.684 and 2^23
 # 4096 x 512 x 4 0.857 against 0.831 (search_tbcluster4 at 5a5ae7b). Lost: 2^13, 2^15-2^18, 2^24 (0.57-0.80 against
-# 0.67-0.84).
+# 0.67-0.84). hooksplit: the fault hooks only in the faulted block of injection builds (FftLaunch::body), measured in full
+# runs (stop31/rerun_9b2ba0b without, rerun_6cc3eb9 with): 2^14 0.933 -> 1.033, 2^19 0.743 -> 0.821, 2^20 0.784 -> 0.824,
+# 2^21 0.706 -> 0.719, 2^22 0.718 -> 0.793, 2^23 0.851 -> 0.888 (the other sizes and fp32 lost 1-3% with it).
 TUNED_CLUSTER = {
-    ("fp64", "two-sided-tb", 14): {"N1": 2048, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8},
-    ("fp64", "two-sided-tb", 19): {"launches": 3, "N1": 256, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
-    ("fp64", "two-sided-tb", 20): {"launches": 3, "N1": 512, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
-    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 2, "tcols": 2, "cluster": 1, "n2": 8},
-    ("fp64", "two-sided-tb", 22): {"launches": 3, "N1": 2048, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
-    ("fp64", "two-sided-tb", 23): {"launches": 3, "N1": 4096, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 14): {"N1": 2048, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8, "hooksplit": 1},
+    ("fp64", "two-sided-tb", 19): {"launches": 3, "N1": 256, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
+    ("fp64", "two-sided-tb", 20): {"launches": 3, "N1": 512, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
+    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 2, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
+    ("fp64", "two-sided-tb", 22): {"launches": 3, "N1": 2048, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
+    ("fp64", "two-sided-tb", 23): {"launches": 3, "N1": 4096, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
 }
 
 
@@ -671,7 +671,7 @@ def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clus
     if not inject and key in TUNED_CLEAN:
         return dict(TUNED_CLEAN[key])
     if clusters and key in TUNED_CLUSTER:
-        return dict(TUNED_CLUSTER[key])
+        return {k: v for k, v in TUNED_CLUSTER[key].items() if inject or k != "hooksplit"}
     entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))
     return {} if entry.get("cluster") and (level != "none" or not clusters) else dict(entry)
 
@@ -688,7 +688,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     if not any(p.get(k) for k in PLAN_KEYS):
         p.update(tuned_plan(precision, level, logn, inject, clusters))
     if not inject:
-        p["hookall"] = 0  # (a measured plan's choice for injection builds)
+        p["hooksplit"] = 0  # (a measured plan's choice for injection builds)
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
@@ -773,7 +773,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
-    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hookall=bool(params.get("hookall")))
+    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")))
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1605,7 +1605,7 @@ PARAMS = (
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
-    Param("hookall", int, (0,), "injection builds of the simultaneous two-sided-tb (log n > 12): 1 every threadblock carries the fault hooks; 0 (automatic, measured plans may set 1) only the blocks the fault plan gives a fault, the others run the code of the build without injection code", choices=(0, 1)),
+    Param("hooksplit", int, (0,), "injection builds of the simultaneous two-sided-tb (log n > 12): 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code; 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1670,7 +1670,7 @@ class FftFamily(Family):
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
-            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0), "hookall": p.get("hookall", 0)},
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0), "hooksplit": p.get("hooksplit", 0)},
                                v.protection.injects,
                                self.clusters_ok(v))
             out.append(make_plan(v.precision, level, q))
@@ -1698,10 +1698,10 @@ class FftFamily(Family):
             if p["logn"] == 0 and reasons:
                 reasons = [f"n=2^{plan.logn}: {x}" for x in reasons]
             r.extend(reasons)
-        if p.get("hookall") and not v.protection.injects:
-            r.append("hookall: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
-        elif p.get("hookall") and (level != "two-sided-tb" or 0 < p["logn"] <= TB_SEQ_MAX_LOGN):
-            r.append(f"hookall: 1 is for the simultaneous two-sided-tb (log n > {TB_SEQ_MAX_LOGN}), whose other blocks run without hooks")
+        if p.get("hooksplit") and not v.protection.injects:
+            r.append("hooksplit: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
+        elif p.get("hooksplit") and (level != "two-sided-tb" or 0 < p["logn"] <= TB_SEQ_MAX_LOGN):
+            r.append(f"hooksplit: 1 is for the simultaneous two-sided-tb (log n > {TB_SEQ_MAX_LOGN})")
         return r
 
     def constraint_docs(self) -> list[str]:
@@ -1724,7 +1724,7 @@ class FftFamily(Family):
         p = v.param_dict
         head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
         if p["logn"] == 0:
-            name = head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + ("_ha" if p.get("hookall") else "")
+            name = head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + ("_hs" if p.get("hooksplit") else "")
         else:
             q = self.resolved(v)
             nl = q["launches"]
@@ -1735,7 +1735,7 @@ class FftFamily(Family):
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
-                ["ha"] if q.get("hookall") else [])
+                ["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1848,7 +1848,7 @@ class FftFamily(Family):
             "launches": lps,
             "kernels": [x for x in lps if not x["fused"]],
             "cluster": plan.cluster,
-            "hookall": plan.hookall,
+            "hooksplit": plan.hooksplit,
             # protected cluster plans: the fused kernel's phase 1 keeps a workspace buffer (its rare path's scratch)
             "cltb": cltb,
             "ws_bufs": len(plan.launches) - 1 if cltb else len([x for x in lps if not x["fused"]]) - 1,

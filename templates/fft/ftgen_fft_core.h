@@ -1157,7 +1157,6 @@ struct FftLaunch {
                       // with the second encoding e2 (see tb_encode_in)
     double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2, its group total
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
-    int fblk;         // injection builds (HOOK_SPLIT): the block holds a planned fault (block-uniform)
     // reductions and decisions
     double red[NV];
     double score;
@@ -1933,7 +1932,6 @@ struct FftLaunch {
     st.fkey = -1;
     st.score = 0;
     st.unres0 = 0;
-    st.fblk = 1;
     if constexpr (INJECT) {
       if (p.fault_by_block) {
         const int fi = p.fault_by_block[p.block_offset + blk];
@@ -1957,23 +1955,33 @@ struct FftLaunch {
   }
 
   // ---- the block --------------------------------------------------------------------------
+  // Injection builds of the simultaneous two-sided-tb with C::HOOK_SPLIT (plan key hooksplit: 1): a block without a
+  // planned fault (its entry of the fault table, block-uniform) runs the launch without fault hooks, the code of the
+  // build without injection code; the block that holds the transform set's fault runs the hooked one. Measured in full
+  // runs (results/h100/fft/stop31/rerun_9b2ba0b, hooks in every block, against rerun_6cc3eb9, split): the fp64 cluster
+  // plans gained (2^14 0.933 -> 1.033 of cuFFT, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), fp32 lost 1-3% at 2^15-2^24
+  // (the table's read, a dependent load, comes before any work). Reading it after the block's data loads instead
+  // (888c566) lost everywhere (search_hooks_888c566.jsonl: fp64 2^20 0.672 against 0.785 with the hooks in every block).
   template <class Ctx>
   static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
     cx* sm = reinterpret_cast<cx*>(smem);
     double* red = reinterpret_cast<double*>(smem + RED_OFFSET);
+    if constexpr (INJECT && C::HOOK_SPLIT) {
+      if (!block_faulted(p, blk)) {
+        body_as<false>(ctx, sts, sm, red, p, blk);
+        return;
+      }
+    }
+    body_as<INJECT>(ctx, sts, sm, red, p, blk);
+  }
+  template <bool HK, class Ctx>
+  static FT_HD FT_INLINE void body_as(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     if constexpr (SEQ) {
-      body_seq<INJECT>(ctx, sts, sm, red, p, blk);
+      body_seq<HK>(ctx, sts, sm, red, p, blk);
     } else {
-      body_sim<INJECT>(ctx, sts, sm, red, p, blk);
+      body_sim<HK>(ctx, sts, sm, red, p, blk);
     }
   }
-  // Injection builds of the simultaneous two-sided-tb (C::HOOK_SPLIT): a block without a planned fault (block-uniform)
-  // runs the launch without fault hooks, the code of the build without injection code; the block that holds the
-  // transform set's fault runs the hooked one. The hooks' code (selects over the register slots at every stage, the
-  // stage's test) had cost the common path of every block: fp64 2^19 0.743 of cuFFT with the hooks in every block against
-  // 0.897 without injection code (results/h100/fft/stop31/rerun_9b2ba0b). The block's entry of the fault table is read
-  // after its data loads are issued (6cc3eb9 read it first, a dependent load before any work: fp32 lost 1-3% at 2^15-2^24,
-  // rerun_6cc3eb9). C::HOOK_SPLIT false (plan key hookall: 1): every block carries the hooks.
   static FT_HD FT_INLINE bool block_faulted(const LaunchParams<T>& p, long long blk) {
     return p.fault_by_block && p.fault_by_block[p.block_offset + blk] >= 0;
   }
@@ -2131,8 +2139,8 @@ struct FftLaunch {
   }
   template <class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
-    if constexpr (INJECT && C::HOOK_SPLIT) {  // (see block_faulted; phase 1 kept the block's flag)
-      if (!sts[0].fblk) {
+    if constexpr (INJECT && C::HOOK_SPLIT) {  // (see body)
+      if (!block_faulted(p, blk)) {
         cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
         return;
       }
@@ -2462,12 +2470,12 @@ struct FftLaunch {
   // two-sided-tb: one attempt at the tile (attempt 1: the recomputation, without fault hooks); the checks
   // are delayed until the outputs are stored (the rare path re-reads them). Returns the block-uniform
   // "recompute" verdict of finish_checks
-  template <bool HK, bool LOADED = false, class Ctx>
+  template <bool HK, class Ctx>
   static FT_HD FT_INLINE int tb_attempt(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk, int attempt) {
     const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     const bool hooks = HK && attempt == 0;
-    if constexpr (!LOADED) load<BS, L>(ctx, sts, sm, p, C0, 0);
+    load<BS, L>(ctx, sts, sm, p, C0, 0);
     FT_EACH_BEGIN
     st.bad = st.det = st.corr = st.unres = 0;
     tb_encode_in(ctx, st, sm, p, tid);
@@ -2506,17 +2514,7 @@ struct FftLaunch {
       // the recomputation of a tile (a detection that did not locate) is a call of its own, not a second
       // turn of a loop: values live across the loop's back edge had made ptxas spill the 80-register fp32
       // launches (2^16: 60-136 bytes, 0-24 without the loop)
-      int bad;
-      if constexpr (HK && C::HOOK_SPLIT) {
-        load<BS, L>(ctx, sts, sm, p, C0, 0);
-        const bool fb = block_faulted(p, blk);
-        FT_EACH_BEGIN
-        st.fblk = fb;
-        FT_EACH_END
-        bad = fb ? tb_attempt<true, true>(ctx, sts, sm, red, p, blk, 0) : tb_attempt<false, true>(ctx, sts, sm, red, p, blk, 0);
-      } else {
-        bad = tb_attempt<HK>(ctx, sts, sm, red, p, blk, 0);
-      }
+      const int bad = tb_attempt<HK>(ctx, sts, sm, red, p, blk, 0);
       if (bad) {
         FT_SYNC();
 #ifdef FTGEN_EMU

@@ -24,7 +24,7 @@ struct Cfg_10_0 {
   static constexpr bool TB_SEQ = true;
   static constexpr int CLUSTER = 0;
   static constexpr bool CL_SCATTER = false;
-  static constexpr bool HOOK_SPLIT = true;
+  static constexpr bool HOOK_SPLIT = false;
 };
 using Launch_10_0 = ftfft::FftLaunch<Cfg_10_0>;
 constexpr int kSmemBytes_10_0 = 98760;
