@@ -23,7 +23,7 @@ shapes:
 Y
 ft generate "$out/fft_odd_batch.yaml" -o $gen > /dev/null || exit 2
 ft build $gen/fft_odd_batch -j 16 --arch sm_90 || exit 3
-S=8x1001,16x999,64x333,1024x77,4096x13,16384x5,32768x3,65536x7,1048576x3,4194304x1,8388608x1
+S=8x1001,16x999,64x333,1024x77,4096x13,16384x5,32768x3,65536x7,524288x5,1048576x3,2097152x3,4194304x1,8388608x1
 ft bench $gen/fft_odd_batch --kernels '*_none_*' --shapes $S --reps 5 --warmup 1 --json "$out/odd_batch_none.jsonl" > /dev/null
 echo "unprotected rc=$?"
 ft bench $gen/fft_odd_batch --kernels '*_inj' --shapes $S --inject 1 --reps 5 --warmup 1 --json "$out/odd_batch_tb_inj.jsonl" > /dev/null
