@@ -22,12 +22,17 @@ the rules (``auto_launches``, ``auto_n``, ``auto_bs``, ``auto_tcols``, ``LaunchP
 plan search on the GPU found a better plan than the rules give, ``TUNED`` holds it per precision, level and
 size, with the measurement; it applies when a variant sets none of the plan keys.
 
-Cluster plans (``cluster: 1`` or ``2``, unprotected, every arch sm_90 or later): the last launch (``N_L`` of 2, 4
-or 8 points) has no kernel of its own. The launch before it keeps its twiddled columns in shared memory; its
-blocks that hold the same columns ``s`` for the ``N_L`` values of ``m`` are one thread-block cluster, and after
-the cluster barrier each computes the ``N_L``-point DFTs of its share of positions from every block's tile
-(distributed shared memory) and stores them: the data cross DRAM once for both launches (``CLUSTER_SIZES``,
-``cluster_reasons``).
+Cluster plans (``cluster: 1`` or ``2``, unprotected or the simultaneous two-sided-tb, every arch sm_90 or later):
+the last launch (``N_L`` of 2, 4 or 8 points) has no kernel of its own. The launch before it keeps its twiddled
+columns in shared memory; its blocks that hold the same columns ``s`` for the ``N_L`` values of ``m`` are one
+thread-block cluster, and after the cluster barrier each computes the ``N_L``-point DFTs of its share of positions
+from every block's tile (distributed shared memory) and stores them: the data cross DRAM once for both launches
+(``CLUSTER_SIZES``, ``cluster_reasons``). Two-sided-tb cluster plans (``TUNED_CLUSTER``) check the launch before as
+any launch, its outputs left in the tile (the rare path spills the tile to the workspace and reads it back), and
+each fused DFT ``y = F z`` on its own: ``e^T y = N_L z_0`` and ``((k+1)_k)^T y = a^T z`` (``fused_coefficients``);
+an output error is located by the quotient of the two residuals and replaced, anything else recomputes the DFT
+from the tiles (``FftModel._fused_checked``). ``hooksplit: 1`` (injection builds of the simultaneous
+two-sided-tb): only the blocks the fault plan gives a fault carry the fault hooks.
 
 Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
 (one fault per check):
@@ -55,8 +60,8 @@ Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_inj]
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_inj]        (logn: 0, every size)
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_hs][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_hs][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
 ``abft-2sided-tb``, with ``-detect``, ``-th<x>`` suffixes); automatic parameters are resolved
@@ -1713,7 +1718,8 @@ class FftFamily(Family):
             "threads per block = (bs/tcols) * (N_l/n_l) <= 1024",
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
-            "cluster 1 / 2: unprotected, two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L, tcols = 1; two launches: bs1 <= N2 / 2; 2 (scattered loads): two launches, bs1 = 1; every arch sm_90 or later",
+            "cluster 1 / 2: unprotected (tcols = 1) or the simultaneous two-sided-tb (log n > 12, every thread the same number of fused DFTs), two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L; two launches: bs1 <= N2 / 2; 2 (scattered loads): unprotected two-launch plans, bs1 = 1; every arch sm_90 or later",
+            "hooksplit 1: injection builds of the simultaneous two-sided-tb (log n > 12)",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
