@@ -97,32 +97,37 @@ CLUSTER_SPEC = textwrap.dedent(
       - {precision: fp32, params: {logn: 15}}
       - {precision: fp64, params: {logn: 14}}
       - {precision: fp32, params: {logn: 15, N1: 16384, cluster: 2, n1: 32}}
+      - {precision: fp64, protection: {scheme: abft, level: two-sided-tb, inject: true}, params: {logn: 14}}
     """
 )
 
 
 def test_nvcc_compiles_the_cluster_plans(tmp_path):
-    """The cluster plans (TUNED fp32 2^15, fp64 2^14; a scattering one) compile for sm_90: one kernel per plan, declared
-    with its cluster shape, registers at most a few spilled."""
+    """The cluster plans (TUNED fp32 2^15, fp64 2^14; a scattering one; TUNED_CLUSTER's two-sided-tb fp64 2^14 with the
+    hook split) compile for sm_90: one kernel per plan, declared with its cluster shape, registers at most a few spilled."""
     nvcc = find_nvcc()
     s = load_spec_text(CLUSTER_SPEC, "compile_fft_cluster.yaml")
-    assert [v.name.endswith(("_cl", "_cls")) for v in s.variants] == [True, True, True]
+    assert [v.name.endswith(("_cl", "_cls", "_cl_hs_inj")) for v in s.variants] == [True, True, True, True]
     files, _ = render_spec(s)
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     jobs = [rel for rel in files if re.search(r"_k\d+\.cu$", rel)]
-    assert len(jobs) == 3
+    assert len(jobs) == 4
     for rel in jobs:
         assert "__cluster_dims__(" in files[rel] and files[rel].count("__global__") == 1, rel
     first = s.variants[0].name  # its launcher (size table, info) and bench executable
     more = [f"{first}/{first}.cu", f"{first}/{first}_bench.cu"]
     with ThreadPoolExecutor(max_workers=2) as ex:
         logs = list(ex.map(lambda rel: _nvcc_ptxas(nvcc, tmp_path, rel, "sm_90"), jobs + more))
-    assert "{ 15, 1, 4, {" in files[more[0]].replace("\n", " ")  # 2^15: one kernel, the last launch of 4 inside it
+    # 2^15: one kernel, the last launch of 4 inside it, no workspace
+    assert "{ 15, 1, 4, 0, {" in files[more[0]].replace("\n", " ")
     for rel, log in zip(jobs, logs):
         funcs = re.findall(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores", log)
-        assert len(funcs) == 1 and int(funcs[0][2]) <= 64, (rel, log)
+        kernels = [f for f in funcs if "tb_rare_call" not in f[0] and "tb_again" not in f[0]]  # (the tb rare paths' calls)
+        # (the checked kernels as in test_nvcc_compiles_every_level_for_sm80_and_sm90: TUNED_CLUSTER's fp64 2^14 spills
+        # 364 bytes at 128 registers, measured 1.03x cuFFT with a fault)
+        assert len(kernels) == 1 and int(kernels[0][2]) <= (512 if "abft" in rel else 64), (rel, log)
 
 
 def test_sass_of_the_unprotected_kernel(tmp_path):
