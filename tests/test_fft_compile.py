@@ -245,8 +245,9 @@ EMU_CASES = [
     # (TUNED_CLUSTER's shapes: two columns per thread, two columns m per block in clusters of N2 / 2 blocks, or bs2 columns
     # s of a three-launch plan)
     ("fp32", "two-sided-tb", {"logn": 13, "N1": 2048, "cluster": 1, "n1": 16}, 2, "forward"),
-    ("fp64", "two-sided-tb", {"logn": 13, "N1": 1024, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8}, 2, "forward"),
-    ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 8, "bs2": 4, "tcols": 2, "cluster": 1}, 2, "inverse"),
+    # (hooksplit, as TUNED_CLUSTER's injection builds: the faulted block runs the hooked body, the others the body without hooks)
+    ("fp64", "two-sided-tb", {"logn": 13, "N1": 1024, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8, "hooksplit": 1}, 2, "forward"),
+    ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 8, "bs2": 4, "tcols": 2, "cluster": 1, "hooksplit": 1}, 2, "inverse"),
 ]
 
 
