@@ -369,20 +369,23 @@ class LaunchPlan:
         return bool(self.cluster) and self.level == "two-sided-tb" and not self.tbseq
 
     @property
+    def fused_vc(self) -> int:
+        """Cluster kernels: the fused DFTs per stored vector (a 16-byte vector of positions in two-launch plans, of
+        adjacent columns in three-launch ones when bs holds one; FftLaunch::P2_VC)."""
+        V = 16 // self.esize
+        return V if (self.S == 1 or self.bs >= V) else 1
+
+    @property
     def fused_vectors(self) -> int:
         """Cluster kernels: the 16-byte vectors (or single columns) of the fused DFTs' outputs a block stores."""
-        V = 16 // self.esize
         if self.S == 1:
-            return self.R // (self.cluster // self.bs) // V
-        vc = V if self.bs >= V else 1
-        return self.R // self.cluster * (self.bs // vc)
+            return self.R // (self.cluster // self.bs) // self.fused_vc
+        return self.R // self.cluster * (self.bs // self.fused_vc)
 
     @property
     def fused_dfts(self) -> int:
         """Cluster kernels: the fused launch's C-point DFTs one thread computes."""
-        V = 16 // self.esize
-        vc = V if (self.S == 1 or self.bs >= V) else 1
-        return -(-self.fused_vectors // self.threads) * vc
+        return -(-self.fused_vectors // self.threads) * self.fused_vc
 
     @property
     def fault_steps(self) -> int:
@@ -1131,6 +1134,10 @@ class FftModel:
             self._enc[(R, second)] = (e.astype(self.cdt), v.astype(self.cdt))
         return self._enc[(R, second)]
 
+    def _faulted(self, value: complex, f: ModelFault) -> complex:
+        """The value after fault f (a bit flip of its real or imaginary part, or an offset added)."""
+        return flip_bit(value, f.bit, self.precision) if f.kind == "bitflip" else value + f.offset
+
     def kmult(self, default: float) -> float:
         return default if self.k is None else self.k
 
@@ -1165,7 +1172,7 @@ class FftModel:
             for f in faults:
                 if f.launch == lp.index and f.stage == stage and 0 <= f.column < Z.shape[0]:
                     val = complex(Z[f.column, f.position])
-                    Z[f.column, f.position] = flip_bit(val, f.bit, self.precision) if f.kind == "bitflip" else val + f.offset
+                    Z[f.column, f.position] = self._faulted(val, f)
                     hit.add(f.column)
 
         Z = X.copy()
@@ -1263,7 +1270,7 @@ class FftModel:
                 c = f.column - col0
                 if 0 <= c < C:
                     val = complex(Y[c, f.position])
-                    Y[c, f.position] = flip_bit(val, f.bit, self.precision) if f.kind == "bitflip" else val + f.offset
+                    Y[c, f.position] = self._faulted(val, f)
                     active.add(c)
 
         X = X0.copy()
@@ -1840,6 +1847,11 @@ class FftFamily(Family):
                     "tbseq": lp.tbseq,
                     "smem_bytes": lp.smem_bytes,
                     "cluster": lp.cluster,
+                    # the kernel's parameters (a protected cluster kernel also carries the fused launch's output) and its
+                    # output: workspace buffer out_ws (the last kernel: the caller's output, -1; a protected cluster kernel's
+                    # rare path keeps a buffer of its own)
+                    "params": "ClusterParams" if lp.cluster_tb else "LaunchParams",
+                    "out_ws": lp.index if lp.index < len(plan.launches) - 1 - (1 if plan.cluster else 0) or lp.cluster_tb else -1,
                     "fault_steps": lp.fault_steps,
                     "fault_elems": lp.fault_elems,
                     "fused": lp.fused,

@@ -1986,7 +1986,7 @@ struct FftLaunch {
     return p.fault_by_block && p.fault_by_block[p.block_offset + blk] >= 0;
   }
 
-  // ---- cluster plans (C::CLUSTER = C > 1, unprotected) ---------------------------------------
+  // ---- cluster plans (C::CLUSTER = C > 1; unprotected or the simultaneous two-sided-tb) ------
   // The launch before a last launch of C-point DFTs (MP = C): the CLB blocks that hold the same columns s for the C
   // values of m (column s + S m) are one thread-block cluster. Phase 1 leaves each block's twiddled columns in its
   // shared tile; after the cluster barrier, phase 2 does the last launch there: block r takes the positions k in
@@ -2004,7 +2004,8 @@ struct FftLaunch {
   // blocks per cluster: two-launch plans hold BS consecutive columns m per block (C / BS blocks a signal), three-launch
   // ones BS columns s of one m (C blocks)
   static constexpr int CLB = S == 1 ? CL / BS : CL;
-  // phase 2: positions per block, columns per vector, vectors, iterations, and the C-point DFTs of a thread
+  // phase 2: positions per block, DFTs per stored vector (positions of two-launch plans, adjacent columns of three-launch
+  // ones), vectors per block, iterations, and the C-point DFTs of a thread
   static constexpr int P2_Q = CL > 1 ? (S == 1 ? R / CLB : R / CL) : 1;
   static constexpr int P2_VC = S == 1 ? V : (BS >= V ? V : 1);
   static constexpr int P2_NVEC = S == 1 ? P2_Q / V : P2_Q * (BS / P2_VC);
@@ -2125,9 +2126,6 @@ struct FftLaunch {
       return blk * BS;
     }
   }
-  // tiles(j): the shared tile of the cluster's block j (rank j: columns m in [j BS, (j+1) BS) of two-launch plans, m = j
-  // of three-launch ones), mapped at each use (an array of the mapped pointers had ptxas spill 24 bytes in the
-  // 1024-thread kernels)
   // the fused launch's output: out_last of a protected cluster kernel (ClusterParams), else out
   template <class PP>
   static FT_HD FT_INLINE cx* last_out(const PP& p) {
@@ -2137,6 +2135,9 @@ struct FftLaunch {
       return p.out;
     }
   }
+  // phase 2. tiles(j): the shared tile of the cluster's block j (rank j: columns m in [j BS, (j+1) BS) of two-launch
+  // plans, m = j of three-launch ones), mapped at each use (an array of the mapped pointers had ptxas spill 24 bytes in
+  // the 1024-thread kernels)
   template <class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     if constexpr (INJECT && C::HOOK_SPLIT) {  // (see body)
@@ -2153,7 +2154,7 @@ struct FftLaunch {
       cluster_phase2_cols<HK>(ctx, sts, tiles, p, blk);
       return;
     }
-    constexpr int Q = R / CLB, NVEC = Q / V, IT = (NVEC + NT - 1) / NT;
+    constexpr int Q = P2_Q, NVEC = P2_NVEC, IT = P2_IT;
     static_assert(Q % V == 0, "cluster share in whole vectors");
     const int r = int(blk % CLB);
     cx* out = last_out(p) + (blk / CLB) * N + r * Q;
@@ -2194,7 +2195,7 @@ struct FftLaunch {
   // columns cc), vectors across consecutive columns
   template <bool HK, class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2_cols(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
-    constexpr int Q = R / CL, VC = BS >= V ? V : 1, NVEC = Q * (BS / VC), IT = (NVEC + NT - 1) / NT;
+    constexpr int Q = P2_Q, VC = P2_VC, NVEC = P2_NVEC, IT = P2_IT;
     constexpr long long S3 = N / CL;  // the last launch's stride
     const int r = int(blk % CL);
     const long long C0 = cluster_c0(blk) - S * r;  // column s0 + S m at m = 0
