@@ -177,10 +177,10 @@ def build_emulator(tmp: Path, precision: str, level: str, params: dict, inject: 
     return exe, v
 
 
-def run_emulator(exe: Path, x: np.ndarray, dtype, faults=(), flags: int = 0, k: float | None = None) -> tuple[np.ndarray, dict]:
+def run_emulator(exe: Path, x: np.ndarray, dtype, faults=(), flags: int = 0, k: float | None = None, hint: bool = True) -> tuple[np.ndarray, dict]:
     d = exe.parent
     x.astype(dtype).tofile(d / "in.bin")
-    argv = [str(exe), str(d / "in.bin"), str(d / "out.bin"), str(x.shape[0]), "--flags", str(flags)]
+    argv = [str(exe), str(d / "in.bin"), str(d / "out.bin"), str(x.shape[0]), "--flags", str(flags)] + ([] if hint else ["--no-hint"])
     if k is not None:
         argv += ["--k", str(k)]
     for f in faults:
@@ -248,6 +248,10 @@ EMU_CASES = [
     # (hooksplit, as TUNED_CLUSTER's injection builds: the faulted block runs the hooked body, the others the body without hooks)
     ("fp64", "two-sided-tb", {"logn": 13, "N1": 1024, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8, "hooksplit": 1}, 2, "forward"),
     ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 8, "bs2": 4, "tcols": 2, "cluster": 1, "hooksplit": 1}, 2, "inverse"),
+    # ... and the split in the other designs: the sequential two-sided-tb, the simultaneous one without a cluster, one-sided
+    ("fp32", "two-sided-tb", {"logn": 12, "hooksplit": 1}, 8, "inverse"),
+    ("fp32", "two-sided-tb", {"logn": 14, "launches": 2, "hooksplit": 1}, 2, "forward"),
+    ("fp64", "one-sided", {"logn": 8, "N1": 16, "N2": 16, "hooksplit": 1}, 3, "forward"),
 ]
 
 
@@ -326,6 +330,31 @@ def test_emulated_kernels(emu_dir, precision, level, params, batch, direction):
             assert sc["corrected"] >= 1 and sc["false_alarms"] == 0
             fixed += 1
     assert fixed >= 4
+
+
+def test_emulated_hook_split_with_and_without_the_callers_hint(emu_dir):
+    """hooksplit: with one planned fault the launches get its block from the caller (ftgen_fft_problem::fault_block_hint)
+    and the other blocks read no fault table; without the hint (--no-hint) or with two faults every block reads the
+    table. Either way the faulted blocks run the hooked body: the same outputs and counters, every fault corrected."""
+    params = {"logn": 14, "launches": 2, "hooksplit": 1}
+    exe, v = build_emulator(emu_dir, "fp32", "two-sided-tb", params, inject=True)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 1 << 14)) + 1j * rng.standard_normal((4, 1 << 14))
+    ref = F.fft_reference(x.astype(np.complex64))
+    tol = F.tolerance("fp32", 14)
+    _, st = run_emulator(exe, x, np.complex64)
+    blocks, threads = st["blocks"], min(lp.threads for lp in F.FftFamily().plans(v)[0].launches)
+    first = (1, threads - 1, 3, 0, 1, 30, 4.0)  # launch 1, stage 0: an offset of 4
+    last = (blocks - 1, 0, 5, 1, 1, 30, 4.0)  # launch 2, stage 1
+    for f in (first, last):
+        y, st = run_emulator(exe, x, np.complex64, [f])
+        yn, stn = run_emulator(exe, x, np.complex64, [f], hint=False)
+        assert st["fault"]["applied"] and st["corrected"] >= 1 and st["false_alarms"] == 0, st
+        assert np.array_equal(y, yn) and st == stn
+        assert rel_err(y, ref) <= tol
+    y, st = run_emulator(exe, x, np.complex64, [first, last])
+    assert st["detected"] >= 2 and st["corrected"] >= 2 and st["false_alarms"] == 0, st
+    assert rel_err(y, ref) <= tol
 
 
 @pytest.mark.parametrize("precision, params, direction", [("fp32", {"logn": 14, "launches": 2}, "forward"),

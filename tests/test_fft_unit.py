@@ -364,12 +364,14 @@ def test_tuned_plans_replay_the_recorded_searches():
         assert a > b, (tuned, a, rule, b)
 
 
-def test_hooksplit_is_for_injection_builds_of_the_simultaneous_tb():
-    vs, _ = variants("protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 16, hooksplit: 1}\n")
-    assert vs[0].name.endswith("_hs_inj") and F.FftFamily().plans(vs[0])[0].hooksplit
+def test_hooksplit_is_for_injection_builds_of_protected_levels():
+    for body in ("protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 16, hooksplit: 1}\n",
+                 "protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 10, hooksplit: 1}\n",
+                 "protection: {scheme: abft, level: one-sided, inject: true}\nparams: {logn: 16, hooksplit: 1}\n"):
+        vs, _ = variants(body)
+        assert vs[0].name.endswith("_hs_inj") and F.FftFamily().plans(vs[0])[0].hooksplit
     for body, why in {"protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 16, hooksplit: 1}": "inject: false",
-                      "protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 10, hooksplit: 1}": "simultaneous",
-                      "protection: {scheme: abft, level: one-sided, inject: true}\nparams: {logn: 16, hooksplit: 1}": "simultaneous"}.items():
+                      "params: {logn: 16, hooksplit: 1}": "inject: false"}.items():
         with pytest.raises(SpecError, match=why):
             load_spec_text(spec(body), "t.yaml")
     # a build without injection code never takes a measured plan's split (TUNED_CLUSTER sets it for injection builds)

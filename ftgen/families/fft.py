@@ -31,8 +31,8 @@ from every block's tile (distributed shared memory) and stores them: the data cr
 any launch, its outputs left in the tile (the rare path spills the tile to the workspace and reads it back), and
 each fused DFT ``y = F z`` on its own: ``e^T y = N_L z_0`` and ``((k+1)_k)^T y = a^T z`` (``fused_coefficients``);
 an output error is located by the quotient of the two residuals and replaced, anything else recomputes the DFT
-from the tiles (``FftModel._fused_checked``). ``hooksplit: 1`` (injection builds of the simultaneous
-two-sided-tb): only the blocks the fault plan gives a fault carry the fault hooks.
+from the tiles (``FftModel._fused_checked``). ``hooksplit: 1`` (injection builds of a protected
+level): only the blocks the fault plan gives a fault carry the fault hooks.
 
 Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
 (one fault per check):
@@ -1617,7 +1617,7 @@ PARAMS = (
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
-    Param("hooksplit", int, (0,), "injection builds of the simultaneous two-sided-tb (log n > 12): 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code; 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
+    Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1712,8 +1712,8 @@ class FftFamily(Family):
             r.extend(reasons)
         if p.get("hooksplit") and not v.protection.injects:
             r.append("hooksplit: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
-        elif p.get("hooksplit") and (level != "two-sided-tb" or 0 < p["logn"] <= TB_SEQ_MAX_LOGN):
-            r.append(f"hooksplit: 1 is for the simultaneous two-sided-tb (log n > {TB_SEQ_MAX_LOGN})")
+        elif p.get("hooksplit") and level == "none":
+            r.append("hooksplit: 1 places the fault hooks of protected levels; this variant is unprotected")
         return r
 
     def constraint_docs(self) -> list[str]:
@@ -1726,7 +1726,7 @@ class FftFamily(Family):
             "shared memory <= 227 KB (exchanges in rounds when the tile would exceed ~100 KB); estimated registers <= 232",
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
             "cluster 1 / 2: unprotected (tcols = 1) or the simultaneous two-sided-tb (log n > 12, every thread the same number of fused DFTs), two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L; two launches: bs1 <= N2 / 2; 2 (scattered loads): unprotected two-launch plans, bs1 = 1; every arch sm_90 or later",
-            "hooksplit 1: injection builds of the simultaneous two-sided-tb (log n > 12)",
+            "hooksplit 1: injection builds of a protected level",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",

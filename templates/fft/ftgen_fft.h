@@ -33,6 +33,9 @@ struct ftgen_fft_problem {
   const int* fault_by_block;  // per threadblock of all launches in order: index into faults, or -1
   const ftgen::FaultSpec* faults;
   ftgen::FaultRecord* fault_records;
+  // Optional: b + 1 when threadblock b (over all launches) is the only one with a planned fault, -1 when none has one;
+  // 0 (the default): unknown. Launches of variants built with hooksplit then skip the table read in the other blocks.
+  long long fault_block_hint;
 };
 
 // Geometry of a variant at one size (for fault plans and reports).

@@ -857,6 +857,21 @@ struct LaunchParams {
   long long block_offset;  // this launch's first block in the fault plan's block numbering
 };
 
+// Injection builds with C::HOOK_SPLIT take a second kernel parameter, fault_blk: which block of the launch holds a
+// planned fault, known without reading the fault table: b + 1 block b (the only one), -1 none, 0 unknown (each block
+// reads fault_by_block). (A member of LaunchParams, even in the padding after flags, changed the PTX of every protected
+// kernel: their rare paths' calls copy the struct.) From the caller's hint over all launches
+// (ftgen_fft_problem::fault_block_hint, the same encoding); offset: the launch's first block, grid: its blocks
+inline int launch_fault_blk(long long hint, long long offset, long long grid) {
+  if (hint <= 0) return static_cast<int>(hint);
+  return hint - 1 >= offset && hint - 1 < offset + grid ? static_cast<int>(hint - offset) : -1;
+}
+
+// the hint of a fault plan (blocks over all launches): none, the block of a single fault, or unknown
+inline long long fault_block_hint(const ftgen::FaultSpec* faults, size_t count) {
+  return count == 0 ? -1 : count == 1 ? static_cast<long long>(faults[0].block) + 1 : 0;
+}
+
 // protected cluster kernels' parameters: out is the rare path's scratch (a workspace buffer), out_last the fused last
 // launch's output (a member of LaunchParams would grow every kernel's parameters past 128 bytes, and NVVM then loads
 // them differently: the unprotected kernels' PTX changed)
@@ -1925,14 +1940,15 @@ struct FftLaunch {
     }
   }
 
-  template <class Ctx>
+  // HK: the hooked body (a block of the hook split's body without hooks holds no fault and reads no table)
+  template <bool HK, class Ctx>
   static FT_HD FT_INLINE void init_faults(Ctx& ctx, State* sts, const LaunchParams<T>& p, long long blk) {
     (void)ctx;
     FT_EACH_BEGIN
     st.fkey = -1;
     st.score = 0;
     st.unres0 = 0;
-    if constexpr (INJECT) {
+    if constexpr (INJECT && HK) {
       if (p.fault_by_block) {
         const int fi = p.fault_by_block[p.block_offset + blk];
         if (fi >= 0) {
@@ -1955,19 +1971,20 @@ struct FftLaunch {
   }
 
   // ---- the block --------------------------------------------------------------------------
-  // Injection builds of the simultaneous two-sided-tb with C::HOOK_SPLIT (plan key hooksplit: 1): a block without a
-  // planned fault (its entry of the fault table, block-uniform) runs the launch without fault hooks, the code of the
-  // build without injection code; the block that holds the transform set's fault runs the hooked one. Measured in full
-  // runs (results/h100/fft/stop31/rerun_9b2ba0b, hooks in every block, against rerun_6cc3eb9, split): the fp64 cluster
+  // Injection builds with C::HOOK_SPLIT (plan key hooksplit: 1): a block without a planned fault (fault_blk, the
+  // kernel's second parameter, or else its entry of the fault table; block-uniform) runs the launch without fault
+  // hooks, the code of the build without injection code; the block that holds the transform set's fault runs the
+  // hooked one. Measured in full runs (results/h100/fft/stop31/rerun_9b2ba0b, hooks in every block, against rerun_6cc3eb9, split): the fp64 cluster
   // plans gained (2^14 0.933 -> 1.033 of cuFFT, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), fp32 lost 1-3% at 2^15-2^24
   // (the table's read, a dependent load, comes before any work). Reading it after the block's data loads instead
   // (888c566) lost everywhere (search_hooks_888c566.jsonl: fp64 2^20 0.672 against 0.785 with the hooks in every block).
+  // With the caller's fault_blk no block reads the table.
   template <class Ctx>
-  static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
+  static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk, int fault_blk = 0) {
     cx* sm = reinterpret_cast<cx*>(smem);
     double* red = reinterpret_cast<double*>(smem + RED_OFFSET);
     if constexpr (INJECT && C::HOOK_SPLIT) {
-      if (!block_faulted(p, blk)) {
+      if (!block_faulted(p, blk, fault_blk)) {
         body_as<false>(ctx, sts, sm, red, p, blk);
         return;
       }
@@ -1982,7 +1999,8 @@ struct FftLaunch {
       body_sim<HK>(ctx, sts, sm, red, p, blk);
     }
   }
-  static FT_HD FT_INLINE bool block_faulted(const LaunchParams<T>& p, long long blk) {
+  static FT_HD FT_INLINE bool block_faulted(const LaunchParams<T>& p, long long blk, int fault_blk) {
+    if (fault_blk != 0) return fault_blk == blk + 1;  // (the caller's plan: no dependent load)
     return p.fault_by_block && p.fault_by_block[p.block_offset + blk] >= 0;
   }
 
@@ -2055,14 +2073,14 @@ struct FftLaunch {
     }
   }
   template <class Ctx>
-  static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk) {
+  static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk, int fault_blk = 0) {
     static_assert(CL > 1 && (LEVEL == 0 || CLTB) && !SEQ && MP == CL && (S > 1 ? S % BS == 0 : CL % BS == 0 && CLB > 1),
                   "cluster plans: unprotected or the simultaneous two-sided-tb");
     static_assert(!CL_SCATTER || (S == 1 && L == 1 && BS == 1 && LEVEL == 0), "scattered loads: unprotected two-launch plans, one column per block");
     cx* sm = reinterpret_cast<cx*>(smem);
     if constexpr (CLTB) {
       // the launch's two-sided-tb (checks, rare path, recomputation) with its outputs left in the tile
-      body(ctx, sts, smem, p, blk);
+      body(ctx, sts, smem, p, blk, fault_blk);
       return;
     }
     const long long C0 = cluster_c0(blk);
@@ -2139,9 +2157,9 @@ struct FftLaunch {
   // plans, m = j of three-launch ones), mapped at each use (an array of the mapped pointers had ptxas spill 24 bytes in
   // the 1024-thread kernels)
   template <class Ctx, class Tiles, class PP>
-  static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
+  static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk, int fault_blk = 0) {
     if constexpr (INJECT && C::HOOK_SPLIT) {  // (see body)
-      if (!block_faulted(p, blk)) {
+      if (!block_faulted(p, blk, fault_blk)) {
         cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
         return;
       }
@@ -2509,7 +2527,7 @@ struct FftLaunch {
     const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     constexpr bool CHK = LEVEL == kTwoSidedThread;
-    init_faults(ctx, sts, p, blk);
+    init_faults<HK>(ctx, sts, p, blk);
     constexpr int ATTEMPTS = CHK ? 2 : 1;
     if constexpr (TBSIM) {
       // the recomputation of a tile (a detection that did not locate) is a call of its own, not a second
@@ -2566,7 +2584,7 @@ struct FftLaunch {
   static FT_HD FT_INLINE void body_seq(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = blk * BS;
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
-    init_faults(ctx, sts, p, blk);
+    init_faults<HK>(ctx, sts, p, blk);
     FT_NOUNROLL
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool hooks = HK && attempt == 0;

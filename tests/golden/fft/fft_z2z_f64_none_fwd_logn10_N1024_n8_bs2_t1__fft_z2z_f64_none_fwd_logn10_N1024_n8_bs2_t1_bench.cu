@@ -97,6 +97,7 @@ static ftgen_fft_problem problem(const Shape& s, const cx* in, cx* out, void* ws
     q.faults = f->table.specs.ptr;
     q.fault_records = f->table.records.ptr;
   }
+  if (f) q.fault_block_hint = ftfft::fault_block_hint(f->plan.data(), f->plan.size());
   return q;
 }
 
