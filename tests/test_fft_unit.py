@@ -388,10 +388,8 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
     for (prec, level, logn), entry in F.TUNED_CLUSTER.items():
         assert entry.get("cluster") and level == "two-sided-tb"
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
-        # the plan as the searches measured it (hooks in every block: hooksplit, chosen in full runs, is not in their names)
-        assert _variant_name(prec, prot, f"{{logn: {logn}}}").endswith("_hs_inj") == bool(entry.get("hooksplit"))
-        plan = {k: v for k, v in entry.items() if k != "hooksplit"}
-        tuned = _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **plan}.items()) + "}")
+        # the plan as the searches measured it (hooks in every block; TUNED_HOOKSPLIT adds the split to the automatic plan)
+        tuned = _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **entry}.items()) + "}")
         # (the rules' plan named by its launch count: any plan key keeps TUNED_CLUSTER away)
         other = F.tuned_plan(prec, level, logn, inject=True, clusters=False) or {"launches": F.auto_launches(prec, logn, F.plan_level(level, logn))}
         assert not other.get("cluster")
@@ -402,6 +400,36 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
         both = [ratios for _, ratios in runs if (tuned, n) in ratios and (base, n) in ratios]
         assert both, (tuned, base)
         assert both[-1][(tuned, n)] > both[-1][(base, n)], (tuned, both[-1][(tuned, n)], base, both[-1][(base, n)])
+
+
+def test_hook_split_sizes_replay_the_recorded_search():
+    """TUNED_HOOKSPLIT: at each size of the sm_90 injection builds the hook split is taken exactly where it measured
+    faster than the same plan with hooks in every block (results/h100/fft/stop32/search_hooks2_*.jsonl, one fault per
+    transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
+    injection code)."""
+    runs = _recorded_searches("stop32/search_hooks2_*.jsonl")
+    assert runs
+    checked = 0
+    for (prec, level), sizes in F.TUNED_HOOKSPLIT.items():
+        prot = f"{{scheme: abft, level: {level}, inject: true}}"
+        for logn in range(3, 25):
+            auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+            assert auto.endswith("_hs_inj") == (logn in sizes), auto
+            s80 = load_spec_text(f"name: t\nfamily: fft\narch: [sm_80]\nprecision: {prec}\nprotection: {prot}\nparams: {{logn: {logn}}}\n", "t.yaml")
+            assert not s80.variants[0].name.endswith("_hs_inj")
+            clean = _variant_name(prec, f"{{scheme: abft, level: {level}}}", f"{{logn: {logn}}}")
+            assert "_hs" not in clean
+            if "_cl_" in auto:
+                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs)
+            hooked = auto.replace("_hs_inj", "_inj")
+            split = hooked.replace("_inj", "_hs_inj")
+            n = 1 << logn
+            both = [ratios for _, ratios in runs if (hooked, n) in ratios and (split, n) in ratios]
+            assert both, (hooked, split)
+            a, b = both[-1][(split, n)], both[-1][(hooked, n)]
+            assert (a > b) == (logn in sizes), (split, a, hooked, b)
+            checked += 1
+    assert checked >= 36
 
 
 def test_clean_build_plans_replay_the_recorded_search():

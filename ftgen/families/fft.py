@@ -631,16 +631,30 @@ TUNED = {
 # (search_tbcluster3 at dcf8127); 2^20 512 x 512 x 4 0.789 against 0.672 and 2^21 512 x 1024 x 4 (bs2 2) 0.705 against
 # 0.648 (the same search); 2^19 256 x 512 x 4 0.736 against 0.707, 2^22 2048 x 512 x 4 0.718 against 0.684 and 2^23
 # 4096 x 512 x 4 0.857 against 0.831 (search_tbcluster4 at 5a5ae7b). Lost: 2^13, 2^15-2^18, 2^24 (0.57-0.80 against
-# 0.67-0.84). hooksplit: the fault hooks only in the faulted block of injection builds (FftLaunch::body), measured in full
-# runs (stop31/rerun_9b2ba0b without, rerun_6cc3eb9 with): 2^14 0.933 -> 1.033, 2^19 0.743 -> 0.821, 2^20 0.784 -> 0.824,
-# 2^21 0.706 -> 0.719, 2^22 0.718 -> 0.793, 2^23 0.851 -> 0.888 (the other sizes and fp32 lost 1-3% with it).
+# 0.67-0.84). (Their injection builds take the hook split: TUNED_HOOKSPLIT.)
 TUNED_CLUSTER = {
-    ("fp64", "two-sided-tb", 14): {"N1": 2048, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8, "hooksplit": 1},
-    ("fp64", "two-sided-tb", 19): {"launches": 3, "N1": 256, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
-    ("fp64", "two-sided-tb", 20): {"launches": 3, "N1": 512, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
-    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 2, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
-    ("fp64", "two-sided-tb", 22): {"launches": 3, "N1": 2048, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
-    ("fp64", "two-sided-tb", 23): {"launches": 3, "N1": 4096, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8, "hooksplit": 1},
+    ("fp64", "two-sided-tb", 14): {"N1": 2048, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8},
+    ("fp64", "two-sided-tb", 19): {"launches": 3, "N1": 256, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 20): {"launches": 3, "N1": 512, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 2, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 22): {"launches": 3, "N1": 2048, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 23): {"launches": 3, "N1": 4096, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
+}
+
+
+# Injection builds whose fault hooks are only in the block that holds the planned fault (hooksplit: 1, FftLaunch::body;
+# the other blocks run the code of the build without injection code, told by the caller which block that is), per
+# precision and level: the sizes where the split measured faster than hooks in every block, sm_90 builds (their plans).
+# specs/fft_plan_search_hooks2.yaml (results/h100/fft/stop32/search_hooks2_6f3407c.jsonl, one fault per transform, x
+# cuFFT, the same run): fp64 2^10 0.881 -> 0.930, 2^12 0.699 -> 0.734, 2^15 0.844 -> 0.907, 2^16 0.829 -> 0.898, 2^24
+# 0.835 -> 0.896; fp32 2^18 0.918 -> 0.945, 2^22 0.740 -> 0.759. Lost: fp32 2^13 / 2^14 (0.779 / 0.763 -> 0.698 / 0.666:
+# the code without hooks spills there, stop 26) and 2^20 / 2^21 (0.771 / 0.702 -> 0.730 / 0.679), by 0.3-2% at fp32 2^3,
+# 2^6 and fp64 2^5, 2^6, 2^9. fp64 2^14, 2^19-2^23 (TUNED_CLUSTER's plans): stop 31's full runs (stop31/rerun_9b2ba0b
+# without, rerun_6cc3eb9 with: 2^14 0.933 -> 1.033, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), then every block still
+# read the fault table.
+TUNED_HOOKSPLIT = {
+    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 19, 22, 23, 24}),
+    ("fp64", "two-sided-tb"): frozenset({3, 4, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
 }
 
 
@@ -672,16 +686,18 @@ def plan_level(level: str, logn: int) -> str:
 
 def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
     """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code, then the
-    two-sided-tb cluster plans of TUNED_CLUSTER), or {}. The simultaneous two-sided-tb takes the unprotected plan, except
-    an unprotected cluster plan (the rules' plan); `clusters` False (a build for an architecture before sm_90): TUNED's
-    plan or the rules' instead of a cluster plan."""
+    two-sided-tb cluster plans of TUNED_CLUSTER; injection builds add TUNED_HOOKSPLIT's split), or {}. The simultaneous
+    two-sided-tb takes the unprotected plan, except an unprotected cluster plan (the rules' plan); `clusters` False (a
+    build for an architecture before sm_90): TUNED's plan or the rules' instead of a cluster plan, hooks in every
+    block."""
     key = (precision, level, logn)
     if not inject and key in TUNED_CLEAN:
         return dict(TUNED_CLEAN[key])
+    split = {"hooksplit": 1} if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()) else {}
     if clusters and key in TUNED_CLUSTER:
-        return {k: v for k, v in TUNED_CLUSTER[key].items() if inject or k != "hooksplit"}
+        return {**TUNED_CLUSTER[key], **split}
     entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))
-    return {} if entry.get("cluster") and (level != "none" or not clusters) else dict(entry)
+    return {**({} if entry.get("cluster") and (level != "none" or not clusters) else entry), **split}
 
 
 def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject: bool = False, clusters: bool = True) -> dict:
