@@ -44,8 +44,8 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
     case = os.path.basename(path).rsplit("_fp", 1)[0]
     for line in open(path):
         r = json.loads(line)
-        if "provenance" in r or not r.get("kernel"):
-            continue
+        if "provenance" in r or not r.get("kernel") or "skipped" in r or r.get("speedup_vs_ref") is None:
+            continue  # (rows of the shapes of the other sizes)
         if case == "clean" and r["kernel"].endswith("_inj"):
             continue
         key = (r["precision"], r["shape"]["n"])
