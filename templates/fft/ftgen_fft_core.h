@@ -25,7 +25,6 @@
 #define FT_INLINE inline
 #define FT_UNROLL
 #define FT_NOUNROLL
-#define FT_UNROLL_RARE
 #else
 #include <cuda_runtime.h>
 
@@ -34,9 +33,6 @@
 #define FT_INLINE __forceinline__
 #define FT_UNROLL _Pragma("unroll")
 #define FT_NOUNROLL _Pragma("unroll 1")
-// the rare path's re-reads (one block of a launch, after a detection): four loads in flight instead of one at a time (a
-// rolled loop waits for each load before it issues the next)
-#define FT_UNROLL_RARE _Pragma("unroll 4")
 #endif
 
 namespace ftfft {
@@ -2719,7 +2715,7 @@ struct FftLaunch {
       FT_UNROLL
       for (int i = 0; i < NN; ++i) {
         cx sx{T(0), T(0)};
-        FT_UNROLL_RARE
+        FT_NOUNROLL
         for (int l = 0; l < L; ++l) {
           if (col_valid(p, C0, tile_col(g, l))) sx = cadd(sx, p.in[in_index(C0, tile_col(g, l), t + TT * i)]);
         }
@@ -2736,7 +2732,7 @@ struct FftLaunch {
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
           cx su{T(0), T(0)};
-          FT_UNROLL_RARE
+          FT_NOUNROLL
           for (int l = 0; l < L; ++l) {
             if (!col_valid(p, C0, tile_col(g, l))) continue;
             cx u = p.out[out_index(C0, tile_col(g, l), t + TT * i)];
@@ -2769,8 +2765,8 @@ struct FftLaunch {
     FT_UNROLL
     for (int v = 0; v < 4 + L; ++v) st.red[v] = 0;
     if (st.jloc == -1) {
-      // loops kept rolled (but four loads in flight, FT_UNROLL_RARE) and twiddles per element: this path must not raise
-      // the register pressure of the kernel (it made ptxas spill values that live across the column steps)
+      // loops kept rolled and twiddles per element: this path must not raise the register
+      // pressure of the kernel (it made ptxas spill values that live across the column steps)
       cx r1{T(0), T(0)}, r2{T(0), T(0)};
       FT_NOUNROLL
       for (int l = 0; l < L; ++l) {
@@ -2778,7 +2774,7 @@ struct FftLaunch {
         cx so{T(0), T(0)}, si{T(0), T(0)};
         int nf = 0;
         if (col_valid(p, C0, cc)) {
-          FT_UNROLL_RARE
+          FT_NOUNROLL
           for (int i = 0; i < NN; ++i) {
             const int k = t + TT * i;
             cx u = p.out[out_index(C0, cc, k)];
@@ -2837,7 +2833,7 @@ struct FftLaunch {
       for (int i = 0; i < NN; ++i) {
         const int k = t + TT * i;
         cx others{T(0), T(0)};
-        FT_UNROLL_RARE
+        FT_NOUNROLL
         for (int l = 0; l < L; ++l) {
           if (l == j || !col_valid(p, C0, tile_col(g, l))) continue;
           cx u = p.out[out_index(C0, tile_col(g, l), k)];
@@ -2849,7 +2845,7 @@ struct FftLaunch {
         accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
       }
       // column j's left input checksum (inputs re-read)
-      FT_UNROLL_RARE
+      FT_NOUNROLL
       for (int i = 0; i < NN; ++i) {
         const int k = t + TT * i;
         inj = cadd(inj, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cj, k)]));
