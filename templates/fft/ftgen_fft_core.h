@@ -1971,14 +1971,12 @@ struct FftLaunch {
   }
 
   // ---- the block --------------------------------------------------------------------------
-  // Injection builds with C::HOOK_SPLIT (plan key hooksplit: 1): a block without a planned fault (fault_blk, the
-  // kernel's second parameter, or else its entry of the fault table; block-uniform) runs the launch without fault
-  // hooks, the code of the build without injection code; the block that holds the transform set's fault runs the
-  // hooked one. Measured in full runs (results/h100/fft/stop31/rerun_9b2ba0b, hooks in every block, against rerun_6cc3eb9, split): the fp64 cluster
-  // plans gained (2^14 0.933 -> 1.033 of cuFFT, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), fp32 lost 1-3% at 2^15-2^24
-  // (the table's read, a dependent load, comes before any work). Reading it after the block's data loads instead
-  // (888c566) lost everywhere (search_hooks_888c566.jsonl: fp64 2^20 0.672 against 0.785 with the hooks in every block).
-  // With the caller's fault_blk no block reads the table.
+  // Injection builds with C::HOOK_SPLIT (plan key hooksplit: 1, chosen per size by TUNED_HOOKSPLIT in fft.py): a block
+  // without a planned fault runs the launch without fault hooks, the code of the build without injection code; the
+  // block that holds the transform set's fault runs the hooked one. Which block that is (block-uniform) comes from
+  // fault_blk, the kernel's second parameter, without a memory access; only when the caller gave no hint does each
+  // block read its fault-table entry, a dependent load before any work (stop 31, when every block read it: fp32 lost
+  // 1-3% at 2^15-2^24; reading it after the block's data loads lost everywhere, search_hooks_888c566.jsonl).
   template <class Ctx>
   static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk, int fault_blk = 0) {
     cx* sm = reinterpret_cast<cx*>(smem);

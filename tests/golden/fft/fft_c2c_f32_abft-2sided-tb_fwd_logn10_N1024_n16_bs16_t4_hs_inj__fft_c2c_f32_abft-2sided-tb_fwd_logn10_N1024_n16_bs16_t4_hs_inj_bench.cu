@@ -96,8 +96,8 @@ static ftgen_fft_problem problem(const Shape& s, const cx* in, cx* out, void* ws
     q.fault_by_block = f->table.by_block.ptr;
     q.faults = f->table.specs.ptr;
     q.fault_records = f->table.records.ptr;
+    q.fault_block_hint = ftfft::fault_block_hint(f->plan.data(), f->plan.size());
   }
-  if (f) q.fault_block_hint = ftfft::fault_block_hint(f->plan.data(), f->plan.size());
   return q;
 }
 
