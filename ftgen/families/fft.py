@@ -184,6 +184,7 @@ class LaunchPlan:
     cluster: int = 0  # cluster plans: this launch runs the next (last) launch's DFTs of this size after its own
     fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
     cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
+    tbenc: bool = False  # simultaneous two-sided-tb: the encodings at the staged copies, the prefilter per block (tb_stage)
 
     @property
     def Mp(self) -> int:
@@ -363,6 +364,18 @@ class LaunchPlan:
         return data + ft + self.n * w + 32
 
     @property
+    def tb_stage(self) -> bool:
+        """Simultaneous two-sided-tb with the input-side encodings in the staged load (a thread sums the adjacent columns
+        it loads at one position before the table read and the products) and, in launches without launch twiddles, the
+        output side in the staged store; the prefilter then decides on the block's sums instead of each group's
+        (FftLaunch::TBX, TBX_OUT; the rare path decides per group as before)."""
+        return self.tbenc and self.level == "two-sided-tb" and not self.tbseq and self.staged_in and not self.fused
+
+    @property
+    def tb_stage_out(self) -> bool:
+        return self.tb_stage and self.staged_out and self.Mp == 1 and self.S > 1 and not self.cluster
+
+    @property
     def cluster_tb(self) -> bool:
         """A protected cluster kernel: this launch's simultaneous two-sided-tb with the next (last) launch's checked
         C-point DFTs inside (FftLaunch::CLTB)."""
@@ -409,6 +422,7 @@ class Plan:
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
     hooksplit: bool = False  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT)
+    tbenc: bool = False  # simultaneous two-sided-tb: encodings at the staged copies (LaunchPlan.tb_stage)
 
     @property
     def N(self) -> int:
@@ -679,6 +693,11 @@ TUNED_CLEAN = {
 TB_SEQ_MAX_LOGN = 12
 
 
+def auto_tbenc(precision: str, level: str, logn: int) -> int:
+    """tbenc's automatic value: 1 (each thread encodes its own columns) until measured otherwise."""
+    return 1
+
+
 def plan_level(level: str, logn: int) -> str:
     """The level whose plan rules a variant follows: the simultaneous two-sided-tb plans are the unprotected ones."""
     return "none" if level == "two-sided-tb" and logn > TB_SEQ_MAX_LOGN else level
@@ -713,6 +732,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
         p.update(tuned_plan(precision, level, logn, inject, clusters))
     if not inject:
         p["hooksplit"] = 0  # (a measured plan's choice for injection builds)
+    p["tbenc"] = p.get("tbenc") or auto_tbenc(precision, level, logn)
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
@@ -792,12 +812,13 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         R = params[f"N{i + 1}"]
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
                         minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
-                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2)
+                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0) == 2)
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
-    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")))
+    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")),
+                tbenc=params.get("tbenc", 0) == 2)
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1343,11 +1364,15 @@ class FftModel:
             bad = bad or det > 0
         elif level == "two-sided-tb":
             WSX = X[C:]
+            # tb_stage: the prefilter's sums are the block's (its threads encode the staged copies, not their own columns)
+            pre = self._tb_prefilter(s, s2, nrm, R) if lp.tb_stage else None
+            if pre is not None:
+                rep.escalated += int(hooks and not (pre <= 1.0))
             for gi, idx in enumerate(groups):
                 res = self._tb_group(U[idx], WSX[gi], s[idx], s2[idx], nrm[idx], SX[gi], in_part[idx], D[idx] if D is not None else None, R, e, correct,
-                                     prefilter=not lp.seq)
+                                     prefilter=not lp.seq, pre=pre)
                 rep.max_score = max(rep.max_score, res["score"])
-                rep.escalated += int(hooks and res["escalated"])
+                rep.escalated += int(hooks and res["escalated"] and pre is None)
                 if not res["detected"]:
                     continue
                 if hooks:
@@ -1363,7 +1388,16 @@ class FftModel:
                     rep.located.append((lp.index, col0 + idx[res["j"]]))
         return Y, bad, ndet
 
-    def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct, prefilter: bool = True) -> dict:
+    def _tb_prefilter(self, s, s2, nrm, R) -> float:
+        """The simultaneous two-sided-tb's prefilter score over the columns given: max(|sum s|, |sum s2|) (the two
+        encodings' two-sided checksums) over TB_PRE times the threshold of their norms; inf for a non-finite one."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            r1, r2 = np.abs(np.complex128(s.sum())), np.abs(np.complex128(s2.sum()))
+            dp = float(max(r1, r2)) if np.isfinite(r1) and np.isfinite(r2) else math.inf
+            tau_pre = self.kmult(K_TB) * TB_PRE * self.u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * float(nrm.sum()))
+            return dp / max(tau_pre, 1e-300)
+
+    def _tb_group(self, U, w, s, s2, nrm, SX, in_part, D, R, e, correct, prefilter: bool = True, pre: float | None = None) -> dict:
         """Two-sided-tb decision for one group: (simultaneous design) prefilter on the two-sided checksums
         |e^T sum u - (W^T e)^T sum x| (= the sum of the columns' left residuals s_l) and the same with
         e2 = e o (-1)^popcount(k) (s2) against TB_PRE times the threshold; above it, the residual vector
@@ -1374,11 +1408,9 @@ class FftModel:
         Lg = U.shape[0]
         k = self.kmult(K_TB)
         with np.errstate(invalid="ignore", over="ignore"):
-            r1, r2 = np.abs(np.complex128(s.sum())), np.abs(np.complex128(s2.sum()))
-            dp = float(max(r1, r2)) if np.isfinite(r1) and np.isfinite(r2) else math.inf
             nsum = float(nrm.sum())
-            tau_pre = k * TB_PRE * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nsum)
-            pre = dp / max(tau_pre, 1e-300)
+            if pre is None:
+                pre = self._tb_prefilter(s, s2, nrm, R)
             # the decision score min(prefilter, vector) (the kernels know the vector part only where the prefilter
             # fired, and report the prefilter's score, an upper bound, elsewhere)
             delta = U.sum(axis=0) - w
@@ -1633,6 +1665,7 @@ PARAMS = (
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
+    Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic", choices=(0, 1, 2)),
     Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
 
@@ -1698,7 +1731,8 @@ class FftFamily(Family):
             return [make_plan(v.precision, level, self.resolved(v))]
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
-            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0), "hooksplit": p.get("hooksplit", 0)},
+            q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0), "hooksplit": p.get("hooksplit", 0),
+                                                    "tbenc": p.get("tbenc", 0)},
                                v.protection.injects,
                                self.clusters_ok(v))
             out.append(make_plan(v.precision, level, q))
@@ -1726,6 +1760,9 @@ class FftFamily(Family):
             if p["logn"] == 0 and reasons:
                 reasons = [f"n=2^{plan.logn}: {x}" for x in reasons]
             r.extend(reasons)
+        if p.get("tbenc") == 2 and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
+            r.append("tbenc: 2 moves the simultaneous two-sided-tb's encodings into the staged loads of multi-launch plans; "
+                     f"this variant has none (level {level}, log n {p['logn']})")
         if p.get("hooksplit") and not v.protection.injects:
             r.append("hooksplit: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
         elif p.get("hooksplit") and level == "none":
@@ -1743,6 +1780,7 @@ class FftFamily(Family):
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
             "cluster 1 / 2: unprotected (tcols = 1) or the simultaneous two-sided-tb (log n > 12, every thread the same number of fused DFTs), two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L; two launches: bs1 <= N2 / 2; 2 (scattered loads): unprotected two-launch plans, bs1 = 1; every arch sm_90 or later",
             "hooksplit 1: injection builds of a protected level",
+            "tbenc 2: two-sided-tb plans with a simultaneous launch whose input is staged (multi-launch)",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
@@ -1753,7 +1791,8 @@ class FftFamily(Family):
         p = v.param_dict
         head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
         if p["logn"] == 0:
-            name = head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + ("_hs" if p.get("hooksplit") else "")
+            name = (head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + (f"_te{p['tbenc']}" if p.get("tbenc") else "")
+                    + ("_hs" if p.get("hooksplit") else ""))
         else:
             q = self.resolved(v)
             nl = q["launches"]
@@ -1764,6 +1803,7 @@ class FftFamily(Family):
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
+                ["te"] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
                 ["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
@@ -1872,6 +1912,7 @@ class FftFamily(Family):
                     "fault_elems": lp.fault_elems,
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
+                    "tb_stage": lp.tb_stage,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
                 }
             )

@@ -1131,6 +1131,12 @@ struct FftLaunch {
   static constexpr bool TB = LEVEL == kTwoSidedTb;
   static constexpr bool SEQ = LEVEL == kOneSided || (TB && C::TB_SEQ);
   static constexpr bool TBSIM = TB && !SEQ;
+  // simultaneous two-sided-tb with the encodings at the staged copies (C::TB_STAGE, plan key tbenc): the input side
+  // in the staged load (a thread sums the adjacent columns it loads at one position before the table read and the
+  // products), the output side in the staged store of launches without launch twiddles; the prefilter then decides
+  // on the block's sums (tb_load_enc, tb_store_enc, finish_checks)
+  static constexpr bool TBX = TBSIM && C::TB_STAGE && C::STAGED_IN;
+  static constexpr bool TBX_OUT = TBX && C::STAGED_OUT && C::MP == 1 && C::S > 1 && C::CLUSTER == 0;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
   static constexpr int STEPS = SEQ ? L + (TB ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
@@ -1432,6 +1438,41 @@ struct FftLaunch {
         double acc = 0;
         FT_UNROLL
         for (int w = 0; w < GWARPS; ++w) acc += FT_RSLD((g * GWARPS + w) * NV + v);
+        st.red[v] = acc;
+      }
+      FT_EACH_END
+    }
+  }
+
+  // ---- block reduction of st.red[0..NVV) (TBX's prefilter): in each warp in RT, across the warps in double ----
+  template <int NVV, class Ctx, class RT = double>
+  static FT_HD FT_INLINE void block_allsum(Ctx& ctx, State* sts, double* red) {
+    constexpr int BW = NT < 32 ? NT : 32;
+#ifdef FTGEN_EMU
+    ctx.template warp_allsum<State, BW, RT>(sts, NT, NVV);
+#else
+    (void)ctx;
+    {
+      State& st = sts[0];
+      FT_UNROLL
+      for (int v = 0; v < NVV; ++v) st.red[v] = double(warp_allsum<BW, WMASK>(RT(st.red[v])));
+    }
+#endif
+    if constexpr (NWARPS > 1) {
+      FT_SYNC();
+      FT_EACH_BEGIN
+      if ((tid & 31) == 0) {
+        FT_UNROLL
+        for (int v = 0; v < NVV; ++v) FT_RSST((tid >> 5) * NV + v, st.red[v]);
+      }
+      FT_EACH_END
+      FT_SYNC();
+      FT_EACH_BEGIN
+      FT_UNROLL
+      for (int v = 0; v < NVV; ++v) {
+        double acc = 0;
+        FT_UNROLL
+        for (int w = 0; w < NWARPS; ++w) acc += FT_RSLD(w * NV + v);
         st.red[v] = acc;
       }
       FT_EACH_END
@@ -2419,6 +2460,131 @@ struct FftLaunch {
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
   }
 
+  // TBX: the staged load with the input-side encodings. A thread loads CWX adjacent columns at one position i (32 bytes
+  // where the block has that many: one sector), adds their norms, projects their sum on (W^T e)_i and (W^T e2)_i (one
+  // table read and two complex products per CWX elements instead of per element) and writes them to the tile; its
+  // shares of the block's checksums wait in its shared slots as tb_encode_in's do (the block's sums are what the
+  // prefilter compares, so which thread holds which share does not matter). Then the thread's columns from the tile.
+  static constexpr int CWX = BS >= 2 * V ? 2 * V : (BS >= V ? V : 1);
+  template <class Ctx>
+  static FT_HD FT_INLINE void tb_load_enc(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
+    constexpr int VC = CWX >= V ? V : 1;
+    constexpr int NW = BS / CWX, NCH = NW * R, IT = (NCH + NT - 1) / NT;
+    const cx* in = p.in + ((C0 / CPS) * N + C0 % CPS);
+    FT_SYNC();  // earlier reads of the tile are complete
+    FT_EACH_BEGIN
+    cx acc{T(0), T(0)}, acc2{T(0), T(0)};
+    T nr = T(0);
+    FT_UNROLL
+    for (int it = 0; it < IT; ++it) {
+      const unsigned v = unsigned(tid) + NT * it;
+      if (NCH % NT == 0 || v < unsigned(NCH)) {
+        const unsigned cc = (v % NW) * CWX, i = v / NW;
+        const unsigned gi = cc + unsigned(CPS) * i;
+        cx x[CWX];
+        FT_UNROLL
+        for (int w = 0; w < CWX / VC; ++w) {
+          if constexpr (VC == V) {
+            const Vec16<T> xv = FT_GLDV(in, gi + w * VC);
+            FT_UNROLL
+            for (int j = 0; j < V; ++j) x[w * VC + j] = xv.v[j];
+          } else {
+            x[w] = FT_GLD(in, gi + w);
+          }
+        }
+        cx sx = x[0];
+        nr = cnorm2acc(nr, x[0]);
+        FT_UNROLL
+        for (int j = 1; j < CWX; ++j) {
+          sx = cadd(sx, x[j]);
+          nr = cnorm2acc(nr, x[j]);
+        }
+        cx ve, ve2;
+        if constexpr (V == 2) {
+          const Vec16<T> w = FT_TLDV(p.enc_v, R + 2 * i);
+          ve = w.v[0];
+          ve2 = w.v[1];
+        } else {
+          ve = FT_TLD(p.enc_v, R + 2 * i);
+          ve2 = FT_TLD(p.enc_v, R + 2 * i + 1);
+        }
+        acc = cmac(acc, ve, sx);
+        acc2 = cmac(acc2, ve2, sx);
+        FT_UNROLL
+        for (int j = 0; j < CWX; ++j) FT_SST(sidx(int(cc) + j, int(i)), x[j]);
+      }
+    }
+    FT_SST(CK_IDX + tid, cneg(acc));
+    FT_SST(CK_IDX + NT + tid, cneg(acc2));
+    FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
+    FT_EACH_END
+    FT_SYNC();
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid);
+    FT_UNROLL
+    for (int l = 0; l < L; ++l) {
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * L + l, t + TT * i));
+    }
+    FT_EACH_END
+  }
+
+  // TBX_OUT: the staged store (strided output, no launch twiddles) with the output-side encodings: a thread stores CWX
+  // adjacent columns at position k and adds e_k times their sum to its share of e^T sum u (the second encoding's sign
+  // (-1)^popc(k): k = tid / NW + it NT / NW with disjoint bits, so the thread's sign once and each step's after unrolling)
+  template <class Ctx>
+  static FT_HD FT_INLINE void tb_store_enc(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
+    constexpr int VC = CWX >= V ? V : 1;
+    constexpr int NW = BS / CWX, NCH = NW * R, IT = (NCH + NT - 1) / NT;
+    static_assert(NT % NW == 0, "a thread's column chunk is the same at every step");
+    FT_SYNC();
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tid % TT;
+    FT_UNROLL
+    for (int l = 0; l < L; ++l) {
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) FT_SST(sidx(g * L + l, t + TT * i), st.a[l][i]);
+    }
+    FT_EACH_END
+    FT_SYNC();
+    cx* out = p.out + (C0 / CPS) * N;
+    const unsigned c0 = unsigned(C0 % CPS);
+    FT_EACH_BEGIN
+    cx acc{T(0), T(0)}, acc2{T(0), T(0)};
+    FT_UNROLL
+    for (int it = 0; it < IT; ++it) {
+      const unsigned v = unsigned(launder_if<LAUNDER_STAGE>(tid)) + NT * it;
+      if (NCH % NT == 0 || v < unsigned(NCH)) {
+        const unsigned cc = (v % NW) * CWX, k = v / NW;
+        const unsigned gi = out_off<unsigned>(c0 + cc) + unsigned(S) * k;
+        cx x[CWX];
+        FT_UNROLL
+        for (int j = 0; j < CWX; ++j) x[j] = FT_SLD(sidx(int(cc) + j, int(k)));
+        FT_UNROLL
+        for (int w = 0; w < CWX / VC; ++w) {
+          if constexpr (VC == V) {
+            Vec16<T> xv;
+            FT_UNROLL
+            for (int j = 0; j < V; ++j) xv.v[j] = x[w * VC + j];
+            FT_GSTV(out, gi + w * VC, xv);
+          } else {
+            FT_GST(out, gi + w, x[w]);
+          }
+        }
+        cx sx = x[0];
+        FT_UNROLL
+        for (int j = 1; j < CWX; ++j) sx = cadd(sx, x[j]);
+        const cx q = cmul(FT_TLD(p.enc_e, k), sx);
+        acc = cadd(acc, q);
+        acc2 = (popc_u(static_cast<unsigned>(it * (NT / NW))) & 1) ? csub(acc2, q) : cadd(acc2, q);
+      }
+    }
+    if (popc_u(static_cast<unsigned>(tid / NW)) & 1) acc2 = cneg(acc2);
+    st.ck = cadd(st.ck, acc);
+    st.ck2 = cadd(st.ck2, acc2);
+    FT_EACH_END
+  }
+
   // the sum over the thread's columns at slot i (the right-side checksum's share)
   static FT_HD FT_INLINE cx slot_sum(const State& st, int i) {
     cx su = st.a[0][i];
@@ -2474,8 +2640,10 @@ struct FftLaunch {
       }
     } else {
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
+      if constexpr (!TBX_OUT) {
+        FT_UNROLL
+        for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
+      }
     }
     if (popc_u(static_cast<unsigned>(te)) & 1) acc2 = cneg(acc2);
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
@@ -2492,16 +2660,22 @@ struct FftLaunch {
     const long long C0 = block_c0(blk);
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     const bool hooks = HK && attempt == 0;
-    load<BS, L>(ctx, sts, sm, p, C0, 0);
+    if constexpr (TBX) {
+      tb_load_enc(ctx, sts, sm, p, C0);
+    } else {
+      load<BS, L>(ctx, sts, sm, p, C0, 0);
+    }
     FT_EACH_BEGIN
     st.bad = st.det = st.corr = st.unres = 0;
-    tb_encode_in(ctx, st, sm, p, tid);
+    if constexpr (!TBX) tb_encode_in(ctx, st, sm, p, tid);
     if (hooks) hook<L>(st, tid, p, blk, C0, 0, 0);
     FT_EACH_END
     passes<L, false>(ctx, sts, sm, p, blk, C0, hooks, 0, kmult);
     tb_out(ctx, sts, sm, p, blk, C0, hooks);
     if constexpr (CLTB) {
       tile_put<true>(ctx, sts, sm);  // phase 1 of a cluster plan: the outputs stay in the tile
+    } else if constexpr (TBX_OUT) {
+      tb_store_enc(ctx, sts, sm, p, C0);
     } else {
       store<BS, L>(ctx, sts, sm, p, C0, 0);
     }
@@ -2709,18 +2883,23 @@ struct FftLaunch {
       FT_SYNC();  // the stores are visible to the block
       FT_EACH_BEGIN
       const int g = tid / TT, t = tid % TT;
-      double nsx = 0;
+      double nsx = 0, nxl = 0;
       FT_UNROLL
       for (int i = 0; i < NN; ++i) {
         cx sx{T(0), T(0)};
         FT_NOUNROLL
         for (int l = 0; l < L; ++l) {
-          if (col_valid(p, C0, tile_col(g, l))) sx = cadd(sx, p.in[in_index(C0, tile_col(g, l), t + TT * i)]);
+          if (col_valid(p, C0, tile_col(g, l))) {
+            const cx x = p.in[in_index(C0, tile_col(g, l), t + TT * i)];
+            sx = cadd(sx, x);
+            if constexpr (TBX) nxl += double(cnorm2t(x));
+          }
         }
         st.a[0][i] = sx;
         nsx += double(cnorm2t(sx));
       }
       st.nsx = nsx;
+      if constexpr (TBX) st.red[2] = nxl;
       FT_EACH_END
       passes<1, false>(ctx, sts, sm, p, 0, C0, false, 0, 0.0);
       FT_EACH_BEGIN
@@ -2743,8 +2922,10 @@ struct FftLaunch {
       st.red[0] = dvt;
       st.red[1] = st.nsx;
       FT_EACH_END
-      group_allsum<2>(ctx, sts, red);
+      // (TBX: the prefilter's norm was the block's; the group's sum ||x_l||^2 from the re-read inputs)
+      group_allsum<TBX ? 3 : 2>(ctx, sts, red);
       FT_EACH_BEGIN
+      if constexpr (TBX) st.vnx = st.red[2];
       if (st.jloc == -1) {
         const double dv = st.red[0], tau = kmult * scale * sqrt(st.vnx + st.red[1]);
         const double sv = score_of(dv, tau);
@@ -2973,7 +3154,11 @@ struct FftLaunch {
       FT_EACH_END
       // summed in the working precision (fp32: the threads' shares are float sums already), decided in fp64 (squares
       // of float residuals and thresholds of tiny data would underflow)
-      group_allsum<5, Ctx, T>(ctx, sts, red);
+      if constexpr (TBX) {
+        block_allsum<5, Ctx, T>(ctx, sts, red);  // the shares of the staged copies: the block's sums
+      } else {
+        group_allsum<5, Ctx, T>(ctx, sts, red);
+      }
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
@@ -2992,7 +3177,7 @@ struct FftLaunch {
         st.pre = score_of(dv, sqrt(tau2));
         st.jloc = -1;
       }
-      if (fired && attempt == 0 && p.counters && tid % TT == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+      if (fired && attempt == 0 && p.counters && tid % (TBX ? NT : TT) == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
       FT_EACH_END
       FT_VOTE_OR(anyd, st.jloc != -2);
       if (anyd) {
