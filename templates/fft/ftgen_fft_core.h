@@ -2460,12 +2460,13 @@ struct FftLaunch {
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
   }
 
-  // TBX: the staged load with the input-side encodings. A thread loads CWX adjacent columns at one position i (32 bytes
-  // where the block has that many: one sector), adds their norms, projects their sum on (W^T e)_i and (W^T e2)_i (one
-  // table read and two complex products per CWX elements instead of per element) and writes them to the tile; its
+  // TBX: the staged load with the input-side encodings. A thread loads CWX adjacent columns at one position i (one
+  // 16-byte vector, as the plain staged load: two 16-byte vectors of one row per thread cost 10-20% at fp32 2^18-2^21,
+  // each warp instruction then touching half sectors of twice the rows), adds their norms, projects their sum on
+  // (W^T e)_i and (W^T e2)_i (one table read and two complex products per CWX elements) and writes them to the tile; its
   // shares of the block's checksums wait in its shared slots as tb_encode_in's do (the block's sums are what the
   // prefilter compares, so which thread holds which share does not matter). Then the thread's columns from the tile.
-  static constexpr int CWX = BS >= 2 * V ? 2 * V : (BS >= V ? V : 1);
+  static constexpr int CWX = BS >= V ? V : 1;
   template <class Ctx>
   static FT_HD FT_INLINE void tb_load_enc(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
     constexpr int VC = CWX >= V ? V : 1;
