@@ -2,14 +2,14 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster|tbcluster]   (ncu_fft_*.txt: one report per size
+# Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbenc|tbcols|large|big|mix|cluster|tbcluster]   (ncu_fft_*.txt: one report per size
 # (LOGNS: the sizes of the tb mode, default 12 and 20); mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
 # 2^13 (one launch) and 2^23 in three launches (automatic) and in two (4096 x 2048, 4 + 8 columns); large: the
 # unprotected fp32 2^22 and fp64 2^20 / 2^21 plans (TUNED) beside cuFFT's kernels; tb: the
 # two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
-# the warp stall reasons (tb64: the same in fp64); tbcols: two-sided-tb 2^20 with two and four columns per thread;
+# the warp stall reasons (tb64: the same in fp64; tbenc: two-sided-tb with tbenc 1 and 2 at LOGNS, default 16 and 20); tbcols: two-sided-tb 2^20 with two and four columns per thread;
 # cluster: the unprotected fp32 2^14 (one launch) and 2^15 / fp64 2^14 (cluster plans), stall reasons as in tb; tbcluster:
 # the two-sided-tb cluster kernels of fp32 2^15 (4096 x 8) beside the unprotected one, and fp64 2^14 (4096 x 4, radix 8))
 set -uo pipefail
@@ -24,6 +24,7 @@ case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [${LOGNS:-12, 20}]}}, {protection: $tb, params: {logn: [${LOGNS:-12, 20}]}}]" ;;
   tb64) variants="[{precision: fp64, protection: {scheme: none}, params: {logn: [12, 20]}}, {precision: fp64, protection: $tb, params: {logn: [12, 20]}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
+  tbenc) variants="[{protection: $tb, params: {logn: [${LOGNS:-16, 20}], tbenc: [1, 2]}}]" ;;
   mix) variants="[{protection: {scheme: none}, params: {logn: [20, 23]}}]" ;;
   tbcluster) variants="[{protection: $tb, params: {logn: 15, N1: 4096, cluster: 1, n1: 16}}, {protection: {scheme: none}, params: {logn: 15, N1: 4096, cluster: 1, n1: 16}}, {precision: fp64, protection: $tb, params: {logn: 14, N1: 4096, cluster: 1, n1: 8}}]" ;;
   cluster) variants="[{protection: {scheme: none}, params: {logn: [14, 15]}}, {precision: fp64, protection: {scheme: none}, params: {logn: 14}}]" ;;
@@ -47,7 +48,7 @@ sections="--launch-count 6 --section SpeedOfLight --section MemoryWorkloadAnalys
 report=ncu
 keep="^  [a-zA-Z_].*\(|Duration|inst_executed|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Stall|DRAM Throughput|Memory Throughput|Achieved Occupancy|dram__bytes_read.sum|dram__bytes_write.sum|Registers Per|Dynamic Shared|sectors_pipe_lsu_mem_global_op_ld.sum|requests_pipe_lsu_mem_global_op_ld.sum"
 metrics="--metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
-case "$which" in tb | tb64 | cluster | tbcluster)
+case "$which" in tb | tb64 | tbenc | cluster | tbcluster)
   # the stall reasons, warps per issued instruction
   for r in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle math_pipe_throttle wait not_selected dispatch_stall no_instruction; do
     metrics="$metrics,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
