@@ -1444,41 +1444,6 @@ struct FftLaunch {
     }
   }
 
-  // ---- block reduction of st.red[0..NVV) (TBX's prefilter): in each warp in RT, across the warps in double ----
-  template <int NVV, class Ctx, class RT = double>
-  static FT_HD FT_INLINE void block_allsum(Ctx& ctx, State* sts, double* red) {
-    constexpr int BW = NT < 32 ? NT : 32;
-#ifdef FTGEN_EMU
-    ctx.template warp_allsum<State, BW, RT>(sts, NT, NVV);
-#else
-    (void)ctx;
-    {
-      State& st = sts[0];
-      FT_UNROLL
-      for (int v = 0; v < NVV; ++v) st.red[v] = double(warp_allsum<BW, WMASK>(RT(st.red[v])));
-    }
-#endif
-    if constexpr (NWARPS > 1) {
-      FT_SYNC();
-      FT_EACH_BEGIN
-      if ((tid & 31) == 0) {
-        FT_UNROLL
-        for (int v = 0; v < NVV; ++v) FT_RSST((tid >> 5) * NV + v, st.red[v]);
-      }
-      FT_EACH_END
-      FT_SYNC();
-      FT_EACH_BEGIN
-      FT_UNROLL
-      for (int v = 0; v < NVV; ++v) {
-        double acc = 0;
-        FT_UNROLL
-        for (int w = 0; w < NWARPS; ++w) acc += FT_RSLD(w * NV + v);
-        st.red[v] = acc;
-      }
-      FT_EACH_END
-    }
-  }
-
   // ---- global <-> registers ----------------------------------------------------------------
   // The block's tile holds BS columns C0 .. C0+BS-1. A call moves NC consecutive of them,
   // starting at tile column `cb`; thread group g owns LL of those (tile columns cb + g*LL + l,
@@ -3155,32 +3120,91 @@ struct FftLaunch {
       FT_EACH_END
       // summed in the working precision (fp32: the threads' shares are float sums already), decided in fp64 (squares
       // of float residuals and thresholds of tiny data would underflow)
+      int anyd;
       if constexpr (TBX) {
-        block_allsum<5, Ctx, T>(ctx, sts, red);  // the shares of the staged copies: the block's sums
+        // the block's sums (each thread's shares are of the staged copies, not of its columns): per warp with shuffles,
+        // across the warps by thread 0, which decides for the block; the vote tells the others (and is the barrier
+        // after which they read the prefilter's score and norm, needed by the rare path only). Every thread reading
+        // every warp's sums had cost 2^16's launches 8-15% (40 shared loads per thread, Nsight Compute)
+        constexpr int BW = NT < 32 ? NT : 32;
+#ifdef FTGEN_EMU
+        ctx.template warp_allsum<State, BW, T>(sts, NT, 5);
+#else
+        {
+          State& st = sts[0];
+          FT_UNROLL
+          for (int v = 0; v < 5; ++v) st.red[v] = double(warp_allsum<BW, WMASK>(T(st.red[v])));
+        }
+#endif
+        if constexpr (NWARPS > 1) {
+          FT_SYNC();
+          FT_EACH_BEGIN
+          if ((tid & 31) == 0) {
+            FT_UNROLL
+            for (int v = 0; v < 5; ++v) FT_RSST((tid >> 5) * NV + v, st.red[v]);
+          }
+          FT_EACH_END
+          FT_SYNC();
+        }
+        FT_EACH_BEGIN
+        st.jloc = -2;
+        if (tid == 0) {
+          if constexpr (NWARPS > 1) {
+            FT_UNROLL
+            for (int v = 0; v < 5; ++v) {
+              double acc = 0;
+              FT_UNROLL
+              for (int w = 0; w < NWARPS; ++w) acc += FT_RSLD(w * NV + v);
+              st.red[v] = acc;
+            }
+          }
+          const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
+          const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];
+          const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
+          const bool fired = !(dv <= tau2);
+          if (fired || (p.flags & kRecordScores)) {
+            FT_RSST(0, score_of(dv, sqrt(tau2)));
+            st.jloc = -1;
+          }
+          if (fired && attempt == 0 && p.counters) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+        }
+        FT_EACH_END
+        FT_VOTE_OR(anyb, st.jloc != -2);
+        if (anyb) {
+          // every group of the block to the rare path, whose vector residual decides per group (with the group's
+          // norm, st.vnx, from its re-read inputs)
+          FT_EACH_BEGIN
+          st.pre = FT_RSLD(0);
+          st.vnx = 0.0;  // (the rare path's, per group)
+          st.jloc = -1;
+          FT_EACH_END
+        }
+        anyd = anyb;
       } else {
         group_allsum<5, Ctx, T>(ctx, sts, red);
+        FT_EACH_BEGIN
+        const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
+        const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
+        // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
+        const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
+        const bool fired = !(dv <= tau2);  // NaN-safe
+        st.vnx = nx;
+        st.pre = 0.0;  // (read by the rare path for its detected groups only)
+        st.jloc = fired ? -1 : -2;  // -2: no detection; -1: to be decided by the rare path
+        // Decided on squares; the score (a square root and a division in fp64) only where the rare path needs it.
+        // Recorded scores (campaigns) are exact: every group takes the rare path, which computes the decision's
+        // score min(prefilter, vector) and detects only where the prefilter fired (recording the prefilter's score of
+        // the groups it cleared, an upper bound, put the largest clean score just below 1 at every size where clean
+        // groups escalate: it measured the prefilter, not the decision's margin)
+        if (fired || (p.flags & kRecordScores)) {
+          st.pre = score_of(dv, sqrt(tau2));
+          st.jloc = -1;
+        }
+        if (fired && attempt == 0 && p.counters && tid % TT == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+        FT_EACH_END
+        FT_VOTE_OR(anyg, st.jloc != -2);
+        anyd = anyg;
       }
-      FT_EACH_BEGIN
-      const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
-      const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
-      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
-      const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
-      const bool fired = !(dv <= tau2);  // NaN-safe
-      st.vnx = nx;
-      st.pre = 0.0;  // (read by the rare path for its detected groups only)
-      st.jloc = fired ? -1 : -2;  // -2: no detection; -1: to be decided by the rare path
-      // Decided on squares; the score (a square root and a division in fp64) only where the rare path needs it.
-      // Recorded scores (campaigns) are exact: every group takes the rare path, which computes the decision's
-      // score min(prefilter, vector) and detects only where the prefilter fired (recording the prefilter's score of
-      // the groups it cleared, an upper bound, put the largest clean score just below 1 at every size where clean
-      // groups escalate: it measured the prefilter, not the decision's margin)
-      if (fired || (p.flags & kRecordScores)) {
-        st.pre = score_of(dv, sqrt(tau2));
-        st.jloc = -1;
-      }
-      if (fired && attempt == 0 && p.counters && tid % (TBX ? NT : TT) == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
-      FT_EACH_END
-      FT_VOTE_OR(anyd, st.jloc != -2);
       if (anyd) {
 #ifdef FTGEN_EMU
         tb_rare(ctx, sts, sm, red, p, C0);
