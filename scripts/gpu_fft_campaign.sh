@@ -4,7 +4,7 @@
 # thread at stop 20; one since the simultaneous design), 2^20 (two of 1024), 2^23 (three launches). gpu_fft.sh runs its campaign at 4096 points
 # (one launch); these exercise the location path of the first launches (launch twiddles per column, strided
 # columns) and of the later ones. Usage: [LOGNS="18 22"] bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]   (default 1000;
-# LOGNS: the sizes up to 2^24, default 16 20 23)
+# LOGNS: the sizes up to 2^24, default 16 20 23; CASES="fp32:20 fp64:17": those precision / size pairs instead)
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]}
 trials=${2:-1000}
@@ -14,14 +14,22 @@ gen=/tmp/ftgen-fft-campaign
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 provenance "$out"
 logns=${LOGNS:-16 20 23}
+if [ -n "${CASES:-}" ]; then
+  variants=""; logns=""
+  for c in $CASES; do
+    variants="$variants  - {precision: ${c%%:*}, params: {logn: ${c##*:}}}"$'\n'
+    case " $logns " in *" ${c##*:} "*) ;; *) logns="$logns ${c##*:}" ;; esac
+  done
+else
+  variants="  - {precision: [fp32, fp64], params: {logn: [${logns// /, }]}}"$'\n'
+fi
 cat > "$out/fft_campaign.yaml" <<Y
 name: fft_campaign
 family: fft
 arch: [sm_90]
-precision: [fp32, fp64]
 protection: {scheme: abft, level: two-sided-tb, inject: true}
-params: {logn: [${logns// /, }]}
-shapes:
+variants:
+${variants}shapes:
   - {logn: 16, batch: 64}
 Y
 python3 -m ftgen.cli generate "$out/fft_campaign.yaml" -o $gen > /dev/null || exit 2

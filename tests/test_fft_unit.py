@@ -421,7 +421,7 @@ def test_hook_split_sizes_replay_the_recorded_search():
             assert "_hs" not in clean
             if "_cl_" in auto:
                 continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs)
-            hooked = auto.replace("_hs_inj", "_inj")
+            hooked = auto.replace("_te_", "_").replace("_hs_inj", "_inj")  # (the search of the split was before tbenc)
             split = hooked.replace("_inj", "_hs_inj")
             n = 1 << logn
             both = [ratios for _, ratios in runs if (hooked, n) in ratios and (split, n) in ratios]
@@ -430,6 +430,34 @@ def test_hook_split_sizes_replay_the_recorded_search():
             assert (a > b) == (logn in sizes), (split, a, hooked, b)
             checked += 1
     assert checked >= 36
+
+
+def test_tbenc_sizes_replay_the_recorded_search():
+    """TUNED_TBENC: the automatic two-sided-tb plans take the encodings at the staged copies (tbenc 2, names `_te`) exactly
+    where they measured more than 1% faster than each thread encoding its own columns, the same plan otherwise
+    (results/h100/fft/stop33/search_tbenc_*/, one fault per transform, the latest search); a plan given by its keys keeps
+    tbenc 1 unless asked."""
+    runs = _recorded_searches("stop33/search_tbenc_*/search_tbenc.jsonl")
+    assert runs
+    rows = runs[-1][1]
+    checked = 0
+    for (prec, level), sizes in F.TUNED_TBENC.items():
+        prot = f"{{scheme: abft, level: {level}, inject: true}}"
+        for logn in range(13, 25):
+            auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+            assert ("_te_" in auto) == (logn in sizes), auto
+            plain = auto.replace("_te_", "_")
+            tail = "_hs_inj" if plain.endswith("_hs_inj") else "_inj"
+            te = plain[: -len(tail)] + "_te" + tail
+            n = 1 << logn
+            if (te, n) not in rows:
+                assert logn <= 14, (te, n)  # (one-launch plans: no staged input)
+                continue
+            assert ((rows[(te, n)] > 1.01 * rows[(plain, n)]) == (logn in sizes)), (te, rows[(te, n)], rows[(plain, n)])
+            checked += 1
+        given = _variant_name(prec, prot, f"{{logn: {sizes[0]}, launches: 2}}")
+        assert "_te_" not in given
+    assert checked >= 20
 
 
 def test_clean_build_plans_replay_the_recorded_search():

@@ -693,9 +693,23 @@ TUNED_CLEAN = {
 TB_SEQ_MAX_LOGN = 12
 
 
-def auto_tbenc(precision: str, level: str, logn: int) -> int:
-    """tbenc's automatic value: 1 (each thread encodes its own columns) until measured otherwise."""
-    return 1
+# The simultaneous two-sided-tb with the encodings at the staged copies (tbenc: 2, LaunchPlan.tb_stage), per precision
+# and level: the sizes where it measured faster than each thread encoding its own columns, with the measured plans.
+# specs/fft_plan_search_tbenc.yaml (results/h100/fft/stop33/search_tbenc_1ede807/, one fault per transform, x cuFFT, the
+# same run): fp32 2^20 0.772 -> 0.829, 2^21 0.702 -> 0.775, fp64 2^17 0.830 -> 0.866, 2^18 0.816 -> 0.858 (their launches
+# have 64 threads per column: the group's sums crossed warps through shared memory already, and the per-thread encodings
+# spilled). Lost where a column's threads fit one warp (the group's sums were shuffles only; the block's need barriers):
+# fp32 2^15-2^18 and 2^22-2^24 by 4-9%, and in the fp64 cluster plans (two columns per thread, which the thread's own
+# encodings sum first: 2^19 / 2^20 -15%); fp32 2^19, fp64 2^15 / 2^16 / 2^24 within 0.5%.
+TUNED_TBENC = {
+    ("fp32", "two-sided-tb"): (20, 21),
+    ("fp64", "two-sided-tb"): (17, 18),
+}
+
+
+def auto_tbenc(precision: str, level: str, logn: int, measured_plan: bool = True) -> int:
+    """tbenc's automatic value: 2 where TUNED_TBENC measured it faster with the measured plan, else 1."""
+    return 2 if measured_plan and logn in TUNED_TBENC.get((precision, level), ()) else 1
 
 
 def plan_level(level: str, logn: int) -> str:
@@ -728,11 +742,12 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     N = 1 << logn
     # the simultaneous two-sided-tb runs the unprotected kernel's data path (its checks ride along in registers):
     # the unprotected plans and their measured winners (plan_level)
-    if not any(p.get(k) for k in PLAN_KEYS):
+    measured = not any(p.get(k) for k in PLAN_KEYS)
+    if measured:
         p.update(tuned_plan(precision, level, logn, inject, clusters))
     if not inject:
         p["hooksplit"] = 0  # (a measured plan's choice for injection builds)
-    p["tbenc"] = p.get("tbenc") or auto_tbenc(precision, level, logn)
+    p["tbenc"] = p.get("tbenc") or auto_tbenc(precision, level, logn, measured)
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
