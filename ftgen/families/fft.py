@@ -55,13 +55,17 @@ Protection (``protection.scheme: abft``), per launch and column, under the singl
   locates the column, which is replaced by ``W sum x - sum_{l != j} u_l`` and verified with its own left
   checksum (delayed correction, no recomputation). An ambiguous location falls back to recomputation.
   One-launch calls in place go through the workspace (the input is re-read after the outputs are stored).
+  ``tbenc: 2`` (``TUNED_TBENC``; launches with a staged input): the input-side encodings are computed by the
+  staged load (each thread projects the sum of the adjacent columns it loads at one position) and, in launches
+  without launch twiddles, the output side by the staged store; the prefilter then decides on the block's sums
+  (thread 0 from the warps' sums), the rare path per group as above.
 
 Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_hs][_inj]
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_hs][_inj]        (logn: 0, every size)
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_te][_hs][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_te<tbenc>][_hs][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
 ``abft-2sided-tb``, with ``-detect``, ``-th<x>`` suffixes); automatic parameters are resolved
