@@ -1508,15 +1508,34 @@ struct FftLaunch {
       }
       FT_EACH_END
       FT_SYNC();
-      FT_EACH_BEGIN
-      const int g = tid / TT, t = tpos(tid);
-      FT_UNROLL
-      for (int l = 0; l < LL; ++l) {
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * LL + l, t + TT * i));
-      }
-      FT_EACH_END
+      tile_get<LL>(ctx, sts, sm);
     }
+  }
+
+  // the thread's LL columns from the staged tile (group g's tile columns g * LL + l), and into it (the staged stores)
+  template <int LL, class Ctx>
+  static FT_HD FT_INLINE void tile_get(Ctx& ctx, State* sts, cx* sm) {
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tpos(tid);
+    FT_UNROLL
+    for (int l = 0; l < LL; ++l) {
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * LL + l, t + TT * i));
+    }
+    FT_EACH_END
+  }
+  template <int LL, class Ctx>
+  static FT_HD FT_INLINE void tile_set(Ctx& ctx, State* sts, cx* sm) {
+    FT_SYNC();
+    FT_EACH_BEGIN
+    const int g = tid / TT, t = tid % TT;
+    FT_UNROLL
+    for (int l = 0; l < LL; ++l) {
+      FT_UNROLL
+      for (int i = 0; i < NN; ++i) FT_SST(sidx(g * LL + l, t + TT * i), st.a[l][i]);
+    }
+    FT_EACH_END
+    FT_SYNC();
   }
 
   // input address of (block-tile column cc, position k): in[b N + c + CPS k]
@@ -1568,16 +1587,7 @@ struct FftLaunch {
       }
       FT_EACH_END
     } else {
-      FT_SYNC();
-      FT_EACH_BEGIN
-      const int g = tid / TT, t = tid % TT;
-      FT_UNROLL
-      for (int l = 0; l < LL; ++l) {
-        FT_UNROLL
-        for (int i = 0; i < NN; ++i) FT_SST(sidx(g * LL + l, t + TT * i), st.a[l][i]);
-      }
-      FT_EACH_END
-      FT_SYNC();
+      tile_set<LL>(ctx, sts, sm);
       if constexpr (S == 1) {
         // out[R * col + k]: NC consecutive columns are one contiguous range
         constexpr int NVEC = NC * R / V, IT = (NVEC + NT - 1) / NT;
@@ -2485,14 +2495,7 @@ struct FftLaunch {
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
     FT_EACH_END
     FT_SYNC();
-    FT_EACH_BEGIN
-    const int g = tid / TT, t = tpos(tid);
-    FT_UNROLL
-    for (int l = 0; l < L; ++l) {
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) st.a[l][i] = FT_SLD(sidx(g * L + l, t + TT * i));
-    }
-    FT_EACH_END
+    tile_get<L>(ctx, sts, sm);
   }
 
   // TBX_OUT: the staged store (strided output, no launch twiddles) with the output-side encodings: a thread stores CWX
@@ -2503,16 +2506,7 @@ struct FftLaunch {
     constexpr int VC = CWX >= V ? V : 1;
     constexpr int NW = BS / CWX, NCH = NW * R, IT = (NCH + NT - 1) / NT;
     static_assert(NT % NW == 0, "a thread's column chunk is the same at every step");
-    FT_SYNC();
-    FT_EACH_BEGIN
-    const int g = tid / TT, t = tid % TT;
-    FT_UNROLL
-    for (int l = 0; l < L; ++l) {
-      FT_UNROLL
-      for (int i = 0; i < NN; ++i) FT_SST(sidx(g * L + l, t + TT * i), st.a[l][i]);
-    }
-    FT_EACH_END
-    FT_SYNC();
+    tile_set<L>(ctx, sts, sm);
     cx* out = p.out + (C0 / CPS) * N;
     const unsigned c0 = unsigned(C0 % CPS);
     FT_EACH_BEGIN
