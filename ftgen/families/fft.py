@@ -358,7 +358,9 @@ class LaunchPlan:
         w = self.esize // 4  # 32-bit registers per complex
         data = self.cpt * self.n * w
         if self.level == "two-sided-tb":
-            ft = self.L * 3 * w + 24 if self.tbseq else 3 * w + 4
+            # (the sequential design holds one column at a time: ptxas gives fp32 2^12 128 registers at 4, 8 and 16
+            # columns per thread alike)
+            ft = 3 * w + 24 if self.tbseq else 3 * w + 4
         elif self.level == "two-sided-thread":
             ft = 2 * self.n * w + self.n * 2 + 16
         elif self.level == "one-sided":
