@@ -379,6 +379,22 @@ def test_hooksplit_is_for_injection_builds_of_protected_levels():
     assert clean.variants[0].name.endswith("_cl") and not F.FftFamily().plans(clean.variants[0])[0].hooksplit
 
 
+def test_tbenc_is_for_staged_simultaneous_two_sided_tb_launches():
+    """tbenc 2 (the encodings at the staged copies) names the variant `_te` and marks the launches with a staged input;
+    a variant without such a launch (unprotected, the sequential design, one launch) is rejected with the reason; the
+    kernels' Cfg carries it per launch."""
+    vs, _ = variants("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 16, tbenc: 2}\n")
+    plan = F.FftFamily().plans(vs[0])[0]
+    assert "_te" in vs[0].name and all(lp.tb_stage for lp in plan.launches)
+    assert [lp.tb_stage_out for lp in plan.launches] == [False, True]  # (the first launch's outputs carry launch twiddles)
+    for body in ("params: {logn: 20, tbenc: 2}", "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 12, tbenc: 2}",
+                 "protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 14, tbenc: 2}"):
+        with pytest.raises(SpecError, match="tbenc: 2 moves"):
+            load_spec_text(spec(body), "t.yaml")
+    vs, _ = variants("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 16, tbenc: 1}\n")
+    assert "_te" not in vs[0].name and not any(lp.tb_stage for lp in F.FftFamily().plans(vs[0])[0].launches)
+
+
 def test_tb_cluster_plans_replay_the_recorded_searches():
     """Every TUNED_CLUSTER plan (two-sided-tb, sm_90) was measured on the GPU with one fault per transform and beat the plan
     an architecture without clusters gets (TUNED's or the rules') in the latest search that measured both
