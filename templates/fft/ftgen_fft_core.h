@@ -3117,9 +3117,8 @@ struct FftLaunch {
       int anyd;
       if constexpr (TBX) {
         // the block's sums (each thread's shares are of the staged copies, not of its columns): per warp with shuffles,
-        // across the warps by thread 0, which decides for the block; the vote tells the others (and is the barrier
-        // after which they read the prefilter's score and norm, needed by the rare path only). Every thread reading
-        // every warp's sums had cost 2^16's launches 8-15% (40 shared loads per thread, Nsight Compute)
+        // across the warps from shared memory after one barrier, by every thread (the same sums in the same order, so
+        // one decision without a vote: a block's prefilter costs one barrier more than a group's within a warp)
         constexpr int BW = NT < 32 ? NT : 32;
 #ifdef FTGEN_EMU
         ctx.template warp_allsum<State, BW, T>(sts, NT, 5);
@@ -3131,7 +3130,7 @@ struct FftLaunch {
         }
 #endif
         if constexpr (NWARPS > 1) {
-          FT_SYNC();
+          // (no barrier before: nothing reads the reduction slots between the last attempt's and these writes)
           FT_EACH_BEGIN
           if ((tid & 31) == 0) {
             FT_UNROLL
@@ -3141,39 +3140,31 @@ struct FftLaunch {
           FT_SYNC();
         }
         FT_EACH_BEGIN
-        st.jloc = -2;
-        if (tid == 0) {
-          if constexpr (NWARPS > 1) {
+        if constexpr (NWARPS > 1) {
+          // (every thread the same sums in the same order: one decision for the block without a vote)
+          FT_UNROLL
+          for (int v = 0; v < 5; ++v) {
+            double acc = 0;
             FT_UNROLL
-            for (int v = 0; v < 5; ++v) {
-              double acc = 0;
-              FT_UNROLL
-              for (int w = 0; w < NWARPS; ++w) acc += FT_RSLD(w * NV + v);
-              st.red[v] = acc;
-            }
+            for (int w = 0; w < NWARPS; ++w) acc += FT_RSLD(w * NV + v);
+            st.red[v] = acc;
           }
-          const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
-          const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];
-          const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
-          const bool fired = !(dv <= tau2);
-          if (fired || (p.flags & kRecordScores)) {
-            FT_RSST(0, score_of(dv, sqrt(tau2)));
-            st.jloc = -1;
-          }
-          if (fired && attempt == 0 && p.counters) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
         }
-        FT_EACH_END
-        FT_VOTE_OR(anyb, st.jloc != -2);
-        if (anyb) {
+        const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
+        const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];
+        const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
+        const bool fired = !(dv <= tau2);
+        st.jloc = -2;
+        if (fired || (p.flags & kRecordScores)) {
           // every group of the block to the rare path, whose vector residual decides per group (with the group's
           // norm, st.vnx, from its re-read inputs)
-          FT_EACH_BEGIN
-          st.pre = FT_RSLD(0);
-          st.vnx = 0.0;  // (the rare path's, per group)
+          st.pre = score_of(dv, sqrt(tau2));
+          st.vnx = 0.0;
           st.jloc = -1;
-          FT_EACH_END
         }
-        anyd = anyb;
+        if (fired && attempt == 0 && p.counters && tid == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+        FT_EACH_END
+        anyd = sts[0].jloc != -2;  // (the same in every thread)
       } else {
         group_allsum<5, Ctx, T>(ctx, sts, red);
         FT_EACH_BEGIN
