@@ -58,7 +58,7 @@ Protection (``protection.scheme: abft``), per launch and column, under the singl
   ``tbenc: 2`` (``TUNED_TBENC``; launches with a staged input): the input-side encodings are computed by the
   staged load (each thread projects the sum of the adjacent columns it loads at one position) and, in launches
   without launch twiddles, the output side by the staged store; the prefilter then decides on the block's sums
-  (thread 0 from the warps' sums), the rare path per group as above.
+  (every thread from the warps' partial sums), the rare path per group as above.
 
 Kernel names
 ------------
