@@ -188,7 +188,7 @@ class LaunchPlan:
     cluster: int = 0  # cluster plans: this launch runs the next (last) launch's DFTs of this size after its own
     fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
     cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
-    tbenc: int = 0  # simultaneous two-sided-tb: 2 / 3 the encodings at the staged copies (3: from the tile), the prefilter per block (tb_stage)
+    tbenc: bool = False  # simultaneous two-sided-tb: the encodings at the staged copies, the prefilter per block (tb_stage)
 
     @property
     def Mp(self) -> int:
@@ -375,12 +375,7 @@ class LaunchPlan:
         it loads at one position before the table read and the products) and, in launches without launch twiddles, the
         output side in the staged store; the prefilter then decides on the block's sums instead of each group's
         (FftLaunch::TBX, TBX_OUT; the rare path decides per group as before)."""
-        return self.tbenc in (2, 3) and self.level == "two-sided-tb" and not self.tbseq and self.staged_in and not self.fused
-
-    @property
-    def tb_stage_tile(self) -> bool:
-        """tbenc 3: the input-side encodings of tb_stage read back from the tile after the plain staged copy."""
-        return self.tb_stage and self.tbenc == 3
+        return self.tbenc and self.level == "two-sided-tb" and not self.tbseq and self.staged_in and not self.fused
 
     @property
     def tb_stage_out(self) -> bool:
@@ -433,7 +428,7 @@ class Plan:
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
     hooksplit: bool = False  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT)
-    tbenc: int = 0  # simultaneous two-sided-tb: encodings at the staged copies (LaunchPlan.tb_stage)
+    tbenc: bool = False  # simultaneous two-sided-tb: encodings at the staged copies (LaunchPlan.tb_stage)
 
     @property
     def N(self) -> int:
@@ -838,13 +833,13 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         R = params[f"N{i + 1}"]
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
                         minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
-                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0))
+                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0) == 2)
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
     return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")),
-                tbenc=params.get("tbenc", 0))
+                tbenc=params.get("tbenc", 0) == 2)
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1691,7 +1686,7 @@ PARAMS = (
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
-    Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (2 at the sizes of TUNED_TBENC with the measured plans, else 1); 3 as 2, the input side read back from the tile after the plain staged copy", choices=(0, 1, 2, 3)),
+    Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (2 at the sizes of TUNED_TBENC with the measured plans, else 1)", choices=(0, 1, 2)),
     Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
 
@@ -1786,7 +1781,7 @@ class FftFamily(Family):
             if p["logn"] == 0 and reasons:
                 reasons = [f"n=2^{plan.logn}: {x}" for x in reasons]
             r.extend(reasons)
-        if p.get("tbenc") in (2, 3) and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
+        if p.get("tbenc") == 2 and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
             r.append("tbenc: 2 moves the simultaneous two-sided-tb's encodings into the staged loads of multi-launch plans; "
                      f"this variant has none (level {level}, log n {p['logn']})")
         if p.get("hooksplit") and not v.protection.injects:
@@ -1829,7 +1824,7 @@ class FftFamily(Family):
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
-                [{2: "te", 3: "tt"}[q["tbenc"]]] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
+                ["te"] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
                 ["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
@@ -1939,7 +1934,6 @@ class FftFamily(Family):
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
                     "tb_stage": lp.tb_stage,
-                    "tb_stage_tile": lp.tb_stage_tile,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
                 }
             )

@@ -2447,13 +2447,7 @@ struct FftLaunch {
     constexpr int VC = CWX >= V ? V : 1;
     constexpr int NW = BS / CWX, NCH = NW * R, IT = (NCH + NT - 1) / NT;
     const cx* in = p.in + ((C0 / CPS) * N + C0 % CPS);
-    // C::TB_STAGE_TILE: the plain staged copy first, the encodings from the tile after its barrier
-    constexpr bool FROM_TILE = C::TB_STAGE_TILE;
-    if constexpr (FROM_TILE) {
-      load<BS, 0>(ctx, sts, sm, p, C0, 0);  // (LL 0: the copy and its barrier only)
-    } else {
-      FT_SYNC();  // earlier reads of the tile are complete
-    }
+    FT_SYNC();  // earlier reads of the tile are complete
     FT_EACH_BEGIN
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
     T nr = T(0);
@@ -2464,20 +2458,14 @@ struct FftLaunch {
         const unsigned cc = (v % NW) * CWX, i = v / NW;
         const unsigned gi = cc + unsigned(CPS) * i;
         cx x[CWX];
-        if constexpr (FROM_TILE) {
-          (void)gi, (void)in;
-          FT_UNROLL
-          for (int j = 0; j < CWX; ++j) x[j] = FT_SLD(sidx(int(cc) + j, int(i)));
-        } else {
-          FT_UNROLL
-          for (int w = 0; w < CWX / VC; ++w) {
-            if constexpr (VC == V) {
-              const Vec16<T> xv = FT_GLDV(in, gi + w * VC);
-              FT_UNROLL
-              for (int j = 0; j < V; ++j) x[w * VC + j] = xv.v[j];
-            } else {
-              x[w] = FT_GLD(in, gi + w);
-            }
+        FT_UNROLL
+        for (int w = 0; w < CWX / VC; ++w) {
+          if constexpr (VC == V) {
+            const Vec16<T> xv = FT_GLDV(in, gi + w * VC);
+            FT_UNROLL
+            for (int j = 0; j < V; ++j) x[w * VC + j] = xv.v[j];
+          } else {
+            x[w] = FT_GLD(in, gi + w);
           }
         }
         cx sx = x[0];
@@ -2498,17 +2486,15 @@ struct FftLaunch {
         }
         acc = cmac(acc, ve, sx);
         acc2 = cmac(acc2, ve2, sx);
-        if constexpr (!FROM_TILE) {
-          FT_UNROLL
-          for (int j = 0; j < CWX; ++j) FT_SST(sidx(int(cc) + j, int(i)), x[j]);
-        }
+        FT_UNROLL
+        for (int j = 0; j < CWX; ++j) FT_SST(sidx(int(cc) + j, int(i)), x[j]);
       }
     }
     FT_SST(CK_IDX + tid, cneg(acc));
     FT_SST(CK_IDX + NT + tid, cneg(acc2));
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
     FT_EACH_END
-    if constexpr (!FROM_TILE) FT_SYNC();
+    FT_SYNC();
     tile_get<L>(ctx, sts, sm);
   }
 
