@@ -2468,9 +2468,6 @@ struct FftLaunch {
             x[w] = FT_GLD(in, gi + w);
           }
         }
-        // (the tile's stores first: they wait for the data only)
-        FT_UNROLL
-        for (int j = 0; j < CWX; ++j) FT_SST(sidx(int(cc) + j, int(i)), x[j]);
         cx sx = x[0];
         nr = cnorm2acc(nr, x[0]);
         FT_UNROLL
@@ -2489,6 +2486,8 @@ struct FftLaunch {
         }
         acc = cmac(acc, ve, sx);
         acc2 = cmac(acc2, ve2, sx);
+        FT_UNROLL
+        for (int j = 0; j < CWX; ++j) FT_SST(sidx(int(cc) + j, int(i)), x[j]);
       }
     }
     FT_SST(CK_IDX + tid, cneg(acc));
