@@ -261,6 +261,9 @@ EMU_CASES = [
     ("fp64", "two-sided-tb", {"logn": 13, "launches": 3, "bs2": 2, "tbenc": 2}, 3, "forward"),
     ("fp32", "two-sided-tb", {"logn": 13, "launches": 2, "n1": 8, "n2": 8, "tcols": 2, "bs1": 8, "bs2": 8, "minb": 3, "tbenc": 2}, 2, "inverse"),
     ("fp64", "two-sided-tb", {"logn": 13, "N1": 1024, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8, "hooksplit": 1, "tbenc": 2}, 2, "forward"),
+    # tbenc 3: the staged encodings in the launch of 64 threads per column only (block prefilter there, group prefilter in
+    # the other)
+    ("fp32", "two-sided-tb", {"logn": 13, "N1": 1024, "tbenc": 3}, 2, "inverse"),
 ]
 
 

@@ -188,7 +188,7 @@ class LaunchPlan:
     cluster: int = 0  # cluster plans: this launch runs the next (last) launch's DFTs of this size after its own
     fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
     cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
-    tbenc: bool = False  # simultaneous two-sided-tb: the encodings at the staged copies, the prefilter per block (tb_stage)
+    tbenc: int = 0  # simultaneous two-sided-tb: 2 / 3 the encodings at the staged copies, the prefilter per block (tb_stage)
 
     @property
     def Mp(self) -> int:
@@ -375,7 +375,8 @@ class LaunchPlan:
         it loads at one position before the table read and the products) and, in launches without launch twiddles, the
         output side in the staged store; the prefilter then decides on the block's sums instead of each group's
         (FftLaunch::TBX, TBX_OUT; the rare path decides per group as before)."""
-        return self.tbenc and self.level == "two-sided-tb" and not self.tbseq and self.staged_in and not self.fused
+        wide = self.tbenc == 2 or (self.tbenc == 3 and self.T >= TBENC3_MIN_T)
+        return wide and self.level == "two-sided-tb" and not self.tbseq and self.staged_in and not self.fused
 
     @property
     def tb_stage_out(self) -> bool:
@@ -428,7 +429,7 @@ class Plan:
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
     hooksplit: bool = False  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT)
-    tbenc: bool = False  # simultaneous two-sided-tb: encodings at the staged copies (LaunchPlan.tb_stage)
+    tbenc: int = 0  # simultaneous two-sided-tb: encodings at the staged copies (LaunchPlan.tb_stage)
 
     @property
     def N(self) -> int:
@@ -708,14 +709,17 @@ TB_SEQ_MAX_LOGN = 12
 # fp32 2^15-2^18 and 2^22-2^24 by 4-9%, and in the fp64 cluster plans (two columns per thread, which the thread's own
 # encodings sum first: 2^19 / 2^20 -15%); fp32 2^19, fp64 2^15 / 2^16 / 2^24 within 0.5%.
 TUNED_TBENC = {
-    ("fp32", "two-sided-tb"): (20, 21),
-    ("fp64", "two-sided-tb"): (17, 18),
+    ("fp32", "two-sided-tb"): {20: 2, 21: 2},
+    ("fp64", "two-sided-tb"): {17: 2, 18: 2},
 }
+# tbenc 3: the staged encodings only in the launches whose columns have at least this many threads (the 1024-point
+# launches of radix 16 and 512-point ones of radix 8, where tbenc 2 won)
+TBENC3_MIN_T = 64
 
 
 def auto_tbenc(precision: str, level: str, logn: int, measured_plan: bool = True) -> int:
-    """tbenc's automatic value: 2 where TUNED_TBENC measured it faster with the measured plan, else 1."""
-    return 2 if measured_plan and logn in TUNED_TBENC.get((precision, level), ()) else 1
+    """tbenc's automatic value: TUNED_TBENC's where it measured faster with the measured plan, else 1."""
+    return TUNED_TBENC.get((precision, level), {}).get(logn, 1) if measured_plan else 1
 
 
 def plan_level(level: str, logn: int) -> str:
@@ -833,13 +837,13 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         R = params[f"N{i + 1}"]
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
                         minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
-                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0) == 2)
+                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0))
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
     return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")),
-                tbenc=params.get("tbenc", 0) == 2)
+                tbenc=params.get("tbenc", 0))
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1686,7 +1690,7 @@ PARAMS = (
     Param("tcols", int, (0,), "columns each thread holds in registers, the two-sided batch (0: automatic)", check=_pow2_or_zero),
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
-    Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (2 at the sizes of TUNED_TBENC with the measured plans, else 1)", choices=(0, 1, 2)),
+    Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (TUNED_TBENC's value with the measured plans, else 1); 3 as 2 in the launches of at least TBENC3_MIN_T threads per column only", choices=(0, 1, 2, 3)),
     Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
 
@@ -1781,8 +1785,8 @@ class FftFamily(Family):
             if p["logn"] == 0 and reasons:
                 reasons = [f"n=2^{plan.logn}: {x}" for x in reasons]
             r.extend(reasons)
-        if p.get("tbenc") == 2 and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
-            r.append("tbenc: 2 moves the simultaneous two-sided-tb's encodings into the staged loads of multi-launch plans; "
+        if p.get("tbenc") in (2, 3) and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
+            r.append(f"tbenc: {p['tbenc']} moves the simultaneous two-sided-tb's encodings into the staged loads of multi-launch plans; "
                      f"this variant has none (level {level}, log n {p['logn']})")
         if p.get("hooksplit") and not v.protection.injects:
             r.append("hooksplit: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
@@ -1801,7 +1805,7 @@ class FftFamily(Family):
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
             "cluster 1 / 2: unprotected (tcols = 1) or the simultaneous two-sided-tb (log n > 12, every thread the same number of fused DFTs), two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L; two launches: bs1 <= N2 / 2; 2 (scattered loads): unprotected two-launch plans, bs1 = 1; every arch sm_90 or later",
             "hooksplit 1: injection builds of a protected level",
-            "tbenc 2: two-sided-tb plans with a simultaneous launch whose input is staged (multi-launch)",
+            f"tbenc 2 / 3: two-sided-tb plans with a simultaneous launch whose input is staged (multi-launch; 3: of at least {TBENC3_MIN_T} threads per column)",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
             "protection: abft levels one-sided, two-sided-thread, two-sided-tb; interval 1; correct: detect only with one-sided",
@@ -1824,7 +1828,7 @@ class FftFamily(Family):
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
-                ["te"] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
+                [{2: "te", 3: "tl"}[q["tbenc"]]] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
                 ["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
