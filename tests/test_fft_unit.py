@@ -437,7 +437,7 @@ def test_hook_split_sizes_replay_the_recorded_search():
             assert "_hs" not in clean
             if "_cl_" in auto:
                 continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs)
-            hooked = auto.replace("_te_", "_").replace("_hs_inj", "_inj")  # (the search of the split was before tbenc)
+            hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_hs_inj", "_inj")  # (the search of the split was before tbenc)
             split = hooked.replace("_inj", "_hs_inj")
             n = 1 << logn
             both = [ratios for _, ratios in runs if (hooked, n) in ratios and (split, n) in ratios]
@@ -449,31 +449,42 @@ def test_hook_split_sizes_replay_the_recorded_search():
 
 
 def test_tbenc_sizes_replay_the_recorded_search():
-    """TUNED_TBENC: the automatic two-sided-tb plans take the encodings at the staged copies (tbenc 2, names `_te`) exactly
-    where they measured more than 1% faster than each thread encoding its own columns, the same plan otherwise
-    (results/h100/fft/stop33/search_tbenc_*/, one fault per transform, the latest search); a plan given by its keys keeps
-    tbenc 1 unless asked."""
-    runs = _recorded_searches("stop33/search_tbenc_*/search_tbenc.jsonl")
-    assert runs
-    rows = runs[-1][1]
+    """TUNED_TBENC: the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
+    64 threads per column, `_tl`) exactly where that value measured more than 1% faster than each thread encoding its own
+    columns in a search with both (results/h100/fft/stop33/search_tbenc_*/, search_tbenc3_*/, one fault per transform, the
+    latest of each), and no other measured value did elsewhere; a plan given by its keys keeps tbenc 1 unless asked."""
+    runs = [r[-1][1] for r in (_recorded_searches("stop33/search_tbenc_*/search_tbenc.jsonl"),
+                                _recorded_searches("stop33/search_tbenc3_*/search_tbenc3.jsonl")) if r]
+    assert len(runs) == 2
+    tags = {2: "_te", 3: "_tl"}
+
+    def gains(plain: str, n: int, value: int) -> list[float]:
+        tail = "_hs_inj" if plain.endswith("_hs_inj") else "_inj"
+        name = plain[: -len(tail)] + tags[value] + tail
+        return [rows[(name, n)] / rows[(plain, n)] for rows in runs if (name, n) in rows and (plain, n) in rows]
+
     checked = 0
     for (prec, level), sizes in F.TUNED_TBENC.items():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(13, 25):
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
-            tag = {2: "_te_", 3: "_tl_"}.get(sizes.get(logn), "_te_")
-            assert (tag in auto) == (logn in sizes), auto
-            plain = auto.replace(tag, "_")
-            tail = "_hs_inj" if plain.endswith("_hs_inj") else "_inj"
-            te = plain[: -len(tail)] + tag[:-1] + tail
+            value = sizes.get(logn, 1)
+            plain = auto
+            for v, tag in tags.items():
+                assert (tag + "_" in auto) == (value == v), auto
+                plain = plain.replace(tag + "_", "_")
             n = 1 << logn
-            if (te, n) not in rows:
-                assert logn <= 14, (te, n)  # (one-launch plans: no staged input)
-                continue
-            assert ((rows[(te, n)] > 1.01 * rows[(plain, n)]) == (logn in sizes)), (te, rows[(te, n)], rows[(plain, n)])
+            if value != 1:
+                g = gains(plain, n, value)
+                assert g and g[-1] > 1.01, (auto, g)
+            else:
+                measured = gains(plain, n, 2) + gains(plain, n, 3)
+                assert all(x <= 1.01 for x in measured), (plain, measured)
+                if not measured:
+                    assert logn <= 14, (plain, n)  # (one-launch plans: no staged input)
             checked += 1
         given = _variant_name(prec, prot, f"{{logn: {min(sizes)}, launches: 2}}")
-        assert "_te_" not in given
+        assert "_te_" not in given and "_tl_" not in given
     assert checked >= 20
 
 

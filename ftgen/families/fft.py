@@ -708,9 +708,12 @@ TB_SEQ_MAX_LOGN = 12
 # spilled). Lost where a column's threads fit one warp (the group's sums were shuffles only; the block's need barriers):
 # fp32 2^15-2^18 and 2^22-2^24 by 4-9%, and in the fp64 cluster plans (two columns per thread, which the thread's own
 # encodings sum first: 2^19 / 2^20 -15%); fp32 2^19, fp64 2^15 / 2^16 / 2^24 within 0.5%.
+# tbenc 3 (only the launches of at least TBENC3_MIN_T threads per column; specs/fft_plan_search_tbenc3.yaml,
+# results/h100/fft/stop33/search_tbenc3_92eb41b/): fp32 2^19 0.852 -> 0.867 (tbenc 2 0.834: its 512-point launch lost), fp64
+# 2^17 0.825 -> 0.893 (tbenc 2 0.885). (Where every launch has 64 threads per column, 2 and 3 build the same kernels.)
 TUNED_TBENC = {
-    ("fp32", "two-sided-tb"): {20: 2, 21: 2},
-    ("fp64", "two-sided-tb"): {17: 2, 18: 2},
+    ("fp32", "two-sided-tb"): {19: 3, 20: 2, 21: 2},
+    ("fp64", "two-sided-tb"): {17: 3, 18: 2},
 }
 # tbenc 3: the staged encodings only in the launches whose columns have at least this many threads (the 1024-point
 # launches of radix 16 and 512-point ones of radix 8, where tbenc 2 won)
