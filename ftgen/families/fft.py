@@ -58,13 +58,14 @@ Protection (``protection.scheme: abft``), per launch and column, under the singl
   ``tbenc: 2`` (``TUNED_TBENC``; launches with a staged input): the input-side encodings are computed by the
   staged load (each thread projects the sum of the adjacent columns it loads at one position) and, in launches
   without launch twiddles, the output side by the staged store; the prefilter then decides on the block's sums
-  (every thread from the warps' partial sums), the rare path per group as above.
+  (every thread from the warps' partial sums), the rare path per group as above. ``tbenc: 3``: the same in the
+  launches of at least ``TBENC3_MIN_T`` threads per column only.
 
 Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_te][_hs][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_te|_tl][_hs][_inj]
     fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_te<tbenc>][_hs][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
