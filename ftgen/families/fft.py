@@ -430,7 +430,6 @@ class Plan:
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
     hooksplit: bool = False  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT)
-    tbenc: int = 0  # simultaneous two-sided-tb: encodings at the staged copies (LaunchPlan.tb_stage)
 
     @property
     def N(self) -> int:
@@ -846,8 +845,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
-    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")),
-                tbenc=params.get("tbenc", 0))
+    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")))
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:

@@ -1151,8 +1151,6 @@ struct FftLaunch {
   static constexpr int CK_ELEMS = TBSIM ? 3 * C::NT : 0;
   static constexpr int RED_OFFSET = ((CK_IDX + CK_ELEMS) * int(2 * sizeof(typename C::T)) + 15) / 16 * 16;
   static constexpr int V = 16 / int(sizeof(cx));  // complex per 16-byte vector
-  static constexpr int WARPW = TT < 32 ? TT : 32;  // lanes of one group inside a warp
-  static constexpr int GWARPS = TT > 32 ? TT / 32 : 1;  // warps per group
   static constexpr int NWARPS = (NT + 31) / 32;
   static constexpr unsigned WMASK = NT >= 32 ? 0xffffffffu : ((1u << NT) - 1u);  // lanes of a (partial) warp
   static constexpr int NV = LEVEL == kOneSided ? 3 * L : (LEVEL == kTwoSidedTb ? 7 + L : 1);
@@ -1406,23 +1404,26 @@ struct FftLaunch {
     }
   }
 
-  // ---- group reduction of st.red[0..NVV): every thread of a group gets the totals, summed inside a warp in RT
-  // (the values stay doubles in st.red; float sums take one shuffle and one add per step instead of two and a
-  // double add), across the warps of a group in double --
-  template <int NVV, class Ctx, class RT = double>
+  // ---- group reduction of st.red[0..NVV): every thread of a group (SPAN consecutive threads: a column group, or the
+  // block for TBX's prefilter) gets the totals, summed inside a warp in RT (the values stay doubles in st.red; float
+  // sums take one shuffle and one add per step instead of two and a double add), across the warps of a group in double --
+  // (LEAD: the barrier before the warps' sums are written; TBX's prefilter, the first use of the slots in an attempt,
+  // goes without)
+  template <int NVV, class Ctx, class RT = double, int SPAN = TT, bool LEAD = true>
   static FT_HD FT_INLINE void group_allsum(Ctx& ctx, State* sts, double* red) {
+    constexpr int SW = SPAN < 32 ? SPAN : 32, SWARPS = SPAN > 32 ? SPAN / 32 : 1;  // lanes in a warp, warps
 #ifdef FTGEN_EMU
-    ctx.template warp_allsum<State, WARPW, RT>(sts, NT, NVV);
+    ctx.template warp_allsum<State, SW, RT>(sts, NT, NVV);
 #else
     (void)ctx;
     {
       State& st = sts[0];
       FT_UNROLL
-      for (int v = 0; v < NVV; ++v) st.red[v] = double(warp_allsum<WARPW, WMASK>(RT(st.red[v])));
+      for (int v = 0; v < NVV; ++v) st.red[v] = double(warp_allsum<SW, WMASK>(RT(st.red[v])));
     }
 #endif
-    if constexpr (GWARPS > 1) {
-      FT_SYNC();
+    if constexpr (SWARPS > 1) {
+      if constexpr (LEAD) FT_SYNC();
       FT_EACH_BEGIN
       if ((tid & 31) == 0) {
         FT_UNROLL
@@ -1431,13 +1432,13 @@ struct FftLaunch {
       FT_EACH_END
       FT_SYNC();
       FT_EACH_BEGIN
-      const int g = tid / TT;
+      const int g = SPAN == NT ? 0 : tid / SPAN;
       FT_UNROLL
       for (int v = 0; v < NVV; ++v) {
         // (in double: a conversion of every warp's value to float had made the 1024-thread fp32 2^14 launch slower)
         double acc = 0;
         FT_UNROLL
-        for (int w = 0; w < GWARPS; ++w) acc += FT_RSLD((g * GWARPS + w) * NV + v);
+        for (int w = 0; w < SWARPS; ++w) acc += FT_RSLD((g * SWARPS + w) * NV + v);
         st.red[v] = acc;
       }
       FT_EACH_END
@@ -2417,19 +2418,7 @@ struct FftLaunch {
     // 64-bit multiply-add per load)
     const cx* ev = p.enc_v + (R + 2 * t);
     FT_UNROLL
-    for (int i = 0; i < NN; ++i) {
-      cx v, v2;
-      if constexpr (V == 2) {
-        const Vec16<T> w = FT_TLDV(ev, 2 * TT * i);
-        v = w.v[0];
-        v2 = w.v[1];
-      } else {
-        v = FT_TLD(ev, 2 * TT * i);
-        v2 = FT_TLD(ev, 2 * TT * i + 1);
-      }
-      acc = cmac(acc, v, sx[i]);
-      acc2 = cmac(acc2, v2, sx[i]);
-    }
+    for (int i = 0; i < NN; ++i) enc_in_acc(ctx, tid, ev, 2 * TT * i, sx[i], acc, acc2);
     FT_SST(CK_IDX + tid, cneg(acc));
     FT_SST(CK_IDX + NT + tid, cneg(acc2));
     FT_SST(CK_IDX + 2 * NT + tid, (cx{nr, T(0)}));
@@ -2442,31 +2431,26 @@ struct FftLaunch {
   // shares of the block's checksums wait in its shared slots as tb_encode_in's do (the block's sums are what the
   // prefilter compares, so which thread holds which share does not matter). Then the thread's columns from the tile.
   static constexpr int CWX = BS >= V ? V : 1;
+  static constexpr int NWX = BS / CWX, NCHX = NWX * R, ITX = (NCHX + NT - 1) / NT;  // vectors per row, in all, per thread
   template <class Ctx>
   static FT_HD FT_INLINE void tb_load_enc(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
-    constexpr int VC = CWX >= V ? V : 1;
-    constexpr int NW = BS / CWX, NCH = NW * R, IT = (NCH + NT - 1) / NT;
     const cx* in = p.in + ((C0 / CPS) * N + C0 % CPS);
     FT_SYNC();  // earlier reads of the tile are complete
     FT_EACH_BEGIN
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
     T nr = T(0);
     FT_UNROLL
-    for (int it = 0; it < IT; ++it) {
+    for (int it = 0; it < ITX; ++it) {
       const unsigned v = unsigned(tid) + NT * it;
-      if (NCH % NT == 0 || v < unsigned(NCH)) {
-        const unsigned cc = (v % NW) * CWX, i = v / NW;
-        const unsigned gi = cc + unsigned(CPS) * i;
+      if (NCHX % NT == 0 || v < unsigned(NCHX)) {
+        const unsigned cc = (v % NWX) * CWX, i = v / NWX;
         cx x[CWX];
-        FT_UNROLL
-        for (int w = 0; w < CWX / VC; ++w) {
-          if constexpr (VC == V) {
-            const Vec16<T> xv = FT_GLDV(in, gi + w * VC);
-            FT_UNROLL
-            for (int j = 0; j < V; ++j) x[w * VC + j] = xv.v[j];
-          } else {
-            x[w] = FT_GLD(in, gi + w);
-          }
+        if constexpr (CWX == V) {
+          const Vec16<T> xv = FT_GLDV(in, cc + unsigned(CPS) * i);
+          FT_UNROLL
+          for (int j = 0; j < V; ++j) x[j] = xv.v[j];
+        } else {
+          x[0] = FT_GLD(in, cc + unsigned(CPS) * i);
         }
         cx sx = x[0];
         nr = cnorm2acc(nr, x[0]);
@@ -2475,17 +2459,7 @@ struct FftLaunch {
           sx = cadd(sx, x[j]);
           nr = cnorm2acc(nr, x[j]);
         }
-        cx ve, ve2;
-        if constexpr (V == 2) {
-          const Vec16<T> w = FT_TLDV(p.enc_v, R + 2 * i);
-          ve = w.v[0];
-          ve2 = w.v[1];
-        } else {
-          ve = FT_TLD(p.enc_v, R + 2 * i);
-          ve2 = FT_TLD(p.enc_v, R + 2 * i + 1);
-        }
-        acc = cmac(acc, ve, sx);
-        acc2 = cmac(acc2, ve2, sx);
+        enc_in_acc(ctx, tid, p.enc_v, R + 2 * i, sx, acc, acc2);
         FT_UNROLL
         for (int j = 0; j < CWX; ++j) FT_SST(sidx(int(cc) + j, int(i)), x[j]);
       }
@@ -2499,50 +2473,62 @@ struct FftLaunch {
   }
 
   // TBX_OUT: the staged store (strided output, no launch twiddles) with the output-side encodings: a thread stores CWX
-  // adjacent columns at position k and adds e_k times their sum to its share of e^T sum u (the second encoding's sign
-  // (-1)^popc(k): k = tid / NW + it NT / NW with disjoint bits, so the thread's sign once and each step's after unrolling)
+  // adjacent columns at position k and adds e_k times their sum to its share of e^T sum u (tb_acc_out; the second
+  // encoding's sign (-1)^popc(k): k = tid / NWX + it NT / NWX with disjoint bits, so each step's after unrolling and the
+  // thread's once)
   template <class Ctx>
   static FT_HD FT_INLINE void tb_store_enc(Ctx& ctx, State* sts, cx* sm, const LaunchParams<T>& p, long long C0) {
-    constexpr int VC = CWX >= V ? V : 1;
-    constexpr int NW = BS / CWX, NCH = NW * R, IT = (NCH + NT - 1) / NT;
-    static_assert(NT % NW == 0, "a thread's column chunk is the same at every step");
+    static_assert(NT % NWX == 0, "a thread's column chunk is the same at every step");
     tile_set<L>(ctx, sts, sm);
     cx* out = p.out + (C0 / CPS) * N;
     const unsigned c0 = unsigned(C0 % CPS);
     FT_EACH_BEGIN
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
     FT_UNROLL
-    for (int it = 0; it < IT; ++it) {
+    for (int it = 0; it < ITX; ++it) {
       const unsigned v = unsigned(launder_if<LAUNDER_STAGE>(tid)) + NT * it;
-      if (NCH % NT == 0 || v < unsigned(NCH)) {
-        const unsigned cc = (v % NW) * CWX, k = v / NW;
+      if (NCHX % NT == 0 || v < unsigned(NCHX)) {
+        const unsigned cc = (v % NWX) * CWX, k = v / NWX;
         const unsigned gi = out_off<unsigned>(c0 + cc) + unsigned(S) * k;
         cx x[CWX];
         FT_UNROLL
         for (int j = 0; j < CWX; ++j) x[j] = FT_SLD(sidx(int(cc) + j, int(k)));
-        FT_UNROLL
-        for (int w = 0; w < CWX / VC; ++w) {
-          if constexpr (VC == V) {
-            Vec16<T> xv;
-            FT_UNROLL
-            for (int j = 0; j < V; ++j) xv.v[j] = x[w * VC + j];
-            FT_GSTV(out, gi + w * VC, xv);
-          } else {
-            FT_GST(out, gi + w, x[w]);
-          }
+        if constexpr (CWX == V) {
+          Vec16<T> xv;
+          FT_UNROLL
+          for (int j = 0; j < V; ++j) xv.v[j] = x[j];
+          FT_GSTV(out, gi, xv);
+        } else {
+          FT_GST(out, gi, x[0]);
         }
         cx sx = x[0];
         FT_UNROLL
         for (int j = 1; j < CWX; ++j) sx = cadd(sx, x[j]);
-        const cx q = cmul(FT_TLD(p.enc_e, k), sx);
-        acc = cadd(acc, q);
-        acc2 = (popc_u(static_cast<unsigned>(it * (NT / NW))) & 1) ? csub(acc2, q) : cadd(acc2, q);
+        tb_acc_out(ctx, tid, p, k, it * (NT / NWX), sx, acc, acc2);
       }
     }
-    if (popc_u(static_cast<unsigned>(tid / NW)) & 1) acc2 = cneg(acc2);
+    if (popc_u(static_cast<unsigned>(tid / NWX)) & 1) acc2 = cneg(acc2);
     st.ck = cadd(st.ck, acc);
     st.ck2 = cadd(st.ck2, acc2);
     FT_EACH_END
+  }
+
+  // one position's input-side shares: its sum over columns x against (W^T e)_k and (W^T e2)_k, the pair at ev[off]
+  // (enc_v + R + 2 k; one 16-byte load in fp32)
+  template <class Ctx, class I>
+  static FT_HD FT_INLINE void enc_in_acc(Ctx& ctx, int tid, const cx* ev, I off, const cx& x, cx& acc, cx& acc2) {
+    (void)ctx, (void)tid;
+    cx v, v2;
+    if constexpr (V == 2) {
+      const Vec16<T> w = FT_TLDV(ev, off);
+      v = w.v[0];
+      v2 = w.v[1];
+    } else {
+      v = FT_TLD(ev, off);
+      v2 = FT_TLD(ev, off + 1);
+    }
+    acc = cmac(acc, v, x);
+    acc2 = cmac(acc2, v2, x);
   }
 
   // the sum over the thread's columns at slot i (the right-side checksum's share)
@@ -2557,8 +2543,8 @@ struct FftLaunch {
   // second encoding's sign (-1)^popc(k) is (-1)^popc(t) (-1)^popc(i) (t < TT, a power of two): acc2 takes the
   // sign of i, known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had
   // cost six instructions per element)
-  template <class Ctx>
-  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, int k, int i, cx w, cx& acc, cx& acc2) {
+  template <class Ctx, class K>
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
     const cx q = cmul(FT_TLD(p.enc_e, k), w);
     acc = cadd(acc, q);
@@ -3114,79 +3100,34 @@ struct FftLaunch {
       FT_EACH_END
       // summed in the working precision (fp32: the threads' shares are float sums already), decided in fp64 (squares
       // of float residuals and thresholds of tiny data would underflow)
+      // TBX: the threads' shares are of the staged copies, not of their columns, so the group is the block (its rare
+      // path then decides every column group on its vector residual, with the group's norm from its re-read inputs)
+      constexpr int CK_SPAN = TBX ? NT : TT;
+      group_allsum<5, Ctx, T, CK_SPAN, !TBX>(ctx, sts, red);
+      FT_EACH_BEGIN
+      const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
+      const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
+      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
+      const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
+      const bool fired = !(dv <= tau2);  // NaN-safe
+      st.vnx = TBX ? 0.0 : nx;  // (TBX: the rare path takes each group's norm from its re-read inputs)
+      st.pre = 0.0;  // (read by the rare path for its detected groups only)
+      st.jloc = fired ? -1 : -2;  // -2: no detection; -1: to be decided by the rare path
+      // Decided on squares; the score (a square root and a division in fp64) only where the rare path needs it.
+      // Recorded scores (campaigns) are exact: every group takes the rare path, which computes the decision's
+      // score min(prefilter, vector) and detects only where the prefilter fired (recording the prefilter's score of
+      // the groups it cleared, an upper bound, put the largest clean score just below 1 at every size where clean
+      // groups escalate: it measured the prefilter, not the decision's margin)
+      if (fired || (p.flags & kRecordScores)) {
+        st.pre = score_of(dv, sqrt(tau2));
+        st.jloc = -1;
+      }
+      if (fired && attempt == 0 && p.counters && (CK_SPAN == NT ? tid : tid % CK_SPAN) == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+      FT_EACH_END
       int anyd;
       if constexpr (TBX) {
-        // the block's sums (each thread's shares are of the staged copies, not of its columns): per warp with shuffles,
-        // across the warps from shared memory after one barrier, by every thread (the same sums in the same order, so
-        // one decision without a vote: a block's prefilter costs one barrier more than a group's within a warp)
-        constexpr int BW = NT < 32 ? NT : 32;
-#ifdef FTGEN_EMU
-        ctx.template warp_allsum<State, BW, T>(sts, NT, 5);
-#else
-        {
-          State& st = sts[0];
-          FT_UNROLL
-          for (int v = 0; v < 5; ++v) st.red[v] = double(warp_allsum<BW, WMASK>(T(st.red[v])));
-        }
-#endif
-        if constexpr (NWARPS > 1) {
-          // (no barrier before: nothing reads the reduction slots between the last attempt's and these writes)
-          FT_EACH_BEGIN
-          if ((tid & 31) == 0) {
-            FT_UNROLL
-            for (int v = 0; v < 5; ++v) FT_RSST((tid >> 5) * NV + v, st.red[v]);
-          }
-          FT_EACH_END
-          FT_SYNC();
-        }
-        FT_EACH_BEGIN
-        if constexpr (NWARPS > 1) {
-          // (every thread the same sums in the same order: one decision for the block without a vote)
-          FT_UNROLL
-          for (int v = 0; v < 5; ++v) {
-            double acc = 0;
-            FT_UNROLL
-            for (int w = 0; w < NWARPS; ++w) acc += FT_RSLD(w * NV + v);
-            st.red[v] = acc;
-          }
-        }
-        const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
-        const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];
-        const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
-        const bool fired = !(dv <= tau2);
-        st.jloc = -2;
-        if (fired || (p.flags & kRecordScores)) {
-          // every group of the block to the rare path, whose vector residual decides per group (with the group's
-          // norm, st.vnx, from its re-read inputs)
-          st.pre = score_of(dv, sqrt(tau2));
-          st.vnx = 0.0;
-          st.jloc = -1;
-        }
-        if (fired && attempt == 0 && p.counters && tid == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
-        FT_EACH_END
-        anyd = sts[0].jloc != -2;  // (the same in every thread)
+        anyd = sts[0].jloc != -2;  // (the block's decision: the same in every thread, no vote)
       } else {
-        group_allsum<5, Ctx, T>(ctx, sts, red);
-        FT_EACH_BEGIN
-        const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
-        const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
-        // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
-        const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
-        const bool fired = !(dv <= tau2);  // NaN-safe
-        st.vnx = nx;
-        st.pre = 0.0;  // (read by the rare path for its detected groups only)
-        st.jloc = fired ? -1 : -2;  // -2: no detection; -1: to be decided by the rare path
-        // Decided on squares; the score (a square root and a division in fp64) only where the rare path needs it.
-        // Recorded scores (campaigns) are exact: every group takes the rare path, which computes the decision's
-        // score min(prefilter, vector) and detects only where the prefilter fired (recording the prefilter's score of
-        // the groups it cleared, an upper bound, put the largest clean score just below 1 at every size where clean
-        // groups escalate: it measured the prefilter, not the decision's margin)
-        if (fired || (p.flags & kRecordScores)) {
-          st.pre = score_of(dv, sqrt(tau2));
-          st.jloc = -1;
-        }
-        if (fired && attempt == 0 && p.counters && tid % TT == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
-        FT_EACH_END
         FT_VOTE_OR(anyg, st.jloc != -2);
         anyd = anyg;
       }
