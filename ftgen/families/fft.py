@@ -381,6 +381,7 @@ class LaunchPlan:
 
     @property
     def tb_stage_out(self) -> bool:
+        """tb_stage with the output-side encodings in the staged store too (strided output without launch twiddles)."""
         return self.tb_stage and self.staged_out and self.Mp == 1 and self.S > 1 and not self.cluster
 
     @property
@@ -1940,6 +1941,7 @@ class FftFamily(Family):
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
                     "tb_stage": lp.tb_stage,
+                    "tb_stage_out": lp.tb_stage_out,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",
                 }
             )

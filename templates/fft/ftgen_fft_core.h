@@ -1135,8 +1135,8 @@ struct FftLaunch {
   // in the staged load (a thread sums the adjacent columns it loads at one position before the table read and the
   // products), the output side in the staged store of launches without launch twiddles; the prefilter then decides
   // on the block's sums (tb_load_enc, tb_store_enc, finish_checks)
-  static constexpr bool TBX = TBSIM && C::TB_STAGE && C::STAGED_IN;
-  static constexpr bool TBX_OUT = TBX && C::STAGED_OUT && C::MP == 1 && C::S > 1 && C::CLUSTER == 0;
+  static constexpr bool TBX = TBSIM && C::TB_STAGE;  // (the planner's LaunchPlan.tb_stage / tb_stage_out)
+  static constexpr bool TBX_OUT = TBX && C::TB_STAGE_OUT;
   static constexpr int CPT = SEQ ? 1 : L;  // columns in registers
   static constexpr int STEPS = SEQ ? L + (TB ? 1 : 0) : 1;
   static constexpr int XW = C::XW;
