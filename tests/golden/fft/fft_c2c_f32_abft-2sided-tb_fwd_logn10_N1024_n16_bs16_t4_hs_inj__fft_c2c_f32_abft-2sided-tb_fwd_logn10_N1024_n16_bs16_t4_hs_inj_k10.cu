@@ -25,7 +25,7 @@ struct Cfg_10_0 {
   static constexpr int CLUSTER = 0;
   static constexpr bool CL_SCATTER = false;
   static constexpr bool HOOK_SPLIT = true;
-  static constexpr bool TB_STAGE = false;
+  static constexpr bool TB_STAGE = false, TB_STAGE_OUT = false;
 };
 using Launch_10_0 = ftfft::FftLaunch<Cfg_10_0>;
 constexpr int kSmemBytes_10_0 = 99112;
