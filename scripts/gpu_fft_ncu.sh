@@ -3,7 +3,7 @@
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
 # Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbenc|tbcols|large|big|mix|cluster|tbcluster]   (ncu_fft_*.txt: one report per size
-# (LOGNS: the sizes of the tb mode, default 12 and 20); mix: the
+# (LOGNS: the sizes of the tb / tb64 modes, default 12 and 20); mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
 # 2^13 (one launch) and 2^23 in three launches (automatic) and in two (4096 x 2048, 4 + 8 columns); large: the
@@ -22,7 +22,7 @@ ft() { python3 -m ftgen.cli "$@"; }
 tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [${LOGNS:-12, 20}]}}, {protection: $tb, params: {logn: [${LOGNS:-12, 20}]}}]" ;;
-  tb64) variants="[{precision: fp64, protection: {scheme: none}, params: {logn: [12, 20]}}, {precision: fp64, protection: $tb, params: {logn: [12, 20]}}]" ;;
+  tb64) variants="[{precision: fp64, protection: {scheme: none}, params: {logn: [${LOGNS:-12, 20}]}}, {precision: fp64, protection: $tb, params: {logn: [${LOGNS:-12, 20}]}}]" ;;
   tbcols) variants="[{protection: $tb, params: {logn: 20, n1: 16, n2: 16, tcols: [2, 4]}}]" ;;
   tbenc) variants="[{protection: $tb, params: {logn: [${LOGNS:-16, 20}], tbenc: [1, 2]}}]" ;;
   mix) variants="[{protection: {scheme: none}, params: {logn: [20, 23]}}]" ;;
