@@ -927,6 +927,7 @@ struct ClusterParams : LaunchParams<T> {
 #define FT_RSLD(i) (red[(i)])
 #define FT_RSST(i, v) (red[(i)] = (v))
 #define FT_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
+#define FT_PREFETCH_L2(ptr) asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr))
 #define FT_VOTE_OR(var, expr) \
   int var;                    \
   {                           \
@@ -1318,6 +1319,26 @@ struct FftLaunch {
 
   static FT_HD FT_INLINE bool col_valid(const LaunchParams<T>& p, long long C0, int cc) {
     return CPS > 1 || C0 + cc < p.total_cols;
+  }
+
+  // one-launch sequential plans (a column is a whole signal, so a step's G columns are one contiguous run): the next
+  // step's columns into L2 while this step computes, one prefetch per 128-byte line (no registers, no shared memory),
+  // so its loads wait for L2 instead of DRAM
+  static FT_HD FT_INLINE void prefetch_step(const LaunchParams<T>& p, long long C0, int c) {
+#ifndef FTGEN_EMU
+    if constexpr (CPS == 1) {
+      constexpr int LINES = int((G * N * static_cast<long long>(sizeof(cx)) + 127) / 128);
+      if (C0 + c + G > p.total_cols) return;  // (the batch's last block: not worth a bound per line)
+      const char* base = reinterpret_cast<const char*>(p.in + (C0 + c) * N);
+      FT_UNROLL
+      for (int j = 0; j < (LINES + NT - 1) / NT; ++j) {
+        const int line = int(threadIdx.x) + NT * j;
+        if (LINES % NT == 0 || line < LINES) FT_PREFETCH_L2(base + 128 * line);
+      }
+      return;
+    }
+#endif
+    (void)p, (void)C0, (void)c;
   }
 
   // ---- fault hook: flip a bit of (column fl, slot fe) at stage `stage` (State::fkey) ---------
@@ -2717,6 +2738,7 @@ struct FftLaunch {
         const bool cks = step == L;  // the checksum column (two-sided-tb)
         if (!cks) {
           load<G, 1>(ctx, sts, sm, p, C0, step * G);
+          if (step + 1 < L) prefetch_step(p, C0, (step + 1) * G);
         }
         FT_EACH_BEGIN
         const int t = launder(tid % TT);
