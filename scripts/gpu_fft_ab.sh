@@ -103,7 +103,7 @@ for prec in ("fp32", "fp64"):
             x, y = a.get((kern, lg)), b.get((kern, lg))
             if not x or not y:
                 if x or y:
-                print(f"  {lg:2d} missing A={bool(x)} B={bool(y)}")
+                    print(f"  {lg:2d} missing A={bool(x)} B={bool(y)}")
                 continue
             ra.append(x[0]); rb.append(y[0])
             flag = "" if x[1] and y[1] else "  FAILED"
