@@ -190,6 +190,7 @@ class LaunchPlan:
     fused: bool = False  # cluster plans: this launch has no kernel of its own (done by the launch before)
     cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
     tbenc: int = 0  # simultaneous two-sided-tb: 2 / 3 the encodings at the staged copies, the prefilter per block (tb_stage)
+    prefetch: bool = False  # plan key prefetch: 2 (the launch prefetches where it can: pf)
 
     @property
     def Mp(self) -> int:
@@ -223,6 +224,13 @@ class LaunchPlan:
     def tbseq(self) -> bool:
         """two-sided-tb in the sequential design (see TB_SEQ_MAX_LOGN)."""
         return self.level == "two-sided-tb" and ilog2(self.N) <= TB_SEQ_MAX_LOGN
+
+    @property
+    def pf(self) -> bool:
+        """The next column step prefetched into L2 while a step computes (plan key prefetch: 2): sequential levels of
+        one-launch plans (a column is a whole signal, a step's columns one contiguous run) with more than one step of
+        data columns."""
+        return self.prefetch and self.seq and self.N == self.R and self.L > 1
 
     @property
     def data_path_unprotected(self) -> bool:
@@ -721,6 +729,17 @@ TUNED_TBENC = {
 TBENC3_MIN_T = 64
 
 
+# The sequential levels' one-launch plans with the next step's columns prefetched into L2 while a step computes
+# (prefetch: 2, LaunchPlan.pf; FftLaunch::prefetch_step), per precision and level: the sizes where it measured faster
+# than without (filled from specs/fft_plan_search_pf.yaml, see below)
+TUNED_PREFETCH: dict[tuple[str, str], frozenset[int]] = {}
+
+
+def auto_prefetch(precision: str, level: str, logn: int, measured_plan: bool = True) -> int:
+    """prefetch's automatic value: 2 where TUNED_PREFETCH measured it faster with the measured plan, else 1."""
+    return 2 if measured_plan and logn in TUNED_PREFETCH.get((precision, level), ()) else 1
+
+
 def auto_tbenc(precision: str, level: str, logn: int, measured_plan: bool = True) -> int:
     """tbenc's automatic value: TUNED_TBENC's where it measured faster with the measured plan, else 1."""
     return TUNED_TBENC.get((precision, level), {}).get(logn, 1) if measured_plan else 1
@@ -762,6 +781,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     if not inject:
         p["hooksplit"] = 0  # (a measured plan's choice for injection builds)
     p["tbenc"] = p.get("tbenc") or auto_tbenc(precision, level, logn, measured)
+    p["prefetch"] = p.get("prefetch") or auto_prefetch(precision, level, logn, measured)
     level = plan_level(level, logn)
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
@@ -841,7 +861,8 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         R = params[f"N{i + 1}"]
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
                         minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
-                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0))
+                        cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0),
+                        prefetch=params.get("prefetch", 0) == 2)
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
@@ -1694,6 +1715,7 @@ PARAMS = (
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
     Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (TUNED_TBENC's value with the measured plans, else 1); 3 as 2 in the launches of at least TBENC3_MIN_T threads per column only", choices=(0, 1, 2, 3)),
+    Param("prefetch", int, (0,), "the sequential levels' one-launch plans (one-sided; two-sided-tb up to 2^12) with more than one column step: 2 each step prefetches the next step's columns into L2 (one prefetch per 128-byte line), so their loads wait for L2 instead of DRAM; 1 none; 0 automatic (TUNED_PREFETCH's value with the measured plans, else 1)", choices=(0, 1, 2)),
     Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
 
@@ -1760,7 +1782,7 @@ class FftFamily(Family):
         out = []
         for logn in range(1, AUTO_MAX_LOGN + 1):
             q = resolve_params(v.precision, level, {**{k: 0 for k in PLAN_KEYS}, "logn": logn, "tcols": p.get("tcols", 0), "hooksplit": p.get("hooksplit", 0),
-                                                    "tbenc": p.get("tbenc", 0)},
+                                                    "tbenc": p.get("tbenc", 0), "prefetch": p.get("prefetch", 0)},
                                v.protection.injects,
                                self.clusters_ok(v))
             out.append(make_plan(v.precision, level, q))
@@ -1791,6 +1813,9 @@ class FftFamily(Family):
         if p.get("tbenc") in (2, 3) and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
             r.append(f"tbenc: {p['tbenc']} moves the simultaneous two-sided-tb's encodings into the staged loads of multi-launch plans; "
                      f"this variant has none (level {level}, log n {p['logn']})")
+        if p.get("prefetch") == 2 and p["logn"] and not any(lp.pf for pl in plans for lp in pl.launches):
+            r.append(f"prefetch: 2 prefetches the next column step of the sequential levels' one-launch plans (one-sided, two-sided-tb "
+                     f"up to 2^{TB_SEQ_MAX_LOGN}, more than one step); this variant has none (level {level}, log n {p['logn']})")
         if p.get("hooksplit") and not v.protection.injects:
             r.append("hooksplit: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
         elif p.get("hooksplit") and level == "none":
@@ -1808,6 +1833,7 @@ class FftFamily(Family):
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
             "cluster 1 / 2: unprotected (tcols = 1) or the simultaneous two-sided-tb (log n > 12, every thread the same number of fused DFTs), two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L; two launches: bs1 <= N2 / 2; 2 (scattered loads): unprotected two-launch plans, bs1 = 1; every arch sm_90 or later",
             "hooksplit 1: injection builds of a protected level",
+            f"prefetch 2: one-sided or two-sided-tb (log n <= {TB_SEQ_MAX_LOGN}) one-launch plans of more than one step (tcols > 1 columns per thread)",
             f"tbenc 2 / 3: two-sided-tb plans with a simultaneous launch whose input is staged (multi-launch; 3: of at least {TBENC3_MIN_T} threads per column)",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
             f"logn: 0 (every size 2^1..2^{AUTO_MAX_LOGN}) takes the automatic plans (tcols may be set)",
@@ -1820,7 +1846,7 @@ class FftFamily(Family):
         head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
         if p["logn"] == 0:
             name = (head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + (f"_te{p['tbenc']}" if p.get("tbenc") else "")
-                    + ("_hs" if p.get("hooksplit") else ""))
+                    + (f"_pf{p['prefetch']}" if p.get("prefetch") else "") + ("_hs" if p.get("hooksplit") else ""))
         else:
             q = self.resolved(v)
             nl = q["launches"]
@@ -1832,7 +1858,7 @@ class FftFamily(Family):
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
                 [{2: "te", 3: "tl"}[q["tbenc"]]] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
-                ["hs"] if q.get("hooksplit") else [])
+                ["pf"] if any(lp.pf for lp in self.plans(v)[0].launches) else []) + (["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
@@ -1929,6 +1955,7 @@ class FftFamily(Family):
                     "out_h": (ilog2(RMp) + 1) // 2 if Mp > 1 else 0,
                     "tile_elems": lp.tile_elems,
                     "tbseq": lp.tbseq,
+                    "pf": lp.pf,
                     "smem_bytes": lp.smem_bytes,
                     "cluster": lp.cluster,
                     # the kernel's parameters (a protected cluster kernel also carries the fused launch's output) and its

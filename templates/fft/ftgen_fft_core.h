@@ -1321,22 +1321,11 @@ struct FftLaunch {
     return CPS > 1 || C0 + cc < p.total_cols;
   }
 
-  // one-launch sequential plans (a column is a whole signal, so a step's G columns are one contiguous run): the next
-  // step's columns into L2 while this step computes, one prefetch per 128-byte line (no registers, no shared memory),
-  // so its loads wait for L2 instead of DRAM
-  static FT_HD FT_INLINE void prefetch_block(const LaunchParams<T>& p, long long c) {
-#ifndef FTGEN_EMU
-    constexpr int LINES = int((BS * N * static_cast<long long>(sizeof(cx)) + 127) / 128);
-    if (c + BS > p.total_cols) return;
-    const char* base = reinterpret_cast<const char*>(p.in + c * N);
-    FT_UNROLL
-    for (int j = 0; j < (LINES + NT - 1) / NT; ++j) {
-      const int line = int(threadIdx.x) + NT * j;
-      if (LINES % NT == 0 || line < LINES) FT_PREFETCH_L2(base + 128 * line);
-    }
-#endif
-    (void)p, (void)c;
-  }
+  // C::PREFETCH (plan key prefetch: 2; one-launch sequential plans, where a column is a whole signal, so a step's G columns
+  // are one contiguous run): the next step's columns into L2 while this step computes, one prefetch per 128-byte line
+  // (no registers, no shared memory), so its loads wait for L2 instead of DRAM. (Prefetching every later step at the
+  // first, or one-launch blocks prefetching the block one wave of resident blocks ahead, measured no gain or a loss:
+  // docs/fft-speed.md, stop 34.)
   static FT_HD FT_INLINE void prefetch_step(const LaunchParams<T>& p, long long C0, int c) {
 #ifndef FTGEN_EMU
     if constexpr (CPS == 1) {
@@ -2677,9 +2666,6 @@ struct FftLaunch {
   template <bool HK, class Ctx>
   static FT_HD FT_INLINE void body_sim(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     const long long C0 = block_c0(blk);
-#ifdef FT_PF_AHEAD
-    if constexpr (N == R && CL == 1) prefetch_block(p, C0 + BS * (long long)(FT_PF_AHEAD * C::MINB));
-#endif
     const double kmult = p.kmult > 0 ? p.kmult : C::KDEF;
     constexpr bool CHK = LEVEL == kTwoSidedThread;
     init_faults<HK>(ctx, sts, p, blk);
@@ -2754,7 +2740,9 @@ struct FftLaunch {
         const bool cks = step == L;  // the checksum column (two-sided-tb)
         if (!cks) {
           load<G, 1>(ctx, sts, sm, p, C0, step * G);
-          if (step + 1 < L) prefetch_step(p, C0, (step + 1) * G);
+          if constexpr (C::PREFETCH) {
+            if (step + 1 < L) prefetch_step(p, C0, (step + 1) * G);
+          }
         }
         FT_EACH_BEGIN
         const int t = launder(tid % TT);
