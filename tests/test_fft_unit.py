@@ -488,6 +488,47 @@ def test_tbenc_sizes_replay_the_recorded_search():
     assert checked >= 20
 
 
+def test_prefetch_sizes_replay_the_recorded_search():
+    """TUNED_PREFETCH: the automatic sequential two-sided-tb plans prefetch the next column step (prefetch 2, names `_pf`)
+    exactly where that measured more than 1% faster than without in the latest search with both (results/h100/fft/stop34/
+    search_pf_*/, one fault per transform), and nowhere else; a plan given by its keys does not unless asked."""
+    runs = _recorded_searches("stop34/search_pf_*/search_pf.jsonl")
+    assert runs
+    rows = runs[-1][1]
+    checked = 0
+    for prec in ("fp32", "fp64"):
+        prot = "{scheme: abft, level: two-sided-tb, inject: true}"
+        sizes = F.TUNED_PREFETCH.get((prec, "two-sided-tb"), frozenset())
+        for logn in range(3, F.TB_SEQ_MAX_LOGN + 1):
+            auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+            assert ("_pf_" in auto) == (logn in sizes), auto
+            plain = auto.replace("_pf_", "_")
+            tail = "_hs_inj" if plain.endswith("_hs_inj") else "_inj"
+            with_pf = plain[: -len(tail)] + "_pf" + tail
+            n = 1 << logn
+            gain = rows[(with_pf, n)] / rows[(plain, n)]
+            assert (gain > 1.01) == (logn in sizes), (auto, gain)
+            checked += 1
+        if sizes:
+            given = _variant_name(prec, prot, f"{{logn: {min(sizes)}, bs1: 64}}")
+            assert "_pf_" not in given
+    assert checked == 2 * (F.TB_SEQ_MAX_LOGN - 2)
+
+
+def test_prefetch_needs_a_sequential_one_launch_plan():
+    """prefetch: 2 names the variant `_pf` and sets the launch's Cfg::PREFETCH; a plan without a column step to prefetch
+    (the simultaneous two-sided-tb, one column per thread, an unprotected plan) is rejected with the reason."""
+    vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 12, prefetch: 2}\n")
+    assert "_pf" in vs[0].name and F.FftFamily().plans(vs[0])[0].launches[0].pf
+    for body in ("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 16, prefetch: 2}",
+                 "protection: {scheme: abft, level: one-sided}\nparams: {logn: 10, prefetch: 2}",
+                 "params: {logn: 10, prefetch: 2}"):
+        with pytest.raises(SpecError, match="prefetch: 2 prefetches"):
+            load_spec_text(spec(body), "t.yaml")
+    vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 12, prefetch: 1}\n")
+    assert "_pf" not in vs[0].name and not F.FftFamily().plans(vs[0])[0].launches[0].pf
+
+
 def test_clean_build_plans_replay_the_recorded_search():
     """Every TUNED_CLEAN plan (builds without injection code) was measured on the GPU in the same search as the plan
     TUNED gives the injection build, both built without injection code, and beat it (results/h100/fft/search_tbclean_*)."""

@@ -60,13 +60,15 @@ Protection (``protection.scheme: abft``), per launch and column, under the singl
   without launch twiddles, the output side by the staged store; the prefilter then decides on the block's sums
   (every thread from the warps' partial sums), the rare path per group as above. ``tbenc: 3``: the same in the
   launches of at least ``TBENC3_MIN_T`` threads per column only.
+  ``prefetch: 2`` (``TUNED_PREFETCH``; the sequential design's one-launch plans): each step prefetches the next step's
+  columns into L2 (one contiguous run of whole signals), so their loads wait for L2 instead of DRAM.
 
 Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_te|_tl][_hs][_inj]
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_te<tbenc>][_hs][_inj]        (logn: 0, every size)
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_te|_tl][_pf][_hs][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_te<tbenc>][_pf<prefetch>][_hs][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
 ``abft-2sided-tb``, with ``-detect``, ``-th<x>`` suffixes); automatic parameters are resolved
@@ -730,9 +732,17 @@ TBENC3_MIN_T = 64
 
 
 # The sequential levels' one-launch plans with the next step's columns prefetched into L2 while a step computes
-# (prefetch: 2, LaunchPlan.pf; FftLaunch::prefetch_step), per precision and level: the sizes where it measured faster
-# than without (filled from specs/fft_plan_search_pf.yaml, see below)
-TUNED_PREFETCH: dict[tuple[str, str], frozenset[int]] = {}
+# (prefetch: 2, LaunchPlan.pf; FftLaunch::prefetch_step), per precision and level: the sizes where it measured more than 1%
+# faster than without. specs/fft_plan_search_pf.yaml (results/h100/fft/stop34/search_pf_97c008c/, one fault per transform,
+# x cuFFT at 2^26 elements, the same run): fp64 2^12 0.733 -> 0.856 (one block of 256 threads per SM at 218 registers: its
+# loads waited for DRAM with nothing else resident), 2^11 0.907 -> 0.950, 2^10 0.928 -> 0.950, 2^9 0.946 -> 0.957, 2^3 1.002
+# -> 1.016; fp32 2^4 0.942 -> 0.994, 2^5 0.981 -> 1.004. Lost: fp32 2^3, 2^7-2^9 (2^8 0.953 -> 0.885), fp64 2^5-2^8 (-3..-5%:
+# many resident blocks, the prefetches' extra L2 requests); fp32 2^6, 2^10-2^12 and fp64 2^4 within 1%. The A/B runs before
+# it (stop34/ab_prefetch_d66a717/, every step prefetching) agree within 1-3% at every size.
+TUNED_PREFETCH: dict[tuple[str, str], frozenset[int]] = {
+    ("fp32", "two-sided-tb"): frozenset({4, 5}),
+    ("fp64", "two-sided-tb"): frozenset({3, 9, 10, 11, 12}),
+}
 
 
 def auto_prefetch(precision: str, level: str, logn: int, measured_plan: bool = True) -> int:

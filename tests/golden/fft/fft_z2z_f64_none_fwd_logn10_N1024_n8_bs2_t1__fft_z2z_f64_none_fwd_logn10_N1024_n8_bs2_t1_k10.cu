@@ -22,6 +22,7 @@ struct Cfg_10_0 {
   static constexpr int TILE_ELEMS = 2048;
   static constexpr double KDEF = 0.0, K1S = 12.0, LOCATE_TOL = 0.25, TB_PRE = 1.25;
   static constexpr bool TB_SEQ = false;
+  static constexpr bool PREFETCH = false;
   static constexpr int CLUSTER = 0;
   static constexpr bool CL_SCATTER = false;
   static constexpr bool HOOK_SPLIT = false;
