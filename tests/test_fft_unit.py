@@ -437,7 +437,8 @@ def test_hook_split_sizes_replay_the_recorded_search():
             assert "_hs" not in clean
             if "_cl_" in auto:
                 continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs)
-            hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_hs_inj", "_inj")  # (the search of the split was before tbenc)
+            # (the search of the split was before tbenc and prefetch)
+            hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj")
             split = hooked.replace("_inj", "_hs_inj")
             n = 1 << logn
             both = [ratios for _, ratios in runs if (hooked, n) in ratios and (split, n) in ratios]
