@@ -3,6 +3,7 @@ sources. No GPU, no compiler."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import textwrap
 from pathlib import Path
@@ -304,12 +305,14 @@ def test_in_place_one_launch_protected_calls_go_through_the_workspace(tmp_path):
 
 
 def _recorded_searches(pattern: str) -> list[tuple[str, dict[tuple[str, int], float]]]:
-    """The plan searches recorded in results/h100/fft/<pattern>, oldest first: (provenance time, x cuFFT per
+    """The plan searches recorded in results/h100/fft/<pattern> (or <pattern>.gz), oldest first: (provenance time, x cuFFT per
     (kernel, n) of the rows that verified)."""
     runs: list[tuple[str, dict[tuple[str, int], float]]] = []
-    for path in sorted((REPO / "results" / "h100" / "fft").glob(pattern)):
+    base = REPO / "results" / "h100" / "fft"
+    for path in sorted(set(base.glob(pattern)) | set(base.glob(pattern + ".gz"))):
         utc, ratios = "", {}
-        for line in path.read_text().splitlines():
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+        for line in text.splitlines():
             r = json.loads(line)
             if "provenance" in r:
                 utc = r["provenance"].get("utc", "")

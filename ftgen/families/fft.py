@@ -461,11 +461,11 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
     # (fp64), measured faster than two launches there (results/h100/fft/search_*.jsonl: 0.835 vs 0.51
     # and 0.79 vs 0.54 of cuFFT); the protected levels hold several signals per block, one size less
     one = (14 if precision == "fp32" else 13) if level == "none" else (13 if precision == "fp32" else 12)
-    # three launches from 2^21 (unprotected): search_large.jsonl, 2^22: 0.695 vs 0.581 (fp32) and 0.770 vs
+    # three launches from 2^21 (unprotected): search_large.jsonl.gz, 2^22: 0.695 vs 0.581 (fp32) and 0.770 vs
     # 0.638 (fp64) of cuFFT, 2^21: 0.637 vs 0.618 and 0.710 vs 0.648; two launches win up to 2^19, tie at 2^20.
     # fp32 since the 768-thread target and the 16-byte store fix: two launches at 2^21 with 256-thread
-    # blocks (search_two.jsonl: 0.813 vs 0.725 for three launches; 2^22: 0.780 vs 0.794, three stay)
-    # two-sided-tb as well (search_tbweak.jsonl: 2^22 three launches 0.513 / 0.526 of cuFFT against two 0.353 /
+    # blocks (search_two.jsonl.gz: 0.813 vs 0.725 for three launches; 2^22: 0.780 vs 0.794, three stay)
+    # two-sided-tb as well (search_tbweak.jsonl.gz: 2^22 three launches 0.513 / 0.526 of cuFFT against two 0.353 /
     # 0.330, fp32 / fp64; fp64 2^21 0.489 against 0.476); the other protected levels keep two launches to 2^22
     two = (21 if precision == "fp32" else 20) if level in ("none", "two-sided-tb") else 22
     if logn <= one:
@@ -477,7 +477,7 @@ def auto_launches(precision: str, logn: int, level: str = "none") -> int:
 
 def auto_tcols(precision: str, level: str, launches: int = 1, rmax: int = 0) -> int:
     if level == "two-sided-tb":
-        # one launch: four columns per thread. Multi-launch plans (search_tbcols.jsonl at b0c87fa, radix 16
+        # one launch: four columns per thread. Multi-launch plans (search_tbcols.jsonl.gz at b0c87fa, radix 16
         # fp32 / 8 fp64): four while every launch is at most 256 points (2^16: 0.863 of cuFFT against
         # 0.814 with two, fp64 0.780 / 0.731; 2^23 256x256x128: 0.615 / 0.576, fp64 0.751 / 0.689), two
         # for larger launches (2^20 1024x1024: 0.586 against 0.457, fp64 0.556 / 0.452: a step then takes four
@@ -499,7 +499,7 @@ def auto_n(R: int, precision: str = "fp32", level: str = "none", single: bool = 
         # thread 1.03x cuFFT vs 0.78 at 8; n = 16: radix 4 0.96 vs 0.42 at 16; fp64 n = 8: 4, 0.96 vs 0.47)
         return max(2, R // 4) if precision == "fp32" else max(2, R // 2)
     if level == "two-sided-tb" and single and R == (16 if precision == "fp32" else 8):
-        # four elements per thread (search_tbweak.jsonl: fp32 2^4 0.661 of cuFFT against 0.540 with one
+        # four elements per thread (search_tbweak.jsonl.gz: fp32 2^4 0.661 of cuFFT against 0.540 with one
         # thread per signal; fp64 2^3 0.869 against 0.542)
         return 4
     if level == "two-sided-thread":
@@ -517,7 +517,7 @@ def auto_bs(precision: str, R: int, n: int, strided: bool, L: int, single: bool,
     of consecutive columns, except where that would make unprotected fp32 blocks larger than 256
     threads (their 768-thread target then leaves 128 registers and one block per SM; at 2^21 the
     first launch of 2048 measured 0.813 of cuFFT with 2 columns against 0.723 with 4:
-    results/h100/fft/search_two.jsonl)."""
+    results/h100/fft/search_two.jsonl.gz)."""
     esize = ESIZE[precision]
     T = R // n
     if single:
@@ -548,7 +548,7 @@ def auto_xw(lp: LaunchPlan) -> int:
 
 
 # Measured winners that the rules above do not produce: plans of single sizes from the plan searches on
-# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl, search_tw64*.jsonl, search_small.jsonl, search_tbsmall*.jsonl: x cuFFT against the
+# the H100 (results/h100/fft/search_occ*.jsonl, search_tbocc.jsonl.gz, search_tw64*.jsonl, search_small.jsonl.gz, search_tbsmall*.jsonl: x cuFFT against the
 # rule's plan in the same run). Applied when a variant gives none of the plan keys (PLAN_KEYS); the name shows the
 # plan built.
 TUNED = {
@@ -566,7 +566,7 @@ TUNED = {
     # launches' 0.792 / 0.803 at batch 16 / 8 (search_occ)
     # (since stop 30 the three-launch cluster plan below: 0.887 / 0.889 against this plan's 0.870 / 0.865)
     ("fp32", "none", 22): {"launches": 3, "N1": 512, "N2": 2048, "N3": 4, "bs2": 4, "cluster": 1, "minb": 2},
-    # cluster plans (search_cluster.jsonl at 12e7447, H100, x cuFFT at 2^26 / 2^25 elements and half that): fp32 2^15
+    # cluster plans (search_cluster.jsonl.gz at 12e7447, H100, x cuFFT at 2^26 / 2^25 elements and half that): fp32 2^15
     # 8192 x 4, four blocks of 512 threads a cluster, two blocks per SM: 0.974 / 0.974 against the two launches' 0.847 /
     # 0.873 (radix 32 or 16384 x 2: 0.90-0.96). fp64 2^14 4096 x 4 radix 16: 1.391 / 1.406 against 0.950 / 0.970, 2^15
     # 4096 x 8: 1.181 / 1.179 against 1.014 / 1.015. Lost: fp32 2^16 / 2^17 (16384 x 4: 0.944 against 1.074), fp64 2^13
@@ -575,7 +575,7 @@ TUNED = {
     ("fp32", "none", 15): {"N1": 8192, "cluster": 1, "n1": 16, "minb": 2},
     ("fp64", "none", 14): {"N1": 4096, "cluster": 1, "n1": 16},
     ("fp64", "none", 15): {"N1": 4096, "cluster": 1, "n1": 16},
-    # three-launch cluster plans (search_cluster3.jsonl at 13683a6, H100, x cuFFT at 2^26 / 2^25 elements and half that):
+    # three-launch cluster plans (search_cluster3.jsonl.gz at 13683a6, H100, x cuFFT at 2^26 / 2^25 elements and half that):
     # two passes over DRAM, the second launch's clusters of four blocks of 4 x 2048 points (fp32, 512 threads, two per SM)
     # or 4 x 1024 (fp64). fp32 2^23 1024 x 2048 x 4: 0.892 / 0.912 against three launches' 0.817 / 0.838, 2^22 512 x 2048
     # x 4: 0.887 / 0.889 against two launches' 0.870 / 0.865; fp64 2^21 512 x 1024 x 4: 0.934 / 0.947 against 0.905 / 0.922,
@@ -627,24 +627,24 @@ TUNED = {
     ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
     ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
     # two-sided-tb, simultaneous design (the unprotected data path with the checks in registers; otherwise the
-    # unprotected plans), one fault per transform (search_tbreg.jsonl at d18d561, x cuFFT against the unprotected plan
+    # unprotected plans), one fault per transform (search_tbreg.jsonl.gz at d18d561, x cuFFT against the unprotected plan
     # in the same run): fp32 2^13 radix 32 at two blocks per SM 0.777 / 0.683, 2^14 radix 32 at one 0.785 / 0.657
     # (radix 16), 2^22 three launches 0.743 / 0.599; fp64 2^20 radix 8 then 16 at up to 255 registers 0.685 / 0.593,
     # 2^21 / 2^22 three launches 0.644 / 0.614 and 0.698 / 0.598
     ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 2},
     ("fp32", "two-sided-tb", 14): {"n1": 32, "minb": 1},
     # two columns per thread at radix 8 (the checks' products and table reads once per two columns), three blocks per SM
-    # (search_tbcols2.jsonl at da3995c): 2^18 0.916 against radix 16 with one column 0.886, 2^22 (three launches) 0.741
+    # (search_tbcols2.jsonl.gz at da3995c): 2^18 0.916 against radix 16 with one column 0.886, 2^22 (three launches) 0.741
     # against 0.717; elsewhere radix 16 with one column stayed best or within 1% (2^16 1.011 against two columns' 0.981,
     # 2^20 0.766 against 0.721)
     ("fp32", "two-sided-tb", 18): {"launches": 2, "n1": 8, "n2": 8, "tcols": 2, "bs1": 8, "bs2": 8, "minb": 3},
     ("fp32", "two-sided-tb", 22): {"launches": 3, "n1": 8, "n2": 8, "n3": 8, "tcols": 2, "bs1": 16, "bs2": 32, "bs3": 32, "minb": 3},
-    # fp64 2^19 after 9fed26f's cheaper checks (search_tb27.jsonl): radix 8 then 16 at up to 255 registers 0.706 against
+    # fp64 2^19 after 9fed26f's cheaper checks (search_tb27.jsonl.gz): radix 8 then 16 at up to 255 registers 0.706 against
     # the unprotected plan's radix 16 / 16 (0.672); the other weak sizes' current plans stayed best (fp64 2^21 two
     # launches 0.628 against three 0.627)
     ("fp64", "two-sided-tb", 19): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
     ("fp64", "two-sided-tb", 20): {"launches": 2, "n1": 8, "n2": 16, "bs1": 4, "bs2": 4, "minb": 1},
-    # fp64 two columns per thread at radix 4 (the table reads once per two columns; search_tb64cols2.jsonl at 54a700c):
+    # fp64 two columns per thread at radix 4 (the table reads once per two columns; search_tb64cols2.jsonl.gz at 54a700c):
     # 2^14 0.830 against radix 8 with one column 0.799, 2^21 (three launches) 0.650 against 0.629; 2^16-2^20 lost (2^18
     # 0.601 against 0.776: the radix-4 passes), 2^22 tied
     ("fp64", "two-sided-tb", 14): {"launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8},
@@ -677,7 +677,7 @@ TUNED_CLUSTER = {
 # Injection builds whose fault hooks are only in the block that holds the planned fault (hooksplit: 1, FftLaunch::body;
 # the other blocks run the code of the build without injection code, told by the caller which block that is), per
 # precision and level: the sizes where the split measured faster than hooks in every block, sm_90 builds (their plans).
-# specs/fft_plan_search_hooks2.yaml (results/h100/fft/stop32/search_hooks2_6f3407c.jsonl, one fault per transform, x
+# specs/fft_plan_search_hooks2.yaml (results/h100/fft/stop32/search_hooks2_6f3407c.jsonl.gz, one fault per transform, x
 # cuFFT, the same run): fp64 2^10 0.881 -> 0.930, 2^12 0.699 -> 0.734, 2^15 0.844 -> 0.907, 2^16 0.829 -> 0.898, 2^24
 # 0.835 -> 0.896; fp32 2^18 0.918 -> 0.945, 2^22 0.740 -> 0.759. Lost: fp32 2^13 / 2^14 (0.779 / 0.763 -> 0.698 / 0.666:
 # the code without hooks spills there, stop 26) and 2^20 / 2^21 (0.771 / 0.702 -> 0.730 / 0.679), by 0.3-2% at fp32 2^3,
