@@ -4,15 +4,26 @@ from results/). Usage: python3 scripts/results_tables.py results/h200/gemm"""
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import sys
 from pathlib import Path
 
 
+def lines_of(path: Path) -> list[str]:
+    """The lines of a results file, committed gzipped (NAME.jsonl.gz) or not."""
+    return (gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()).splitlines()
+
+
+def found(d: Path, name: str) -> Path | None:
+    """d/name, or its gzipped copy d/name.gz."""
+    return next((p for p in (d / name, d / (name + ".gz")) if p.is_file()), None)
+
+
 def rows_of(path: Path):
     out = []
-    for line in path.open():
+    for line in lines_of(path):
         r = json.loads(line)
         if "kernel" in r:
             out.append(r)
@@ -61,7 +72,7 @@ def levels_table(path: Path, shapes=((4096, 4096, 4096), (8192, 8192, 8192))) ->
 def campaign_table(path: Path) -> str:
     lines = ["| kernel | clean | faulty | significant | corrected | coverage | false alarms | per distribution (corrected/significant, false alarms) |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
-    for line in path.open():
+    for line in lines_of(path):
         r = json.loads(line)
         if "campaign" in r:
             c = r["campaign"]
@@ -74,11 +85,10 @@ def campaign_table(path: Path) -> str:
 if __name__ == "__main__":
     d = Path(sys.argv[1] if len(sys.argv) > 1 else "results/h200/gemm")
     for name, title in (("sgemm_sweep.jsonl", "fp32, best searched variant per shape"), ("dgemm_sweep.jsonl", "fp64, best searched variant per shape")):
-        if (d / name).is_file():
-            print(sweep_table(d / name, title), "\n")
-    if (d / "abft_levels_clean.jsonl").is_file():
-        print(levels_table(d / "abft_levels_clean.jsonl"), "\n")
-    if (d / "abft_levels_inject.jsonl").is_file():
-        print(levels_table(d / "abft_levels_inject.jsonl"), "\n")
-    if (d / "abft_campaign.jsonl").is_file():
-        print(campaign_table(d / "abft_campaign.jsonl"))
+        if found(d, name):
+            print(sweep_table(found(d, name), title), "\n")
+    for name in ("abft_levels_clean.jsonl", "abft_levels_inject.jsonl"):
+        if found(d, name):
+            print(levels_table(found(d, name)), "\n")
+    if found(d, "abft_campaign.jsonl"):
+        print(campaign_table(found(d, "abft_campaign.jsonl")))
