@@ -15,17 +15,14 @@
 # Full JSON lines (with provenance) go to OUTDIR; a short summary table is printed last.
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft.sh OUTDIR}
-mkdir -p "$out"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
 out=$(cd "$out" && pwd)
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}
 gen=${FTGEN_FFT_GEN:-/tmp/ftgen-fft-gen}
-ft() { python3 -m ftgen.cli "$@"; }
 t0=$SECONDS
 log() { echo "[gpu_fft $((SECONDS - t0))s] $*" >&2; }
 
-source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
 
 # ---- the project ----------------------------------------------------------------------------
 cat > "$out/fft_gpu.yaml" <<'EOF'

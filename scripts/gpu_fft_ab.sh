@@ -17,17 +17,14 @@ out=${1:?usage: bash scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]}
 alt=${2:?usage: bash scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]}
 kern=${3:-*_auto,*_auto_inj}
 PRECS=${PRECS:-fp32 fp64}
-mkdir -p "$out"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
 out=$(cd "$out" && pwd)
 alt=$(cd "$alt" && pwd)
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=${FTGEN_FFT_GEN:-/tmp/ftgen-fft-ab}
-ft() { python3 -m ftgen.cli "$@"; }
 t0=$SECONDS
 log() { echo "[gpu_fft_ab $((SECONDS - t0))s] $*" >&2; }
 
-source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
 if [ -d "$alt/ftgen" ]; then alt_header=$alt/templates/fft/ftgen_fft_core.h; else alt_header=$alt/ftgen_fft_core.h; fi
 sha256sum "$alt_header" templates/fft/ftgen_fft_core.h | tee -a "$out/gpu.txt"
 

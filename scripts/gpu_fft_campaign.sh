@@ -8,11 +8,9 @@
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]}
 trials=${2:-1000}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-gen=/tmp/ftgen-fft-campaign
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
+gpu_start "$out"
+gen=/tmp/ftgen-fft-campaign
 logns=${LOGNS:-16 20 23}
 if [ -n "${CASES:-}" ]; then
   variants=""; logns=""

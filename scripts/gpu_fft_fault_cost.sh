@@ -7,12 +7,9 @@
 # Usage: [LOGNS="7 12"] bash scripts/gpu_fft_fault_cost.sh OUTDIR   (JSON lines per case, table last)
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_fault_cost.sh OUTDIR}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-gen=/tmp/ftgen-fft-faultcost
-ft() { python3 -m ftgen.cli "$@"; }
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
+gpu_start "$out"
+gen=/tmp/ftgen-fft-faultcost
 logns=${LOGNS:-7 12 13 16}
 cat > "$out/fft_fault_cost.yaml" <<Y
 name: fft_fault_cost

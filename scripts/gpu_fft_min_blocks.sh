@@ -8,9 +8,9 @@
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_min_blocks.sh OUTDIR [LEVEL]}
 level=${2:-none}
-mkdir -p "$out"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
 if [ "$level" = none ]; then prot="{scheme: none}"; tag=""; else prot="{scheme: abft, level: $level}"; tag="_$level"; fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 gen=/tmp/ftgen-fft-minb
 rm -rf $gen
 cat > "$out/fft_min_blocks$tag.yaml" <<Y

@@ -15,10 +15,9 @@
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster|tbcluster]}
 which=${2:-none}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
 gen=/tmp/ftgen-fft-ncu
-ft() { python3 -m ftgen.cli "$@"; }
 tb="{scheme: abft, level: two-sided-tb, inject: true}"
 case "$which" in
   tb) variants="[{protection: {scheme: none}, params: {logn: [${LOGNS:-12, 20}]}}, {protection: $tb, params: {logn: [${LOGNS:-12, 20}]}}]" ;;

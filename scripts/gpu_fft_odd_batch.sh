@@ -5,12 +5,9 @@
 # row verified against cuFFT. Usage: bash scripts/gpu_fft_odd_batch.sh OUTDIR (JSON lines + table).
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_odd_batch.sh OUTDIR}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-gen=/tmp/ftgen-fft-odd
-ft() { python3 -m ftgen.cli "$@"; }
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
+gpu_start "$out"
+gen=/tmp/ftgen-fft-odd
 cat > "$out/fft_odd_batch.yaml" <<'Y'
 name: fft_odd_batch
 family: fft

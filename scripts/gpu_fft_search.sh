@@ -7,13 +7,10 @@
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_search.sh OUTDIR [small|large]}
 which=${2:-small}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
 export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}
 gen=/tmp/ftgen-fft-search
-ft() { python3 -m ftgen.cli "$@"; }
-source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
 # NAME SPEC SHAPES [ARGS...]: one search, rows to OUT/search_NAME.jsonl, table and log beside them
 search() {
   local name=$1 spec=$2 shapes=$3; shift 3

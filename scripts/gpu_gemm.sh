@@ -6,14 +6,10 @@
 set -uo pipefail
 mode=${1:?mode}
 out=${2:?output dir}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-[ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"  # the CUTLASS backend (mode tc)
-export FTGEN_CACHE_DIR=/tmp/ftgen-cache
-ft() { python3 -m ftgen.cli "$@"; }
-gen=/tmp/ftgen-gen
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
+gpu_start "$out"
+export FTGEN_CACHE_DIR=/tmp/ftgen-cache
+gen=/tmp/ftgen-gen
 
 summary() {  # summary of bench JSON lines: kernel shape ms ref_ms ratio err inj/det/corr ok
   python3 - "$@" <<'EOF'

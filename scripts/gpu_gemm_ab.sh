@@ -12,11 +12,8 @@ dirs=${2:?directories with the headers of B, C, ... (colon-separated)}
 spec=${3:-specs/gemm_abft_tc_prepass_intervals.yaml}
 kernels=${4:-*prepass_inj}
 shapes=${5:-4096x4096x4096,8192x8192x8192}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-[ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
-ft() { python3 -m ftgen.cli "$@"; }
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
 proj=$(spec_project "$spec")
 IFS=: read -r -a dir_list <<< "$dirs"
 letters=(B C D E F G H)

@@ -16,11 +16,8 @@
 # OUT/sass_*.csv; the tables last.
 set -uo pipefail
 out=${1:?output dir}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-[ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
+gpu_start "$out"
 spec=specs/gemm_abft_tc_concurrent.yaml
 proj=$(spec_project "$spec")
 shape=${SHAPE:-4096x4096x4096}

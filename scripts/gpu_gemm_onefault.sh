@@ -9,11 +9,8 @@
 # fault (the case's arguments) and round added), OUT/gpu.txt; a table of the medians x the unprotected kernel last.
 set -uo pipefail
 out=${1:?output dir}
-mkdir -p "$out"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-[ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-provenance "$out"
+gpu_start "$out"
 for v in A B; do
   (
     export FTGEN_CACHE_DIR=/tmp/onefault-cache-$v

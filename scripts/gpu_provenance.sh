@@ -1,4 +1,6 @@
-# Sourced by the GPU scripts (which set PYTHONPATH to the repository). `provenance OUTDIR` writes (and prints)
+# Sourced by the GPU scripts, run from the repository root. `gpu_start OUTDIR`: their common start (OUTDIR created, this
+# repository first on PYTHONPATH with unbuffered output, /tmp/site before it where the device's nvidia-cutlass was
+# installed (the gemm CUTLASS backend), `ft` the ftgen CLI, OUTDIR/gpu.txt written). `provenance OUTDIR` writes (and prints)
 # OUTDIR/gpu.txt: the GPU (name, driver, memory, maximum SM clock), nvcc's version line and the commit the run measures
 # (FTGEN_GIT_SHA when set: the device machine's copy of the tree may carry a stale .git).
 provenance() {
@@ -7,6 +9,14 @@ provenance() {
   nvcc --version | tail -1 | tee -a "$1/gpu.txt"
   echo "${FTGEN_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$1/gpu.txt"
 }
+
+gpu_start() {
+  mkdir -p "$1"
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+  if [ -d /tmp/site/cutlass_library ]; then export PYTHONPATH="/tmp/site:$PYTHONPATH"; fi
+  provenance "$1"
+}
+ft() { python3 -m ftgen.cli "$@"; }
 
 # `spec_project SPEC`: the name of SPEC's generated project (its `name`)
 spec_project() {
