@@ -1379,6 +1379,25 @@ struct FftLaunch {
     return bit;
   }
 
+  // a planned fault applied (hook, p2_hook): its record (p.records[fi], where the caller asked for records) and the count
+  static FT_HD FT_INLINE void fault_applied(const LaunchParams<T>& p, int fi, long long blk, int tid, int elem, int stage, int bit, T before,
+                                            T after, long long row, long long col) {
+    if (p.records) {
+      ftgen::FaultRecord& r = p.records[fi];
+      r.applied = 1;
+      r.block = static_cast<int>(p.block_offset + blk);
+      r.thread = tid;
+      r.elem = elem;
+      r.step = stage;
+      r.bit = bit;
+      r.before = static_cast<double>(before);
+      r.after = static_cast<double>(after);
+      r.row = row;
+      r.col = col;
+    }
+    if (p.counters) FT_ATOMIC_ADD(&p.counters->injected, 1ull);
+  }
+
   // slots 0..LL-1 of st.a hold the thread's columns lbase .. lbase+LL-1
   template <int LL>
   static FT_HD FT_INLINE void hook(State& st, int tid, const LaunchParams<T>& p, long long blk, long long C0, int stage, int lbase) {
@@ -1408,20 +1427,7 @@ struct FftLaunch {
         for (int e = 0; e < NN; ++e) st.a[l][e] = (lbase + l == fl && e == fe) ? v : st.a[l][e];
       }
       st.fkey = -2;
-      if (p.records) {
-        ftgen::FaultRecord& r = p.records[fi];
-        r.applied = 1;
-        r.block = static_cast<int>(p.block_offset + blk);
-        r.thread = tid;
-        r.elem = fl * NN + fe;
-        r.step = stage;
-        r.bit = bit;
-        r.before = static_cast<double>(before);
-        r.after = static_cast<double>(after);
-        r.row = C0 + tile_col(g, fl);
-        r.col = stage_pos(stage, t, fe);
-      }
-      if (p.counters) FT_ATOMIC_ADD(&p.counters->injected, 1ull);
+      fault_applied(p, fi, blk, tid, fl * NN + fe, stage, bit, before, after, C0 + tile_col(g, fl), stage_pos(stage, t, fe));
     } else {
       (void)st, (void)tid, (void)p, (void)blk, (void)C0, (void)stage, (void)lbase;
     }
@@ -2392,20 +2398,8 @@ struct FftLaunch {
       FT_UNROLL
       for (int c = 0; c < CL; ++c) z[c] = c == fe ? v : z[c];
       st.fkey = -3;
-      if (p.records) {
-        ftgen::FaultRecord& rc = p.records[fi];
-        rc.applied = 1;
-        rc.block = static_cast<int>(p.block_offset + blk);
-        rc.thread = tid;
-        rc.elem = d * CL + fe;
-        rc.step = stage;
-        rc.bit = bit;
-        rc.before = static_cast<double>(before);
-        rc.after = static_cast<double>(after);
-        rc.row = row;  // the last launch's column
-        rc.col = fe;   // its input (stage P + 1) or output (P + 2) position
-      }
-      if (p.counters) FT_ATOMIC_ADD(&p.counters->injected, 1ull);
+      // (row: the last launch's column; col: its input (stage P + 1) or output (P + 2) position)
+      fault_applied(p, fi, blk, tid, d * CL + fe, stage, bit, before, after, row, fe);
     } else {
       (void)st, (void)tid, (void)p, (void)blk, (void)stage, (void)d, (void)row, (void)z;
     }
