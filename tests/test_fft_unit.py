@@ -533,6 +533,25 @@ def test_prefetch_needs_a_sequential_one_launch_plan():
     assert "_pf" not in vs[0].name and not F.FftFamily().plans(vs[0])[0].launches[0].pf
 
 
+def test_tbseq_chooses_the_two_sided_tb_design():
+    """tbseq 2 builds the sequential two-sided-tb where the size would take the simultaneous one (one-launch plans whose
+    tile and running sums fit, `_sq`), tbseq 1 the simultaneous one on the unprotected plans' rules (`_sm`); the kernels'
+    Cfg::TB_SEQ follows. Multi-launch plans, tiles that do not fit and other levels are rejected with the reason."""
+    vs, _ = variants("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 13, launches: 1, tbseq: 2, n1: 16, bs1: 4, tcols: 4, minb: 1}\n")
+    lp = F.FftFamily().plans(vs[0])[0].launches[0]
+    assert "_sq" in vs[0].name and lp.tbseq and lp.seq and lp.L == 4
+    vs, _ = variants("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 12, tbseq: 1}\n")
+    lp = F.FftFamily().plans(vs[0])[0].launches[0]
+    assert "_sm" in vs[0].name and not lp.tbseq and lp.data_path_unprotected and lp.L == 1
+    for body, why in (("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 16, tbseq: 2}", "needs a one-launch plan"),
+                      ("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 13, launches: 1, tbseq: 2}",
+                       "shared memory"),
+                      ("params: {logn: 12, tbseq: 2}", "chooses two-sided-tb's design"),
+                      ("protection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 0, tbseq: 2}", "give logn to set tbseq")):
+        with pytest.raises(SpecError, match=why):
+            load_spec_text(spec(body), "t.yaml")
+
+
 def test_clean_build_plans_replay_the_recorded_search():
     """Every TUNED_CLEAN plan (builds without injection code) was measured on the GPU in the same search as the plan
     TUNED gives the injection build, both built without injection code, and beat it (results/h100/fft/search_tbclean_*)."""

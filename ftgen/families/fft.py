@@ -67,7 +67,7 @@ Kernel names
 ------------
 ::
 
-    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_cl|_cls][_te|_tl][_pf][_hs][_inj]
+    fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_logn<L>_N<N1>[x<N2>[x<N3>]]_n<n1>[x..]_bs<b1>[x..]_t<tcols>[_mb<minb>][_sm|_sq][_cl|_cls][_te|_tl][_pf][_hs][_inj]
     fft_<c2c|z2z>_<f32|f64>_<protection>_<fwd|inv>_auto[_t<tcols>][_te<tbenc>][_pf<prefetch>][_hs][_inj]        (logn: 0, every size)
 
 ``<protection>`` is :meth:`Protection.token` (``none``, ``abft-1sided``, ``abft-2sided-thread``,
@@ -193,6 +193,7 @@ class LaunchPlan:
     cl_scatter: bool = False  # cluster plans (cluster: 2): contiguous loads exchanged through distributed shared memory
     tbenc: int = 0  # simultaneous two-sided-tb: 2 / 3 the encodings at the staged copies, the prefilter per block (tb_stage)
     prefetch: bool = False  # plan key prefetch: 2 (the launch prefetches where it can: pf)
+    design: int = 0  # plan key tbseq: two-sided-tb's design, 2 sequential, 1 simultaneous, 0 by size (TB_SEQ_MAX_LOGN)
 
     @property
     def Mp(self) -> int:
@@ -224,8 +225,8 @@ class LaunchPlan:
 
     @property
     def tbseq(self) -> bool:
-        """two-sided-tb in the sequential design (see TB_SEQ_MAX_LOGN)."""
-        return self.level == "two-sided-tb" and ilog2(self.N) <= TB_SEQ_MAX_LOGN
+        """two-sided-tb in the sequential design (plan key tbseq; by size: see TB_SEQ_MAX_LOGN)."""
+        return self.level == "two-sided-tb" and tb_sequential(ilog2(self.N), self.design)
 
     @property
     def pf(self) -> bool:
@@ -755,9 +756,14 @@ def auto_tbenc(precision: str, level: str, logn: int, measured_plan: bool = True
     return TUNED_TBENC.get((precision, level), {}).get(logn, 1) if measured_plan else 1
 
 
-def plan_level(level: str, logn: int) -> str:
+def tb_sequential(logn: int, tbseq: int = 0) -> bool:
+    """two-sided-tb's design: sequential where plan key tbseq says 2, simultaneous where 1, by size where 0."""
+    return tbseq == 2 or (tbseq == 0 and logn <= TB_SEQ_MAX_LOGN)
+
+
+def plan_level(level: str, logn: int, tbseq: int = 0) -> str:
     """The level whose plan rules a variant follows: the simultaneous two-sided-tb plans are the unprotected ones."""
-    return "none" if level == "two-sided-tb" and logn > TB_SEQ_MAX_LOGN else level
+    return "none" if level == "two-sided-tb" and not tb_sequential(logn, tbseq) else level
 
 
 def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
@@ -792,7 +798,7 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
         p["hooksplit"] = 0  # (a measured plan's choice for injection builds)
     p["tbenc"] = p.get("tbenc") or auto_tbenc(precision, level, logn, measured)
     p["prefetch"] = p.get("prefetch") or auto_prefetch(precision, level, logn, measured)
-    level = plan_level(level, logn)
+    level = plan_level(level, logn, p.get("tbseq", 0))
     Ns = [p.get("N1", 0), p.get("N2", 0), p.get("N3", 0)]
     launches = p.get("launches", 0)
     given = [x for x in Ns if x]
@@ -872,7 +878,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lp = LaunchPlan(i, N, R, min(params[f"n{i + 1}"], R), params[f"bs{i + 1}"], min(params["tcols"], params[f"bs{i + 1}"]), S, ESIZE[precision], level,
                         minb=params.get("minb", 0), cluster=params[f"N{nl}"] if cl and i == nl - 2 else 0, fused=cl and i == nl - 1,
                         cl_scatter=cl and i == nl - 2 and params.get("cluster") == 2, tbenc=params.get("tbenc", 0),
-                        prefetch=params.get("prefetch", 0) == 2)
+                        prefetch=params.get("prefetch", 0) == 2, design=params.get("tbseq", 0))
         lp = LaunchPlan(**{**lp.__dict__, "xw": auto_xw(lp)})
         lps.append(lp)
         S *= R
@@ -929,8 +935,8 @@ def cluster_reasons(plan: Plan, level: str) -> list[str]:
     r: list[str] = []
     if level not in ("none", "two-sided-tb"):
         r.append(f"cluster plans are for unprotected plans and the two-sided-tb, not {level}")
-    elif level == "two-sided-tb" and plan.logn <= TB_SEQ_MAX_LOGN:
-        r.append(f"two-sided-tb cluster plans need the simultaneous design (log n > {TB_SEQ_MAX_LOGN}), got log n = {plan.logn}")
+    elif level == "two-sided-tb" and plan.launches[0].tbseq:
+        r.append(f"two-sided-tb cluster plans need the simultaneous design (log n > {TB_SEQ_MAX_LOGN}, or tbseq: 1), got log n = {plan.logn}")
     nl = len(plan.launches)
     if nl not in (2, 3):
         return r + [f"cluster plans need two or three launches (the last one inside the one before), got {nl}"]
@@ -1701,7 +1707,7 @@ def _range(lo: int, hi: int):
     return check
 
 
-PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb", "cluster")
+PLAN_KEYS = ("launches", "N1", "N2", "N3", "n1", "n2", "n3", "bs1", "bs2", "bs3", "minb", "cluster", "tbseq")
 
 # Cluster plans (the module docstring; the kernels in ftgen_fft_core.h, cluster_phase0/1/2): the sizes of a fused last
 # launch. cluster: 1 reads the columns from global memory; cluster: 2 (two launches, one column per block) reads
@@ -1725,6 +1731,7 @@ PARAMS = (
     Param("minb", int, (0,), "resident threadblocks per SM every launch is compiled for (__launch_bounds__ minimum: registers <= 65536 / (minb * threads); 0: automatic)", check=_range(0, 32)),
     Param("cluster", int, (0,), "the last launch (2, 4 or 8 points) inside the one before, whose blocks of the same columns form a thread-block cluster exchanging through distributed shared memory (sm_90; unprotected or two-sided-tb): 1 strided loads, 2 (unprotected two-launch plans) each block loads a contiguous part and scatters it to the blocks' tiles; 0: separate launches", choices=(0, 1, 2)),
     Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (TUNED_TBENC's value with the measured plans, else 1); 3 as 2 in the launches of at least TBENC3_MIN_T threads per column only", choices=(0, 1, 2, 3)),
+    Param("tbseq", int, (0,), "two-sided-tb's design: 2 sequential (a thread's columns one after the other, the checksum column transformed in the common path; one-launch plans), 1 simultaneous (the unprotected kernel's data path with the checks in registers), 0 by size (sequential up to 2^TB_SEQ_MAX_LOGN)", choices=(0, 1, 2)),
     Param("prefetch", int, (0,), "the sequential levels' one-launch plans (one-sided; two-sided-tb up to 2^12) with more than one column step: 2 each step prefetches the next step's columns into L2 (one prefetch per 128-byte line), so their loads wait for L2 instead of DRAM; 1 none; 0 automatic (TUNED_PREFETCH's value with the measured plans, else 1)", choices=(0, 1, 2)),
     Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
 )
@@ -1823,6 +1830,10 @@ class FftFamily(Family):
         if p.get("tbenc") in (2, 3) and p["logn"] and not any(lp.tb_stage for pl in plans for lp in pl.launches):
             r.append(f"tbenc: {p['tbenc']} moves the simultaneous two-sided-tb's encodings into the staged loads of multi-launch plans; "
                      f"this variant has none (level {level}, log n {p['logn']})")
+        if p.get("tbseq") and level != "two-sided-tb":
+            r.append(f"tbseq: {p['tbseq']} chooses two-sided-tb's design; this variant's level is {level}")
+        elif p.get("tbseq") == 2 and any(lp.N != lp.R for pl in plans for lp in pl.launches):
+            r.append("tbseq: 2 (the sequential design) needs a one-launch plan (launches: 1, N1 = n)")
         if p.get("prefetch") == 2 and p["logn"] and not any(lp.pf for pl in plans for lp in pl.launches):
             r.append(f"prefetch: 2 prefetches the next column step of the sequential levels' one-launch plans (one-sided, two-sided-tb "
                      f"up to 2^{TB_SEQ_MAX_LOGN}, more than one step); this variant has none (level {level}, log n {p['logn']})")
@@ -1843,6 +1854,7 @@ class FftFamily(Family):
             "minb (0: automatic) resident blocks per SM: minb * threads <= 2048, minb * shared memory <= 228 KB",
             "cluster 1 / 2: unprotected (tcols = 1) or the simultaneous two-sided-tb (log n > 12, every thread the same number of fused DFTs), two or three launches, the last N_L in 2, 4, 8 and N_(L-1) >= 2 N_L; two launches: bs1 <= N2 / 2; 2 (scattered loads): unprotected two-launch plans, bs1 = 1; every arch sm_90 or later",
             "hooksplit 1: injection builds of a protected level",
+            "tbseq 1 / 2: two-sided-tb; 2 (sequential) one-launch plans",
             f"prefetch 2: one-sided or two-sided-tb (log n <= {TB_SEQ_MAX_LOGN}) one-launch plans of more than one step (tcols > 1 columns per thread)",
             f"tbenc 2 / 3: two-sided-tb plans with a simultaneous launch whose input is staged (multi-launch; 3: of at least {TBENC3_MIN_T} threads per column)",
             "no plan key given: the rules' plan, or the measured winner of TUNED for that precision, level and size",
@@ -1866,7 +1878,7 @@ class FftFamily(Family):
                 "n" + "x".join(str(min(q[f"n{i + 1}"], q[f"N{i + 1}"])) for i in range(nl)),
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
-            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
+            ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "sm", 2: "sq"}[q["tbseq"]]] if q.get("tbseq") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
                 [{2: "te", 3: "tl"}[q["tbenc"]]] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
                 ["pf"] if any(lp.pf for lp in self.plans(v)[0].launches) else []) + (["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)

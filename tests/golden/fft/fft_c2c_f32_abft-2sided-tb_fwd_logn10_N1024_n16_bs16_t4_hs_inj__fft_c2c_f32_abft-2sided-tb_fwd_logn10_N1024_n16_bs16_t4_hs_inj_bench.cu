@@ -18,7 +18,7 @@ using T = float;
 using cx = ftfft::cplx<T>;
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"fft_c2c_f32_abft-2sided-tb_fwd_logn10_N1024_n16_bs16_t4_hs_inj","family":"fft","precision":"fp32","protection":{"scheme":"abft","level":"two-sided-tb","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":16,"n2":0,"n3":0,"bs1":16,"bs2":0,"bs3":0,"tcols":4,"minb":0,"cluster":0,"tbenc":1,"prefetch":1,"hooksplit":1})FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"fft_c2c_f32_abft-2sided-tb_fwd_logn10_N1024_n16_bs16_t4_hs_inj","family":"fft","precision":"fp32","protection":{"scheme":"abft","level":"two-sided-tb","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":16,"n2":0,"n3":0,"bs1":16,"bs2":0,"bs3":0,"tcols":4,"minb":0,"cluster":0,"tbenc":1,"tbseq":0,"prefetch":1,"hooksplit":1})FTJSON";
 static const char* kDefaultShapes = "1024x64";
 static const double kUnitRoundoff = 5.960464477539063e-08;
 static const bool kProtected = true;

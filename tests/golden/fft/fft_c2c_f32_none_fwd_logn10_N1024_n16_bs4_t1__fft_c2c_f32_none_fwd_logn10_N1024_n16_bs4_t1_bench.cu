@@ -18,7 +18,7 @@ using T = float;
 using cx = ftfft::cplx<T>;
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"fft_c2c_f32_none_fwd_logn10_N1024_n16_bs4_t1","family":"fft","precision":"fp32","protection":{"scheme":"none","inject":false},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":16,"n2":0,"n3":0,"bs1":4,"bs2":0,"bs3":0,"tcols":1,"minb":0,"cluster":0,"tbenc":1,"prefetch":1,"hooksplit":0})FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"fft_c2c_f32_none_fwd_logn10_N1024_n16_bs4_t1","family":"fft","precision":"fp32","protection":{"scheme":"none","inject":false},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":16,"n2":0,"n3":0,"bs1":4,"bs2":0,"bs3":0,"tcols":1,"minb":0,"cluster":0,"tbenc":1,"tbseq":0,"prefetch":1,"hooksplit":0})FTJSON";
 static const char* kDefaultShapes = "1024x64";
 static const double kUnitRoundoff = 5.960464477539063e-08;
 static const bool kProtected = false;

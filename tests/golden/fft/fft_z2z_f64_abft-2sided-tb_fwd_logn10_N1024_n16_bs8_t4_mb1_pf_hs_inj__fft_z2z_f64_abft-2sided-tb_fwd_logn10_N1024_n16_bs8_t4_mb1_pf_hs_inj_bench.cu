@@ -18,7 +18,7 @@ using T = double;
 using cx = ftfft::cplx<T>;
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"fft_z2z_f64_abft-2sided-tb_fwd_logn10_N1024_n16_bs8_t4_mb1_pf_hs_inj","family":"fft","precision":"fp64","protection":{"scheme":"abft","level":"two-sided-tb","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":16,"n2":0,"n3":0,"bs1":8,"bs2":0,"bs3":0,"tcols":4,"minb":1,"cluster":0,"tbenc":1,"prefetch":2,"hooksplit":1})FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"fft_z2z_f64_abft-2sided-tb_fwd_logn10_N1024_n16_bs8_t4_mb1_pf_hs_inj","family":"fft","precision":"fp64","protection":{"scheme":"abft","level":"two-sided-tb","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":16,"n2":0,"n3":0,"bs1":8,"bs2":0,"bs3":0,"tcols":4,"minb":1,"cluster":0,"tbenc":1,"tbseq":0,"prefetch":2,"hooksplit":1})FTJSON";
 static const char* kDefaultShapes = "1024x64";
 static const double kUnitRoundoff = 1.1102230246251565e-16;
 static const bool kProtected = true;
