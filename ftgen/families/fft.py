@@ -619,7 +619,22 @@ TUNED = {
     ("fp32", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
     ("fp32", "two-sided-tb", 5): {"n1": 8, "bs1": 32},
     ("fp32", "two-sided-tb", 6): {"n1": 8, "bs1": 32},
-    ("fp32", "two-sided-tb", 8): {"n1": 16, "bs1": 32},
+    # the simultaneous design (tbseq: 1, the unprotected rules' plans) at sequential sizes, with the hook split
+    # (TUNED_HOOKSPLIT), one fault per transform (stop34/search_tbsim_754fea0, the same again in search_tbsim2_d889ce3, x
+    # cuFFT against the sequential rules' plan with the split): fp32 2^7 0.982 against 0.919, 2^8 0.991 against 0.922 (the
+    # sequential bs 32 of search_tbsmall: 0.953), 2^9 0.995 against 0.885, 2^10 two columns per block 0.938 against 0.867
+    # (four: 0.870), 2^11 one column per block 0.990 against 0.868 (two: 0.860), 2^12 0.880 against 0.862; fp64 2^5 1.011
+    # against 1.002 (the sequential plan without the split), 2^6 1.021 against 1.007. Without the split the simultaneous
+    # plans ran 0.90-0.94 (fp32) and 0.94-0.96 (fp64): the blocks without the planned fault then carry its hooks too.
+    # Lost: fp32 2^3-2^5 (0.58-0.89 against 0.98-1.00), fp64 2^3 / 2^4 and 2^7-2^12 (2^12 0.641 against 0.856)
+    ("fp32", "two-sided-tb", 7): {"tbseq": 1},
+    ("fp32", "two-sided-tb", 8): {"tbseq": 1},
+    ("fp32", "two-sided-tb", 9): {"tbseq": 1},
+    ("fp32", "two-sided-tb", 10): {"tbseq": 1, "bs1": 2},
+    ("fp32", "two-sided-tb", 11): {"tbseq": 1, "bs1": 1},
+    ("fp32", "two-sided-tb", 12): {"tbseq": 1},
+    ("fp64", "two-sided-tb", 5): {"tbseq": 1},
+    ("fp64", "two-sided-tb", 6): {"tbseq": 1},
     # fp64 (search_tbsmall64 at 9c22893): 2^3 64 signals per block 0.974 against 512 (0.869), 2^4 four elements
     # per thread with 32 signals 0.960 against eight elements with 512 (0.891); 2^5-2^9: the rules' plans best
     ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 64},
@@ -680,14 +695,16 @@ TUNED_CLUSTER = {
 # precision and level: the sizes where the split measured faster than hooks in every block, sm_90 builds (their plans).
 # specs/fft_plan_search_hooks2.yaml (results/h100/fft/stop32/search_hooks2_6f3407c.jsonl.gz, one fault per transform, x
 # cuFFT, the same run): fp64 2^10 0.881 -> 0.930, 2^12 0.699 -> 0.734, 2^15 0.844 -> 0.907, 2^16 0.829 -> 0.898, 2^24
-# 0.835 -> 0.896; fp32 2^18 0.918 -> 0.945, 2^22 0.740 -> 0.759. Lost: fp32 2^13 / 2^14 (0.779 / 0.763 -> 0.698 / 0.666:
+# 0.835 -> 0.896; fp32 2^18 0.918 -> 0.945, 2^22 0.740 -> 0.759; fp64 2^5 / 2^6 since their TUNED plans are simultaneous
+# (stop34/search_tbsim2_d889ce3: 0.944 -> 1.011, 0.955 -> 1.021; fp32 2^12's simultaneous plan without it: 0.880 against
+# 0.880, where the sequential one had won with it, 0.843 -> 0.861). Lost: fp32 2^13 / 2^14 (0.779 / 0.763 -> 0.698 / 0.666:
 # the code without hooks spills there, stop 26) and 2^20 / 2^21 (0.771 / 0.702 -> 0.730 / 0.679), by 0.3-2% at fp32 2^3,
 # 2^6 and fp64 2^5, 2^6, 2^9. fp64 2^14, 2^19-2^23 (TUNED_CLUSTER's plans): stop 31's full runs (stop31/rerun_9b2ba0b
 # without, rerun_6cc3eb9 with: 2^14 0.933 -> 1.033, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), then every block still
 # read the fault table.
 TUNED_HOOKSPLIT = {
-    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 19, 22, 23, 24}),
-    ("fp64", "two-sided-tb"): frozenset({3, 4, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
+    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 15, 16, 17, 18, 19, 22, 23, 24}),
+    ("fp64", "two-sided-tb"): frozenset({3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
 }
 
 
@@ -708,7 +725,10 @@ TUNED_CLEAN = {
 # path, the vector residual checked there) up to this size, the simultaneous one (the unprotected data path, scalar
 # prefilter in registers, the rest in a rare path) above it. Measured in full runs (results/h100/fft/tbsim/): the
 # simultaneous design lost at every one-launch size up to 2^12 (fp32 0.70-0.98 against 0.85-0.98) and won at the
-# larger ones (fp32 2^13-2^24 0.64-0.95 against 0.46-0.87)
+# larger ones (fp32 2^13-2^24 0.64-0.95 against 0.46-0.87). The rule of a variant without plan keys; since stop 34
+# measured plans (TUNED, plan key tbseq: 1) take the simultaneous design at fp32 2^7-2^12 and fp64 2^5 / 2^6, where it
+# won with the hook split (stop34/search_tbsim_*); the sequential design at fp32 2^13 lost (0.55-0.73 against 0.795,
+# stop34/search_tbseq_89ce8b2: one block of 512 threads per SM)
 TB_SEQ_MAX_LOGN = 12
 
 
