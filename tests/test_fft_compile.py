@@ -439,4 +439,4 @@ def test_search_dispatch_header_over_fft_variants_compiles(tmp_path):
     hdr.write_text(dispatch_header(s, res))
     ok, log = check_dispatch_compiles(hdr, g.out_dir)
     assert ok, log
-    assert "fft_c2c_f32_abft_2sided_tb_fwd_logn12_N4096_n16_bs4_t4(p, stream)" in hdr.read_text()
+    assert "fft_c2c_f32_abft_2sided_tb_fwd_logn12_N4096_n16_bs1_t1_sm(p, stream)" in hdr.read_text()
