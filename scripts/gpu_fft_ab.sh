@@ -20,7 +20,7 @@ PRECS=${PRECS:-fp32 fp64}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
 out=$(cd "$out" && pwd)
-alt=$(cd "$alt" && pwd)
+alt=$(cd "$alt" && pwd) || { echo "gpu_fft_ab.sh: ALT_DIR $2 is not a directory" >&2; exit 2; }
 gen=${FTGEN_FFT_GEN:-/tmp/ftgen-fft-ab}
 t0=$SECONDS
 log() { echo "[gpu_fft_ab $((SECONDS - t0))s] $*" >&2; }

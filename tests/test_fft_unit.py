@@ -308,12 +308,12 @@ def test_in_place_one_launch_protected_calls_go_through_the_workspace(tmp_path):
         assert ("s->wsbufs : 1;" in launcher) == expect, level
 
 
-def _recorded_searches(pattern: str) -> list[tuple[str, dict[tuple[str, int], float]]]:
-    """The plan searches recorded in results/h100/fft/<pattern> (or <pattern>.gz), oldest first: (provenance time, x cuFFT per
-    (kernel, n) of the rows that verified)."""
+def _recorded_searches(*patterns: str) -> list[tuple[str, dict[tuple[str, int], float]]]:
+    """The plan searches recorded in results/h100/fft/<pattern> (or <pattern>.gz) for each pattern, oldest first: (provenance
+    time, x cuFFT per (kernel, n) of the rows that verified)."""
     runs: list[tuple[str, dict[tuple[str, int], float]]] = []
     base = REPO / "results" / "h100" / "fft"
-    for path in sorted(set(base.glob(pattern)) | set(base.glob(pattern + ".gz"))):
+    for path in sorted({p for pattern in patterns for p in (*base.glob(pattern), *base.glob(pattern + ".gz"))}):
         utc, ratios = "", {}
         text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
         for line in text.splitlines():
@@ -339,7 +339,7 @@ def test_tuned_plans_replay_the_recorded_searches():
     """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
     the rules give for the same size in the latest search that measured both (kernels change between
     searches: the provenance's time orders them), or else in the latest searches that measured each."""
-    runs = sorted(_recorded_searches("search_*.jsonl") + _recorded_searches("stop34/search_*/search_*.jsonl"), key=lambda x: x[0])
+    runs = _recorded_searches("search_*.jsonl", "stop34/search_*/search_*.jsonl")
     assert runs
     for (prec, level, logn), entry in F.TUNED.items():
         prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: true}}"
@@ -439,8 +439,7 @@ def test_hook_split_sizes_replay_the_recorded_search():
     transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
     injection code)."""
     # (stop 34's simultaneous plans at sequential sizes were measured with and without the split in search_tbsim2)
-    runs = sorted(_recorded_searches("stop32/search_hooks2_*.jsonl") + _recorded_searches("stop34/search_tbsim2_*/search_tbsim2.jsonl"),
-                  key=lambda x: x[0])
+    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl")
     assert runs
     checked = 0
     for (prec, level), sizes in F.TUNED_HOOKSPLIT.items():

@@ -1892,6 +1892,7 @@ class FftFamily(Family):
         else:
             q = self.resolved(v)
             nl = q["launches"]
+            lps = make_plan(v.precision, self.level_of(v), q).launches
             parts = [
                 f"logn{q['logn']}",
                 "N" + "x".join(str(q[f"N{i + 1}"]) for i in range(nl)),
@@ -1899,8 +1900,8 @@ class FftFamily(Family):
                 "bs" + "x".join(str(q[f"bs{i + 1}"]) for i in range(nl)),
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "sm", 2: "sq"}[q["tbseq"]]] if q.get("tbseq") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
-                [{2: "te", 3: "tl"}[q["tbenc"]]] if any(lp.tb_stage for lp in self.plans(v)[0].launches) else []) + (
-                ["pf"] if any(lp.pf for lp in self.plans(v)[0].launches) else []) + (["hs"] if q.get("hooksplit") else [])
+                [{2: "te", 3: "tl"}[q["tbenc"]]] if any(lp.tb_stage for lp in lps) else []) + (
+                ["pf"] if any(lp.pf for lp in lps) else []) + (["hs"] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 
