@@ -339,7 +339,7 @@ def test_tuned_plans_replay_the_recorded_searches():
     """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
     the rules give for the same size in the latest search that measured both (kernels change between
     searches: the provenance's time orders them), or else in the latest searches that measured each."""
-    runs = _recorded_searches("search_*.jsonl", "stop34/search_*/search_*.jsonl")
+    runs = _recorded_searches("search_*.jsonl", "stop34/search_*/search_*.jsonl", "stop35/search_*/search_*.jsonl")
     assert runs
     for (prec, level, logn), entry in F.TUNED.items():
         prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: true}}"
@@ -414,7 +414,7 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
     """Every TUNED_CLUSTER plan (two-sided-tb, sm_90) was measured on the GPU with one fault per transform and beat the plan
     an architecture without clusters gets (TUNED's or the rules') in the latest search that measured both
     (results/h100/fft/search_tbcluster*.jsonl); sm_80 builds keep that plan."""
-    runs = _recorded_searches("search_tbcluster*.jsonl")
+    runs = _recorded_searches("search_tbcluster*.jsonl", "stop35/search_weak35*/search_*.jsonl")
     assert runs and F.TUNED_CLUSTER
     for (prec, level, logn), entry in F.TUNED_CLUSTER.items():
         assert entry.get("cluster") and level == "two-sided-tb"
@@ -429,6 +429,11 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
         assert tuned.endswith("_cl_inj") and s80.variants[0].name == base
         n = 1 << logn
         both = [ratios for _, ratios in runs if (tuned, n) in ratios and (base, n) in ratios]
+        # with the hook split where a search measured both so (stop 35's searches measure the split plans only)
+        tuned_s, base_s = tuned.replace("_inj", "_hs_inj"), _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **other, "hooksplit": 1}.items()) + "}")
+        both_s = [ratios for _, ratios in runs if (tuned_s, n) in ratios and (base_s, n) in ratios]
+        if both_s:
+            tuned, base, both = tuned_s, base_s, both_s
         assert both, (tuned, base)
         assert both[-1][(tuned, n)] > both[-1][(base, n)], (tuned, both[-1][(tuned, n)], base, both[-1][(base, n)])
 
@@ -439,7 +444,7 @@ def test_hook_split_sizes_replay_the_recorded_search():
     transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
     injection code)."""
     # (stop 34's simultaneous plans at sequential sizes were measured with and without the split in search_tbsim2)
-    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl")
+    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl", "stop35/search_weak35c_*/search_weak35c.jsonl")
     assert runs
     checked = 0
     for (prec, level), sizes in F.TUNED_HOOKSPLIT.items():

@@ -664,6 +664,12 @@ TUNED = {
     # 2^14 0.830 against radix 8 with one column 0.799, 2^21 (three launches) 0.650 against 0.629; 2^16-2^20 lost (2^18
     # 0.601 against 0.776: the radix-4 passes), 2^22 tied
     ("fp64", "two-sided-tb", 14): {"launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8},
+    # fp64 two columns per thread at radix 8 (the fp64 cluster plans' shape) in the two-launch plans, with the hook split
+    # (stop35/search_weak35_1d9806b, x cuFFT, the same run): 2^15 0.920 against one column's 0.904, 2^16 0.939 against
+    # 0.894. Lost at 2^17 / 2^18 (0.842 / 0.844 against 0.888 / 0.869; other block shapes and the staged encodings
+    # search_weak35b_3f04a2e: 0.74-0.84), 2^19 1024 x 512 0.866 against TUNED_CLUSTER's 0.860, 2^24 0.897 against 0.889 (within 1%)
+    ("fp64", "two-sided-tb", 15): {"launches": 2, "n1": 8, "n2": 8, "tcols": 2},
+    ("fp64", "two-sided-tb", 16): {"launches": 2, "n1": 8, "n2": 8, "tcols": 2},
     ("fp64", "two-sided-tb", 21): {"launches": 3, "n1": 4, "n2": 4, "n3": 4, "tcols": 2, "bs1": 8, "bs2": 8, "bs3": 8},
     # (fp64 2^22 three launches, 0.698 against the unprotected plan's two 0.598 (search_tbreg), is the rules' plan since the
     # unprotected 2^22 plan became a cluster plan at stop 30, which the two-sided-tb does not take)
@@ -679,12 +685,17 @@ TUNED = {
 # (search_tbcluster3 at dcf8127); 2^20 512 x 512 x 4 0.789 against 0.672 and 2^21 512 x 1024 x 4 (bs2 2) 0.705 against
 # 0.648 (the same search); 2^19 256 x 512 x 4 0.736 against 0.707, 2^22 2048 x 512 x 4 0.718 against 0.684 and 2^23
 # 4096 x 512 x 4 0.857 against 0.831 (search_tbcluster4 at 5a5ae7b). Lost: 2^13, 2^15-2^18, 2^24 (0.57-0.80 against
-# 0.67-0.84). (Their injection builds take the hook split: TUNED_HOOKSPLIT.)
+# 0.67-0.84). (Their injection builds take the hook split: TUNED_HOOKSPLIT.) Stop 35 (results/h100/fft/stop35/search_weak35_1d9806b,
+# with the split, the same run): 2^13 2048 x 4 0.714 against the one-launch plan's 0.690; 2^21 1024 x 512 x 4 (the 512-point
+# middle launch of the 2^20 / 2^22 plans) 0.790 against 512 x 1024 x 4's 0.724 (256 x 2048 x 4 0.709; search_weak35b_3f04a2e:
+# bs2 8 0.789, 2048 x 256 x 4 0.750). Lost there: 2^19 512 x 256 x 4 (0.834 against 0.860), 2^20 1024 x 256 x 4 / 2048 x 128 x 4
+# (0.820 / 0.753 against 0.847), 2^22 4096 x 256 x 4 and bs2 2 (0.759 / 0.734 against 0.792)
 TUNED_CLUSTER = {
+    ("fp64", "two-sided-tb", 13): {"launches": 2, "N1": 2048, "N2": 4, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8},
     ("fp64", "two-sided-tb", 14): {"N1": 2048, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8},
     ("fp64", "two-sided-tb", 19): {"launches": 3, "N1": 256, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
     ("fp64", "two-sided-tb", 20): {"launches": 3, "N1": 512, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
-    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 512, "N2": 1024, "N3": 4, "bs2": 2, "tcols": 2, "cluster": 1, "n2": 8},
+    ("fp64", "two-sided-tb", 21): {"launches": 3, "N1": 1024, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
     ("fp64", "two-sided-tb", 22): {"launches": 3, "N1": 2048, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
     ("fp64", "two-sided-tb", 23): {"launches": 3, "N1": 4096, "N2": 512, "N3": 4, "bs2": 4, "tcols": 2, "cluster": 1, "n2": 8},
 }
