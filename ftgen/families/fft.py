@@ -1177,9 +1177,9 @@ def thue_morse(R: int) -> np.ndarray:
 
 
 def encoding_vectors(R: int, sign: int, thue_morse_sign: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Left-side checksum encoding: e (unit-modulus random phases from splitmix64 rounded to float32, the values
-    the kernels' tables hold in both precisions (fp64 kernels read them as 8-byte pairs); times (-1)^popcount(k) for
-    the second encoding of two-sided-tb) and v = W^T e of the rounded e (computed in float64)."""
+    """Left-side checksum encoding: e (unit-modulus random phases from splitmix64, the same
+    sequence the kernels' tables hold; times (-1)^popcount(k) for the second encoding of
+    two-sided-tb) and v = W^T e (computed in float64)."""
     k = np.arange(R, dtype=np.uint64)
     z = (k + np.uint64(0x5EED0000) + np.uint64(R)) * np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):
@@ -1187,7 +1187,7 @@ def encoding_vectors(R: int, sign: int, thue_morse_sign: bool = False) -> tuple[
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z = z ^ (z >> np.uint64(31))
     phase = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    e = (np.cos(2 * np.pi * phase) + 1j * np.sin(2 * np.pi * phase)).astype(np.complex64).astype(np.complex128)
+    e = np.cos(2 * np.pi * phase) + 1j * np.sin(2 * np.pi * phase)
     if thue_morse_sign:
         e = e * thue_morse(R)
     v = fft_reference(e, inverse=(sign > 0))  # W is symmetric: W^T e = W e

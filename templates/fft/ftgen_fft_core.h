@@ -845,7 +845,7 @@ struct LaunchParams {
   const cplx<T>* tw_sub;  // fp64: w_R^j, j < R
   const cplx<T>* tw_hi;   // fp64: launch twiddle tables (hi/lo split)
   const cplx<T>* tw_lo;
-  const cplx<float>* enc_e;  // left checksum encoding e (R), float-exact values in both precisions (see host_encoding)
+  const cplx<T>* enc_e;  // left checksum encoding e (R)
   const cplx<T>* enc_v;  // W^T e (R), then the pairs (W^T e, W^T e2) (2 R; e2 = e o (-1)^popc(k), two-sided-tb)
   ftgen::FtCounters* counters;
   unsigned long long* false_alarms;
@@ -1024,10 +1024,8 @@ inline unsigned long long splitmix64_enc(unsigned long long k, int R) {
   return z ^ (z >> 31);
 }
 
-// e_k: unit-modulus random phases (the model's encoding_vectors) rounded to float, times (-1)^popcount(k) for
-// two-sided-tb's second encoding (thue_morse); v = W^T e (W: DFT with sign) of the rounded values. (A check needs v to be
-// W^T of the e it applies, not e to be exactly unit-modulus: the fp64 kernels read e as 8-byte float pairs, converted
-// exactly, instead of 16-byte double pairs.)
+// e_k: unit-modulus random phases (the model's encoding_vectors), times (-1)^popcount(k) for two-sided-tb's second
+// encoding (thue_morse); v = W^T e (W: DFT with sign)
 inline void host_encoding(int R, int sign, double* e, double* v, bool thue_morse = false) {
   const long double two_pi = 6.283185307179586476925286766559005768L;
   long double* re = new long double[R];
@@ -1035,8 +1033,8 @@ inline void host_encoding(int R, int sign, double* e, double* v, bool thue_morse
   for (int k = 0; k < R; ++k) {
     const long double ph = static_cast<long double>(splitmix64_enc(static_cast<unsigned long long>(k), R) >> 11) * 0x1.0p-53L;
     const long double sg = (thue_morse && (__builtin_popcount(static_cast<unsigned>(k)) & 1)) ? -1.0L : 1.0L;  // host code
-    re[k] = sg * static_cast<long double>(static_cast<float>(cosl(two_pi * ph)));
-    im[k] = sg * static_cast<long double>(static_cast<float>(sinl(two_pi * ph)));
+    re[k] = sg * cosl(two_pi * ph);
+    im[k] = sg * sinl(two_pi * ph);
     e[2 * k] = static_cast<double>(re[k]);
     e[2 * k + 1] = static_cast<double>(im[k]);
   }
@@ -1078,8 +1076,7 @@ inline void host_encoding(int R, int sign, double* e, double* v, bool thue_morse
 }
 
 // One table (the device tables of variant.cu, the emulator's): kind 0 w_M^j (j < M), 1/2 the hi/lo launch-twiddle
-// tables (split at bit aux), 3 the checksum encoding e (M values, float-exact: built as cplx<float> in both precisions,
-// host_table<float>), 4 W^T e followed by the pairs (W^T e, W^T e2)_k
+// tables (split at bit aux), 3 the checksum encoding e (M values), 4 W^T e followed by the pairs (W^T e, W^T e2)_k
 // (2 M values: one 16-byte load per pair in fp32) of two-sided-tb's second encoding e2_k = e_k (-1)^popcount(k)
 template <class T>
 inline std::vector<cplx<T>> host_table(int kind, long long M, int aux, int sign) {
@@ -2551,10 +2548,6 @@ struct FftLaunch {
     acc2 = cmac(acc2, v2, x);
   }
 
-  // an entry of the encoding table e (float pairs, see host_encoding) in the working precision: exact (fp64: two
-  // conversions instead of a 16-byte load's second half)
-  static FT_HD FT_INLINE cx enc_cx(const cplx<float>& e) { return cx{T(e.x), T(e.y)}; }
-
   // the sum over the thread's columns at slot i (the right-side checksum's share)
   static FT_HD FT_INLINE cx slot_sum(const State& st, int i) {
     cx su = st.a[0][i];
@@ -2570,7 +2563,7 @@ struct FftLaunch {
   template <class Ctx, class K>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
-    const cx q = cmul(enc_cx(FT_TLD(p.enc_e, k)), w);
+    const cx q = cmul(FT_TLD(p.enc_e, k), w);
     acc = cadd(acc, q);
     acc2 = (popc_u(static_cast<unsigned>(i)) & 1) ? csub(acc2, q) : cadd(acc2, q);
   }
@@ -2810,7 +2803,7 @@ struct FftLaunch {
             for (int i = 0; i < NN; ++i) {
               cx u = st.a[0][i];
               if constexpr (MP > 1) u = cmulc(u, d[i]);
-              acc = cadd(acc, cmul(enc_cx(FT_TLD(p.enc_e, t + TT * i)), u));
+              acc = cadd(acc, cmul(FT_TLD(p.enc_e, t + TT * i), u));
               nf += cfinite(u) ? 0 : 1;
             }
             FT_UNROLL
@@ -2931,7 +2924,7 @@ struct FftLaunch {
             const int k = t + TT * i;
             cx u = p.out[out_index(C0, cc, k)];
             if constexpr (MP > 1) u = cmulc(u, outer_tw_elem(p, C0 + cc, t, i));
-            so = cadd(so, cmul(enc_cx(FT_TLD(p.enc_e, k)), u));
+            so = cadd(so, cmul(FT_TLD(p.enc_e, k), u));
             nf += cfinite(u) ? 0 : 1;
             si = cadd(si, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cc, k)]));
           }
@@ -2994,7 +2987,7 @@ struct FftLaunch {
         }
         const cx fixed = csub(st.a[0][i], others);
         st.a[0][i] = fixed;  // the sum is spent: keep the replacement
-        accs = cadd(accs, cmul(enc_cx(FT_TLD(p.enc_e, k)), fixed));
+        accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
       }
       // column j's left input checksum (inputs re-read)
       FT_NOUNROLL
