@@ -639,8 +639,17 @@ TUNED = {
     # per thread with 32 signals 0.960 against eight elements with 512 (0.891); 2^5-2^9: the rules' plans best
     ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 64},
     ("fp64", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
-    ("fp64", "two-sided-tb", 10): {"n1": 16, "minb": 1},
-    ("fp64", "two-sided-tb", 11): {"n1": 16, "minb": 1},
+    # the simultaneous design with two columns per thread at radix 8 (the checks' table reads and products once per two
+    # columns; the fp64 cluster plans' shape), with the hook split (stop35/search_weak35e_c5dcb8b, x cuFFT against the
+    # sequential plans in the same run): 2^7 four columns per block 0.997 against 0.965, 2^8 two 0.996 against 0.962, 2^9
+    # two 0.996 against 0.940, 2^10 0.971 against 0.877 (without the split 0.939), 2^11 0.914 against 0.874 (0.893); at
+    # 2^12 0.745 against 0.825 (search_weak35d_2c3e8c8). With one column per thread it had lost at every size from 2^7
+    # (stop34/search_tbsim_754fea0)
+    ("fp64", "two-sided-tb", 7): {"tbseq": 1, "n1": 8, "tcols": 2, "bs1": 4},
+    ("fp64", "two-sided-tb", 8): {"tbseq": 1, "n1": 8, "tcols": 2, "bs1": 2},
+    ("fp64", "two-sided-tb", 9): {"tbseq": 1, "n1": 8, "tcols": 2, "bs1": 2},
+    ("fp64", "two-sided-tb", 10): {"tbseq": 1, "n1": 8, "tcols": 2, "bs1": 2},
+    ("fp64", "two-sided-tb", 11): {"tbseq": 1, "n1": 8, "tcols": 2, "bs1": 2},
     ("fp64", "two-sided-tb", 12): {"n1": 16, "minb": 1},
     # two-sided-tb, simultaneous design (the unprotected data path with the checks in registers; otherwise the
     # unprotected plans), one fault per transform (search_tbreg.jsonl.gz at d18d561, x cuFFT against the unprotected plan
