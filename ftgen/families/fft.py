@@ -721,10 +721,12 @@ TUNED_CLUSTER = {
 # the code without hooks spills there, stop 26) and 2^20 / 2^21 (0.771 / 0.702 -> 0.730 / 0.679), by 0.3-2% at fp32 2^3,
 # 2^6 and fp64 2^5, 2^6, 2^9. fp64 2^14, 2^19-2^23 (TUNED_CLUSTER's plans): stop 31's full runs (stop31/rerun_9b2ba0b
 # without, rerun_6cc3eb9 with: 2^14 0.933 -> 1.033, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), then every block still
-# read the fault table.
+# read the fault table. Stop 35's simultaneous two-column plans (stop35/search_weak35c_2c3e8c8, search_weak35e_c5dcb8b,
+# search_weak35f_17a67eb, the same run each): fp64 2^7 0.995 -> 0.998, 2^8 0.984 -> 0.995, 2^9 0.980 -> 0.997, 2^10 0.939 -> 0.971,
+# 2^11 0.893 -> 0.914, 2^15 0.838 -> 0.923, 2^16 0.873 -> 0.940.
 TUNED_HOOKSPLIT = {
     ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 15, 16, 17, 18, 19, 22, 23, 24}),
-    ("fp64", "two-sided-tb"): frozenset({3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
+    ("fp64", "two-sided-tb"): frozenset({3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
 }
 
 
