@@ -444,7 +444,7 @@ def test_hook_split_sizes_replay_the_recorded_search():
     transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
     injection code)."""
     # (stop 34's simultaneous plans at sequential sizes were measured with and without the split in search_tbsim2)
-    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl", "stop35/search_weak35[cef]_*/search_weak35[cef].jsonl")
+    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl", "stop35/search_weak35[cefhj]_*/search_weak35[cefhj].jsonl")
     assert runs
     checked = 0
     for (prec, level), sizes in F.TUNED_HOOKSPLIT.items():
@@ -475,11 +475,12 @@ def test_tbenc_sizes_replay_the_recorded_search():
     64 threads per column, `_tl`) exactly where that value measured more than 1% faster than each thread encoding its own
     columns in a search with both (results/h100/fft/stop33/search_tbenc_*/, search_tbenc3_*/, one fault per transform, the
     latest of each), and no other measured value did elsewhere; a plan given by its keys keeps tbenc 1 unless asked."""
-    # (stop 35's two-column plans at fp64 2^15 / 2^16 were measured with tbenc 1-3 in search_weak35g)
+    # (stop 35's two-column plans at fp64 2^15 / 2^16 / 2^24 were measured with tbenc 1 / 2 in search_weak35g / _weak35j)
     runs = [r[-1][1] for r in (_recorded_searches("stop33/search_tbenc_*/search_tbenc.jsonl"),
                                 _recorded_searches("stop33/search_tbenc3_*/search_tbenc3.jsonl"),
-                                _recorded_searches("stop35/search_weak35g_*/search_weak35g.jsonl")) if r]
-    assert len(runs) == 3
+                                _recorded_searches("stop35/search_weak35g_*/search_weak35g.jsonl"),
+                                _recorded_searches("stop35/search_weak35j_*/search_weak35j.jsonl")) if r]
+    assert len(runs) == 4
     tags = {2: "_te", 3: "_tl"}
 
     def gains(plain: str, n: int, value: int) -> list[float]:

@@ -638,7 +638,8 @@ TUNED = {
     # fp64 (search_tbsmall64 at 9c22893): 2^3 64 signals per block 0.974 against 512 (0.869), 2^4 four elements
     # per thread with 32 signals 0.960 against eight elements with 512 (0.891); 2^5-2^9: the rules' plans best
     ("fp64", "two-sided-tb", 3): {"n1": 4, "bs1": 64},
-    ("fp64", "two-sided-tb", 4): {"n1": 4, "bs1": 32},
+    # 2^4: the simultaneous design with two columns per thread (stop35/search_weak35h_c19a3e6: 1.001 against 0.973)
+    ("fp64", "two-sided-tb", 4): {"tbseq": 1, "n1": 4, "tcols": 2, "bs1": 16},
     # the simultaneous design with two columns per thread at radix 8 (the checks' table reads and products once per two
     # columns; the fp64 cluster plans' shape), with the hook split (stop35/search_weak35e_c5dcb8b, x cuFFT against the
     # sequential plans in the same run): 2^7 four columns per block 0.997 against 0.965, 2^8 two 0.996 against 0.962, 2^9
@@ -676,7 +677,9 @@ TUNED = {
     # fp64 two columns per thread at radix 8 (the fp64 cluster plans' shape) in the two-launch plans, with the hook split
     # (stop35/search_weak35_1d9806b, x cuFFT, the same run): 2^15 0.920 against one column's 0.904, 2^16 0.939 against
     # 0.894. Lost at 2^17 / 2^18 (0.842 / 0.844 against 0.888 / 0.869; other block shapes and the staged encodings
-    # search_weak35b_3f04a2e: 0.74-0.84), 2^19 1024 x 512 0.866 against TUNED_CLUSTER's 0.860, 2^24 0.897 against 0.889 (within 1%)
+    # search_weak35b_3f04a2e: 0.74-0.84), 2^19 1024 x 512 0.866 against TUNED_CLUSTER's 0.860 (search_weak35f: 0.856 against 0.857)
+    # (2^24's three launches likewise: search_weak35h_c19a3e6 0.902 against 0.890, search_weak35 / _weak35f 0.897 against 0.889)
+    ("fp64", "two-sided-tb", 24): {"launches": 3, "n1": 8, "n2": 8, "n3": 8, "tcols": 2},
     ("fp64", "two-sided-tb", 15): {"launches": 2, "n1": 8, "n2": 8, "tcols": 2},
     ("fp64", "two-sided-tb", 16): {"launches": 2, "n1": 8, "n2": 8, "tcols": 2},
     ("fp64", "two-sided-tb", 21): {"launches": 3, "n1": 4, "n2": 4, "n3": 4, "tcols": 2, "bs1": 8, "bs2": 8, "bs3": 8},
