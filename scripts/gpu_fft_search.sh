@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
 export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}
 gen=/tmp/ftgen-fft-search
+rm -rf "$gen"  # (the winners' specs and headers of an earlier search on the same machine are not this one's)
 # NAME SPEC SHAPES [ARGS...]: one search, rows to OUT/search_NAME.jsonl, table and log beside them
 search() {
   local name=$1 spec=$2 shapes=$3; shift 3

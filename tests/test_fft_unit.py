@@ -488,6 +488,9 @@ def test_tbenc_sizes_replay_the_recorded_search():
         name = plain[: -len(tail)] + tags[value] + tail
         return [rows[(name, n)] / rows[(plain, n)] for rows in runs if (name, n) in rows and (plain, n) in rows]
 
+    # the staged encodings' gains on the two-column cluster plans (names `_t2_cl_`) of the searches
+    cl_gains = [rows[(k, n)] / rows[(k.replace("_cl_te_", "_cl_"), n)]
+                for rows in runs for (k, n) in rows if "_t2_cl_te_" in k and (k.replace("_cl_te_", "_cl_"), n) in rows]
     checked = 0
     for (prec, level), sizes in F.TUNED_TBENC.items():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
@@ -505,7 +508,11 @@ def test_tbenc_sizes_replay_the_recorded_search():
             else:
                 measured = gains(plain, n, 2) + gains(plain, n, 3)
                 assert all(x <= 1.01 for x in measured), (plain, measured)
-                if not measured:
+                if not measured and "_t2_cl_" in plain:
+                    # a two-column cluster plan not measured with them (stop 35's fp64 2^21 1024 x 512 x 4): the staged
+                    # encodings lost or tied on every two-column cluster plan stop 33 measured them on (2^14, 2^19-2^23)
+                    assert len(cl_gains) >= 5 and all(x <= 1.01 for x in cl_gains), cl_gains
+                elif not measured:
                     assert logn <= 14, (plain, n)  # (one-launch plans: no staged input)
             checked += 1
         given = _variant_name(prec, prot, f"{{logn: {min(sizes)}, launches: 2}}")
@@ -540,7 +547,7 @@ def test_prefetch_sizes_replay_the_recorded_search():
         if sizes:
             given = _variant_name(prec, prot, f"{{logn: {min(sizes)}, bs1: 64}}")
             assert "_pf_" not in given
-    assert checked >= 10
+    assert checked >= 6  # (the sequential sizes left since stop 35: fp32 2^3-2^6, fp64 2^3 / 2^12)
 
 
 def test_prefetch_needs_a_sequential_one_launch_plan():

@@ -229,6 +229,12 @@ class LaunchPlan:
         return self.level == "two-sided-tb" and tb_sequential(ilog2(self.N), self.design)
 
     @property
+    def p2_bound(self) -> float:
+        """Protected cluster plans: the fused C-point DFTs' threshold per unit roundoff and ||z|| (fused_bound; the
+        kernels' Cfg::P2_BOUND), 0 without a fused launch."""
+        return fused_bound(self.cluster) if self.cluster else 0.0
+
+    @property
     def pf(self) -> bool:
         """The next column step prefetched into L2 while a step computes (plan key prefetch: 2): sequential levels of
         one-launch plans (a column is a whole signal, a step's columns one contiguous run) with more than one step of
@@ -752,7 +758,8 @@ TUNED_CLEAN = {
 # simultaneous design lost at every one-launch size up to 2^12 (fp32 0.70-0.98 against 0.85-0.98) and won at the
 # larger ones (fp32 2^13-2^24 0.64-0.95 against 0.46-0.87). The rule of a variant without plan keys; since stop 34
 # measured plans (TUNED, plan key tbseq: 1) take the simultaneous design at fp32 2^7-2^12 and fp64 2^5 / 2^6, where it
-# won with the hook split (stop34/search_tbsim_*); the sequential design at fp32 2^13 lost (0.55-0.73 against 0.795,
+# won with the hook split (stop34/search_tbsim_*), since stop 35 at fp64 2^4 and 2^7-2^11 with two columns per thread
+# (stop35/search_weak35e_*, _weak35h_*); the sequential design at fp32 2^13 lost (0.55-0.73 against 0.795,
 # stop34/search_tbseq_89ce8b2: one block of 512 threads per SM)
 TB_SEQ_MAX_LOGN = 12
 
@@ -785,9 +792,10 @@ TBENC3_MIN_T = 64
 # -> 1.016; fp32 2^4 0.942 -> 0.994, 2^5 0.981 -> 1.004. Lost: fp32 2^3, 2^7-2^9 (2^8 0.953 -> 0.885), fp64 2^5-2^8 (-3..-5%:
 # many resident blocks, the prefetches' extra L2 requests); fp32 2^6, 2^10-2^12 and fp64 2^4 within 1%. The A/B runs before
 # it (stop34/ab_prefetch_d66a717/, every step prefetching) agree within 1-3% at every size.
+# (fp64 2^9-2^11 since stop 35: their measured plans are simultaneous, TUNED, with nothing to prefetch)
 TUNED_PREFETCH: dict[tuple[str, str], frozenset[int]] = {
     ("fp32", "two-sided-tb"): frozenset({4, 5}),
-    ("fp64", "two-sided-tb"): frozenset({3, 9, 10, 11, 12}),
+    ("fp64", "two-sided-tb"): frozenset({3, 12}),
 }
 
 
@@ -2035,6 +2043,7 @@ class FftFamily(Family):
                     "fault_elems": lp.fault_elems,
                     "fused": lp.fused,
                     "cl_scatter": lp.cl_scatter,
+                    "p2_bound": repr(lp.p2_bound),
                     "tb_stage": lp.tb_stage,
                     "tb_stage_out": lp.tb_stage_out,
                     "desc": lp.describe() + f" S={lp.S} M'={Mp} cols/signal={cps} staged={'in' if lp.staged_in else ''}{'/out' if lp.staged_out else ''} rounds={lp.rounds} smem={lp.smem_bytes}B",

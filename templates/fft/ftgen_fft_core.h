@@ -2318,7 +2318,7 @@ struct FftLaunch {
     const double wr = cos8(q), wi = SIGN * cos8(q + 6), d = 2.0 - 2.0 * wr;  // w^c = cos + SIGN i sin; sin(x) = cos(x - pi/2)
     return cx{T(CL * (wr - 1.0) / d), T(-CL * wi / d)};
   }
-  static constexpr double P2_BOUND = 2.0 * CL * (CL == 8 ? 4 : (CL == 4 ? 3 : 2));
+  static constexpr double P2_BOUND = C::P2_BOUND;  // 2 C (log2 C + 1): the planner's fused_bound
   // residuals of y against the encodings; the larger of |r1|^2 and |r2 / C|^2 (NaN-safe)
   static FT_HD FT_INLINE double p2_resid(const cx (&y)[CL], cx s0, cx sa, cx& r1, cx& r2) {
     r1 = cneg(s0);

@@ -24,6 +24,7 @@ struct Cfg_10_0 {
   static constexpr bool TB_SEQ = false;
   static constexpr bool PREFETCH = false;
   static constexpr int CLUSTER = 0;
+  static constexpr double P2_BOUND = 0.0;
   static constexpr bool CL_SCATTER = false;
   static constexpr bool HOOK_SPLIT = false;
   static constexpr bool TB_STAGE = false, TB_STAGE_OUT = false;

@@ -18,7 +18,7 @@ using T = double;
 using cx = ftfft::cplx<T>;
 using ftgen::DeviceBuffer;
 
-static const char* kMeta = R"FTJSON("kernel":"fft_z2z_f64_abft-2sided-tb_fwd_logn10_N1024_n8_bs2_t2_sm_hs_inj","family":"fft","precision":"fp64","protection":{"scheme":"abft","level":"two-sided-tb","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":8,"n2":0,"n3":0,"bs1":2,"bs2":0,"bs3":0,"tcols":2,"minb":0,"cluster":0,"tbenc":1,"tbseq":1,"prefetch":2,"hooksplit":1})FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"fft_z2z_f64_abft-2sided-tb_fwd_logn10_N1024_n8_bs2_t2_sm_hs_inj","family":"fft","precision":"fp64","protection":{"scheme":"abft","level":"two-sided-tb","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"direction":"forward","logn":10,"launches":1,"N1":1024,"N2":0,"N3":0,"n1":8,"n2":0,"n3":0,"bs1":2,"bs2":0,"bs3":0,"tcols":2,"minb":0,"cluster":0,"tbenc":1,"tbseq":1,"prefetch":1,"hooksplit":1})FTJSON";
 static const char* kDefaultShapes = "1024x64";
 static const double kUnitRoundoff = 1.1102230246251565e-16;
 static const bool kProtected = true;
