@@ -335,6 +335,21 @@ def _variant_name(prec: str, prot: str, params: str) -> str:
     return load_spec_text(f"name: t\nfamily: fft\narch: [sm_90]\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
 
 
+def _keys_name(prec: str, prot: str, keys: dict) -> str:
+    """The sm_90 variant name of the plan keys `keys`."""
+    return _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}")
+
+
+def _measured_pair(runs, n: int, pair: tuple[str, str], split_pair: tuple[str, str] | None):
+    """(a, b, the runs that measured both at n): the hook-split pair where a search measured both of it, else `pair`."""
+    def both(a: str, b: str) -> list:
+        return [ratios for _, ratios in runs if (a, n) in ratios and (b, n) in ratios]
+
+    if split_pair and both(*split_pair):
+        return (*split_pair, both(*split_pair))
+    return (*pair, both(*pair))
+
+
 def test_tuned_plans_replay_the_recorded_searches():
     """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
     the rules give for the same size in the latest search that measured both (kernels change between
@@ -346,11 +361,8 @@ def test_tuned_plans_replay_the_recorded_searches():
         # with the hook split where the automatic plan takes it (TUNED_HOOKSPLIT), where a search measured both so
         split = {"hooksplit": 1} if logn in F.TUNED_HOOKSPLIT.get((prec, level), ()) else {}
 
-        def name(params: str) -> str:
-            return _variant_name(prec, prot, params)
-
         def named(keys: dict) -> str:
-            return name("{" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}")
+            return _keys_name(prec, prot, keys)
 
         tuned = named({"logn": logn, **entry})
         # what applies without this entry: the measured plan of the level whose rules apply (the simultaneous
@@ -362,12 +374,8 @@ def test_tuned_plans_replay_the_recorded_searches():
         rule = named(rule_keys)
         assert tuned != rule, (prec, level, logn)
         n = 1 << logn
-        both = [ratios for _, ratios in runs if (tuned, n) in ratios and (rule, n) in ratios]
-        if split:
-            tuned_s, rule_s = named({"logn": logn, **entry, **split}), named({**rule_keys, **split})
-            both_s = [ratios for _, ratios in runs if (tuned_s, n) in ratios and (rule_s, n) in ratios]
-            if both_s:
-                tuned, rule, both = tuned_s, rule_s, both_s
+        split_pair = (named({"logn": logn, **entry, **split}), named({**rule_keys, **split})) if split else None
+        tuned, rule, both = _measured_pair(runs, n, (tuned, rule), split_pair)
         if both:
             a, b = both[-1][(tuned, n)], both[-1][(rule, n)]
         else:  # measured in different searches: the latest measurement of each
@@ -420,20 +428,17 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
         assert entry.get("cluster") and level == "two-sided-tb"
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         # the plan as the searches measured it (hooks in every block; TUNED_HOOKSPLIT adds the split to the automatic plan)
-        tuned = _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **entry}.items()) + "}")
+        tuned = _keys_name(prec, prot, {"logn": logn, **entry})
         # (the rules' plan named by its launch count: any plan key keeps TUNED_CLUSTER away)
         other = F.tuned_plan(prec, level, logn, inject=True, clusters=False) or {"launches": F.auto_launches(prec, logn, F.plan_level(level, logn))}
         assert not other.get("cluster")
-        base = _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **other}.items()) + "}")
+        base = _keys_name(prec, prot, {"logn": logn, **other})
         s80 = load_spec_text(f"name: t\nfamily: fft\narch: [sm_80]\nprecision: {prec}\nprotection: {prot}\nparams: {{logn: {logn}}}\n", "t.yaml")
         assert tuned.endswith("_cl_inj") and s80.variants[0].name == base
         n = 1 << logn
-        both = [ratios for _, ratios in runs if (tuned, n) in ratios and (base, n) in ratios]
         # with the hook split where a search measured both so (stop 35's searches measure the split plans only)
-        tuned_s, base_s = tuned.replace("_inj", "_hs_inj"), _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **other, "hooksplit": 1}.items()) + "}")
-        both_s = [ratios for _, ratios in runs if (tuned_s, n) in ratios and (base_s, n) in ratios]
-        if both_s:
-            tuned, base, both = tuned_s, base_s, both_s
+        split_pair = (_keys_name(prec, prot, {"logn": logn, **entry, "hooksplit": 1}), _keys_name(prec, prot, {"logn": logn, **other, "hooksplit": 1}))
+        tuned, base, both = _measured_pair(runs, n, (tuned, base), split_pair)
         assert both, (tuned, base)
         assert both[-1][(tuned, n)] > both[-1][(base, n)], (tuned, both[-1][(tuned, n)], base, both[-1][(base, n)])
 
