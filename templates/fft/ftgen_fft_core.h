@@ -2524,6 +2524,7 @@ struct FftLaunch {
         tb_acc_out(ctx, tid, p, k, it * (NT / NWX), sx, acc, acc2);
       }
     }
+    tb_fold_out(acc, acc2);
     if (popc_u(static_cast<unsigned>(tid / NWX)) & 1) acc2 = cneg(acc2);
     st.ck = cadd(st.ck, acc);
     st.ck2 = cadd(st.ck2, acc2);
@@ -2557,15 +2558,28 @@ struct FftLaunch {
   }
 
   // both output-side encodings of one (untwiddled) output w at position k = t + TT i of the thread's slot i. The
-  // second encoding's sign (-1)^popc(k) is (-1)^popc(t) (-1)^popc(i) (t < TT, a power of two): acc2 takes the
-  // sign of i, known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had
-  // cost six instructions per element)
+  // second encoding's sign (-1)^popc(k) is (-1)^popc(t) (-1)^popc(i) (t < TT, a power of two): the sign of i is
+  // known after unrolling, so the products e_k w go into one of two sums by it, sp (even) or sn (odd): a product and
+  // one complex add per element (six instructions) instead of the product and adds into both sums (eight);
+  // tb_fold_out makes e^T = sp + sn and e2^T = sp - sn of them once, and tb_out applies the thread's sign (a
+  // per-element popc and select had cost six more). (A complex multiply-add into the sum, four FMAs, rounds twice at
+  // the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
   template <class Ctx, class K>
-  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& sp, cx& sn) {
     (void)ctx, (void)tid;
     const cx q = cmul(FT_TLD(p.enc_e, k), w);
-    acc = cadd(acc, q);
-    acc2 = (popc_u(static_cast<unsigned>(i)) & 1) ? csub(acc2, q) : cadd(acc2, q);
+    if (popc_u(static_cast<unsigned>(i)) & 1) {
+      sn = cadd(sn, q);
+    } else {
+      sp = cadd(sp, q);
+    }
+  }
+
+  // the thread's output-side shares (e^T, e2^T up to the thread's sign) from tb_acc_out's two sums
+  static FT_HD FT_INLINE void tb_fold_out(cx& sp, cx& sn) {
+    const cx a = cadd(sp, sn);
+    sn = csub(sp, sn);
+    sp = a;
   }
 
   // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per
@@ -2608,6 +2622,7 @@ struct FftLaunch {
         for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
       }
     }
+    tb_fold_out(acc, acc2);
     if (popc_u(static_cast<unsigned>(te)) & 1) acc2 = cneg(acc2);
     st.ck = cadd(acc, FT_SLD(CK_IDX + tid));
     st.ck2 = cadd(acc2, FT_SLD(CK_IDX + NT + tid));
