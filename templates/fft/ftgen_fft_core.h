@@ -2559,27 +2559,39 @@ struct FftLaunch {
 
   // both output-side encodings of one (untwiddled) output w at position k = t + TT i of the thread's slot i. The
   // second encoding's sign (-1)^popc(k) is (-1)^popc(t) (-1)^popc(i) (t < TT, a power of two): the sign of i is
-  // known after unrolling, so the products e_k w go into one of two sums by it, sp (even) or sn (odd): a product and
-  // one complex add per element (six instructions) instead of the product and adds into both sums (eight);
-  // tb_fold_out makes e^T = sp + sn and e2^T = sp - sn of them once, and tb_out applies the thread's sign (a
-  // per-element popc and select had cost six more). (A complex multiply-add into the sum, four FMAs, rounds twice at
-  // the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
+  // known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had cost six
+  // instructions per element). fp32 (SPLIT_OUT): the products e_k w go into one of two sums by the sign of i, sp
+  // (even) or sn (odd), one complex add per element instead of two, and tb_fold_out makes e^T = sp + sn and
+  // e2^T = sp - sn of them once (stop36/ab_split_564221f: fp32 0.900 -> 0.902, 2^19-2^24 +0.3-1.1%; fp64 0.919 -> 0.915,
+  // 2^6 -8%, 2^10 / 2^11 -1..-3%: it keeps both sums as before). (A complex multiply-add into the sum, four FMAs, rounds
+  // twice at the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
+  static constexpr bool SPLIT_OUT = sizeof(T) == 4;
   template <class Ctx, class K>
-  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& sp, cx& sn) {
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
     const cx q = cmul(FT_TLD(p.enc_e, k), w);
-    if (popc_u(static_cast<unsigned>(i)) & 1) {
-      sn = cadd(sn, q);
+    const bool odd = popc_u(static_cast<unsigned>(i)) & 1;
+    if constexpr (SPLIT_OUT) {
+      if (odd) {
+        acc2 = cadd(acc2, q);  // sn
+      } else {
+        acc = cadd(acc, q);  // sp
+      }
     } else {
-      sp = cadd(sp, q);
+      acc = cadd(acc, q);
+      acc2 = odd ? csub(acc2, q) : cadd(acc2, q);
     }
   }
 
-  // the thread's output-side shares (e^T, e2^T up to the thread's sign) from tb_acc_out's two sums
-  static FT_HD FT_INLINE void tb_fold_out(cx& sp, cx& sn) {
-    const cx a = cadd(sp, sn);
-    sn = csub(sp, sn);
-    sp = a;
+  // the thread's output-side shares (e^T, e2^T up to the thread's sign) from tb_acc_out's sums
+  static FT_HD FT_INLINE void tb_fold_out(cx& acc, cx& acc2) {
+    if constexpr (SPLIT_OUT) {
+      const cx sp = acc;
+      acc = cadd(sp, acc2);
+      acc2 = csub(sp, acc2);
+    } else {
+      (void)acc, (void)acc2;
+    }
   }
 
   // two-sided-tb, output side: the launch twiddles applied (one set for the block when S > 1, one per
