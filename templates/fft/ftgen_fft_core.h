@@ -117,16 +117,6 @@ FT_HD FT_INLINE X launder_if(X x) {
   }
 }
 
-// An opaque copy of a pointer: an address computed once and kept in registers, where ptxas would otherwise
-// rematerialize it from the kernel parameter at each use (a constant load and a 64-bit shift-add per table read)
-template <class X>
-FT_HD FT_INLINE const X* launder_ptr(const X* x) {
-#ifndef FTGEN_EMU
-  asm volatile("" : "+l"(x));
-#endif
-  return x;
-}
-
 // 16-byte vector of complex elements (2 x float2 or 1 x double2)
 template <class T>
 struct alignas(16) Vec16 {
@@ -2510,7 +2500,6 @@ struct FftLaunch {
     cx* out = p.out + (C0 / CPS) * N;
     const unsigned c0 = unsigned(C0 % CPS);
     FT_EACH_BEGIN
-    const cx* eb = e_base(p.enc_e + tid / NWX);  // (k = tid / NWX + it NT / NWX)
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
     FT_UNROLL
     for (int it = 0; it < ITX; ++it) {
@@ -2532,7 +2521,7 @@ struct FftLaunch {
         cx sx = x[0];
         FT_UNROLL
         for (int j = 1; j < CWX; ++j) sx = cadd(sx, x[j]);
-        tb_acc_out(ctx, tid, eb, it * (NT / NWX), it * (NT / NWX), sx, acc, acc2);
+        tb_acc_out(ctx, tid, p, k, it * (NT / NWX), sx, acc, acc2);
       }
     }
     tb_fold_out(acc, acc2);
@@ -2568,8 +2557,7 @@ struct FftLaunch {
     return su;
   }
 
-  // both output-side encodings of one (untwiddled) output w at position k = t + TT i of the thread's slot i (eb: the
-  // thread's base in the table e, e + t, computed once: EB_ONCE; k: the constant offset TT i). The
+  // both output-side encodings of one (untwiddled) output w at position k = t + TT i of the thread's slot i. The
   // second encoding's sign (-1)^popc(k) is (-1)^popc(t) (-1)^popc(i) (t < TT, a power of two): the sign of i is
   // known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had cost six
   // instructions per element). fp32 (SPLIT_OUT): the products e_k w go into one of two sums by the sign of i, sp
@@ -2578,21 +2566,10 @@ struct FftLaunch {
   // 2^6 -8%, 2^10 / 2^11 -1..-3%: it keeps both sums as before). (A complex multiply-add into the sum, four FMAs, rounds
   // twice at the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
   static constexpr bool SPLIT_OUT = sizeof(T) == 4;
-  // the thread's base in the table e computed once and kept (an opaque copy): ptxas had rematerialized it from the
-  // kernel parameter for each of the thread's table reads (fp32 2^13: a constant load, LEA and LEA.HI.X per read,
-  // stop36/ncu_src_24b405f)
-  static constexpr bool EB_ONCE = true;
-  static FT_HD FT_INLINE const cx* e_base(const cx* x) {
-    if constexpr (EB_ONCE) {
-      return launder_ptr(x);
-    } else {
-      return x;
-    }
-  }
   template <class Ctx, class K>
-  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const cx* eb, K k, int i, cx w, cx& acc, cx& acc2) {
+  static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
-    const cx q = cmul(FT_TLD(eb, k), w);
+    const cx q = cmul(FT_TLD(p.enc_e, k), w);
     const bool odd = popc_u(static_cast<unsigned>(i)) & 1;
     if constexpr (SPLIT_OUT) {
       if (odd) {
@@ -2625,7 +2602,6 @@ struct FftLaunch {
     (void)ctx;
     FT_EACH_BEGIN
     const int g = tid / TT, t = tpos(tid), te = tid % TT;
-    const cx* eb = e_base(p.enc_e + te);
     cx acc{T(0), T(0)}, acc2{T(0), T(0)};
     if constexpr (MP > 1 && S > 1) {
       cx d[NN];
@@ -2637,7 +2613,7 @@ struct FftLaunch {
       }
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       FT_UNROLL
-      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, eb, TT * i, i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
+      for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(slot_sum(st, i), d[i]), acc, acc2);
     } else if constexpr (MP > 1) {
       FT_UNROLL
       for (int l = 0; l < L; ++l) {
@@ -2648,14 +2624,14 @@ struct FftLaunch {
         if (hooks && fault_col(st) == l) hook<L>(st, tid, p, blk, C0, P, 0);
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
-          tb_acc_out(ctx, tid, eb, TT * i, i, cmulc(st.a[l][i], d[i]), acc, acc2);
+          tb_acc_out(ctx, tid, p, te + TT * i, i, cmulc(st.a[l][i], d[i]), acc, acc2);
         }
       }
     } else {
       if (hooks) hook<L>(st, tid, p, blk, C0, P, 0);
       if constexpr (!TBX_OUT) {
         FT_UNROLL
-        for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, eb, TT * i, i, slot_sum(st, i), acc, acc2);
+        for (int i = 0; i < NN; ++i) tb_acc_out(ctx, tid, p, te + TT * i, i, slot_sum(st, i), acc, acc2);
       }
     }
     tb_fold_out(acc, acc2);
