@@ -387,6 +387,29 @@ def test_tuned_plans_replay_the_recorded_searches():
         assert a > b, (tuned, a, rule, b)
 
 
+def test_automatic_plans_beat_the_stop36_alternatives():
+    """Stop 36's plan searches (results/h100/fft/stop36/search_weak36*/: cluster plans with one column chunk per block at
+    fp64 2^12 / 2^13 and fp32 2^12-2^14, other register caps, the fp64 cluster plans' first launch at radix 4; one fault
+    per transform) found no faster plan: at every size the automatic two-sided-tb injection build of that precision beat
+    each alternative measured beside it."""
+    runs = _recorded_searches("stop36/search_weak36*/search_weak36*.jsonl")
+    assert len(runs) == 3
+    prot = "{scheme: abft, level: two-sided-tb, inject: true}"
+    checked = 0
+    for _, ratios in runs:
+        for prec, tag in (("fp32", "_c2c_f32_"), ("fp64", "_z2z_f64_")):
+            for logn in range(3, 25):
+                n = 1 << logn
+                auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+                if (auto, n) not in ratios:
+                    continue
+                others = [(k, r) for (k, m), r in ratios.items() if m == n and tag in k and k != auto]
+                for k, r in others:
+                    assert ratios[(auto, n)] > r, (auto, ratios[(auto, n)], k, r)
+                checked += len(others)
+    assert checked >= 20
+
+
 def test_hooksplit_is_for_injection_builds_of_protected_levels():
     for body in ("protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 16, hooksplit: 1}\n",
                  "protection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 10, hooksplit: 1}\n",
