@@ -120,7 +120,7 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                 plan = F.make_plan(prec, level, q)
                 assert F.plan_reasons(plan, level) == [], (prec, level, logn, F.plan_reasons(plan, level))
                 rules = F.plan_level(level, logn)  # the simultaneous two-sided-tb takes the unprotected plans
-                tuned = F.tuned_plan(prec, level, logn)  # (a build without injection code: TUNED_CLEAN first)
+                tuned = F.tuned_plan(prec, level, logn)  # (a build without injection code)
                 assert all(q[k] == v for k, v in tuned.items()), (prec, level, logn, tuned)
                 assert plan.N == 1 << logn and len(plan.launches) == (tuned.get("launches") or F.auto_launches(prec, logn, rules))
                 for lp in plan.launches:
@@ -392,7 +392,7 @@ def test_automatic_plans_beat_the_stop36_alternatives():
     fp64 2^12 / 2^13 and fp32 2^12-2^14, other register caps, the fp64 cluster plans' first launch at radix 4; one fault
     per transform) found no faster plan: at every size the automatic two-sided-tb injection build of that precision beat
     each alternative measured beside it."""
-    runs = _recorded_searches("stop36/search_weak36*/search_weak36*.jsonl")
+    runs = _recorded_searches(*(f"stop36/search_weak36{x}_*/search_weak36{x}.jsonl" for x in ("", "b", "c")))
     assert len(runs) == 3
     prot = "{scheme: abft, level: two-sided-tb, inject: true}"
     checked = 0
@@ -472,7 +472,9 @@ def test_hook_split_sizes_replay_the_recorded_search():
     transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
     injection code)."""
     # (stop 34's simultaneous plans at sequential sizes were measured with and without the split in search_tbsim2)
-    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl", "stop35/search_weak35[cefhj]_*/search_weak35[cefhj].jsonl")
+    # (stop 36's fenced code without hooks at fp32 2^13 / 2^14: search_weak36d)
+    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl", "stop35/search_weak35[cefhj]_*/search_weak35[cefhj].jsonl",
+                              "stop36/search_weak36d_*/search_weak36d.jsonl")
     assert runs
     checked = 0
     for (prec, level), sizes in F.TUNED_HOOKSPLIT.items():
@@ -611,27 +613,24 @@ def test_tbseq_chooses_the_two_sided_tb_design():
             load_spec_text(spec(body), "t.yaml")
 
 
-def test_clean_build_plans_replay_the_recorded_search():
-    """Every TUNED_CLEAN plan (builds without injection code) was measured on the GPU in the same search as the plan
-    TUNED gives the injection build, both built without injection code, and beat it (results/h100/fft/search_tbclean_*)."""
-    runs = _recorded_searches("search_tbclean_*.jsonl")
+def test_clean_builds_take_the_measured_plans_and_beat_the_former_clean_plans():
+    """Builds without injection code take the injection builds' measured plans (no TUNED_CLEAN since stop 36): at fp32 2^13 /
+    2^14, where they had plans of their own until the input encodings were fenced off in the code without hooks (ENC_FENCE),
+    those plans built without injection code beat the former ones (radix 32 at one block per SM, radix 16) in the same search
+    (results/h100/fft/stop36/search_weak36e_*, no faults)."""
+    assert not hasattr(F, "TUNED_CLEAN")
+    runs = _recorded_searches("stop36/search_weak36e_*/search_weak36e.jsonl")
     assert runs
-    rows = runs[-1][1]  # (the latest search)
-    assert F.TUNED_CLEAN
-    for (prec, level, logn), entry in F.TUNED_CLEAN.items():
-        def name(inject: str, params: str) -> str:
-            return _variant_name(prec, f"{{scheme: abft, level: {level}, inject: {inject}}}", params)
-
-        clean = name("false", f"{{logn: {logn}}}")
-        assert all(F.resolve_params(prec, level, {"logn": logn})[k] == v for k, v in entry.items())
-        injected = F.tuned_plan(prec, level, logn, inject=True)
-        assert injected != entry, (prec, level, logn)
-        other = name("false", "{" + ", ".join(f"{k}: {v}" for k, v in {"logn": logn, **injected}.items()) + "}")
-        assert name("true", f"{{logn: {logn}}}") == other + "_inj"  # the injection build keeps TUNED's plan
+    rows = runs[-1][1]
+    clean_prot, inj_prot = "{scheme: abft, level: two-sided-tb}", "{scheme: abft, level: two-sided-tb, inject: true}"
+    for logn, former in ((13, "{logn: 13, n1: 32, minb: 1}"), (14, "{logn: 14, n1: 16, minb: 1}")):
+        clean = _variant_name("fp32", clean_prot, f"{{logn: {logn}}}")
+        injected = _variant_name("fp32", inj_prot, f"{{logn: {logn}}}")
+        assert injected.replace("_hs_inj", "").replace("_inj", "") == clean  # the same plan
+        old = _variant_name("fp32", clean_prot, former)
         n = 1 << logn
-        assert (clean, n) in rows and (other, n) in rows, (clean, other)
-        assert rows[(clean, n)] > rows[(other, n)], (clean, rows[(clean, n)], other, rows[(other, n)])
-
+        assert old != clean and (clean, n) in rows and (old, n) in rows, (clean, old)
+        assert rows[(clean, n)] > rows[(old, n)], (clean, rows[(clean, n)], old, rows[(old, n)])
 
 
 # ---- cluster plans ----------------------------------------------------------------------------

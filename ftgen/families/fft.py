@@ -732,24 +732,20 @@ TUNED_CLUSTER = {
 # without, rerun_6cc3eb9 with: 2^14 0.933 -> 1.033, 2^19 0.743 -> 0.821, 2^22 0.718 -> 0.793), then every block still
 # read the fault table. Stop 35's simultaneous two-column plans (stop35/search_weak35c_2c3e8c8, search_weak35e_c5dcb8b,
 # search_weak35f_17a67eb, the same run each): fp64 2^7 0.995 -> 0.998, 2^8 0.984 -> 0.995, 2^9 0.980 -> 0.997, 2^10 0.939 -> 0.971,
-# 2^11 0.893 -> 0.914, 2^15 0.838 -> 0.923, 2^16 0.873 -> 0.940.
+# 2^11 0.893 -> 0.914, 2^15 0.838 -> 0.923, 2^16 0.873 -> 0.940. fp32 2^13 since stop 36, whose code without hooks no longer
+# spills (ENC_FENCE; stop36/search_weak36d_c0968f8: 0.792 -> 0.805; 2^14 still lost, 0.784 -> 0.748).
 TUNED_HOOKSPLIT = {
-    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 15, 16, 17, 18, 19, 22, 23, 24}),
+    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 13, 15, 16, 17, 18, 19, 22, 23, 24}),
     ("fp64", "two-sided-tb"): frozenset({3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
 }
 
 
-# Measured winners for variants built without injection code, where they differ from TUNED's (which were searched on
-# injection builds, one fault per transform): the same plan compiled without the fault hooks can allocate its registers
-# worse (fp32 2^13 / 2^14 radix 32 at 128 registers: 632 / 672 bytes spilled against 72). specs/fft_plan_search_tbclean.yaml
-# (results/h100/fft/search_tbclean_a3ca5a4.jsonl, no faults, x cuFFT): fp32 2^13 radix 32 at one block per SM (255
-# registers, no spills) 0.644 against TUNED's two blocks 0.428 (radix 16: 0.551 / 0.484); 2^14 radix 16 at one block per
-# SM 0.570 against TUNED's radix 32 0.414 (two launches 0.441-0.464). The injection builds of TUNED's plans ran 0.737 /
-# 0.721 in the same run.
-TUNED_CLEAN = {
-    ("fp32", "two-sided-tb", 13): {"n1": 32, "minb": 1},
-    ("fp32", "two-sided-tb", 14): {"n1": 16, "minb": 1},
-}
+# Builds without injection code take the injection builds' measured plans. Until stop 36 fp32 2^13 / 2^14 had their own
+# (TUNED_CLEAN: radix 32 at one block per SM, radix 16): compiled without the fault hooks, the radix-32 launches had issued
+# the input encoding's 32 table reads with the data loads and spilled around them (search_tbclean_b302189: 0.619 against
+# the injection build's 0.740 at 2^13). With those encodings fenced off in the code without hooks (FftLaunch::ENC_FENCE)
+# the injection builds' plans won without injection code too (stop36/search_weak36e_c0968f8, no faults, x cuFFT, the same
+# run): 2^13 radix 32 at two blocks per SM 0.853 against 0.693, 2^14 radix 32 0.793 against radix 16's 0.637.
 
 
 # two-sided-tb: the sequential design (columns one after the other, the checksum column transformed in the common
@@ -820,14 +816,12 @@ def plan_level(level: str, logn: int, tbseq: int = 0) -> str:
 
 
 def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
-    """The measured winner's plan keys for a size (TUNED_CLEAN first for builds without injection code, then the
-    two-sided-tb cluster plans of TUNED_CLUSTER; injection builds add TUNED_HOOKSPLIT's split), or {}. The simultaneous
+    """The measured winner's plan keys for a size (the two-sided-tb cluster plans of TUNED_CLUSTER first; injection builds
+    add TUNED_HOOKSPLIT's split), or {}. The simultaneous
     two-sided-tb takes the unprotected plan, except an unprotected cluster plan (the rules' plan); `clusters` False (a
     build for an architecture before sm_90): TUNED's plan or the rules' instead of a cluster plan, hooks in every
     block."""
     key = (precision, level, logn)
-    if not inject and key in TUNED_CLEAN:
-        return dict(TUNED_CLEAN[key])
     split = {"hooksplit": 1} if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()) else {}
     if clusters and key in TUNED_CLUSTER:
         return {**TUNED_CLUSTER[key], **split}
