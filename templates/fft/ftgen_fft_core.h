@@ -2586,13 +2586,11 @@ struct FftLaunch {
   // stop36/search_weak36e_c0968f8). In every launch it lost 3-12% at most sizes of the hook split's injection builds
   // (stop36/ab_fence_c0968f8: fp32 0.901 -> 0.867, fp64 0.919 -> 0.902), whose code without hooks was not spilling there.
   static constexpr bool ENC_FENCE = NN >= 32;
-  // the rare path's re-read loops, fp32: the simultaneous design's is a call of its own (tb_rare_call), whose unrolled
-  // loads do not raise the common path's registers; a faulted block's rolled re-reads (one load at a time, NN per column)
-  // had finished after the rest of the launch (stop32/fault_cost_42f7af3: fp32 2^16 1.021 against 1.04-1.05 by where the
-  // fault landed). Four at a time (stop36/ab_rare_a61d856): fp32 0.902 -> 0.906 (2^8-2^11, 2^13, 2^17, 2^18 +1-3%), fp64
-  // 0.919 -> 0.919 (2^11 -3%, 2^24 +2%): fp64 keeps them rolled. The sequential design inlines the rare path: unrolled
-  // there, its kernels spilled more (stop32/ab_rare_unroll_df108ec)
-  static constexpr int RARE_UNROLL = TBSIM && IS_F32 ? 4 : 1;
+  // the rare path's re-read loops: the simultaneous design's is a call of its own (tb_rare_call), whose unrolled loads
+  // do not raise the common path's registers; a faulted block's rolled re-reads (one load at a time, NN per column) had
+  // finished after the rest of the launch (stop32/fault_cost_42f7af3: fp32 2^16 1.021 against 1.04-1.05 by where the fault
+  // landed). The sequential design inlines it: unrolled there, its kernels spilled more (stop32/ab_rare_unroll_df108ec)
+  static constexpr int RARE_UNROLL = TBSIM ? 4 : 1;
   template <class Ctx, class K>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
