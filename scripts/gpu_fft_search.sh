@@ -18,22 +18,24 @@ search() {
   ft search "$spec" --shapes "$shapes" "$@" --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_$name.jsonl" \
     > "$out/search_$name.txt" 2> "$out/search_$name.log"; echo "$name search rc=$?"
 }
+# NAME SHAPES [ARGS...]: search NAME with specs/fft_plan_search_NAME.yaml
+named() { local name=$1; shift; search "$name" "specs/fft_plan_search_$name.yaml" "$@"; }
 case "$which" in
-  weak36e) search weak36e specs/fft_plan_search_weak36e.yaml 8192x8192,16384x4096 ;;
-  weak36d) search weak36d specs/fft_plan_search_weak36d.yaml 8192x8192,16384x4096 --inject 1 ;;
-  weak36c) search weak36c specs/fft_plan_search_weak36c.yaml 8192x4096,524288x64,1048576x32,2097152x16,4194304x8 --inject 1 ;;
-  weak36b) search weak36b specs/fft_plan_search_weak36b.yaml 4096x8192,8192x4096,32768x2048 --inject 1 ;;
-  weak36) search weak36 specs/fft_plan_search_weak36.yaml 16384x4096,8192x4096,8192x8192,4096x8192,4096x16384,2048x32768 --inject 1 ;;
-  weak35j) search weak35j specs/fft_plan_search_weak35j.yaml 16x2097152,16777216x2 --inject 1 ;;
-  weak35i) search weak35i specs/fft_plan_search_weak35i.yaml 8192x4096,16384x2048,65536x512 --inject 1 ;;
-  weak35h) search weak35h specs/fft_plan_search_weak35h.yaml 8x4194304,16x2097152,32x1048576,64x524288,262144x128,1048576x32,4194304x8,8388608x4,16777216x2 --inject 1 ;;
-  weak35g) search weak35g specs/fft_plan_search_weak35g.yaml 32768x1024,65536x512 --inject 1 ;;
-  weak35f) search weak35f specs/fft_plan_search_weak35f.yaml 128x262144,256x131072,512x65536,4096x8192,524288x64,1048576x32,2097152x16,4194304x8,16777216x2 --inject 1 ;;
-  weak35e) search weak35e specs/fft_plan_search_weak35e.yaml 1024x65536,2048x32768,128x262144,256x131072,512x65536,1024x32768,2048x16384,4096x8192 --inject 1 ;;
-  weak35d) search weak35d specs/fft_plan_search_weak35d.yaml 4096x16384,8192x8192,1024x32768,2048x16384,4096x8192,32768x1024,65536x512,131072x256,262144x128 --inject 1 ;;
-  weak35c) search weak35c specs/fft_plan_search_weak35c.yaml 32768x1024,65536x512 --inject 1 ;;
-  weak35b) search weak35b specs/fft_plan_search_weak35b.yaml 4096x16384,524288x128,1048576x64,2097152x32,131072x256,262144x128,524288x64,1048576x32,2097152x16,4194304x8,8388608x4 --inject 1 ;;
-  weak35) search weak35 specs/fft_plan_search_weak35.yaml 8192x8192,16384x4096,32768x2048,65536x1024,8192x4096,32768x1024,65536x512,131072x256,262144x128,2097152x16,16777216x2 --inject 1 ;;
+  weak36e) named weak36e 8192x8192,16384x4096 ;;
+  weak36d) named weak36d 8192x8192,16384x4096 --inject 1 ;;
+  weak36c) named weak36c 8192x4096,524288x64,1048576x32,2097152x16,4194304x8 --inject 1 ;;
+  weak36b) named weak36b 4096x8192,8192x4096,32768x2048 --inject 1 ;;
+  weak36) named weak36 16384x4096,8192x4096,8192x8192,4096x8192,4096x16384,2048x32768 --inject 1 ;;
+  weak35j) named weak35j 16x2097152,16777216x2 --inject 1 ;;
+  weak35i) named weak35i 8192x4096,16384x2048,65536x512 --inject 1 ;;
+  weak35h) named weak35h 8x4194304,16x2097152,32x1048576,64x524288,262144x128,1048576x32,4194304x8,8388608x4,16777216x2 --inject 1 ;;
+  weak35g) named weak35g 32768x1024,65536x512 --inject 1 ;;
+  weak35f) named weak35f 128x262144,256x131072,512x65536,4096x8192,524288x64,1048576x32,2097152x16,4194304x8,16777216x2 --inject 1 ;;
+  weak35e) named weak35e 1024x65536,2048x32768,128x262144,256x131072,512x65536,1024x32768,2048x16384,4096x8192 --inject 1 ;;
+  weak35d) named weak35d 4096x16384,8192x8192,1024x32768,2048x16384,4096x8192,32768x1024,65536x512,131072x256,262144x128 --inject 1 ;;
+  weak35c) named weak35c 32768x1024,65536x512 --inject 1 ;;
+  weak35b) named weak35b 4096x16384,524288x128,1048576x64,2097152x32,131072x256,262144x128,524288x64,1048576x32,2097152x16,4194304x8,8388608x4 --inject 1 ;;
+  weak35) named weak35 8192x8192,16384x4096,32768x2048,65536x1024,8192x4096,32768x1024,65536x512,131072x256,262144x128,2097152x16,16777216x2 --inject 1 ;;
   tbcluster32) search tbcluster32 specs/fft_plan_search_tbcluster32.yaml 8192x8192,16384x4096,32768x2048,65536x1024,1048576x64,2097152x32,4194304x16,8388608x8,16777216x4 --inject 1 ;;
   tbsim2) search tbsim2 specs/fft_plan_search_tbsim2.yaml 32x2097152,64x1048576,128x524288,256x262144,512x131072,1024x65536,2048x32768,4096x16384 --inject 1 ;;
   tbsim) search tbsim specs/fft_plan_search_tbsim.yaml 8x8388608,16x4194304,32x2097152,64x1048576,128x524288,256x262144,512x131072,1024x65536,2048x32768,4096x16384 --inject 1 ;;

@@ -395,12 +395,13 @@ def test_automatic_plans_beat_the_stop36_alternatives():
     runs = _recorded_searches(*(f"stop36/search_weak36{x}_*/search_weak36{x}.jsonl" for x in ("", "b", "c")))
     assert len(runs) == 3
     prot = "{scheme: abft, level: two-sided-tb, inject: true}"
+    autos = {(prec, logn): _variant_name(prec, prot, f"{{logn: {logn}}}") for prec in ("fp32", "fp64") for logn in range(3, 25)}
     checked = 0
     for _, ratios in runs:
         for prec, tag in (("fp32", "_c2c_f32_"), ("fp64", "_z2z_f64_")):
             for logn in range(3, 25):
                 n = 1 << logn
-                auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+                auto = autos[(prec, logn)]
                 if (auto, n) not in ratios:
                     continue
                 others = [(k, r) for (k, m), r in ratios.items() if m == n and tag in k and k != auto]
@@ -623,11 +624,11 @@ def test_clean_builds_take_the_measured_plans_and_beat_the_former_clean_plans():
     assert runs
     rows = runs[-1][1]
     clean_prot, inj_prot = "{scheme: abft, level: two-sided-tb}", "{scheme: abft, level: two-sided-tb, inject: true}"
-    for logn, former in ((13, "{logn: 13, n1: 32, minb: 1}"), (14, "{logn: 14, n1: 16, minb: 1}")):
+    for logn, former in ((13, {"n1": 32, "minb": 1}), (14, {"n1": 16, "minb": 1})):
         clean = _variant_name("fp32", clean_prot, f"{{logn: {logn}}}")
         injected = _variant_name("fp32", inj_prot, f"{{logn: {logn}}}")
         assert injected.replace("_hs_inj", "").replace("_inj", "") == clean  # the same plan
-        old = _variant_name("fp32", clean_prot, former)
+        old = _keys_name("fp32", clean_prot, {"logn": logn, **former})
         n = 1 << logn
         assert old != clean and (clean, n) in rows and (old, n) in rows, (clean, old)
         assert rows[(clean, n)] > rows[(old, n)], (clean, rows[(clean, n)], old, rows[(old, n)])

@@ -2574,14 +2574,7 @@ struct FftLaunch {
   // e2^T = sp - sn of them once (stop36/ab_split_564221f: fp32 0.900 -> 0.902, 2^19-2^24 +0.3-1.1%; fp64 0.919 -> 0.915,
   // 2^6 -8%, 2^10 / 2^11 -1..-3%: it keeps both sums as before). (A complex multiply-add into the sum, four FMAs, rounds
   // twice at the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
-  static constexpr bool SPLIT_OUT = sizeof(T) == 4;
-  // the code without fault hooks (builds without injection code, the hook split's other blocks) of the radix-32
-  // launches: the input-side encodings end in a block of their own, as the stage-0 hook's branch ends them in the hooked
-  // code. Without it ptxas issued the encoding's 32 table reads with the data loads and spilled around them (fp32 2^13:
-  // the build without injection code 0.619 against the injection build's 0.740, search_tbclean_b302189; with it 0.853,
-  // stop36/search_weak36e_c0968f8). In every launch it lost 3-12% at most sizes of the hook split's injection builds
-  // (stop36/ab_fence_c0968f8: fp32 0.901 -> 0.867, fp64 0.919 -> 0.902), whose code without hooks was not spilling there.
-  static constexpr bool ENC_FENCE = NN >= 32;
+  static constexpr bool SPLIT_OUT = IS_F32;
   template <class Ctx, class K>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
@@ -2661,6 +2654,13 @@ struct FftLaunch {
   // two-sided-tb: one attempt at the tile (attempt 1: the recomputation, without fault hooks); the checks
   // are delayed until the outputs are stored (the rare path re-reads them). Returns the block-uniform
   // "recompute" verdict of finish_checks
+  // the code without fault hooks (builds without injection code, the hook split's other blocks) of the radix-32
+  // launches: the input-side encodings end in a block of their own, as the stage-0 hook's branch ends them in the hooked
+  // code. Without it ptxas issued the encoding's 32 table reads with the data loads and spilled around them (fp32 2^13:
+  // the build without injection code 0.619 against the injection build's 0.740, search_tbclean_b302189; with it 0.853,
+  // stop36/search_weak36e_c0968f8). In every launch it lost 3-12% at most sizes of the hook split's injection builds
+  // (stop36/ab_fence_c0968f8: fp32 0.901 -> 0.867, fp64 0.919 -> 0.902), whose code without hooks was not spilling there.
+  static constexpr bool ENC_FENCE = NN >= 32;
   template <bool HK, class Ctx>
   static FT_HD FT_INLINE int tb_attempt(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk, int attempt) {
     const long long C0 = block_c0(blk);
