@@ -25,6 +25,7 @@
 #define FT_INLINE inline
 #define FT_UNROLL
 #define FT_NOUNROLL
+#define FT_UNROLL_RARE
 #else
 #include <cuda_runtime.h>
 
@@ -33,6 +34,9 @@
 #define FT_INLINE __forceinline__
 #define FT_UNROLL _Pragma("unroll")
 #define FT_NOUNROLL _Pragma("unroll 1")
+// the rare path's re-reads (FftLaunch::RARE_UNROLL loads in flight instead of one at a time: a rolled loop waits for each
+// load before it issues the next)
+#define FT_UNROLL_RARE _Pragma("unroll (RARE_UNROLL)")
 #endif
 
 namespace ftfft {
@@ -2575,6 +2579,13 @@ struct FftLaunch {
   // 2^6 -8%, 2^10 / 2^11 -1..-3%: it keeps both sums as before). (A complex multiply-add into the sum, four FMAs, rounds
   // twice at the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
   static constexpr bool SPLIT_OUT = IS_F32;
+  // the rare path's re-read loops, fp32: the simultaneous design's is a call of its own (tb_rare_call), whose unrolled
+  // loads do not raise the common path's registers; a faulted block's rolled re-reads (one load at a time, NN per column)
+  // had finished after the rest of the launch (stop32/fault_cost_42f7af3: fp32 2^16 1.021 against 1.04-1.05 by where the
+  // fault landed). Four at a time (stop36/ab_rare_a61d856): fp32 0.902 -> 0.906 (2^8-2^11, 2^13, 2^17, 2^18 +1-3%), fp64
+  // 0.919 -> 0.919 (2^11 -3%, 2^24 +2%): fp64 keeps them rolled. The sequential design inlines the rare path: unrolled
+  // there, its kernels spilled more (stop32/ab_rare_unroll_df108ec)
+  static constexpr int RARE_UNROLL = TBSIM && IS_F32 ? 4 : 1;
   template <class Ctx, class K>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
     (void)ctx, (void)tid;
@@ -2900,7 +2911,7 @@ struct FftLaunch {
       FT_UNROLL
       for (int i = 0; i < NN; ++i) {
         cx sx{T(0), T(0)};
-        FT_NOUNROLL
+        FT_UNROLL_RARE
         for (int l = 0; l < L; ++l) {
           if (col_valid(p, C0, tile_col(g, l))) {
             const cx x = p.in[in_index(C0, tile_col(g, l), t + TT * i)];
@@ -2922,7 +2933,7 @@ struct FftLaunch {
         FT_UNROLL
         for (int i = 0; i < NN; ++i) {
           cx su{T(0), T(0)};
-          FT_NOUNROLL
+          FT_UNROLL_RARE
           for (int l = 0; l < L; ++l) {
             if (!col_valid(p, C0, tile_col(g, l))) continue;
             cx u = p.out[out_index(C0, tile_col(g, l), t + TT * i)];
@@ -2957,8 +2968,8 @@ struct FftLaunch {
     FT_UNROLL
     for (int v = 0; v < 4 + L; ++v) st.red[v] = 0;
     if (st.jloc == -1) {
-      // loops kept rolled and twiddles per element: this path must not raise the register
-      // pressure of the kernel (it made ptxas spill values that live across the column steps)
+      // loops kept rolled (the simultaneous design's re-reads RARE_UNROLL at a time) and twiddles per element: this path
+      // must not raise the register pressure of the kernel (it made ptxas spill values that live across the column steps)
       cx r1{T(0), T(0)}, r2{T(0), T(0)};
       FT_NOUNROLL
       for (int l = 0; l < L; ++l) {
@@ -2966,7 +2977,7 @@ struct FftLaunch {
         cx so{T(0), T(0)}, si{T(0), T(0)};
         int nf = 0;
         if (col_valid(p, C0, cc)) {
-          FT_NOUNROLL
+          FT_UNROLL_RARE
           for (int i = 0; i < NN; ++i) {
             const int k = t + TT * i;
             cx u = p.out[out_index(C0, cc, k)];
@@ -3025,7 +3036,7 @@ struct FftLaunch {
       for (int i = 0; i < NN; ++i) {
         const int k = t + TT * i;
         cx others{T(0), T(0)};
-        FT_NOUNROLL
+        FT_UNROLL_RARE
         for (int l = 0; l < L; ++l) {
           if (l == j || !col_valid(p, C0, tile_col(g, l))) continue;
           cx u = p.out[out_index(C0, tile_col(g, l), k)];
@@ -3037,7 +3048,7 @@ struct FftLaunch {
         accs = cadd(accs, cmul(FT_TLD(p.enc_e, k), fixed));
       }
       // column j's left input checksum (inputs re-read)
-      FT_NOUNROLL
+      FT_UNROLL_RARE
       for (int i = 0; i < NN; ++i) {
         const int k = t + TT * i;
         inj = cadd(inj, cmul(FT_TLD(p.enc_v, k), p.in[in_index(C0, cj, k)]));
