@@ -2045,23 +2045,9 @@ struct FftLaunch {
         body_as<false>(ctx, sts, sm, red, p, blk);
         return;
       }
-#ifndef FTGEN_EMU
-      // the faulted block's hooked body is a call of its own: inlined beside the body without hooks, its code had
-      // ptxas allocate the kernel's registers for both (fp32 2^19: 36 / 136 spill bytes against the build without
-      // injection code's 12 / 64), and every block without a fault paid for it
-      body_hooked(p, smem, blk);
-      return;
-#endif
     }
     body_as<INJECT>(ctx, sts, sm, red, p, blk);
   }
-#ifndef FTGEN_EMU
-  static __device__ __noinline__ void body_hooked(const LaunchParams<T> p, unsigned char* smem, long long blk) {
-    State st;
-    DevCtx ctx;
-    body_as<true>(ctx, &st, reinterpret_cast<cx*>(smem), reinterpret_cast<double*>(smem + RED_OFFSET), p, blk);
-  }
-#endif
   template <bool HK, class Ctx>
   static FT_HD FT_INLINE void body_as(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     if constexpr (SEQ) {
@@ -2234,21 +2220,9 @@ struct FftLaunch {
         cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
         return;
       }
-#ifndef FTGEN_EMU
-      cluster_phase2_hooked(tiles, p, blk);
-      return;
-#endif
     }
     cluster_phase2_as<INJECT>(ctx, sts, tiles, p, blk);
   }
-#ifndef FTGEN_EMU
-  template <class Tiles, class PP>
-  static __device__ __noinline__ void cluster_phase2_hooked(const Tiles tiles, const PP p, long long blk) {
-    State st;
-    DevCtx ctx;
-    cluster_phase2_as<true>(ctx, &st, tiles, p, blk);
-  }
-#endif
   template <bool HK, class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2_as(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     if constexpr (S > 1) {
