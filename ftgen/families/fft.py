@@ -32,7 +32,8 @@ any launch, its outputs left in the tile (the rare path spills the tile to the w
 each fused DFT ``y = F z`` on its own: ``e^T y = N_L z_0`` and ``((k+1)_k)^T y = a^T z`` (``fused_coefficients``);
 an output error is located by the quotient of the two residuals and replaced, anything else recomputes the DFT
 from the tiles (``FftModel._fused_checked``). ``hooksplit: 1`` (injection builds of a protected
-level): only the blocks the fault plan gives a fault carry the fault hooks.
+level): only the blocks the fault plan gives a fault carry the fault hooks; ``hooksplit: 2`` the same with that block's
+hooked body a function call of its own.
 
 Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
 (one fault per check):
@@ -447,7 +448,7 @@ class Plan:
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
-    hooksplit: bool = False  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT)
+    hooksplit: int = 0  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT); 2: that block's body a call of its own (HOOK_CALL)
 
     @property
     def N(self) -> int:
@@ -735,9 +736,19 @@ TUNED_CLUSTER = {
 # 2^11 0.893 -> 0.914, 2^15 0.838 -> 0.923, 2^16 0.873 -> 0.940. fp32 2^13 since stop 36, whose code without hooks no longer
 # spills (ENC_FENCE; stop36/search_weak36d_c0968f8: 0.792 -> 0.805; 2^14 still lost, 0.784 -> 0.748).
 TUNED_HOOKSPLIT = {
-    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 13, 15, 16, 17, 18, 19, 22, 23, 24}),
+    ("fp32", "two-sided-tb"): frozenset({4, 5, 7, 8, 9, 10, 11, 13, 15, 16, 17, 18, 19, 21, 22, 23, 24}),
     ("fp64", "two-sided-tb"): frozenset({3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}),
 }
+
+# hooksplit 2: the faulted block's hooked body a call of its own (FftLaunch::body_hooked), where it measured faster than
+# the hooked body inlined beside the other blocks' code (results/h100/fft/stop37/ab_hookcall_2ad7f4a, one fault per
+# transform, A/B in one run)
+TUNED_HOOKCALL = {
+    ("fp32", "two-sided-tb"): frozenset({10, 13, 21}),
+    ("fp64", "two-sided-tb"): frozenset({15, 16, 24}),
+}
+# name tokens of hooksplit 0, 1, 2
+HOOKSPLIT_TAG = {0: "", 1: "_hs", 2: "_hc"}
 
 
 # Builds without injection code take the injection builds' measured plans. Until stop 36 fp32 2^13 / 2^14 had their own
@@ -822,7 +833,7 @@ def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clus
     build for an architecture before sm_90): TUNED's plan or the rules' instead of a cluster plan, hooks in every
     block."""
     key = (precision, level, logn)
-    split = {"hooksplit": 1} if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()) else {}
+    split = {"hooksplit": 2 if logn in TUNED_HOOKCALL.get((precision, level), ()) else 1} if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()) else {}
     if clusters and key in TUNED_CLUSTER:
         return {**TUNED_CLUSTER[key], **split}
     entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))
@@ -930,7 +941,7 @@ def make_plan(precision: str, level: str, params: Mapping[str, Any]) -> Plan:
         lps.append(lp)
         S *= R
     # (a cluster plan of another launch count keeps the flag, for plan_reasons to reject)
-    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=bool(params.get("hooksplit")))
+    return Plan(precision, logn, tuple(lps), level, cluster=params[f"N{nl}"] if params.get("cluster") else 0, hooksplit=int(params.get("hooksplit", 0)))
 
 
 def plan_reasons(plan: Plan, level: str) -> list[str]:
@@ -1780,7 +1791,7 @@ PARAMS = (
     Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (TUNED_TBENC's value with the measured plans, else 1); 3 as 2 in the launches of at least TBENC3_MIN_T threads per column only", choices=(0, 1, 2, 3)),
     Param("tbseq", int, (0,), "two-sided-tb's design: 2 sequential (a thread's columns one after the other, the checksum column transformed in the common path; one-launch plans), 1 simultaneous (the unprotected kernel's data path with the checks in registers), 0 by size (sequential up to 2^TB_SEQ_MAX_LOGN)", choices=(0, 1, 2)),
     Param("prefetch", int, (0,), "the sequential levels' one-launch plans (one-sided; two-sided-tb up to 2^12) with more than one column step: 2 each step prefetches the next step's columns into L2 (one prefetch per 128-byte line), so their loads wait for L2 instead of DRAM; 1 none; 0 automatic (TUNED_PREFETCH's value with the measured plans, else 1)", choices=(0, 1, 2)),
-    Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 0 (automatic, measured plans may set 1) every block carries them", choices=(0, 1)),
+    Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 2 the same with that block's hooked body a function call of its own (its registers apart from the code the other blocks run); 0 (automatic, measured plans may set 1 or 2) every block carries them", choices=(0, 1, 2)),
 )
 
 def c_symbol(name: str) -> str:
@@ -1885,9 +1896,9 @@ class FftFamily(Family):
             r.append(f"prefetch: 2 prefetches the next column step of the sequential levels' one-launch plans (one-sided, two-sided-tb "
                      f"up to 2^{TB_SEQ_MAX_LOGN}, more than one step); this variant has none (level {level}, log n {p['logn']})")
         if p.get("hooksplit") and not v.protection.injects:
-            r.append("hooksplit: 1 places the fault hooks of injection builds; this variant has none (protection inject: false)")
+            r.append(f"hooksplit: {p['hooksplit']} places the fault hooks of injection builds; this variant has none (protection inject: false)")
         elif p.get("hooksplit") and level == "none":
-            r.append("hooksplit: 1 places the fault hooks of protected levels; this variant is unprotected")
+            r.append(f"hooksplit: {p['hooksplit']} places the fault hooks of protected levels; this variant is unprotected")
         return r
 
     def constraint_docs(self) -> list[str]:
@@ -1915,7 +1926,7 @@ class FftFamily(Family):
         head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
         if p["logn"] == 0:
             name = (head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + (f"_te{p['tbenc']}" if p.get("tbenc") else "")
-                    + (f"_pf{p['prefetch']}" if p.get("prefetch") else "") + ("_hs" if p.get("hooksplit") else ""))
+                    + (f"_pf{p['prefetch']}" if p.get("prefetch") else "") + HOOKSPLIT_TAG[p.get("hooksplit", 0)])
         else:
             q = self.resolved(v)
             nl = q["launches"]
@@ -1928,7 +1939,7 @@ class FftFamily(Family):
                 f"t{q['tcols']}",
             ] + ([f"mb{q['minb']}"] if q.get("minb") else []) + ([{1: "sm", 2: "sq"}[q["tbseq"]]] if q.get("tbseq") else []) + ([{1: "cl", 2: "cls"}[q["cluster"]]] if q.get("cluster") else []) + (
                 [{2: "te", 3: "tl"}[q["tbenc"]]] if any(lp.tb_stage for lp in lps) else []) + (
-                ["pf"] if any(lp.pf for lp in lps) else []) + (["hs"] if q.get("hooksplit") else [])
+                ["pf"] if any(lp.pf for lp in lps) else []) + ([HOOKSPLIT_TAG[q["hooksplit"]][1:]] if q.get("hooksplit") else [])
             name = head + "_" + "_".join(parts)
         return name + ("_inj" if v.protection.inject else "")
 

@@ -2045,9 +2045,26 @@ struct FftLaunch {
         body_as<false>(ctx, sts, sm, red, p, blk);
         return;
       }
+#ifndef FTGEN_EMU
+      if constexpr (C::HOOK_CALL) {
+        body_hooked(p, smem, blk);
+        return;
+      }
+#endif
     }
     body_as<INJECT>(ctx, sts, sm, red, p, blk);
   }
+#ifndef FTGEN_EMU
+  // C::HOOK_CALL (hooksplit 2): the faulted block's hooked body is a call of its own, so that its code does not share the
+  // register allocation of the body the other blocks run (stop37/ab_hookcall_2ad7f4a: fp32 2^10 / 2^13 +3%, fp64 2^15 /
+  // 2^16 / 2^24 +2%; where the callee needs more registers than the kernel's own code it raises the kernel's count: fp32
+  // 2^9 -12%, fp64 2^13 / 2^14 -5%)
+  static __device__ __noinline__ void body_hooked(const LaunchParams<T> p, unsigned char* smem, long long blk) {
+    State st;
+    DevCtx ctx;
+    body_as<true>(ctx, &st, reinterpret_cast<cx*>(smem), reinterpret_cast<double*>(smem + RED_OFFSET), p, blk);
+  }
+#endif
   template <bool HK, class Ctx>
   static FT_HD FT_INLINE void body_as(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk) {
     if constexpr (SEQ) {
@@ -2220,9 +2237,23 @@ struct FftLaunch {
         cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
         return;
       }
+#ifndef FTGEN_EMU
+      if constexpr (C::HOOK_CALL) {
+        cluster_phase2_hooked(tiles, p, blk);
+        return;
+      }
+#endif
     }
     cluster_phase2_as<INJECT>(ctx, sts, tiles, p, blk);
   }
+#ifndef FTGEN_EMU
+  template <class Tiles, class PP>
+  static __device__ __noinline__ void cluster_phase2_hooked(const Tiles tiles, const PP p, long long blk) {
+    State st;
+    DevCtx ctx;
+    cluster_phase2_as<true>(ctx, &st, tiles, p, blk);
+  }
+#endif
   template <bool HK, class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2_as(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk) {
     if constexpr (S > 1) {
@@ -2700,7 +2731,7 @@ struct FftLaunch {
     } else {
       store<BS, L>(ctx, sts, sm, p, C0, 0);
     }
-    return finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
+    return finish_checks<HK>(ctx, sts, sm, red, p, C0, kmult, attempt);
   }
 
 #ifndef FTGEN_EMU
@@ -2762,7 +2793,7 @@ struct FftLaunch {
         thread_check<RL>(st, tid, p, C0, true, kmult);
       }
       FT_EACH_END
-      const int bad = CHK ? finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
+      const int bad = CHK ? finish_checks<HK>(ctx, sts, sm, red, p, C0, kmult, attempt) : 0;
       if (!bad || attempt + 1 == ATTEMPTS) {
         store<BS, L>(ctx, sts, sm, p, C0, 0);
         break;
@@ -2876,7 +2907,7 @@ struct FftLaunch {
         FT_EACH_END
         if (!cks) store<G, 1>(ctx, sts, sm, p, C0, step * G);
       }
-      const int bad = finish_checks(ctx, sts, sm, red, p, C0, kmult, attempt);
+      const int bad = finish_checks<HK>(ctx, sts, sm, red, p, C0, kmult, attempt);
       if (!bad) break;
       FT_SYNC();  // recompute the tile from its input (outputs are rewritten); faults do not repeat
     }
@@ -3109,7 +3140,8 @@ struct FftLaunch {
 
   // Level-specific decisions after the last step; counters; returns the block-uniform
   // "recompute this tile" verdict.
-  template <class Ctx>
+  // HK: the hooked body (the body without hooks holds no fault: no vote on one)
+  template <bool HK, class Ctx>
   static FT_HD FT_INLINE int finish_checks(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long C0, double kmult,
                                            int attempt) {
     const double scale = U * sqrt(double(LOGR + 1)) * sqrt(double(R));
@@ -3230,7 +3262,7 @@ struct FftLaunch {
     }
     // ---- votes and counters (two-sided-thread set st.det / st.corr / st.bad in-line) -----------
     int had_fault = 0;
-    if constexpr (INJECT) {
+    if constexpr (INJECT && HK) {
       FT_VOTE_OR(hf, st.fkey == -2);
       had_fault = hf;
     }
