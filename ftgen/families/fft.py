@@ -741,10 +741,15 @@ TUNED_HOOKSPLIT = {
 }
 
 # hooksplit 2: the faulted block's hooked body a call of its own (FftLaunch::body_hooked), where it measured faster than
-# the hooked body inlined beside the other blocks' code (results/h100/fft/stop37/ab_hookcall_2ad7f4a, one fault per
-# transform, A/B in one run)
+# the hooked body inlined beside the other blocks' code. results/h100/fft/stop37/ab_hookcall_2ad7f4a (one fault per
+# transform, A/B in one run; B: the call at every size with the split, fp32 every size): fp32 2^7 +1.5%, 2^10 +2.7%,
+# 2^13 +2.9%, 2^21 +2.1% (with the split, which it had not taken), 2^22 / 2^23 +0.8%; fp64 2^15 +1.8%, 2^16 +1.8%, 2^24
+# +2.1%. Lost: fp32 2^9 -12%, 2^4 -2.5%, 2^6 / 2^11 / 2^12 / 2^20 -1.5..-2.4%, fp64 2^13 / 2^14 -5.5% (the callee's
+# registers raise the kernel's count where its own code needed fewer). ab_hookcall_6f9f1a4 (these sizes only, the
+# same A): fp32 2^13 +2.9%, 2^21 +2.0%, fp64 2^15 / 2^16 / 2^24 +1.5..1.9%; 2^10 -0.3% (dropped). Elsewhere that run
+# moved within 0.3% (the A/B's spread)
 TUNED_HOOKCALL = {
-    ("fp32", "two-sided-tb"): frozenset({10, 13, 21}),
+    ("fp32", "two-sided-tb"): frozenset({7, 13, 21, 22, 23}),
     ("fp64", "two-sided-tb"): frozenset({15, 16, 24}),
 }
 # name tokens of hooksplit 0, 1, 2
@@ -851,7 +856,10 @@ def resolve_params(precision: str, level: str, params: Mapping[str, Any], inject
     # the unprotected plans and their measured winners (plan_level)
     measured = not any(p.get(k) for k in PLAN_KEYS)
     if measured:
+        given_split = p.get("hooksplit")
         p.update(tuned_plan(precision, level, logn, inject, clusters))
+        if given_split:
+            p["hooksplit"] = given_split  # (the variant's own choice over the measured one)
     if not inject:
         p["hooksplit"] = 0  # (a measured plan's choice for injection builds)
     p["tbenc"] = p.get("tbenc") or auto_tbenc(precision, level, logn, measured)

@@ -26,7 +26,7 @@ struct Cfg_10_0 {
   static constexpr int CLUSTER = 0;
   static constexpr double P2_BOUND = 0.0;
   static constexpr bool CL_SCATTER = false;
-  static constexpr bool HOOK_SPLIT = true;
+  static constexpr bool HOOK_SPLIT = true, HOOK_CALL = false;
   static constexpr bool TB_STAGE = false, TB_STAGE_OUT = false;
 };
 using Launch_10_0 = ftfft::FftLaunch<Cfg_10_0>;
