@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -482,13 +483,15 @@ def test_hook_split_sizes_replay_the_recorded_search():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(3, 25):
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
-            assert auto.endswith("_hs_inj") == (logn in sizes), auto
+            calls = logn in F.TUNED_HOOKCALL.get((prec, level), ())
+            assert auto.endswith("_hs_inj") == (logn in sizes and not calls), auto
+            assert auto.endswith("_hc_inj") == calls, auto
             s80 = load_spec_text(f"name: t\nfamily: fft\narch: [sm_80]\nprecision: {prec}\nprotection: {prot}\nparams: {{logn: {logn}}}\n", "t.yaml")
-            assert not s80.variants[0].name.endswith("_hs_inj")
+            assert not s80.variants[0].name.endswith(("_hs_inj", "_hc_inj"))
             clean = _variant_name(prec, f"{{scheme: abft, level: {level}}}", f"{{logn: {logn}}}")
-            assert "_hs" not in clean
-            if "_cl_" in auto:
-                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs)
+            assert "_hs" not in clean and "_hc" not in clean
+            if "_cl_" in auto or calls:
+                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs; TUNED_HOOKCALL: the next test)
             # (the search of the split was before tbenc and prefetch)
             hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj")
             split = hooked.replace("_inj", "_hs_inj")
@@ -498,7 +501,36 @@ def test_hook_split_sizes_replay_the_recorded_search():
             a, b = both[-1][(split, n)], both[-1][(hooked, n)]
             assert (a > b) == (logn in sizes), (split, a, hooked, b)
             checked += 1
-    assert checked >= 36
+    assert checked >= 28
+
+
+def _ab_ratios(folder: str) -> dict[tuple[str, int], float]:
+    """{(precision, log n): B / A} of a recorded A/B (gpu_fft_ab.sh's summary.txt, the automatic plans)."""
+    out, prec = {}, None
+    for line in (REPO / "results" / "h100" / "fft" / folder / "summary.txt").read_text().splitlines():
+        if line.startswith("fft_"):
+            prec = "fp32" if "_f32_" in line else "fp64"
+        elif prec and re.match(r"\s+\d+ ", line):
+            f = line.split()
+            out[(prec, int(f[0]))] = float(f[3])
+    return out
+
+
+def test_hook_call_sizes_replay_the_recorded_ab():
+    """TUNED_HOOKCALL: the hook split's faulted block runs its hooked body as a call of its own (hooksplit 2) exactly where
+    every recorded A/B whose B made that call there measured B more than 0.7% faster than A (the hooked body inlined, or at
+    fp32 2^21 no split; twice the spread those A/Bs showed where nothing changed), one fault per transform."""
+    # B made the call: 2ad7f4a at every size with the split (fp32: every size), 6f9f1a4 at its TUNED_HOOKCALL
+    runs = [(_ab_ratios("stop37/ab_hookcall_2ad7f4a"), {"fp32": set(range(3, 25)), "fp64": set(range(3, 25))}),
+            (_ab_ratios("stop37/ab_hookcall_6f9f1a4"), {"fp32": {10, 13, 21}, "fp64": {15, 16, 24}})]
+    assert all(len(r) == 44 for r, _ in runs)
+    for prec in ("fp32", "fp64"):
+        calls = F.TUNED_HOOKCALL[(prec, "two-sided-tb")]
+        assert calls <= F.TUNED_HOOKSPLIT[(prec, "two-sided-tb")]
+        for logn in range(3, 25):
+            measured = [r[(prec, logn)] for r, made in runs if logn in made[prec]]
+            assert measured, (prec, logn)
+            assert (min(measured) > 1.007) == (logn in calls), (prec, logn, measured)
 
 
 def test_tbenc_sizes_replay_the_recorded_search():
@@ -519,6 +551,9 @@ def test_tbenc_sizes_replay_the_recorded_search():
         name = plain[: -len(tail)] + tags[value] + tail
         return [rows[(name, n)] / rows[(plain, n)] for rows in runs if (name, n) in rows and (plain, n) in rows]
 
+    def untagged(name: str) -> str:
+        return name.replace("_te_", "_").replace("_tl_", "_")
+
     # the staged encodings' gains on the two-column cluster plans (names `_t2_cl_`) of the searches
     cl_gains = [rows[(k, n)] / rows[(k.replace("_cl_te_", "_cl_"), n)]
                 for rows in runs for (k, n) in rows if "_t2_cl_te_" in k and (k.replace("_cl_te_", "_cl_"), n) in rows]
@@ -527,6 +562,11 @@ def test_tbenc_sizes_replay_the_recorded_search():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(13, 25):
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+            if auto.endswith("_hc_inj"):
+                # (TUNED_HOOKCALL came after these searches, which measured the plan with the split or without it; one-launch
+                # sizes have no staged encodings to measure)
+                auto = next((a for a in (auto[:-7] + "_hs_inj", auto[:-7] + "_inj")
+                             if any(untagged(k) == untagged(a) for rows in runs for k, _ in rows)), auto[:-7] + "_hs_inj")
             value = sizes.get(logn, 1)
             plain = auto
             for v, tag in tags.items():
@@ -627,7 +667,7 @@ def test_clean_builds_take_the_measured_plans_and_beat_the_former_clean_plans():
     for logn, former in ((13, {"n1": 32, "minb": 1}), (14, {"n1": 16, "minb": 1})):
         clean = _variant_name("fp32", clean_prot, f"{{logn: {logn}}}")
         injected = _variant_name("fp32", inj_prot, f"{{logn: {logn}}}")
-        assert injected.replace("_hs_inj", "").replace("_inj", "") == clean  # the same plan
+        assert injected.replace("_hs_inj", "").replace("_hc_inj", "").replace("_inj", "") == clean  # the same plan
         old = _keys_name("fp32", clean_prot, {"logn": logn, **former})
         n = 1 << logn
         assert old != clean and (clean, n) in rows and (old, n) in rows, (clean, old)
