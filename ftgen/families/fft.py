@@ -833,12 +833,14 @@ def plan_level(level: str, logn: int, tbseq: int = 0) -> str:
 
 def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
     """The measured winner's plan keys for a size (the two-sided-tb cluster plans of TUNED_CLUSTER first; injection builds
-    add TUNED_HOOKSPLIT's split), or {}. The simultaneous
+    add TUNED_HOOKSPLIT's split, as a call where TUNED_HOOKCALL says), or {}. The simultaneous
     two-sided-tb takes the unprotected plan, except an unprotected cluster plan (the rules' plan); `clusters` False (a
     build for an architecture before sm_90): TUNED's plan or the rules' instead of a cluster plan, hooks in every
     block."""
     key = (precision, level, logn)
-    split = {"hooksplit": 2 if logn in TUNED_HOOKCALL.get((precision, level), ()) else 1} if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()) else {}
+    split = {}
+    if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()):
+        split = {"hooksplit": 2 if logn in TUNED_HOOKCALL.get((precision, level), ()) else 1}
     if clusters and key in TUNED_CLUSTER:
         return {**TUNED_CLUSTER[key], **split}
     entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))

@@ -2056,9 +2056,9 @@ struct FftLaunch {
   }
 #ifndef FTGEN_EMU
   // C::HOOK_CALL (hooksplit 2): the faulted block's hooked body is a call of its own, so that its code does not share the
-  // register allocation of the body the other blocks run (stop37/ab_hookcall_2ad7f4a: fp32 2^10 / 2^13 +3%, fp64 2^15 /
-  // 2^16 / 2^24 +2%; where the callee needs more registers than the kernel's own code it raises the kernel's count: fp32
-  // 2^9 -12%, fp64 2^13 / 2^14 -5%)
+  // register allocation of the body the other blocks run (stop37/ab_hookcall_*: fp32 2^13 / 2^21 +2-3%, fp64 2^15 / 2^16
+  // / 2^24 +2%; where the callee needs more registers than the kernel's own code it raises the kernel's count: fp32 2^9
+  // -12%, fp64 2^13 / 2^14 -5%). Which sizes: TUNED_HOOKCALL in fft.py
   static __device__ __noinline__ void body_hooked(const LaunchParams<T> p, unsigned char* smem, long long blk) {
     State st;
     DevCtx ctx;
