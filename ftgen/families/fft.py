@@ -33,7 +33,7 @@ each fused DFT ``y = F z`` on its own: ``e^T y = N_L z_0`` and ``((k+1)_k)^T y =
 an output error is located by the quotient of the two residuals and replaced, anything else recomputes the DFT
 from the tiles (``FftModel._fused_checked``). ``hooksplit: 1`` (injection builds of a protected
 level): only the blocks the fault plan gives a fault carry the fault hooks; ``hooksplit: 2`` the same with that block's
-hooked body a function call of its own.
+hooked body a function call of its own; ``hooksplit: 3`` that block in a kernel of its own beside the launch.
 
 Protection (``protection.scheme: abft``), per launch and column, under the single-event upset model
 (one fault per check):
@@ -448,7 +448,7 @@ class Plan:
     launches: tuple[LaunchPlan, ...]
     level: str = "none"
     cluster: int = 0  # the size of the fused last launch (cluster plans), else 0
-    hooksplit: int = 0  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT); 2: that block's body a call of its own (HOOK_CALL)
+    hooksplit: int = 0  # injection builds: the fault hooks only in the blocks with a planned fault (FftLaunch::body, HOOK_SPLIT); 2: that block's body a call of its own (HOOK_CALL); 3: a kernel of its own (kernels.cu.j2)
 
     @property
     def N(self) -> int:
@@ -752,8 +752,13 @@ TUNED_HOOKCALL = {
     ("fp32", "two-sided-tb"): frozenset({7, 13, 21, 22, 23}),
     ("fp64", "two-sided-tb"): frozenset({15, 16, 24}),
 }
-# name tokens of hooksplit 0, 1, 2
-HOOKSPLIT_TAG = {0: "", 1: "_hs", 2: "_hc"}
+# hooksplit 3: the faulted block in a kernel of its own beside the launch's kernel of the other blocks (A/B pending)
+TUNED_HOOKKERNEL = {
+    ("fp32", "two-sided-tb"): frozenset(range(3, 25)),
+    ("fp64", "two-sided-tb"): frozenset(range(3, 25)),
+}
+# name tokens of hooksplit 0, 1, 2, 3
+HOOKSPLIT_TAG = {0: "", 1: "_hs", 2: "_hc", 3: "_hk"}
 
 
 # Builds without injection code take the injection builds' measured plans. Until stop 36 fp32 2^13 / 2^14 had their own
@@ -839,7 +844,9 @@ def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clus
     block."""
     key = (precision, level, logn)
     split = {}
-    if inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()):
+    if inject and clusters and logn in TUNED_HOOKKERNEL.get((precision, level), ()):
+        split = {"hooksplit": 3}
+    elif inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()):
         split = {"hooksplit": 2 if logn in TUNED_HOOKCALL.get((precision, level), ()) else 1}
     if clusters and key in TUNED_CLUSTER:
         return {**TUNED_CLUSTER[key], **split}
@@ -1801,7 +1808,7 @@ PARAMS = (
     Param("tbenc", int, (0,), "two-sided-tb with the simultaneous design (multi-launch plans): 2 the input-side encodings in the staged load (a thread sums the adjacent columns it loads before the table read and the products) and, in launches without launch twiddles, the output side in the staged store, the prefilter deciding on the block's sums; 1 each thread encodes its own columns, the prefilter per column group; 0 automatic (TUNED_TBENC's value with the measured plans, else 1); 3 as 2 in the launches of at least TBENC3_MIN_T threads per column only", choices=(0, 1, 2, 3)),
     Param("tbseq", int, (0,), "two-sided-tb's design: 2 sequential (a thread's columns one after the other, the checksum column transformed in the common path; one-launch plans), 1 simultaneous (the unprotected kernel's data path with the checks in registers), 0 by size (sequential up to 2^TB_SEQ_MAX_LOGN)", choices=(0, 1, 2)),
     Param("prefetch", int, (0,), "the sequential levels' one-launch plans (one-sided; two-sided-tb up to 2^12) with more than one column step: 2 each step prefetches the next step's columns into L2 (one prefetch per 128-byte line), so their loads wait for L2 instead of DRAM; 1 none; 0 automatic (TUNED_PREFETCH's value with the measured plans, else 1)", choices=(0, 1, 2)),
-    Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 2 the same with that block's hooked body a function call of its own (its registers apart from the code the other blocks run); 0 (automatic, measured plans may set 1 or 2) every block carries them", choices=(0, 1, 2)),
+    Param("hooksplit", int, (0,), "injection builds of a protected level: 1 only the threadblocks the fault plan gives a fault carry the fault hooks, the others run the code of the build without injection code (a caller that names the faulted block, ftgen_fft_problem::fault_block_hint, spares them the fault table's read); 2 the same with that block's hooked body a function call of its own (its registers apart from the code the other blocks run); 3 the faulted block (its cluster in cluster plans) in a kernel of its own on a second stream beside the launch's kernel of the other blocks, which holds no hooked code (faults the caller does not name: the split kernel over every block); 0 (automatic, measured plans may set 1 or 2) every block carries them", choices=(0, 1, 2, 3)),
 )
 
 def c_symbol(name: str) -> str:

@@ -880,6 +880,32 @@ inline int launch_fault_blk(long long hint, long long offset, long long grid) {
   return hint - 1 >= offset && hint - 1 < offset + grid ? static_cast<int>(hint - offset) : -1;
 }
 
+#ifndef FTGEN_EMU
+// hooksplit 3: the launch holding the planned fault runs its faulted block (its cluster in cluster plans) as a kernel of
+// its own on a second stream, forked from and joined to the caller's stream by events, beside the launch's kernel of
+// the other blocks. One stream and event pair per host thread and device, created at first use.
+struct AuxStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  cudaError_t status = cudaErrorNotReady;  // (cudaErrorNotReady: not created yet)
+};
+inline cudaError_t aux_stream(AuxStream** out) {
+  thread_local AuxStream aux[64];
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+  AuxStream& a = aux[dev];
+  if (a.status == cudaErrorNotReady) {
+    a.status = cudaStreamCreateWithFlags(&a.stream, cudaStreamNonBlocking);
+    if (a.status == cudaSuccess) a.status = cudaEventCreateWithFlags(&a.fork, cudaEventDisableTiming);
+    if (a.status == cudaSuccess) a.status = cudaEventCreateWithFlags(&a.join, cudaEventDisableTiming);
+  }
+  *out = &a;
+  return a.status;
+}
+#endif
+
 // the hint of a fault plan (blocks over all launches): none, the block of a single fault, or unknown
 inline long long fault_block_hint(const ftgen::FaultSpec* faults, size_t count) {
   return count == 0 ? -1 : count == 1 ? static_cast<long long>(faults[0].block) + 1 : 0;
@@ -2036,10 +2062,15 @@ struct FftLaunch {
   // fault_blk, the kernel's second parameter, without a memory access; only when the caller gave no hint does each
   // block read its fault-table entry, a dependent load before any work (stop 31, when every block read it: fp32 lost
   // 1-3% at 2^15-2^24; reading it after the block's data loads lost everywhere, search_hooks_888c566.jsonl).
-  template <class Ctx>
+  // PLAIN (hooksplit 3's launch kernel, whose caller runs the faulted block in a kernel of its own): the body without hooks
+  template <bool PLAIN = false, class Ctx>
   static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk, int fault_blk = 0) {
     cx* sm = reinterpret_cast<cx*>(smem);
     double* red = reinterpret_cast<double*>(smem + RED_OFFSET);
+    if constexpr (PLAIN) {
+      body_as<false>(ctx, sts, sm, red, p, blk);
+      return;
+    }
     if constexpr (INJECT && C::HOOK_SPLIT) {
       if (!block_faulted(p, blk, fault_blk)) {
         body_as<false>(ctx, sts, sm, red, p, blk);
@@ -2146,7 +2177,7 @@ struct FftLaunch {
       (void)ctx, (void)sts, (void)tiles, (void)p, (void)blk;
     }
   }
-  template <class Ctx>
+  template <bool PLAIN = false, class Ctx>
   static FT_HD FT_INLINE void cluster_phase1(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk, int fault_blk = 0) {
     static_assert(CL > 1 && (LEVEL == 0 || CLTB) && !SEQ && MP == CL && (S > 1 ? S % BS == 0 : CL % BS == 0 && CLB > 1),
                   "cluster plans: unprotected or the simultaneous two-sided-tb");
@@ -2154,7 +2185,7 @@ struct FftLaunch {
     cx* sm = reinterpret_cast<cx*>(smem);
     if constexpr (CLTB) {
       // the launch's two-sided-tb (checks, rare path, recomputation) with its outputs left in the tile
-      body(ctx, sts, smem, p, blk, fault_blk);
+      body<PLAIN>(ctx, sts, smem, p, blk, fault_blk);
       return;
     }
     const long long C0 = cluster_c0(blk);
@@ -2230,8 +2261,12 @@ struct FftLaunch {
   // phase 2. tiles(j): the shared tile of the cluster's block j (rank j: columns m in [j BS, (j+1) BS) of two-launch
   // plans, m = j of three-launch ones), mapped at each use (an array of the mapped pointers had ptxas spill 24 bytes in
   // the 1024-thread kernels)
-  template <class Ctx, class Tiles, class PP>
+  template <bool PLAIN = false, class Ctx, class Tiles, class PP>
   static FT_HD FT_INLINE void cluster_phase2(Ctx& ctx, State* sts, const Tiles& tiles, const PP& p, long long blk, int fault_blk = 0) {
+    if constexpr (PLAIN) {
+      cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
+      return;
+    }
     if constexpr (INJECT && C::HOOK_SPLIT) {  // (see body)
       if (!block_faulted(p, blk, fault_blk)) {
         cluster_phase2_as<false>(ctx, sts, tiles, p, blk);
