@@ -130,6 +130,56 @@ def test_nvcc_compiles_the_cluster_plans(tmp_path):
         assert len(kernels) == 1 and int(kernels[0][2]) <= (512 if "abft" in rel else 64), (rel, log)
 
 
+HOOKKERNEL_SPEC = textwrap.dedent(
+    """
+    name: compile_fft_hookkernel
+    family: fft
+    arch: [sm_90]
+    protection: {scheme: abft, level: two-sided-tb}
+    variants:
+      - {precision: fp32, params: {logn: 14, launches: 2}}
+      - {precision: fp32, protection: {inject: true}, params: {logn: 14, launches: 2, hooksplit: 3}}
+      - {precision: fp64, params: {logn: 20}}
+      - {precision: fp64, protection: {inject: true}, params: {logn: 20, hooksplit: 3}}
+    """
+)
+
+
+def test_nvcc_hook_kernel_builds_keep_the_launch_kernels_of_the_build_without_injection_code(tmp_path):
+    """hooksplit 3: each launch has its kernel of the blocks without a fault (k_*, no hooked code: registers and spills as
+    the build without injection code has them at fp32 2^14) and the faulted block's (kh_*, from a given block on; a whole cluster in
+    the cluster plans), which the launcher runs on a second stream forked from and joined to the caller's."""
+    nvcc = find_nvcc()
+    s = load_spec_text(HOOKKERNEL_SPEC, "compile_fft_hookkernel.yaml")
+    names = [v.name for v in s.variants]
+    assert names[1].endswith("_hk_inj") and names[3].endswith("_cl_hk_inj") and names[1][: -len("_hk_inj")] == names[0]
+    files, _ = render_spec(s)
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    kern = {v: next(rel for rel in files if rel.startswith(v + "/") and re.search(r"_k\d+\.cu$", rel)) for v in names}
+    for v in names[1::2]:
+        src = files[kern[v]]
+        assert src.count("__global__") == 4 and "kh_" in src and "cudaStreamWaitEvent(stream, aux->join, 0)" in src, v
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        logs = dict(zip(names, ex.map(lambda v: _nvcc_ptxas(nvcc, tmp_path, kern[v], "sm_90"), names)))
+
+    def launch_kernels(log: str) -> dict[str, tuple[int, int]]:
+        """{k_L_I: (registers, spill store bytes)} of the launches' kernels (not kh_*, not the rare paths' calls)"""
+        out = {}
+        for m in re.finditer(r"Compiling entry function '\S*?(k_\d+_\d)EN[^']*'.*?(\d+) bytes spill stores.*?Used (\d+) registers", log, re.S):
+            if "kh_" not in m.group(0).split("'")[1]:
+                out[m.group(1)] = (int(m.group(3)), int(m.group(2)))
+        return out
+
+    a, b = launch_kernels(logs[names[0]]), launch_kernels(logs[names[1]])
+    assert len(a) == 2 and a == b, (a, b)
+    # (fp64 2^20's cluster plan: the false-alarm counts injection builds keep beside the fused DFTs' and the finish's
+    # detections move ptxas's allocation, 84 / 44 spill bytes against 120 / 36 at 128 registers)
+    a, b = launch_kernels(logs[names[2]]), launch_kernels(logs[names[3]])
+    assert len(a) == 2 and a.keys() == b.keys() and all(b[k][0] == a[k][0] and b[k][1] <= 2 * a[k][1] for k in a), (a, b)
+
+
 def test_sass_of_the_unprotected_kernel(tmp_path):
     nvcc = find_nvcc()
     cuobjdump = shutil.which("cuobjdump") or str(Path(nvcc).parent / "cuobjdump")
