@@ -2,7 +2,7 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbenc|tbcols|large|big|mix|cluster|tbcluster]   (ncu_fft_*.txt: one report per size
+# Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbenc|tbcols|large|big|mix|cluster|tbcluster|source]   (ncu_fft_*.txt: one report per size
 # (LOGNS: the sizes of the tb / tb64 modes, default 12 and 20); mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
@@ -11,9 +11,13 @@
 # two-sided-tb injection builds of 2^12 (one launch) and 2^20 (two launches) beside the unprotected ones, with
 # the warp stall reasons (tb64: the same in fp64; tbenc: two-sided-tb with tbenc 1 and 2 at LOGNS, default 16 and 20); tbcols: two-sided-tb 2^20 with two and four columns per thread;
 # cluster: the unprotected fp32 2^14 (one launch) and 2^15 / fp64 2^14 (cluster plans), stall reasons as in tb; tbcluster:
-# the two-sided-tb cluster kernels of fp32 2^15 (4096 x 8) beside the unprotected one, and fp64 2^14 (4096 x 4, radix 8))
+# the two-sided-tb cluster kernels of fp32 2^15 (4096 x 8) beside the unprotected one, and fp64 2^14 (4096 x 4, radix 8);
+# source: where a kernel's instructions go, per source line and per SASS instruction, Nsight Compute's source counters (the
+# builds carry -lineinfo) of one launch k_<logn>_<LAUNCH> (default 0) of each variant in VARIANTS (a YAML flow list's
+# entries; default the fp32 two-sided-tb injection builds of 2^13 and 2^22), exported as CSV: src_<variant>.{ncu-rep,
+# cuda.csv,sass.csv}, cuda per line of the core header, sass per instruction with its line)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster|tbcluster]}
+out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster|tbcluster|source]}
 which=${2:-none}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
@@ -29,6 +33,7 @@ case "$which" in
   cluster) variants="[{protection: {scheme: none}, params: {logn: [14, 15]}}, {precision: fp64, protection: {scheme: none}, params: {logn: 14}}]" ;;
   big) variants="[{protection: {scheme: none}, params: {logn: [13, 23]}}, {protection: {scheme: none}, params: {logn: 23, launches: 2, bs1: 4, bs2: 8}}]" ;;
   large) variants="[{protection: {scheme: none}, params: {logn: 22}}, {precision: fp64, protection: {scheme: none}, params: {logn: [20, 21]}}]" ;;
+  source) variants="[${VARIANTS:-"{protection: $tb, params: {logn: [13, 22]}}"}]" ;;
   *) variants="[{protection: {scheme: none}, params: {logn: [14, 20]}}]" ;;
 esac
 cat > "$out/fft_ncu.yaml" <<Y
@@ -74,6 +79,17 @@ for exe in $gen/fft_ncu/bin/*; do
   # ran at 2^26)
   logn=$(echo "$name" | sed -E 's/.*_logn([0-9]+)_.*/\1/'); tot=26; case "$name" in *f64*) tot=25 ;; esac
   shape=$((1 << logn))x$((1 << (tot - logn)))
+  if [ "$which" = source ]; then
+    rep="$out/src_$name"
+    ncu --kernel-name "regex:k_${logn}_${LAUNCH:-0}" --launch-count 1 --section SourceCounters --section SpeedOfLight \
+      --import-source yes -o "$rep" -f "$exe" --shapes $shape --reps 1 --warmup 0 > "$rep.log" 2>&1
+    echo "$name rc=$?"
+    for what in cuda sass; do
+      ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"
+      echo "  $what: $(wc -l < "$rep.$what.csv") lines"
+    done
+    continue
+  fi
   # the first kernels named k_* (ours: the verified transform) or *fft* (cuFFT's reference transform)
   ncu --kernel-name regex:'k_|fft' $sections $metrics "$exe" --shapes $shape --reps 1 --warmup 0 \
     > "$out/${report}_${name}.txt" 2>&1

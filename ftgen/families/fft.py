@@ -839,6 +839,15 @@ def plan_level(level: str, logn: int, tbseq: int = 0) -> str:
     return "none" if level == "two-sided-tb" and not tb_sequential(logn, tbseq) else level
 
 
+def tuned_hooksplit(precision: str, level: str, logn: int) -> int:
+    """The measured hooksplit value of an sm_90 injection build at a size: 3 (TUNED_HOOKKERNEL), 2 (TUNED_HOOKCALL, within
+    TUNED_HOOKSPLIT), 1 (TUNED_HOOKSPLIT), else 0."""
+    def at(table: dict) -> bool:
+        return logn in table.get((precision, level), ())
+
+    return 3 if at(TUNED_HOOKKERNEL) else (2 if at(TUNED_HOOKCALL) else 1) if at(TUNED_HOOKSPLIT) else 0
+
+
 def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clusters: bool = True) -> dict:
     """The measured winner's plan keys for a size (the two-sided-tb cluster plans of TUNED_CLUSTER first; injection builds
     add TUNED_HOOKSPLIT's split, as a call where TUNED_HOOKCALL says), or {}. The simultaneous
@@ -846,11 +855,8 @@ def tuned_plan(precision: str, level: str, logn: int, inject: bool = False, clus
     build for an architecture before sm_90): TUNED's plan or the rules' instead of a cluster plan, hooks in every
     block."""
     key = (precision, level, logn)
-    split = {}
-    if inject and clusters and logn in TUNED_HOOKKERNEL.get((precision, level), ()):
-        split = {"hooksplit": 3}
-    elif inject and clusters and logn in TUNED_HOOKSPLIT.get((precision, level), ()):
-        split = {"hooksplit": 2 if logn in TUNED_HOOKCALL.get((precision, level), ()) else 1}
+    hs = tuned_hooksplit(precision, level, logn) if inject and clusters else 0
+    split = {"hooksplit": hs} if hs else {}
     if clusters and key in TUNED_CLUSTER:
         return {**TUNED_CLUSTER[key], **split}
     entry = TUNED.get(key, TUNED.get((precision, plan_level(level, logn), logn), {}))
