@@ -40,7 +40,7 @@ def test_names_encode_the_resolved_plan():
     (v,) = vs
     # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's TUNED_CLUSTER: three launches, the last inside the
     # second, two columns per thread)
-    assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N256x512x4_n8x8x4_bs16x4x1_t2_cl_hs_inj"
+    assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N256x512x4_n8x8x4_bs16x4x1_t2_cl_hk_inj"
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 10}\n")
     # fp32 2^10 takes its measured plan, the simultaneous design (tbseq: 1) with two columns per block
     assert [v.name for v in vs] == ["fft_c2c_f32_abft-2sided-tb_fwd_logn10_N1024_n16_bs2_t1_sm"]
@@ -336,6 +336,16 @@ def _variant_name(prec: str, prot: str, params: str) -> str:
     return load_spec_text(f"name: t\nfamily: fft\narch: [sm_90]\nprecision: {prec}\nprotection: {prot}\nparams: {params}\n", "t.yaml").variants[0].name
 
 
+def _before_hk(prec: str, logn: int, name: str) -> str:
+    """The name the searches before TUNED_HOOKKERNEL measured for an automatic two-sided-tb injection build: its `_hk`
+    token as the hook split of TUNED_HOOKCALL / TUNED_HOOKSPLIT at that size (the plans are otherwise the same)."""
+    if not name.endswith("_hk_inj"):
+        return name
+    key = (prec, "two-sided-tb")
+    tag = "_hc" if logn in F.TUNED_HOOKCALL[key] else "_hs" if logn in F.TUNED_HOOKSPLIT[key] else ""
+    return name[: -len("_hk_inj")] + tag + "_inj"
+
+
 def _keys_name(prec: str, prot: str, keys: dict) -> str:
     """The sm_90 variant name of the plan keys `keys`."""
     return _variant_name(prec, prot, "{" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}")
@@ -396,7 +406,7 @@ def test_automatic_plans_beat_the_stop36_alternatives():
     runs = _recorded_searches(*(f"stop36/search_weak36{x}_*/search_weak36{x}.jsonl" for x in ("", "b", "c")))
     assert len(runs) == 3
     prot = "{scheme: abft, level: two-sided-tb, inject: true}"
-    autos = {(prec, logn): _variant_name(prec, prot, f"{{logn: {logn}}}") for prec in ("fp32", "fp64") for logn in range(3, 25)}
+    autos = {(prec, logn): _before_hk(prec, logn, _variant_name(prec, prot, f"{{logn: {logn}}}")) for prec in ("fp32", "fp64") for logn in range(3, 25)}
     checked = 0
     for _, ratios in runs:
         for prec, tag in (("fp32", "_c2c_f32_"), ("fp64", "_z2z_f64_")):
@@ -483,17 +493,20 @@ def test_hook_split_sizes_replay_the_recorded_search():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(3, 25):
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
-            calls = logn in F.TUNED_HOOKCALL.get((prec, level), ())
-            assert auto.endswith("_hs_inj") == (logn in sizes and not calls), auto
+            kernel = logn in F.TUNED_HOOKKERNEL.get((prec, level), ())
+            calls = logn in F.TUNED_HOOKCALL.get((prec, level), ()) and not kernel
+            assert auto.endswith("_hs_inj") == (logn in sizes and not calls and not kernel), auto
             assert auto.endswith("_hc_inj") == calls, auto
+            assert auto.endswith("_hk_inj") == kernel, auto
             s80 = load_spec_text(f"name: t\nfamily: fft\narch: [sm_80]\nprecision: {prec}\nprotection: {prot}\nparams: {{logn: {logn}}}\n", "t.yaml")
-            assert not s80.variants[0].name.endswith(("_hs_inj", "_hc_inj"))
+            assert not s80.variants[0].name.endswith(("_hs_inj", "_hc_inj", "_hk_inj"))
             clean = _variant_name(prec, f"{{scheme: abft, level: {level}}}", f"{{logn: {logn}}}")
-            assert "_hs" not in clean and "_hc" not in clean
+            assert "_hs" not in clean and "_hc" not in clean and "_hk" not in clean
             if "_cl_" in auto or calls:
-                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs; TUNED_HOOKCALL: the next test)
+                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs; TUNED_HOOKCALL: the test below)
+            # (TUNED_HOOKKERNEL's sizes, the test below: TUNED_HOOKSPLIT still holds the search's record there)
             # (the search of the split was before tbenc and prefetch)
-            hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj")
+            hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj").replace("_hk_inj", "_inj")
             split = hooked.replace("_inj", "_hs_inj")
             n = 1 << logn
             both = [ratios for _, ratios in runs if (hooked, n) in ratios and (split, n) in ratios]
@@ -533,6 +546,25 @@ def test_hook_call_sizes_replay_the_recorded_ab():
             assert (min(measured) > 1.007) == (logn in calls), (prec, logn, measured)
 
 
+def test_hook_kernel_sizes_replay_the_recorded_ab():
+    """TUNED_HOOKKERNEL: the faulted block runs in a kernel of its own on a second stream (hooksplit 3, names `_hk`) exactly
+    where every recorded A/B whose B did so there measured B more than 0.7% faster than A (the measured hooksplit 0 / 1 /
+    2), one fault per transform; it wins over TUNED_HOOKCALL and TUNED_HOOKSPLIT, and only sm_90 injection builds take it."""
+    # B at every size: ab_hkprio_c3e8877 (fp32 only) and ab_hkprio2_c3e8877 (the aux stream of the greatest priority; the
+    # first A/B, ab_hk_c3e8877, ran it on a stream of default priority: another kernel launch order, not this build)
+    every = set(range(3, 25))
+    runs = [(_ab_ratios("stop38/ab_hkprio_c3e8877"), {"fp32": every, "fp64": set()}),
+            (_ab_ratios("stop38/ab_hkprio2_c3e8877"), {"fp32": every, "fp64": every})]
+    assert [len(r) for r, _ in runs] == [22, 44]
+    for prec in ("fp32", "fp64"):
+        kernel = F.TUNED_HOOKKERNEL[(prec, "two-sided-tb")]
+        for logn in range(3, 25):
+            measured = [r[(prec, logn)] for r, made in runs if logn in made[prec]]
+            assert measured, (prec, logn)
+            assert (min(measured) > 1.007) == (logn in kernel), (prec, logn, measured)
+            assert F.tuned_hooksplit(prec, "two-sided-tb", logn) == (3 if logn in kernel else 2 if logn in F.TUNED_HOOKCALL[(prec, "two-sided-tb")] else 1 if logn in F.TUNED_HOOKSPLIT[(prec, "two-sided-tb")] else 0)
+
+
 def test_tbenc_sizes_replay_the_recorded_search():
     """TUNED_TBENC: the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
     64 threads per column, `_tl`) exactly where that value measured more than 1% faster than each thread encoding its own
@@ -561,7 +593,7 @@ def test_tbenc_sizes_replay_the_recorded_search():
     for (prec, level), sizes in F.TUNED_TBENC.items():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(13, 25):
-            auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
+            auto = _before_hk(prec, logn, _variant_name(prec, prot, f"{{logn: {logn}}}"))
             if auto.endswith("_hc_inj"):
                 # (TUNED_HOOKCALL came after these searches, which measured the plan with the split or without it; one-launch
                 # sizes have no staged encodings to measure)

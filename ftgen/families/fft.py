@@ -752,13 +752,19 @@ TUNED_HOOKCALL = {
     ("fp32", "two-sided-tb"): frozenset({7, 13, 21, 22, 23}),
     ("fp64", "two-sided-tb"): frozenset({15, 16, 24}),
 }
-# hooksplit 3: the faulted block (its cluster) in a kernel of its own on a second stream beside the launch's kernel of the
-# other blocks, whose code is then that of the build without injection code (stop37/fault_cost_e8c0cf7: the injection
-# builds ran up to 6% below those with no fault at all). Not measured yet (stop 37's device time ended): no size takes it.
-# The A/B: these sets at range(3, 25), `bash scripts/gpu_fft_ab.sh OUT ALT '*_auto_inj'` against the tree without them
+# hooksplit 3: the faulted block (its cluster) in a kernel of its own on a second stream of the greatest priority beside
+# the launch's kernel of the other blocks, whose code is then that of the build without injection code
+# (stop37/fault_cost_e8c0cf7: the injection builds ran up to 6% below those with no fault at all), where every A/B that
+# measured it there had it more than 0.7% faster than the measured hooksplit 0 / 1 / 2 (one fault per transform, A the
+# tree without it, B this at every size): results/h100/fft/stop38/ab_hkprio_c3e8877 (fp32) and ab_hkprio2_c3e8877:
+# fp32 2^15-2^20 +2.4..+5.0%, 2^23 / 2^24 +2.1..+2.5%; fp64 2^10 +0.9%, 2^15 / 2^16 +1.7 / +2.2%, 2^19 / 2^20 +2.1..+2.5%,
+# 2^23 +6.1%.
+# Lost: fp32 2^11 / 2^12 -7..-9%, 2^5 / 2^10 -2%, fp64 2^13 / 2^14 -4%, 2^17 -2.3% (the faulted block's own kernel and the
+# fork and join cost more than the code without hooks gains). On a stream of default priority (stop38/ab_hk_c3e8877) it lost
+# at almost every size (the faulted block's kernel dispatched after the other blocks' kernel, at the end of the launch)
 TUNED_HOOKKERNEL: dict[tuple[str, str], frozenset[int]] = {
-    ("fp32", "two-sided-tb"): frozenset(),
-    ("fp64", "two-sided-tb"): frozenset(),
+    ("fp32", "two-sided-tb"): frozenset({15, 16, 17, 18, 19, 20, 23, 24}),
+    ("fp64", "two-sided-tb"): frozenset({10, 15, 16, 19, 20, 23}),
 }
 # name tokens of hooksplit 0, 1, 2, 3
 HOOKSPLIT_TAG = {0: "", 1: "_hs", 2: "_hc", 3: "_hk"}

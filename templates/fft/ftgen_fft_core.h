@@ -897,7 +897,10 @@ inline cudaError_t aux_stream(AuxStream** out) {
   if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
   AuxStream& a = aux[dev];
   if (a.status == cudaErrorNotReady) {
-    a.status = cudaStreamCreateWithFlags(&a.stream, cudaStreamNonBlocking);
+    // the greatest priority: the faulted block's kernel dispatched before the other blocks' kernel fills the GPU
+    int least = 0, greatest = 0;
+    a.status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (a.status == cudaSuccess) a.status = cudaStreamCreateWithPriority(&a.stream, cudaStreamNonBlocking, greatest);
     if (a.status == cudaSuccess) a.status = cudaEventCreateWithFlags(&a.fork, cudaEventDisableTiming);
     if (a.status == cudaSuccess) a.status = cudaEventCreateWithFlags(&a.join, cudaEventDisableTiming);
   }
