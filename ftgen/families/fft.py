@@ -761,7 +761,8 @@ TUNED_HOOKCALL = {
 # 2^23 +6.1%.
 # Lost: fp32 2^11 / 2^12 -7..-9%, 2^5 / 2^10 -2%, fp64 2^13 / 2^14 -4%, 2^17 -2.3% (the faulted block's own kernel and the
 # fork and join cost more than the code without hooks gains). On a stream of default priority (stop38/ab_hk_c3e8877) it lost
-# at almost every size (the faulted block's kernel dispatched after the other blocks' kernel, at the end of the launch)
+# at almost every size (presumably the faulted block's kernel dispatched after the other blocks' kernel, at the end of the
+# launch; not profiled)
 TUNED_HOOKKERNEL: dict[tuple[str, str], frozenset[int]] = {
     ("fp32", "two-sided-tb"): frozenset({15, 16, 17, 18, 19, 20, 23, 24}),
     ("fp64", "two-sided-tb"): frozenset({10, 15, 16, 19, 20, 23}),
