@@ -91,21 +91,21 @@ cudaError_t run_10(const ftgen_fft_problem* pr, const ftfft::TablePtrs& tb, cuda
     const int fb = pr->fault_by_block ? ftfft::launch_fault_blk(pr->fault_block_hint, offset, grid) : -1;
     if (fb == 0) {
       kh_10_0<<<static_cast<unsigned>(grid), 128, kSmemBytes_10_0, stream>>>(kp, 0, 0LL);
+    } else if (fb < 0) {  // (no fault in this launch)
+      k_10_0<<<static_cast<unsigned>(grid), 128, kSmemBytes_10_0, stream>>>(kp, fb);
     } else {
       ftfft::AuxStream* aux = nullptr;
-      if (fb > 0) {
-        err = ftfft::aux_stream(&aux);
-        if (err == cudaSuccess) err = cudaEventRecord(aux->fork, stream);
-        if (err == cudaSuccess) err = cudaStreamWaitEvent(aux->stream, aux->fork, 0);
-        if (err != cudaSuccess) return err;
-        kh_10_0<<<1, 128, kSmemBytes_10_0, aux->stream>>>(kp, fb, static_cast<long long>(fb - 1));
-        err = cudaGetLastError();
-        if (err != cudaSuccess) return err;
-      }
+      err = ftfft::aux_stream(&aux);
+      if (err == cudaSuccess) err = cudaEventRecord(aux->fork, stream);
+      if (err == cudaSuccess) err = cudaStreamWaitEvent(aux->stream, aux->fork, 0);
+      if (err != cudaSuccess) return err;
+      kh_10_0<<<1, 128, kSmemBytes_10_0, aux->stream>>>(kp, fb, static_cast<long long>(fb - 1));
+      err = cudaGetLastError();
+      if (err != cudaSuccess) return err;
       k_10_0<<<static_cast<unsigned>(grid), 128, kSmemBytes_10_0, stream>>>(kp, fb);
       err = cudaGetLastError();
-      if (err == cudaSuccess && aux) err = cudaEventRecord(aux->join, aux->stream);
-      if (err == cudaSuccess && aux) err = cudaStreamWaitEvent(stream, aux->join, 0);
+      if (err == cudaSuccess) err = cudaEventRecord(aux->join, aux->stream);
+      if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, aux->join, 0);
       if (err != cudaSuccess) return err;
     }
     err = cudaGetLastError();
