@@ -1219,6 +1219,7 @@ struct FftLaunch {
                       // with the second encoding e2 (see tb_encode_in)
     double nsx, vnx;  // two-sided-tb: sum_l ||x_l||^2, its group total
     int jloc;         // two-sided-tb: located column (-1 not located, -2 no detection)
+    bool esc;         // two-sided-tb (simultaneous): the prefilter fired for the thread's group
     // reductions and decisions
     double red[NV];
     double score;
@@ -1514,6 +1515,72 @@ struct FftLaunch {
       }
       FT_EACH_END
     }
+  }
+
+  // ---- two-sided-tb's prefilter sums: the group totals of st.red[0..5) (the thread's shares of e^T and e2^T of the
+  // residual, real and imaginary, and its norm) in every thread of a group of SPAN threads, as group_allsum<5, Ctx, T,
+  // SPAN, LEAD> (which the emulator runs) with fewer instructions. In a warp the four shares are reduced and scattered
+  // at once: at offset SW / 2 a lane keeps two of them and sends the other two, at SW / 4 it keeps one, then plain
+  // butterflies, so that the lanes hold the totals of all four in four lane sets (16 shuffles for the four instead of 20
+  // at 32 lanes). Across the warps of a group each lane reads one warp's sum of one value (in double, as group_allsum)
+  // and a butterfly over the warps adds them: a load and log2(warps) double shuffles instead of a load and an add per
+  // warp and value in every thread (fp32 2^12: about 40 double adds and 10 loads a thread). Butterflies give every lane
+  // the same sum bit for bit, so the decisions stay group-uniform.
+  template <int SPAN, bool LEAD, class Ctx>
+  static FT_HD FT_INLINE void tb_group_sums(Ctx& ctx, State* sts, double* red) {
+    constexpr int SW = SPAN < 32 ? SPAN : 32, SWARPS = SPAN > 32 ? SPAN / 32 : 1;
+#ifdef FTGEN_EMU
+    group_allsum<5, Ctx, T, SPAN, LEAD>(ctx, sts, red);
+#else
+    if constexpr (SW < 16) {
+      // (groups of 8 threads, the 128-point launches: about as many instructions either way, and these made ptxas spill
+      // in the 80-register fp32 launches)
+      group_allsum<5, Ctx, T, SPAN, LEAD>(ctx, sts, red);
+    } else {
+      (void)ctx;
+      State& st = sts[0];
+      const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+      constexpr int H1 = SW / 2, H2 = SW / 4;
+      const bool up1 = (lane & H1) != 0, up2 = (lane & H2) != 0;
+      const T a0 = T(st.red[0]), a1 = T(st.red[1]), a2 = T(st.red[2]), a3 = T(st.red[3]);
+      T k0 = up1 ? a2 : a0, k1 = up1 ? a3 : a1;
+      k0 += __shfl_xor_sync(WMASK, up1 ? a0 : a2, H1);
+      k1 += __shfl_xor_sync(WMASK, up1 ? a1 : a3, H1);
+      T k = up2 ? k1 : k0;  // value 2 up1 + up2
+      k += __shfl_xor_sync(WMASK, up2 ? k0 : k1, H2);
+      FT_UNROLL
+      for (int o = H2 / 2; o > 0; o >>= 1) k += __shfl_xor_sync(WMASK, k, o);
+      const T nr = warp_allsum<SW, WMASK>(T(st.red[4]));
+      if constexpr (SWARPS == 1) {
+        const int base = lane & ~(SW - 1);
+        st.red[0] = double(__shfl_sync(WMASK, k, base));
+        st.red[1] = double(__shfl_sync(WMASK, k, base + H2));
+        st.red[2] = double(__shfl_sync(WMASK, k, base + H1));
+        st.red[3] = double(__shfl_sync(WMASK, k, base + H1 + H2));
+        st.red[4] = double(nr);
+      } else {
+        // red[v * NWARPS + w]: warp w's sum of value v (v = 4: the norm)
+        if constexpr (LEAD) FT_SYNC();
+        const int w = tid >> 5;
+        if ((lane & (H2 - 1)) == 0) red[((lane / H2) & 3) * NWARPS + w] = double(k);  // (value 2 up1 + up2)
+        if (lane == 0) red[4 * NWARPS + w] = double(nr);
+        FT_SYNC();
+        constexpr int LW = SWARPS < 8 ? SWARPS : 8, J = SWARPS / LW;
+        const int g0 = (tid / SPAN) * SWARPS + lane % LW, v = (lane / LW) & 3;
+        double x = red[v * NWARPS + g0], y = red[4 * NWARPS + g0];
+        FT_UNROLL
+        for (int j = 1; j < J; ++j) {
+          x += red[v * NWARPS + g0 + LW * j];
+          y += red[4 * NWARPS + g0 + LW * j];
+        }
+        x = warp_allsum<LW, 0xffffffffu>(x);
+        y = warp_allsum<LW, 0xffffffffu>(y);
+        FT_UNROLL
+        for (int u = 0; u < 4; ++u) st.red[u] = __shfl_sync(0xffffffffu, x, u * LW);
+        st.red[4] = y;
+      }
+    }
+#endif
   }
 
   // ---- global <-> registers ----------------------------------------------------------------
@@ -3251,7 +3318,7 @@ struct FftLaunch {
       // TBX: the threads' shares are of the staged copies, not of their columns, so the group is the block (its rare
       // path then decides every column group on its vector residual, with the group's norm from its re-read inputs)
       constexpr int CK_SPAN = TBX ? NT : TT;
-      group_allsum<5, Ctx, T, CK_SPAN, !TBX>(ctx, sts, red);
+      tb_group_sums<CK_SPAN, !TBX>(ctx, sts, red);
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
@@ -3270,16 +3337,21 @@ struct FftLaunch {
         st.pre = score_of(dv, sqrt(tau2));
         st.jloc = -1;
       }
-      if (fired && attempt == 0 && p.counters && (CK_SPAN == NT ? tid : tid % CK_SPAN) == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+      st.esc = fired;
       FT_EACH_END
       int anyd;
-      if constexpr (TBX) {
-        anyd = sts[0].jloc != -2;  // (the block's decision: the same in every thread, no vote)
+      if constexpr (CK_SPAN == NT) {
+        anyd = sts[0].jloc != -2;  // (one group, the block: the same decision in every thread, no vote)
       } else {
         FT_VOTE_OR(anyg, st.jloc != -2);
         anyd = anyg;
       }
       if (anyd) {
+        if (attempt == 0 && p.counters) {
+          FT_EACH_BEGIN
+          if (st.esc && (CK_SPAN == NT ? tid : tid % CK_SPAN) == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+          FT_EACH_END
+        }
 #ifdef FTGEN_EMU
         tb_rare(ctx, sts, sm, red, p, C0);
 #else
@@ -3294,6 +3366,17 @@ struct FftLaunch {
         st.corr = (r >> 2) & 1;
         st.unres = (r >> 3) & 1;
 #endif
+      } else {
+        // no group fired (block-uniform): nothing detected, corrected or recomputed, so none of the votes below (the
+        // attempt after a recomputation counts the first attempt's unresolved columns as corrected, as below; the first
+        // attempt's st.unres0 is read only after a recomputation, which this attempt does not ask for)
+        if (attempt > 0) {
+          FT_EACH_BEGIN
+          if (st.unres0 && p.counters) FT_ATOMIC_ADD(&p.counters->corrected, static_cast<unsigned long long>(st.unres0));
+          FT_EACH_END
+        }
+        if (attempt == 0 && (p.flags & kRecordScores) && p.counters) record_scores(ctx, sts, p);
+        return 0;
       }
     } else {
       (void)red, (void)scale;
