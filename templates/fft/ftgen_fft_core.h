@@ -1519,67 +1519,54 @@ struct FftLaunch {
 
   // ---- two-sided-tb's prefilter sums: the group totals of st.red[0..5) (the thread's shares of e^T and e2^T of the
   // residual, real and imaginary, and its norm) in every thread of a group of SPAN threads, as group_allsum<5, Ctx, T,
-  // SPAN, LEAD> (which the emulator runs) with fewer instructions. In a warp the four shares are reduced and scattered
-  // at once: at offset SW / 2 a lane keeps two of them and sends the other two, at SW / 4 it keeps one, then plain
-  // butterflies, so that the lanes hold the totals of all four in four lane sets (16 shuffles for the four instead of 20
-  // at 32 lanes). Across the warps of a group each lane reads one warp's sum of one value (in double, as group_allsum)
-  // and a butterfly over the warps adds them: a load and log2(warps) double shuffles instead of a load and an add per
-  // warp and value in every thread (fp32 2^12: about 40 double adds and 10 loads a thread). Butterflies give every lane
-  // the same sum bit for bit, so the decisions stay group-uniform.
+  // SPAN, LEAD> (which the emulator runs) with fewer instructions; groups of several warps. In a warp the four shares are
+  // reduced and scattered at once: at offset 16 a lane keeps two of them and sends the other two, at 8 it keeps one, then
+  // plain butterflies, so that the four lane octets hold the warp's sums of the four (11 shuffles with the norm's instead
+  // of 25). Across the warps of a group each lane reads one warp's sum of one value (in double, as group_allsum) and a
+  // butterfly over the warps adds them: two loads and a few double shuffles instead of a load per warp and value and
+  // 40 double adds in every thread (fp32 2^12). Butterflies give every lane the same sum bit for bit, so the decisions
+  // stay group-uniform. Taken where it measured faster (stop39/ab_sums_*): the one-launch plans' groups of 2-16 warps
+  // (fp32 2^12 +5%, 2^13 +2.4%, 2^10 / 2^11 +1%); the staged encodings' block sums (tbenc 2 / 3: fp32 2^19 / 2^20 -3..-5%)
+  // and groups of one warp (fp32 2^9 with a fault -12%) keep group_allsum.
   template <int SPAN, bool LEAD, class Ctx>
   static FT_HD FT_INLINE void tb_group_sums(Ctx& ctx, State* sts, double* red) {
-    constexpr int SW = SPAN < 32 ? SPAN : 32, SWARPS = SPAN > 32 ? SPAN / 32 : 1;
+    static_assert(SPAN > 32 && SPAN % 32 == 0, "groups of several warps");
 #ifdef FTGEN_EMU
     group_allsum<5, Ctx, T, SPAN, LEAD>(ctx, sts, red);
 #else
-    if constexpr (SW < 16) {
-      // (groups of 8 threads, the 128-point launches: about as many instructions either way, and these made ptxas spill
-      // in the 80-register fp32 launches)
-      group_allsum<5, Ctx, T, SPAN, LEAD>(ctx, sts, red);
-    } else {
-      (void)ctx;
-      State& st = sts[0];
-      const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
-      constexpr int H1 = SW / 2, H2 = SW / 4;
-      const bool up1 = (lane & H1) != 0, up2 = (lane & H2) != 0;
-      const T a0 = T(st.red[0]), a1 = T(st.red[1]), a2 = T(st.red[2]), a3 = T(st.red[3]);
-      T k0 = up1 ? a2 : a0, k1 = up1 ? a3 : a1;
-      k0 += __shfl_xor_sync(WMASK, up1 ? a0 : a2, H1);
-      k1 += __shfl_xor_sync(WMASK, up1 ? a1 : a3, H1);
-      T k = up2 ? k1 : k0;  // value 2 up1 + up2
-      k += __shfl_xor_sync(WMASK, up2 ? k0 : k1, H2);
-      FT_UNROLL
-      for (int o = H2 / 2; o > 0; o >>= 1) k += __shfl_xor_sync(WMASK, k, o);
-      const T nr = warp_allsum<SW, WMASK>(T(st.red[4]));
-      if constexpr (SWARPS == 1) {
-        const int base = lane & ~(SW - 1);
-        st.red[0] = double(__shfl_sync(WMASK, k, base));
-        st.red[1] = double(__shfl_sync(WMASK, k, base + H2));
-        st.red[2] = double(__shfl_sync(WMASK, k, base + H1));
-        st.red[3] = double(__shfl_sync(WMASK, k, base + H1 + H2));
-        st.red[4] = double(nr);
-      } else {
-        // red[v * NWARPS + w]: warp w's sum of value v (v = 4: the norm)
-        if constexpr (LEAD) FT_SYNC();
-        const int w = tid >> 5;
-        if ((lane & (H2 - 1)) == 0) red[((lane / H2) & 3) * NWARPS + w] = double(k);  // (value 2 up1 + up2)
-        if (lane == 0) red[4 * NWARPS + w] = double(nr);
-        FT_SYNC();
-        constexpr int LW = SWARPS < 8 ? SWARPS : 8, J = SWARPS / LW;
-        const int g0 = (tid / SPAN) * SWARPS + lane % LW, v = (lane / LW) & 3;
-        double x = red[v * NWARPS + g0], y = red[4 * NWARPS + g0];
-        FT_UNROLL
-        for (int j = 1; j < J; ++j) {
-          x += red[v * NWARPS + g0 + LW * j];
-          y += red[4 * NWARPS + g0 + LW * j];
-        }
-        x = warp_allsum<LW, 0xffffffffu>(x);
-        y = warp_allsum<LW, 0xffffffffu>(y);
-        FT_UNROLL
-        for (int u = 0; u < 4; ++u) st.red[u] = __shfl_sync(0xffffffffu, x, u * LW);
-        st.red[4] = y;
-      }
+    (void)ctx;
+    constexpr int SWARPS = SPAN / 32;
+    State& st = sts[0];
+    const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+    const bool up1 = (lane & 16) != 0, up2 = (lane & 8) != 0;
+    const T a0 = T(st.red[0]), a1 = T(st.red[1]), a2 = T(st.red[2]), a3 = T(st.red[3]);
+    T k0 = up1 ? a2 : a0, k1 = up1 ? a3 : a1;
+    k0 += __shfl_xor_sync(0xffffffffu, up1 ? a0 : a2, 16);
+    k1 += __shfl_xor_sync(0xffffffffu, up1 ? a1 : a3, 16);
+    T k = up2 ? k1 : k0;  // value 2 up1 + up2 = lane / 8
+    k += __shfl_xor_sync(0xffffffffu, up2 ? k0 : k1, 8);
+    FT_UNROLL
+    for (int o = 4; o > 0; o >>= 1) k += __shfl_xor_sync(0xffffffffu, k, o);
+    const T nr = warp_allsum<32, 0xffffffffu>(T(st.red[4]));
+    // red[v * NWARPS + w]: warp w's sum of value v (v = 4: the norm)
+    if constexpr (LEAD) FT_SYNC();
+    const int w = tid >> 5;
+    if ((lane & 7) == 0) red[(lane >> 3) * NWARPS + w] = double(k);
+    if (lane == 0) red[4 * NWARPS + w] = double(nr);
+    FT_SYNC();
+    constexpr int LW = SWARPS < 8 ? SWARPS : 8, J = SWARPS / LW;
+    const int g0 = (tid / SPAN) * SWARPS + lane % LW, v = (lane / LW) & 3;
+    double x = red[v * NWARPS + g0], y = red[4 * NWARPS + g0];
+    FT_UNROLL
+    for (int j = 1; j < J; ++j) {
+      x += red[v * NWARPS + g0 + LW * j];
+      y += red[4 * NWARPS + g0 + LW * j];
     }
+    x = warp_allsum<LW, 0xffffffffu>(x);
+    y = warp_allsum<LW, 0xffffffffu>(y);
+    FT_UNROLL
+    for (int u = 0; u < 4; ++u) st.red[u] = __shfl_sync(0xffffffffu, x, u * LW);
+    st.red[4] = y;
 #endif
   }
 
@@ -3318,7 +3305,11 @@ struct FftLaunch {
       // TBX: the threads' shares are of the staged copies, not of their columns, so the group is the block (its rare
       // path then decides every column group on its vector residual, with the group's norm from its re-read inputs)
       constexpr int CK_SPAN = TBX ? NT : TT;
-      tb_group_sums<CK_SPAN, !TBX>(ctx, sts, red);
+      if constexpr (!TBX && CK_SPAN > 32) {
+        tb_group_sums<CK_SPAN, true>(ctx, sts, red);
+      } else {
+        group_allsum<5, Ctx, T, CK_SPAN, !TBX>(ctx, sts, red);
+      }
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
