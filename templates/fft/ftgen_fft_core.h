@@ -1519,7 +1519,7 @@ struct FftLaunch {
 
   // ---- two-sided-tb's prefilter sums: the group totals of st.red[0..5) (the thread's shares of e^T and e2^T of the
   // residual, real and imaginary, and its norm) in every thread of a group of SPAN threads, as group_allsum<5, Ctx, T,
-  // SPAN, LEAD> (which the emulator runs) with fewer instructions; groups of several warps. In a warp the four shares are
+  // SPAN> (which the emulator runs) with fewer instructions; groups of several warps. In a warp the four shares are
   // reduced and scattered at once: at offset 16 a lane keeps two of them and sends the other two, at 8 it keeps one, then
   // plain butterflies, so that the four lane octets hold the warp's sums of the four (11 shuffles with the norm's instead
   // of 25). Across the warps of a group each lane reads one warp's sum of one value (in double, as group_allsum) and a
@@ -1528,11 +1528,11 @@ struct FftLaunch {
   // stay group-uniform. Taken where it measured faster (stop39/ab_sums_*): the one-launch plans' groups of 2-16 warps
   // (fp32 2^12 +5%, 2^13 +2.4%, 2^10 / 2^11 +1%); the staged encodings' block sums (tbenc 2 / 3: fp32 2^19 / 2^20 -3..-5%)
   // and groups of one warp (fp32 2^9 with a fault -12%) keep group_allsum.
-  template <int SPAN, bool LEAD, class Ctx>
+  template <int SPAN, class Ctx>
   static FT_HD FT_INLINE void tb_group_sums(Ctx& ctx, State* sts, double* red) {
     static_assert(SPAN > 32 && SPAN % 32 == 0, "groups of several warps");
 #ifdef FTGEN_EMU
-    group_allsum<5, Ctx, T, SPAN, LEAD>(ctx, sts, red);
+    group_allsum<5, Ctx, T, SPAN>(ctx, sts, red);
 #else
     (void)ctx;
     constexpr int SWARPS = SPAN / 32;
@@ -1548,8 +1548,8 @@ struct FftLaunch {
     FT_UNROLL
     for (int o = 4; o > 0; o >>= 1) k += __shfl_xor_sync(0xffffffffu, k, o);
     const T nr = warp_allsum<32, 0xffffffffu>(T(st.red[4]));
-    // red[v * NWARPS + w]: warp w's sum of value v (v = 4: the norm)
-    if constexpr (LEAD) FT_SYNC();
+    // red[v * NWARPS + w]: warp w's sum of value v (v = 4: the norm), after the slots' earlier reads
+    FT_SYNC();
     const int w = tid >> 5;
     if ((lane & 7) == 0) red[(lane >> 3) * NWARPS + w] = double(k);
     if (lane == 0) red[4 * NWARPS + w] = double(nr);
@@ -3306,7 +3306,7 @@ struct FftLaunch {
       // path then decides every column group on its vector residual, with the group's norm from its re-read inputs)
       constexpr int CK_SPAN = TBX ? NT : TT;
       if constexpr (!TBX && CK_SPAN > 32) {
-        tb_group_sums<CK_SPAN, true>(ctx, sts, red);
+        tb_group_sums<CK_SPAN>(ctx, sts, red);
       } else {
         group_allsum<5, Ctx, T, CK_SPAN, !TBX>(ctx, sts, red);
       }
