@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import BuildError, FtgenError
-from ..paths import cache_dir, cutlass_include_dir
+from .. import libraries
+from ..paths import cache_dir
 
 STATE_FILE = "build/ftgen-build-state.json"
 _NINJA_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
@@ -214,9 +215,7 @@ def _configure(project: Path, archs: list[str] | None, manifest: dict, log) -> N
 
     arch_list = archs or manifest["spec"]["arch"]
     cmd.append(f"-DFTGEN_CUDA_ARCHITECTURES={';'.join(cuda_arch_numbers(arch_list))}")
-    cutlass = cutlass_include_dir()
-    if cutlass:
-        cmd.append(f"-DFTGEN_CUTLASS_INCLUDE={cutlass}")
+    cmd.extend(libraries.configure_args())
     cache = build_dir / "CMakeCache.txt"
     stamp = build_dir / "ftgen-configure.txt"
     want = "\n".join(cmd)
