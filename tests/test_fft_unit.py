@@ -225,7 +225,7 @@ def test_list_describes_the_family(capsys):
 
 
 def test_example_specs_generate(tmp_path):
-    for path in sorted((REPO / "specs").glob("fft_*.yaml")):
+    for path in sorted((REPO / "specs" / "fft").glob("*.yaml")):
         text = path.read_text()
         s = load_spec_text(text, str(path))
         assert s.variants, path
@@ -235,7 +235,7 @@ def test_example_specs_generate(tmp_path):
 
 def test_sweep_specs_fill_the_device():
     for prec, total in (("fp32", 26), ("fp64", 25)):
-        s = load_spec_text((REPO / "specs" / f"fft_sweep_{prec}.yaml").read_text())
+        s = load_spec_text((REPO / "specs" / "fft" / f"sweep_{prec}.yaml").read_text())
         logns = [x["n"].bit_length() - 1 for x in s.shapes]
         assert logns == list(range(3, 25))
         assert all(x["n"] * x["batch"] == 1 << total for x in s.shapes)

@@ -155,7 +155,7 @@ def test_bad_specs_exit_2_with_a_clear_message(tmp_path, capsys, body, message):
 
 
 def test_shipped_specs_load_without_rejections():
-    files = sorted((REPO / "specs").glob("gemm_tmr_*.yaml")) + sorted((REPO / "specs").glob("gemm_cutlass_*.yaml"))
+    files = sorted((REPO / "specs" / "gemm").glob("tmr_*.yaml")) + sorted((REPO / "specs" / "gemm").glob("cutlass_*.yaml"))
     assert len(files) >= 5
     levels = set()
     for f in files:

@@ -146,7 +146,7 @@ def test_missing_spec_file_exits_2(tmp_path, capsys):
 def test_shipped_specs_load():
     from ftgen.paths import specs_dir
 
-    for p in sorted(specs_dir().glob("*.yaml")):
+    for p in sorted(specs_dir().glob("*/*.yaml")):
         s = load_spec(p)
         assert s.variants, p
 
