@@ -1,5 +1,8 @@
-# Two commands for a newcomer:  make demo  (set up, then generate + build + bench the demo spec)
-#                               make test  (the test suite; GPU tests skip themselves without a GPU)
+# Two commands for a newcomer, in either order on a fresh clone:
+#   make demo  set up .venv, then generate and build the tensor-core ABFT GEMM (with its unprotected twin) and a
+#              protected FFT, and on a GPU bench them with faults injected beside cuBLAS / cuFFT (scripts/demo.sh);
+#              without a GPU it says that benching needs one and exits 0
+#   make test  the test suite (GPU tests skip themselves without a GPU)
 PY := $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 
 .PHONY: setup demo test clean

@@ -15,7 +15,7 @@
 # Full JSON lines (with provenance) go to OUTDIR; a short summary table is printed last.
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft.sh OUTDIR}
-source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 gpu_start "$out"
 out=$(cd "$out" && pwd)
 export FTGEN_CACHE_DIR=${FTGEN_CACHE_DIR:-/tmp/ftgen-cache}

@@ -8,7 +8,7 @@
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]}
 trials=${2:-1000}
-source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 gpu_start "$out"
 gen=/tmp/ftgen-fft-campaign
 logns=${LOGNS:-16 20 23}

@@ -5,7 +5,7 @@
 # row verified against cuFFT. Usage: bash scripts/gpu_fft_odd_batch.sh OUTDIR (JSON lines + table).
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft_odd_batch.sh OUTDIR}
-source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 gpu_start "$out"
 gen=/tmp/ftgen-fft-odd
 cat > "$out/fft_odd_batch.yaml" <<'Y'

@@ -4,9 +4,9 @@
 #   pip install --no-deps --target /tmp/site .whl/nvidia_cutlass*.whl     # once (headers + cutlass_library)
 #   scripts/gpu_tmr.sh OUTDIR
 #
-# 1. `ftgen search` over the unprotected tf32 space (specs/gemm_cutlass_tf32_search.yaml) at 4096^3;
+# 1. `ftgen search` over the unprotected tf32 space (specs/gemm/cutlass_tf32_search.yaml) at 4096^3;
 # 2. one project with every TMR level (kernel, multikernel and cooperative use the search winner's
-#    tile configuration; threadblock its own 32x32-warp candidates from specs/gemm_tmr_threadblock.yaml,
+#    tile configuration; threadblock its own 32x32-warp candidates from specs/gemm/tmr_threadblock.yaml,
 #    all timed, the first also built with injection), the unprotected winner beside them; cooperative at
 #    intervals 32 (also with injection), 64 (the spec's default) and 128;
 # 3. bench at 4096^3 and two non-multiple shapes: clean, and with 4 faults per launch;
@@ -50,7 +50,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 
 # ---- 1. search the unprotected tf32 space at 4096^3 ------------------------------------------------
 log "search"
-"${FT[@]}" search specs/gemm_cutlass_tf32_search.yaml --shapes 4096x4096x4096 -o "$GEN" -j "$JOBS" \
+"${FT[@]}" search specs/gemm/cutlass_tf32_search.yaml --shapes 4096x4096x4096 -o "$GEN" -j "$JOBS" \
   --reps 30 --warmup 5 --no-cache --json "$OUT/search.jsonl" 2> "$OUT/search.log" || log "search exited $? (see search.log)"
 
 # ---- 2. one project with every level ----------------------------------------------------------------
@@ -64,15 +64,15 @@ try:
     kernel = best.get("4096x4096x4096")
     best_params = next(r["params"] for r in rows if r.get("kernel") == kernel and "params" in r)
 except Exception as e:  # no search result: the shipped configuration
-    print(f"[gpu_tmr] no search winner ({e}); using specs/gemm_tmr_kernel.yaml's configuration", file=sys.stderr)
-base = yaml.safe_load(open("specs/gemm_tmr_kernel.yaml"))["params"]
-tb_spec = yaml.safe_load(open("specs/gemm_tmr_threadblock.yaml"))
+    print(f"[gpu_tmr] no search winner ({e}); using specs/gemm/tmr_kernel.yaml's configuration", file=sys.stderr)
+base = yaml.safe_load(open("specs/gemm/tmr_kernel.yaml"))["params"]
+tb_spec = yaml.safe_load(open("specs/gemm/tmr_threadblock.yaml"))
 # candidates (the first is also built with injection), in the winner's layouts: every level is
 # compared with the unprotected kernel of the same problem
 lay = {k: v for k, v in (best_params or {}).items() if k in ("layout_a", "layout_b")}
 tbs = [{**v["params"], **lay} for v in tb_spec["variants"]]
 tb_i = tb_spec["protection"]["interval"]
-coop_i = yaml.safe_load(open("specs/gemm_tmr_cooperative.yaml"))["protection"]["interval"]
+coop_i = yaml.safe_load(open("specs/gemm/tmr_cooperative.yaml"))["protection"]["interval"]
 coop_i = coop_i[0] if isinstance(coop_i, list) else coop_i  # the default (first) interval
 cfg = {k: v for k, v in (best_params or base).items() if k != "coop_teams"}
 print(f"[gpu_tmr] TMR configuration (search winner): {cfg}", file=sys.stderr)
@@ -87,7 +87,7 @@ for inj in (False, True):
 variants += [{"protection": {"scheme": "tmr", "level": "cooperative", "interval": i}, "params": cfg} for i in sorted({coop_i, 128} - {32})]
 # the cooperative spec's own tiles (two blocks per SM: one block computes while the other waits at a
 # team barrier), in the winner's layouts
-coop_cfg = {**{k: v for k, v in yaml.safe_load(open("specs/gemm_tmr_cooperative.yaml"))["params"].items() if k != "coop_teams"}, **lay}
+coop_cfg = {**{k: v for k, v in yaml.safe_load(open("specs/gemm/tmr_cooperative.yaml"))["params"].items() if k != "coop_teams"}, **lay}
 if coop_cfg != cfg:
     variants += [{"protection": {"scheme": "tmr", "level": "cooperative", "interval": i}, "params": coop_cfg} for i in sorted({coop_i, 128})]
 variants += [{"protection": {"scheme": "tmr", "level": "threadblock", "interval": tb_i}, "params": p} for p in tbs[1:]]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One significant fault per launch on the concurrent design (device machine): the online and detect injection builds
-# of specs/gemm_abft_tc_concurrent.yaml ('*rr_conc_inj'), version A with the working tree's headers and B with those
+# of specs/gemm/abft_tc_concurrent.yaml ('*rr_conc_inj'), version A with the working tree's headers and B with those
 # in AB_DIR (default ab/prev), run directly with --inject 1 and each of the ';'-separated argument sets of CASES
 # (default "--bit 29;--bit 20": exponent bit 29 scales the element's partial sum by 2^64 or 2^-64, mantissa bit 20 gives
 # an error that is detected but may be too small to locate, the tile then recomputed), ROUNDS rounds (default 2), at
 # 4096^3 and 8192^3, paired with the unprotected kernel.
-# Usage: bash scripts/gpu_gemm_onefault.sh OUT    Files: OUT/onefault.jsonl (the executables' rows, with version,
+# Usage: bash experiments/scripts/gpu_gemm_onefault.sh OUT    Files: OUT/onefault.jsonl (the executables' rows, with version,
 # fault (the case's arguments) and round added), OUT/gpu.txt; a table of the medians x the unprotected kernel last.
 set -uo pipefail
 out=${1:?output dir}
@@ -16,7 +16,7 @@ for v in A B; do
     export FTGEN_CACHE_DIR=/tmp/onefault-cache-$v
     headers=""
     [ $v = B ] && headers=${AB_DIR:-ab/prev}
-    build_version specs/gemm_abft_tc_concurrent.yaml /tmp/onefault-$v "$headers" -j 8 --kernels '*rr_conc_inj' > "$out/build_$v.log" 2>&1
+    build_version specs/gemm/abft_tc_concurrent.yaml /tmp/onefault-$v "$headers" -j 8 --kernels '*rr_conc_inj' > "$out/build_$v.log" 2>&1
   ) &
 done
 wait

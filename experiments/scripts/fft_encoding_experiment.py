@@ -5,7 +5,7 @@ whose W^T e has a closed form (a quadratic Gauss sum: sqrt(R) e^(+-i pi/4) times
 2R), so the input side would need no table. Faults: one per trial at a random launch, stage, column, position and bit
 of a two-launch plan; a fault is significant when the uncorrected output misses the tolerance.
 
-    python3 scripts/fft_encoding_experiment.py [TRIALS]
+    python3 experiments/scripts/fft_encoding_experiment.py [TRIALS]
 
 At stop 31 (docs/fft-speed.md): 300 faults in exponent bits, random phases detect every significant one; the chirps miss
 15 of 53 and 19 of 54 at stage 1 (the middle of each launch's butterfly network: the partial sums of a chirp over the
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ftgen.families import fft as F  # noqa: E402
 

@@ -4,12 +4,12 @@
 # DIR_B (DIR_C, ...: a colon-separated list), then the listed kernels benched in turn (A, B, ..., A, B, ...), REPS
 # rounds (default 3), INJECT (default 16) faults per launch. Usage:
 #   mkdir -p ab/old && git show COMMIT:templates/gemm/cutlass_abft.cuh > ab/old/cutlass_abft.cuh   # (and cutlass_tmr.cuh)
-#   bash scripts/gpu_gemm_ab.sh OUT ab/old[:ab/other...] [SPEC] [KERNELS] [SHAPES]
+#   bash experiments/scripts/gpu_gemm_ab.sh OUT ab/old[:ab/other...] [SPEC] [KERNELS] [SHAPES]
 # Files: OUT/ab_{A,B,...}_<round>.jsonl (ftgen bench JSON lines).
 set -uo pipefail
 out=${1:?output dir}
 dirs=${2:?directories with the headers of B, C, ... (colon-separated)}
-spec=${3:-specs/gemm_abft_tc_prepass_intervals.yaml}
+spec=${3:-experiments/specs/gemm_abft_tc_prepass_intervals.yaml}
 kernels=${4:-*prepass_inj}
 shapes=${5:-4096x4096x4096,8192x8192x8192}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Markdown tables for the README from committed results files (the README's figures come only
-from results/). Usage: python3 scripts/results_tables.py results/h200/gemm"""
+from results/). Usage: python3 experiments/scripts/results_tables.py results/h200/gemm"""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@
 # 0.951), the automatic plans built without injection code, the injection build with no fault planned (--inject 0: every
 # block takes the split's body without hooks), and with one fault at five seeds (a different faulted block, position and
 # stage each: the corrected block's extra work lands in a different wave). Same run, same inputs, x cuFFT.
-# Usage: [LOGNS="7 12"] bash scripts/gpu_fft_fault_cost.sh OUTDIR   (JSON lines per case, table last)
+# Usage: [LOGNS="7 12"] bash experiments/scripts/gpu_fft_fault_cost.sh OUTDIR   (JSON lines per case, table last)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_fault_cost.sh OUTDIR}
+out=${1:?usage: bash experiments/scripts/gpu_fft_fault_cost.sh OUTDIR}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
 gen=/tmp/ftgen-fft-faultcost

@@ -3,7 +3,7 @@
 # project built twice (A: the header in ALT_DIR, B: the working tree's), then every size run with A and
 # B alternately (each row verified against cuFFT and timed against it in its own process).
 #
-#   bash scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]
+#   bash experiments/scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]
 #
 # ALT_DIR holds an ftgen_fft_core.h (e.g. `git show REV:templates/fft/ftgen_fft_core.h > ALT_DIR/...`), or a
 # whole source tree (ALT_DIR/ftgen and ALT_DIR/templates, e.g. `git archive REV ftgen templates | tar -x -C
@@ -14,8 +14,8 @@
 # Rows go to OUTDIR/ab_{A,B}_<prec>.jsonl; the table of both ratios (and B / A) is printed last and kept in
 # OUTDIR/summary.txt.
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]}
-alt=${2:?usage: bash scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]}
+out=${1:?usage: bash experiments/scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]}
+alt=${2:?usage: bash experiments/scripts/gpu_fft_ab.sh OUTDIR ALT_DIR [KERNELS]}
 kern=${3:-*_auto,*_auto_inj}
 PRECS=${PRECS:-fp32 fp64}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
@@ -37,7 +37,7 @@ clean_variant=""
 cat > "$out/fft_ab.yaml" <<EOF
 name: fft_ab
 family: fft
-description: scripts/gpu_fft_ab.sh -- unprotected and two-sided-tb (with injection) on the automatic plans
+description: experiments/scripts/gpu_fft_ab.sh -- unprotected and two-sided-tb (with injection) on the automatic plans
 arch: [sm_90]
 variants:
 $none_variant

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Instruction mix of the loops in the SASS of generated kernels (no GPU needed).
 
-    python3 scripts/sass_loops.py "{precision: fp32, protection: {scheme: none}, params: {m_tb: 128, n_tb: 128, k_tb: 16, m_w: 32, n_w: 64, m_t: 8, n_t: 8, stages: 3}}"
-    python3 scripts/sass_loops.py --family fft "{precision: fp32, params: {logn: 23}}"
+    python3 experiments/scripts/sass_loops.py "{precision: fp32, protection: {scheme: none}, params: {m_tb: 128, n_tb: 128, k_tb: 16, m_w: 32, n_w: 64, m_t: 8, n_t: 8, stages: 3}}"
+    python3 experiments/scripts/sass_loops.py --family fft "{precision: fp32, params: {logn: 23}}"
 
 Each argument is one entry of a spec's `variants:` list (arch sm_90). Every generated .cu source of the variant
 (but the bench harness) is compiled to a cubin, disassembled with cuobjdump, and for every kernel the loops of
 at least --min instructions (a backward branch and its target) are printed with their length and most
 frequent opcodes. For a GEMM main loop the FFMA share bounds the fraction of the FP32 peak the loop can issue;
-for the fft kernels (unrolled, no loops) use scripts/fft_ptxas.py --sass.
+for the fft kernels (unrolled, no loops) use experiments/scripts/fft_ptxas.py --sass.
 """
 
 from __future__ import annotations

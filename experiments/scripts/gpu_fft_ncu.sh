@@ -2,7 +2,7 @@
 # Where the multi-launch FFT plans lose to cuFFT (fp32 log n 18-22 run at 840-1000 GB/s against cuFFT's
 # 1200-1360): Nsight Compute on the automatic fp32 plans of 2^20 (two launches) and 2^14 (one launch),
 # unprotected, and on cuFFT's kernels of the same transforms.
-# Usage: [LOGNS="16, 18"] bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbenc|tbcols|large|big|mix|cluster|tbcluster|source]   (ncu_fft_*.txt: one report per size
+# Usage: [LOGNS="16, 18"] bash experiments/scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbenc|tbcols|large|big|mix|cluster|tbcluster|source]   (ncu_fft_*.txt: one report per size
 # (LOGNS: the sizes of the tb / tb64 modes, default 12 and 20); mix: the
 # instruction classes (fadd/ffma/fmul/integer/conversion/memory/...) of the fp32 2^20 and 2^23 automatic plans
 # and of cuFFT's kernels (mix_*.txt); big: fp32
@@ -17,7 +17,7 @@
 # entries; default the fp32 two-sided-tb injection builds of 2^13 and 2^22), exported as CSV: src_<variant>.{ncu-rep,
 # cuda.csv,sass.csv}, cuda per line of the core header, sass per instruction with its line)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster|tbcluster|source]}
+out=${1:?usage: bash experiments/scripts/gpu_fft_ncu.sh OUTDIR [tb|tb64|tbcols|large|big|mix|cluster|tbcluster|source]}
 which=${2:-none}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"

@@ -3,10 +3,10 @@
 # unprotected fixed-size plans (fp32 log n 15-24, fp64 14-24 even), patched to minimum blocks per SM =
 # TARGET / threads for 512, 768 and 1024 resident threads (ptxas then caps registers at 128 / 80 / 64),
 # each built and run against cuFFT (default shapes: 2^26 fp32 / 2^25 fp64 elements).
-# Usage: bash scripts/gpu_fft_min_blocks.sh OUTDIR [LEVEL]   (LEVEL: none (default) or an abft level,
+# Usage: bash experiments/scripts/gpu_fft_min_blocks.sh OUTDIR [LEVEL]   (LEVEL: none (default) or an abft level,
 # e.g. two-sided-tb; rows: OUTDIR/min_blocks[_LEVEL].jsonl, a table last)
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_fft_min_blocks.sh OUTDIR [LEVEL]}
+out=${1:?usage: bash experiments/scripts/gpu_fft_min_blocks.sh OUTDIR [LEVEL]}
 level=${2:-none}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"

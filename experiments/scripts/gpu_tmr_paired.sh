@@ -3,10 +3,10 @@
 # other at 4096^3, so any of them can win a given search run), each executable run RUNS times; every
 # row carries `paired` (the level timed alternately with the unprotected kernel of its parameters,
 # same clocks). Usage (nvidia-cutlass wheel installed as for scripts/gpu_tmr.sh):
-#   bash scripts/gpu_tmr_paired.sh OUTDIR [RUNS]
+#   bash experiments/scripts/gpu_tmr_paired.sh OUTDIR [RUNS]
 # JSON lines in OUTDIR/tmr_kernel_paired.jsonl, a table last.
 set -uo pipefail
-out=${1:?usage: bash scripts/gpu_tmr_paired.sh OUTDIR [RUNS]}
+out=${1:?usage: bash experiments/scripts/gpu_tmr_paired.sh OUTDIR [RUNS]}
 runs=${2:-4}
 mkdir -p "$out"
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1

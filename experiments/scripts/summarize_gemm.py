@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Short tables of gemm results files (bench, search): per shape the best verified row vs cuBLAS,
-and the summary lines of campaigns. Used by scripts/gpu_gemm.sh and to write results READMEs."""
+and the summary lines of campaigns. Used by experiments/scripts/gpu_gemm_modes.sh and to write results READMEs."""
 
 from __future__ import annotations
 

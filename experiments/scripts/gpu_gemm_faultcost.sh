@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the time of a launch with faults goes on the concurrent design (device machine): the online injection build of
-# specs/gemm_abft_tc_concurrent.yaml ('*rr_conc_inj') and its no-injection build, one version per directory of
+# specs/gemm/abft_tc_concurrent.yaml ('*rr_conc_inj') and its no-injection build, one version per directory of
 # HEADERS (':'-separated; empty entry or none = the working tree's headers; e.g. HEADERS=":ab/prev"), at SHAPE (default
 # 4096x4096x4096):
 #   1. paired x the unprotected kernel for each ';'-separated fault argument set of CASES (default: 16 faults that change
@@ -12,13 +12,13 @@
 #      launch (16 faults, bit 20), version 0 only.
 #   4. (VERIFY=1, the default) version 0's injection builds verified against cuBLAS with 16 faults per launch at SHAPE
 #      and 8 on odd shapes (ftgen bench).
-# Usage: bash scripts/gpu_gemm_faultcost.sh OUT    Files: OUT/cost.jsonl (rows with version, case, round), OUT/times_*.txt,
+# Usage: bash experiments/scripts/gpu_gemm_faultcost.sh OUT    Files: OUT/cost.jsonl (rows with version, case, round), OUT/times_*.txt,
 # OUT/sass_*.csv; the tables last.
 set -uo pipefail
 out=${1:?output dir}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
-spec=specs/gemm_abft_tc_concurrent.yaml
+spec=specs/gemm/abft_tc_concurrent.yaml
 proj=$(spec_project "$spec")
 shape=${SHAPE:-4096x4096x4096}
 IFS=: read -r -a hdirs <<< "${HEADERS:-}"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Registers and spill bytes of generated fft kernels, per launch, from ptxas (no GPU needed).
 
-    python3 scripts/fft_ptxas.py "{precision: fp64, params: {logn: 20}}" "{precision: fp32, params: {logn: 0}}"
-    python3 scripts/fft_ptxas.py --header-dir /tmp/alt "{precision: fp32, params: {logn: 22}}"
-    python3 scripts/fft_ptxas.py --sass "{precision: fp32, params: {logn: 23}}"
+    python3 experiments/scripts/fft_ptxas.py "{precision: fp64, params: {logn: 20}}" "{precision: fp32, params: {logn: 0}}"
+    python3 experiments/scripts/fft_ptxas.py --header-dir /tmp/alt "{precision: fp32, params: {logn: 22}}"
+    python3 experiments/scripts/fft_ptxas.py --sass "{precision: fp32, params: {logn: 23}}"
 
 --sass adds the static SASS instruction count of each launch and its integer share (from cuobjdump; the
 kernels are unrolled, so the static count follows the executed one: results/h100/fft/ncu_mix_*.txt found
