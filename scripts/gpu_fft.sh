@@ -47,7 +47,7 @@ variants:
   - {precision: fp64, params: {logn: 12, N1: 64}}
   - {precision: fp64, params: {logn: 11, n1: 16}}
   - {precision: fp64, params: {logn: 22, N1: 256, N2: 128}}
-  # the rule-made plans where a measured winner (TUNED in ftgen/families/fft.py) replaced them
+  # the rule-made plans where a measured plan replaced them
   - {precision: fp32, params: {logn: 13, n1: 16}}
   - {precision: fp64, params: {logn: [12, 13], n1: 8}}
   - {precision: fp64, params: {logn: [19, 20], launches: 2}}
