@@ -11,7 +11,7 @@
 # 2. verifies against cuFFT and times every variant for log n = 3..24 (fp32: 2^26 complex elements
 #    per shape, fp64: 2^25), the injection builds with one fault per transform (--inject 1).
 # 3. fault campaigns through `ftgen campaign`: two-sided-tb 1000 clean + 1000 single-bit-flip trials
-#    per precision (the seed's protocol), the other levels 150 + 150.
+#    per precision (docs/campaign-protocol.md), the other levels 150 + 150.
 # Full JSON lines (with provenance) go to OUTDIR; a short summary table is printed last.
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_fft.sh OUTDIR}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two-sided-tb fault campaigns at multi-launch sizes (docs/campaign-protocol.md: N clean + N single-bit-flip trials,
-# ROC over the threshold), fp32 and fp64, automatic plans: 2^16 (two launches of 256 points, four columns per
-# thread at stop 20; one since the simultaneous design), 2^20 (two of 1024), 2^23 (three launches). gpu_fft.sh runs its campaign at 4096 points
+# ROC over the threshold), fp32 and fp64, automatic plans: 2^16 (two launches of 256 points), 2^20 (two of 1024),
+# 2^23 (three launches). gpu_fft.sh runs its campaign at 4096 points
 # (one launch); these exercise the location path of the first launches (launch twiddles per column, strided
 # columns) and of the later ones. Usage: [LOGNS="18 22"] bash scripts/gpu_fft_campaign.sh OUTDIR [TRIALS]   (default 1000;
 # LOGNS: the sizes up to 2^24, default 16 20 23; CASES="fp32:20 fp64:17": those precision / size pairs instead)
