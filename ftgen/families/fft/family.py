@@ -294,7 +294,7 @@ class FftFamily(Family):
         return "ftgen_" + "".join(c if c.isalnum() else "_" for c in v.name)
 
     def resolved_meta(self, v: Variant) -> str:
-        """JSON members every row starts with: the DESIGN fields, params resolved."""
+        """JSON members every result row starts with: kernel, family, precision, protection and the resolved params."""
         p = v.param_dict if v.param_dict["logn"] == 0 else self.resolved(v)
         d = {
             "kernel": v.name,

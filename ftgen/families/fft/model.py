@@ -374,7 +374,7 @@ class FftModel:
     def _tile(self, X0: np.ndarray, D, lp: LaunchPlan, faults, correct: bool, rep: ModelReport, col0: int) -> np.ndarray:
         Y, bad, ndet = self._tile_once(X0, D, lp, faults, correct, rep, col0, hooks=True)
         if bad and correct:
-            # the seed's baseline recovery (and the fallback of an ambiguous location): recompute
+            # TurboFFT's baseline recovery (and the fallback of an ambiguous location): recompute
             # the tile from its input, faults do not repeat (single-event upset)
             rep.recomputed += 1
             Y2, bad2, _ = self._tile_once(X0, D, lp, [], correct, rep, col0, hooks=False)
