@@ -59,6 +59,12 @@ def test_bad_tuning_names_and_files_are_input_errors(tmp_path, monkeypatch):
     bad.write_text('{"format": 1, "families": {"fft": {"entries": [{"key": {"logn": [1]}, "params": {}}]}}}')
     with pytest.raises(tuning.TuningError, match=r"families.fft.entries\[0\].key.logn"):
         tuning.load(str(bad))
+    typo = tmp_path / "typo.json"
+    tuning.write(typo, "fft", [{"key": {"precision": "fp32", "level": "none", "logn": 12}, "params": {"n_1": 8}}], {})
+    monkeypatch.setenv("FTGEN_TUNING", str(typo))
+    with pytest.raises(tuning.TuningError, match=r"fft entry params.n_1: 8; an entry sets integers of launches"):
+        F.resolve_params("fp32", "none", {"logn": 12})
+    monkeypatch.delenv("FTGEN_TUNING")
     bad.write_text("{")
     with pytest.raises(tuning.TuningError, match="cannot read it as JSON"):
         tuning.load(str(bad))

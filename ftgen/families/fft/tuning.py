@@ -33,8 +33,16 @@ SETTINGS = ("hooksplit", "tbenc", "prefetch")
 SETTING_DEFAULTS = {"hooksplit": 0, "tbenc": 1, "prefetch": 1}
 
 
-def _split(params: Mapping[str, Any]) -> tuple[dict, dict]:
-    """(plan keys and tcols, settings) of an entry's params."""
+# the parameters an entry may set
+ENTRY_PARAMS = (*PLAN_KEYS, "tcols", *SETTINGS)
+
+
+def _split(params: Mapping[str, Any], where: str = "") -> tuple[dict, dict]:
+    """(plan keys and tcols, settings) of an entry's params; TuningError for a parameter an entry may not set."""
+    for k, v in params.items():
+        if k not in ENTRY_PARAMS or not isinstance(v, int) or isinstance(v, bool):
+            raise tuning_data.TuningError(f"tuning file {where}: fft entry params.{k}: {v!r}; an entry sets integers of "
+                                          f"{', '.join(ENTRY_PARAMS)}")
     plan = {k: v for k, v in params.items() if k not in SETTINGS}
     return plan, {k: v for k, v in params.items() if k in SETTINGS}
 
@@ -45,14 +53,15 @@ def measured_params(precision: str, level: str, logn: int, inject: bool = False,
     the unprotected level); the settings tbenc and prefetch of the size's entry, and for injection builds with clusters
     the cluster-arch entry's hooksplit. `clusters` False: a build for an architecture before sm_90 (no cluster-arch
     entries). {} where nothing was measured."""
-    fam = tuning_data.load().for_family(FAMILY)
+    t = tuning_data.load()
+    fam, where = t.for_family(FAMILY), str(t.path)
     key = {"precision": precision, "level": level, "logn": logn}
-    plan, settings = _split(fam.lookup(**key))
-    cl_plan, cl_settings = _split(fam.lookup(**key, arch=CLUSTER_ARCH)) if clusters else ({}, {})
+    plan, settings = _split(fam.lookup(**key), where)
+    cl_plan, cl_settings = _split(fam.lookup(**key, arch=CLUSTER_ARCH), where) if clusters else ({}, {})
     if cl_plan:
         plan = cl_plan
     elif not plan and plan_level(level, logn) != level:
-        plan = _split(fam.lookup(**{**key, "level": plan_level(level, logn)}))[0]
+        plan = _split(fam.lookup(**{**key, "level": plan_level(level, logn)}), where)[0]
     out = {**plan, **{k: v for k, v in settings.items() if k != "hooksplit"}}
     if inject and cl_settings.get("hooksplit"):
         out["hooksplit"] = cl_settings["hooksplit"]
