@@ -42,7 +42,7 @@ def test_names_encode_the_resolved_plan():
     assert [v.name for v in vs] == ["fft_c2c_f32_none_fwd_logn12_N4096_n16_bs1_t1"]
     vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 19, direction: inverse}\n")
     (v,) = vs
-    # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's TUNED_CLUSTER: three launches, the last inside the
+    # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's the two-sided-tb cluster plans: three launches, the last inside the
     # second, two columns per thread)
     assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N256x512x4_n8x8x4_bs16x4x1_t2_cl_hk_inj"
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 10}\n")
@@ -447,7 +447,7 @@ def test_tuned_plans_replay_the_recorded_searches():
         assert a > b, (tuned, a, rule, b)
 
 
-def test_automatic_plans_beat_the_stop36_alternatives():
+def test_automatic_plans_beat_the_recorded_alternatives():
     """Stop 36's plan searches (results/h100/fft/stop36/search_weak36*/: cluster plans with one column chunk per block at
     fp64 2^12 / 2^13 and fp32 2^12-2^14, other register caps, the fp64 cluster plans' first launch at radix 4; one fault
     per transform) found no faster plan: at every size the automatic two-sided-tb injection build of that precision beat
@@ -481,7 +481,7 @@ def test_hooksplit_is_for_injection_builds_of_protected_levels():
                       "params: {logn: 16, hooksplit: 1}": "inject: false"}.items():
         with pytest.raises(SpecError, match=why):
             load_spec_text(spec(body), "t.yaml")
-    # a build without injection code never takes a measured plan's split (TUNED_CLUSTER sets it for injection builds)
+    # a build without injection code never takes a measured plan's split (the two-sided-tb cluster plans sets it for injection builds)
     clean = load_spec_text(spec("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 20}\n"), "t.yaml")
     assert clean.variants[0].name.endswith("_cl") and not F.FftFamily().plans(clean.variants[0])[0].hooksplit
 
@@ -529,7 +529,7 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
 
 
 def test_hook_split_sizes_replay_the_recorded_search():
-    """TUNED_HOOKSPLIT: at each size of the sm_90 injection builds the hook split is taken exactly where it measured
+    """The hook split (hooksplit 1 entries of the tuning file): at each size of the sm_90 injection builds the hook split is taken exactly where it measured
     faster than the same plan with hooks in every block (results/h100/fft/stop32/search_hooks2_*.jsonl, one fault per
     transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
     injection code)."""
@@ -555,8 +555,8 @@ def test_hook_split_sizes_replay_the_recorded_search():
             clean = _variant_name(prec, f"{{scheme: abft, level: {level}}}", f"{{logn: {logn}}}")
             assert "_hs" not in clean and "_hc" not in clean and "_hk" not in clean
             if "_cl_" in auto or calls:
-                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs; TUNED_HOOKCALL: the test below)
-            # (TUNED_HOOKKERNEL's sizes, the test below: TUNED_HOOKSPLIT still holds the search's record there)
+                continue  # (the two-sided-tb cluster plans's plans: the split was chosen in stop 31's full runs; hooksplit 2 (tuning file): the test below)
+            # (hooksplit 3's sizes, the test below: the hook split entries still holds the search's record there)
             # (the search of the split was before tbenc and prefetch)
             hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj").replace("_hk_inj", "_inj")
             split = hooked.replace("_inj", "_hs_inj")
@@ -583,10 +583,10 @@ def _ab_ratios(folder: str) -> dict[tuple[str, int], float]:
 
 
 def test_hook_call_sizes_replay_the_recorded_ab():
-    """TUNED_HOOKCALL: the hook split's faulted block runs its hooked body as a call of its own (hooksplit 2) exactly where
+    """hooksplit 2 (tuning file): the hook split's faulted block runs its hooked body as a call of its own (hooksplit 2) exactly where
     every recorded A/B whose B made that call there measured B more than 0.7% faster than A (the hooked body inlined, or at
     fp32 2^21 no split; twice the spread those A/Bs showed where nothing changed), one fault per transform."""
-    # B made the call: 2ad7f4a at every size with the split (fp32: every size), 6f9f1a4 at its TUNED_HOOKCALL
+    # B made the call: 2ad7f4a at every size with the split (fp32: every size), 6f9f1a4 at its hooksplit 2
     runs = [(_ab_ratios("ab_hookcall_2ad7f4a"), {"fp32": set(range(3, 25)), "fp64": set(range(3, 25))}),
             (_ab_ratios("ab_hookcall_6f9f1a4"), {"fp32": {10, 13, 21}, "fp64": {15, 16, 24}})]
     assert all(len(r) == 44 for r, _ in runs)
@@ -601,9 +601,9 @@ def test_hook_call_sizes_replay_the_recorded_ab():
 
 
 def test_hook_kernel_sizes_replay_the_recorded_ab():
-    """TUNED_HOOKKERNEL: the faulted block runs in a kernel of its own on a second stream (hooksplit 3, names `_hk`) exactly
+    """hooksplit 3 (tuning file): the faulted block runs in a kernel of its own on a second stream (hooksplit 3, names `_hk`) exactly
     where every recorded A/B whose B did so there measured B more than 0.7% faster than A (the measured hooksplit 0 / 1 /
-    2), one fault per transform; it wins over TUNED_HOOKCALL and TUNED_HOOKSPLIT, and only sm_90 injection builds take it."""
+    2), one fault per transform; it wins over hooksplit 2 and the hook split entries, and only sm_90 injection builds take it."""
     # B at every size: ab_hkprio_c3e8877 (fp32 only) and ab_hkprio2_c3e8877 (the aux stream of the greatest priority; the
     # first A/B, ab_hk_c3e8877, ran it on a stream of default priority: another kernel launch order, not this build)
     every = set(range(3, 25))
@@ -622,7 +622,7 @@ def test_hook_kernel_sizes_replay_the_recorded_ab():
 
 
 def test_tbenc_sizes_replay_the_recorded_search():
-    """TUNED_TBENC: the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
+    """tbenc (tuning file): the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
     64 threads per column, `_tl`) exactly where that value measured more than 1% faster than each thread encoding its own
     columns in a search with both (results/h100/fft/stop33/search_tbenc_*/, search_tbenc3_*/, one fault per transform, the
     latest of each), and no other measured value did elsewhere; a plan given by its keys keeps tbenc 1 unless asked."""
@@ -651,7 +651,7 @@ def test_tbenc_sizes_replay_the_recorded_search():
         for logn in range(13, 25):
             auto = _before_hk(prec, logn, _variant_name(prec, prot, f"{{logn: {logn}}}"))
             if auto.endswith("_hc_inj"):
-                # (TUNED_HOOKCALL came after these searches, which measured the plan with the split or without it; one-launch
+                # (hooksplit 2 came after these searches, which measured the plan with the split or without it; one-launch
                 # sizes have no staged encodings to measure)
                 auto = next((a for a in (auto[:-7] + "_hs_inj", auto[:-7] + "_inj")
                              if any(untagged(k) == untagged(a) for rows in runs for k, _ in rows)), auto[:-7] + "_hs_inj")
@@ -680,7 +680,7 @@ def test_tbenc_sizes_replay_the_recorded_search():
 
 
 def test_prefetch_sizes_replay_the_recorded_search():
-    """TUNED_PREFETCH: the automatic sequential two-sided-tb plans prefetch the next column step (prefetch 2, names `_pf`)
+    """prefetch (tuning file): the automatic sequential two-sided-tb plans prefetch the next column step (prefetch 2, names `_pf`)
     exactly where that measured more than 1% faster than without in the latest search with both (results/h100/fft/stop34/
     search_pf_*/, one fault per transform), and nowhere else; a plan given by its keys does not unless asked."""
     runs = _recorded_searches("stop34/search_pf_*/search_pf.jsonl")
@@ -694,7 +694,7 @@ def test_prefetch_sizes_replay_the_recorded_search():
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
             assert ("_pf_" in auto) == (logn in sizes), auto
             if "_sm_" in auto:
-                assert logn not in sizes  # (TUNED's simultaneous plans: nothing to prefetch)
+                assert logn not in sizes  # (the measured simultaneous plans: nothing to prefetch)
                 continue
             plain = auto.replace("_pf_", "_")
             tail = "_hs_inj" if plain.endswith("_hs_inj") else "_inj"
@@ -743,11 +743,10 @@ def test_tbseq_chooses_the_two_sided_tb_design():
 
 
 def test_clean_builds_take_the_measured_plans_and_beat_the_former_clean_plans():
-    """Builds without injection code take the injection builds' measured plans (no TUNED_CLEAN since stop 36): at fp32 2^13 /
+    """Builds without injection code take the injection builds' measured plans (no plans of their own): at fp32 2^13 /
     2^14, where they had plans of their own until the input encodings were fenced off in the code without hooks (ENC_FENCE),
     those plans built without injection code beat the former ones (radix 32 at one block per SM, radix 16) in the same search
     (results/h100/fft/stop36/search_weak36e_*, no faults)."""
-    assert not hasattr(F, "TUNED_CLEAN")
     runs = _recorded_searches("stop36/search_weak36e_*/search_weak36e.jsonl")
     assert runs
     rows = runs[-1][1]
@@ -798,7 +797,7 @@ def test_cluster_plans_names_and_constraints():
 
 
 def test_cluster_plans_need_sm90():
-    # an explicit cluster plan is rejected for sm_80; the automatic plans take the rules' plan there instead of TUNED's
+    # an explicit cluster plan is rejected for sm_80; the automatic plans take the rules' plan there instead of the measured
     with pytest.raises(SpecError, match="sm_90 or later"):
         load_spec_text("name: t\nfamily: fft\narch: [sm_80, sm_90]\nparams: {logn: 15, N1: 8192, cluster: 1}\n", "t.yaml")
     s80 = load_spec_text("name: t\nfamily: fft\narch: [sm_80]\nparams: {logn: 15}\n", "t.yaml")
