@@ -103,7 +103,7 @@ CLUSTER_SPEC = textwrap.dedent(
 
 
 def test_nvcc_compiles_the_cluster_plans(tmp_path):
-    """The cluster plans (TUNED fp32 2^15, fp64 2^14; a scattering one; TUNED_CLUSTER's two-sided-tb fp64 2^14 with the
+    """The cluster plans (measured fp32 2^15, fp64 2^14; a scattering one; the tuning file's cluster plan two-sided-tb fp64 2^14 with the
     hook split) compile for sm_90: one kernel per plan, declared with its cluster shape, registers at most a few spilled."""
     nvcc = find_nvcc()
     s = load_spec_text(CLUSTER_SPEC, "compile_fft_cluster.yaml")
@@ -125,7 +125,7 @@ def test_nvcc_compiles_the_cluster_plans(tmp_path):
     for rel, log in zip(jobs, logs):
         funcs = re.findall(r"Function properties for (\S+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores", log)
         kernels = [f for f in funcs if "tb_rare_call" not in f[0] and "tb_again" not in f[0]]  # (the tb rare paths' calls)
-        # (the checked kernels as in test_nvcc_compiles_every_level_for_sm80_and_sm90: TUNED_CLUSTER's fp64 2^14 spills
+        # (the checked kernels as in test_nvcc_compiles_every_level_for_sm80_and_sm90: the tuning file's cluster plan fp64 2^14 spills
         # 364 bytes at 128 registers, measured 1.03x cuFFT with a fault)
         assert len(kernels) == 1 and int(kernels[0][2]) <= (512 if "abft" in rel else 64), (rel, log)
 
@@ -209,6 +209,18 @@ def _gxx() -> str | None:
     return shutil.which("g++") or shutil.which("c++")
 
 
+def emulator_sources(fam, v, logn: int) -> dict[str, str]:
+    """Sources of a host emulator of the variant at size 2^logn: the kernel translation unit plus a main that runs every
+    block of every launch on the CPU (see ftgen_fft_emu.h)."""
+    env = TemplateEnv()
+    ctx = fam.template_context(v)
+    plan = next(p for p in ctx["plans"] if p["logn"] == logn)
+    return {
+        f"{v.name}_k{logn}.cu": env.render("fft/kernels.cu.j2", {**ctx, "plan": plan}),
+        f"{v.name}_emu.cpp": env.render("fft/emu_main.cpp.j2", {**ctx, "plan": plan}),
+    }
+
+
 def build_emulator(tmp: Path, precision: str, level: str, params: dict, inject: bool = False, direction: str = "forward") -> tuple[Path, object]:
     prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: {'true' if inject else 'false'}}}"
     body = ", ".join(f"{k}: {v}" for k, v in {**params, "direction": direction}.items())
@@ -217,7 +229,7 @@ def build_emulator(tmp: Path, precision: str, level: str, params: dict, inject: 
     fam = s.family
     d = tmp / v.name
     d.mkdir(parents=True, exist_ok=True)
-    for rel, text in fam.emit_emulator(v, TemplateEnv(), params["logn"]).items():
+    for rel, text in emulator_sources(fam, v, params["logn"]).items():
         (d / rel).write_text(text)
     for h in ("ftgen_fft_core.h", "ftgen_fft_emu.h"):
         shutil.copy(templates_dir() / "fft" / h, d / h)
@@ -249,17 +261,17 @@ def rel_err(y, ref) -> float:
 EMU_CASES = [
     ("fp32", "none", {"logn": 3, "n1": 8}, 300, "forward"),  # one thread per column, 16-byte vectors, partial tile
     ("fp32", "none", {"logn": 4}, 301, "forward"),  # the automatic plan: 4 threads per signal, partial tile
-    ("fp64", "none", {"logn": 4}, 77, "inverse"),  # TUNED: 8 threads per signal, partial tile
+    ("fp64", "none", {"logn": 4}, 77, "inverse"),  # measured plan: 8 threads per signal, partial tile
     ("fp32", "none", {"logn": 11}, 3, "inverse"),
     ("fp64", "none", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "forward"),
     ("fp32", "none", {"logn": 14}, 2, "forward"),
     ("fp32", "one-sided", {"logn": 8, "N1": 16, "N2": 16}, 3, "forward"),
     ("fp64", "two-sided-thread", {"logn": 10}, 3, "forward"),
     ("fp32", "two-sided-tb", {"logn": 12}, 8, "forward"),
-    ("fp32", "two-sided-tb", {"logn": 5}, 77, "forward"),  # TUNED: 32 signals per block, a partial last block
-    ("fp64", "two-sided-tb", {"logn": 4}, 45, "inverse"),  # TUNED: four threads per signal, 32 signals per block
+    ("fp32", "two-sided-tb", {"logn": 5}, 77, "forward"),  # measured plan: 32 signals per block, a partial last block
+    ("fp64", "two-sided-tb", {"logn": 4}, 45, "inverse"),  # measured plan: four threads per signal, 32 signals per block
     ("fp64", "two-sided-tb", {"logn": 9, "N1": 8, "N2": 8, "N3": 8}, 2, "inverse"),
-    # plans of TUNED (measured winners): radix 32 in one launch, radix 16 fp64 two-sided-tb, and the shapes
+    # measured plans of the tuning file: radix 32 in one launch, radix 16 fp64 two-sided-tb, and the shapes
     # of the large two-launch plans at a small size (radix 16 fp64 / 8 columns fp32 per block)
     ("fp32", "none", {"logn": 13}, 2, "forward"),
     ("fp64", "two-sided-tb", {"logn": 10}, 8, "forward"),
@@ -268,13 +280,13 @@ EMU_CASES = [
     # block (the second), the prefilter and the rare path's vector check, location and correction
     ("fp32", "two-sided-tb", {"logn": 14, "launches": 2}, 2, "forward"),
     ("fp64", "two-sided-tb", {"logn": 13, "launches": 2}, 2, "inverse"),
-    # ... with two columns per thread (TUNED at fp32 2^18 / 2^22, fp64 2^14 / 2^21): the checks on the sum of a thread's columns
+    # ... with two columns per thread (measured plans at fp32 2^18 / 2^22, fp64 2^14 / 2^21): the checks on the sum of a thread's columns
     ("fp32", "two-sided-tb", {"logn": 13, "launches": 2, "n1": 8, "n2": 8, "tcols": 2, "bs1": 8, "bs2": 8, "minb": 3}, 2, "inverse"),
-    ("fp64", "two-sided-tb", {"logn": 13, "launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8}, 2, "forward"),  # TUNED fp64 2^14
+    ("fp64", "two-sided-tb", {"logn": 13, "launches": 2, "n1": 4, "n2": 4, "tcols": 2, "bs1": 8, "bs2": 8}, 2, "forward"),  # measured plan fp64 2^14
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 16, "bs1": 4, "bs2": 4}, 2, "forward"),
     ("fp64", "none", {"logn": 12, "launches": 2, "n1": 16, "n2": 8, "bs1": 2, "bs2": 4}, 3, "inverse"),  # 2^22's shape
     ("fp32", "none", {"logn": 12, "launches": 2, "bs1": 8, "bs2": 8}, 2, "forward"),
-    # cluster plans (launch 2 inside launch 1, the blocks of a signal one cluster): TUNED fp32 2^15's shape (four blocks of
+    # cluster plans (launch 2 inside launch 1, the blocks of a signal one cluster): the measured fp32 2^15 plan's shape (four blocks of
     # radix 16, columns at stride 4), fp64 2^14 / 2^15's (radix 16, four and eight blocks), the contiguous loads scattered
     # through distributed shared memory (cluster: 2)
     ("fp32", "none", {"logn": 12, "N1": 1024, "cluster": 1, "n1": 16, "minb": 2}, 3, "forward"),
@@ -292,10 +304,10 @@ EMU_CASES = [
     ("fp32", "none", {"logn": 10, "N1": 8, "N2": 32, "N3": 4, "n2": 8, "bs2": 1, "cluster": 1}, 2, "forward"),
     # two-sided-tb cluster plans: phase 1's checks with the outputs in the tile (the rare path through the workspace), the
     # fused DFTs' own checks; faults at every stage of both (two and three launches)
-    # (TUNED_CLUSTER's shapes: two columns per thread, two columns m per block in clusters of N2 / 2 blocks, or bs2 columns
+    # (the tuning file's cluster plan shapes: two columns per thread, two columns m per block in clusters of N2 / 2 blocks, or bs2 columns
     # s of a three-launch plan)
     ("fp32", "two-sided-tb", {"logn": 13, "N1": 2048, "cluster": 1, "n1": 16}, 2, "forward"),
-    # (hooksplit, as TUNED_CLUSTER's injection builds: the faulted block runs the hooked body, the others the body without hooks)
+    # (hooksplit, as the tuning file's cluster plan injection builds: the faulted block runs the hooked body, the others the body without hooks)
     ("fp64", "two-sided-tb", {"logn": 13, "N1": 1024, "N2": 8, "bs1": 2, "tcols": 2, "cluster": 1, "n1": 8, "hooksplit": 1}, 2, "forward"),
     ("fp64", "two-sided-tb", {"logn": 13, "N1": 16, "N2": 128, "N3": 4, "n2": 8, "bs2": 4, "tcols": 2, "cluster": 1, "hooksplit": 1}, 2, "inverse"),
     # ... and the split in the other designs: the sequential two-sided-tb, the simultaneous one without a cluster, one-sided

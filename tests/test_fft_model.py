@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from ftgen.families import fft as F
+from ftgen.families.base import UNIT_ROUNDOFF
+from ftgen.families.fft.model import _cdt
 
 RNG = np.random.default_rng(20240601)
 # faults that overflow to inf/NaN are part of the sweep
@@ -55,7 +57,7 @@ def test_rounding_error_is_well_inside_the_tolerance(precision):
         m = F.FftModel(precision, "none", {"logn": logn})
         x = data("normal", (max(2, 4096 >> logn), 1 << logn))
         y, _ = m.run(x)
-        err = rel_err(y, F.fft_reference(x.astype(F._cdt(precision))))
+        err = rel_err(y, F.fft_reference(x.astype(_cdt(precision))))
         # the tolerance leaves room for cuFFT's own error and for corrected columns
         assert err < F.tolerance(precision, logn) / 8, (logn, err)
 
@@ -66,7 +68,7 @@ def test_rounding_error_is_well_inside_the_tolerance(precision):
 def sweep_faults(model: F.FftModel, batch: int, precision: str, kinds, positions_per_stage: int | None = None):
     """Every launch, stage and (a sample of) positions; returns (faults, missed)."""
     x = data("normal", (batch, model.plan.N))
-    ref = F.fft_reference(x.astype(F._cdt(precision)))
+    ref = F.fft_reference(x.astype(_cdt(precision)))
     tol = F.tolerance(precision, model.plan.logn)
     faults = missed = 0
     for lp in model.plan.launches:
@@ -125,7 +127,7 @@ def test_one_sided_detects_and_recomputes():
     for precision in F.PRECISIONS:
         m = F.FftModel(precision, "one-sided", {"logn": 9, "N1": 16, "N2": 32})
         x = data("normal", (3, 512))
-        ref = F.fft_reference(x.astype(F._cdt(precision)))
+        ref = F.fft_reference(x.astype(_cdt(precision)))
         for stage in range(m.plan.launches[0].P + 1):
             y, rep = m.run(x, [F.ModelFault(0, stage, 5, 3, kind="offset", offset=5.0)])
             assert rep.detected == 1 and rep.recomputed == 1 and rep.corrected == 1
@@ -156,7 +158,7 @@ def test_no_false_alarms_on_clean_data(precision, level):
             y, rep = m.run(x)
             assert rep.detected == 0 and rep.false_alarms == 0, (dist, logn, rep)
             assert rep.max_score < 0.6, (dist, logn, rep.max_score)
-            assert rel_err(y, F.fft_reference(x.astype(F._cdt(precision)))) <= F.tolerance(precision, logn)
+            assert rel_err(y, F.fft_reference(x.astype(_cdt(precision)))) <= F.tolerance(precision, logn)
 
 
 def test_two_sided_tb_threshold_is_below_significance():
@@ -167,7 +169,7 @@ def test_two_sided_tb_threshold_is_below_significance():
             plan = F.make_plan(precision, "two-sided-tb", F.resolve_params(precision, "two-sided-tb", {"logn": logn}))
             for lp in plan.launches:
                 # residual threshold relative to one column's output norm, batch of L + checksum
-                rel_threshold = F.K_TB * F.UNIT_ROUNDOFF[precision] * math.sqrt(math.log2(lp.R) + 1) * math.sqrt(2 * lp.L)
+                rel_threshold = F.K_TB * UNIT_ROUNDOFF[precision] * math.sqrt(math.log2(lp.R) + 1) * math.sqrt(2 * lp.L)
                 assert rel_threshold < F.tolerance(precision, logn) / 1.5, (precision, logn, lp.describe())
 
 

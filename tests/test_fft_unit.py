@@ -3,6 +3,7 @@ sources. No GPU, no compiler."""
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import json
 import re
@@ -19,6 +20,9 @@ from ftgen.errors import SpecError
 from ftgen.families import fft as F
 from ftgen.families import get
 from ftgen.spec import load_spec_text, parse_shapes
+from ftgen.tuning import load as load_tuning
+
+DATA = REPO / "tests" / "data"
 
 
 def spec(body: str, name: str = "t") -> str:
@@ -38,7 +42,7 @@ def test_names_encode_the_resolved_plan():
     assert [v.name for v in vs] == ["fft_c2c_f32_none_fwd_logn12_N4096_n16_bs1_t1"]
     vs, _ = variants("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb, inject: true}\nparams: {logn: 19, direction: inverse}\n")
     (v,) = vs
-    # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's TUNED_CLUSTER: three launches, the last inside the
+    # above 2^12 two-sided-tb takes its measured plan (here fp64 2^19's the two-sided-tb cluster plans: three launches, the last inside the
     # second, two columns per thread)
     assert v.name == "fft_z2z_f64_abft-2sided-tb_inv_logn19_N256x512x4_n8x8x4_bs16x4x1_t2_cl_hk_inj"
     vs, _ = variants("precision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 10}\n")
@@ -121,7 +125,7 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                 plan = F.make_plan(prec, level, q)
                 assert F.plan_reasons(plan, level) == [], (prec, level, logn, F.plan_reasons(plan, level))
                 rules = F.plan_level(level, logn)  # the simultaneous two-sided-tb takes the unprotected plans
-                tuned = F.tuned_plan(prec, level, logn)  # (a build without injection code)
+                tuned = F.measured_params(prec, level, logn)  # (a build without injection code)
                 assert all(q[k] == v for k, v in tuned.items()), (prec, level, logn, tuned)
                 assert plan.N == 1 << logn and len(plan.launches) == (tuned.get("launches") or F.auto_launches(prec, logn, rules))
                 for lp in plan.launches:
@@ -132,21 +136,22 @@ def test_automatic_plans_are_valid_for_every_size_precision_and_level():
                     assert lp.threads % 32 == 0 and lp.threads <= 1024  # the automatic plans use whole warps
                     assert lp.smem_bytes <= F.SMEM_LIMIT, (prec, level, logn, lp.describe())
                     assert lp.minb * lp.threads <= F.MAX_SM_THREADS and max(lp.minb, 1) * lp.smem_bytes <= F.SMEM_SM
-                    # a single-launch signal may fill the SM; measured winners (TUNED) may take more
+                    # a single-launch signal may fill the SM; measured plans (the tuning file) may take more
                     if level == "none" and len(plan.launches) > 1 and not tuned:
                         assert lp.smem_bytes <= F.SMEM_TARGET, (prec, logn, lp.describe())
                         assert lp.regs_estimate() <= 128, (prec, logn, lp.describe())
 
 
 def test_tuned_plans_apply_only_when_no_plan_key_is_given():
-    assert ("fp64", "none", 20) in F.TUNED
+    T = tuning_tables()
+    assert ("fp64", "none", 20) in T.plans
     q = F.resolve_params("fp64", "none", {"logn": 20})
     assert (q["launches"], q["bs1"], q["bs2"], q["minb"]) == (2, 4, 4, 2)
     name = get("fft").kernel_name(load_spec_text(spec("precision: fp64\nparams: {logn: 20}\n")).variants[0])
     assert name.endswith("_logn20_N1024x1024_n8x8_bs4x4_t1_mb2")
     q = F.resolve_params("fp64", "none", {"logn": 20, "launches": 2})  # a plan key given: the rules alone
     assert (q["bs1"], q["bs2"], q.get("minb", 0)) == (2, 2, 0)
-    assert ("fp32", "none", 20) not in F.TUNED and ("fp32", "two-sided-tb", 13) in F.TUNED  # per level
+    assert ("fp32", "none", 20) not in T.plans and ("fp32", "two-sided-tb", 13) in T.plans  # per level
     assert F.resolve_params("fp32", "none", {"logn": 13})["n1"] == 32
     assert F.resolve_params("fp32", "two-sided-tb", {"logn": 20}).get("minb", 0) == 0
 
@@ -309,25 +314,69 @@ def test_in_place_one_launch_protected_calls_go_through_the_workspace(tmp_path):
         assert ("s->wsbufs : 1;" in launcher) == expect, level
 
 
+class TuningTables:
+    """The fft entries of the H100 tuning file as the tables the replay tests compare with the recorded searches: plans
+    ((precision, level, logn) -> plan keys: any arch, and the unprotected cluster plans), cluster_plans (two-sided-tb,
+    sm_90), hooksplit ((precision, level) -> {logn: value}), tbenc ((precision, level) -> {logn: value}), prefetch
+    ((precision, level) -> sizes with prefetch 2)."""
+
+    def __init__(self):
+        self.plans, self.cluster_plans, self.hooksplit, self.tbenc, self.prefetch = {}, {}, {}, {}, {}
+        for e in load_tuning("h100").for_family("fft"):
+            k, params = e["key"], e["params"]
+            key, pl = (k["precision"], k["level"], k["logn"]), (k["precision"], k["level"])
+            plan = {n: v for n, v in params.items() if n not in ("hooksplit", "tbenc", "prefetch")}
+            if plan:
+                (self.cluster_plans if k.get("arch") and k["level"] != "none" else self.plans)[key] = plan
+            if "hooksplit" in params:
+                self.hooksplit.setdefault(pl, {})[k["logn"]] = params["hooksplit"]
+            if "tbenc" in params:
+                self.tbenc.setdefault(pl, {})[k["logn"]] = params["tbenc"]
+            if params.get("prefetch") == 2:
+                self.prefetch.setdefault(pl, set()).add(k["logn"])
+
+    def hook_sizes(self, prec: str, level: str, value: int) -> set[int]:
+        return {lg for lg, v in self.hooksplit.get((prec, level), {}).items() if v == value}
+
+    def split_sizes(self, prec: str, level: str) -> set[int]:
+        """The sizes where the hook split (hooksplit 1, or 2 which splits too) measured faster than hooks in every block:
+        hooksplit 1 / 2, and at the sizes of hooksplit 3 the value those searches measured (HOOK_BEFORE_KERNEL)."""
+        before = HOOK_BEFORE_KERNEL.get(prec, {})
+        return {lg for lg, v in self.hooksplit.get((prec, level), {}).items() if v in (1, 2) or (v == 3 and before.get(lg, 0) >= 1)}
+
+    def call_sizes(self, prec: str, level: str) -> set[int]:
+        """hooksplit 2's sizes, and those of hooksplit 3 that had measured 2 before it."""
+        before = HOOK_BEFORE_KERNEL.get(prec, {})
+        return {lg for lg, v in self.hooksplit.get((prec, level), {}).items() if v == 2 or (v == 3 and before.get(lg) == 2)}
+
+    def hooksplit_of(self, prec: str, level: str, logn: int) -> int:
+        return self.hooksplit.get((prec, level), {}).get(logn, 0)
+
+
+# The two-sided-tb hook placement the recorded searches and A/Bs measured at the sizes that now take hooksplit 3 (a
+# kernel of its own for the faulted block), which came after them: the names they measured carry that value's token.
+HOOK_BEFORE_KERNEL = {"fp32": {15: 1, 16: 1, 17: 1, 18: 1, 19: 1, 20: 0, 23: 2, 24: 1},
+                      "fp64": {10: 1, 15: 2, 16: 2, 19: 1, 20: 1, 23: 1}}
+
+
+def tuning_tables() -> TuningTables:
+    return TuningTables()
+
+
+def _searches_fixture() -> dict:
+    return json.loads(gzip.decompress((DATA / "fft_h100_searches.json.gz").read_bytes()))["runs"]
+
+
 def _recorded_searches(*patterns: str) -> list[tuple[str, dict[tuple[str, int], float]]]:
-    """The plan searches recorded in results/h100/fft/<pattern> (or <pattern>.gz) for each pattern, oldest first: (provenance
-    time, x cuFFT per (kernel, n) of the rows that verified)."""
+    """The plan searches recorded under results/h100/fft/ whose paths there match a pattern, oldest first: (provenance
+    time, x cuFFT per (kernel, n) of the rows that verified). Read from tests/data/fft_h100_searches.json.gz, which holds
+    those ratios (the best verified row of a kernel at a size) of every search these tests replay."""
     runs: list[tuple[str, dict[tuple[str, int], float]]] = []
-    base = REPO / "results" / "h100" / "fft"
-    for path in sorted({p for pattern in patterns for p in (*base.glob(pattern), *base.glob(pattern + ".gz"))}):
-        utc, ratios = "", {}
-        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-        for line in text.splitlines():
-            r = json.loads(line)
-            if "provenance" in r:
-                utc = r["provenance"].get("utc", "")
-                continue
-            if not r.get("kernel") or "skipped" in r or not r.get("ok") or not r.get("ms"):
-                continue
-            key = (r["kernel"], r["shape"]["n"])
-            ratios[key] = max(ratios.get(key, 0.0), r["ref"]["ms"] / r["ms"]["median"])
-        assert utc, f"{path.name}: no provenance time"
-        runs.append((utc, ratios))
+    fixture = _searches_fixture()
+    for path in sorted({k for pattern in patterns for k in fixture if fnmatch.fnmatchcase(k, pattern)}):
+        run = fixture[path]
+        assert run["utc"], f"{path}: no provenance time"
+        runs.append((run["utc"], {(k, n): r for k, n, r in run["rows"]}))
     runs.sort(key=lambda x: x[0])
     return runs
 
@@ -337,12 +386,11 @@ def _variant_name(prec: str, prot: str, params: str) -> str:
 
 
 def _before_hk(prec: str, logn: int, name: str) -> str:
-    """The name the searches before TUNED_HOOKKERNEL measured for an automatic two-sided-tb injection build: its `_hk`
-    token as the hook split of TUNED_HOOKCALL / TUNED_HOOKSPLIT at that size (the plans are otherwise the same)."""
+    """The name the searches before hooksplit 3 measured for an automatic two-sided-tb injection build: its `_hk` token
+    as the hook placement they measured at that size (HOOK_BEFORE_KERNEL; the plans are otherwise the same)."""
     if not name.endswith("_hk_inj"):
         return name
-    key = (prec, "two-sided-tb")
-    tag = "_hc" if logn in F.TUNED_HOOKCALL[key] else "_hs" if logn in F.TUNED_HOOKSPLIT[key] else ""
+    tag = F.HOOKSPLIT_TAG[HOOK_BEFORE_KERNEL[prec][logn]]
     return name[: -len("_hk_inj")] + tag + "_inj"
 
 
@@ -362,15 +410,16 @@ def _measured_pair(runs, n: int, pair: tuple[str, str], split_pair: tuple[str, s
 
 
 def test_tuned_plans_replay_the_recorded_searches():
-    """Every TUNED plan was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
+    """Every measured plan of the tuning file was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
     the rules give for the same size in the latest search that measured both (kernels change between
     searches: the provenance's time orders them), or else in the latest searches that measured each."""
     runs = _recorded_searches("search_*.jsonl", "stop34/search_*/search_*.jsonl", "stop35/search_*/search_*.jsonl")
     assert runs
-    for (prec, level, logn), entry in F.TUNED.items():
+    T = tuning_tables()
+    for (prec, level, logn), entry in T.plans.items():
         prot = "{scheme: none}" if level == "none" else f"{{scheme: abft, level: {level}, inject: true}}"
-        # with the hook split where the automatic plan takes it (TUNED_HOOKSPLIT), where a search measured both so
-        split = {"hooksplit": 1} if logn in F.TUNED_HOOKSPLIT.get((prec, level), ()) else {}
+        # with the hook split where the automatic plan takes it, where a search measured both so
+        split = {"hooksplit": 1} if logn in T.split_sizes(prec, level) else {}
 
         def named(keys: dict) -> str:
             return _keys_name(prec, prot, keys)
@@ -378,7 +427,7 @@ def test_tuned_plans_replay_the_recorded_searches():
         tuned = named({"logn": logn, **entry})
         # what applies without this entry: the measured plan of the level whose rules apply (the simultaneous
         # two-sided-tb follows the unprotected plans), else the rules (a plan key given)
-        fallback = F.TUNED.get((prec, F.plan_level(level, logn), logn)) if F.plan_level(level, logn) != level else None
+        fallback = T.plans.get((prec, F.plan_level(level, logn), logn)) if F.plan_level(level, logn) != level else None
         if fallback and fallback.get("cluster"):  # cluster plans are unprotected only (tuned_plan)
             fallback = None
         rule_keys = {"logn": logn, **fallback} if fallback else {"logn": logn, "launches": F.auto_launches(prec, logn, F.plan_level(level, logn))}
@@ -398,7 +447,7 @@ def test_tuned_plans_replay_the_recorded_searches():
         assert a > b, (tuned, a, rule, b)
 
 
-def test_automatic_plans_beat_the_stop36_alternatives():
+def test_automatic_plans_beat_the_recorded_alternatives():
     """Stop 36's plan searches (results/h100/fft/stop36/search_weak36*/: cluster plans with one column chunk per block at
     fp64 2^12 / 2^13 and fp32 2^12-2^14, other register caps, the fp64 cluster plans' first launch at radix 4; one fault
     per transform) found no faster plan: at every size the automatic two-sided-tb injection build of that precision beat
@@ -432,7 +481,7 @@ def test_hooksplit_is_for_injection_builds_of_protected_levels():
                       "params: {logn: 16, hooksplit: 1}": "inject: false"}.items():
         with pytest.raises(SpecError, match=why):
             load_spec_text(spec(body), "t.yaml")
-    # a build without injection code never takes a measured plan's split (TUNED_CLUSTER sets it for injection builds)
+    # a build without injection code never takes a measured plan's split (the two-sided-tb cluster plans sets it for injection builds)
     clean = load_spec_text(spec("precision: fp64\nprotection: {scheme: abft, level: two-sided-tb}\nparams: {logn: 20}\n"), "t.yaml")
     assert clean.variants[0].name.endswith("_cl") and not F.FftFamily().plans(clean.variants[0])[0].hooksplit
 
@@ -454,18 +503,19 @@ def test_tbenc_is_for_staged_simultaneous_two_sided_tb_launches():
 
 
 def test_tb_cluster_plans_replay_the_recorded_searches():
-    """Every TUNED_CLUSTER plan (two-sided-tb, sm_90) was measured on the GPU with one fault per transform and beat the plan
-    an architecture without clusters gets (TUNED's or the rules') in the latest search that measured both
+    """Every two-sided-tb cluster plan of the tuning file (sm_90) was measured on the GPU with one fault per transform and beat the plan
+    an architecture without clusters gets (the measured plan or the rules') in the latest search that measured both
     (results/h100/fft/search_tbcluster*.jsonl); sm_80 builds keep that plan."""
     runs = _recorded_searches("search_tbcluster*.jsonl", "stop35/search_weak35*/search_*.jsonl")
-    assert runs and F.TUNED_CLUSTER
-    for (prec, level, logn), entry in F.TUNED_CLUSTER.items():
+    T = tuning_tables()
+    assert runs and T.cluster_plans
+    for (prec, level, logn), entry in T.cluster_plans.items():
         assert entry.get("cluster") and level == "two-sided-tb"
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
-        # the plan as the searches measured it (hooks in every block; TUNED_HOOKSPLIT adds the split to the automatic plan)
+        # the plan as the searches measured it (hooks in every block; the tuning file adds the split to the automatic plan)
         tuned = _keys_name(prec, prot, {"logn": logn, **entry})
-        # (the rules' plan named by its launch count: any plan key keeps TUNED_CLUSTER away)
-        other = F.tuned_plan(prec, level, logn, inject=True, clusters=False) or {"launches": F.auto_launches(prec, logn, F.plan_level(level, logn))}
+        # (the rules' plan named by its launch count: any plan key keeps the measured cluster plan away)
+        other = {k: v for k, v in F.measured_params(prec, level, logn, inject=True, clusters=False).items() if k in (*F.PLAN_KEYS, "tcols")} or {"launches": F.auto_launches(prec, logn, F.plan_level(level, logn))}
         assert not other.get("cluster")
         base = _keys_name(prec, prot, {"logn": logn, **other})
         s80 = load_spec_text(f"name: t\nfamily: fft\narch: [sm_80]\nprecision: {prec}\nprotection: {prot}\nparams: {{logn: {logn}}}\n", "t.yaml")
@@ -479,7 +529,7 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
 
 
 def test_hook_split_sizes_replay_the_recorded_search():
-    """TUNED_HOOKSPLIT: at each size of the sm_90 injection builds the hook split is taken exactly where it measured
+    """The hook split (hooksplit 1 entries of the tuning file): at each size of the sm_90 injection builds the hook split is taken exactly where it measured
     faster than the same plan with hooks in every block (results/h100/fft/stop32/search_hooks2_*.jsonl, one fault per
     transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
     injection code)."""
@@ -489,12 +539,14 @@ def test_hook_split_sizes_replay_the_recorded_search():
                               "stop36/search_weak36d_*/search_weak36d.jsonl")
     assert runs
     checked = 0
-    for (prec, level), sizes in F.TUNED_HOOKSPLIT.items():
+    T = tuning_tables()
+    for (prec, level) in T.hooksplit:
+        sizes = T.split_sizes(prec, level)
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(3, 25):
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
-            kernel = logn in F.TUNED_HOOKKERNEL.get((prec, level), ())
-            calls = logn in F.TUNED_HOOKCALL.get((prec, level), ()) and not kernel
+            kernel = logn in T.hook_sizes(prec, level, 3)
+            calls = logn in T.hook_sizes(prec, level, 2)
             assert auto.endswith("_hs_inj") == (logn in sizes and not calls and not kernel), auto
             assert auto.endswith("_hc_inj") == calls, auto
             assert auto.endswith("_hk_inj") == kernel, auto
@@ -503,8 +555,8 @@ def test_hook_split_sizes_replay_the_recorded_search():
             clean = _variant_name(prec, f"{{scheme: abft, level: {level}}}", f"{{logn: {logn}}}")
             assert "_hs" not in clean and "_hc" not in clean and "_hk" not in clean
             if "_cl_" in auto or calls:
-                continue  # (TUNED_CLUSTER's plans: the split was chosen in stop 31's full runs; TUNED_HOOKCALL: the test below)
-            # (TUNED_HOOKKERNEL's sizes, the test below: TUNED_HOOKSPLIT still holds the search's record there)
+                continue  # (the two-sided-tb cluster plans's plans: the split was chosen in stop 31's full runs; hooksplit 2 (tuning file): the test below)
+            # (hooksplit 3's sizes, the test below: the hook split entries still holds the search's record there)
             # (the search of the split was before tbenc and prefetch)
             hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj").replace("_hk_inj", "_inj")
             split = hooked.replace("_inj", "_hs_inj")
@@ -518,9 +570,10 @@ def test_hook_split_sizes_replay_the_recorded_search():
 
 
 def _ab_ratios(folder: str) -> dict[tuple[str, int], float]:
-    """{(precision, log n): B / A} of a recorded A/B (gpu_fft_ab.sh's summary.txt, the automatic plans)."""
+    """{(precision, log n): B / A} of a recorded A/B (the summary.txt of results/h100/fft/<...>/<folder>/, the automatic
+    plans), read from its copy tests/data/fft_h100_ab/<folder>.txt."""
     out, prec = {}, None
-    for line in (REPO / "results" / "h100" / "fft" / folder / "summary.txt").read_text().splitlines():
+    for line in (DATA / "fft_h100_ab" / f"{folder}.txt").read_text().splitlines():
         if line.startswith("fft_"):
             prec = "fp32" if "_f32_" in line else "fp64"
         elif prec and re.match(r"\s+\d+ ", line):
@@ -530,16 +583,17 @@ def _ab_ratios(folder: str) -> dict[tuple[str, int], float]:
 
 
 def test_hook_call_sizes_replay_the_recorded_ab():
-    """TUNED_HOOKCALL: the hook split's faulted block runs its hooked body as a call of its own (hooksplit 2) exactly where
+    """hooksplit 2 (tuning file): the hook split's faulted block runs its hooked body as a call of its own (hooksplit 2) exactly where
     every recorded A/B whose B made that call there measured B more than 0.7% faster than A (the hooked body inlined, or at
     fp32 2^21 no split; twice the spread those A/Bs showed where nothing changed), one fault per transform."""
-    # B made the call: 2ad7f4a at every size with the split (fp32: every size), 6f9f1a4 at its TUNED_HOOKCALL
-    runs = [(_ab_ratios("stop37/ab_hookcall_2ad7f4a"), {"fp32": set(range(3, 25)), "fp64": set(range(3, 25))}),
-            (_ab_ratios("stop37/ab_hookcall_6f9f1a4"), {"fp32": {10, 13, 21}, "fp64": {15, 16, 24}})]
+    # B made the call: 2ad7f4a at every size with the split (fp32: every size), 6f9f1a4 at its hooksplit 2
+    runs = [(_ab_ratios("ab_hookcall_2ad7f4a"), {"fp32": set(range(3, 25)), "fp64": set(range(3, 25))}),
+            (_ab_ratios("ab_hookcall_6f9f1a4"), {"fp32": {10, 13, 21}, "fp64": {15, 16, 24}})]
     assert all(len(r) == 44 for r, _ in runs)
+    T = tuning_tables()
     for prec in ("fp32", "fp64"):
-        calls = F.TUNED_HOOKCALL[(prec, "two-sided-tb")]
-        assert calls <= F.TUNED_HOOKSPLIT[(prec, "two-sided-tb")]
+        calls = T.call_sizes(prec, "two-sided-tb")
+        assert calls <= T.split_sizes(prec, "two-sided-tb")
         for logn in range(3, 25):
             measured = [r[(prec, logn)] for r, made in runs if logn in made[prec]]
             assert measured, (prec, logn)
@@ -547,26 +601,28 @@ def test_hook_call_sizes_replay_the_recorded_ab():
 
 
 def test_hook_kernel_sizes_replay_the_recorded_ab():
-    """TUNED_HOOKKERNEL: the faulted block runs in a kernel of its own on a second stream (hooksplit 3, names `_hk`) exactly
+    """hooksplit 3 (tuning file): the faulted block runs in a kernel of its own on a second stream (hooksplit 3, names `_hk`) exactly
     where every recorded A/B whose B did so there measured B more than 0.7% faster than A (the measured hooksplit 0 / 1 /
-    2), one fault per transform; it wins over TUNED_HOOKCALL and TUNED_HOOKSPLIT, and only sm_90 injection builds take it."""
+    2), one fault per transform; it wins over hooksplit 2 and the hook split entries, and only sm_90 injection builds take it."""
     # B at every size: ab_hkprio_c3e8877 (fp32 only) and ab_hkprio2_c3e8877 (the aux stream of the greatest priority; the
     # first A/B, ab_hk_c3e8877, ran it on a stream of default priority: another kernel launch order, not this build)
     every = set(range(3, 25))
-    runs = [(_ab_ratios("stop38/ab_hkprio_c3e8877"), {"fp32": every, "fp64": set()}),
-            (_ab_ratios("stop38/ab_hkprio2_c3e8877"), {"fp32": every, "fp64": every})]
+    runs = [(_ab_ratios("ab_hkprio_c3e8877"), {"fp32": every, "fp64": set()}),
+            (_ab_ratios("ab_hkprio2_c3e8877"), {"fp32": every, "fp64": every})]
     assert [len(r) for r, _ in runs] == [22, 44]
+    T = tuning_tables()
     for prec in ("fp32", "fp64"):
-        kernel = F.TUNED_HOOKKERNEL[(prec, "two-sided-tb")]
+        kernel = T.hook_sizes(prec, "two-sided-tb", 3)
         for logn in range(3, 25):
             measured = [r[(prec, logn)] for r, made in runs if logn in made[prec]]
             assert measured, (prec, logn)
             assert (min(measured) > 1.007) == (logn in kernel), (prec, logn, measured)
-            assert F.tuned_hooksplit(prec, "two-sided-tb", logn) == (3 if logn in kernel else 2 if logn in F.TUNED_HOOKCALL[(prec, "two-sided-tb")] else 1 if logn in F.TUNED_HOOKSPLIT[(prec, "two-sided-tb")] else 0)
+            auto = F.measured_params(prec, "two-sided-tb", logn, inject=True).get("hooksplit", 0)
+            assert auto == T.hooksplit_of(prec, "two-sided-tb", logn) == (3 if logn in kernel else 2 if logn in T.call_sizes(prec, "two-sided-tb") else 1 if logn in T.split_sizes(prec, "two-sided-tb") else 0)
 
 
 def test_tbenc_sizes_replay_the_recorded_search():
-    """TUNED_TBENC: the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
+    """tbenc (tuning file): the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
     64 threads per column, `_tl`) exactly where that value measured more than 1% faster than each thread encoding its own
     columns in a search with both (results/h100/fft/stop33/search_tbenc_*/, search_tbenc3_*/, one fault per transform, the
     latest of each), and no other measured value did elsewhere; a plan given by its keys keeps tbenc 1 unless asked."""
@@ -590,12 +646,12 @@ def test_tbenc_sizes_replay_the_recorded_search():
     cl_gains = [rows[(k, n)] / rows[(k.replace("_cl_te_", "_cl_"), n)]
                 for rows in runs for (k, n) in rows if "_t2_cl_te_" in k and (k.replace("_cl_te_", "_cl_"), n) in rows]
     checked = 0
-    for (prec, level), sizes in F.TUNED_TBENC.items():
+    for (prec, level), sizes in tuning_tables().tbenc.items():
         prot = f"{{scheme: abft, level: {level}, inject: true}}"
         for logn in range(13, 25):
             auto = _before_hk(prec, logn, _variant_name(prec, prot, f"{{logn: {logn}}}"))
             if auto.endswith("_hc_inj"):
-                # (TUNED_HOOKCALL came after these searches, which measured the plan with the split or without it; one-launch
+                # (hooksplit 2 came after these searches, which measured the plan with the split or without it; one-launch
                 # sizes have no staged encodings to measure)
                 auto = next((a for a in (auto[:-7] + "_hs_inj", auto[:-7] + "_inj")
                              if any(untagged(k) == untagged(a) for rows in runs for k, _ in rows)), auto[:-7] + "_hs_inj")
@@ -624,7 +680,7 @@ def test_tbenc_sizes_replay_the_recorded_search():
 
 
 def test_prefetch_sizes_replay_the_recorded_search():
-    """TUNED_PREFETCH: the automatic sequential two-sided-tb plans prefetch the next column step (prefetch 2, names `_pf`)
+    """prefetch (tuning file): the automatic sequential two-sided-tb plans prefetch the next column step (prefetch 2, names `_pf`)
     exactly where that measured more than 1% faster than without in the latest search with both (results/h100/fft/stop34/
     search_pf_*/, one fault per transform), and nowhere else; a plan given by its keys does not unless asked."""
     runs = _recorded_searches("stop34/search_pf_*/search_pf.jsonl")
@@ -633,12 +689,12 @@ def test_prefetch_sizes_replay_the_recorded_search():
     checked = 0
     for prec in ("fp32", "fp64"):
         prot = "{scheme: abft, level: two-sided-tb, inject: true}"
-        sizes = F.TUNED_PREFETCH.get((prec, "two-sided-tb"), frozenset())
+        sizes = tuning_tables().prefetch.get((prec, "two-sided-tb"), set())
         for logn in range(3, F.TB_SEQ_MAX_LOGN + 1):
             auto = _variant_name(prec, prot, f"{{logn: {logn}}}")
             assert ("_pf_" in auto) == (logn in sizes), auto
             if "_sm_" in auto:
-                assert logn not in sizes  # (TUNED's simultaneous plans: nothing to prefetch)
+                assert logn not in sizes  # (the measured simultaneous plans: nothing to prefetch)
                 continue
             plain = auto.replace("_pf_", "_")
             tail = "_hs_inj" if plain.endswith("_hs_inj") else "_inj"
@@ -687,11 +743,10 @@ def test_tbseq_chooses_the_two_sided_tb_design():
 
 
 def test_clean_builds_take_the_measured_plans_and_beat_the_former_clean_plans():
-    """Builds without injection code take the injection builds' measured plans (no TUNED_CLEAN since stop 36): at fp32 2^13 /
+    """Builds without injection code take the injection builds' measured plans (no plans of their own): at fp32 2^13 /
     2^14, where they had plans of their own until the input encodings were fenced off in the code without hooks (ENC_FENCE),
     those plans built without injection code beat the former ones (radix 32 at one block per SM, radix 16) in the same search
     (results/h100/fft/stop36/search_weak36e_*, no faults)."""
-    assert not hasattr(F, "TUNED_CLEAN")
     runs = _recorded_searches("stop36/search_weak36e_*/search_weak36e.jsonl")
     assert runs
     rows = runs[-1][1]
@@ -742,7 +797,7 @@ def test_cluster_plans_names_and_constraints():
 
 
 def test_cluster_plans_need_sm90():
-    # an explicit cluster plan is rejected for sm_80; the automatic plans take the rules' plan there instead of TUNED's
+    # an explicit cluster plan is rejected for sm_80; the automatic plans take the rules' plan there instead of the measured
     with pytest.raises(SpecError, match="sm_90 or later"):
         load_spec_text("name: t\nfamily: fft\narch: [sm_80, sm_90]\nparams: {logn: 15, N1: 8192, cluster: 1}\n", "t.yaml")
     s80 = load_spec_text("name: t\nfamily: fft\narch: [sm_80]\nparams: {logn: 15}\n", "t.yaml")

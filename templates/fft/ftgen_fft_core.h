@@ -773,7 +773,7 @@ FT_HD FT_INLINE cplx<float> tw_fresh(long long idx, long long M) {
 }
 
 // w^k for k < K, w = exp(SIGN 2 pi i a / M): a fresh sincospi every 4 powers, times the
-// recurrence w^(k mod 4) (the warp-level recurrence of the seed, bounded error growth).
+// recurrence w^(k mod 4) (the warp-level recurrence of TurboFFT, bounded error growth).
 template <int SIGN, int K>
 FT_HD FT_INLINE void tw_powers(long long a, long long M, cplx<float> (&w)[K]) {
   w[0] = cplx<float>{1.f, 0.f};
@@ -1262,11 +1262,9 @@ struct FftLaunch {
   // use (laundered), since ptxas otherwise keeps the NN swizzled addresses, common to every exchange, live
   // through the whole kernel: the fp32 2^14 launch spilled 100 bytes, the first 2^22 launch 92 (0 and 32
   // laundered; 0.834 -> 0.899 and 0.823 -> 0.858 of cuFFT on the H100). Laundered everywhere, the
-  // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24; results/h100/fft/
-  // summary_b5d87a4.txt) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value. The fp32
+  // 256-thread fp32 launches (80-255 registers) lost 1-5% (2^13, 2^20-2^24) and fp64 kernels spilled more (2^21: 124 -> 192 bytes): they keep the common value. The fp32
   // simultaneous two-sided-tb launches (80 registers, the checks' values live too) spilled the addresses instead
   // (2^20: 96 / 76 bytes, 64 / 56 laundered): laundered, 0.836 -> 0.849 of cuFFT on average, 2^19-2^22 +4-6%
-  // (results/h100/fft/stop28/ab_launder)
   static constexpr bool LAUNDER_T = IS_F32 && (NT >= 1024 || TBSIM);
   // the staged stores' thread index likewise (fp32 simultaneous two-sided-tb): their tile addresses are the staged
   // loads', which ptxas otherwise keeps through the whole kernel (2^15's second launch spilled seven of them; in the
@@ -1288,7 +1286,7 @@ struct FftLaunch {
   // NN scattered ones (the fp64 2^20 launches had read 2.9-5.4x their data through L1, mostly the tables).
   // Applied to the data one bit after the other (mul_bit), no twiddle array is live: the fp64 first
   // launches of 2^19-2^22 spilled 24-124 bytes with one read per twiddle, 0-32 this way (fp64 0.937 ->
-  // 0.981 of cuFFT on average over 2^3-2^24; results/h100/fft/ab_tw64/run1, run2). fp32 keeps sincospif with the
+  // 0.981 of cuFFT on average over 2^3-2^24, two A/B runs on the H100). fp32 keeps sincospif with the
   // recurrence: its 80-register launches spilled 44-120 bytes with the table reads (0.957 -> 0.898).
   static FT_HD FT_INLINE void mul_bit(cx (&x)[NN], int b, cx s) {
     FT_UNROLL
@@ -1367,8 +1365,7 @@ struct FftLaunch {
   // C::PREFETCH (plan key prefetch: 2; one-launch sequential plans, where a column is a whole signal, so a step's G columns
   // are one contiguous run): the next step's columns into L2 while this step computes, one prefetch per 128-byte line
   // (no registers, no shared memory), so its loads wait for L2 instead of DRAM. (Prefetching every later step at the
-  // first, or one-launch blocks prefetching the block one wave of resident blocks ahead, measured no gain or a loss:
-  // docs/fft-speed.md, stop 34.)
+  // first, or one-launch blocks prefetching the block one wave of resident blocks ahead, measured no gain or a loss.)
   static FT_HD FT_INLINE void prefetch_step(const LaunchParams<T>& p, long long C0, int c) {
 #ifndef FTGEN_EMU
     if constexpr (CPS == 1) {
@@ -1525,7 +1522,7 @@ struct FftLaunch {
   // of 25). Across the warps of a group each lane reads one warp's sum of one value (in double, as group_allsum) and a
   // butterfly over the warps adds them: two loads and a few double shuffles instead of a load per warp and value and
   // 40 double adds in every thread (fp32 2^12). Butterflies give every lane the same sum bit for bit, so the decisions
-  // stay group-uniform. Taken where it measured faster (stop39/ab_sums_*): the one-launch plans' groups of 2-16 warps
+  // stay group-uniform. Taken where it measured faster in A/B runs on the H100: the one-launch plans' groups of 2-16 warps
   // (fp32 2^12 +5%, 2^13 +2.4%, 2^10 / 2^11 +1%); the staged encodings' block sums (tbenc 2 / 3: fp32 2^19 / 2^20 -3..-5%)
   // and groups of one warp (fp32 2^9 with a fault -12%) keep group_allsum.
   template <int SPAN, class Ctx>
@@ -1970,7 +1967,7 @@ struct FftLaunch {
       // launches of multi-launch plans compute the sub-pass twiddles after the codelets (not live
       // while a codelet runs: the fp32 2^20 second launch spilled 36 bytes at 80 registers, 0.868 ->
       // 0.926 of cuFFT without); one-launch plans before them (after: fp32 2^13 / 2^14 0.814 / 0.836 ->
-      // 0.799 / 0.812, fp64 2^13 0.762 -> 0.657; results/h100/fft/summary_9fb40b0.txt)
+      // 0.799 / 0.812, fp64 2^13 0.762 -> 0.657 of cuFFT)
       constexpr bool TW_LATE = S > 1 || CPS > 1;
       if constexpr (TW_TABLES) {
         FT_UNROLL
@@ -2113,12 +2110,12 @@ struct FftLaunch {
   }
 
   // ---- the block --------------------------------------------------------------------------
-  // Injection builds with C::HOOK_SPLIT (plan key hooksplit: 1, chosen per size by TUNED_HOOKSPLIT in fft.py): a block
+  // Injection builds with C::HOOK_SPLIT (plan key hooksplit: 1, chosen per size by the tuning file): a block
   // without a planned fault runs the launch without fault hooks, the code of the build without injection code; the
   // block that holds the transform set's fault runs the hooked one. Which block that is (block-uniform) comes from
   // fault_blk, the kernel's second parameter, without a memory access; only when the caller gave no hint does each
-  // block read its fault-table entry, a dependent load before any work (stop 31, when every block read it: fp32 lost
-  // 1-3% at 2^15-2^24; reading it after the block's data loads lost everywhere, search_hooks_888c566.jsonl).
+  // block read its fault-table entry, a dependent load before any work (every block reading it, fp32 lost 1-3% at
+  // 2^15-2^24; reading it after the block's data loads lost everywhere).
   // PLAIN (hooksplit 3's launch kernel, whose caller runs the faulted block in a kernel of its own): the body without hooks
   template <bool PLAIN = false, class Ctx>
   static FT_HD FT_INLINE void body(Ctx& ctx, State* sts, unsigned char* smem, const LaunchParams<T>& p, long long blk, int fault_blk = 0) {
@@ -2144,9 +2141,9 @@ struct FftLaunch {
   }
 #ifndef FTGEN_EMU
   // C::HOOK_CALL (hooksplit 2): the faulted block's hooked body is a call of its own, so that its code does not share the
-  // register allocation of the body the other blocks run (stop37/ab_hookcall_*: fp32 2^13 / 2^21 +2-3%, fp64 2^15 / 2^16
+  // register allocation of the body the other blocks run (A/B on the H100: fp32 2^13 / 2^21 +2-3%, fp64 2^15 / 2^16
   // / 2^24 +2%; where the callee needs more registers than the kernel's own code it raises the kernel's count: fp32 2^9
-  // -12%, fp64 2^13 / 2^14 -5%). Which sizes: TUNED_HOOKCALL in fft.py
+  // -12%, fp64 2^13 / 2^14 -5%). Which sizes: the tuning file (hooksplit 2)
   static __device__ __noinline__ void body_hooked(const LaunchParams<T> p, unsigned char* smem, long long blk) {
     State st;
     DevCtx ctx;
@@ -2546,10 +2543,10 @@ struct FftLaunch {
   // the norms for the threshold; both wait in shared memory (kept in registers through the passes, they
   // made ptxas spill the 80-register fp32 launches: local-memory traffic doubled their DRAM writes)
   // A second left encoding e2_k = e_k (-1)^popc(k): one scalar projection can nearly cancel a fault spread over many
-  // outputs (the campaign at d18d561: 8 of 578 significant fp32 faults scored 0.22-0.98 of a one-level threshold);
-  // two rarely both do. e o (-1)^k (dc2b577: W^T e shifted, no table) is +-e on the strided supports of such faults
+  // outputs (in a fault campaign 8 of 578 significant fp32 faults scored 0.22-0.98 of a one-level threshold);
+  // two rarely both do. e o (-1)^k (W^T e shifted, no table) is +-e on the strided supports of such faults
   // and recovered half of them; the Thue-Morse sign is not constant on any of them, costs a sign on the output side
-  // and shares a 16-byte load with W^T e on the input side (an independent random e2 cost 5-15% more: 8bb8b91).
+  // and shares a 16-byte load with W^T e on the input side (an independent random e2 cost 5-15% more).
   template <class Ctx>
   static FT_HD FT_INLINE void tb_encode_in(Ctx& ctx, State& st, cx* sm, const LaunchParams<T>& p, int tid) {
     (void)ctx;
@@ -2698,16 +2695,16 @@ struct FftLaunch {
   // known after unrolling, and tb_out applies the thread's sign once (a per-element popc and select had cost six
   // instructions per element). fp32 (SPLIT_OUT): the products e_k w go into one of two sums by the sign of i, sp
   // (even) or sn (odd), one complex add per element instead of two, and tb_fold_out makes e^T = sp + sn and
-  // e2^T = sp - sn of them once (stop36/ab_split_564221f: fp32 0.900 -> 0.902, 2^19-2^24 +0.3-1.1%; fp64 0.919 -> 0.915,
+  // e2^T = sp - sn of them once (A/B on the H100, x cuFFT on average: fp32 0.900 -> 0.902, 2^19-2^24 +0.3-1.1%; fp64 0.919 -> 0.915,
   // 2^6 -8%, 2^10 / 2^11 -1..-3%: it keeps both sums as before). (A complex multiply-add into the sum, four FMAs, rounds
   // twice at the sum's scale per element instead of once: the emulated clean residuals grew, the prefilter escalated more.)
   static constexpr bool SPLIT_OUT = IS_F32;
   // the rare path's re-read loops, fp32: the simultaneous design's is a call of its own (tb_rare_call), whose unrolled
   // loads do not raise the common path's registers; a faulted block's rolled re-reads (one load at a time, NN per column)
-  // had finished after the rest of the launch (stop32/fault_cost_42f7af3: fp32 2^16 1.021 against 1.04-1.05 by where the
-  // fault landed). Four at a time (stop36/ab_rare_a61d856): fp32 0.902 -> 0.906 (2^8-2^11, 2^13, 2^17, 2^18 +1-3%), fp64
+  // had finished after the rest of the launch (fp32 2^16 1.021 of cuFFT against 1.04-1.05 by where the
+  // fault landed). Four at a time: fp32 0.902 -> 0.906 (2^8-2^11, 2^13, 2^17, 2^18 +1-3%), fp64
   // 0.919 -> 0.919 (2^11 -3%, 2^24 +2%): fp64 keeps them rolled. The sequential design inlines the rare path: unrolled
-  // there, its kernels spilled more (stop32/ab_rare_unroll_df108ec)
+  // there, its kernels spilled more
   static constexpr int RARE_UNROLL = TBSIM && IS_F32 ? 4 : 1;
   template <class Ctx, class K>
   static FT_HD FT_INLINE void tb_acc_out(Ctx& ctx, int tid, const LaunchParams<T>& p, K k, int i, cx w, cx& acc, cx& acc2) {
@@ -2791,9 +2788,9 @@ struct FftLaunch {
   // the code without fault hooks (builds without injection code, the hook split's other blocks) of the radix-32
   // launches: the input-side encodings end in a block of their own, as the stage-0 hook's branch ends them in the hooked
   // code. Without it ptxas issued the encoding's 32 table reads with the data loads and spilled around them (fp32 2^13:
-  // the build without injection code 0.619 against the injection build's 0.740, search_tbclean_b302189; with it 0.853,
-  // stop36/search_weak36e_c0968f8). In every launch it lost 3-12% at most sizes of the hook split's injection builds
-  // (stop36/ab_fence_c0968f8: fp32 0.901 -> 0.867, fp64 0.919 -> 0.902), whose code without hooks was not spilling there.
+  // the build without injection code 0.619 of cuFFT against the injection build's 0.740; with it 0.853). In every
+  // launch it lost 3-12% at most sizes of the hook split's injection builds (fp32 0.901 -> 0.867, fp64 0.919 -> 0.902 on
+  // average), whose code without hooks was not spilling there.
   static constexpr bool ENC_FENCE = NN >= 32;
   template <bool HK, class Ctx>
   static FT_HD FT_INLINE int tb_attempt(Ctx& ctx, State* sts, cx* sm, double* red, const LaunchParams<T>& p, long long blk, int attempt) {
@@ -3313,7 +3310,7 @@ struct FftLaunch {
       FT_EACH_BEGIN
       const double d1 = st.red[0] * st.red[0] + st.red[1] * st.red[1], d2 = st.red[2] * st.red[2] + st.red[3] * st.red[3];
       const double dv = (d1 != d1 || d1 > d2) ? d1 : d2, nx = st.red[4];  // NaN-safe max
-      // prefilter (see TB_PRE in fft.py): a group above it takes the rare path, whose vector residual decides
+      // prefilter (see TB_PRE in ftgen/families/fft/plan.py): a group above it takes the rare path, whose vector residual decides
       const double ktau = kmult * C::TB_PRE * scale, tau2 = ktau * ktau * nx;
       const bool fired = !(dv <= tau2);  // NaN-safe
       st.vnx = TBX ? 0.0 : nx;  // (TBX: the rare path takes each group's norm from its re-read inputs)
