@@ -1,4 +1,4 @@
-"""``gemm`` CUTLASS tensor-op backend, with triple modular redundancy (TMR, seed 004).
+"""The ``cutlass`` backend of ``gemm``: CUTLASS 2.x tensor-op kernels with TMR and threadblock ABFT.
 
 Precisions: ``tf32`` (fp32 data, TF32 tensor cores, fp32 accumulation), ``tf32x3`` (fp32 data split into
 big + small TF32 halves, three MMAs per product -- CUTLASS's OpMultiplyAddFastF32 -- for fp32 accuracy,
@@ -55,8 +55,7 @@ Kernel names (every parameter is encoded)::
     gemm_<prec>_<protection>_cutlass_<tb_m>x<tb_n>x<tb_k>_w<warp_m>x<warp_n>x<warp_k>
         _i<inst_m>x<inst_n>x<inst_k>_s<stages>_a<align>_sw<swizzle>_<a><b>[_teams<T>][_inj]
 
-``<protection>`` is ``none`` or ``tmr-<kernel|tb|multikernel|coop>[-i<interval>]``
-(:meth:`Protection.token`); ``<a><b>`` are the layouts of A and B, ``r`` (row) or ``c`` (column);
+``<protection>`` is ``none``, ``tmr-<kernel|tb|multikernel|coop>[-i<interval>]`` or ``abft-tb[...]``; ``<a><b>`` are the layouts of A and B, ``r`` (row) or ``c`` (column);
 ``_teams<T>`` appears for cooperative variants with an explicit team count; ``_inj`` marks a build
 with fault injection compiled in. Example: ``gemm_tf32_tmr-kernel_cutlass_128x128x32_w64x64x32_i16x8x8_s3_a4_sw8_rr``.
 
@@ -70,25 +69,25 @@ targets (the value the fault would have produced) -- the campaigns' ``uncorrecte
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import numpy as np
 
-from ..errors import FtgenError
-from .base import (
+from ...errors import FtgenError
+from ..base import (
     MAX_SMS,
     MAX_THREADS_PER_SM,
     PRECISION_TAG,
     REGS_PER_SM,
     SMEM_PER_BLOCK,
     SMEM_PER_SM,
-    EmittedVariant,
+    Backend,
     Param,
     Protection,
+    Source,
     Variant,
-    at_least,
     power_of_two,
 )
+from .abft_model import abft_verify_rows
+from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
 # Parameters
@@ -96,8 +95,10 @@ from .base import (
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16", "fp64")
 TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
+LEVEL_TOKENS = {"tmr": {"kernel": "kernel", "threadblock": "tb", "multikernel": "multikernel", "cooperative": "coop"},
+                "abft": {"threadblock": "tb"}}
 COPIES = 3
-# Threadblock ABFT (templates/gemm/cutlass_abft.cuh): the SIMT threadblock level's rules (gemm.abft_*),
+# Threadblock ABFT (templates/gemm/cutlass_abft.cuh): the SIMT threadblock level's rules (abft_model),
 # with the tensor cores' truncating fp32 accumulation as the unit roundoff (2^-23) and the SIMT level's
 # lambda; the campaigns in results/<gpu>/gemm/ measure the margin (largest clean score).
 ABFT_PRECISIONS = ("tf32x3",)
@@ -114,12 +115,12 @@ PARAMS = (
     Param("inst_m", int, (16,), "tensor-core instruction rows (tf32/fp16/bf16: 16, fp64: 8)", check=power_of_two),
     Param("inst_n", int, (8,), "tensor-core instruction columns (8)", check=power_of_two),
     Param("inst_k", int, (8,), "tensor-core instruction depth (tf32: 8, fp16/bf16: 8 or 16, fp64: 4)", check=power_of_two),
-    Param("stages", int, (3,), "cp.async shared-memory pipeline stages", choices=(3, 4, 5, 6, 7, 8)),
+    Param("stages", int, (3,), "cp.async shared-memory pipeline stages", lo=3, hi=8),
     Param("align", int, (4,), "elements per global access of A, B and C (at most 128 bits, at least 32)", check=power_of_two),
     Param("swizzle", int, (8,), "threadblock rasterization group (GemmIdentityThreadblockSwizzle<N>)", choices=(1, 2, 4, 8)),
     Param("layout_a", str, ("row",), "layout of A (M x K)", choices=("row", "col")),
     Param("layout_b", str, ("row",), "layout of B (K x N)", choices=("row", "col")),
-    Param("coop_teams", int, (0,), "tmr cooperative: teams of three threadblocks (0: as many as fit co-resident)", check=at_least(0)),
+    Param("coop_teams", int, (0,), "tmr cooperative: teams of three threadblocks (0: as many as fit co-resident)", lo=0),
     Param("ref_checksums", str, ("fused",), "abft: where the reference row checksums A (B e), A (B w) come from: fused "
           "(carried in the main loop from the A fragments of the tensor cores), prepass (a pre-pass kernel per "
           "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint) "
@@ -130,8 +131,7 @@ PARAMS = (
           choices=("fused", "prepass", "concurrent")),
 )
 
-# Defaults that fit each precision (the tuple above holds the tf32 ones). `param_defs` returns these;
-# the gemm family uses PARAMS unless it asks this module (see the report to the gemm owner).
+# Defaults that fit each precision (the tuple above holds the tf32 ones): CutlassBackend.param_defs.
 _PREC_DEFAULTS = {
     "tf32": {},
     "tf32x3": {},
@@ -140,19 +140,6 @@ _PREC_DEFAULTS = {
     "fp64": {"tb_m": 64, "tb_n": 64, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_k": 4, "align": 1},
 }
 _TB_DEFAULTS = {"tb_m": 128, "tb_n": 64, "warp_m": 32, "warp_n": 32}  # threadblock TMR: three accumulator sets
-
-
-def param_defs(precision: str, protection: Protection) -> tuple[Param, ...]:
-    """PARAMS with defaults that fit (precision, protection)."""
-    over = dict(_PREC_DEFAULTS.get(precision, {}))
-    if protection.scheme == "tmr" and protection.level == "threadblock":
-        over.update(_TB_DEFAULTS if precision != "fp64" else {"warp_m": 16, "warp_n": 32})
-    out = []
-    for p in PARAMS:
-        if p.name in over:
-            p = Param(p.name, p.type, (over[p.name],), p.doc, p.choices, p.check)
-        out.append(p)
-    return tuple(out)
 
 
 INSTRUCTIONS = {
@@ -167,7 +154,6 @@ ACC_WORDS = {"tf32": 1, "tf32x3": 1, "fp16": 1, "bf16": 1, "fp64": 2}  # 32-bit 
 # the co-residency bound of cooperative grids is checked against the per-architecture limits of base.py
 # (SMEM_PER_BLOCK, SMEM_PER_SM, MAX_SMS, MAX_THREADS_PER_SM, REGS_PER_SM) and again at run time
 MAX_REGS = 255
-MAX_ATTEMPTS = 3  # computations of a tile (first + recomputations) before giving up
 
 
 class Geometry:
@@ -224,150 +210,6 @@ class Geometry:
 
 
 # --------------------------------------------------------------------------------------------
-# Protection, constraints, names
-# --------------------------------------------------------------------------------------------
-
-
-def protection_ok(precision: str, protection: Protection) -> str | None:
-    """Reason why the CUTLASS backend cannot offer (precision, protection), or None."""
-    if precision not in PRECISIONS:
-        return (
-            f"the CUTLASS tensor-op backend (needed for {protection.scheme}) takes precision tf32 "
-            f"(fp32 data on TF32 tensor cores), tf32x3 (fp32 data, three TF32 MMAs: fp32 accuracy), fp16, bf16 or "
-            f"fp64, not {precision}"
-        )
-    if protection.scheme == "none":
-        return None
-    if protection.scheme == "abft":
-        if precision not in ABFT_PRECISIONS:
-            tc = ", ".join(ABFT_PRECISIONS)
-            return (f"abft is implemented for the SIMT backend (fp32, fp64), and implemented for {tc} at level "
-                    f"threadblock: precision fp32 or fp64, or {tc} for the CUTLASS backend's {tc}, not {precision}")
-        if protection.level != "threadblock":
-            return f"abft on the CUTLASS backend has level threadblock only, not {protection.level!r}"
-        if protection.interval < 1:
-            return f"interval {protection.interval} must be at least 1 (k-iterations between verifications)"
-        return None
-    if protection.scheme != "tmr":
-        return f"scheme {protection.scheme!r} is not implemented by the CUTLASS backend (it offers none, tmr and abft)"
-    if precision == "tf32x3":
-        return "tmr is not implemented for tf32x3 (its staged accumulation); use tf32, fp16, bf16 or fp64, or abft"
-    if protection.level not in TMR_LEVELS:
-        return f"level {protection.level!r} is not a tmr level (allowed: {', '.join(TMR_LEVELS)})"
-    if protection.correct != "online":
-        return "tmr corrects by majority vote (three copies disagreeing are recomputed); correct: detect does not apply"
-    if protection.threshold != "auto":
-        return "tmr votes by exact (bitwise) equality of the copies; a numeric threshold does not apply"
-    if protection.interval < 1:
-        return f"interval {protection.interval} must be at least 1 (k-iterations between checkpoints)"
-    return None
-
-
-def constraints(v: Variant) -> list[str]:
-    """Reasons why a variant cannot be built or run (empty when it is fine)."""
-    g = Geometry(v)
-    r: list[str] = []
-    insts = INSTRUCTIONS[v.precision]
-    if g.inst not in insts:
-        r.append(
-            f"instruction {'x'.join(map(str, g.inst))} is not a {v.precision} tensor-core MMA "
-            f"(use {' or '.join('x'.join(map(str, i)) for i in insts)})"
-        )
-    for i, d in enumerate("mnk"):
-        if g.tb[i] % g.warp[i]:
-            r.append(f"tb_{d}={g.tb[i]} is not a multiple of warp_{d}={g.warp[i]}")
-    if g.warp[2] != g.tb[2]:
-        r.append(f"warp_k={g.warp[2]} must equal tb_k={g.tb[2]} (sliced-k warp tiles are not supported)")
-    if g.warp[0] % g.inst[0] or g.warp[1] % g.inst[1]:
-        r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} is not a multiple of the instruction {g.inst[0]}x{g.inst[1]}")
-    if g.inst[2] and (g.warp[2] % g.inst[2] or g.warp_k_iters < 2 or g.warp_k_iters % 2):
-        r.append(
-            f"warp_k/inst_k = {g.warp[2]}/{g.inst[2]} must be an even number >= 2 (the multistage mainloop "
-            f"double-buffers warp fragments)"
-        )
-    if g.stages < 3:
-        r.append(f"stages={g.stages}: the cp.async multistage mainloop needs at least 3 stages")
-    if r:
-        return r
-    if g.threads > 1024:
-        r.append(f"{g.threads} threads per block (more than 1024)")
-    if g.acc_elems % 4:
-        r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} gives {g.acc_elems} accumulators per thread (must be a multiple of 4)")
-    bits = g.align * g.elem_bits
-    if bits > 128 or bits < 32:
-        r.append(
-            f"align={g.align} x {g.elem_bits}-bit elements = {bits}-bit accesses (cp.async moves 32 to 128 bits: "
-            f"align {max(1, 32 // g.elem_bits)}..{128 // g.elem_bits} for {v.precision})"
-        )
-    for name, rows, cols in (("A", g.tb[0], g.tb[2]), ("B", g.tb[2], g.tb[1])):
-        for al in {g.align, g.fallback_align}:
-            if al and (rows * cols) % (g.threads * al):
-                r.append(
-                    f"the {rows}x{cols} {name} tile does not split into {g.threads} threads x {al}-element accesses"
-                )
-    # k-contiguous operands (A row-major, B column-major) use CUTLASS's crosswise shared-memory layouts,
-    # whose k extent is at most one 128-byte shared-memory line (static assertion in
-    # cutlass/layout/tensor_op_multiplicand_sm75.h): tf32 tb_k <= 32, fp16/bf16 tb_k <= 64
-    crosswise = [n for n, k_major in (("A", g.layout_a == "row"), ("B", g.layout_b == "col")) if k_major]
-    if crosswise and g.tb[2] * g.elem_bytes > 128:
-        r.append(
-            f"tb_k={g.tb[2]} x {g.elem_bytes}-byte elements = {g.tb[2] * g.elem_bytes} bytes: the k-contiguous "
-            f"{' and '.join(crosswise)} tile{'s' if len(crosswise) > 1 else ''} (crosswise shared-memory layout) "
-            f"{'allow' if len(crosswise) > 1 else 'allows'} at most 128 bytes along k; use tb_k <= {128 // g.elem_bytes}"
-        )
-    archs = list(v.arch) or ["sm_90"]
-    smem_limit = min(SMEM_PER_BLOCK[a] for a in archs)
-    if g.smem_bytes > smem_limit:
-        r.append(
-            f"needs {g.smem_bytes} bytes of shared memory ({g.stages} stages); at most {smem_limit} on "
-            f"{', '.join(archs)}: use fewer stages or a smaller tile"
-        )
-    if g.regs_estimate > MAX_REGS:
-        what = "three accumulator sets of" if g.copies_in_block == 3 else ""
-        r.append(
-            f"needs about {g.regs_estimate} registers per thread ({what} {g.acc_elems} "
-            f"{'fp64' if v.precision == 'fp64' else 'fp32'} accumulators for the {g.warp[0]}x{g.warp[1]} warp tile) "
-            f"-- more than {MAX_REGS}; use a smaller warp tile".replace("( ", "(")
-        )
-    elif g.threads * max(g.regs_estimate, 32) > REGS_PER_SM:
-        r.append(
-            f"{g.threads} threads x about {g.regs_estimate} registers do not fit one SM's {REGS_PER_SM} registers; "
-            f"use fewer warps per threadblock"
-        )
-    lvl = g.level
-    if lvl == "abft" and g.tb[2] > 32:
-        r.append(f"abft: tb_k={g.tb[2]}: warp 0 stages a k-iteration's B encodings one per lane (tb_k <= 32)")
-    if lvl == "kernel" and g.interval != 1:
-        r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
-    if v.get("ref_checksums", "fused") != "fused" and lvl != "abft":
-        r.append(f"ref_checksums: {v.get('ref_checksums')} applies to abft only (the reference checksums of threadblock ABFT)")
-    if g.coop_teams and lvl != "cooperative":
-        r.append("coop_teams applies to tmr cooperative only")
-    if lvl == "cooperative" and g.coop_teams:
-        for a in archs:
-            cap = g.blocks_per_sm(a) * MAX_SMS[a]
-            if 3 * g.coop_teams > cap:
-                r.append(
-                    f"coop_teams={g.coop_teams} needs {3 * g.coop_teams} co-resident threadblocks, but at most {cap} fit on "
-                    f"{a} ({MAX_SMS[a]} SMs x {g.blocks_per_sm(a)} blocks); use coop_teams: 0 (as many as fit, tiles looped over)"
-                )
-                break
-    return r
-
-
-CONSTRAINT_DOCS = [
-    "cutlass: tb_m % warp_m == 0, tb_n % warp_n == 0, warp_k == tb_k, warp tile a multiple of the instruction",
-    "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4; warp_k/inst_k even and >= 2",
-    "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
-    "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
-    "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
-    "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
-    "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
-    "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32; ref_checksums fused, prepass or concurrent (abft only)",
-]
-
-
-# --------------------------------------------------------------------------------------------
 # ref_checksums: prepass (templates/gemm/cutlass_abft.cuh: abft_ref_kernel, abft_ref_scan_kernel, abft_kernel kPre)
 # --------------------------------------------------------------------------------------------
 
@@ -404,7 +246,7 @@ def abft_ref_subchunks(k: int, kt: int, interval: int) -> tuple[int, int, int] |
 def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     """CPU model of the reference pre-pass: (chunks, m, strips, 2) float32, r and r' of every row and strip at every
     checkpoint, as the kernels form them: fp32 sums per k-iteration of the interval (in k order), then the intervals
-    added up in fp32 (the scan). be, bw: (k, strips) encodings (gemm.abft_encode)."""
+    added up in fp32 (the scan). be, bw: (k, strips) encodings (abft_model.abft_encode)."""
     A = np.asarray(A, dtype=np.float32)
     bounds = abft_k_bounds(A.shape[1], kt)
     total = len(bounds) - 1
@@ -422,23 +264,21 @@ def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
     return out
 
 
-PASS1_CAP = 1e17  # fp32 accumulators: the cap of |c| in the rule's sum of squares (gemm.abft_row_threshold)
+PASS1_CAP = 1e17  # fp32 accumulators: the cap of |c| in the rule's sum of squares (abft_model.abft_row_threshold)
 
 
 def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None) -> bool:
     """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the full rule
-    (gemm.abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
+    (abft_model.abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
     max(|r|, robust ||C_i||) is never above the full rule's, so a row it passes the full rule passes too; the other
     rows go to the full rule. The kernel sums the squares uncapped (in fp32); a row with a term above the cap or a
     sum of squares that overflows is left to the full rule (False), so a row it passes had the capped sums."""
-    from . import gemm as gm
-
     c = np.asarray(C_row, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         sq32 = np.sum(np.square(c.astype(np.float32)), dtype=np.float32)
     if not (np.nanmax(np.abs(c), initial=0.0) <= PASS1_CAP and sq32 <= np.finfo(np.float32).max):
         return False
-    flagged, _ = gm.abft_verify_rows(c[None, :], np.array([r]), np.array([rw]),
+    flagged, _ = abft_verify_rows(c[None, :], np.array([r]), np.array([rw]),
                                      np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
     return not flagged
 
@@ -451,21 +291,6 @@ def abft_prepass(v: Variant) -> bool:
 def abft_concurrent(v: Variant) -> bool:
     """ref_checksums: concurrent: the pre-pass beside the GEMM on a second stream, the check after both."""
     return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") == "concurrent"
-
-
-def kernel_name(v: Variant) -> str:
-    g = Geometry(v)
-    tb, w, i = g.tb, g.warp, g.inst
-    name = (
-        f"gemm_{PRECISION_TAG[v.precision]}_{v.protection.token()}_cutlass_"
-        f"{tb[0]}x{tb[1]}x{tb[2]}_w{w[0]}x{w[1]}x{w[2]}_i{i[0]}x{i[1]}x{i[2]}_"
-        f"s{g.stages}_a{g.align}_sw{g.swizzle}_{g.layout_a[0]}{g.layout_b[0]}"
-    )
-    if g.level == "cooperative" and g.coop_teams:
-        name += f"_teams{g.coop_teams}"
-    if abft_prepass(v):
-        name += "_conc" if abft_concurrent(v) else "_prepass"
-    return name + ("_inj" if v.protection.inject else "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,183 +365,6 @@ def tolerance_fp32(precision: str, k: int, inst_k: int) -> float:
     u = U_IN[precision]
     return tolerance(precision, k, inst_k) + 2.0 * u + u * u
 
-
-# --------------------------------------------------------------------------------------------
-# CPU model of the voting and repair logic (the algorithms of cutlass_tmr.cuh, on NumPy arrays)
-# --------------------------------------------------------------------------------------------
-
-AGREE, MINORITY_0, MINORITY_1, MINORITY_2, UNCORRECTABLE = 0, 1, 2, 3, 4
-
-
-def classify(u0, u1, u2):
-    """Vote on bit patterns (integer arrays): status per element and the majority value.
-
-    Status: AGREE, MINORITY_c (copy c differs from the two others, which agree) or UNCORRECTABLE
-    (all three differ; the majority returned there is u0, unused). The device code makes the same
-    decisions in the same order (vote_element in cutlass_tmr.cuh).
-    """
-    u0, u1, u2 = np.asarray(u0), np.asarray(u1), np.asarray(u2)
-    e01, e02, e12 = u0 == u1, u0 == u2, u1 == u2
-    status = np.full(u0.shape, UNCORRECTABLE, dtype=np.int8)
-    status[e01 & e02] = AGREE
-    status[e01 & ~e02] = MINORITY_2
-    status[~e01 & e02] = MINORITY_1
-    status[~e01 & ~e02 & e12] = MINORITY_0
-    majority = np.where(~e01 & ~e02 & e12, u1, u0)
-    return status, majority
-
-
-def _bits(x: np.ndarray) -> np.ndarray:
-    return x.view(np.uint32 if x.dtype == np.float32 else np.uint64)
-
-
-def flip(x, kind: str, bit: int = 0, offset: float = 0.0):
-    """The fault primitive of ftgen_ft.cuh: flip one bit of the representation, or add an offset."""
-    x = np.array(x)
-    if kind == "offset":
-        return (x.astype(np.float64) + offset).astype(x.dtype)
-    u = _bits(x).copy()
-    u ^= u.dtype.type(1) << u.dtype.type(bit)
-    return u.view(x.dtype)
-
-
-FNV_PRIME = 16777619
-FNV_BASIS = 2166136261
-
-
-def fnv_digest(x) -> tuple[int, int, int, int]:
-    """The cooperative level's ``digest`` (cutlass_tmr.cuh) of an array's 32-bit words, in memory order.
-
-    Four FNV-1a chains: word i feeds chain i % 4 with h <- (h ^ w) * FNV_PRIME mod 2^32, chain c
-    starting at FNV_BASIS ^ c (8-byte elements give their low word, then their high word). Each
-    step is a bijection of the state for a fixed word and of the word for a fixed state, so two word
-    sequences that differ in exactly one word always have different digests.
-    """
-    words = np.ascontiguousarray(x).reshape(-1).view(np.uint32)
-    h = [FNV_BASIS ^ c for c in range(4)]
-    for i, w in enumerate(words.tolist()):
-        h[i % 4] = ((h[i % 4] ^ w) * FNV_PRIME) & 0xFFFFFFFF
-    return tuple(h)
-
-
-class Counters(dict):
-    def __init__(self):
-        super().__init__(injected=0, detected=0, corrected=0, uncorrectable=0, recomputed=0)
-
-
-def _vote_inplace(acc: list[np.ndarray], counters: Counters, repair: bool) -> np.ndarray:
-    """Vote three accumulator arrays in place; return the mask of uncorrectable elements."""
-    status, maj = classify(_bits(acc[0]), _bits(acc[1]), _bits(acc[2]))
-    bad = status != AGREE
-    counters["detected"] += int(bad.sum())
-    unc = status == UNCORRECTABLE
-    counters["uncorrectable"] += int(unc.sum())
-    counters["corrected"] += int((bad & ~unc).sum())
-    if repair:
-        for c in range(3):
-            fix = status == (MINORITY_0 + c)
-            _bits(acc[c])[fix] = maj[fix]
-    return unc
-
-
-def model_tile(A, B, kt: int, level: str, interval: int, faults=(), correct: bool = True, dtype=np.float32):
-    """Simulate one output tile computed by three copies under a TMR level.
-
-    A: (m x K), B: (K x n) arrays; kt: k-iteration depth; faults: dicts with copy, row, col, step,
-    kind ('bitflip' or 'offset'), bit, offset; a fault is applied to the copy's accumulator after
-    k-iteration ``step`` of the first computation of the tile (before that iteration's vote).
-
-    Checkpoints: threadblock and cooperative vote and repair after every ``interval`` k-iterations
-    and after the last (an uncorrectable vote recomputes the tile from k = 0); multikernel votes the
-    states between chunks of ``interval`` iterations (an uncorrectable state marks the tile, which the
-    final recompute computes again) and the outputs at the end; kernel votes the outputs only (elements
-    where all three differ are recomputed). Returns (output, counters). With correct=False nothing is
-    repaired or recomputed and the output is the copy of the first fault (copy 0 without faults).
-    """
-    A = np.asarray(A, dtype=dtype)
-    B = np.asarray(B, dtype=dtype)
-    K = A.shape[1]
-    iters = -(-K // kt)
-    counters = Counters()
-    out_copy = faults[0]["copy"] if (faults and not correct) else 0
-
-    def k_slice(it):
-        # the residue k-tile comes first, like CUTLASS's predicated iterators
-        r0 = K - (iters - 1) * kt
-        lo = 0 if it == 0 else r0 + (it - 1) * kt
-        hi = r0 if it == 0 else lo + kt
-        return slice(lo, hi)
-
-    def compute(with_faults: bool, checkpoints: bool):
-        acc = [np.zeros((A.shape[0], B.shape[1]), dtype=dtype) for _ in range(3)]
-        unc_any = np.zeros(acc[0].shape, dtype=bool)
-        for it in range(iters):
-            ks = k_slice(it)
-            prod = (A[:, ks] @ B[ks, :]).astype(dtype)  # identical instructions for the three copies
-            for c in range(3):
-                acc[c] += prod
-            if with_faults:
-                for f in faults:
-                    if f["step"] == it:
-                        a = acc[f["copy"]]
-                        a[f["row"], f["col"]] = flip(a[f["row"], f["col"]], f["kind"], f.get("bit", 0), f.get("offset", 0.0))
-                        counters["injected"] += 1
-            last = it == iters - 1
-            if checkpoints and ((it + 1) % interval == 0 or last):
-                if level in ("threadblock", "cooperative") or not last:
-                    unc = _vote_inplace(acc, counters, correct)
-                    unc_any |= unc
-        return acc, unc_any
-
-    with np.errstate(invalid="ignore", over="ignore"):  # flipped exponents make Inf and NaN
-        return _model_levels(compute, level, correct, out_copy, counters)
-
-
-def _model_levels(compute, level, correct, out_copy, counters):
-    if level in ("threadblock", "cooperative"):
-        acc, unc = compute(True, True)
-        attempts = 1
-        while unc.any() and correct and attempts < MAX_ATTEMPTS:
-            counters["recomputed"] += 1
-            attempts += 1
-            acc, unc = compute(False, True)
-        return acc[0 if correct else out_copy].copy(), counters
-    if level == "multikernel":
-        acc, poisoned = compute(True, True)
-    elif level == "kernel":
-        acc, poisoned = compute(True, False)
-    else:
-        raise ValueError(f"unknown level {level!r}")
-    # final vote on the outputs (kernel, multikernel)
-    if not correct:
-        unc = _vote_inplace([a.copy() for a in acc], counters, False)
-        return acc[out_copy].copy(), counters
-    if poisoned.any():  # the tile is recomputed as a whole; the output vote skips it
-        out = None
-        unc = np.ones(acc[0].shape, dtype=bool)
-    else:
-        status, maj = classify(_bits(acc[0]), _bits(acc[1]), _bits(acc[2]))
-        bad = status != AGREE
-        unc = status == UNCORRECTABLE
-        counters["detected"] += int(bad.sum())
-        counters["corrected"] += int((bad & ~unc).sum())
-        counters["uncorrectable"] += int(unc.sum())
-        out = maj.view(acc[0].dtype).copy()
-    if unc.any():
-        counters["recomputed"] += 1
-        for _ in range(MAX_ATTEMPTS - 1):
-            re, _ = compute(False, False)
-            status, maj = classify(_bits(re[0]), _bits(re[1]), _bits(re[2]))
-            if out is None:
-                out = np.zeros_like(acc[0])
-            _bits(out)[unc] = maj[unc]
-            again = unc & (status == UNCORRECTABLE)
-            counters["uncorrectable"] += int(again.sum())
-            if not again.any():
-                break
-    return out, counters
-
-
 # --------------------------------------------------------------------------------------------
 # Emission
 # --------------------------------------------------------------------------------------------
@@ -767,85 +415,226 @@ def cutlass_operation(v: Variant, alias: str, align: int, align_c: int) -> str:
     return text.replace(old, alias).replace(f"// Gemm operator {op.procedural_name()}", f"// {op.procedural_name()} (cutlass_library)")
 
 
-def template_context(family, v: Variant) -> dict:
-    g = Geometry(v)
-    sym = v.name.replace("-", "_")
-    ta, tc, tacc, tepi = _CTYPES[v.precision]
-    t = tolerance_terms(v.precision, g.inst[2])
-    fallback = g.align > 1  # the main kernel's C stores are `align` wide: any N needs the scalar-store fallback
-    return {
-        "v": v,
-        "g": g,
-        "name": v.name,
-        "sym": sym,
-        "precision": v.precision,
-        "prot": v.protection,
-        "inject": v.protection.inject,
-        "level": g.level,
-        "level_enum": LEVEL_ENUM[g.level],
-        "interval": g.interval,
-        "meta_json": v.meta_json(),
-        "op_main": cutlass_operation(v, "OpMain", g.align, g.align),
-        "op_fallback": cutlass_operation(v, "OpFallback", g.fallback_align, 1) if fallback else "",
-        "has_fallback": fallback,
-        "ElementAB": ta,
-        "ElementC": tc,
-        "ElementAcc": tacc,
-        "ElementEpi": tepi,
-        "BenchT": _BENCH_TYPES[v.precision],
-        "tol": t,
-        "max_attempts": MAX_ATTEMPTS,
-        "abft_unit": repr(ABFT_LAMBDA * ABFT_UNIT),
-        "abft_fixed": repr(float(v.protection.threshold)) if v.protection.threshold != "auto" else "0.0",
-        "abft_online": 1 if v.protection.correct == "online" else 0,
-        "abft_prepass": abft_prepass(v),
-        "abft_concurrent": abft_concurrent(v),
-        "copies": 1 if g.level == "abft" else COPIES,
-        "row_a": g.layout_a == "row",
-        "row_b": g.layout_b == "row",
-    }
-
-
-def emit(family, v: Variant, env, shapes: list[dict] | None = None) -> EmittedVariant:
-    ctx = template_context(family, v)
-    ctx["default_shapes"] = family.default_shapes_arg(v, shapes)
-    d = v.name
-    files = {
-        f"{d}/{d}.h": env.render("gemm/cutlass_variant.h.j2", ctx),
-        f"{d}/{d}.cu": env.render("gemm/cutlass_variant.cu.j2", ctx),
-        f"{d}/{d}_bench.cu": env.render("gemm/cutlass_bench.cu.j2", ctx),
-    }
-    return EmittedVariant(
-        name=d,
-        files=files,
-        library_sources=[f"{d}/{d}.cu"],
-        bench_sources=[f"{d}/{d}_bench.cu"],
-        header=f"{d}/{d}.h",
-        link_libraries=["CUDA::cublas"],
-        include_dirs=["${FTGEN_CUTLASS_INCLUDE}"],
-        compile_options=["-Xptxas=-warn-spills"],
+class CutlassBackend(Backend):
+    name = "cutlass"
+    precisions = PRECISIONS
+    levels = LEVEL_TOKENS
+    params = PARAMS
+    requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's reference
+    compile_options = ("-Xptxas=-warn-spills",)
+    constraint_docs = (
+        "cutlass: tb_m % warp_m == 0, tb_n % warp_n == 0, warp_k == tb_k, warp tile a multiple of the instruction",
+        "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4; warp_k/inst_k even and >= 2",
+        "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
+        "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
+        "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
+        "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
+        "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
+        "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32; ref_checksums fused, prepass or concurrent (abft only)",
     )
 
+    def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
+        """PARAMS with defaults that fit (precision, protection)."""
+        over = dict(_PREC_DEFAULTS.get(precision, {}))
+        if protection.scheme == "tmr" and protection.level == "threadblock":
+            over.update(_TB_DEFAULTS if precision != "fp64" else {"warp_m": 16, "warp_n": 32})
+        out = []
+        for p in PARAMS:
+            if p.name in over:
+                p = p.with_default(over[p.name])
+            out.append(p)
+        return tuple(out)
 
-def describe_variant(v: Variant) -> Mapping[str, Any]:
-    g = Geometry(v)
-    return {"threads": g.threads, "acc_elems": g.acc_elems, "smem_bytes": g.smem_bytes, "regs_estimate": g.regs_estimate}
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        """Reason why the CUTLASS backend cannot offer (precision, protection), or None."""
+        if precision not in PRECISIONS:
+            return (
+                f"the CUTLASS tensor-op backend (needed for {protection.scheme}) takes precision tf32 "
+                f"(fp32 data on TF32 tensor cores), tf32x3 (fp32 data, three TF32 MMAs: fp32 accuracy), fp16, bf16 or "
+                f"fp64, not {precision}"
+            )
+        if protection.scheme == "none":
+            return None
+        if protection.scheme == "abft":
+            if precision not in ABFT_PRECISIONS:
+                tc = ", ".join(ABFT_PRECISIONS)
+                return (f"abft is implemented for the SIMT backend (fp32, fp64), and implemented for {tc} at level "
+                        f"threadblock: precision fp32 or fp64, or {tc} for the CUTLASS backend's {tc}, not {precision}")
+            if protection.level != "threadblock":
+                return f"abft on the CUTLASS backend has level threadblock only, not {protection.level!r}"
+            if protection.interval < 1:
+                return f"interval {protection.interval} must be at least 1 (k-iterations between verifications)"
+            return None
+        if protection.scheme != "tmr":
+            return f"scheme {protection.scheme!r} is not implemented by the CUTLASS backend (it offers none, tmr and abft)"
+        if precision == "tf32x3":
+            return "tmr is not implemented for tf32x3 (its staged accumulation); use tf32, fp16, bf16 or fp64, or abft"
+        if protection.level not in TMR_LEVELS:
+            return f"level {protection.level!r} is not a tmr level (allowed: {', '.join(TMR_LEVELS)})"
+        if protection.correct != "online":
+            return "tmr corrects by majority vote (three copies disagreeing are recomputed); correct: detect does not apply"
+        if protection.threshold != "auto":
+            return "tmr votes by exact (bitwise) equality of the copies; a numeric threshold does not apply"
+        if protection.interval < 1:
+            return f"interval {protection.interval} must be at least 1 (k-iterations between checkpoints)"
+        return None
 
+    def constraints(self, v: Variant) -> list[str]:
+        """Reasons why a variant cannot be built or run (empty when it is fine)."""
+        g = Geometry(v)
+        r: list[str] = []
+        insts = INSTRUCTIONS[v.precision]
+        if g.inst not in insts:
+            r.append(
+                f"instruction {'x'.join(map(str, g.inst))} is not a {v.precision} tensor-core MMA "
+                f"(use {' or '.join('x'.join(map(str, i)) for i in insts)})"
+            )
+        for i, d in enumerate("mnk"):
+            if g.tb[i] % g.warp[i]:
+                r.append(f"tb_{d}={g.tb[i]} is not a multiple of warp_{d}={g.warp[i]}")
+        if g.warp[2] != g.tb[2]:
+            r.append(f"warp_k={g.warp[2]} must equal tb_k={g.tb[2]} (sliced-k warp tiles are not supported)")
+        if g.warp[0] % g.inst[0] or g.warp[1] % g.inst[1]:
+            r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} is not a multiple of the instruction {g.inst[0]}x{g.inst[1]}")
+        if g.inst[2] and (g.warp[2] % g.inst[2] or g.warp_k_iters < 2 or g.warp_k_iters % 2):
+            r.append(
+                f"warp_k/inst_k = {g.warp[2]}/{g.inst[2]} must be an even number >= 2 (the multistage mainloop "
+                f"double-buffers warp fragments)"
+            )
+        if g.stages < 3:
+            r.append(f"stages={g.stages}: the cp.async multistage mainloop needs at least 3 stages")
+        if r:
+            return r
+        if g.threads > 1024:
+            r.append(f"{g.threads} threads per block (more than 1024)")
+        if g.acc_elems % 4:
+            r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} gives {g.acc_elems} accumulators per thread (must be a multiple of 4)")
+        bits = g.align * g.elem_bits
+        if bits > 128 or bits < 32:
+            r.append(
+                f"align={g.align} x {g.elem_bits}-bit elements = {bits}-bit accesses (cp.async moves 32 to 128 bits: "
+                f"align {max(1, 32 // g.elem_bits)}..{128 // g.elem_bits} for {v.precision})"
+            )
+        for name, rows, cols in (("A", g.tb[0], g.tb[2]), ("B", g.tb[2], g.tb[1])):
+            for al in {g.align, g.fallback_align}:
+                if al and (rows * cols) % (g.threads * al):
+                    r.append(
+                        f"the {rows}x{cols} {name} tile does not split into {g.threads} threads x {al}-element accesses"
+                    )
+        # k-contiguous operands (A row-major, B column-major) use CUTLASS's crosswise shared-memory layouts,
+        # whose k extent is at most one 128-byte shared-memory line (static assertion in
+        # cutlass/layout/tensor_op_multiplicand_sm75.h): tf32 tb_k <= 32, fp16/bf16 tb_k <= 64
+        crosswise = [n for n, k_major in (("A", g.layout_a == "row"), ("B", g.layout_b == "col")) if k_major]
+        if crosswise and g.tb[2] * g.elem_bytes > 128:
+            r.append(
+                f"tb_k={g.tb[2]} x {g.elem_bytes}-byte elements = {g.tb[2] * g.elem_bytes} bytes: the k-contiguous "
+                f"{' and '.join(crosswise)} tile{'s' if len(crosswise) > 1 else ''} (crosswise shared-memory layout) "
+                f"{'allow' if len(crosswise) > 1 else 'allows'} at most 128 bytes along k; use tb_k <= {128 // g.elem_bytes}"
+            )
+        archs = list(v.arch) or ["sm_90"]
+        smem_limit = min(SMEM_PER_BLOCK[a] for a in archs)
+        if g.smem_bytes > smem_limit:
+            r.append(
+                f"needs {g.smem_bytes} bytes of shared memory ({g.stages} stages); at most {smem_limit} on "
+                f"{', '.join(archs)}: use fewer stages or a smaller tile"
+            )
+        if g.regs_estimate > MAX_REGS:
+            what = "three accumulator sets of" if g.copies_in_block == 3 else ""
+            r.append(
+                f"needs about {g.regs_estimate} registers per thread ({what} {g.acc_elems} "
+                f"{'fp64' if v.precision == 'fp64' else 'fp32'} accumulators for the {g.warp[0]}x{g.warp[1]} warp tile) "
+                f"-- more than {MAX_REGS}; use a smaller warp tile".replace("( ", "(")
+            )
+        elif g.threads * max(g.regs_estimate, 32) > REGS_PER_SM:
+            r.append(
+                f"{g.threads} threads x about {g.regs_estimate} registers do not fit one SM's {REGS_PER_SM} registers; "
+                f"use fewer warps per threadblock"
+            )
+        lvl = g.level
+        if lvl == "abft" and g.tb[2] > 32:
+            r.append(f"abft: tb_k={g.tb[2]}: warp 0 stages a k-iteration's B encodings one per lane (tb_k <= 32)")
+        if lvl == "kernel" and g.interval != 1:
+            r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
+        if v.get("ref_checksums", "fused") != "fused" and lvl != "abft":
+            r.append(f"ref_checksums: {v.get('ref_checksums')} applies to abft only (the reference checksums of threadblock ABFT)")
+        if g.coop_teams and lvl != "cooperative":
+            r.append("coop_teams applies to tmr cooperative only")
+        if lvl == "cooperative" and g.coop_teams:
+            for a in archs:
+                cap = g.blocks_per_sm(a) * MAX_SMS[a]
+                if 3 * g.coop_teams > cap:
+                    r.append(
+                        f"coop_teams={g.coop_teams} needs {3 * g.coop_teams} co-resident threadblocks, but at most {cap} fit on "
+                        f"{a} ({MAX_SMS[a]} SMs x {g.blocks_per_sm(a)} blocks); use coop_teams: 0 (as many as fit, tiles looped over)"
+                    )
+                    break
+        return r
 
-def work(shape: Mapping[str, int]) -> float:
-    return 2.0 * shape["m"] * shape["n"] * shape["k"]
+    def name_tokens(self, v: Variant) -> list[str]:
+        g = Geometry(v)
+        tb, w, i = g.tb, g.warp, g.inst
+        tokens = [
+            "gemm",
+            PRECISION_TAG[v.precision],
+            self.protection_token(v.protection),
+            "cutlass",
+            f"{tb[0]}x{tb[1]}x{tb[2]}",
+            f"w{w[0]}x{w[1]}x{w[2]}",
+            f"i{i[0]}x{i[1]}x{i[2]}",
+            f"s{g.stages}",
+            f"a{g.align}",
+            f"sw{g.swizzle}",
+            f"{g.layout_a[0]}{g.layout_b[0]}",
+        ]
+        if g.level == "cooperative" and g.coop_teams:
+            tokens.append(f"teams{g.coop_teams}")
+        if abft_prepass(v):
+            tokens.append("conc" if abft_concurrent(v) else "prepass")
+        if v.protection.inject:
+            tokens.append("inj")
+        return tokens
 
+    def context(self, v: Variant) -> dict:
+        g = Geometry(v)
+        sym = v.name.replace("-", "_")
+        ta, tc, tacc, tepi = _CTYPES[v.precision]
+        t = tolerance_terms(v.precision, g.inst[2])
+        fallback = g.align > 1  # the main kernel's C stores are `align` wide: any N needs the scalar-store fallback
+        return {
+            "v": v,
+            "g": g,
+            "name": v.name,
+            "sym": sym,
+            "precision": v.precision,
+            "prot": v.protection,
+            "inject": v.protection.inject,
+            "level": g.level,
+            "level_enum": LEVEL_ENUM[g.level],
+            "interval": g.interval,
+            "meta_json": v.meta_json(),
+            "op_main": cutlass_operation(v, "OpMain", g.align, g.align),
+            "op_fallback": cutlass_operation(v, "OpFallback", g.fallback_align, 1) if fallback else "",
+            "has_fallback": fallback,
+            "ElementAB": ta,
+            "ElementC": tc,
+            "ElementAcc": tacc,
+            "ElementEpi": tepi,
+            "BenchT": _BENCH_TYPES[v.precision],
+            "tol": t,
+            "max_attempts": MAX_ATTEMPTS,
+            "abft_unit": repr(ABFT_LAMBDA * ABFT_UNIT),
+            "abft_fixed": repr(float(v.protection.threshold)) if v.protection.threshold != "auto" else "0.0",
+            "abft_online": 1 if v.protection.correct == "online" else 0,
+            "abft_prepass": abft_prepass(v),
+            "abft_concurrent": abft_concurrent(v),
+            "copies": 1 if g.level == "abft" else COPIES,
+            "row_a": g.layout_a == "row",
+            "row_b": g.layout_b == "row",
+        }
 
-__all__ = [
-    "PARAMS",
-    "param_defs",
-    "protection_ok",
-    "constraints",
-    "kernel_name",
-    "emit",
-    "tolerance",
-    "tolerance_fp32",
-    "classify",
-    "model_tile",
-    "CONSTRAINT_DOCS",
-]
+    def sources(self, v: Variant) -> tuple[Source, ...]:
+        return (
+            Source("cutlass_variant.h.j2", ".h", "header"),
+            Source("cutlass_variant.cu.j2", ".cu", "library"),
+            Source("cutlass_bench.cu.j2", "_bench.cu", "bench"),
+        )
