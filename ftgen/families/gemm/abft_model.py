@@ -1,5 +1,5 @@
-"""NumPy model of the SIMT kernels' ABFT scheme. The CUDA kernels implement exactly these rules; the tests
-prove them here on injected faults, and the GPU campaigns check the kernels against the same
+"""NumPy model of the SIMT kernels' ABFT scheme. The CUDA kernels implement exactly these rules; the
+tests prove them here on injected faults, and the GPU campaigns check the kernels against the same
 expectations.
 
   encode   per k row and checksum strip of `cols` columns: B e, B w (w = 1..cols), B^2 e
@@ -26,14 +26,13 @@ import numpy as _np
 from ..base import UNIT_ROUNDOFF
 
 # Detection threshold = lambda * u * (sqrt(k) + sqrt(cols) + 1) * scale (README, "Detection threshold").
-# lambda sets the false-alarm margin over the rounding noise measured in clean GPU campaigns
-# (results/h100/gemm/abft_campaign_trials_*_lambda4.jsonl.gz: 3000 clean trials per kernel, normal / uniform /
-# log-uniform inputs, 512x512x1024). Largest clean score (residual / threshold) at lambda 4: 0.32 / 0.30
-# (fp32, strips of 128 columns) and 0.39 (fp64, 64 columns), so lambda 2 leaves a margin of 1.3-1.7x
-# while catching the significant log-uniform faults that lambda 4 let through. The thread level's scale
-# (a tile norm over 8 columns) is noisier: 0.50 at lambda 8, so lambda 6 (margin 1.5x). The warp level
-# (strips of 32-64 columns) raised false alarms at lambda 2 for k >= 2048 (results/h100/gemm,
-# abft_levels_*_lambda2.jsonl) and none at 4, so it keeps 4.
+# lambda sets the false-alarm margin over the rounding noise measured in clean GPU fault campaigns (3000
+# clean trials per kernel, normal / uniform / log-uniform inputs, 512x512x1024). Largest clean score
+# (residual / threshold) at lambda 4: 0.32 / 0.30 (fp32, strips of 128 columns) and 0.39 (fp64, 64
+# columns), so lambda 2 leaves a margin of 1.3-1.7x while catching the significant log-uniform faults
+# that lambda 4 let through. The thread level's scale (a tile norm over 8 columns) is noisier: 0.50 at
+# lambda 8, so lambda 6 (margin 1.5x). The warp level (strips of 32-64 columns) raised false alarms at
+# lambda 2 for k >= 2048 and none at 4, so it keeps 4.
 ABFT_LAMBDA = 2.0
 ABFT_LAMBDA_WARP = 4.0
 ABFT_LAMBDA_THREAD = 6.0

@@ -94,13 +94,14 @@ from .tmr_model import MAX_ATTEMPTS
 # --------------------------------------------------------------------------------------------
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16", "fp64")
-TMR_LEVELS = ("kernel", "threadblock", "multikernel", "cooperative")
+# protection levels and their name tokens
 LEVEL_TOKENS = {"tmr": {"kernel": "kernel", "threadblock": "tb", "multikernel": "multikernel", "cooperative": "coop"},
                 "abft": {"threadblock": "tb"}}
+TMR_LEVELS = tuple(LEVEL_TOKENS["tmr"])
 COPIES = 3
 # Threadblock ABFT (templates/gemm/cutlass_abft.cuh): the SIMT threadblock level's rules (abft_model),
 # with the tensor cores' truncating fp32 accumulation as the unit roundoff (2^-23) and the SIMT level's
-# lambda; the campaigns in results/<gpu>/gemm/ measure the margin (largest clean score).
+# lambda; the GPU fault campaigns measure the margin (largest clean score).
 ABFT_PRECISIONS = ("tf32x3",)
 ABFT_LAMBDA = 2.0
 ABFT_UNIT = 2.0**-23
