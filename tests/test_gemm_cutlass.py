@@ -19,6 +19,7 @@ from ftgen.families.gemm import cutlass as gc
 from ftgen.families.gemm import tmr_model as tm
 from ftgen.families import get as get_family
 from ftgen.families.base import Protection, Variant
+from ftgen.families.gemm import abft_model as am
 from ftgen.families.gemm.abft_model import abft_encode, abft_gemm_model, abft_threshold_unit, abft_verify_rows
 from ftgen.paths import cutlass_include_dir
 from ftgen.spec import load_spec_text
@@ -470,10 +471,10 @@ def test_cpu_model_of_the_tf32x3_threadblock_level_corrects(fault):
 
 def test_prepass_checkpoints_follow_the_main_kernels_k_iterations():
     # k = 100, k-tiles of 32: the residue (4) first, then 32 each; a checkpoint every `interval` k-iterations
-    assert gc.abft_checkpoints(100, 32, 1) == [4, 36, 68, 100]
-    assert gc.abft_checkpoints(100, 32, 2) == [36, 100]
-    assert gc.abft_checkpoints(100, 32, 16) == [100]
-    assert gc.abft_checkpoints(96, 32, 2) == [64, 96]
+    assert am.abft_checkpoints(100, 32, 1) == [4, 36, 68, 100]
+    assert am.abft_checkpoints(100, 32, 2) == [36, 100]
+    assert am.abft_checkpoints(100, 32, 16) == [100]
+    assert am.abft_checkpoints(96, 32, 2) == [64, 96]
 
 
 def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
@@ -485,8 +486,8 @@ def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
     B = rng.standard_normal((100, 200)).astype(np.float32)
     be, bw, _ = abft_encode(B.astype(np.float64), 128)
     for interval in (1, 2, 3):
-        refs = gc.abft_checkpoint_refs(A, be, bw, kt=32, interval=interval)
-        ks = gc.abft_checkpoints(100, 32, interval)
+        refs = am.abft_checkpoint_refs(A, be, bw, kt=32, interval=interval)
+        ks = am.abft_checkpoints(100, 32, interval)
         assert refs.shape == (len(ks), 37, 2, 2)
         for c, kc in enumerate(ks):
             exact = A[:, :kc].astype(np.float64) @ np.stack([be[:kc], bw[:kc]], axis=-1).reshape(kc, -1)
@@ -499,13 +500,13 @@ def test_tensor_core_prepass_sub_chunks_end_at_every_checkpoint(interval):
     # the scan of the tensor-core pre-pass writes checkpoint c where a sub-chunk ends: those k extents must be the
     # main kernel's checkpoints (gc.abft_checkpoints), each written once, in order
     for k in (32, 64, 96, 1024, 4064, 4096, 8192):
-        sub, per, subs = gc.abft_ref_subchunks(k, 32, interval)
+        sub, per, subs = am.abft_ref_subchunks(k, 32, interval)
         assert sub % 32 == 0 and sub <= 16 * 32
-        chunks = len(gc.abft_checkpoints(k, 32, interval))
+        chunks = len(am.abft_checkpoints(k, 32, interval))
         ends = [(min(u // per, chunks - 1), min((u + 1) * sub, k)) for u in range(subs) if u == subs - 1 or (u + 1) % per == 0]
         assert [c for c, _ in ends] == list(range(chunks)), (k, interval)
-        assert [e for _, e in ends] == gc.abft_checkpoints(k, 32, interval), (k, interval)
-    assert gc.abft_ref_subchunks(777, 32, 16) is None  # a residue iteration: the SIMT pre-pass
+        assert [e for _, e in ends] == am.abft_checkpoints(k, 32, interval), (k, interval)
+    assert am.abft_ref_subchunks(777, 32, 16) is None  # a residue iteration: the SIMT pre-pass
 
 
 def test_prepass_filter_leaves_rows_beyond_the_cap_to_the_full_rule():
@@ -519,9 +520,9 @@ def test_prepass_filter_leaves_rows_beyond_the_cap_to_the_full_rule():
         r, rw = row.sum(), (row * np.arange(1, cols + 1)).sum()  # exact references: the full rule passes the row
         full, _ = abft_verify_rows(row[None, :], np.array([r]), np.array([rw]), np.array([0.0]), k, "tf32x3")
         assert full == []
-        assert not gc.abft_prepass_filter(row, r, rw, k)  # pass 1 does not decide it: the rare path does
+        assert not am.abft_prepass_filter(row, r, rw, k)  # pass 1 does not decide it: the rare path does
     row = rng.standard_normal(cols) * 1e16  # below the cap, finite squares: decided by pass 1
-    assert gc.abft_prepass_filter(row, row.sum(), (row * np.arange(1, cols + 1)).sum(), k)
+    assert am.abft_prepass_filter(row, row.sum(), (row * np.arange(1, cols + 1)).sum(), k)
 
 
 @pytest.mark.parametrize("dist", ["normal", "loguniform"])
@@ -549,7 +550,7 @@ def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
             faulty = i % 2 == 1
             if faulty:  # a fault of a random size (1e-9 .. 1e1 of the row's largest element) at a random column
                 row[rng.integers(cols)] += rng.choice([-1, 1]) * 10.0 ** rng.uniform(-9, 1) * np.abs(row).max()
-            ok = gc.abft_prepass_filter(row, r[i], rw[i], k)
+            ok = am.abft_prepass_filter(row, r[i], rw[i], k)
             full, _ = abft_verify_rows(row[None, :], r[i:i + 1], rw[i:i + 1], r2[i:i + 1], k, "tf32x3")
             if ok:
                 assert full == [], (i, trial)  # never passes a row the full rule flags

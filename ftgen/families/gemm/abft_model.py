@@ -1,6 +1,7 @@
-"""NumPy model of the SIMT kernels' ABFT scheme. The CUDA kernels implement exactly these rules; the
-tests prove them here on injected faults, and the GPU campaigns check the kernels against the same
-expectations.
+"""NumPy models of gemm's ABFT: the SIMT kernels' rules (which the cutlass backend's tensor-core
+threadblock ABFT shares) and the cutlass backend's reference pre-pass. The CUDA kernels implement
+exactly these rules; the tests prove them here on injected faults, and the GPU campaigns check the
+kernels against the same expectations.
 
   encode   per k row and checksum strip of `cols` columns: B e, B w (w = 1..cols), B^2 e
   carry    r_i += a_ik (B e)_k, r'_i += a_ik (B w)_k, r2_i += a_ik^2 (B^2 e)_k with the GEMM
@@ -261,3 +262,77 @@ def _fault(x, kind: str, value, dt):
     bits = _np.array([x], dtype=dt).view(_np.uint64 if dt == _np.float64 else _np.uint32)
     bits ^= (_np.uint64(1) << _np.uint64(value)) if dt == _np.float64 else (_np.uint32(1) << _np.uint32(value))
     return bits.view(dt)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# The cutlass backend's threadblock ABFT, ref_checksums: prepass (templates/gemm/cutlass_abft.cuh: abft_ref_kernel, abft_ref_scan_kernel, abft_kernel kPre)
+# --------------------------------------------------------------------------------------------
+
+
+def abft_k_bounds(k: int, kt: int) -> list[int]:
+    """Where the main kernel's k-iterations start and end: the residue r0 = k - (total - 1) kt first, then kt each;
+    bounds[it + 1] is the k extent done after k-iteration it."""
+    total = -(-k // kt)
+    r0 = k - (total - 1) * kt
+    return [0] + [r0 + i * kt for i in range(total)]
+
+
+def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
+    """k extent done at each checkpoint of the main kernel (after k-iteration min((c + 1) interval, total) - 1)."""
+    bounds = abft_k_bounds(k, kt)
+    total = len(bounds) - 1
+    return [bounds[min((c + 1) * interval, total)] for c in range((total - 1) // interval + 1)]
+
+
+def abft_ref_subchunks(k: int, kt: int, interval: int) -> tuple[int, int, int] | None:
+    """The tensor-core reference pre-pass's plan (Layout in cutlass_tmr.cuh): None where k has a residue iteration (the
+    SIMT pre-pass runs); else (sub, per, subs): sub-chunks of sub = g kt of k, g the largest divisor of the interval
+    (at most the k-iterations) up to 16, per of them per checkpoint interval, subs in all (the last one shorter where
+    sub does not divide k). abft_ref_scan_tc_kernel ends checkpoint min(u // per, chunks - 1) at sub-chunk u where
+    u + 1 is a multiple of per or u is the last."""
+    if k % kt:
+        return None
+    iv = min(max(interval, 1), k // kt)
+    g = max(d for d in range(1, min(iv, 16) + 1) if iv % d == 0)
+    sub = g * kt
+    return sub, iv // g, -(-k // sub)
+
+
+def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
+    """CPU model of the reference pre-pass: (chunks, m, strips, 2) float32, r and r' of every row and strip at every
+    checkpoint, as the kernels form them: fp32 sums per k-iteration of the interval (in k order), then the intervals
+    added up in fp32 (the scan). be, bw: (k, strips) encodings (abft_encode)."""
+    A = _np.asarray(A, dtype=_np.float32)
+    bounds = abft_k_bounds(A.shape[1], kt)
+    total = len(bounds) - 1
+    E = _np.stack([_np.asarray(be, _np.float32), _np.asarray(bw, _np.float32)], axis=-1)  # (k, strips, 2)
+    chunks = (total - 1) // interval + 1
+    out = _np.zeros((chunks, A.shape[0], E.shape[1], 2), dtype=_np.float32)
+    run = _np.zeros((A.shape[0], E.shape[1], 2), dtype=_np.float32)
+    for c in range(chunks):
+        part = _np.zeros_like(run)
+        for it in range(c * interval, min((c + 1) * interval, total)):
+            ka, kb = bounds[it], bounds[it + 1]
+            part = (part + _np.einsum("ik,ksj->isj", A[:, ka:kb].astype(_np.float64), E[ka:kb].astype(_np.float64))).astype(_np.float32)
+        run = (run + part).astype(_np.float32)
+        out[c] = run
+    return out
+
+
+PASS1_CAP = 1e17  # fp32 accumulators: the cap of |c| in the rule's sum of squares (abft_row_threshold)
+
+
+def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None) -> bool:
+    """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the full rule
+    (abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
+    max(|r|, robust ||C_i||) is never above the full rule's, so a row it passes the full rule passes too; the other
+    rows go to the full rule. The kernel sums the squares uncapped (in fp32); a row with a term above the cap or a
+    sum of squares that overflows is left to the full rule (False), so a row it passes had the capped sums."""
+    c = _np.asarray(C_row, dtype=_np.float64)
+    with _np.errstate(over="ignore", invalid="ignore"):
+        sq32 = _np.sum(_np.square(c.astype(_np.float32)), dtype=_np.float32)
+    if not (_np.nanmax(_np.abs(c), initial=0.0) <= PASS1_CAP and sq32 <= _np.finfo(_np.float32).max):
+        return False
+    flagged, _ = abft_verify_rows(c[None, :], _np.array([r]), _np.array([rw]),
+                                     _np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
+    return not flagged

@@ -69,8 +69,6 @@ targets (the value the fault would have produced) -- the campaigns' ``uncorrecte
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import FtgenError
 from ..base import (
     MAX_SMS,
@@ -86,7 +84,6 @@ from ..base import (
     Variant,
     power_of_two,
 )
-from .abft_model import abft_verify_rows
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -208,80 +205,6 @@ class Geometry:
         regs = min(MAX_REGS, max(self.regs_estimate, 32))
         by_regs = REGS_PER_SM // (regs * self.threads)
         return max(0, min(by_smem, by_threads, by_regs, 32))
-
-
-# --------------------------------------------------------------------------------------------
-# ref_checksums: prepass (templates/gemm/cutlass_abft.cuh: abft_ref_kernel, abft_ref_scan_kernel, abft_kernel kPre)
-# --------------------------------------------------------------------------------------------
-
-
-def abft_k_bounds(k: int, kt: int) -> list[int]:
-    """Where the main kernel's k-iterations start and end: the residue r0 = k - (total - 1) kt first, then kt each;
-    bounds[it + 1] is the k extent done after k-iteration it."""
-    total = -(-k // kt)
-    r0 = k - (total - 1) * kt
-    return [0] + [r0 + i * kt for i in range(total)]
-
-
-def abft_checkpoints(k: int, kt: int, interval: int) -> list[int]:
-    """k extent done at each checkpoint of the main kernel (after k-iteration min((c + 1) interval, total) - 1)."""
-    bounds = abft_k_bounds(k, kt)
-    total = len(bounds) - 1
-    return [bounds[min((c + 1) * interval, total)] for c in range((total - 1) // interval + 1)]
-
-
-def abft_ref_subchunks(k: int, kt: int, interval: int) -> tuple[int, int, int] | None:
-    """The tensor-core reference pre-pass's plan (Layout in cutlass_tmr.cuh): None where k has a residue iteration (the
-    SIMT pre-pass runs); else (sub, per, subs): sub-chunks of sub = g kt of k, g the largest divisor of the interval
-    (at most the k-iterations) up to 16, per of them per checkpoint interval, subs in all (the last one shorter where
-    sub does not divide k). abft_ref_scan_tc_kernel ends checkpoint min(u // per, chunks - 1) at sub-chunk u where
-    u + 1 is a multiple of per or u is the last."""
-    if k % kt:
-        return None
-    iv = min(max(interval, 1), k // kt)
-    g = max(d for d in range(1, min(iv, 16) + 1) if iv % d == 0)
-    sub = g * kt
-    return sub, iv // g, -(-k // sub)
-
-
-def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
-    """CPU model of the reference pre-pass: (chunks, m, strips, 2) float32, r and r' of every row and strip at every
-    checkpoint, as the kernels form them: fp32 sums per k-iteration of the interval (in k order), then the intervals
-    added up in fp32 (the scan). be, bw: (k, strips) encodings (abft_model.abft_encode)."""
-    A = np.asarray(A, dtype=np.float32)
-    bounds = abft_k_bounds(A.shape[1], kt)
-    total = len(bounds) - 1
-    E = np.stack([np.asarray(be, np.float32), np.asarray(bw, np.float32)], axis=-1)  # (k, strips, 2)
-    chunks = (total - 1) // interval + 1
-    out = np.zeros((chunks, A.shape[0], E.shape[1], 2), dtype=np.float32)
-    run = np.zeros((A.shape[0], E.shape[1], 2), dtype=np.float32)
-    for c in range(chunks):
-        part = np.zeros_like(run)
-        for it in range(c * interval, min((c + 1) * interval, total)):
-            ka, kb = bounds[it], bounds[it + 1]
-            part = (part + np.einsum("ik,ksj->isj", A[:, ka:kb].astype(np.float64), E[ka:kb].astype(np.float64))).astype(np.float32)
-        run = (run + part).astype(np.float32)
-        out[c] = run
-    return out
-
-
-PASS1_CAP = 1e17  # fp32 accumulators: the cap of |c| in the rule's sum of squares (abft_model.abft_row_threshold)
-
-
-def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None) -> bool:
-    """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the full rule
-    (abft_model.abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
-    max(|r|, robust ||C_i||) is never above the full rule's, so a row it passes the full rule passes too; the other
-    rows go to the full rule. The kernel sums the squares uncapped (in fp32); a row with a term above the cap or a
-    sum of squares that overflows is left to the full rule (False), so a row it passes had the capped sums."""
-    c = np.asarray(C_row, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        sq32 = np.sum(np.square(c.astype(np.float32)), dtype=np.float32)
-    if not (np.nanmax(np.abs(c), initial=0.0) <= PASS1_CAP and sq32 <= np.finfo(np.float32).max):
-        return False
-    flagged, _ = abft_verify_rows(c[None, :], np.array([r]), np.array([rw]),
-                                     np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
-    return not flagged
 
 
 def abft_prepass(v: Variant) -> bool:

@@ -121,9 +121,6 @@ class SimtGeometry:
             return (self.stages * self.KT * self.warps_n * 4 * e + 32 + warps * self.MW * (4 * e + 4) + warps * 8 + 64)
         return 0
 
-    def as_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items()}
-
 
 class SimtBackend(Backend):
     name = "simt"
