@@ -217,7 +217,7 @@ def test_describe_is_structured(vaxpy):
     assert list(b) == ["name", "precisions", "schemes", "requires", "params"]
     assert b["schemes"] == {"none": [], "dmr": ["thread"]} and b["requires"] == []
     assert b["params"][0] == {"name": "block", "type": "int", "choices": None, "range": [32, 1024], "default": 256,
-                              "doc": "threads per block"}
+                              "doc": "threads per block (a power of two)"}
     assert b["params"][1]["choices"] == [1, 2, 4] and b["params"][1]["range"] is None
     assert d["constraints"] == ["vaxpy: unroll 1 only (the kernel takes one element per thread)"]
     json.dumps(d)

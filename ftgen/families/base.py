@@ -74,6 +74,7 @@ def check_type(value: Any, typ: type) -> str | None:
 
 
 _TYPE_NAME = {int: "int", float: "float", str: "str", bool: "bool"}
+_CHECK_WORDS = {power_of_two: "a power of two"}  # rules of `check` that `ftgen list` can state
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Param:
             "choices": list(self.choices) if self.choices is not None else None,
             "range": [self.lo, self.hi] if self.lo is not None or self.hi is not None else None,
             "default": list(self.default) if len(self.default) > 1 else self.default[0],
-            "doc": self.doc,
+            "doc": self.doc + (f" ({_CHECK_WORDS[self.check]})" if self.check in _CHECK_WORDS else ""),
         }
 
 
