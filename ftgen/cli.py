@@ -410,11 +410,13 @@ def list_cmd(family, as_json) -> None:
     for d in descs:
         click.echo(f"{d['family']}: {d['description']}")
         click.echo(f"  precisions: {', '.join(d['precisions'])}")
-        click.echo("  schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in d["schemes"].items()))
         click.echo(f"  shape keys: {', '.join(d['shape_keys'])}")
-        click.echo("  params:")
-        for p in d["params"].values():
-            click.echo(f"    {p}")
+        for b in d["backends"]:
+            click.echo(f"  backend {b['name']}: {', '.join(b['precisions'])}; requires {', '.join(b['requires']) or '-'}")
+            click.echo("    schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in b["schemes"].items()))
+            for p in b["params"]:
+                allowed = p["choices"] or (f"{p['range'][0]}..{p['range'][1]}" if p["range"] else p["type"])
+                click.echo(f"    {p['name']}: {allowed} (default {p['default']}) {p['doc']}".rstrip())
         if d["constraints"]:
             click.echo("  constraints:")
             for c in d["constraints"]:

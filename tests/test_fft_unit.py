@@ -223,9 +223,9 @@ def test_list_describes_the_family(capsys):
     assert main(["list", "fft", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)[0]
     assert d["family"] == "fft" and d["shape_keys"] == ["n", "batch"]
-    assert set(d["schemes"]["abft"]) == {"one-sided", "two-sided-thread", "two-sided-tb"}
+    assert set(d["backends"][0]["schemes"]["abft"]) == {"one-sided", "two-sided-thread", "two-sided-tb"}
     for key in ("direction", "logn", "N1", "n1", "bs1", "tcols"):
-        assert key in d["params"]
+        assert key in [p["name"] for p in d["backends"][0]["params"]]
     assert any("bs1 <= n/N1" in c for c in d["constraints"])
 
 

@@ -15,22 +15,26 @@ import pytest
 from conftest import REPO, golden_dir_check
 from ftgen.cli import main
 from ftgen.codegen.emit import generate, render_spec
-from ftgen.families import gemm_cutlass as gc
+from ftgen.families.gemm import cutlass as gc
+from ftgen.families.gemm import tmr_model as tm
 from ftgen.families import get as get_family
 from ftgen.families.base import Protection, Variant
+from ftgen.families.gemm import abft_model as am
+from ftgen.families.gemm.abft_model import abft_encode, abft_gemm_model, abft_threshold_unit, abft_verify_rows
 from ftgen.paths import cutlass_include_dir
 from ftgen.spec import load_spec_text
 
 FAMILY = get_family("gemm")
+CUT = FAMILY.backend_named("cutlass")
 
 
 def variant(precision="tf32", level=None, interval=1, inject=False, arch=("sm_90",), **params) -> Variant:
     prot = Protection("tmr", level, "online", interval, "auto", inject) if level else Protection()
-    defs = gc.param_defs(precision, prot)
+    defs = CUT.param_defs(precision, prot)
     p = {d.name: d.default[0] for d in defs}
     p.update(params)
     v = Variant("gemm", precision, prot, tuple((d.name, p[d.name]) for d in defs), tuple(arch), "cutlass")
-    return Variant(v.family, v.precision, v.protection, v.params, v.arch, v.backend, gc.kernel_name(v))
+    return Variant(v.family, v.precision, v.protection, v.params, v.arch, v.backend, CUT.kernel_name(v))
 
 
 def spec_text(body: str, name: str = "t") -> str:
@@ -88,7 +92,7 @@ def reasons(**kw):
     precision = kw.pop("precision", "tf32")
     level = kw.pop("level", None)
     interval = kw.pop("interval", 1)
-    return " | ".join(gc.constraints(variant(precision, level, interval, **kw)))
+    return " | ".join(CUT.constraints(variant(precision, level, interval, **kw)))
 
 
 def test_default_parameters_fit_every_precision_and_level():
@@ -122,11 +126,11 @@ def test_constraint_reasons(kw, expect):
 
 
 def test_protection_reasons():
-    assert "precision tf32" in gc.protection_ok("fp32", Protection("tmr", "kernel"))
-    assert "correct: detect does not apply" in gc.protection_ok("tf32", Protection("tmr", "kernel", "detect"))
-    assert "exact (bitwise) equality" in gc.protection_ok("tf32", Protection("tmr", "kernel", threshold=1e-3))
-    assert gc.protection_ok("bf16", Protection("tmr", "cooperative", interval=8)) is None
-    assert gc.protection_ok("fp64", Protection()) is None
+    assert "precision tf32" in CUT.protection_ok("fp32", Protection("tmr", "kernel"))
+    assert "correct: detect does not apply" in CUT.protection_ok("tf32", Protection("tmr", "kernel", "detect"))
+    assert "exact (bitwise) equality" in CUT.protection_ok("tf32", Protection("tmr", "kernel", threshold=1e-3))
+    assert CUT.protection_ok("bf16", Protection("tmr", "cooperative", interval=8)) is None
+    assert CUT.protection_ok("fp64", Protection()) is None
 
 
 @pytest.mark.parametrize(
@@ -250,15 +254,15 @@ def test_injection_code_only_in_inject_builds():
 
 def test_constants_shared_by_python_and_cuda_agree():
     header = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
-    assert f"constexpr int kMaxAttempts = {gc.MAX_ATTEMPTS};" in header
+    assert f"constexpr int kMaxAttempts = {tm.MAX_ATTEMPTS};" in header
     # the vote table of the device code is the model's (status numbers)
-    for name, value in (("kAgree", gc.AGREE), ("kMinority0", gc.MINORITY_0), ("kMinority1", gc.MINORITY_1),
-                        ("kMinority2", gc.MINORITY_2), ("kUncorrectable", gc.UNCORRECTABLE)):
+    for name, value in (("kAgree", tm.AGREE), ("kMinority0", tm.MINORITY_0), ("kMinority1", tm.MINORITY_1),
+                        ("kMinority2", tm.MINORITY_2), ("kUncorrectable", tm.UNCORRECTABLE)):
         assert re.search(rf"\b{name} = {value}\b", header), name
     # the cooperative level's digest is the model's (fnv_digest)
-    b = gc.FNV_BASIS
+    b = tm.FNV_BASIS
     assert f"uint32_t h[4] = {{{b}u, {b}u ^ 1u, {b}u ^ 2u, {b}u ^ 3u}};" in header
-    assert f"h[i % 4] = (h[i % 4] ^ w[i]) * {gc.FNV_PRIME}u;" in header
+    assert f"h[i % 4] = (h[i % 4] ^ w[i]) * {tm.FNV_PRIME}u;" in header
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,31 +416,30 @@ def test_tf32x3_names_tolerance_and_protection():
     blocks = k // 8
     assert gc.tolerance("tf32x3", k, 8) - gc.tolerance("tf32", k, 8) == pytest.approx(
         (2 * blocks * 2.0**-23 + 2.0**-19) / (1 - k * 2.0**-24 / (1 - k * 2.0**-24)), rel=1e-9)
-    assert gc.protection_ok("tf32x3", Protection("abft", "threadblock")) is None
-    assert "level threadblock only" in gc.protection_ok("tf32x3", Protection("abft", "warp"))
-    assert "implemented for tf32x3" in gc.protection_ok("tf32", Protection("abft", "threadblock"))
-    assert "not implemented for tf32x3" in gc.protection_ok("tf32x3", Protection("tmr", "kernel"))
+    assert CUT.protection_ok("tf32x3", Protection("abft", "threadblock")) is None
+    assert "level threadblock only" in CUT.protection_ok("tf32x3", Protection("abft", "warp"))
+    assert "implemented for tf32x3" in CUT.protection_ok("tf32", Protection("abft", "threadblock"))
+    assert "not implemented for tf32x3" in CUT.protection_ok("tf32x3", Protection("tmr", "kernel"))
     base = variant(precision="tf32x3", warp_n=32)
     a = Variant("gemm", "tf32x3", Protection("abft", "threadblock", "online", 8, "auto", True), base.params, base.arch, "cutlass")
-    assert "_abft-tb-i8_cutlass_" in gc.kernel_name(a) and gc.kernel_name(a).endswith("_inj")
-    assert gc.constraints(a) == []
+    assert "_abft-tb-i8_cutlass_" in CUT.kernel_name(a) and CUT.kernel_name(a).endswith("_inj")
+    assert CUT.constraints(a) == []
     pre = Variant(a.family, a.precision, a.protection, tuple((k, "prepass" if k == "ref_checksums" else x) for k, x in a.params),
                   a.arch, "cutlass")
-    assert gc.kernel_name(pre) == gc.kernel_name(a).replace("_rr_inj", "_rr_prepass_inj") and gc.constraints(pre) == []
+    assert CUT.kernel_name(pre) == CUT.kernel_name(a).replace("_rr_inj", "_rr_prepass_inj") and CUT.constraints(pre) == []
     conc = Variant(a.family, a.precision, a.protection, tuple((k, "concurrent" if k == "ref_checksums" else x) for k, x in a.params),
                    a.arch, "cutlass")
-    assert gc.kernel_name(conc) == gc.kernel_name(a).replace("_rr_inj", "_rr_conc_inj") and gc.constraints(conc) == []
+    assert CUT.kernel_name(conc) == CUT.kernel_name(a).replace("_rr_inj", "_rr_conc_inj") and CUT.constraints(conc) == []
     assert gc.abft_prepass(conc) and gc.abft_concurrent(conc) and not gc.abft_concurrent(pre)
     for ref in ("prepass", "concurrent"):
         tmr = variant(level="kernel", ref_checksums=ref)
-        assert any(f"ref_checksums: {ref} applies to abft only" in r for r in gc.constraints(tmr))
+        assert any(f"ref_checksums: {ref} applies to abft only" in r for r in CUT.constraints(tmr))
 
 
 def test_tf32x3_abft_constants_are_the_models():
-    from ftgen.families import gemm as gm
 
     # the kernel's threshold unit is the CPU model's (gemm.abft_threshold_unit) for tf32x3 at the SIMT lambda
-    assert gc.ABFT_LAMBDA * gc.ABFT_UNIT == pytest.approx(gm.abft_threshold_unit("tf32x3", 0, 0) / 1.0)
+    assert gc.ABFT_LAMBDA * gc.ABFT_UNIT == pytest.approx(abft_threshold_unit("tf32x3", 0, 0) / 1.0)
     header = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
     # lambda u (sqrt(k done) + sqrt(tb_n) + 1): at a checkpoint (abft_kernel) and after the whole k (abft_once_kernel)
     assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
@@ -449,16 +452,15 @@ def test_tf32x3_abft_constants_are_the_models():
 def test_cpu_model_of_the_tf32x3_threadblock_level_corrects(fault):
     import numpy as np
 
-    from ftgen.families import gemm as gm
 
     rng = np.random.default_rng(3)
     A = rng.standard_normal((64, 256)).astype(np.float32)
     B = rng.standard_normal((256, 64)).astype(np.float32)
     ref = A.astype(np.float64) @ B.astype(np.float64)
-    C, c = gm.abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3", faults=[fault])
+    C, c = abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3", faults=[fault])
     assert c["detected"] >= 1 and c["corrected"] >= 1
     assert np.max(np.abs(C - ref)) < 1e-3
-    clean, c0 = gm.abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3")
+    clean, c0 = abft_gemm_model(A, B, cols=64, kt=32, interval=2, precision="tf32x3")
     assert c0["detected"] == 0 and c0["max_score"] < 1.0
 
 
@@ -469,24 +471,23 @@ def test_cpu_model_of_the_tf32x3_threadblock_level_corrects(fault):
 
 def test_prepass_checkpoints_follow_the_main_kernels_k_iterations():
     # k = 100, k-tiles of 32: the residue (4) first, then 32 each; a checkpoint every `interval` k-iterations
-    assert gc.abft_checkpoints(100, 32, 1) == [4, 36, 68, 100]
-    assert gc.abft_checkpoints(100, 32, 2) == [36, 100]
-    assert gc.abft_checkpoints(100, 32, 16) == [100]
-    assert gc.abft_checkpoints(96, 32, 2) == [64, 96]
+    assert am.abft_checkpoints(100, 32, 1) == [4, 36, 68, 100]
+    assert am.abft_checkpoints(100, 32, 2) == [36, 100]
+    assert am.abft_checkpoints(100, 32, 16) == [100]
+    assert am.abft_checkpoints(96, 32, 2) == [64, 96]
 
 
 def test_prepass_refs_are_the_sums_up_to_each_checkpoint():
     import numpy as np
 
-    from ftgen.families import gemm as gm
 
     rng = np.random.default_rng(3)
     A = rng.standard_normal((37, 100)).astype(np.float32)
     B = rng.standard_normal((100, 200)).astype(np.float32)
-    be, bw, _ = gm.abft_encode(B.astype(np.float64), 128)
+    be, bw, _ = abft_encode(B.astype(np.float64), 128)
     for interval in (1, 2, 3):
-        refs = gc.abft_checkpoint_refs(A, be, bw, kt=32, interval=interval)
-        ks = gc.abft_checkpoints(100, 32, interval)
+        refs = am.abft_checkpoint_refs(A, be, bw, kt=32, interval=interval)
+        ks = am.abft_checkpoints(100, 32, interval)
         assert refs.shape == (len(ks), 37, 2, 2)
         for c, kc in enumerate(ks):
             exact = A[:, :kc].astype(np.float64) @ np.stack([be[:kc], bw[:kc]], axis=-1).reshape(kc, -1)
@@ -499,37 +500,35 @@ def test_tensor_core_prepass_sub_chunks_end_at_every_checkpoint(interval):
     # the scan of the tensor-core pre-pass writes checkpoint c where a sub-chunk ends: those k extents must be the
     # main kernel's checkpoints (gc.abft_checkpoints), each written once, in order
     for k in (32, 64, 96, 1024, 4064, 4096, 8192):
-        sub, per, subs = gc.abft_ref_subchunks(k, 32, interval)
+        sub, per, subs = am.abft_ref_subchunks(k, 32, interval)
         assert sub % 32 == 0 and sub <= 16 * 32
-        chunks = len(gc.abft_checkpoints(k, 32, interval))
+        chunks = len(am.abft_checkpoints(k, 32, interval))
         ends = [(min(u // per, chunks - 1), min((u + 1) * sub, k)) for u in range(subs) if u == subs - 1 or (u + 1) % per == 0]
         assert [c for c, _ in ends] == list(range(chunks)), (k, interval)
-        assert [e for _, e in ends] == gc.abft_checkpoints(k, 32, interval), (k, interval)
-    assert gc.abft_ref_subchunks(777, 32, 16) is None  # a residue iteration: the SIMT pre-pass
+        assert [e for _, e in ends] == am.abft_checkpoints(k, 32, interval), (k, interval)
+    assert am.abft_ref_subchunks(777, 32, 16) is None  # a residue iteration: the SIMT pre-pass
 
 
 def test_prepass_filter_leaves_rows_beyond_the_cap_to_the_full_rule():
     import numpy as np
 
-    from ftgen.families import gemm as gm
 
     rng = np.random.default_rng(3)
     cols, k = 128, 512
     for big in (2e17, 1e19, 3e38):  # a term above the cap; squares that overflow fp32
         row = rng.standard_normal(cols) * big
         r, rw = row.sum(), (row * np.arange(1, cols + 1)).sum()  # exact references: the full rule passes the row
-        full, _ = gm.abft_verify_rows(row[None, :], np.array([r]), np.array([rw]), np.array([0.0]), k, "tf32x3")
+        full, _ = abft_verify_rows(row[None, :], np.array([r]), np.array([rw]), np.array([0.0]), k, "tf32x3")
         assert full == []
-        assert not gc.abft_prepass_filter(row, r, rw, k)  # pass 1 does not decide it: the rare path does
+        assert not am.abft_prepass_filter(row, r, rw, k)  # pass 1 does not decide it: the rare path does
     row = rng.standard_normal(cols) * 1e16  # below the cap, finite squares: decided by pass 1
-    assert gc.abft_prepass_filter(row, row.sum(), (row * np.arange(1, cols + 1)).sum(), k)
+    assert am.abft_prepass_filter(row, row.sum(), (row * np.arange(1, cols + 1)).sum(), k)
 
 
 @pytest.mark.parametrize("dist", ["normal", "loguniform"])
 def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
     import numpy as np
 
-    from ftgen.families import gemm as gm
 
     rng = np.random.default_rng(11)
     m, k, cols = 64, 512, 128
@@ -543,7 +542,7 @@ def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
     for trial in range(6):
         A, B = draw((m, k)).astype(np.float32), draw((k, cols)).astype(np.float32)
         C = (A @ B).astype(np.float32)  # fp32 rounding: the clean residuals
-        be, bw, b2 = gm.abft_encode(B.astype(np.float64), cols)
+        be, bw, b2 = abft_encode(B.astype(np.float64), cols)
         A64 = A.astype(np.float64)
         r, rw, r2 = (A64 @ be)[:, 0], (A64 @ bw)[:, 0], ((A64 * A64) @ b2)[:, 0]
         for i in range(m):
@@ -551,8 +550,8 @@ def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
             faulty = i % 2 == 1
             if faulty:  # a fault of a random size (1e-9 .. 1e1 of the row's largest element) at a random column
                 row[rng.integers(cols)] += rng.choice([-1, 1]) * 10.0 ** rng.uniform(-9, 1) * np.abs(row).max()
-            ok = gc.abft_prepass_filter(row, r[i], rw[i], k)
-            full, _ = gm.abft_verify_rows(row[None, :], r[i:i + 1], rw[i:i + 1], r2[i:i + 1], k, "tf32x3")
+            ok = am.abft_prepass_filter(row, r[i], rw[i], k)
+            full, _ = abft_verify_rows(row[None, :], r[i:i + 1], rw[i:i + 1], r2[i:i + 1], k, "tf32x3")
             if ok:
                 assert full == [], (i, trial)  # never passes a row the full rule flags
             passed_clean += ok and not faulty

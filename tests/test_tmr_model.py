@@ -1,4 +1,4 @@
-"""CPU model of TMR voting and repair (ftgen.families.gemm_cutlass.classify / model_tile): the
+"""CPU model of TMR voting and repair (ftgen.families.gemm.tmr_model.classify / model_tile): the
 rules the CUDA kernels implement, proven here on injected faults for every level."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
-from ftgen.families import gemm_cutlass as gc
+from ftgen.families.gemm import tmr_model as gc
+from ftgen.families.gemm.cutlass import TMR_LEVELS
 
-LEVELS = gc.TMR_LEVELS
+LEVELS = TMR_LEVELS
 
 
 def majority_by_counting(u0, u1, u2):

@@ -15,34 +15,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
-from .. import __version__
+from .. import __version__, libraries
 from ..errors import FtgenError, SpecError
 from ..families.base import EmittedVariant, Variant
-from ..paths import cutlass_include_dir, templates_dir
+from ..templating import TemplateEnv
 from ..spec import Spec
 
 COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh")
 MANIFEST = "manifest.json"
-
-
-class TemplateEnv:
-    def __init__(self) -> None:
-        self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(str(templates_dir())),
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=True,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
-        self.env.filters["cbool"] = lambda b: "true" if b else "false"
-
-    def render(self, template: str, ctx: dict) -> str:
-        return self.env.get_template(template).render(**ctx)
-
-    def raw(self, relpath: str) -> str:
-        return (templates_dir() / relpath).read_text()
 
 
 def cuda_arch_numbers(archs) -> list[str]:
@@ -66,7 +46,7 @@ def render_spec(spec: Spec, env: TemplateEnv | None = None) -> tuple[dict[str, s
     files: dict[str, str] = {}
     for h in COMMON_HEADERS:
         files[f"common/{h}"] = env.raw(f"common/{h}")
-    fam_dir = templates_dir() / fam.template_dir
+    fam_dir = fam.template_path()
     for extra in sorted([*fam_dir.glob("*.h"), *fam_dir.glob("*.cuh")]):  # the family's shared headers, once
         files[f"common/{extra.name}"] = extra.read_text()
 
@@ -76,14 +56,16 @@ def render_spec(spec: Spec, env: TemplateEnv | None = None) -> tuple[dict[str, s
         files.update(ev.files)
         emitted.append(ev)
 
-    needs_cutlass = any("${FTGEN_CUTLASS_INCLUDE}" in ev.include_dirs for ev in emitted)
+    # the external libraries of the project: each variant links and includes those it requires
+    required = libraries.get(dict.fromkeys(name for ev in emitted for name in ev.requires))
     files["CMakeLists.txt"] = env.render(
         "cmake/CMakeLists.txt.j2",
         {
             "spec": spec,
             "variants": emitted,
             "archs": cuda_arch_numbers(spec.arch),
-            "needs_cutlass": needs_cutlass,
+            "libraries": required,
+            "variant_libraries": {ev.name: libraries.get(ev.requires) for ev in emitted},
             "cuda_arch_numbers": cuda_arch_numbers,
         },
     )
@@ -108,6 +90,7 @@ def render_spec(spec: Spec, env: TemplateEnv | None = None) -> tuple[dict[str, s
             {
                 "sources": sorted(ev.files),
                 "header": ev.header,
+                "requires": list(ev.requires),
                 "source_hash": hashlib.sha256((common_hash + _hash_files(own)).encode()).hexdigest()[:32],
                 "archs": list(ev.archs) if ev.archs else list(spec.arch),
             }
@@ -195,7 +178,3 @@ def write_tree(out: Path, files: dict[str, str]) -> tuple[list[str], int, list[s
                 pass
     return written, len(files) - len(changed), removed
 
-
-def cutlass_include_or_none() -> str | None:
-    inc = cutlass_include_dir()
-    return str(inc) if inc else None

@@ -1,20 +1,27 @@
-"""What every kernel family provides: its parameters as data, constraints that return reasons,
-names, shapes, and the emitter that turns one variant into sources.
+"""The family contract: what every kernel family and each of its backends provide.
 
-A family is a subclass of :class:`Family` registered in ``ftgen.families``. Adding a family
-touches only its own module, its template folder and the registry line.
+A :class:`Family` (a problem: its shape keys, default shapes, the C launcher every variant exports)
+has one or more :class:`Backend` objects (an implementation: the precisions it accepts, the
+protection levels it offers with their name tokens, its parameters as data, constraints that return
+reasons, name tokens, template context, sources and the external libraries it requires). The family
+picks the backend of a (precision, protection) point and delegates to it. A family is registered in
+``ftgen.families`` (the built-in table, or ``register()`` for one defined elsewhere); its templates
+live in its own folder, ``templates/<name>/`` or any absolute path.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import SpecError
+from ..paths import templates_dir
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..codegen.emit import TemplateEnv
+    from ..templating import TemplateEnv
 
 # --------------------------------------------------------------------------------------------
 # Enumerations shared by all families (name tables in the manner of cutlass_library).
@@ -39,23 +46,6 @@ REGS_PER_SM = 65536
 # architectures with thread-block clusters and distributed shared memory
 CLUSTER_ARCHS = frozenset({"sm_90", "sm_90a"})
 
-# Short forms used in kernel names. Every level any family knows must appear here.
-LEVEL_ABBREV = {
-    "none": "none",
-    "thread": "thread",
-    "warp": "warp",
-    "threadblock": "tb",
-    "nonfused": "nonfused",
-    "one-sided": "1sided",
-    "two-sided-thread": "2sided-thread",
-    "two-sided-tb": "2sided-tb",
-    "strided": "strided",
-    "kernel": "kernel",
-    "multikernel": "multikernel",
-    "cooperative": "coop",
-}
-
-
 # --------------------------------------------------------------------------------------------
 # Parameters as data
 # --------------------------------------------------------------------------------------------
@@ -63,20 +53,6 @@ LEVEL_ABBREV = {
 
 def power_of_two(v: int) -> str | None:
     return None if v > 0 and (v & (v - 1)) == 0 else f"{v} is not a power of two"
-
-
-def at_least(lo: int) -> Callable[[int], str | None]:
-    def check(v: int) -> str | None:
-        return None if v >= lo else f"{v} is less than {lo}"
-
-    return check
-
-
-def in_range(lo: int, hi: int) -> Callable[[int], str | None]:
-    def check(v: int) -> str | None:
-        return None if lo <= v <= hi else f"{v} is outside {lo}..{hi}"
-
-    return check
 
 
 _TYPE_WORD = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
@@ -97,9 +73,15 @@ def check_type(value: Any, typ: type) -> str | None:
     return f"{value!r} is not {_TYPE_WORD[typ]}"
 
 
+_TYPE_NAME = {int: "int", float: "float", str: "str", bool: "bool"}
+_CHECK_WORDS = {power_of_two: "a power of two"}  # rules of `check` that `ftgen list` can state
+
+
 @dataclass(frozen=True)
 class Param:
-    """One tunable parameter. ``default`` is a tuple: several values form a search space."""
+    """One tunable parameter. ``default`` is a tuple: several values form a search space.
+    ``choices`` lists the allowed values, ``lo``/``hi`` bound numbers (inclusive), and ``check`` is a
+    further rule (e.g. :func:`power_of_two`) returning a reason."""
 
     name: str
     type: type
@@ -107,6 +89,8 @@ class Param:
     doc: str = ""
     choices: tuple | None = None
     check: Callable[[Any], str | None] | None = None
+    lo: int | float | None = None
+    hi: int | float | None = None
 
     def validate(self, value: Any) -> str | None:
         reason = check_type(value, self.type)
@@ -114,13 +98,29 @@ class Param:
             return reason
         if self.choices is not None and value not in self.choices:
             return f"{value!r} is not one of {', '.join(map(str, self.choices))}"
+        if self.lo is not None and self.hi is not None and not self.lo <= value <= self.hi:
+            return f"{value} is outside {self.lo}..{self.hi}"
+        if self.lo is not None and value < self.lo:
+            return f"{value} is less than {self.lo}"
+        if self.hi is not None and value > self.hi:
+            return f"{value} is more than {self.hi}"
         if self.check is not None:
             return self.check(value)
         return None
 
-    def describe(self) -> str:
-        allowed = ", ".join(map(str, self.choices)) if self.choices else _TYPE_WORD[self.type]
-        return f"{self.name}: {allowed} (default {list(self.default) if len(self.default) > 1 else self.default[0]}) {self.doc}".rstrip()
+    def with_default(self, value: Any) -> "Param":
+        return Param(self.name, self.type, (value,), self.doc, self.choices, self.check, self.lo, self.hi)
+
+    def describe(self) -> dict:
+        """``{"name", "type", "choices", "range", "default", "doc"}`` (``ftgen list``)."""
+        return {
+            "name": self.name,
+            "type": _TYPE_NAME[self.type],
+            "choices": list(self.choices) if self.choices is not None else None,
+            "range": [self.lo, self.hi] if self.lo is not None or self.hi is not None else None,
+            "default": list(self.default) if len(self.default) > 1 else self.default[0],
+            "doc": self.doc + (f" ({_CHECK_WORDS[self.check]})" if self.check in _CHECK_WORDS else ""),
+        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,11 +146,14 @@ class Protection:
         """Built with fault injection (a protected variant with inject: true)."""
         return self.enabled and self.inject
 
-    def token(self) -> str:
-        """Name token: ``none`` or ``<scheme>-<level>[-detect][-i<k>][-th<x>]`` (defaults omitted)."""
+    def token(self, level_tokens: Mapping[str, str]) -> str:
+        """Name token: ``none`` or ``<scheme>-<level token>[-detect][-i<k>][-th<x>]`` (defaults omitted).
+        ``level_tokens`` maps this scheme's levels to their short forms, as the backend declares them."""
         if not self.enabled:
             return "none"
-        parts = [self.scheme, LEVEL_ABBREV[self.level]]
+        if self.level not in level_tokens:
+            raise ValueError(f"no name token for {self.scheme} level {self.level!r} (known: {', '.join(level_tokens)})")
+        parts = [self.scheme, level_tokens[self.level]]
         if self.correct != "online":
             parts.append(self.correct)
         if self.interval != 1:
@@ -211,8 +214,6 @@ class Variant:
 
     def meta_json(self) -> str:
         """JSON members every result row of this variant starts with (no braces)."""
-        import json
-
         d = {
             "kernel": self.name,
             "family": self.family,
@@ -239,15 +240,16 @@ class Variant:
 @dataclass
 class EmittedVariant:
     """Everything the CMake project needs to build one variant. Paths are relative to the
-    generated project root; ``files`` maps those paths to their text."""
+    generated project root; ``files`` maps those paths to their text. ``requires`` names the
+    external libraries (``ftgen.libraries``) the variant's targets use: the project links their
+    targets and checks their include directories."""
 
     name: str
     files: dict[str, str]
     library_sources: list[str]
     bench_sources: list[str]
     header: str
-    link_libraries: list[str] = field(default_factory=list)
-    include_dirs: list[str] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
     compile_options: list[str] = field(default_factory=list)
     archs: list[str] | None = None  # override of the spec's archs (e.g. sm_90a only)
 
@@ -261,6 +263,106 @@ class LauncherSignature:
     selector_args: tuple[str, ...]  # C expressions (over the params) giving the shape keys, in order
 
 
+@dataclass(frozen=True)
+class Source:
+    """One generated file of a variant: ``template`` (in the family's template folder) rendered to
+    ``<name>/<name><suffix>``. ``role``: ``header`` (the launcher's declaration), ``library`` (compiled
+    into the kernel library) or ``bench`` (the benchmark executable)."""
+
+    template: str
+    suffix: str
+    role: str
+
+
+# --------------------------------------------------------------------------------------------
+# Backends
+# --------------------------------------------------------------------------------------------
+
+
+class Backend:
+    """One implementation of a family. Subclasses set the class attributes and override the
+    methods; a plain instance with keyword fields serves a backend that is data only.
+
+    ``levels`` maps each protection scheme the backend offers (besides ``none``) to its levels and
+    their name tokens, e.g. ``{"abft": {"threadblock": "tb", "warp": "warp"}}``; ``requires`` names
+    libraries of ``ftgen.libraries``."""
+
+    name: str = ""
+    precisions: tuple[str, ...] = ()
+    levels: Mapping[str, Mapping[str, str]] = {}
+    params: tuple[Param, ...] = ()
+    requires: tuple[str, ...] = ()
+    compile_options: tuple[str, ...] = ()
+    constraint_docs: tuple[str, ...] = ()
+
+    def __init__(self, **fields: Any) -> None:
+        for key, value in fields.items():
+            if not hasattr(type(self), key) or callable(getattr(type(self), key)):
+                raise TypeError(f"Backend has no field {key!r}")
+            setattr(self, key, value)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+    # ---- what it offers ---------------------------------------------------------------------
+    @property
+    def schemes(self) -> dict[str, tuple[str, ...]]:
+        return {"none": (), **{s: tuple(lv) for s, lv in self.levels.items()}}
+
+    def offers(self, precision: str, scheme: str) -> bool:
+        return precision in self.precisions and scheme in self.schemes
+
+    def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
+        """The parameters of (precision, protection), with the defaults that fit them."""
+        return self.params
+
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        """Reason why this backend cannot offer (precision, protection); None when it can."""
+        if precision not in self.precisions:
+            return f"the {self.name} backend takes precision {', '.join(self.precisions)}, not {precision}"
+        levels = self.schemes.get(protection.scheme)
+        if levels is None:
+            return f"scheme {protection.scheme!r} is not offered by the {self.name} backend (it offers {', '.join(self.schemes)})"
+        if protection.enabled and protection.level not in levels:
+            return f"level {protection.level!r} is not a {protection.scheme} level of the {self.name} backend (allowed: {', '.join(levels)})"
+        return None
+
+    # ---- one variant --------------------------------------------------------------------------
+    def constraints(self, v: Variant) -> list[str]:
+        """Reasons why a variant cannot be built or run; empty when it is fine."""
+        return []
+
+    def protection_token(self, prot: Protection) -> str:
+        return prot.token(self.levels.get(prot.scheme, {}))
+
+    def name_tokens(self, v: Variant) -> list[str]:
+        """The parts of the kernel name, joined by ``_``; every parameter that changes the code appears."""
+        raise NotImplementedError
+
+    def kernel_name(self, v: Variant) -> str:
+        return "_".join(self.name_tokens(v))
+
+    def context(self, v: Variant) -> dict:
+        """Template context of the variant's sources (the family adds ``prot_token`` and ``default_shapes``)."""
+        return {}
+
+    def sources(self, v: Variant) -> tuple[Source, ...]:
+        raise NotImplementedError
+
+    def launcher_signature(self, v: Variant) -> LauncherSignature | None:
+        """The launcher's C signature when it differs from the family's."""
+        return None
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "precisions": list(self.precisions),
+            "schemes": {k: list(v) for k, v in self.schemes.items()},
+            "requires": list(self.requires),
+            "params": [p.describe() for p in self.params],
+        }
+
+
 # --------------------------------------------------------------------------------------------
 # Families
 # --------------------------------------------------------------------------------------------
@@ -272,24 +374,85 @@ class Family:
     name: str = ""
     description: str = ""
     shape_keys: tuple[str, ...] = ()
-    precisions: tuple[str, ...] = ()
-    schemes: Mapping[str, tuple[str, ...]] = {"none": ()}
+    backends: tuple[Backend, ...] = ()
     default_shapes: tuple[dict, ...] = ()
     campaign_shape: dict | None = None  # shape of fault-campaign trials (default: the first default shape)
-    reference_lib: str = ""
-    template_dir: str = ""
+    template_dir: str = ""  # a folder name under templates/, or an absolute path
+    launcher: LauncherSignature | None = None  # the C signature every variant's launcher has
+
+    # ---- what the backends offer, together ------------------------------------------------
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for b in self.backends for p in b.precisions))
+
+    @property
+    def schemes(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, tuple[str, ...]] = {"none": ()}
+        for b in self.backends:
+            for scheme, levels in b.schemes.items():
+                out[scheme] = tuple(dict.fromkeys(out.get(scheme, ()) + levels))
+        return out
+
+    def template_path(self) -> Path:
+        """The family's template folder (its sources' templates and the headers every project gets)."""
+        p = Path(self.template_dir)
+        return p if p.is_absolute() else templates_dir() / p
+
+    # ---- backends -------------------------------------------------------------------------
+    def select_backend(self, precision: str, protection: Protection) -> Backend | None:
+        """The backend of (precision, protection): the first that offers both; else the first that
+        offers the scheme (its protection_ok says why it cannot); None when no backend has the scheme."""
+        offering = [b for b in self.backends if protection.scheme in b.schemes]
+        for b in offering:
+            if precision in b.precisions:
+                return b
+        return offering[0] if offering else None
+
+    def backend_named(self, name: str) -> Backend:
+        for b in self.backends:
+            if b.name == name:
+                return b
+        raise KeyError(f"family {self.name} has no backend {name!r} (it has {', '.join(b.name for b in self.backends)})")
+
+    def backend_of(self, v: Variant) -> Backend:
+        if v.backend:
+            return self.backend_named(v.backend)
+        b = self.select_backend(v.precision, v.protection)
+        if b is None:
+            raise KeyError(f"family {self.name} has no backend for {v.precision} {v.protection.scheme}")
+        return b
+
+    def backend(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> str:
+        """Name of the backend of a point of the space."""
+        b = self.select_backend(precision, protection)
+        return b.name if b else ""
 
     # ---- parameters -----------------------------------------------------------------------
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
         """Parameters of the backend that implements (precision, protection)."""
-        raise NotImplementedError
+        b = self.select_backend(precision, protection)
+        return b.param_defs(precision, protection) if b else ()
 
-    def all_param_defs(self) -> dict[str, Param]:
-        """Every parameter any backend knows (for unknown-key detection and `ftgen list`)."""
-        raise NotImplementedError
+    def param_names(self) -> list[str]:
+        """Every parameter any backend knows (for unknown-key detection)."""
+        return list(dict.fromkeys(p.name for b in self.backends for p in b.params))
 
-    def backend(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> str:
-        return ""
+    def param_reason(self, name: str, value: Any) -> str | None:
+        """Reason why no backend with parameter ``name`` accepts ``value``; None when one does (each
+        backend's constraints then judge the value for its own variants)."""
+        reasons = []
+        for b in self.backends:
+            for p in b.params:
+                if p.name == name:
+                    reason = p.validate(value)
+                    if reason is None:
+                        return None
+                    reasons.append((b.name, reason))
+        if not reasons:
+            return f"unknown parameter {name!r}"
+        if len(reasons) == 1 or len({r for _, r in reasons}) == 1:
+            return reasons[0][1]
+        return "; ".join(f"{r} ({b} backend)" for b, r in reasons)
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
         """Reason why this family cannot offer (precision, protection); None when it can."""
@@ -298,15 +461,26 @@ class Family:
             return f"scheme {protection.scheme!r} is not available for family {self.name} (available: {', '.join(self.schemes)})"
         if protection.enabled and protection.level not in levels:
             return f"level {protection.level!r} is not a {protection.scheme} level of family {self.name} (allowed: {', '.join(levels)})"
-        return None
+        b = self.select_backend(precision, protection)
+        return b.protection_ok(precision, protection) if b else None
 
     # ---- constraints and names ------------------------------------------------------------
     def constraints(self, v: Variant) -> list[str]:
         """Reasons why a variant cannot be built or run; empty when it is fine."""
-        return []
+        return self.backend_of(v).constraints(v)
+
+    def level_tokens(self, scheme: str) -> dict[str, str]:
+        """The name tokens of a scheme's levels, as the backends declare them."""
+        out: dict[str, str] = {}
+        for b in self.backends:
+            out.update(b.levels.get(scheme, {}))
+        return out
+
+    def protection_token(self, prot: Protection) -> str:
+        return prot.token(self.level_tokens(prot.scheme))
 
     def kernel_name(self, v: Variant) -> str:
-        raise NotImplementedError
+        return self.backend_of(v).kernel_name(v)
 
     # ---- shapes ---------------------------------------------------------------------------
     def normalize_shape(self, raw: Any, where: str, source: str | None = None) -> dict[str, int]:
@@ -349,8 +523,33 @@ class Family:
 
     # ---- emission -------------------------------------------------------------------------
     def emit(self, v: Variant, env: "TemplateEnv", shapes: list[dict] | None = None) -> EmittedVariant:
-        """Sources of one variant; `shapes` (the spec's) become its executable's default shapes."""
-        raise NotImplementedError
+        """Sources of one variant: the backend's sources rendered with its context; `shapes` (the
+        spec's) become its executable's default shapes."""
+        b = self.backend_of(v)
+        env = env.including(self.template_path())
+        ctx = dict(b.context(v))
+        ctx["prot_token"] = self.protection_token(v.protection)
+        ctx["default_shapes"] = self.default_shapes_arg(v, shapes)
+        d = v.name
+        files: dict[str, str] = {}
+        roles: dict[str, list[str]] = {"header": [], "library": [], "bench": []}
+        for src in b.sources(v):
+            if src.role not in roles:
+                raise ValueError(f"source role {src.role!r} of {src.template} is not one of {', '.join(roles)}")
+            path = f"{d}/{d}{src.suffix}"
+            files[path] = env.render(src.template, ctx)
+            roles[src.role].append(path)
+        if len(roles["header"]) != 1:
+            raise ValueError(f"the {b.name} backend gives {len(roles['header'])} header sources; a variant has one")
+        return EmittedVariant(
+            name=d,
+            files=files,
+            library_sources=roles["library"],
+            bench_sources=roles["bench"],
+            header=roles["header"][0],
+            requires=list(b.requires),
+            compile_options=list(b.compile_options),
+        )
 
     def bench_shapes(self, v: Variant, shapes: list[dict] | None) -> list[dict]:
         """The default shapes of a variant's executable: the spec's shapes (DESIGN: "default
@@ -362,26 +561,26 @@ class Family:
         return ",".join(self.format_shape(s) for s in self.bench_shapes(v, shapes))
 
     def launcher_signature(self, v: Variant) -> LauncherSignature:
-        raise NotImplementedError
-
-    def work(self, shape: Mapping[str, int]) -> float:
-        """Floating-point operations of one run at this shape (for reports)."""
-        return 0.0
+        sig = self.backend_of(v).launcher_signature(v) or self.launcher
+        if sig is None:
+            raise NotImplementedError(f"family {self.name} declares no launcher signature")
+        return sig
 
     # ---- documentation --------------------------------------------------------------------
     def describe(self) -> dict:
+        """The family as data (``ftgen list``): its shapes and precisions, each backend's schemes,
+        levels, required libraries and parameters (types, choices, ranges, defaults), and the rules."""
         return {
             "family": self.name,
             "description": self.description,
-            "precisions": list(self.precisions),
-            "schemes": {k: list(v) for k, v in self.schemes.items()},
             "shape_keys": list(self.shape_keys),
-            "params": {p.name: p.describe() for p in self.all_param_defs().values()},
+            "precisions": list(self.precisions),
+            "backends": [b.describe() for b in self.backends],
             "constraints": self.constraint_docs(),
         }
 
     def constraint_docs(self) -> list[str]:
-        return []
+        return [doc for b in self.backends for doc in b.constraint_docs]
 
 
 def positive_int(value: Any, where: str, source: str | None = None) -> int:

@@ -145,8 +145,7 @@ def _build(raw: dict, source: str) -> Spec:
     if fam_name is None:
         errs.add("family", f"missing; one of {', '.join(known)}")
     elif not isinstance(fam_name, str) or fam_name not in known:
-        planned = f" ({fam_name} is planned but not implemented yet)" if fam_name in families.PLANNED else ""
-        errs.add("family", f"{fam_name!r} is not a family{planned}{suggest(fam_name, known)}; available: {', '.join(known)}")
+        errs.add("family", f"{fam_name!r} is not a family{suggest(fam_name, known)}; available: {', '.join(known)}")
     else:
         family = families.get(fam_name)
 
@@ -332,7 +331,7 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict):
 
     # params
     params_raw = fields.get("params", {}) or {}
-    all_defs = family.all_param_defs()
+    all_defs = family.param_names()
     param_opts: dict[str, list] = {}
     if not isinstance(params_raw, dict):
         errs.add(prefix + "params", f"{params_raw!r} is not a mapping of parameter names to values or lists")
@@ -347,7 +346,7 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict):
             errs.add(path, "is an empty list")
         ok = []
         for i, v in enumerate(vals):
-            reason = all_defs[key].validate(v)
+            reason = family.param_reason(key, v)
             if reason:
                 errs.add(_item_path(path, i, was_list), reason)
             elif v not in ok:

@@ -23,6 +23,7 @@ from ..base import (
     CLUSTER_ARCHS,
     PRECISION_TAG,
     UNIT_ROUNDOFF,
+    Backend,
     EmittedVariant,
     Family,
     LauncherSignature,
@@ -117,9 +118,10 @@ class FftFamily(Family):
     shape_keys = ("n", "batch")
     precisions = PRECISIONS
     schemes = {"none": (), "abft": ABFT_LEVELS}
+    backends = (Backend(name="stockham", precisions=PRECISIONS, params=PARAMS, requires=("cufft",),
+                        levels={"abft": {"two-sided-tb": "2sided-tb", "two-sided-thread": "2sided-thread", "one-sided": "1sided"}}),)
     default_shapes = ({"n": 4096, "batch": 16384}, {"n": 1048576, "batch": 64})
     campaign_shape = {"n": 4096, "batch": 64}  # small: many trials; batch a multiple of every tile
-    reference_lib = "cufft"
     template_dir = "fft"
 
     # ---- parameters -----------------------------------------------------------------------
@@ -231,7 +233,7 @@ class FftFamily(Family):
     # ---- names ------------------------------------------------------------------------------
     def kernel_name(self, v: Variant) -> str:
         p = v.param_dict
-        head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{v.protection.token()}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
+        head = f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{PRECISION_TAG[v.precision]}_{self.protection_token(v.protection)}_{'fwd' if p['direction'] == 'forward' else 'inv'}"
         if p["logn"] == 0:
             name = (head + "_auto" + (f"_t{p['tcols']}" if p.get("tcols") else "") + (f"_te{p['tbenc']}" if p.get("tbenc") else "")
                     + (f"_pf{p['prefetch']}" if p.get("prefetch") else "") + HOOKSPLIT_TAG[p.get("hooksplit", 0)])
@@ -390,7 +392,7 @@ class FftFamily(Family):
             "level_name": level,
             "rereads_input": level in REREADS_INPUT,
             "inject": prot.injects,
-            "prot_token": prot.token(),
+            "prot_token": self.protection_token(prot),
             "kdef": repr(float(kdef)),
             "k1s": repr(float(K_1S)),
             "tb_pre": repr(float(TB_PRE)),
@@ -403,7 +405,7 @@ class FftFamily(Family):
             "tol_elem_c": repr(TOL_ELEM_C),
             "esize": ESIZE[v.precision],
             "sizes_desc": (f"this variant is built for n = 2^{p['logn']} only" if p["logn"] else f"this variant covers n = 2^1 .. 2^{AUTO_MAX_LOGN}"),
-            "summary": f"{'C2C' if v.precision == 'fp32' else 'Z2Z'} {v.precision} {p['direction']}, protection {prot.token()}, "
+            "summary": f"{'C2C' if v.precision == 'fp32' else 'Z2Z'} {v.precision} {p['direction']}, protection {self.protection_token(prot)}, "
             + (f"n = 2^{p['logn']}" if p["logn"] else f"n = 2^1 .. 2^{AUTO_MAX_LOGN}"),
         }
 
@@ -435,7 +437,7 @@ class FftFamily(Family):
             library_sources=libs,
             bench_sources=[f"{d}/{d}_bench.cu"],
             header=f"{d}/{d}.h",
-            link_libraries=["CUDA::cufft"],
+            requires=["cufft"],
         )
     def launcher_signature(self, v: Variant) -> LauncherSignature:
         return LauncherSignature(

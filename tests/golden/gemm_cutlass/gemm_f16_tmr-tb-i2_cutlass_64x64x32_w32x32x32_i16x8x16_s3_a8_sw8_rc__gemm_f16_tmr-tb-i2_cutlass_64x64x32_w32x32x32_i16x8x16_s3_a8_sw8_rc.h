@@ -8,7 +8,7 @@ extern "C" {
 // Bytes of device workspace the launcher needs for this shape (0 when none).
 size_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_workspace(int m, int n, int k);
 // Launch C = alpha*A@B + beta*C on `stream`. A is row-major, B col-major, C row-major
-// (see ftgen/families/gemm_cutlass.py for the leading dimensions). Returns the launch error, if any.
+// (see ftgen/families/gemm/cutlass.py for the leading dimensions). Returns the launch error, if any.
 cudaError_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc(const ftgen_gemm_problem* p, cudaStream_t stream);
 // The unprotected CUTLASS kernel of the same parameters (same workspace; no fault injection).
 cudaError_t gemm_f16_tmr_tb_i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc_unprotected(const ftgen_gemm_problem* p, cudaStream_t stream);

@@ -78,9 +78,9 @@ using Launch = ftgen_tmr::Launcher<OpMain, OpFallback, 1, true, true, true>;
 // The unprotected kernel of the same GEMM types (what the `none` variant of these parameters runs):
 // the bench times it alternately with the protected one (x unprotected under the same clocks).
 using LaunchNone = ftgen_tmr::Launcher<OpMain, OpFallback, ftgen_tmr::kLevelNone, false, true, true>;
-static_assert(Launch::KM::kThreads == 128, "threads per block (gemm_cutlass.Geometry)");
-static_assert(Launch::KM::kAccElems == 32, "accumulators per thread (gemm_cutlass.Geometry)");
-static_assert(ftgen_tmr::kMaxAttempts == 3, "gemm_cutlass.MAX_ATTEMPTS");
+static_assert(Launch::KM::kThreads == 128, "threads per block (gemm/cutlass.py: Geometry)");
+static_assert(Launch::KM::kAccElems == 32, "accumulators per thread (gemm/cutlass.py: Geometry)");
+static_assert(ftgen_tmr::kMaxAttempts == 3, "gemm/tmr_model.py: MAX_ATTEMPTS");
 
 }  // namespace
 

@@ -8,7 +8,7 @@ extern "C" {
 // Bytes of device workspace the launcher needs for this shape (0 when none).
 size_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj_workspace(int m, int n, int k);
 // Launch C = alpha*A@B + beta*C on `stream`. A is row-major, B row-major, C row-major
-// (see ftgen/families/gemm_cutlass.py for the leading dimensions). Returns the launch error, if any.
+// (see ftgen/families/gemm/cutlass.py for the leading dimensions). Returns the launch error, if any.
 cudaError_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj(const ftgen_gemm_problem* p, cudaStream_t stream);
 // The unprotected CUTLASS kernel of the same parameters (same workspace; no fault injection).
 cudaError_t gemm_tf32_tmr_kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj_unprotected(const ftgen_gemm_problem* p, cudaStream_t stream);
