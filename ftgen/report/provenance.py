@@ -1,8 +1,12 @@
-"""Where a result came from: ftgen version and git state, GPU, driver, nvcc, argv, time."""
+"""Where a result came from: ftgen version and git state, GPU (name, UUID, clocks, power limit), driver, nvcc,
+the vendor libraries' versions (cuBLAS, cuFFT, CUTLASS), argv, time."""
 
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
+import functools
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -32,6 +36,83 @@ def git_state(where: Path | None = None) -> dict:
     return {"sha": sha, "dirty": bool(dirty)}
 
 
+_SMI_FIELDS = {
+    "uuid": "uuid",
+    "sm_clock_mhz": "clocks.sm",
+    "sm_clock_max_mhz": "clocks.max.sm",
+    "mem_clock_mhz": "clocks.mem",
+    "power_limit_w": "power.limit",
+    "temperature_c": "temperature.gpu",
+}
+
+
+def gpu_state(index: int | None = None) -> dict:
+    """UUID, SM / memory clocks, power limit and temperature of the GPU a run uses, read by nvidia-smi at its start
+    (the first visible GPU unless ``index`` names one); empty where there is no GPU."""
+    cmd = ["nvidia-smi", f"--query-gpu={','.join(_SMI_FIELDS.values())}", "--format=csv,noheader,nounits"]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if index is not None:
+        cmd.append(f"--id={index}")
+    elif visible:
+        cmd.append(f"--id={visible}")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if p.returncode != 0 or not p.stdout.strip():
+        return {}
+    values = [v.strip() for v in p.stdout.strip().splitlines()[0].split(",")]
+    out: dict = {}
+    for key, value in zip(_SMI_FIELDS, values):
+        try:
+            out[key] = value if key == "uuid" else float(value)
+        except ValueError:
+            out[key] = None
+    return out
+
+
+def _load(names: tuple[str, ...]):
+    """The first of ``names`` the dynamic loader finds, else the same under the CUDA toolkit's lib64."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    for n in (*names, *(os.path.join(home, "lib64", n) for n in names)):
+        try:
+            return ctypes.CDLL(n)
+        except OSError:
+            continue
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def library_versions() -> dict:
+    """Versions of the libraries the benches link and the headers they compile against: cuBLAS and cuFFT as the
+    shared libraries on this machine report them (None where absent), CUTLASS as the installed nvidia-cutlass wheel."""
+    out: dict = {"cublas": None, "cufft": None, "cutlass": None}
+    lib = _load(("libcublas.so", "libcublas.so.13", "libcublas.so.12"))
+    if lib is not None:
+        parts = []
+        for prop in range(3):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+            v = ctypes.c_int(0)
+            try:
+                if lib.cublasGetProperty(prop, ctypes.byref(v)) != 0:
+                    break
+            except AttributeError:
+                break
+            parts.append(str(v.value))
+        out["cublas"] = ".".join(parts) if len(parts) == 3 else None
+    lib = _load(("libcufft.so", "libcufft.so.12", "libcufft.so.11"))
+    if lib is not None:
+        v = ctypes.c_int(0)
+        try:
+            out["cufft"] = str(v.value) if lib.cufftGetVersion(ctypes.byref(v)) == 0 else None
+        except AttributeError:
+            pass
+    try:
+        out["cutlass"] = importlib.metadata.version("nvidia-cutlass")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return out
+
+
 def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict:
     g = git_state()
     d = {
@@ -43,7 +124,9 @@ def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict
         "compute_capability": (gpu or {}).get("cc"),
         "driver": (gpu or {}).get("driver"),
         "cuda_runtime_api": (gpu or {}).get("runtime_api"),
+        "gpu_state": gpu_state() if gpu else {},
         "nvcc": nvcc_version(),
+        "libraries": library_versions(),
         "host": platform.node(),
         "python": platform.python_version(),
         "argv": list(argv if argv is not None else sys.argv),
