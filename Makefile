@@ -1,6 +1,5 @@
 # Two commands for a newcomer:  make demo  (set up, then generate + build + bench the demo spec)
 #                               make test  (the test suite; GPU tests skip themselves without a GPU)
-PY := $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 
 .PHONY: setup demo test clean
 
@@ -15,8 +14,8 @@ setup: .venv/.ftgen-installed
 demo: setup
 	PATH="$(CURDIR)/.venv/bin:$$PATH:/usr/local/cuda/bin" bash scripts/demo.sh
 
-test:
-	PATH="$$PATH:/usr/local/cuda/bin" $(PY) -m pytest -q
+test: setup
+	PATH="$$PATH:/usr/local/cuda/bin" .venv/bin/python -m pytest -q
 
 clean:
 	rm -rf generated .pytest_cache
