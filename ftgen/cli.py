@@ -350,7 +350,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
     variants = select_variants(manifest, kernels)
     built = [v for v in variants if binary_path(project, v["kernel"]).is_file()]
     if not built:
-        raise FtgenError(f"{project}: nothing built yet; run `ftgen build {project}` first")
+        raise SpecError(f"{project}: nothing built yet; run `ftgen build {project}` first")
     if inject:
         not_inj = [v["kernel"] for v in built if not v["protection"].get("inject")]
         if len(not_inj) == len(built):
