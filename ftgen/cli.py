@@ -699,8 +699,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="ftgen", standalone_mode=False)
     except click.exceptions.Abort:
-        _err("aborted")
-        return 1
+        _err("interrupted")
+        return 130
     except click.exceptions.UsageError as e:
         e.show()
         return 2
