@@ -279,7 +279,11 @@ def _report_build(r) -> None:
     _err(f"build: {len(r.built)} compiled, {len(r.cached)} up to date, {len(r.failed)} failed ({r.seconds:.1f} s)")
     if r.failed:
         print_failures(r)
-        raise BuildError(f"{len(r.failed)} variant(s) failed to build: {', '.join(r.failed)}")
+        gone = [k for k, why in r.failed.items() if "since generation" in why]
+        broken = [k for k in r.failed if k not in gone]
+        parts = ([f"{len(broken)} variant(s) failed to compile: {', '.join(broken)}"] if broken else []) + (
+            [f"{len(gone)} variant(s) not built, their sources vanished: {', '.join(gone)}"] if gone else [])
+        raise BuildError("; ".join(parts))
 
 
 @cli.command(name="build", epilog=EPILOG)
