@@ -279,7 +279,7 @@ def _report_build(r) -> None:
     _err(f"build: {len(r.built)} compiled, {len(r.cached)} up to date, {len(r.failed)} failed ({r.seconds:.1f} s)")
     if r.failed:
         print_failures(r)
-        gone = [k for k, why in r.failed.items() if "since generation" in why]
+        gone = list(r.missing)
         broken = [k for k in r.failed if k not in gone]
         parts = ([f"{len(broken)} variant(s) failed to compile: {', '.join(broken)}"] if broken else []) + (
             [f"{len(gone)} variant(s) not built, their sources vanished: {', '.join(gone)}"] if gone else [])

@@ -43,6 +43,7 @@ class BuildResult:
     failed: dict[str, str] = field(default_factory=dict)  # kernel -> compiler output (or why it was not built)
     seconds: float = 0.0
     changed: dict[str, str] = field(default_factory=dict)  # kernel -> its sources differ from the generated ones
+    missing: list[str] = field(default_factory=list)  # kernels in ``failed`` because a source vanished
 
     @property
     def ok(self) -> bool:
@@ -322,6 +323,7 @@ def _build_locked(project, manifest, variants, archs_override, nvcc_ver, jobs, p
             state.pop(k, None)
             binary_path(project, k).unlink(missing_ok=True)  # an executable of sources that are gone is stale
             result.failed[k] = missing[k]
+            result.missing.append(k)
             continue
         archs = archs_override or v["archs"]
         key = build_key(v, archs, nvcc_ver, hashes[k])
@@ -477,5 +479,5 @@ def _tail(text: str, n: int) -> str:
 def print_failures(result: BuildResult, stream=None) -> None:
     stream = stream or sys.stderr
     for k, msg in result.failed.items():
-        what = "not built" if "since generation" in msg else "compile failed"
+        what = "not built" if k in result.missing else "compile failed"
         print(f"--- {k}: {what}\n{msg}\n", file=stream)
