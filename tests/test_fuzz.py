@@ -133,7 +133,8 @@ def test_fuzz_specs_exit_0_or_2_and_leave_nothing_when_refused(tmp_path, capsys)
 
 @pytest.mark.compile
 def test_fuzz_accepted_sample_compiles(tmp_path, capsys):
-    """One or two accepted mutants (the first of each family) generate and compile."""
+    """The first accepted single-variant mutant of the small GEMM base spec generates and compiles
+    (the FFT base's default plan compiles every size, too slow for a sample)."""
     if shutil.which("cmake") is None or shutil.which("ninja") is None:
         pytest.skip("needs cmake and ninja")
     rng = random.Random(SEED)
@@ -144,7 +145,7 @@ def test_fuzz_accepted_sample_compiles(tmp_path, capsys):
             fam = (yaml.safe_load(text) or {}).get("family")
         except (yaml.YAMLError, AttributeError):
             continue
-        if fam not in ("gemm", "fft") or fam in picked:
+        if fam != "gemm" or fam in picked:
             continue
         spec = tmp_path / f"s{i}.yaml"
         spec.write_text(text, encoding="utf-8")
@@ -155,7 +156,7 @@ def test_fuzz_accepted_sample_compiles(tmp_path, capsys):
         kernels = capsys.readouterr().out.split()
         if len(kernels) == 1:
             picked[fam] = (next(out.iterdir()), kernels[0])
-        if len(picked) == 2:
+        if picked:
             break
     assert picked, "no accepted single-variant mutant"
     for fam, (project, kernel) in picked.items():
