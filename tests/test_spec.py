@@ -263,3 +263,8 @@ def test_long_shapes_option_is_a_clear_error():
     with pytest.raises(SpecError, match="--shapes"):
         parse_shapes(fam, "a" * 300)
     assert parse_shapes(fam, "64x64x64,32x32x32") == [{"m": 64, "n": 64, "k": 64}, {"m": 32, "n": 32, "k": 32}]
+
+
+def test_shapes_list_is_bounded():
+    many = "shapes: [" + ", ".join(["{m: 8, n: 8, k: 8}"] * 300) + "]\n"
+    assert "at most 256" in err(BASE + many)

@@ -294,6 +294,8 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
         shapes = [dict(s) for s in family.default_shapes]
     elif not isinstance(raw_shapes, list) or not raw_shapes:
         errs.add("shapes", f"must be a non-empty list of mappings with keys {', '.join(family.shape_keys)}")
+    elif len(raw_shapes) > MAX_SHAPES:
+        errs.add("shapes", f"has {len(raw_shapes)} shapes; at most {MAX_SHAPES} are allowed")
     else:
         for i, s in enumerate(raw_shapes):
             try:
