@@ -268,3 +268,10 @@ def test_long_shapes_option_is_a_clear_error():
 def test_shapes_list_is_bounded():
     many = "shapes: [" + ", ".join(["{m: 8, n: 8, k: 8}"] * 300) + "]\n"
     assert "at most 256" in err(BASE + many)
+
+
+def test_space_bound_counts_every_variants_group():
+    two = BASE.replace("params: {", "variants:\n  - params: {m_t: [4, 8]}\n  - params: {m_t: [4, 8]}\nparams: {")
+    assert len(load_spec_text(two, "x.yaml", max_points=4).rejected) >= 1
+    with pytest.raises(SpecError, match="after 2 of earlier variants"):
+        load_spec_text(two, "x.yaml", max_points=3)

@@ -212,8 +212,12 @@ def source_problems(project: Path, variants: list[dict]) -> tuple[dict[str, str]
         h = hashlib.sha256((common_hash + _hash_files(own)).encode()).hexdigest()[:32]
         hashes[v["kernel"]] = h
         if h != v["source_hash"]:
+            # a manifest that records each file's sha256 (``file_hashes``) lets the message name the file
+            per_file = v.get("file_hashes") if isinstance(v.get("file_hashes"), dict) else None
+            which = [rel for rel, text in own.items() if per_file and per_file.get(rel) not in (None, hashlib.sha256(text.encode()).hexdigest())]
+            files = ", ".join(which) if which else f"one of {', '.join(v['sources'])} or common/"
             changed[v["kernel"]] = (
-                f"sources differ from what was generated (one of {', '.join(v['sources'])} or common/); "
+                f"sources differ from what was generated ({files}); "
                 f"re-generate the project (`ftgen generate {_spec_hint(project)}`) to restore them"
             )
     return missing, changed, hashes

@@ -329,7 +329,7 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
 
     points: list[tuple[str, Protection, dict[str, Any]]] = []
     for prefix, fields in groups:
-        points.extend(_expand_group(errs, family, prefix, fields, max_points - len(points), source))
+        points.extend(_expand_group(errs, family, prefix, fields, max_points, len(points)))
 
     errs.raise_if_any()
     assert isinstance(name, str)
@@ -404,9 +404,10 @@ def _point_str(point: dict) -> str:
     return f"{point.get('precision')} {ptxt} {params}"
 
 
-def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_points: int, source: str):
+def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_points: int, used: int = 0):
     """Validate one group's precision/protection/params and return its cartesian points
-    (refused, before anything is expanded, when there would be more than ``max_points``)."""
+    (refused, before anything is expanded, when they and the ``used`` points of earlier groups
+    would be more than ``max_points``)."""
     n_before = len(errs.items)
 
     # precision
@@ -493,12 +494,13 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
 
     # the size of the product, from the list lengths, before anything is expanded
     n = len(precisions) * math.prod(len(v) for v in prot_opts.values()) * math.prod(len(v) for v in param_opts.values())
-    if n > max_points:
+    if used + n > max_points:
         sizes = [f"precision {len(precisions)}"] + [f"{k} {len(v)}" for k, v in prot_opts.items() if len(v) > 1] + [
             f"{k} {len(v)}" for k, v in param_opts.items() if len(v) > 1
         ]
+        before = f" (after {used} of earlier variants)" if used else ""
         errs.add(prefix + "params", _too_many("points", f"the lists ({' x '.join(sizes)}) expand to", f"{n}", "--max-points")
-                 + f" (at most {max_points} points before constraints)")
+                 + f"{before}; at most {max_points} points are allowed before constraints")
         return []
 
     points = []
