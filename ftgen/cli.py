@@ -404,8 +404,10 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 @click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")
 @click.option("--json", "json_out", default=None, help="Write every row (JSON lines with provenance) to PATH or -.")
 @click.option("--no-cache", is_flag=True, help="Ignore (but still update) the results cache.")
+@click.option("--write-tuning", "write_tuning", default=None, metavar="PATH",
+              help="Merge the winners' measured choices into the tuning file PATH (e.g. ftgen/tuning/h100.json), read at resolution.")
 @space_flags
-def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache, max_points, max_variants) -> None:
+def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache, max_points, max_variants, write_tuning) -> None:
     """Build and bench the spec's space; best variant per shape as a table, a spec and a dispatch header.
 
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
@@ -481,8 +483,24 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
         if not ok:
             _err(log)
             raise FtgenError("the generated dispatch header does not compile (a bug in ftgen)")
+    if write_tuning and result.best:
+        _write_tuning(write_tuning, s, list(result.best.values()), prov)
     if missing:
         raise VerificationFailed(f"no verified variant for shape(s): {', '.join(missing)}")
+
+
+def _write_tuning(path: str, s, winners: list[dict], prov: dict) -> None:
+    """The family's tuning entries from the search's winners, merged into the tuning file at ``path``."""
+    from . import tuning
+
+    entries = s.family.tuning_entries(winners)
+    if not entries:
+        _err(f"--write-tuning: the {s.family.name} family records no tuning entry for these winners; {path} unchanged")
+        return
+    what = {"what": f"ftgen search {s.source}", "gpu": prov.get("gpu"), "git_sha": prov.get("git_sha"),
+            "git_dirty": prov.get("git_dirty"), "utc": prov.get("utc")}
+    written = tuning.write(path, s.family.name, entries, what)
+    _err(f"tuning: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} merged into {written}")
 
 
 # --------------------------------------------------------------------------------------------

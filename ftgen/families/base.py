@@ -567,6 +567,11 @@ class Family:
         return sig
 
     # ---- documentation --------------------------------------------------------------------
+    def tuning_entries(self, rows) -> list[dict]:
+        """Tuning entries (``{"key", "params", "evidence"}``, see ``ftgen.tuning``) from search winners; a family
+        without measured tuning data records none."""
+        return []
+
     def describe(self) -> dict:
         """The family as data (``ftgen list``): its shapes and precisions, each backend's schemes,
         levels, required libraries and parameters (types, choices, ranges, defaults), and the rules."""
