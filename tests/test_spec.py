@@ -108,8 +108,17 @@ def test_names_encode_every_parameter_and_are_unique():
     s = spec(base=BASE.replace("k_tb: 8", "k_tb: [8, 16]") + "protection: {scheme: abft, level: threadblock, correct: [online, detect], inject: [false, true]}\n")
     names = [v.name for v in s.variants]
     assert len(names) == len(set(names)) == 8
-    assert "gemm_f32_abft-tb-detect_128x128x16_w32x64_t8x8_s3_inj" in names
+    assert "gemm_f32_abft-tb-detect-i512_128x128x16_w32x64_t8x8_s3_inj" in names  # interval: auto, resolved
     assert all("-" not in v.symbol for v in s.variants)
+
+
+def test_interval_auto_is_the_backends_choice_and_a_number_overrides_it():
+    auto = spec(base=BASE + "protection: {scheme: abft, level: threadblock}\n").variants[0]
+    assert auto.protection.interval == 512 and "-i512_" in auto.name
+    warp = spec(base=BASE + "protection: {scheme: abft, level: warp, interval: auto}\n").variants[0]
+    assert warp.protection.interval == 64
+    fixed = spec(base=BASE + "protection: {scheme: abft, level: threadblock, interval: 8}\n").variants[0]
+    assert fixed.protection.interval == 8 and "-i8_" in fixed.name
 
 
 def test_shapes_on_the_command_line(tmp_path):
@@ -159,8 +168,8 @@ def test_prepass_reference_checksums_name_only_threadblock_variants():
                      "gemm_f32_none_128x128x8_w32x64_t8x8_s3"]
     both = spec(base=BASE.replace("k_tb: 8", "k_tb: 8, ref_checksums: [fused, prepass]")
                 + "protection: {scheme: abft, level: threadblock}\n")
-    assert sorted(v.name for v in both.variants) == ["gemm_f32_abft-tb_128x128x8_w32x64_t8x8_s3",
-                                                     "gemm_f32_abft-tb_128x128x8_w32x64_t8x8_s3_prepass"]
+    assert sorted(v.name for v in both.variants) == ["gemm_f32_abft-tb-i512_128x128x8_w32x64_t8x8_s3",
+                                                     "gemm_f32_abft-tb-i512_128x128x8_w32x64_t8x8_s3_prepass"]
 
 
 def test_concurrent_reference_checksums_are_cutlass_only():

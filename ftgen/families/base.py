@@ -332,6 +332,10 @@ class Backend:
         """Reasons why a variant cannot be built or run; empty when it is fine."""
         return []
 
+    def auto_interval(self, prot: Protection, params: Mapping[str, Any]) -> int:
+        """The check / checkpoint interval of ``interval: auto``: the backend's measured fast choice."""
+        return 1
+
     def protection_token(self, prot: Protection) -> str:
         return prot.token(self.levels.get(prot.scheme, {}))
 
@@ -407,6 +411,11 @@ class Family:
             if precision in b.precisions:
                 return b
         return offering[0] if offering else None
+
+    def auto_interval(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> int:
+        """``interval: auto`` resolved by the backend of (precision, protection); 1 where none offers it."""
+        b = self.select_backend(precision, protection)
+        return b.auto_interval(protection, params) if b is not None and precision in b.precisions else 1
 
     def backend_named(self, name: str) -> Backend:
         for b in self.backends:

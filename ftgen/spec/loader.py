@@ -440,7 +440,7 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
             None,
         ),
         "correct": (lambda v: None if isinstance(v, str) and v in CORRECT_MODES else f"{short(v)} is not allowed; use one of {', '.join(CORRECT_MODES)}", "online"),
-        "interval": (_check_interval, 1),
+        "interval": (_check_interval, "auto"),
         "threshold": (_check_threshold, "auto"),
         "inject": (lambda v: check_type(v, bool), False),
     }
@@ -508,13 +508,17 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
         for scheme, level, correct, interval, threshold, inject in itertools.product(
             *[prot_opts[k] for k in PROTECTION_KEYS]
         ):
-            if scheme == "none" or level == "none":
-                prot = Protection()  # unprotected: level, correct, ... and inject do not apply
-            else:
-                level = level or family.schemes[scheme][0]
-                prot = Protection(scheme, level, correct, interval, threshold, inject)
             for combo in itertools.product(*[param_opts[k] for k in pkeys]):
-                points.append((precision, prot, dict(zip(pkeys, combo))))
+                params = dict(zip(pkeys, combo))
+                if scheme == "none" or level == "none":
+                    prot = Protection()  # unprotected: level, correct, ... and inject do not apply
+                else:
+                    level = level or family.schemes[scheme][0]
+                    prot = Protection(scheme, level, correct, 1, threshold, inject)
+                    # auto: the backend's measured choice for this point (a number overrides it)
+                    iv = family.auto_interval(precision, prot, params) if interval == "auto" else interval
+                    prot = Protection(scheme, level, correct, iv, threshold, inject)
+                points.append((precision, prot, params))
     return points
 
 
@@ -539,6 +543,8 @@ def _check_threshold(v: Any) -> str | None:
 
 
 def _check_interval(v: Any) -> str | None:
+    if v == "auto":
+        return None
     reason = check_type(v, int)
     if reason:
         return reason.replace(repr(v), short(v)) if len(reason) > 100 else reason

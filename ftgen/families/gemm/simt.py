@@ -138,6 +138,12 @@ class SimtBackend(Backend):
         "simt layouts: A, B, C row-major",
     )
 
+    def auto_interval(self, prot: Protection, params) -> int:
+        """k-tiles between verifications when a spec names none: the threadblock level verifies once per tile up to
+        k = 512 k-tiles (measured on an H100 at 4096³ and 8192³: 0.71-0.80x cuBLAS against 0.13x for a check after
+        every k-tile); the other levels every 64 k-tiles (as in the levels' measured comparison)."""
+        return 512 if prot.level == "threadblock" else 64
+
     def constraints(self, v: Variant) -> list[str]:
         g = SimtGeometry(v)
         r: list[str] = []
