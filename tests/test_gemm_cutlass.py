@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, golden_dir_check
+from conftest import REPO, golden_check, golden_dir_check
 from ftgen.cli import main
 from ftgen.codegen.emit import generate, render_spec
 from ftgen.families import gemm_cutlass as gc
@@ -208,7 +208,8 @@ def test_golden_sources():
     texts = {rel.replace("/", "__"): text for rel, text in files.items()
              if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt")) and not rel.startswith("common/")}
     assert len(texts) == 7  # per variant .h, .cu, _bench.cu; the TMR header once, in common/
-    assert files["common/cutlass_tmr.cuh"] == (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
+    for rel in sorted(r for r in files if r.startswith("common/")):  # the headers against their golden copies
+        golden_check(REPO / "tests" / "golden" / "gemm" / rel.replace("/", "__"), files[rel])  # (test_codegen's)
     golden_dir_check(REPO / "tests" / "golden" / "gemm_cutlass", texts)
 
 
