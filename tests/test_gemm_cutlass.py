@@ -252,10 +252,11 @@ def test_injection_code_only_in_inject_builds():
 def test_constants_shared_by_python_and_cuda_agree():
     header = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     assert f"constexpr int kMaxAttempts = {gc.MAX_ATTEMPTS};" in header
-    # the vote table of the device code is the model's (status numbers)
+    # the vote table of the device code (ftgen_gemm_rules.h) is the model's (status numbers)
+    rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()
     for name, value in (("kAgree", gc.AGREE), ("kMinority0", gc.MINORITY_0), ("kMinority1", gc.MINORITY_1),
                         ("kMinority2", gc.MINORITY_2), ("kUncorrectable", gc.UNCORRECTABLE)):
-        assert re.search(rf"\b{name} = {value}\b", header), name
+        assert re.search(rf"\b{name} = {value}\b", rules), name
     # the cooperative level's digest is the model's (fnv_digest)
     b = gc.FNV_BASIS
     assert f"uint32_t h[4] = {{{b}u, {b}u ^ 1u, {b}u ^ 2u, {b}u ^ 3u}};" in header
@@ -443,7 +444,8 @@ def test_tf32x3_abft_constants_are_the_models():
     assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
     assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f)" in header
     # the location rule of gemm.abft_classify, on d and dw in double (as the model computes them)
-    assert "fabs(dd) > 2.0 * tau_w" in header and "fabs(ddw - jq * dd) <= double(tau_w)" in header
+    rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()  # (abft_locate, the kernels' call)
+    assert "fabs(dd) > 2.0 * tau_w" in rules and "fabs(ddw - jq * dd) <= double(tau_w)" in rules
 
 
 @pytest.mark.parametrize("fault", [(3, 5, 17, "bitflip", 29), (0, 40, 0, "offset", 5.0), (7, 63, 63, "bitflip", 30)])
