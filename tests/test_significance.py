@@ -90,3 +90,16 @@ def test_context_and_rows():
     assert t == tol.tolerance("fp32", 1024) and desc.startswith("fp32:")
     assert tol.for_row({"precision": "fp32", "shape": {"n": 1024, "batch": 4}}) is None  # no depth: not this rule
     assert tol.for_row({"precision": "fp8", "shape": {"k": 4}}) is None
+
+
+def test_a_rule_1000x_looser_would_let_the_tf32_result_through(monkeypatch):
+    """The planted bug 'verification tolerance x1000' (the worst-case bound's order of magnitude): the behavioural
+    test above must catch it, i.e. the simulated tf32 result then passes the fp32-level rule."""
+    rng = np.random.default_rng(1)
+    A = draw(rng, (16, 2048), "normal").astype(np.float32)
+    B = draw(rng, (2048, 16), "normal").astype(np.float32)
+    etf = rel_err(fp32_sequential(tf32_round(A), tf32_round(B)), A, B)
+    assert etf > tol.tolerance("fp32", 2048)
+    monkeypatch.setattr(tol, "C_SQRT", tol.C_SQRT * 1000)
+    monkeypatch.setattr(tol, "C_CONST", tol.C_CONST * 1000)
+    assert etf <= tol.tolerance("fp32", 2048)  # so test_fp32_result_passes_and_tf32_result_fails... would fail
