@@ -95,8 +95,9 @@ FTGEN_RULE int abft_row_verdict(float SQ, float MX, int NB, int BC, double S1, d
     verdict = NB == 1 ? BC : -2;
   } else {
     const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
-    const float tau = fixed > 0.f ? fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);  // (abft_tau)
-    const float tau_w = fixed > 0.f ? fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));  // (abft_tau_w)
+    // abft_tau and abft_tau_w, written out so that the scale is computed only where no fixed threshold replaces it
+    const float tau = fixed > 0.f ? fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
+    const float tau_w = fixed > 0.f ? fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
     // d, dw from the row's elements summed in double, and the location tested in double: in float, the sums and the
     // difference dw - j d round a large fault f by about u |f| (2^-24 of an exponent flip's 2^16-2^64), far beyond
     // tau_w, and the rule would fail to locate it on that rounding alone
