@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, golden_dir_check
+from conftest import REPO, golden_check, golden_dir_check
 from ftgen.cli import main
 from ftgen.codegen.emit import generate, render_spec
 from ftgen.families.gemm import cutlass as gc
@@ -212,7 +212,8 @@ def test_golden_sources():
     texts = {rel.replace("/", "__"): text for rel, text in files.items()
              if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt")) and not rel.startswith("common/")}
     assert len(texts) == 7  # per variant .h, .cu, _bench.cu; the TMR header once, in common/
-    assert files["common/cutlass_tmr.cuh"] == (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
+    for rel in sorted(r for r in files if r.startswith("common/")):  # the headers against their golden copies
+        golden_check(REPO / "tests" / "golden" / "gemm" / rel.replace("/", "__"), files[rel])  # (test_codegen's)
     golden_dir_check(REPO / "tests" / "golden" / "gemm_cutlass", texts)
 
 
@@ -255,10 +256,11 @@ def test_injection_code_only_in_inject_builds():
 def test_constants_shared_by_python_and_cuda_agree():
     header = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     assert f"constexpr int kMaxAttempts = {tm.MAX_ATTEMPTS};" in header
-    # the vote table of the device code is the model's (status numbers)
+    # the vote table of the device code (ftgen_gemm_rules.h) is the model's (status numbers)
+    rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()
     for name, value in (("kAgree", tm.AGREE), ("kMinority0", tm.MINORITY_0), ("kMinority1", tm.MINORITY_1),
                         ("kMinority2", tm.MINORITY_2), ("kUncorrectable", tm.UNCORRECTABLE)):
-        assert re.search(rf"\b{name} = {value}\b", header), name
+        assert re.search(rf"\b{name} = {value}\b", rules), name
     # the cooperative level's digest is the model's (fnv_digest)
     b = tm.FNV_BASIS
     assert f"uint32_t h[4] = {{{b}u, {b}u ^ 1u, {b}u ^ 2u, {b}u ^ 3u}};" in header
@@ -445,7 +447,8 @@ def test_tf32x3_abft_constants_are_the_models():
     assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
     assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f)" in header
     # the location rule of gemm.abft_classify, on d and dw in double (as the model computes them)
-    assert "fabs(dd) > 2.0 * tau_w" in header and "fabs(ddw - jq * dd) <= double(tau_w)" in header
+    rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()  # (abft_locate, the kernels' call)
+    assert "fabs(dd) > 2.0 * tau_w" in rules and "fabs(ddw - jq * dd) <= double(tau_w)" in rules
 
 
 @pytest.mark.parametrize("fault", [(3, 5, 17, "bitflip", 29), (0, 40, 0, "offset", 5.0), (7, 63, 63, "bitflip", 30)])
