@@ -23,7 +23,7 @@ from ..families.base import EmittedVariant, Variant
 from ..paths import cutlass_include_dir, templates_dir
 from ..spec import Spec
 
-COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh")
+COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh", "ftgen_bench.cuh", "ftgen_bench_driver.cu")
 MANIFEST = "manifest.json"
 
 
