@@ -1,4 +1,12 @@
-// ftgen fft: benchmark helpers (cuFFT reference, on-device comparison). Bench executables only.
+// ftgen fft: the problem adapter of the benchmark executables (the shared driver, ftgen_bench.cuh,
+// does the rest) and its helpers (cuFFT reference, on-device comparison). Bench executables only.
+// A generated <variant>_bench.cu describes its kernel in an FftVariant and hands the adapter to
+// ftgen::bench_main. Per shape n x batch: random interleaved complex input, the transform and cuFFT
+// (out-of-place) on the same data, verified on the GPU (run 0 out of place, run 1 in place; worst
+// per-signal normwise error within the tolerance, every element checked in clean runs), both timed
+// alternately over rotating input sets, and the timed configuration verified again. Faults
+// (--inject N) are N per batched launch.
+//
 //
 // The comparison runs on the GPU: per signal b it forms ||y_b - ref_b||^2, ||ref_b||^2 and
 // max_k |y_bk - ref_bk| (non-finite outputs counted), then reduces to
@@ -13,6 +21,8 @@
 
 #include <cufft.h>
 
+#include "ftgen_bench.cuh"
+#include "ftgen_fft.h"
 #include "ftgen_fft_core.h"
 #include "ftgen_harness.cuh"
 
@@ -188,5 +198,241 @@ template <class T>
 inline void fill_complex(ftfft::cplx<T>* p, long long count, unsigned long long seed, int dist) {
   ftgen::fill_random(reinterpret_cast<T*>(p), static_cast<size_t>(2 * count), seed, dist);
 }
+
+
+#ifndef FT_CUFFT
+#define FT_CUFFT(call) FT_CHECK_STATUS(call, CUFFT_SUCCESS, "cuFFT")
+#endif
+
+inline void exec_ref(cufftHandle h, const ftfft::cplx<float>* in, ftfft::cplx<float>* out, int direction) {
+  FT_CUFFT(cufftExecC2C(h, reinterpret_cast<cufftComplex*>(const_cast<ftfft::cplx<float>*>(in)), reinterpret_cast<cufftComplex*>(out), direction));
+}
+inline void exec_ref(cufftHandle h, const ftfft::cplx<double>* in, ftfft::cplx<double>* out, int direction) {
+  FT_CUFFT(cufftExecZ2Z(h, reinterpret_cast<cufftDoubleComplex*>(const_cast<ftfft::cplx<double>*>(in)),
+                        reinterpret_cast<cufftDoubleComplex*>(out), direction));
+}
+
+inline int ilog2(long long n) {
+  int l = 0;
+  while ((1ll << l) < n) ++l;
+  return l;
+}
+
+// What the generated bench knows about its variant.
+struct FftVariant {
+  const char* name;
+  const char* meta;            // JSON members naming the variant
+  const char* default_shapes;  // --shapes default
+  const char* sizes_desc;      // the sizes it implements (the reason a shape is skipped)
+  bool is_protected, inject;
+  int direction;                                   // CUFFT_FORWARD or CUFFT_INVERSE
+  double (*tolerance)(int logn);                   // worst per-signal normwise error
+  double (*elem_tolerance)(int logn, double total);  // worst element / rms (clean runs)
+  size_t (*workspace)(long long n, long long batch);
+  int (*info)(long long n, long long batch, ftgen_fft_info* info);
+  cudaError_t (*launch)(const ftgen_fft_problem* p, cudaStream_t stream);
+};
+
+using ftgen::DeviceBuffer;
+
+template <class T>
+class FftProblem final : public ftgen::BenchProblem {
+  using cx = ftfft::cplx<T>;
+
+ public:
+  explicit FftProblem(const FftVariant& v) : v_(v) {
+    t_.meta = v.meta;
+    t_.shape_keys = "n,batch";
+    t_.shape_usage = "n x batch";
+    t_.default_shapes = v.default_shapes;
+    t_.is_protected = v.is_protected;
+    t_.inject_built = v.inject;
+    t_.can_disable_correction = v.inject;
+    t_.max_trial_faults = 1;
+    t_.verify_runs = 2;
+    t_.fault_site = "stage";
+    t_.fault_scope = "launch";  // --inject N: N faults in one batched launch, not N per transform
+    t_.output_unit = "signal";
+    t_.ref_lib = "cufft";
+  }
+  ~FftProblem() override { release(); }
+  const ftgen::BenchTraits& traits() const override { return t_; }
+  void check_args(const ftgen::Args& a) override {
+    threshold_ = a.threshold;
+    inject_ = a.inject;
+  }
+
+  size_t set_bytes(const std::vector<long long>& s) const override { return static_cast<size_t>(s[0] * s[1]) * sizeof(cx) * 2; }
+  bool setup(const std::vector<long long>& s, int sets, std::string& skip) override {
+    n_ = s[0], batch_ = s[1], total_ = n_ * batch_, logn_ = ilog2(n_), sets_ = sets;
+    if (n_ < 2 || (n_ & (n_ - 1))) ftgen::bad_arg("--shapes: n = %lld is not a power of two >= 2", n_);
+    if (!v_.info(n_, batch_, &info_)) {  // a variant built for one size: other sizes are not this kernel's
+      skip = v_.sizes_desc;
+      return false;
+    }
+    release();
+    int nn[1] = {static_cast<int>(n_)};
+    FT_CUFFT(cufftPlanMany(&h_, 1, nn, nullptr, 1, static_cast<int>(n_), nullptr, 1, static_cast<int>(n_),
+                           sizeof(T) == 4 ? CUFFT_C2C : CUFFT_Z2Z, static_cast<int>(batch_)));
+    have_plan_ = true;
+    in_.alloc(total_ * sets), out_.alloc(total_ * sets), ref_.alloc(total_);
+    ws_.alloc(v_.workspace(n_, batch_));
+    cmp_.alloc(1);
+    counters_.alloc(1), false_alarms_.alloc(1);
+    return true;
+  }
+  void release() override {
+    if (have_plan_) cufftDestroy(h_);
+    have_plan_ = false;
+  }
+  std::string shape_members() const override {
+    std::string sizes = "[";
+    for (int i = 0; i < info_.launches; ++i) sizes += (i ? "," : "") + std::to_string(info_.sizes[i]);
+    if (info_.cluster) sizes += "," + std::to_string(info_.cluster);  // the last launch, inside the kernel before
+    sizes += "]";
+    return ftgen::Json()
+        .raw("plan", ftgen::Json().integer("launches", info_.launches).raw("sizes", sizes).integer("cluster", info_.cluster).integer("blocks", info_.blocks).str())
+        .body();
+  }
+  void fill(unsigned long long seed, int dist) override { ftfft_bench::fill_complex(in_.ptr, total_ * sets_, seed * 7 + 1, dist); }
+  void prepare_reference() override { run_ref(in_.ptr, ref_.ptr); }
+
+  // run 0: out of place into a NaN-poisoned output; run 1: in place over a copy of the input
+  ftgen::RunCheck run_checked(const ftgen::RunRequest& rq) override {
+    const bool faults = v_.inject && rq.has_faults();
+    if (faults) upload(*rq.plan);
+    if (rq.run == 0)
+      ftgen::poison(reinterpret_cast<T*>(out_.ptr), static_cast<size_t>(2 * total_));
+    else
+      FT_CUDA(cudaMemcpy(out_.ptr, in_.ptr, static_cast<size_t>(total_) * sizeof(cx), cudaMemcpyDeviceToDevice));
+    counters_.zero();
+    false_alarms_.zero();
+    const unsigned flags = (rq.campaign ? FTGEN_FFT_RECORD_SCORES : 0u) | (rq.no_correct ? FTGEN_FFT_NO_CORRECT : 0u);
+    run_ours(problem(rq.run == 0 ? in_.ptr : out_.ptr, out_.ptr, true, faults, flags));
+    FT_CUDA(cudaDeviceSynchronize());
+    ftgen::RunCheck c;
+    c.tolerance = v_.tolerance(logn_);
+    const ftfft_bench::CmpResult r = ftfft_bench::compare(out_.ptr, ref_.ptr, n_, batch_, cmp_.ptr, c.tolerance);
+    c.max_rel = r.finite() ? r.max_rel : INFINITY;
+    c.bad = r.bad;
+    c.nonfinite = r.nonfinite;
+    c.worst = r.worst;
+    c.counters = counters_.download()[0];
+    if (faults) {
+      c.records = table_.download();
+      c.kernel_false_alarms = static_cast<long long>(false_alarms_.download()[0]);
+    }
+    if (!faults && !rq.campaign) {  // clean: every element within the element tolerance too
+      const double etol = v_.elem_tolerance(logn_, double(total_));
+      c.extra_ok = r.max_elem <= etol;
+      if (rq.run == 0)
+        c.extra = ftgen::Json().num("rel_l2_err", r.rel_l2).num("max_elem_err", r.max_elem).num("elem_tolerance", etol).body();
+      else
+        c.extra = ftgen::Json().boolean("in_place_ok", r.finite() && r.max_rel <= c.tolerance && c.extra_ok).body();
+    }
+    return c;
+  }
+
+  std::vector<ftgen::FaultSpec> plan_faults(int count, unsigned long long seed, const ftgen::Args& a) override {
+    std::vector<long long> partial;  // no faults into blocks with idle threads
+    for (int l = 0; l < info_.launches; ++l)
+      if (info_.partial[l] >= 0) partial.push_back(info_.partial[l]);
+    return ftgen::plan_faults(count, seed, info_.blocks, info_.max_threads, info_.max_elems, info_.max_steps,
+                              16 * static_cast<int>(sizeof(T)), a.inject_kind, a.bit, a.offset, partial);
+  }
+  std::string fault_members(const ftgen::FaultRecord& r) const override {
+    return ftgen::Json()
+        .integer("applied", r.applied)
+        .integer("block", r.block)
+        .integer("thread", r.thread)
+        .integer("elem", r.elem)
+        .integer("step", r.step)
+        .integer("bit", r.bit)
+        .num("before", r.before)
+        .num("after", r.after)
+        .integer("column", r.row)
+        .integer("position", r.col)
+        .body();
+  }
+  // escalated: groups the two-sided-tb prefilter sent to the exact check (clean data: an occasional cost, no alarm)
+  std::string extra_counters(const ftgen::FtCounters& c) const override {
+    return v_.is_protected ? ftgen::Json().integer("escalated", static_cast<long long>(c.escalated)).body() : std::string();
+  }
+
+  void arm_timing(const std::vector<ftgen::FaultSpec>& plan) override {
+    timed_faults_ = v_.inject && !plan.empty();
+    if (timed_faults_) upload(plan);
+  }
+  void launch(int set) override {
+    const long long o = static_cast<long long>(set % sets_) * total_;
+    run_ours(problem(in_.ptr + o, out_.ptr + o, v_.is_protected, timed_faults_, 0));
+  }
+  void launch_ref(int set) override {
+    const long long o = static_cast<long long>(set % sets_) * total_;
+    run_ref(in_.ptr + o, out_.ptr + o);
+  }
+  std::string rate_members(double ms) const override {
+    const double bytes = 2.0 * double(total_) * sizeof(cx);
+    return ftgen::Json().num("gbps", bytes / (ms * 1e6)).num("gflops", 5.0 * double(total_) * logn_ / (ms * 1e6)).body();
+  }
+  // verify once more after timing (the timed configuration: same faults, warm caches and tables)
+  bool verify_after_timing(ftgen::Json& row) override {
+    ftgen::poison(reinterpret_cast<T*>(out_.ptr), static_cast<size_t>(2 * total_));
+    run_ours(problem(in_.ptr, out_.ptr, v_.is_protected, timed_faults_, 0));
+    FT_CUDA(cudaDeviceSynchronize());
+    const ftfft_bench::CmpResult c = ftfft_bench::compare(out_.ptr, ref_.ptr, n_, batch_, cmp_.ptr);
+    const bool ok = c.finite() && c.max_rel <= v_.tolerance(logn_) && (inject_ > 0 || c.max_elem <= v_.elem_tolerance(logn_, double(total_)));
+    if (!ok) row.num("max_rel_err_after_timing", c.max_rel);
+    return ok;
+  }
+
+ private:
+  void run_ours(const ftgen_fft_problem& q) const {
+    const cudaError_t e = v_.launch(&q, 0);
+    if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of %s failed: %s", v_.name, cudaGetErrorString(e));
+  }
+  void run_ref(const cx* in, cx* out) const { exec_ref(h_, in, out, v_.direction); }
+  void upload(const std::vector<ftgen::FaultSpec>& plan) {
+    table_.upload(plan, info_.blocks);
+    hint_ = ftfft::fault_block_hint(plan.data(), plan.size());
+  }
+  ftgen_fft_problem problem(const cx* in, cx* out, bool counters, bool faults, unsigned flags) const {
+    ftgen_fft_problem q{};
+    q.n = n_;
+    q.batch = batch_;
+    q.in = in;
+    q.out = out;
+    q.workspace = ws_.ptr;
+    q.threshold = threshold_;
+    q.flags = flags;
+    if (counters) {
+      q.counters = counters_.ptr;
+      q.false_alarms = false_alarms_.ptr;
+    }
+    if (faults && table_.count > 0) {
+      q.fault_by_block = table_.by_block.ptr;
+      q.faults = table_.specs.ptr;
+      q.fault_records = table_.records.ptr;
+      q.fault_block_hint = hint_;
+    }
+    return q;
+  }
+
+  FftVariant v_;
+  ftgen::BenchTraits t_;
+  cufftHandle h_{};
+  bool have_plan_ = false;
+  long long n_ = 0, batch_ = 0, total_ = 0, hint_ = 0;
+  int logn_ = 0, sets_ = 1, inject_ = 0;
+  double threshold_ = 0;
+  ftgen_fft_info info_{};
+  DeviceBuffer<cx> in_, out_, ref_;
+  DeviceBuffer<unsigned char> ws_;
+  DeviceBuffer<ftfft_bench::CmpDev> cmp_;
+  DeviceBuffer<ftgen::FtCounters> counters_;
+  DeviceBuffer<unsigned long long> false_alarms_;
+  ftgen::FaultTable table_;
+  bool timed_faults_ = false;
+};
 
 }  // namespace ftfft_bench
