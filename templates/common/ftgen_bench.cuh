@@ -49,7 +49,7 @@ struct RunRequest {
 struct RunCheck {
   double max_rel = 0;         // largest error in the family's scaled measure (+inf when non-finite)
   double tolerance = 0;       // the precision's tolerance for it
-  long long bad = 0;          // output units beyond tolerance
+  long long bad = 0;          // output units beyond tolerance (non-finite ones included)
   long long nonfinite = 0;    // non-finite outputs or references
   long long worst = -1;       // index of the worst output unit (-1: unknown)
   bool extra_ok = true;       // the family's own further checks

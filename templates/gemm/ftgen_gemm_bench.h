@@ -116,7 +116,7 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
     // the floor keeps elements whose scale underflows from dividing by zero
     const ftgen::ErrorStats e = ftgen::compare_device(c_out_.ptr, ref_[r].ptr, scale_[r].ptr, c_elems_, 1e-30, c.tolerance);
     c.max_rel = e.nonfinite ? INFINITY : e.max_rel;
-    c.bad = e.bad;
+    c.bad = e.bad + e.nonfinite;
     c.nonfinite = e.nonfinite;
     c.worst = e.worst;
     c.counters = counters_.download()[0];

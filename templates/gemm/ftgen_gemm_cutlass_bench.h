@@ -291,7 +291,7 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     const std::vector<double> got = download_out(c_out_.ptr, c_elems_);
     const ftgen::ErrorStats e = ftgen::compare(got, ref_[r], &scale_[r], 1e-30, out.tolerance);
     out.max_rel = e.nonfinite ? INFINITY : e.max_rel;
-    out.bad = e.bad;
+    out.bad = e.bad + e.nonfinite;
     out.nonfinite = e.nonfinite;
     out.worst = e.worst;
     if (r == 0 && !faults && !rq.campaign && !ref_unrounded_.empty()) {  // tf32: also against the unrounded inputs
