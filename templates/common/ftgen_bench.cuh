@@ -18,6 +18,7 @@ namespace ftgen {
 
 // What a family declares about its executables (constant for one variant).
 struct BenchTraits {
+  const char* name = "this variant";  // the kernel (for messages)
   const char* meta = "";            // JSON members naming the variant (kernel, family, precision, ...)
   const char* shape_keys = "";      // JSON keys of one shape, comma separated ("m,n,k")
   const char* shape_usage = "";     // the same for --help ("m x n x k")

@@ -292,9 +292,9 @@ int bench_main(BenchProblem& p, int argc, char** argv) {
   Args args = parse_args(argc, argv, rank, t.shape_usage, t.default_shapes);
   row_context().meta = t.meta;
   if ((args.inject > 0 || args.trials > 0) && !t.is_protected)
-    bad_arg("--inject/--trials: this variant is not protected (protection.scheme: none)");
+    bad_arg("--inject/--trials: %s is not protected (protection.scheme: none)", t.name);
   if (args.inject > 0 && !t.inject_built)
-    bad_arg("--inject: this variant was built without fault injection (set protection.inject: true in the spec)");
+    bad_arg("--inject: %s was built without fault injection (set protection.inject: true in the spec)", t.name);
   if (args.trials > 0 && args.inject > t.max_trial_faults)
     bad_arg("--trials: --inject must be at most %d (faults per trial)", t.max_trial_faults);
   p.check_args(args);

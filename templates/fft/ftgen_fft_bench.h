@@ -241,6 +241,7 @@ class FftProblem final : public ftgen::BenchProblem {
 
  public:
   explicit FftProblem(const FftVariant& v) : v_(v) {
+    t_.name = v.name;
     t_.meta = v.meta;
     t_.shape_keys = "n,batch";
     t_.shape_usage = "n x batch";

@@ -45,6 +45,7 @@ template <class T>
 class SimtGemmProblem final : public ftgen::BenchProblem {
  public:
   explicit SimtGemmProblem(const SimtVariant& v) : v_(v) {
+    t_.name = v.name;
     t_.meta = v.meta;
     t_.shape_keys = "m,n,k";
     t_.shape_usage = "m x n x k";

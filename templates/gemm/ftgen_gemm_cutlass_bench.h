@@ -210,6 +210,7 @@ template <class T, class R>
 class CutlassGemmProblem final : public ftgen::BenchProblem {
  public:
   CutlassGemmProblem(const CutlassVariant& v, const InjectOptions& io) : v_(v), io_(io) {
+    t_.name = v.name;
     t_.meta = v.meta;
     t_.shape_keys = "m,n,k";
     t_.shape_usage = "m x n x k";
