@@ -9,9 +9,11 @@ on the error metric of the bench executables, max_ij |C - C_ref|_ij / s_ij with
 s = |alpha| |A| |B| + |beta| |C_0| (element-wise magnitudes), where
 
 * ``u_d`` is the unit roundoff of the precision the accumulation delivers: fp64 2^-53; fp32, tf32x3 (three
-  TF32 products per term: fp32-level products, fp32 sums) and fp16 / bf16 inputs with fp32 accumulation
-  2^-24; a single-pass tf32 product 2^-11 (its products carry tf32's input rounding; it is held to tf32's
-  level, not to fp32's);
+  TF32 products per term: fp32-level products, fp32 sums), single-pass tf32 and fp16 / bf16 inputs (exact
+  products of the rounded operands, fp32 sums) 2^-24. What tf32, fp16 and bf16 lose is their input rounding,
+  ``u_in`` below: against a reference of the unrounded data a tf32 result is held to tf32's level
+  (fp32-level sums + 2 u_in + u_in^2, u_in = 2^-11), never to fp32's, and against a reference of the operands as
+  the kernel rounds them (the bench executables' case) to fp32-level sums;
 * ``k`` is the accumulation depth (the dot-product length);
 * ``C_SQRT * sqrt(k)``: the rounding errors of a k-term sum are modelled as independent and of mean zero
   (Higham & Mary, *A new approach to probabilistic rounding error analysis*, 2019). One rounding of a
@@ -45,7 +47,7 @@ _DELIVERED = {
     "fp64": 2.0**-53,
     "fp32": 2.0**-24,
     "tf32x3": 2.0**-24,
-    "tf32": 2.0**-11,
+    "tf32": 2.0**-24,
     "fp16": 2.0**-24,
     "bf16": 2.0**-24,
 }

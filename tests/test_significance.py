@@ -66,7 +66,10 @@ def test_the_rule_terms():
     r = tol.rule("fp32")
     assert r.tolerance(k) == pytest.approx(2.0**-24 * (tol.C_SQRT * 64 + tol.C_CONST))
     assert tol.tolerance("fp64", k) == pytest.approx(2.0**-53 * (tol.C_SQRT * 64 + tol.C_CONST))
-    assert tol.tolerance("tf32", k) == pytest.approx(2.0**-11 * (tol.C_SQRT * 64 + tol.C_CONST))
+    # tf32: fp32-level sums of exact products of the rounded operands; its input rounding against unrounded data
+    assert tol.tolerance("tf32", k) == pytest.approx(r.tolerance(k))
+    ut = 2.0**-11
+    assert tol.tolerance("tf32", k, rounded_reference=False) == pytest.approx(r.tolerance(k) + 2 * ut + ut * ut)
     # fp16 / bf16 with fp32 accumulation: fp32's accumulation term plus the output rounding (and input rounding
     # against an unrounded reference)
     assert tol.tolerance("fp16", k) == pytest.approx(r.tolerance(k) + 2.0**-11)
