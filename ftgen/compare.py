@@ -16,6 +16,7 @@ flagged; a row that stopped verifying counts as a regression like a significant 
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import sys
@@ -116,14 +117,16 @@ def geomean(xs: list[float]) -> float | None:
 
 
 def read_results(path: str | Path) -> tuple[dict, list[dict]]:
-    """(provenance, rows) of a results file; a bad file is a clear exit-2 error."""
+    """(provenance, rows) of a results file (JSON lines, or the same gzipped: ``.gz``); a bad file is a clear
+    exit-2 error."""
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"{p}: no such results file" if not p.exists() else f"{p}: not a regular file")
     prov: dict = {}
     rows: list[dict] = []
     try:
-        with open(p, encoding="utf-8") as f:
+        opener = gzip.open if p.suffix == ".gz" else open  # results of record are kept gzipped
+        with opener(p, "rt", encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 line = line.strip()
                 if not line:

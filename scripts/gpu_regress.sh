@@ -5,7 +5,8 @@
 #   bash scripts/gpu_regress.sh .base/$rev OUT [gemm|fft|all]
 # Both trees generate and build the same specs (the previous build's ftgen and templates, this tree's specs); per
 # spec the previous build's executables run, then this tree's, on the same GPU; `ftgen compare` gives the verdict.
-# OUT gets old.jsonl, new.jsonl (rows with provenance), compare.txt and log.txt.
+# OUT gets old.jsonl, new.jsonl (rows with provenance), compare.txt and log.txt. Set FTGEN_GIT_SHA (and
+# FTGEN_GIT_DIRTY) to this tree's commit where the device machine's copy has no .git.
 set -uo pipefail
 old=$(cd "${1:?usage: gpu_regress.sh OLD_TREE OUT [gemm|fft|all]}" && pwd)
 out=${2:?usage: gpu_regress.sh OLD_TREE OUT [gemm|fft|all]}
@@ -15,7 +16,12 @@ root=$(cd "$(dirname "$0")/.." && pwd); cd "$root" || exit 1
 site=""; [ -d /tmp/site/cutlass_library ] && site=/tmp/site
 export PYTHONUNBUFFERED=1
 log="$out/log.txt"
-ftv() { local tree=$1; shift; PYTHONPATH="$tree${site:+:$site}" FTGEN_CACHE_DIR=/tmp/ftgen-cache-$(basename "$tree") python3 -m ftgen.cli "$@"; }
+# the ftgen of TREE; the previous build's rows name its commit (the folder's name), this tree's FTGEN_GIT_SHA
+ftv() {
+  local tree=$1 sha=${FTGEN_GIT_SHA:-}; shift
+  [ "$tree" = "$old" ] && sha=$(basename "$tree")
+  PYTHONPATH="$tree${site:+:$site}" FTGEN_GIT_SHA=$sha FTGEN_CACHE_DIR=/tmp/ftgen-cache-$(basename "$tree") python3 -m ftgen.cli "$@"
+}
 name_of() { python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$1"; }
 
 gemm_specs="specs/gemm/abft_tc_concurrent.yaml specs/gemm/abft_tb_prepass.yaml specs/gemm/tmr_kernel.yaml specs/gemm/tmr_threadblock.yaml"

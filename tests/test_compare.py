@@ -101,3 +101,13 @@ def test_cli_compare_bad_files_exit_2(tmp_path, capsys):
         assert main(["compare", *args]) == 2
         cap = capsys.readouterr()
         assert what in cap.err and "Traceback" not in cap.err
+
+
+def test_gzipped_results_files(tmp_path):
+    import gzip
+
+    a = results(tmp_path / "a.jsonl", [row("k1", S1, 1.0, 0.99, 1.01)])
+    gz = tmp_path / "b.jsonl.gz"
+    gz.write_bytes(gzip.compress(results(tmp_path / "b.jsonl", [row("k1", S1, 2.0, 1.99, 2.01)]).read_bytes()))
+    c = compare_files(a, gz)
+    assert [p.verdict for p in c.pairs] == [SLOWER]

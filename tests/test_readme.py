@@ -67,7 +67,7 @@ def test_render_writes_the_table_between_the_markers_and_check_sees_it(tmp_path,
     assert readme.main(args) == 0
     text = (tmp_path / "README.md").read_text()
     assert text.startswith("# t\n\ntext\n") and text.endswith(f"{readme.END}\nafter\n")
-    assert "[x ref **1.25**](results/x/a.jsonl); [faults **3/3**](results/x/a.jsonl)" in text
+    assert "[x ref **1.25**; faults **3/3**](results/x/a.jsonl)" in text
     assert "GPU, `abc1234`" in text and "old" not in text
     assert readme.main(["--check", *args]) == 0
 

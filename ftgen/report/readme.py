@@ -73,12 +73,13 @@ def _value(v: int | float | str) -> str:
 
 
 def render_table(entries: list[dict], readme_dir: Path = REPO, repo: Path = REPO) -> str:
-    """The markdown table, one row per entry in index order; each figure links to the entry's data file."""
-    lines = ["| family | claim | figures | GPU, commit |", "| --- | --- | --- | --- |"]
+    """The markdown table, one row per entry in index order; each row's figures link to the entry's data file."""
+    lines = ["| family | claim | figures (data) | GPU, commit |", "| --- | --- | --- | --- |"]
     for e in entries:
         link = Path(os.path.relpath(repo / e["file"], readme_dir)).as_posix()
-        figs = "; ".join(f"[{_cell(k)} **{_cell(_value(v))}**]({link})" for k, v in e["figure"].items())
-        lines.append(f"| {_cell(e['family'])} | {_cell(e['claim'])} | {figs} | {_cell(e['gpu'])}, `{_cell(e['commit'])}` |")
+        figs = "; ".join(f"{_cell(k)} **{_cell(_value(v))}**" for k, v in e["figure"].items())
+        gpu = _cell(e["gpu"]).replace("NVIDIA ", "")
+        lines.append(f"| {_cell(e['family'])} | {_cell(e['claim'])} | [{figs}]({link}) | {gpu}, `{_cell(e['commit'])}` |")
     return "\n".join(lines) + "\n"
 
 
