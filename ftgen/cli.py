@@ -45,7 +45,7 @@ GPU_NOTE = "Needs a CUDA GPU (sm_80 or newer); without one it generates and buil
 
 class Progress:
     """Progress of N steps on stderr: a rich bar on a terminal, else plain lines at a modest rate
-    (``[12/50] built gemm_...  (ETA 40s)``), the first and the last step always."""
+    (``[12/50] built <kernel>  (ETA 40s)``), the first and the last step always."""
 
     def __init__(self, verb: str, min_interval: float = 2.0):
         self.verb = verb

@@ -181,8 +181,8 @@ def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
     out["coverage_at"]["rule"] = _coverage_at(faulty, tol)
     for x in CLEAN_MULTIPLIERS:
         out["coverage_at"][f"{x}x_clean"] = _coverage_at(faulty, x * mc if mc is not None and math.isfinite(mc) else None)
-    # any further integer counter the rows carry (e.g. fft two-sided-tb's `escalated`: checks a prefilter sent to
-    # the exact one; in a clean trial a cost, not an alarm), per clean and per faulty trial
+    # any further integer counter the rows carry (e.g. how often a cheap prefilter escalated to an exact check: in a
+    # clean trial a cost, not an alarm), per clean and per faulty trial
     names = sorted({k for r in rows for k, v in r.items()
                     if isinstance(v, int) and not isinstance(v, bool) and k not in _NOT_COUNTERS})
     for name in names:

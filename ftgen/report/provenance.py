@@ -1,12 +1,9 @@
 """Where a result came from: ftgen version and git state, GPU (name, UUID, clocks, power limit), driver, nvcc,
-the vendor libraries' versions (cuBLAS, cuFFT, CUTLASS), argv, time."""
+the versions of the libraries the benches use (``ftgen.libraries``), argv, time."""
 
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
-import functools
-import importlib.metadata
 import os
 import platform
 import subprocess
@@ -15,6 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..build import nvcc_version
+from ..libraries import versions as library_versions
 
 
 def git_state(where: Path | None = None) -> dict:
@@ -68,48 +66,6 @@ def gpu_state(index: int | None = None) -> dict:
             out[key] = value if key == "uuid" else float(value)
         except ValueError:
             out[key] = None
-    return out
-
-
-def _load(names: tuple[str, ...]):
-    """The first of ``names`` the dynamic loader finds, else the same under the CUDA toolkit's lib64."""
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    for n in (*names, *(os.path.join(home, "lib64", n) for n in names)):
-        try:
-            return ctypes.CDLL(n)
-        except OSError:
-            continue
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def library_versions() -> dict:
-    """Versions of the libraries the benches link and the headers they compile against: cuBLAS and cuFFT as the
-    shared libraries on this machine report them (None where absent), CUTLASS as the installed nvidia-cutlass wheel."""
-    out: dict = {"cublas": None, "cufft": None, "cutlass": None}
-    lib = _load(("libcublas.so", "libcublas.so.13", "libcublas.so.12"))
-    if lib is not None:
-        parts = []
-        for prop in range(3):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
-            v = ctypes.c_int(0)
-            try:
-                if lib.cublasGetProperty(prop, ctypes.byref(v)) != 0:
-                    break
-            except AttributeError:
-                break
-            parts.append(str(v.value))
-        out["cublas"] = ".".join(parts) if len(parts) == 3 else None
-    lib = _load(("libcufft.so", "libcufft.so.12", "libcufft.so.11"))
-    if lib is not None:
-        v = ctypes.c_int(0)
-        try:
-            out["cufft"] = str(v.value) if lib.cufftGetVersion(ctypes.byref(v)) == 0 else None
-        except AttributeError:
-            pass
-    try:
-        out["cutlass"] = importlib.metadata.version("nvidia-cutlass")
-    except importlib.metadata.PackageNotFoundError:
-        pass
     return out
 
 

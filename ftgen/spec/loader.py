@@ -245,7 +245,7 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
     # ---- name ---------------------------------------------------------------------------
     name = raw.get("name")
     if name is None:
-        errs.add("name", "missing; give the output directory name ([a-z0-9_-], e.g. sgemm_demo)")
+        errs.add("name", "missing; give the output directory name ([a-z0-9_-], e.g. my_kernels)")
     elif not isinstance(name, str) or not NAME_RE.fullmatch(name):
         errs.add(
             "name",
