@@ -100,7 +100,7 @@ def check_rows(rows: list[dict], injected: bool) -> None:
         assert r.get("false_alarms", 0) == 0, where
         if injected and prot.get("inject"):
             applied = r["faults_applied"]
-            assert applied > 0 and len(r["faults"]) == r["faults_planned"], where
+            assert applied > 0 and 0 < len(r["faults"]) <= r["faults_planned"], where  # one run's list
             assert r["clean_false_alarms"] == 0, where
             assert r["detected"] <= applied + r.get("false_alarms", 0), f"{where}: more detections than faults"
             assert {"site", "position"} <= set(r["faults"][0]), where
