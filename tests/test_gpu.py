@@ -42,7 +42,7 @@ arch: [{ARCH}]
 variants:
   - {{precision: tf32x3, protection: {{scheme: abft, level: threadblock, inject: true}}, params: {{tb_m: 128, tb_n: 128, tb_k: 32, warp_m: 64, warp_n: 32, warp_k: 32, stages: 4, ref_checksums: concurrent}}}}
   - {{precision: tf32, protection: {{scheme: tmr, level: kernel, inject: true}}}}
-  - {{precision: fp16, protection: {{scheme: tmr, level: threadblock, inject: true}}, params: {{tb_m: 64, tb_n: 64, tb_k: 32, warp_m: 32, warp_n: 32, warp_k: 32, inst_k: 16, align: 8}}}}
+  - {{precision: fp16, protection: {{scheme: tmr, level: threadblock, inject: true}}, params: {{tb_m: 64, tb_n: 64, tb_k: 32, warp_m: 32, warp_n: 32, warp_k: 32, inst_k: 16, align: 2}}}}
 """,
     "gpu_fft": f"""
 name: gpu_fft
