@@ -48,7 +48,8 @@ struct ftgen_kmeans_problem {
   void* workspace;    // device workspace of <kernel>_workspace(samples, dims, clusters) bytes
   // Fault tolerance (read by protected variants only).
   ftgen::FtCounters* counters;  // device pointer; may be null
-  double threshold;             // > 0 overrides the derived detection threshold of the distance GEMM
+  double threshold;             // > 0 replaces the factor LAMBDA u (sqrt(dims) + sqrt(n_tb) + 1) of the derived
+                                // detection threshold of the distance GEMM (the scale stays)
   // Fault injection (read only by variants built with inject: true), in the first iteration.
   int fault_site;               // ftgen_kmeans_site
   const ftgen::FaultSpec* faults;

@@ -5,8 +5,8 @@ One iteration, X (samples x dims) and C (clusters x dims):
 
   norms    xx_i = ||x_i||^2, cc_j = ||c_j||^2, each computed twice (DMR) and recomputed on a mismatch
   assign   per centroid tile t (``n_tb`` centroids): acc = X C_t^T (the distance GEMM in the delivered
-           precision), then dist_ij = xx_i + cc_j - 2 acc_ij and the arg-min; the distance matrix is never
-           stored
+           precision), then cc_j - 2 acc_ij and the arg-min (xx_i, common to the row, is added to the
+           nearest: its distance); the distance matrix is never stored
   ABFT     per tile, from the tile's column sum s_t = e^T C_t and index-weighted sum w_t = (1..n_tb)^T C_t,
            the reference checksums r_i = x_i . s_t, r'_i = x_i . w_t (and the scales r2_i = x_i^2 . q_t,
            rs2_i = x_i^2 . s_t^2 with q_t = e^T (C_t o C_t)); before the arg-min reads the accumulators:
@@ -272,7 +272,8 @@ def assign(X, C, precision: str, n_tb: int = 64, scheme: str = "abft", correct: 
             if recompute:
                 acc = gemm_nt(X, Ct, precision).astype(dt)
                 counters.recomputed += 1
-        dist = (xx.astype(np.float64)[:, None] + cc.astype(np.float64)[None, t0:t1] - 2.0 * acc.astype(np.float64)).astype(dt)
+        # as the kernels' epilogue: ||c_j||^2 - 2 acc_ij (||x_i||^2, common to the row, is added to the nearest)
+        dist = (cc[None, t0:t1] - dt(2) * acc).astype(dt)
         if scheme == "abft":
             local = [Fault(f.site, f.row, f.col - t0) for f in faults if f.site == "argmin" and t0 <= f.col < t1]
             tb, tl = argmin_dmr(dist, t0, local, counters)
@@ -282,7 +283,7 @@ def assign(X, C, precision: str, n_tb: int = 64, scheme: str = "abft", correct: 
         take = tb < best
         best = np.where(take, tb, best)
         label = np.where(take, tl, label)
-    return label, best, xx, cc
+    return label, (best + xx.astype(np.float64)).astype(dt), xx, cc
 
 
 def update_once(X, labels, k: int, order=1):

@@ -56,7 +56,7 @@ struct Work {
   int* counts;    // 2 x clusters
   double* colstat;  // 3 x dims: column sums, absolute sums, maxima of |x| of X
   double* colcheck; // dims: the cluster sums added up
-  double* shift;  // clusters: squared shift of each centroid
+  double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
 };
 
@@ -392,22 +392,43 @@ __global__ void update_kernel(const T* __restrict__ X, const int* labels, int sa
 }
 
 
-// New centroids: the mean of each cluster's samples; an empty cluster keeps its centroid. The squared
-// shift of each centroid and the sum of the new squared norms feed the convergence test.
+// New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
+// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test.
 __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int clusters, int dims, int* counts_out,
-                                double* shift, State* state) {
+                                double* shift, State* state, bool need_norm) {
   if (state->converged) return;
-  const size_t n = static_cast<size_t>(clusters) * dims;
-  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
-    const int cnt = counts[j];
+  __shared__ double red[2][32];
+  const int j = blockIdx.x;
+  const int cnt = counts[j];
+  double sh = 0, nn = 0;
+  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
+    const size_t e = static_cast<size_t>(j) * dims + d;
     const T old = C[e];
     const T nw = cnt > 0 ? static_cast<T>(sums[e] / cnt) : old;
     C[e] = nw;
     const double diff = static_cast<double>(nw) - static_cast<double>(old);
-    if (diff != 0) atomicAdd(&shift[j], diff * diff);
-    atomicAdd(&state->norm2, static_cast<double>(nw) * static_cast<double>(nw));
-    if (d == 0 && counts_out) counts_out[j] = cnt;
+    sh += diff * diff;
+    nn += static_cast<double>(nw) * static_cast<double>(nw);
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1) {
+    sh += __shfl_xor_sync(0xffffffffu, sh, o);
+    nn += __shfl_xor_sync(0xffffffffu, nn, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    red[0][threadIdx.x >> 5] = sh;
+    red[1][threadIdx.x >> 5] = nn;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    sh = nn = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) {
+      sh += red[0][w];
+      nn += red[1][w];
+    }
+    shift[j] = sh;
+    if (need_norm) atomicAdd(&state->norm2, nn);
+    if (counts_out) counts_out[j] = cnt;
   }
 }
 
@@ -517,7 +538,6 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     FT_TRY(cudaMemsetAsync(w.sums, 0, sizeof(double) * 2 * ck, stream));
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
     FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
-    FT_TRY(cudaMemsetAsync(w.shift, 0, sizeof(double) * k, stream));
     norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(C, k, dims, w.cc, w.state, counters, none);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
@@ -527,7 +547,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     FT_LAUNCHED();
     update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, false);
     FT_LAUNCHED();
-    finalize_kernel<<<grid_for(ck, 256), 256, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state);
+    finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
     FT_LAUNCHED();
     converge_kernel<<<1, 256, 0, stream>>>(w.shift, k, p->tol, w.state, p->iters_done);
     FT_LAUNCHED();
