@@ -168,3 +168,17 @@ def test_nvcc_compiles_protected_and_unprotected(tmp_path, arch):
     assert len(libs) == 2
     for rel in libs:
         _nvcc(tmp_path, rel, arch)
+
+
+@pytest.mark.compile
+def test_nvcc_compiles_the_bench_adapter(tmp_path):
+    """The adapter on the shared bench driver (ftgen_bench.cuh), once the driver is part of the project."""
+    files, _ = render_spec(load_spec_text(COMPILE, "compile_kmeans.yaml"))
+    if "common/ftgen_bench.cuh" not in files:
+        pytest.skip("the shared bench driver (common/ftgen_bench.cuh) is not emitted on this branch")
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    bench = sorted(p for p in files if p.endswith("_bench.cu") and "tf32x3" in p)
+    assert len(bench) == 1
+    _nvcc(tmp_path, bench[0], "sm_80")

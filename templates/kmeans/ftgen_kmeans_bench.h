@@ -13,6 +13,8 @@
 // The counts must equal the histogram of the kernel's own labels exactly; the centroids are compared with
 // the fp64 means of the kernel's own labels (empty clusters: the initial centroid); the inertia with the
 // fp64 inertia of the kernel's labels within the sum of their bands.
+// FTGEN_KMEANS_ITERS=N (> 1) also checks the Lloyd loop iteration by iteration: N iterations of the
+// kernel against an fp64 loop from the same C0, the inertia of every iteration within 1e-4 (relative).
 // Faults (inject builds) land at the site FTGEN_KMEANS_SITE names: accumulator (default), argmin, norm
 // or update.
 // Vendor reference timed alternately: a cuBLAS Lloyd iteration in the variant's storage type (SGEMM for
@@ -30,6 +32,9 @@
 #include "ftgen_kmeans.h"
 
 namespace ftkmeans_bench {
+
+// The Lloyd loop check: the largest relative difference of an iteration's inertia from the fp64 loop's.
+constexpr double kLloydInertiaRel = 1e-4;
 
 #ifndef FT_CUBLAS
 #define FT_CUBLAS(call) FT_CHECK_STATUS(call, CUBLAS_STATUS_SUCCESS, "cuBLAS")
@@ -77,15 +82,15 @@ __global__ void init_centroids_kernel(const T* X, int samples, int dims, int clu
 // ---- the fp64 reference (shares nothing with the kernel) ----------------------------------------
 
 // Per sample: the nearest centroid in fp64 (the lower index on a tie) and its distance.
-template <class T>
-__global__ void ref_assign_kernel(const T* X, const T* C, int samples, int dims, int clusters, int* label, double* best) {
+template <class T, class TC>
+__global__ void ref_assign_kernel(const T* X, const TC* C, int samples, int dims, int clusters, int* label, double* best) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= samples) return;
   const T* x = X + static_cast<size_t>(i) * dims;
   double b = INFINITY;
   int bl = 0;
   for (int j = 0; j < clusters; ++j) {
-    const T* c = C + static_cast<size_t>(j) * dims;
+    const TC* c = C + static_cast<size_t>(j) * dims;
     double dist = 0;
     for (int d = 0; d < dims; ++d) {
       const double t = static_cast<double>(x[d]) - static_cast<double>(c[d]);
@@ -158,8 +163,8 @@ __global__ void ref_sums_kernel(const T* X, const int* label, int samples, int d
     atomicAdd(&abssums[static_cast<size_t>(label[i]) * dims + d], fabs(x));
   }
 }
-template <class T>
-__global__ void ref_means_kernel(const T* C0, const double* sums, const double* abssums, const int* hist, int clusters, int dims,
+template <class TC>
+__global__ void ref_means_kernel(const TC* C0, const double* sums, const double* abssums, const int* hist, int clusters, int dims,
                                  double* mean, double* scale) {
   const size_t n = static_cast<size_t>(clusters) * dims;
   for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n; e += size_t(gridDim.x) * blockDim.x) {
@@ -167,6 +172,15 @@ __global__ void ref_means_kernel(const T* C0, const double* sums, const double* 
     mean[e] = cnt ? sums[e] / cnt : static_cast<double>(C0[e]);
     scale[e] = cnt ? abssums[e] / cnt : fabs(static_cast<double>(C0[e]));
   }
+}
+
+template <class T>
+__global__ void widen_kernel(const T* in, double* out, size_t n) {
+  for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n; e += size_t(gridDim.x) * blockDim.x) out[e] = in[e];
+}
+__global__ void histogram_kernel(const int* label, int samples, int* hist) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < samples) atomicAdd(&hist[label[i]], 1);
 }
 
 // ---- the cuBLAS Lloyd iteration (the vendor reference timed beside the kernel) -------------------
@@ -246,6 +260,13 @@ class KmeansProblem final : public ftgen::BenchProblem {
     site_ = site_from_env();
     const char* data = std::getenv("FTGEN_KMEANS_DATA");
     blobs_ = data && !std::strcmp(data, "blobs");
+    const char* iters = std::getenv("FTGEN_KMEANS_ITERS");
+    if (iters && *iters) {
+      char* end = nullptr;
+      const long v = std::strtol(iters, &end, 10);
+      if (*end || v < 1 || v > 1000) ftgen::bad_arg("FTGEN_KMEANS_ITERS: '%s' is not an integer in 1..1000", iters);
+      iters_ = static_cast<int>(v);
+    }
     t_.name = v.name;
     t_.meta = v.meta;
     t_.shape_keys = "samples,dims,clusters";
@@ -303,7 +324,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
 
   void prepare_reference() override {
     ref_label_.alloc(n_), ref_best_.alloc(n_);
-    ref_assign_kernel<T><<<(n_ + 127) / 128, 128>>>(x(0), C0_.ptr, n_, d_, k_, ref_label_.ptr, ref_best_.ptr);
+    ref_assign_kernel<T, T><<<(n_ + 127) / 128, 128>>>(x(0), C0_.ptr, n_, d_, k_, ref_label_.ptr, ref_best_.ptr);
     FT_LAUNCH_CHECK();
     FT_CUDA(cudaDeviceSynchronize());
   }
@@ -362,9 +383,49 @@ class KmeansProblem final : public ftgen::BenchProblem {
                     .num("inertia_ref", s.inertia_own)
                     .boolean("inertia_ok", inertia_ok)
                     .body();
+    if (!rq.has_faults() && iters_ > 1) {
+      const double rel = lloyd_check();
+      const bool lloyd_ok = rel <= kLloydInertiaRel;
+      c.extra_ok = c.extra_ok && lloyd_ok;
+      c.extra += "," + ftgen::Json().integer("lloyd_iters", iters_).num("lloyd_inertia_rel", rel).boolean("lloyd_ok", lloyd_ok).body();
+    }
     c.counters = counters_.download()[0];
     if (faults) c.records = table_.download();
     return c;
+  }
+
+  // The Lloyd loop, iteration by iteration (FTGEN_KMEANS_ITERS > 1): the kernel's loop of that many
+  // iterations against an fp64 loop from the same C0 (the reference assign, fp64 means, empty clusters
+  // keep their centroid). Returns the largest relative difference of the iterations' inertias.
+  double lloyd_check() {
+    const size_t ce = c_elems_;
+    DeviceBuffer<double> inertia(iters_), Cr(ce), sums(ce), abssums(ce), scale(ce), best(n_);
+    DeviceBuffer<int> lab(n_), hist(k_);
+    FT_CUDA(cudaMemcpy(c_out_.ptr, C0_.ptr, ce * sizeof(T), cudaMemcpyDeviceToDevice));
+    ftgen_kmeans_problem q = problem(0, c_out_.ptr, false, false);
+    q.max_iters = iters_;
+    q.inertia = inertia.ptr;
+    launch_checked(q);
+    widen_kernel<T><<<grid_of(ce), 256>>>(C0_.ptr, Cr.ptr, ce);
+    FT_LAUNCH_CHECK();
+    std::vector<double> ref(iters_);
+    for (int it = 0; it < iters_; ++it) {
+      ref_assign_kernel<T, double><<<(n_ + 127) / 128, 128>>>(x(0), Cr.ptr, n_, d_, k_, lab.ptr, best.ptr);
+      FT_LAUNCH_CHECK();
+      const std::vector<double> b = best.download();
+      double sum = 0;
+      for (double v : b) sum += v;
+      ref[it] = sum;
+      sums.zero(), abssums.zero(), hist.zero();
+      ref_sums_kernel<T><<<grid_of(x_elems_), 256>>>(x(0), lab.ptr, n_, d_, sums.ptr, abssums.ptr);
+      histogram_kernel<<<(n_ + 255) / 256, 256>>>(lab.ptr, n_, hist.ptr);
+      ref_means_kernel<double><<<grid_of(ce), 256>>>(Cr.ptr, sums.ptr, abssums.ptr, hist.ptr, k_, d_, Cr.ptr, scale.ptr);
+      FT_LAUNCH_CHECK();
+    }
+    const std::vector<double> got = inertia.download();
+    double worst = 0;
+    for (int it = 0; it < iters_; ++it) worst = std::max(worst, std::fabs(got[it] - ref[it]) / std::max(ref[it], 1e-300));
+    return worst;
   }
 
   std::vector<ftgen::FaultSpec> plan_faults(int count, unsigned long long seed, const ftgen::Args& a) override {
@@ -464,6 +525,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
   cublasHandle_t h_ = nullptr;
   int site_ = FTGEN_KMEANS_SITE_ACC;
   bool blobs_ = false;
+  int iters_ = 1;  // iterations of the Lloyd loop check
   int n_ = 0, d_ = 0, k_ = 0, sets_ = 1, tile_rows_ = 1;
   size_t x_elems_ = 0, c_elems_ = 0;
   DeviceBuffer<T> X_, C_, C0_, c_out_, G_, v_cc_;
