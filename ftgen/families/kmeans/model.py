@@ -196,20 +196,16 @@ def verify_tile(acc_t, r, rw, r2, rs2, precision: str, dims: int):
             if 1.0 <= jq <= n_tb and abs(dw[i] - jq * d[i]) <= slack:
                 kind, col = 1, int(jq) - 1
         out.append((int(i), kind, col))
-    finite = score[np.isfinite(score)]
-    best = float(score.max()) if np.isfinite(score).all() else math.inf
-    return out, d, best if finite.size else best
+    best = float(score.max()) if score.size and np.isfinite(score).all() else (math.inf if score.size else 0.0)
+    return out, d, best
 
 
 def argmin_dmr(dist_t: np.ndarray, offset: int, faults=(), counters: Counters | None = None):
     """(best distance, label) per row of one tile, computed twice: a forward scan and a backward scan
     with the same rule (the smaller distance; the lower index on a tie). A mismatch recomputes."""
-    k = dist_t.shape[1]
-    fwd = np.argmin(dist_t, axis=1)  # first minimum: lower index wins
-    rev = k - 1 - np.argmin(dist_t[:, ::-1], axis=1)
-    # the backward scan keeps the last minimum it sees; on a tie the lower index wins, as forward
-    tie_lo = dist_t[np.arange(dist_t.shape[0]), rev] == dist_t[np.arange(dist_t.shape[0]), fwd]
-    rev = np.where(tie_lo, np.minimum(rev, fwd), rev)
+    fwd = np.argmin(dist_t, axis=1)  # forward, strict '<': the first minimum
+    # backward with '<=': the last minimum it meets, the lowest index among the minima
+    rev = np.argmax(dist_t == dist_t.min(axis=1, keepdims=True), axis=1)
     fwd = fwd.copy()
     for f in faults:
         if f.site == "argmin" and f.row < fwd.size:
