@@ -14,7 +14,7 @@ One iteration, X (samples x dims) and C (clusters x dims):
              tau_i   = LAMBDA u (sqrt(dims) + sqrt(n_tb) + 1) (sqrt(r2_i) + sqrt(rs2_i))
              tau_w_i = tau_i * rms(1..n_tb)
            detected when |d| > tau or |dw| > tau_w; located when j = rint(dw / d) is a column of the tile and
-           |dw - j d| <= tau_w + 2 n_tb u64 |dw| (and |d| > 2 tau); corrected in place (acc_ij = r_i - the
+           |dw - j d| <= tau_w + 2 n_tb u_T |dw| (and |d| > 2 tau; u_T of the storage type); corrected in place (acc_ij = r_i - the
            sum of the row's other accumulators) with ``correct: online``;
            anything else, and every detection with ``correct: detect``, recomputes the tile
   arg-min  computed twice (DMR: a forward and a backward scan with the same tie rule, lower index wins);
@@ -191,8 +191,10 @@ def verify_tile(acc_t, r, rw, r2, rs2, precision: str, dims: int):
         kind, col = 3, -1
         if np.isfinite(d[i]) and np.isfinite(dw[i]) and abs(d[i]) > 2.0 * tau[i]:
             jq = float(np.rint(dw[i] / d[i]))
-            # the fp64 sums of a huge faulty value carry its rounding error (n_tb u64 |d|)
-            slack = tau_w[i] + 2.0 * n_tb * U64 * abs(dw[i])
+            # the sums of a huge faulty value carry its rounding error (n_tb u |dw|, u of the storage type:
+            # the kernels add each thread's partials in it)
+            u_store = U64 if acc_t.dtype == np.float64 else 2.0**-24
+            slack = tau_w[i] + 2.0 * n_tb * u_store * abs(dw[i])
             if 1.0 <= jq <= n_tb and abs(dw[i] - jq * d[i]) <= slack:
                 kind, col = 1, int(jq) - 1
         out.append((int(i), kind, col))

@@ -263,18 +263,21 @@ __device__ __forceinline__ void row_sums(Smem& s, const T (&acc)[FM][FN][ACC], i
     for (int i = 0; i < RPF; ++i) {
       const int row = wm * MW + fm * MMA_M + g + 8 * i;
       const int skip = exclude ? s.fix[row] : -1;
-      double sum = 0, sumw = 0;
+      // the thread's few columns in T (their rounding is within the threshold's sqrt(NT) term; fewer live
+      // registers than widening every accumulator), then fp64 across the lanes and warps
+      T ps = 0, psw = 0;
 #pragma unroll
       for (int fn = 0; fn < FN; ++fn) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int col = wn * NW + fn * MMA_N + 2 * t + c;
           if (col == skip) continue;
-          const double v = static_cast<double>(acc[fm][fn][2 * i + c]);
-          sum += v;
-          sumw += static_cast<double>(col + 1) * v;
+          const T v = acc[fm][fn][2 * i + c];
+          ps += v;
+          psw += static_cast<T>(col + 1) * v;
         }
       }
+      double sum = ps, sumw = psw;
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sumw += __shfl_xor_sync(0xffffffffu, sumw, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
@@ -470,7 +473,8 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           fix = -2;
           if (isfinite(d) && isfinite(dw) && fabs(d) > 2.0 * tau) {
             const double jq = rint(dw / d);
-            const double slack = tau_w + 2.0 * NT * U64 * fabs(dw);
+            // the sums of a huge faulty value carry its rounding error (NT u_T |dw|, T: the thread's partials)
+            const double slack = tau_w + 2.0 * NT * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * fabs(dw);
             if (jq >= 1.0 && jq <= NT && fabs(dw - jq * d) <= slack) fix = static_cast<int>(jq) - 1;
           }
           count(a.counters ? &a.counters->detected : nullptr);
