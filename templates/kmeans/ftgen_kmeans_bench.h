@@ -286,6 +286,12 @@ class KmeansProblem final : public ftgen::BenchProblem {
   }
   const ftgen::BenchTraits& traits() const override { return t_; }
 
+  void check_args(const ftgen::Args& a) override {
+    for (const auto& s : a.shapes)
+      if (s[2] > s[0])
+        ftgen::bad_arg("--shapes: %lldx%lldx%lld has clusters=%lld more than samples=%lld (a kmeans shape needs clusters <= samples)",
+                       s[0], s[1], s[2], s[2], s[0]);
+  }
   size_t set_bytes(const std::vector<long long>& s) const override { return static_cast<size_t>(s[0] * s[1] + s[2] * s[1]) * sizeof(T); }
   bool setup(const std::vector<long long>& s, int sets, std::string& skip) override {
     if (s[2] > s[0]) {
