@@ -5,13 +5,15 @@
 // distance GEMM on the tensor cores, mma.sync m16n8k8 TF32, threadblock tile 64 samples x 32 centroids x 16
 // dims, warp tile 32x16, 128 threads, a 2-stage cp.async pipeline, the arg-min fused into the
 // epilogue, looping over centroid tiles: the distance matrix is never written); update (cluster sums in
-// fp64 and integer counts by atomics, new centroids; an empty cluster keeps its centroid); the convergence
+// fp64 and integer counts by atomics, privatized per block in shared memory when they fit; new centroids; an
+// empty cluster keeps its centroid); the convergence
 // test on the device.
 // Protection: abft-tb (threadblock ABFT of the distance GEMM, online correction; DMR of the
 // norms, the arg-min and the update, with the update's invariants); fault injection compiled in.
 #include "kmeans_tf32_abft-tb_64x32x16_w32x16_inj.h"
 #include "ftgen_ft.cuh"
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cstdint>
@@ -673,6 +675,39 @@ __global__ void update_kernel(const T* __restrict__ X, const int* labels, int sa
   }
 }
 
+// The same with the sums and counts of a block privatized in shared memory (when clusters x dims is small):
+// shared-memory atomics over the block's grid-stride share of X, then one global atomic per non-zero entry.
+__global__ void update_priv_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
+                                   int* counts, int clusters, const State* state, bool redo) {
+  if (state->converged || (redo && !state->update_bad)) return;
+  extern __shared__ double ssum[];
+  const bool dmr = PROTECTED && !redo;
+  const int copies = dmr ? 2 : 1;
+  const size_t kd = static_cast<size_t>(clusters) * dims;
+  int* scnt = reinterpret_cast<int*>(ssum + copies * kd);
+  for (size_t e = threadIdx.x; e < copies * kd; e += blockDim.x) ssum[e] = 0;
+  for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x) scnt[e] = 0;
+  __syncthreads();
+  const size_t n = static_cast<size_t>(samples) * dims;
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
+    const int lab = labels[i];
+    atomicAdd(&ssum[static_cast<size_t>(lab) * dims + d], static_cast<double>(X[e]));
+    if (d == 0) atomicAdd(&scnt[lab], 1);
+    if (dmr) {
+      const int lab2 = static_cast<const volatile int*>(labels)[i];
+      const T x2 = static_cast<const volatile T*>(X)[e];
+      atomicAdd(&ssum[kd + static_cast<size_t>(lab2) * dims + d], static_cast<double>(x2));
+      if (d == 0) atomicAdd(&scnt[clusters + lab2], 1);
+    }
+  }
+  __syncthreads();
+  for (size_t e = threadIdx.x; e < copies * kd; e += blockDim.x)
+    if (ssum[e] != 0) atomicAdd(&sums[e], ssum[e]);
+  for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x)
+    if (scnt[e] != 0) atomicAdd(&counts[e], scnt[e]);
+}
+
 // Per cluster: the DMR copies agree (counts exactly, sums within the rounding band of fp64 summation in
 // another order: 2 LAMBDA u64 sqrt(n) n max|x_d|); the counts and sums are added up for the invariants.
 __global__ void update_check_kernel(double* sums, int* counts, int clusters, int dims, const double* colstat,
@@ -838,6 +873,10 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   return off;
 }
 
+// the privatized update: at most this much shared memory per block, and this many blocks
+constexpr size_t PRIV_SMEM = 96 * 1024;
+constexpr int PRIV_BLOCKS = 1024;
+
 int grid_for(size_t n, int threads) {
   const size_t b = (n + threads - 1) / threads;
   return static_cast<int>(b < 65536 ? (b ? b : 1) : 65536);
@@ -893,6 +932,13 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
   const size_t ck = static_cast<size_t>(k) * dims;
+  // the update privatized in shared memory when every copy of the sums and counts fits in PRIV_SMEM bytes
+  const size_t priv_smem = (PROTECTED ? 2 : 1) * (sizeof(double) * ck + sizeof(int) * k);
+  const bool priv = priv_smem <= PRIV_SMEM;
+  if (priv && priv_smem > 48 * 1024 &&
+      (err = cudaFuncSetAttribute(update_priv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(priv_smem))) != cudaSuccess)
+    return err;
+  const int priv_grid = std::max(1, std::min(grid_for(static_cast<size_t>(n) * dims, 256), PRIV_BLOCKS));
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.sums, 0, sizeof(double) * 2 * ck, stream));
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
@@ -906,7 +952,10 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     (void)tiles;
     assign_kernel<<<(n + MT - 1) / MT, THREADS, smem, stream>>>(aa);
     FT_LAUNCHED();
-    update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, false);
+    if (priv)
+      update_priv_kernel<<<priv_grid, 256, priv_smem, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, false);
+    else
+      update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, false);
     FT_LAUNCHED();
     update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
