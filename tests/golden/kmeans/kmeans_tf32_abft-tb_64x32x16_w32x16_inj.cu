@@ -202,7 +202,7 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out
       if (!(fabs(static_cast<double>(s) - static_cast<double>(s2)) <= tol)) {
         if (counters) {
           atomicAdd(&counters->detected, 1ull);
-          atomicAdd(&counters->recomputed, 1ull);
+          if (!inj.no_correct) atomicAdd(&counters->recomputed, 1ull);
         }
         if (!inj.no_correct) {
           T s3 = 0;
@@ -552,8 +552,8 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
             const ftgen::FaultSpec& fs = a.inj.faults[f];
             if (fs.block != static_cast<int>(blockIdx.x) || fs.thread != tid || fs.step != ct || fs.elem % (FM * RPF) != fm * RPF + i)
               continue;
-            const int valid = min(NT, a.clusters - col0);
-            if (bi == INT_MAX || valid < 2) continue;
+            // another label of the tile (past the clusters when the tile has only one): always a wrong one
+            const int span = max(2, min(NT, a.clusters - col0));
             ftgen::FaultRecord& rec = a.inj.records[f];
             rec.applied = 1;
             rec.block = blockIdx.x;
@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
             rec.step = ct;
             rec.bit = fs.bit;
             rec.before = bi;
-            bi = col0 + (bi - col0 + 1 + (fs.bit & 0xff) % (valid - 1)) % valid;
+            bi = bi == INT_MAX ? col0 : col0 + (bi - col0 + 1 + (fs.bit & 0xff) % (span - 1)) % span;
             rec.after = bi;
             rec.row = row0 + row;
             rec.col = bi;
@@ -588,7 +588,7 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
         if (bi != bi2 || !(bv == bv2 || (bv != bv && bv2 != bv2))) {
           if (a.counters) {
             atomicAdd(&a.counters->detected, 1ull);
-            atomicAdd(&a.counters->recomputed, 1ull);
+            if (!a.inj.no_correct) atomicAdd(&a.counters->recomputed, 1ull);
           }
           if (!a.inj.no_correct) {
             bv = static_cast<T>(INFINITY);
