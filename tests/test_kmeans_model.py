@@ -140,6 +140,13 @@ def test_argmin_and_norm_faults_caught(precision):
     labels, _, _, _ = km.assign(X, C, precision, n_tb=32, faults=[km.Fault("norm", 4, bit=bit)], counters=c)
     assert ("norm", 4) in c.events
     assert np.array_equal(labels, clean)
+    c = km.Counters()
+    labels, _, _, _ = km.assign(X, C, precision, n_tb=32, faults=[km.Fault("cnorm", int(clean[9]), bit=bit)], counters=c)
+    assert c.injected == 1 and ("norm", int(clean[9])) in c.events
+    assert np.array_equal(labels, clean)
+    # unprotected, the same centroid-norm fault moves labels
+    labels, _, _, _ = km.assign(X, C, precision, n_tb=32, scheme="none", faults=[km.Fault("cnorm", int(clean[9]), bit=bit)])
+    assert not np.array_equal(labels, clean)
 
 
 @pytest.mark.parametrize("fault", [km.Fault("update-sum", 3, 7, bit=52), km.Fault("update-sum", 3, 7, bit=40),

@@ -15,7 +15,8 @@ struct FaultRecord;
 enum ftgen_kmeans_site {
   FTGEN_KMEANS_SITE_ACC = 0,     // an accumulator of the distance GEMM, before its verification
   FTGEN_KMEANS_SITE_ARGMIN = 1,  // the label the first arg-min copy of a thread chooses (made another one)
-  FTGEN_KMEANS_SITE_NORM = 2,    // the first copy of a sample's squared norm
+  FTGEN_KMEANS_SITE_NORM = 2,    // the first copy of a squared norm: of sample `block`, or (block >= samples) of
+                                 // centroid block - samples in the first iteration
   FTGEN_KMEANS_SITE_UPDATE = 3,  // the first copy of a cluster sum (elem < dims) or count (elem == dims)
 };
 

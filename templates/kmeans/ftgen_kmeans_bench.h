@@ -439,7 +439,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     v_.geometry(n_, d_, k_, &g);
     switch (site_) {
       case FTGEN_KMEANS_SITE_NORM:
-        return ftgen::plan_faults(count, seed, n_, 1, 1, 1, g.value_bits, a.inject_kind, a.bit, a.offset);
+        return ftgen::plan_faults(count, seed, static_cast<long long>(n_) + k_, 1, 1, 1, g.value_bits, a.inject_kind, a.bit, a.offset);
       case FTGEN_KMEANS_SITE_UPDATE:  // a cluster sum (fp64) or, elem == dims, its count
         return ftgen::plan_faults(count, seed, k_, 1, d_ + 1, 1, 64, a.inject_kind, a.bit, a.offset);
       default:
@@ -494,7 +494,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
   T* c(int i) const { return C_.ptr + static_cast<size_t>(i % sets_) * c_elems_; }
   // the fault units of the site (the `block` of its faults)
   long long fault_blocks() const {
-    if (site_ == FTGEN_KMEANS_SITE_NORM) return n_;
+    if (site_ == FTGEN_KMEANS_SITE_NORM) return static_cast<long long>(n_) + k_;  // samples' norms, then centroids
     if (site_ == FTGEN_KMEANS_SITE_UPDATE) return k_;
     ftgen_kmeans_geometry g;
     v_.geometry(n_, d_, k_, &g);

@@ -89,7 +89,7 @@ def flip_bit(value, bit: int, dtype):
 class Fault:
     """One fault. ``site``: ``acc`` (accumulator acc[row, col] of the distance GEMM, before verification),
     ``argmin`` (the label the first arg-min copy chooses for ``row`` is replaced by ``col``), ``norm``
-    (the first copy of xx[row]), ``update-sum`` (the first copy's sum of cluster ``row``, dimension ``col``),
+    (the first copy of xx[row]), ``cnorm`` (the first copy of cc[row]), ``update-sum`` (the first copy's sum of cluster ``row``, dimension ``col``),
     ``update-count`` (the first copy's count of cluster ``row``). ``bit`` flips a bit, else ``offset`` adds."""
 
     site: str
@@ -148,8 +148,9 @@ def distance_band(xx, cc, dims: int, precision: str) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def norms(X, precision: str, faults=(), counters: Counters | None = None) -> np.ndarray:
-    """||x_i||^2 in the storage precision (fp32 accumulation for the fp32-stored precisions), DMR."""
+def norms(X, precision: str, faults=(), counters: Counters | None = None, protect: bool = True) -> np.ndarray:
+    """||x_i||^2 in the storage precision (fp32 accumulation for the fp32-stored precisions), DMR when
+    ``protect``."""
     dt = storage_dtype(precision)
     X = np.asarray(X, dt)
     a = (X * X).sum(axis=1, dtype=dt)
@@ -159,6 +160,8 @@ def norms(X, precision: str, faults=(), counters: Counters | None = None) -> np.
             a[f.row] = f.apply(a[f.row], dt)
             if counters:
                 counters.injected += 1
+    if not protect:
+        return a
     # the copies round differently (other order): agree within their rounding band
     tol = 2.0 * LAMBDA * UNIT_ROUNDOFF["fp32" if dt == np.float32 else "fp64"] * math.sqrt(X.shape[1]) * np.maximum(np.abs(b), np.abs(a)).astype(np.float64)
     bad = ~(np.abs(a.astype(np.float64) - b.astype(np.float64)) <= tol)
@@ -235,9 +238,10 @@ def assign(X, C, precision: str, n_tb: int = 64, scheme: str = "abft", correct: 
     k = C.shape[0]
     counters = counters if counters is not None else Counters()
     if xx is None:
-        xx = norms(X, precision, faults, counters if scheme != "none" else None)
+        xx = norms(X, precision, faults, counters, protect=scheme != "none")
     if cc is None:
-        cc = norms(C, precision)
+        cfaults = [Fault("norm", f.row, bit=f.bit, offset=f.offset) for f in faults if f.site == "cnorm"]
+        cc = norms(C, precision, cfaults, counters, protect=scheme != "none")
     best = np.full(n, np.inf)
     label = np.zeros(n, dtype=np.int64)
     for t0 in range(0, k, n_tb):

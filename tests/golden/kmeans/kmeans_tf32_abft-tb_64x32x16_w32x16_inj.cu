@@ -157,8 +157,9 @@ __global__ void column_stats_kernel(const T* __restrict__ X, int samples, int di
 
 // Squared norms of the rows of A, one warp per row. Protected: computed twice (the second copy walks the
 // row backward), the copies compared within their rounding band, a mismatch recomputed.
+// `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples).
 __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out, const State* state,
-                             ftgen::FtCounters* counters, Inject inj) {
+                             ftgen::FtCounters* counters, Inject inj, int unit0) {
   if (state->converged) return;
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -181,10 +182,10 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out
       if (inj.site == FTGEN_KMEANS_SITE_NORM && state->iter == 0) {
         for (int f = 0; f < inj.count; ++f) {
           const ftgen::FaultSpec& fs = inj.faults[f];
-          if (fs.block != row) continue;
+          if (fs.block != unit0 + row) continue;
           ftgen::FaultRecord& rec = inj.records[f];
           rec.applied = 1;
-          rec.block = row;
+          rec.block = fs.block;
           rec.thread = 0;
           rec.elem = 0;
           rec.step = 0;
@@ -193,7 +194,7 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out
           s = ftgen::apply_fault(s, fs.kind, fs.bit, fs.offset);
           rec.after = s;
           rec.row = row;
-          rec.col = -1;
+          rec.col = unit0 ? 1 : 0;  // 0: a sample's norm, 1: a centroid's
           count(counters ? &counters->injected : nullptr);
         }
       }
@@ -906,7 +907,6 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   T* C = static_cast<T*>(p->C);
   Inject inj{INJECT ? p->fault_site : -1, INJECT ? p->faults : nullptr, INJECT ? p->fault_records : nullptr,
              INJECT ? p->fault_count : 0, p->no_correct};
-  const Inject none{-1, nullptr, nullptr, 0, p->no_correct};
   ftgen::FtCounters* counters = PROTECTED ? p->counters : nullptr;
   cudaError_t err;
   const size_t smem = sizeof(Smem);
@@ -928,7 +928,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, 128, 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
     FT_LAUNCHED();
   }
-  norms_kernel<<<(n + 7) / 8, 256, 0, stream>>>(X, n, dims, w.xx, w.state, counters, inj);
+  norms_kernel<<<(n + 7) / 8, 256, 0, stream>>>(X, n, dims, w.xx, w.state, counters, inj, 0);
   FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
   const size_t ck = static_cast<size_t>(k) * dims;
@@ -943,7 +943,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_TRY(cudaMemsetAsync(w.sums, 0, sizeof(double) * 2 * ck, stream));
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
     FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
-    norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(C, k, dims, w.cc, w.state, counters, none);
+    norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(C, k, dims, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     encode_kernel<<<dim3(tiles, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);
     FT_LAUNCHED();

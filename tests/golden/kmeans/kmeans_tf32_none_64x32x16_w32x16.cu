@@ -145,8 +145,9 @@ __global__ void column_stats_kernel(const T* __restrict__ X, int samples, int di
 
 // Squared norms of the rows of A, one warp per row. Protected: computed twice (the second copy walks the
 // row backward), the copies compared within their rounding band, a mismatch recomputed.
+// `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples).
 __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out, const State* state,
-                             ftgen::FtCounters* counters, Inject inj) {
+                             ftgen::FtCounters* counters, Inject inj, int unit0) {
   if (state->converged) return;
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -547,7 +548,6 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   T* C = static_cast<T*>(p->C);
   Inject inj{INJECT ? p->fault_site : -1, INJECT ? p->faults : nullptr, INJECT ? p->fault_records : nullptr,
              INJECT ? p->fault_count : 0, p->no_correct};
-  const Inject none{-1, nullptr, nullptr, 0, p->no_correct};
   ftgen::FtCounters* counters = PROTECTED ? p->counters : nullptr;
   cudaError_t err;
   const size_t smem = sizeof(Smem);
@@ -569,7 +569,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, 128, 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
     FT_LAUNCHED();
   }
-  norms_kernel<<<(n + 7) / 8, 256, 0, stream>>>(X, n, dims, w.xx, w.state, counters, inj);
+  norms_kernel<<<(n + 7) / 8, 256, 0, stream>>>(X, n, dims, w.xx, w.state, counters, inj, 0);
   FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
   const size_t ck = static_cast<size_t>(k) * dims;
@@ -584,7 +584,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     FT_TRY(cudaMemsetAsync(w.sums, 0, sizeof(double) * 2 * ck, stream));
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
     FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
-    norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(C, k, dims, w.cc, w.state, counters, none);
+    norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(C, k, dims, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
                   p->threshold, inj};
