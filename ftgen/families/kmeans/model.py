@@ -18,7 +18,8 @@ One iteration, X (samples x dims) and C (clusters x dims):
            sum of the row's other accumulators) with ``correct: online``;
            anything else, and every detection with ``correct: detect``, recomputes the tile
   arg-min  computed twice (DMR: a forward and a backward scan with the same tie rule, lower index wins);
-           a mismatch recomputes it from the verified accumulators
+           a mismatch recomputes it from the verified accumulators (the kernels duplicate the merges across
+           lanes, warps and tiles the same way; those have no fault site of their own)
   update   per cluster the sums (fp64) and counts (integers), computed twice (DMR); the counts must agree
            exactly, the sums within the rounding band of fp64 summation; invariants: the counts add up to the
            number of samples, the cluster sums add up (per dimension) to the column sums of X (fp64). A

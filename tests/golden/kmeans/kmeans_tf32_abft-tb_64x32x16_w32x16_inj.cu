@@ -9,7 +9,8 @@
 // empty cluster keeps its centroid); the convergence
 // test on the device.
 // Protection: abft-tb (threadblock ABFT of the distance GEMM, online correction; DMR of the
-// norms, the arg-min and the update, with the update's invariants); fault injection compiled in.
+// norms, the arg-min (the thread's scan, the quad's shuffles, the merge over warps and tiles) and the update,
+// with the update's invariants); fault injection compiled in.
 #include "kmeans_tf32_abft-tb_64x32x16_w32x16_inj.h"
 #include "ftgen_ft.cuh"
 
@@ -606,6 +607,20 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           }
         }
         // the nearest of the quad (the lanes that share the row), the lower index on a tie
+        // (DMR: the second copy reduces in the other order; a mismatch anywhere in the warp redoes it)
+        const T v0 = bv;
+        const int i0 = bi;
+        T bv2q = bv;
+        int bi2q = bi;
+#pragma unroll
+        for (int o = 2; o >= 1; o >>= 1) {
+          const T ov = __shfl_xor_sync(0xffffffffu, bv2q, o);
+          const int oi = __shfl_xor_sync(0xffffffffu, bi2q, o);
+          if (nearer(ov, oi, bv2q, bi2q)) {
+            bv2q = ov;
+            bi2q = oi;
+          }
+        }
 #pragma unroll
         for (int o = 1; o <= 2; o <<= 1) {
           const T ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -613,6 +628,24 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           if (nearer(ov, oi, bv, bi)) {
             bv = ov;
             bi = oi;
+          }
+        }
+        if (__any_sync(0xffffffffu, bv != bv2q || bi != bi2q)) {
+          if (lane == 0 && a.counters) {
+            atomicAdd(&a.counters->detected, 1ull);
+            if (!a.inj.no_correct) atomicAdd(&a.counters->recomputed, 1ull);
+          }
+          if (!a.inj.no_correct) {
+            bv = v0;
+            bi = i0;
+            for (int o = 1; o <= 2; o <<= 1) {
+              const T ov = __shfl_xor_sync(0xffffffffu, bv, o);
+              const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+              if (nearer(ov, oi, bv, bi)) {
+                bv = ov;
+                bi = oi;
+              }
+            }
           }
         }
         if (t == 0) {
@@ -631,6 +664,30 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           bv = s.cand_v[w][r];
           bi = s.cand_i[w][r];
         }
+      // DMR of the merge: the warp columns in the other order
+      T bv2 = s.best_v[r];
+      int bi2 = s.best_i[r];
+#pragma unroll
+      for (int w = WARPS_N - 1; w >= 0; --w)
+        if (nearer(s.cand_v[w][r], s.cand_i[w][r], bv2, bi2)) {
+          bv2 = s.cand_v[w][r];
+          bi2 = s.cand_i[w][r];
+        }
+      if (bv != bv2 || bi != bi2) {
+        if (a.counters) {
+          atomicAdd(&a.counters->detected, 1ull);
+          if (!a.inj.no_correct) atomicAdd(&a.counters->recomputed, 1ull);
+        }
+        if (!a.inj.no_correct) {
+          bv = s.best_v[r];
+          bi = s.best_i[r];
+          for (int w = 0; w < WARPS_N; ++w)
+            if (nearer(s.cand_v[w][r], s.cand_i[w][r], bv, bi)) {
+              bv = s.cand_v[w][r];
+              bi = s.cand_i[w][r];
+            }
+        }
+      }
       s.best_v[r] = bv;
       s.best_i[r] = bi;
     }
