@@ -423,34 +423,42 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
         }
         __syncthreads();
       }
-      // a planned fault in an accumulator of this tile (first iteration, first attempt)
+      // a planned fault in an accumulator of this tile (first iteration, first attempt): the plan is searched
+      // first, then one pass over the accumulators applies it (a select per element: few live registers)
       if (a.inj.site == FTGEN_KMEANS_SITE_ACC && attempt == 0 && a.state->iter == 0) {
+        int fsel = -1;
         for (int f = 0; f < a.inj.count; ++f) {
           const ftgen::FaultSpec& fs = a.inj.faults[f];
-          if (fs.block != static_cast<int>(blockIdx.x) || fs.thread != tid || fs.step != ct) continue;
+          if (fs.block == static_cast<int>(blockIdx.x) && fs.thread == tid && fs.step == ct) fsel = f;
+        }
+        if (fsel >= 0) {
+          const ftgen::FaultSpec fs = a.inj.faults[fsel];
           const int e = fs.elem % ELEMS;
-          const int fm = e / (FN * ACC), fn = (e / ACC) % FN, q = e % ACC;
+          T before = 0, after = 0;
 #pragma unroll
           for (int xm = 0; xm < FM; ++xm)
 #pragma unroll
             for (int xn = 0; xn < FN; ++xn)
 #pragma unroll
               for (int xq = 0; xq < ACC; ++xq)
-                if (xm == fm && xn == fn && xq == q) {
-                  ftgen::FaultRecord& rec = a.inj.records[f];
-                  rec.applied = 1;
-                  rec.block = blockIdx.x;
-                  rec.thread = tid;
-                  rec.elem = e;
-                  rec.step = ct;
-                  rec.bit = fs.bit;
-                  rec.before = acc[xm][xn][xq];
-                  acc[xm][xn][xq] = ftgen::apply_fault(acc[xm][xn][xq], fs.kind, fs.bit, fs.offset);
-                  rec.after = acc[xm][xn][xq];
-                  rec.row = row0 + wm * MW + xm * MMA_M + g + 8 * (xq / 2);
-                  rec.col = col0 + wn * NW + xn * MMA_N + 2 * t + (xq & 1);
-                  count(a.counters ? &a.counters->injected : nullptr);
+                if ((xm * FN + xn) * ACC + xq == e) {
+                  before = acc[xm][xn][xq];
+                  acc[xm][xn][xq] = ftgen::apply_fault(before, fs.kind, fs.bit, fs.offset);
+                  after = acc[xm][xn][xq];
                 }
+          const int fm = e / (FN * ACC), fn = (e / ACC) % FN, q = e % ACC;
+          ftgen::FaultRecord& rec = a.inj.records[fsel];
+          rec.applied = 1;
+          rec.block = blockIdx.x;
+          rec.thread = tid;
+          rec.elem = e;
+          rec.step = ct;
+          rec.bit = fs.bit;
+          rec.before = before;
+          rec.after = after;
+          rec.row = row0 + wm * MW + fm * MMA_M + g + 8 * (q / 2);
+          rec.col = col0 + wn * NW + fn * MMA_N + 2 * t + (q & 1);
+          count(a.counters ? &a.counters->injected : nullptr);
         }
       }
       // verification, before the arg-min reads the accumulators
