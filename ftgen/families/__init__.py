@@ -11,6 +11,7 @@ from .base import Family
 BUILTIN: dict[str, tuple[str, str]] = {
     "gemm": (".gemm", "GemmFamily"),
     "fft": (".fft", "FftFamily"),
+    "kmeans": (".kmeans", "KmeansFamily"),
 }
 
 _registered: dict[str, Family] = {}
