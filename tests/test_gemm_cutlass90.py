@@ -63,6 +63,17 @@ def test_backend_param_selects_cutlass90_and_nothing_else_changes():
     assert FAMILY.select_backend("tf32", Protection()).name == "cutlass"
 
 
+def test_one_spec_compares_the_sm80_and_sm90_kernels_on_sm_90a():
+    s = load_spec_text(spec_text("""
+        precision: tf32
+        variants:
+          - params: {layout_b: col}
+          - params: {backend: cutlass90}
+        """), "s.yaml")
+    assert [v.backend for v in s.variants] == ["cutlass", "cutlass90"] and not s.rejected
+    assert "backend" not in s.variants[0].param_dict and s.variants[1]["backend"] == "cutlass90"
+
+
 def test_default_name_encodes_every_parameter():
     assert variant().name == "gemm_tf32_none_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc"
     assert variant("bf16").name == "gemm_bf16_none_cutlass90_128x128x64_c1x1_ws-coop_persistent_sauto_sw1_rc"
