@@ -81,25 +81,29 @@ constexpr int kSwizzle = 2;   // the tile scheduler's max_swizzle_size
 inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a; }
 
 // ---- device helpers: zero-padded copies (and the tf32x3 split) -----------------------------------
-inline int grid_for(long long total) { return static_cast<int>(total / 256 + 1 < 4096 ? total / 256 + 1 : 4096); }
+// Rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no divisions per element).
+inline dim3 grid2d(long long rows, long long cols) {
+  const long long x = (cols + 255) / 256, y = rows;
+  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535));
+}
 
 // dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it
 template <class T>
 __global__ void pad_kernel(const T* src, long long ld_src, int rows, int cols, T* dst, long long ld_dst, long long rows_dst) {
-  const long long total = rows_dst * ld_dst;
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
-    const long long r = i / ld_dst, c = i % ld_dst;
-    dst[i] = (r < rows && c < cols) ? src[r * ld_src + c] : static_cast<T>(0.f);
+  for (long long r = blockIdx.y; r < rows_dst; r += gridDim.y) {
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < ld_dst; c += 256ll * gridDim.x) {
+      dst[r * ld_dst + c] = (r < rows && c < cols) ? src[r * ld_src + c] : static_cast<T>(0.f);
+    }
   }
 }
 
 // dst (rows x cols, leading dimension ld_dst) = the same part of src (leading dimension ld_src)
 template <class T>
 __global__ void unpad_kernel(const T* src, long long ld_src, int rows, int cols, T* dst, long long ld_dst) {
-  const long long total = static_cast<long long>(rows) * cols;
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
-    const long long r = i / cols, c = i % cols;
-    dst[r * ld_dst + c] = src[r * ld_src + c];
+  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < cols; c += 256ll * gridDim.x) {
+      dst[r * ld_dst + c] = src[r * ld_src + c];
+    }
   }
 }
 
@@ -221,8 +225,8 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
     // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
     const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
     const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
-    pad_kernel<EA><<<grid_for(a_rows_k * a_ld), 256, 0, stream>>>(A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k);
-    pad_kernel<EA><<<grid_for(b_rows_k * b_ld), 256, 0, stream>>>(B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k);
+    pad_kernel<EA><<<grid2d(a_rows_k, a_ld), 256, 0, stream>>>(A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k);
+    pad_kernel<EA><<<grid2d(b_rows_k, b_ld), 256, 0, stream>>>(B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     A = a;
     B = b;
@@ -234,7 +238,7 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
   if (!c_direct) {
     EC* c = reinterpret_cast<EC*>(ws + lay.c);
     if (p->beta != 0.0) {
-      pad_kernel<EC><<<grid_for(static_cast<long long>(s.m) * s.n), 256, 0, stream>>>(C, p->ldc, m, n, c, s.n, s.m);
+      pad_kernel<EC><<<grid2d(s.m, s.n), 256, 0, stream>>>(C, p->ldc, m, n, c, s.n, s.m);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     C = c;
@@ -255,7 +259,7 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
   }
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (!c_direct) {
-    unpad_kernel<EC><<<grid_for(static_cast<long long>(m) * n), 256, 0, stream>>>(C, ldc, m, n, static_cast<EC*>(p->C), p->ldc);
+    unpad_kernel<EC><<<grid2d(m, n), 256, 0, stream>>>(C, ldc, m, n, static_cast<EC*>(p->C), p->ldc);
     e = cudaGetLastError();
   }
   return e;

@@ -83,25 +83,29 @@ constexpr int kSwizzle = 1;   // the tile scheduler's max_swizzle_size
 inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a; }
 
 // ---- device helpers: zero-padded copies (and the tf32x3 split) -----------------------------------
-inline int grid_for(long long total) { return static_cast<int>(total / 256 + 1 < 4096 ? total / 256 + 1 : 4096); }
+// Rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no divisions per element).
+inline dim3 grid2d(long long rows, long long cols) {
+  const long long x = (cols + 255) / 256, y = rows;
+  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535));
+}
 
 // dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it
 template <class T>
 __global__ void pad_kernel(const T* src, long long ld_src, int rows, int cols, T* dst, long long ld_dst, long long rows_dst) {
-  const long long total = rows_dst * ld_dst;
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
-    const long long r = i / ld_dst, c = i % ld_dst;
-    dst[i] = (r < rows && c < cols) ? src[r * ld_src + c] : static_cast<T>(0.f);
+  for (long long r = blockIdx.y; r < rows_dst; r += gridDim.y) {
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < ld_dst; c += 256ll * gridDim.x) {
+      dst[r * ld_dst + c] = (r < rows && c < cols) ? src[r * ld_src + c] : static_cast<T>(0.f);
+    }
   }
 }
 
 // dst (rows x cols, leading dimension ld_dst) = the same part of src (leading dimension ld_src)
 template <class T>
 __global__ void unpad_kernel(const T* src, long long ld_src, int rows, int cols, T* dst, long long ld_dst) {
-  const long long total = static_cast<long long>(rows) * cols;
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
-    const long long r = i / cols, c = i % cols;
-    dst[r * ld_dst + c] = src[r * ld_src + c];
+  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < cols; c += 256ll * gridDim.x) {
+      dst[r * ld_dst + c] = src[r * ld_src + c];
+    }
   }
 }
 
@@ -114,15 +118,18 @@ __device__ __forceinline__ float tf32_big(float x) {
   return isfinite(up) ? up : __uint_as_float(bits & 0xffffe000u);
 }
 
-// The split of a K-major operand (rows x cols, K = cols, leading dimension ld) into rows_dst rows of 3 * kp:
-// three K segments of kp (zeros past cols), `small_seg` holding x - big, the other two big.
+// The split of a K-major operand (rows x cols, K = cols, leading dimension ld) into rows_dst rows of 3 * kp: three K
+// segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
 __global__ void split3_kernel(const float* src, long long ld, int rows, int cols, float* dst, long long rows_dst, long long kp, int small_seg) {
-  const long long width = 3 * kp, total = rows_dst * width;
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
-    const long long r = i / width, c = i % width, seg = c / kp, cc = c % kp;
-    const float x = (r < rows && cc < cols) ? src[r * ld + cc] : 0.f;
-    const float big = tf32_big(x);
-    dst[i] = seg == small_seg ? (isfinite(x) ? x - big : 0.f) : big;
+  for (long long r = blockIdx.y; r < rows_dst; r += gridDim.y) {
+    float* out = dst + r * 3 * kp;
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < kp; c += 256ll * gridDim.x) {
+      const float x = (r < rows && c < cols) ? src[r * ld + c] : 0.f;
+      const float big = tf32_big(x), small = isfinite(x) ? x - big : 0.f;
+      out[c] = small_seg == 0 ? small : big;
+      out[kp + c] = small_seg == 1 ? small : big;
+      out[2 * kp + c] = big;
+    }
   }
 }
 
@@ -245,8 +252,8 @@ extern "C" cudaError_t gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persist
     const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
     // A row-major: [big | small | big] along K; B column-major: [small; big; big]
     const long long kp = s.k / 3;
-    split3_kernel<<<grid_for(a_rows_k * a_ld), 256, 0, stream>>>(static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, a_rows_k, kp, 1);
-    split3_kernel<<<grid_for(b_rows_k * b_ld), 256, 0, stream>>>(static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, b_rows_k, kp, 0);
+    split3_kernel<<<grid2d(a_rows_k, kp), 256, 0, stream>>>(static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, a_rows_k, kp, 1);
+    split3_kernel<<<grid2d(b_rows_k, kp), 256, 0, stream>>>(static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, b_rows_k, kp, 0);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     A = a;
     B = b;
@@ -258,7 +265,7 @@ extern "C" cudaError_t gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persist
   if (!c_direct) {
     EC* c = reinterpret_cast<EC*>(ws + lay.c);
     if (p->beta != 0.0) {
-      pad_kernel<EC><<<grid_for(static_cast<long long>(s.m) * s.n), 256, 0, stream>>>(C, p->ldc, m, n, c, s.n, s.m);
+      pad_kernel<EC><<<grid2d(s.m, s.n), 256, 0, stream>>>(C, p->ldc, m, n, c, s.n, s.m);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     C = c;
@@ -279,7 +286,7 @@ extern "C" cudaError_t gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persist
   }
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if (!c_direct) {
-    unpad_kernel<EC><<<grid_for(static_cast<long long>(m) * n), 256, 0, stream>>>(C, ldc, m, n, static_cast<EC*>(p->C), p->ldc);
+    unpad_kernel<EC><<<grid2d(m, n), 256, 0, stream>>>(C, ldc, m, n, static_cast<EC*>(p->C), p->ldc);
     e = cudaGetLastError();
   }
   return e;
