@@ -107,7 +107,7 @@ def test_default_parameters_fit_every_precision():
         ({"arch": ("sm_90",)}, "builds for sm_90a only"),
         ({"arch": ("sm_80", "sm_90a")}, "builds for sm_90a only"),
         ({"precision": "fp64"}, "not fp64"),
-        ({"scheme": "tmr"}, "unprotected for now"),
+        ({"scheme": "tmr"}, "offers scheme none only"),
         ({"tile_m": 64}, "ws-coop schedule takes tile_m 128 or 256"),
         ({"tile_m": 256, "schedule": "ws-pingpong"}, "ws-pingpong schedule takes tile_m 64 or 128"),
         ({"tile_n": 100}, "tile_n=100 is not a wgmma N"),
@@ -149,7 +149,7 @@ def test_16_bit_operands_take_any_layout():
         ("precision: tf32\nparams: {backend: cutlass90, cluster_m: 4, cluster_n: 4}\n", "[sm_90a]", "at most 8"),
         ("precision: tf32\nparams: {backend: cutlass90, schedule: basic}\n", "[sm_90a]", "is not one of ws-coop, ws-pingpong"),
         ("precision: fp64\nparams: {backend: cutlass90}\n", "[sm_90a]", "not fp64"),
-        ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {backend: cutlass90}\n", "[sm_90a]", "unprotected for now"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {backend: cutlass90}\n", "[sm_90a]", "offers scheme none only"),
         ("precision: tf32\nparams: {backend: cutlass}\n", "[sm_90a]", "params.backend: 'cutlass' is not one of cutlass90"),
     ],
 )
@@ -219,6 +219,13 @@ def test_bench_is_the_cutlass_adapter_with_the_derived_tolerance():
     bench = next(t for p, t in files.items() if p.endswith("_bench.cu") and "tf32x3" in p)
     assert "gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persistent_sauto_sw1_rc_workspace" in bench
     assert "mmas = 3" in bench and "u_split = 1.9073486328125e-06" in bench  # 2^-19
+
+
+def test_tolerance_terms_follow_the_wgmma():
+    assert c90.tolerance("tf32")["u_in"] == 2.0**-10  # truncated operands
+    assert c90.tolerance("tf32")["inst_k"] == 8 and c90.tolerance("bf16")["inst_k"] == 16
+    assert c90.tolerance("tf32x3")["mmas"] == 3 and c90.tolerance("tf32x3")["u_in"] == 0.0
+    assert c90.tolerance("bf16")["u_out"] == 2.0**-8
 
 
 # ---------------------------------------------------------------------------------------------
