@@ -1,6 +1,7 @@
 """gemm cutlass90 backend (Hopper CUTLASS 3.x kernels): selection, names, constraints, validation
-(exit 2), emission through cutlass_library's 3.x emitter, golden sources, the tf32x3 split, and an
-nvcc build of a tf32 and a bf16 variant for sm_90a through ``ftgen generate`` + ``ftgen build``."""
+(exit 2), emission through cutlass_library's 3.x emitter, golden sources, the tf32x3 split, an nvcc
+build of a tf32 and a bf16 variant for sm_90a through ``ftgen generate`` + ``ftgen build``, and (host
+code only) CUTLASS's acceptance of the padded problems the launcher gives its kernel for odd shapes."""
 
 from __future__ import annotations
 
@@ -315,3 +316,81 @@ def test_tf32_and_bf16_variants_build_for_sm90a(tmp_path):
         # warp-specialized register split
         data = exe.read_bytes()
         assert wgmma[n] in data and b"setmaxnreg.inc.sync.aligned.u32" in data
+
+
+# ---------------------------------------------------------------------------------------------
+# nvcc, host only: CUTLASS accepts the problems the launcher gives its kernel (odd shapes padded)
+# ---------------------------------------------------------------------------------------------
+
+ODD_SHAPES = [(1, 1, 1), (1000, 1234, 777), (4097, 3, 129), (17, 4096, 33), (4096, 4096, 4096), (8, 16, 8)]
+
+_DRIVER = """#include "{name}.cu"  // the launcher's translation unit: its kernel types and host helpers
+#include <cstdio>
+int main() {{
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = 0;
+  hw.sm_count = 132;
+  const int shapes[][3] = {{{shapes}}};
+  const EA* a = reinterpret_cast<const EA*>(0x100000);  // never dereferenced: can_implement checks shapes and strides
+  EC* c = reinterpret_cast<EC*>(0x100000);
+  for (auto& sh : shapes) {{
+    const Shape s = kernel_shape(sh[0], sh[1], sh[2]);
+    const auto padded = arguments(s, 1.f, 0.5f, a, kRowA ? s.k : s.m, a, kRowB ? s.n : s.k, c, s.n, hw);
+    const auto raw = arguments(Shape{{sh[0], sh[1], sh[2]}}, 1.f, 0.5f, a, kRowA ? sh[2] : sh[0], a, kRowB ? sh[1] : sh[2], c, sh[1], hw);
+    const Layout lay = layout(sh[0], sh[1], sh[2], hw);
+    std::printf("%d %d %d %d %d %d %d %d %zu %zu %zu %zu\\n", sh[0], sh[1], sh[2], s.m, s.n, s.k,
+                int(Gemm::can_implement(padded) == cutlass::Status::kSuccess), int(Gemm::can_implement(raw) == cutlass::Status::kSuccess),
+                lay.b, lay.c, lay.cutlass, lay.total);
+  }}
+  return 0;
+}}
+"""
+
+
+@pytest.mark.compile
+def test_cutlass_accepts_the_padded_problems_of_odd_shapes(tmp_path):
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
+    inc = cutlass_include_dir()
+    if nvcc is None or inc is None or not (Path(inc) / "cutlass" / "cutlass.h").is_file():
+        pytest.skip("nvcc and the CUTLASS headers are needed")
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ftgen.codegen.emit import generate
+
+    spec = load_spec_text(GOLDEN, "golden_cutlass90.yaml")
+    g = generate(spec, tmp_path / "gen")
+    shapes = ",".join("{%d, %d, %d}" % s for s in ODD_SHAPES)
+
+    def run(v):
+        d = g.out_dir / v.name
+        drv = tmp_path / f"{v.name}_drv.cu"
+        drv.write_text(_DRIVER.format(name=v.name, shapes=shapes))
+        exe = tmp_path / f"{v.name}_drv"
+        cmd = [nvcc, "-std=c++17", "-O1", "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode", "arch=compute_90a,code=sm_90a",
+               f"-I{d}", f"-I{g.out_dir / 'common'}", f"-I{inc}", str(drv), "-o", str(exe)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, p.stderr[-4000:]
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)  # host code only: no GPU needed
+        assert out.returncode == 0, out.stderr
+        return v, [list(map(int, line.split())) for line in out.stdout.split("\n") if line.strip()]
+
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        results = list(ex.map(run, spec.variants))
+    for v, rows in results:
+        g90 = c90.Geometry(v)
+        esize = g90.elem_bytes
+        assert len(rows) == len(ODD_SHAPES)
+        for (m, n, k, sm, sn, sk, padded_ok, raw_ok, off_b, off_c, off_cutlass, total) in rows:
+            assert padded_ok == 1, (v.name, m, n, k)
+            # contiguous extents are 16-byte multiples; tf32x3 triples K
+            assert sn % g90.align == 0 and sn - n < g90.align and sm >= m and sk >= k
+            if v.precision == "tf32x3":
+                assert sk % 3 == 0 and (sk // 3) % g90.align == 0 and sk // 3 - k < g90.align
+            unaligned = (n % g90.align) or (k % g90.align and (g90.layout_a == "row" or g90.layout_b == "col")) or (
+                m % g90.align and g90.layout_a == "col")
+            if v.precision != "tf32x3":
+                assert raw_ok == (0 if unaligned else 1), (v.name, m, n, k)
+            # the workspace holds the padded (or split) A, B and C
+            assert off_b >= esize * sm * sk and off_c - off_b >= esize * sk * sn and off_cutlass - off_c >= esize * sm * sn
+            assert total >= off_cutlass
