@@ -3,7 +3,6 @@
 #              protected FFT, and on a GPU bench them with faults injected beside cuBLAS / cuFFT (scripts/demo.sh);
 #              without a GPU it says that benching needs one and exits 0
 #   make test  the test suite (GPU tests skip themselves without a GPU)
-PY := $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 
 .PHONY: setup demo test clean
 
@@ -18,8 +17,8 @@ setup: .venv/.ftgen-installed
 demo: setup
 	PATH="$(CURDIR)/.venv/bin:$$PATH:/usr/local/cuda/bin" bash scripts/demo.sh
 
-test:
-	PATH="$$PATH:/usr/local/cuda/bin" $(PY) -m pytest -q
+test: setup
+	PATH="$$PATH:/usr/local/cuda/bin" .venv/bin/python -m pytest -q
 
 clean:
 	rm -rf generated .pytest_cache

@@ -1,21 +1,30 @@
 """The ftgen command line (DESIGN.md "CLI").
 
-Exit codes: 0 ok; 2 bad input (spec, flags); 3 build failed; 4 no usable GPU (after generate and
-build have done what they can); 1 anything else. No traceback reaches the user unless --debug.
+Exit codes (``errors.EXIT_CODES``, printed by ``ftgen --help``): 0 ok; 1 a bug or a failed
+verification; 2 bad input (spec, flags, paths, a missing or corrupt project); 3 build failed;
+4 no usable GPU (after generate and build have done what they can); 130 interrupted. No
+traceback reaches the user unless --debug.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from . import __version__
-from .errors import BuildError, FtgenError, NoGpuError, SpecError, VerificationFailed
+from .errors import EXIT_CODES, BuildError, FtgenError, NoGpuError, SpecError, VerificationFailed
+from .spec.loader import DEFAULT_MAX_POINTS, DEFAULT_MAX_VARIANTS
 
 LAST_FILE = ".ftgen-last"
+LAST_PROJECTS = "last-projects.json"  # in the cache dir: working directory -> the project last generated from it
+MESSAGE_LINE_CHARS = 400  # longest line of an error message shown
+MESSAGE_LINES = 60  # most lines of an error message shown
 
 
 def _err(msg: str) -> None:
@@ -30,10 +39,73 @@ class Ctx:
     debug = False
 
 
+EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES)
+GPU_NOTE = "Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."
+
+
+class Progress:
+    """Progress of N steps on stderr: a rich bar on a terminal, else plain lines at a modest rate
+    (``[12/50] built gemm_...  (ETA 40s)``), the first and the last step always."""
+
+    def __init__(self, verb: str, min_interval: float = 2.0):
+        self.verb = verb
+        self.min_interval = min_interval
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        self.tty = _stderr_tty()
+        self._rich = None
+        self._task = None
+
+    def __enter__(self):
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
+
+            self._rich = RichProgress(TextColumn(self.verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TimeRemainingColumn(), TextColumn("{task.description}"), transient=True)
+            self._rich.__enter__()
+            self._task = self._rich.add_task("", total=None)
+        return self
+
+    def __exit__(self, *exc):
+        if self._rich is not None:
+            self._rich.__exit__(*exc)
+        return False
+
+    def __call__(self, i: int, n: int, what: str) -> None:
+        if self._rich is not None:
+            self._rich.update(self._task, completed=i, total=n, description=what[-60:])
+            return
+        now = time.monotonic()
+        if i != 1 and i < n and now - self.last < self.min_interval:
+            return
+        self.last = now
+        elapsed = now - self.t0
+        eta = f"  (ETA {_secs(elapsed / i * (n - i))})" if 0 < i < n else f"  ({_secs(elapsed)})" if i >= n else ""
+        _err(f"[{i}/{n}] {self.verb} {_short_what(what)}{eta}")
+
+    def log(self, msg: str) -> None:
+        if self._rich is not None:
+            self._rich.console.print(msg, markup=False, highlight=False)
+        else:
+            _err(msg)
+
+
+def _secs(s: float) -> str:
+    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}min"
+
+
+def _short_what(what: str) -> str:
+    """A ninja line's subject: 'Linking CUDA executable /x/bin/k' -> 'k'."""
+    what = what.strip()
+    last = what.split()[-1] if what.split() else what
+    return Path(last).name if "/" in last else what[-100:]
+
+
 # --------------------------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(__version__, prog_name="ftgen")
 @click.option("--debug", is_flag=True, help="Show tracebacks for unexpected errors.")
 @click.pass_context
@@ -43,40 +115,104 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj.debug = debug
 
 
-def _project_dir(path: str | None) -> Path:
-    """The generated project: the given directory, else the one last generated here."""
+def _project_dir(path: str | None, command: str = "") -> Path:
+    """The generated project: the given directory, else the one last generated from this working
+    directory (wherever -o put it), else the only one under generated/. Says which it chose."""
     if path:
         p = Path(path)
         if p.suffix in (".yaml", ".yml") and p.is_file():
             raise SpecError(f"{p} is a spec; give the generated directory (run `ftgen generate {p}` first)")
+        if not p.exists():
+            raise SpecError(f"{p}: no such directory; run `ftgen generate SPEC` first, or give the generated directory")
+        if not p.is_dir():
+            raise SpecError(f"{p}: not a directory; give the generated project directory")
         return p
+    last = _last_project()
+    if last is not None:
+        if command:
+            _err(f"{command}: {last} (the project last generated from here)")
+        return last
     root = Path("generated")
-    last = root / LAST_FILE
-    if last.is_file():
-        p = Path(last.read_text().strip())
-        if (p / "manifest.json").is_file():
-            return p
     projects = sorted(d for d in root.glob("*") if (d / "manifest.json").is_file()) if root.is_dir() else []
     if len(projects) == 1:
+        if command:
+            _err(f"{command}: {projects[0]}")
         return projects[0]
     if not projects:
         raise SpecError("no generated project here; run `ftgen generate SPEC` first or give DIR")
     raise SpecError("several generated projects; give DIR: " + ", ".join(map(str, projects)))
 
 
+def _last_project() -> Path | None:
+    from .paths import cache_dir
+
+    candidates = []
+    try:
+        table = json.loads((cache_dir() / LAST_PROJECTS).read_text())
+        if isinstance(table, dict) and isinstance(table.get(os.getcwd()), str):
+            candidates.append(Path(table[os.getcwd()]))
+    except (OSError, ValueError):
+        pass
+    try:
+        candidates.append(Path((Path("generated") / LAST_FILE).read_text().strip()))
+    except (OSError, ValueError):
+        pass
+    for p in candidates:
+        try:
+            if (p / "manifest.json").is_file():
+                return p
+        except OSError:
+            continue
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 
 
-@cli.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_root", default="generated", show_default=True, help="Output root; the project goes to OUT/<name>.")
-def generate(spec: str, out_root: str) -> None:
-    """Validate SPEC, expand it and emit sources, a CMake project and manifest.json."""
-    from .codegen.emit import generate as do_generate
+def space_flags(f):
+    f = click.option("--max-variants", type=click.IntRange(1), default=DEFAULT_MAX_VARIANTS, show_default=True,
+                     help="Most variants the space may keep after constraints.")(f)
+    f = click.option("--max-points", type=click.IntRange(1), default=DEFAULT_MAX_POINTS, show_default=True,
+                     help="Most points the spec's lists may expand to before constraints.")(f)
+    return f
+
+
+def _load(spec: str, max_points: int, max_variants: int):
     from .spec import load_spec
 
-    s = load_spec(spec)
-    g = do_generate(s, out_root)
+    return load_spec(spec, max_points=max_points, max_variants=max_variants)
+
+
+def _check_out_root(out_root: str) -> None:
+    """-o/--out: a directory (made when missing) that can be written."""
+    p = Path(out_root)
+    try:
+        if p.exists() and not p.is_dir():
+            raise SpecError(f"-o/--out: {out_root} exists and is not a directory")
+        for parent in p.resolve().parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise SpecError(f"-o/--out: {parent} is not a directory")
+                break
+    except OSError as e:
+        raise SpecError(f"-o/--out: {_oserror_text(e)}") from None
+
+
+def _generate(s, out_root: str):
+    from .codegen.emit import generate as do_generate
+
+    _check_out_root(out_root)
+    return do_generate(s, out_root)
+
+
+@cli.command(epilog=EPILOG)
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out_root", default="generated", show_default=True, help="Output root; the project goes to OUT/<name>.")
+@space_flags
+def generate(spec: str, out_root: str, max_points: int, max_variants: int) -> None:
+    """Validate SPEC, expand it and emit sources, a CMake project and manifest.json."""
+    s = _load(spec, max_points, max_variants)
+    g = _generate(s, out_root)
     _remember(g.out_dir, out_root)
     _err(
         f"{g.out_dir}: {len(s.variants)} variant(s), {len(g.written)} file(s) written, {g.unchanged} unchanged"
@@ -95,9 +231,32 @@ def generate(spec: str, out_root: str) -> None:
 
 
 def _remember(out_dir: Path, out_root: str) -> None:
+    """Note the project just generated, so a bare `ftgen build` / `bench` from this working
+    directory acts on it (and says so)."""
+    from .paths import cache_dir
+
     try:
         (Path(out_root) / LAST_FILE).write_text(str(out_dir) + "\n")
     except OSError:
+        pass
+    path = cache_dir() / LAST_PROJECTS
+    try:
+        from filelock import FileLock
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock", timeout=10):
+            try:
+                table = json.loads(path.read_text())
+                table = table if isinstance(table, dict) else {}
+            except (OSError, ValueError):
+                table = {}
+            table[os.getcwd()] = str(Path(out_dir).resolve())
+            if len(table) > 200:  # keep the most recent entries
+                table = dict(list(table.items())[-200:])
+            tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(table, indent=1))
+            os.replace(tmp, path)
+    except Exception:  # remembering is a convenience; generate has succeeded
         pass
 
 
@@ -107,17 +266,11 @@ def _remember(out_dir: Path, out_root: str) -> None:
 def _run_build(project: Path, jobs, arch, kernels):
     from .build import build as do_build
 
-    if _stderr_tty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("build"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"), transient=True) as prog:
-            task = prog.add_task("", total=None)
-
-            def progress(i, n, what):
-                prog.update(task, completed=i, total=n, description=what[-60:])
-
-            return do_build(project, jobs=jobs, arch=arch, kernels=kernels, progress=progress)
-    return do_build(project, jobs=jobs, arch=arch, kernels=kernels)
+    with Progress("built") as prog:
+        r = do_build(project, jobs=jobs, arch=arch, kernels=kernels, progress=prog, log=prog.log)
+    for k, why in r.changed.items():
+        _err(f"warning: {k}: {why}")
+    return r
 
 
 def _report_build(r) -> None:
@@ -126,17 +279,24 @@ def _report_build(r) -> None:
     _err(f"build: {len(r.built)} compiled, {len(r.cached)} up to date, {len(r.failed)} failed ({r.seconds:.1f} s)")
     if r.failed:
         print_failures(r)
-        raise BuildError(f"{len(r.failed)} variant(s) failed to compile: {', '.join(r.failed)}")
+        gone = list(r.missing)
+        broken = [k for k in r.failed if k not in gone]
+        parts = ([f"{len(broken)} variant(s) failed to compile: {', '.join(broken)}"] if broken else []) + (
+            [f"{len(gone)} variant(s) not built, their sources vanished: {', '.join(gone)}"] if gone else [])
+        raise BuildError("; ".join(parts))
 
 
-@cli.command(name="build")
+@cli.command(name="build", epilog=EPILOG)
 @click.argument("directory", required=False)
-@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs (default: all cores).")
-@click.option("--arch", default=None, help="Override the spec's architectures, e.g. sm_90 or sm_80,sm_90.")
-@click.option("--kernels", default=None, help="Only variants whose names match this glob (comma-separated globs allowed).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
+@click.option("--arch", default=None, help="Override the spec's architectures, e.g. sm_90 or sm_80,sm_90 [default: the spec's].")
+@click.option("--kernels", default=None, help="Only variants whose names match this glob (comma-separated globs allowed) [default: all].")
 def build_cmd(directory, jobs, arch, kernels) -> None:
-    """Configure (CMake + Ninja) and build the variants of a generated project."""
-    project = _project_dir(directory)
+    """Configure (CMake + Ninja) and build the variants of a generated project (DIRECTORY, or the
+    project last generated from this directory)."""
+    project = _project_dir(directory, "build")
+    if directory:
+        _err(f"build: {project}")
     r = _run_build(project, jobs, arch, kernels)
     _report_build(r)
 
@@ -155,39 +315,46 @@ def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed,
 
 
 def bench_flags(f):
-    f = click.option("--shapes", default=None, help="Comma-separated shapes (4096x4096x4096,...) or a YAML file of shapes.")(f)
-    f = click.option("--reps", type=click.IntRange(1, 100000), default=None, help="Timed repetitions (median reported).")(f)
-    f = click.option("--warmup", type=click.IntRange(0, 100000), default=None, help="Untimed warm-up launches.")(f)
-    f = click.option("--inject", type=click.IntRange(0, 1 << 20), default=0, help="Faults injected per launch (variants built with inject: true).")(f)
-    f = click.option("--inject-kind", type=click.Choice(["bitflip", "offset"]), default=None)(f)
-    f = click.option("--seed", type=click.IntRange(0), default=None, help="Seed for inputs and fault plans.")(f)
-    f = click.option("--dist", type=click.Choice(["normal", "uniform", "loguniform"]), default=None, help="Input distribution.")(f)
+    f = click.option("--shapes", default=None, help="Comma-separated shapes (4096x4096x4096,...) or a YAML file of shapes [default: the spec's].")(f)
+    f = click.option("--reps", type=click.IntRange(1, 100000), default=None, help="Timed repetitions (median reported) [default: the executable's].")(f)
+    f = click.option("--warmup", type=click.IntRange(0, 100000), default=None, help="Untimed warm-up launches [default: the executable's].")(f)
+    f = click.option("--inject", type=click.IntRange(0, 1 << 20), default=0, show_default=True, help="Faults injected per launch (variants built with inject: true).")(f)
+    f = click.option("--inject-kind", type=click.Choice(["bitflip", "offset"]), default=None,
+                     help="Fault model: flip one bit, or add an offset [default: the executable's, bitflip].")(f)
+    f = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None, help="Seed for inputs and fault plans [default: the executable's].")(f)
+    f = click.option("--dist", type=click.Choice(["normal", "uniform", "loguniform"]), default=None, help="Input distribution [default: normal].")(f)
     f = click.option("--no-ref", is_flag=True, help="Skip the vendor-library reference (no verification!).")(f)
     f = click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")(f)
     return f
 
 
-@cli.command()
+@cli.command(epilog=EPILOG)
 @click.argument("directory", required=False)
 @bench_flags
-@click.option("--kernels", default=None, help="Only variants whose names match this glob.")
+@click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all].")
 @click.option("--json", "json_out", default=None, help="Write results (JSON lines with provenance) to PATH, or - for stdout.")
 def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, kernels, json_out) -> None:
-    """Run the built variants, verify them against the vendor library and print a table."""
+    """Run the built variants, verify them against the vendor library and print a table.
+
+    Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
     from . import families
     from .bench import bench_project, gpu_info
     from .build import binary_path, load_manifest, select_variants
     from .report.provenance import provenance
     from .report.table import print_rows
 
-    project = _project_dir(directory)
+    project = _project_dir(directory, "bench")
+    if directory:
+        _err(f"bench: {project}")
     manifest = load_manifest(project)
+    if manifest["spec"]["family"] not in families.names():
+        raise SpecError(f"{project}/manifest.json: family {manifest['spec']['family'][:40]!r} is not known to this ftgen; re-generate the project")
     family = families.get(manifest["spec"]["family"])
     opts = _bench_options(shapes, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout)
     variants = select_variants(manifest, kernels)
     built = [v for v in variants if binary_path(project, v["kernel"]).is_file()]
     if not built:
-        raise FtgenError(f"{project}: nothing built yet; run `ftgen build {project}` first")
+        raise SpecError(f"{project}: nothing built yet; run `ftgen build {project}` first")
     if inject:
         not_inj = [v["kernel"] for v in built if not v["protection"].get("inject")]
         if len(not_inj) == len(built):
@@ -196,12 +363,15 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
             _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
     gpu = gpu_info(binary_path(project, built[0]["kernel"]))
     prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"])
-    tty = _stderr_tty()
+    t0 = time.monotonic()
+    done = [0]
 
     def on_rows(kernel, rows):
-        if tty:
-            bad = sum(1 for r in rows if not r.get("ok"))
-            _err(f"  {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}")
+        done[0] += 1
+        bad = sum(1 for r in rows if not r.get("ok"))
+        left = len(built) - done[0]
+        eta = f"  (ETA {_secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
+        _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
 
     rows = bench_project(project, built, family, opts, on_rows)
     for v in variants:
@@ -220,46 +390,54 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 # --------------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(epilog=EPILOG)
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--shapes", default=None, help="Shapes to optimise for (default: the spec's shapes).")
-@click.option("--budget", type=click.IntRange(1), default=None, help="Most variants to evaluate (default: all).")
-@click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True)
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the random strategy.")
+@click.option("--shapes", default=None, help="Shapes to optimise for [default: the spec's shapes].")
+@click.option("--budget", type=click.IntRange(1), default=None, help="Most variants to evaluate [default: all].")
+@click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True, help="How to pick the variants to evaluate.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True, help="Seed of the random strategy.")
 @click.option("-o", "--out", "out_root", default="generated", show_default=True, help="Output root of the search project.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None)
-@click.option("--reps", type=click.IntRange(1, 100000), default=None)
-@click.option("--warmup", type=click.IntRange(0, 100000), default=None)
-@click.option("--inject", type=click.IntRange(0, 1 << 20), default=0, help="Search with this many faults injected per launch.")
-@click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True)
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
+@click.option("--reps", type=click.IntRange(1, 100000), default=None, help="Timed repetitions per shape (median reported) [default: the executable's].")
+@click.option("--warmup", type=click.IntRange(0, 100000), default=None, help="Untimed warm-up launches per shape [default: the executable's].")
+@click.option("--inject", type=click.IntRange(0, 1 << 20), default=0, show_default=True, help="Search with this many faults injected per launch.")
+@click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")
 @click.option("--json", "json_out", default=None, help="Write every row (JSON lines with provenance) to PATH or -.")
 @click.option("--no-cache", is_flag=True, help="Ignore (but still update) the results cache.")
-def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache) -> None:
-    """Build and bench the spec's space; best variant per shape as a table, a spec and a dispatch header."""
+@click.option("--write-tuning", "write_tuning", default=None, metavar="PATH",
+              help="Merge the winners' measured choices into the tuning file PATH (e.g. ftgen/tuning/h100.json), read at resolution.")
+@space_flags
+def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache, max_points, max_variants, write_tuning) -> None:
+    """Build and bench the spec's space; best variant per shape as a table, a spec and a dispatch header.
+
+    Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     from .bench import BenchOptions, gpu_info, write_jsonl
     from .build import nvcc_version
     from .report.provenance import provenance
     from .report.table import print_rows
     from .search import STRATEGIES, ResultsCache, check_dispatch_compiles, dispatch_header, search as do_search, winners_spec
-    from .spec import load_spec, parse_shapes
+    from .spec import parse_shapes
 
-    s = load_spec(spec)
+    s = _load(spec, max_points, max_variants)
     shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
     opts = BenchOptions(reps=reps, warmup=warmup, inject=inject, timeout=timeout)
+    _check_out_root(out_root)
     try:
         gpu = gpu_info()
     except NoGpuError:
         # generate and build what the search would run, then say plainly that running needs a GPU
-        from .codegen.emit import generate as do_generate
         from .spec import Spec
 
         proj = Spec(s.source, f"{s.name}-search", s.family, s.arch, s.description, s.shapes, s.variants, s.rejected, s.raw)
-        g = do_generate(proj, out_root)
+        g = _generate(proj, out_root)
+        _err(f"search: {g.out_dir}")
         _report_build(_run_build(g.out_dir, jobs, None, None))
         raise
     cache = ResultsCache()
     if no_cache:
         cache.entries = {}
+    _err(f"search: {Path(out_root) / (s.name + '-search')}")
+    prog = Progress("built")
     result = do_search(
         s,
         shape_list,
@@ -270,7 +448,8 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
         jobs=jobs,
         cache=cache,
         gpu=gpu,
-        log=(lambda m: _err(m)) if _stderr_tty() else (lambda m: None),
+        log=_err,
+        progress=prog,
     )
     fails = {}
     for r in result.rows:
@@ -304,41 +483,59 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
         if not ok:
             _err(log)
             raise FtgenError("the generated dispatch header does not compile (a bug in ftgen)")
+    if write_tuning and result.best:
+        _write_tuning(write_tuning, s, list(result.best.values()), prov)
     if missing:
         raise VerificationFailed(f"no verified variant for shape(s): {', '.join(missing)}")
+
+
+def _write_tuning(path: str, s, winners: list[dict], prov: dict) -> None:
+    """The family's tuning entries from the search's winners, merged into the tuning file at ``path``."""
+    from . import tuning
+
+    entries = s.family.tuning_entries(winners)
+    if not entries:
+        _err(f"--write-tuning: the {s.family.name} family records no tuning entry for these winners; {path} unchanged")
+        return
+    what = {"what": f"ftgen search {s.source}", "gpu": prov.get("gpu"), "git_sha": prov.get("git_sha"),
+            "git_dirty": prov.get("git_dirty"), "utc": prov.get("utc")}
+    written = tuning.write(path, s.family.name, entries, what)
+    _err(f"tuning: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} merged into {written}")
 
 
 # --------------------------------------------------------------------------------------------
 
 
-@cli.command()
+@cli.command(epilog=EPILOG)
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--trials", type=click.IntRange(1, 10**6), default=1000, show_default=True, help="Clean trials and faulty trials, each, per distribution.")
 @click.option("--dists", default="normal,uniform,loguniform", show_default=True, help="Input distributions (comma-separated).")
-@click.option("--shape", "shape_text", default=None, help="Problem shape of the trials (default: the family's campaign shape).")
-@click.option("--kernels", default=None, help="Only variants whose names match this glob.")
-@click.option("--seed", type=click.IntRange(0), default=1, show_default=True)
+@click.option("--shape", "shape_text", default=None, help="Problem shape of the trials [default: the family's campaign shape].")
+@click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all with inject: true].")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Seed of inputs and fault plans.")
 @click.option("-o", "--out", "out_root", default="generated", show_default=True, help="Output root of the project.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None)
+@click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
 @click.option("--json", "json_out", default=None, help="Write trials, per-bit and ROC rows and the summaries (JSON lines) to PATH or -.")
 @click.option("--plot", "plot_out", default=None, help="Write the ROC / per-bit plot (PNG) to PATH.")
 @click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
-def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout) -> None:
+@space_flags
+def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, max_points, max_variants) -> None:
     """Fault campaign: N clean + N single-fault trials per variant and input distribution; coverage,
-    false alarms, per-bit statistics and a ROC curve over the detection threshold."""
+    false alarms, per-bit statistics and a ROC curve over the detection threshold.
+
+    Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     import fnmatch
 
     from .bench import gpu_info, write_jsonl
-    from .codegen.emit import generate as do_generate
     from .faults import DISTS, campaign as do_campaign, per_bit, plot, roc
     from .report.provenance import provenance
-    from .spec import load_spec, parse_shapes
+    from .spec import parse_shapes
 
-    s = load_spec(spec)
+    s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
     for d in dist_list:
         if d not in DISTS:
-            raise SpecError(f"--dists: {d!r} is not one of {', '.join(DISTS)}")
+            raise SpecError(f"--dists: {d[:40]!r} is not one of {', '.join(DISTS)}")
     chosen = [v for v in s.variants if v.protection.injects]
     if kernels:
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.name, g.strip()) for g in kernels.split(","))]
@@ -346,8 +543,9 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
-    g = do_generate(s, out_root)
+    g = _generate(s, out_root)
     _remember(g.out_dir, out_root)
+    _err(f"campaign: {g.out_dir}")
     pattern = ",".join(v.name for v in chosen)
     _report_build(_run_build(g.out_dir, jobs, None, pattern))
     gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
@@ -356,7 +554,7 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     variants = select_variants(load_manifest(g.out_dir), pattern)
     rows, summaries = do_campaign(
         g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
-        timeout=timeout, spec_name=s.source, log=(lambda m: _err(m)) if _stderr_tty() else (lambda m: None),
+        timeout=timeout, spec_name=s.source, log=_err,
     )
     extra, rocs, bits = [], {}, {}
     for v, summ in zip(variants, summaries):
@@ -393,38 +591,129 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
 # --------------------------------------------------------------------------------------------
 
 
-@cli.command(name="list")
+@cli.command(name="list", epilog=EPILOG)
 @click.argument("family", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: each family's description as structured data.")
 def list_cmd(family, as_json) -> None:
-    """Families, their parameters, schemes and constraints."""
+    """Families, their backends, parameters (type, allowed values or range, default), schemes and constraints."""
     from . import families
 
     names = families.names()
     if family and family not in names:
-        raise SpecError(f"{family!r} is not a family; available: {', '.join(names)}")
+        raise SpecError(f"{family[:40]!r} is not a family; available: {', '.join(names)}")
     descs = [families.get(n).describe() for n in ([family] if family else names)]
     if as_json:
-        click.echo(json.dumps(descs, indent=2))
+        click.echo(json.dumps(descs, indent=2, default=str))
         return
+    from rich.console import Console
+
+    console = Console(width=max(100, min(160, _terminal_width())), soft_wrap=False)
     for d in descs:
-        click.echo(f"{d['family']}: {d['description']}")
-        click.echo(f"  precisions: {', '.join(d['precisions'])}")
-        click.echo(f"  shape keys: {', '.join(d['shape_keys'])}")
-        for b in d["backends"]:
-            click.echo(f"  backend {b['name']}: {', '.join(b['precisions'])}; requires {', '.join(b['requires']) or '-'}")
-            click.echo("    schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in b["schemes"].items()))
-            for p in b["params"]:
-                allowed = p["choices"] or (f"{p['range'][0]}..{p['range'][1]}" if p["range"] else p["type"])
-                click.echo(f"    {p['name']}: {allowed} (default {p['default']}) {p['doc']}".rstrip())
-        if d["constraints"]:
-            click.echo("  constraints:")
-            for c in d["constraints"]:
-                click.echo(f"    {c}")
-        click.echo()
+        _print_family(console, d)
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def _print_family(console, d: dict) -> None:
+    """One family of `ftgen list`: its backends as tables of parameters. Reads the structured
+    description (``backends: [{name, precisions, schemes, requires, params: [...]}]``) and the
+    older flat one (``schemes``, ``params: {name: text}``)."""
+    from rich.table import Table
+
+    click.echo(f"{d['family']}: {d.get('description', '')}")
+    click.echo(f"  precisions: {', '.join(d.get('precisions', []))}")
+    click.echo(f"  shape keys: {', '.join(d.get('shape_keys', []))}")
+    backends = d.get("backends")
+    if isinstance(backends, list) and backends:
+        for b in backends:
+            t = Table(title=f"{d['family']} backend {b.get('name')}", title_justify="left", header_style="bold")
+            for col in ("param", "type", "allowed", "default", "doc"):
+                t.add_column(col, overflow="fold")
+            for prm in b.get("params", []):
+                if prm.get("choices"):
+                    allowed = ", ".join(map(str, prm["choices"]))
+                elif prm.get("range"):
+                    lo, hi = prm["range"]
+                    allowed = f"{lo} .. {hi}"
+                else:
+                    allowed = "-"
+                default = prm.get("default")
+                t.add_row(str(prm.get("name")), str(prm.get("type")), allowed,
+                          ", ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default), str(prm.get("doc") or ""))
+            console.print(t)
+            click.echo(f"  precisions: {', '.join(b.get('precisions', []))}")
+            schemes = b.get("schemes") or {}
+            click.echo("  schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in schemes.items()))
+            if b.get("requires"):
+                click.echo(f"  requires: {', '.join(b['requires'])}")
+    else:
+        click.echo("  schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in d.get("schemes", {}).items()))
+        click.echo("  params:")
+        params = d.get("params", {})
+        for p in params.values() if isinstance(params, dict) else params:
+            click.echo(f"    {p}")
+    if d.get("constraints"):
+        click.echo("  constraints:")
+        for c in d["constraints"]:
+            click.echo(f"    {c}")
+    click.echo()
 
 
 # --------------------------------------------------------------------------------------------
+
+
+@cli.command(epilog=EPILOG)
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--threshold", type=click.FloatRange(0, 1000), default=None,
+              help="Noise floor in percent: a change within it is SAME even when the rows' own spread is smaller [default: the rows' spread only].")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (rows and summary) on stdout.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a row is significantly SLOWER or stopped verifying.")
+def compare(a, b, threshold, as_json, fail_on_regression) -> None:
+    """Compare two results files (JSON lines from bench, search or campaign): B against A.
+
+    Rows are matched by kernel, shape and the fields that identify a run; the median times are
+    compared with a noise-aware verdict (SAME / FASTER / SLOWER / ???), the ratios to the vendor
+    reference too, and rows whose `ok` changed are flagged."""
+    from .compare import compare_files, print_comparison
+
+    result = compare_files(a, b, noise_pct=threshold)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=1))
+    else:
+        print_comparison(result)
+    if fail_on_regression and result.regressions():
+        raise VerificationFailed(f"{len(result.regressions())} row(s) regressed: " + ", ".join(result.regressions()[:10]))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _oserror_text(e: OSError) -> str:
+    name = e.filename if isinstance(e.filename, str) else None
+    where = f"{name[:120] + '...' if name and len(name) > 120 else name}: " if name else ""
+    hint = {
+        errno.ENAMETOOLONG: " (a file name is too long for the file system; use a shorter name or output root)",
+        errno.EACCES: " (no permission; choose another output directory with -o)",
+        errno.EROFS: " (read-only file system; choose another output directory with -o)",
+        errno.ENOSPC: " (the disk is full)",
+        errno.ENOTDIR: " (a path component is a file, not a directory)",
+        errno.EEXIST: " (exists already)",
+    }.get(e.errno, "")
+    return f"{where}{e.strerror or e}{hint}"
+
+
+def _clip(message: str) -> str:
+    """An error message cut to a readable size."""
+    lines = message.splitlines() or [""]
+    out = [ln if len(ln) <= MESSAGE_LINE_CHARS else ln[: MESSAGE_LINE_CHARS - 3] + "..." for ln in lines[:MESSAGE_LINES]]
+    if len(lines) > MESSAGE_LINES:
+        out.append(f"... {len(lines) - MESSAGE_LINES} more line(s)")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,8 +721,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="ftgen", standalone_mode=False)
     except click.exceptions.Abort:
-        _err("aborted")
-        return 1
+        _err("interrupted")
+        return 130
     except click.exceptions.UsageError as e:
         e.show()
         return 2
@@ -447,15 +736,23 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        _err(("error: " if e.exit_code in (1, 2, 3) else "") + e.message)
+        _err(_clip(("error: " if e.exit_code in (1, 2, 3) else "") + e.message))
         return e.exit_code
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except OSError as e:  # the environment: a read-only directory, a name too long, a full disk
+        if debug:
+            raise
+        _err(_clip(f"error: {_oserror_text(e)}"))
+        return 2
+    except MemoryError:
+        _err("error: out of memory (is the spec's space or a --shapes list very large?)")
+        return 2
     except Exception as e:  # a bug: the message, not a traceback, unless --debug
         if debug:
             raise
-        _err(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")
+        _err(_clip(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)"))
         return 1
     return 0
 

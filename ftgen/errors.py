@@ -2,6 +2,29 @@
 
 from __future__ import annotations
 
+# The one exit-code table: `ftgen --help` prints it and the code follows it.
+EXIT_CODES = (
+    (0, "ok"),
+    (1, "anything else: a bug in ftgen, or a kernel that ran but failed verification"),
+    (2, "bad input: a spec, a flag, a path, a missing or corrupt project"),
+    (3, "build failed (cmake, ninja or nvcc)"),
+    (4, "no usable GPU (bench, search, campaign; generate and build still ran)"),
+    (130, "interrupted (Ctrl-C, or the build tool killed by a signal)"),
+)
+
+# Longest rendering of a user's value inside a message.
+VALUE_CHARS = 80
+
+
+def short(value, limit: int = VALUE_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a huge bad value must not flood the terminal)."""
+    if isinstance(value, str) and len(value) > 4 * limit:
+        value = value[: 4 * limit]  # repr of a cut string: no need to render megabytes first
+    if isinstance(value, (list, dict, tuple, set)) and len(value) > limit:
+        return f"<{type(value).__name__} of {len(value)} items>"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class FtgenError(Exception):
     """Base class: a message for the user and an exit code. Never shown as a traceback."""
@@ -40,6 +63,12 @@ class BuildError(FtgenError):
 
 class NoGpuError(FtgenError):
     exit_code = 4
+
+
+class Interrupted(FtgenError):
+    """The user (or a signal to the build tool) stopped the command. Exit code 130."""
+
+    exit_code = 130
 
 
 class VerificationFailed(FtgenError):

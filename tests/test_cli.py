@@ -98,3 +98,139 @@ def test_build_failure_is_exit_3(tmp_path, capsys):
     cu.write_text(cu.read_text() + "\nthis is not C++;\n")
     assert main(["build", str(out / "s"), "-j", "2"]) == 3
     assert "failed to compile" in capsys.readouterr().err
+
+
+# ---- hardening: environment problems and bad paths exit 2 with a message, no traceback -------
+
+SMALL = "name: s\nfamily: gemm\narch: [sm_90]\nparams: {m_tb: 32, n_tb: 32, k_tb: 8, m_w: 16, n_w: 32, m_t: 4, n_t: 4, stages: 2}\n"
+
+
+def _run(capsys, *argv):
+    rc = main(list(argv))
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err + cap.out
+    return rc, cap
+
+
+def test_help_has_exit_codes_defaults_and_gpu_notes(capsys):
+    rc, cap = _run(capsys, "--help")
+    assert rc == 0 and "Exit codes" in cap.out and "130" in cap.out and "no usable GPU" in cap.out
+    for cmd in ("bench", "search", "campaign"):
+        rc, cap = _run(capsys, cmd, "--help")
+        assert rc == 0 and "Needs a CUDA GPU" in cap.out, cmd
+    rc, cap = _run(capsys, "search", "--help")
+    out = " ".join(cap.out.split())
+    for helptext in ("-j, --jobs INTEGER RANGE Parallel compile jobs", "--reps INTEGER RANGE Timed repetitions",
+                     "--warmup INTEGER RANGE Untimed warm-up"):
+        assert helptext in out, helptext
+    assert "[default: exhaustive]" in out and "[default: 4096;" in out
+    rc, cap = _run(capsys, "bench", "--help")
+    out = " ".join(cap.out.split())
+    assert "--inject-kind [bitflip|offset] Fault model" in out and "[default: 600.0;" in out
+
+
+def test_out_root_that_is_a_file_or_too_long(tmp_path, capsys):
+    spec = write(tmp_path / "s.yaml", SMALL)
+    f = write(tmp_path / "afile", "x")
+    rc, cap = _run(capsys, "generate", str(spec), "-o", str(f))
+    assert rc == 2 and "not a directory" in cap.err
+    rc, cap = _run(capsys, "generate", str(spec), "-o", str(f / "sub"))
+    assert rc == 2 and "not a directory" in cap.err
+    rc, cap = _run(capsys, "generate", str(spec), "-o", str(tmp_path / ("a" * 300)))
+    assert rc == 2 and "too long" in cap.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "s.yaml"]  # nothing half-written
+
+
+def test_read_only_output_is_exit_2(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import ftgen.codegen.emit as emit
+
+    def readonly(out, files):
+        raise OSError(errno.EROFS, "Read-only file system", str(out))
+
+    monkeypatch.setattr(emit, "write_tree", readonly)
+    spec = write(tmp_path / "s.yaml", SMALL)
+    rc, cap = _run(capsys, "generate", str(spec), "-o", str(tmp_path / "g"))
+    assert rc == 2 and "Read-only file system" in cap.err and "-o" in cap.err
+
+
+def test_spec_device_fifo_and_directory(tmp_path, capsys):
+    fifo = tmp_path / "f.yaml"
+    os.mkfifo(fifo)
+    for path, what in (("/dev/null", "device"), (str(fifo), "FIFO"), (str(tmp_path), "directory")):
+        rc, cap = _run(capsys, "generate", path, "-o", str(tmp_path / "g"))
+        assert rc == 2 and what in cap.err, path
+    assert not (tmp_path / "g").exists()
+
+
+def test_missing_or_corrupt_project_is_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, cap = _run(capsys, "build", "nosuch")
+    assert rc == 2 and "no such directory" in cap.err
+    rc, cap = _run(capsys, "build", str(write(tmp_path / "file", "x")))
+    assert rc == 2 and "not a directory" in cap.err
+    (tmp_path / "p").mkdir()
+    rc, cap = _run(capsys, "build", "p")
+    assert rc == 2 and "no generated project here" in cap.err
+    for text in ("{}", "[1, 2]", "{not json", '{"spec": {"name": "s", "family": "gemm", "arch": []}, "variants": [{"kernel": "../x"}]}'):
+        (tmp_path / "p" / "manifest.json").write_text(text)
+        for cmd in ("build", "bench"):
+            rc, cap = _run(capsys, cmd, "p")
+            assert rc == 2 and "re-generate" in cap.err, (cmd, text, cap.err)
+
+
+def test_bare_command_acts_on_the_last_generated_project_and_says_so(tmp_path, capsys, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    spec = write(work / "s.yaml", SMALL)
+    # an older project under generated/ must not win over the one just generated elsewhere
+    assert main(["generate", str(spec)]) == 0
+    other = tmp_path / "x"
+    assert main(["generate", str(spec), "-o", str(other)]) == 0
+    capsys.readouterr()
+    rc, cap = _run(capsys, "bench")
+    assert rc == 2 and f"bench: {other / 's'}" in cap.err and "nothing built yet" in cap.err
+
+
+def test_list_per_backend_structured(capsys, monkeypatch):
+    """`ftgen list` renders the per-backend description, and the flat one of older families."""
+    from ftgen import families
+
+    fam = families.get("gemm")
+    desc = {
+        "family": "gemm", "description": "d", "shape_keys": ["m", "n", "k"], "precisions": ["fp32", "tf32"],
+        "backends": [
+            {"name": "simt", "precisions": ["fp32"], "schemes": {"abft": ["threadblock"]}, "requires": [],
+             "params": [{"name": "stages", "type": "int", "choices": [2, 3, 4, 5, 6], "range": None, "default": 3, "doc": "pipeline"},
+                        {"name": "m_tb", "type": "int", "choices": None, "range": [16, 256], "default": 128, "doc": "rows"}]},
+            {"name": "cutlass", "precisions": ["tf32"], "schemes": {"tmr": ["kernel"]}, "requires": ["cutlass"],
+             "params": [{"name": "stages", "type": "int", "choices": None, "range": [2, 8], "default": 3, "doc": "stages"}]},
+        ],
+        "constraints": ["c1"],
+    }
+    monkeypatch.setattr(type(fam), "describe", lambda self: desc)
+    rc, cap = _run(capsys, "list", "gemm")
+    assert rc == 0
+    out = cap.out
+    simt, cutlass = out.index("backend simt"), out.index("backend cutlass")
+    assert "2, 3, 4, 5, 6" in out[simt:cutlass] and "16 .. 256" in out[simt:cutlass] and "2 .. 8" in out[cutlass:]
+    assert "requires: cutlass" in out and "c1" in out
+    rc, cap = _run(capsys, "list", "gemm", "--json")
+    assert json.loads(cap.out) == [desc]
+
+
+def test_progress_lines_without_a_terminal(capsys, monkeypatch):
+    import ftgen.cli as cli
+
+    monkeypatch.setattr(cli, "_stderr_tty", lambda: False)
+    with cli.Progress("built", min_interval=0.0) as prog:
+        for i in range(1, 4):
+            prog(i, 3, f"Linking CUDA executable /p/bin/k{i}")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("[1/3] built k1") and "ETA" in err[0] and err[-1].startswith("[3/3] built k3")
+    with cli.Progress("built", min_interval=3600) as prog:  # a modest rate: the first and last step only
+        for i in range(1, 51):
+            prog(i, 50, f"k{i}")
+    assert [ln.split()[0] for ln in capsys.readouterr().err.splitlines()] == ["[1/50]", "[50/50]"]

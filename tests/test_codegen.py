@@ -66,7 +66,7 @@ def test_golden_sources():
     files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
     golden_dir_check(REPO / "tests" / "golden" / "gemm", {
         rel.replace("/", "__"): text for rel, text in files.items()
-        if rel.endswith((".cu", ".h", "CMakeLists.txt")) and not rel.startswith("common/")})
+        if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt"))})  # common/ too: the shared and family headers
 
 
 def test_injection_code_only_in_inject_builds():

@@ -139,3 +139,27 @@ def test_names_do_not_depend_on_which_entry_gave_the_parameters(tmp_path, monkey
     tuning.write(path, "fft", [{"key": {"precision": "fp64", "level": "none", "logn": 20}, "params": {"launches": 2, "bs1": 4, "bs2": 4, "minb": 2}}], {})
     monkeypatch.setenv("FTGEN_TUNING", str(path))
     assert name_of("fp64", "{scheme: none}", "{logn: 20}") == base
+
+
+def test_search_write_tuning_merges_the_winners(tmp_path):
+    """`ftgen search --write-tuning PATH`: the winners' fixed-size plans become entries of the tuning file, which
+    then resolves the same plan."""
+    from types import SimpleNamespace
+
+    from ftgen import cli, tuning
+    from ftgen.spec.loader import load_spec_text
+
+    s = load_spec_text(
+        "name: t\nfamily: fft\narch: [sm_90]\nprecision: fp32\nprotection: {scheme: abft, level: two-sided-tb}\n"
+        "params: {logn: 10, launches: 1, N1: 1024, n1: 16, bs1: 2}\n",
+        "t.yaml",
+    )
+    v = s.variants[0]
+    row = {"kernel": v.name, "precision": v.precision, "protection": v.protection.to_dict(), "params": v.param_dict,
+           "shape": {"n": 1024, "batch": 65536}, "ms": {"median": 1.0}, "ref": {"lib": "cufft", "ms": 0.95}, "ok": True}
+    path = tmp_path / "gpu1.json"
+    cli._write_tuning(str(path), SimpleNamespace(family=s.family, source="t.yaml"), [row], {"gpu": "X", "git_sha": "abc"})
+    t = tuning.load(str(path)).for_family("fft")
+    got = t.lookup(precision="fp32", level="two-sided-tb", logn=10)
+    assert (got["n1"], got["bs1"]) == (16, 2), got
+    assert t.provenance[-1]["what"] == "ftgen search t.yaml"

@@ -21,7 +21,7 @@ from ..families.base import EmittedVariant, Variant
 from ..templating import TemplateEnv
 from ..spec import Spec
 
-COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh")
+COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh", "ftgen_bench.cuh", "ftgen_bench_driver.cu")
 MANIFEST = "manifest.json"
 
 

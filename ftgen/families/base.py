@@ -332,6 +332,10 @@ class Backend:
         """Reasons why a variant cannot be built or run; empty when it is fine."""
         return []
 
+    def auto_interval(self, prot: Protection, params: Mapping[str, Any]) -> int:
+        """The check / checkpoint interval of ``interval: auto``: the backend's measured fast choice."""
+        return 1
+
     def protection_token(self, prot: Protection) -> str:
         return prot.token(self.levels.get(prot.scheme, {}))
 
@@ -407,6 +411,11 @@ class Family:
             if precision in b.precisions:
                 return b
         return offering[0] if offering else None
+
+    def auto_interval(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> int:
+        """``interval: auto`` resolved by the backend of (precision, protection); 1 where none offers it."""
+        b = self.select_backend(precision, protection)
+        return b.auto_interval(protection, params) if b is not None and precision in b.precisions else 1
 
     def backend_named(self, name: str) -> Backend:
         for b in self.backends:
@@ -567,6 +576,11 @@ class Family:
         return sig
 
     # ---- documentation --------------------------------------------------------------------
+    def tuning_entries(self, rows) -> list[dict]:
+        """Tuning entries (``{"key", "params", "evidence"}``, see ``ftgen.tuning``) from search winners; a family
+        without measured tuning data records none."""
+        return []
+
     def describe(self) -> dict:
         """The family as data (``ftgen list``): its shapes and precisions, each backend's schemes,
         levels, required libraries and parameters (types, choices, ranges, defaults), and the rules."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .. import tolerance as _tolerance
 from ..bench import run_executable
 
 DISTS = ("normal", "uniform", "loguniform")
@@ -61,15 +62,93 @@ def score_of(r: dict) -> float:
     return math.inf if v is None else float(v)
 
 
+# top-level integer fields of a trial row that are not counters of the scheme's work
+_NOT_COUNTERS = {"trial", "injected", "detected", "corrected", "uncorrectable", "recomputed", "clean_false_alarms",
+                 "seed", "reps", "warmup"}
+CLEAN_MULTIPLIERS = (2, 10, 100)  # coverage also at these multiples of the campaign's largest clean error
+
+
+def _err(r: dict, key: str = "max_rel_err") -> float:
+    """An error field of a row; JSON null (a non-finite error) or NaN is over every tolerance."""
+    v = r.get(key)
+    if v is None:
+        return math.inf
+    v = float(v)
+    return math.inf if math.isnan(v) else v
+
+
+def _applied(r: dict) -> int:
+    """Faults applied in a trial: the fault record's `applied`, else the row's `injected`."""
+    f = r.get("fault")
+    if isinstance(f, dict) and "applied" in f:
+        return int(f["applied"])
+    return int(r.get("injected") or 0)
+
+
+def counters_violated(r: dict) -> bool:
+    """A trial whose counters break detected <= faults applied + false alarms (the false alarms of its own clean
+    run where the row carries them). Such a trial is flagged and never counted as corrected."""
+    return int(r.get("detected") or 0) > _applied(r) + int(r.get("clean_false_alarms") or 0)
+
+
+def significance(rows: list[dict]) -> dict:
+    """The significance rule of a campaign's rows: {rule, tolerance, max_clean_err}. The rule is the one of
+    ftgen/tolerance.py for the precision the rows deliver and their accumulation depth; rows it does not cover
+    keep the executable's own tolerance (rule "executable"; the largest any row carries)."""
+    clean = [r for r in rows if not r.get("injected")]
+    out = {"rule": None, "tolerance": None, "max_clean_err": max((_err(r) for r in clean), default=None)}
+    got = _tolerance.for_row(rows[0]) if rows else None
+    if got is not None:
+        out["rule"], out["tolerance"] = got
+    else:
+        ts = [float(r["tolerance"]) for r in rows if r.get("tolerance") is not None]
+        if ts:
+            out["rule"], out["tolerance"] = "executable", max(ts)
+    return out
+
+
+def is_significant(r: dict, tol: float | None) -> bool:
+    """A fault that, left uncorrected, changes the output beyond `tol` (the row's uncorrected run); rows without
+    an uncorrected error keep the executable's own verdict."""
+    if tol is not None and "uncorrected_err" in r:
+        return _err(r, "uncorrected_err") > tol
+    return bool(r.get("significant"))
+
+
+def is_corrected(r: dict, tol: float | None) -> bool:
+    """A significant fault that was detected and left the output within `tol` (finite), with consistent counters.
+    A detected trial whose output is still wrong is not corrected."""
+    if not is_significant(r, tol) or int(r.get("detected") or 0) <= 0 or counters_violated(r):
+        return False
+    if tol is not None and "max_rel_err" in r:
+        return _err(r) <= tol
+    return bool(r.get("ok"))
+
+
+def _coverage_at(faulty: list[dict], tol: float | None) -> dict:
+    sig = [r for r in faulty if is_significant(r, tol)]
+    cor = sum(1 for r in sig if is_corrected(r, tol))
+    return {"tolerance": tol, "significant": len(sig), "corrected": cor, "coverage": (cor / len(sig)) if sig else None}
+
+
 def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
-    """The campaign summary line of DESIGN.md, plus per-distribution and per-bit detail."""
+    """The campaign summary line of DESIGN.md, plus per-distribution, per-site and counter detail.
+
+    Significance and correction are judged at the tolerance of :func:`significance` (the rule of the delivered
+    precision): significant = the uncorrected run of the same fault is beyond it; corrected = significant,
+    detected, the protected output within it and the trial's counters consistent (:func:`counters_violated`).
+    `coverage_at` repeats the count at 2x, 10x and 100x the largest clean error of the same rows.
+    `max_residual_rel_err` is the largest output error a fault left undetected."""
     clean = [r for r in rows if not r.get("injected")]
     faulty = [r for r in rows if r.get("injected")]
-    sig = [r for r in faulty if r.get("significant")]
-    detected = [r for r in sig if r.get("detected", 0) > 0]
-    corrected = [r for r in sig if r.get("ok")]
-    false_alarms = [r for r in clean if r.get("false_alarm") or r.get("detected", 0) > 0]
-    residual = max((r.get("max_rel_err", 0.0) for r in faulty if r.get("ok")), default=0.0)
+    signif = significance(rows)
+    tol = signif["tolerance"]
+    sig = [r for r in faulty if is_significant(r, tol)]
+    detected = [r for r in sig if int(r.get("detected") or 0) > 0]
+    corrected = [r for r in sig if is_corrected(r, tol)]
+    false_alarms = [r for r in clean if r.get("false_alarm") or int(r.get("detected") or 0) > 0]
+    flagged = [r for r in faulty if counters_violated(r)]
+    undetected = [r for r in faulty if int(r.get("detected") or 0) <= 0]
     first = rows[0] if rows else {}
     out = {
         "spec": spec_name,
@@ -85,53 +164,88 @@ def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
         "coverage": (len(corrected) / len(sig)) if sig else None,
         "false_alarms": len(false_alarms),
         "false_alarm_rate": (len(false_alarms) / len(clean)) if clean else None,
-        "max_residual_rel_err": residual,
+        # the largest error a fault left in the output undetected (significant or not)
+        "max_residual_rel_err": max((_err(r) for r in undetected), default=0.0),
+        "max_corrected_rel_err": max((_err(r) for r in corrected), default=0.0),
+        "significance": signif,
+        "coverage_at": {},
+        "counter_violations": len(flagged),
+        "flagged_trials": [r.get("trial") for r in flagged[:20]],
+        "detected_not_corrected": len(detected) - len(corrected),
         "not_ok": sum(1 for r in rows if not r.get("ok")),
         "max_clean_score": max((score_of(r) for r in clean), default=0.0),
         # the detection margin on the other side: the weakest significant fault's score
         "min_significant_score": min((score_of(r) for r in sig), default=None),
     }
-    if any("escalated" in r for r in clean):
-        # checks a prefilter escalated to the exact one (fft two-sided-tb) per clean trial: their cost, not alarms
-        esc = [int(r.get("escalated", 0)) for r in clean]
-        out["escalated_per_clean_trial"] = sum(esc) / len(esc)
-        out["max_escalated_clean"] = max(esc)
+    mc = signif["max_clean_err"]
+    out["coverage_at"]["rule"] = _coverage_at(faulty, tol)
+    for x in CLEAN_MULTIPLIERS:
+        out["coverage_at"][f"{x}x_clean"] = _coverage_at(faulty, x * mc if mc is not None and math.isfinite(mc) else None)
+    # any further integer counter the rows carry (e.g. fft two-sided-tb's `escalated`: checks a prefilter sent to
+    # the exact one; in a clean trial a cost, not an alarm), per clean and per faulty trial
+    names = sorted({k for r in rows for k, v in r.items()
+                    if isinstance(v, int) and not isinstance(v, bool) and k not in _NOT_COUNTERS})
+    for name in names:
+        for part, rs in (("clean", clean), ("faulty", faulty)):
+            vals = [int(r.get(name) or 0) for r in rs if name in r]
+            if vals:
+                out[f"{name}_per_{part}_trial"] = sum(vals) / len(vals)
+                out[f"max_{name}_{part}"] = max(vals)
     by_dist = {}
-    for d in sorted({r.get("dist") for r in rows}):
+    for d in sorted({r.get("dist") for r in rows}, key=str):
         rs = [r for r in rows if r.get("dist") == d]
-        s = [r for r in rs if r.get("injected") and r.get("significant")]
+        s = [r for r in rs if r.get("injected") and is_significant(r, tol)]
         by_dist[d] = {
             "clean": sum(1 for r in rs if not r.get("injected")),
             "faulty": sum(1 for r in rs if r.get("injected")),
             "significant": len(s),
-            "corrected": sum(1 for r in s if r.get("ok")),
-            "false_alarms": sum(1 for r in rs if not r.get("injected") and r.get("detected", 0) > 0),
+            "corrected": sum(1 for r in s if is_corrected(r, tol)),
+            "false_alarms": sum(1 for r in rs if not r.get("injected") and int(r.get("detected") or 0) > 0),
         }
     out["by_dist"] = by_dist
+    sites = per_site(rows, tol)
+    if sites:
+        out["by_site"] = sites
     return out
 
 
-def per_bit(rows: list[dict]) -> list[dict]:
-    """Per flipped bit: faults, how many changed the output beyond tolerance, detected, corrected."""
-    acc: dict[int, dict] = defaultdict(lambda: {"faults": 0, "significant": 0, "detected": 0, "corrected": 0})
+def _tally(rows: list[dict], key: Callable[[dict], object], tol: float | None) -> dict:
+    acc: dict = defaultdict(lambda: {"faults": 0, "significant": 0, "detected": 0, "corrected": 0})
     for r in rows:
         if not r.get("injected"):
             continue
-        b = (r.get("fault") or {}).get("bit", -1)
-        a = acc[b]
+        a = acc[key(r)]
         a["faults"] += 1
-        if r.get("significant"):
+        if is_significant(r, tol):
             a["significant"] += 1
-            a["detected"] += r.get("detected", 0) > 0
-            a["corrected"] += bool(r.get("ok"))
+            a["detected"] += int(r.get("detected") or 0) > 0
+            a["corrected"] += is_corrected(r, tol)
+    return acc
+
+
+def per_site(rows: list[dict], tol: float | None = None) -> dict:
+    """Per fault site (the rows' fault.site: e.g. accumulator, operand A / B), where rows carry one."""
+    if not any(isinstance(r.get("fault"), dict) and "site" in r["fault"] for r in rows):
+        return {}
+    acc = _tally(rows, lambda r: str((r.get("fault") or {}).get("site", "unknown")), tol)
+    return {s: v for s, v in sorted(acc.items())}
+
+
+def per_bit(rows: list[dict], tol: float | None = None) -> list[dict]:
+    """Per flipped bit: faults, how many changed the output beyond tolerance (default: the campaign's rule),
+    detected, corrected."""
+    if tol is None:
+        tol = significance(rows)["tolerance"]
+    acc = _tally(rows, lambda r: (r.get("fault") or {}).get("bit", -1), tol)
     return [{"bit": b, **v} for b, v in sorted(acc.items())]
 
 
 def roc(rows: list[dict]) -> list[dict]:
     """Detection at threshold multiplier m happens when score > m: true-positive rate over the
     significant faults, false-positive rate over the clean trials."""
+    tol = significance(rows)["tolerance"]
     clean = [score_of(r) for r in rows if not r.get("injected")]
-    sig = [score_of(r) for r in rows if r.get("injected") and r.get("significant")]
+    sig = [score_of(r) for r in rows if r.get("injected") and is_significant(r, tol)]
     out = []
     for m in ROC_MULTIPLIERS:
         out.append({

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
@@ -193,12 +194,15 @@ def search(
                 history[k] = [dict(row, shape=s) for s in shapes]
                 pending.pop(k, None)
 
-        for k, idx in pending.items():
+        t_runs = time.monotonic()
+        for j, (k, idx) in enumerate(pending.items(), 1):
             entry = manifest[k]
             run_opts = BenchOptions(**{**opts.__dict__, "shapes": [shapes[i] for i in idx]})
-            log(f"run {k} on {len(idx)} shape(s)")
             got = run_executable(gen.out_dir / "bin" / k, k, run_opts.argv(fam, entry), opts.timeout)
             res.ran += 1
+            left = len(pending) - j
+            eta = f"  (ETA {(time.monotonic() - t_runs) / j * left:.0f}s)" if left else ""
+            log(f"[{j}/{len(pending)}] ran {k} on {len(idx)} shape(s){eta}")
             by_shape = {}
             for r in got:
                 sh = r.get("shape")

@@ -2,7 +2,8 @@
 //
 // Argument parsing, checked CUDA calls, random inputs, CUDA-event timing (warm-up, median of
 // reps, rotating input sets), verification helpers, fault-injection plans and counters, and
-// JSON-lines output. Nothing here is family specific; a family's bench template composes it.
+// JSON-lines output. Nothing here is family specific; the driver (ftgen_bench.cuh) and the
+// families' problem adapters compose it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -107,6 +108,7 @@ struct Args {
   int bit = -1;             // bit to flip (-1: random over the representation)
   double offset = 0.0;      // offset to add (0: derived from the magnitude of the value)
   unsigned long long seed = 20231;
+  bool seed_given = false;  // --seed named: fault plans use it as is (else it is mixed with each shape)
   bool no_ref = false;
   bool info = false;
   int dist = kNormal;
@@ -200,7 +202,10 @@ inline Args parse_args(int argc, char** argv, int nkeys, const char* keys, const
       else bad_arg("--inject-kind: '%s' is not bitflip or offset", k.c_str());
     } else if (f == "--bit") a.bit = static_cast<int>(parse_int("--bit", need(), 0));
     else if (f == "--offset") a.offset = parse_double("--offset", need());
-    else if (f == "--seed") a.seed = static_cast<unsigned long long>(parse_int("--seed", need(), 0));
+    else if (f == "--seed") {
+      a.seed = static_cast<unsigned long long>(parse_int("--seed", need(), 0));
+      a.seed_given = true;
+    }
     else if (f == "--dist") {
       std::string d = need();
       if (d == "normal") a.dist = kNormal;
@@ -446,6 +451,7 @@ inline std::pair<TimeStats, TimeStats> time_pair(LaunchA&& launch_a, LaunchB&& l
 
 // ------------------------------------------------------------------------------------------
 // Verification: max |out - ref| / scale over all elements, with NaN/Inf and unwritten checks.
+// A non-finite output, reference or scale element counts as `nonfinite` (and fails the check).
 // ------------------------------------------------------------------------------------------
 
 struct ErrorStats {
@@ -464,12 +470,14 @@ inline ErrorStats compare(const std::vector<T>& out, const std::vector<R>& ref, 
   for (size_t i = 0; i < out.size(); ++i) {
     double o = static_cast<double>(out[i]);
     double r = static_cast<double>(ref[i]);
-    if (!std::isfinite(o)) {
+    double sv = static_cast<double>(scale ? (*scale)[i] : ref[i]);
+    // a NaN or Inf in the output, the reference or the scale fails (a max over NaN would drop it)
+    if (!std::isfinite(o) || !std::isfinite(r) || !std::isfinite(sv)) {
       e.nonfinite++;
       if (e.worst < 0) e.worst = static_cast<long long>(i);
       continue;
     }
-    double s = std::max(floor, std::fabs(static_cast<double>(scale ? (*scale)[i] : ref[i])));
+    double s = std::max(floor, std::fabs(sv));
     double d = std::fabs(o - r);
     double rel = d / s;
     if (rel > e.max_rel) {
@@ -566,11 +574,12 @@ __global__ void compare_kernel(const T* out, const R* ref, const R* scale, size_
   unsigned long long bad = 0, nonfinite = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const double o = static_cast<double>(out[i]), r = static_cast<double>(ref[i]);
-    if (!isfinite(o)) {
+    const double sv = static_cast<double>(scale ? scale[i] : ref[i]);
+    if (!isfinite(o) || !isfinite(r) || !isfinite(sv)) {  // fmax below would drop a NaN
       ++nonfinite;
       continue;
     }
-    const double s = fmax(floor, fabs(static_cast<double>(scale ? scale[i] : ref[i])));
+    const double s = fmax(floor, fabs(sv));
     const double d = fabs(o - r), rel = d / s;
     mrel = fmax(mrel, rel);
     mabs = fmax(mabs, d);

@@ -31,6 +31,8 @@
 // corrects (inject builds: each planned fault's error worked out before the GEMM, abft_fault_error_kernel).
 //
 // The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
+// The decisions of one row (thresholds, location, the correcting value, the counters) are the pure functions of
+// ftgen_gemm_rules.h (compiled for the host by the behavioural tests); this file keeps the sums, barriers and atomics.
 #pragma once
 
 // ---- pre-pass: the strip encodings of B -----------------------------------------------------------
@@ -467,8 +469,7 @@ struct AbftFragRows {
         double others = 0.0;
         CUTLASS_PRAGMA_UNROLL
         for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
-        a[e] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
-        ++n;
+        n += ftgen_rules::correct_element(a[e], static_cast<double>(sc.rtot[rl]), others);
       }
     });
     return n;
@@ -577,8 +578,7 @@ struct AbftStagedRows {
     double others = 0.0;
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
-    tile[rl * kPitch + sc.col[rl]] = static_cast<typename K::ElementAcc>(static_cast<double>(sc.rtot[rl]) - others);
-    return 1u;
+    return ftgen_rules::correct_element(tile[rl * kPitch + sc.col[rl]], static_cast<double>(sc.rtot[rl]), others);
   }
 };
 
@@ -643,8 +643,7 @@ struct AbftGlobalRows {
     double others = 0.0;
     CUTLASS_PRAGMA_UNROLL
     for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
-    D[rl * ldd + sc.col[rl]] = static_cast<EC>(static_cast<double>(alpha) * (static_cast<double>(sc.rtot[rl]) - others));
-    return 1u;
+    return ftgen_rules::correct_element_scaled(D[rl * ldd + sc.col[rl]], static_cast<double>(alpha), static_cast<double>(sc.rtot[rl]), others);
   }
 };
 
@@ -740,38 +739,14 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
     }
     const float R = sc.ref[tid].x, RW = sc.ref[tid].y, R2 = sc.ref[tid].z;
     sc.rtot[tid] = R;
-    float score = INFINITY;
-    if (NB > 0) {
-      verdict = NB == 1 ? BC : -2;
-    } else {
-      const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
-      const float tau = g.fixed > 0.f ? g.fixed : g.unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
-      const float tau_w = g.fixed > 0.f ? g.fixed * g.rms_w : fmaxf(tau * g.rms_w, g.unit * fabsf(RW));
-      // d, dw from the row's elements summed in double, and the location tested in double: in float, the sums and the
-      // difference dw - j d round a large fault f by about u |f| (2^-24 of an exponent flip's 2^16-2^64), far beyond
-      // tau_w, and the rule would fail to locate it on that rounding alone
-      const double dd = S1 - static_cast<double>(R), ddw = SW - static_cast<double>(RW);
-      const float d = static_cast<float>(dd), dw = static_cast<float>(ddw);
-      const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
-      const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
-      score = fmaxf(sc1, sc2);
-      const bool finite = isfinite(d) && isfinite(dw);
-      if (!(sc1 > 1.f) && !(sc2 > 1.f) && finite) {
-        verdict = -1;
-      } else if (finite && fabs(dd) > 2.0 * tau_w) {
-        const double jq = rint(ddw / dd);
-        if (jq >= 1.0 && jq <= double(S::kN) && fabs(ddw - jq * dd) <= double(tau_w)) verdict = int(jq) - 1;
-      }
-    }
+    float score;
+    verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, S::kN, &score);
     sc.score[tid] = fmaxf(sc.score[tid], score);
     sc.col[tid] = verdict;
   }
   const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
   if (flagged == 0) return make_uint4(0u, 0u, 0u, 0u);
-  if (tid < S::kM && sc.col[tid] != -1) {
-    ++detected;
-    if (sc.col[tid] == -2 || !g.online) ++uncorrectable;
-  }
+  if (tid < S::kM) ftgen_rules::abft_count_row(sc.col[tid], g.online, detected, uncorrectable);
   if (!g.correct) return make_uint4(0u, detected, corrected, uncorrectable);  // measurement mode: detect and count only
   const bool any_unlocated = __syncthreads_or(tid < S::kM && sc.col[tid] == -2) != 0;
   if ((any_unlocated || !g.online) && !g.final_attempt) {
@@ -823,12 +798,12 @@ CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 
         R = sc.ref[tid].x, RW = sc.ref[tid].y;
         scale = fmaxf(sqrtf(fmaxf(sc.ref[tid].z, 0.f)), fabsf(R));
       }
-      const float tau = g.fixed > 0.f ? g.fixed : unit * scale;
-      const float tau_w = g.fixed > 0.f ? g.fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+      const float tau = ftgen_rules::abft_tau(g.fixed, unit, scale);
+      const float tau_w = ftgen_rules::abft_tau_w(g.fixed, tau, unit, rms_w, RW);
       const float d = S1 - R, dw = SW - RW;
-      const float sc1 = tau > 0.f ? fabsf(d) / tau : (d != 0.f ? INFINITY : 0.f);
-      const float sc2 = tau_w > 0.f ? fabsf(dw) / tau_w : (dw != 0.f ? INFINITY : 0.f);
-      if (decided && !(sc1 > 1.f) && !(sc2 > 1.f) && isfinite(d) && isfinite(dw)) {
+      const float sc1 = ftgen_rules::abft_score(d, tau);
+      const float sc2 = ftgen_rules::abft_score(dw, tau_w);
+      if ((decided & ftgen_rules::abft_within(sc1, sc2)) && isfinite(d) && isfinite(dw)) {
         sc.score[tid] = fmaxf(sc.score[tid], fmaxf(sc1, sc2));  // >= the full threshold's score
       } else {
         verdict = -3;

@@ -41,6 +41,7 @@
 
 #include "ftgen_ft.cuh"
 #include "ftgen_gemm.h"
+#include "ftgen_gemm_rules.h"
 
 namespace ftgen_tmr {
 
@@ -96,23 +97,16 @@ CUTLASS_HOST_DEVICE T from_bits(Bits<T> u) {
   return x;
 }
 
-// Vote status of one element: 0 the copies agree; 1 + c: copy c is the minority (the other two agree);
-// 4: all three differ. `maj` is the majority (u0 when all differ). Same table as gemm_cutlass.classify.
-enum VoteStatus : int { kAgree = 0, kMinority0 = 1, kMinority1 = 2, kMinority2 = 3, kUncorrectable = 4 };
-
-template <class U>
-CUTLASS_HOST_DEVICE int vote_element(U u0, U u1, U u2, U& maj) {
-  const bool e01 = u0 == u1, e02 = u0 == u2;
-  maj = u0;
-  if (e01 && e02) return kAgree;
-  if (e01) return kMinority2;
-  if (e02) return kMinority1;
-  if (u1 == u2) {
-    maj = u1;
-    return kMinority0;
-  }
-  return kUncorrectable;
-}
+// Vote status of one element and the vote (ftgen_gemm_rules.h): 0 the copies agree; 1 + c: copy c is the minority
+// (the other two agree); 4: all three differ. `maj` is the majority (u0 when all differ). Same table as
+// gemm_cutlass.classify.
+using ftgen_rules::VoteStatus;
+using ftgen_rules::kAgree;
+using ftgen_rules::kMinority0;
+using ftgen_rules::kMinority1;
+using ftgen_rules::kMinority2;
+using ftgen_rules::kUncorrectable;
+using ftgen_rules::vote_element;
 
 // Per-thread tallies, flushed to the FtCounters with one atomic per non-zero field.
 struct Tally {
@@ -128,16 +122,7 @@ struct Tally {
 // vote_element, counted: detected, then corrected or uncorrectable (which also sets `unc`).
 template <class U>
 CUTLASS_DEVICE int counted_vote(U u0, U u1, U u2, U& maj, Tally& tally, bool& unc) {
-  const int st = vote_element(u0, u1, u2, maj);
-  if (st == kAgree) return st;
-  ++tally.detected;
-  if (st == kUncorrectable) {
-    ++tally.uncorrectable;
-    unc = true;
-  } else {
-    ++tally.corrected;
-  }
-  return st;
+  return ftgen_rules::counted_vote(u0, u1, u2, maj, tally.detected, tally.corrected, tally.uncorrectable, unc);
 }
 
 CUTLASS_DEVICE void count_recomputed(ftgen::FtCounters* c) {
@@ -680,12 +665,7 @@ CUTLASS_DEVICE bool vote_registers(Frag (&acc)[kCopies], bool repair, Tally& tal
     U maj;
     const int st = counted_vote(to_bits(acc[0][e]), to_bits(acc[1][e]), to_bits(acc[2][e]), maj, tally, unc);
     if (st == kAgree || st == kUncorrectable) continue;
-    if (repair) {
-      const E m = from_bits<E>(maj);
-      if (st == kMinority0) acc[0][e] = m;
-      if (st == kMinority1) acc[1][e] = m;
-      if (st == kMinority2) acc[2][e] = m;
-    }
+    if (repair) ftgen_rules::repair_minority(st, from_bits<E>(maj), acc[0][e], acc[1][e], acc[2][e]);
   }
   return unc;
 }

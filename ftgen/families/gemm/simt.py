@@ -28,6 +28,7 @@ from ..base import (
     Variant,
     power_of_two,
 )
+from ...tolerance import context as tolerance_context, tolerance as rule_tolerance
 from .abft_model import abft_lambda
 
 PRECISIONS = ("fp32", "fp64")
@@ -53,17 +54,13 @@ PARAMS = (
 )
 
 MAX_SMEM = SMEM_PER_BLOCK["sm_90"]  # dynamic shared memory per block (sm_80: less; checked at launch)
-TOL_C1 = 8.0  # verification tolerance: TOL_C1 * u * sqrt(k) + TOL_C0 * u (see tolerance)
-TOL_C0 = 16.0
 MAX_REGS = 255
 
 
 def tolerance(precision: str, k: int) -> float:
-    """Max allowed |C - C_ref|_ij / (|alpha||A||B| + |beta||C|)_ij (the bench executables use the
-    same rule): the probabilistic rounding-error bound lambda*sqrt(k)*u of Higham & Mary for
-    both this kernel and cuBLAS, with lambda = TOL_C1, plus a few roundoffs for the epilogue."""
-    u = UNIT_ROUNDOFF[precision]
-    return TOL_C1 * u * math.sqrt(max(k, 1)) + TOL_C0 * u
+    """Max allowed |C - C_ref|_ij / (|alpha||A||B| + |beta||C|)_ij, as the bench executables compute it: the one
+    rule of ``ftgen.tolerance`` for the delivered precision (fp32 or fp64; cuBLAS's result is the reference)."""
+    return rule_tolerance(precision, k)
 
 
 def ref_prepass(v: Variant) -> bool:
@@ -137,6 +134,12 @@ class SimtBackend(Backend):
         "simt: estimated registers per thread <= 255; A and B tiles split evenly over the threads",
         "simt layouts: A, B, C row-major",
     )
+
+    def auto_interval(self, prot: Protection, params) -> int:
+        """k-tiles between verifications when a spec names none: the threadblock level verifies once per tile up to
+        k = 512 k-tiles (measured on an H100 at 4096³ and 8192³: 0.71-0.80x cuBLAS against 0.13x for a check after
+        every k-tile); the other levels every 64 k-tiles (as in the levels' measured comparison)."""
+        return 512 if prot.level == "threadblock" else 64
 
     def constraints(self, v: Variant) -> list[str]:
         g = SimtGeometry(v)
@@ -214,13 +217,12 @@ class SimtBackend(Backend):
             "sym": v.symbol,
             "T": PRECISION_CTYPE[v.precision],
             "precision": v.precision,
-            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
+            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),  # the kernel's detection thresholds
             "prot": prot,
             "inject": prot.inject,
             "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
             "meta_json": v.meta_json(),
-            "tol_c1": TOL_C1,
-            "tol_c0": TOL_C0,
+            **tolerance_context(v.precision),
             "abft": prot.scheme == "abft" and prot.level != "nonfused",
             "abft_tb": prot.scheme == "abft" and prot.level == "threadblock",
             "tb_pre": ref_prepass(v),

@@ -8,6 +8,7 @@
 // Protection: abft-tb-i4 (ABFT at threadblock level, online correction, verified every 4 k-tile(s) and at the end); fault injection compiled in.
 #include "gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj.h"
 #include "ftgen_ft.cuh"
+#include "ftgen_gemm_rules.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -361,24 +362,9 @@ __device__ __forceinline__ double threshold_for(const Params& p, double scale, i
   return LAMBDA * UNIT_ROUNDOFF * (sqrt(static_cast<double>(k_done)) + sqrt(static_cast<double>(cols)) + 1.0) * scale;
 }
 
-// Classify one row's residuals d = sum_j C_ij - r_i and dw = sum_j (j+1) C_ij - r'_i, given thresholds
-// that bound their rounding noise. Returns 0: clean; 1: a fault in C at column *col, located with
-// certainty (|d| > 2 tau_w, so the quotient dw/d is within 1/2 of exactly one integer, and consistent
-// with it); 3: detected but not locatable with certainty (recompute). *score = max residual/threshold.
-__device__ __forceinline__ int classify_row(double d, double dw, double tau, double tau_w, int cols, int* col, double* score) {
-  const double s1 = tau > 0 ? fabs(d) / tau : (d != 0 ? 1e300 : 0.0);
-  const double s2 = tau_w > 0 ? fabs(dw) / tau_w : (dw != 0 ? 1e300 : 0.0);
-  *score = fmax(s1, s2);
-  if (!(s1 > 1.0) && !(s2 > 1.0)) return 0;
-  if (fabs(d) > 2.0 * tau_w) {
-    const double jq = rint(dw / d);
-    if (jq >= 1.0 && jq <= cols && fabs(dw - jq * d) <= tau_w) {
-      *col = static_cast<int>(jq) - 1;
-      return 1;
-    }
-  }
-  return 3;
-}
+// Classify one row's residuals against their thresholds: 0 clean, 1 located at *col, 3 detected, not locatable
+// (ftgen_gemm_rules.h, where the host tests check it).
+using ftgen_rules::classify_row;
 
 
 constexpr unsigned FULL = 0xffffffffu;
@@ -511,7 +497,7 @@ __device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TM
       double rest = 0.0;
       for (int c = 0; c < NT; ++c)
         if (c != col) rest += static_cast<double>(crow[c]);
-      crow[col] = static_cast<T>(c0 - rest);
+      crow[col] = ftgen_rules::replacement<T>(c0, rest);
       ++fixed;
     } else if (todo == 2) {
       recompute = 1;

@@ -1,0 +1,171 @@
+// ftgen gemm: the decisions of the protection schemes as pure functions -- check a row's residuals against their
+// thresholds, locate a fault, the value that corrects it, the counters of a decision, the TMR vote and repair.
+// Included by the kernels (simt_variant.cu.j2, cutlass_tmr.cuh, cutlass_abft.cuh) and compiled for the host by the
+// behavioural tests (tests/test_device_logic.py), which drive them with the NumPy models' data. No memory but the
+// arguments, no threads: the kernels keep the sums, shuffles, barriers and atomics around them.
+// Copied verbatim into every generated gemm variant. Do not edit the copies.
+#pragma once
+
+#include <math.h>
+
+#if defined(__CUDACC__)
+#define FTGEN_RULE __host__ __device__ __forceinline__
+#else
+#define FTGEN_RULE inline
+#endif
+
+namespace ftgen_rules {
+
+// ---- ABFT, both backends ---------------------------------------------------------------------------
+
+// The value that corrects a located element: the row's checksum r_i minus the rest of the row (summed anew).
+template <class T>
+FTGEN_RULE T replacement(double chk, double rest) {
+  return static_cast<T>(chk - rest);
+}
+
+// Correct a located element in place (x = r_i - rest); returns the count of corrected elements (1).
+template <class T>
+FTGEN_RULE unsigned correct_element(T& x, double chk, double rest) {
+  x = replacement<T>(chk, rest);
+  return 1u;
+}
+
+// The same for a stored element D = alpha * acc (the deferred check reads and writes C).
+template <class T>
+FTGEN_RULE unsigned correct_element_scaled(T& x, double alpha, double chk, double rest) {
+  x = static_cast<T>(alpha * (chk - rest));
+  return 1u;
+}
+
+// ---- ABFT, SIMT kernels (double) -------------------------------------------------------------------
+
+// Classify one row's residuals d = sum_j C_ij - r_i and dw = sum_j (j+1) C_ij - r'_i, given thresholds
+// that bound their rounding noise. Returns 0: clean; 1: a fault in C at column *col, located with
+// certainty (|d| > 2 tau_w, so the quotient dw/d is within 1/2 of exactly one integer, and consistent
+// with it); 3: detected but not locatable with certainty (recompute). *score = max residual/threshold.
+FTGEN_RULE int classify_row(double d, double dw, double tau, double tau_w, int cols, int* col, double* score) {
+  const double s1 = tau > 0 ? fabs(d) / tau : (d != 0 ? 1e300 : 0.0);
+  const double s2 = tau_w > 0 ? fabs(dw) / tau_w : (dw != 0 ? 1e300 : 0.0);
+  *score = fmax(s1, s2);
+  if (!(s1 > 1.0) && !(s2 > 1.0)) return 0;
+  if (fabs(d) > 2.0 * tau_w) {
+    const double jq = rint(dw / d);
+    if (jq >= 1.0 && jq <= cols && fabs(dw - jq * d) <= tau_w) {
+      *col = static_cast<int>(jq) - 1;
+      return 1;
+    }
+  }
+  return 3;
+}
+
+// ---- ABFT, CUTLASS threadblock level (float thresholds, double location) --------------------------
+
+// |residual| / threshold: 0 / 0 is 0, anything else over 0 is infinite.
+FTGEN_RULE float abft_score(float r, float tau) { return tau > 0.f ? fabsf(r) / tau : (r != 0.f ? INFINITY : 0.f); }
+
+// Both residuals within their thresholds (a NaN score is; the callers test finiteness). Both compared, no branch.
+FTGEN_RULE bool abft_within(float sc1, float sc2) { return !(sc1 > 1.f) & !(sc2 > 1.f); }
+
+// The thresholds of a row: tau = fixed, or unit * scale; tau_w = fixed * rms(w), or max(tau * rms(w), unit * |r'|).
+FTGEN_RULE float abft_tau(float fixed, float unit, float scale) { return fixed > 0.f ? fixed : unit * scale; }
+FTGEN_RULE float abft_tau_w(float fixed, float tau, float unit, float rms_w, float RW) {
+  return fixed > 0.f ? fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+}
+
+// The column (0-based) of a fault located with certainty from the residuals in double: |d| > 2 tau_w,
+// j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w; -2 where it cannot be located.
+FTGEN_RULE int abft_locate(double dd, double ddw, float tau_w, int cols) {
+  if (fabs(dd) > 2.0 * tau_w) {
+    const double jq = rint(ddw / dd);
+    if (jq >= 1.0 && jq <= double(cols) && fabs(ddw - jq * dd) <= double(tau_w)) return int(jq) - 1;
+  }
+  return -2;
+}
+
+// The full rule for one row (the rare path): SQ, MX the sum of the row's capped squares and the largest, NB, BC
+// its non-finite elements and one of their columns, S1, SW its sums in double, R, RW, R2 the reference checksums.
+// Returns -1 clean, the located column, or -2 detected and not located; *score = the largest residual/threshold
+// (infinite where the row holds a non-finite element).
+FTGEN_RULE int abft_row_verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float R, float RW, float R2, float unit,
+                                float fixed, float rms_w, int cols, float* score) {
+  int verdict = -2;
+  *score = INFINITY;
+  if (NB > 0) {
+    verdict = NB == 1 ? BC : -2;
+  } else {
+    const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
+    // abft_tau and abft_tau_w, written out so that the scale is computed only where no fixed threshold replaces it
+    const float tau = fixed > 0.f ? fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
+    const float tau_w = fixed > 0.f ? fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+    // d, dw from the row's elements summed in double, and the location tested in double: in float, the sums and the
+    // difference dw - j d round a large fault f by about u |f| (2^-24 of an exponent flip's 2^16-2^64), far beyond
+    // tau_w, and the rule would fail to locate it on that rounding alone
+    const double dd = S1 - static_cast<double>(R), ddw = SW - static_cast<double>(RW);
+    const float d = static_cast<float>(dd), dw = static_cast<float>(ddw);
+    const float sc1 = abft_score(d, tau);
+    const float sc2 = abft_score(dw, tau_w);
+    *score = fmaxf(sc1, sc2);
+    const bool finite = isfinite(d) && isfinite(dw);
+    if (abft_within(sc1, sc2) && finite) {
+      verdict = -1;
+    } else if (finite) {
+      verdict = abft_locate(dd, ddw, tau_w, cols);
+    }
+  }
+  return verdict;
+}
+
+// The counters of one row's verdict: a detection (not -1), uncorrectable where it is not corrected in place (not
+// located, or correct: detect).
+FTGEN_RULE void abft_count_row(int verdict, int online, unsigned& detected, unsigned& uncorrectable) {
+  if (verdict != -1) {
+    ++detected;
+    if (verdict == -2 || !online) ++uncorrectable;
+  }
+}
+
+// ---- TMR --------------------------------------------------------------------------------------------
+
+// Vote status of one element: 0 the copies agree; 1 + c: copy c is the minority (the other two agree);
+// 4: all three differ. `maj` is the majority (u0 when all differ). Same table as ftgen.families.gemm.tmr_model.classify.
+enum VoteStatus : int { kAgree = 0, kMinority0 = 1, kMinority1 = 2, kMinority2 = 3, kUncorrectable = 4 };
+
+template <class U>
+FTGEN_RULE int vote_element(U u0, U u1, U u2, U& maj) {
+  const bool e01 = u0 == u1, e02 = u0 == u2;
+  maj = u0;
+  if (e01 && e02) return kAgree;
+  if (e01) return kMinority2;
+  if (e02) return kMinority1;
+  if (u1 == u2) {
+    maj = u1;
+    return kMinority0;
+  }
+  return kUncorrectable;
+}
+
+// vote_element, counted: detected, then corrected or uncorrectable (which also sets `unc`).
+template <class U>
+FTGEN_RULE int counted_vote(U u0, U u1, U u2, U& maj, unsigned& detected, unsigned& corrected, unsigned& uncorrectable, bool& unc) {
+  const int st = vote_element(u0, u1, u2, maj);
+  if (st == kAgree) return st;
+  ++detected;
+  if (st == kUncorrectable) {
+    ++uncorrectable;
+    unc = true;
+  } else {
+    ++corrected;
+  }
+  return st;
+}
+
+// Repair the minority copy of a vote (st: its status) with the majority m.
+template <class E>
+FTGEN_RULE void repair_minority(int st, E m, E& x0, E& x1, E& x2) {
+  if (st == kMinority0) x0 = m;
+  if (st == kMinority1) x1 = m;
+  if (st == kMinority2) x2 = m;
+}
+
+}  // namespace ftgen_rules

@@ -1,0 +1,402 @@
+"""Behavioural CPU tests of the gemm kernels' device-side decisions: templates/gemm/ftgen_gemm_rules.h (the check,
+locate, correct, count and vote functions the SIMT, CUTLASS ABFT and TMR kernels call) compiled for the host with
+the system C++ compiler, loaded with ctypes and driven with the NumPy models' data (gemm.abft_* for ABFT,
+ftgen.families.gemm.tmr_model.classify for the vote) on clean and faulty tiles. A planted bug in any of those functions fails these
+tests through behaviour (test_planted_bugs_fail_the_behavioural_tests plants them one at a time)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from ftgen import tolerance
+from ftgen.families.gemm import abft_model as g
+from ftgen.families.gemm import tmr_model as gc
+
+RULES = REPO / "templates" / "gemm" / "ftgen_gemm_rules.h"
+
+SHIM = r"""
+#include "ftgen_gemm_rules.h"
+#include <stdint.h>
+using namespace ftgen_rules;
+extern "C" {
+int simt_classify(double d, double dw, double tau, double tau_w, int cols, int* col, double* score) {
+  *col = -1;
+  return classify_row(d, dw, tau, tau_w, cols, col, score);
+}
+double replacement_f64(double chk, double rest) { return replacement<double>(chk, rest); }
+float replacement_f32(double chk, double rest) { return replacement<float>(chk, rest); }
+unsigned correct_f32(float* x, double chk, double rest) { return correct_element(*x, chk, rest); }
+unsigned correct_scaled_f32(float* x, double alpha, double chk, double rest) { return correct_element_scaled(*x, alpha, chk, rest); }
+// pass 1 of abft_pass1_rows (cutlass_abft.cuh), composed of the same calls
+int abft_pass1(int decided, float S1, float SW, float R, float RW, float scale, float unit, float fixed, float rms_w, float* score) {
+  const float tau = abft_tau(fixed, unit, scale);
+  const float tau_w = abft_tau_w(fixed, tau, unit, rms_w, RW);
+  const float d = S1 - R, dw = SW - RW;
+  const float sc1 = abft_score(d, tau);
+  const float sc2 = abft_score(dw, tau_w);
+  *score = fmaxf(sc1, sc2);
+  return (decided && abft_within(sc1, sc2) && isfinite(d) && isfinite(dw)) ? 1 : 0;
+}
+int abft_verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float R, float RW, float R2, float unit, float fixed,
+                 float rms_w, int cols, float* score) {
+  return abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
+}
+void abft_count(int verdict, int online, unsigned* detected, unsigned* uncorrectable) {
+  abft_count_row(verdict, online, *detected, *uncorrectable);
+}
+int tmr_vote(uint32_t u0, uint32_t u1, uint32_t u2, uint32_t* maj) { return vote_element(u0, u1, u2, *maj); }
+int tmr_counted(uint32_t u0, uint32_t u1, uint32_t u2, uint32_t* maj, unsigned* counts, int* unc) {
+  bool b = *unc != 0;
+  const int st = counted_vote(u0, u1, u2, *maj, counts[0], counts[1], counts[2], b);
+  *unc = b;
+  return st;
+}
+void tmr_repair(int st, float m, float* x) { repair_minority(st, m, x[0], x[1], x[2]); }
+}
+"""
+
+
+def compiler() -> str | None:
+    return shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+
+
+def build(rules_dir: Path, out: Path):
+    """Compile the shim against the rules header in `rules_dir`; the loaded library with its signatures."""
+    cxx = compiler()
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    src = out / "shim.cpp"
+    src.write_text(SHIM)
+    lib_path = out / "librules.so"
+    cmd = [cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC", f"-I{rules_dir}", str(src), "-o", str(lib_path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lib = ctypes.CDLL(str(lib_path))
+    d, f, i, u = ctypes.c_double, ctypes.c_float, ctypes.c_int, ctypes.c_uint
+    P = ctypes.POINTER
+    sig = {
+        "simt_classify": (i, [d, d, d, d, i, P(i), P(d)]),
+        "replacement_f64": (d, [d, d]),
+        "replacement_f32": (f, [d, d]),
+        "correct_f32": (u, [P(f), d, d]),
+        "correct_scaled_f32": (u, [P(f), d, d, d]),
+        "abft_pass1": (i, [i, f, f, f, f, f, f, f, f, P(f)]),
+        "abft_verdict": (i, [f, f, i, i, d, d, f, f, f, f, f, f, i, P(f)]),
+        "abft_count": (None, [i, i, P(u), P(u)]),
+        "tmr_vote": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32)]),
+        "tmr_counted": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32), P(u), P(i)]),
+        "tmr_repair": (None, [i, f, P(f)]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return build(RULES.parent, tmp_path_factory.mktemp("rules"))
+
+
+# ---- data: one checksum strip of a GEMM, as the NumPy model sees it -----------------------------------------
+
+
+def flip(x: np.float32, bit: int) -> np.float32:
+    return np.array([x], dtype=np.float32).view(np.uint32).__xor__(np.uint32(1 << bit)).view(np.float32)[0]
+
+
+class Strip:
+    """A (rows x cols) strip of C = A B in fp32 with its reference checksums r, r', r2 (in double, from the model's
+    encodings of B), the clean C kept beside the faulty one."""
+
+    def __init__(self, seed: int, rows: int = 32, k: int = 256, cols: int = 128, dist: str = "normal"):
+        rng = np.random.default_rng(seed)
+        if dist == "uniform":
+            A, B = rng.uniform(-1, 1, (rows, k)), rng.uniform(-1, 1, (k, cols))
+        else:
+            A, B = rng.standard_normal((rows, k)), rng.standard_normal((k, cols))
+        self.A, self.B = A.astype(np.float32), B.astype(np.float32)
+        self.k, self.cols = k, cols
+        self.C = (self.A @ self.B).astype(np.float32)
+        self.clean = self.C.copy()
+        be, bw, b2 = g.abft_encode(self.B.astype(np.float64), cols)
+        A64 = self.A.astype(np.float64)
+        self.r, self.rw, self.r2 = (A64 @ be)[:, 0], (A64 @ bw)[:, 0], ((A64 * A64) @ b2)[:, 0]
+        self.unit = g.abft_threshold_unit("fp32", k, cols)
+        self.rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
+        self.w = np.arange(1, cols + 1, dtype=np.float64)
+
+    def model_row(self, i: int):
+        """The NumPy model's (kind, col, d, dw, tau, tau_w, score) for row i of the (possibly faulty) strip."""
+        c = self.C[i].astype(np.float64)
+        tau = g.abft_row_threshold(c, self.r[i], self.rw[i], self.r2[i], self.k, "fp32")
+        tau_w = g.abft_weighted_threshold(tau, self.rw[i], self.unit, self.cols)
+        d, dw = float(c.sum()) - self.r[i], float((self.w * c).sum()) - self.rw[i]
+        kind, col = g.abft_classify(d, dw, tau, tau_w, self.cols)
+        score = max(abs(d) / tau if tau > 0 else 0.0, abs(dw) / tau_w if tau_w > 0 else 0.0)
+        return kind, col, d, dw, tau, tau_w, score
+
+    def row_inputs(self, i: int):
+        """The CUTLASS rare path's inputs for row i: capped float squares, non-finite elements, double sums."""
+        c = self.C[i]
+        fin = np.isfinite(c)
+        cc = np.minimum(np.abs(c[fin]), np.float32(1e17))
+        sq = (cc * cc).astype(np.float32)
+        bad = np.flatnonzero(~fin)
+        return dict(SQ=float(np.sum(sq, dtype=np.float32)), MX=float(sq.max(initial=0)), NB=int(bad.size),
+                    BC=int(bad[-1]) if bad.size else -1, S1=float(c[fin].astype(np.float64).sum()) if bad.size == 0 else 0.0,
+                    SW=float((self.w[fin] * c[fin].astype(np.float64)).sum()) if bad.size == 0 else 0.0)
+
+    def rest(self, i: int, j: int) -> float:
+        """The rest of row i without column j, summed anew in double (as the kernels do)."""
+        return float(np.delete(self.C[i].astype(np.float64), j).sum())
+
+    def tol(self, i: int, j: int) -> float:
+        """The tolerance rule's bound on |C_ij - exact| for this element (fp32, depth k)."""
+        s = float(np.abs(self.A[i].astype(np.float64)) @ np.abs(self.B[:, j].astype(np.float64)))
+        return tolerance.tolerance("fp32", self.k) * s
+
+
+def plant(s: Strip, rng, n: int = 1, bits=range(23, 31), limit: float = 1e30):
+    """Flip an exponent bit of n elements in distinct rows; returns [(row, col)] of the faults that change their
+    element by more than 1e3 times the row's threshold (unambiguous for the rule: located with certainty) and leave
+    it below `limit` (beyond ~1e36 the CUTLASS rule's float residual dw overflows: detected, not located)."""
+    out = []
+    rows = rng.choice(s.C.shape[0], size=n, replace=False)
+    for i in rows:
+        j = int(rng.integers(s.cols))
+        s.C[i, j] = flip(s.C[i, j], int(rng.choice(list(bits))))
+        if abs(float(s.C[i, j])) < limit and abs(float(s.C[i, j]) - float(s.clean[i, j])) > 1e3 * s.model_row(i)[4]:
+            out.append((int(i), j))
+        else:
+            s.C[i, j] = s.clean[i, j]  # not clearly significant: put back
+    return out
+
+
+# ---- the behavioural checks (each also run against planted bugs) -------------------------------------------
+
+
+def check_simt_rows(lib):
+    """SIMT classify_row against the model on clean and faulty strips; a located fault's correction restores the
+    element."""
+    rng = np.random.default_rng(7)
+    located = 0
+    for seed in range(6):
+        s = Strip(seed, dist="uniform" if seed % 2 else "normal")
+        faults = dict(plant(s, rng, n=4))
+        for i in range(s.C.shape[0]):
+            kind, col, d, dw, tau, tau_w, score = s.model_row(i)
+            c_col, c_score = ctypes.c_int(), ctypes.c_double()
+            got = lib.simt_classify(d, dw, tau, tau_w, s.cols, ctypes.byref(c_col), ctypes.byref(c_score))
+            assert got == kind, (seed, i, got, kind)
+            assert c_score.value == pytest.approx(score, rel=1e-12)
+            if i not in faults:
+                assert got == 0 and score < 0.6, (seed, i, score)  # a clean row raises nothing
+                continue
+            assert got == 1 and c_col.value == faults[i] == col  # located where the fault is (corrected in place)
+            j = c_col.value
+            fixed = lib.replacement_f32(s.r[i], s.rest(i, j))
+            assert abs(fixed - float(s.clean[i, j])) <= s.tol(i, j), (fixed, s.clean[i, j])
+            fixed64 = lib.replacement_f64(s.r[i], s.rest(i, j))
+            assert abs(fixed64 - float(s.clean[i, j])) <= s.tol(i, j)
+            located += 1
+    assert located >= 12
+
+
+def cutlass_verdict(lib, s: Strip, i: int, fixed: float = 0.0):
+    x = s.row_inputs(i)
+    sc = ctypes.c_float()
+    v = lib.abft_verdict(x["SQ"], x["MX"], x["NB"], x["BC"], x["S1"], x["SW"], np.float32(s.r[i]), np.float32(s.rw[i]),
+                         np.float32(s.r2[i]), np.float32(s.unit), fixed, np.float32(s.rms_w), s.cols, ctypes.byref(sc))
+    return v, sc.value
+
+
+def cutlass_pass1(lib, s: Strip, i: int, decided: bool = True) -> bool:
+    c = s.C[i]
+    S1 = np.float32(np.sum(c, dtype=np.float32))
+    with np.errstate(over="ignore", invalid="ignore"):  # (float sums of a faulty row may overflow, as on the GPU)
+        SW = np.float32(np.sum(s.w.astype(np.float32) * c, dtype=np.float32))
+    R = np.float32(s.r[i])
+    scale = max(math.sqrt(max(float(np.float32(s.r2[i])), 0.0)), abs(float(R)))
+    sc = ctypes.c_float()
+    return bool(lib.abft_pass1(int(decided), S1, SW, R, np.float32(s.rw[i]), scale, np.float32(s.unit), 0.0, np.float32(s.rms_w), ctypes.byref(sc)))
+
+
+def check_cutlass_tiles(lib):
+    """The CUTLASS threadblock level's decisions for each row of a strip (pass 1, the rare path's full rule, the
+    counters, the correction in place) against the model: a clean tile raises nothing; each single fault is located,
+    counted detected and corrected (not uncorrectable, no recomputation) and the corrected element is right."""
+    rng = np.random.default_rng(11)
+    total = 0
+    for seed in range(6):
+        s = Strip(100 + seed, dist="uniform" if seed % 2 else "normal")
+        faults = dict(plant(s, rng, n=3))
+        det, unc, cor = ctypes.c_uint(0), ctypes.c_uint(0), 0
+        for i in range(s.C.shape[0]):
+            kind, col, *_ = s.model_row(i)
+            clean1 = cutlass_pass1(lib, s, i)
+            verdict, score = cutlass_verdict(lib, s, i)
+            lib.abft_count(verdict, 1, ctypes.byref(det), ctypes.byref(unc))
+            if i not in faults:
+                assert kind == 0 and clean1 and verdict == -1 and score < 0.6, (seed, i, verdict, score)
+                continue
+            assert not clean1  # pass 1 sends the row to the rare path
+            assert kind == 1 and verdict == col == faults[i], (seed, i, verdict, col, faults[i])
+            j = verdict
+            x = ctypes.c_float(float(s.C[i, j]))
+            cor += lib.correct_f32(ctypes.byref(x), float(np.float32(s.r[i])), s.rest(i, j))
+            assert abs(x.value - float(s.clean[i, j])) <= s.tol(i, j), (x.value, s.clean[i, j])
+            y = ctypes.c_float(float(s.C[i, j]) * 2.0)  # the deferred check: D = alpha acc, alpha = 2
+            assert lib.correct_scaled_f32(ctypes.byref(y), 2.0, float(np.float32(s.r[i])), s.rest(i, j)) == 1
+            assert abs(y.value - 2.0 * float(s.clean[i, j])) <= 2.0 * s.tol(i, j)
+            total += 1
+        n = len(faults)
+        assert (det.value, cor, unc.value) == (n, n, 0), (seed, det.value, cor, unc.value, n)
+    assert total >= 10
+
+
+def check_cutlass_special_rows(lib):
+    """Non-finite elements, a fault that cannot be located, a fixed threshold, and detect-only counting."""
+    s = Strip(5)
+    i = 3
+    assert cutlass_pass1(lib, s, i) and not cutlass_pass1(lib, s, i, decided=False)  # undecided rows: the rare path
+    s.C[i, 17] = np.float32(np.nan)
+    assert not cutlass_pass1(lib, s, i)  # a NaN in the row goes to the rare path (its scores compare false)
+    s.C[i, 17] = np.float32(np.inf)
+    assert not cutlass_pass1(lib, s, i)
+    v, score = cutlass_verdict(lib, s, i)
+    assert v == 17 and math.isinf(score)  # one non-finite element: its column
+    s.C[i, 40] = np.float32(np.nan)
+    assert cutlass_verdict(lib, s, i)[0] == -2  # two: not located
+    s.C[i] = s.clean[i]
+    assert cutlass_verdict(lib, s, i)[0] == -1
+    # two faults in one row: detected, not located (the quotient is no column)
+    s.C[i, 10] += np.float32(1e4 * s.model_row(i)[4])
+    s.C[i, 90] += np.float32(2e4 * s.model_row(i)[4])
+    v, _ = cutlass_verdict(lib, s, i)
+    assert v == -2 and s.model_row(i)[0] == 3
+    s.C[i] = s.clean[i]
+    # a fault in the weighted reference checksum r' (not in C): detected by dw alone, not located
+    tau_w = s.model_row(i)[5]
+    s.rw[i] += 1e3 * tau_w
+    assert not cutlass_pass1(lib, s, i) and cutlass_verdict(lib, s, i)[0] == -2 and s.model_row(i)[0] == 3
+    s.rw[i] -= 1e3 * tau_w
+    assert cutlass_pass1(lib, s, i) and cutlass_verdict(lib, s, i)[0] == -1
+    # a fault so large that the weighted residual overflows float: detected, not located (the tile is recomputed)
+    s.C[i, 100] = np.float32(3e37)
+    assert cutlass_verdict(lib, s, i)[0] == -2 and s.model_row(i)[0] == 1
+    s.C[i] = s.clean[i]
+    # a fixed threshold (protection.threshold) replaces the derived one
+    assert cutlass_verdict(lib, s, i, fixed=1e-30)[0] != -1
+    assert cutlass_verdict(lib, s, i, fixed=1e30)[0] == -1
+    det, unc = ctypes.c_uint(0), ctypes.c_uint(0)
+    for verdict, online in ((-1, 1), (-1, 0), (5, 1), (-2, 1), (5, 0)):
+        lib.abft_count(verdict, online, ctypes.byref(det), ctypes.byref(unc))
+    assert (det.value, unc.value) == (3, 2)  # -2 online and 5 with correct: detect are not corrected in place
+
+
+def check_tmr(lib):
+    """The vote against ftgen.families.gemm.tmr_model.classify on every pattern of agreement, with random bit patterns; one bad copy
+    is outvoted and repaired, three different copies are uncorrectable."""
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**32, size=64, dtype=np.uint64).astype(np.uint32)
+    other = base ^ (np.uint32(1) << rng.integers(0, 32, size=64).astype(np.uint32))
+    third = other ^ np.uint32(1 << 31)
+    cases = [(base, base, base), (other, base, base), (base, other, base), (base, base, other), (base, other, third)]
+    for u0, u1, u2 in cases:
+        status, majority = gc.classify(u0, u1, u2)
+        for e in range(len(u0)):
+            maj = ctypes.c_uint32()
+            st = lib.tmr_vote(int(u0[e]), int(u1[e]), int(u2[e]), ctypes.byref(maj))
+            assert st == int(status[e]), (st, int(status[e]))
+            if st != gc.UNCORRECTABLE:
+                assert maj.value == int(majority[e]) == int(base[e])  # the two agreeing copies win
+    counts, unc, maj = (ctypes.c_uint * 3)(0, 0, 0), ctypes.c_int(0), ctypes.c_uint32()
+    for u0, u1, u2 in cases:
+        lib.tmr_counted(int(u0[0]), int(u1[0]), int(u2[0]), ctypes.byref(maj), counts, ctypes.byref(unc))
+    assert list(counts) == [4, 3, 1] and unc.value == 1  # detected, corrected, uncorrectable
+    for st, bad in ((gc.MINORITY_0, 0), (gc.MINORITY_1, 1), (gc.MINORITY_2, 2)):
+        x = (ctypes.c_float * 3)(1.5, 1.5, 1.5)
+        x[bad] = -7.0
+        lib.tmr_repair(st, 1.5, x)
+        assert list(x) == [1.5, 1.5, 1.5]
+    x = (ctypes.c_float * 3)(1.0, 2.0, 3.0)
+    for st in (gc.AGREE, gc.UNCORRECTABLE):
+        lib.tmr_repair(st, 9.0, x)
+    assert list(x) == [1.0, 2.0, 3.0]
+
+
+CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_tmr)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
+def test_device_logic(lib, check):
+    check(lib)
+
+
+def test_the_kernels_decide_through_the_rules():
+    """The kernels call these functions rather than keeping copies of the decisions (so the tests above test them)."""
+    abft = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
+    tmr = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
+    simt = (REPO / "templates" / "gemm" / "simt_variant.cu.j2").read_text()
+    for name in ("abft_row_verdict", "abft_tau(", "abft_tau_w(", "abft_score(", "abft_within(", "abft_count_row",
+                 "correct_element(", "correct_element_scaled("):
+        assert f"ftgen_rules::{name}" in abft, name
+    assert "(sc1 > 1.f)" not in abft and "rint(ddw" not in abft  # no second copy of the comparison or the location
+    assert '#include "ftgen_gemm_rules.h"' in tmr and "using ftgen_rules::vote_element;" in tmr
+    assert "ftgen_rules::counted_vote(" in tmr and "ftgen_rules::repair_minority(" in tmr
+    assert "int vote_element(" not in tmr
+    assert "using ftgen_rules::classify_row;" in simt and simt.count("ftgen_rules::replacement<T>(") == 5
+    assert "rint(dw" not in simt and "(s1 > 1.0)" not in simt
+
+
+# ---- planted bugs: each must make a behavioural check fail -----------------------------------------------------
+
+MUTANTS = {
+    # the score-vs-threshold comparison flipped (CUTLASS ABFT, both passes)
+    "abft_comparison_flipped": ("return !(sc1 > 1.f) & !(sc2 > 1.f);", "return !(sc1 < 1.f) & !(sc2 < 1.f);"),
+    # the in-place fix skipped but still counted (CUTLASS ABFT)
+    "abft_fix_skipped_but_counted": ("  x = replacement<T>(chk, rest);\n  return 1u;", "  return 1u;"),
+    "abft_scaled_fix_skipped": ("  x = static_cast<T>(alpha * (chk - rest));\n", ""),
+    # the location off by one column
+    "abft_locate_off_by_one": ("return int(jq) - 1;", "return int(jq);"),
+    # the weighted residual's score ignored (a fault in the weighted checksum passes)
+    "abft_within_ignores_weighted": ("return !(sc1 > 1.f) & !(sc2 > 1.f);", "return !(sc1 > 1.f);"),
+    # an unlocated detection counted as correctable
+    "abft_count_unlocated_as_correctable": ("if (verdict == -2 || !online) ++uncorrectable;", "if (!online) ++uncorrectable;"),
+    # the TMR vote always taking copy 0
+    "tmr_vote_takes_copy_0": ("    maj = u1;\n", ""),
+    # the repair writes the wrong copy
+    "tmr_repair_wrong_copy": ("if (st == kMinority1) x1 = m;", "if (st == kMinority1) x2 = m;"),
+    # an uncorrectable vote counted as corrected
+    "tmr_uncorrectable_counted_corrected": ("    ++uncorrectable;\n    unc = true;", "    ++corrected;\n    unc = true;"),
+    # the SIMT correction's sign flipped (r_i - rest -> rest - r_i)
+    "simt_correction_sign_flipped": ("return static_cast<T>(chk - rest);", "return static_cast<T>(rest - chk);"),
+    # the SIMT comparison flipped
+    "simt_comparison_flipped": ("if (!(s1 > 1.0) && !(s2 > 1.0)) return 0;", "if (!(s1 < 1.0) && !(s2 < 1.0)) return 0;"),
+}
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_planted_bugs_fail_the_behavioural_tests(name, tmp_path):
+    old, new = MUTANTS[name]
+    text = RULES.read_text()
+    assert text.count(old) == 1, f"mutation {name} no longer applies: update it to the header"
+    (tmp_path / RULES.name).write_text(text.replace(old, new))
+    mutant = build(tmp_path, tmp_path)
+    caught = []
+    for check in CHECKS:
+        try:
+            check(mutant)
+        except AssertionError:
+            caught.append(check.__name__)
+    assert caught, f"planted bug {name} passed every behavioural check"
