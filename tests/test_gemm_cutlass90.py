@@ -20,7 +20,6 @@ from ftgen.codegen.emit import render_spec
 from ftgen.families import get as get_family
 from ftgen.families.base import Protection, Variant
 from ftgen.families.gemm import cutlass90 as c90
-from ftgen.families.gemm.cutlass import U_SPLIT
 from ftgen.paths import cutlass_include_dir
 from ftgen.spec import load_spec_text
 
@@ -219,14 +218,19 @@ def test_bench_is_the_cutlass_adapter_with_the_derived_tolerance():
     files, _ = render_spec(load_spec_text(GOLDEN, "g.yaml"))
     bench = next(t for p, t in files.items() if p.endswith("_bench.cu") and "tf32x3" in p)
     assert "gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persistent_sauto_sw1_rc_workspace" in bench
-    assert "mmas = 3" in bench and "u_split = 1.9073486328125e-06" in bench  # 2^-19
+    t = c90.tolerance("tf32x3")
+    assert f"return {t['tol_u']} * ({t['tol_c1']} * std::sqrt(" in bench  # the fp32-level rule of tf32x3
 
 
-def test_tolerance_terms_follow_the_wgmma():
-    assert c90.tolerance("tf32")["u_in"] == 2.0**-10  # truncated operands
-    assert c90.tolerance("tf32")["inst_k"] == 8 and c90.tolerance("bf16")["inst_k"] == 16
-    assert c90.tolerance("tf32x3")["mmas"] == 3 and c90.tolerance("tf32x3")["u_in"] == 0.0
-    assert c90.tolerance("bf16")["u_out"] == 2.0**-8
+def test_tolerance_is_the_delivered_precision_rule_with_truncated_tf32_inputs():
+    from ftgen.tolerance import context
+
+    for prec in c90.PRECISIONS:
+        t = c90.tolerance(prec)
+        assert {k: t[k] for k in ("tol_u", "tol_c1", "tol_c0", "tol_io")} == context(prec)
+    assert float(c90.tolerance("tf32")["io_unrounded"]) == 2 * 2.0**-10 + 2.0**-20  # truncated operands
+    assert float(c90.tolerance("tf32x3")["io_unrounded"]) == 0.0
+    assert float(c90.tolerance("bf16")["tol_io"]) == 2.0**-8  # the 16-bit output
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,8 +262,8 @@ def test_tf32x3_split_loses_at_most_u_split_per_product():
            + ab.astype(np.float64) * bb)
     exact = a.astype(np.float64) * b
     rel = np.abs(got - exact) / np.abs(exact)
-    assert rel.max() <= U_SPLIT["tf32x3"]
-    assert rel.max() > U_SPLIT["tf32x3"] / 64  # the bound is not vacuous: the dropped terms are of that order
+    assert rel.max() <= c90.SPLIT_LOSS
+    assert rel.max() > c90.SPLIT_LOSS / 64  # the bound is not vacuous: the dropped terms are of that order
     # plain tf32 (one truncated product) is 2^-10-ish: far outside the split's bound
     one = _wgmma_reads(a).astype(np.float64) * _wgmma_reads(b)
     assert (np.abs(one - exact) / np.abs(exact)).max() > 2.0**-11
