@@ -228,7 +228,8 @@ def test_builtin_gemm_describes_each_backends_real_ranges():
     by = {b["name"]: {p["name"]: p for p in b["params"]} for b in d["backends"]}
     assert by["simt"]["stages"]["range"] == [2, 6] and by["cutlass"]["stages"]["range"] == [3, 8]
     assert by["cutlass"]["coop_teams"]["range"] == [0, None]
-    assert {b["name"]: b["requires"] for b in d["backends"]} == {"simt": ["cublas"], "cutlass": ["cublas", "cutlass"]}
+    assert {b["name"]: b["requires"] for b in d["backends"]} == {"simt": ["cublas"], "cutlass": ["cublas", "cutlass"],
+                                                                        "cutlass90": ["cublas", "cutlass"]}
     assert {b["name"]: b["schemes"] for b in d["backends"]}["cutlass"]["tmr"] == ["kernel", "threadblock", "multikernel", "cooperative"]
 
 

@@ -345,7 +345,11 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
         if reason:
             rejected.append(Rejected(point, [reason]))
             continue
-        defs = {p.name: p for p in family.param_defs(precision, prot)}
+        chosen = family.select_backend(precision, prot)
+        if backend and chosen is not None and backend != chosen.name:  # a backend selected by params (gemm's cutlass90)
+            defs = {p.name: p for p in family.backend_named(backend).param_defs(precision, prot)}
+        else:
+            defs = {p.name: p for p in family.param_defs(precision, prot)}
         unused = [k for k in params if k not in defs]
         full = {pname: params.get(pname, pdef.default[0]) for pname, pdef in defs.items()}
         # parameters the spec omitted take their default(s); several defaults expand too
