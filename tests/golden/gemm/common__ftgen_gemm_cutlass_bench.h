@@ -48,11 +48,14 @@ __device__ __forceinline__ double widen(float x) { return x; }
 __device__ __forceinline__ double widen(double x) { return x; }
 __device__ __forceinline__ double widen(__half x) { return __half2float(x); }
 __device__ __forceinline__ double widen(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float maybe_tf32(float x, int tf32) { return tf32 ? to_tf32(x) : x; }
+// the Hopper kernels' tf32 operands: the 13 low bits dropped (truncation), no rounding
+__device__ __forceinline__ float truncate_tf32(float x) { return __uint_as_float(__float_as_uint(x) & ~0x1fffu); }
+// mode 0: the data itself; 1: rounded to tf32 as the sm80 kernels do; 2: truncated as the sm90 kernels do
+__device__ __forceinline__ float maybe_tf32(float x, int mode) { return mode == 1 ? to_tf32(x) : mode == 2 ? truncate_tf32(x) : x; }
 template <class X>
 __device__ __forceinline__ X maybe_tf32(X x, int) { return x; }
 
-// `round`: as the tensor cores see it (tf32 inputs rounded); else exactly widened
+// `round` (a maybe_tf32 mode): as the tensor cores see it (tf32 inputs rounded or truncated); 0: exactly widened
 template <class T, class R>
 __global__ void to_ref_kernel(const T* in, R* out, R* abs_out, size_t n, int round) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -62,9 +65,9 @@ __global__ void to_ref_kernel(const T* in, R* out, R* abs_out, size_t n, int rou
   }
 }
 template <class T, class R>
-inline void to_ref_launch(const T* in, R* out, R* abs_out, size_t n, bool round) {
+inline void to_ref_launch(const T* in, R* out, R* abs_out, size_t n, int round) {
   const int blocks = static_cast<int>(std::min<size_t>((n + 255) / 256, 65535));
-  to_ref_kernel<T, R><<<blocks, 256>>>(in, out, abs_out, n, round ? 1 : 0);
+  to_ref_kernel<T, R><<<blocks, 256>>>(in, out, abs_out, n, round);
   FT_LAUNCH_CHECK();
 }
 
@@ -107,6 +110,7 @@ struct CutlassVariant {
   bool is_protected, inject, abft;  // abft: one fault unit per tile (else TMR: one per copy)
   bool row_a, row_b;           // A / B row-major (C always is)
   bool tf32;                   // tf32 operands: the reference sees them rounded; the vendor runs TF32 tensor ops
+  bool tf32_truncate;          // the kernel truncates its tf32 operands (sm90) instead of rounding them (sm80)
   int tile_m, tile_n, tile_k, threads, acc_elems, copies, acc_bits;
   int coop_teams;              // cooperative level: teams in its grid (0: not cooperative)
   double (*tolerance)(int k);            // on |C - C_ref| / (|alpha||A||B| + |beta||C|), rounded inputs
@@ -260,14 +264,15 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
   // (alpha 1.5, beta 0.5 on input set 0's C), and for tf32 run 0 on the unrounded fp32 inputs.
   void prepare_reference() override {
     Ar_.alloc(a_elems_), Br_.alloc(b_elems_), absA_.alloc(a_elems_), absB_.alloc(b_elems_);
-    to_ref_launch(a(0), Ar_.ptr, absA_.ptr, a_elems_, v_.tf32);
-    to_ref_launch(b(0), Br_.ptr, absB_.ptr, b_elems_, v_.tf32);
+    const int mode = v_.tf32 ? (v_.tf32_truncate ? 2 : 1) : 0;
+    to_ref_launch(a(0), Ar_.ptr, absA_.ptr, a_elems_, mode);
+    to_ref_launch(b(0), Br_.ptr, absB_.ptr, b_elems_, mode);
     reference(1.0, 0.0, nullptr, ref_[0], scale_[0]);
     reference(1.5, 0.5, c(0), ref_[1], scale_[1]);
     ref_unrounded_.clear();
     if (v_.tf32) {
-      to_ref_launch(a(0), Ar_.ptr, static_cast<R*>(nullptr), a_elems_, false);
-      to_ref_launch(b(0), Br_.ptr, static_cast<R*>(nullptr), b_elems_, false);
+      to_ref_launch(a(0), Ar_.ptr, static_cast<R*>(nullptr), a_elems_, 0);
+      to_ref_launch(b(0), Br_.ptr, static_cast<R*>(nullptr), b_elems_, 0);
       std::vector<double> unused;
       reference(1.0, 0.0, nullptr, ref_unrounded_, unused);
     }
@@ -370,7 +375,7 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
   void reference(double alpha, double beta, const T* c_init, std::vector<double>& out_ref, std::vector<double>& out_scale) {
     DeviceBuffer<R> ref(c_elems_), scale(c_elems_);
     if (beta != 0.0) {
-      to_ref_launch(c_init, ref.ptr, scale.ptr, c_elems_, false);  // C0 (exactly widened) and |C0|
+      to_ref_launch(c_init, ref.ptr, scale.ptr, c_elems_, 0);  // C0 (exactly widened) and |C0|
     } else {
       ref.zero();
       scale.zero();

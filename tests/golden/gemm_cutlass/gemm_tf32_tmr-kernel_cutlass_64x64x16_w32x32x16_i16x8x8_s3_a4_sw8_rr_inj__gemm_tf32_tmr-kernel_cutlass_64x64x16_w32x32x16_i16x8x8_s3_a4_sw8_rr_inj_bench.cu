@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   v.row_a = true;
   v.row_b = true;
   v.tf32 = true;
+  v.tf32_truncate = false;
   v.tile_m = 64, v.tile_n = 64, v.tile_k = 16;
   v.threads = 128, v.acc_elems = 32;
   v.copies = 3;  // fault units per tile: TMR copies, or 1 (ABFT)

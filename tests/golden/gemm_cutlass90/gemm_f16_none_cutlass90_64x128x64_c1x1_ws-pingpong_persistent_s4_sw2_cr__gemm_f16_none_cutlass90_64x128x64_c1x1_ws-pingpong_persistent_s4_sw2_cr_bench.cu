@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   v.row_a = false;
   v.row_b = true;
   v.tf32 = false;
+  v.tf32_truncate = false;
   v.tile_m = 64, v.tile_n = 128, v.tile_k = 64;
   v.threads = 384, v.acc_elems = 64;
   v.copies = 1;  // fault units per tile: TMR copies, or 1 (ABFT)

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   v.row_a = true;
   v.row_b = false;
   v.tf32 = false;
+  v.tf32_truncate = false;
   v.tile_m = 128, v.tile_n = 64, v.tile_k = 32;
   v.threads = 384, v.acc_elems = 32;
   v.copies = 1;  // fault units per tile: TMR copies, or 1 (ABFT)
