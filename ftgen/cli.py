@@ -296,6 +296,8 @@ def _report_build(r) -> None:
 def build_cmd(directory, jobs, arch, kernels, lib_prefix) -> None:
     """Configure (CMake + Ninja) and build the variants of a generated project (DIRECTORY, or the
     project last generated from this directory)."""
+    if lib_prefix and (Path(lib_prefix) / "manifest.json").is_file():
+        raise SpecError(f"--lib {lib_prefix}: that is a generated project, not an install prefix; write `ftgen build {lib_prefix} --lib [PREFIX]`")
     project = _project_dir(directory, "build")
     if directory:
         _err(f"build: {project}")

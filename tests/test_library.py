@@ -213,6 +213,14 @@ def test_lib_with_kernels_is_a_usage_error(tmp_path, capsys):
     assert main(["build", str(g.out_dir), "--lib", str(tmp_path / "inst"), "--kernels", "gemm_*"]) == 2
     assert "--kernels" in capsys.readouterr().err
     assert not (g.out_dir / "lib").exists()
+    # `--lib PROJECT` reads as an install prefix: a generated project there is refused, nothing written
+    assert main(["build", "--lib", str(g.out_dir)]) == 2
+    assert "not an install prefix" in capsys.readouterr().err
+    assert not (g.out_dir / "lib").exists()
+    (tmp_path / "afile").write_text("x")
+    assert main(["build", str(g.out_dir), "--lib", str(tmp_path / "afile")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert not (g.out_dir / "lib").exists()
 
 
 def test_rendering_is_deterministic_and_rewrites_only_changes(tmp_path):

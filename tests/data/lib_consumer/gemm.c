@@ -28,8 +28,14 @@ typedef double real;
 #define CUBLAS_GEMM cublasDgemm
 #else
 typedef float real;
+#if defined(FTGEN_TF32)
+#define UNIT_ROUNDOFF 4.8828125e-04 /* tf32 inputs: 2^-11 */
+#elif defined(FTGEN_TF32X3)
+#define UNIT_ROUNDOFF 1.1920928955078125e-07 /* tf32x3: 2^-23 */
+#else
 #define UNIT_ROUNDOFF 5.9604644775390625e-08
-#define CUBLAS_GEMM cublasSgemm
+#endif
+#define CUBLAS_GEMM cublasSgemm /* fp32 (cuBLAS's default math mode) */
 #endif
 
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
