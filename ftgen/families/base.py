@@ -273,7 +273,8 @@ class LibraryEntry:
     the call returns cudaErrorInvalidValue), ``fill`` are C++ statements setting the fields of
     ``P`` (a zeroed ``problem_type``) from the params, ``workspace`` the byte count of one call as an
     expression over ``workspace_params`` with ``{sym}`` for the variant's symbol, and ``call`` the
-    statements that launch: ``{launch}(&P, stream)`` returns a cudaError_t (the default runs it once)."""
+    statements that launch: ``{launch}(&P, stream)`` returns a cudaError_t (the default runs it once);
+    ``scores`` what makes the launch record its largest detection score, where that is optional."""
 
     params: str
     shape: tuple[str, ...]
@@ -284,6 +285,7 @@ class LibraryEntry:
     workspace: str
     call: str = "return {launch}(&P, stream);"
     doc: str = ""
+    scores: str = ""  # statements that make the launch record its largest detection score (none: it always does)
 
 
 @dataclass(frozen=True)

@@ -462,6 +462,7 @@ class FftFamily(Family):
             fill="P.n = n, P.batch = batch, P.in = in, P.out = out;",
             workspace_params="long long n, long long batch",
             workspace="{sym}_workspace(n, batch)",
+            scores="P.flags |= FTGEN_FFT_RECORD_SCORES;",
             doc=(
                 f"{v['direction']} FFT (unnormalised, like cuFFT) of `batch` signals of n points (a power of two), "
                 f"interleaved complex {cplx}, signal b at in + b * n, n * batch <= 2^31; out == in allowed; "

@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   if ((st = API(create)(&h)) != 0) return fail("create", st);
+  if ((st = API(record_scores)(h, 1)) != 0) return fail("record_scores", st); /* max_score in the counters */
   for (i = 0; i < count; ++i) bad |= run_shape(h, shapes[i][0], shapes[i][1]);
   if ((st = API(destroy)(h)) != 0) return fail("destroy", st);
   printf("# %s\n", bad ? "FAILED" : "all shapes correct");

@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   if ((st = API(create)(&h)) != 0) return fail("create", st);
+  if ((st = API(record_scores)(h, 1)) != 0) return fail("record_scores", st); /* max_score in the counters */
   if (cublasCreate(&cb) != CUBLAS_STATUS_SUCCESS) {
     fprintf(stderr, "FAIL: cublasCreate\n");
     return 1;
