@@ -291,12 +291,27 @@ def _report_build(r) -> None:
 @click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
 @click.option("--arch", default=None, help="Override the spec's architectures, e.g. sm_90 or sm_80,sm_90 [default: the spec's].")
 @click.option("--kernels", default=None, help="Only variants whose names match this glob (comma-separated globs allowed) [default: all].")
-def build_cmd(directory, jobs, arch, kernels) -> None:
+@click.option("--lib", "lib_prefix", is_flag=False, flag_value="", default=None, metavar="[PREFIX]",
+              help="Build the shared library libftgen_<name> (C header, CMake package) instead of the executables and install it under PREFIX [default PREFIX: DIRECTORY/install].")
+def build_cmd(directory, jobs, arch, kernels, lib_prefix) -> None:
     """Configure (CMake + Ninja) and build the variants of a generated project (DIRECTORY, or the
     project last generated from this directory)."""
+    if lib_prefix and (Path(lib_prefix) / "manifest.json").is_file():
+        raise SpecError(f"--lib {lib_prefix}: that is a generated project, not an install prefix; write `ftgen build {lib_prefix} --lib [PREFIX]`")
     project = _project_dir(directory, "build")
     if directory:
         _err(f"build: {project}")
+    if lib_prefix is not None:
+        if kernels:
+            raise SpecError("--kernels: the library holds the project's variants (the search's winners and a fallback); give --lib without --kernels")
+        from .build import build_library
+
+        with Progress("built") as prog:
+            r = build_library(project, Path(lib_prefix) if lib_prefix else project / "install", jobs=jobs, arch=arch, progress=prog, log=prog.log)
+        _err(f"library: {r.library} ({len(r.variants)} variant(s){', fallback built with it: ' + ', '.join(r.extra) if r.extra else ''}; {r.seconds:.1f} s)")
+        _err(f"header: {r.header}; entry points: {', '.join(r.entry_points)}")
+        _err(f"package: find_package({r.library.name[3:-3]}) with -DCMAKE_PREFIX_PATH={r.prefix}")
+        return
     r = _run_build(project, jobs, arch, kernels)
     _report_build(r)
 
@@ -478,6 +493,9 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
         spec_path.write_text(winners_spec(s, result, shape_list))
         hdr = result.project / f"{s.name.replace('-', '_')}_dispatch.h"
         hdr.write_text(dispatch_header(s, result))
+        from .codegen.library import write_dispatch_table
+
+        write_dispatch_table(result.project, s.family, result.best, gpu)  # what `ftgen build --lib` dispatches by
         ok, log = check_dispatch_compiles(hdr, result.project)
         _err(f"winners spec: {spec_path}\ndispatch header: {hdr} ({'compiles' if ok else 'DOES NOT COMPILE'})")
         if not ok:

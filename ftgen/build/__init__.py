@@ -377,6 +377,80 @@ def _build_locked(project, manifest, variants, archs_override, nvcc_ver, jobs, p
     return result
 
 
+@dataclass
+class LibraryResult:
+    prefix: Path  # the install prefix
+    library: Path
+    header: Path
+    package_dir: Path  # holds ftgen_<name>-config.cmake
+    variants: list[str] = field(default_factory=list)
+    entry_points: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)  # fallbacks the project does not hold
+    seconds: float = 0.0
+
+
+def build_library(
+    project: Path,
+    prefix: Path,
+    *,
+    jobs: int | None = None,
+    arch: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> LibraryResult:
+    """Render the project's shared library (``lib/``), build it and install it under ``prefix``
+    (lib/libftgen_<name>.so, include/ftgen_<name>.h, lib/cmake/ftgen_<name>/)."""
+    from ..codegen.library import write_library
+    from .. import families
+
+    t0 = time.monotonic()
+    project = project.resolve()
+    manifest = load_manifest(project)
+    archs_override = arch_override(arch)
+    prefix = Path(prefix).resolve()
+    if prefix.exists() and not prefix.is_dir():
+        raise SpecError(f"--lib {prefix}: exists and is not a directory")
+    try:
+        family = families.get(manifest["spec"]["family"])
+    except KeyError:
+        raise SpecError(f"{project}/manifest.json: unknown family {manifest['spec']['family']!r}") from None
+    if find_nvcc() is None:
+        raise BuildError("nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDACXX)")
+    if shutil.which("cmake") is None or shutil.which("ninja") is None:
+        raise BuildError("cmake and ninja are needed to build (pip install cmake ninja, or your package manager)")
+    lock = project_lock(project, log)
+    try:
+        missing, _, _ = source_problems(project, manifest["variants"])
+        plan = write_library(project, manifest, family)
+        gone = [v.name for v in plan.variants if v.name in missing]
+        if gone:
+            raise BuildError(f"the library needs variant(s) whose sources vanished: {'; '.join(missing[k] for k in gone)}")
+        _configure(project, archs_override, manifest, log, missing_sources=_missing_files(project, manifest, missing), lib=True)
+        target = f"ftgen_{plan.name}"
+        output, interrupted = _ninja(project, [target], jobs, progress)
+        if interrupted:
+            raise Interrupted(f"build of the library of {project} interrupted ({interrupted})")
+        built = project / "build" / f"lib{target}.so"
+        if not built.is_file():
+            raise BuildError(f"the library {target} failed to build:\n{_tail(output, 60)}")
+        proc = subprocess.run(["cmake", "--install", str(project / "build"), "--prefix", str(prefix)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"cmake --install to {prefix} failed:\n{_tail(proc.stdout + proc.stderr, 40)}")
+    finally:
+        lock.release()
+    libdir = next((d for d in (prefix / "lib", prefix / "lib64") if (d / f"lib{target}.so").exists()), prefix / "lib")
+    return LibraryResult(
+        prefix=prefix,
+        library=libdir / f"lib{target}.so",
+        header=prefix / "include" / f"{target}.h",
+        package_dir=libdir / "cmake" / target,
+        variants=[v.name for v in plan.variants],
+        entry_points=[f"{target}_{g.name}" for g in plan.groups],
+        extra=list(plan.extra),
+        seconds=time.monotonic() - t0,
+    )
+
+
 def _write_state(state_path: Path, state: dict) -> None:
     state_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = state_path.with_name(state_path.name + f".tmp{os.getpid()}")
@@ -400,7 +474,7 @@ def _read_json(p: Path) -> dict:
         return {}
 
 
-def _configure(project: Path, archs: list[str] | None, manifest: dict, log, missing_sources: list[str] = ()) -> None:
+def _configure(project: Path, archs: list[str] | None, manifest: dict, log, missing_sources: list[str] = (), lib: bool = False) -> None:
     """Configure once per settings. Sources that vanished are declared GENERATED (in a file
     included after ``project()``), so CMake still configures the variants that are intact."""
     build_dir = project / "build"
@@ -421,6 +495,7 @@ def _configure(project: Path, archs: list[str] | None, manifest: dict, log, miss
     arch_list = archs or manifest["spec"]["arch"]
     cmd.append(f"-DFTGEN_CUDA_ARCHITECTURES={';'.join(cuda_arch_numbers(arch_list))}")
     cmd.extend(libraries.configure_args())
+    cmd.append(f"-DFTGEN_BUILD_LIB={'ON' if lib else 'OFF'}")
     cache = build_dir / "CMakeCache.txt"
     stamp = build_dir / "ftgen-configure.txt"
     want = "\n".join(cmd + [f"missing: {m}" for m in missing_sources])

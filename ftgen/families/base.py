@@ -264,6 +264,31 @@ class LauncherSignature:
 
 
 @dataclass(frozen=True)
+class LibraryEntry:
+    """The C entry point of one group of a project's variants in the shared library (``ftgen build --lib``).
+
+    Every text is C: ``params`` is the public parameter list after the handle (C99 types only: no
+    CUDA or C++ type), ``shape`` gives the shape keys as expressions over the params (what the
+    dispatcher selects by), ``legal`` is true for arguments every variant of the group accepts (else
+    the call returns cudaErrorInvalidValue), ``fill`` are C++ statements setting the fields of
+    ``P`` (a zeroed ``problem_type``) from the params, ``workspace`` the byte count of one call as an
+    expression over ``workspace_params`` with ``{sym}`` for the variant's symbol, and ``call`` the
+    statements that launch: ``{launch}(&P, stream)`` returns a cudaError_t (the default runs it once);
+    ``scores`` what makes the launch record its largest detection score, where that is optional."""
+
+    params: str
+    shape: tuple[str, ...]
+    legal: str
+    problem_type: str
+    fill: str
+    workspace_params: str
+    workspace: str
+    call: str = "return {launch}(&P, stream);"
+    doc: str = ""
+    scores: str = ""  # statements that make the launch record its largest detection score (none: it always does)
+
+
+@dataclass(frozen=True)
 class Source:
     """One generated file of a variant: ``template`` (in the family's template folder) rendered to
     ``<name>/<name><suffix>``. ``role``: ``header`` (the launcher's declaration), ``library`` (compiled
@@ -574,6 +599,43 @@ class Family:
         if sig is None:
             raise NotImplementedError(f"family {self.name} declares no launcher signature")
         return sig
+
+    # ---- the shared library (ftgen build --lib) --------------------------------------------
+    def library_group(self, v: Variant) -> str:
+        """Name of the library entry point ``v`` belongs to (a C identifier): variants of one group take
+        the same arguments with the same meaning, so the dispatcher may choose any of them."""
+        return f"{self.name}_{v.precision}"
+
+    def library_entry(self, v: Variant) -> LibraryEntry:
+        """The C entry point of ``v``'s group. The default passes the family's problem struct (as its
+        C++ header defines it) through ``const void* problem``, selecting by the launcher's selector
+        arguments; it has no workspace (families that describe their arguments override this)."""
+        sig = self.launcher_signature(v)
+        ptype = sig.params.split(",")[0].replace("const", "").replace("*", " ").split()[0]
+        return LibraryEntry(
+            params="const void* problem",
+            shape=tuple(a.replace("p->", "Q->") for a in sig.selector_args),
+            legal="problem != 0",
+            problem_type=ptype,
+            fill=f"const {ptype}* Q = static_cast<const {ptype}*>(problem);\n  P = *Q;",
+            workspace_params="",
+            workspace="0",
+            doc=f"problem: a {ptype} (the family's C++ header)",
+        )
+
+    def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
+        """Shapes ``v`` runs: shape key -> inclusive (lo, hi); keys not given take any legal value."""
+        return {}
+
+    def library_legal(self, v: Variant) -> dict[str, tuple[int, int]]:
+        """Shapes the entry point of ``v``'s group accepts (as library_range); its fallback variant must
+        run all of them."""
+        return {}
+
+    def library_fallback(self, v: Variant) -> Variant | None:
+        """A variant of ``v``'s group that runs every shape of library_legal, for a project that has
+        none (the library then builds it too); None when the family cannot make one."""
+        return None
 
     # ---- documentation --------------------------------------------------------------------
     def tuning_entries(self, rows) -> list[dict]:

@@ -27,6 +27,7 @@ from ..base import (
     EmittedVariant,
     Family,
     LauncherSignature,
+    LibraryEntry,
     Param,
     Protection,
     Variant,
@@ -445,6 +446,46 @@ class FftFamily(Family):
             args="p, stream",
             selector_args=("p->n", "p->batch"),
         )
+
+    # ---- the shared library -----------------------------------------------------------------
+    def library_group(self, v: Variant) -> str:
+        return f"fft_{'c2c' if v.precision == 'fp32' else 'z2z'}_{'fwd' if v['direction'] == 'forward' else 'inv'}"
+
+    def library_entry(self, v: Variant) -> LibraryEntry:
+        cplx = "float2 (C2C)" if v.precision == "fp32" else "double2 (Z2Z)"
+        return LibraryEntry(
+            params="long long n, long long batch, const void* in, void* out",
+            shape=("n", "batch"),
+            legal="n >= 2 && (n & (n - 1)) == 0 && batch >= 1 && n <= (1LL << 31) / batch && in && out && "
+                  "((size_t)in & 15) == 0 && ((size_t)out & 15) == 0",
+            problem_type="ftgen_fft_problem",
+            fill="P.n = n, P.batch = batch, P.in = in, P.out = out;",
+            workspace_params="long long n, long long batch",
+            workspace="{sym}_workspace(n, batch)",
+            scores="P.flags |= FTGEN_FFT_RECORD_SCORES;",
+            doc=(
+                f"{v['direction']} FFT (unnormalised, like cuFFT) of `batch` signals of n points (a power of two), "
+                f"interleaved complex {cplx}, signal b at in + b * n, n * batch <= 2^31; out == in allowed; "
+                "device pointers aligned to 16 bytes. A variant's first call on a device builds its tables "
+                "(synchronous copies: make it before a stream capture)"
+            ),
+        )
+
+    def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
+        logn = v["logn"]
+        return {"n": (1 << logn, 1 << logn)} if logn else {"n": (2, 1 << AUTO_MAX_LOGN)}
+
+    def library_legal(self, v: Variant) -> dict[str, tuple[int, int]]:
+        return {"n": (2, 1 << AUTO_MAX_LOGN)}  # what an every-size (logn: 0) variant runs
+
+    def library_fallback(self, v: Variant) -> Variant | None:
+        """The every-size variant of v's precision, protection (without injection) and direction, automatic plans."""
+        prot = Protection(**{**v.protection.to_dict(), "inject": False})
+        params = tuple((p.name, v["direction"] if p.name == "direction" else p.default[0]) for p in self.param_defs(v.precision, prot))
+        fb = Variant(self.name, v.precision, prot, params, v.arch, self.backend(v.precision, prot, dict(params)))
+        if self.constraints(fb):
+            return None
+        return Variant(fb.family, fb.precision, fb.protection, fb.params, fb.arch, fb.backend, self.kernel_name(fb))
 
     # ---- tuning -----------------------------------------------------------------------------
     def tuning_entries(self, rows: Iterable[Mapping[str, Any]]) -> list[dict]:

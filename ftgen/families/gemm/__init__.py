@@ -15,7 +15,7 @@ Every variant exports the launcher ``<symbol>(const ftgen_gemm_problem* p, cudaS
 
 from __future__ import annotations
 
-from ..base import Family, LauncherSignature
+from ..base import PRECISION_TAG, Family, LauncherSignature, LibraryEntry, Variant
 from .cutlass import CutlassBackend
 from .cutlass90 import Cutlass90Backend
 from .simt import SimtBackend
@@ -40,3 +40,49 @@ class GemmFamily(Family):
         if params.get("backend") == "cutlass90":
             return "cutlass90"
         return super().backend(precision, protection, params)
+
+    # ---- the shared library ---------------------------------------------------------------
+    # Rows per launch of the library's entry point: taller problems run as row blocks (C[r0:r1] =
+    # alpha A[r0:r1] B + beta C[r0:r1]), so no variant meets a grid limit (65535 blocks in y) at any legal M;
+    # a multiple of 64, so every block starts as aligned as the caller's pointers.
+    LIB_ROWS = 65472
+
+    @staticmethod
+    def _layouts(v: Variant) -> tuple[bool, bool]:
+        return v.get("layout_a", "row") == "row", v.get("layout_b", "row") == "row"
+
+    def library_group(self, v: Variant) -> str:
+        row_a, row_b = self._layouts(v)
+        tag = PRECISION_TAG[v.precision]
+        return f"gemm_{tag}" if row_a and row_b else f"gemm_{tag}_{'r' if row_a else 'c'}{'r' if row_b else 'c'}"
+
+    def library_entry(self, v: Variant) -> LibraryEntry:
+        row_a, row_b = self._layouts(v)
+        t = {"fp32": "float", "tf32": "float", "tf32x3": "float", "fp64": "double"}.get(v.precision, "void")
+        esize = {"fp64": 8, "fp16": 2, "bf16": 2}.get(v.precision, 4)
+        a_off = "r0 * (size_t)lda" if row_a else "r0"  # first element of row r0
+        return LibraryEntry(
+            params=f"int m, int n, int k, double alpha, const {t}* A, int lda, const {t}* B, int ldb, double beta, {t}* C, int ldc",
+            shape=("m", "n", "k"),
+            legal=f"m >= 1 && n >= 1 && k >= 1 && lda >= {'k' if row_a else 'm'} && ldb >= {'n' if row_b else 'k'} && ldc >= n && A && B && C",
+            problem_type="ftgen_gemm_problem",
+            fill="P.n = n, P.k = k, P.alpha = alpha, P.beta = beta, P.B = B, P.lda = lda, P.ldb = ldb, P.ldc = ldc;",
+            workspace_params="int m, int n, int k",
+            workspace=f"{{sym}}_workspace(m < {self.LIB_ROWS} ? m : {self.LIB_ROWS}, n, k)",
+            call=(
+                f"for (long long r0 = 0; r0 < m; r0 += {self.LIB_ROWS}) {{\n"
+                f"  P.m = (int)(m - r0 < {self.LIB_ROWS} ? m - r0 : {self.LIB_ROWS});\n"
+                f"  P.A = static_cast<const char*>(static_cast<const void*>(A)) + ({a_off}) * {esize};\n"
+                f"  P.C = static_cast<char*>(static_cast<void*>(C)) + r0 * (size_t)ldc * {esize};\n"
+                "  const cudaError_t e = {launch}(&P, stream);\n"
+                "  if (e != cudaSuccess) return e;\n"
+                "}\n"
+                "return cudaSuccess;"
+            ),
+            doc=(
+                f"C = alpha * A @ B + beta * C ({v.precision}); A (m x k) {'row' if row_a else 'column'}-major, "
+                f"B (k x n) {'row' if row_b else 'column'}-major, C (m x n) row-major; device pointers"
+                + ("" if t != "void" else f" to {v.precision} ({esize}-byte) elements")
+            ),
+        )
+
