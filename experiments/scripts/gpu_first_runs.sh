@@ -28,3 +28,6 @@ km=1048576x128x1024,1048576x8x128,1048576x32x128,1048576x128x128,1000003x3x7,655
 ft bench $gen/kmeans_demo --shapes $km --reps 10 --warmup 3 --json "$out/kmeans.jsonl" 2>> "$log" | tail -20
 ft bench $gen/kmeans_demo --kernels '*abft*' --shapes 1048576x128x1024,65536x100x1000 --inject 8 --reps 5 --warmup 2 --json "$out/kmeans_inj.jsonl" 2>> "$log" | tail -8
 FTGEN_KMEANS_ITERS=10 ft bench $gen/kmeans_demo --shapes 65536x32x128 --reps 3 --warmup 1 --json "$out/kmeans_lloyd.jsonl" 2>> "$log" | tail -6
+# 3. the shared library with its C ABI: the C consumer programs built against the installed package and run
+#    (they verify against cuBLAS / cuFFT and a host reference; exit 0 when every element is right)
+python3 -m pytest -q -p no:cacheprovider -m compile tests/test_library.py 2>&1 | tail -5 | tee -a "$log"
