@@ -296,9 +296,9 @@ class Cutlass90Backend(Backend):
             "ElementEpi": tepi,
             "BenchT": _BENCH_TYPES[v.precision],
             "split3": v.precision == "tf32x3",
-            # the wgmma truncates fp32 words to TF32 where the sm80 kernels round: the bench's reference conversion
-            # of tf32 operands must truncate too for these variants
-            "tf32_truncate": v.precision == "tf32",
+            # the bench's reference takes the tf32 operands rounded as CUTLASS's converter rounds them (measured on an
+            # H200: against truncated operands the error was 1.1e-4, against the unrounded data 4e-5)
+            "tf32_truncate": False,
             "tol": tolerance(v.precision),
             "copies": 1,
             "row_a": g.layout_a == "row",
