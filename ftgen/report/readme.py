@@ -23,6 +23,7 @@ from pathlib import Path
 BEGIN = "<!-- figures:begin -->"
 END = "<!-- figures:end -->"
 KEYS = ("claim", "family", "file", "command", "commit", "gpu", "figure")
+OPTIONAL = ("headline",)  # headline: false keeps an entry in the index but out of the README's short table
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -47,9 +48,11 @@ def load_index(path: Path) -> list[dict]:
         missing = [k for k in KEYS if k not in entry]
         if missing:
             raise ReadmeError(f"{where}: missing {', '.join(missing)}")
-        unknown = sorted(set(entry) - set(KEYS))
+        unknown = sorted(set(entry) - set(KEYS) - set(OPTIONAL))
         if unknown:
-            raise ReadmeError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KEYS)}")
+            raise ReadmeError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KEYS + OPTIONAL)}")
+        if not isinstance(entry.get("headline", True), bool):
+            raise ReadmeError(f"{where}: headline must be true or false")
         for k in KEYS[:-1]:
             if not isinstance(entry[k], str) or not entry[k].strip():
                 raise ReadmeError(f"{where}: {k} must be a non-empty string")
@@ -73,9 +76,11 @@ def _value(v: int | float | str) -> str:
 
 
 def render_table(entries: list[dict], readme_dir: Path = REPO, repo: Path = REPO) -> str:
-    """The markdown table, one row per entry in index order; each row's figures link to the entry's data file."""
+    """The markdown table, one row per headline entry in index order; each row's figures link to its data file."""
     lines = ["| family | claim | figures (data) | GPU, commit |", "| --- | --- | --- | --- |"]
     for e in entries:
+        if not e.get("headline", True):
+            continue
         link = Path(os.path.relpath(repo / e["file"], readme_dir)).as_posix()
         figs = "; ".join(f"{_cell(k)} **{_cell(_value(v))}**" for k, v in e["figure"].items())
         gpu = _cell(e["gpu"]).replace("NVIDIA ", "")
