@@ -304,6 +304,23 @@ def build_cmd(directory, jobs, arch, kernels) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+GPUS_HELP = "Run on several GPUs of this host, one worker each: all, or indices such as 0,2 [default: the first GPU]."
+SHARD_HELP = "Do only part I of N (0 <= I < N, e.g. 0/4) of the work, for N independent jobs; see docs/scale-out.md."
+
+
+def _gpus(gpus_text: str | None, verb: str, one_model: str | None = None) -> list:
+    """The GPUs of --gpus (none without it), said on stderr."""
+    if not gpus_text:
+        return []
+    from .bench.pool import same_model, select_gpus
+
+    gpus = select_gpus(gpus_text)
+    if one_model:
+        same_model(gpus, one_model)
+    _err(f"{verb}: {len(gpus)} GPU(s): " + ", ".join(f"{g.label} ({g.name}, {g.uuid})" for g in gpus))
+    return gpus
+
+
 def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout):
     from .bench import BenchOptions
     from .spec import parse_shapes
@@ -333,7 +350,8 @@ def bench_flags(f):
 @bench_flags
 @click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all].")
 @click.option("--json", "json_out", default=None, help="Write results (JSON lines with provenance) to PATH, or - for stdout.")
-def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, kernels, json_out) -> None:
+@click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
+def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, kernels, json_out, gpus_text) -> None:
     """Run the built variants, verify them against the vendor library and print a table.
 
     Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
@@ -362,7 +380,10 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         if not_inj:
             _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
     gpu = gpu_info(binary_path(project, built[0]["kernel"]))
-    prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"])
+    from .bench.pool import GpuPool, PoolProgress, WorkItem
+
+    gpus = _gpus(gpus_text, "bench")
+    prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"], **({"gpus": [g.info() for g in gpus]} if gpus else {}))
     t0 = time.monotonic()
     done = [0]
 
@@ -373,7 +394,13 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         eta = f"  (ETA {_secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
         _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
 
-    rows = bench_project(project, built, family, opts, on_rows)
+    if gpus:
+        with PoolProgress("ran", gpus) as prog:
+            pool = GpuPool(gpus, log=prog.log, progress=prog)
+            items = [WorkItem(v["kernel"], binary_path(project, v["kernel"]), v["kernel"], opts.argv(family, v), opts.timeout) for v in built]
+            rows = [r for got in pool.run(items).values() for r in got]
+    else:
+        rows = bench_project(project, built, family, opts, on_rows)
     for v in variants:
         if v not in built:
             rows.append({"kernel": v["kernel"], "ok": False, "error": {"kind": "missing", "message": "not built"}})
@@ -392,6 +419,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 
 @cli.command(epilog=EPILOG)
 @click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--shapes", default=None, help="Shapes to optimise for [default: the spec's shapes].")
 @click.option("--budget", type=click.IntRange(1), default=None, help="Most variants to evaluate [default: all].")
 @click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True, help="How to pick the variants to evaluate.")
@@ -404,24 +432,44 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 @click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")
 @click.option("--json", "json_out", default=None, help="Write every row (JSON lines with provenance) to PATH or -.")
 @click.option("--no-cache", is_flag=True, help="Ignore (but still update) the results cache.")
+@click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
+@click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " Write each part's rows with --json.")
+@click.option("--from", "merge", is_flag=True,
+              help="Merge the results files given after SPEC (the --json files of --shard runs) into the winners spec, "
+                   "dispatch header and table; compiles and runs nothing.")
 @space_flags
-def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache, max_points, max_variants) -> None:
+def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache,
+           gpus_text, shard_text, merge, max_points, max_variants) -> None:
     """Build and bench the spec's space; best variant per shape as a table, a spec and a dispatch header.
+
+    `ftgen search SPEC --from a.jsonl b.jsonl ...` merges the results of sharded searches instead.
 
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     from .bench import BenchOptions, gpu_info, write_jsonl
     from .build import nvcc_version
     from .report.provenance import provenance
     from .report.table import print_rows
-    from .search import STRATEGIES, ResultsCache, check_dispatch_compiles, dispatch_header, search as do_search, winners_spec
+    from .search import STRATEGIES, ResultsCache, search as do_search
+    from .search.shard import parse_shard
     from .spec import parse_shapes
 
+    if results and not merge:
+        raise SpecError(f"search: unexpected argument(s) after SPEC: {' '.join(results)[:200]}; to merge results files, add --from")
+    if merge:
+        if not results:
+            raise SpecError("--from: give the results files to merge after SPEC, e.g. `ftgen search SPEC --from a.jsonl b.jsonl`")
+        if gpus_text or shard_text:
+            raise SpecError("--from compiles and runs nothing: it takes no --gpus or --shard")
+    shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
+    if merge:
+        return _search_merge(s, results, shape_list if shapes else None, out_root, json_out)
     opts = BenchOptions(reps=reps, warmup=warmup, inject=inject, timeout=timeout)
     _check_out_root(out_root)
     try:
-        gpu = gpu_info()
+        gpus = _gpus(gpus_text, "search", one_model="a search")
+        gpu = {"name": gpus[0].name, "driver": gpus[0].driver} if gpus else gpu_info()
     except NoGpuError:
         # generate and build what the search would run, then say plainly that running needs a GPU
         from .spec import Spec
@@ -434,8 +482,14 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
     cache = ResultsCache()
     if no_cache:
         cache.entries = {}
-    _err(f"search: {Path(out_root) / (s.name + '-search')}")
+    _err(f"search: {Path(out_root) / (s.name + '-search')}" + (f", shard {shard_text}" if shard else ""))
     prog = Progress("built")
+    pool = None
+    if gpus:
+        from .bench.pool import GpuPool, PoolProgress
+
+        run_prog = PoolProgress("ran", gpus)
+        pool = GpuPool(gpus, log=_err, progress=run_prog)
     result = do_search(
         s,
         shape_list,
@@ -448,6 +502,8 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
         gpu=gpu,
         log=_err,
         progress=prog,
+        pool=pool,
+        shard=shard,
     )
     fails = {}
     for r in result.rows:
@@ -457,9 +513,8 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
     _err(
         f"search: {len(result.evaluated)} variant(s) x {len(shape_list)} shape(s); compiled {result.compiled}, ran {result.ran}, "
         f"cache hits {result.cache_hits}; failures: {json.dumps(fails) if fails else 'none'}"
+        + (f"; {pool.retried} run(s) re-queued, GPU(s) left the pool: {', '.join(pool.dead) or 'none'}" if pool else "")
     )
-    best_rows = list(result.best.values())
-    print_rows(best_rows, title=f"best variant per shape ({gpu.get('name')})", file=sys.stderr if json_out == "-" else None)
     if result.project is not None:  # SM count, compute capability, L2 from a built executable
         built = sorted((result.project / "bin").glob("*"))
         if built:
@@ -467,20 +522,75 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
                 gpu = {**gpu, **gpu_info(built[0])}
             except NoGpuError:
                 pass
-    prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version())
+    extra = {"shapes": shape_list, **({"shard": shard_text} if shard else {}), **({"gpus": [g.info() for g in gpus]} if gpus else {})}
+    prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version(), **extra)
     if json_out:
         write_jsonl(json_out, prov, result.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
+    if shard:
+        # a part of the space: its best rows are no winners; `--from` merges the parts
+        print_rows(list(result.best.values()), title=f"best variant per shape in shard {shard_text} ({gpu.get('name')})",
+                   file=sys.stderr if json_out == "-" else None)
+        if not json_out:
+            _err("warning: --shard without --json: this part's rows are only in the results cache; give --json to merge them with --from")
+        return
+    _search_outputs(s, result, shape_list, json_out, check=True)
+
+
+def _search_merge(s, results, shape_list, out_root: str, json_out) -> None:
+    """`search --from`: the shards' rows merged, then the same outputs as a search."""
+    from .bench import write_jsonl
+    from .report.provenance import provenance
+    from .search import SearchResult, best_per_shape
+    from .search.shard import merge_search
+
+    merged = merge_search(list(results), s.family)
+    for note in merged.notes:
+        _err(f"warning: {note}")
+    names = {v.name for v in s.variants}
+    strangers = sorted({r["kernel"] for r in merged.rows if r.get("kernel") is not None and r["kernel"] not in names})
+    if strangers:
+        raise SpecError(f"--from: {len(strangers)} kernel(s) in the files are no variants of {s.source}: "
+                        f"{', '.join(strangers[:5])}; give the spec the shards searched")
+    shape_list = shape_list or merged.shapes or s.shapes
+    _check_out_root(out_root)
+    result = SearchResult(rows=merged.rows, gpu=merged.gpu)
+    result.evaluated = list(dict.fromkeys(r["kernel"] for r in merged.rows if r.get("kernel") is not None))
+    result.best = best_per_shape(s.family, merged.rows, [s.family.format_shape(x) for x in shape_list])
+    result.project = Path(out_root) / f"{s.name}-search"
+    _err(f"search --from: {len(results)} file(s), {len(merged.rows)} row(s) of {len(result.evaluated)} variant(s)")
+    if json_out:
+        prov = provenance(merged.gpu, spec=s.source, merged_from=[str(p) for p in results], shapes=shape_list)
+        write_jsonl(json_out, prov, merged.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
+    # the dispatch header includes the winners' headers: it is compiled where the project holds them
+    _search_outputs(s, result, shape_list, json_out, check=None)
+
+
+def _search_outputs(s, result, shape_list, json_out, check: bool | None) -> None:
+    """The best-per-shape table, the winners spec and the dispatch header (compiled when ``check``;
+    None: when the project holds the winners' sources)."""
+    from .report.table import print_rows
+    from .search import check_dispatch_compiles, dispatch_header, winners_spec
+
+    print_rows(list(result.best.values()), title=f"best variant per shape ({result.gpu.get('name')})",
+               file=sys.stderr if json_out == "-" else None)
     missing = [s.family.format_shape(x) for x in shape_list if s.family.format_shape(x) not in result.best]
     if result.best and result.project is not None:
+        result.project.mkdir(parents=True, exist_ok=True)
         spec_path = result.project / f"{s.name}_best.yaml"
         spec_path.write_text(winners_spec(s, result, shape_list))
         hdr = result.project / f"{s.name.replace('-', '_')}_dispatch.h"
         hdr.write_text(dispatch_header(s, result))
-        ok, log = check_dispatch_compiles(hdr, result.project)
-        _err(f"winners spec: {spec_path}\ndispatch header: {hdr} ({'compiles' if ok else 'DOES NOT COMPILE'})")
-        if not ok:
-            _err(log)
-            raise FtgenError("the generated dispatch header does not compile (a bug in ftgen)")
+        if check is None:
+            check = all((result.project / r["kernel"] / f"{r['kernel']}.h").is_file() for r in result.best.values())
+        if check:
+            ok, log = check_dispatch_compiles(hdr, result.project)
+            _err(f"winners spec: {spec_path}\ndispatch header: {hdr} ({'compiles' if ok else 'DOES NOT COMPILE'})")
+            if not ok:
+                _err(log)
+                raise FtgenError("the generated dispatch header does not compile (a bug in ftgen)")
+        else:
+            _err(f"winners spec: {spec_path}\ndispatch header: {hdr} (not compiled: the winners' sources are not under "
+                 f"{result.project}; `ftgen generate` the winners spec to build them)")
     if missing:
         raise VerificationFailed(f"no verified variant for shape(s): {', '.join(missing)}")
 
@@ -500,8 +610,11 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
 @click.option("--json", "json_out", default=None, help="Write trials, per-bit and ROC rows and the summaries (JSON lines) to PATH or -.")
 @click.option("--plot", "plot_out", default=None, help="Write the ROC / per-bit plot (PNG) to PATH.")
 @click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
+@click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
+@click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " A part's summaries count its own trials only.")
 @space_flags
-def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, max_points, max_variants) -> None:
+def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, gpus_text, shard_text,
+             max_points, max_variants) -> None:
     """Fault campaign: N clean + N single-fault trials per variant and input distribution; coverage,
     false alarms, per-bit statistics and a ROC curve over the detection threshold.
 
@@ -513,6 +626,9 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     from .report.provenance import provenance
     from .spec import parse_shapes
 
+    from .search.shard import campaign_chunks, parse_shard, shard_chunks
+
+    shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
     for d in dist_list:
@@ -534,10 +650,28 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     from .build import load_manifest, select_variants
 
     variants = select_variants(load_manifest(g.out_dir), pattern)
-    rows, summaries = do_campaign(
-        g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
-        timeout=timeout, spec_name=s.source, log=_err,
-    )
+    gpus = _gpus(gpus_text, "campaign")
+    if gpus or shard:
+        # the trials in chunks over a pool of GPUs (the default GPU without --gpus); the same chunks and seeds as one run
+        from .bench.pool import Gpu, GpuPool, PoolProgress, run_campaign
+        from .build import binary_path
+
+        chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dist_list, seed=seed)
+        if shard:
+            chunks = shard_chunks(chunks, *shard)
+            _err(f"campaign: shard {shard_text}: {len(chunks)} chunk(s) of trials")
+        workers = gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]
+        with PoolProgress("ran", workers) as prog:
+            pool = GpuPool(workers, log=prog.log, progress=prog)
+            rows, summaries = run_campaign(g.out_dir, chunks, pool, shape=fam.format_shape(shape), timeout=timeout,
+                                           spec_name=s.source, binary=binary_path)
+        if pool.retried or pool.dead:
+            _err(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
+    else:
+        rows, summaries = do_campaign(
+            g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
+            timeout=timeout, spec_name=s.source, log=_err,
+        )
     extra, rocs, bits = [], {}, {}
     for v, summ in zip(variants, summaries):
         mine = [r for r in rows if r.get("kernel") == v["kernel"] and "trial" in r]
@@ -547,7 +681,8 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         extra += [{"roc": {"kernel": v["kernel"], **p}} for p in rocs[v["kernel"]]]
     extra += [{"campaign": summ} for summ in summaries]
     if json_out:
-        write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape), rows, extra)
+        more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {})}
+        write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape, seed=seed, **more), rows, extra)
     if plot_out:
         why = plot(Path(plot_out), summaries, rocs, bits)
         if why:
@@ -555,7 +690,8 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})")
+    t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})"
+              + (f", shard {shard_text}: its trials only" if shard else ""))
     for col in ("kernel", "clean", "faulty", "significant", "detected", "corrected", "coverage", "false alarms", "max resid err"):
         t.add_column(col, justify="left" if col == "kernel" else "right")
     for x in summaries:
