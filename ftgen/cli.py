@@ -482,7 +482,9 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     cache = ResultsCache()
     if no_cache:
         cache.entries = {}
-    _err(f"search: {Path(out_root) / (s.name + '-search')}" + (f", shard {shard_text}" if shard else ""))
+    from .search import search_project_name
+
+    _err(f"search: {Path(out_root) / search_project_name(s.name, shard)}" + (f", shard {shard_text}" if shard else ""))
     prog = Progress("built")
     pool = None
     if gpus:

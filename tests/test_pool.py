@@ -163,7 +163,10 @@ def test_gpus_option_parsing(monkeypatch, tmp_path):
             select_gpus(bad)
     with pytest.raises(SpecError, match="differ"):
         same_model(select_gpus("1,2"), "a search")
-    assert main(["search", "specs/gemm_abft.yaml", "--gpus", "9", "-o", str(tmp_path / "g")]) == 2
+    spec = tmp_path / "s.yaml"
+    spec.write_text(CAMPAIGN_SPEC)
+    assert main(["search", str(spec), "--gpus", "9", "-o", str(tmp_path / "g")]) == 2
+    assert main(["search", str(spec), "--gpus", "0,2", "-o", str(tmp_path / "g")]) == 2
 
 
 def test_progress_lines_name_each_gpu(tmp_path, capsys):
@@ -184,9 +187,10 @@ import json, sys
 a = sys.argv[1:]
 arg = lambda f: a[a.index(f) + 1]
 n, seed, inject, dist = int(arg("--trials")), int(arg("--seed")), int(arg("--inject")), arg("--dist")
+k = __import__("os").path.basename(sys.argv[0])
 for t in range(n):
     x = (seed * 6364136223846793005 + t * 1442695040888963407) % 2**32
-    print(json.dumps({{"trial": t, "kernel": "k", "dist": dist, "injected": inject, "significant": bool(inject and x % 3),
+    print(json.dumps({{"trial": t, "kernel": k, "dist": dist, "injected": inject, "significant": bool(inject and x % 3),
                       "detected": int(inject and x % 3 > 0 and x % 7 != 0), "ok": not (inject and x % 7 == 0), "score": x / 2**30,
                       "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7}}))
 """
@@ -224,3 +228,90 @@ def test_run_executable_passes_the_environment(tmp_path):
     items = fake_exes(tmp_path, 1)
     rows = run_executable(items[0].exe, "k0", [], 20, env={**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-x"})
     assert rows[0]["dev"] == "GPU-x"
+
+
+CAMPAIGN_SPEC = """
+name: camp
+family: gemm
+arch: [sm_90]
+variants:
+  - {precision: fp32, protection: {scheme: abft, level: threadblock, interval: 16, inject: true},
+     params: {m_tb: [64, 128], n_tb: 128, k_tb: 16, m_w: 32, n_w: 32, m_t: 4, n_t: 8, stages: 2}}
+"""
+
+
+@pytest.fixture
+def fake_host(monkeypatch, tmp_path):
+    """Three fake GPUs, a build that writes trial executables, GPU 0's info without a GPU."""
+    import ftgen.bench
+    import ftgen.bench.pool as P
+    import ftgen.build
+    from ftgen.build import BuildResult, load_manifest
+
+    def build(project, *, kernels=None, **kw):
+        r = BuildResult()
+        for v in load_manifest(project)["variants"]:
+            exe = Path(project) / "bin" / v["kernel"]
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            exe.write_text(TRIAL_EXE.format(python=sys.executable))
+            exe.chmod(0o755)
+            r.built.append(v["kernel"])
+        return r
+
+    monkeypatch.setattr(P, "list_gpus", lambda: list(GPUS))
+    monkeypatch.setattr(ftgen.build, "build", build)
+    monkeypatch.setattr(ftgen.bench, "gpu_info", lambda probe=None: {"name": "NVIDIA H200", "driver": "580.1"})
+    spec = tmp_path / "camp.yaml"
+    spec.write_text(CAMPAIGN_SPEC)
+    return spec
+
+
+def _trials(path):
+    from ftgen.search.shard import read_results
+
+    rows = [r for r in read_results(path).rows if "trial" in r]
+    return sorted(({k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rows),
+                  key=lambda r: (r["kernel"], r["dist"], r["injected"], r["trial"]))
+
+
+def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
+    """`campaign --gpus 0,1,2` and two `--shard` jobs give the trial rows of a plain campaign, same seed."""
+    base = ["campaign", str(fake_host), "--trials", "300", "--dists", "normal,uniform", "--seed", "7", "-o", str(tmp_path / "g")]
+    assert main(base + ["--json", str(tmp_path / "one.jsonl")]) == 0
+    assert main(base + ["--gpus", "0,1,2", "--json", str(tmp_path / "three.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "campaign: 3 GPU(s): gpu0 (NVIDIA H200, GPU-fake-0)" in err and "] ran " in err
+    one, three = _trials(tmp_path / "one.jsonl"), _trials(tmp_path / "three.jsonl")
+    assert len(one) == 2 * 2 * 2 * 300 and three == one
+    from ftgen.search.shard import read_results
+
+    r3 = read_results(tmp_path / "three.jsonl")
+    assert {r["gpu_uuid"] for r in r3.rows} == {g.uuid for g in GPUS}  # 2 x 8 chunks dealt over 3 GPUs
+    assert [g["uuid"] for g in r3.provenance["gpus"]] == [g.uuid for g in GPUS]
+    summ = lambda rf: [e["campaign"] for e in rf.extra if "campaign" in e]
+    assert summ(r3) == summ(read_results(tmp_path / "one.jsonl"))
+    for i in range(2):
+        assert main(base + ["--shard", f"{i}/2", "--json", str(tmp_path / f"s{i}.jsonl")]) == 0
+    parts = _trials(tmp_path / "s0.jsonl") + _trials(tmp_path / "s1.jsonl")
+    assert 0 < len(_trials(tmp_path / "s0.jsonl")) < len(one)
+    assert sorted(parts, key=lambda r: (r["kernel"], r["dist"], r["injected"], r["trial"])) == one
+    assert read_results(tmp_path / "s1.jsonl").provenance["shard"] == "1/2"
+
+
+def test_bench_command_on_gpus(fake_host, tmp_path, capsys):
+    from ftgen.search.shard import read_results
+
+    assert main(["generate", str(fake_host), "-o", str(tmp_path / "g")]) == 0
+    project = tmp_path / "g" / "camp"
+    import ftgen.build
+
+    ftgen.build.build(project)
+    for exe in (project / "bin").iterdir():  # a benchmark executable: one row per run
+        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
+    capsys.readouterr()
+    assert main(["bench", str(project), "--gpus", "all", "--json", str(tmp_path / "b.jsonl")]) == 0
+    rf = read_results(tmp_path / "b.jsonl")
+    assert sorted(r["kernel"] for r in rf.rows) == sorted(p.name for p in (project / "bin").iterdir())
+    assert all(r["dev"] == r["gpu_uuid"] and r["gpu"] == "NVIDIA H200" for r in rf.rows)
+    assert len(rf.provenance["gpus"]) == 3
+    assert "ETA" in capsys.readouterr().err

@@ -153,8 +153,8 @@ def test_search_on_a_pool_of_gpus(tmp_path, replay):
 
 
 SHARD_JOB = """
-import sys
-sys.path.insert(0, {tests!r})
+import os, sys
+sys.path[:0] = [{tests!r}, os.path.dirname({tests!r})]
 import ftgen.bench, ftgen.search as S
 from test_search import GPU, Replay
 r = Replay(fail_compile={{"gemm_f32_none_32x128x8_w16x64_t4x8_s3"}})
@@ -166,8 +166,8 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_shards_as_separate_processes_through_the_command_line(tmp_path, replay):
-    """`ftgen search --shard I/2 --json` in two processes at once (the recorded timings stand in for the
-    GPU), then `--from`: the winners of the unsharded search."""
+    """`ftgen search --shard I/2 --json` in two processes at once with one output directory (the recorded
+    timings stand in for the GPU), then `--from`: the winners of the unsharded search."""
     import subprocess
     import sys
 
@@ -177,14 +177,15 @@ def test_shards_as_separate_processes_through_the_command_line(tmp_path, replay)
     job.write_text(SHARD_JOB.format(tests=str(Path(__file__).parent)))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     procs = [subprocess.Popen([sys.executable, str(job), "search", str(spec_path), "--shard", f"{i}/2", "--reps", "10",
-                               "-o", str(tmp_path / f"host{i}"), "--json", str(tmp_path / f"s{i}.jsonl")],
+                               "-o", str(tmp_path / "gen"), "--json", str(tmp_path / f"s{i}.jsonl")],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
     files = [tmp_path / f"s{i}.jsonl" for i in range(2)]
     assert [read_results(f).provenance["shard"] for f in files] == ["0/2", "1/2"]
-    assert not (tmp_path / "host0" / "replay-search" / "replay_best.yaml").exists()  # a shard writes no winners
+    # one output directory (a shared file system): each shard its own project, no winners
+    assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["replay-search-shard0of2", "replay-search-shard1of2"]
     merged = tmp_path / "merged.jsonl"
     p = subprocess.run([sys.executable, str(job), "search", str(spec_path), "--from", *map(str, files), "-o", str(tmp_path / "m"),
                         "--json", str(merged)], env=env, capture_output=True, text=True, timeout=120)

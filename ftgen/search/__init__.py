@@ -95,9 +95,11 @@ class ResultsCache:
         return self.entries.get(key)
 
     def put(self, key: str, row: dict) -> None:
+        from filelock import FileLock
+
         self.entries[key] = row
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as f:
+        with FileLock(str(self.path) + ".lock", timeout=600), open(self.path, "a") as f:  # searches may share the cache
             f.write(json.dumps({"key": key, "row": row}) + "\n")
             f.flush()
             os.fsync(f.fileno())
@@ -151,8 +153,9 @@ def search(
     space = list(spec.variants)
     budget = len(space) if budget is None else budget
     env = TemplateEnv()
-    # the project holds every proposed candidate; its name is the spec's with a -search suffix
-    search_spec = Spec(spec.source, f"{spec.name}-search", fam, spec.arch, spec.description, spec.shapes, [], [], spec.raw)
+    # the project holds every proposed candidate; its name is the spec's with a -search suffix, and a
+    # shard's its own (shards that share an output directory must not rewrite each other's project)
+    search_spec = Spec(spec.source, search_project_name(spec.name, shard), fam, spec.arch, spec.description, spec.shapes, [], [], spec.raw)
 
     while budget > 0:
         batch = strategy.propose(space, history, budget)
@@ -246,6 +249,10 @@ def search(
         res.rows.extend(history.get(k, []))
     res.best = best_per_shape(fam, res.rows, shape_strs)
     return res
+
+
+def search_project_name(name: str, shard: tuple[int, int] | None = None) -> str:
+    return f"{name}-search" + (f"-shard{shard[0]}of{shard[1]}" if shard else "")
 
 
 def best_per_shape(fam, rows: list[dict], shape_strs: list[str]) -> dict[str, dict]:
