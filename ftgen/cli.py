@@ -614,11 +614,17 @@ def _search_outputs(s, result, shape_list, json_out, check: bool | None) -> None
 @click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
 @click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
 @click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " A part's summaries count its own trials only.")
+@click.option("--from", "merge", is_flag=True,
+              help="Merge the results files given after SPEC (the --json files of --shard runs): summaries, per-bit and ROC "
+                   "over all their trials; runs nothing.")
+@click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @space_flags
 def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, gpus_text, shard_text,
-             max_points, max_variants) -> None:
+             merge, results, max_points, max_variants) -> None:
     """Fault campaign: N clean + N single-fault trials per variant and input distribution; coverage,
     false alarms, per-bit statistics and a ROC curve over the detection threshold.
+
+    `ftgen campaign SPEC --from a.jsonl b.jsonl ...` merges the results of sharded campaigns instead.
 
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     import fnmatch
@@ -630,6 +636,12 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
 
     from .search.shard import campaign_chunks, parse_shard, shard_chunks
 
+    if results and not merge:
+        raise SpecError(f"campaign: unexpected argument(s) after SPEC: {' '.join(results)[:200]}; to merge results files, add --from")
+    if merge and not results:
+        raise SpecError("--from: give the results files to merge after SPEC, e.g. `ftgen campaign SPEC --from a.jsonl b.jsonl`")
+    if merge and (gpus_text or shard_text):
+        raise SpecError("--from runs nothing: it takes no --gpus or --shard")
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
@@ -643,37 +655,41 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
-    g = _generate(s, out_root)
-    _remember(g.out_dir, out_root)
-    _err(f"campaign: {g.out_dir}")
-    pattern = ",".join(v.name for v in chosen)
-    _report_build(_run_build(g.out_dir, jobs, None, pattern))
-    gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
-    from .build import load_manifest, select_variants
-
-    variants = select_variants(load_manifest(g.out_dir), pattern)
-    gpus = _gpus(gpus_text, "campaign")
-    if gpus or shard:
-        # the trials in chunks over a pool of GPUs (the default GPU without --gpus); the same chunks and seeds as one run
-        from .bench.pool import Gpu, GpuPool, PoolProgress, run_campaign
-        from .build import binary_path
-
-        chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dist_list, seed=seed)
-        if shard:
-            chunks = shard_chunks(chunks, *shard)
-            _err(f"campaign: shard {shard_text}: {len(chunks)} chunk(s) of trials")
-        workers = gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]
-        with PoolProgress("ran", workers) as prog:
-            pool = GpuPool(workers, log=prog.log, progress=prog)
-            rows, summaries = run_campaign(g.out_dir, chunks, pool, shape=fam.format_shape(shape), timeout=timeout,
-                                           spec_name=s.source, binary=binary_path)
-        if pool.retried or pool.dead:
-            _err(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
+    gpus = []
+    if merge:
+        rows, summaries, variants, gpu, trials, dist_list, shape = _campaign_merge(s, results, chosen)
     else:
-        rows, summaries = do_campaign(
-            g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
-            timeout=timeout, spec_name=s.source, log=_err,
-        )
+        g = _generate(s, out_root)
+        _remember(g.out_dir, out_root)
+        _err(f"campaign: {g.out_dir}")
+        pattern = ",".join(v.name for v in chosen)
+        _report_build(_run_build(g.out_dir, jobs, None, pattern))
+        gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
+        from .build import load_manifest, select_variants
+
+        variants = select_variants(load_manifest(g.out_dir), pattern)
+        gpus = _gpus(gpus_text, "campaign")
+        if gpus or shard:
+            # the trials in chunks over a pool of GPUs (the default GPU without --gpus); the same chunks and seeds as one run
+            from .bench.pool import Gpu, GpuPool, PoolProgress, run_campaign
+            from .build import binary_path
+
+            chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dist_list, seed=seed)
+            if shard:
+                chunks = shard_chunks(chunks, *shard)
+                _err(f"campaign: shard {shard_text}: {len(chunks)} chunk(s) of trials")
+            workers = gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]
+            with PoolProgress("ran", workers) as prog:
+                pool = GpuPool(workers, log=prog.log, progress=prog)
+                rows, summaries = run_campaign(g.out_dir, chunks, pool, shape=fam.format_shape(shape), timeout=timeout,
+                                               spec_name=s.source, binary=binary_path)
+            if pool.retried or pool.dead:
+                _err(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
+        else:
+            rows, summaries = do_campaign(
+                g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
+                timeout=timeout, spec_name=s.source, log=_err,
+            )
     extra, rocs, bits = [], {}, {}
     for v, summ in zip(variants, summaries):
         mine = [r for r in rows if r.get("kernel") == v["kernel"] and "trial" in r]
@@ -683,7 +699,8 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         extra += [{"roc": {"kernel": v["kernel"], **p}} for p in rocs[v["kernel"]]]
     extra += [{"campaign": summ} for summ in summaries]
     if json_out:
-        more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {})}
+        more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {}),
+                **({"merged_from": list(results)} if merge else {})}
         write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape, seed=seed, **more), rows, extra)
     if plot_out:
         why = plot(Path(plot_out), summaries, rocs, bits)
@@ -693,6 +710,7 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     from rich.table import Table
 
     t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})"
+              + (f", merged from {len(results)} file(s)" if merge else "")
               + (f", shard {shard_text}: its trials only" if shard else ""))
     for col in ("kernel", "clean", "faulty", "significant", "detected", "corrected", "coverage", "false alarms", "max resid err"):
         t.add_column(col, justify="left" if col == "kernel" else "right")
@@ -706,6 +724,23 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         err = failed[0].get("error")
         raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: "
                          f"{err.get('message') if isinstance(err, dict) else err}")
+
+
+def _campaign_merge(s, results, chosen):
+    """`campaign --from`: the shards' rows and their summaries, with the campaign's settings from the files."""
+    from .faults import summarize
+    from .search.shard import merge_campaign
+
+    m = merge_campaign(list(results))
+    for note in m.notes:
+        _err(f"warning: {note}")
+    names = {v.name for v in chosen}
+    strangers = [k for k in m.kernels if k not in names]
+    if strangers:
+        raise SpecError(f"--from: {len(strangers)} kernel(s) in the files are no campaign variants of {s.source}: "
+                        f"{', '.join(strangers[:5])}; give the spec the shards ran")
+    summaries = [summarize(k, [r for r in m.rows if r.get("kernel") == k and "trial" in r], s.source) for k in m.kernels]
+    return m.rows, summaries, [{"kernel": k} for k in m.kernels], m.gpu, m.trials, m.dists, m.shape
 
 
 # --------------------------------------------------------------------------------------------

@@ -296,6 +296,23 @@ def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
     assert 0 < len(_trials(tmp_path / "s0.jsonl")) < len(one)
     assert sorted(parts, key=lambda r: (r["kernel"], r["dist"], r["injected"], r["trial"])) == one
     assert read_results(tmp_path / "s1.jsonl").provenance["shard"] == "1/2"
+    # the shards merged: the single run's trials, in its order, and its summaries
+    shards = [str(tmp_path / f"s{i}.jsonl") for i in (1, 0)]
+    assert main(["campaign", str(fake_host), "--from", *shards, "--json", str(tmp_path / "m.jsonl")]) == 0
+    m, single = read_results(tmp_path / "m.jsonl"), read_results(tmp_path / "one.jsonl")
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rs]
+    assert strip(m.rows) == single.rows and m.extra == single.extra and m.provenance["merged_from"] == shards
+    assert main(["campaign", str(fake_host), "--from", shards[0]]) == 0
+    assert "shard(s) 0/2 missing" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), "--from", shards[0], str(tmp_path / "one.jsonl")]) == 2
+    assert "a whole run (no --shard)" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), "--from", str(tmp_path / "one.jsonl"), str(tmp_path / "three.jsonl")]) == 0
+    assert "trial(s) in more than one file" in capsys.readouterr().err
+    search_file = tmp_path / "search.jsonl"
+    search_file.write_text(json.dumps({"provenance": {"gpu": "NVIDIA H200", "strategy": "exhaustive"}}) + "\n")
+    assert main(["campaign", str(fake_host), "--from", str(search_file)]) == 2
+    assert "no campaign results file" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), str(search_file)]) == 2 and "add --from" in capsys.readouterr().err
 
 
 def test_bench_command_on_gpus(fake_host, tmp_path, capsys):

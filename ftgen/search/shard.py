@@ -167,27 +167,7 @@ def merge_search(paths: list[Path | str], family) -> Merged:
     """The rows of several search results files (shards of one search) as one list: checks that they
     ran on one GPU model and are distinct shards of one partition, drops repeated points."""
     files = [read_results(p) for p in paths]
-    notes: list[str] = []
-    gpus = sorted({str(f.provenance.get("gpu")) for f in files})
-    if len(gpus) > 1:
-        raise SpecError("--from: the files ran on different GPUs (" + ", ".join(gpus) + "); merge the results of one GPU model")
-    shards: dict[str, Path] = {}
-    counts = set()
-    for f in files:
-        sh = f.provenance.get("shard")
-        if sh is None:
-            continue
-        if sh in shards:
-            raise SpecError(f"--from: {shards[sh]} and {f.path} are both shard {sh}")
-        shards[sh] = f.path
-        counts.add(str(sh).split("/")[-1])
-    if len(counts) > 1:
-        raise SpecError(f"--from: shards of different partitions ({', '.join(sorted(shards))}); give the shards of one --shard I/N run")
-    if counts:
-        n = int(counts.pop())
-        missing = [f"{i}/{n}" for i in range(n) if f"{i}/{n}" not in shards]
-        if missing:
-            notes.append(f"shard(s) {', '.join(missing)} missing: their points are not in the merge")
+    notes = _check_shards(files)
     rows, seen = [], {}
     for f in files:
         for r in f.rows:
@@ -209,3 +189,99 @@ def merge_search(paths: list[Path | str], family) -> Merged:
             break
     gpu = {"name": files[0].provenance.get("gpu"), "driver": files[0].provenance.get("driver")}
     return Merged(rows, gpu, shapes, notes)
+
+
+def _check_shards(files: list[ResultsFile]) -> list[str]:
+    """Files to merge: of one GPU model, distinct shards of one partition. Returns notes (a shard missing)."""
+    notes: list[str] = []
+    gpus = sorted({str(f.provenance.get("gpu")) for f in files})
+    if len(gpus) > 1:
+        raise SpecError("--from: the files ran on different GPUs (" + ", ".join(gpus) + "); merge the results of one GPU model")
+    shards: dict[str, Path] = {}
+    counts = set()
+    for f in files:
+        sh = f.provenance.get("shard")
+        if sh is None:
+            continue
+        if sh in shards:
+            raise SpecError(f"--from: {shards[sh]} and {f.path} are both shard {sh}")
+        shards[sh] = f.path
+        counts.add(str(sh).split("/")[-1])
+    whole = [f.path for f in files if f.provenance.get("shard") is None]
+    if shards and whole:
+        raise SpecError(f"--from: {whole[0]} is a whole run (no --shard) and {next(iter(shards.values()))} a shard; "
+                        "merge the shards of one run")
+    if len(counts) > 1:
+        raise SpecError(f"--from: shards of different partitions ({', '.join(sorted(shards))}); give the shards of one --shard I/N run")
+    if counts:
+        n = int(counts.pop())
+        missing = [f"{i}/{n}" for i in range(n) if f"{i}/{n}" not in shards]
+        if missing:
+            notes.append(f"shard(s) {', '.join(missing)} missing: their part is not in the merge")
+    return notes
+
+
+@dataclass
+class MergedCampaign:
+    rows: list[dict]  # per variant its error rows, then its trials in the order one job runs them
+    kernels: list[str]
+    gpu: dict
+    trials: int
+    dists: list[str]
+    shape: dict
+    notes: list[str]
+
+
+def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
+    """The rows of several campaign results files (shards of one campaign) as one campaign's: checks that
+    they ran the same campaign (trials, distributions, shape, seed) on one GPU model."""
+    files = [read_results(p) for p in paths]
+    notes = _check_shards(files)
+    for key in ("trials", "dists", "shape", "seed"):
+        vals = {json.dumps(f.provenance.get(key), sort_keys=True) for f in files}
+        if len(vals) > 1:
+            raise SpecError(f"--from: the files are of different campaigns ({key}: {', '.join(sorted(vals))})")
+    prov = files[0].provenance
+    if not isinstance(prov.get("trials"), int) or not isinstance(prov.get("dists"), list):
+        raise SpecError(f"--from: {files[0].path} is no campaign results file (its provenance has no trials and dists)")
+    dists = list(prov["dists"])
+    kernels: list[str] = []
+    trials: dict[tuple, dict] = {}
+    errors: dict[str, list[dict]] = {}
+    repeated = 0
+    for f in files:
+        for r in f.rows:
+            k = r.get("kernel")
+            if k not in kernels:
+                kernels.append(k)
+            if "trial" not in r:
+                if not r.get("ok", True):
+                    errors.setdefault(k, []).append(r)
+                continue
+            key = (k, r.get("dist"), int(bool(r.get("injected"))), r["trial"])
+            if key in trials:
+                repeated += 1
+                continue
+            trials[key] = r
+    if repeated:
+        notes.append(f"{repeated} trial(s) in more than one file (same variant, distribution, clean/faulty and number); kept the first")
+    order = {d: i for i, d in enumerate(dists)}
+    rows: list[dict] = []
+    for k in kernels:
+        rows += _dedup_errors(errors.get(k, []))
+        mine = [r for key, r in trials.items() if key[0] == k]
+        rows += sorted(mine, key=lambda r: (order.get(r.get("dist"), len(order)), int(bool(r.get("injected"))), r["trial"]))
+    gpu = {"name": prov.get("gpu"), "driver": prov.get("driver")}
+    return MergedCampaign(rows, kernels, gpu, prov["trials"], dists, prov.get("shape") or {}, notes)
+
+
+def _dedup_errors(errors: list[dict]) -> list[dict]:
+    """A variant's error rows; a shape it does not run, said by every shard, once."""
+    out, shape_said = [], False
+    for e in errors:
+        if (e.get("error") or {}).get("kind") == "shape":
+            if shape_said:
+                continue
+            shape_said = True
+        out.append(e)
+    return out
