@@ -8,6 +8,7 @@ traceback reaches the user unless --debug.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -487,26 +488,27 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     _err(f"search: {Path(out_root) / search_project_name(s.name, shard)}" + (f", shard {shard_text}" if shard else ""))
     prog = Progress("built")
     pool = None
-    if gpus:
-        from .bench.pool import GpuPool, PoolProgress
+    with contextlib.ExitStack() as stack:
+        if gpus:
+            from .bench.pool import GpuPool, PoolProgress
 
-        run_prog = PoolProgress("ran", gpus)
-        pool = GpuPool(gpus, log=_err, progress=run_prog)
-    result = do_search(
-        s,
-        shape_list,
-        out_root=Path(out_root),
-        budget=budget,
-        strategy=STRATEGIES[strategy](seed),
-        opts=opts,
-        jobs=jobs,
-        cache=cache,
-        gpu=gpu,
-        log=_err,
-        progress=prog,
-        pool=pool,
-        shard=shard,
-    )
+            run_prog = stack.enter_context(PoolProgress("ran", gpus))
+            pool = GpuPool(gpus, log=run_prog.log, progress=run_prog)
+        result = do_search(
+            s,
+            shape_list,
+            out_root=Path(out_root),
+            budget=budget,
+            strategy=STRATEGIES[strategy](seed),
+            opts=opts,
+            jobs=jobs,
+            cache=cache,
+            gpu=gpu,
+            log=_err,
+            progress=prog,
+            pool=pool,
+            shard=shard,
+        )
     fails = {}
     for r in result.rows:
         if not r.get("ok"):

@@ -152,12 +152,19 @@ def test_gpus_option_parsing(monkeypatch, tmp_path):
                    "echo '2, GPU-ccc, NVIDIA H100 80GB HBM3, 580.1'\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     gpus = list_gpus()
     assert [(g.index, g.uuid, g.name) for g in gpus] == [(0, "GPU-aaa", "NVIDIA H200"), (1, "GPU-bbb", "NVIDIA H200"),
                                                           (2, "GPU-ccc", "NVIDIA H100 80GB HBM3")]
     assert select_gpus("all") == gpus
     assert [g.index for g in select_gpus("0,2")] == [0, 2]
     assert [g.index for g in select_gpus("GPU-bbb")] == [1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-ccc,1")  # a scheduler's share: what 'all' means
+    assert [g.index for g in select_gpus("all")] == [2, 1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-123")
+    with pytest.raises(SpecError, match="CUDA_VISIBLE_DEVICES"):
+        select_gpus("all")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     for bad in ("7", "0,0", "x", ","):
         with pytest.raises(SpecError, match="--gpus"):
             select_gpus(bad)
@@ -259,6 +266,7 @@ def fake_host(monkeypatch, tmp_path):
         return r
 
     monkeypatch.setattr(P, "list_gpus", lambda: list(GPUS))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(ftgen.build, "build", build)
     monkeypatch.setattr(ftgen.bench, "gpu_info", lambda probe=None: {"name": "NVIDIA H200", "driver": "580.1"})
     spec = tmp_path / "camp.yaml"

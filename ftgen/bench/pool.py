@@ -83,13 +83,21 @@ def list_gpus() -> list[Gpu]:
 
 
 def select_gpus(text: str, available: list[Gpu] | None = None) -> list[Gpu]:
-    """``--gpus``: ``all`` or comma-separated indices (``0,2``) or UUIDs of this host's GPUs."""
+    """``--gpus``: ``all`` or comma-separated indices (``0,2``) or UUIDs of this host's GPUs. ``all`` is
+    the GPUs ``CUDA_VISIBLE_DEVICES`` names where it is set (a scheduler's share of the host), else every GPU."""
     gpus = list_gpus() if available is None else available
     text = (text or "").strip()
     if not gpus:
         raise NoGpuError("--gpus: nvidia-smi lists no GPU on this machine")
     if text == "all":
-        return list(gpus)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+        if not visible:
+            return list(gpus)
+        try:
+            return select_gpus(visible, gpus)
+        except SpecError:
+            raise SpecError(f"--gpus all: CUDA_VISIBLE_DEVICES={visible[:80]!r} names GPUs nvidia-smi does not list "
+                            "by index or UUID; give --gpus explicitly") from None
     chosen: list[Gpu] = []
     by_index = {str(g.index): g for g in gpus}
     by_uuid = {g.uuid: g for g in gpus}
@@ -170,7 +178,9 @@ class GpuPool:
         todo: queue.Queue = queue.Queue()
         for it in items:
             todo.put(it)
-        state = {"left": len(items), "t0": time.monotonic()}
+        state = {"left": len(items)}
+        if hasattr(self.progress, "start"):
+            self.progress.start()  # the ETA counts from the first run, not from the builds before it
         alive = {g.label for g in self.gpus}
         wake = threading.Condition(self._lock)
 
@@ -319,6 +329,14 @@ class PoolProgress:
         if self._rich is not None:
             self._rich.__exit__(*exc)
         return False
+
+    def start(self) -> None:
+        """A new run of the pool: the clock of its ETA starts now."""
+        self.t0 = time.monotonic()
+        self.last = 0.0
+        if self._rich is not None:
+            for task in self._tasks.values():
+                self._rich.reset(task, total=None)
 
     def __call__(self, i: int, n: int, what: str, per_gpu: dict[str, int]) -> None:
         if self._rich is not None:
