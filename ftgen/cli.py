@@ -472,10 +472,14 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
         gpus = _gpus(gpus_text, "search", one_model="a search")
         gpu = {"name": gpus[0].name, "driver": gpus[0].driver} if gpus else gpu_info()
     except NoGpuError:
-        # generate and build what the search would run, then say plainly that running needs a GPU
+        # generate and build what the search would run (a shard: its part), then say plainly that running needs a GPU
+        from .search import search_project_name
+        from .search.shard import shard_points
         from .spec import Spec
 
-        proj = Spec(s.source, f"{s.name}-search", s.family, s.arch, s.description, s.shapes, s.variants, s.rejected, s.raw)
+        mine = shard_points([v.name for v in s.variants], len(shape_list), *shard) if shard else None
+        todo = [v for v in s.variants if mine is None or v.name in mine]
+        proj = Spec(s.source, search_project_name(s.name, shard), s.family, s.arch, s.description, s.shapes, todo, s.rejected, s.raw)
         g = _generate(proj, out_root)
         _err(f"search: {g.out_dir}")
         _report_build(_run_build(g.out_dir, jobs, None, None))

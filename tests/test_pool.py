@@ -146,6 +146,17 @@ def test_when_every_gpu_fails_the_run_says_so(tmp_path):
         GpuPool(GPUS[:2]).run([WorkItem("k", exe, "k", [], 10.0)])
 
 
+def test_an_error_in_the_callback_stops_the_pool_and_is_raised(tmp_path):
+    items = fake_exes(tmp_path, 6)
+
+    def on_done(item, rows, gpu):
+        if item.key == "k2":
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        GpuPool(GPUS[:2]).run(items, on_done=on_done)
+
+
 def test_gpus_option_parsing(monkeypatch, tmp_path):
     smi = tmp_path / "nvidia-smi"
     smi.write_text("#!/bin/sh\necho '0, GPU-aaa, NVIDIA H200, 580.1'\necho '1, GPU-bbb, NVIDIA H200, 580.1'\n"

@@ -194,3 +194,25 @@ def test_shards_as_separate_processes_through_the_command_line(tmp_path, replay)
     assert read_results(merged).extra[-1]["best"] == winners(whole)
     best = yaml.safe_load((tmp_path / "m" / "replay-search" / "replay_best.yaml").read_text())
     assert len(best["variants"]) == len(set(winners(whole).values()))
+
+
+def test_a_shard_without_gpu_builds_its_part_then_exits_4(tmp_path, monkeypatch, replay):
+    import shutil
+
+    import ftgen.build
+    from ftgen.build import load_manifest
+
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU machine: the search would run")
+    def build_all(project, *, kernels=None, **kw):
+        names = ",".join(v["kernel"] for v in load_manifest(project)["variants"])
+        return replay.build(project, kernels=kernels or names)
+
+    monkeypatch.setattr(ftgen.build, "build", build_all)
+    spec_path = tmp_path / "replay.yaml"
+    spec_path.write_text(SPEC)
+    assert main(["search", str(spec_path), "--shard", "0/2", "-o", str(tmp_path / "gen")]) == 4
+    project = tmp_path / "gen" / "replay-search-shard0of2"
+    spec = load_spec_text(SPEC, "replay.yaml")
+    mine = shard_points([v.name for v in spec.variants], len(spec.shapes), 0, 2)
+    assert sorted(v["kernel"] for v in load_manifest(project)["variants"]) == sorted(mine) == sorted(replay.builds)

@@ -140,7 +140,7 @@ def suspect(rows: list[dict]) -> str | None:
     """The message of the first row whose failure may be the GPU's, else None."""
     for r in rows:
         err = r.get("error") if not r.get("ok", True) else None
-        if isinstance(err, dict) and err.get("kind") in RETRY_KINDS:
+        if isinstance(err, dict) and err.get("kind") in RETRY_KINDS and not str(err.get("message", "")).startswith("bad arguments"):
             return f"{err.get('kind')}: {str(err.get('message', ''))[:200]}"
     return None
 
@@ -225,7 +225,18 @@ class GpuPool:
                         return found
                     wake.wait(timeout=0.5)
 
+        errors: list[BaseException] = []
+
         def worker(gpu: Gpu) -> None:
+            try:
+                work(gpu)
+            except BaseException as e:  # on_done or progress failed (a full disk, a bug): stop every worker, raise it below
+                with wake:
+                    errors.append(e)
+                    alive.clear()
+                    wake.notify_all()
+
+        def work(gpu: Gpu) -> None:
             while True:
                 item = take(gpu)
                 if item is None:
@@ -279,6 +290,8 @@ class GpuPool:
             t.start()
         for t in threads:
             t.join()
+        if errors:
+            raise errors[0]
         if state["left"]:
             raise NoGpuError(f"every GPU left the pool with {state['left']} of {len(items)} run(s) not done: "
                              + "; ".join(f"{k}: {v}" for k, v in self.dead.items()))
