@@ -8,7 +8,6 @@ traceback reaches the user unless --debug.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -309,19 +308,6 @@ GPUS_HELP = "Run on several GPUs of this host, one worker each: all, or indices 
 SHARD_HELP = "Do only part I of N (0 <= I < N, e.g. 0/4) of the work, for N independent jobs; see docs/scale-out.md."
 
 
-def _gpus(gpus_text: str | None, verb: str, one_model: str | None = None) -> list:
-    """The GPUs of --gpus (none without it), said on stderr."""
-    if not gpus_text:
-        return []
-    from .bench.pool import same_model, select_gpus
-
-    gpus = select_gpus(gpus_text)
-    if one_model:
-        same_model(gpus, one_model)
-    _err(f"{verb}: {len(gpus)} GPU(s): " + ", ".join(f"{g.label} ({g.name}, {g.uuid})" for g in gpus))
-    return gpus
-
-
 def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout):
     from .bench import BenchOptions
     from .spec import parse_shapes
@@ -381,9 +367,9 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         if not_inj:
             _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
     gpu = gpu_info(binary_path(project, built[0]["kernel"]))
-    from .bench.pool import GpuPool, PoolProgress, WorkItem
+    from .bench.pool import bench_on_gpus, gpus_option
 
-    gpus = _gpus(gpus_text, "bench")
+    gpus = gpus_option(gpus_text, "bench", _err)
     prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"], **({"gpus": [g.info() for g in gpus]} if gpus else {}))
     t0 = time.monotonic()
     done = [0]
@@ -395,13 +381,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         eta = f"  (ETA {_secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
         _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
 
-    if gpus:
-        with PoolProgress("ran", gpus) as prog:
-            pool = GpuPool(gpus, log=prog.log, progress=prog)
-            items = [WorkItem(v["kernel"], binary_path(project, v["kernel"]), v["kernel"], opts.argv(family, v), opts.timeout) for v in built]
-            rows = [r for got in pool.run(items).values() for r in got]
-    else:
-        rows = bench_project(project, built, family, opts, on_rows)
+    rows = bench_on_gpus(project, built, family, opts, gpus) if gpus else bench_project(project, built, family, opts, on_rows)
     for v in variants:
         if v not in built:
             rows.append({"kernel": v["kernel"], "ok": False, "error": {"kind": "missing", "message": "not built"}})
@@ -435,9 +415,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 @click.option("--no-cache", is_flag=True, help="Ignore (but still update) the results cache.")
 @click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
 @click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " Write each part's rows with --json.")
-@click.option("--from", "merge", is_flag=True,
-              help="Merge the results files given after SPEC (the --json files of --shard runs) into the winners spec, "
-                   "dispatch header and table; compiles and runs nothing.")
+@click.option("--from", "merge", is_flag=True, help="Merge the results files after SPEC (of --shard runs): winners spec, header, table.")
 @space_flags
 def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache,
            gpus_text, shard_text, merge, max_points, max_variants) -> None:
@@ -451,35 +429,28 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     from .report.provenance import provenance
     from .report.table import print_rows
     from .search import STRATEGIES, ResultsCache, search as do_search
+    from .bench.pool import gpus_option, pool_for
+    from .search.merge import check_merge_flags, merge_search_files, search_outputs
     from .search.shard import parse_shard
     from .spec import parse_shapes
 
-    if results and not merge:
-        raise SpecError(f"search: unexpected argument(s) after SPEC: {' '.join(results)[:200]}; to merge results files, add --from")
-    if merge:
-        if not results:
-            raise SpecError("--from: give the results files to merge after SPEC, e.g. `ftgen search SPEC --from a.jsonl b.jsonl`")
-        if gpus_text or shard_text:
-            raise SpecError("--from compiles and runs nothing: it takes no --gpus or --shard")
+    check_merge_flags("search", merge, results, gpus_text, shard_text)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
     if merge:
-        return _search_merge(s, results, shape_list if shapes else None, out_root, json_out)
+        _check_out_root(out_root)
+        return merge_search_files(s, results, shape_list if shapes else None, out_root, json_out, _err)
     opts = BenchOptions(reps=reps, warmup=warmup, inject=inject, timeout=timeout)
     _check_out_root(out_root)
     try:
-        gpus = _gpus(gpus_text, "search", one_model="a search")
+        gpus = gpus_option(gpus_text, "search", _err, one_model="a search")
         gpu = {"name": gpus[0].name, "driver": gpus[0].driver} if gpus else gpu_info()
     except NoGpuError:
         # generate and build what the search would run (a shard: its part), then say plainly that running needs a GPU
-        from .search import search_project_name
-        from .search.shard import shard_points
-        from .spec import Spec
+        from .search.merge import shard_spec
 
-        mine = shard_points([v.name for v in s.variants], len(shape_list), *shard) if shard else None
-        todo = [v for v in s.variants if mine is None or v.name in mine]
-        proj = Spec(s.source, search_project_name(s.name, shard), s.family, s.arch, s.description, s.shapes, todo, s.rejected, s.raw)
+        proj = shard_spec(s, len(shape_list), shard)
         g = _generate(proj, out_root)
         _err(f"search: {g.out_dir}")
         _report_build(_run_build(g.out_dir, jobs, None, None))
@@ -491,13 +462,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
 
     _err(f"search: {Path(out_root) / search_project_name(s.name, shard)}" + (f", shard {shard_text}" if shard else ""))
     prog = Progress("built")
-    pool = None
-    with contextlib.ExitStack() as stack:
-        if gpus:
-            from .bench.pool import GpuPool, PoolProgress
-
-            run_prog = stack.enter_context(PoolProgress("ran", gpus))
-            pool = GpuPool(gpus, log=run_prog.log, progress=run_prog)
+    with pool_for(gpus) as pool:
         result = do_search(
             s,
             shape_list,
@@ -534,73 +499,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version(), **extra)
     if json_out:
         write_jsonl(json_out, prov, result.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
-    if shard:
-        # a part of the space: its best rows are no winners; `--from` merges the parts
-        print_rows(list(result.best.values()), title=f"best variant per shape in shard {shard_text} ({gpu.get('name')})",
-                   file=sys.stderr if json_out == "-" else None)
-        if not json_out:
-            _err("warning: --shard without --json: this part's rows are only in the results cache; give --json to merge them with --from")
-        return
-    _search_outputs(s, result, shape_list, json_out, check=True)
-
-
-def _search_merge(s, results, shape_list, out_root: str, json_out) -> None:
-    """`search --from`: the shards' rows merged, then the same outputs as a search."""
-    from .bench import write_jsonl
-    from .report.provenance import provenance
-    from .search import SearchResult, best_per_shape
-    from .search.shard import merge_search
-
-    merged = merge_search(list(results), s.family)
-    for note in merged.notes:
-        _err(f"warning: {note}")
-    names = {v.name for v in s.variants}
-    strangers = sorted({r["kernel"] for r in merged.rows if r.get("kernel") is not None and r["kernel"] not in names})
-    if strangers:
-        raise SpecError(f"--from: {len(strangers)} kernel(s) in the files are no variants of {s.source}: "
-                        f"{', '.join(strangers[:5])}; give the spec the shards searched")
-    shape_list = shape_list or merged.shapes or s.shapes
-    _check_out_root(out_root)
-    result = SearchResult(rows=merged.rows, gpu=merged.gpu)
-    result.evaluated = list(dict.fromkeys(r["kernel"] for r in merged.rows if r.get("kernel") is not None))
-    result.best = best_per_shape(s.family, merged.rows, [s.family.format_shape(x) for x in shape_list])
-    result.project = Path(out_root) / f"{s.name}-search"
-    _err(f"search --from: {len(results)} file(s), {len(merged.rows)} row(s) of {len(result.evaluated)} variant(s)")
-    if json_out:
-        prov = provenance(merged.gpu, spec=s.source, merged_from=[str(p) for p in results], shapes=shape_list)
-        write_jsonl(json_out, prov, merged.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
-    # the dispatch header includes the winners' headers: it is compiled where the project holds them
-    _search_outputs(s, result, shape_list, json_out, check=None)
-
-
-def _search_outputs(s, result, shape_list, json_out, check: bool | None) -> None:
-    """The best-per-shape table, the winners spec and the dispatch header (compiled when ``check``;
-    None: when the project holds the winners' sources)."""
-    from .report.table import print_rows
-    from .search import check_dispatch_compiles, dispatch_header, winners_spec
-
-    print_rows(list(result.best.values()), title=f"best variant per shape ({result.gpu.get('name')})",
-               file=sys.stderr if json_out == "-" else None)
-    missing = [s.family.format_shape(x) for x in shape_list if s.family.format_shape(x) not in result.best]
-    if result.best and result.project is not None:
-        result.project.mkdir(parents=True, exist_ok=True)
-        spec_path = result.project / f"{s.name}_best.yaml"
-        spec_path.write_text(winners_spec(s, result, shape_list))
-        hdr = result.project / f"{s.name.replace('-', '_')}_dispatch.h"
-        hdr.write_text(dispatch_header(s, result))
-        if check is None:
-            check = all((result.project / r["kernel"] / f"{r['kernel']}.h").is_file() for r in result.best.values())
-        if check:
-            ok, log = check_dispatch_compiles(hdr, result.project)
-            _err(f"winners spec: {spec_path}\ndispatch header: {hdr} ({'compiles' if ok else 'DOES NOT COMPILE'})")
-            if not ok:
-                _err(log)
-                raise FtgenError("the generated dispatch header does not compile (a bug in ftgen)")
-        else:
-            _err(f"winners spec: {spec_path}\ndispatch header: {hdr} (not compiled: the winners' sources are not under "
-                 f"{result.project}; `ftgen generate` the winners spec to build them)")
-    if missing:
-        raise VerificationFailed(f"no verified variant for shape(s): {', '.join(missing)}")
+    search_outputs(s, result, shape_list, json_out, True, _err, shard_text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -620,9 +519,7 @@ def _search_outputs(s, result, shape_list, json_out, check: bool | None) -> None
 @click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
 @click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
 @click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " A part's summaries count its own trials only.")
-@click.option("--from", "merge", is_flag=True,
-              help="Merge the results files given after SPEC (the --json files of --shard runs): summaries, per-bit and ROC "
-                   "over all their trials; runs nothing.")
+@click.option("--from", "merge", is_flag=True, help="Merge the results files after SPEC (of --shard runs): summaries over all trials.")
 @click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @space_flags
 def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, gpus_text, shard_text,
@@ -637,17 +534,13 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
 
     from .bench import gpu_info, write_jsonl
     from .faults import DISTS, campaign as do_campaign, per_bit, plot, roc
+    from .bench.pool import campaign_on_gpus, gpus_option
     from .report.provenance import provenance
+    from .search.merge import check_merge_flags, merge_campaign_files
+    from .search.shard import parse_shard
     from .spec import parse_shapes
 
-    from .search.shard import campaign_chunks, parse_shard, shard_chunks
-
-    if results and not merge:
-        raise SpecError(f"campaign: unexpected argument(s) after SPEC: {' '.join(results)[:200]}; to merge results files, add --from")
-    if merge and not results:
-        raise SpecError("--from: give the results files to merge after SPEC, e.g. `ftgen campaign SPEC --from a.jsonl b.jsonl`")
-    if merge and (gpus_text or shard_text):
-        raise SpecError("--from runs nothing: it takes no --gpus or --shard")
+    check_merge_flags("campaign", merge, results, gpus_text, shard_text)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
@@ -663,7 +556,7 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
     gpus = []
     if merge:
-        rows, summaries, variants, gpu, trials, dist_list, shape = _campaign_merge(s, results, chosen)
+        rows, summaries, variants, gpu, trials, dist_list, shape = merge_campaign_files(s, results, chosen, _err)
     else:
         g = _generate(s, out_root)
         _remember(g.out_dir, out_root)
@@ -674,23 +567,10 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         from .build import load_manifest, select_variants
 
         variants = select_variants(load_manifest(g.out_dir), pattern)
-        gpus = _gpus(gpus_text, "campaign")
-        if gpus or shard:
-            # the trials in chunks over a pool of GPUs (the default GPU without --gpus); the same chunks and seeds as one run
-            from .bench.pool import Gpu, GpuPool, PoolProgress, run_campaign
-            from .build import binary_path
-
-            chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dist_list, seed=seed)
-            if shard:
-                chunks = shard_chunks(chunks, *shard)
-                _err(f"campaign: shard {shard_text}: {len(chunks)} chunk(s) of trials")
-            workers = gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]
-            with PoolProgress("ran", workers) as prog:
-                pool = GpuPool(workers, log=prog.log, progress=prog)
-                rows, summaries = run_campaign(g.out_dir, chunks, pool, shape=fam.format_shape(shape), timeout=timeout,
-                                               spec_name=s.source, binary=binary_path)
-            if pool.retried or pool.dead:
-                _err(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
+        gpus = gpus_option(gpus_text, "campaign", _err)
+        if gpus or shard:  # the trials in chunks over a pool of GPUs: the same chunks and seeds as one run
+            rows, summaries = campaign_on_gpus(g.out_dir, variants, gpus, gpu, shard, trials=trials, dists=dist_list, seed=seed,
+                                               shape=fam.format_shape(shape), timeout=timeout, spec_name=s.source, log=_err)
         else:
             rows, summaries = do_campaign(
                 g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
@@ -730,23 +610,6 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         err = failed[0].get("error")
         raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: "
                          f"{err.get('message') if isinstance(err, dict) else err}")
-
-
-def _campaign_merge(s, results, chosen):
-    """`campaign --from`: the shards' rows and their summaries, with the campaign's settings from the files."""
-    from .faults import summarize
-    from .search.shard import merge_campaign
-
-    m = merge_campaign(list(results))
-    for note in m.notes:
-        _err(f"warning: {note}")
-    names = {v.name for v in chosen}
-    strangers = [k for k in m.kernels if k not in names]
-    if strangers:
-        raise SpecError(f"--from: {len(strangers)} kernel(s) in the files are no campaign variants of {s.source}: "
-                        f"{', '.join(strangers[:5])}; give the spec the shards ran")
-    summaries = [summarize(k, [r for r in m.rows if r.get("kernel") == k and "trial" in r], s.source) for k in m.kernels]
-    return m.rows, summaries, [{"kernel": k} for k in m.kernels], m.gpu, m.trials, m.dists, m.shape
 
 
 # --------------------------------------------------------------------------------------------

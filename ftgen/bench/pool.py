@@ -14,6 +14,7 @@ appended to a JSON-lines spool under a file lock, so several pools (processes) m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -112,6 +113,18 @@ def select_gpus(text: str, available: list[Gpu] | None = None) -> list[Gpu]:
     if not chosen:
         raise SpecError("--gpus: give 'all' or comma-separated GPU indices, e.g. 0,2")
     return chosen
+
+
+def gpus_option(text: str | None, verb: str, log: Callable[[str], None], one_model: str | None = None) -> list[Gpu]:
+    """The GPUs of ``--gpus`` (none without it), said through ``log``; ``one_model``: the command compares
+    times across them, so they must be of one model."""
+    if not text:
+        return []
+    gpus = select_gpus(text)
+    if one_model:
+        same_model(gpus, one_model)
+    log(f"{verb}: {len(gpus)} GPU(s): " + ", ".join(f"{g.label} ({g.name}, {g.uuid})" for g in gpus))
+    return gpus
 
 
 def same_model(gpus: list[Gpu], what: str) -> None:
@@ -416,3 +429,38 @@ def run_campaign(project: Path, chunks, pool: GpuPool, *, shape: str, timeout: f
         all_rows += errors + rows
         summaries.append(summarize(k, rows, spec_name))
     return all_rows, summaries
+
+
+def campaign_on_gpus(project: Path, variants: list[dict], gpus: list[Gpu], gpu: dict, shard: tuple[int, int] | None, *,
+                     trials: int, dists, seed: int, shape: str, timeout: float, spec_name: str,
+                     log: Callable[[str], None]) -> tuple[list[dict], list[dict]]:
+    """`campaign --gpus / --shard`: the campaign's chunks (one shard's), on ``gpus`` or else the default GPU
+    (``gpu``, its info), with per-GPU progress. Returns (rows, summaries) as ``ftgen.faults.campaign``."""
+    from ..search.shard import campaign_chunks, shard_chunks
+
+    chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dists, seed=seed)
+    if shard:
+        chunks = shard_chunks(chunks, *shard)
+        log(f"campaign: shard {shard[0]}/{shard[1]}: {len(chunks)} chunk(s) of trials")
+    with pool_for(gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]) as pool:
+        out = run_campaign(project, chunks, pool, shape=shape, timeout=timeout, spec_name=spec_name)
+    if pool.retried or pool.dead:
+        log(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
+    return out
+
+
+@contextlib.contextmanager
+def pool_for(gpus: list[Gpu], verb: str = "ran"):
+    """A pool of ``gpus`` with per-GPU progress on stderr, or None without GPUs."""
+    if not gpus:
+        yield None
+        return
+    with PoolProgress(verb, gpus) as prog:
+        yield GpuPool(gpus, log=prog.log, progress=prog)
+
+
+def bench_on_gpus(project: Path, variants: list[dict], family, opts, gpus: list[Gpu]) -> list[dict]:
+    """`bench --gpus`: every variant's executable on the pool; the rows in the order of ``variants``."""
+    with pool_for(gpus) as pool:
+        items = [WorkItem(v["kernel"], project / "bin" / v["kernel"], v["kernel"], opts.argv(family, v), opts.timeout) for v in variants]
+        return [r for got in pool.run(items).values() for r in got]
