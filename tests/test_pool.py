@@ -81,6 +81,8 @@ def test_a_failing_gpu_is_reported_and_its_work_requeued(tmp_path, mode):
     assert {r["gpu_uuid"] for r in rows} == {GPUS[0].uuid, GPUS[2].uuid} and pool.done_by["gpu1"] == 0
     assert pool.retried >= 1 and any("re-queued" in x for x in logs)
     assert list(pool.dead) == ["gpu1"] and any(x.startswith("gpu1 (GPU-fake-1) leaves the pool") for x in logs)
+    again = pool.run(fake_exes(tmp_path, 4))  # the next batch of a search: gpu1 stays out
+    assert all(r["gpu_uuid"] != GPUS[1].uuid for got in again.values() for r in got)
 
 
 def test_killing_an_executable_mid_run_loses_no_row(tmp_path):

@@ -194,7 +194,9 @@ class GpuPool:
         state = {"left": len(items)}
         if hasattr(self.progress, "start"):
             self.progress.start()  # the ETA counts from the first run, not from the builds before it
-        alive = {g.label for g in self.gpus}
+        alive = {g.label for g in self.gpus} - set(self.dead)  # a GPU that left in an earlier run stays out
+        if items and not alive:
+            raise NoGpuError("every GPU has left the pool: " + "; ".join(f"{k}: {v}" for k, v in self.dead.items()))
         wake = threading.Condition(self._lock)
 
         def finish(item: WorkItem, rows: list[dict], gpu: Gpu) -> None:
@@ -298,7 +300,7 @@ class GpuPool:
             self.log(f"{label} ({g.uuid or g.name}) leaves the pool: {why}")
             wake.notify_all()
 
-        threads = [threading.Thread(target=worker, args=(g,), name=f"ftgen-{g.label}", daemon=True) for g in self.gpus]
+        threads = [threading.Thread(target=worker, args=(g,), name=f"ftgen-{g.label}", daemon=True) for g in self.gpus if g.label in alive]
         for t in threads:
             t.start()
         for t in threads:

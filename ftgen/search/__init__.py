@@ -2,9 +2,11 @@
 
 The space is the spec's expansion, pruned by the family's constraints (rejected points are
 recorded with kind ``constraint``). A :class:`Strategy` proposes batches of variants; each batch
-is generated, built in parallel and run, every candidate in its own process. Results (failures
-too) go to a crash-safe cache keyed by GPU, source hash, nvcc version, shape and bench settings,
-so a repeated search with nothing changed compiles and runs nothing.
+is generated, built in parallel and then run, every candidate in its own process, on one GPU or
+on a pool of GPUs (:mod:`ftgen.bench.pool`); a shard evaluates its part of each batch
+(:mod:`.shard`). Results (failures too) go to a crash-safe cache keyed by GPU model, source hash,
+nvcc version, shape and bench settings, so a repeated search with nothing changed compiles and
+runs nothing.
 """
 
 from __future__ import annotations
