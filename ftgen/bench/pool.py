@@ -118,7 +118,7 @@ def select_gpus(text: str, available: list[Gpu] | None = None) -> list[Gpu]:
 def gpus_option(text: str | None, verb: str, log: Callable[[str], None], one_model: str | None = None) -> list[Gpu]:
     """The GPUs of ``--gpus`` (none without it), said through ``log``; ``one_model``: the command compares
     times across them, so they must be of one model."""
-    if not text:
+    if text is None:
         return []
     gpus = select_gpus(text)
     if one_model:
