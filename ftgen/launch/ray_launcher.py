@@ -44,8 +44,8 @@ def _run(cmd: list[str]) -> tuple[int, str]:
 
 def launch(ftgen_args: list[str], shards: int, out_dir: Path, *, num_gpus: float = 1, address: str | None = None,
            prefix: list[str] | None = None, log=lambda s: None) -> list[Path]:
-    """Run every shard as a Ray task and wait for all; returns the results files. A shard that fails
-    is retried once by Ray (``max_retries``) and then reported with its stderr."""
+    """Run every shard as a Ray task and wait for all; returns the results files. A shard whose worker
+    dies is retried once by Ray (``max_retries``); one that wrote no results file is reported with its stderr."""
     import ray
 
     cmds = shard_commands(ftgen_args, shards, out_dir, prefix)
