@@ -319,6 +319,10 @@ def build_cmd(directory, jobs, arch, kernels, lib_prefix) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+GPUS_HELP = "Run on several GPUs of this host, one worker each: all, or indices such as 0,2 [default: the first GPU]."
+SHARD_HELP = "Do only part I of N (0 <= I < N, e.g. 0/4) of the work, for N independent jobs; see docs/scale-out.md."
+
+
 def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout):
     from .bench import BenchOptions
     from .spec import parse_shapes
@@ -348,7 +352,8 @@ def bench_flags(f):
 @bench_flags
 @click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all].")
 @click.option("--json", "json_out", default=None, help="Write results (JSON lines with provenance) to PATH, or - for stdout.")
-def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, kernels, json_out) -> None:
+@click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
+def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, kernels, json_out, gpus_text) -> None:
     """Run the built variants, verify them against the vendor library and print a table.
 
     Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
@@ -377,7 +382,10 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         if not_inj:
             _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
     gpu = gpu_info(binary_path(project, built[0]["kernel"]))
-    prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"])
+    from .bench.pool import bench_on_gpus, gpus_option
+
+    gpus = gpus_option(gpus_text, "bench", _err)
+    prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"], **({"gpus": [g.info() for g in gpus]} if gpus else {}))
     t0 = time.monotonic()
     done = [0]
 
@@ -388,7 +396,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
         eta = f"  (ETA {_secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
         _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
 
-    rows = bench_project(project, built, family, opts, on_rows)
+    rows = bench_on_gpus(project, built, family, opts, gpus) if gpus else bench_project(project, built, family, opts, on_rows)
     for v in variants:
         if v not in built:
             rows.append({"kernel": v["kernel"], "ok": False, "error": {"kind": "missing", "message": "not built"}})
@@ -407,6 +415,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 
 @cli.command(epilog=EPILOG)
 @click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--shapes", default=None, help="Shapes to optimise for [default: the spec's shapes].")
 @click.option("--budget", type=click.IntRange(1), default=None, help="Most variants to evaluate [default: all].")
 @click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True, help="How to pick the variants to evaluate.")
@@ -421,29 +430,44 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
 @click.option("--no-cache", is_flag=True, help="Ignore (but still update) the results cache.")
 @click.option("--write-tuning", "write_tuning", default=None, metavar="PATH",
               help="Merge the winners' measured choices into the tuning file PATH (e.g. ftgen/tuning/h100.json), read at resolution.")
+@click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
+@click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " Write each part's rows with --json.")
+@click.option("--from", "merge", is_flag=True, help="Merge the results files after SPEC (of --shard runs): winners spec, header, table.")
 @space_flags
-def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache, max_points, max_variants, write_tuning) -> None:
+def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, inject, timeout, json_out, no_cache,
+           gpus_text, shard_text, merge, write_tuning, max_points, max_variants) -> None:
     """Build and bench the spec's space; best variant per shape as a table, a spec and a dispatch header.
+
+    `ftgen search SPEC --from a.jsonl b.jsonl ...` merges the results of sharded searches instead.
 
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     from .bench import BenchOptions, gpu_info, write_jsonl
     from .build import nvcc_version
     from .report.provenance import provenance
     from .report.table import print_rows
-    from .search import STRATEGIES, ResultsCache, check_dispatch_compiles, dispatch_header, search as do_search, winners_spec
+    from .search import STRATEGIES, ResultsCache, search as do_search
+    from .bench.pool import gpus_option, pool_for
+    from .search.merge import check_merge_flags, merge_search_files, search_outputs
+    from .search.shard import parse_shard
     from .spec import parse_shapes
 
+    check_merge_flags("search", merge, results, gpus_text, shard_text)
+    shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
+    if merge:
+        _check_out_root(out_root)
+        return merge_search_files(s, results, shape_list if shapes else None, out_root, json_out, _err)
     opts = BenchOptions(reps=reps, warmup=warmup, inject=inject, timeout=timeout)
     _check_out_root(out_root)
     try:
-        gpu = gpu_info()
+        gpus = gpus_option(gpus_text, "search", _err, one_model="a search")
+        gpu = {"name": gpus[0].name, "driver": gpus[0].driver} if gpus else gpu_info()
     except NoGpuError:
-        # generate and build what the search would run, then say plainly that running needs a GPU
-        from .spec import Spec
+        # generate and build what the search would run (a shard: its part), then say plainly that running needs a GPU
+        from .search.merge import shard_spec
 
-        proj = Spec(s.source, f"{s.name}-search", s.family, s.arch, s.description, s.shapes, s.variants, s.rejected, s.raw)
+        proj = shard_spec(s, len(shape_list), shard)
         g = _generate(proj, out_root)
         _err(f"search: {g.out_dir}")
         _report_build(_run_build(g.out_dir, jobs, None, None))
@@ -451,21 +475,26 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
     cache = ResultsCache()
     if no_cache:
         cache.entries = {}
-    _err(f"search: {Path(out_root) / (s.name + '-search')}")
+    from .search import search_project_name
+
+    _err(f"search: {Path(out_root) / search_project_name(s.name, shard)}" + (f", shard {shard_text}" if shard else ""))
     prog = Progress("built")
-    result = do_search(
-        s,
-        shape_list,
-        out_root=Path(out_root),
-        budget=budget,
-        strategy=STRATEGIES[strategy](seed),
-        opts=opts,
-        jobs=jobs,
-        cache=cache,
-        gpu=gpu,
-        log=_err,
-        progress=prog,
-    )
+    with pool_for(gpus) as pool:
+        result = do_search(
+            s,
+            shape_list,
+            out_root=Path(out_root),
+            budget=budget,
+            strategy=STRATEGIES[strategy](seed),
+            opts=opts,
+            jobs=jobs,
+            cache=cache,
+            gpu=gpu,
+            log=_err,
+            progress=prog,
+            pool=pool,
+            shard=shard,
+        )
     fails = {}
     for r in result.rows:
         if not r.get("ok"):
@@ -474,9 +503,8 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
     _err(
         f"search: {len(result.evaluated)} variant(s) x {len(shape_list)} shape(s); compiled {result.compiled}, ran {result.ran}, "
         f"cache hits {result.cache_hits}; failures: {json.dumps(fails) if fails else 'none'}"
+        + (f"; {pool.retried} run(s) re-queued, GPU(s) left the pool: {', '.join(pool.dead) or 'none'}" if pool else "")
     )
-    best_rows = list(result.best.values())
-    print_rows(best_rows, title=f"best variant per shape ({gpu.get('name')})", file=sys.stderr if json_out == "-" else None)
     if result.project is not None:  # SM count, compute capability, L2 from a built executable
         built = sorted((result.project / "bin").glob("*"))
         if built:
@@ -484,41 +512,12 @@ def search(spec, shapes, budget, strategy, seed, out_root, jobs, reps, warmup, i
                 gpu = {**gpu, **gpu_info(built[0])}
             except NoGpuError:
                 pass
-    prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version())
+    extra = {"shapes": shape_list, **({"shard": shard_text} if shard else {}), **({"gpus": [g.info() for g in gpus]} if gpus else {})}
+    prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version(), **extra)
     if json_out:
         write_jsonl(json_out, prov, result.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
-    missing = [s.family.format_shape(x) for x in shape_list if s.family.format_shape(x) not in result.best]
-    if result.best and result.project is not None:
-        spec_path = result.project / f"{s.name}_best.yaml"
-        spec_path.write_text(winners_spec(s, result, shape_list))
-        hdr = result.project / f"{s.name.replace('-', '_')}_dispatch.h"
-        hdr.write_text(dispatch_header(s, result))
-        from .codegen.library import write_dispatch_table
+    search_outputs(s, result, shape_list, json_out, True, _err, shard_text, tuning_path=write_tuning, prov=prov)
 
-        write_dispatch_table(result.project, s.family, result.best, gpu)  # what `ftgen build --lib` dispatches by
-        ok, log = check_dispatch_compiles(hdr, result.project)
-        _err(f"winners spec: {spec_path}\ndispatch header: {hdr} ({'compiles' if ok else 'DOES NOT COMPILE'})")
-        if not ok:
-            _err(log)
-            raise FtgenError("the generated dispatch header does not compile (a bug in ftgen)")
-    if write_tuning and result.best:
-        _write_tuning(write_tuning, s, list(result.best.values()), prov)
-    if missing:
-        raise VerificationFailed(f"no verified variant for shape(s): {', '.join(missing)}")
-
-
-def _write_tuning(path: str, s, winners: list[dict], prov: dict) -> None:
-    """The family's tuning entries from the search's winners, merged into the tuning file at ``path``."""
-    from . import tuning
-
-    entries = s.family.tuning_entries(winners)
-    if not entries:
-        _err(f"--write-tuning: the {s.family.name} family records no tuning entry for these winners; {path} unchanged")
-        return
-    what = {"what": f"ftgen search {s.source}", "gpu": prov.get("gpu"), "git_sha": prov.get("git_sha"),
-            "git_dirty": prov.get("git_dirty"), "utc": prov.get("utc")}
-    written = tuning.write(path, s.family.name, entries, what)
-    _err(f"tuning: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} merged into {written}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,19 +535,31 @@ def _write_tuning(path: str, s, winners: list[dict], prov: dict) -> None:
 @click.option("--json", "json_out", default=None, help="Write trials, per-bit and ROC rows and the summaries (JSON lines) to PATH or -.")
 @click.option("--plot", "plot_out", default=None, help="Write the ROC / per-bit plot (PNG) to PATH.")
 @click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
+@click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
+@click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " A part's summaries count its own trials only.")
+@click.option("--from", "merge", is_flag=True, help="Merge the results files after SPEC (of --shard runs): summaries over all trials.")
+@click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @space_flags
-def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, max_points, max_variants) -> None:
+def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, gpus_text, shard_text,
+             merge, results, max_points, max_variants) -> None:
     """Fault campaign: N clean + N single-fault trials per variant and input distribution; coverage,
     false alarms, per-bit statistics and a ROC curve over the detection threshold.
+
+    `ftgen campaign SPEC --from a.jsonl b.jsonl ...` merges the results of sharded campaigns instead.
 
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     import fnmatch
 
     from .bench import gpu_info, write_jsonl
     from .faults import DISTS, campaign as do_campaign, per_bit, plot, roc
+    from .bench.pool import campaign_on_gpus, gpus_option
     from .report.provenance import provenance
+    from .search.merge import check_merge_flags, merge_campaign_files
+    from .search.shard import parse_shard
     from .spec import parse_shapes
 
+    check_merge_flags("campaign", merge, results, gpus_text, shard_text)
+    shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
     for d in dist_list:
@@ -561,19 +572,28 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
-    g = _generate(s, out_root)
-    _remember(g.out_dir, out_root)
-    _err(f"campaign: {g.out_dir}")
-    pattern = ",".join(v.name for v in chosen)
-    _report_build(_run_build(g.out_dir, jobs, None, pattern))
-    gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
-    from .build import load_manifest, select_variants
+    gpus = []
+    if merge:
+        rows, summaries, variants, gpu, trials, dist_list, shape = merge_campaign_files(s, results, chosen, _err)
+    else:
+        g = _generate(s, out_root)
+        _remember(g.out_dir, out_root)
+        _err(f"campaign: {g.out_dir}")
+        pattern = ",".join(v.name for v in chosen)
+        _report_build(_run_build(g.out_dir, jobs, None, pattern))
+        gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
+        from .build import load_manifest, select_variants
 
-    variants = select_variants(load_manifest(g.out_dir), pattern)
-    rows, summaries = do_campaign(
-        g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
-        timeout=timeout, spec_name=s.source, log=_err,
-    )
+        variants = select_variants(load_manifest(g.out_dir), pattern)
+        gpus = gpus_option(gpus_text, "campaign", _err)
+        if gpus or shard:  # the trials in chunks over a pool of GPUs: the same chunks and seeds as one run
+            rows, summaries = campaign_on_gpus(g.out_dir, variants, gpus, gpu, shard, trials=trials, dists=dist_list, seed=seed,
+                                               shape=fam.format_shape(shape), timeout=timeout, spec_name=s.source, log=_err)
+        else:
+            rows, summaries = do_campaign(
+                g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
+                timeout=timeout, spec_name=s.source, log=_err,
+            )
     extra, rocs, bits = [], {}, {}
     for v, summ in zip(variants, summaries):
         mine = [r for r in rows if r.get("kernel") == v["kernel"] and "trial" in r]
@@ -583,7 +603,9 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         extra += [{"roc": {"kernel": v["kernel"], **p}} for p in rocs[v["kernel"]]]
     extra += [{"campaign": summ} for summ in summaries]
     if json_out:
-        write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape), rows, extra)
+        more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {}),
+                **({"merged_from": list(results)} if merge else {})}
+        write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape, seed=seed, **more), rows, extra)
     if plot_out:
         why = plot(Path(plot_out), summaries, rocs, bits)
         if why:
@@ -591,7 +613,9 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})")
+    t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})"
+              + (f", merged from {len(results)} file(s)" if merge else "")
+              + (f", shard {shard_text}: its trials only" if shard else ""))
     for col in ("kernel", "clean", "faulty", "significant", "detected", "corrected", "coverage", "false alarms", "max resid err"):
         t.add_column(col, justify="left" if col == "kernel" else "right")
     for x in summaries:
@@ -625,60 +649,11 @@ def list_cmd(family, as_json) -> None:
         return
     from rich.console import Console
 
-    console = Console(width=max(100, min(160, _terminal_width())), soft_wrap=False)
+    from .report.listing import print_family, terminal_width
+
+    console = Console(width=max(100, min(160, terminal_width())), soft_wrap=False)
     for d in descs:
-        _print_family(console, d)
-
-
-def _terminal_width() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((120, 24)).columns
-
-
-def _print_family(console, d: dict) -> None:
-    """One family of `ftgen list`: its backends as tables of parameters. Reads the structured
-    description (``backends: [{name, precisions, schemes, requires, params: [...]}]``) and the
-    older flat one (``schemes``, ``params: {name: text}``)."""
-    from rich.table import Table
-
-    click.echo(f"{d['family']}: {d.get('description', '')}")
-    click.echo(f"  precisions: {', '.join(d.get('precisions', []))}")
-    click.echo(f"  shape keys: {', '.join(d.get('shape_keys', []))}")
-    backends = d.get("backends")
-    if isinstance(backends, list) and backends:
-        for b in backends:
-            t = Table(title=f"{d['family']} backend {b.get('name')}", title_justify="left", header_style="bold")
-            for col in ("param", "type", "allowed", "default", "doc"):
-                t.add_column(col, overflow="fold")
-            for prm in b.get("params", []):
-                if prm.get("choices"):
-                    allowed = ", ".join(map(str, prm["choices"]))
-                elif prm.get("range"):
-                    lo, hi = prm["range"]
-                    allowed = f"{lo} .. {hi}"
-                else:
-                    allowed = "-"
-                default = prm.get("default")
-                t.add_row(str(prm.get("name")), str(prm.get("type")), allowed,
-                          ", ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default), str(prm.get("doc") or ""))
-            console.print(t)
-            click.echo(f"  precisions: {', '.join(b.get('precisions', []))}")
-            schemes = b.get("schemes") or {}
-            click.echo("  schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in schemes.items()))
-            if b.get("requires"):
-                click.echo(f"  requires: {', '.join(b['requires'])}")
-    else:
-        click.echo("  schemes: " + "; ".join(f"{k}: {', '.join(v) or '-'}" for k, v in d.get("schemes", {}).items()))
-        click.echo("  params:")
-        params = d.get("params", {})
-        for p in params.values() if isinstance(params, dict) else params:
-            click.echo(f"    {p}")
-    if d.get("constraints"):
-        click.echo("  constraints:")
-        for c in d["constraints"]:
-            click.echo(f"    {c}")
-    click.echo()
+        print_family(console, d)
 
 
 # --------------------------------------------------------------------------------------------

@@ -146,7 +146,8 @@ def test_search_write_tuning_merges_the_winners(tmp_path):
     then resolves the same plan."""
     from types import SimpleNamespace
 
-    from ftgen import cli, tuning
+    from ftgen import tuning
+    from ftgen.search.merge import write_tuning
     from ftgen.spec.loader import load_spec_text
 
     s = load_spec_text(
@@ -158,7 +159,7 @@ def test_search_write_tuning_merges_the_winners(tmp_path):
     row = {"kernel": v.name, "precision": v.precision, "protection": v.protection.to_dict(), "params": v.param_dict,
            "shape": {"n": 1024, "batch": 65536}, "ms": {"median": 1.0}, "ref": {"lib": "cufft", "ms": 0.95}, "ok": True}
     path = tmp_path / "gpu1.json"
-    cli._write_tuning(str(path), SimpleNamespace(family=s.family, source="t.yaml"), [row], {"gpu": "X", "git_sha": "abc"})
+    write_tuning(str(path), SimpleNamespace(family=s.family, source="t.yaml"), [row], {"gpu": "X", "git_sha": "abc"}, print)
     t = tuning.load(str(path)).for_family("fft")
     got = t.lookup(precision="fp32", level="two-sided-tb", logn=10)
     assert (got["n1"], got["bs1"]) == (16, 2), got

@@ -132,13 +132,15 @@ def gpu_slug(name: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def run_executable(exe: Path, kernel: str, argv: list[str], timeout: float, meta: dict | None = None) -> list[dict]:
-    """Run one benchmark executable; return its rows. Failures become rows with ``error``."""
+def run_executable(exe: Path, kernel: str, argv: list[str], timeout: float, meta: dict | None = None,
+                   env: dict[str, str] | None = None) -> list[dict]:
+    """Run one benchmark executable (in ``env``, else this process's environment); return its rows.
+    Failures become rows with ``error``."""
     base = {"kernel": kernel, **(meta or {})}
     if not exe.is_file():
         return [{**base, "ok": False, "error": {"kind": "missing", "message": f"{exe} not built"}}]
     try:
-        proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         rows = _parse_rows(e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode(errors="replace"))
         return rows + [{**base, "ok": False, "error": {"kind": "timeout", "message": f"no result within {timeout:g} s"}}]

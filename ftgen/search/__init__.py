@@ -2,9 +2,11 @@
 
 The space is the spec's expansion, pruned by the family's constraints (rejected points are
 recorded with kind ``constraint``). A :class:`Strategy` proposes batches of variants; each batch
-is generated, built in parallel and run, every candidate in its own process. Results (failures
-too) go to a crash-safe cache keyed by GPU, source hash, nvcc version, shape and bench settings,
-so a repeated search with nothing changed compiles and runs nothing.
+is generated, built in parallel and then run, every candidate in its own process, on one GPU or
+on a pool of GPUs (:mod:`ftgen.bench.pool`); a shard evaluates its part of each batch
+(:mod:`.shard`). Results (failures too) go to a crash-safe cache keyed by GPU model, source hash,
+nvcc version, shape and bench settings, so a repeated search with nothing changed compiles and
+runs nothing.
 """
 
 from __future__ import annotations
@@ -95,9 +97,11 @@ class ResultsCache:
         return self.entries.get(key)
 
     def put(self, key: str, row: dict) -> None:
+        from filelock import FileLock
+
         self.entries[key] = row
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as f:
+        with FileLock(str(self.path) + ".lock", timeout=600), open(self.path, "a") as f:  # searches may share the cache
             f.write(json.dumps({"key": key, "row": row}) + "\n")
             f.flush()
             os.fsync(f.fileno())
@@ -131,13 +135,18 @@ def search(
     gpu: dict,
     log: Callable[[str], None] = lambda s: None,
     progress=None,
+    pool=None,
+    shard: tuple[int, int] | None = None,
 ) -> SearchResult:
+    """``pool`` (a :class:`ftgen.bench.pool.GpuPool`): run the candidates on its GPUs, each row cached
+    under the GPU it ran on (``gpu`` is then the GPUs' common model, for the cache look-ups).
+    ``shard`` (I, N): evaluate only this shard's points of each batch (:func:`ftgen.search.shard.shard_points`)."""
     fam = spec.family
     cache = cache or ResultsCache()
     res = SearchResult(gpu=gpu)
     nvcc = nvcc_version()
     shape_strs = [fam.format_shape(s) for s in shapes]
-    for r in spec.rejected:
+    for r in spec.rejected if shard is None or shard[0] == 0 else ():  # one shard records them
         res.rows.append(
             {"kernel": None, "point": r.point, "ok": False, "error": {"kind": "constraint", "message": "; ".join(r.reasons)}}
         )
@@ -146,14 +155,24 @@ def search(
     space = list(spec.variants)
     budget = len(space) if budget is None else budget
     env = TemplateEnv()
-    # the project holds every proposed candidate; its name is the spec's with a -search suffix
-    search_spec = Spec(spec.source, f"{spec.name}-search", fam, spec.arch, spec.description, spec.shapes, [], [], spec.raw)
+    # the project holds every proposed candidate; its name is the spec's with a -search suffix, and a
+    # shard's its own (shards that share an output directory must not rewrite each other's project)
+    search_spec = Spec(spec.source, search_project_name(spec.name, shard), fam, spec.arch, spec.description, spec.shapes, [], [], spec.raw)
 
     while budget > 0:
         batch = strategy.propose(space, history, budget)
         if not batch:
             break
         budget -= len(batch)
+        if shard is not None:
+            from .shard import shard_points
+
+            mine = shard_points([v.name for v in batch], len(shapes), *shard)
+            for v in batch:
+                history.setdefault(v.name, [])  # proposed: the other shards measure the rest
+            batch = [v for v in batch if mine.get(v.name)]
+        else:
+            mine = {v.name: list(range(len(shapes))) for v in batch}
         search_spec.variants = list({v.name: v for v in search_spec.variants + batch}.values())
         gen = generate(search_spec, out_root, env)
         res.project = gen.out_dir
@@ -167,11 +186,12 @@ def search(
             ckey = ResultsCache.key("compile", entry["source_hash"], nvcc, entry["archs"])
             failed = cache.get(ckey)
             if failed is not None and not failed.get("ok", True):
-                history[v.name] = [dict(failed, shape=s) for s in shapes]
-                res.cache_hits += len(shapes)
+                history[v.name] = [dict(failed, shape=shapes[i]) for i in mine[v.name]]
+                res.cache_hits += len(mine[v.name])
                 continue
             rows, missing = [], []
-            for i, s in enumerate(shape_strs):
+            for i in mine[v.name]:
+                s = shape_strs[i]
                 row = cache.get(_row_key(gpu, entry, nvcc, s, opts))
                 if row is None:
                     missing.append(i)
@@ -191,18 +211,11 @@ def search(
                 entry = manifest[k]
                 row = {"kernel": k, "ok": False, "error": {"kind": "compile", "message": msg[-2000:]}}
                 cache.put(ResultsCache.key("compile", entry["source_hash"], nvcc, entry["archs"]), row)
-                history[k] = [dict(row, shape=s) for s in shapes]
+                history[k] = [dict(row, shape=shapes[i]) for i in mine[k]]
                 pending.pop(k, None)
 
-        t_runs = time.monotonic()
-        for j, (k, idx) in enumerate(pending.items(), 1):
+        def record(k: str, idx: list[int], got: list[dict], ran_on: dict) -> None:
             entry = manifest[k]
-            run_opts = BenchOptions(**{**opts.__dict__, "shapes": [shapes[i] for i in idx]})
-            got = run_executable(gen.out_dir / "bin" / k, k, run_opts.argv(fam, entry), opts.timeout)
-            res.ran += 1
-            left = len(pending) - j
-            eta = f"  (ETA {(time.monotonic() - t_runs) / j * left:.0f}s)" if left else ""
-            log(f"[{j}/{len(pending)}] ran {k} on {len(idx)} shape(s){eta}")
             by_shape = {}
             for r in got:
                 sh = r.get("shape")
@@ -212,17 +225,46 @@ def search(
                 row = by_shape.get(s) or dict(by_shape.get(None) or {"kernel": k, "ok": False, "error": {"kind": "runtime", "message": "no row for this shape"}})
                 row.setdefault("shape", shapes[i])
                 if failure_kind(row) != "timeout":  # a timeout may be transient; everything else is kept
-                    cache.put(_row_key(gpu, entry, nvcc, s, opts), row)
+                    cache.put(_row_key(ran_on, entry, nvcc, s, opts), row)
                 history[k].append(row)
+
+        def argv(k: str, idx: list[int]) -> list[str]:
+            return BenchOptions(**{**opts.__dict__, "shapes": [shapes[i] for i in idx]}).argv(fam, manifest[k])
+
+        if pool is not None and pending:
+            from ..bench.pool import WorkItem
+
+            items = [WorkItem(k, gen.out_dir / "bin" / k, k, argv(k, idx), opts.timeout) for k, idx in pending.items()]
+            pool.run(items, on_done=lambda it, got, g: record(it.key, pending[it.key], got, g.info()))
+            res.ran += len(items)
+        t_runs = time.monotonic()
+        for j, (k, idx) in enumerate(pending.items() if pool is None else (), 1):
+            got = run_executable(gen.out_dir / "bin" / k, k, argv(k, idx), opts.timeout)
+            res.ran += 1
+            left = len(pending) - j
+            eta = f"  (ETA {(time.monotonic() - t_runs) / j * left:.0f}s)" if left else ""
+            log(f"[{j}/{len(pending)}] ran {k} on {len(idx)} shape(s){eta}")
+            record(k, idx, got, gpu)
         res.evaluated.extend(v.name for v in batch)
 
     for k in res.evaluated:
         res.rows.extend(history.get(k, []))
-    for s, sd in zip(shape_strs, shapes):
-        cands = [r for r in res.rows if r.get("ok") and isinstance(r.get("shape"), dict) and fam.format_shape(r["shape"]) == s and r.get("ms")]
-        if cands:
-            res.best[s] = min(cands, key=lambda r: r["ms"]["median"])
+    res.best = best_per_shape(fam, res.rows, shape_strs)
     return res
+
+
+def search_project_name(name: str, shard: tuple[int, int] | None = None) -> str:
+    return f"{name}-search" + (f"-shard{shard[0]}of{shard[1]}" if shard else "")
+
+
+def best_per_shape(fam, rows: list[dict], shape_strs: list[str]) -> dict[str, dict]:
+    """Shape string -> the verified row with the lowest median time, for the shapes that have one."""
+    best = {}
+    for s in shape_strs:
+        cands = [r for r in rows if r.get("ok") and isinstance(r.get("shape"), dict) and fam.format_shape(r["shape"]) == s and r.get("ms")]
+        if cands:
+            best[s] = min(cands, key=lambda r: r["ms"]["median"])
+    return best
 
 
 def _row_key(gpu: dict, entry: dict, nvcc, shape: str, opts: BenchOptions) -> str:
