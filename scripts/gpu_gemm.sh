@@ -56,10 +56,10 @@ tf32x3-search)
   ;;
 simt-search)
   ft search specs/gemm/sgemm_search.yaml --reps 10 --warmup 3 -j 16 -o "$gen" --json "$out/sgemm_search.jsonl"
-  ft search specs/gemm/sweep.yaml --shapes specs/gemm/shapes/gemm_sweep_fp32.yaml --reps 10 --warmup 3 -j 16 -o "$gen" \
+  ft search experiments/specs/gemm_sweep.yaml --shapes specs/gemm/shapes/gemm_sweep_fp32.yaml --reps 10 --warmup 3 -j 16 -o "$gen" \
     --json "$out/sgemm_sweep.jsonl"
   cp "$gen"/sgemm_sweep-search/sgemm_sweep_dispatch.h "$gen"/sgemm_sweep-search/sgemm_sweep_best.yaml "$out/" 2>/dev/null
-  ft search specs/gemm/dgemm_search.yaml --shapes specs/gemm/shapes/gemm_sweep_fp64.yaml --reps 10 --warmup 3 -j 16 -o "$gen" \
+  ft search experiments/specs/gemm_dgemm_search.yaml --shapes specs/gemm/shapes/gemm_sweep_fp64.yaml --reps 10 --warmup 3 -j 16 -o "$gen" \
     --json "$out/dgemm_sweep.jsonl"
   ;;
 levels)
@@ -71,7 +71,7 @@ levels)
   ;;
 prepass)
   check_and_speed specs/gemm/abft_tb_prepass.yaml sgemm_abft_tb_prepass abft_prepass_ 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048
-  run_campaign specs/gemm/abft_prepass_campaign.yaml abft_prepass_
+  run_campaign experiments/specs/gemm_abft_prepass_campaign.yaml abft_prepass_
   ;;
 campaign)
   run_campaign "${CAMPAIGN_SPEC:-specs/gemm/abft_campaign.yaml}" abft_

@@ -368,7 +368,7 @@ final-a)
   echo "search rc=$?"; grep -E "^search:" "$out/search.log"
   ft search specs/gemm/sgemm_search.yaml --reps 10 --warmup 3 -j 16 -o $gen --json "$out/sgemm_search_repeat.jsonl" 2>> "$out/search.log" > /dev/null
   echo "repeat rc=$?"; grep -E "^search:" "$out/search.log" | tail -1
-  ft search specs/gemm/sweep.yaml --shapes specs/gemm/shapes/gemm_sweep_fp32.yaml --reps 10 --warmup 3 -j 16 -o $gen \
+  ft search experiments/specs/gemm_sweep.yaml --shapes specs/gemm/shapes/gemm_sweep_fp32.yaml --reps 10 --warmup 3 -j 16 -o $gen \
      --json "$out/sgemm_sweep.jsonl" 2>> "$out/search.log" > "$out/sgemm_sweep_table.txt"
   echo "sweep rc=$?"; grep -E "^search:|dispatch header" "$out/search.log" | tail -2
   cp $gen/sgemm_sweep-search/sgemm_sweep_dispatch.h $gen/sgemm_sweep-search/sgemm_sweep_best.yaml "$out/" 2>/dev/null
@@ -377,7 +377,7 @@ final-a)
   ;;
 final-b)
   # fp64 sweep; every ABFT level vs unprotected vs cuBLAS (clean, with faults); fault campaigns
-  ft search specs/gemm/dgemm_search.yaml --shapes specs/gemm/shapes/gemm_sweep_fp64.yaml --reps 10 --warmup 3 -j 16 -o $gen \
+  ft search experiments/specs/gemm_dgemm_search.yaml --shapes specs/gemm/shapes/gemm_sweep_fp64.yaml --reps 10 --warmup 3 -j 16 -o $gen \
      --json "$out/dgemm_sweep.jsonl" 2> "$out/final_b.log" > /dev/null
   echo "fp64 sweep rc=$?"; grep -E "^search:" "$out/final_b.log"
   ft generate specs/gemm/abft_levels.yaml -o $gen > /dev/null && ft build $gen/sgemm_abft_levels -j 16 2>> "$out/final_b.log"
