@@ -444,7 +444,6 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     from .bench import BenchOptions, gpu_info, write_jsonl
     from .build import nvcc_version
     from .report.provenance import provenance
-    from .report.table import print_rows
     from .search import STRATEGIES, ResultsCache, search as do_search
     from .bench.pool import gpus_option, pool_for
     from .search.merge import check_merge_flags, merge_search_files, search_outputs

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
 from ..errors import SpecError
+from ..fileio import atomic_write
 from ..families.base import EmittedVariant, Family, LibraryEntry, Protection, Variant
 from ..templating import TemplateEnv
 
@@ -145,7 +144,7 @@ def dispatch_table(family: Family, best: dict, gpu: dict) -> dict:
 
 def write_dispatch_table(project: Path, family: Family, best: dict, gpu: dict) -> Path:
     path = project / TABLE_FILE
-    _atomic_write(path, json.dumps(dispatch_table(family, best, gpu), indent=1) + "\n")
+    atomic_write(path, json.dumps(dispatch_table(family, best, gpu), indent=1) + "\n")
     return path
 
 
@@ -286,7 +285,7 @@ def write_library(project: Path, manifest: dict, family: Family, env: TemplateEn
                 continue
         except (OSError, UnicodeDecodeError):
             pass
-        _atomic_write(p, text)
+        atomic_write(p, text)
     if root.is_dir():
         for p in sorted(root.rglob("*"), reverse=True):
             rel = p.relative_to(project).as_posix()
@@ -295,18 +294,3 @@ def write_library(project: Path, manifest: dict, family: Family, env: TemplateEn
             elif p.is_dir() and not any(p.iterdir()):
                 p.rmdir()
     return plan
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import SpecError
+from ..fileio import atomic_write
 
 FORMAT = 1
 DEFAULT_GPU = "h100"
@@ -164,14 +164,5 @@ def write(path: str | Path, family: str, entries: Iterable[Mapping[str, Any]], p
     fam["entries"] = kept + new
     prov = fam.get("provenance", [])
     fam["provenance"] = (prov if isinstance(prov, list) else [prov]) + [dict(provenance)]
-    text = json.dumps(doc, indent=1) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, json.dumps(doc, indent=1) + "\n")
     return path

@@ -15,7 +15,6 @@ Kernel names::
 
 from __future__ import annotations
 
-import math
 
 from ..base import (
     PRECISION_CTYPE,
@@ -24,6 +23,7 @@ from ..base import (
     UNIT_ROUNDOFF,
     Backend,
     Param,
+    Protection,
     Source,
     Variant,
     power_of_two,
