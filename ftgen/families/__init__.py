@@ -11,6 +11,7 @@ from .base import Family
 BUILTIN: dict[str, tuple[str, str]] = {
     "gemm": (".gemm", "GemmFamily"),
     "fft": (".fft", "FftFamily"),
+    "attention": (".attention", "AttentionFamily"),
 }
 
 _registered: dict[str, Family] = {}
