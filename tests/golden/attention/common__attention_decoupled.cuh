@@ -228,7 +228,9 @@ __device__ void softmax_row(const volatile float* S, typename C::T* P, int i, in
   float inv = 1.f / sum;
   if (faulty) inv = maybe_fault(inv, f, p, FTGEN_ATTN_SITE_INV_L, 0, 1, i, -1);
   for (int c = lane; c < lk; c += 32) {
-    const float e = visible<C>(i, c, lk) ? ex2(fmaf(S[c], sl2, -mx * sl2)) : 0.f;
+    float e = visible<C>(i, c, lk) ? ex2(fmaf(S[c], sl2, -mx * sl2)) : 0.f;
+    if (faulty && f.index >= 0 && f.site == FTGEN_ATTN_SITE_EXP && f.elem == c / 32)  // the same faulty exp (recorded above)
+      e = ftgen::apply_fault<float>(e, f.kind, f.bit, f.offset);
     float v = e * inv;
     if (faulty && f.site == FTGEN_ATTN_SITE_P16 && f.elem == c / 32) {
       const uint32_t w = maybe_fault16<typename C::T>(H::pack(v, 0.f), false, f, p, c / 32, 1, i, c);
