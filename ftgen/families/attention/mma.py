@@ -31,8 +31,10 @@ Kernel names::
 
 Fault injection (``inject: true``): ``FaultSpec.block`` is the linear block index (``blockIdx.x`` fastest, then
 head, then batch), ``thread`` the thread in the block, ``step`` the key tile, and ``elem`` is
-``site * 1024 + element``: the site (:data:`SITE_CODES`) and the element of the thread's accumulator fragment
-(qk, exp, p16: ``row_half * 512 + column index in the tile``... see ``templates/attention/attention_mma.cuh``).
+``site * 1024 + element`` with the site of :data:`SITE_CODES` and the element of the thread's fragment:
+``4 n + e`` for qk, exp and p16 (n8 block ``n`` of the S tile, accumulator element ``e``) and for o (n8 block of O),
+the row half ``h`` (0, 1) for rowmax, rowsum, rescale and inv_l (``templates/attention/ftgen_attention.h``). The
+decoupled baseline's steps are its kernels (0: S, 1: the softmax, 2: O).
 """
 
 from __future__ import annotations
