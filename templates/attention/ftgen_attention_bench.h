@@ -3,7 +3,7 @@
 // ftgen::bench_main.
 //
 // Shapes batch x heads x seq x seq_k. Inputs random (the driver's distributions) in the 16-bit type; the reference
-// is the fp32 kernel of ftgen_attention_ref.cuh (one thread per query row), with the error of every output element
+// is the fp32 kernel of ftgen_attention_ref.cuh (one thread per query row, K / V tiles shared), with the error of every output element
 // measured as |O - O_ref| / (sum_c w_c |V_c| * tol_row) against 1 (tol_row: the model's output tolerance of the
 // row); the output is poisoned with NaN before every verification run. Timing: the kernel and its unprotected twin
 // (the same fused kernel without protection, compiled into this executable) alternately. FLOPs 4 b h Lq Lk d,
@@ -45,32 +45,46 @@ __global__ void poison_kernel(T* out, size_t n) {
     out[i] = ftattn::Half<T>::from(NAN);
 }
 
-template <class T>
-struct LoadHalf {
-  __host__ __device__ float operator()(T x) const {
-#ifdef __CUDA_ARCH__
-    return ftattn::Half<T>::to(x);
-#else
-    return static_cast<float>(x);
-#endif
-  }
+struct Identity {
+  __host__ __device__ float operator()(float x) const { return x; }
 };
 
-// one thread per query row (D outputs in local memory)
+// One thread per query row, 64 rows per block sharing K / V tiles of 32 keys in shared memory (as float); the
+// steps of ftgen_attention_ref.cuh in the order reference_row takes them.
 template <class T, int D>
-__global__ void reference_kernel(ftgen_attention_problem p, bool causal, ftattn_ref::RowTolerance r, float* ref, float* scale, float* tol) {
-  const long long row = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  const long long rows = static_cast<long long>(p.batch) * p.heads * p.seq_q;
-  if (row >= rows) return;
-  const long long bh = row / p.seq_q;
-  const int i = static_cast<int>(row % p.seq_q);
-  const T* q = static_cast<const T*>(p.q) + row * D;
-  const T* K = static_cast<const T*>(p.k) + bh * p.seq_k * D;
-  const T* V = static_cast<const T*>(p.v) + bh * p.seq_k * D;
-  double out[D], sc[D];
+__global__ void __launch_bounds__(64) reference_kernel(ftgen_attention_problem p, bool causal, ftattn_ref::RowTolerance r,
+                                                        float* ref, float* scale, float* tol) {
+  constexpr int kRows = 64, kKeys = 32;
+  __shared__ float sk[kKeys][D], sv[kKeys][D];
+  const int bh = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
+  const bool live = i < p.seq_q;
+  const long long row = static_cast<long long>(bh) * p.seq_q + i;
+  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * D;
+  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * D;
+  float q[D];
+  for (int t = 0; t < D; ++t) q[t] = live ? ftattn::Half<T>::to(static_cast<const T*>(p.q)[row * D + t]) : 0.f;
   const float s = p.scale > 0.f ? p.scale : 1.f / sqrtf(static_cast<float>(D));
-  tol[row] = static_cast<float>(ftattn_ref::reference_row(q, K, V, p.seq_k, D, causal, i, s, r,
-                                                          LoadHalf<T>(), out, sc));
+  const int vis = live ? ftattn_ref::visible_keys(i, p.seq_k, causal) : 0;
+  ftattn_ref::RowState st{-INFINITY, 0, 0};
+  double out[D], sc[D];
+  for (int t = 0; t < D; ++t) out[t] = sc[t] = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int c0 = 0; c0 < p.seq_k; c0 += kKeys) {
+      __syncthreads();
+      for (int e = threadIdx.x; e < kKeys * D; e += kRows) {
+        const int c = c0 + e / D;
+        sk[e / D][e % D] = c < p.seq_k ? ftattn::Half<T>::to(K[static_cast<long long>(c) * D + e % D]) : 0.f;
+        if (pass) sv[e / D][e % D] = c < p.seq_k ? ftattn::Half<T>::to(V[static_cast<long long>(c) * D + e % D]) : 0.f;
+      }
+      __syncthreads();
+      for (int c = 0; c < kKeys && c0 + c < vis; ++c) {
+        if (pass == 0) ftattn_ref::max_step(q, sk[c], D, s, Identity(), Identity(), st);
+        else ftattn_ref::sum_step(q, sk[c], sv[c], D, s, Identity(), Identity(), st, out, sc);
+      }
+    }
+  }
+  if (!live) return;
+  tol[row] = static_cast<float>(ftattn_ref::finish(st, D, p.seq_k, s, r, out, sc));
   for (int t = 0; t < D; ++t) {
     ref[row * D + t] = static_cast<float>(out[t]);
     scale[row * D + t] = static_cast<float>(sc[t]);
@@ -163,11 +177,11 @@ class AttentionProblem final : public ftgen::BenchProblem {
     const size_t rows = q_elems_ / v_.head_dim;
     tol_.alloc(rows);
     const ftgen_attention_problem q = problem(0, nullptr, false, false);
-    const int blocks = static_cast<int>((rows + 127) / 128);
+    const dim3 grid((lq_ + 63) / 64, b_ * h_);
     if (v_.head_dim == 64)
-      reference_kernel<T, 64><<<blocks, 128>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr);
+      reference_kernel<T, 64><<<grid, 64>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr);
     else
-      reference_kernel<T, 128><<<blocks, 128>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr);
+      reference_kernel<T, 128><<<grid, 64>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr);
     FT_LAUNCH_CHECK();
     FT_CUDA(cudaDeviceSynchronize());
   }
