@@ -215,3 +215,60 @@ def test_the_fp32_reference_row_matches_the_models_fp64_reference(tmp_path, caus
         assert np.allclose(tol, model_tol, rtol=1e-6)
     assert np.all(tol <= model_tol * (1 + 1e-6)) and np.all(tol > 0)
     json.dumps(tol.tolist())
+
+
+LOG2_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include "attention_mma.cuh"
+int main() {
+  int n, bf16;
+  if (std::scanf("%d %d", &n, &bf16) != 2) return 1;
+  ftattn::Log2Parts parts;
+  for (int i = 0; i < n; ++i) {
+    unsigned b;
+    if (std::scanf("%u", &b) != 1) return 1;
+    if (bf16) parts.add<true>(b); else parts.add<false>(b);
+  }
+  std::printf("%d %.9g\n", parts.bad ? 1 : 0, parts.exponents + std::log2(static_cast<double>(parts.product)));
+}
+"""
+
+
+@pytest.mark.compile
+def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
+    """The exp check takes sum_l max(log2 p_l, F) as exponents plus one log2 of the mantissas' product; compiled
+    for the host, it equals the model's element-wise clamped log2 sum, and a negative, infinite or NaN P fails."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "log2_main.cu").write_text(LOG2_MAIN)
+    exe = tmp_path / "log2_main"
+    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
+                        str(tmp_path / "log2_main.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    def run(bits, bf16):
+        out = subprocess.run([str(exe)], input=f"{len(bits)} {int(bf16)} " + " ".join(map(str, bits)),
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        return int(out[0]), float(out[1])
+
+    rng = np.random.default_rng(0)
+    for bf16, floor in ((False, M.P_FLOOR["fp16"]), (True, M.P_FLOOR["bf16"])):
+        for _ in range(6):
+            p = np.exp2(rng.uniform(-40 if not bf16 else -140, 0, 16)).astype(np.float32)
+            p[rng.random(16) < 0.2] = 0.0
+            if bf16:
+                vals = M.round_bf16(p)
+                bits = [int(b) >> 16 for b in vals.view(np.uint32)]
+            else:
+                vals = p.astype(np.float16)
+                bits = [int(b) for b in vals.view(np.uint16)]
+            with np.errstate(divide="ignore"):
+                want = float(np.maximum(np.log2(vals.astype(np.float64)), floor).sum())
+            bad, got = run(bits, bf16)
+            assert bad == 0 and abs(got - want) <= 1e-5, (bf16, got, want)
+    assert run([0x3C00, 0xBC00], False)[0] == 1  # a negative P
+    assert run([0x3C00, 0x7C00], False)[0] == 1  # +inf
+    assert run([0x3C00, 0x7FC0], True)[0] == 1   # NaN (bf16)
+    assert run([0x3C00, 0x8000], False) == (0, -14.0)  # -0 is a zero: the floor

@@ -34,6 +34,7 @@ template <class T>
 struct Half;
 template <>
 struct Half<__half> {
+  static constexpr bool kBf16 = false;
   static __device__ __forceinline__ uint32_t pack(float a, float b) {
     __half2 h = __floats2half2_rn(a, b);
     return *reinterpret_cast<uint32_t*>(&h);
@@ -45,6 +46,7 @@ struct Half<__half> {
 };
 template <>
 struct Half<__nv_bfloat16> {
+  static constexpr bool kBf16 = true;
   static __device__ __forceinline__ uint32_t pack(float a, float b) {
     __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
     return *reinterpret_cast<uint32_t*>(&h);
@@ -81,6 +83,38 @@ __device__ __forceinline__ float lg2(float x) {
   return y;
 }
 __device__ __forceinline__ float finite_or_inf(float x) { return isnan(x) ? INFINITY : x; }
+
+// sum_l max(log2 p_l, F) over a group of 16-bit values p_l, with one lg2 per group instead of one per element: each
+// normal value is 2^e (1 + m), so the sum is sum_l e_l + log2 prod_l (1 + m_l) (a product of factors in [1, 2): no
+// underflow); a value below 2^F (F: the type's smallest normal exponent; zero and subnormals) contributes F. A
+// negative, infinite or NaN value makes the sum +inf (the check fails). The lg2 is the caller's (ex2/lg2.approx on
+// the device, log2 on the host).
+struct Log2Parts {
+  int exponents = 0;
+  float product = 1.f;
+  bool bad = false;
+  template <bool kBf16>
+  __host__ __device__ __forceinline__ void add(unsigned bits16) {
+    constexpr int kMantBits = kBf16 ? 7 : 10, kExpMax = kBf16 ? 255 : 31, kBias = kBf16 ? 127 : 15;
+    const int e = static_cast<int>((bits16 >> kMantBits) & kExpMax);
+    const unsigned m = bits16 & ((1u << kMantBits) - 1);
+    if ((bits16 >> 15) & 1u) {
+      bad = bad || e != 0 || m != 0;  // -0 is a zero
+      exponents += 1 - kBias;
+      return;
+    }
+    if (e == kExpMax) {
+      bad = true;
+      return;
+    }
+    if (e == 0) {  // below the smallest normal value: the floor
+      exponents += 1 - kBias;
+      return;
+    }
+    exponents += e - kBias;
+    product *= 1.f + static_cast<float>(m) / static_cast<float>(1u << kMantBits);
+  }
+};
 
 // ---- fault injection ---------------------------------------------------------------------------
 
@@ -513,16 +547,21 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         }
       }
       if (C::kSnvr) {
+        // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group
+        constexpr bool kBf16 = H::kBf16;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float mm = mnew[e / 2];
-          float res = 0.f;
+          Log2Parts parts;
+          float xs = 0.f;
 #pragma unroll
           for (int l = 0; l < C::NT; ++l) {
-            const float pval = (e & 1) ? H::hi(pk[l][e / 2]) : H::lo(pk[l][e / 2]);
+            const uint32_t w = pk[l][e / 2];
+            parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
             const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
-            res += fmaxf(finite_or_inf(lg2(pval)), rules.p_floor) - fmaxf(x, rules.p_floor);
+            xs += fmaxf(x, rules.p_floor);
           }
+          const float res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
           tally.score(res, rules.exp_tau);
           if (!(fabsf(res) <= rules.exp_tau)) {
             ++tally.detected;
