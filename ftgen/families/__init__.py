@@ -12,6 +12,7 @@ BUILTIN: dict[str, tuple[str, str]] = {
     "gemm": (".gemm", "GemmFamily"),
     "fft": (".fft", "FftFamily"),
     "kmeans": (".kmeans", "KmeansFamily"),
+    "attention": (".attention", "AttentionFamily"),
 }
 
 _registered: dict[str, Family] = {}
