@@ -40,10 +40,9 @@ struct FtCounters {
   // bit pattern of a non-negative double (monotonic under unsigned max). Campaigns sweep the
   // threshold over these scores to draw the ROC curve without rerunning.
   unsigned long long max_score_bits;
-  // Checks a cheap prefilter escalated to the exact check (fft two-sided-tb: groups whose scalar checksums
-  // passed TB_PRE times the threshold and took the rare path); clean data escalates only occasionally, and
-  // each escalation costs a re-read and a transform of the group's checksum column.
-  unsigned long long escalated;
+  // One counter a family defines for itself and reports through its bench adapter's extra_counters (e.g.
+  // how often a cheap prefilter sent a group to the exact check); the engine only sums it.
+  unsigned long long family_counter;
 };
 
 // Record a detection score (residual / threshold); non-negative scores only. The atomic only when the score

@@ -355,9 +355,10 @@ class FftProblem final : public ftgen::BenchProblem {
         .integer("position", r.col)
         .body();
   }
-  // escalated: groups the two-sided-tb prefilter sent to the exact check (clean data: an occasional cost, no alarm)
+  // escalated (FtCounters::family_counter): groups the two-sided-tb prefilter sent to the exact check (clean data: an
+  // occasional cost, no alarm)
   std::string extra_counters(const ftgen::FtCounters& c) const override {
-    return v_.is_protected ? ftgen::Json().integer("escalated", static_cast<long long>(c.escalated)).body() : std::string();
+    return v_.is_protected ? ftgen::Json().integer("escalated", static_cast<long long>(c.family_counter)).body() : std::string();
   }
 
   void arm_timing(const std::vector<ftgen::FaultSpec>& plan) override {

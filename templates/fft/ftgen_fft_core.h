@@ -3337,7 +3337,7 @@ struct FftLaunch {
       if (anyd) {
         if (attempt == 0 && p.counters) {
           FT_EACH_BEGIN
-          if (st.esc && (CK_SPAN == NT ? tid : tid % CK_SPAN) == 0) FT_ATOMIC_ADD(&p.counters->escalated, 1ull);
+          if (st.esc && (CK_SPAN == NT ? tid : tid % CK_SPAN) == 0) FT_ATOMIC_ADD(&p.counters->family_counter, 1ull);  // an escalation to the exact check
           FT_EACH_END
         }
 #ifdef FTGEN_EMU

@@ -36,7 +36,7 @@ struct FaultRecord {
   long long row, col;
 };
 struct FtCounters {
-  unsigned long long injected, detected, corrected, uncorrectable, recomputed, max_score_bits, escalated;
+  unsigned long long injected, detected, corrected, uncorrectable, recomputed, max_score_bits, family_counter;  // family_counter: escalations
 };
 inline void record_score(FtCounters* c, double score) {
   if (!c || !(score >= 0.0)) return;

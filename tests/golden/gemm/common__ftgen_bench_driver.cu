@@ -77,7 +77,7 @@ Combined run_all(BenchProblem& p, const std::vector<FaultSpec>* plan, bool no_co
     all.c.corrected += c.counters.corrected;
     all.c.uncorrectable += c.counters.uncorrectable;
     all.c.recomputed += c.counters.recomputed;
-    all.c.escalated += c.counters.escalated;
+    all.c.family_counter += c.counters.family_counter;
     all.c.max_score_bits = std::max(all.c.max_score_bits, c.counters.max_score_bits);
     if (c.kernel_false_alarms >= 0) all.kernel_false_alarms = std::max(0ll, all.kernel_false_alarms) + c.kernel_false_alarms;
     all.applied += c.applied();
