@@ -5,6 +5,7 @@ to a temporary folder, registered, generated and compiled without touching any s
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -73,31 +74,93 @@ extern "C" cudaError_t {{ sym }}(const ftgen_vaxpy_problem* p, cudaStream_t stre
 }
 """,
     "bench.cu.j2": """\
-// {{ name }}: a small check of the launcher (default shapes {{ default_shapes }})
-#include <cstdio>
-#include <vector>
+// {{ name }}: the shared bench driver with this family's small problem adapter
+#include <cmath>
+#include "ftgen_bench.cuh"
 #include "{{ name }}.h"
 
-int main() {
-  const int n = 4096;
-  std::vector<{{ T }}> hx(n), hy(n);
-  for (int i = 0; i < n; ++i) hx[i] = {{ T }}(i % 17);
-  {{ T }} *x = nullptr, *y = nullptr;
-  int* counters = nullptr;
-  if (cudaMalloc(&x, n * sizeof({{ T }})) != cudaSuccess || cudaMalloc(&y, n * sizeof({{ T }})) != cudaSuccess ||
-      cudaMalloc(&counters, 2 * sizeof(int)) != cudaSuccess) {
-    std::printf("{\\"kernel\\":\\"{{ name }}\\",\\"ok\\":false,\\"error\\":\\"no GPU\\"}\\n");
-    return 4;
+namespace {
+using T = {{ T }};
+
+class Vaxpy : public ftgen::BenchProblem {
+ public:
+  Vaxpy() {
+    t_.name = "{{ name }}";
+    t_.meta = R"FTJSON({{ meta_json }})FTJSON";
+    t_.shape_keys = "n";
+    t_.shape_usage = "n";
+    t_.default_shapes = "{{ default_shapes }}";
+    t_.is_protected = {{ dmr | cbool }};
+    t_.inject_built = {{ inject | cbool }};
+    t_.max_trial_faults = 1;
+    t_.output_unit = "element";
   }
-  cudaMemcpy(x, hx.data(), n * sizeof({{ T }}), cudaMemcpyHostToDevice);
-  cudaMemset(counters, 0, 2 * sizeof(int));
-  ftgen_vaxpy_problem p{n, 2.0, 1.0, x, y, counters, {{ 7 if inject else -1 }}};
-  if ({{ sym }}(&p, 0) != cudaSuccess) return 1;
-  cudaMemcpy(hy.data(), y, n * sizeof({{ T }}), cudaMemcpyDeviceToHost);
-  int bad = 0;
-  for (int i = 0; i < n; ++i) bad += hy[i] != {{ T }}(2) * hx[i] + {{ T }}(1);
-  std::printf("{" "%s,\\"ok\\":%s}\\n", R"({{ meta_json }})", bad ? "false" : "true");
-  return bad ? 1 : 0;
+  const ftgen::BenchTraits& traits() const override { return t_; }
+  bool setup(const std::vector<long long>& shape, int sets, std::string&) override {
+    n_ = static_cast<int>(shape[0]), sets_ = sets;
+    x_.alloc(static_cast<size_t>(n_) * sets), y_.alloc(n_), counters_.alloc(2);
+    return true;
+  }
+  size_t set_bytes(const std::vector<long long>& shape) const override { return shape[0] * sizeof(T); }
+  void fill(unsigned long long seed, int dist) override { ftgen::fill_random(x_.ptr, x_.count, seed, dist); }
+  void prepare_reference() override {
+    const std::vector<T> x = x_.download();
+    ref_.assign(n_, 0.0);
+    for (int i = 0; i < n_; ++i) ref_[i] = 2.0 * static_cast<double>(x[i]) + 1.0;
+  }
+  ftgen::RunCheck run_checked(const ftgen::RunRequest& r) override {
+    const int fault = r.has_faults() ? (*r.plan)[0].elem % n_ : -1;
+    counters_.zero();
+    launch_at(0, fault);
+    FT_CUDA(cudaDeviceSynchronize());
+    ftgen::RunCheck c;
+    const std::vector<T> y = y_.download();
+    c.tolerance = 4.0 * {{ "1.1102230246251565e-16" if precision == "fp64" else "5.960464477539063e-08" }};
+    for (int i = 0; i < n_; ++i) {
+      const double e = std::fabs(static_cast<double>(y[i]) - ref_[i]) / (std::fabs(ref_[i]) + 1.0);
+      if (!(e == e)) ++c.nonfinite;
+      if (e > c.max_rel || !(e == e)) c.max_rel = e, c.worst = i;
+      if (!(e <= c.tolerance)) ++c.bad;
+    }
+    const std::vector<int> k = counters_.download();
+    c.counters.detected = k[0], c.counters.recomputed = k[1];
+    if (r.has_faults()) {
+      ftgen::FaultRecord f{};
+      f.applied = {{ 1 if inject else 0 }}, f.elem = fault, f.row = fault, f.col = -1;
+      c.records.push_back(f);
+      c.counters.injected = f.applied;
+    }
+    return c;
+  }
+  std::vector<ftgen::FaultSpec> plan_faults(int n, unsigned long long seed, const ftgen::Args&) override {
+    std::vector<ftgen::FaultSpec> out;
+    for (int i = 0; i < n && i < 1; ++i) out.push_back(ftgen::FaultSpec{0, 0, static_cast<int>(seed % n_), 0, 0, 0, 1.0});
+    return out;
+  }
+  std::string fault_members(const ftgen::FaultRecord& f) const override {
+    return ftgen::Json().integer("applied", f.applied).integer("element", f.elem).body();
+  }
+  void launch(int set) override { launch_at(set, -1); }
+  std::string rate_members(double ms) const override {
+    return ftgen::Json().num("gbps", 2.0 * n_ * sizeof(T) / (ms * 1e6)).body();
+  }
+
+ private:
+  void launch_at(int set, int fault) {
+    ftgen_vaxpy_problem p{n_, 2.0, 1.0, x_.ptr + static_cast<size_t>(set % sets_) * n_, y_.ptr, counters_.ptr, fault};
+    FT_CUDA({{ sym }}(&p, 0));
+  }
+  ftgen::BenchTraits t_;
+  int n_ = 0, sets_ = 1;
+  ftgen::DeviceBuffer<T> x_, y_;
+  ftgen::DeviceBuffer<int> counters_;
+  std::vector<double> ref_;
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  Vaxpy problem;
+  return ftgen::bench_main(problem, argc, argv);
 }
 """,
 }
@@ -248,3 +311,8 @@ def test_generate_and_compile_with_the_cli(vaxpy, tmp_path, capsys):
     assert main(["build", str(project), "--arch", "sm_80"]) == 0, capsys.readouterr().err
     for v in manifest["variants"]:
         assert (project / "bin" / v["kernel"]).is_file()
+        # the family's bench is an adapter handed to the shared driver: the driver's flags, nothing of its own
+        bench = (project / v["kernel"] / f"{v['kernel']}_bench.cu").read_text()
+        assert "ftgen::bench_main(" in bench and "argc" in bench and "strcmp" not in bench
+        run = subprocess.run([str(project / "bin" / v["kernel"]), "--help"], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0 and "--inject" in run.stdout + run.stderr
