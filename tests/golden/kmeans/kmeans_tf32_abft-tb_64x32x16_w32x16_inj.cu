@@ -479,7 +479,9 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
         const double d = sum - rr, dw = sumw - static_cast<double>(ref[ri][1]);
         const double tau = unit * (sqrt(fmax(static_cast<double>(ref[ri][2]), 0.0)) + sqrt(fmax(static_cast<double>(ref[ri][3]), 0.0)));
         const double tau_w = tau * rms_w;
-        const double score = fmax(fabs(d) / tau, fabs(dw) / tau_w);
+        // an exactly matching row is clean even where the threshold is 0 (a zero sample, or a padding row past
+        // `samples` in the last block), where the ratio would be 0/0
+        const double score = (d == 0.0 && dw == 0.0) ? 0.0 : fmax(fabs(d) / tau, fabs(dw) / tau_w);
         int fix = -1;
         if (!(score <= 1.0)) {  // detected (NaN and infinity included)
           fix = -2;
