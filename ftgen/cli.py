@@ -341,7 +341,8 @@ def bench_flags(f):
     f = click.option("--inject-kind", type=click.Choice(["bitflip", "offset"]), default=None,
                      help="Fault model: flip one bit, or add an offset [default: the executable's, bitflip].")(f)
     f = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None, help="Seed for inputs and fault plans [default: the executable's].")(f)
-    f = click.option("--dist", type=click.Choice(["normal", "uniform", "loguniform"]), default=None, help="Input distribution [default: normal].")(f)
+    f = click.option("--dist", type=click.Choice(["normal", "uniform", "loguniform", "outliers"]), default=None,
+                     help="Input distribution (outliers: N(0,1) with one value in 1000 from N(0,100^2)) [default: normal].")(f)
     f = click.option("--no-ref", is_flag=True, help="Skip the vendor-library reference (no verification!).")(f)
     f = click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")(f)
     return f
@@ -550,7 +551,7 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     import fnmatch
 
     from .bench import gpu_info, write_jsonl
-    from .faults import DISTS, campaign as do_campaign, per_bit, plot, roc
+    from .faults import ALL_DISTS, campaign as do_campaign, per_bit, plot, roc
     from .bench.pool import campaign_on_gpus, gpus_option
     from .report.provenance import provenance
     from .search.merge import check_merge_flags, merge_campaign_files
@@ -562,8 +563,8 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
     for d in dist_list:
-        if d not in DISTS:
-            raise SpecError(f"--dists: {d[:40]!r} is not one of {', '.join(DISTS)}")
+        if d not in ALL_DISTS:
+            raise SpecError(f"--dists: {d[:40]!r} is not one of {', '.join(ALL_DISTS)}")
     chosen = [v for v in s.variants if v.protection.injects]
     if kernels:
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.name, g.strip()) for g in kernels.split(","))]

@@ -367,3 +367,47 @@ def test_skipped_shapes_and_flag_errors(scripted):
     assert scripted("--shapes", "8x8x8")[0] == 2
     assert scripted("--inject-kind", "sideways")[0] == 2
     assert scripted("--help")[0] == 0
+
+
+@pytest.mark.compile
+def test_input_distributions_on_the_host(tmp_path):
+    """The driver's --dist values as the harness draws them: moments of normal / uniform / log-uniform, and the
+    outlier mix (about one value in 1000 from N(0, 100^2), the rest N(0, 1))."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    src = tmp_path / "dists.cu"
+    src.write_text(textwrap.dedent("""\
+        #include <cmath>
+        #include <cstdio>
+        #include "ftgen_harness.cuh"
+        int main() {
+          const int n = 1000000;
+          for (int d = 0; d < 4; ++d) {
+            double s = 0, s2 = 0, big = 0, lo = 1e300, hi = -1e300;
+            for (int i = 0; i < n; ++i) {
+              const double x = ftgen::random_value(7, i, d);
+              s += x, s2 += x * x, big += std::fabs(x) > 10.0, lo = x < lo ? x : lo, hi = x > hi ? x : hi;
+            }
+            std::printf("%s %.4f %.4f %.6f %g %g\\n", ftgen::dist_name(d), s / n, s2 / n, big / n, lo, hi);
+          }
+          return 0;
+        }
+        """))
+    exe = tmp_path / "dists"
+    p = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "common"), str(src), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = {}
+    for line in subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.splitlines():
+        name, *vals = line.split()
+        out[name] = [float(v) for v in vals]
+    mean, m2, big, lo, hi = out["normal"]
+    assert abs(mean) < 0.01 and abs(m2 - 1) < 0.01 and big == 0
+    mean, m2, big, lo, hi = out["uniform"]
+    assert abs(mean) < 0.01 and abs(m2 - 1 / 3) < 0.01 and -1 <= lo and hi <= 1
+    mean, m2, big, lo, hi = out["loguniform"]
+    assert 1e-3 * 0.99 < min(abs(lo), abs(hi)) and max(abs(lo), abs(hi)) <= 1e3
+    mean, m2, big, lo, hi = out["outliers"]
+    assert 0.0006 < big < 0.0012  # one in 1000 drawn 100x wider; |100 z| > 10 for ~92% of those
+    assert 8 < m2 < 14  # 0.999 * 1 + 0.001 * 10^4

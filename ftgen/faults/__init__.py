@@ -16,7 +16,8 @@ from typing import Callable
 from .. import tolerance as _tolerance
 from ..bench import run_executable
 
-DISTS = ("normal", "uniform", "loguniform")
+DISTS = ("normal", "uniform", "loguniform")  # the default campaign distributions
+ALL_DISTS = DISTS + ("outliers",)  # every distribution the executables draw
 ROC_MULTIPLIERS = tuple(10 ** (e / 4) for e in range(-12, 13))  # 1e-3 .. 1e3 times the threshold
 
 

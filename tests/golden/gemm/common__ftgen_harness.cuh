@@ -97,7 +97,9 @@ inline std::string json_escape(const std::string& s) {
 // Arguments (the same flags for every family's executable; DESIGN.md "Benchmark executables")
 // ------------------------------------------------------------------------------------------
 
-enum Dist { kNormal = 0, kUniform = 1, kLogUniform = 2 };
+// Input distributions: normal N(0,1), uniform (-1, 1], log-uniform sign * 10^U(-3, 3), and an outlier mix
+// (N(0,1), one value in 1000 drawn from N(0, 100^2) instead).
+enum Dist { kNormal = 0, kUniform = 1, kLogUniform = 2, kOutliers = 3 };
 
 struct Args {
   std::vector<std::vector<long long>> shapes;
@@ -118,12 +120,14 @@ struct Args {
   bool verbose = false;
 };
 
-inline const char* dist_name(int d) { return d == kUniform ? "uniform" : d == kLogUniform ? "loguniform" : "normal"; }
+inline const char* dist_name(int d) {
+  return d == kUniform ? "uniform" : d == kLogUniform ? "loguniform" : d == kOutliers ? "outliers" : "normal";
+}
 
 inline void usage(const char* prog, int nkeys, const char* keys) {
   std::fprintf(stderr,
                "usage: %s [--shapes %s[,...]] [--reps N] [--warmup N] [--inject N] [--inject-kind bitflip|offset]\n"
-               "          [--bit B] [--offset X] [--seed S] [--dist normal|uniform|loguniform] [--threshold X]\n"
+               "          [--bit B] [--offset X] [--seed S] [--dist normal|uniform|loguniform|outliers] [--threshold X]\n"
                "          [--trials N] [--no-ref] [--no-timing] [--info]\n"
                "  shapes: %d integers joined by 'x' (%s)\n",
                prog, keys, nkeys, keys);
@@ -211,7 +215,8 @@ inline Args parse_args(int argc, char** argv, int nkeys, const char* keys, const
       if (d == "normal") a.dist = kNormal;
       else if (d == "uniform") a.dist = kUniform;
       else if (d == "loguniform") a.dist = kLogUniform;
-      else bad_arg("--dist: '%s' is not normal, uniform or loguniform", d.c_str());
+      else if (d == "outliers") a.dist = kOutliers;
+      else bad_arg("--dist: '%s' is not normal, uniform, loguniform or outliers", d.c_str());
     } else if (f == "--threshold") {
       a.threshold = parse_double("--threshold", need());
       if (!(a.threshold > 0)) bad_arg("--threshold must be positive");
@@ -300,7 +305,9 @@ __host__ __device__ inline double random_value(unsigned long long seed, unsigned
     double mag = pow(10.0, -3.0 + 6.0 * u);
     return v < 0.5 ? -mag : mag;
   }
-  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);  // Box-Muller
+  const double z = sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);  // Box-Muller
+  if (dist == kOutliers && u01(splitmix64(h2 ^ 0x9E3779B97F4A7C15ull)) <= 1e-3) return 100.0 * z;
+  return z;
 }
 
 template <class T>
