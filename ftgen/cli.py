@@ -323,13 +323,14 @@ GPUS_HELP = "Run on several GPUs of this host, one worker each: all, or indices 
 SHARD_HELP = "Do only part I of N (0 <= I < N, e.g. 0/4) of the work, for N independent jobs; see docs/scale-out.md."
 
 
-def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout):
+def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, site=None):
     from .bench import BenchOptions
     from .spec import parse_shapes
 
     shapes = parse_shapes(family, shapes_text) if shapes_text else None
     return BenchOptions(
-        shapes=shapes, reps=reps, warmup=warmup, inject=inject, inject_kind=inject_kind, seed=seed, dist=dist, no_ref=no_ref, timeout=timeout
+        shapes=shapes, reps=reps, warmup=warmup, inject=inject, inject_kind=inject_kind, seed=seed, dist=dist, no_ref=no_ref,
+        timeout=timeout, extra=("--site", site) if site else (),
     )
 
 
@@ -343,6 +344,7 @@ def bench_flags(f):
     f = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None, help="Seed for inputs and fault plans [default: the executable's].")(f)
     f = click.option("--dist", type=click.Choice(["normal", "uniform", "loguniform", "outliers"]), default=None,
                      help="Input distribution (outliers: N(0,1) with one value in 1000 from N(0,100^2)) [default: normal].")(f)
+    f = click.option("--site", default=None, help="Where faults land, for a family with several fault sites (its docs name them) [default: the family's].")(f)
     f = click.option("--no-ref", is_flag=True, help="Skip the vendor-library reference (no verification!).")(f)
     f = click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")(f)
     return f
@@ -354,7 +356,7 @@ def bench_flags(f):
 @click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all].")
 @click.option("--json", "json_out", default=None, help="Write results (JSON lines with provenance) to PATH, or - for stdout.")
 @click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
-def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, kernels, json_out, gpus_text) -> None:
+def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site, no_ref, timeout, kernels, json_out, gpus_text) -> None:
     """Run the built variants, verify them against the vendor library and print a table.
 
     Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
@@ -371,7 +373,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, no_r
     if manifest["spec"]["family"] not in families.names():
         raise SpecError(f"{project}/manifest.json: family {manifest['spec']['family'][:40]!r} is not known to this ftgen; re-generate the project")
     family = families.get(manifest["spec"]["family"])
-    opts = _bench_options(shapes, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout)
+    opts = _bench_options(shapes, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, site)
     variants = select_variants(manifest, kernels)
     built = [v for v in variants if binary_path(project, v["kernel"]).is_file()]
     if not built:
@@ -526,7 +528,8 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
 @cli.command(epilog=EPILOG)
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--trials", type=click.IntRange(1, 10**6), default=1000, show_default=True, help="Clean trials and faulty trials, each, per distribution.")
-@click.option("--dists", default="normal,uniform,loguniform", show_default=True, help="Input distributions (comma-separated).")
+@click.option("--dists", default="normal,uniform,loguniform", show_default=True, help="Input distributions (comma-separated; also outliers).")
+@click.option("--site", default=None, help="Where faults land, for a family with several fault sites (its docs name them) [default: the family's].")
 @click.option("--shape", "shape_text", default=None, help="Problem shape of the trials [default: the family's campaign shape].")
 @click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all with inject: true].")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True, help="Seed of inputs and fault plans.")
@@ -540,8 +543,8 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
 @click.option("--from", "merge", is_flag=True, help="Merge the results files after SPEC (of --shard runs): summaries over all trials.")
 @click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @space_flags
-def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, gpus_text, shard_text,
-             merge, results, max_points, max_variants) -> None:
+def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, jobs, json_out, plot_out, timeout, gpus_text,
+             shard_text, merge, results, max_points, max_variants) -> None:
     """Fault campaign: N clean + N single-fault trials per variant and input distribution; coverage,
     false alarms, per-bit statistics and a ROC curve over the detection threshold.
 
@@ -576,6 +579,8 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
     if merge:
         rows, summaries, variants, gpu, trials, dist_list, shape = merge_campaign_files(s, results, chosen, _err)
     else:
+        if site and (gpus_text or shard_text):
+            raise SpecError("--site: a campaign on a pool of GPUs or in shards takes the family's default site for now; run it on one GPU")
         g = _generate(s, out_root)
         _remember(g.out_dir, out_root)
         _err(f"campaign: {g.out_dir}")
@@ -592,7 +597,7 @@ def campaign(spec, trials, dists, shape_text, kernels, seed, out_root, jobs, jso
         else:
             rows, summaries = do_campaign(
                 g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
-                timeout=timeout, spec_name=s.source, log=_err,
+                timeout=timeout, spec_name=s.source, log=_err, extra=("--site", site) if site else (),
             )
     extra, rocs, bits = [], {}, {}
     for v, summ in zip(variants, summaries):

@@ -161,6 +161,12 @@ def test_protected_and_unprotected_variants_compile_for_sm90(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         if name.startswith("attn_f16_abft-efta_mma_d64"):
             assert "0 bytes spill stores" in r.stderr  # the efta kernel's accumulators fit the registers (d 64)
+    # one bench (the adapter on the shared driver) compiles too
+    name = next(v["kernel"] for v in manifest["variants"] if "efta" in v["kernel"])
+    cmd = [nvcc, "-std=c++17", "-arch=sm_90", "-I", str(tmp_path / "common"), "-I", str(tmp_path / name), "-c",
+           str(tmp_path / name / f"{name}_bench.cu"), "-o", str(tmp_path / f"{name}_bench.o")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 REF_MAIN = r"""

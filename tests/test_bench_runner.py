@@ -108,3 +108,22 @@ def test_table_shows_the_paired_ratio_only_when_rows_have_one():
     buf = io.StringIO()
     print_rows([base, {**base, "protection": {"scheme": "tmr"}, "paired": {"x_unprotected": 3.0123}}], file=buf)
     assert "x unprot" in buf.getvalue() and "3.012" in buf.getvalue()
+
+
+def test_site_reaches_the_executables():
+    from ftgen import families
+    from ftgen.cli import _bench_options
+
+    opts = _bench_options(None, families.get("gemm"), None, None, 0, None, None, None, False, 60.0, "argmin")
+    argv = opts.argv(families.get("gemm"))
+    assert argv[argv.index("--site") + 1] == "argmin"
+    assert "--site" not in _bench_options(None, families.get("gemm"), None, None, 0, None, None, None, False, 60.0).argv(families.get("gemm"))
+
+
+def test_campaign_site_with_gpus_is_refused(tmp_path, capsys):
+    from ftgen.cli import main
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nfamily: gemm\nprecision: fp32\nprotection: {scheme: abft, level: threadblock, inject: true}\n")
+    assert main(["campaign", str(spec), "-o", str(tmp_path / "o"), "--site", "argmin", "--shard", "0/2"]) == 2
+    assert "--site" in capsys.readouterr().err and not (tmp_path / "o").exists()

@@ -366,6 +366,7 @@ def test_skipped_shapes_and_flag_errors(scripted):
     assert scripted("--bogus")[0] == 2
     assert scripted("--shapes", "8x8x8")[0] == 2
     assert scripted("--inject-kind", "sideways")[0] == 2
+    assert scripted("--site", "elsewhere")[0] == 2  # a family with one fault site takes only that one
     assert scripted("--help")[0] == 0
 
 

@@ -294,9 +294,10 @@ def plot(path: Path, summaries: list[dict], rocs: dict[str, list[dict]], bits: d
 
 
 def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, dists=DISTS, seed: int = 1,
-             chunk: int = 250, timeout: float = 900.0, spec_name: str = "",
+             chunk: int = 250, timeout: float = 900.0, spec_name: str = "", extra: tuple[str, ...] = (),
              log: Callable[[str], None] = lambda s: None) -> tuple[list[dict], list[dict]]:
-    """Clean and faulty trials for every variant and distribution. Returns (all rows, summaries)."""
+    """Clean and faulty trials for every variant and distribution (``extra``: further executable flags, e.g.
+    ``--site NAME``). Returns (all rows, summaries)."""
     all_rows: list[dict] = []
     summaries: list[dict] = []
     for v in variants:
@@ -307,7 +308,7 @@ def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, di
         for d, inject, base in runs:
             log(f"{k}: {trials} {'faulty' if inject else 'clean'} trials ({d})")
             got, errs = run_trials(exe, k, shape=shape, dist=d, trials=trials, inject=inject, seed=base,
-                                   chunk=chunk, timeout=timeout)
+                                   chunk=chunk, timeout=timeout, extra=extra)
             rows.extend(got)
             all_rows.extend(errs)
             if any(e.get("error", {}).get("kind") == "shape" for e in errs):

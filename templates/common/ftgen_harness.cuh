@@ -118,6 +118,7 @@ struct Args {
   int trials = 0;           // >0: campaign mode, verification trials instead of timing
   bool no_timing = false;
   bool verbose = false;
+  std::string site;         // --site: where faults land, for families with several sites (empty: the family's default)
 };
 
 inline const char* dist_name(int d) {
@@ -128,7 +129,7 @@ inline void usage(const char* prog, int nkeys, const char* keys) {
   std::fprintf(stderr,
                "usage: %s [--shapes %s[,...]] [--reps N] [--warmup N] [--inject N] [--inject-kind bitflip|offset]\n"
                "          [--bit B] [--offset X] [--seed S] [--dist normal|uniform|loguniform|outliers] [--threshold X]\n"
-               "          [--trials N] [--no-ref] [--no-timing] [--info]\n"
+               "          [--trials N] [--site NAME] [--no-ref] [--no-timing] [--info]\n"
                "  shapes: %d integers joined by 'x' (%s)\n",
                prog, keys, nkeys, keys);
 }
@@ -221,6 +222,7 @@ inline Args parse_args(int argc, char** argv, int nkeys, const char* keys, const
       a.threshold = parse_double("--threshold", need());
       if (!(a.threshold > 0)) bad_arg("--threshold must be positive");
     } else if (f == "--trials") a.trials = static_cast<int>(parse_int("--trials", need(), 0));
+    else if (f == "--site") a.site = need();
     else if (f == "--no-ref") a.no_ref = true;
     else if (f == "--no-timing") a.no_timing = true;
     else if (f == "--info") a.info = true;

@@ -241,14 +241,15 @@ inline void vendor_gemm(cublasHandle_t h, int rows, int clusters, int dims, cons
 
 inline int grid_of(size_t n) { return static_cast<int>(std::min<size_t>((n + 255) / 256, 65535)); }
 
-inline int site_from_env() {
-  const char* s = std::getenv("FTGEN_KMEANS_SITE");
+// the fault site --site names (else FTGEN_KMEANS_SITE; default: the distance accumulators)
+inline int site_from(const char* s) {
   if (!s || !*s || !std::strcmp(s, "accumulator")) return FTGEN_KMEANS_SITE_ACC;
   if (!std::strcmp(s, "argmin")) return FTGEN_KMEANS_SITE_ARGMIN;
   if (!std::strcmp(s, "norm")) return FTGEN_KMEANS_SITE_NORM;
   if (!std::strcmp(s, "update")) return FTGEN_KMEANS_SITE_UPDATE;
-  ftgen::bad_arg("FTGEN_KMEANS_SITE: '%s' is not accumulator, argmin, norm or update", s);
+  ftgen::bad_arg("--site: '%s' is not accumulator, argmin, norm or update", s);
 }
+inline int site_from_env() { return site_from(std::getenv("FTGEN_KMEANS_SITE")); }
 inline const char* site_name(int s) {
   return s == FTGEN_KMEANS_SITE_ARGMIN ? "argmin" : s == FTGEN_KMEANS_SITE_NORM ? "norm" : s == FTGEN_KMEANS_SITE_UPDATE ? "update" : "accumulator";
 }
@@ -287,6 +288,10 @@ class KmeansProblem final : public ftgen::BenchProblem {
   const ftgen::BenchTraits& traits() const override { return t_; }
 
   void check_args(const ftgen::Args& a) override {
+    if (!a.site.empty()) {
+      site_ = site_from(a.site.c_str());
+      t_.fault_site = site_name(site_);
+    }
     for (const auto& s : a.shapes)
       if (s[2] > s[0])
         ftgen::bad_arg("--shapes: %lldx%lldx%lld has clusters=%lld more than samples=%lld (a kmeans shape needs clusters <= samples)",

@@ -110,6 +110,9 @@ __global__ void compare_kernel(const T* out, const float* ref, const float* scal
   }
 }
 
+// the fault sites' names (FTGEN_ATTN_SITE_* order), as rows and --site spell them
+inline const char* const kAttnSites[8] = {"qk", "rowmax", "exp", "p16", "rowsum", "rescale", "o", "inv_l"};
+
 template <class T>
 class AttentionProblem final : public ftgen::BenchProblem {
  public:
@@ -216,6 +219,17 @@ class AttentionProblem final : public ftgen::BenchProblem {
 
   // Faults: the driver's plan (block, thread, step, kind, bit, offset), each given a site this level covers (drawn
   // from the seed) and an element of that site's fragment.
+  // --site NAME: every fault at that site (any of the eight, covered by the level or not: a blind spot shows)
+  void check_args(const ftgen::Args& a) override {
+    if (a.site.empty()) return;
+    for (int s = 0; s < 8; ++s)
+      if (a.site == kAttnSites[s]) {
+        site_only_ = s;
+        t_.fault_site = kAttnSites[s];
+        return;
+      }
+    ftgen::bad_arg("--site: '%s' is not qk, rowmax, exp, p16, rowsum, rescale, o or inv_l", a.site.c_str());
+  }
   std::vector<ftgen::FaultSpec> plan_faults(int count, unsigned long long seed, const ftgen::Args& a) override {
     long long blocks = 0;
     int threads = 0, steps = 0;
@@ -233,7 +247,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
     };
     const int d = v_.head_dim, lq = lq_, lk = lk_, bh = b_ * h_;
     for (auto& f : plan) {
-      const int site = sites[next(sites.size())];
+      const int site = site_only_ >= 0 ? site_only_ : sites[next(sites.size())];
       int elems = 2;
       if (v_.decoupled) {
         // step 0: S (the product grid of S), 1: the softmax (8 rows per block), 2: O (the product grid of O)
@@ -259,10 +273,9 @@ class AttentionProblem final : public ftgen::BenchProblem {
     return plan;
   }
   std::string fault_members(const ftgen::FaultRecord& f) const override {
-    static const char* kSites[8] = {"qk", "rowmax", "exp", "p16", "rowsum", "rescale", "o", "inv_l"};
     const int site = f.elem / FTGEN_ATTN_ELEMS_PER_SITE;
     return ftgen::Json()
-        .str("attn_site", site >= 0 && site < 8 ? kSites[site] : "?")
+        .str("attn_site", site >= 0 && site < 8 ? kAttnSites[site] : "?")
         .integer("applied", f.applied)
         .integer("bit", f.bit)
         .integer("step", f.step)
@@ -321,6 +334,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
   AttnVariant v_;
   ftgen::BenchTraits t_;
   int b_ = 0, h_ = 0, lq_ = 0, lk_ = 0, sets_ = 1;
+  int site_only_ = -1;  // --site (-1: each fault's site drawn from the seed among the level's sites)
   size_t q_elems_ = 0, kv_elems_ = 0;
   DeviceBuffer<T> Q_, K_, V_, O_, out_;
   DeviceBuffer<float> ref_, scale_, tol_;

@@ -297,7 +297,9 @@ int bench_main(BenchProblem& p, int argc, char** argv) {
     bad_arg("--inject: %s was built without fault injection (set protection.inject: true in the spec)", t.name);
   if (args.trials > 0 && args.inject > t.max_trial_faults)
     bad_arg("--trials: --inject must be at most %d (faults per trial)", t.max_trial_faults);
-  p.check_args(args);
+  p.check_args(args);  // a family with several fault sites takes --site here (and names it in its traits)
+  if (!args.site.empty() && args.site != t.fault_site)
+    bad_arg("--site: %s injects faults at '%s' only, not '%s'", t.name, t.fault_site, args.site.c_str());
   const DeviceInfo dev = require_device();
   if (args.info) {
     print_device_info(dev);
