@@ -1,4 +1,4 @@
-"""The ftgen command line (DESIGN.md "CLI").
+"""The ftgen command line (README.md "CLI").
 
 Exit codes (``errors.EXIT_CODES``, printed by ``ftgen --help``): 0 ok; 1 a bug or a failed
 verification; 2 bad input (spec, flags, paths, a missing or corrupt project); 3 build failed;

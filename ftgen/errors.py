@@ -1,4 +1,4 @@
-"""Errors that reach the user, each with the exit code DESIGN.md assigns to it."""
+"""Errors that reach the user, each with the exit code the README's exit-code table assigns to it."""
 
 from __future__ import annotations
 

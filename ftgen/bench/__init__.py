@@ -200,7 +200,7 @@ def failure_kind(row: dict) -> str | None:
 
 
 def write_jsonl(path: Path | str, provenance: dict, rows: list[dict], extra: list[dict] | None = None) -> None:
-    """First line {"provenance": ...}, then one row per line (DESIGN.md 'Results files')."""
+    """First line {"provenance": ...}, then one row per line (docs/architecture.md, results files)."""
     lines = [json.dumps({"provenance": provenance})] + [json.dumps(r) for r in rows] + [json.dumps(e) for e in (extra or [])]
     text = "\n".join(lines) + "\n"
     if str(path) == "-":

@@ -133,7 +133,7 @@ def _coverage_at(faulty: list[dict], tol: float | None) -> dict:
 
 
 def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
-    """The campaign summary line of DESIGN.md, plus per-distribution, per-site and counter detail.
+    """The campaign summary line (docs/campaign-protocol.md), plus per-distribution, per-site and counter detail.
 
     Significance and correction are judged at the tolerance of :func:`significance` (the rule of the delivered
     precision): significant = the uncorrected run of the same fault is beyond it; corrected = significant,

@@ -122,7 +122,7 @@ class ResultsFile:
 
 
 def read_results(path: Path | str) -> ResultsFile:
-    """A results file (DESIGN.md 'Results files'): provenance first, then rows. Bad input is a SpecError."""
+    """A results file (docs/architecture.md, results files): provenance first, then rows. Bad input is a SpecError."""
     p = Path(path)
     try:
         lines = p.read_text(errors="replace").splitlines()

@@ -94,7 +94,7 @@ inline std::string json_escape(const std::string& s) {
   } while (0)
 
 // ------------------------------------------------------------------------------------------
-// Arguments (the same flags for every family's executable; DESIGN.md "Benchmark executables")
+// Arguments (the same flags for every family's executable; README.md "CLI")
 // ------------------------------------------------------------------------------------------
 
 // Input distributions: normal N(0,1), uniform (-1, 1], log-uniform sign * 10^U(-3, 3), and an outlier mix
@@ -249,7 +249,7 @@ struct DeviceInfo {
   int runtime = 0;
 };
 
-// Exit code 4 (DESIGN.md) when no usable GPU is present.
+// Exit code 4 (the README's exit-code table) when no usable GPU is present.
 inline DeviceInfo require_device() {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
