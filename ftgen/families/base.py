@@ -238,6 +238,19 @@ class Variant:
 
 
 @dataclass
+class ModelCounters:
+    """The fault counters a protection scheme's NumPy model keeps, as the kernels' device counters do
+    (``FtCounters``); a family's model subclasses it for its own detail."""
+
+    injected: int = 0
+    detected: int = 0
+    corrected: int = 0
+    recomputed: int = 0
+    uncorrectable: int = 0
+    max_score: float = 0.0  # largest residual / threshold of any check (clean runs: < 1)
+
+
+@dataclass
 class EmittedVariant:
     """Everything the CMake project needs to build one variant. Paths are relative to the
     generated project root; ``files`` maps those paths to their text. ``requires`` names the

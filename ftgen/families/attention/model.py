@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...tolerance import C_CONST, C_SQRT
+from ..base import ModelCounters
 
 LEVELS = ("none", "strided", "snvr", "efta", "decoupled")
 SITES = ("qk", "rowmax", "exp", "p16", "rowsum", "rescale", "o", "inv_l")
@@ -126,13 +127,7 @@ class Fault:
 
 
 @dataclass
-class Counters:
-    injected: int = 0
-    detected: int = 0
-    corrected: int = 0
-    recomputed: int = 0
-    uncorrectable: int = 0
-    max_score: float = 0.0  # largest residual / threshold of any check (clean runs: < 1)
+class Counters(ModelCounters):
     by_check: dict = field(default_factory=dict)
 
     def hit(self, check: str, fixed: str) -> None:
@@ -367,7 +362,6 @@ def flash_forward(q, k, v, *, precision: str = "fp16", level: str = "none", caus
 def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, level, strided, snvr, unified,
                  stride, nl_s, nl_o, floor, fx, cnt, correct, r1):
     rows = qb.shape[0]
-    ridx = np.arange(rows)
     m = np.full((rows, LANES), -np.inf, dtype=np.float32)      # per-lane row max
     lsum = np.zeros((rows, LANES), dtype=np.float32)           # per-lane partial row sum
     lb = np.zeros((rows, 1), dtype=np.float32)                 # range check: sum_j 2^{(m_j - m) s}

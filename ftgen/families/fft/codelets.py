@@ -34,7 +34,6 @@ def _codelet_fn(r: int, sign: int) -> list[str]:
     S = 1
     for li, rr in enumerate(codelet_layers(r)):
         Mp = r // (S * rr)
-        nxt = [None] * r
         out.append(f"    cplx<T> t{li}[{r}];")
         for m in range(Mp):
             for s in range(S):

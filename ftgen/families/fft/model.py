@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..base import UNIT_ROUNDOFF
+from ..base import UNIT_ROUNDOFF, ModelCounters
 from .plan import (
     K_1S,
     K_TB,
@@ -237,14 +237,9 @@ def flip_bit(value: complex, bit: int, precision: str) -> complex:
 
 
 @dataclass
-class ModelReport:
-    detected: int = 0
-    corrected: int = 0
-    recomputed: int = 0
-    uncorrectable: int = 0
+class ModelReport(ModelCounters):
     false_alarms: int = 0
     located: list = field(default_factory=list)  # (launch, column) corrections applied
-    max_score: float = 0.0
     escalated: int = 0  # two-sided-tb groups the prefilter sent to the exact (vector) check, first attempts
 
 

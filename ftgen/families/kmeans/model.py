@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..base import UNIT_ROUNDOFF
+from ..base import UNIT_ROUNDOFF, ModelCounters
 
 P_FALSE_ALARM = 1e-9
 LAMBDA = math.sqrt(2.0 * math.log(2.0 / P_FALSE_ALARM))  # 6.55
@@ -106,12 +106,7 @@ class Fault:
 
 
 @dataclass
-class Counters:
-    injected: int = 0
-    detected: int = 0
-    corrected: int = 0
-    recomputed: int = 0
-    max_score: float = 0.0
+class Counters(ModelCounters):
     events: list = field(default_factory=list)  # (site, what) per detection
 
 
