@@ -17,8 +17,8 @@ CAMP_ARGS=(--trials "${TRIALS:-500}" --dists normal --seed 11)
 NG=$(nvidia-smi -L | wc -l)
 ALL=$(seq -s, 0 $((NG - 1)))
 W=/tmp/scale
-t() { local name=$1; shift; local s; s=$(date +%s.%N); "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-      echo "{\"phase\": \"$name\", \"rc\": $rc, \"s\": $(echo "$(date +%s.%N) - $s" | bc)}" >> "$OUT/times.jsonl"; tail -3 "$OUT/$name.log"; }
+t() { local name=$1; shift; local s=$EPOCHREALTIME; "$@" > "$OUT/$name.log" 2>&1; local rc=$?
+      echo "{\"phase\": \"$name\", \"rc\": $rc, \"s\": $(python3 -c "print(round($EPOCHREALTIME - $s, 3))")}" >> "$OUT/times.jsonl"; tail -3 "$OUT/$name.log"; }
 
 for p in $PHASES; do case $p in
   warm)  # compile every variant once (binary cache); these timings are not used
