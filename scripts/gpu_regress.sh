@@ -2,14 +2,14 @@
 # The figures of record re-measured against a previous build, on one H100/H200, in one call. Here, first:
 #   rev=895040e; mkdir -p .base/$rev && git archive $rev ftgen templates | tar -x -C .base/$rev
 # then on the device machine (carry .base and .whl):
-#   bash scripts/gpu_regress.sh .base/$rev OUT [gemm|fft|all]
+#   bash scripts/gpu_regress.sh .base/$rev OUT [gemm|tmr|fft|all]
 # Both trees generate and build the same specs (the previous build's ftgen and templates, this tree's specs); per
 # spec the previous build's executables run, then this tree's, on the same GPU; `ftgen compare` gives the verdict.
 # OUT gets old.jsonl, new.jsonl (rows with provenance), compare.txt and log.txt. Set FTGEN_GIT_SHA (and
 # FTGEN_GIT_DIRTY) to this tree's commit where the device machine's copy has no .git.
 set -uo pipefail
-old=$(cd "${1:?usage: gpu_regress.sh OLD_TREE OUT [gemm|fft|all]}" && pwd)
-out=${2:?usage: gpu_regress.sh OLD_TREE OUT [gemm|fft|all]}
+old=$(cd "${1:?usage: gpu_regress.sh OLD_TREE OUT [gemm|tmr|fft|all]}" && pwd)
+out=${2:?usage: gpu_regress.sh OLD_TREE OUT [gemm|tmr|fft|all]}
 part=${3:-all}
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd); cd "$root" || exit 1
@@ -25,8 +25,9 @@ ftv() {
 name_of() { python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$1"; }
 
 gemm_specs="specs/gemm/abft_tc_concurrent.yaml specs/gemm/abft_tb_prepass.yaml specs/gemm/tmr_kernel.yaml specs/gemm/tmr_threadblock.yaml"
+tmr_specs="specs/gemm/tmr_kernel.yaml specs/gemm/tmr_threadblock.yaml specs/gemm/tmr_cooperative.yaml specs/gemm/tmr_multikernel.yaml"
 fft_specs="specs/fft/sweep_fp32.yaml specs/fft/sweep_fp64.yaml"
-case $part in gemm) specs=$gemm_specs ;; fft) specs=$fft_specs ;; *) specs="$gemm_specs $fft_specs" ;; esac
+case $part in gemm) specs=$gemm_specs ;; tmr) specs=$tmr_specs ;; fft) specs=$fft_specs ;; *) specs="$gemm_specs $fft_specs" ;; esac
 
 # build both trees at once, 8 jobs each
 build_tree() {  # TREE GEN

@@ -2,7 +2,7 @@
 # Scale-out on one host of G GPUs (the multi-GPU machine): a search and a campaign on 1 GPU and on all G,
 # timed end to end with every executable already in the binary cache; one executable killed mid-campaign;
 # two shards as separate processes merged with --from. Usage, from the repository root:
-#   bash experiments/scripts/gpu_scale_out.sh OUT [warm|search|campaign|kill|shards|report]...
+#   bash experiments/scripts/gpu_scale_out.sh OUT [warm|warmc|search|campaign|kill|shards|report]...
 # (no phase: all of them); SHAPES, TRIALS and CAMP_SHAPE override the search shapes, the trials per kind
 # and the campaign's shape. Each phase writes its rows under OUT; `report` prints the table
 # (experiments/scripts/scale_report.py) and writes OUT/scale.json.
@@ -26,7 +26,8 @@ t() { local name=$1; shift; local s=$EPOCHREALTIME
 
 for p in $PHASES; do case $p in
   warm)  # compile every variant once (binary cache); these timings are not used
-    t warm_search ft search $SPEC --shapes 256x256x1024 --reps 1 --warmup 0 -o $W/warm --gpus "$ALL" --no-cache
+    t warm_search ft search $SPEC --shapes 256x256x1024 --reps 1 --warmup 0 -o $W/warm --gpus "$ALL" --no-cache ;&
+  warmc)
     t warm_campaign ft campaign $CAMP --trials 2 --dists normal -o $W/warmc --gpus "$ALL" ;;
   search)
     t search_1gpu ft search $SPEC --shapes "$SHAPES" --reps 10 --warmup 3 -o $W/s1 --gpus 0 --no-cache --json "$OUT/search_1gpu.jsonl"
