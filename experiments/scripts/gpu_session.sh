@@ -38,11 +38,12 @@ for phase in "$@"; do
       tail -n 25 "$out/tmr/compare.txt" ;;
     attention)
       mkdir -p "$out/attention"
-      ft bench $gen/attn_demo --reps 20 --warmup 5 --json "$out/attention/clean.jsonl" 2>> "$log" | tail -n 30
-      ft bench $gen/attn_demo --kernels '*_inj' --inject 1 --reps 20 --warmup 5 --json "$out/attention/inject.jsonl" 2>> "$log" | tail -n 16 ;;
+      ft bench $gen/attn_demo --reps "${REPS:-20}" --warmup 5 --json "$out/attention/clean.jsonl" 2>> "$log" | tail -n 30
+      ft bench $gen/attn_demo --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --json "$out/attention/inject.jsonl" 2>> "$log" | tail -n 16 ;;
     attention_campaign)
       mkdir -p "$out/attention"
-      ft campaign specs/attention/campaign.yaml -o $gen --trials "${ATTN_TRIALS:-300}" --json "$out/attention/campaign.jsonl" 2>> "$log" | tail -n 20 ;;
+      ft campaign specs/attention/campaign.yaml -o $gen --trials "${ATTN_TRIALS:-300}" --dists "${ATTN_DISTS:-normal,uniform,outliers}" \
+        --kernels "${ATTN_KERNELS:-*}" --json "$out/attention/campaign.jsonl" 2>> "$log" | tail -n 20 ;;
     kmeans)
       mkdir -p "$out/kmeans"
       python3 experiments/scripts/flash_kmeans_time.py "$out/kmeans/flash_kmeans.jsonl" ${km//,/ } 2>> "$log" | tail -n 6

@@ -263,6 +263,144 @@ __device__ __forceinline__ void stage(typename C::T* dst, int ld, const typename
   }
 }
 
+// ---- the K / V encodings of the strided levels, once per launch ----------------------------------------
+// The checksum rows of K (hi, lo, weighted), the checksum columns of V, the key norms and the per-group magnitudes
+// depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch, head, key
+// tile) into the workspace, and each block of flash_kernel stages them with the tile. Layout per tile: K rows
+// [24][D] and V columns [BN][24] of T, key norms [BN] and the group magnitudes sG[8..31] as floats.
+template <class C>
+struct EncLayout {
+  static constexpr int kKBytes = 24 * C::D * 2;
+  static constexpr int kVBytes = C::BN * 24 * 2;
+  static constexpr int kNBytes = C::BN * 4;
+  static constexpr int kGBytes = 24 * 4;
+  static constexpr int kBytes = (kKBytes + kVBytes + kNBytes + kGBytes + 15) / 16 * 16;
+};
+
+template <class C>
+__host__ __device__ inline long long key_tiles(const ftgen_attention_problem& p) { return (p.seq_k + C::BN - 1) / C::BN; }
+
+template <class C>
+size_t flash_workspace(const ftgen_attention_problem* p) {
+  if (!C::kStrided) return 0;
+  return static_cast<size_t>(p->batch) * p->heads * key_tiles<C>(*p) * EncLayout<C>::kBytes;
+}
+
+template <class C>
+__device__ __forceinline__ const unsigned char* enc_of(const ftgen_attention_problem& p, int bh, int tile) {
+  return static_cast<const unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * EncLayout<C>::kBytes;
+}
+
+// The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[8..31]; sG zeroed by the caller).
+template <class C>
+__device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
+  using T = typename C::T;
+  using H = Half<T>;
+  // K checksums: rows BN + g (unit, high half), BN + 8 + g (low half), BN + 16 + g (weighted)
+  for (int i = tid; i < 8 * C::D; i += C::kThreads) {
+    const int g = i / C::D, c = i % C::D;
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int l = 0; l < C::NT; ++l) {
+      const float x = H::to(sK[(g + 8 * l) * C::LDK + c]);
+      s1 += x;
+      s2 = fmaf(static_cast<float>(l + 1), x, s2);
+    }
+    const T hi = H::from(s1);
+    sK[(C::BN + g) * C::LDK + c] = hi;
+    sK[(C::BN + 8 + g) * C::LDK + c] = H::from(s1 - H::to(hi));
+    sK[(C::BN + 16 + g) * C::LDK + c] = H::from(s2);
+    atomicAdd(&sG[8 + g], s2 * s2);
+  }
+  for (int i = tid; i < C::BN; i += C::kThreads) {
+    float acc = 0.f;
+    for (int c = 0; c < C::D; ++c) {
+      const float x = H::to(sK[i * C::LDK + c]);
+      acc = fmaf(x, x, acc);
+    }
+    sKn[i] = sqrtf(acc);
+  }
+  // V checksums: columns D + g (unit (+1 in efta), high half), D + 8 + g (low half), D + 16 + g (weighted)
+  for (int i = tid; i < C::BN * 8; i += C::kThreads) {
+    const int key = i / 8, g = i % 8;
+    float s1 = C::kUnified ? 1.f : 0.f, s2 = 0.f, a1 = C::kUnified ? 1.f : 0.f;
+#pragma unroll
+    for (int l = 0; l < C::ND; ++l) {
+      const float x = H::to(sV[key * C::LDV + g + 8 * l]);
+      s1 += x;
+      a1 += fabsf(x);
+      s2 = fmaf(static_cast<float>(l + 1), x, s2);
+    }
+    const T hi = H::from(s1);
+    sV[key * C::LDV + C::D + g] = hi;
+    sV[key * C::LDV + C::D + 8 + g] = H::from(s1 - H::to(hi));
+    sV[key * C::LDV + C::D + 16 + g] = H::from(s2);
+    // non-negative floats order like their bit patterns
+    atomicMax(reinterpret_cast<int*>(&sG[16 + g]), __float_as_int(a1));
+    atomicMax(reinterpret_cast<int*>(&sG[24 + g]), __float_as_int(fabsf(s2)));
+  }
+}
+
+// Copy `bytes` (a multiple of 16) from global to shared memory, 16 bytes a thread.
+template <class C>
+__device__ __forceinline__ void copy16(void* dst, const void* src, int bytes, int tid) {
+  for (int i = tid; i < bytes / 16; i += C::kThreads) reinterpret_cast<uint4*>(dst)[i] = __ldg(reinterpret_cast<const uint4*>(src) + i);
+}
+
+// Stage a tile's encodings from the workspace (what encode_tile left in shared memory).
+template <class C>
+__device__ __forceinline__ void load_encoding(const unsigned char* e, typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
+  using L = EncLayout<C>;
+  constexpr int kRowVec = C::D * 2 / 16;  // 16-byte vectors per K row
+  for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
+    const int rr = i / kRowVec, c = i % kRowVec;
+    reinterpret_cast<uint4*>(sK + (C::BN + rr) * C::LDK)[c] = __ldg(reinterpret_cast<const uint4*>(e) + i);
+  }
+  const uint4* v = reinterpret_cast<const uint4*>(e + L::kKBytes);
+  for (int i = tid; i < C::BN * 3; i += C::kThreads) {  // 24 values = three vectors per key
+    const int key = i / 3, c = i % 3;
+    reinterpret_cast<uint4*>(sV + key * C::LDV + C::D)[c] = __ldg(v + i);
+  }
+  copy16<C>(sKn, e + L::kKBytes + L::kVBytes, L::kNBytes, tid);
+  const float* g = reinterpret_cast<const float*>(e + L::kKBytes + L::kVBytes + L::kNBytes);
+  if (tid < 24) sG[8 + tid] = __ldg(g + tid);
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_problem p) {
+  using T = typename C::T;
+  using L = EncLayout<C>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem + C::kSmemQ);
+  T* sV = reinterpret_cast<T*>(smem + C::kSmemQ + C::kSmemK);
+  float* sF = reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV);
+  float* sKn = sF;
+  float* sG = sF + C::BN + C::BM;
+  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;
+  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  stage<C>(sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
+  stage<C>(sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
+  if (tid < 32) sG[tid] = 0.f;
+  __syncthreads();
+  encode_tile<C>(sK, sV, sKn, sG, tid);
+  __syncthreads();
+  unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * L::kBytes;
+  constexpr int kRowVec = C::D * 2 / 16;
+  for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
+    const int rr = i / kRowVec, c = i % kRowVec;
+    reinterpret_cast<uint4*>(e)[i] = reinterpret_cast<const uint4*>(sK + (C::BN + rr) * C::LDK)[c];
+  }
+  uint4* v = reinterpret_cast<uint4*>(e + L::kKBytes);
+  for (int i = tid; i < C::BN * 3; i += C::kThreads) {
+    const int key = i / 3, c = i % 3;
+    v[i] = reinterpret_cast<const uint4*>(sV + key * C::LDV + C::D)[c];
+  }
+  float* kn = reinterpret_cast<float*>(e + L::kKBytes + L::kVBytes);
+  for (int i = tid; i < C::BN; i += C::kThreads) kn[i] = sKn[i];
+  if (tid < 24) kn[C::BN + tid] = sG[8 + tid];
+}
+
 template <class C>
 __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_problem p, Rules rules) {
   using T = typename C::T;
@@ -345,57 +483,14 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
     for (int j = 0; j < n_tiles; ++j) {
       const int k0 = j * C::BN;
       keys_seen += C::BN;
+      // this thread's planned fault falls in this tile: one branch around each site's injection code (the code is
+      // large and, predicated, would cost every thread of an injection build on every tile)
+      const bool hit = C::kInject && inj && fault.index >= 0 && fault.step == j;
       __syncthreads();  // the previous tile's readers are done
       stage<C>(sK, C::LDK, K, k0, C::BN, p.seq_k);
       stage<C>(sV, C::LDV, V, k0, C::BN, p.seq_k);
-      if (C::kStrided && tid < 32) sG[tid] = 0.f;
+      if (C::kStrided) load_encoding<C>(enc_of<C>(p, bh, j), sK, sV, sKn, sG, tid);
       __syncthreads();
-      if (C::kStrided) {
-        // K checksums: rows BN + g (unit, high half), BN + 8 + g (low half), BN + 16 + g (weighted)
-        for (int i = tid; i < 8 * C::D; i += C::kThreads) {
-          const int g = i / C::D, c = i % C::D;
-          float s1 = 0.f, s2 = 0.f;
-#pragma unroll
-          for (int l = 0; l < C::NT; ++l) {
-            const float x = H::to(sK[(g + 8 * l) * C::LDK + c]);
-            s1 += x;
-            s2 = fmaf(static_cast<float>(l + 1), x, s2);
-          }
-          const T hi = H::from(s1);
-          sK[(C::BN + g) * C::LDK + c] = hi;
-          sK[(C::BN + 8 + g) * C::LDK + c] = H::from(s1 - H::to(hi));
-          sK[(C::BN + 16 + g) * C::LDK + c] = H::from(s2);
-          atomicAdd(&sG[8 + g], s2 * s2);
-        }
-        for (int i = tid; i < C::BN; i += C::kThreads) {
-          float acc = 0.f;
-          for (int c = 0; c < C::D; ++c) {
-            const float x = H::to(sK[i * C::LDK + c]);
-            acc = fmaf(x, x, acc);
-          }
-          sKn[i] = sqrtf(acc);
-        }
-        // V checksums: columns D + g (unit (+1 in efta), high half), D + 8 + g (low half), D + 16 + g (weighted)
-        for (int i = tid; i < C::BN * 8; i += C::kThreads) {
-          const int key = i / 8, g = i % 8;
-          float s1 = C::kUnified ? 1.f : 0.f, s2 = 0.f, a1 = C::kUnified ? 1.f : 0.f;
-#pragma unroll
-          for (int l = 0; l < C::ND; ++l) {
-            const float x = H::to(sV[key * C::LDV + g + 8 * l]);
-            s1 += x;
-            a1 += fabsf(x);
-            s2 = fmaf(static_cast<float>(l + 1), x, s2);
-          }
-          const T hi = H::from(s1);
-          sV[key * C::LDV + C::D + g] = hi;
-          sV[key * C::LDV + C::D + 8 + g] = H::from(s1 - H::to(hi));
-          sV[key * C::LDV + C::D + 16 + g] = H::from(s2);
-          // non-negative floats order like their bit patterns
-          atomicMax(reinterpret_cast<int*>(&sG[16 + g]), __float_as_int(a1));
-          atomicMax(reinterpret_cast<int*>(&sG[24 + g]), __float_as_int(fabsf(s2)));
-        }
-        __syncthreads();
-      }
 
       // ---- GEMM I: S = Q K^T (and the checksum blocks) ----------------------------------------
       float s[C::NT][4];
@@ -409,7 +504,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
         }
       }
-      if (C::kInject && inj) {
+      if (hit) {
 #pragma unroll
         for (int n = 0; n < C::NT; ++n)
 #pragma unroll
@@ -503,7 +598,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
         mt[h] = x;
         mnew[h] = fmaxf(m[h], x);
-        if (C::kInject && inj) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
+        if (hit) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
         if (C::kSnvr) {
           // the quad's four copies vote; a single corrupted copy is outvoted (model: rowmax)
           const float b = __shfl_xor_sync(0xffffffffu, mnew[h], 1);
@@ -536,11 +631,11 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           const float mm = mnew[e / 2];
           const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
           pv[e] = ex2(x);
-          if (C::kInject && inj) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+          if (hit) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
         }
         pk[n][0] = H::pack(pv[0], pv[1]);
         pk[n][1] = H::pack(pv[2], pv[3]);
-        if (C::kInject && inj) {
+        if (hit) {
 #pragma unroll
           for (int e = 0; e < 4; ++e)
             pk[n][e / 2] = maybe_fault16<T>(pk[n][e / 2], e & 1, fault, p, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
@@ -584,7 +679,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       for (int h = 0; h < 2; ++h) {
         const float arg = m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2;
         alpha[h] = ex2(arg);
-        if (C::kInject && inj) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
+        if (hit) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
         if (C::kSnvr) {
           const float a = fmaxf(arg, -126.f);
           const float ra = fmaxf(finite_or_inf(lg2(alpha[h])), -126.f) - a;
@@ -604,7 +699,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 #pragma unroll
         for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
         lsum[h] = alpha[h] * lsum[h] + part;
-        if (C::kInject && inj) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
+        if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
         m[h] = mnew[h];
       }
 
@@ -654,7 +749,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           vmag2[gi] = fmaxf(vmag2[gi], sG[24 + cq + gi]);
         }
       }
-      if (C::kInject && inj) {
+      if (hit) {
 #pragma unroll
         for (int n = 0; n < C::ND; ++n)
 #pragma unroll
@@ -726,7 +821,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         }
       }
       inv[h] = 1.f / lfull[h];
-      if (C::kInject && inj) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
+      if (C::kInject && inj && fault.index >= 0) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
       if (C::kSnvr && !C::kUnified) {
         const float ri = lfull[h] * inv[h] - 1.f;
         if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
@@ -851,6 +946,16 @@ cudaError_t launch_flash(const ftgen_attention_problem* p, const Rules& rules, c
     cudaError_t e = cudaFuncSetAttribute(flash_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
     if (e != cudaSuccess) return e;
     configured = true;
+  }
+  if (C::kStrided && !p->workspace) return cudaErrorInvalidValue;  // flash_workspace bytes for the encodings
+  if (C::kStrided) {
+    static bool enc_configured = false;
+    if (!enc_configured) {
+      cudaError_t e = cudaFuncSetAttribute(encode_kv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+      if (e != cudaSuccess) return e;
+      enc_configured = true;
+    }
+    encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * p->heads), C::kThreads, C::kSmem, stream>>>(*p);
   }
   const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
   flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules);

@@ -12,8 +12,7 @@ const ftattn::Rules kRules = {1.1920928955078125e-07f, 5.960464477539063e-08f, 2
 }  // namespace
 
 extern "C" size_t attn_f16_abft_efta_mma_d64_nc_64x64_inj_workspace(const ftgen_attention_problem* p) {
-  (void)p;
-  return 0;
+  return ftattn::flash_workspace<Cfg>(p);
 }
 
 extern "C" void attn_f16_abft_efta_mma_d64_nc_64x64_inj_geometry(const ftgen_attention_problem* p, long long* blocks, int* threads, int* steps) {

@@ -24,7 +24,8 @@ struct ftgen_attention_problem {
   void* o;
   // Fault tolerance (read by protected variants only).
   ftgen::FtCounters* counters;  // device pointer; may be null
-  void* workspace;              // device workspace of <kernel>_workspace(p) bytes (the decoupled baseline's S and P)
+  void* workspace;              // device workspace of <kernel>_workspace(p) bytes (the decoupled baseline's S and P, the
+                                // strided levels' K / V encodings)
   // Fault injection (read only by variants built with inject: true).
   const ftgen::FaultSpec* faults;  // FaultSpec::elem = site * 1024 + element (see the kernel header)
   ftgen::FaultRecord* fault_records;

@@ -151,7 +151,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
       if (cudaMalloc(&w, ws) != cudaSuccess) {
         cudaGetLastError();
         char msg[160];
-        snprintf(msg, sizeof msg, "the decoupled baseline's L x L workspace (%.1f GiB) does not fit in device memory", ws / 1073741824.0);
+        snprintf(msg, sizeof msg, "the workspace (%.1f GiB: the decoupled baseline's L x L scores, or the K/V encodings) does not fit in device memory", ws / 1073741824.0);
         skip = msg;
         return false;
       }
