@@ -206,6 +206,22 @@ struct Tally {
     if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
     if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
   }
+  // The fused kernel's counters, once per block (every thread calls it): a fault shows in several lanes (a row's
+  // four quad lanes) and at several checks (a wrong O element at every later tile until the block recomputes), so
+  // the block reports whether it detected, corrected, recomputed or gave up, once each; fault plans put at most one
+  // fault in a block, and the campaign's rule detected <= faults applied + false alarms holds per fault.
+  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
+    const int d = __syncthreads_or(detected > 0), co = __syncthreads_or(corrected > 0);
+    const int re = __syncthreads_or(recomputed > 0), un = __syncthreads_or(uncorrectable > 0);
+    if (!c) return;
+    if (threadIdx.x == 0) {
+      if (d) atomicAdd(&c->detected, 1ull);
+      if (co) atomicAdd(&c->corrected, 1ull);
+      if (re) atomicAdd(&c->recomputed, 1ull);
+      if (un) atomicAdd(&c->uncorrectable, 1ull);
+    }
+    if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+  }
 };
 
 // Position l (0..nl-1) of a single fault in a group from its residuals, or -1 (model._locate).
@@ -934,7 +950,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[h]) * C::D + n * 8 + cq) = w;
       }
     }
-  if (C::kProtected) tally.flush(p.counters);
+  if (C::kProtected) tally.flush_block(p.counters);
 }
 
 template <class C>

@@ -206,6 +206,22 @@ struct Tally {
     if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
     if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
   }
+  // The fused kernel's counters, once per block (every thread calls it): a fault shows in several lanes (a row's
+  // four quad lanes) and at several checks (a wrong O element at every later tile until the block recomputes), so
+  // the block reports whether it detected, corrected, recomputed or gave up, once each; fault plans put at most one
+  // fault in a block, and the campaign's rule detected <= faults applied + false alarms holds per fault.
+  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
+    const int d = __syncthreads_or(detected > 0), co = __syncthreads_or(corrected > 0);
+    const int re = __syncthreads_or(recomputed > 0), un = __syncthreads_or(uncorrectable > 0);
+    if (!c) return;
+    if (threadIdx.x == 0) {
+      if (d) atomicAdd(&c->detected, 1ull);
+      if (co) atomicAdd(&c->corrected, 1ull);
+      if (re) atomicAdd(&c->recomputed, 1ull);
+      if (un) atomicAdd(&c->uncorrectable, 1ull);
+    }
+    if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+  }
 };
 
 // Position l (0..nl-1) of a single fault in a group from its residuals, or -1 (model._locate).
@@ -483,6 +499,9 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
     for (int j = 0; j < n_tiles; ++j) {
       const int k0 = j * C::BN;
       keys_seen += C::BN;
+      // this thread's planned fault falls in this tile: one branch around each site's injection code (the code is
+      // large and, predicated, would cost every thread of an injection build on every tile)
+      const bool hit = C::kInject && inj && fault.index >= 0 && fault.step == j;
       __syncthreads();  // the previous tile's readers are done
       stage<C>(sK, C::LDK, K, k0, C::BN, p.seq_k);
       stage<C>(sV, C::LDV, V, k0, C::BN, p.seq_k);
@@ -501,7 +520,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
         }
       }
-      if (C::kInject && inj) {
+      if (hit) {
 #pragma unroll
         for (int n = 0; n < C::NT; ++n)
 #pragma unroll
@@ -595,7 +614,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
         mt[h] = x;
         mnew[h] = fmaxf(m[h], x);
-        if (C::kInject && inj) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
+        if (hit) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
         if (C::kSnvr) {
           // the quad's four copies vote; a single corrupted copy is outvoted (model: rowmax)
           const float b = __shfl_xor_sync(0xffffffffu, mnew[h], 1);
@@ -628,11 +647,11 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           const float mm = mnew[e / 2];
           const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
           pv[e] = ex2(x);
-          if (C::kInject && inj) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+          if (hit) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
         }
         pk[n][0] = H::pack(pv[0], pv[1]);
         pk[n][1] = H::pack(pv[2], pv[3]);
-        if (C::kInject && inj) {
+        if (hit) {
 #pragma unroll
           for (int e = 0; e < 4; ++e)
             pk[n][e / 2] = maybe_fault16<T>(pk[n][e / 2], e & 1, fault, p, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
@@ -676,7 +695,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       for (int h = 0; h < 2; ++h) {
         const float arg = m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2;
         alpha[h] = ex2(arg);
-        if (C::kInject && inj) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
+        if (hit) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
         if (C::kSnvr) {
           const float a = fmaxf(arg, -126.f);
           const float ra = fmaxf(finite_or_inf(lg2(alpha[h])), -126.f) - a;
@@ -696,7 +715,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 #pragma unroll
         for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
         lsum[h] = alpha[h] * lsum[h] + part;
-        if (C::kInject && inj) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
+        if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
         m[h] = mnew[h];
       }
 
@@ -746,7 +765,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           vmag2[gi] = fmaxf(vmag2[gi], sG[24 + cq + gi]);
         }
       }
-      if (C::kInject && inj) {
+      if (hit) {
 #pragma unroll
         for (int n = 0; n < C::ND; ++n)
 #pragma unroll
@@ -818,7 +837,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         }
       }
       inv[h] = 1.f / lfull[h];
-      if (C::kInject && inj) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
+      if (C::kInject && inj && fault.index >= 0) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
       if (C::kSnvr && !C::kUnified) {
         const float ri = lfull[h] * inv[h] - 1.f;
         if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
@@ -931,7 +950,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[h]) * C::D + n * 8 + cq) = w;
       }
     }
-  if (C::kProtected) tally.flush(p.counters);
+  if (C::kProtected) tally.flush_block(p.counters);
 }
 
 template <class C>
