@@ -14,15 +14,26 @@ import statistics
 import sys
 
 
+def _dist_version(name: str) -> str | None:
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def main(out: str, shapes: list[str], reps: int = 20, warmup: int = 5) -> int:
     import torch
     import flash_kmeans
     from flash_kmeans import kmeans_triton_impl as impl
 
+    from ftgen.report.provenance import provenance
+
     dev = torch.device("cuda")
-    rows = [{"provenance": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                            "flash_kmeans": getattr(flash_kmeans, "__version__", "0.3.1"),
-                            "triton": __import__("triton").__version__, "argv": sys.argv}}]
+    gpu = {"name": torch.cuda.get_device_name(), "driver": None}
+    libs = {"torch": torch.__version__, "triton": __import__("triton").__version__,
+            "flash_kmeans": getattr(flash_kmeans, "__version__", None) or _dist_version("flash-kmeans")}
+    rows = [{"provenance": provenance(gpu, sys.argv, python_libraries=libs)}]
     for text in shapes:
         n, d, k = (int(v) for v in text.split("x"))
         g = torch.Generator(device=dev).manual_seed(7)
