@@ -3,7 +3,9 @@
 #   bash experiments/scripts/gpu_session.sh OUT build|tmr|attention|kmeans ...
 # build:     generate + build the attention and kmeans demo projects (under generated/session, kept between calls)
 # tmr:       every TMR level against the previous build (scripts/gpu_regress.sh OLD tmr; needs .base/<rev>)
-# attention: the attention demo clean and with one fault per launch, odd lengths included; its campaign
+# attention: the attention demo clean and with one fault per launch, odd lengths included
+# sdpa:      torch SDPA FLASH and cuDNN at the same shapes and the seed's 16k shapes (experiments/scripts/sdpa_time.py)
+# attention_campaign: the attention campaign (ATTN_TRIALS, ATTN_DISTS, ATTN_KERNELS)
 # kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
 #            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
 # Wheels in .whl/ are installed to /tmp/site first. OUT gets one folder per phase and log.txt.
@@ -40,6 +42,11 @@ for phase in "$@"; do
       mkdir -p "$out/attention"
       ft bench $gen/attn_demo --reps "${REPS:-20}" --warmup 5 --json "$out/attention/clean.jsonl" 2>> "$log" | tail -n 30
       ft bench $gen/attn_demo --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --json "$out/attention/inject.jsonl" 2>> "$log" | tail -n 16 ;;
+    sdpa)  # the vendor references of the attention family: torch SDPA FLASH (FA2) and cuDNN, alternated
+      mkdir -p "$out/attention"
+      shapes="4x32x4096x64 4x32x4096x128 2x16x1000x64 2x16x1000x128 1x8x4097x64 1x8x4097x128 1x16x16384x64 1x32x16384x128"
+      python3 experiments/scripts/sdpa_time.py "$out/attention/sdpa.jsonl" $shapes 2>> "$log" | tail -n 20
+      python3 experiments/scripts/sdpa_time.py "$out/attention/sdpa_causal.jsonl" --causal $shapes 2>> "$log" | tail -n 20 ;;
     attention_campaign)
       mkdir -p "$out/attention"
       ft campaign specs/attention/campaign.yaml -o $gen --trials "${ATTN_TRIALS:-300}" --dists "${ATTN_DISTS:-normal,uniform,outliers}" \
