@@ -30,7 +30,7 @@ from ..templating import TemplateEnv
 
 LIB_DIR = "lib"
 TABLE_FILE = "dispatch.json"
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 def lib_name(spec_name: str) -> str:
@@ -216,6 +216,38 @@ def _legal_doc(legal: dict[str, tuple[int, int]]) -> str:
     return ", ".join(f"{lo} <= {key} <= {hi}" for key, (lo, hi) in legal.items())
 
 
+def c_params(text: str) -> list[list[str]]:
+    """'int m, const float* A' -> [['int', 'm'], ['const float*', 'A']] (a C parameter list, no function pointers)."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part or part == "void":
+            continue
+        decl, _, pname = part.rpartition(" ")
+        stars = len(pname) - len(pname.lstrip("*"))
+        out.append([(decl + "*" * stars).strip(), pname.lstrip("*")])
+    return out
+
+
+def describe(plan: LibraryPlan) -> dict:
+    """The library's interface as data (ftgen_<name>.json, installed beside the library): what a binding such as
+    ftgen.torch needs to call it without parsing the header."""
+    return {
+        "name": plan.name,
+        "abi_version": ABI_VERSION,
+        "family": plan.family.name,
+        "spec": plan.spec_name,
+        "ftgen_version": __version__,
+        "gpu": plan.gpu,
+        "shape_keys": list(plan.family.shape_keys),
+        "variants": [v.name for v in plan.variants],
+        "groups": [
+            {"name": g.name, "params": c_params(g.entry.params), "workspace_params": c_params(g.entry.workspace_params),
+             "shape": list(g.entry.shape), "doc": g.entry.doc, "fallback": plan.variants[g.fallback].name}
+            for g in plan.groups
+        ],
+    }
+
+
 def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[str, str]:
     """The library's files, paths relative to the project."""
     env = env or TemplateEnv()
@@ -251,6 +283,7 @@ def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[st
         "gpu": plan.gpu,
     }
     files = {
+        f"{LIB_DIR}/ftgen_{name}.json": json.dumps(describe(plan), indent=1) + "\n",
         f"{LIB_DIR}/ftgen_{name}.h": env.render("common/ftgen_lib.h.j2", ctx),
         f"{LIB_DIR}/ftgen_{name}_select.h": env.render("common/ftgen_lib_select.h.j2", ctx),
         f"{LIB_DIR}/ftgen_{name}.cu": env.render("common/ftgen_lib.cu.j2", ctx),
