@@ -307,6 +307,20 @@ __device__ __forceinline__ const unsigned char* enc_of(const ftgen_attention_pro
   return static_cast<const unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * EncLayout<C>::kBytes;
 }
 
+// Euclidean norms of `rows` staged rows of D elements (pitch ld), one thread a row.
+template <class C>
+__device__ __forceinline__ void row_norms(const typename C::T* s, int ld, int rows, float* out, int tid) {
+  using H = Half<typename C::T>;
+  for (int i = tid; i < rows; i += C::kThreads) {
+    float acc = 0.f;
+    for (int c = 0; c < C::D; ++c) {
+      const float x = H::to(s[i * ld + c]);
+      acc = fmaf(x, x, acc);
+    }
+    out[i] = sqrtf(acc);
+  }
+}
+
 // The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[8..31]; sG zeroed by the caller).
 template <class C>
 __device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
@@ -328,14 +342,7 @@ __device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV
     sK[(C::BN + 16 + g) * C::LDK + c] = H::from(s2);
     atomicAdd(&sG[8 + g], s2 * s2);
   }
-  for (int i = tid; i < C::BN; i += C::kThreads) {
-    float acc = 0.f;
-    for (int c = 0; c < C::D; ++c) {
-      const float x = H::to(sK[i * C::LDK + c]);
-      acc = fmaf(x, x, acc);
-    }
-    sKn[i] = sqrtf(acc);
-  }
+  row_norms<C>(sK, C::LDK, C::BN, sKn, tid);
   // V checksums: columns D + g (unit (+1 in efta), high half), D + 8 + g (low half), D + 16 + g (weighted)
   for (int i = tid; i < C::BN * 8; i += C::kThreads) {
     const int key = i / 8, g = i % 8;
@@ -454,16 +461,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   // Q tile and its row norms
   stage<C>(sQ, C::LDQ, Q, m0, C::BM, p.seq_q);
   __syncthreads();
-  if (C::kStrided) {
-    for (int i = tid; i < C::BM; i += C::kThreads) {
-      float acc = 0.f;
-      for (int c = 0; c < C::D; ++c) {
-        const float x = H::to(sQ[i * C::LDQ + c]);
-        acc = fmaf(x, x, acc);
-      }
-      sQn[i] = sqrtf(acc);
-    }
-  }
+  if (C::kStrided) row_norms<C>(sQ, C::LDQ, C::BM, sQn, tid);
   uint32_t qf[C::KD][4];
 #pragma unroll
   for (int kk = 0; kk < C::KD; ++kk) {
