@@ -32,8 +32,10 @@ def test_every_headline_entry_is_complete_and_in_the_table():
     assert any(e.get("headline", True) for e in entries)
     text = README.read_text(encoding="utf-8")
     table = text.split(readme.BEGIN, 1)[1].split(readme.END, 1)[0]
+    # a file several entries cite (a campaign judged by two rules) is linked when any of them is a headline
+    headline_files = {e["file"] for e in entries if e.get("headline", True)}
     for e in entries:
-        assert (f"]({e['file']})" in table) == e.get("headline", True), e["file"]
+        assert (f"]({e['file']})" in table) == (e["file"] in headline_files), e["file"]
 
 
 def test_entries_off_the_headline_stay_out_of_the_table():

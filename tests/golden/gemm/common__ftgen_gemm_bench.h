@@ -88,16 +88,17 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
     for (int r = 0; r < 2; ++r) {
       ref_[r].alloc(c_elems_);
       scale_[r].alloc(c_elems_);
-      DeviceBuffer<T> absA(a_elems_), absB(b_elems_);
+      absA_.alloc(a_elems_);
+      absB_.alloc(b_elems_);
       const double alpha = r ? 1.5 : 1.0, beta = r ? 0.5 : 0.0;
       init_c(r);
       FT_CUDA(cudaMemcpy(ref_[r].ptr, c_init_.ptr, c_elems_ * sizeof(T), cudaMemcpyDeviceToDevice));
       ref_gemm(h_, m_, n_, k_, static_cast<T>(alpha), a(0), b(0), static_cast<T>(beta), ref_[r].ptr);
       // scale = |alpha| |A||B| + |beta| |C_init| (cuBLAS ignores C when beta = 0: a poisoned C is fine)
-      ftgen::absolute(a(0), absA.ptr, a_elems_);
-      ftgen::absolute(b(0), absB.ptr, b_elems_);
+      ftgen::absolute(a(0), absA_.ptr, a_elems_);
+      ftgen::absolute(b(0), absB_.ptr, b_elems_);
       ftgen::absolute(c_init_.ptr, scale_[r].ptr, c_elems_);
-      ref_gemm(h_, m_, n_, k_, static_cast<T>(alpha), absA.ptr, absB.ptr, static_cast<T>(beta), scale_[r].ptr);
+      ref_gemm(h_, m_, n_, k_, static_cast<T>(alpha), absA_.ptr, absB_.ptr, static_cast<T>(beta), scale_[r].ptr);
     }
     FT_CUDA(cudaDeviceSynchronize());
   }
@@ -197,7 +198,7 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
   cublasHandle_t h_ = nullptr;
   int m_ = 0, n_ = 0, k_ = 0, sets_ = 1;
   size_t a_elems_ = 0, b_elems_ = 0, c_elems_ = 0;
-  DeviceBuffer<T> A_, B_, C_, c_init_, c_out_, ref_[2], scale_[2];
+  DeviceBuffer<T> A_, B_, C_, c_init_, c_out_, ref_[2], scale_[2], absA_, absB_;
   DeviceBuffer<unsigned char> workspace_;
   DeviceBuffer<ftgen::FtCounters> counters_;
   ftgen::FaultTable table_;

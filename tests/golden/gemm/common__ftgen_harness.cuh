@@ -364,7 +364,9 @@ struct DeviceBuffer {
   size_t count = 0;
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t n) { alloc(n); }
+  // (re)allocate for n elements; an allocation of that size already held is kept (contents undefined)
   void alloc(size_t n) {
+    if (n == count && ptr) return;
     release();
     count = n;
     if (n) FT_CUDA(cudaMalloc(&ptr, n * sizeof(T)));
@@ -570,11 +572,22 @@ struct FaultTable {
   }
 };
 
-// The same comparison on the device (outputs of any size in a millisecond); falls back to the host
-// for the location of the worst element only when something is wrong.
+// The same comparison on the device (outputs of any size in a millisecond). The worst element is
+// located on the device too, by a second pass only when something is wrong: the first non-finite
+// element, else the first whose scaled error equals the maximum.
 struct CompareAccum {
-  unsigned long long max_rel_bits, max_abs_bits, bad, nonfinite;
+  unsigned long long max_rel_bits, max_abs_bits, bad, nonfinite, first_nonfinite, worst;
 };
+
+template <class T, class R>
+__device__ inline bool scaled_error(const T* out, const R* ref, const R* scale, size_t i, double floor, double& d, double& rel) {
+  const double o = static_cast<double>(out[i]), r = static_cast<double>(ref[i]);
+  const double sv = static_cast<double>(scale ? scale[i] : ref[i]);
+  if (!isfinite(o) || !isfinite(r) || !isfinite(sv)) return false;  // fmax would drop a NaN
+  d = fabs(o - r);
+  rel = d / fmax(floor, fabs(sv));
+  return true;
+}
 
 template <class T, class R>
 __global__ void compare_kernel(const T* out, const R* ref, const R* scale, size_t n, double floor, double tol,
@@ -582,14 +595,12 @@ __global__ void compare_kernel(const T* out, const R* ref, const R* scale, size_
   double mrel = 0, mabs = 0;
   unsigned long long bad = 0, nonfinite = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const double o = static_cast<double>(out[i]), r = static_cast<double>(ref[i]);
-    const double sv = static_cast<double>(scale ? scale[i] : ref[i]);
-    if (!isfinite(o) || !isfinite(r) || !isfinite(sv)) {  // fmax below would drop a NaN
+    double d, rel;
+    if (!scaled_error(out, ref, scale, i, floor, d, rel)) {
+      if (!nonfinite) atomicMin(&acc->first_nonfinite, static_cast<unsigned long long>(i));
       ++nonfinite;
       continue;
     }
-    const double s = fmax(floor, fabs(sv));
-    const double d = fabs(o - r), rel = d / s;
     mrel = fmax(mrel, rel);
     mabs = fmax(mabs, d);
     bad += rel > tol;
@@ -609,26 +620,42 @@ __global__ void compare_kernel(const T* out, const R* ref, const R* scale, size_
 }
 
 template <class T, class R>
+__global__ void locate_worst_kernel(const T* out, const R* ref, const R* scale, size_t n, double floor, CompareAccum* acc) {
+  const double want = __longlong_as_double(static_cast<long long>(acc->max_rel_bits));
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    double d, rel;
+    if (scaled_error(out, ref, scale, i, floor, d, rel) && rel == want) atomicMin(&acc->worst, static_cast<unsigned long long>(i));
+  }
+}
+
+// One accumulator for the process (the comparisons run one after another on the default stream).
+inline CompareAccum* compare_accum() {
+  static DeviceBuffer<CompareAccum> acc(1);
+  return acc.ptr;
+}
+
+template <class T, class R>
 inline ErrorStats compare_device(const T* out, const R* ref, const R* scale, size_t n, double floor, double tol) {
-  DeviceBuffer<CompareAccum> acc(1);
-  acc.zero();
-  const int blocks = static_cast<int>(std::min<size_t>((n + 255) / 256, 4096));
-  if (n) compare_kernel<T, R><<<std::max(blocks, 1), 256>>>(out, ref, scale, n, floor, tol, acc.ptr);
+  CompareAccum* acc = compare_accum();
+  const CompareAccum init{0, 0, 0, 0, ~0ull, ~0ull};
+  FT_CUDA(cudaMemcpy(acc, &init, sizeof init, cudaMemcpyHostToDevice));
+  const int blocks = std::max(static_cast<int>(std::min<size_t>((n + 255) / 256, 4096)), 1);
+  if (n) compare_kernel<T, R><<<blocks, 256>>>(out, ref, scale, n, floor, tol, acc);
   FT_LAUNCH_CHECK();
-  const CompareAccum a = acc.download()[0];
+  CompareAccum a;
+  FT_CUDA(cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost));
+  if (a.bad && !a.nonfinite) {
+    locate_worst_kernel<T, R><<<blocks, 256>>>(out, ref, scale, n, floor, acc);
+    FT_LAUNCH_CHECK();
+    FT_CUDA(cudaMemcpy(&a, acc, sizeof a, cudaMemcpyDeviceToHost));
+  }
   ErrorStats e;
   e.max_rel = score_from_bits(a.max_rel_bits);
   e.max_abs = score_from_bits(a.max_abs_bits);
   e.bad = static_cast<long long>(a.bad);
   e.nonfinite = static_cast<long long>(a.nonfinite);
-  if (e.bad || e.nonfinite) {  // locate the worst element on the host
-    std::vector<T> ho(n);
-    std::vector<R> hr(n), hs(scale ? n : 0);
-    FT_CUDA(cudaMemcpy(ho.data(), out, n * sizeof(T), cudaMemcpyDeviceToHost));
-    FT_CUDA(cudaMemcpy(hr.data(), ref, n * sizeof(R), cudaMemcpyDeviceToHost));
-    if (scale) FT_CUDA(cudaMemcpy(hs.data(), scale, n * sizeof(R), cudaMemcpyDeviceToHost));
-    e = compare(ho, hr, scale ? &hs : nullptr, floor, tol);
-  }
+  const unsigned long long w = a.nonfinite ? a.first_nonfinite : a.worst;
+  if (w != ~0ull) e.worst = static_cast<long long>(w);
   return e;
 }
 
