@@ -6,6 +6,8 @@
 # attention: the attention demo clean and with one fault per launch, odd lengths included
 # sdpa:      torch SDPA FLASH and cuDNN at the same shapes and the seed's 16k shapes (experiments/scripts/sdpa_time.py)
 # attention_campaign: the attention campaign (ATTN_TRIALS, ATTN_DISTS, ATTN_KERNELS)
+# torch:     tests/test_torch.py and examples/protected_mlp.py (ftgen.torch)
+# gpu_tests: pytest -m gpu tests/test_gpu.py
 # kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
 #            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
 # Wheels in .whl/ are installed to /tmp/site first. OUT gets one folder per phase and log.txt.
@@ -57,6 +59,16 @@ for phase in "$@"; do
       ft bench $gen/kmeans_demo --shapes $km,$kodd --reps 10 --warmup 3 --json "$out/kmeans/clean.jsonl" 2>> "$log" | tail -n 20
       ft bench $gen/kmeans_demo --kernels '*abft*' --shapes $km,$kodd --inject 8 --reps 5 --warmup 2 --json "$out/kmeans/inject.jsonl" 2>> "$log" | tail -n 10
       python3 experiments/scripts/flash_kmeans_time.py "$out/kmeans/flash_kmeans_after.jsonl" ${km//,/ } 2>> "$log" | tail -n 6 ;;
+    torch)  # ftgen.torch: its GPU tests and the example (torch is on the device machine; the library is built here)
+      mkdir -p "$out/torch"
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py > "$out/torch/pytest_torch.txt" 2>&1
+      tail -n 15 "$out/torch/pytest_torch.txt"
+      ft generate specs/gemm/torch_linear.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_linear --lib >> "$log" 2>&1
+      python3 examples/protected_mlp.py $gen/torch_linear/install/lib/libftgen_torch_linear.so 2>&1 | tee "$out/torch/example.txt" | tail -n 8 ;;
+    gpu_tests)  # the GPU test suite of every family x scheme
+      mkdir -p "$out/all"
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py > "$out/all/pytest_gpu.txt" 2>&1
+      tail -n 15 "$out/all/pytest_gpu.txt" ;;
     *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
   echo "phase $phase: $((SECONDS - s)) s" | tee -a "$log"
