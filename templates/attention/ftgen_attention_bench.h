@@ -318,17 +318,11 @@ class AttentionProblem final : public ftgen::BenchProblem {
     q.o = out;
     q.workspace = workspace_.ptr;
     if (t_.is_protected) q.counters = counters_.ptr;
-    if (faults) {
-      q.faults = table_.specs.ptr;
-      q.fault_records = table_.records.ptr;
-      q.fault_count = table_.count;
-      q.no_correct = no_correct ? 1 : 0;
-    }
+    if (faults) table_.attach(q, no_correct);
     return q;
   }
   void launch_checked(const ftgen_attention_problem& q, cudaError_t (*fn)(const ftgen_attention_problem*, cudaStream_t)) const {
-    const cudaError_t e = fn(&q, 0);
-    if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of %s failed: %s", v_.name, cudaGetErrorString(e));
+    ftgen::launch_or_fail(fn, q, v_.name);
   }
 
   AttnVariant v_;

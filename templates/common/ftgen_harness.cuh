@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -570,7 +571,30 @@ struct FaultTable {
     r.resize(count);
     return r;
   }
+  // Point a family's problem at the table: faults, fault_records, fault_count, no_correct, and fault_by_block where
+  // the problem struct has one.
+  template <class P>
+  void attach(P& q, bool no_correct) const {
+    q.faults = specs.ptr;
+    q.fault_records = records.ptr;
+    q.fault_count = count;
+    q.no_correct = no_correct ? 1 : 0;
+    if constexpr (HasFaultByBlock<P>::value) q.fault_by_block = by_block.ptr;
+  }
+
+ private:
+  template <class P, class = void>
+  struct HasFaultByBlock : std::false_type {};
+  template <class P>
+  struct HasFaultByBlock<P, std::void_t<decltype(std::declval<P&>().fault_by_block)>> : std::true_type {};
 };
+
+// Launch a variant through its launcher on the default stream; a launch error ends the run (exit 1).
+template <class P>
+inline void launch_or_fail(cudaError_t (*fn)(const P*, cudaStream_t), const P& q, const char* name) {
+  const cudaError_t e = fn(&q, 0);
+  if (e != cudaSuccess) fail("runtime", 1, "launch of %s failed: %s", name, cudaGetErrorString(e));
+}
 
 // The same comparison on the device (outputs of any size in a millisecond). The worst element is
 // located on the device too, by a second pass only when something is wrong: the first non-finite

@@ -518,18 +518,10 @@ class KmeansProblem final : public ftgen::BenchProblem {
     q.workspace = workspace_.ptr;
     if (t_.is_protected) q.counters = counters_.ptr;
     q.fault_site = site_;
-    if (faults) {
-      q.faults = table_.specs.ptr;
-      q.fault_records = table_.records.ptr;
-      q.fault_count = table_.count;
-      q.no_correct = no_correct ? 1 : 0;
-    }
+    if (faults) table_.attach(q, no_correct);
     return q;
   }
-  void launch_checked(const ftgen_kmeans_problem& q) const {
-    const cudaError_t e = v_.launch(&q, 0);
-    if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of %s failed: %s", v_.name, cudaGetErrorString(e));
-  }
+  void launch_checked(const ftgen_kmeans_problem& q) const { ftgen::launch_or_fail(v_.launch, q, v_.name); }
 
   Variant v_;
   ftgen::BenchTraits t_;

@@ -179,19 +179,10 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
     q.C = C, q.ldc = n_;
     q.workspace = workspace_.ptr;
     if (t_.is_protected) q.counters = counters_.ptr;
-    if (faults) {
-      q.fault_by_block = table_.by_block.ptr;
-      q.faults = table_.specs.ptr;
-      q.fault_records = table_.records.ptr;
-      q.fault_count = table_.count;
-      q.no_correct = no_correct ? 1 : 0;
-    }
+    if (faults) table_.attach(q, no_correct);
     return q;
   }
-  void launch_checked(const ftgen_gemm_problem& q) const {
-    const cudaError_t e = v_.launch(&q, 0);
-    if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of %s failed: %s", v_.name, cudaGetErrorString(e));
-  }
+  void launch_checked(const ftgen_gemm_problem& q) const { ftgen::launch_or_fail(v_.launch, q, v_.name); }
 
   SimtVariant v_;
   ftgen::BenchTraits t_;

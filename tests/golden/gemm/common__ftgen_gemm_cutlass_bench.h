@@ -403,13 +403,7 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     q.C = C, q.ldc = n_;
     q.workspace = ws_.ptr;
     q.counters = counters_.ptr;
-    if (faults) {
-      q.fault_by_block = table_.by_block.ptr;
-      q.faults = table_.specs.ptr;
-      q.fault_records = table_.records.ptr;
-      q.fault_count = table_.count;
-      q.no_correct = no_correct ? 1 : 0;
-    }
+    if (faults) table_.attach(q, no_correct);
     return q;
   }
   void launch_checked(const ftgen_gemm_problem& q) const {
