@@ -117,14 +117,7 @@ template <class T>
 class AttentionProblem final : public ftgen::BenchProblem {
  public:
   explicit AttentionProblem(const AttnVariant& v) : v_(v) {
-    t_.name = v.name;
-    t_.meta = v.meta;
-    t_.shape_keys = "batch,heads,seq,seq_k";
-    t_.shape_usage = "batch x heads x seq x seq_k";
-    t_.default_shapes = v.default_shapes;
-    t_.is_protected = v.is_protected;
-    t_.inject_built = v.inject;
-    t_.can_disable_correction = v.inject;
+    t_ = ftgen::BenchTraits::of(v, "batch,heads,seq,seq_k", "batch x heads x seq x seq_k");
     t_.exact_fault_accounting = false;  // a fault masked by the mask (a key beyond seq) or a skipped tile is not applied
     t_.fault_site = "attention";        // the site of each fault is in its record (fault_members)
     t_.output_unit = "element";
@@ -274,16 +267,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
   }
   std::string fault_members(const ftgen::FaultRecord& f) const override {
     const int site = f.elem / FTGEN_ATTN_ELEMS_PER_SITE;
-    return ftgen::Json()
-        .str("attn_site", site >= 0 && site < 8 ? kAttnSites[site] : "?")
-        .integer("applied", f.applied)
-        .integer("bit", f.bit)
-        .integer("step", f.step)
-        .integer("row", f.row)
-        .integer("col", f.col)
-        .num("before", f.before)
-        .num("after", f.after)
-        .body();
+    return ftgen::record_members(ftgen::Json().str("attn_site", site >= 0 && site < 8 ? kAttnSites[site] : "?"), f);
   }
 
   void arm_timing(const std::vector<ftgen::FaultSpec>& plan) override {

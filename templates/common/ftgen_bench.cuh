@@ -35,6 +35,22 @@ struct BenchTraits {
   const char* output_unit = "element";     // what `bad` / `significant` count (elements, signals)
   const char* ref_lib = nullptr;    // vendor library timed beside the kernel (nullptr: none)
   bool has_unprotected = false;     // launch_unprotected() exists (timed alternately too)
+
+  // The fields every family's variant table gives (name, meta, default shapes, protection, injection), and the
+  // family's shape keys.
+  template <class V>
+  static BenchTraits of(const V& v, const char* keys, const char* usage) {
+    BenchTraits t;
+    t.name = v.name;
+    t.meta = v.meta;
+    t.shape_keys = keys;
+    t.shape_usage = usage;
+    t.default_shapes = v.default_shapes;
+    t.is_protected = v.is_protected;
+    t.inject_built = v.inject;
+    t.can_disable_correction = v.inject;
+    return t;
+  }
 };
 
 // One verification run the driver asks for (always on input set 0).

@@ -747,6 +747,18 @@ inline std::string time_json(const TimeStats& t) {
   return Json().num("median", t.median).num("min", t.min).num("max", t.max).integer("reps", t.reps).str();
 }
 
+// A fault record's common members after `j`'s own: applied, bit, step, row, col, before, after.
+inline std::string record_members(Json j, const FaultRecord& f) {
+  return j.integer("applied", f.applied)
+      .integer("bit", f.bit)
+      .integer("step", f.step)
+      .integer("row", f.row)
+      .integer("col", f.col)
+      .num("before", f.before)
+      .num("after", f.after)
+      .body();
+}
+
 inline std::string counters_members(const FtCounters& c, unsigned long long false_alarms) {
   return Json()
       .integer("injected", static_cast<long long>(c.injected))

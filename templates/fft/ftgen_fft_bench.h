@@ -241,14 +241,7 @@ class FftProblem final : public ftgen::BenchProblem {
 
  public:
   explicit FftProblem(const FftVariant& v) : v_(v) {
-    t_.name = v.name;
-    t_.meta = v.meta;
-    t_.shape_keys = "n,batch";
-    t_.shape_usage = "n x batch";
-    t_.default_shapes = v.default_shapes;
-    t_.is_protected = v.is_protected;
-    t_.inject_built = v.inject;
-    t_.can_disable_correction = v.inject;
+    t_ = ftgen::BenchTraits::of(v, "n,batch", "n x batch");
     t_.max_trial_faults = 1;
     t_.verify_runs = 2;
     t_.fault_site = "stage";

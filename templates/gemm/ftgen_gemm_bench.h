@@ -45,14 +45,7 @@ template <class T>
 class SimtGemmProblem final : public ftgen::BenchProblem {
  public:
   explicit SimtGemmProblem(const SimtVariant& v) : v_(v) {
-    t_.name = v.name;
-    t_.meta = v.meta;
-    t_.shape_keys = "m,n,k";
-    t_.shape_usage = "m x n x k";
-    t_.default_shapes = v.default_shapes;
-    t_.is_protected = v.is_protected;
-    t_.inject_built = v.inject;
-    t_.can_disable_correction = v.inject;
+    t_ = ftgen::BenchTraits::of(v, "m,n,k", "m x n x k");
     t_.exact_fault_accounting = true;
     t_.verify_runs = 2;
     t_.ref_lib = "cublas";
@@ -131,17 +124,7 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
     v_.geometry(m_, n_, k_, &g);
     return ftgen::plan_faults(count, seed, g.blocks, g.threads, g.elems_per_thread, g.steps, g.value_bits, a.inject_kind, a.bit, a.offset);
   }
-  std::string fault_members(const ftgen::FaultRecord& f) const override {
-    return ftgen::Json()
-        .integer("applied", f.applied)
-        .integer("bit", f.bit)
-        .integer("step", f.step)
-        .integer("row", f.row)
-        .integer("col", f.col)
-        .num("before", f.before)
-        .num("after", f.after)
-        .body();
-  }
+  std::string fault_members(const ftgen::FaultRecord& f) const override { return ftgen::record_members(ftgen::Json(), f); }
 
   void arm_timing(const std::vector<ftgen::FaultSpec>& plan) override {
     timed_faults_ = !plan.empty();

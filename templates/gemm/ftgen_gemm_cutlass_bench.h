@@ -214,14 +214,7 @@ template <class T, class R>
 class CutlassGemmProblem final : public ftgen::BenchProblem {
  public:
   CutlassGemmProblem(const CutlassVariant& v, const InjectOptions& io) : v_(v), io_(io) {
-    t_.name = v.name;
-    t_.meta = v.meta;
-    t_.shape_keys = "m,n,k";
-    t_.shape_usage = "m x n x k";
-    t_.default_shapes = v.default_shapes;
-    t_.is_protected = v.is_protected;
-    t_.inject_built = v.inject;
-    t_.can_disable_correction = v.inject;
+    t_ = ftgen::BenchTraits::of(v, "m,n,k", "m x n x k");
     t_.exact_fault_accounting = true;
     t_.verify_runs = 2;
     t_.ref_lib = v.ref_lib;

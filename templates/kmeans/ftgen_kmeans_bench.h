@@ -268,14 +268,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
       if (*end || v < 1 || v > 1000) ftgen::bad_arg("FTGEN_KMEANS_ITERS: '%s' is not an integer in 1..1000", iters);
       iters_ = static_cast<int>(v);
     }
-    t_.name = v.name;
-    t_.meta = v.meta;
-    t_.shape_keys = "samples,dims,clusters";
-    t_.shape_usage = "samples x dims x clusters";
-    t_.default_shapes = v.default_shapes;
-    t_.is_protected = v.is_protected;
-    t_.inject_built = v.inject;
-    t_.can_disable_correction = v.inject;
+    t_ = ftgen::BenchTraits::of(v, "samples,dims,clusters", "samples x dims x clusters");
     t_.exact_fault_accounting = true;
     t_.verify_runs = 1;
     t_.fault_site = site_name(site_);
@@ -453,16 +446,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     }
   }
   std::string fault_members(const ftgen::FaultRecord& f) const override {
-    return ftgen::Json()
-        .str("site", site_name(site_))
-        .integer("applied", f.applied)
-        .integer("bit", f.bit)
-        .integer("step", f.step)
-        .integer("row", f.row)
-        .integer("col", f.col)
-        .num("before", f.before)
-        .num("after", f.after)
-        .body();
+    return ftgen::record_members(ftgen::Json().str("site", site_name(site_)), f);
   }
 
   void arm_timing(const std::vector<ftgen::FaultSpec>& plan) override {
