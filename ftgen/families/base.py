@@ -58,6 +58,12 @@ def power_of_two(v: int) -> str | None:
 _TYPE_WORD = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
+def tile_multiples(*checks: tuple[str, int, str, int]) -> list[str]:
+    """Reasons a tile does not nest: each (name, value, of, divisor) with value not a multiple of divisor reads
+    '<name>=<value> is not a multiple of <of>=<divisor>'."""
+    return [f"{name}={value} is not a multiple of {of}={d}" for name, value, of, d in checks if d and value % d]
+
+
 def check_type(value: Any, typ: type) -> str | None:
     """Reason why ``value`` is not of YAML scalar type ``typ`` (bool is not an int here)."""
     if typ is int:

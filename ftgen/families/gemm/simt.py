@@ -27,6 +27,7 @@ from ..base import (
     Source,
     Variant,
     power_of_two,
+    tile_multiples,
 )
 from ...tolerance import context as tolerance_context, tolerance as rule_tolerance
 from .abft_model import abft_lambda
@@ -143,15 +144,8 @@ class SimtBackend(Backend):
 
     def constraints(self, v: Variant) -> list[str]:
         g = SimtGeometry(v)
-        r: list[str] = []
-        if g.MT % g.MW:
-            r.append(f"m_tb={g.MT} is not a multiple of m_w={g.MW}")
-        if g.NT % g.NW:
-            r.append(f"n_tb={g.NT} is not a multiple of n_w={g.NW}")
-        if g.MW % g.mt:
-            r.append(f"m_w={g.MW} is not a multiple of m_t={g.mt}")
-        if g.NW % g.nt:
-            r.append(f"n_w={g.NW} is not a multiple of n_t={g.nt}")
+        r = tile_multiples(("m_tb", g.MT, "m_w", g.MW), ("n_tb", g.NT, "n_w", g.NW), ("m_w", g.MW, "m_t", g.mt),
+                           ("n_w", g.NW, "n_t", g.nt))
         if r:
             return r
         if g.TM * g.TN != 32:

@@ -32,6 +32,7 @@ from ..base import (
     Source,
     Variant,
     power_of_two,
+    tile_multiples,
 )
 from . import model
 
@@ -104,17 +105,9 @@ class MmaBackend(Backend):
 
     def constraints(self, v: Variant) -> list[str]:
         g = Geometry(v)
-        r: list[str] = []
-        if g.MT % g.MW:
-            r.append(f"m_tb={g.MT} is not a multiple of m_w={g.MW}")
-        if g.NT % g.NW:
-            r.append(f"n_tb={g.NT} is not a multiple of n_w={g.NW}")
-        if g.MW % g.mma_m:
-            r.append(f"m_w={g.MW} is not a multiple of the {v.precision} MMA's M={g.mma_m}")
-        if g.NW % g.mma_n:
-            r.append(f"n_w={g.NW} is not a multiple of the MMA's N={g.mma_n}")
-        if g.KT % g.mma_k:
-            r.append(f"k_tb={g.KT} is not a multiple of the {v.precision} MMA's K={g.mma_k}")
+        r = tile_multiples(("m_tb", g.MT, "m_w", g.MW), ("n_tb", g.NT, "n_w", g.NW),
+                           ("m_w", g.MW, f"the {v.precision} MMA's M", g.mma_m), ("n_w", g.NW, "the MMA's N", g.mma_n),
+                           ("k_tb", g.KT, f"the {v.precision} MMA's K", g.mma_k))
         if r:
             return r
         if not 32 <= g.threads <= 1024:
