@@ -1,6 +1,7 @@
-"""ftgen.torch on a GPU: the protected GEMM as a torch op (opcheck), FTLinear against nn.Linear, protect() and
-torch.compile, counters and policies. Skipped without torch or a GPU (CI installs neither); on the GPU machine:
-    FTGEN_GPU_ARCH=sm_90 python -m pytest -m gpu tests/test_torch.py
+"""ftgen.torch: on the CPU (torch needed) the op's fake and meta paths, autograd, protect(), the entry-point choice
+and the telemetry against a stand-in library; on a GPU the protected GEMM itself (opcheck, every hidden shape against
+fp64, FTLinear against nn.Linear, torch.compile, counters). Skipped without torch (CI does not install it); on the GPU
+machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from conftest import REPO
 
 torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 import ftgen.torch as ftt  # noqa: E402  (after the skip: it imports torch)
 from ftgen import tolerance  # noqa: E402
@@ -45,6 +46,8 @@ def _check(out, a, b):
     assert torch.isfinite(out).all() and err <= tol, (tuple(a.shape), tuple(b.shape), err, tol)
 
 
+@pytest.mark.gpu
+@gpu
 @pytest.mark.parametrize("m,n,k", HIDDEN)
 def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
     a = torch.randn(m, k, device="cuda")
@@ -53,12 +56,16 @@ def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
     _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)  # B column-major: the _rc entry
 
 
+@pytest.mark.gpu
+@gpu
 def test_opcheck(lib):
     a = torch.randn(64, 96, device="cuda", requires_grad=True)
     b = torch.randn(96, 80, device="cuda", requires_grad=True)
     torch.library.opcheck(torch.ops.ftgen.mm.default, (a, b, lib, "tf32x3"))
 
 
+@pytest.mark.gpu
+@gpu
 def test_bad_inputs_are_refused(lib):
     a = torch.randn(4, 5, device="cuda")
     with pytest.raises(ValueError, match="do not multiply"):
@@ -75,6 +82,8 @@ def _mlp(d=256):
     return torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d)).cuda()
 
 
+@pytest.mark.gpu
+@gpu
 def test_ftlinear_and_protect_match_the_model_and_compile(lib):
     torch.manual_seed(0)
     model = _mlp()
@@ -89,6 +98,8 @@ def test_ftlinear_and_protect_match_the_model_and_compile(lib):
     assert torch.equal(compiled, got)
 
 
+@pytest.mark.gpu
+@gpu
 def test_backward_runs_through_the_protected_op(lib):
     a = torch.randn(64, 32, device="cuda", requires_grad=True)
     b = torch.randn(32, 48, device="cuda", requires_grad=True)
@@ -99,6 +110,8 @@ def test_backward_runs_through_the_protected_op(lib):
     assert torch.allclose(ga, a.grad, rtol=1e-5, atol=1e-5) and torch.allclose(gb, b.grad, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.gpu
+@gpu
 def test_clean_calls_report_no_fault(lib):
     ftt.reset()
     a, b = torch.randn(512, 512, device="cuda"), torch.randn(512, 512, device="cuda")
@@ -107,3 +120,83 @@ def test_clean_calls_report_no_fault(lib):
     rep = ftt.report(emit=False)[f"{lib}:mm"]
     assert rep["calls"] == 5 and rep["detected"] == 0 and rep["uncorrectable"] == 0
     assert '"ops"' in ftt.json_line(step=1)
+
+
+# ---- CPU (torch, no GPU) -----------------------------------------------------------------------------------------
+
+
+class StandInLib:
+    """The parts of ftgen.binding.Library the op and the telemetry use, with counters set by the test."""
+
+    def __init__(self, groups):
+        self.groups = {g: {} for g in groups}
+        self.path = type("P", (), {"name": "libftgen_standin.so"})()
+        self.count = {"detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
+
+    def devices(self):
+        return [0]
+
+    def counters(self, device):
+        return dict(self.count)
+
+    def reset(self, device, stream=0):
+        self.count = {k: 0 for k in self.count}
+
+
+def test_entry_point_follows_the_layout_of_b():
+    both, rr = StandInLib(["gemm_tf32x3", "gemm_tf32x3_rc"]), StandInLib(["gemm_tf32x3"])
+    b = torch.randn(5, 3)
+    assert ftt._entry(both, "tf32x3", b)[0] == "gemm_tf32x3"
+    g, bb, ldb = ftt._entry(both, "tf32x3", b.t().contiguous().t())  # a transposed weight: column-major B
+    assert g == "gemm_tf32x3_rc" and ldb == 5 and bb.t().is_contiguous()
+    g, bb, ldb = ftt._entry(rr, "tf32x3", torch.randn(3, 5).t())       # no _rc entry: a row-major copy
+    assert g == "gemm_tf32x3" and bb.is_contiguous() and ldb == 3
+    with pytest.raises(ftt.FtgenLibError, match="no fp16 GEMM entry point"):
+        ftt._entry(both, "fp16", b)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        ftt._entry(both, "int8", b)
+
+
+def test_fake_and_meta_paths_autograd_and_protect():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Sequential(torch.nn.Linear(16, 4)))
+    prot = ftt.protect(model.to("meta"), "standin")
+    assert isinstance(prot[0], ftt.FTLinear) and isinstance(prot[2][0], ftt.FTLinear)
+    x = torch.empty(5, 8, device="meta", requires_grad=True)
+    y = prot(x)
+    assert y.shape == (5, 4)
+    y.sum().backward()
+    assert x.grad.shape == (5, 8) and prot[0].weight.grad.shape == (16, 8)
+    assert torch.compile(prot, backend="eager")(torch.empty(3, 2, 8, device="meta")).shape == (3, 2, 4)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        assert torch.ops.ftgen.mm(torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
+
+
+def test_telemetry_reads_lazily_and_applies_the_policy():
+    from ftgen.torch.telemetry import Telemetry, UncorrectableFault
+
+    t = Telemetry()
+    lib = StandInLib(["gemm_tf32x3"])
+    t.libs["s"] = lib
+    for _ in range(3):
+        t.called("s", "mm")
+    lib.count.update(detected=2, corrected=2, max_score=7.5)
+    rep = t.report(emit=False)["s:mm"]
+    assert rep["calls"] == 3 and rep["detected"] == 2 and rep["corrected"] == 2 and rep["max_score"] == 7.5
+    lib.count["uncorrectable"] = 1
+    with pytest.warns(RuntimeWarning, match="1 uncorrectable"):
+        t.report(emit=False)
+    t.report(emit=False)  # the same fault is reported once
+    t.set_policy("raise", "mm")
+    lib.count["uncorrectable"] = 2
+    with pytest.raises(UncorrectableFault):
+        t.report(emit=False)
+    assert t.new_uncorrectable("s", "mm") == 0  # recompute's per-call read: nothing new since the last read
+    lib.count["uncorrectable"] = 3
+    assert t.new_uncorrectable("s", "mm") == 1
+    t.reset()
+    assert lib.count["detected"] == 0 and t.stats[("s", "mm")].calls == 0
+    assert '"step": 4' in t.json_line(step=4)
+    with pytest.raises(ValueError, match="policy"):
+        t.set_policy("ignore")
