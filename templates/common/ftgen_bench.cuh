@@ -102,6 +102,8 @@ class BenchProblem {
   virtual std::vector<FaultSpec> plan_faults(int n, unsigned long long seed, const Args&) = 0;
   // The family's fields of one fault record (campaign rows' "fault" object; members without braces).
   virtual std::string fault_members(const FaultRecord&) const = 0;
+  // The site a planned fault lands at (a row's `site`): the traits' one, unless the family draws a site per fault.
+  virtual const char* fault_site_of(const FaultSpec&) const { return traits().fault_site; }
   // Detection score of a run (residual / threshold; +inf writes null).
   virtual double score(const FtCounters& c) const { return score_from_bits(c.max_score_bits); }
   // Counters a family adds to the standard ones (members without braces).

@@ -119,7 +119,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
   explicit AttentionProblem(const AttnVariant& v) : v_(v) {
     t_ = ftgen::BenchTraits::of(v, "batch,heads,seq,seq_k", "batch x heads x seq x seq_k");
     t_.exact_fault_accounting = false;  // a fault masked by the mask (a key beyond seq) or a skipped tile is not applied
-    t_.fault_site = "attention";        // the site of each fault is in its record (fault_members)
+    t_.fault_site = "attention";        // without --site each fault has its own site (fault_site_of)
     t_.output_unit = "element";
     t_.has_unprotected = v.launch_twin != nullptr;
   }
@@ -265,9 +265,10 @@ class AttentionProblem final : public ftgen::BenchProblem {
     }
     return plan;
   }
-  std::string fault_members(const ftgen::FaultRecord& f) const override {
-    const int site = f.elem / FTGEN_ATTN_ELEMS_PER_SITE;
-    return ftgen::record_members(ftgen::Json().str("attn_site", site >= 0 && site < 8 ? kAttnSites[site] : "?"), f);
+  std::string fault_members(const ftgen::FaultRecord& f) const override { return ftgen::record_members(ftgen::Json(), f); }
+  const char* fault_site_of(const ftgen::FaultSpec& s) const override {
+    const int site = s.elem / FTGEN_ATTN_ELEMS_PER_SITE;
+    return site >= 0 && site < 8 ? kAttnSites[site] : "?";
   }
 
   void arm_timing(const std::vector<ftgen::FaultSpec>& plan) override {

@@ -87,12 +87,12 @@ Combined run_all(BenchProblem& p, const std::vector<FaultSpec>* plan, bool no_co
   return all;
 }
 
-std::string faults_json(const BenchTraits& t, const std::vector<FaultSpec>& plan, const std::vector<FaultRecord>& rec) {
+std::string faults_json(const BenchProblem& p, const std::vector<FaultSpec>& plan, const std::vector<FaultRecord>& rec) {
   std::string s = "[";
   for (size_t i = 0; i < plan.size(); ++i) {
     const FaultRecord r = i < rec.size() ? rec[i] : FaultRecord{};
     Json f;
-    f.str("site", t.fault_site);
+    f.str("site", p.fault_site_of(plan[i]));
     if (plan[i].kind == kOffset)
       f.num("offset", plan[i].offset);
     else
@@ -153,7 +153,7 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
             .integer("faults_planned", faulty.planned)
             .integer("faults_applied", faulty.applied)
             .integer("clean_false_alarms", clean_fa)
-            .raw("faults", faults_json(t, plan, faulty.records));
+            .raw("faults", faults_json(p, plan, faulty.records));
         if (t.fault_scope) row.str("fault_scope", t.fault_scope);
         if (!faulty.ok()) {
           row.integer("bad_injected", faulty.bad).integer("nonfinite_injected", faulty.nonfinite);
@@ -263,7 +263,7 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
     row.integer("injected", applied ? 1 : 0);
     if (!plan.empty()) {
       const FaultRecord f = r.records.empty() ? FaultRecord{} : r.records.front();
-      row.raw("fault", Json().members(p.fault_members(f)).str("site", t.fault_site).str());
+      row.raw("fault", Json().members(p.fault_members(f)).str("site", p.fault_site_of(plan.front())).str());
     }
     if (have_unc) row.num("uncorrected_err", uncorrected);
     row.boolean("significant", applied && have_unc && !(uncorrected <= r.tolerance));
