@@ -19,6 +19,7 @@ import click
 
 from . import __version__
 from .errors import EXIT_CODES, BuildError, FtgenError, NoGpuError, SpecError, VerificationFailed
+from .progress import LineProgress, secs
 from .spec.loader import DEFAULT_MAX_POINTS, DEFAULT_MAX_VARIANTS
 
 LAST_FILE = ".ftgen-last"
@@ -43,56 +44,31 @@ EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in
 GPU_NOTE = "Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."
 
 
-class Progress:
+class Progress(LineProgress):
     """Progress of N steps on stderr: a rich bar on a terminal, else plain lines at a modest rate
     (``[12/50] built <kernel>  (ETA 40s)``), the first and the last step always."""
 
     def __init__(self, verb: str, min_interval: float = 2.0):
-        self.verb = verb
-        self.min_interval = min_interval
-        self.t0 = time.monotonic()
-        self.last = 0.0
-        self.tty = _stderr_tty()
-        self._rich = None
+        super().__init__(verb, min_interval, tty=_stderr_tty())
         self._task = None
 
-    def __enter__(self):
-        if self.tty:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-            from rich.progress import Progress as RichProgress
+    def make_rich(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
 
-            self._rich = RichProgress(TextColumn(self.verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                      TimeRemainingColumn(), TextColumn("{task.description}"), transient=True)
-            self._rich.__enter__()
-            self._task = self._rich.add_task("", total=None)
-        return self
+        return RichProgress(TextColumn(self.verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TimeRemainingColumn(), TextColumn("{task.description}"), transient=True)
 
-    def __exit__(self, *exc):
-        if self._rich is not None:
-            self._rich.__exit__(*exc)
-        return False
+    def add_tasks(self) -> None:
+        self._task = self._rich.add_task("", total=None)
 
     def __call__(self, i: int, n: int, what: str) -> None:
         if self._rich is not None:
             self._rich.update(self._task, completed=i, total=n, description=what[-60:])
             return
-        now = time.monotonic()
-        if i != 1 and i < n and now - self.last < self.min_interval:
-            return
-        self.last = now
-        elapsed = now - self.t0
-        eta = f"  (ETA {_secs(elapsed / i * (n - i))})" if 0 < i < n else f"  ({_secs(elapsed)})" if i >= n else ""
-        _err(f"[{i}/{n}] {self.verb} {_short_what(what)}{eta}")
-
-    def log(self, msg: str) -> None:
-        if self._rich is not None:
-            self._rich.console.print(msg, markup=False, highlight=False)
-        else:
-            _err(msg)
-
-
-def _secs(s: float) -> str:
-    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}min"
+        if self.due(i, n):
+            when = self.when(i, n)
+            _err(f"[{i}/{n}] {self.verb} {_short_what(what)}" + (f"  ({when})" if when else ""))
 
 
 def _short_what(what: str) -> str:
@@ -396,7 +372,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
         done[0] += 1
         bad = sum(1 for r in rows if not r.get("ok"))
         left = len(built) - done[0]
-        eta = f"  (ETA {_secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
+        eta = f"  (ETA {secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
         _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
 
     rows = bench_on_gpus(project, built, family, opts, gpus) if gpus else bench_project(project, built, family, opts, on_rows)

@@ -20,3 +20,12 @@ def atomic_write(path: str | Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def holds(path: str | Path, text: str) -> bool:
+    """Whether the file at ``path`` already holds exactly ``text`` (a missing or unreadable file does not)."""
+    path = Path(path)
+    try:
+        return path.is_file() and path.read_text() == text
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -30,6 +30,19 @@ class Library:
     version: Callable[[], str | None] | None = None  # the version on this machine (results' provenance)
 
 
+def cutlass_library(who: str):
+    """CUTLASS's Python generator (``cutlass_library``: its ``library`` and ``gemm_operation`` modules), through which
+    `who` (a backend) emits its kernels; a clear error where it cannot be imported."""
+    try:
+        from cutlass_library import gemm_operation, library
+    except Exception as e:  # noqa: BLE001 - any import failure is an environment problem
+        raise FtgenError(
+            f"cannot import cutlass_library ({type(e).__name__}: {e}); {who} emits its kernels "
+            f"through it: pip install nvidia-cutlass==4.2.0.0"
+        ) from None
+    return library, gemm_operation
+
+
 def _load(names: tuple[str, ...]):
     """The first of ``names`` the dynamic loader finds, else the same under the CUDA toolkit's lib64."""
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"

@@ -42,7 +42,6 @@ def main(out: str, shapes: list[str], reps: int = 20, warmup: int = 5) -> int:
         idx = torch.randperm(n, device=dev, generator=g)[:k]
         c0 = x[:, idx, :].clone()
         step = impl._euclid_iter_compiled
-        c = c0
         for _ in range(warmup):
             c_new, shift, ids = step(x, x_sq, c0, True)
         torch.cuda.synchronize()

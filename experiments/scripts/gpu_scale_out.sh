@@ -19,10 +19,11 @@ NG=$(nvidia-smi -L | wc -l)
 ALL=$(seq -s, 0 $((NG - 1)))
 W=/tmp/scale
 # t NAME CMD...: run CMD, its output lines stamped with the seconds since its start, and record its wall time
-t() { local name=$1; shift; local s=$EPOCHREALTIME
-      "$@" 2>&1 | while IFS= read -r l; do printf '%8.2f %s\n' "$(python3 -c "print($EPOCHREALTIME - $s)")" "$l"; done > "$OUT/$name.log"
-      local rc=${PIPESTATUS[0]}
-      echo "{\"phase\": \"$name\", \"rc\": $rc, \"s\": $(python3 -c "print(round($EPOCHREALTIME - $s, 3))")}" >> "$OUT/times.jsonl"; tail -3 "$OUT/$name.log"; }
+us() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }  # microseconds since the epoch (bash arithmetic)
+t() { local name=$1; shift; local s; s=$(us)
+      "$@" 2>&1 | while IFS= read -r l; do local d=$(( $(us) - s )); printf '%5d.%02d %s\n' $((d / 1000000)) $((d % 1000000 / 10000)) "$l"; done > "$OUT/$name.log"
+      local rc=${PIPESTATUS[0]} d=$(( $(us) - s ))
+      printf '{"phase": "%s", "rc": %d, "s": %d.%03d}\n' "$name" "$rc" $((d / 1000000)) $((d % 1000000 / 1000)) >> "$OUT/times.jsonl"; tail -3 "$OUT/$name.log"; }
 
 for p in $PHASES; do case $p in
   warm)  # compile every variant once (binary cache); these timings are not used

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import NoGpuError, SpecError
+from ..progress import LineProgress
 from . import run_executable
 
 # error kinds of a run that may be the GPU's fault rather than the variant's: such runs are retried
@@ -326,37 +327,25 @@ def _append_locked(path: Path, rows: list[dict]) -> None:
             os.fsync(f.fileno())
 
 
-class PoolProgress:
+class PoolProgress(LineProgress):
     """Progress of a pool run on stderr, per GPU: a rich bar for the whole and one line per GPU on a
     terminal, else plain lines at a modest rate (``[12/200] k on gpu1  (ETA 40s; gpu0 6, gpu1 6)``)."""
 
     def __init__(self, verb: str, gpus: list[Gpu], min_interval: float = 2.0, tty: bool | None = None):
-        self.verb = verb
+        super().__init__(verb, min_interval, sys.stderr.isatty() if tty is None else tty)
         self.gpus = gpus
-        self.min_interval = min_interval
-        self.tty = sys.stderr.isatty() if tty is None else tty
-        self.t0 = time.monotonic()
-        self.last = 0.0
-        self._rich = None
         self._tasks: dict[str, int] = {}
 
-    def __enter__(self):
-        self.t0 = time.monotonic()
-        if self.tty:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    def make_rich(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            self._rich = Progress(TextColumn("{task.fields[who]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                  TimeRemainingColumn(), TextColumn("{task.description}"), transient=True)
-            self._rich.__enter__()
-            self._tasks["all"] = self._rich.add_task("", total=None, who=self.verb)
-            for g in self.gpus:
-                self._tasks[g.label] = self._rich.add_task("", total=None, who=f"  {g.label}")
-        return self
+        return Progress(TextColumn("{task.fields[who]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TimeRemainingColumn(), TextColumn("{task.description}"), transient=True)
 
-    def __exit__(self, *exc):
-        if self._rich is not None:
-            self._rich.__exit__(*exc)
-        return False
+    def add_tasks(self) -> None:
+        self._tasks["all"] = self._rich.add_task("", total=None, who=self.verb)
+        for g in self.gpus:
+            self._tasks[g.label] = self._rich.add_task("", total=None, who=f"  {g.label}")
 
     def start(self) -> None:
         """A new run of the pool: the clock of its ETA starts now."""
@@ -376,27 +365,9 @@ class PoolProgress:
                     self._rich.update(self._tasks[label], completed=done, total=round(share),
                                       description=what[-60:] if what.endswith(label) else None)
             return
-        now = time.monotonic()
-        if i != 1 and i < n and now - self.last < self.min_interval:
-            return
-        self.last = now
-        elapsed = now - self.t0
-        per = ", ".join(f"{k} {v}" for k, v in per_gpu.items())
-        if i < n:
-            when = f"ETA {_secs(elapsed / i * (n - i))}"
-        else:
-            when = _secs(elapsed)
-        print(f"[{i}/{n}] {self.verb} {what}  ({when}; {per})", file=sys.stderr)
-
-    def log(self, msg: str) -> None:
-        if self._rich is not None:
-            self._rich.console.print(msg, markup=False, highlight=False)
-        else:
-            print(msg, file=sys.stderr)
-
-
-def _secs(s: float) -> str:
-    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}min"
+        if self.due(i, n):
+            per = ", ".join(f"{k} {v}" for k, v in per_gpu.items())
+            print(f"[{i}/{n}] {self.verb} {what}  ({self.when(i, n)}; {per})", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------------------------

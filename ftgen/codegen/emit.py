@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import __version__, libraries
 from ..errors import FtgenError, SpecError
+from ..fileio import holds
 from ..families.base import EmittedVariant, Variant
 from ..templating import TemplateEnv
 from ..spec import Spec
@@ -141,15 +142,7 @@ def write_tree(out: Path, files: dict[str, str]) -> tuple[list[str], int, list[s
                 old_sources.update(v.get("sources", []))
         except (OSError, ValueError):
             pass
-    changed = {}
-    for rel, text in files.items():
-        target = out / rel
-        try:
-            if target.is_file() and target.read_text() == text:
-                continue
-        except (OSError, UnicodeDecodeError):
-            pass
-        changed[rel] = text
+    changed = {rel: text for rel, text in files.items() if not holds(out / rel, text)}
     written: list[str] = []
     if changed:
         tmp = Path(tempfile.mkdtemp(prefix=".ftgen-tmp-", dir=out.parent))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import SpecError
-from ..fileio import atomic_write
+from ..fileio import atomic_write, holds
 from ..families.base import EmittedVariant, Family, LibraryEntry, Protection, Variant
 from ..templating import TemplateEnv
 
@@ -312,13 +312,8 @@ def write_library(project: Path, manifest: dict, family: Family, env: TemplateEn
     files = render_library(plan, env)
     root = project / LIB_DIR
     for rel, text in files.items():
-        p = project / rel
-        try:
-            if p.is_file() and p.read_text() == text:
-                continue
-        except (OSError, UnicodeDecodeError):
-            pass
-        atomic_write(p, text)
+        if not holds(project / rel, text):
+            atomic_write(project / rel, text)
     if root.is_dir():
         for p in sorted(root.rglob("*"), reverse=True):
             rel = p.relative_to(project).as_posix()

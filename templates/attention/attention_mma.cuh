@@ -235,6 +235,45 @@ __device__ __forceinline__ int locate(float r1, float r2, float tau2, int nl, fl
   return j - 1;
 }
 
+// The sum and the index-weighted sum (weights 1..N) of a stride-8 group: element e of the thread's N n8 blocks.
+template <int N>
+__device__ __forceinline__ void group_sums(const float (&acc)[N][4], int e, float& g1, float& g2) {
+  g1 = 0.f, g2 = 0.f;
+#pragma unroll
+  for (int l = 0; l < N; ++l) {
+    g1 += acc[l][e];
+    g2 = fmaf(static_cast<float>(l + 1), acc[l][e], g2);
+  }
+}
+
+// The one wrong element of group e: located from the residuals, else, where the residual is not finite and
+// `c1_finite`, the only non-finite element; -1 when neither (model._locate).
+template <int N>
+__device__ __forceinline__ int locate_group(const float (&acc)[N][4], int e, float r1, float r2, float tau2, float u32,
+                                            bool c1_finite) {
+  int pos = locate(r1, r2, tau2, N, u32);
+  if (pos < 0 && !isfinite(r1) && c1_finite) {  // an element made non-finite shows itself
+    int bad = 0;
+#pragma unroll
+    for (int l = 0; l < N; ++l)
+      if (!isfinite(acc[l][e])) { pos = l; ++bad; }
+    if (bad != 1) pos = -1;
+  }
+  return pos;
+}
+
+// Element pos of group e := `sum` minus the rest of the group.
+template <int N>
+__device__ __forceinline__ void correct_group(float (&acc)[N][4], int e, int pos, float sum) {
+  float others = 0.f;
+#pragma unroll
+  for (int l = 0; l < N; ++l)
+    if (l != pos) others += acc[l][e];
+#pragma unroll
+  for (int l = 0; l < N; ++l)
+    if (l == pos) acc[l][e] = sum - others;
+}
+
 // ---- the fused kernel ------------------------------------------------------------------------------
 
 template <class T_, int D_, int BM_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_>
@@ -542,13 +581,10 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int g = cq + (e & 1);
-          float g1 = 0.f, g2 = 0.f, kn = 0.f;
+          float g1, g2, kn = 0.f;
+          group_sums(s, e, g1, g2);
 #pragma unroll
-          for (int l = 0; l < C::NT; ++l) {
-            g1 += s[l][e];
-            g2 = fmaf(static_cast<float>(l + 1), s[l][e], g2);
-            kn += sKn[g + 8 * l];
-          }
+          for (int l = 0; l < C::NT; ++l) kn += sKn[g + 8 * l];
           const float c1 = sc[0][e] + sc[1][e];
           const float r1 = c1 - g1, r2 = sc[2][e] - g2;
           const float tau = qn[e / 2] * kn * unit;
@@ -557,22 +593,9 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           if (!(fabsf(r1) <= tau)) {
             ++tally.detected;
             if (!fix) continue;
-            int pos = locate(r1, r2, tau2, C::NT, rules.u32);
-            if (pos < 0 && !isfinite(r1)) {  // an element made non-finite shows itself
-              int bad = 0;
-#pragma unroll
-              for (int l = 0; l < C::NT; ++l)
-                if (!isfinite(s[l][e])) { pos = l; ++bad; }
-              if (bad != 1) pos = -1;
-            }
+            const int pos = locate_group(s, e, r1, r2, tau2, rules.u32, true);
             if (pos >= 0) {
-              float others = 0.f;
-#pragma unroll
-              for (int l = 0; l < C::NT; ++l)
-                if (l != pos) others += s[l][e];
-#pragma unroll
-              for (int l = 0; l < C::NT; ++l)
-                if (l == pos) s[l][e] = c1 - others;
+              correct_group(s, e, pos, c1);
               ++tally.corrected;
             } else {
               again = true;
@@ -782,12 +805,8 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
                            rules.u_in * rules.u_in;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float g1 = 0.f, g2 = 0.f;
-#pragma unroll
-          for (int l = 0; l < C::ND; ++l) {
-            g1 += o[l][e];
-            g2 = fmaf(static_cast<float>(l + 1), o[l][e], g2);
-          }
+          float g1, g2;
+          group_sums(o, e, g1, g2);
           const float c1 = oc[0][e] + oc[1][e];
           const float r1 = c1 - g1, r2 = oc[2][e] - g2;
           const float tau = vmag[e & 1] * lf[e / 2] * unit;
@@ -796,22 +815,9 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           if (!(fabsf(r1) <= tau)) {
             ++tally.detected;
             if (!fix) continue;
-            int pos = locate(r1, r2, tau2, C::ND, rules.u32);
-            if (pos < 0 && !isfinite(r1) && isfinite(c1)) {
-              int bad = 0;
-#pragma unroll
-              for (int l = 0; l < C::ND; ++l)
-                if (!isfinite(o[l][e])) { pos = l; ++bad; }
-              if (bad != 1) pos = -1;
-            }
+            const int pos = locate_group(o, e, r1, r2, tau2, rules.u32, isfinite(c1));
             if (pos >= 0) {
-              float others = 0.f;
-#pragma unroll
-              for (int l = 0; l < C::ND; ++l)
-                if (l != pos) others += o[l][e];
-#pragma unroll
-              for (int l = 0; l < C::ND; ++l)
-                if (l == pos) o[l][e] = c1 - others;
+              correct_group(o, e, pos, c1);
               ++tally.corrected;
             } else {
               redo = true;
@@ -861,12 +867,8 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       bool flagged[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float g1 = 0.f, g2 = 0.f;
-#pragma unroll
-        for (int l = 0; l < C::ND; ++l) {
-          g1 += o[l][e];
-          g2 = fmaf(static_cast<float>(l + 1), o[l][e], g2);
-        }
+        float g1, g2;
+        group_sums(o, e, g1, g2);
         c1[e] = (oc[0][e] + oc[1][e]) * inv[e / 2];
         const float c2 = oc[2][e] * inv[e / 2];
         r1[e] = c1[e] - g1 - 1.f;
@@ -905,22 +907,9 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         for (int gi = 0; gi < 2; ++gi) {
           const int e = 2 * h + gi;
           if (!flagged[e]) continue;
-          int pos = locate(r1[e], r2[e], tau2[e], C::ND, rules.u32);
-          if (pos < 0 && !isfinite(r1[e]) && isfinite(c1[e])) {
-            int bad = 0;
-#pragma unroll
-            for (int l = 0; l < C::ND; ++l)
-              if (!isfinite(o[l][e])) { pos = l; ++bad; }
-            if (bad != 1) pos = -1;
-          }
+          const int pos = locate_group(o, e, r1[e], r2[e], tau2[e], rules.u32, isfinite(c1[e]));
           if (pos >= 0) {
-            float others = 0.f;
-#pragma unroll
-            for (int l = 0; l < C::ND; ++l)
-              if (l != pos) others += o[l][e];
-#pragma unroll
-            for (int l = 0; l < C::ND; ++l)
-              if (l == pos) o[l][e] = c1[e] - 1.f - others;
+            correct_group(o, e, pos, c1[e] - 1.f);
           } else if (!(quiet[gi] && !flagged[2 * h + 1 - gi])) {  // quiet alone: only the checksum is off
             all_fixed = false;
           }
@@ -955,20 +944,10 @@ template <class C>
 cudaError_t launch_flash(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
   if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
   if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
-  static bool configured = false;
-  if (!configured) {
-    cudaError_t e = cudaFuncSetAttribute(flash_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  if (const cudaError_t e = ftgen::set_smem(flash_kernel<C>, C::kSmem); e != cudaSuccess) return e;
   if (C::kStrided && !p->workspace) return cudaErrorInvalidValue;  // flash_workspace bytes for the encodings
   if (C::kStrided) {
-    static bool enc_configured = false;
-    if (!enc_configured) {
-      cudaError_t e = cudaFuncSetAttribute(encode_kv_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
-      if (e != cudaSuccess) return e;
-      enc_configured = true;
-    }
+    if (const cudaError_t e = ftgen::set_smem(encode_kv_kernel<C>, C::kSmem); e != cudaSuccess) return e;
     encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * p->heads), C::kThreads, C::kSmem, stream>>>(*p);
   }
   const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);

@@ -4,6 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
 namespace ftgen {
 
 enum InjectKind { kBitflip = 0, kOffset = 1 };
@@ -77,6 +81,28 @@ __device__ __forceinline__ T apply_fault(T x, int kind, int bit, double offset) 
     u ^= 1u << (bit & 31);
     return static_cast<T>(__uint_as_float(u));
   }
+}
+
+// Opt `kernel` in to `bytes` of dynamic shared memory on the current device (needed above 48 KiB); once per kernel,
+// size and device in this process (launches from several host threads may ask at once).
+template <class Kernel>
+inline cudaError_t set_smem(Kernel kernel, int bytes) {
+  if (bytes < (48 << 10)) return cudaSuccess;
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  struct Key {
+    const void* kernel;
+    int bytes, device;
+    bool operator==(const Key& o) const { return kernel == o.kernel && bytes == o.bytes && device == o.device; }
+  };
+  static std::mutex lock;
+  static std::vector<Key> done;  // one list per kernel signature
+  const std::lock_guard<std::mutex> hold(lock);
+  const Key key{(const void*)kernel, bytes, device};
+  if (std::find(done.begin(), done.end(), key) != done.end()) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess) done.push_back(key);
+  return e;
 }
 
 }  // namespace ftgen

@@ -78,18 +78,18 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
 
   // run 0: alpha = 1, beta = 0 into NaN (every element must be written); run 1: 1.5, 0.5 into C
   void prepare_reference() override {
+    absA_.alloc(a_elems_);
+    absB_.alloc(b_elems_);
+    ftgen::absolute(a(0), absA_.ptr, a_elems_);  // |A|, |B|: the same for both runs
+    ftgen::absolute(b(0), absB_.ptr, b_elems_);
     for (int r = 0; r < 2; ++r) {
       ref_[r].alloc(c_elems_);
       scale_[r].alloc(c_elems_);
-      absA_.alloc(a_elems_);
-      absB_.alloc(b_elems_);
       const double alpha = r ? 1.5 : 1.0, beta = r ? 0.5 : 0.0;
       init_c(r);
       FT_CUDA(cudaMemcpy(ref_[r].ptr, c_init_.ptr, c_elems_ * sizeof(T), cudaMemcpyDeviceToDevice));
       ref_gemm(h_, m_, n_, k_, static_cast<T>(alpha), a(0), b(0), static_cast<T>(beta), ref_[r].ptr);
       // scale = |alpha| |A||B| + |beta| |C_init| (cuBLAS ignores C when beta = 0: a poisoned C is fine)
-      ftgen::absolute(a(0), absA_.ptr, a_elems_);
-      ftgen::absolute(b(0), absB_.ptr, b_elems_);
       ftgen::absolute(c_init_.ptr, scale_[r].ptr, c_elems_);
       ref_gemm(h_, m_, n_, k_, static_cast<T>(alpha), absA_.ptr, absB_.ptr, static_cast<T>(beta), scale_[r].ptr);
     }

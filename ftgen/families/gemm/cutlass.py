@@ -70,6 +70,7 @@ targets (the value the fault would have produced) -- the campaigns' ``uncorrecte
 from __future__ import annotations
 
 from ...errors import FtgenError
+from ...libraries import cutlass_library
 from ...tolerance import context as tolerance_context, tolerance as rule_tolerance
 from ..base import (
     MAX_SMS,
@@ -251,20 +252,9 @@ _BENCH_TYPES = {"tf32": "float", "tf32x3": "float", "fp16": "__half", "bf16": "_
 LEVEL_ENUM = {"none": 0, "kernel": 1, "threadblock": 2, "multikernel": 3, "cooperative": 4, "abft": 5}
 
 
-def _library():
-    try:
-        from cutlass_library import gemm_operation, library
-    except Exception as e:  # noqa: BLE001 - any import failure is an environment problem
-        raise FtgenError(
-            f"cannot import cutlass_library ({type(e).__name__}: {e}); the CUTLASS backend emits its kernels "
-            f"through it: pip install nvidia-cutlass==4.2.0.0"
-        ) from None
-    return library, gemm_operation
-
-
 def cutlass_operation(v: Variant, alias: str, align: int, align_c: int) -> str:
     """C++ declaration ``using <alias> = cutlass::gemm::device::Gemm<...>;`` emitted by cutlass_library."""
-    lib, gop = _library()
+    lib, gop = cutlass_library("the CUTLASS backend")
     g = Geometry(v)
     dt = {"tf32": lib.DataType.f32, "tf32x3": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16, "fp64": lib.DataType.f64}[v.precision]
     acc = lib.DataType.f64 if v.precision == "fp64" else lib.DataType.f32

@@ -59,6 +59,7 @@ instructions exist only there).
 from __future__ import annotations
 
 from ...errors import FtgenError
+from ...libraries import cutlass_library
 from ..base import PRECISION_TAG, SMEM_PER_BLOCK, Backend, Param, Protection, Source, Variant
 from ...tolerance import context as tolerance_context
 
@@ -126,21 +127,10 @@ class Geometry:
         self.coop_teams = 0  # (the bench adapter's field: no cooperative TMR here)
 
 
-def _library():
-    try:
-        from cutlass_library import gemm_operation, library
-    except Exception as e:  # noqa: BLE001 - any import failure is an environment problem
-        raise FtgenError(
-            f"cannot import cutlass_library ({type(e).__name__}: {e}); the cutlass90 backend emits its kernels "
-            f"through it: pip install nvidia-cutlass==4.2.0.0"
-        ) from None
-    return library, gemm_operation
-
-
 def cutlass90_operation(v: Variant, alias: str) -> str:
     """C++ of the kernel: the epilogue and mainloop collectives and ``struct <alias> : GemmUniversal<...>``,
     emitted by cutlass_library's 3.x emitter."""
-    lib, gop = _library()
+    lib, gop = cutlass_library("the cutlass90 backend")
     g = Geometry(v)
     data = {"tf32": lib.DataType.f32, "tf32x3": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16}[v.precision]
     mma_in = lib.DataType.tf32 if v.precision in ("tf32", "tf32x3") else data

@@ -1518,17 +1518,7 @@ inline cudaError_t join(Streams& st, cudaStream_t main) {
   return e;
 }
 
-// Opt `kernel` in to `bytes` of dynamic shared memory; once per kernel and size in this process.
-template <class Kernel>
-inline cudaError_t set_smem(Kernel kernel, int bytes) {
-  if (bytes < (48 << 10)) return cudaSuccess;
-  static std::vector<std::pair<const void*, int>> done;  // one list per kernel signature
-  const std::pair<const void*, int> key((const void*)kernel, bytes);
-  if (std::find(done.begin(), done.end(), key) != done.end()) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess) done.push_back(key);
-  return e;
-}
+using ftgen::set_smem;  // (ftgen_ft.cuh)
 
 // ---- problem preparation: layouts, alignment, kernel choice, workspace ------------------------
 

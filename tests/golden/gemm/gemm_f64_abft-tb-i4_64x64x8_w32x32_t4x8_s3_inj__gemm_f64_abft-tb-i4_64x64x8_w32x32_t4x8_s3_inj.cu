@@ -821,16 +821,8 @@ extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftge
   const bool aligned = is_aligned(p);
   const dim3 grid(grid_n, grid_m, SPLIT_K);
   const size_t smem = sizeof(Smem);
-  const int one = 0;
   auto kernel = aligned ? gemm_kernel<true> : gemm_kernel<false>;
-  if (smem > 48 * 1024) {
-    static bool raised[2][2] = {{false, false}, {false, false}};  // once per instantiation
-    if (!raised[aligned][one]) {
-      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-      if (e != cudaSuccess) return e;
-      raised[aligned][one] = true;
-    }
-  }
+  if (const cudaError_t e = ftgen::set_smem(kernel, static_cast<int>(smem)); e != cudaSuccess) return e;
   kernel<<<grid, THREADS, smem, stream>>>(kp);
   return cudaGetLastError();
 }

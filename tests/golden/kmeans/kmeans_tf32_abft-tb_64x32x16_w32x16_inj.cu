@@ -977,8 +977,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   ftgen::FtCounters* counters = PROTECTED ? p->counters : nullptr;
   cudaError_t err;
   const size_t smem = sizeof(Smem);
-  if ((err = cudaFuncSetAttribute(assign_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem))) != cudaSuccess)
-    return err;
+  if ((err = ftgen::set_smem(assign_kernel, static_cast<int>(smem))) != cudaSuccess) return err;
 #define FT_TRY(call)                          \
   do {                                        \
     if ((err = (call)) != cudaSuccess) return err; \
@@ -1002,9 +1001,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   // the update privatized in shared memory when every copy of the sums and counts fits in PRIV_SMEM bytes
   const size_t priv_smem = (PROTECTED ? 2 : 1) * (sizeof(double) * ck + sizeof(int) * k);
   const bool priv = priv_smem <= PRIV_SMEM;
-  if (priv && priv_smem > 48 * 1024 &&
-      (err = cudaFuncSetAttribute(update_priv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(priv_smem))) != cudaSuccess)
-    return err;
+  if (priv && (err = ftgen::set_smem(update_priv_kernel, static_cast<int>(priv_smem))) != cudaSuccess) return err;
   const int priv_grid = std::max(1, std::min(grid_for(static_cast<size_t>(n) * dims, 256), PRIV_BLOCKS));
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.sums, 0, sizeof(double) * 2 * ck, stream));
