@@ -1,5 +1,6 @@
 """A small MLP whose linear layers run on ftgen's protected GEMM (fp32 on the tensor cores, tf32x3, threadblock ABFT),
-beside the same model on cuBLAS: outputs compared, forward passes timed alternately, the fault report printed.
+beside the same model on cuBLAS: outputs compared, forward passes timed alternately, then faults injected into the
+protected GEMMs (bit flips in their accumulators) and the fault report printed beside the faulty passes' errors.
 
     ftgen generate specs/gemm/torch_linear.yaml && ftgen build generated/torch_linear --lib
     python examples/protected_mlp.py generated/torch_linear/install/lib/libftgen_torch_linear.so
@@ -25,6 +26,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8192)
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--faults", type=int, default=8, help="bit flips per GEMM launch in the faulty passes")
+    ap.add_argument("--faulty-passes", type=int, default=10)
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     lib = ftt.load(a.lib)
@@ -56,7 +59,24 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"forward {a.batch} x {h}: cuBLAS {med['cuBLAS']:.3f} ms, protected {med['ftgen']:.3f} ms "
           f"(x{med['ftgen'] / med['cuBLAS']:.3f} the unprotected model)")
-    print("faults:", ftt.report(emit=False))
+    clean = ftt.report(emit=False)
+    print("clean passes, faults:", {k: {f: v[f] for f in ("calls", "injected", "detected", "uncorrectable")} for k, v in clean.items()})
+    # faulty passes: every GEMM launch gets `--faults` bit flips (random accumulator element, k-tile and bit)
+    ftt.reset()
+    ftt.inject(lib, a.faults, seed=2026)
+    worst = 0.0
+    with torch.no_grad():
+        for _ in range(a.faulty_passes):
+            y = prot(x)
+            worst = max(worst, ((y.double() - ref).abs().max() / ref.abs().max()).item())
+    ftt.inject(lib, 0)
+    rep = ftt.report(emit=False)
+    print(f"{a.faulty_passes} faulty passes, {a.faults} bit flips per GEMM launch: worst max |y - y_fp64| / max |y_fp64| = "
+          f"{worst:.3g} (clean protected: {((y1.double() - ref).abs().max() / ref.abs().max()).item():.3g})")
+    for key, row in rep.items():
+        print(f"  {key}: injected {row['injected']}, detected {row['detected']}, corrected {row['corrected']}, "
+              f"recomputed {row['recomputed']}, uncorrectable {row['uncorrectable']}, largest score {row['max_score']:.3g}")
+    print(ftt.json_line(step=a.faulty_passes))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import json
 import threading
 from pathlib import Path
 
-ABI_VERSION = 2  # the C interface this binding speaks (accumulating counters)
+ABI_VERSION = 3  # the C interface this binding speaks (accumulating counters, fault injection)
 
 _SCALARS = {
     "int": ctypes.c_int,
@@ -33,7 +33,7 @@ class Counters(ctypes.Structure):
     """ftgen_<name>_counters."""
 
     _fields_ = [("detected", ctypes.c_ulonglong), ("corrected", ctypes.c_ulonglong), ("recomputed", ctypes.c_ulonglong),
-                ("uncorrectable", ctypes.c_ulonglong), ("max_score", ctypes.c_double)]
+                ("uncorrectable", ctypes.c_ulonglong), ("max_score", ctypes.c_double), ("injected", ctypes.c_ulonglong)]
 
     def as_dict(self) -> dict:
         return {f: getattr(self, f) for f, _ in self._fields_}
@@ -73,6 +73,7 @@ class Library:
                                 f"{ABI_VERSION}; rebuild it with this ftgen (`ftgen build --lib`)")
         self.name = self.desc["name"]
         self.family = self.desc["family"]
+        self.inject_variants = list(self.desc.get("inject", []))
         self.groups = {g["name"]: g for g in self.desc["groups"]}
         self._dll = ctypes.CDLL(str(self.path))
         p = f"ftgen_{self.name}_"
@@ -83,7 +84,7 @@ class Library:
             ("last_counters", [vp, ctypes.POINTER(Counters)], ci), ("accumulate", [vp, ci], ci),
             ("reset_counters", [vp, vp], ci), ("record_scores", [vp, ci], ci), ("last_variant", [vp], ci),
             ("status_string", [ci], ctypes.c_char_p), ("variant_count", [], ci), ("variant_name", [ci], ctypes.c_char_p),
-            ("version", [], ctypes.c_char_p),
+            ("version", [], ctypes.c_char_p), ("inject", [vp, ci, ctypes.c_ulonglong], ci),
         ]:
             f = getattr(self._dll, p + fname)
             f.argtypes, f.restype = args, res
@@ -131,6 +132,14 @@ class Library:
         h = self._handles.get(device)
         if h is not None:
             self._check(self._fn["reset_counters"](h, stream), "reset_counters")
+
+    def inject(self, device: int, faults_per_call: int, seed: int = 0) -> None:
+        """Arm fault injection on `device`'s handle: every later call flips a bit in `faults_per_call` threadblocks
+        (0 disarms). Only variants built with `inject: true` have the sites (`inject_variants`); a call that runs
+        another variant while armed fails."""
+        if faults_per_call and not self.inject_variants:
+            raise FtgenLibError(f"{self.path.name}: no variant was generated with inject: true; fault injection needs one")
+        self._check(self._fn["inject"](self.handle(device), int(faults_per_call), int(seed) & (2**64 - 1)), "inject")
 
     def devices(self) -> list[int]:
         return sorted(self._handles)

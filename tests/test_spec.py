@@ -108,8 +108,18 @@ def test_names_encode_every_parameter_and_are_unique():
     s = spec(base=BASE.replace("k_tb: 8", "k_tb: [8, 16]") + "protection: {scheme: abft, level: threadblock, correct: [online, detect], inject: [false, true]}\n")
     names = [v.name for v in s.variants]
     assert len(names) == len(set(names)) == 8
-    assert "gemm_f32_abft-tb-detect-i512_128x128x16_w32x64_t8x8_s3_inj" in names  # interval: auto, resolved
+    # interval: auto resolved; references from the pre-pass (the threadblock level's default)
+    assert "gemm_f32_abft-tb-detect-i512_128x128x16_w32x64_t8x8_s3_prepass_inj" in names
     assert all("-" not in v.symbol for v in s.variants)
+
+
+def test_simt_threadblock_abft_takes_prepass_references_unless_the_spec_says_fused():
+    tb = spec(base=BASE + "protection: {scheme: abft, level: threadblock}\n").variants[0]
+    assert tb.get("ref_checksums") == "prepass" and tb.name.endswith("_prepass")
+    fused = spec(base=BASE.replace("n_t: 8}", "n_t: 8, ref_checksums: fused}") + "protection: {scheme: abft}\n").variants[0]
+    assert fused.get("ref_checksums") == "fused" and "prepass" not in fused.name
+    warp = spec(base=BASE + "protection: {scheme: abft, level: warp}\n").variants[0]
+    assert "prepass" not in warp.name
 
 
 def test_interval_auto_is_the_backends_choice_and_a_number_overrides_it():

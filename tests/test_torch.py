@@ -122,6 +122,29 @@ def test_clean_calls_report_no_fault(lib):
     assert '"ops"' in ftt.json_line(step=1)
 
 
+@pytest.mark.gpu
+@gpu
+def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib):
+    ftt.reset()
+    torch.manual_seed(3)
+    a, b = torch.randn(1024, 1536, device="cuda"), torch.randn(1536, 1024, device="cuda")
+    calls, per_call = 8, 4
+    ftt.inject(lib, per_call, seed=11)
+    try:
+        for _ in range(calls):
+            _check(torch.ops.ftgen.mm(a, b, lib, "tf32x3"), a, b)  # every faulty call's output within the fp32 rule
+            _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)
+    finally:
+        ftt.inject(lib, 0)
+    rep = ftt.report(emit=False)[f"{lib}:mm"]
+    assert rep["injected"] == 2 * calls * per_call, rep  # every planned fault applied (8 x 8 tiles: 4 distinct ones)
+    assert 0 < rep["detected"] <= rep["injected"] and rep["uncorrectable"] == 0, rep
+    assert rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
+    ftt.reset()
+    torch.ops.ftgen.mm(a, b, lib, "tf32x3")  # disarmed: nothing injected
+    assert ftt.report(emit=False)[f"{lib}:mm"]["injected"] == 0
+
+
 # ---- CPU (torch, no GPU) -----------------------------------------------------------------------------------------
 
 
@@ -131,7 +154,7 @@ class StandInLib:
     def __init__(self, groups):
         self.groups = {g: {} for g in groups}
         self.path = type("P", (), {"name": "libftgen_standin.so"})()
-        self.count = {"detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
+        self.count = {"injected": 0, "detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
 
     def devices(self):
         return [0]

@@ -30,7 +30,7 @@ from ..templating import TemplateEnv
 
 LIB_DIR = "lib"
 TABLE_FILE = "dispatch.json"
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 def lib_name(spec_name: str) -> str:
@@ -240,6 +240,7 @@ def describe(plan: LibraryPlan) -> dict:
         "gpu": plan.gpu,
         "shape_keys": list(plan.family.shape_keys),
         "variants": [v.name for v in plan.variants],
+        "inject": [v.name for v in plan.variants if plan.family.library_fault_plan(v)],
         "groups": [
             {"name": g.name, "params": c_params(g.entry.params), "workspace_params": c_params(g.entry.workspace_params),
              "shape": list(g.entry.shape), "doc": g.entry.doc, "fallback": plan.variants[g.fallback].name}
@@ -265,6 +266,7 @@ def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[st
             "runs": {i: _c_range(g.ranges[i]) for i in g.members},
             "workspace": {i: g.entry.workspace.format(sym=plan.variants[i].symbol) for i in g.members},
             "call": {i: g.entry.call.replace("{launch}", plan.variants[i].symbol) for i in g.members},
+            "faults": {i: fam.library_fault_plan(plan.variants[i]).replace("{sym}", plan.variants[i].symbol) for i in g.members},
             "ws_selects": set(fam.shape_keys) <= ws_names,
             "legal_doc": _legal_doc(g.legal),
         })
@@ -281,6 +283,7 @@ def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[st
         "groups": groups,
         "keys": fam.shape_keys,
         "gpu": plan.gpu,
+        "inject_variants": sorted({i for g in groups for i, text in g["faults"].items() if text}),
     }
     files = {
         f"{LIB_DIR}/ftgen_{name}.json": json.dumps(describe(plan), indent=1) + "\n",

@@ -642,6 +642,13 @@ class Family:
             doc=f"problem: a {ptype} (the family's C++ header)",
         )
 
+    def library_fault_plan(self, v: Variant) -> str:
+        """C++ statements that plan one library call's faults for ``v`` (built with ``inject: true``; else ""): from the
+        entry's parameters, ``handle->inject_n`` (faults per call) and ``fseed`` they set ``plan`` (a
+        ``std::vector<ftgen::FaultSpec>``) and ``blocks`` (the threadblocks the plan's ``block`` indexes); ``{sym}`` is
+        the variant's symbol. A family without a plan for ``v`` returns "" (the library then refuses injection there)."""
+        return ""
+
     def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
         """Shapes ``v`` runs: shape key -> inclusive (lo, hi); keys not given take any legal value."""
         return {}

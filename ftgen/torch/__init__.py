@@ -25,7 +25,7 @@ from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
 __all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "protect", "report",
-           "json_line", "reset", "set_policy", "POLICIES"]
+           "json_line", "reset", "set_policy", "inject", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
 PRECISIONS = {"tf32x3": ("tf32x3", torch.float32), "tf32": ("tf32", torch.float32), "fp32": ("f32", torch.float32),
@@ -175,6 +175,18 @@ def json_line(step: int | None = None) -> str:
 def set_policy(policy: str, op: str | None = None) -> None:
     """What an uncorrectable fault does: warn (default), raise, or recompute; for one op ("mm") or all."""
     TELEMETRY.set_policy(policy, op)
+
+
+def inject(lib: str, faults_per_call: int, seed: int = 0, device: int | None = None) -> None:
+    """Fault injection for testing: every later op of library `lib` on `device` (default: the current one) flips a
+    random bit of an accumulator in `faults_per_call` threadblocks of each GEMM launch; 0 stops it. The library must
+    have been built from a spec with `inject: true` (specs/gemm/torch_linear.yaml is); `report()` counts the faults
+    applied (`injected`) beside what the protection did with them."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen.torch.inject: no library loaded as {lib!r} (ftgen.torch.load)")
+    dev = torch.cuda.current_device() if device is None else device
+    with torch.cuda.device(dev):
+        TELEMETRY.libs[lib].inject(dev, faults_per_call, seed)
 
 
 def reset() -> None:

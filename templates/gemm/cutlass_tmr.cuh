@@ -43,7 +43,10 @@
 #include "ftgen_gemm.h"
 #include "ftgen_gemm_rules.h"
 
+// Every generated variant compiles its own copy of what follows; internal linkage keeps the copies of two variants
+// apart when both are linked into one library.
 namespace ftgen_tmr {
+namespace {
 
 #ifndef FTGEN_TMR_INJECT
 #define FTGEN_TMR_INJECT 0
@@ -2346,4 +2349,5 @@ struct Launcher {
   }
 };
 
+}  // namespace
 }  // namespace ftgen_tmr

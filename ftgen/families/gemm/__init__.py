@@ -16,7 +16,7 @@ Every variant exports the launcher ``<symbol>(const ftgen_gemm_problem* p, cudaS
 from __future__ import annotations
 
 from ..base import PRECISION_TAG, Family, LauncherSignature, LibraryEntry, Variant
-from .cutlass import CutlassBackend
+from .cutlass import COPIES, CutlassBackend, Geometry
 from .cutlass90 import Cutlass90Backend
 from .simt import SimtBackend
 
@@ -55,6 +55,25 @@ class GemmFamily(Family):
         row_a, row_b = self._layouts(v)
         tag = PRECISION_TAG[v.precision]
         return f"gemm_{tag}" if row_a and row_b else f"gemm_{tag}_{'r' if row_a else 'c'}{'r' if row_b else 'c'}"
+
+    def library_fault_plan(self, v: Variant) -> str:
+        # faults as the benches plan them (one per threadblock, a random accumulator element, k-tile and bit), for the
+        # first row block of a call (ftgen::plan_faults); later row blocks of a taller call take the same plan
+        if not v.protection.inject:
+            return ""
+        rows = f"(int)(m < {self.LIB_ROWS} ? m : {self.LIB_ROWS})"
+        if v.backend == "simt":
+            return (f"ftgen_gemm_geometry geo;\n{{sym}}_geometry({rows}, n, k, &geo);\nblocks = geo.blocks;\n"
+                    "plan = ftgen::plan_faults(handle->inject_n, fseed, geo.blocks, geo.threads, geo.elems_per_thread, geo.steps, "
+                    "geo.value_bits, ftgen::kBitflip, -1, 0.0);")
+        if v.backend != "cutlass":
+            return ""
+        g = Geometry(v)
+        units = 1 if g.level == "abft" else COPIES  # fault units per tile: ABFT's tile, or each TMR copy
+        tm, tn, tk = g.tb
+        return (f"blocks = (long long)(({rows} + {tm - 1}) / {tm}) * ((n + {tn - 1}) / {tn}) * {units};\n"
+                f"plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, {g.threads}, {g.acc_elems}, (k + {tk - 1}) / {tk}, "
+                f"{64 if v.precision == 'fp64' else 32}, ftgen::kBitflip, -1, 0.0);")
 
     def library_entry(self, v: Variant) -> LibraryEntry:
         row_a, row_b = self._layouts(v)
