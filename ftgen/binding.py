@@ -33,7 +33,8 @@ class Counters(ctypes.Structure):
     """ftgen_<name>_counters."""
 
     _fields_ = [("detected", ctypes.c_ulonglong), ("corrected", ctypes.c_ulonglong), ("recomputed", ctypes.c_ulonglong),
-                ("uncorrectable", ctypes.c_ulonglong), ("max_score", ctypes.c_double), ("injected", ctypes.c_ulonglong)]
+                ("uncorrectable", ctypes.c_ulonglong), ("max_score", ctypes.c_double), ("injected", ctypes.c_ulonglong),
+                ("unlocated", ctypes.c_ulonglong)]
 
     def as_dict(self) -> dict:
         return {f: getattr(self, f) for f, _ in self._fields_}

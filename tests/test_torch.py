@@ -154,7 +154,7 @@ class StandInLib:
     def __init__(self, groups):
         self.groups = {g: {} for g in groups}
         self.path = type("P", (), {"name": "libftgen_standin.so"})()
-        self.count = {"injected": 0, "detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
+        self.count = {"injected": 0, "unlocated": 0, "detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
 
     def devices(self):
         return [0]

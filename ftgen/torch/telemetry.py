@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 log = logging.getLogger("ftgen.torch")
 
 POLICIES = ("warn", "raise", "recompute")
-_FIELDS = ("injected", "detected", "corrected", "recomputed", "uncorrectable")
+_FIELDS = ("injected", "detected", "corrected", "unlocated", "recomputed", "uncorrectable")
 
 
 class UncorrectableFault(RuntimeError):

@@ -16,6 +16,10 @@ ref_checksums: prepass (threadblock level) computes r, r', r2 in pre-pass kernel
 them with the GEMM: per split-K slice, verification segment (INTERVAL k-tiles) and sub-slice of at most
 REF_SUB_K elements of k a product in the variant's precision, then cumulative sums over the slice's
 segments in double (abft_prepass_reference); the verification compares against those.
+
+ref_checksums: concurrent (CUTLASS tf32x3, one verification per tile) checks every row per warp column: strips of
+warp_n columns, each with its own r, r' and threshold, at its own lambda (abft_concurrent_check); a fault is located
+within its strip and a row that cannot be located is recomputed over that strip (recompute='row').
 """
 
 from __future__ import annotations
@@ -37,6 +41,23 @@ from ..base import UNIT_ROUNDOFF
 ABFT_LAMBDA = 2.0
 ABFT_LAMBDA_WARP = 4.0
 ABFT_LAMBDA_THREAD = 6.0
+
+# ref_checksums: concurrent (the CUTLASS backend's tf32x3 threadblock ABFT with one verification per tile): each row is
+# checked per warp column, a strip of warp_n columns with its own encodings B e, B w (w = 1..warp_n) and reference rows,
+# at lambda ABFT_STRIP_LAMBDA on the unit roundoff of fp32 sums (2^-24, ABFT_STRIP_UNIT_PRECISION). In the model's
+# terms: abft_gemm_model(..., **abft_concurrent_check(warp_n)). docs/gemm-abft.md ("Detection at the fp32-level rule")
+# derives the strip and lambda: on 32-column strips the largest clean score of the fp32 emulation is 0.61-0.64 at
+# lambda 1.5 (margin 1.6x; the GPU's residuals are about 0.7x the emulation's) and 99.95% of the faults that are
+# significant under ftgen.tolerance's fp32-level rule are detected, against 96% for 128-column strips at the other
+# checks' threshold.
+ABFT_STRIP_LAMBDA = 1.5
+ABFT_STRIP_UNIT_PRECISION = "fp32"
+
+
+def abft_concurrent_check(warp_n: int) -> dict:
+    """The model arguments (abft_gemm_model, abft_verify_rows) of ref_checksums: concurrent's check: strips of warp_n
+    columns, its lambda, the precision whose unit roundoff its threshold takes."""
+    return {"cols": int(warp_n), "lam": ABFT_STRIP_LAMBDA, "unit": ABFT_STRIP_UNIT_PRECISION}
 
 
 def abft_threshold_unit(precision: str, k_done: int, cols: int, lam: float = ABFT_LAMBDA) -> float:
@@ -157,10 +178,12 @@ def abft_lambda(level: str) -> float:
 
 def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str = "fp32", faults=(),
                     online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, ref: str = "fused",
-                    recompute: str = "tile", fault_at: str = "step"):
+                    recompute: str = "tile", fault_at: str = "step", unit: str | None = None):
     """Simulate the protected GEMM C = A @ B tile by tile in the variant's precision.
 
-    cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t);
+    cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t; ref_checksums: concurrent: warp_n,
+    see abft_concurrent_check); every strip is checked row by row against its own r, r' (weights 1..cols);
+    lam, unit: the threshold's lambda and the precision whose unit roundoff it takes (default: precision);
     kt: k per step; interval: steps between verifications (and at the end);
     faults: (step, row, col, kind, value) applied to the accumulator after `step`: kind 'bitflip'
     flips bit `value`, 'offset' adds `value`.
@@ -180,6 +203,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     if fault_at not in ("step", "start"):
         raise ValueError(f"fault_at must be 'step' or 'start', not {fault_at!r}")
     dt = _np.float64 if precision == "fp64" else _np.float32
+    uprec = precision if unit is None else unit
     A = _np.asarray(A, dtype=dt)
     B = _np.asarray(B, dtype=dt)
     m, k = A.shape
@@ -222,7 +246,7 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
                 rr, rrw, rr2 = (r, rw, r2) if pre is None else pre[(0, s // interval)]
                 for t in range(strips):
                     blk = C[:, t * cols:(t + 1) * cols]
-                    found, score = abft_verify_rows(blk, rr[:, t], rrw[:, t], rr2[:, t], k_done, precision, lam)
+                    found, score = abft_verify_rows(blk, rr[:, t], rrw[:, t], rr2[:, t], k_done, uprec, lam)
                     counters["max_score"] = max(counters["max_score"], score)
                     for (i, kind, col) in found:
                         counters["detected"] += 1
@@ -322,17 +346,18 @@ def abft_checkpoint_refs(A, be, bw, *, kt: int, interval: int):
 PASS1_CAP = 1e17  # fp32 accumulators: the cap of |c| in the rule's sum of squares (abft_row_threshold)
 
 
-def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None) -> bool:
+def abft_prepass_filter(C_row, r: float, rw: float, k_done: int, lam: float | None = None, unit: str = "tf32x3") -> bool:
     """Pass 1 of the prepass kernel for one row of a strip: True when the row is clean by the full rule
     (abft_verify_rows) without its variance floor sqrt(r2), which only the rare path computes: the threshold
     max(|r|, robust ||C_i||) is never above the full rule's, so a row it passes the full rule passes too; the other
     rows go to the full rule. The kernel sums the squares uncapped (in fp32); a row with a term above the cap or a
-    sum of squares that overflows is left to the full rule (False), so a row it passes had the capped sums."""
+    sum of squares that overflows is left to the full rule (False), so a row it passes had the capped sums. lam, unit:
+    the threshold's lambda and unit roundoff (ref_checksums: concurrent: abft_concurrent_check)."""
     c = _np.asarray(C_row, dtype=_np.float64)
     with _np.errstate(over="ignore", invalid="ignore"):
         sq32 = _np.sum(_np.square(c.astype(_np.float32)), dtype=_np.float32)
     if not (_np.nanmax(_np.abs(c), initial=0.0) <= PASS1_CAP and sq32 <= _np.finfo(_np.float32).max):
         return False
     flagged, _ = abft_verify_rows(c[None, :], _np.array([r]), _np.array([rw]),
-                                     _np.array([0.0]), k_done, "tf32x3", ABFT_LAMBDA if lam is None else lam)
+                                     _np.array([0.0]), k_done, unit, ABFT_LAMBDA if lam is None else lam)
     return not flagged

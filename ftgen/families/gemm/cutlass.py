@@ -79,6 +79,7 @@ from ..base import (
     REGS_PER_SM,
     SMEM_PER_BLOCK,
     SMEM_PER_SM,
+    UNIT_ROUNDOFF,
     Backend,
     Param,
     Protection,
@@ -86,6 +87,7 @@ from ..base import (
     Variant,
     power_of_two,
 )
+from .abft_model import ABFT_STRIP_LAMBDA, ABFT_STRIP_UNIT_PRECISION
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -104,6 +106,10 @@ COPIES = 3
 ABFT_PRECISIONS = ("tf32x3",)
 ABFT_LAMBDA = 2.0
 ABFT_UNIT = 2.0**-23
+# ref_checksums: concurrent checks each row per warp column (a checksum strip of warp_n columns with its own encodings
+# and reference rows) at its own threshold: lambda ABFT_STRIP_LAMBDA = 1.5 on the unit roundoff of fp32 sums
+# (abft_model.abft_concurrent_check; docs/gemm-abft.md: the clean margin and the coverage it gives)
+ABFT_STRIP_UNIT = UNIT_ROUNDOFF[ABFT_STRIP_UNIT_PRECISION]
 
 PARAMS = (
     Param("tb_m", int, (128,), "threadblock tile rows", check=power_of_two),
@@ -125,9 +131,11 @@ PARAMS = (
           "(carried in the main loop from the A fragments of the tensor cores), prepass (a pre-pass kernel per "
           "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint) "
           "or concurrent (the pre-pass on a second stream while the GEMM runs, the GEMM storing each tile's row sums, a "
-          "check kernel after both, which corrects located faults in C and has a row it cannot locate recomputed from A and B; "
-          "where a tile has one checkpoint, beta = 0 and alpha != 0, else as prepass; workspace: 16 bytes "
-          "more per row, block column and warp column)",
+          "check kernel after both that checks each row per warp column against that warp column's own reference (strips "
+          "of warp_n columns, lambda 1.5 on fp32's unit roundoff), corrects located faults in C and has a row of a strip "
+          "it cannot locate recomputed from A and B; where a tile has one checkpoint, beta = 0 and alpha != 0, else as "
+          "prepass; workspace: 16 bytes more per row, block column and warp column, the encodings and reference rows "
+          "per warp column)",
           choices=("fused", "prepass", "concurrent")),
 )
 
@@ -217,6 +225,18 @@ def abft_prepass(v: Variant) -> bool:
 def abft_concurrent(v: Variant) -> bool:
     """ref_checksums: concurrent: the pre-pass beside the GEMM on a second stream, the check after both."""
     return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") == "concurrent"
+
+
+def abft_strip_cols(v: Variant) -> int:
+    """Columns of a checksum strip of the threadblock ABFT: a warp column (warp_n) with ref_checksums: concurrent, the
+    tile's tb_n otherwise."""
+    return v.get("warp_n") if abft_concurrent(v) else v.get("tb_n")
+
+
+def abft_strip_unit(v: Variant) -> float:
+    """The threshold unit (lambda x unit roundoff) of the check per strip: ABFT_STRIP_LAMBDA x ABFT_STRIP_UNIT with
+    ref_checksums: concurrent, ABFT_LAMBDA x ABFT_UNIT otherwise."""
+    return ABFT_STRIP_LAMBDA * ABFT_STRIP_UNIT if abft_concurrent(v) else ABFT_LAMBDA * ABFT_UNIT
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,6 +516,9 @@ class CutlassBackend(Backend):
             "abft_online": 1 if v.protection.correct == "online" else 0,
             "abft_prepass": abft_prepass(v),
             "abft_concurrent": abft_concurrent(v),
+            # ref_checksums: concurrent: the check per strip of warp_n columns and its threshold unit (0: the tile's)
+            "abft_strip_n": abft_strip_cols(v) if abft_concurrent(v) else 0,
+            "abft_conc_unit": repr(abft_strip_unit(v)) if abft_concurrent(v) else "0.0",
             "copies": 1 if g.level == "abft" else COPIES,
             "row_a": g.layout_a == "row",
             "row_b": g.layout_b == "row",
