@@ -442,9 +442,10 @@ def test_tf32x3_abft_constants_are_the_models():
     # the kernel's threshold unit is the CPU model's (gemm.abft_threshold_unit) for tf32x3 at the SIMT lambda
     assert gc.ABFT_LAMBDA * gc.ABFT_UNIT == pytest.approx(abft_threshold_unit("tf32x3", 0, 0) / 1.0)
     header = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
-    # lambda u (sqrt(k done) + sqrt(tb_n) + 1): at a checkpoint (abft_kernel) and after the whole k (abft_once_kernel)
+    # lambda u (sqrt(k done) + sqrt(strip width) + 1): at a checkpoint (abft_kernel, the tile's tb_n) and after the whole
+    # k (abft_once_kernel, abft_check_kernel: the strip's columns, tb_n or ref_checksums: concurrent's warp_n)
     assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
-    assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f)" in header
+    assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(St::kCols)) + 1.f)" in header
     # the location rule of gemm.abft_classify, on d and dw in double (as the model computes them)
     rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()  # (abft_locate, the kernels' call)
     assert "fabs(dd) > 2.0 * tau_w" in rules and "fabs(ddw - jq * dd) <= double(tau_w)" in rules

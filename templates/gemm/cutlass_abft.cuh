@@ -4,7 +4,7 @@
 // Copied verbatim into every generated CUTLASS variant. Do not edit the copies.
 //
 // The scheme is the SIMT threadblock level's (gemm.py: abft_gemm_model / abft_verify_rows), with the
-// checksum strip = the threadblock's tb_n columns:
+// checksum strip = the threadblock's tb_n columns (ref_checksums: concurrent: one warp column, AbftStrips):
 //
 //   encode   a pre-pass (enc_kernel) per k row and strip: B e, B w (w = 1..tb_n), B^2 e (B read once)
 //   carry    r_i += a_ik (B e)_k, r'_i += a_ik (B w)_k, r2_i += a_ik^2 (B^2 e)_k on the CUDA cores, from the
@@ -28,7 +28,10 @@
 // the main loop carries nothing (it is the unprotected one plus the checkpoint test); see abft_kernel's kPre.
 // ref_checksums: concurrent (FTGEN_ABFT_CONCURRENT, with one checkpoint per tile): the same pre-pass on a second stream
 // beside the GEMM, which stores each tile's row sums; abft_check_kernel compares after both and the second launch
-// corrects (inject builds: each planned fault's error worked out before the GEMM, abft_fault_error_kernel).
+// corrects (inject builds: each planned fault's error worked out before the GEMM, abft_fault_error_kernel). Its
+// checksum strips are FTGEN_ABFT_STRIP_N columns (the warp column: kStrips strips per tile): encodings, reference rows,
+// the check, the location (j in 1..strip width) and the recomputation of a row are per (row, strip), a `unit`, with
+// the strip's own threshold (sqrt(strip width), its lambda: AbftParams::unit).
 //
 // The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
 // The decisions of one row (thresholds, location, the correcting value, the counters) are the pure functions of
@@ -240,12 +243,16 @@ __global__ void abft_ref_scan_kernel(const float2* part, float2* ref, int m, int
 // checkpoint interval's k extent): r, r' of every row and strip per sub-chunk, tf32x3 (three TF32 MMAs, fp32-accurate
 // products, fp32 sums), one batched GEMM (plus one for a shorter last sub-chunk). abft_ref_scan_tc_kernel then adds
 // the sub-chunks up into ref[s][c][i] as abft_ref_scan_kernel does.
+// The swizzle is this file's own type: CUTLASS's GemmUniversal keeps per-device state (occupancy, the kernel's
+// shared-memory attribute) in static members, which two variants linked into one library would otherwise share
+// while each launches its own copy of the kernel.
+struct AbftRefSwizzle : cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8> {};
 template <class LayoutA, int kAlignA>
 using AbftRefGemm = cutlass::gemm::device::GemmUniversal<
     float, LayoutA, float, cutlass::layout::RowMajor, float, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
     cutlass::arch::Sm80, cutlass::gemm::GemmShape<128, 64, 32>, cutlass::gemm::GemmShape<64, 32, 32>, cutlass::gemm::GemmShape<16, 8, 8>,
-    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>, cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 4,
-    kAlignA, 4, cutlass::arch::OpMultiplyAddFastF32>;
+    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>, AbftRefSwizzle, 4, kAlignA, 4,
+    cutlass::arch::OpMultiplyAddFastF32>;
 
 // ref[s][c][i] = sum of D[u][i][2 s .. 2 s + 1] over the sub-chunks u < (c + 1) per (per sub-chunks per checkpoint
 // interval; the last checkpoint takes the rest), in u order: a thread per (row, strip), consecutive threads along the
@@ -271,12 +278,12 @@ __global__ void __launch_bounds__(256) abft_ref_scan_tc_kernel(const float* __re
 template <class K>
 struct AbftParams {
   TileParams<K> t;
-  const float4* enc;  // [strip][k] (abft_enc_kernel)
+  const float4* enc;  // [strip][k] (abft_enc_kernel; kStrips strips per tile column block)
   const float2* ref;  // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
   int chunks;         // checkpoints of a tile (prepass)
   const float* A;     // the A operand (the rare path recomputes the reference rows of flagged rows from it)
   long long lda;
-  float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(tb_n) + 1) * scale
+  float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(strip width) + 1) * scale
   float fixed;        // > 0: a fixed threshold (protection.threshold) instead of the derived one
   int online;         // correct: online (1) or detect (0: any detection recomputes the tile)
   int* redo;          // abft_once_kernel: [count][tiles to recompute][parts done per listed tile]
@@ -328,42 +335,83 @@ struct AbftShape {
   }
 };
 
+// The checksum strips of a tile: kStrips strips of kCols = kN / kStrips columns, each kParts whole warp columns (1 strip:
+// the tile's tb_n columns, as abft_kernel and the prepass design check them; kWarpsN strips: one per warp column, the
+// concurrent design). A check is per unit, a (row, strip) pair u = s kM + rl: its sums over the strip's warp columns,
+// its reference rows r, r' (of the strip's encodings), its threshold (sqrt(kCols)), its located column (in the strip:
+// weights 1..kCols, ftgen_rules::abft_strip_local) and, where it is not located, its recomputation.
+template <class K, int kStrips_>
+struct AbftStrips {
+  using S = AbftShape<K>;
+  static int const kStrips = kStrips_;
+  static int const kCols = S::kN / kStrips;
+  static int const kParts = S::kWarpsN / kStrips;
+  static int const kUnits = kStrips * S::kM;
+  static_assert(kStrips >= 1 && S::kWarpsN % kStrips == 0, "a checksum strip is whole warp columns");
+  static_assert(kUnits % 32 == 0, "whole warps of units (ballots)");
+  CUTLASS_DEVICE static int strip(int u) { return u / S::kM; }
+  CUTLASS_DEVICE static int row(int u) { return u % S::kM; }
+  // the unit of row rl whose strip holds warp column w
+  CUTLASS_DEVICE static int unit_of_part(int rl, int w) { return (w / kParts) * S::kM + rl; }
+};
+
+// f(u) for each unit u < kUnits this thread takes (a thread per unit, the block's threads in turn: one pass where the
+// block has a thread per unit)
+template <int kUnits, int kThreads, class F>
+CUTLASS_DEVICE void abft_each_unit(int tid, F&& f) {
+  if constexpr (kUnits <= kThreads) {
+    if (tid < kUnits) f(tid);
+  } else {
+    for (int u = tid; u < kUnits; u += kThreads) f(u);
+  }
+}
+
+// whether pred(u) holds for one of this thread's units
+template <int kUnits, int kThreads, class P>
+CUTLASS_DEVICE bool abft_any_unit(int tid, P&& pred) {
+  bool any = false;
+  abft_each_unit<kUnits, kThreads>(tid, [&](int u) { any = any || pred(u); });
+  return any;
+}
+
 // Shared memory of the ABFT kernel beside the CUTLASS storage (which the verification must not touch:
-// the next k-tiles are in flight there).
-template <class K, int kEncBufs>
+// the next k-tiles are in flight there). Per unit (AbftStrips: row and checksum strip): ref, rtot, col, score, pre.
+template <class K, int kEncBufs, int kStrips = 1>
 struct AbftScratch {
   using S = AbftShape<K>;
+  static int const kUnits = AbftStrips<K, kStrips>::kUnits;
   float2 sums[S::kWarpsN][S::kM];    // per warp column: sum c, sum w c
   float2 norm[S::kWarpsN][S::kM];    // per warp column: sum c^2, max |c| (pass 1, kPre); sum c^2 (capped), max c^2 (rare path)
   int2 bad[S::kWarpsN][S::kM];       // per warp column (second pass): non-finite count, a non-finite column
   float4 enc[kEncBufs][S::kK];       // encodings of the k-iterations in flight (see `group`)
-  float4 ref[S::kM];                 // r, r', r2
+  float4 ref[kUnits];                // r, r', r2
   double red[K::kThreads / 32][3];   // block sums of the rare path
   double2 rest[S::kWarpsN][S::kM];   // rare path: per warp column {sum c, sum w c} in double (the rule); then .x = the
-                                     // sum of the row's other elements (correction)
-  float rtot[S::kM];                 // r_i of the row (correction)
-  int col[S::kM];                    // -1 clean, else the located column; -2 detected, not located; -3 second pass
-  float score[S::kM];                // a row's largest score, pass 1's and the rare path's (recorded once, at the end)
+                                     // sum of the unit's other elements (correction)
+  float rtot[kUnits];                // r_i of the unit (correction)
+  int col[kUnits];                   // -1 clean, else the located column (in the strip); -2 detected, not located; -3 second pass
+  float score[kUnits];               // a unit's largest score, pass 1's and the rare path's (recorded once, at the end)
   int pend[2];                       // inject builds: the tile's planned fault (index into faults or -1, k-iteration)
-  float2 pre[S::kM];                 // abft_once_kernel: r, r' of the tile's rows (fetched with the first k-tiles)
+  float2 pre[kUnits];                // abft_once_kernel, abft_check_tile: r, r' of the tile's units
 };
 
 // The part of AbftScratch that pass 1 uses (abft_check_kernel: the rare path is the second launch's)
-template <class K>
+template <class K, int kStrips = 1>
 struct AbftPass1Scratch {
   using S = AbftShape<K>;
+  static int const kUnits = AbftStrips<K, kStrips>::kUnits;
   float2 sums[S::kWarpsN][S::kM];
   float2 norm[S::kWarpsN][S::kM];
-  float4 ref[S::kM];
-  int col[S::kM];
-  float score[S::kM];
+  float2 pre[kUnits];
+  int col[kUnits];
+  float score[kUnits];
 };
 
-template <class K, class ML>
+template <class K, class ML, int kStrips = 1>
 struct AbftStorage {
   SharedStorage<K, ML> ss;
   static int const kEncBufs = ML::kStages + 1 <= 4 ? 4 : ML::kStages + 1 <= 8 ? 8 : 16;
-  AbftScratch<K, kEncBufs> sc;
+  AbftScratch<K, kEncBufs, kStrips> sc;
 };
 
 // What the rare path of a verification needs beside the shared scratch and the accumulators.
@@ -376,28 +424,32 @@ CUTLASS_DEVICE int fresh_tid() {
 }
 
 struct AbftRareArgs {
-  const float* A;      // prepass: A and this strip's encodings, to recompute r, r', r2 of flagged rows
+  const float* A;      // prepass: A and the encodings of the tile's first strip, to recompute r, r', r2 of flagged units
   long long lda;
   const float4* enc;
   int k_done, M, N, row0, col0;
-  float unit;          // lambda u (sqrt(k_done) + sqrt(tb_n) + 1)
-  float fixed, rms_w;
+  float unit;          // lambda u (sqrt(k_done) + sqrt(strip width) + 1)
+  float fixed, rms_w;  // (rms_w of the weights 1..strip width)
   int online, correct, final_attempt;
   ftgen::FtCounters* counters;
+  long long enc_strip;  // kStrips > 1: elements from one strip's encodings to the next (k)
 };
 
-// The tile's accumulators as the rare path reads and corrects them. Per row rl and warp column w (the tile's 32-column
-// parts): norms() sets sc.norm[w][rl] = {sum of the capped squares, largest capped square}, sc.rest[w][rl] = {sum c,
-// sum w c} (in double; AbftFragRows: pass 1's float sums) and sc.bad[w][rl] = {non-finite elements, a non-finite
-// column}; rests() sets sc.rest[w][rl].x = the sum, in double, of the row's elements but its located column sc.col[rl]
-// (rows with sc.col >= 0); fix() (after a barrier) replaces each located element by sc.rtot - the rest and returns how
-// many elements this thread set. Columns past N count for nothing.
+// The tile's accumulators as the rare path reads and corrects them, per unit (AbftStrips: row and checksum strip; kStrips:
+// the rows' strips per tile, AbftFragRows only 1). Per row rl and warp column w (the tile's 32-column parts): norms()
+// sets sc.norm[w][rl] = {sum of the capped squares, largest capped square}, sc.rest[w][rl] = {sum c, sum w c} (in
+// double, w the weights of the part's strip; AbftFragRows: pass 1's float sums) and sc.bad[w][rl] = {non-finite
+// elements, a non-finite column in the strip} of the parts of units pass 1 flagged; rests() sets
+// sc.rest[w][rl].x = the sum, in double, of the part's elements but its unit's located column sc.col[u] (units with
+// sc.col >= 0); fix() (after a barrier) replaces each located element by sc.rtot - the rest of its unit (the sum over
+// the strip's parts) and returns how many elements this thread set. Columns past N count for nothing.
 // AbftFragRows: this thread's fragment in registers (the quads' shares by shuffles); AbftStagedRows: the tile staged
 // in shared memory (a thread per row and warp column, rolled loops: few registers); AbftGlobalRows: the tile in C (the
 // deferred check of ref_checksums: concurrent).
 template <class K>
 struct AbftFragRows {
   using S = AbftShape<K>;
+  static int const kStrips = 1;  // (the tile's tb_n columns: abft_kernel)
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
   static int const kExactBatch = 0;     // (the rolled loop, unrolled kExactUnroll times)
   static bool const kRowRedo = false;  // (see AbftGlobalRows)
@@ -479,9 +531,10 @@ struct AbftFragRows {
 // The rare path's sums over one (row rl, warp column w) part of a tile, its elements get(j) for j < kWarpN from column c0
 // (columns past N count for nothing), by kLanes lanes of a warp (lane: this one's; the elements j = lane, lane + kLanes,
 // ...; kLanes > 1: the part's lanes are one whole warp): abft_part_norms sets sc.norm[w][rl] = {sum of the capped squares,
-// largest capped square}, sc.rest[w][rl] = {sum c, sum w c} in double and sc.bad[w][rl] = {non-finite elements, a
-// non-finite column} of a row pass 1 flagged (sc.col == -3); abft_part_rest sets sc.rest[w][rl].x = the sum, in double,
-// of the part's elements but the row's located column sc.col[rl] (rows with sc.col >= 0).
+// largest capped square}, sc.rest[w][rl] = {sum c, sum w c} in double (w: the column's weight in its strip of kCols
+// columns) and sc.bad[w][rl] = {non-finite elements, a non-finite column of the strip} of a unit pass 1 flagged (sc.col
+// == -3); abft_part_rest sets sc.rest[w][rl].x = the sum, in double, of the part's elements but its unit's located
+// column sc.col[u] (units with sc.col >= 0).
 template <int kLanes, class T, class Op>
 CUTLASS_DEVICE T abft_lanes_reduce(T v, Op op) {
   CUTLASS_PRAGMA_UNROLL
@@ -489,12 +542,14 @@ CUTLASS_DEVICE T abft_lanes_reduce(T v, Op op) {
   return v;
 }
 
-template <class K, int kLanes, class Sc, class Get>
+template <class K, int kLanes, int kStrips, class Sc, class Get>
 CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, int lane, Get&& get) {
   using S = AbftShape<K>;
-  if (sc.col[rl] != -3) return;  // only the rows pass 1 flagged are decided (and read: AbftGlobalRows reads C)
+  using St = AbftStrips<K, kStrips>;
+  if (sc.col[St::unit_of_part(rl, w)] != -3) return;  // only the units pass 1 flagged are decided (and read: AbftGlobalRows reads C)
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
   const int jn = min(S::kWarpN, g.N - g.col0 - c0);  // columns of the part inside C
+  const int l0 = ftgen_rules::abft_strip_local(c0, St::kCols);  // the part's first place in its strip
   float sq = 0.f, mx = 0.f;
   double s1 = 0.0, sw = 0.0;
   int nb = 0, bc = -1;
@@ -502,14 +557,14 @@ CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w
   for (int j = lane; j < S::kWarpN; j += kLanes) {  // (unrolled, predicated: several loads in flight)
     const float v = j < jn ? get(j) : 0.f;
     s1 += v;
-    sw = fma(double(c0 + j + 1), double(v), sw);
+    sw = fma(double(l0 + j + 1), double(v), sw);
     if (isfinite(v)) {
       const float c2 = fminf(fabsf(v), cap) * fminf(fabsf(v), cap);
       sq += c2;
       mx = fmaxf(mx, c2);
     } else {
       ++nb;
-      bc = c0 + j;
+      bc = l0 + j;
     }
   }
   if constexpr (kLanes > 1) {
@@ -526,24 +581,28 @@ CUTLASS_DEVICE void abft_part_norms(Sc& sc, const AbftRareArgs& g, int rl, int w
   }
 }
 
-template <class K, int kLanes, class Sc, class Get>
+template <class K, int kLanes, int kStrips, class Sc, class Get>
 CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w, int c0, int lane, Get&& get) {
   using S = AbftShape<K>;
-  const int col = sc.col[rl];
+  using St = AbftStrips<K, kStrips>;
+  const int col = sc.col[St::unit_of_part(rl, w)];  // (in the strip)
   if (col < 0) return;
   const int jn = min(S::kWarpN, g.N - g.col0 - c0);
+  const int l0 = ftgen_rules::abft_strip_local(c0, St::kCols);
   double rest = 0.0;
 #pragma unroll 8
   for (int j = lane; j < S::kWarpN; j += kLanes)
-    if (j < jn && c0 + j != col) rest += get(j);
+    if (j < jn && l0 + j != col) rest += get(j);
   if constexpr (kLanes > 1) rest = abft_lanes_reduce<kLanes>(rest, [](double a, double b) { return a + b; });
   if (lane == 0) sc.rest[w][rl].x = rest;
 }
 
 // The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
-template <class K>
+template <class K, int kStrips_ = 1>
 struct AbftStagedRows {
   using S = AbftShape<K>;
+  static int const kStrips = kStrips_;
+  using St = AbftStrips<K, kStrips>;
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
   static int const kExactBatch = 0;     // (the rolled loop, unrolled kExactUnroll times)
   static bool const kRowRedo = false;  // (see AbftGlobalRows)
@@ -565,25 +624,29 @@ struct AbftStagedRows {
   }
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_norms<K, 1>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<float>(x[j]); }); });
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_norms<K, 1, kStrips>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<float>(x[j]); }); });
   }
   template <class Sc>
   CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
-    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_rest<K, 1>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<double>(x[j]); }); });
+    each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_rest<K, 1, kStrips>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<double>(x[j]); }); });
   }
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
-    const int rl = tid;
-    if (rl >= S::kM || sc.col[rl] < 0) return 0u;
-    double others = 0.0;
-    CUTLASS_PRAGMA_UNROLL
-    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
-    return ftgen_rules::correct_element(tile[rl * kPitch + sc.col[rl]], static_cast<double>(sc.rtot[rl]), others);
+    unsigned n = 0;
+    abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
+      if (sc.col[u] < 0) return;
+      const int s = St::strip(u), rl = St::row(u);
+      double others = 0.0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
+      n += ftgen_rules::correct_element(tile[rl * kPitch + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])], static_cast<double>(sc.rtot[u]), others);
+    });
+    return n;
   }
 };
 
-// f(rl) for each row rl < kM of a tile with pred(rl), in order, found by ballots 32 rows at a time (the flagged rows are
-// few: the kM rows are not visited one by one). Called by whole warps; every warp gets the same list.
+// f(rl) for each row (or unit) rl < kM of a tile with pred(rl), in order, found by ballots 32 at a time (the flagged rows
+// are few: the kM rows are not visited one by one). Called by whole warps; every warp gets the same list.
 template <int kM, class Pred, class F>
 CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
   static_assert(kM % 32 == 0, "whole warps of rows");
@@ -596,9 +659,11 @@ CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
 // accumulators (the deferred design runs with beta = 0 and alpha != 0 only), D pointing at the tile's origin, `rows`
 // of it inside C; values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
-template <class K>
+template <class K, int kStrips_ = 1>
 struct AbftGlobalRows {
   using S = AbftShape<K>;
+  static int const kStrips = kStrips_;
+  using St = AbftStrips<K, kStrips>;
   // the rare path's loop over k for r, r', r2 of a flagged row (kExact): loads kExactBatch at a time, predicated, all
   // in flight before the first is used (the deferred check, a kernel of its own, waits for this row: its unrolled
   // loop kept a branch on the bound between iterations, one trip to L2 or DRAM per k, ~10 us at k = 4096)
@@ -612,61 +677,73 @@ struct AbftGlobalRows {
   long long ldd;
   int rows;
   float alpha;
-  // f(rl, w, first element of the part, first column, lane) for the (row, warp column) parts of the rows whose sc.col
+  // f(rl, w, first element of the part, first column, lane) for the (row, warp column) parts of the units whose sc.col
   // satisfies `want`, a warp per part (lanes over its columns: coalesced loads from C), the parts dealt out to the warps
-  // in turn (a row's list from ballots: the flagged rows are few, the tile's 128 are not read)
+  // in turn (a unit's list from ballots: the flagged units are few, the tile's are not read)
   template <class Sc, class Want, class F>
   CUTLASS_DEVICE void each_part(const Sc& sc, int tid, Want&& want, F&& f) const {
     const int warp = tid / 32, lane = tid % 32;
     int n = 0;  // parts dealt so far (the same in every warp)
-    abft_each_row<S::kM>(lane, [&](int rl) { return rl < rows && want(sc.col[rl]); }, [&](int rl) {
-      for (int w = 0; w < S::kWarpsN; ++w, ++n)
+    abft_each_row<St::kUnits>(lane, [&](int u) { return St::row(u) < rows && want(sc.col[u]); }, [&](int u) {
+      const int rl = St::row(u);
+      for (int x = 0; x < St::kParts; ++x, ++n) {
+        const int w = St::strip(u) * St::kParts + x;
         if (n % (K::kThreads / 32) == warp) f(rl, w, D + rl * ldd + w * S::kWarpN, w * S::kWarpN, lane);
+      }
     });
   }
   template <class Sc>
   CUTLASS_DEVICE void norms(Sc& sc, const AbftRareArgs& g, int tid) const {
     each_part(sc, tid, [](int c) { return c == -3; }, [&](int rl, int w, const EC* x, int c0, int lane) {
-      abft_part_norms<K, 32>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<float>(x[j]) / alpha; });
+      abft_part_norms<K, 32, kStrips>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<float>(x[j]) / alpha; });
     });
   }
   template <class Sc>
   CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
     each_part(sc, tid, [](int c) { return c >= 0; }, [&](int rl, int w, const EC* x, int c0, int lane) {
-      abft_part_rest<K, 32>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<double>(x[j]) / alpha; });
+      abft_part_rest<K, 32, kStrips>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<double>(x[j]) / alpha; });
     });
   }
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
-    const int rl = tid;
-    if (rl >= S::kM || rl >= rows || sc.col[rl] < 0) return 0u;
-    double others = 0.0;
-    CUTLASS_PRAGMA_UNROLL
-    for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
-    return ftgen_rules::correct_element_scaled(D[rl * ldd + sc.col[rl]], static_cast<double>(alpha), static_cast<double>(sc.rtot[rl]), others);
+    unsigned n = 0;
+    abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
+      const int s = St::strip(u), rl = St::row(u);
+      if (rl >= rows || sc.col[u] < 0) return;
+      double others = 0.0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
+      n += ftgen_rules::correct_element_scaled(D[rl * ldd + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])], static_cast<double>(alpha),
+                                               static_cast<double>(sc.rtot[u]), others);
+    });
+    return n;
   }
 };
 
-// The rare path of a verification: the rows pass 1 flagged (sc.col == -3; their r, r', r2 in sc.ref) are decided by
-// the full rule of gemm.abft_verify_rows (sum c and sum w c of the row summed anew in double, the robust norm ||C_i||
-// without its largest element, the non-finite elements), located rows corrected through `rows` (AbftFragRows: the
-// accumulators in registers; AbftStagedRows: the tile staged in shared memory; AbftGlobalRows: the tile in C). Inlined
-// into abft_kernel: as a call (noinline, on a copy of the accumulators) it cost the main loop more (the static SASS of
-// the tf32x3 128x128x32 prepass kernel: 897 instructions per k-iteration against 831 inlined and 768 unprotected).
-// kExact (ref_checksums: prepass): r, r', r2 of the flagged rows are first recomputed from A and the encodings, in
-// double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
-// Returns {recompute the tile, detected, corrected, uncorrectable} (Rows::kRowRedo: never the tile; the rows left with
-// sc.col -2, or every detected row with correct: detect, are for the caller to recompute).
+// The rare path of a verification: the units (rows of a checksum strip, AbftStrips; Rows::kStrips strips per tile) pass
+// 1 flagged (sc.col == -3; their r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (sum c and
+// sum w c of the unit summed anew in double, the robust norm ||C_i|| without its largest element, the non-finite
+// elements), located units corrected through `rows` (AbftFragRows: the accumulators in registers; AbftStagedRows: the
+// tile staged in shared memory; AbftGlobalRows: the tile in C). Inlined into abft_kernel: as a call (noinline, on a copy
+// of the accumulators) it cost the main loop more (the static SASS of the tf32x3 128x128x32 prepass kernel: 897
+// instructions per k-iteration against 831 inlined and 768 unprotected).
+// kExact (ref_checksums: prepass): r, r', r2 of the flagged units are first recomputed from A and the encodings of their
+// strips, in double (the pre-pass gives r and r' only, and a fault there must not be taken for one in the tile).
+// Returns {recompute the tile, detected, corrected, uncorrectable} (Rows::kRowRedo: never the tile; the units left with
+// sc.col -2, or every detected unit with correct: detect, are for the caller to recompute).
 template <class K, bool kExact, bool kRowA, class Sc, class Rows>
 CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   using S = AbftShape<K>;
+  using St = AbftStrips<K, Rows::kStrips>;
   const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
   unsigned detected = 0, corrected = 0, uncorrectable = 0;
-  // 1. per row: ||C_i||^2 (capped) and its largest term, the non-finite elements
+  // 1. per part of a flagged unit: ||C_i||^2 (capped) and its largest term, the non-finite elements
   rows.norms(sc, g, tid);
   if constexpr (kExact) {
-    // r, r', r2 of flagged row rl over k < k_done, by the whole block
-    auto exact_row = [&](int rl) {
+    // r, r', r2 of flagged unit un (row rl, strip s) over k < k_done, by the whole block
+    auto exact_row = [&](int un) {
+      const int rl = St::row(un);
+      const float4* const enc = g.enc + St::strip(un) * g.enc_strip;
       const long long i = g.row0 + rl;
       double x = 0.0, y = 0.0, z = 0.0;
       if constexpr (Rows::kExactBatch > 0) {
@@ -679,7 +756,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
             const int kk = kb + u * K::kThreads;
             const bool in = kk < g.k_done;
             a[u] = in ? (kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]) : 0.f;
-            e[u] = in ? __ldg(g.enc + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
+            e[u] = in ? __ldg(enc + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
           }
           CUTLASS_PRAGMA_UNROLL
           for (int u = 0; u < kB; ++u) {
@@ -693,7 +770,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
 #pragma unroll(Rows::kExactUnroll)
         for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
           const double v = static_cast<double>(kRowA ? g.A[i * g.lda + kk] : g.A[kk * g.lda + i]);
-          const float4 e = __ldg(g.enc + kk);
+          const float4 e = __ldg(enc + kk);
           x += v * e.x;
           y += v * e.y;
           z += v * v * e.z;
@@ -710,55 +787,58 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
       if (tid == 0) {
         x = y = z = 0.0;
         for (int w = 0; w < K::kThreads / 32; ++w) x += sc.red[w][0], y += sc.red[w][1], z += sc.red[w][2];
-        sc.ref[rl] = make_float4(float(x), float(y), float(z), 0.f);
+        sc.ref[un] = make_float4(float(x), float(y), float(z), 0.f);
       }
       __syncthreads();
     };
     if constexpr (Rows::kExactBatch > 0) {
-      // the flagged rows found by ballots, not by the loop below over all kM rows (the redo launch of the concurrent
+      // the flagged units found by ballots, not by the loop below over all of them (the redo launch of the concurrent
       // design spills: that loop's counter lived in local memory; measured on H100 at 4096^3 with 16 random faults,
       // the second launch 23.8 us against 36.0, x1.037 against x1.046 the unprotected kernel)
-      abft_each_row<S::kM>(lane, [&](int rl) { return sc.col[rl] == -3; }, exact_row);
+      abft_each_row<St::kUnits>(lane, [&](int un) { return sc.col[un] == -3; }, exact_row);
     } else {
-      for (int rl = 0; rl < S::kM; ++rl) {
-        if (sc.col[rl] != -3) continue;  // block-uniform
-        exact_row(rl);
+      for (int un = 0; un < St::kUnits; ++un) {
+        if (sc.col[un] != -3) continue;  // block-uniform
+        exact_row(un);
       }
     }
   }
   __syncthreads();
-  // 2. the full rule for the flagged rows
-  if (tid < S::kM && sc.col[tid] == -3) {
+  // 2. the full rule for the flagged units: their parts' sums, the strip's threshold, a column of the strip
+  abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int un) {
+    if (sc.col[un] != -3) return;
+    const int s = St::strip(un), rl = St::row(un);
     float SQ = 0.f, MX = 0.f;
     double S1 = 0.0, SW = 0.0;
-    int NB = 0, BC = -1, verdict = -2;
+    int NB = 0, BC = -1;
     CUTLASS_PRAGMA_UNROLL
-    for (int w = 0; w < S::kWarpsN; ++w) {
-      SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y), NB += sc.bad[w][tid].x, BC = max(BC, sc.bad[w][tid].y);
-      S1 += sc.rest[w][tid].x, SW += sc.rest[w][tid].y;
+    for (int x = 0; x < St::kParts; ++x) {
+      const int w = s * St::kParts + x;
+      SQ += sc.norm[w][rl].x, MX = fmaxf(MX, sc.norm[w][rl].y), NB += sc.bad[w][rl].x, BC = max(BC, sc.bad[w][rl].y);
+      S1 += sc.rest[w][rl].x, SW += sc.rest[w][rl].y;
     }
-    const float R = sc.ref[tid].x, RW = sc.ref[tid].y, R2 = sc.ref[tid].z;
-    sc.rtot[tid] = R;
+    const float R = sc.ref[un].x, RW = sc.ref[un].y, R2 = sc.ref[un].z;
+    sc.rtot[un] = R;
     float score;
-    verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, S::kN, &score);
-    sc.score[tid] = fmaxf(sc.score[tid], score);
-    sc.col[tid] = verdict;
-  }
-  const int flagged = __syncthreads_count(tid < S::kM && sc.col[tid] != -1);
+    const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score);
+    sc.score[un] = fmaxf(sc.score[un], score);
+    sc.col[un] = verdict;
+  });
+  const int flagged = __syncthreads_count(abft_any_unit<St::kUnits, K::kThreads>(tid, [&](int un) { return sc.col[un] != -1; }));
   if (flagged == 0) return make_uint4(0u, 0u, 0u, 0u);
-  if (tid < S::kM) ftgen_rules::abft_count_row(sc.col[tid], g.online, detected, uncorrectable);
+  abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int un) { ftgen_rules::abft_count_row(sc.col[un], g.online, detected, uncorrectable); });
   if (!g.correct) return make_uint4(0u, detected, corrected, uncorrectable);  // measurement mode: detect and count only
-  const bool any_unlocated = __syncthreads_or(tid < S::kM && sc.col[tid] == -2) != 0;
+  const bool any_unlocated = __syncthreads_or(abft_any_unit<St::kUnits, K::kThreads>(tid, [&](int un) { return sc.col[un] == -2; })) != 0;
   if ((any_unlocated || !g.online) && !g.final_attempt) {
     if constexpr (!Rows::kRowRedo) {
       return make_uint4(1u, detected, corrected, uncorrectable);  // recompute the tile (the model counts the recomputed fault as corrected)
     } else if (!g.online) {
-      return make_uint4(0u, detected, corrected, uncorrectable);  // every detected row recomputed as a row (the caller lists them)
+      return make_uint4(0u, detected, corrected, uncorrectable);  // every detected unit recomputed as a row of its strip (the caller lists them)
     }
-    // (kRowRedo, online: the located rows corrected below, the unlocated ones recomputed as rows)
+    // (kRowRedo, online: the located units corrected below, the unlocated ones recomputed as rows of their strips)
   }
   if (!g.online) return make_uint4(0u, detected, corrected, uncorrectable);  // the last computation: not a transient fault
-  // 3. online correction of the located elements: the rest of each flagged row, summed in double
+  // 3. online correction of the located elements: the rest of each flagged unit, summed in double
   rows.rests(sc, g, tid);
   __syncthreads();
   corrected += rows.fix(sc, tid);
@@ -771,32 +851,36 @@ CUTLASS_DEVICE void add_count(ftgen::FtCounters* c, unsigned long long ftgen::Ft
   if (n && c != nullptr) atomicAdd(&(c->*field), static_cast<unsigned long long>(n));
 }
 
-// Pass 1's decision for row tid of the tile (tid < kM) from its sums per warp column in sc.sums and (kPre) sc.norm:
-// within the threshold without its robust-norm (kPre) or variance-floor term: clean (sc.col -1, its score kept);
-// otherwise (and kPre rows with a term above the cap or an overflowed sum of squares) left to the rare path
-// (sc.col -3; kPre: its r, r' in sc.ref).
-template <class K, bool kPre, class Sc>
-CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 ref_row, int tid) {
+// Pass 1's decision for each unit of the tile (AbftStrips: row rl and checksum strip s; kStrips = 1: row tid, tid < kM)
+// from its strip's sums per warp column in sc.sums and (kPre) sc.norm: within the threshold without its robust-norm
+// (kPre) or variance-floor term: clean (sc.col -1, its score kept); otherwise (and kPre units with a term above the cap or
+// an overflowed sum of squares) left to the rare path (sc.col -3; kPre: the rare path recomputes its r, r', r2). kPre:
+// ref_of(u) = r, r' of unit u.
+template <class K, bool kPre, int kStrips, class Sc, class RefOf>
+CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, RefOf&& ref_of, int tid) {
   using S = AbftShape<K>;
+  using St = AbftStrips<K, kStrips>;
   const float unit = g.unit, rms_w = g.rms_w;
   const float cap = sizeof(typename K::ElementAcc) == 8 ? 1e150f : 1e17f;  // squares stay finite
-  if (tid < S::kM) {
+  abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
+    const int s = St::strip(u), rl = St::row(u);
     int verdict = -1;
-    if (g.row0 + tid < g.M) {
+    if (g.row0 + rl < g.M) {
       float S1 = 0.f, SW = 0.f, R, RW, scale;
-      bool decided = true;  // kPre: false for a row with a term above the cap or an overflowed sum of squares
+      bool decided = true;  // kPre: false for a unit with a term above the cap or an overflowed sum of squares
       CUTLASS_PRAGMA_UNROLL
-      for (int w = 0; w < S::kWarpsN; ++w) S1 += sc.sums[w][tid].x, SW += sc.sums[w][tid].y;
+      for (int x = 0; x < St::kParts; ++x) S1 += sc.sums[s * St::kParts + x][rl].x, SW += sc.sums[s * St::kParts + x][rl].y;
       if constexpr (kPre) {
-        R = ref_row.x, RW = ref_row.y;
+        const float2 ref = ref_of(u);
+        R = ref.x, RW = ref.y;
         float SQ = 0.f, MX = 0.f;
         CUTLASS_PRAGMA_UNROLL
-        for (int w = 0; w < S::kWarpsN; ++w) SQ += sc.norm[w][tid].x, MX = fmaxf(MX, sc.norm[w][tid].y);
+        for (int x = 0; x < St::kParts; ++x) SQ += sc.norm[s * St::kParts + x][rl].x, MX = fmaxf(MX, sc.norm[s * St::kParts + x][rl].y);
         decided = MX <= cap && SQ <= FLT_MAX;  // (NaN fails too)
         scale = fmaxf(sqrtf(fmaxf(SQ - MX * MX, 0.f)), fabsf(R));
       } else {
-        R = sc.ref[tid].x, RW = sc.ref[tid].y;
-        scale = fmaxf(sqrtf(fmaxf(sc.ref[tid].z, 0.f)), fabsf(R));
+        R = sc.ref[u].x, RW = sc.ref[u].y;
+        scale = fmaxf(sqrtf(fmaxf(sc.ref[u].z, 0.f)), fabsf(R));
       }
       const float tau = ftgen_rules::abft_tau(g.fixed, unit, scale);
       const float tau_w = ftgen_rules::abft_tau_w(g.fixed, tau, unit, rms_w, RW);
@@ -804,14 +888,13 @@ CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, const float2 
       const float sc1 = ftgen_rules::abft_score(d, tau);
       const float sc2 = ftgen_rules::abft_score(dw, tau_w);
       if ((decided & ftgen_rules::abft_within(sc1, sc2)) && isfinite(d) && isfinite(dw)) {
-        sc.score[tid] = fmaxf(sc.score[tid], fmaxf(sc1, sc2));  // >= the full threshold's score
+        sc.score[u] = fmaxf(sc.score[u], fmaxf(sc1, sc2));  // >= the full threshold's score
       } else {
         verdict = -3;
-        if constexpr (kPre) sc.ref[tid] = make_float4(R, RW, 0.f, 0.f);
       }
     }
-    sc.col[tid] = verdict;
-  }
+    sc.col[u] = verdict;
+  });
 }
 
 // The counters of a rare path's outcome {recompute, detected, corrected, uncorrectable}; whether to recompute.
@@ -824,11 +907,15 @@ CUTLASS_DEVICE bool abft_rare_outcome(const uint4 r, ftgen::FtCounters* counters
 
 // Pass 1's sums of this lane's fragment `a`: per row of the lane, sum c and sum w c (kNorm: and sum c^2, max |c|) over
 // the lane's columns, then over the quad (shuffles); store(row in the tile, s1, sw, sq, mx) in the quad's first lane, for
-// the warp's 32-column part warp_n. Columns past N count as 0 (full_n: none, block-uniform). The squares are not
-// capped (a row with a term above the cap goes to the rare path; abft_pass1_rows).
-template <class K, bool kNorm, class Store>
+// the warp's 32-column part warp_n; the weights w those of the checksum strips of kCols columns (1..kCols in each).
+// Columns past N count as 0 (full_n: none, block-uniform). The squares are not capped (a row with a term above the cap
+// goes to the rare path; abft_pass1_rows).
+template <class K, bool kNorm, int kCols = K::Shape::kN, class Store>
 CUTLASS_DEVICE void abft_frag_sums(typename K::FragmentC const& a, bool full_n, int col0, int N, int lane, int warp_m, int warp_n, Store&& store) {
   using S = AbftShape<K>;
+  static_assert(kCols % S::kWarpN == 0 && S::kN % kCols == 0, "checksum strips of whole warp columns");
+  // the first column of this warp's strip: the weight of tile column cl is cl - c_base + 1 (c_base = 0: the tile's strip)
+  const int c_base = kCols == S::kN ? 0 : ftgen_rules::abft_strip_column(ftgen_rules::abft_strip_of(warp_n * S::kWarpN, kCols), kCols, 0);
   float s1[S::kRowsPerThread], sw[S::kRowsPerThread], sq[kNorm ? S::kRowsPerThread : 1], mx[kNorm ? S::kRowsPerThread : 1];
   CUTLASS_PRAGMA_UNROLL
   for (int q = 0; q < S::kRowsPerThread; ++q) s1[q] = sw[q] = 0.f;
@@ -836,7 +923,7 @@ CUTLASS_DEVICE void abft_frag_sums(typename K::FragmentC const& a, bool full_n, 
   for (int q = 0; q < (kNorm ? S::kRowsPerThread : 1); ++q) sq[q] = mx[q] = 0.f;
   auto add = [&](float v, int cl, int q) {
     s1[q] += v;
-    sw[q] = fmaf(float(cl + 1), v, sw[q]);
+    sw[q] = fmaf(float(cl - c_base + 1), v, sw[q]);
     if constexpr (kNorm) {
       sq[q] = fmaf(v, v, sq[q]);
       mx[q] = fmaxf(mx[q], fabsf(v));
@@ -881,7 +968,7 @@ CUTLASS_DEVICE bool abft_verify(Sc& sc, typename K::FragmentC& a, const AbftRare
   });
   refs(warp_m, warp_n, lane);  // the fused design: its reference rows into sc.ref
   __syncthreads();
-  abft_pass1_rows<K, kPre>(sc, g, ref_row, tid);
+  abft_pass1_rows<K, kPre, 1>(sc, g, [&](int) { return ref_row; }, tid);  // (a unit per row: this thread's, tid)
   if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
   // 2. (rare) the rows over that threshold
   typename K::ElementAcc buf[Frag::kElements];  // (a plain array: passing a.data() cost the main loop 50 instructions)
@@ -1097,20 +1184,22 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
 // loop, so the call needs few registers (a call holding the accumulators in registers cost the main loop of the
 // caller about 60 instructions per k-iteration: ptxas allocates across the call); the rare path is a call of its own.
 // The arguments are a few scalars (the parameters by value went through the stack: 4% of the kernel's time at 4096^3);
-// r, r' of the rows come from shared memory (sc.pre, fetched with the tile's first k-tiles).
-template <class K, bool kRowA, class Sc>
+// r, r' of the units (rows of the kStrips checksum strips) come from shared memory (sc.pre, fetched with the tile's first
+// k-tiles).
+template <class K, bool kRowA, int kStrips, class Sc>
 __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* tilebuf, const AbftRareArgs g) {
   using S = AbftShape<K>;
+  using St = AbftStrips<K, kStrips>;
   const int tid = fresh_tid(), N = g.N;
-  const float2 ref_row = tid < S::kM ? sc.pre[tid] : make_float2(0.f, 0.f);
-  AbftStagedRows<K> rows{tilebuf};
+  AbftStagedRows<K, kStrips> rows{tilebuf};
   rows.each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) {
+    const int l0 = ftgen_rules::abft_strip_local(c0, St::kCols);  // (the weights of the part's strip)
     float s1 = 0.f, sw = 0.f, sq = 0.f, mx = 0.f;
 #pragma unroll 4
     for (int j = 0; j < S::kWarpN; ++j) {
       const float v = g.col0 + c0 + j < N ? static_cast<float>(x[j]) : 0.f;
       s1 += v;
-      sw = fmaf(float(c0 + j + 1), v, sw);
+      sw = fmaf(float(l0 + j + 1), v, sw);
       sq = fmaf(v, v, sq);
       mx = fmaxf(mx, fabsf(v));
     }
@@ -1118,20 +1207,23 @@ __device__ __noinline__ bool abft_verify_staged(Sc& sc, typename K::ElementAcc* 
     sc.norm[w][rl] = make_float2(sq, mx);
   });
   __syncthreads();
-  abft_pass1_rows<K, true>(sc, g, ref_row, tid);
-  if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) == 0) return false;
+  abft_pass1_rows<K, true, kStrips>(sc, g, [&](int u) { return sc.pre[u]; }, tid);
+  if (__syncthreads_count(abft_any_unit<St::kUnits, K::kThreads>(tid, [&](int u) { return sc.col[u] == -3; })) == 0) return false;
   return abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);
 }
 
-// The rare path's arguments for tile (tm, tn) verified after the whole k (abft_once_kernel, abft_check_kernel).
-template <class K, bool kInject>
+// The rare path's arguments for tile (tm, tn) verified after the whole k (abft_once_kernel, abft_check_kernel), its
+// kStrips checksum strips of kCols columns each: the threshold unit lambda u (sqrt(k) + sqrt(kCols) + 1), the weights
+// 1..kCols, the encodings of the tile's first strip (the next strip's k further on).
+template <class K, bool kInject, int kStrips = 1>
 CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int tn, bool final_attempt) {
   using S = AbftShape<K>;
+  using St = AbftStrips<K, kStrips>;
   const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
-  const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(S::kN)) + 1.f);
-  const float rms_w = sqrtf((S::kN + 1.f) * (2.f * S::kN + 1.f) / 6.f);
-  return AbftRareArgs{p.A, p.lda, p.enc + static_cast<long long>(tn) * Kd, Kd, M, N, tm * S::kM, tn * S::kN, unit, p.fixed,
-                      rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters};
+  const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(St::kCols)) + 1.f);
+  const float rms_w = sqrtf((St::kCols + 1.f) * (2.f * St::kCols + 1.f) / 6.f);
+  return AbftRareArgs{p.A, p.lda, p.enc + static_cast<long long>(tn) * kStrips * Kd, Kd, M, N, tm * S::kM, tn * S::kN, unit, p.fixed,
+                      rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters, Kd};
 }
 
 // The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
@@ -1214,7 +1306,7 @@ __global__ void __launch_bounds__(256) abft_fault_error_kernel(AbftParams<K> p, 
   if constexpr (kInject) p.t.records[i] = planned_record<E>(f, gi, gj, sum);
 }
 
-template <class K, bool kInject, bool kRowA, bool kDeferRare, class Sc>
+template <class K, bool kInject, bool kRowA, bool kDeferRare, int kStrips, class Sc>
 CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile);
 
 // kRedo = false: a block per tile (the grid of the unprotected kernel); a tile whose verification asks for a
@@ -1222,26 +1314,35 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile);
 // (launched after it, a block per SM): the listed tiles, recomputed (at most kMaxAttempts computations in all) and
 // written. Kept apart so the first kernel's main loop is not nested in a loop of recomputations (that cost it 20
 // instructions per k-iteration and spills).
-template <class K, bool kInject, bool kRowA, bool kRedo, bool kDefer = false>
+// kStrips: the checksum strips per tile (AbftStrips; 1: the tile's tb_n columns; ref_checksums: concurrent: a strip per
+// warp column). kDefer stores its sums with the strips' weights and keeps the scratch of one strip (its shared memory is
+// the unprotected kernel's main loop's plus that: a larger one shrinks the L1 carve-out).
+template <class K, bool kInject, bool kRowA, bool kRedo, bool kDefer = false, int kStrips = 1>
 __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p) {
   static_assert(!(kRedo && kDefer), "the recomputation verifies in the kernel");
   using ML = Mainloop<typename K::Mma, 1, cutlass::gemm::SharedMemoryClearOption::kNone>;
   using Frag = typename K::FragmentC;
   using S = AbftShape<K>;
+  using St = AbftStrips<K, kStrips>;
+  using Sx = AbftStrips<K, kDefer ? 1 : kStrips>;  // the units of the scratch (kDefer: scores only, none recorded)
   using E = typename K::ElementAcc;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& st = *reinterpret_cast<AbftStorage<K, ML>*>(smem_raw);
+  auto& st = *reinterpret_cast<AbftStorage<K, ML, Sx::kStrips>*>(smem_raw);
   auto& sc = st.sc;
   static_assert(sizeof(st.ss) >= sizeof(E) * S::kM * AbftStagedRows<K>::kPitch, "the staged tile fits the main loop's shared memory");
   E* const tilebuf = reinterpret_cast<E*>(&st.ss);
   const int tid = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = threadIdx.x % 32;
   const int total = p.t.total_k;
   Frag acc[1];
-  // r, r' of tile tc's rows at its (only) checkpoint into sc.pre: cp.async, in the main loop's first group of copies
+  // r, r' of tile tc's units (rows of its kStrips strips) at its (only) checkpoint into sc.pre: cp.async, in the main
+  // loop's first group of copies
   auto fetch_ref = [&](cutlass::gemm::GemmCoord tc) {
-    const int t = fresh_tid(), M = p.t.gemm.problem_size.m(), row = tc.m() * S::kM + t;
-    const float2* ref = p.ref + (static_cast<long long>(tc.n()) * p.chunks + p.chunks - 1) * M;
-    if (t < S::kM) cutlass::arch::cp_async_zfill<8>(&sc.pre[t], ref + (row < M ? row : 0), row < M);
+    const int M = p.t.gemm.problem_size.m();
+    abft_each_unit<Sx::kUnits, K::kThreads>(fresh_tid(), [&](int u) {
+      const int row = tc.m() * S::kM + Sx::row(u);
+      const float2* ref = p.ref + ((static_cast<long long>(tc.n()) * Sx::kStrips + Sx::strip(u)) * p.chunks + p.chunks - 1) * M;
+      cutlass::arch::cp_async_zfill<8>(&sc.pre[u], ref + (row < M ? row : 0), row < M);
+    });
   };
   // k-iterations [it0, it0 + count) of tile tc into acc, from fresh iterators through a fresh pipeline (drained at
   // the end: the shared memory is free afterwards)
@@ -1254,18 +1355,19 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   auto verify = [&](cutlass::gemm::GemmCoord tc, int attempt) {
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { tilebuf[x] = acc[0][e]; });
     __syncthreads();
-    const bool redo = abft_verify_staged<K, kRowA>(sc, tilebuf, abft_once_args<K, kInject>(p, tc.m(), tc.n(), attempt + 1 >= kMaxAttempts));
+    const bool redo = abft_verify_staged<K, kRowA, Sx::kStrips>(sc, tilebuf, abft_once_args<K, kInject, Sx::kStrips>(p, tc.m(), tc.n(), attempt + 1 >= kMaxAttempts));
     __syncthreads();
     AbftStagedRows<K>::each_of_fragment([&](int e, int x) { acc[0][e] = tilebuf[x]; });
     __syncthreads();  // the shared memory goes back to the main loop or the epilogue
     return redo;
   };
-  // kDefer: the tile's pass-1 sums, per row and warp column, to p.obs (abft_check_kernel decides after the kernel)
+  // kDefer: the tile's pass-1 sums, per row and warp column (the weighted sum with the weights of the kStrips strips), to
+  // p.obs (abft_check_kernel decides after the kernel)
   auto defer_sums = [&](cutlass::gemm::GemmCoord tc) {
     const int t = fresh_tid(), w = t / 32, M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n();
     const int warp_n = w / S::kWarpsM, row0 = tc.m() * S::kM, col0 = tc.n() * S::kN;
     float4* const obs = p.obs + (static_cast<long long>(tc.n()) * S::kWarpsN + warp_n) * M + row0;
-    abft_frag_sums<K, true>(acc[0], col0 + S::kN <= N, col0, N, t % 32, w % S::kWarpsM, warp_n, [&](int rl, float s1, float sw, float sq, float mx) {
+    abft_frag_sums<K, true, St::kCols>(acc[0], col0 + S::kN <= N, col0, N, t % 32, w % S::kWarpsM, warp_n, [&](int rl, float s1, float sw, float sq, float mx) {
       if (row0 + rl < M) obs[rl] = make_float4(s1, sw, sq, mx);
     });
   };
@@ -1341,15 +1443,17 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       add_count(p.t.counters, &ftgen::FtCounters::corrected, 1u);  // by the recomputation (as gemm.abft_gemm_model counts it)
     }
   };
-  // ref_checksums: concurrent: the rows abft_check_kernel listed, each recomputed from A and B in double and written to C
-  // (alpha x the row; beta = 0 on this path), split along k into `parts` blocks: a thread per column and k residue,
-  // the parts' partial rows to p.row_part, added up in k order by part 0 once all are stored (a cooperative launch).
-  // A row costs 2 tb_n k products and reads the tile's strip of B once, against a tile's 2 tb_m tb_n k.
+  // ref_checksums: concurrent: the units (rows of a checksum strip: id = tile kUnits + unit) abft_check_kernel listed, each
+  // recomputed from A and B in double and written to C (alpha x the row of the strip; beta = 0 on this path), split along
+  // k into `parts` blocks: a thread per column and k residue, the parts' partial rows to p.row_part, added up in k order
+  // by part 0 once all are stored (a cooperative launch). A unit costs 2 kCols k products and reads its strip of B once,
+  // against a tile's 2 tb_m tb_n k.
   auto redo_rows = [&] {
     const int listed = min(__ldcg(p.rows_redo), p.rows_cap);
     if (listed == 0) return;
-    constexpr int kMaxParts = 32, kRes = K::kThreads / S::kN;  // parts per row (at most); k residues per column
-    static_assert(K::kThreads % S::kN == 0, "whole columns per thread set");
+    constexpr int kC = St::kCols;
+    constexpr int kMaxParts = 32, kRes = K::kThreads / kC;  // parts per unit (at most); k residues per column
+    static_assert(K::kThreads % kC == 0, "whole columns per thread set");
     const int parts = max(1, min(kMaxParts, static_cast<int>(gridDim.x) / listed));
     const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
     const long long ldc = p.t.gemm.ref_D.stride(0);
@@ -1358,15 +1462,16 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
       const int j = item / parts, c = item % parts, id = __ldcg(p.rows_redo + 1 + j);
       if (id < 0) continue;  // (block-uniform: an unused slot)
-      const int tile = id / S::kM, gi = (tile / p.t.tiles_n) * S::kM + id % S::kM, col0 = (tile % p.t.tiles_n) * S::kN;
-      const int t = fresh_tid(), cl = t % S::kN, res = t / S::kN, gj = col0 + cl;
+      const int tile = id / St::kUnits, u = id % St::kUnits, gi = (tile / p.t.tiles_n) * S::kM + St::row(u);
+      const int col0 = (tile % p.t.tiles_n) * S::kN + ftgen_rules::abft_strip_column(St::strip(u), kC, 0);  // the strip's first column
+      const int t = fresh_tid(), cl = t % kC, res = t / kC, gj = col0 + cl;
       const int k0 = static_cast<int>(static_cast<long long>(Kd) * c / parts), k1 = static_cast<int>(static_cast<long long>(Kd) * (c + 1) / parts);
       double s = gi < M && gj < N ? ab_dot(gi, gj, k0 + res, k1, kRes) : 0.0;
       red[t] = s;
       __syncthreads();
       if (res == 0) {
-        for (int q = 1; q < kRes; ++q) s += red[q * S::kN + cl];
-        p.row_part[static_cast<size_t>(item) * S::kN + cl] = s;
+        for (int q = 1; q < kRes; ++q) s += red[q * kC + cl];
+        p.row_part[static_cast<size_t>(item) * kC + cl] = s;
       }
       __threadfence();
       __syncthreads();
@@ -1378,12 +1483,12 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
         __threadfence();
         if (res == 0 && gi < M && gj < N) {
           double v = 0.0;
-          const double* const prow = p.row_part + static_cast<size_t>(j) * parts * S::kN + cl;
+          const double* const prow = p.row_part + static_cast<size_t>(j) * parts * kC + cl;
           for (int q0 = 0; q0 < parts; q0 += 16) {  // (loads in flight 16 at a time, added in k order)
             double b[16];
             CUTLASS_PRAGMA_UNROLL
             for (int u = 0; u < 16; ++u)
-              if (q0 + u < parts) b[u] = __ldcg(prow + static_cast<size_t>(q0 + u) * S::kN);
+              if (q0 + u < parts) b[u] = __ldcg(prow + static_cast<size_t>(q0 + u) * kC);
             CUTLASS_PRAGMA_UNROLL
             for (int u = 0; u < 16; ++u)
               if (q0 + u < parts) v += b[u];
@@ -1397,7 +1502,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   };
   auto finish = [&](cutlass::gemm::GemmCoord tc) {  // the tile's largest score, then its output
     const int t = fresh_tid();
-    const float best = t < S::kM ? sc.score[t] : 0.f;
+    float best = 0.f;
+    abft_each_unit<Sx::kUnits, K::kThreads>(t, [&](int u) { best = fmaxf(best, sc.score[u]); });
     if (best > 0.f) ftgen::record_score(p.t.counters, static_cast<double>(best));
     epilogue<K>(st.ss.epilogue, p.t.gemm, p.t.gemm.params_D, p.t.gemm.ref_D.data(), acc[0], tc.m(), tc.n(), t, t / 32, t % 32);
   };
@@ -1412,7 +1518,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       const int i = p.t.fault_by_block != nullptr ? __ldg(p.t.fault_by_block + tile) : -1;
       if (i >= 0) step = __ldg(&p.t.faults[i].step);
     }
-    if (tid < S::kM) sc.score[tid] = 0.f;
+    abft_each_unit<Sx::kUnits, K::kThreads>(tid, [&](int u) { sc.score[u] = 0.f; });
     if (attempt_once(tc, tile, 0, step)) {  // block-uniform
       if (fresh_tid() == 0) p.redo[1 + atomicAdd(p.redo, 1)] = tile;
       return;
@@ -1428,7 +1534,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       const int nf = __ldcg(p.flagged);
       if (nf > 0) {  // (the same in every block)
         for (int j = blockIdx.x; j < nf; j += gridDim.x) {
-          abft_check_tile<K, kInject, kRowA, false>(p, sc, __ldcg(p.flagged + 1 + j));
+          abft_check_tile<K, kInject, kRowA, false, kStrips>(p, sc, __ldcg(p.flagged + 1 + j));
           __syncthreads();
         }
         // then, once every block's listing is stored, the recomputations: a grid barrier (a cooperative launch: every
@@ -1504,7 +1610,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
         load_frag<K>(slots, acc[0], fresh_tid());
       }
       count_recomputation();
-      if (const int t = fresh_tid(); t < S::kM) sc.score[t] = 0.f;
+      abft_each_unit<Sx::kUnits, K::kThreads>(fresh_tid(), [&](int u) { sc.score[u] = 0.f; });
       bool redo = verify(tc, 1);
       for (int attempt = 2; redo; ++attempt) {  // (a second detection: the whole tile in this block)
         count_recomputation();
@@ -1518,20 +1624,21 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
 
 // ---- ref_checksums: concurrent: the check after the GEMM -----------------------------------------------------------
 // The GEMM (abft_once_kernel<.., kDefer = true>) runs while the pre-passes compute r, r' on another stream; it stores
-// each tile's pass-1 sums per row and warp column (p.obs) beside C. abft_check_tile checks one tile: pass 1 against r, r'
-// as abft_verify_staged's; a tile with a flagged row is (kDeferRare: abft_check_kernel, after both, a block per tile)
-// listed in p.flagged, or (abft_once_kernel's second launch, first) taken through the same rare path on the tile in C
-// (AbftGlobalRows: located elements corrected in C); a row that is not located (every detected row with correct:
-// detect) is listed in p.rows_redo, which the second launch then recomputes from A and B (a tile only where that list
-// is full, in p.redo). (beta = 0 and alpha != 0 only: C then holds alpha x the accumulators and nothing of its old value
-// is needed.)
-template <class K, bool kInject, bool kRowA, bool kDeferRare, class Sc>
+// each tile's pass-1 sums per row and warp column (p.obs) beside C. abft_check_tile checks one tile, unit by unit (a row of
+// one of its kStrips checksum strips: the concurrent design checks each row of each warp column against the reference of
+// that warp column): pass 1 against r, r' as abft_verify_staged's; a tile with a flagged unit is (kDeferRare:
+// abft_check_kernel, after both, a block per tile) listed in p.flagged, or (abft_once_kernel's second launch, first)
+// taken through the same rare path on the tile in C (AbftGlobalRows: located elements corrected in C); a unit that is
+// not located (every detected unit with correct: detect) is listed in p.rows_redo, which the second launch then
+// recomputes from A and B (its row of its strip; a tile only where that list is full, in p.redo). (beta = 0 and alpha
+// != 0 only: C then holds alpha x the accumulators and nothing of its old value is needed.)
+template <class K, bool kInject, bool kRowA, bool kDeferRare, int kStrips, class Sc>
 CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
   using S = AbftShape<K>;
+  using St = AbftStrips<K, kStrips>;
   const int M = p.t.gemm.problem_size.m(), tiles_n = p.t.tiles_n;
   const int tid = threadIdx.x, tm = tile / tiles_n, tn = tile % tiles_n;
   const int row0 = tm * S::kM, col0 = tn * S::kN, row = row0 + tid;
-  float2 ref_row = make_float2(0.f, 0.f);
   if (tid < S::kM) {
     const bool in = row < M;
     CUTLASS_PRAGMA_UNROLL
@@ -1540,37 +1647,44 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
       sc.sums[w][tid] = make_float2(o.x, o.y);
       sc.norm[w][tid] = make_float2(o.z, o.w);
     }
-    if (in) ref_row = __ldg(p.ref + (static_cast<long long>(tn) * p.chunks + p.chunks - 1) * M + row);
-    sc.score[tid] = 0.f;
   }
+  // r, r' of each unit (row and strip: the reference of strip tn kStrips + s)
+  abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
+    const int r = row0 + St::row(u);
+    sc.pre[u] = r < M ? __ldg(p.ref + ((static_cast<long long>(tn) * kStrips + St::strip(u)) * p.chunks + p.chunks - 1) * M + r)
+                      : make_float2(0.f, 0.f);
+    sc.score[u] = 0.f;
+  });
   __syncthreads();
-  const AbftRareArgs g = abft_once_args<K, kInject>(p, tm, tn, kMaxAttempts <= 1);
-  abft_pass1_rows<K, true>(sc, g, ref_row, tid);
-  if (__syncthreads_count(tid < S::kM && sc.col[tid] == -3) != 0) {  // (rare)
+  const AbftRareArgs g = abft_once_args<K, kInject, kStrips>(p, tm, tn, kMaxAttempts <= 1);
+  abft_pass1_rows<K, true, kStrips>(sc, g, [&](int u) { return sc.pre[u]; }, tid);
+  if (__syncthreads_count(abft_any_unit<St::kUnits, K::kThreads>(tid, [&](int u) { return sc.col[u] == -3; })) != 0) {  // (rare)
     if constexpr (kDeferRare) {  // listed for the second launch (which records the tile's scores)
       if (tid == 0) p.flagged[1 + atomicAdd(p.flagged, 1)] = tile;
       return;
     } else {
       const long long ldd = p.t.gemm.ref_D.stride(0);
-      AbftGlobalRows<K> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
+      AbftGlobalRows<K, kStrips> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
       bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
-      // the rows to recompute (not located; every detected row with correct: detect), listed for the second launch,
-      // which recomputes each from A and B; where the list is full, the tile is recomputed instead
-      // a row to recompute: inside C, and not located (every detected row with correct: detect)
-      auto redo_row = [&](int rl) { return row0 + rl < M && (sc.col[rl] == -2 || (!g.online && sc.col[rl] != -1)); };
-      const int n = __syncthreads_count(g.correct && !g.final_attempt && tid < S::kM && redo_row(tid));
+      // the units to recompute (a row of a strip: inside C, and not located; every detected unit with correct: detect),
+      // listed for the second launch, which recomputes each from A and B; where the list is full, the tile is
+      // recomputed instead
+      auto redo_unit = [&](int u) { return row0 + St::row(u) < M && (sc.col[u] == -2 || (!g.online && sc.col[u] != -1)); };
+      int n = 0;  // (block-uniform)
+      for (int u0 = 0; u0 < St::kUnits; u0 += K::kThreads)
+        n += __syncthreads_count(g.correct && !g.final_attempt && u0 + tid < St::kUnits && redo_unit(u0 + tid));
       if (!tile_redo && n > 0) {
         if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n);
         __syncthreads();
         const int base = sc.pend[0];
         if (base + n <= p.rows_cap) {
-          if (tid < 32) {  // the rows in order, by warp 0, 32 at a time (ballots)
+          if (tid < 32) {  // the units in order, by warp 0, 32 at a time (ballots)
             const int lane = tid;
-            for (int r0 = 0, x = base; r0 < S::kM; r0 += 32) {
-              const int rl = r0 + lane;
-              const bool want = redo_row(rl);
+            for (int u0 = 0, x = base; u0 < St::kUnits; u0 += 32) {
+              const int u = u0 + lane;
+              const bool want = redo_unit(u);
               const unsigned m = __ballot_sync(0xffffffffu, want);
-              if (want) p.rows_redo[1 + x + __popc(m & ((1u << lane) - 1u))] = tile * S::kM + rl;
+              if (want) p.rows_redo[1 + x + __popc(m & ((1u << lane) - 1u))] = tile * St::kUnits + u;
               x += __popc(m);
             }
           }
@@ -1585,15 +1699,16 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
       }
     }
   }
-  const float best = tid < S::kM ? sc.score[tid] : 0.f;
+  float best = 0.f;
+  abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) { best = fmaxf(best, sc.score[u]); });
   if (best > 0.f) ftgen::record_score(g.counters, static_cast<double>(best));
 }
 
 // abft_check_tile for every tile, a block each; the rare path of a flagged tile is left to the second launch
 // (abft_once_kernel<.., kRedo>): here its reads of A, the encodings and C queued behind this kernel's reads of the sums
 // (a round trip 2-8 us while the other blocks ran, the tile's rare path ~15 us, the kernel's end waiting for it)
-template <class K, bool kInject, bool kRowA>
+template <class K, bool kInject, bool kRowA, int kStrips = 1>
 __global__ void __launch_bounds__(K::kThreads, 8) abft_check_kernel(AbftParams<K> p) {
-  __shared__ AbftPass1Scratch<K> sc;
-  abft_check_tile<K, kInject, kRowA, true>(p, sc, blockIdx.x);
+  __shared__ AbftPass1Scratch<K, kStrips> sc;
+  abft_check_tile<K, kInject, kRowA, true, kStrips>(p, sc, blockIdx.x);
 }

@@ -43,7 +43,10 @@
 #include "ftgen_gemm.h"
 #include "ftgen_gemm_rules.h"
 
+// Every generated variant compiles its own copy of what follows; internal linkage keeps the copies of two variants
+// apart when both are linked into one library.
 namespace ftgen_tmr {
+namespace {
 
 #ifndef FTGEN_TMR_INJECT
 #define FTGEN_TMR_INJECT 0
@@ -57,6 +60,10 @@ constexpr bool kAbftPrepass = FTGEN_ABFT_PREPASS != 0;
 #define FTGEN_ABFT_CONCURRENT 0  // ref_checksums: concurrent (implies the pre-pass)
 #endif
 constexpr bool kAbftConcurrent = FTGEN_ABFT_CONCURRENT != 0;
+#ifndef FTGEN_ABFT_STRIP_N
+#define FTGEN_ABFT_STRIP_N 0  // ref_checksums: concurrent: columns of a checksum strip (the warp column; 0: the tile's tb_n)
+#endif
+constexpr int kAbftStripN = FTGEN_ABFT_STRIP_N;
 static_assert(!kAbftConcurrent || kAbftPrepass, "ref_checksums: concurrent runs the pre-pass kernels");
 
 enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4, kLevelAbft = 5 };
@@ -1438,12 +1445,13 @@ __global__ void __launch_bounds__(K::kThreads) recompute_kernel(RecomputeParams<
 }
 
 // ---- zero-padded copy of an operand (fp16/bf16 operands with odd contiguous extent or stride) ---
+// dst (rows_dst x ld_dst) = src (rows x cols) with zeros around it
 template <class T>
-__global__ void repack_kernel(const T* src, long long ld_src, T* dst, long long ld_dst, int rows, int cols) {
-  const long long total = static_cast<long long>(rows) * ld_dst;
+__global__ void repack_kernel(const T* src, long long ld_src, T* dst, long long ld_dst, int rows, int cols, int rows_dst) {
+  const long long total = static_cast<long long>(rows_dst) * ld_dst;
   for (long long i = blockIdx.x * 256ll + threadIdx.x; i < total; i += 256ll * gridDim.x) {
     const int r = static_cast<int>(i / ld_dst), c = static_cast<int>(i % ld_dst);
-    dst[i] = c < cols ? src[r * ld_src + c] : T(0);
+    dst[i] = r < rows && c < cols ? src[r * ld_src + c] : T(0);
   }
 }
 
@@ -1565,13 +1573,18 @@ struct Layout {
   // ref_checksums: concurrent: at index flagged of the redo ints, the tiles the check leaves to the rare path of the
   // second launch ([count][tiles][barrier])
   size_t flagged = 0;
+  // the checksum strips of the pre-pass (the encodings, the reference rows): `strips` of strip_n columns (strip_n: the
+  // tile's tb_n, or with ref_checksums: concurrent and one checkpoint per tile FTGEN_ABFT_STRIP_N; the workspace is sized
+  // for these, and a run that falls back to the prepass design takes the tile's strips in it: Runner::tile_strips)
+  int strips = 0, strip_n = 0;
 };
 
 // Threadblock ABFT settings of a variant (kLevelAbft; see cutlass_abft.cuh).
 struct AbftConfig {
-  float unit = 0.f;   // lambda * u
-  float fixed = 0.f;  // > 0: fixed threshold
-  int online = 1;     // correct: online (1) or detect (0)
+  float unit = 0.f;       // lambda * u
+  float fixed = 0.f;      // > 0: fixed threshold
+  int online = 1;         // correct: online (1) or detect (0)
+  float conc_unit = 0.f;  // ref_checksums: concurrent: lambda * u of its check per strip of FTGEN_ABFT_STRIP_N columns (0: unit)
 };
 
 // The problem as the level runners see it (operands possibly replaced by padded copies).
@@ -1616,6 +1629,10 @@ struct Runner {
   static int const kSmemRecompute = int(sizeof(RecomputeStorage<K, MLCopy>));
   static int const kSmemTb = int(sizeof(SharedStorage<K, MLTb>));
   static int const kSmemAbft = int(sizeof(AbftStorage<K, MLCopy>));
+  // ref_checksums: concurrent: its checksum strips per tile (one per warp column with FTGEN_ABFT_STRIP_N = warp_n), and
+  // the shared memory of the kernels that check them (the GEMM itself keeps kSmemAbft: abft_once_kernel's kDefer)
+  static int const kConcStrips = kAbftConcurrent && kAbftStripN > 0 ? K::Shape::kN / kAbftStripN : 1;
+  static int const kSmemAbftConc = int(sizeof(AbftStorage<K, MLCopy, kConcStrips>));
 
   static cutlass::gemm::GemmCoord tiled(int m, int n, int k) {
     typename K::Swizzle sw;
@@ -1910,7 +1927,7 @@ struct Runner {
   // The pre-passes of threadblock ABFT on stream s: the strip encodings of B, then (prepass) r, r' at every checkpoint.
   static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
-    const int strips = q.lay.tiles_n;
+    const int strips = q.lay.strips;  // (of q.lay.strip_n columns: the tile's, or ref_checksums: concurrent's)
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     // (row-major B: a warp per 8 k rows of a strip; column-major: a thread per k row and strip)
@@ -1918,7 +1935,7 @@ struct Runner {
     const bool ref_tc = ref_on_tc(q);
     float* E = ref_tc ? reinterpret_cast<float*>(q.ws + q.lay.ref_e) : nullptr;
     abft_enc_kernel<EB, kRowB><<<static_cast<unsigned>((threads + 255) / 256), 256, 0, s>>>(static_cast<const EB*>(q.B), q.ldb, q.k, q.n,
-                                                                                          K::Shape::kN, strips, enc, E, q.lay.ref_w);
+                                                                                          q.lay.strip_n, strips, enc, E, q.lay.ref_w);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
@@ -1979,15 +1996,30 @@ struct Runner {
 
   // abft_once_kernel's second launch: the listed tiles recomputed, a block per SM, all resident (redo_part holds sms
   // tiles; the parts of a tile wait for each other)
+  // (kStrips: the checksum strips per tile of the check that listed them)
+  template <int kStrips = 1>
   static cudaError_t launch_redo(AbftParams<K>& ap, cudaStream_t s) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
-    auto redo = abft_once_kernel<K, kInject, kRowA, true>;
+    constexpr int kSmem = kStrips == 1 ? kSmemAbft : kSmemAbftConc;
+    static_assert(kStrips == 1 || kStrips == kConcStrips, "the strips of the prepass or the concurrent design");
+    auto redo = abft_once_kernel<K, kInject, kRowA, true, false, kStrips>;
     DeviceProps dp;
     cudaError_t e;
-    if ((e = set_smem(redo, kSmemAbft)) != cudaSuccess || (e = device_props(dp)) != cudaSuccess) return e;
+    if ((e = set_smem(redo, kSmem)) != cudaSuccess || (e = device_props(dp)) != cudaSuccess) return e;
     void* args[] = {&ap};
     return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(redo), dim3(static_cast<unsigned>(std::max(dp.sms, 1))),
-                                       dim3(K::kThreads), args, kSmemAbft, s);
+                                       dim3(K::kThreads), args, kSmem, s);
+  }
+
+  // The problem with the pre-pass on the tiles' own checksum strips (tb_n columns): a ref_checksums: concurrent build
+  // whose run falls back to the prepass design (beta != 0 or alpha == 0) takes them in the workspace sized for its
+  // finer strips (fewer strips: every section fits).
+  static Prepared tile_strips(const Prepared& q) {
+    Prepared r = q;
+    r.lay.strips = q.lay.tiles_n;
+    r.lay.strip_n = K::Shape::kN;
+    if (r.lay.ref_tc) r.lay.ref_w = (2 * r.lay.strips + 7) / 8 * 8;
+    return r;
   }
 
   // ref_checksums: concurrent (one checkpoint per tile, beta = 0, alpha != 0): the GEMM (abft_once_kernel<.., kDefer>,
@@ -2001,10 +2033,14 @@ struct Runner {
       const char* v = std::getenv("FTGEN_ABFT_SIDE");
       return v == nullptr ? 0 : std::strcmp(v, "high") == 0 ? 1 : std::strcmp(v, "serial") == 0 ? 2 : 0;
     }();
-    auto first = abft_once_kernel<K, kInject, kRowA, false, true>;
+    static_assert(kAbftStripN == 0 || (K::Shape::kN % kAbftStripN == 0 && kAbftStripN % AbftShape<K>::kWarpN == 0),
+                  "FTGEN_ABFT_STRIP_N: whole warp columns, dividing tb_n");
+    // the GEMM storing its sums with the weights of the check's strips (kConcStrips per tile, its scratch kSmemAbft's)
+    auto first = abft_once_kernel<K, kInject, kRowA, false, true, kConcStrips>;
     cudaError_t e;
     if ((e = set_smem(first, kSmemAbft)) != cudaSuccess) return e;
     AbftParams<K> ap = abft_params(q);
+    if (q.abft.conc_unit > 0.f) ap.unit = q.abft.conc_unit;  // the threshold unit of the strips' check (its lambda)
     ap.obs = reinterpret_cast<float4*>(q.ws + q.lay.obs);
     const int tiles = q.lay.tiles_m * q.lay.tiles_n;
     Streams* st = nullptr;
@@ -2030,17 +2066,18 @@ struct Runner {
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
-    abft_check_kernel<K, kInject, kRowA><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
+    abft_check_kernel<K, kInject, kRowA, kConcStrips><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    return launch_redo(ap, s);
+    return launch_redo<kConcStrips>(ap, s);
   }
 
-  static cudaError_t run_abft(const Prepared& q, cudaStream_t s) {
+  static cudaError_t run_abft(const Prepared& q0, cudaStream_t s) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     if constexpr (kAbftConcurrent) {
       // (C then holds alpha x the accumulators: the check reads them back from it)
-      if (q.lay.chunks == 1 && q.beta == 0.0 && q.alpha != 0.0) return run_abft_concurrent(q, s);
+      if (q0.lay.chunks == 1 && q0.beta == 0.0 && q0.alpha != 0.0) return run_abft_concurrent(q0, s);
     }
+    const Prepared q = tile_strips(q0);  // the prepass and fused designs: a checksum strip per tile
     cudaError_t e = launch_prepass(q, s);
     if (e != cudaSuccess) return e;
     AbftParams<K> ap = abft_params(q);
@@ -2142,6 +2179,11 @@ struct Launcher {
   static constexpr bool kRepack = sizeof(EA) < 4;
   static_assert(std::is_same<OpMain, OpFallback>::value || KF::kAlignC == 1, "the fallback stores C element by element");
 
+  // K of the repacked operands: padded with zeros to a multiple of 8 where it is an operand's contiguous extent (A
+  // row-major, B column-major), else unchanged. An odd K there would leave every k-tile after the first, partial one
+  // at an odd element offset, which the 4-byte accesses cannot read.
+  static int pad_k(int k) { return (kRowA || !kRowB) ? static_cast<int>(round_up(k, 8)) : k; }
+
   static Layout layout(int m, int n, int k, int coop_teams_param, int interval = 1) {
     Layout L;
     const cutlass::gemm::GemmCoord t = RM::tiled(m, n, k);
@@ -2156,8 +2198,9 @@ struct Launcher {
       return at;
     };
     if constexpr (kRepack) {
-      const Operand a = kRowA ? Operand{m, k, 0} : Operand{k, m, 0};
-      const Operand b = kRowB ? Operand{k, n, 0} : Operand{n, k, 0};
+      const int kk = pad_k(k);  // (the same k-tiles: total_k is unchanged)
+      const Operand a = kRowA ? Operand{m, kk, 0} : Operand{kk, m, 0};
+      const Operand b = kRowB ? Operand{kk, n, 0} : Operand{n, kk, 0};
       L.ld_rep_a = static_cast<long long>(round_up(a.cols, 8));
       L.ld_rep_b = static_cast<long long>(round_up(b.cols, 8));
       L.rep_a = take(size_t(a.rows) * L.ld_rep_a * sizeof(EA));
@@ -2182,7 +2225,15 @@ struct Launcher {
       L.coop_slots = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kTileElems * sizeof(Acc));
       L.coop_digests = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kThreads * sizeof(uint4));
     }
-    if (kLevel == kLevelAbft) L.enc = take(size_t(L.tiles_n) * k * sizeof(float4));
+    if (kLevel == kLevelAbft) {
+      // the checksum strips: the tiles' (tb_n columns), or with ref_checksums: concurrent and one checkpoint per tile
+      // (its design runs only then) RM::kConcStrips per tile (FTGEN_ABFT_STRIP_N columns each)
+      const int iv = std::min(std::max(interval, 1), L.total_k);
+      const bool conc = kAbftConcurrent && (L.total_k - 1) / iv == 0;
+      L.strips = L.tiles_n * (conc ? RM::kConcStrips : 1);
+      L.strip_n = KM::Shape::kN / (conc ? RM::kConcStrips : 1);
+      L.enc = take(size_t(L.strips) * k * sizeof(float4));
+    }
     if (kLevel == kLevelAbft && kAbftPrepass) {
       const int iv = std::min(std::max(interval, 1), L.total_k);
       L.chunks = (L.total_k - 1) / iv + 1;
@@ -2191,12 +2242,12 @@ struct Launcher {
       // (Measured at 4096^3, 64 blocks per interval: 512 blocks of 16 k-iterations 82 us, 1024 of 8 90 us.)
       DeviceProps dp;
       const int sms = device_props(dp) == cudaSuccess && dp.sms > 0 ? dp.sms : 132;
-      const long long per_slot = static_cast<long long>((m + 63) / 64) * ((L.tiles_n + 31) / 32);
+      const long long per_slot = static_cast<long long>((m + 63) / 64) * ((L.strips + 31) / 32);
       const long long want = 4LL * sms / (per_slot * L.chunks);
       const int parts = static_cast<int>(std::max(1LL, std::min<long long>(want, iv / 8)));
       L.part_len = (iv + parts - 1) / parts;
       L.parts = (iv + L.part_len - 1) / L.part_len;
-      L.ref = take(size_t(L.tiles_n) * L.chunks * m * sizeof(float2));
+      L.ref = take(size_t(L.strips) * L.chunks * m * sizeof(float2));
       // on the tensor cores where k has no residue iteration (and, checked at run time, A's alignment holds at every
       // sub-chunk); the SIMT pre-pass otherwise
       const int kt = KM::Shape::kK;
@@ -2208,11 +2259,11 @@ struct Launcher {
         L.ref_sub = g * kt;
         L.ref_per = iv / g;
         L.subs = (k + L.ref_sub - 1) / L.ref_sub;
-        L.ref_w = (2 * L.tiles_n + 7) / 8 * 8;
+        L.ref_w = (2 * L.strips + 7) / 8 * 8;
         L.ref_e = take(size_t(k) * L.ref_w * sizeof(float));
         L.ref_d = take(size_t(L.subs) * m * L.ref_w * sizeof(float));
       }
-      if (L.parts > 1) L.ref_parts = take(size_t(L.tiles_n) * L.chunks * L.parts * m * sizeof(float2));
+      if (L.parts > 1) L.ref_parts = take(size_t(L.strips) * L.chunks * L.parts * m * sizeof(float2));
       if (L.chunks == 1) {  // abft_once_kernel: the tiles to recompute, a partial tile per block of the second launch
         L.rows_cap = kAbftConcurrent ? 2 * sms : 0;
         L.redo_ints = 1 + 3 * size_t(tiles) + (kAbftConcurrent ? 1 + 2 * size_t(L.rows_cap) : 0);
@@ -2288,24 +2339,30 @@ struct Launcher {
       DeviceProps dp;
       cudaError_t e = device_props(dp);
       if (e != cudaSuccess) return e;
-      if (!operand_aligned(p->A, a, KF::kAlignA, sizeof(EA))) {
+      // a padded K needs both operands copied (the zeros of one meet the zeros of the other)
+      const int kk = pad_k(p->k);
+      const bool padded = kk != p->k;
+      if (padded || !operand_aligned(p->A, a, KF::kAlignA, sizeof(EA))) {
         EA* dst = reinterpret_cast<EA*>(q.ws + q.lay.rep_a);
-        const long long total = static_cast<long long>(a.rows) * q.lay.ld_rep_a;
+        const int rows = kRowA ? a.rows : kk;
+        const long long total = static_cast<long long>(rows) * q.lay.ld_rep_a;
         repack_kernel<EA><<<static_cast<int>(std::min<long long>((total + 255) / 256, 8ll * dp.sms)), 256, 0, s>>>(
-            static_cast<const EA*>(p->A), a.ld, dst, q.lay.ld_rep_a, a.rows, a.cols);
+            static_cast<const EA*>(p->A), a.ld, dst, q.lay.ld_rep_a, a.rows, a.cols, rows);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         q.A = dst;
         q.lda = q.lay.ld_rep_a;
       }
-      if (!operand_aligned(p->B, b, KF::kAlignB, sizeof(EB))) {
+      if (padded || !operand_aligned(p->B, b, KF::kAlignB, sizeof(EB))) {
         EB* dst = reinterpret_cast<EB*>(q.ws + q.lay.rep_b);
-        const long long total = static_cast<long long>(b.rows) * q.lay.ld_rep_b;
+        const int rows = kRowB ? kk : b.rows;
+        const long long total = static_cast<long long>(rows) * q.lay.ld_rep_b;
         repack_kernel<EB><<<static_cast<int>(std::min<long long>((total + 255) / 256, 8ll * dp.sms)), 256, 0, s>>>(
-            static_cast<const EB*>(p->B), b.ld, dst, q.lay.ld_rep_b, b.rows, b.cols);
+            static_cast<const EB*>(p->B), b.ld, dst, q.lay.ld_rep_b, b.rows, b.cols, rows);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         q.B = dst;
         q.ldb = q.lay.ld_rep_b;
       }
+      q.k = kk;
     }
     if (kLevel == kLevelCooperative && q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
     return RF::run(q, s);
@@ -2346,4 +2403,5 @@ struct Launcher {
   }
 };
 
+}  // namespace
 }  // namespace ftgen_tmr

@@ -105,4 +105,61 @@ inline cudaError_t set_smem(Kernel kernel, int bytes) {
   return e;
 }
 
+// ---- fault plans (host): the harness's and the library's ------------------------------------------
+
+// counter-based hashing (reproducible from a seed)
+__host__ __device__ inline unsigned long long splitmix64(unsigned long long x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// uniform in (0, 1]
+__host__ __device__ inline double u01(unsigned long long h) { return (static_cast<double>(h >> 11) + 1.0) * 0x1.0p-53; }
+
+// Plan `n` faults spread over distinct blocks (at most one per block), seeded.
+//   elems: accumulator elements per thread; steps: main-loop steps per block;
+//   bits: width of the value's representation (32 or 64).
+// `skip`: blocks that get no fault (blocks with idle threads, e.g. a partial last block, where a
+// fault could land on a value that is never stored); ignored when it would leave no block.
+inline std::vector<FaultSpec> plan_faults(int n, unsigned long long seed, long long blocks, int threads, int elems,
+                                          int steps, int bits, int kind, int fixed_bit, double fixed_offset,
+                                          const std::vector<long long>& skip = {}) {
+  std::vector<FaultSpec> plan;
+  if (n <= 0 || blocks <= 0) return plan;
+  long long skipped = 0;
+  for (long long b : skip) skipped += (b >= 0 && b < blocks) ? 1 : 0;
+  const bool use_skip = skipped < blocks;
+  n = static_cast<int>(std::min<long long>(n, use_skip ? blocks - skipped : blocks));
+  unsigned long long h = splitmix64(seed ^ 0xF00DFACEull);
+  std::vector<long long> chosen;
+  // choose distinct blocks: a partial Fisher-Yates over a virtual permutation (small n)
+  while (static_cast<int>(chosen.size()) < n) {
+    h = splitmix64(h);
+    long long b = static_cast<long long>(h % static_cast<unsigned long long>(blocks));
+    if (use_skip && std::find(skip.begin(), skip.end(), b) != skip.end()) continue;
+    if (std::find(chosen.begin(), chosen.end(), b) == chosen.end()) chosen.push_back(b);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  for (long long b : chosen) {
+    FaultSpec f;
+    f.block = static_cast<int>(b);
+    h = splitmix64(h);
+    f.thread = static_cast<int>(h % threads);
+    h = splitmix64(h);
+    f.elem = static_cast<int>(h % elems);
+    h = splitmix64(h);
+    f.step = static_cast<int>(h % std::max(1, steps));
+    f.kind = kind;
+    h = splitmix64(h);
+    f.bit = fixed_bit >= 0 ? fixed_bit : static_cast<int>(h % bits);
+    h = splitmix64(h);
+    // an offset comparable to a typical accumulator value, random sign, unless given
+    f.offset = fixed_offset != 0.0 ? fixed_offset : (u01(h) < 0.5 ? -1.0 : 1.0) * (1.0 + 9.0 * u01(splitmix64(h)));
+    plan.push_back(f);
+  }
+  return plan;
+}
+
 }  // namespace ftgen

@@ -61,6 +61,13 @@ FTGEN_RULE int classify_row(double d, double dw, double tau, double tau_w, int c
 
 // ---- ABFT, CUTLASS threadblock level (float thresholds, double location) --------------------------
 
+// Checksum strips of `cols` columns of a tile (the tile's tb_n columns, or one warp column with ref_checksums:
+// concurrent): the strip of tile column c, c's place in its strip (its weight in the weighted checksum is this + 1),
+// and the tile column of place `local` of strip `strip` (a located fault's column in the tile).
+FTGEN_RULE int abft_strip_of(int c, int cols) { return c / cols; }
+FTGEN_RULE int abft_strip_local(int c, int cols) { return c - (c / cols) * cols; }
+FTGEN_RULE int abft_strip_column(int strip, int cols, int local) { return strip * cols + local; }
+
 // |residual| / threshold: 0 / 0 is 0, anything else over 0 is infinite.
 FTGEN_RULE float abft_score(float r, float tau) { return tau > 0.f ? fabsf(r) / tau : (r != 0.f ? INFINITY : 0.f); }
 

@@ -9,6 +9,7 @@
 #define FTGEN_TMR_INJECT 0  // fault injection compiled in: no
 #define FTGEN_ABFT_PREPASS 0  // threadblock ABFT: reference checksums from a pre-pass (ref_checksums: prepass, concurrent)
 #define FTGEN_ABFT_CONCURRENT 0  // ... beside the GEMM, checked after it (ref_checksums: concurrent)
+#define FTGEN_ABFT_STRIP_N 0  // ... checked per row and strip of this many columns (0: the tile's tb_n)
 
 #include "cutlass_tmr.cuh"
 
