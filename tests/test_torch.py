@@ -95,7 +95,8 @@ def test_ftlinear_and_protect_match_the_model_and_compile(lib):
         got = prot(x)
         compiled = torch.compile(prot)(x)
     assert (got - want).abs().max().item() <= 1e-4 * want.abs().max().item()
-    assert torch.equal(compiled, got)
+    # the compiled graph runs the same protected GEMMs; Inductor fuses bias + GELU, which rounds differently from eager
+    assert (compiled - got).abs().max().item() <= 1e-6 * got.abs().max().item()
 
 
 @pytest.mark.gpu
