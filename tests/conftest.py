@@ -75,3 +75,28 @@ def golden_dir_check(root: Path, texts: dict[str, str]) -> None:
             (root / name).unlink()
         return
     assert not stale, f"golden files that nothing emits any more in {root}: {stale}; run pytest --update-golden"
+
+
+def draw(rng, shape, dist: str):
+    """Random test data of one of the campaign distributions (normal, uniform, loguniform: 6 decades, random sign)."""
+    if dist == "uniform":
+        return rng.uniform(-1, 1, shape)
+    if dist == "loguniform":
+        return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(-3, 3, shape)
+    return rng.standard_normal(shape)
+
+
+def planted_bug_caught(rules: Path, old: str, new: str, build, checks, tmp_path: Path) -> list[str]:
+    """Plant one bug (old -> new) in a copy of the header `rules`, build it with `build(dir, out)` and run the
+    behavioural `checks` on it; the names of the checks that caught it."""
+    text = rules.read_text()
+    assert text.count(old) == 1, f"the planted bug no longer applies to {rules.name}: update it to the header"
+    (tmp_path / rules.name).write_text(text.replace(old, new))
+    mutant = build(tmp_path, tmp_path)
+    caught = []
+    for check in checks:
+        try:
+            check(mutant)
+        except AssertionError:
+            caught.append(check.__name__)
+    return caught

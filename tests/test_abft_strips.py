@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, draw, planted_bug_caught
 from ftgen import tolerance
 from ftgen.codegen.emit import render_spec
 from ftgen.families.base import UNIT_ROUNDOFF
@@ -117,14 +117,6 @@ def lib(tmp_path_factory):
 
 
 # ---- data: a tile column block of C = A B with the references of its strips ------------------------------------------
-
-
-def draw(rng, shape, dist):
-    if dist == "uniform":
-        return rng.uniform(-1, 1, shape)
-    if dist == "loguniform":
-        return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(-3, 3, shape)
-    return rng.standard_normal(shape)
 
 
 def flip(x, bit: int) -> np.float32:
@@ -429,15 +421,5 @@ def test_the_strip_checks_pass_on_the_rules(lib):
 @pytest.mark.compile
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_planted_strip_bugs_fail(name, tmp_path):
-    old, new = MUTANTS[name]
-    text = RULES.read_text()
-    assert text.count(old) == 1, f"mutation {name} no longer applies: update it to the header"
-    (tmp_path / RULES.name).write_text(text.replace(old, new))
-    mutant = build(tmp_path, tmp_path)
-    caught = []
-    for check in STRIP_CHECKS:
-        try:
-            check(mutant)
-        except AssertionError:
-            caught.append(check.__name__)
+    caught = planted_bug_caught(RULES, *MUTANTS[name], build, STRIP_CHECKS, tmp_path)
     assert caught, f"planted bug {name} passed every behavioural check"

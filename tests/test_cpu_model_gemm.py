@@ -10,6 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
+from conftest import draw
 from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import simt
 
@@ -24,14 +25,7 @@ def level_kw(level):
 
 
 def inputs(rng, m, k, n, dist, dt):
-    def draw(shape):
-        if dist == "uniform":
-            return rng.uniform(-1, 1, shape)
-        if dist == "loguniform":
-            return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(-3, 3, shape)
-        return rng.standard_normal(shape)
-
-    return draw((m, k)).astype(dt), draw((k, n)).astype(dt)
+    return draw(rng, (m, k), dist).astype(dt), draw(rng, (k, n), dist).astype(dt)
 
 
 def tolerance(precision, k):

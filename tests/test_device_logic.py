@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, planted_bug_caught
 from ftgen import tolerance
 from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import tmr_model as gc
@@ -388,15 +388,5 @@ MUTANTS = {
 @pytest.mark.compile
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_planted_bugs_fail_the_behavioural_tests(name, tmp_path):
-    old, new = MUTANTS[name]
-    text = RULES.read_text()
-    assert text.count(old) == 1, f"mutation {name} no longer applies: update it to the header"
-    (tmp_path / RULES.name).write_text(text.replace(old, new))
-    mutant = build(tmp_path, tmp_path)
-    caught = []
-    for check in CHECKS:
-        try:
-            check(mutant)
-        except AssertionError:
-            caught.append(check.__name__)
+    caught = planted_bug_caught(RULES, *MUTANTS[name], build, CHECKS, tmp_path)
     assert caught, f"planted bug {name} passed every behavioural check"
