@@ -100,3 +100,23 @@ def planted_bug_caught(rules: Path, old: str, new: str, build, checks, tmp_path:
         except AssertionError:
             caught.append(check.__name__)
     return caught
+
+
+def build_shim(shim: str, include_dir: Path, out: Path, sig: dict):
+    """Compile a C++ shim (extern "C" wrappers of host+device functions) against the headers in `include_dir` into a
+    shared library in `out`; the loaded library with the ctypes signatures `sig` (name -> (restype, argtypes))."""
+    import ctypes
+
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    src, lib_path = out / "shim.cpp", out / "libshim.so"
+    src.write_text(shim)
+    cmd = [cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC", f"-I{include_dir}", str(src), "-o", str(lib_path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lib = ctypes.CDLL(str(lib_path))
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib

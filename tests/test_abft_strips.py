@@ -16,15 +16,13 @@ from __future__ import annotations
 import ctypes
 import math
 import re
-import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import REPO, draw, planted_bug_caught
+from conftest import REPO, build_shim, draw, planted_bug_caught
 from ftgen import tolerance
 from ftgen.codegen.emit import render_spec
 from ftgen.families.base import UNIT_ROUNDOFF
@@ -87,15 +85,6 @@ unsigned correct_scaled(float* x, double alpha, double chk, double rest) { retur
 
 
 def build(rules_dir: Path, out: Path):
-    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    src, lib_path = out / "strips.cpp", out / "libstrips.so"
-    src.write_text(SHIM)
-    cmd = [cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC", f"-I{rules_dir}", str(src), "-o", str(lib_path)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    lib = ctypes.CDLL(str(lib_path))
     d, f, i, u = ctypes.c_double, ctypes.c_float, ctypes.c_int, ctypes.c_uint
     P = ctypes.POINTER
     sig = {
@@ -105,10 +94,7 @@ def build(rules_dir: Path, out: Path):
         "verdict": (i, [f, f, i, i, d, d, f, f, f, f, f, i, P(f)]),
         "correct_scaled": (u, [P(f), d, d, d]),
     }
-    for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
+    return build_shim(SHIM, rules_dir, out, sig)
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import ctypes
 import math
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import REPO, planted_bug_caught
+from conftest import REPO, build_shim, planted_bug_caught
 from ftgen import tolerance
 from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import tmr_model as gc
@@ -64,22 +62,8 @@ void tmr_repair(int st, float m, float* x) { repair_minority(st, m, x[0], x[1], 
 """
 
 
-def compiler() -> str | None:
-    return shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-
-
 def build(rules_dir: Path, out: Path):
     """Compile the shim against the rules header in `rules_dir`; the loaded library with its signatures."""
-    cxx = compiler()
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    src = out / "shim.cpp"
-    src.write_text(SHIM)
-    lib_path = out / "librules.so"
-    cmd = [cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-shared", "-fPIC", f"-I{rules_dir}", str(src), "-o", str(lib_path)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    lib = ctypes.CDLL(str(lib_path))
     d, f, i, u = ctypes.c_double, ctypes.c_float, ctypes.c_int, ctypes.c_uint
     P = ctypes.POINTER
     sig = {
@@ -95,10 +79,7 @@ def build(rules_dir: Path, out: Path):
         "tmr_counted": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32), P(u), P(i)]),
         "tmr_repair": (None, [i, f, P(f)]),
     }
-    for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
+    return build_shim(SHIM, rules_dir, out, sig)
 
 
 @pytest.fixture(scope="module")
