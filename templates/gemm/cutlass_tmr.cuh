@@ -2027,7 +2027,22 @@ struct Runner {
   // recomputation of the tiles it listed. FTGEN_ABFT_SIDE (read once): low (the default, also for any other value: the
   // GEMM on a stream of the greatest priority, the pre-passes at the least, so their blocks fill what the GEMM leaves),
   // high (the other way round), serial (everything on s, in order: the same kernels without the overlap, to compare).
+  // first(ap, gs) launches the GEMM on gs: the one that writes C and stores the pass-1 sums to ap.obs (this variant's
+  // abft_once_kernel<.., kDefer>, or run_abft_external's GEMM of another backend followed by abft_obs_kernel), after the
+  // planned faults' errors (inject builds) on the same stream.
   static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s) {
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    // the GEMM storing its sums with the weights of the check's strips (kConcStrips per tile, its scratch kSmemAbft's)
+    return run_abft_concurrent(q, s, [&](AbftParams<K> const& ap, cudaStream_t gs) {
+      auto first = abft_once_kernel<K, kInject, kRowA, false, true, kConcStrips>;
+      cudaError_t e;
+      if ((e = set_smem(first, kSmemAbft)) != cudaSuccess) return e;
+      first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
+      return cudaGetLastError();
+    });
+  }
+  template <class First>
+  static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s, First&& first) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     static const int mode = [] {
       const char* v = std::getenv("FTGEN_ABFT_SIDE");
@@ -2035,10 +2050,7 @@ struct Runner {
     }();
     static_assert(kAbftStripN == 0 || (K::Shape::kN % kAbftStripN == 0 && kAbftStripN % AbftShape<K>::kWarpN == 0),
                   "FTGEN_ABFT_STRIP_N: whole warp columns, dividing tb_n");
-    // the GEMM storing its sums with the weights of the check's strips (kConcStrips per tile, its scratch kSmemAbft's)
-    auto first = abft_once_kernel<K, kInject, kRowA, false, true, kConcStrips>;
     cudaError_t e;
-    if ((e = set_smem(first, kSmemAbft)) != cudaSuccess) return e;
     AbftParams<K> ap = abft_params(q);
     if (q.abft.conc_unit > 0.f) ap.unit = q.abft.conc_unit;  // the threshold unit of the strips' check (its lambda)
     ap.obs = reinterpret_cast<float4*>(q.ws + q.lay.obs);
@@ -2062,13 +2074,39 @@ struct Runner {
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
       }
     }
-    first<<<grid_of(q), dim3(K::kThreads), kSmemAbft, gs>>>(ap);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if ((e = first(static_cast<AbftParams<K> const&>(ap), gs)) != cudaSuccess) return e;
     if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     abft_check_kernel<K, kInject, kRowA, kConcStrips><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     return launch_redo<kConcStrips>(ap, s);
+  }
+
+  // ref_checksums: concurrent around a GEMM of another backend (the cutlass90 backend's sm90 kernel): gemm(gs) writes
+  // C = alpha A B of the problem q (beta = 0, alpha != 0: the caller's to ensure) on stream gs, then abft_obs_kernel
+  // forms the pass-1 sums from C (and, inject builds, adds the planned faults' errors to C first) in place of
+  // abft_once_kernel<.., kDefer>; the pre-passes, the check and the second launch are run_abft_concurrent's. This
+  // kit K only describes the check: its tiles, warp columns and strips, its fault units (fault_element), and the second
+  // launch's recomputation of a tile (its main loop; rare: a full list of rows).
+  template <class ExtGemm>
+  static cudaError_t run_abft_external(const Prepared& q, cudaStream_t s, ExtGemm&& gemm) {
+    static_assert(kLevel == kLevelAbft && kAbftConcurrent, "the design of ref_checksums: concurrent");
+    return run_abft_concurrent(q, s, [&](AbftParams<K> const& ap, cudaStream_t gs) {
+      cudaError_t e = gemm(gs);
+      if (e != cudaSuccess) return e;
+      return launch_obs(ap, gs);
+    });
+  }
+
+  // abft_obs_kernel over C (M rows x the tiles' columns, kObsCols columns per thread)
+  static cudaError_t launch_obs(AbftParams<K> const& ap, cudaStream_t s) {
+    DeviceProps dp;
+    cudaError_t e;
+    if ((e = device_props(dp)) != cudaSuccess) return e;
+    const long long items = static_cast<long long>(ap.t.gemm.problem_size.m()) * ap.t.tiles_n * (K::Shape::kN / kObsCols);
+    const long long blocks = std::max(1LL, std::min<long long>((items + 255) / 256, 16LL * std::max(dp.sms, 1)));
+    abft_obs_kernel<K, kInject, kConcStrips><<<static_cast<unsigned>(blocks), 256, 0, s>>>(ap);
+    return cudaGetLastError();
   }
 
   static cudaError_t run_abft(const Prepared& q0, cudaStream_t s) {
@@ -2293,12 +2331,13 @@ struct Launcher {
     return layout(m, n, k, coop_teams_param, interval).total;
   }
 
-  static cudaError_t run(const ftgen_gemm_problem* p, cudaStream_t s, int interval, int coop_teams_param, int group,
-                         AbftConfig const& abft = AbftConfig{}) {
+  // The problem p as the runners take it (its workspace layout, the counters and the fault plan); an error where p is
+  // not a problem (missing pointers, extents, leading dimensions) or its workspace is missing
+  static cudaError_t prepare(const ftgen_gemm_problem* p, int interval, int coop_teams_param, int group, AbftConfig const& abft,
+                             Prepared& q) {
     if (p == nullptr || p->m < 1 || p->n < 1 || p->k < 1 || !p->A || !p->B || !p->C) return cudaErrorInvalidValue;
     const Operand a = operand_a(*p, kRowA), b = operand_b(*p, kRowB), c = Operand{p->m, p->n, p->ldc};
     if (a.ld < a.cols || b.ld < b.cols || c.ld < c.cols) return cudaErrorInvalidValue;
-    Prepared q;
     q.m = p->m;
     q.n = p->n;
     q.k = p->k;
@@ -2326,8 +2365,21 @@ struct Launcher {
     q.faults = p->faults;
     q.records = p->fault_records;
     q.fault_count = p->fault_records != nullptr ? p->fault_count : 0;
-    const bool main_ok = operand_aligned(p->A, a, KM::kAlignA, sizeof(EA)) && operand_aligned(p->B, b, KM::kAlignB, sizeof(EB)) &&
-                         operand_aligned(p->C, c, KM::kAlignC, sizeof(EC));
+    return cudaSuccess;
+  }
+
+  // The main kit's accesses fit the operands and C (else the fallback kit runs)
+  static bool main_aligned(const ftgen_gemm_problem& p) {
+    const Operand a = operand_a(p, kRowA), b = operand_b(p, kRowB), c = Operand{p.m, p.n, p.ldc};
+    return operand_aligned(p.A, a, KM::kAlignA, sizeof(EA)) && operand_aligned(p.B, b, KM::kAlignB, sizeof(EB)) &&
+           operand_aligned(p.C, c, KM::kAlignC, sizeof(EC));
+  }
+
+  static cudaError_t run(const ftgen_gemm_problem* p, cudaStream_t s, int interval, int coop_teams_param, int group,
+                         AbftConfig const& abft = AbftConfig{}) {
+    Prepared q;
+    if (const cudaError_t e = prepare(p, interval, coop_teams_param, group, abft, q); e != cudaSuccess) return e;
+    const bool main_ok = main_aligned(*p);
     if (main_ok) {
       if (kLevel == kLevelCooperative && q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
       return RM::run(q, s);
@@ -2336,6 +2388,7 @@ struct Launcher {
       return cudaErrorInvalidValue;  // 1-element accesses: only a pointer not aligned to its element type gets here
     }
     if constexpr (kRepack) {
+      const Operand a = operand_a(*p, kRowA), b = operand_b(*p, kRowB);
       DeviceProps dp;
       cudaError_t e = device_props(dp);
       if (e != cudaSuccess) return e;
@@ -2366,6 +2419,20 @@ struct Launcher {
     }
     if (kLevel == kLevelCooperative && q.lay.teams <= 0) return cudaErrorCooperativeLaunchTooLarge;
     return RF::run(q, s);
+  }
+
+  // Threadblock ABFT (ref_checksums: concurrent) around a GEMM that is not this variant's (the cutlass90 backend's sm90
+  // kernel): gemm(stream) writes C = alpha A B of p on the stream it is given; OpMain and OpFallback only describe the
+  // check (Runner::run_abft_external), the main kit where A, B and C suit its accesses. beta = 0, alpha != 0 and one
+  // checkpoint per tile (interval: that of `workspace`, at least the k-iterations) only: cudaErrorInvalidValue otherwise.
+  template <class ExtGemm>
+  static cudaError_t run_external(const ftgen_gemm_problem* p, cudaStream_t s, int interval, AbftConfig const& abft, ExtGemm&& gemm) {
+    static_assert(kLevel == kLevelAbft && kAbftConcurrent && !kRepack, "ref_checksums: concurrent on fp32 operands");
+    Prepared q;
+    if (const cudaError_t e = prepare(p, interval, 0, 1, abft, q); e != cudaSuccess) return e;
+    if (q.beta != 0.0 || q.alpha == 0.0 || q.lay.chunks != 1) return cudaErrorInvalidValue;
+    if (main_aligned(*p)) return RM::run_abft_external(q, s, gemm);
+    return RF::run_abft_external(q, s, gemm);
   }
 
   // Cooperative level, after a synchronized launch on this workspace: teams, teams with a tile, and

@@ -1,4 +1,5 @@
-"""The ``cutlass90`` backend of ``gemm``: Hopper-native CUTLASS 3.x kernels (sm_90a only), unprotected.
+"""The ``cutlass90`` backend of ``gemm``: Hopper-native CUTLASS 3.x kernels (sm_90a only), unprotected or (tf32x3)
+with threadblock ABFT.
 
 Chosen by ``params: {backend: cutlass90}`` (the other gemm backends keep their selection by
 precision and scheme). Each variant is a ``cutlass::gemm::kernel::GemmUniversal`` whose C++ is
@@ -54,6 +55,27 @@ Kernel names (every parameter is encoded)::
 Build: ``-DNDEBUG`` is a compile option of every variant (CUTLASS's device-side assertions left in
 make ptxas serialize the wgmma pipeline), and the arch is ``sm_90a`` (the wgmma and setmaxnreg
 instructions exist only there).
+
+Threadblock ABFT (``protection: {scheme: abft, level: threadblock}``, tf32x3 only; docs/gemm-hopper.md): the ``cutlass``
+backend's ``ref_checksums: concurrent`` design (templates/gemm/cutlass_abft.cuh) around the unchanged sm90 GEMM. On a
+second stream the B encodings and the reference GEMM r = A (B e), r' = A (B w) per row and 32-column strip run beside the
+sm90 GEMM, which writes C = alpha A B; after it, on its stream, ``abft_obs_kernel`` reads C and stores per row and strip
+the pass-1 sums {sum c, sum w c, sum c^2, max |c|} of c = C / alpha; after both, ``abft_check_kernel`` checks, corrects
+located elements in C and lists unlocated (row, strip) units for the cooperative second launch, which recomputes them
+from A and B. The check's geometry is that of an sm80 tf32x3 variant of the ``cutlass`` backend (``abft_descriptor``:
+128x128x32 tiles of 64x32 warp tiles, 32-column strips, 256 threads, 64 accumulators per thread: the fault units of
+injection and the bench's fault plans), whose CUTLASS types only describe the check (and recompute a whole tile in the
+rare case of a full row list); its threshold is that variant's (lambda 1.5 on 2^-24 per strip, ``cutlass.abft_strip_unit``).
+The split's loss (``SPLIT_LOSS``) is covered by it: tests/test_cutlass90_abft.py drives the check with tf32x3 products
+emulated in NumPy. The check runs once, after the whole K: ``interval`` must be at least ``ABFT_ONCE_INTERVAL`` (the
+``cutlass`` backend's auto value, 1024), and names nothing else. beta != 0: C' = alpha A B goes to a workspace buffer,
+is checked and corrected there, then C = C' + beta C (fp32 fma); alpha == 0: the unprotected kernel (no products to
+check). Injection (``inject: true``): a planned bit flip of an accumulator's partial sum at a k-iteration of the
+descriptor's tiles (computed beforehand in double, ``abft_fault_error_kernel``) is added, alpha x its error, to the C
+element by ``abft_obs_kernel`` before its sums. Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and ``_conc``
+(the concurrent design), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
+parameters (the bench's ``x_unprot``). FTGEN_ABFT_LAMBDA (environment, read once by the launcher) replaces the check's
+lambda on 2^-24: a calibration knob for the sm90 accumulation, whose error the threshold may not cover (docs/gemm-hopper.md).
 """
 
 from __future__ import annotations
@@ -62,6 +84,7 @@ from ...errors import FtgenError
 from ...libraries import cutlass_library
 from ..base import PRECISION_TAG, SMEM_PER_BLOCK, Backend, Param, Protection, Source, Variant
 from ...tolerance import context as tolerance_context
+from . import cutlass as sm80
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16")
 ARCH = "sm_90a"
@@ -105,6 +128,30 @@ _CTYPES = {  # A/B element, C/D element, accumulator, epilogue compute (CUTLASS 
 }
 _BENCH_TYPES = {"tf32": "float", "tf32x3": "float", "fp16": "__half", "bf16": "__nv_bfloat16"}
 
+# ---- threadblock ABFT: the cutlass backend's ref_checksums: concurrent check around the sm90 GEMM -----------------------
+ABFT_PRECISIONS = ("tf32x3",)  # fp32 data checked at the fp32-level threshold (tf32: its operands are rounded, the check's
+#                                reference is not; fp16/bf16: not built)
+# The check runs once per launch, after the whole K (the concurrent design's one checkpoint per tile): an interval of at
+# least the cutlass backend's auto value, which a spec that names none gets (family auto_interval: the cutlass backend)
+ABFT_ONCE_INTERVAL = 1024
+# The geometry of the check: an sm80 tf32x3 variant of the cutlass backend with these parameters (its 128x128 tiles, 64x32
+# warp tiles: 32-column warp columns and checksum strips, 256 threads, 64 accumulators per thread), the demo's
+ABFT_DESCRIPTOR = {"tb_m": 128, "tb_n": 128, "tb_k": 32, "warp_m": 64, "warp_n": 32, "warp_k": 32, "inst_m": 16, "inst_n": 8,
+                   "inst_k": 8, "stages": 4, "align": 4, "swizzle": 8, "ref_checksums": "concurrent"}
+
+
+def abft_descriptor(v: Variant) -> Variant:
+    """The sm80 ``cutlass`` tf32x3 variant (ref_checksums: concurrent) whose types describe the check of the cutlass90
+    ABFT variant ``v``: tiles, warp columns, strips, fault units, threshold (its GEMM is never launched; its main loop
+    recomputes a tile only where the second launch's row list is full). Same layouts and protection as ``v``."""
+    cb = sm80.CutlassBackend()
+    prot = v.protection
+    defs = cb.param_defs("tf32x3", prot)
+    p = {d.name: d.default[0] for d in defs}
+    p.update(ABFT_DESCRIPTOR, layout_a=v.get("layout_a"), layout_b=v.get("layout_b"))
+    d = Variant("gemm", "tf32x3", prot, tuple((x.name, p[x.name]) for x in defs), ("sm_90",), "cutlass")
+    return Variant(d.family, d.precision, d.protection, d.params, d.arch, d.backend, cb.kernel_name(d))
+
 
 class Geometry:
     """Derived quantities of a cutlass90 variant (constraints, names, templates, bench)."""
@@ -125,6 +172,7 @@ class Geometry:
         self.acc_elems = rows_per_wg * self.tile[1] // 128  # fp32 accumulators per consumer thread
         self.stage_bytes = (self.tile[0] + self.tile[1]) * self.tile[2] * self.elem_bytes
         self.coop_teams = 0  # (the bench adapter's field: no cooperative TMR here)
+        self.abft = v.protection.scheme == "abft"
 
 
 def cutlass90_operation(v: Variant, alias: str) -> str:
@@ -174,12 +222,13 @@ def tolerance(precision: str) -> dict:
 class Cutlass90Backend(Backend):
     name = "cutlass90"
     precisions = PRECISIONS
-    levels = {}
+    levels = {"abft": {"threadblock": "tb"}}
     params = PARAMS
     requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's reference
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")
     constraint_docs = (
-        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; protection none only",
+        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; protection none, or abft at level threadblock "
+        "for tf32x3 (correct online or detect, threshold auto or a number, interval >= 1024: checked once, after the GEMM)",
         "cutlass90: precision tf32, tf32x3, fp16 or bf16 (no fp64: the sm90 builder has no FP64 wgmma path)",
         "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; tile_n a multiple of 16 (<= 256); "
         "tile_k x element bytes 64, 128 or 256",
@@ -197,9 +246,21 @@ class Cutlass90Backend(Backend):
         if precision not in PRECISIONS:
             return (f"the cutlass90 backend takes precision {', '.join(PRECISIONS)}, not {precision} "
                     f"(fp64 and fp32: the cutlass and simt backends)")
-        if protection.scheme != "none":
-            return (f"the cutlass90 backend offers scheme none only, not {protection.scheme}; "
-                    f"for protected tensor-core GEMMs use the cutlass backend (omit params backend)")
+        if protection.scheme == "none":
+            return None
+        if protection.scheme != "abft":
+            return (f"the cutlass90 backend offers scheme none only, besides abft (level threadblock, tf32x3), not "
+                    f"{protection.scheme}; for {protection.scheme} use the cutlass backend (omit params backend)")
+        if precision not in ABFT_PRECISIONS:
+            return (f"abft on the cutlass90 backend is implemented for {', '.join(ABFT_PRECISIONS)} only, not {precision} "
+                    f"(tf32: its operands are rounded, the check's reference is not); use precision tf32x3, or the "
+                    f"cutlass backend (omit params backend)")
+        if protection.level != "threadblock":
+            return f"abft on the cutlass90 backend has level threadblock only, not {protection.level!r}"
+        if protection.interval < ABFT_ONCE_INTERVAL:
+            return (f"interval {protection.interval}: abft on the cutlass90 backend checks once, after the whole K (no "
+                    f"checkpoints inside the sm90 GEMM); omit interval (auto: {ABFT_ONCE_INTERVAL}) or give at least "
+                    f"{ABFT_ONCE_INTERVAL}")
         return None
 
     def constraints(self, v: Variant) -> list[str]:
@@ -243,6 +304,9 @@ class Cutlass90Backend(Backend):
         if v.precision in ("tf32", "tf32x3") and (g.layout_a, g.layout_b) != ("row", "col"):
             r.append(f"layout_a={g.layout_a}, layout_b={g.layout_b}: the TF32 wgmma reads K-major operands only "
                      f"({v.precision} takes layout_a row, layout_b col)")
+        if g.abft and not r:
+            desc = abft_descriptor(v)
+            r += [f"the ABFT check's sm80 descriptor {desc.name}: {x}" for x in sm80.CutlassBackend().constraints(desc)]
         return r
 
     def name_tokens(self, v: Variant) -> list[str]:
@@ -260,7 +324,7 @@ class Cutlass90Backend(Backend):
             f"s{g.stages}" if g.stages else "sauto",
             f"sw{g.swizzle}",
             f"{g.layout_a[0]}{g.layout_b[0]}",
-        ]
+        ] + (["conc"] if g.abft else []) + (["inj"] if v.protection.injects else [])
 
     def context(self, v: Variant) -> dict:
         g = Geometry(v)
@@ -272,8 +336,9 @@ class Cutlass90Backend(Backend):
             "sym": v.symbol,
             "precision": v.precision,
             "prot": v.protection,
-            "inject": False,
-            "level": "none",
+            "inject": v.protection.injects,
+            "level": "abft" if g.abft else "none",
+            **(self._abft_context(v) if g.abft else {}),
             "meta_json": v.meta_json(),
             "op_kernel": cutlass90_operation(v, "Kernel"),
             "ElementAB": ta,
@@ -288,6 +353,29 @@ class Cutlass90Backend(Backend):
             "copies": 1,
             "row_a": g.layout_a == "row",
             "row_b": g.layout_b == "row",
+        }
+
+    @staticmethod
+    def _abft_context(v: Variant) -> dict:
+        """The ABFT variant's context: the descriptor's CUTLASS types (main: 4-element accesses; fallback: 1), its
+        geometry for the bench's fault plans (fault_geo), the check's settings (the cutlass backend's AbftConfig)."""
+        d = abft_descriptor(v)
+        dg = sm80.Geometry(d)
+        unit = repr(sm80.abft_strip_unit(d))
+        prot = v.protection
+        return {
+            "abft_desc": d.name,
+            "op_main": sm80.cutlass_operation(d, "OpMain", dg.align, dg.align),
+            "op_fallback": sm80.cutlass_operation(d, "OpFallback", dg.fallback_align, 1),
+            "fault_geo": dg,  # the bench's fault units: the descriptor's tiles, threads, accumulators per thread
+            "interval": prot.interval,
+            "abft_strip_n": sm80.abft_strip_cols(d),
+            # the concurrent check's threshold unit, as the prepass unit too (no other design runs here)
+            "abft_unit": unit,
+            "abft_conc_unit": unit,
+            "abft_unit_base": repr(sm80.ABFT_STRIP_UNIT),  # (FTGEN_ABFT_LAMBDA's unit roundoff)
+            "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
+            "abft_online": 1 if prot.correct == "online" else 0,
         }
 
     def sources(self, v: Variant) -> tuple[Source, ...]:

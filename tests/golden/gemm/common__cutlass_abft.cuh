@@ -1712,3 +1712,103 @@ __global__ void __launch_bounds__(K::kThreads, 8) abft_check_kernel(AbftParams<K
   __shared__ AbftPass1Scratch<K, kStrips> sc;
   abft_check_tile<K, kInject, kRowA, true, kStrips>(p, sc, blockIdx.x);
 }
+
+// ---- ref_checksums: concurrent around a GEMM of another backend: the pass-1 sums from C -------------------------------
+// The cutlass90 backend's sm90 GEMM writes C = alpha A B (beta = 0) and nothing else; abft_obs_kernel, after it on its
+// stream, forms from C what abft_once_kernel<.., kDefer> stores from its accumulators (defer_sums: abft_frag_sums with
+// the strips' weights), in the layout abft_check_tile reads: per row and warp column of K's tiles (kWarpN columns; the
+// warp column w of tile column tn is g = tn kWarpsN + w over the tiles' columns) {sum c, sum w c, sum c^2, max |c|} at
+// p.obs[g M + row], c = C / alpha (the accumulators, as AbftGlobalRows reads them back), w = the column's place in its
+// checksum strip (kCols columns, ftgen_rules::abft_strip_local) + 1, the columns past N counting 0. A thread takes
+// kObsCols consecutive columns of a row (one 16-byte load where C allows it), the kWarpN / kObsCols threads of a warp
+// column add theirs up by shuffles; a warp is one row of one tile (x runs along the columns, 32 threads per tile row).
+// Inject builds: a planned fault in an accumulator at k-iteration `step` reaches the element's final value unchanged
+// (the later k-iterations only add to it), so its error -- the record's after - before, worked out before the GEMM by
+// abft_fault_error_kernel -- is added to the element, alpha x it to C, before the sums, and written back to C: C then
+// holds what the GEMM would have stored with the fault (abft_once_kernel<.., kDefer> starts the accumulator at the error
+// instead). The thread of the tile's first element marks the fault applied and counts it (also where the faulty
+// element lies past C, as the kDefer kernel does).
+constexpr int kObsCols = 4;
+// The sums {sum c, sum w c, sum c^2, max |c|} of kObsCols consecutive elements x of a row of C from tile column cl on, c =
+// x / alpha, w = the column's place in its checksum strip of kCols columns + 1 (host and device: the arithmetic the
+// tests compile for the host, tests/test_cutlass90_abft.py)
+template <int kCols>
+CUTLASS_HOST_DEVICE float4 abft_obs_part(const float (&x)[kObsCols], int cl, float alpha) {
+  float s1 = 0.f, sw = 0.f, sq = 0.f, mx = 0.f;
+  CUTLASS_PRAGMA_UNROLL
+  for (int j = 0; j < kObsCols; ++j) {
+    const float c = alpha == 1.f ? x[j] : x[j] / alpha;
+    s1 += c;
+    sw = fmaf(float(ftgen_rules::abft_strip_local(cl + j, kCols) + 1), c, sw);
+    sq = fmaf(c, c, sq);
+    mx = fmaxf(mx, fabsf(c));
+  }
+  return make_float4(s1, sw, sq, mx);
+}
+// two threads' sums of one warp column, added (the shuffle tree of abft_obs_kernel: a += the partner's b)
+CUTLASS_HOST_DEVICE float4 abft_obs_add(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, fmaxf(a.w, b.w)); }
+
+template <class K, bool kInject, int kStrips>
+__global__ void __launch_bounds__(256) abft_obs_kernel(AbftParams<K> p) {
+  using S = AbftShape<K>;
+  using St = AbftStrips<K, kStrips>;
+  using EC = typename K::ElementC;
+  static_assert(std::is_same<EC, float>::value, "fp32 C (tf32x3)");
+  constexpr int kGroup = S::kWarpN / kObsCols;  // threads per warp column of a row
+  constexpr int kPerTile = S::kN / kObsCols;    // threads per row of a tile
+  static_assert(S::kWarpN % kObsCols == 0 && 32 % kGroup == 0 && kPerTile % 32 == 0, "a warp: whole warp columns of one row of one tile");
+  const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n();
+  const long long ldc = p.t.gemm.ref_D.stride(0);
+  EC* const C = p.t.gemm.ref_D.data();
+  const float alpha = static_cast<float>(p.t.gemm.output_op.alpha);
+  const long long per_row = static_cast<long long>(p.t.tiles_n) * kPerTile;
+  const long long items = static_cast<long long>(M) * per_row;  // (a multiple of 32: whole warps, warp-uniform loop)
+  const bool vec = ldc % kObsCols == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
+  for (long long x = blockIdx.x * 256ll + threadIdx.x; x < items; x += 256ll * gridDim.x) {
+    const int row = static_cast<int>(x / per_row), c0 = static_cast<int>(x % per_row) * kObsCols;
+    const int tn = c0 / S::kN, cl = c0 - tn * S::kN;  // the tile column, the first column in the tile
+    EC* const at = C + static_cast<long long>(row) * ldc + c0;
+    static_assert(kObsCols == 4, "one float4 per thread");
+    float v[kObsCols];
+    if (vec && c0 + kObsCols <= N) {
+      const float4 q = *reinterpret_cast<const float4*>(at);
+      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kObsCols; ++j) v[j] = c0 + j < N ? static_cast<float>(at[j]) : 0.f;
+    }
+    if constexpr (kInject) {  // this tile's planned fault (fault_by_block: ABFT's one unit per tile)
+      if (p.t.fault_by_block != nullptr && p.t.records != nullptr) {
+        const int tm = row / S::kM, tile = tm * p.t.tiles_n + tn;
+        const int i = __ldg(p.t.fault_by_block + tile);
+        const int step = i >= 0 ? __ldg(&p.t.faults[i].step) : -1;
+        if (step >= 0 && step < p.t.total_k) {
+          ftgen::FaultRecord* const r = p.t.records + i;
+          const long long fr = r->row, fc = r->col;
+          if (fr == row && fc >= c0 && fc < c0 + kObsCols && fc < N) {
+            const float err = static_cast<float>(r->after) - static_cast<float>(r->before);
+            CUTLASS_PRAGMA_UNROLL
+            for (int j = 0; j < kObsCols; ++j) {
+              if (c0 + j == fc) {
+                v[j] = v[j] + alpha * err;
+                at[j] = static_cast<EC>(v[j]);
+              }
+            }
+          }
+          if (row == tm * S::kM && cl == 0) {
+            r->applied = 1;
+            add_count(p.t.counters, &ftgen::FtCounters::injected, 1u);
+          }
+        }
+      }
+    }
+    float4 s = abft_obs_part<St::kCols>(v, cl, alpha);
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 1; o < kGroup; o <<= 1) {
+      const float4 b = make_float4(__shfl_xor_sync(0xffffffffu, s.x, o), __shfl_xor_sync(0xffffffffu, s.y, o),
+                                   __shfl_xor_sync(0xffffffffu, s.z, o), __shfl_xor_sync(0xffffffffu, s.w, o));
+      s = abft_obs_add(s, b);
+    }
+    if (threadIdx.x % kGroup == 0) p.obs[(static_cast<long long>(tn) * S::kWarpsN + cl / S::kWarpN) * M + row] = s;
+  }
+}
