@@ -58,6 +58,7 @@ class LibraryPlan:
     extra: list[str]  # names of fallbacks the project does not hold (built with the library)
     groups: list[Group]
     gpu: str | None = None
+    fault_plans: dict[int, str] = field(default_factory=dict)  # variant index -> its fault plan (C++; inject: true only)
 
     def group(self, name: str) -> Group:
         for g in self.groups:
@@ -204,7 +205,9 @@ def plan_library(manifest: dict, family: Family, table: list[dict] | None = None
     for g in groups.values():
         g.ranges = {i: family.library_range(variants[i]) for i in g.members}
         g.table = [{"shape": t["shape"], "variant": index[t["kernel"]], "ms": t["ms"]} for t in table if family.library_group(variants[index[t["kernel"]]]) == g.name]
-    return LibraryPlan(lib_name(manifest["spec"]["name"]), manifest["spec"]["name"], family, variants, extra, list(groups.values()), gpu)
+    plans = {i: family.library_fault_plan(v).replace("{sym}", v.symbol) for i, v in enumerate(variants)}
+    return LibraryPlan(lib_name(manifest["spec"]["name"]), manifest["spec"]["name"], family, variants, extra, list(groups.values()), gpu,
+                       {i: text for i, text in plans.items() if text})
 
 
 def _c_range(rng: dict[str, tuple[int, int]]) -> str:
@@ -240,7 +243,7 @@ def describe(plan: LibraryPlan) -> dict:
         "gpu": plan.gpu,
         "shape_keys": list(plan.family.shape_keys),
         "variants": [v.name for v in plan.variants],
-        "inject": [v.name for v in plan.variants if plan.family.library_fault_plan(v)],
+        "inject": [plan.variants[i].name for i in sorted(plan.fault_plans)],
         "groups": [
             {"name": g.name, "params": c_params(g.entry.params), "workspace_params": c_params(g.entry.workspace_params),
              "shape": list(g.entry.shape), "doc": g.entry.doc, "fallback": plan.variants[g.fallback].name}
@@ -266,7 +269,7 @@ def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[st
             "runs": {i: _c_range(g.ranges[i]) for i in g.members},
             "workspace": {i: g.entry.workspace.format(sym=plan.variants[i].symbol) for i in g.members},
             "call": {i: g.entry.call.replace("{launch}", plan.variants[i].symbol) for i in g.members},
-            "faults": {i: fam.library_fault_plan(plan.variants[i]).replace("{sym}", plan.variants[i].symbol) for i in g.members},
+            "faults": {i: plan.fault_plans.get(i, "") for i in g.members},
             "ws_selects": set(fam.shape_keys) <= ws_names,
             "legal_doc": _legal_doc(g.legal),
         })
@@ -283,7 +286,7 @@ def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[st
         "groups": groups,
         "keys": fam.shape_keys,
         "gpu": plan.gpu,
-        "inject_variants": sorted({i for g in groups for i, text in g["faults"].items() if text}),
+        "inject_variants": sorted(plan.fault_plans),
     }
     files = {
         f"{LIB_DIR}/ftgen_{name}.json": json.dumps(describe(plan), indent=1) + "\n",

@@ -312,17 +312,7 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     return plan_tmr(v_, count, seed, m_, n_, (k_ + v_.tile_k - 1) / v_.tile_k, a, io_);
   }
   std::string fault_members(const ftgen::FaultRecord& f) const override {
-    return ftgen::Json()
-        .integer("applied", f.applied)
-        .integer("tile", f.block / v_.copies)
-        .integer("copy", f.block % v_.copies)
-        .integer("row", f.row)
-        .integer("col", f.col)
-        .integer("bit", f.bit)
-        .integer("step", f.step)
-        .num("before", f.before)
-        .num("after", f.after)
-        .body();
+    return ftgen::record_members(ftgen::Json().integer("tile", f.block / v_.copies).integer("copy", f.block % v_.copies), f);
   }
   double score(const ftgen::FtCounters& c) const override {
     return v_.abft ? ftgen::score_from_bits(c.max_score_bits) : (c.detected ? 1e300 : 0.0);
