@@ -6,6 +6,8 @@
 // families' problem adapters compose it.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "ftgen_ft.cuh"
@@ -551,9 +553,15 @@ struct CompareAccum {
   unsigned long long max_rel_bits, max_abs_bits, bad, nonfinite, first_nonfinite, worst;
 };
 
+// An output element as a double (the 16-bit types convert through float).
+template <class T>
+__host__ __device__ inline double widen(T x) { return static_cast<double>(x); }
+__host__ __device__ inline double widen(__half x) { return __half2float(x); }
+__host__ __device__ inline double widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+
 template <class T, class R>
 __device__ inline bool scaled_error(const T* out, const R* ref, const R* scale, size_t i, double floor, double& d, double& rel) {
-  const double o = static_cast<double>(out[i]), r = static_cast<double>(ref[i]);
+  const double o = widen(out[i]), r = static_cast<double>(ref[i]);
   const double sv = static_cast<double>(scale ? scale[i] : ref[i]);
   if (!isfinite(o) || !isfinite(r) || !isfinite(sv)) return false;  // fmax would drop a NaN
   d = fabs(o - r);

@@ -204,11 +204,6 @@ inline InjectOptions take_inject_flags(int& argc, char** argv, int copies) {
   return io;
 }
 
-inline double to_double(float x) { return x; }
-inline double to_double(double x) { return x; }
-inline double to_double(__half x) { return __half2float(x); }
-inline double to_double(__nv_bfloat16 x) { return __bfloat162float(x); }
-
 // T: the element type of A, B and C; R: the reference's (float, or double for fp64)
 template <class T, class R>
 class CutlassGemmProblem final : public ftgen::BenchProblem {
@@ -260,18 +255,17 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     const int mode = v_.tf32 ? (v_.tf32_truncate ? 2 : 1) : 0;
     to_ref_launch(a(0), Ar_.ptr, absA_.ptr, a_elems_, mode);
     to_ref_launch(b(0), Br_.ptr, absB_.ptr, b_elems_, mode);
-    reference(1.0, 0.0, nullptr, ref_[0], scale_[0]);
-    reference(1.5, 0.5, c(0), ref_[1], scale_[1]);
-    ref_unrounded_.clear();
+    reference(1.0, 0.0, nullptr, ref_[0], &scale_[0]);
+    reference(1.5, 0.5, c(0), ref_[1], &scale_[1]);
+    has_unrounded_ = v_.tf32;
     if (v_.tf32) {
       to_ref_launch(a(0), Ar_.ptr, static_cast<R*>(nullptr), a_elems_, 0);
       to_ref_launch(b(0), Br_.ptr, static_cast<R*>(nullptr), b_elems_, 0);
-      std::vector<double> unused;
-      reference(1.0, 0.0, nullptr, ref_unrounded_, unused);
+      reference(1.0, 0.0, nullptr, ref_unrounded_, nullptr);
     }
   }
 
-  // One run into a NaN-poisoned C (run 0) or C = input set 0's C (run 1), compared on the host.
+  // One run into a NaN-poisoned C (run 0) or C = input set 0's C (run 1), compared on the device.
   ftgen::RunCheck run_checked(const ftgen::RunRequest& rq) override {
     const int r = rq.run;
     if (r == 1)
@@ -287,14 +281,14 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     out.counters = counters_.download()[0];
     if (faults) out.records = table_.download();
     out.tolerance = v_.tolerance(k_);
-    const std::vector<double> got = download_out(c_out_.ptr, c_elems_);
-    const ftgen::ErrorStats e = ftgen::compare(got, ref_[r], &scale_[r], 1e-30, out.tolerance);
+    const ftgen::ErrorStats e = ftgen::compare_device(c_out_.ptr, ref_[r].ptr, scale_[r].ptr, c_elems_, 1e-30, out.tolerance);
     out.max_rel = e.nonfinite ? INFINITY : e.max_rel;
     out.bad = e.bad + e.nonfinite;
     out.nonfinite = e.nonfinite;
     out.worst = e.worst;
-    if (r == 0 && !faults && !rq.campaign && !ref_unrounded_.empty()) {  // tf32: also against the unrounded inputs
-      const ftgen::ErrorStats u = ftgen::compare(got, ref_unrounded_, &scale_[0], 1e-30, v_.tolerance_unrounded(k_));
+    if (r == 0 && !faults && !rq.campaign && has_unrounded_) {  // tf32: also against the unrounded inputs
+      const ftgen::ErrorStats u =
+          ftgen::compare_device(c_out_.ptr, ref_unrounded_.ptr, scale_[0].ptr, c_elems_, 1e-30, v_.tolerance_unrounded(k_));
       out.extra_ok = u.bad == 0 && u.nonfinite == 0;
       out.extra = ftgen::Json().num("max_rel_err_unrounded", u.max_rel).num("tolerance_unrounded", v_.tolerance_unrounded(k_)).body();
     }
@@ -354,28 +348,21 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
   T* b(int i) const { return B_.ptr + static_cast<size_t>(i % sets_) * b_elems_; }
   T* c(int i) const { return C_.ptr + static_cast<size_t>(i % sets_) * c_elems_; }
 
-  // reference and scale for (alpha, beta) with c_init (nullptr: beta must be 0), on the host
-  void reference(double alpha, double beta, const T* c_init, std::vector<double>& out_ref, std::vector<double>& out_scale) {
-    DeviceBuffer<R> ref(c_elems_), scale(c_elems_);
+  // reference and scale (nullptr: none) for (alpha, beta) with c_init (nullptr: beta must be 0), kept on the device
+  void reference(double alpha, double beta, const T* c_init, DeviceBuffer<R>& ref, DeviceBuffer<R>* scale) {
+    ref.alloc(c_elems_);
+    if (scale) scale->alloc(c_elems_);
+    R* sc = scale ? scale->ptr : nullptr;
     if (beta != 0.0) {
-      to_ref_launch(c_init, ref.ptr, scale.ptr, c_elems_, 0);  // C0 (exactly widened) and |C0|
+      to_ref_launch(c_init, ref.ptr, sc, c_elems_, 0);  // C0 (exactly widened) and |C0|
     } else {
       ref.zero();
-      scale.zero();
+      if (scale) scale->zero();
     }
     blas_gemm(h_ref_, v_.row_a, v_.row_b, m_, n_, k_, alpha, Ar_.ptr, lda_, Br_.ptr, ldb_, beta, ref.ptr);
-    blas_gemm(h_ref_, v_.row_a, v_.row_b, m_, n_, k_, std::fabs(alpha), absA_.ptr, lda_, absB_.ptr, ldb_, std::fabs(beta), scale.ptr);
+    if (scale)
+      blas_gemm(h_ref_, v_.row_a, v_.row_b, m_, n_, k_, std::fabs(alpha), absA_.ptr, lda_, absB_.ptr, ldb_, std::fabs(beta), sc);
     FT_CUDA(cudaDeviceSynchronize());
-    const std::vector<R> r = ref.download(), s = scale.download();
-    out_ref.assign(r.begin(), r.end());
-    out_scale.assign(s.begin(), s.end());
-  }
-  static std::vector<double> download_out(const T* p, size_t n) {
-    std::vector<T> h(n);
-    FT_CUDA(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    std::vector<double> out(n);
-    for (size_t i = 0; i < n; ++i) out[i] = to_double(h[i]);
-    return out;
   }
   ftgen_gemm_problem problem(int set, double alpha, double beta, T* C, bool faults, bool no_correct) const {
     ftgen_gemm_problem q{};
@@ -413,7 +400,8 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
   DeviceBuffer<R> Ar_, Br_, absA_, absB_;
   DeviceBuffer<unsigned char> ws_;
   DeviceBuffer<ftgen::FtCounters> counters_;
-  std::vector<double> ref_[2], scale_[2], ref_unrounded_;
+  DeviceBuffer<R> ref_[2], scale_[2], ref_unrounded_;
+  bool has_unrounded_ = false;
   ftgen::FaultTable table_;
   bool timed_faults_ = false;
 };
