@@ -28,6 +28,7 @@ from conftest import REPO, draw
 from ftgen import tolerance
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
+from ftgen.errors import SpecError
 from ftgen.families import get as get_family
 from ftgen.families.base import Protection
 from ftgen.families.gemm import cutlass as sm80
@@ -62,7 +63,7 @@ def test_abft_tf32x3_is_accepted_with_the_cutlass_backends_tokens():
     v = s.variants[0]
     # the interval a spec that names none gets: the cutlass backend's auto value (the family resolves it), one check
     assert v.protection.interval == c90.ABFT_ONCE_INTERVAL == CUT.auto_interval(Protection("abft", "threadblock"), {})
-    assert v.name == "gemm_tf32x3_abft-tb-i1024_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_conc"
+    assert v.name == "gemm_tf32x3_abft-tb-i1024_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_p1_conc"
     assert B90.protection_token(v.protection) == FAMILY.protection_token(v.protection) == "abft-tb-i1024"
     names = {x.name for x in load(textwrap.dedent("""
         precision: tf32x3
@@ -72,13 +73,18 @@ def test_abft_tf32x3_is_accepted_with_the_cutlass_backends_tokens():
           - {protection: {scheme: abft, level: threadblock, threshold: 0.001, interval: 4096}, params: {backend: cutlass90}}
           - {protection: {scheme: none}, params: {backend: cutlass90}}
         """)).variants}
-    assert names == {"gemm_tf32x3_abft-tb-i1024_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_conc_inj",
-                     "gemm_tf32x3_abft-tb-detect-i1024_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_conc",
-                     "gemm_tf32x3_abft-tb-i4096-th0p001_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_conc",
+    assert names == {"gemm_tf32x3_abft-tb-i1024_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_p1_conc_inj",
+                     "gemm_tf32x3_abft-tb-detect-i1024_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_p1_conc",
+                     "gemm_tf32x3_abft-tb-i4096-th0p001_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc_p1_conc",
                      "gemm_tf32x3_none_cutlass90_128x128x32_c1x1_ws-coop_persistent_sauto_sw1_rc"}
     # every sm90 parameter still reaches the name of a protected variant
-    assert load(ABFT % ("", ", tile_n: 256, cluster_m: 2, scheduler: streamk")).variants[0].name == (
-        "gemm_tf32x3_abft-tb-i1024_cutlass90_128x256x32_c2x1_ws-coop_streamk_sauto_sw1_rc_conc")
+    assert load(ABFT % ("", ", tile_m: 256, tile_n: 64, cluster_m: 2, scheduler: streamk, promote: 4")).variants[0].name == (
+        "gemm_tf32x3_abft-tb-i1024_cutlass90_256x64x32_c2x1_ws-coop_streamk_sauto_sw1_rc_p4_conc")
+
+
+def test_abft_needs_the_accumulators_promoted():
+    with pytest.raises(SpecError, match="promote=0 with abft: the check's threshold is derived for round-to-nearest"):
+        load(ABFT % ("", ", promote: 0"))
 
 
 @pytest.mark.parametrize(
@@ -145,7 +151,7 @@ def test_the_shipped_spec_is_the_protected_tf32x3_variant():
 
 
 def test_the_descriptor_is_the_demos_concurrent_variant():
-    v = load(ABFT % (", inject: true, correct: detect", ", tile_n: 256")).variants[0]
+    v = load(ABFT % (", inject: true, correct: detect", ", tile_m: 256, tile_n: 64")).variants[0]
     d = c90.abft_descriptor(v)
     assert d.backend == "cutlass" and d.precision == "tf32x3" and d.protection == v.protection
     assert CUT.constraints(d) == [] and sm80.abft_concurrent(d)
@@ -170,9 +176,9 @@ BUILDS = spec_text(
     """
     precision: tf32x3
     variants:
-      - {protection: {scheme: none}, params: {backend: cutlass90, tile_n: 256, cluster_m: 2}}
-      - {protection: {scheme: abft, level: threadblock}, params: {backend: cutlass90, tile_n: 256, cluster_m: 2}}
-      - {protection: {scheme: abft, level: threadblock, inject: true, correct: detect}, params: {backend: cutlass90, tile_n: 256, cluster_m: 2}}
+      - {protection: {scheme: none}, params: {backend: cutlass90, tile_n: 128, cluster_m: 2, promote: 1}}
+      - {protection: {scheme: abft, level: threadblock}, params: {backend: cutlass90, tile_n: 128, cluster_m: 2}}
+      - {protection: {scheme: abft, level: threadblock, inject: true, correct: detect}, params: {backend: cutlass90, tile_n: 128, cluster_m: 2}}
     shapes: [{m: 100, n: 70, k: 33}]
     """,
     "builds",
@@ -212,6 +218,9 @@ def test_only_abft_builds_carry_the_check(rendered):
         pattern = r"using Kernel_epilogue =.*?public Kernel_base \{ \};"
         kernel = re.search(pattern, cu, re.S).group(0)
         assert "KernelTmaWarpSpecializedCooperative" in kernel and kernel == re.search(pattern, none[".cu"], re.S).group(0)
+        # with the accumulators promoted every k-tile (the builder's mainloop on the FP8 dispatch policy)
+        assert "cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Kernel_mainloop_built::DispatchPolicy::Stages," in kernel
+        assert "constexpr unsigned kPromoteMmas = 4;" in cu and "args.mainloop.mma_promotion_interval = kPromoteMmas;" in cu
     # injection: compiled into the inject build only
     assert "#define FTGEN_TMR_INJECT 0 " in clean[".cu"] and "#define FTGEN_TMR_INJECT 1 " in inj[".cu"]
     assert "ftgen_tmr::kLevelAbft, false, true, false>" in clean[".cu"] and "ftgen_tmr::kLevelAbft, true, true, false>" in inj[".cu"]
@@ -247,7 +256,7 @@ def test_the_bench_plans_faults_over_the_checks_tiles(rendered):
         assert f"v.launch_unprotected = {sym}_unprotected;" in bench
     assert "v.inject = false;" in clean["_bench.cu"] and "v.inject = true;" in inj["_bench.cu"]
     # the unprotected variant keeps its own geometry
-    assert "v.tile_m = 128, v.tile_n = 256, v.tile_k = 32;" in none["_bench.cu"] and "v.threads = 384," in none["_bench.cu"]
+    assert "v.tile_m = 128, v.tile_n = 128, v.tile_k = 32;" in none["_bench.cu"] and "v.threads = 384," in none["_bench.cu"]
     assert "launch_unprotected" not in none["_bench.cu"] and "v.abft = false;" in none["_bench.cu"]
 
 

@@ -83,7 +83,7 @@ def test_default_name_encodes_every_parameter():
 def test_every_parameter_changes_the_name():
     base = variant("fp16")
     alternatives = {"tile_m": 256, "tile_n": 64, "tile_k": 32, "cluster_m": 2, "cluster_n": 2, "schedule": "ws-pingpong",
-                    "scheduler": "streamk", "stages": 4, "swizzle": 8, "layout_a": "col", "layout_b": "row"}
+                    "scheduler": "streamk", "stages": 4, "swizzle": 8, "layout_a": "col", "layout_b": "row", "promote": 2}
     assert set(alternatives) | {"backend"} == {p.name for p in c90.PARAMS}  # backend has one value
     names = {base.name}
     for key, value in alternatives.items():
@@ -111,6 +111,7 @@ def test_default_parameters_fit_every_precision():
         ({"tile_m": 64}, "ws-coop schedule takes tile_m 128 or 256"),
         ({"tile_m": 256, "schedule": "ws-pingpong"}, "ws-pingpong schedule takes tile_m 64 or 128"),
         ({"tile_n": 100}, "tile_n=100 is not a wgmma N"),
+        ({"tile_n": 256, "promote": 1}, "promotion keeps a second set of 128 fp32 accumulators"),
         ({"tile_k": 8}, "tile_k=8 x 4-byte elements = 32 bytes"),
         ({"precision": "bf16", "tile_k": 16}, "tile_k 32, 64, 128 for bf16"),
         ({"tile_m": 256, "tile_n": 256}, "256 fp32 accumulators per consumer thread"),

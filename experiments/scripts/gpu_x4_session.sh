@@ -1,65 +1,112 @@
 #!/usr/bin/env bash
-# One call on a machine of four GPUs (nvidia-h200-x4), four lanes side by side, each on its own GPU and with its own
-# build (-j 16 each of the 64 cores); every lane's files are packed into OUT/<lane>.tar.gz (the device returns at most
-# eight files) and a short table of each lane is printed last:
-#   c90      GPU 0: experiments/scripts/gpu_cutlass90_abft.sh (sm90 tf32x3 threadblock ABFT: bench with 16 faults,
-#            campaign at 512x512x1024, clean bench, lambda calibration)
-#   fft      GPU 1: scripts/gpu_fft.sh (the FFT sweep, injection rows, campaigns)
-#   gemm     GPU 2: scripts/gpu_tmr.sh (every TMR level), then scripts/gpu_gemm.sh prepass (SIMT pre-pass ABFT)
-#   campaign GPU 3: the tf32x3 threadblock ABFT campaign (specs/gemm/abft_tc_concurrent_campaign.yaml) at 4096^3, then at
-#            1000x1234x777 (1000 clean + 1000 single bit flips per distribution, three distributions)
-#   bash experiments/scripts/gpu_x4_session.sh OUT [lane...]   (default: all four; wheels in .whl/; FTGEN_GIT_SHA and
-#   FTGEN_GIT_DIRTY where the copy has no .git)
+# One call on a machine of four GPUs (nvidia-h200-x4): up to four lanes side by side, each on its own GPU with its own
+# build (-j 16 of the 64 cores); each lane's files are packed into OUT/<lane>.tar.gz (the device returns at most eight
+# files) and a short table of each lane is printed last.
+#   bash experiments/scripts/gpu_x4_session.sh OUT lane[:gpu] ...   (wheels in .whl/; FTGEN_GIT_SHA and FTGEN_GIT_DIRTY
+#   where the copy has no .git; LANE_SECONDS, default 540, bounds every lane)
+# Lanes:
+#   c90abft  experiments/scripts/gpu_cutlass90_abft.sh (specs/gemm/cutlass90_abft.yaml: bench, campaign, calibration)
+#   promote  the wgmma accumulation: experiments/specs/gemm_cutlass90_promote.yaml (unprotected tf32x3, promote 0/1/2/4)
+#            and gemm_cutlass90_abft_promote.yaml (ABFT, promote 1/2/4) benched with cuBLAS SGEMM alternated: clean,
+#            and the ABFT builds with 16 faults per launch; 4096^3, 8192^3 and the odd shapes
+#   c90camp  campaigns of gemm_cutlass90_abft_promote.yaml: 512x512x1024 (every promote), then 4096^3 (promote 1)
+#   fft      scripts/gpu_fft.sh (the FFT sweep, injection rows, campaigns)
+#   tmr      scripts/gpu_tmr.sh (every TMR level), then scripts/gpu_gemm.sh prepass (SIMT pre-pass ABFT)
+#   camp4096 the sm80 tf32x3 threadblock ABFT campaign (specs/gemm/abft_tc_concurrent_campaign.yaml) at 4096^3
+#   campodd  the same at 1000x1234x777, then the SIMT split-K pre-pass build with 8 faults on odd shapes
+# (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
 set -u
-out=${1:?usage: gpu_x4_session.sh OUT [lane...]}; shift
+if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop below)
+  name=$2 out=$3
+  cd "$(dirname "$0")/../.." || exit 1
+  ft() { python3 -m ftgen.cli "$@"; }
+  big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
+  sm80=specs/gemm/abft_tc_concurrent_campaign.yaml
+  case $name in
+    c90abft) bash experiments/scripts/gpu_cutlass90_abft.sh "$out" ;;
+    promote)
+      ft generate experiments/specs/gemm_cutlass90_promote.yaml -o generated/lp > /dev/null
+      ft generate experiments/specs/gemm_cutlass90_abft_promote.yaml -o generated/lp > /dev/null
+      ft build generated/lp/gemm_cutlass90_promote -j 8 > "$out/build_promote.txt" 2>&1 &
+      ft build generated/lp/gemm_cutlass90_abft_promote -j 8 > "$out/build_abft.txt" 2>&1; wait
+      tail -n 1 "$out"/build_*.txt
+      ft bench generated/lp/gemm_cutlass90_promote --shapes $big,1000x1234x777 --reps 20 --warmup 5 --json "$out/promote.jsonl"
+      ft bench generated/lp/gemm_cutlass90_abft_promote --inject 16 --shapes $big,$odd --reps 20 --warmup 5 --json "$out/abft_inject16.jsonl"
+      ft bench generated/lp/gemm_cutlass90_abft_promote --shapes $big --reps 20 --warmup 5 --json "$out/abft_clean.jsonl" ;;
+    c90camp)
+      spec=experiments/specs/gemm_cutlass90_abft_promote.yaml
+      ft campaign $spec -o generated/lc --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl"
+      ft campaign $spec -o generated/lc --kernels '*_p1_*' --trials 1000 --seed 11 --shape 4096x4096x4096 --json "$out/campaign_4096.jsonl" ;;
+    fft) bash scripts/gpu_fft.sh "$out" ;;
+    tmr) FTGEN_TMR_BUILD=/tmp/tmr bash scripts/gpu_tmr.sh "$out/tmr"
+         FTGEN_GEMM_GEN=/tmp/prepass bash scripts/gpu_gemm.sh prepass "$out/prepass" ;;
+    camp4096) ft campaign $sm80 -o generated/l4 --trials 1000 --seed 11 --shape 4096x4096x4096 --json "$out/campaign_4096.jsonl" ;;
+    campodd)
+      ft campaign $sm80 -o generated/lo --trials 1000 --seed 12 --shape 1000x1234x777 --json "$out/campaign_odd.jsonl"
+      ft generate specs/gemm/abft_tb_prepass.yaml -o generated/lo > /dev/null && ft build generated/lo/sgemm_abft_tb_prepass -j 16 > /dev/null
+      ft bench generated/lo/sgemm_abft_tb_prepass --kernels '*sk4*_inj' --shapes 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 \
+        --inject 8 --reps 3 --warmup 1 --json "$out/prepass_splitk_inject8.jsonl" ;;
+    *) echo "unknown lane $name" >&2; exit 2 ;;
+  esac
+  exit $?
+fi
+out=${1:?usage: gpu_x4_session.sh OUT lane[:gpu] ...}; shift
 mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
-lanes=${*:-c90 fft gemm campaign}
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
-budget=${LANE_SECONDS:-540}
-lane() {  # NAME GPU COMMAND...: the command on that GPU with the lane's time, output in OUT/NAME/log.txt
-  local name=$1 gpu=$2; shift 2
-  mkdir -p "$out/$name"
-  ( export CUDA_VISIBLE_DEVICES=$gpu; s=$SECONDS; timeout "$budget" "$@" > "$out/$name/log.txt" 2>&1
-    echo "lane $name (GPU $gpu): rc $? in $((SECONDS - s)) s" | tee "$out/$name/rc.txt" ) &
-}
-ft() { python3 -m ftgen.cli "$@"; }
-campaigns() {
-  local spec=specs/gemm/abft_tc_concurrent_campaign.yaml d=$out/campaign
-  ft campaign $spec -o generated/x4 --trials 1000 --seed 11 --shape 4096x4096x4096 --json $d/campaign_4096.jsonl
-  ft campaign $spec -o generated/x4 --trials 1000 --seed 12 --shape 1000x1234x777 --json $d/campaign_odd.jsonl
-}
-for l in $lanes; do
-  case $l in
-    c90) lane c90 0 bash experiments/scripts/gpu_cutlass90_abft.sh "$out/c90" ;;
-    fft) lane fft 1 bash scripts/gpu_fft.sh "$out/fft" ;;
-    gemm) lane gemm 2 bash -c "FTGEN_TMR_BUILD=/tmp/tmr bash scripts/gpu_tmr.sh '$out/gemm/tmr'; \
-                               FTGEN_GEMM_GEN=/tmp/prepass bash scripts/gpu_gemm.sh prepass '$out/gemm/prepass'" ;;
-    campaign) lane campaign 3 campaigns ;;
-    *) echo "unknown lane $l" >&2 ;;
-  esac
+nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpus.txt" 2>&1
+names=()
+i=0
+for spec in "$@"; do
+  name=${spec%%:*}; gpu=$i; [ "$spec" != "$name" ] && gpu=${spec#*:}
+  names+=("$name"); mkdir -p "$out/$name"
+  ( export CUDA_VISIBLE_DEVICES=$gpu; s=$SECONDS
+    timeout "${LANE_SECONDS:-540}" bash "$0" --lane "$name" "$out/$name" > "$out/$name/log.txt" 2>&1
+    echo "lane $name (GPU $gpu): rc $? in $((SECONDS - s)) s" > "$out/$name/rc.txt" ) &
+  i=$((i + 1))
 done
 wait
-for l in $lanes; do
-  echo "==== $l: $(cat "$out/$l/rc.txt" 2>/dev/null)"
-  case $l in
-    c90) grep -A40 "^run " "$out/c90/log.txt" | head -40 ;;
-    fft) grep -E "^logn| avg| min|injection rows|campaign|coverage" "$out/fft/log.txt" | head -20 ;;
-    gemm) grep -E "x cuBLAS|PASS|FAIL" "$out/gemm/log.txt" | head -12; tail -n 12 "$out/gemm/log.txt" ;;
-    campaign) python3 - "$out/campaign" <<'PY'
-import json, pathlib, sys
-for p in sorted(pathlib.Path(sys.argv[1]).glob("campaign_*.jsonl")):
-    for line in p.read_text().splitlines():
+summ() {  # the campaign summaries of the JSON-lines files given
+  python3 - "$@" <<'PY'
+import json, sys, pathlib
+for f in sys.argv[1:]:
+    p = pathlib.Path(f)
+    for line in (p.read_text().splitlines() if p.is_file() else []):
         c = json.loads(line).get("campaign") if line.startswith('{"campaign"') else None
         if c:
             s = c["significance"]
-            print(f"{p.name}: {c['corrected']}/{c['significant']} = {c['coverage']:.5f}, false alarms {c['false_alarms']}/"
-                  f"{c['clean_trials']}, tolerance {s['tolerance']:.3g} = {s['tolerance'] / max(s['max_clean_err'], 1e-300):.1f}x "
-                  f"max clean, at 2x/10x/100x {[round(v['coverage'], 4) for v in c['coverage_at'].values()][1:]}, "
-                  f"max clean score {c.get('max_clean_score')}, min significant score {c.get('min_significant_score')}")
+            at = [round(v["coverage"], 4) for k, v in c["coverage_at"].items() if k != "rule"]
+            print(f"{p.name} {c['kernel'][-40:]}: {c['corrected']}/{c['significant']} = {c['coverage']:.5f}, false alarms "
+                  f"{c['false_alarms']}/{c['clean_trials']}, tolerance {s['tolerance']:.3g} = {s['tolerance'] / max(s['max_clean_err'], 1e-300):.1f}x "
+                  f"max clean, at 2x/10x/100x {at}, max clean score {c.get('max_clean_score')}, min significant score {c.get('min_significant_score')}")
 PY
-    ;;
+}
+rows() {  # bench rows: kernel tail, shape, ms, x twin, x ref, error, detections, ok
+  python3 - "$@" <<'PY'
+import json, sys, pathlib
+for f in sys.argv[1:]:
+    p = pathlib.Path(f)
+    for line in (p.read_text().splitlines() if p.is_file() else []):
+        r = json.loads(line)
+        if "shape" not in r or "kernel" not in r:
+            continue
+        s = "x".join(str(v) for v in r["shape"].values())
+        det = "/".join(str(r.get(k, "-")) for k in ("faults_applied", "detected", "corrected", "recomputed", "false_alarms"))
+        print(f"{p.stem[:14]:<14} {r['kernel'][-44:]:<44} {s:<15} {(r.get('ms') or {}).get('median', float('nan')):8.3f} "
+              f"{r.get('x_unprot') or float('nan'):6.3f} {r.get('speedup_vs_ref') or float('nan'):6.3f} "
+              f"{r.get('max_rel_err_injected', r.get('max_rel_err')) or 0:9.2e} {r.get('max_score_clean') or 0:6.3f} {det:>16} {r.get('ok')}")
+PY
+}
+for l in "${names[@]}"; do
+  echo "==== $(cat "$out/$l/rc.txt" 2>/dev/null)"
+  case $l in
+    c90abft) grep -A40 "^run " "$out/c90abft/log.txt" | head -30 ;;
+    promote) rows "$out"/promote/*.jsonl ;;
+    c90camp) summ "$out"/c90camp/campaign_*.jsonl ;;
+    fft) grep -E "^logn| avg| min|injection rows" "$out/fft/log.txt" | head -12 ;;
+    tmr) grep -E "PASS|FAIL" "$out/tmr/log.txt" | head -12; tail -n 8 "$out/tmr/log.txt" ;;
+    camp4096|campodd) summ "$out/$l"/campaign_*.jsonl; rows "$out/$l"/prepass_*.jsonl ;;
   esac
 done
-for l in $lanes; do (cd "$out" && tar czf "$l.tar.gz" "$l" && rm -rf "$l"); done
+for l in "${names[@]}"; do (cd "$out" && tar czf "$l.tar.gz" "$l" && rm -rf "$l"); done
 ls -la "$out"

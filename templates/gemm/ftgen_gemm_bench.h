@@ -122,7 +122,21 @@ class SimtGemmProblem final : public ftgen::BenchProblem {
   std::vector<ftgen::FaultSpec> plan_faults(int count, unsigned long long seed, const ftgen::Args& a) override {
     ftgen_gemm_geometry g;
     v_.geometry(m_, n_, k_, &g);
-    return ftgen::plan_faults(count, seed, g.blocks, g.threads, g.elems_per_thread, g.steps, g.value_bits, a.inject_kind, a.bit, a.offset);
+    if (g.slices <= 1)
+      return ftgen::plan_faults(count, seed, g.blocks, g.threads, g.elems_per_thread, g.steps, g.value_bits, a.inject_kind, a.bit, a.offset);
+    // split-K: the blocks of slices without k-tiles (small k) are skipped; a fault's step falls inside its slice
+    const long long tiles = g.blocks / g.slices;
+    auto slice_steps = [&](long long b) {
+      const long long z = b / tiles, begin = std::min<long long>(g.total_steps, z * g.steps);
+      return std::min<long long>(g.total_steps, begin + g.steps) - begin;
+    };
+    std::vector<long long> empty;
+    for (long long b = 0; b < g.blocks; ++b)
+      if (slice_steps(b) == 0) empty.push_back(b);
+    std::vector<ftgen::FaultSpec> plan = ftgen::plan_faults(count, seed, g.blocks, g.threads, g.elems_per_thread, g.steps, g.value_bits,
+                                                            a.inject_kind, a.bit, a.offset, empty);
+    for (ftgen::FaultSpec& f : plan) f.step = static_cast<int>(f.step % std::max<long long>(1, slice_steps(f.block)));
+    return plan;
   }
   std::string fault_members(const ftgen::FaultRecord& f) const override { return ftgen::record_members(ftgen::Json(), f); }
 

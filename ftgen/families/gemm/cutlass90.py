@@ -95,6 +95,11 @@ ELEM_BYTES = {"tf32": 4, "tf32x3": 4, "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8
 WGMMA_K = {"tf32": 8, "tf32x3": 8, "fp16": 16, "bf16": 16}
 SPLIT_LOSS = 2.0**-19  # tf32x3: largest relative loss of the split per product (module docstring)
 TMA_BYTES = 16  # TMA: 16-byte aligned addresses and strides
+# The wgmma's fp32 accumulation is not round-to-nearest (measured: the sm90 tf32x3 error grows like k u, a truncating
+# accumulator's signature; docs/gemm-hopper.md). ``promote: p`` accumulates each p k-tiles in the wgmma accumulators,
+# then adds them into a second fp32 register set with FADD (CUTLASS's FP8 mainloop, MainloopSm90TmaGmmaWarpSpecializedFP8,
+# with its mma_promotion_interval = p x the wgmmas of one k-tile): the truncation then acts on p k-tiles' partial sums only.
+PROMOTE = (0, 1, 2, 4)
 # A consumer warp group holds its part of the tile's fp32 accumulators in registers; the kernels give
 # consumer warp groups 232 (ping-pong) / 240 (cooperative) registers per thread, of which at most 128
 # accumulators leave room for the fragments and addresses.
@@ -116,6 +121,8 @@ PARAMS = (
     Param("swizzle", int, (1,), "tile rasterization swizzle of the scheduler (max_swizzle_size)", choices=(1, 2, 4, 8)),
     Param("layout_a", str, ("row",), "layout of A (M x K)", choices=("row", "col")),
     Param("layout_b", str, ("col",), "layout of B (K x N)", choices=("row", "col")),
+    Param("promote", int, (0,), "k-tiles between promotions of the wgmma accumulators into fp32 registers (0: none, the "
+          "wgmma accumulates the whole K; abft: 1)", choices=PROMOTE),
 )
 
 _PREC_DEFAULTS = {"tf32": {}, "tf32x3": {}, "fp16": {"tile_k": 64}, "bf16": {"tile_k": 64}}
@@ -173,6 +180,9 @@ class Geometry:
         self.stage_bytes = (self.tile[0] + self.tile[1]) * self.tile[2] * self.elem_bytes
         self.coop_teams = 0  # (the bench adapter's field: no cooperative TMR here)
         self.abft = v.protection.scheme == "abft"
+        self.promote = p["promote"]
+        # wgmma instructions between promotions (CUTLASS's mma_promotion_interval)
+        self.promote_mmas = self.promote * self.tile[2] // WGMMA_K[v.precision]
 
 
 def cutlass90_operation(v: Variant, alias: str) -> str:
@@ -205,12 +215,36 @@ def cutlass90_operation(v: Variant, alias: str) -> str:
         raise FtgenError(f"unexpected cutlass_library output for {v.name}: struct {old} not found")
     text = text.replace(f"// Gemm operator {old}", f"// {old} (cutlass_library)")
     text = text.replace(f"struct {old} :", f"struct {alias} :").replace(old, alias)
+    if g.promote:
+        text = _promoted_mainloop(text, alias)
     lines = [ln.rstrip() for ln in text.strip().splitlines()]
     out: list[str] = []
     for ln in lines:  # collapse the emitter's runs of blank lines
         if ln or (out and out[-1]):
             out.append(ln)
     return "\n".join(out)
+
+
+def _promoted_mainloop(text: str, alias: str) -> str:
+    """The emitted kernel with its mainloop collective rebuilt on CUTLASS's FP8 dispatch policy (accumulator promotion)
+    from the types the builder chose: the same TMA loads, shared-memory layouts and wgmma, one more fp32 register set."""
+    built = f"using {alias}_mainloop =\n  typename cutlass::gemm::collective::CollectiveBuilder<"
+    if built not in text:  # pragma: no cover - guards against a changed emitter
+        raise FtgenError(f"unexpected cutlass_library output: no {alias}_mainloop built by CollectiveBuilder")
+    head, tail = text.split(built, 1)
+    end = tail.index(">::CollectiveOp;") + len(">::CollectiveOp;")
+    b = f"{alias}_mainloop_built"
+    promoted = (
+        f"\n\n// the builder's mainloop on the FP8 dispatch policy: wgmma partial sums promoted into fp32 registers\n"
+        f"using {alias}_mainloop = cutlass::gemm::collective::CollectiveMma<\n"
+        f"    cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<{b}::DispatchPolicy::Stages,\n"
+        f"        typename {b}::DispatchPolicy::ClusterShape, typename {b}::DispatchPolicy::Schedule>,\n"
+        f"    typename {b}::TileShape, typename {b}::ElementA, typename {b}::StrideA, typename {b}::ElementB,\n"
+        f"    typename {b}::StrideB, typename {b}::TiledMma,\n"
+        f"    typename {b}::GmemTiledCopyA, typename {b}::SmemLayoutAtomA, typename {b}::SmemCopyAtomA, typename {b}::TransformA,\n"
+        f"    typename {b}::GmemTiledCopyB, typename {b}::SmemLayoutAtomB, typename {b}::SmemCopyAtomB, typename {b}::TransformB>;"
+    )
+    return head + f"using {b} =\n  typename cutlass::gemm::collective::CollectiveBuilder<" + tail[:end] + promoted + tail[end:]
 
 
 def tolerance(precision: str) -> dict:
@@ -239,7 +273,7 @@ class Cutlass90Backend(Backend):
     )
 
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
-        over = _PREC_DEFAULTS.get(precision, {})
+        over = {**_PREC_DEFAULTS.get(precision, {}), **({"promote": 1} if protection.scheme == "abft" else {})}
         return tuple(p.with_default(over[p.name]) if p.name in over else p for p in PARAMS)
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
@@ -287,6 +321,14 @@ class Cutlass90Backend(Backend):
         if g.acc_elems > MAX_ACC_PER_THREAD:
             r.append(f"tile {tm}x{tn} with {g.schedule}: {g.acc_elems} fp32 accumulators per consumer thread (at most "
                      f"{MAX_ACC_PER_THREAD}); use a smaller tile" + (" or ws-coop" if g.schedule == "ws-pingpong" else ""))
+        elif g.promote and 2 * g.acc_elems > MAX_ACC_PER_THREAD:
+            r.append(f"promote={g.promote} with tile {tm}x{tn} ({g.schedule}): promotion keeps a second set of {g.acc_elems} "
+                     f"fp32 accumulators per consumer thread ({2 * g.acc_elems}, at most {MAX_ACC_PER_THREAD}); use a smaller "
+                     f"tile (e.g. 128x128 ws-coop) or promote: 0")
+        if g.abft and not g.promote:
+            r.append("promote=0 with abft: the check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's "
+                     "accumulation over the whole K is not (clean runs raise false alarms); use promote 1, 2 or 4 (the default "
+                     "with abft is 1)")
         cm, cn = g.cluster
         if cm * cn > 8:
             r.append(f"cluster {cm}x{cn} has {cm * cn} CTAs; a portable cluster has at most 8")
@@ -324,7 +366,7 @@ class Cutlass90Backend(Backend):
             f"s{g.stages}" if g.stages else "sauto",
             f"sw{g.swizzle}",
             f"{g.layout_a[0]}{g.layout_b[0]}",
-        ] + (["conc"] if g.abft else []) + (["inj"] if v.protection.injects else [])
+        ] + ([f"p{g.promote}"] if g.promote else []) + (["conc"] if g.abft else []) + (["inj"] if v.protection.injects else [])
 
     def context(self, v: Variant) -> dict:
         g = Geometry(v)

@@ -16,8 +16,10 @@ struct ftgen_gemm_geometry {
   long long blocks;     // threadblocks of one launch (all split-K slices)
   int threads;          // threads per block
   int elems_per_thread; // accumulator elements per thread
-  int steps;            // main-loop steps (k-tiles) of one block
+  int steps;            // main-loop steps (k-tiles) of one block (of the longest split-K slice)
   int value_bits;       // bits of one element (32 or 64)
+  int slices;           // split-K slices (1: none); block b is slice b / (blocks / slices)
+  int total_steps;      // k-tiles of all slices (slice z takes [z steps, min((z + 1) steps, total_steps)))
 };
 
 // C = alpha * A @ B + beta * C, all row-major (lda >= k, ldb >= n, ldc >= n).

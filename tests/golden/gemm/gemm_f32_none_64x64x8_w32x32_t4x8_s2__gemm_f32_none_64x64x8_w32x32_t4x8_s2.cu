@@ -450,6 +450,8 @@ extern "C" void gemm_f32_none_64x64x8_w32x32_t4x8_s2_geometry(int m, int n, int 
   g->elems_per_thread = TMT * TNT;
   g->steps = (ktiles + SPLIT_K - 1) / SPLIT_K;
   g->value_bits = 8 * sizeof(T);
+  g->slices = SPLIT_K;
+  g->total_steps = ktiles;
 }
 
 extern "C" cudaError_t gemm_f32_none_64x64x8_w32x32_t4x8_s2(const ftgen_gemm_problem* p, cudaStream_t stream) {

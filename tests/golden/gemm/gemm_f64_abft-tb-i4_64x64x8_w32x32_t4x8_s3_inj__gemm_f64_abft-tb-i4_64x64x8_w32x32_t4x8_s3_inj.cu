@@ -788,6 +788,8 @@ extern "C" void gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj_geometry(int m, i
   g->elems_per_thread = TMT * TNT;
   g->steps = (ktiles + SPLIT_K - 1) / SPLIT_K;
   g->value_bits = 8 * sizeof(T);
+  g->slices = SPLIT_K;
+  g->total_steps = ktiles;
 }
 
 extern "C" cudaError_t gemm_f64_abft_tb_i4_64x64x8_w32x32_t4x8_s3_inj(const ftgen_gemm_problem* p, cudaStream_t stream) {
