@@ -14,6 +14,10 @@
 #   tmr      scripts/gpu_tmr.sh (every TMR level), then scripts/gpu_gemm.sh prepass (SIMT pre-pass ABFT)
 #   camp4096 the sm80 tf32x3 threadblock ABFT campaign (specs/gemm/abft_tc_concurrent_campaign.yaml) at 4096^3
 #   campodd  the same at 1000x1234x777, then the SIMT split-K pre-pass build with 8 faults on odd shapes
+#   simt     the SIMT fp32 search (specs/gemm/sgemm_search.yaml), then scripts/gpu_gemm.sh levels
+#   simtcamp scripts/gpu_gemm.sh campaign (the SIMT ABFT campaigns), then scripts/gpu_fft_odd_batch.sh
+#   fftcamp  scripts/gpu_fft_campaign.sh at 2^13, 2^14, 2^19 (fp32), 2^11, 2^23 (fp64), 500 + 500 trials; tests/test_torch.py
+#   c90search ftgen search of experiments/specs/gemm_cutlass90_abft_search.yaml with 16 faults per launch; pytest -m gpu
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
 set -u
 if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop below)
@@ -46,6 +50,21 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       ft generate specs/gemm/abft_tb_prepass.yaml -o generated/lo > /dev/null && ft build generated/lo/sgemm_abft_tb_prepass -j 16 > /dev/null
       ft bench generated/lo/sgemm_abft_tb_prepass --kernels '*sk4*_inj' --shapes 1x1x1,1000x1234x777,257x129x1031,2048x2048x2048 \
         --inject 8 --reps 3 --warmup 1 --json "$out/prepass_splitk_inject8.jsonl" ;;
+    simt)
+      ft search specs/gemm/sgemm_search.yaml --reps 10 --warmup 3 -j 16 -o generated/ls --json "$out/sgemm_search.jsonl" > "$out/search.txt" 2>&1
+      FTGEN_GEMM_GEN=/tmp/levels bash scripts/gpu_gemm.sh levels "$out" ;;
+    simtcamp)
+      FTGEN_GEMM_GEN=/tmp/simtcamp bash scripts/gpu_gemm.sh campaign "$out"
+      bash scripts/gpu_fft_odd_batch.sh "$out/fft_odd" ;;
+    fftcamp)
+      CASES="fp32:13 fp32:14 fp32:19 fp64:11 fp64:23" bash scripts/gpu_fft_campaign.sh "$out" 500
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py > "$out/pytest_torch.txt" 2>&1
+      tail -n 5 "$out/pytest_torch.txt" ;;
+    c90search)
+      ft search experiments/specs/gemm_cutlass90_abft_search.yaml -o generated/lr -j 16 --inject 16 --reps 10 --warmup 3 \
+        --shapes 4096x4096x4096,8192x8192x8192 --no-cache --json "$out/abft_search.jsonl"
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py tests/test_cutlass90_abft.py > "$out/pytest_gpu.txt" 2>&1
+      tail -n 12 "$out/pytest_gpu.txt" ;;
     *) echo "unknown lane $name" >&2; exit 2 ;;
   esac
   exit $?
@@ -106,6 +125,10 @@ for l in "${names[@]}"; do
     fft) grep -E "^logn| avg| min|injection rows" "$out/fft/log.txt" | head -12 ;;
     tmr) grep -E "PASS|FAIL" "$out/tmr/log.txt" | head -12; tail -n 8 "$out/tmr/log.txt" ;;
     camp4096|campodd) summ "$out/$l"/campaign_*.jsonl; rows "$out/$l"/prepass_*.jsonl ;;
+    simt) tail -n 4 "$out/simt/search.txt"; grep -E "error|failed" "$out/simt/log.txt" | head -5 ;;
+    simtcamp) summ "$out"/simtcamp/*campaign*.jsonl; grep -E "error|failed|verified" "$out/simtcamp/log.txt" | tail -n 5 ;;
+    fftcamp) tail -n 25 "$out/fftcamp/log.txt" ;;
+    c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
   esac
 done
 for l in "${names[@]}"; do (cd "$out" && tar czf "$l.tar.gz" "$l" && rm -rf "$l"); done

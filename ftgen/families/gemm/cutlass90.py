@@ -104,6 +104,9 @@ PROMOTE = (0, 1, 2, 4)
 # consumer warp groups 232 (ping-pong) / 240 (cooperative) registers per thread, of which at most 128
 # accumulators leave room for the fragments and addresses.
 MAX_ACC_PER_THREAD = 128
+# With promotion a consumer thread holds two sets (the wgmma's and the promoted one): at most 192 registers of them, which
+# admits 128x192 ws-coop and 64x192 ws-pingpong (96 + 96) and leaves 40+ registers for fragments and addresses.
+MAX_PROMOTED_ACC = 192
 # Shared memory the TMA epilogue keeps beside the mainloop stages (its C and D staging buffers): an
 # upper estimate used only to check explicit stage counts; stages: 0 lets the builder carve it out.
 EPILOGUE_SMEM = 32 * 1024
@@ -321,10 +324,10 @@ class Cutlass90Backend(Backend):
         if g.acc_elems > MAX_ACC_PER_THREAD:
             r.append(f"tile {tm}x{tn} with {g.schedule}: {g.acc_elems} fp32 accumulators per consumer thread (at most "
                      f"{MAX_ACC_PER_THREAD}); use a smaller tile" + (" or ws-coop" if g.schedule == "ws-pingpong" else ""))
-        elif g.promote and 2 * g.acc_elems > MAX_ACC_PER_THREAD:
+        elif g.promote and 2 * g.acc_elems > MAX_PROMOTED_ACC:
             r.append(f"promote={g.promote} with tile {tm}x{tn} ({g.schedule}): promotion keeps a second set of {g.acc_elems} "
-                     f"fp32 accumulators per consumer thread ({2 * g.acc_elems}, at most {MAX_ACC_PER_THREAD}); use a smaller "
-                     f"tile (e.g. 128x128 ws-coop) or promote: 0")
+                     f"fp32 accumulators per consumer thread ({2 * g.acc_elems}, at most {MAX_PROMOTED_ACC}); use a smaller "
+                     f"tile (e.g. 128x192 ws-coop) or promote: 0")
         if g.abft and not g.promote:
             r.append("promote=0 with abft: the check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's "
                      "accumulation over the whole K is not (clean runs raise false alarms); use promote 1, 2 or 4 (the default "
