@@ -151,6 +151,9 @@ for k in inj:
 with ThreadPoolExecutor(max_workers=4) as ex:
     rows = [r for got in ex.map(execute, jobs) for r in got]
 with open(out / "faults.jsonl", "w") as f:
+    # the provenance line of this call's bench (same tree, GPU and libraries), then the verification rows
+    with open(out / "bench_inject.jsonl") as h:
+        f.write(h.readline())
     for r in rows:
         f.write(json.dumps(r) + "\n")
 EOF

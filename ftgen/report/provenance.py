@@ -41,6 +41,7 @@ _SMI_FIELDS = {
     "mem_clock_mhz": "clocks.mem",
     "power_limit_w": "power.limit",
     "temperature_c": "temperature.gpu",
+    "driver": "driver_version",
 }
 
 
@@ -63,7 +64,7 @@ def gpu_state(index: int | None = None) -> dict:
     out: dict = {}
     for key, value in zip(_SMI_FIELDS, values):
         try:
-            out[key] = value if key == "uuid" else float(value)
+            out[key] = value if key in ("uuid", "driver") else float(value)
         except ValueError:
             out[key] = None
     return out
@@ -78,9 +79,9 @@ def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict
         "gpu": (gpu or {}).get("name"),
         "sm_count": (gpu or {}).get("sm_count"),
         "compute_capability": (gpu or {}).get("cc"),
-        "driver": (gpu or {}).get("driver"),
+        "driver": (gpu or {}).get("driver") or None,
         "cuda_runtime_api": (gpu or {}).get("runtime_api"),
-        "gpu_state": gpu_state() if gpu else {},
+        "gpu_state": (state := gpu_state() if gpu else {}),
         "nvcc": nvcc_version(),
         "libraries": library_versions(),
         "host": platform.node(),
@@ -88,5 +89,7 @@ def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict
         "argv": list(argv if argv is not None else sys.argv),
         "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
+    if not d["driver"]:  # no executable reported it (a script timing a vendor library): nvidia-smi's
+        d["driver"] = state.get("driver")
     d.update(extra)
     return d

@@ -46,7 +46,7 @@ dimensions and pointers): 4 or 2 bytes x (M'K' + K'N' + M'N') on top of CUTLASS'
 Kernel names (every parameter is encoded)::
 
     gemm_<prec>_none_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<schedule>
-        _<scheduler>_s<stages|auto>_sw<swizzle>_<a><b>
+        _<scheduler>_s<stages|auto>_sw<swizzle>_<a><b>[_p<promote>]
 
 ``<schedule>`` is ``ws-coop`` or ``ws-pingpong``, ``<scheduler>`` ``persistent`` or ``streamk``,
 ``<a><b>`` the layouts of A and B (``r``/``c``). Example:
@@ -74,8 +74,11 @@ check). Injection (``inject: true``): a planned bit flip of an accumulator's par
 descriptor's tiles (computed beforehand in double, ``abft_fault_error_kernel``) is added, alpha x its error, to the C
 element by ``abft_obs_kernel`` before its sums. Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and ``_conc``
 (the concurrent design), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
-parameters (the bench's ``x_unprot``). FTGEN_ABFT_LAMBDA (environment, read once by the launcher) replaces the check's
-lambda on 2^-24: a calibration knob for the sm90 accumulation, whose error the threshold may not cover (docs/gemm-hopper.md).
+parameters (the bench's ``x_unprot``). The check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's
+accumulation over a whole K is not (its error grows like k u): ABFT variants promote the wgmma accumulators into fp32
+registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
+(docs/gemm-hopper.md). FTGEN_ABFT_LAMBDA (environment, read once by the launcher) replaces the check's lambda on 2^-24:
+a calibration knob, not needed by the measured variants.
 """
 
 from __future__ import annotations
