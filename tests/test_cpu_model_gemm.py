@@ -14,7 +14,7 @@ from conftest import draw
 from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import simt
 
-LEVEL_COLS = {"thread": 8, "warp": 32, "threadblock": 128, "nonfused": 256, "prepass": 128}
+LEVEL_COLS = {"thread": 8, "warp": 32, "threadblock": 128, "nonfused": 128, "prepass": 128}
 
 
 def level_kw(level):

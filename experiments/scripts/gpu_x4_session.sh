@@ -18,6 +18,11 @@
 #   simtcamp scripts/gpu_gemm.sh campaign (the SIMT ABFT campaigns), then scripts/gpu_fft_odd_batch.sh
 #   fftcamp  scripts/gpu_fft_campaign.sh at 2^13, 2^14, 2^19 (fp32), 2^11, 2^23 (fp64), 500 + 500 trials; tests/test_torch.py
 #   c90search ftgen search of experiments/specs/gemm_cutlass90_abft_search.yaml with 16 faults per launch; pytest -m gpu
+#   levels   scripts/gpu_gemm.sh levels (SIMT ABFT at every level, clean and with 16 faults)
+#   sdpa     the attention references (experiments/scripts/gpu_session.sh OUT sdpa: torch SDPA FLASH and cuDNN)
+#   kmcamp   kmeans campaigns (specs/kmeans/precisions.yaml, tf32x3 and fp64 online): accumulators 1000 + 1000 trials per
+#            distribution, argmin / norm / update 300 + 300
+#   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
 set -u
 if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop below)
@@ -65,6 +70,17 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
         --shapes 4096x4096x4096,8192x8192x8192 --no-cache --json "$out/abft_search.jsonl"
       FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py tests/test_cutlass90_abft.py > "$out/pytest_gpu.txt" 2>&1
       tail -n 12 "$out/pytest_gpu.txt" ;;
+    levels) FTGEN_GEMM_GEN=/tmp/levels bash scripts/gpu_gemm.sh levels "$out" ;;
+    sdpa) bash experiments/scripts/gpu_session.sh "$out" sdpa ;;
+    kmcamp)  # kmeans campaigns, tf32x3 and fp64 online: the distance accumulators, then the other sites
+      spec=specs/kmeans/precisions.yaml k='kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*'
+      ft campaign $spec -o generated/lk --kernels "$k" --trials 1000 --seed 21 --json "$out/campaign_accumulator.jsonl"
+      for site in argmin norm update; do
+        ft campaign $spec -o generated/lk --kernels "$k" --site $site --trials 300 --seed 22 --json "$out/campaign_$site.jsonl"
+      done ;;
+    attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
+      ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
+        --dists normal,uniform,outliers --seed 31 --json "$out/campaign_efta.jsonl" ;;
     *) echo "unknown lane $name" >&2; exit 2 ;;
   esac
   exit $?
@@ -129,6 +145,10 @@ for l in "${names[@]}"; do
     simtcamp) summ "$out"/simtcamp/*campaign*.jsonl; grep -E "error|failed|verified" "$out/simtcamp/log.txt" | tail -n 5 ;;
     fftcamp) tail -n 25 "$out/fftcamp/log.txt" ;;
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
+    levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
+            echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
+    sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
+    kmcamp|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
   esac
 done
 for l in "${names[@]}"; do (cd "$out" && tar czf "$l.tar.gz" "$l" && rm -rf "$l"); done
