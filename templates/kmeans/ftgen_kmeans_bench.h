@@ -109,6 +109,7 @@ struct LabelStats {
   unsigned long long disagree, outside, invalid;
   unsigned long long own_counts_bad;
   double inertia_own, band_sum;
+  unsigned long long max_excess_bits;  // the largest excess of a label outside its band, in bands (a double's bits)
 };
 
 // Per sample: the kernel's label against the reference within the bands; the fp64 distance to the
@@ -147,7 +148,12 @@ __global__ void check_labels_kernel(const T* X, const T* C, int samples, int dim
   atomicAdd(&st->band_sum, bl);
   if (l != ref_label[i]) {
     atomicAdd(&st->disagree, 1ull);
-    if (!(dist - ref_best[i] <= bl + band(ref_label[i]))) atomicAdd(&st->outside, 1ull);
+    const double both = bl + band(ref_label[i]);
+    if (!(dist - ref_best[i] <= both)) {
+      atomicAdd(&st->outside, 1ull);
+      const double excess = isfinite(dist) ? (dist - ref_best[i] - both) / fmax(both, 1e-300) : INFINITY;
+      atomicMax(&st->max_excess_bits, static_cast<unsigned long long>(__double_as_longlong(excess)));
+    }
   }
 }
 
@@ -376,6 +382,12 @@ class KmeansProblem final : public ftgen::BenchProblem {
     c.nonfinite = e.nonfinite;
     c.bad = e.bad + e.nonfinite + static_cast<long long>(s.outside) + count_bad;
     c.worst = e.worst;
+    // A label outside its rounding band, or a count that is not its label's, is an error of the output even where the
+    // centroids match the kernel's own labels: it reads as (1 + its excess in bands) tolerances, so that the campaign's
+    // uncorrected run judges such a fault significant.
+    if (s.invalid) c.max_rel = INFINITY;
+    else if (s.outside) c.max_rel = std::fmax(c.max_rel, c.tolerance * (1.0 + ftgen::score_from_bits(s.max_excess_bits)));
+    if (count_bad) c.max_rel = std::fmax(c.max_rel, 2.0 * c.tolerance);
     const bool inertia_ok = std::fabs(inertia - s.inertia_own) <= s.band_sum;
     c.extra_ok = inertia_ok && s.invalid == 0;
     if (!rq.has_faults())
