@@ -336,3 +336,24 @@ def test_default_entry_from_the_launcher_signature_compiles(tmp_path):
     p = subprocess.run([find_nvcc(), "-std=c++17", "-c", str(g.out_dir / "lib" / "ftgen_lib_demo.cu"), "-o", str(tmp_path / "lib.o"), *incs],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_cutlass90_abft_library_plans_faults_over_the_checks_tiles():
+    """A cutlass90 ABFT variant built with injection is injectable from the library: its fault plan is the bench's, over
+    the check's sm80 descriptor (128x128 tiles, 256 threads, 64 accumulators, k-tiles of 32, one unit per tile); the
+    unprotected cutlass90 variant has none."""
+    fam = families.get("gemm")
+    s = load_spec_text(textwrap.dedent("""\
+        name: lib90
+        family: gemm
+        arch: [sm_90a]
+        precision: tf32x3
+        variants:
+          - {protection: {scheme: abft, level: threadblock, inject: true}, params: {backend: cutlass90}}
+          - {protection: {scheme: none}, params: {backend: cutlass90}}
+        """), "lib90.yaml")
+    abft, none = s.variants
+    plan = fam.library_fault_plan(abft)
+    assert "+ 127) / 128) * ((n + 127) / 128) * 1;" in plan
+    assert "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, 256, 64, (k + 31) / 32, 32," in plan
+    assert fam.library_fault_plan(none) == ""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..base import PRECISION_TAG, Family, LauncherSignature, LibraryEntry, Variant
 from .cutlass import COPIES, CutlassBackend, Geometry
-from .cutlass90 import Cutlass90Backend
+from .cutlass90 import Cutlass90Backend, abft_descriptor
 from .simt import SimtBackend
 
 
@@ -66,7 +66,11 @@ class GemmFamily(Family):
             return (f"ftgen_gemm_geometry geo;\n{{sym}}_geometry({rows}, n, k, &geo);\nblocks = geo.blocks;\n"
                     "plan = ftgen::plan_faults(handle->inject_n, fseed, geo.blocks, geo.threads, geo.elems_per_thread, geo.steps, "
                     "geo.value_bits, ftgen::kBitflip, -1, 0.0);")
-        if v.backend != "cutlass":
+        if v.backend == "cutlass90":  # ABFT: the check's sm80 descriptor's tiles, as the bench plans them
+            if v.protection.scheme != "abft":
+                return ""
+            v = abft_descriptor(v)
+        elif v.backend != "cutlass":
             return ""
         g = Geometry(v)
         units = 1 if g.level == "abft" else COPIES  # fault units per tile: ABFT's tile, or each TMR copy
