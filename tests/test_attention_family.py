@@ -179,13 +179,13 @@ int main() {
   if (std::scanf("%d %d %d %d", &lq, &lk, &d, &causal) != 4) return 1;
   std::vector<float> q(lq * d), k(lk * d), v(lk * d);
   for (auto* a : {&q, &k, &v}) for (auto& x : *a) if (std::scanf("%f", &x) != 1) return 1;
-  ftattn_ref::RowTolerance r{0x1p-11, 0x1p-23, 0x1p-24, 0x1p-22, 3.2998316455372216, 16.0};
-  std::vector<double> out(d), sc(d);
+  ftattn_ref::RowTolerance r{0x1p-11, 0x1p-23, 0x1p-24, 0x1p-22, 3.2998316455372216, 16.0, 0x1p-25, false};
+  std::vector<double> out(d), sc(d), fl(d);
   for (int i = 0; i < lq; ++i) {
     const double tol = ftattn_ref::reference_row(&q[i * d], k.data(), v.data(), lk, d, causal != 0, i, 1.f / std::sqrt((float)d),
-                                                 r, LoadF(), out.data(), sc.data());
+                                                 r, LoadF(), out.data(), sc.data(), fl.data());
     std::printf("%.17g", tol);
-    for (int t = 0; t < d; ++t) std::printf(" %.17g %.17g", out[t], sc[t]);
+    for (int t = 0; t < d; ++t) std::printf(" %.17g %.17g %.17g", out[t], sc[t], fl[t]);
     std::printf("\n");
   }
 }
@@ -213,9 +213,10 @@ def test_the_fp32_reference_row_matches_the_models_fp64_reference(tmp_path, caus
     rows = np.array([[float(x) for x in line.split()] for line in run.stdout.splitlines()])
     ref, s = M.reference(q, k, v, causal)
     tol = rows[:, 0]
-    out, sc = rows[:, 1::2], rows[:, 2::2]
+    out, sc, fl = rows[:, 1::3], rows[:, 2::3], rows[:, 3::3]
     assert np.all(np.abs(out - ref) <= 1e-5 * s)  # fp32 logits, double sums: far inside any tolerance
     assert np.allclose(sc, s, rtol=1e-5)
+    assert np.allclose(fl, M.output_floor(q, k, v, "fp16", causal), rtol=1e-5)  # fp32 logits: l to 1e-5
     model_tol = M.output_tolerance(q, k, "fp16", lk, n_tiles=math.ceil(lk / 16))
     if not causal:  # the model bounds the logits over all keys, the row function over the visible ones
         assert np.allclose(tol, model_tol, rtol=1e-6)

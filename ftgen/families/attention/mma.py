@@ -157,12 +157,14 @@ class MmaBackend(Backend):
             "site_mask": sum(1 << SITE_CODES[x] for x in COVERS[level]),
             "elem_per_site": ELEM_PER_SITE,
             "smem_bytes": smem_bytes(d, v["block_m"], bn, level in ("strided", "efta")),
-            # the model's threshold constants (model.s_threshold, o_threshold, exp_threshold, alpha_threshold)
+            # the model's threshold constants (model.s_threshold, o_threshold, exp_threshold, alpha_threshold) and
+            # the bench's verification bound (model.output_tolerance, output_floor)
             "t": {
                 "u_acc": repr(M.U_ACC),
                 "u32": repr(M.U32),
                 "u_mufu": repr(M.U_MUFU),
                 "u_in": repr(M.U_IN[prec]),
+                "eta": repr(M.ETA[prec]),
                 "c_sqrt": repr(M.C_SQRT),
                 "c_const": repr(M.C_CONST),
                 "p_floor": repr(M.P_FLOOR[prec]),

@@ -55,6 +55,10 @@ U_ACC = 2.0**-23  # fp32 accumulation of the tensor cores (truncating)
 U32 = 2.0**-24    # fp32 arithmetic on the CUDA cores
 U_MUFU = 2.0**-22  # ex2.approx / lg2.approx / rcp.approx relative error bound (2 ulp)
 U_IN = {"fp16": 2.0**-11, "bf16": 2.0**-8}  # rounding of P and of the checksum halves into the input type
+# absolute rounding error of a value below the 16-bit type's normal range, where u_in no longer bounds it
+# relatively: half the spacing of fp16's subnormals; bf16 has fp32's exponent range, and ex2.approx.ftz and the
+# fp32 arithmetic before the conversion flush results below 2^-126 to zero
+ETA = {"fp16": 2.0**-25, "bf16": 2.0**-126}
 # log2 of the smallest normal value of the P type: smaller probabilities are clamped in the exp check (their
 # contribution to a row is below the type's resolution)
 P_FLOOR = {"fp16": -14.0, "bf16": -126.0}
@@ -208,7 +212,8 @@ def output_tolerance(q, k, precision: str, n_keys: int, scale: float | None = No
     weights err by the rounding of P into the input type (u_in), of the exp (2 ulp) and of the row sum's
     rescales (per tile), and by scale * |dS| where S = Q K^T is accumulated in fp32 (the tolerance rule's
     probabilistic bound over depth d of the row's largest sum_d |q||k|); the fp32 accumulation over all keys
-    and the rounding of O into the output type add u_acc (...) and u_in."""
+    and the rounding of O into the output type add u_acc (...) and u_in. The relative bound u_in of P and of O holds
+    in the type's normal range only: :func:`output_floor` is the absolute term that completes it."""
     q64, k64 = np.abs(np.asarray(q, dtype=np.float64)), np.abs(np.asarray(k, dtype=np.float64))
     d = q64.shape[1]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
@@ -217,6 +222,36 @@ def output_tolerance(q, k, precision: str, n_keys: int, scale: float | None = No
     u = U_IN[precision]
     w_err = 2.0 * u + 4.0 * U_MUFU + n_tiles * 2.0 * U32 + scale * ds
     return u + 2.0 * w_err + U_ACC * (C_SQRT * math.sqrt(n_keys) + C_CONST)
+
+
+def output_floor(q, k, v, precision: str, causal: bool, scale: float | None = None, normalized_p: bool = False):
+    """Per-element absolute term of the output's error bound, (rows, d): O is within its bound when
+    ``|O - O_ref| <= s * output_tolerance + output_floor`` (s as in :func:`reference`).
+
+    P = exp(s_c - max) rounded into the input type errs by u_in p relatively only in the type's normal range; below
+    it (fp16: p < 2^-14, which a row dominated by one key -- outlier inputs, logits spread over tens -- has for
+    nearly every other key) the rounding error is absolute, up to eta (:data:`ETA`); a later rescale by alpha <= 1
+    only shrinks it. With p'_c = p_c (1 + delta_c) + eps_c, |delta_c| <= u_in, |eps_c| <= eta, the kernel's
+    O' = sum_c p'_c V_c / sum_c p'_c differs from O by sum_c (p'_c - p_c) (V_c - O) / l': the delta part is
+    :func:`output_tolerance`'s, the eps part at most eta sum_c (|V_c| + |O|) / l <= eta (sum_c |V_c| + n s) / l,
+    with l = sum_c exp(s_c - max) >= 1 the row's sum of weights (l' = l to first order) and n its visible keys.
+    When P holds the normalized weights (``normalized_p``: the decoupled baseline rounds w_c itself) nothing is
+    renormalized and the eps part is eta sum_c |V_c|. The rounding of O into the output type adds eta (|O| below
+    the normal range)."""
+    q64, k64, v64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    lq, d = q64.shape
+    lk = k64.shape[0]
+    vis = causal_mask(lq, lk) if causal else np.ones((lq, lk), dtype=bool)
+    a = vis.astype(np.float64) @ np.abs(v64)  # sum_c |V_cj| over the visible keys
+    if normalized_p:
+        return ETA[precision] * (1.0 + a)
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    logits = np.where(vis, scale * (q64 @ k64.T), -np.inf)
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    l = p.sum(axis=1, keepdims=True)  # >= 1
+    s = (p @ np.abs(v64)) / l
+    n = vis.sum(axis=1, keepdims=True)
+    return ETA[precision] * (1.0 + (a + n * s) / l)
 
 
 def s_threshold(qnorm, kgroup_norm, d: int, nl: int, precision: str):
@@ -711,11 +746,13 @@ def inputs(kind: str, lq: int, lk: int, d: int, seed: int = 0):
     return tuple(out)
 
 
-def max_error(o, q, k, v, precision: str, causal: bool):
-    """Largest ``|O - O_ref| / s`` per row over its tolerance (<= 1: within), of rounded inputs."""
+def max_error(o, q, k, v, precision: str, causal: bool, normalized_p: bool = False):
+    """Largest ``|O - O_ref|`` over its bound ``s * tol + floor`` (:func:`output_tolerance`, :func:`output_floor`;
+    <= 1: within), of rounded inputs. ``normalized_p``: the decoupled baseline's P (see :func:`output_floor`)."""
     qr, kr, vr = (round_to(a, precision) for a in (q, k, v))
     ref, s = reference(qr, kr, vr, causal)
     tol = output_tolerance(qr, kr, precision, kr.shape[0], n_tiles=-(-kr.shape[0] // 16))
-    err = np.abs(np.asarray(o, dtype=np.float64) - ref) / np.maximum(s, 1e-300)
+    bound = s * tol[:, None] + output_floor(qr, kr, vr, precision, causal, normalized_p=normalized_p)
+    err = np.abs(np.asarray(o, dtype=np.float64) - ref) / bound
     err = np.where(np.isfinite(err), err, np.inf)
-    return float(np.max(err / tol[:, None]))
+    return float(np.max(err))
