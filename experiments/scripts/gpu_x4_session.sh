@@ -22,6 +22,8 @@
 #   sdpa     the attention references (experiments/scripts/gpu_session.sh OUT sdpa: torch SDPA FLASH and cuDNN)
 #   kmcamp   kmeans campaigns (specs/kmeans/precisions.yaml, tf32x3 and fp64 online): accumulators 1000 + 1000 trials per
 #            distribution, argmin / norm / update 300 + 300
+#   kmsites  kmeans campaigns at the argmin, norm and update sites, 1000 + 1000 per distribution
+#   kmbig    the kmeans accumulator campaign, 9000 + 9000 per distribution, on every GPU (run it alone: kmbig:all)
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
 set -u
@@ -78,6 +80,14 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       for site in argmin norm update; do
         ft campaign $spec -o generated/lk --kernels "$k" --site $site --trials 300 --seed 22 --json "$out/campaign_$site.jsonl"
       done ;;
+    kmsites)  # kmeans campaigns at the argmin, norm and update sites (tf32x3 and fp64 online), 1000 + 1000 per distribution
+      spec=specs/kmeans/precisions.yaml k='kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*'
+      for site in argmin norm update; do
+        ft campaign $spec -o generated/lk --kernels "$k" --site $site --trials 1000 --seed 23 --json "$out/campaign_$site.jsonl"
+      done ;;
+    kmbig)  # the accumulator site with enough trials for 3000 significant faults, over every GPU of the host (no other lane)
+      ft campaign specs/kmeans/precisions.yaml -o generated/lk --kernels 'kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*' \
+        --gpus all --trials 9000 --seed 24 --json "$out/campaign_accumulator.jsonl" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
         --dists normal,uniform,outliers --seed 31 --json "$out/campaign_efta.jsonl" ;;
@@ -95,7 +105,7 @@ i=0
 for spec in "$@"; do
   name=${spec%%:*}; gpu=$i; [ "$spec" != "$name" ] && gpu=${spec#*:}
   names+=("$name"); mkdir -p "$out/$name"
-  ( export CUDA_VISIBLE_DEVICES=$gpu; s=$SECONDS
+  ( if [ "$gpu" = all ]; then unset CUDA_VISIBLE_DEVICES; else export CUDA_VISIBLE_DEVICES=$gpu; fi; s=$SECONDS
     timeout "${LANE_SECONDS:-540}" bash "$0" --lane "$name" "$out/$name" > "$out/$name/log.txt" 2>&1
     echo "lane $name (GPU $gpu): rc $? in $((SECONDS - s)) s" > "$out/$name/rc.txt" ) &
   i=$((i + 1))
@@ -148,7 +158,7 @@ for l in "${names[@]}"; do
     levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
             echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
-    kmcamp|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
+    kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
   esac
 done
 for l in "${names[@]}"; do (cd "$out" && tar czf "$l.tar.gz" "$l" && rm -rf "$l"); done
