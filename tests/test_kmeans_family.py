@@ -134,6 +134,25 @@ def test_unprotected_source_has_no_checks_and_protected_has_all():
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in none
 
 
+def test_a_protected_benchmark_times_its_unprotected_twin():
+    """The protected variant's executable compiles the same template with protection none as <sym>_unprotected (its own
+    translation unit) and times it alternately (x_unprot); an unprotected variant has no twin."""
+    files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    d = "kmeans_tf32_abft-tb_64x32x16_w32x16_inj/kmeans_tf32_abft-tb_64x32x16_w32x16_inj"
+    twin, bench, prot = files[d + "_twin.cu"], files[d + "_bench.cu"], files[d + ".cu"]
+    sym = "kmeans_tf32_abft_tb_64x32x16_w32x16_inj"
+    assert "constexpr bool PROTECTED = false;" in twin and "constexpr bool INJECT = false;" in twin
+    assert "constexpr bool PROTECTED = true;" in prot
+    assert f'extern "C" cudaError_t {sym}_unprotected(' in twin and f"{sym}_unprotected_workspace" in twin
+    for marker in ("encode_kernel", "update_check_kernel", "apply_fault"):
+        assert marker not in twin, marker
+    # the same tiles as the variant
+    assert "constexpr int MT = 64, NT = 32, KT = 16;" in twin and "constexpr int MT = 64, NT = 32, KT = 16;" in prot
+    assert f"{sym}_unprotected_workspace, {sym}_unprotected}};" in bench
+    none = "kmeans_tf32_none_64x32x16_w32x16/kmeans_tf32_none_64x32x16_w32x16"
+    assert none + "_twin.cu" not in files and "nullptr, nullptr};" in files[none + "_bench.cu"]
+
+
 COMPILE = textwrap.dedent(
     """
     name: compile_kmeans
@@ -164,9 +183,10 @@ def test_nvcc_compiles_protected_and_unprotected(tmp_path, arch):
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    libs = sorted(p for p in files if p.endswith(".cu") and not p.endswith("_bench.cu") and not p.startswith("common/"))
-    assert len(libs) == 2
-    for rel in libs:
+    libs = sorted(p for p in files if p.endswith(".cu") and not p.endswith(("_bench.cu", "_twin.cu")) and not p.startswith("common/"))
+    twins = sorted(p for p in files if p.endswith("_twin.cu"))
+    assert len(libs) == 2 and len(twins) == 1  # the protected variant's benchmark twin
+    for rel in libs + twins:
         _nvcc(tmp_path, rel, arch)
 
 

@@ -53,6 +53,9 @@ struct Variant {
   size_t (*workspace)(int samples, int dims, int clusters);
   void (*geometry)(int samples, int dims, int clusters, ftgen_kmeans_geometry* g);
   cudaError_t (*launch)(const ftgen_kmeans_problem* p, cudaStream_t stream);
+  // the unprotected twin (the same tiles, protection none): timed alternately with the variant (nullptr: none)
+  size_t (*workspace_twin)(int samples, int dims, int clusters);
+  cudaError_t (*launch_twin)(const ftgen_kmeans_problem* p, cudaStream_t stream);
 };
 
 // ---- inputs ------------------------------------------------------------------------------------
@@ -280,6 +283,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     t_.fault_site = site_name(site_);
     t_.output_unit = "label or centroid element";
     t_.ref_lib = "cublas-lloyd";
+    t_.has_unprotected = v.launch_twin != nullptr;
   }
   ~KmeansProblem() override {
     if (h_) cublasDestroy(h_);
@@ -312,6 +316,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     X_.alloc(x_elems_ * sets), C_.alloc(c_elems_ * sets), C0_.alloc(c_elems_ * sets), c_out_.alloc(c_elems_);
     labels_.alloc(n_), counts_.alloc(k_), inertia_.alloc(1);
     workspace_.alloc(v_.workspace(n_, d_, k_));
+    if (v_.workspace_twin) twin_workspace_.alloc(std::max<size_t>(v_.workspace_twin(n_, d_, k_), 1));
     // the vendor iteration: row tiles of the distance matrix of at most 2^26 elements
     tile_rows_ = static_cast<int>(std::max<long long>(1, std::min<long long>(n_, (1ll << 26) / k_)));
     G_.alloc(static_cast<size_t>(tile_rows_) * k_);
@@ -466,6 +471,12 @@ class KmeansProblem final : public ftgen::BenchProblem {
     if (timed_faults_) table_.upload(plan, fault_blocks());
   }
   void launch(int set) override { launch_checked(problem(set, c(set), timed_faults_, false)); }
+  void launch_unprotected(int set) override {
+    ftgen_kmeans_problem q = problem(set, c(set), false, false);
+    q.workspace = twin_workspace_.ptr;
+    q.counters = nullptr;
+    ftgen::launch_or_fail(v_.launch_twin, q, v_.name);
+  }
   void launch_ref(int set) override {
     vendor_norms_kernel<T><<<(k_ + 127) / 128, 128>>>(c(set), k_, d_, v_cc_.ptr);
     FT_LAUNCH_CHECK();
@@ -530,7 +541,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
   DeviceBuffer<T> X_, C_, C0_, c_out_, G_, v_cc_;
   DeviceBuffer<int> labels_, counts_, ref_label_, v_counts_, v_labels_;
   DeviceBuffer<double> inertia_, ref_best_, v_sums_;
-  DeviceBuffer<unsigned char> workspace_;
+  DeviceBuffer<unsigned char> workspace_, twin_workspace_;
   DeviceBuffer<ftgen::FtCounters> counters_;
   ftgen::FaultTable table_;
   bool timed_faults_ = false;

@@ -18,6 +18,8 @@ injection compiled in. The rules of the protection are modelled in :mod:`.model`
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...errors import SpecError
 from ..base import (
     PRECISION_CTYPE,
@@ -154,14 +156,19 @@ class MmaBackend(Backend):
             "g": Geometry(v),
             "tf32": v.precision in ("tf32", "tf32x3"),
             "tf32x3": v.precision == "tf32x3",
+            # the unprotected twin's geometry (the benchmark's alternate timing: kmeans_twin.cu.j2)
+            "twin_g": Geometry(dataclasses.replace(v, protection=Protection())),
         }
 
     def sources(self, v: Variant) -> tuple[Source, ...]:
+        # a protected variant's benchmark also compiles its unprotected twin (the same template with protection
+        # none, in a translation unit of its own: the template specializes the kernels on protection at file level)
+        twin = (Source("kmeans_twin.cu.j2", "_twin.cu", "bench"),) if v.protection.enabled else ()
         return (
             Source("variant.h.j2", ".h", "header"),
             Source("kmeans_variant.cu.j2", ".cu", "library"),
             Source("bench.cu.j2", "_bench.cu", "bench"),
-        )
+        ) + twin
 
 
 class KmeansFamily(Family):

@@ -8,7 +8,8 @@ static const char* kDefaultShapes = "1000x10x7";
 
 int main(int argc, char** argv) {
   const ftkmeans_bench::Variant v{"kmeans_tf32_none_64x32x16_w32x16", kMeta, kDefaultShapes, "tf32", false,
-                                  false, 0.00048828125, 6.544679215592825, kmeans_tf32_none_64x32x16_w32x16_workspace, kmeans_tf32_none_64x32x16_w32x16_geometry, kmeans_tf32_none_64x32x16_w32x16};
+                                  false, 0.00048828125, 6.544679215592825, kmeans_tf32_none_64x32x16_w32x16_workspace, kmeans_tf32_none_64x32x16_w32x16_geometry, kmeans_tf32_none_64x32x16_w32x16,
+                                  nullptr, nullptr};
   ftkmeans_bench::KmeansProblem<float> p(v);
   return ftgen::bench_main(p, argc, argv);
 }
