@@ -44,10 +44,6 @@ __device__ __forceinline__ float to_tf32(float x) {
   const uint32_t bits = Conv::convert(x).raw() & ~0x1fffu;
   return __uint_as_float(bits);
 }
-__device__ __forceinline__ double widen(float x) { return x; }
-__device__ __forceinline__ double widen(double x) { return x; }
-__device__ __forceinline__ double widen(__half x) { return __half2float(x); }
-__device__ __forceinline__ double widen(__nv_bfloat16 x) { return __bfloat162float(x); }
 // the Hopper kernels' tf32 operands: the 13 low bits dropped (truncation), no rounding
 __device__ __forceinline__ float truncate_tf32(float x) { return __uint_as_float(__float_as_uint(x) & ~0x1fffu); }
 // mode 0: the data itself; 1: rounded to tf32 as the sm80 kernels do; 2: truncated as the sm90 kernels do
@@ -59,7 +55,7 @@ __device__ __forceinline__ X maybe_tf32(X x, int) { return x; }
 template <class T, class R>
 __global__ void to_ref_kernel(const T* in, R* out, R* abs_out, size_t n, int round) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const R v = static_cast<R>(widen(maybe_tf32(in[i], round)));
+    const R v = static_cast<R>(ftgen::widen(maybe_tf32(in[i], round)));
     out[i] = v;
     if (abs_out) abs_out[i] = v < R(0) ? -v : v;
   }
