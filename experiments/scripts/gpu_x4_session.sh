@@ -24,6 +24,7 @@
 #            distribution, argmin / norm / update 300 + 300
 #   kmsites  kmeans campaigns at the argmin, norm and update sites, 1000 + 1000 per distribution
 #   kmbig    the kmeans accumulator campaign, 9000 + 9000 per distribution, on every GPU (run it alone: kmbig:all)
+#   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
 set -u
@@ -88,6 +89,7 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
     kmbig)  # the accumulator site with enough trials for 3000 significant faults, over every GPU of the host (no other lane)
       ft campaign specs/kmeans/precisions.yaml -o generated/lk --kernels 'kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*' \
         --gpus all --trials 9000 --seed 24 --json "$out/campaign_accumulator.jsonl" ;;
+    prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
         --dists normal,uniform,outliers --seed 31 --json "$out/campaign_efta.jsonl" ;;
@@ -157,6 +159,7 @@ for l in "${names[@]}"; do
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
     levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
             echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
+    prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
     kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
   esac

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Per-kernel device time of one protected variant beside its unprotected twin, read with Nsight Compute
+# (gpu__time_duration of every launch, summed per kernel name): where a protected Lloyd iteration or attention launch
+# spends its time. One warm-up and one timed repetition each (the bench also runs its verification and references).
+#   bash experiments/scripts/gpu_profile.sh OUT
+set -u
+out=${1:?usage: gpu_profile.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
+ft() { python3 -m ftgen.cli "$@"; }
+ft generate specs/kmeans/demo.yaml -o generated/lp > /dev/null
+ft generate specs/attention/demo.yaml -o generated/lp > /dev/null
+ft build generated/lp/kmeans_demo -j 8 > "$out/build_kmeans.txt" 2>&1 &
+ft build generated/lp/attn_demo -j 8 --kernels 'attn_f16_*_d128_nc_*' > "$out/build_attn.txt" 2>&1; wait
+tail -n 1 "$out"/build_*.txt
+prof() {  # exe shape tag
+  ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 400 \
+    "$1" --shapes "$2" --reps 1 --warmup 1 $4 > "$out/$3.csv" 2> "$out/$3.err"
+  python3 - "$out/$3.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    print(sys.argv[1], "no rows"); sys.exit()
+h = rows[0]; k, v = h.index("Kernel Name"), h.index("Metric Value")
+tot, cnt = collections.Counter(), collections.Counter()
+for r in rows[1:]:
+    name = r[k].split("(")[0].split("<")[0][-48:]
+    tot[name] += float(r[v].replace(",", "")) / 1e3; cnt[name] += 1
+print(f"== {sys.argv[1].rsplit('/', 1)[-1]}")
+for name, us in tot.most_common(14):
+    print(f"  {name:<48} {cnt[name]:5d} launches {us:10.1f} us total {us / cnt[name]:9.1f} us each")
+PY
+}
+for s in 1048576x128x1024 1048576x8x128; do
+  for e in generated/lp/kmeans_demo/bin/*; do prof "$e" $s "km_$(basename "$e" | cut -d_ -f3)_$s" ""; done
+done
+for e in generated/lp/attn_demo/bin/attn_f16_none_mma_d128_nc_* generated/lp/attn_demo/bin/attn_f16_abft-efta_mma_d128_nc_*; do
+  prof "$e" 4x32x4096 "attn_$(basename "$e" | cut -d_ -f3)" "$( [[ $e == *_inj ]] && echo --inject 1)"
+done
