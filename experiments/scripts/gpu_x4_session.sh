@@ -24,6 +24,8 @@
 #            distribution, argmin / norm / update 300 + 300
 #   kmsites  kmeans campaigns at the argmin, norm and update sites, 1000 + 1000 per distribution
 #   kmbig    the kmeans accumulator campaign, 9000 + 9000 per distribution, on every GPU (run it alone: kmbig:all)
+#   kmfast   kmeans: the demo at the flash-kmeans anchors and awkward shapes (protected, its twin and cuBLAS-Lloyd
+#            alternated), specs/kmeans/precisions.yaml with one fault, a 300 + 300 accumulator campaign
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
@@ -89,6 +91,17 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
     kmbig)  # the accumulator site with enough trials for 3000 significant faults, over every GPU of the host (no other lane)
       ft campaign specs/kmeans/precisions.yaml -o generated/lk --kernels 'kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*' \
         --gpus all --trials 9000 --seed 24 --json "$out/campaign_accumulator.jsonl" ;;
+    kmfast)
+      ft generate specs/kmeans/demo.yaml -o generated/lf > /dev/null
+      ft generate specs/kmeans/precisions.yaml -o generated/lf > /dev/null
+      ft build generated/lf/kmeans_demo -j 16 > "$out/build_demo.txt" 2>&1
+      ft build generated/lf/kmeans_precisions -j 16 > "$out/build_prec.txt" 2>&1
+      tail -n 1 "$out"/build_*.txt
+      ft bench generated/lf/kmeans_demo --reps 10 --warmup 3 --json "$out/demo.jsonl" \
+        --shapes 1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024,1000003x3x7,65536x100x1000,4099x129x1
+      ft bench generated/lf/kmeans_precisions --inject 1 --reps 5 --warmup 2 --json "$out/prec_inject1.jsonl"
+      ft campaign specs/kmeans/precisions.yaml -o generated/lf --kernels 'kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*' \
+        --trials 300 --seed 25 --json "$out/campaign_accumulator.jsonl" ;;
     prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
@@ -159,6 +172,7 @@ for l in "${names[@]}"; do
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
     levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
             echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
+    kmfast) rows "$out"/kmfast/demo.jsonl "$out"/kmfast/prec_inject1.jsonl; summ "$out"/kmfast/campaign_*.jsonl ;;
     prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
     kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;

@@ -79,8 +79,9 @@ class Geometry:
         abft = v.protection.scheme == "abft"
         self.smem_bytes = (
             STAGES * (self.MT + self.NT) * self.ld * self.elem_bytes  # tiles
-            + (STAGES * 4 * self.KT * self.elem_bytes if abft else 0)  # tile encodings' k-tiles
-            + (2 * self.warps_n * self.MT * 8 + self.MT * 4 * 8 + self.MT * 4 if abft else 0)  # verification
+            + (STAGES * 2 * self.mma_n * self.ld * self.elem_bytes if abft else 0)  # the group's encodings' k-tiles
+            + (2 * self.warps_n * self.MT * 8 + self.MT * 8 + self.MT * 4 + 4 * self.MT * self.elem_bytes
+               if abft else 0)  # verification
             + self.warps_n * self.MT * (self.elem_bytes + 4) + self.MT * (self.elem_bytes + 4)  # arg-min
             + 16
         )
@@ -184,6 +185,14 @@ class KmeansFamily(Family):
         args="p, stream",
         selector_args=("p->samples", "p->dims", "p->clusters"),
     )
+
+    @property
+    def bench_refs(self) -> tuple:
+        """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`).
+        Imported here, not at the top: ``python -m ftgen.families.kmeans.flash_ref`` runs that module as the driver."""
+        from .flash_ref import FlashKmeansRef
+
+        return (FlashKmeansRef(),)
 
     def normalize_shape(self, raw, where: str, source: str | None = None) -> dict[str, int]:
         out = super().normalize_shape(raw, where, source)

@@ -8,8 +8,9 @@ One iteration, X (samples x dims) and C (clusters x dims):
            precision), then cc_j - 2 acc_ij and the arg-min (xx_i, common to the row, is added to the
            nearest: its distance); the distance matrix is never stored
   ABFT     per tile, from the tile's column sum s_t = e^T C_t and index-weighted sum w_t = (1..n_tb)^T C_t,
-           the reference checksums r_i = x_i . s_t, r'_i = x_i . w_t (and the scales r2_i = x_i^2 . q_t,
-           rs2_i = x_i^2 . s_t^2 with q_t = e^T (C_t o C_t)); before the arg-min reads the accumulators:
+           the reference checksums r_i = x_i . s_t, r'_i = x_i . w_t (products in the delivered precision, as the
+           distance GEMM's; and the scales r2_i = x_i^2 . q_t, rs2_i = x_i^2 . s_t^2 with q_t = e^T (C_t o C_t));
+           before the arg-min reads the accumulators:
              d_i = sum_j acc_ij - r_i,  dw_i = sum_j (j+1) acc_ij - r'_i
              tau_i   = LAMBDA u (sqrt(dims) + sqrt(n_tb) + 1) (sqrt(r2_i) + sqrt(rs2_i))
              tau_w_i = tau_i * rms(1..n_tb)
@@ -20,8 +21,8 @@ One iteration, X (samples x dims) and C (clusters x dims):
   arg-min  computed twice (DMR: a forward and a backward scan with the same tie rule, lower index wins);
            a mismatch recomputes it from the verified accumulators (the kernels duplicate the merges across
            lanes, warps and tiles the same way; those have no fault site of their own)
-  update   per cluster the sums (fp64) and counts (integers), computed twice (DMR); the counts must agree
-           exactly, the sums within the rounding band of fp64 summation; invariants: the counts add up to the
+  update   per cluster the sums (fp64) and counts (integers), computed twice (DMR) in the same order (the
+           samples sorted by label); the counts and the sums must agree exactly; invariants: the counts add up to the
            number of samples, the cluster sums add up (per dimension) to the column sums of X (fp64). A
            failed check recomputes the update. Empty clusters keep their centroid.
 
@@ -250,9 +251,10 @@ def assign(X, C, precision: str, n_tb: int = 64, scheme: str = "abft", correct: 
                 counters.injected += 1
         if scheme == "abft":
             s, w, q, s2 = tile_encodings(Ct)
-            # the references as the kernel carries them: products in the storage precision
-            r = (X @ s.astype(dt)).astype(np.float64)
-            rw = (X @ w.astype(dt)).astype(np.float64)
+            # the references as the kernel carries them: products on the tensor cores in the delivered precision
+            # (the encodings stored in the storage type); the threshold's scales from the squared samples
+            rr = gemm_nt(X, np.stack([s, w]).astype(dt), precision).astype(np.float64)
+            r, rw = rr[:, 0], rr[:, 1]
             x2 = (X * X).astype(np.float64)
             r2, rs2 = x2 @ q, x2 @ s2
             bad, d, score = verify_tile(acc, r, rw, r2, rs2, precision, dims)
@@ -284,21 +286,13 @@ def assign(X, C, precision: str, n_tb: int = 64, scheme: str = "abft", correct: 
     return label, (best + xx.astype(np.float64)).astype(dt), xx, cc
 
 
-def update_once(X, labels, k: int, order=1):
-    """Cluster sums (fp64) and integer counts; ``order`` -1 walks the samples backward (the DMR copy)."""
-    idx = np.arange(X.shape[0])[::order]
+def update_once(X, labels, k: int):
+    """Cluster sums (fp64) and integer counts, each cluster's samples added in one fixed order (the kernels
+    sort the samples by label and both DMR copies walk that list: the copies agree bit for bit)."""
     sums = np.zeros((k, X.shape[1]), np.float64)
-    np.add.at(sums, labels[idx], np.asarray(X, np.float64)[idx])
+    np.add.at(sums, labels, np.asarray(X, np.float64))
     counts = np.bincount(labels, minlength=k).astype(np.int64)
     return sums, counts
-
-
-def update_tolerance(X, counts) -> np.ndarray:
-    """Allowed |difference| of two fp64 summations of a cluster's sums in another order (per cluster and
-    dimension): LAMBDA u64 sqrt(count) count max|x_d|."""
-    m = np.abs(np.asarray(X, np.float64)).max(axis=0)
-    c = counts.astype(np.float64)
-    return 2.0 * LAMBDA * U64 * (np.sqrt(c) * c)[:, None] * m[None, :]
 
 
 def update(X, labels, C_old, faults=(), counters: Counters | None = None, scheme: str = "abft"):
@@ -308,7 +302,7 @@ def update(X, labels, C_old, faults=(), counters: Counters | None = None, scheme
     X = np.asarray(X)
     k = C_old.shape[0]
     n = X.shape[0]
-    sums, counts = update_once(X, labels, k, 1)
+    sums, counts = update_once(X, labels, k)
     for f in faults:
         if f.site == "update-sum":
             sums[f.row, f.col] = f.apply(sums[f.row, f.col], np.float64)
@@ -317,13 +311,13 @@ def update(X, labels, C_old, faults=(), counters: Counters | None = None, scheme
             counts[f.row] = counts[f.row] ^ (1 << (f.bit or 0)) if f.bit is not None else counts[f.row] + int(f.offset)
             counters.injected += 1
     if scheme != "none":
-        sums_b, counts_b = update_once(X, labels, k, -1)
+        sums_b, counts_b = update_once(X, labels, k)
         col = np.asarray(X, np.float64).sum(axis=0)
         colabs = np.abs(np.asarray(X, np.float64)).sum(axis=0)
         why = []
         if not np.array_equal(counts, counts_b):
             why.append("counts")
-        if not (np.abs(sums - sums_b) <= update_tolerance(X, counts_b)).all():
+        if not np.array_equal(sums.view(np.int64), sums_b.view(np.int64)):
             why.append("sums")
         if int(counts.sum()) != n:
             why.append("count invariant")
@@ -333,7 +327,7 @@ def update(X, labels, C_old, faults=(), counters: Counters | None = None, scheme
             counters.detected += 1
             counters.recomputed += 1
             counters.events.append(("update", ",".join(why)))
-            sums, counts = update_once(X, labels, k, 1)
+            sums, counts = update_once(X, labels, k)
     C_new = np.array(C_old, dtype=dt, copy=True)
     nz = counts > 0
     C_new[nz] = (sums[nz] / counts[nz, None]).astype(dt)

@@ -3,12 +3,12 @@
 // Lloyd iterations over X (samples x dims) into C (clusters x dims), row-major, tf32, any shape with
 // clusters <= samples. Per iteration, on one stream: centroid norms and tile encodings; assign (the
 // distance GEMM on the tensor cores, mma.sync m16n8k8 TF32, threadblock tile 64 samples x 32 centroids x 16
-// dims, warp tile 32x16, 128 threads, a 2-stage cp.async pipeline, the arg-min fused into the
-// epilogue, looping over centroid tiles: the distance matrix is never written); update (cluster sums in
-// fp64 and integer counts by atomics, privatized per block in shared memory when they fit; new centroids; an
-// empty cluster keeps its centroid); the convergence
-// test on the device.
-// Protection: abft-tb (threadblock ABFT of the distance GEMM, online correction; DMR of the
+// dims, warp tile 32x16, 128 threads, a 2-stage cp.async pipeline running on across the centroid tiles, the arg-min fused into the
+// epilogue, looping over centroid tiles: the distance matrix is never written); update (integer counts, the
+// samples sorted by label, each cluster's sums in fp64 by work items of its rows, no floating-point atomics;
+// new centroids; an empty cluster keeps its centroid); the convergence test on the device.
+// Protection: abft-tb (threadblock ABFT of the distance GEMM, reference checksums on the tensor
+// cores, online correction; DMR of the
 // norms, the arg-min (the thread's scan, the quad's shuffles, the merge over warps and tiles) and the update,
 // with the update's invariants); fault injection compiled in.
 #include "kmeans_tf32_abft-tb_64x32x16_w32x16_inj.h"
@@ -38,6 +38,12 @@ constexpr bool INJECT = true;
 static_assert(WARPS_M * WARPS_N * 32 == THREADS && MT % MW == 0 && NT % NW == 0 && MW % MMA_M == 0 && NW % MMA_N == 0 && KT % MMA_K == 0, "tiles");
 static_assert(KT % VEC == 0 && (LD * sizeof(T)) % 16 == 0, "16-byte copies into padded rows");
 
+// The reference checksums are products on the tensor cores: one MMA_N-column fragment holds (s_t, w_t) of GT
+// consecutive centroid tiles, a second one (q_t, s_t o s_t) of the same tiles against the squared samples; both
+// are computed while the first tile of the group runs (and again when a tile is recomputed), by the warp columns
+// 0 and 1 (one warp column: both), and kept in registers until the group's tiles are verified.
+constexpr int GT = MMA_N / 2;                      // centroid tiles per group of reference fragments
+constexpr int REFS = WARPS_N > 1 ? 1 : 2;          // reference fragments per warp
 constexpr double U64 = 1.1102230246251565e-16;  // unit roundoff of fp64 (the update's sums)
 // LAMBDA: the probabilistic rounding bound's lambda for a false-alarm probability of 1e-9 per check,
 // sqrt(2 ln(2 / 1e-9)) (the family's NumPy model, ftgen/families/kmeans/model.py).
@@ -66,7 +72,13 @@ struct Work {
   T* enc;         // tiles x 4 x dims: s_t, w_t, q_t, s_t^2
   double* sums;   // 2 x clusters x dims (the DMR copies)
   int* counts;    // 2 x clusters
-  double* colstat;  // 3 x dims: column sums, absolute sums, maxima of |x| of X
+  double* colstat;  // 2 x dims: column sums and absolute sums of X
+  int* idx;         // samples: the samples sorted by label
+  int* cursor;      // clusters: the next free place of each cluster's segment of idx
+  int* offs;        // clusters + 1: where each cluster's segment of idx begins
+  int* item_off;    // clusters + 1: each cluster's first work item of the sums
+  int* item_cluster;  // max_items: the cluster of each work item
+  double* part;     // copies x max_items x dims: the partial sums of the work items
   double* colcheck; // dims: the cluster sums added up
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
@@ -134,51 +146,87 @@ __device__ __forceinline__ void load_b(FragB& f, const T* cs, int col, int k, in
 __device__ __forceinline__ void mma_frag(float (&c)[ACC], const FragA& a, const FragB& b) {
   mma(c, a.big, b.big);
 }
+// c += (a o a) b, one TF32 pass: the scales of the detection threshold (x^2 . q_t, x^2 . s_t^2)
+__device__ __forceinline__ void mma_square(float (&c)[ACC], const FragA& a, const FragB& b) {
+  uint32_t sq[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float x = __uint_as_float(a.big[i]);
+    sq[i] = to_tf32(x * x);
+  }
+  mma(c, sq, b.big);
+}
 
 // ---- one-time statistics of X and the squared norms ---------------------------------------------
 
-// Per dimension: sum, absolute sum and maximum of |x| (the update's invariant and DMR tolerance), in fp64.
+// Per dimension: sum and absolute sum of X (the update's invariant and its rounding band), in fp64.
+// A block's threads stride over the elements of its rows (coalesced); with blockDim a multiple of dims
+// (dims <= blockDim, see column_stats_threads) every thread keeps to one dimension, else one per pass.
 __global__ void column_stats_kernel(const T* __restrict__ X, int samples, int dims, int rows_per_block, double* colstat) {
+  const size_t e0 = static_cast<size_t>(blockIdx.x) * rows_per_block * dims;
+  const size_t e1 = min(static_cast<size_t>(samples) * dims, e0 + static_cast<size_t>(rows_per_block) * dims);
+  if (blockDim.x % dims == 0) {
+    double s = 0, a = 0;
+    for (size_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
+      const double x = static_cast<double>(X[e]);
+      s += x;
+      a += fabs(x);
+    }
+    const int d = static_cast<int>((e0 + threadIdx.x) % dims);
+    if (e0 + threadIdx.x < e1) {
+      atomicAdd(&colstat[d], s);
+      atomicAdd(&colstat[dims + d], a);
+    }
+    return;
+  }
   const int r0 = blockIdx.x * rows_per_block;
   const int r1 = min(samples, r0 + rows_per_block);
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
-    double s = 0, a = 0, m = 0;
+    double s = 0, a = 0;
     for (int i = r0; i < r1; ++i) {
       const double x = static_cast<double>(X[static_cast<size_t>(i) * dims + d]);
       s += x;
       a += fabs(x);
-      m = fmax(m, fabs(x));
     }
     atomicAdd(&colstat[d], s);
     atomicAdd(&colstat[dims + d], a);
-    atomicMax(reinterpret_cast<unsigned long long*>(&colstat[2 * dims + d]),
-              static_cast<unsigned long long>(__double_as_longlong(m)));
   }
 }
 
-// Squared norms of the rows of A, one warp per row. Protected: computed twice (the second copy walks the
-// row backward), the copies compared within their rounding band, a mismatch recomputed.
+// Threads per block of column_stats_kernel: the largest multiple of dims up to 256 (dims <= 256), else 128.
+int column_stats_threads(int dims) { return dims <= 256 ? 256 / dims * dims : 128; }
+
+// The lanes that share one row of the norms: the power of two covering dims, at most a warp.
+int norm_lanes(int dims) {
+  int l = 1;
+  while (l < dims && l < 32) l *= 2;
+  return l;
+}
+
+// Squared norms of the rows of A, `lanes` (norm_lanes) lanes per row. Protected: computed twice (the second
+// copy walks the row backward), the copies compared within their rounding band, a mismatch recomputed.
 // `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples).
-__global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out, const State* state,
+__global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int lanes, T* out, const State* state,
                              ftgen::FtCounters* counters, Inject inj, int unit0) {
   if (state->converged) return;
-  const int lane = threadIdx.x & 31;
-  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % lanes;
+  const int row = (blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+  // whole segments of `lanes` leave together (rows is the same for a segment), so the shuffles below see
+  // only live lanes of their segment
   if (row >= rows) return;
+  const unsigned seg = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
   const T* a = A + static_cast<size_t>(row) * dims;
   T s = 0;
-  for (int d = lane; d < dims; d += 32) s += a[d] * a[d];
-#pragma unroll
-  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  for (int d = lane; d < dims; d += lanes) s += a[d] * a[d];
+  for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
   if constexpr (PROTECTED) {
     const volatile T* av = a;
     T s2 = 0;
-    for (int d = dims - 1 - lane; d >= 0; d -= 32) {
+    for (int d = dims - 1 - lane; d >= 0; d -= lanes) {
       const T v = av[d];
       s2 += v * v;
     }
-#pragma unroll
-    for (int o = 16; o; o >>= 1) s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+    for (int o = lanes / 2; o; o >>= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
     if (lane == 0) {
       if (inj.site == FTGEN_KMEANS_SITE_NORM && state->iter == 0) {
         for (int f = 0; f < inj.count; ++f) {
@@ -218,7 +266,9 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, T* out
 }
 
 // The encodings of every centroid tile, in fp64, stored as T: s_t = e^T C_t, w_t = (1..NT)^T C_t,
-// q_t = e^T (C_t o C_t), and s_t o s_t (the last two scale the threshold).
+// q_t = e^T (C_t o C_t), and s_t o s_t (the last two scale the threshold). Grouped as the assign kernel's
+// reference fragments read them: per group of GT tiles, 2 MMA_N rows of dims (s, w of each tile; then q, s^2
+// of each tile); the tiles past the last of the last group are zero. One block column per tile of the groups.
 __global__ void encode_kernel(const T* __restrict__ C, int clusters, int dims, T* enc, const State* state) {
   if (state->converged) return;
   const int tile = blockIdx.x;
@@ -232,11 +282,12 @@ __global__ void encode_kernel(const T* __restrict__ C, int clusters, int dims, T
     w += static_cast<double>(j - j0 + 1) * c;
     q += c * c;
   }
-  T* e = enc + static_cast<size_t>(tile) * 4 * dims;
-  e[d] = static_cast<T>(s);
-  e[dims + d] = static_cast<T>(w);
-  e[2 * dims + d] = static_cast<T>(q);
-  e[3 * dims + d] = static_cast<T>(s * s);
+  T* e = enc + static_cast<size_t>(tile / GT) * 2 * MMA_N * dims;
+  const int j = tile % GT;
+  e[(2 * j) * dims + d] = static_cast<T>(s);
+  e[(2 * j + 1) * dims + d] = static_cast<T>(w);
+  e[(MMA_N + 2 * j) * dims + d] = static_cast<T>(q);
+  e[(MMA_N + 2 * j + 1) * dims + d] = static_cast<T>(s * s);
 }
 
 // ---- assign: the distance GEMM with its verification and the fused arg-min ----------------------
@@ -244,7 +295,8 @@ __global__ void encode_kernel(const T* __restrict__ C, int clusters, int dims, T
 struct Smem {
   T xs[2][MT * LD];
   T cs[2][NT * LD];
-  T es[2][4 * KT];            // the tile's encodings over the k-tile
+  T es[2][2 * MMA_N * LD];    // the group's encodings over the k-tile (rows: s, w of each tile; then q, s^2)
+  T rref4[4][MT];             // r, r', r2, rs2 of the tile being verified (from the reference fragments)
   double rsum[WARPS_N][MT];   // row sums of the accumulators (per warp column)
   double rsumw[WARPS_N][MT];  // index-weighted row sums
   double rref[MT];            // r_i of the tile (for the correction)
@@ -331,7 +383,7 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
   double max_score = 0;
 
   // global -> shared: the X and C k-tiles (16-byte copies when the rows allow, else one element each)
-  auto load = [&](int stage, int ct, int kt) {
+  auto load = [&](int stage, int ct, int kt, bool refs) {
     const int k0 = kt * KT, c0 = ct * NT;
     if (vec_ok) {
       for (int v = tid; v < (MT + NT) * (KT / VEC); v += THREADS) {
@@ -356,14 +408,29 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
         cp_async<sizeof(T)>(dst, src, ok);
       }
     }
-    for (int v = tid; v < 4 * KT; v += THREADS) {
-      const int e = v / KT, kc = v % KT;
-      const bool ok = k0 + kc < a.dims;
-      const T* src = ok ? a.enc + (static_cast<size_t>(ct) * 4 + e) * a.dims + k0 + kc : a.enc;
-      cp_async<sizeof(T)>(&s.es[stage][v], src, ok);
+    if (refs) {  // the group's 2 MMA_N encoding rows (encode_kernel's layout)
+      const T* enc = a.enc + static_cast<size_t>(ct / GT) * 2 * MMA_N * a.dims;
+      if (vec_ok) {
+        for (int v = tid; v < 2 * MMA_N * (KT / VEC); v += THREADS) {
+          const int e = v / (KT / VEC), kc = (v % (KT / VEC)) * VEC;
+          const bool ok = k0 + kc < a.dims;
+          cp_async<16>(&s.es[stage][e * LD + kc], ok ? enc + static_cast<size_t>(e) * a.dims + k0 + kc : enc, ok);
+        }
+      } else {
+        for (int v = tid; v < 2 * MMA_N * KT; v += THREADS) {
+          const int e = v / KT, kc = v % KT;
+          const bool ok = k0 + kc < a.dims;
+          cp_async<sizeof(T)>(&s.es[stage][e * LD + kc], ok ? enc + static_cast<size_t>(e) * a.dims + k0 + kc : enc, ok);
+        }
+      }
     }
   };
 
+  // this warp's reference fragments: (s, w) in warp column 0, (q, s^2) in warp column 1 (one warp column: both)
+  const bool ref_sw = WARPS_N == 1 || wn == 0, ref_q = WARPS_N == 1 || wn == 1;
+  T refacc[REFS][FM][ACC];
+  int stg = 0;               // the stage of the next k-tile to compute
+  bool prefetched = false;   // its copies are in flight already (issued during the previous tile's last k-tile)
   for (int ct = 0; ct < tiles; ++ct) {
     const int col0 = ct * NT;
     T acc[FM][FN][ACC];
@@ -374,17 +441,38 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
         for (int fn = 0; fn < FN; ++fn)
 #pragma unroll
           for (int q = 0; q < ACC; ++q) acc[fm][fn][q] = 0;
-      T ref[RPT][4];  // r, r', r2, rs2 of the thread's rows
+      // the group's references: with its first tile, and again with a recomputed tile
+      const bool do_ref = ct % GT == 0 || attempt > 0;
+      if (do_ref) {
 #pragma unroll
-      for (int ri = 0; ri < RPT; ++ri) ref[ri][0] = ref[ri][1] = ref[ri][2] = ref[ri][3] = 0;
-      load(0, ct, 0);
-      cp_async_commit();
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int st = kt & 1;
+        for (int r = 0; r < REFS; ++r)
+#pragma unroll
+          for (int fm = 0; fm < FM; ++fm)
+#pragma unroll
+            for (int q = 0; q < ACC; ++q) refacc[r][fm][q] = 0;
+      }
+      if (prefetched && attempt > 0) {  // a recomputed tile: the next tile's prefetch gives way
+        cp_async_wait<0>();
+        __syncthreads();
+        prefetched = false;
+      }
+      if (!prefetched) {
+        load(stg, ct, 0, do_ref);
+        cp_async_commit();
+      }
+      prefetched = false;
+      for (int kt = 0; kt < ktiles; ++kt, stg ^= 1) {
+        const int st = stg;
         if (kt + 1 < ktiles) {
-          load(st ^ 1, ct, kt + 1);
+          load(st ^ 1, ct, kt + 1, do_ref);
           cp_async_commit();
           cp_async_wait<1>();
+        } else if (ct + 1 < tiles) {
+          // the next tile's first k-tile streams in while this tile is verified and reduced
+          load(st ^ 1, ct + 1, 0, PROTECTED && (ct + 1) % GT == 0);
+          cp_async_commit();
+          cp_async_wait<1>();
+          prefetched = true;
         } else {
           cp_async_wait<0>();
         }
@@ -403,21 +491,19 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           for (int fm = 0; fm < FM; ++fm)
 #pragma unroll
             for (int fn = 0; fn < FN; ++fn) mma_frag(acc[fm][fn], fa[fm], fb[fn]);
-        }
-        // the reference checksums of the thread's rows over this k-tile (CUDA cores, unrounded x)
-        const T* es = s.es[st];
+          if (do_ref) {  // the reference checksums of the group's tiles: x . (s, w) and x^2 . (q, s^2)
+            const T* es = s.es[st];
+            if (ref_sw) {
+              FragB fe;
+              load_b(fe, es, 0, kk, g, t);
 #pragma unroll
-        for (int ri = 0; ri < RPT; ++ri) {
-          const int r = tid + ri * THREADS;
-          if (r < MT) {
-#pragma unroll 8
-            for (int kk = 0; kk < KT; ++kk) {
-              const T x = xs[r * LD + kk];
-              const T x2 = x * x;
-              ref[ri][0] += x * es[kk];
-              ref[ri][1] += x * es[KT + kk];
-              ref[ri][2] += x2 * es[2 * KT + kk];
-              ref[ri][3] += x2 * es[3 * KT + kk];
+              for (int fm = 0; fm < FM; ++fm) mma_frag(refacc[0][fm], fa[fm], fe);
+            }
+            if (ref_q) {
+              FragB fe;
+              load_b(fe, es, MMA_N, kk, g, t);
+#pragma unroll
+              for (int fm = 0; fm < FM; ++fm) mma_square(refacc[REFS - 1][fm], fa[fm], fe);
             }
           }
         }
@@ -461,7 +547,24 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           count(a.counters ? &a.counters->injected : nullptr);
         }
       }
-      // verification, before the arg-min reads the accumulators
+      // verification, before the arg-min reads the accumulators: the lanes holding this tile's columns of the
+      // reference fragments publish r, r' (warp column 0) and r2, rs2 (warp column 1) of their rows
+      if (t == ct % GT) {
+#pragma unroll
+        for (int fm = 0; fm < FM; ++fm)
+#pragma unroll
+          for (int i = 0; i < RPF; ++i) {
+            const int row = wm * MW + fm * MMA_M + g + 8 * i;
+            if (ref_sw) {
+              s.rref4[0][row] = refacc[0][fm][2 * i];
+              s.rref4[1][row] = refacc[0][fm][2 * i + 1];
+            }
+            if (ref_q) {
+              s.rref4[2][row] = refacc[REFS - 1][fm][2 * i];
+              s.rref4[3][row] = refacc[REFS - 1][fm][2 * i + 1];
+            }
+          }
+      }
       row_sums(s, acc, wm, wn, g, t, false);
       if (tid == 0) s.any_fix = s.any_recompute = 0;
       __syncthreads();
@@ -475,9 +578,9 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
           sum += s.rsum[w][r];
           sumw += s.rsumw[w][r];
         }
-        const double rr = static_cast<double>(ref[ri][0]);
-        const double d = sum - rr, dw = sumw - static_cast<double>(ref[ri][1]);
-        const double tau = unit * (sqrt(fmax(static_cast<double>(ref[ri][2]), 0.0)) + sqrt(fmax(static_cast<double>(ref[ri][3]), 0.0)));
+        const double rr = static_cast<double>(s.rref4[0][r]);
+        const double d = sum - rr, dw = sumw - static_cast<double>(s.rref4[1][r]);
+        const double tau = unit * (sqrt(fmax(static_cast<double>(s.rref4[2][r]), 0.0)) + sqrt(fmax(static_cast<double>(s.rref4[3][r]), 0.0)));
         const double tau_w = tau * rms_w;
         // an exactly matching row is clean even where the threshold is 0 (a zero sample, or a padding row past
         // `samples` in the last block), where the ratio would be 0/0
@@ -722,62 +825,182 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
 
 // ---- update ------------------------------------------------------------------------------------
 
-// Cluster sums (fp64) and counts by atomics, one thread per element of X. Protected: a second copy reads
-// the label and the element again (volatile) into its own sums and counts. `redo`: only when the checks
-// failed, the first copy alone (the arrays were cleared by redo_clear_kernel).
-__global__ void update_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
-                              int* counts, int clusters, const State* state, bool redo) {
-  if (state->converged || (redo && !state->update_bad)) return;
-  const size_t n = static_cast<size_t>(samples) * dims;
-  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int i = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
-    const int lab = labels[i];
-    atomicAdd(&sums[static_cast<size_t>(lab) * dims + d], static_cast<double>(X[e]));
-    if (d == 0) atomicAdd(&counts[lab], 1);
-    if (PROTECTED && !redo) {
-      const int lab2 = static_cast<const volatile int*>(labels)[i];
-      const T x2 = static_cast<const volatile T*>(X)[e];
-      atomicAdd(&sums[static_cast<size_t>(clusters + lab2) * dims + d], static_cast<double>(x2));
-      if (d == 0) atomicAdd(&counts[clusters + lab2], 1);
-    }
+// The update proper: the samples sorted by label (a counting sort), then the sums of each cluster's rows,
+// read in place, in that order, by work items of at most CHUNK samples; no floating-point atomics. Protected:
+// the counts are taken twice (the second copy reads the labels again), and every item adds its rows twice
+// (the second copy reads X again) into its own partial sums; both copies add the same values in the same order,
+// so they must agree bit for bit (update_check_kernel).
+constexpr int CHUNK = 256;      // samples per work item of the sums
+constexpr int SUM_WARPS = 8;    // warps (one item each) per block of sums_kernel
+constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
+
+// Counts per cluster (both copies when protected), in a shared-memory histogram when `hist` (clusters small).
+__global__ void count_kernel(const int* labels, int samples, int clusters, int* counts, const State* state, bool hist) {
+  if (state->converged) return;
+  extern __shared__ int scnt[];
+  constexpr int copies = PROTECTED ? 2 : 1;
+  int* dst = hist ? scnt : counts;
+  if (hist) {
+    for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x) scnt[e] = 0;
+    __syncthreads();
+  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < samples; i += gridDim.x * blockDim.x) {
+    atomicAdd(&dst[labels[i]], 1);
+    if (PROTECTED) atomicAdd(&dst[clusters + static_cast<const volatile int*>(labels)[i]], 1);
+  }
+  if (hist) {
+    __syncthreads();
+    for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x)
+      if (scnt[e]) atomicAdd(&counts[e], scnt[e]);
   }
 }
 
-// The same with the sums and counts of a block privatized in shared memory (when clusters x dims is small):
-// shared-memory atomics over the block's grid-stride share of X, then one global atomic per non-zero entry.
-__global__ void update_priv_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
-                                   int* counts, int clusters, const State* state, bool redo) {
-  if (state->converged || (redo && !state->update_bad)) return;
-  extern __shared__ double ssum[];
-  const bool dmr = PROTECTED && !redo;
-  const int copies = dmr ? 2 : 1;
-  const size_t kd = static_cast<size_t>(clusters) * dims;
-  int* scnt = reinterpret_cast<int*>(ssum + copies * kd);
-  for (size_t e = threadIdx.x; e < copies * kd; e += blockDim.x) ssum[e] = 0;
-  for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x) scnt[e] = 0;
+// One block: offs = the exclusive scan of the counts (offs[clusters] = samples), item_off = that of the work
+// items per cluster (ceil(count / CHUNK)), item_cluster = the cluster of every item; the cursors cleared.
+__global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clusters, int* offs, int* item_off, int* item_cluster,
+                                                    int* cursor, const State* state) {
+  if (state->converged) return;
+  __shared__ int wsum[2][32];
+  __shared__ int carry[2];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) carry[0] = carry[1] = 0;
   __syncthreads();
-  const size_t n = static_cast<size_t>(samples) * dims;
-  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int i = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
-    const int lab = labels[i];
-    atomicAdd(&ssum[static_cast<size_t>(lab) * dims + d], static_cast<double>(X[e]));
-    if (d == 0) atomicAdd(&scnt[lab], 1);
-    if (dmr) {
-      const int lab2 = static_cast<const volatile int*>(labels)[i];
-      const T x2 = static_cast<const volatile T*>(X)[e];
-      atomicAdd(&ssum[kd + static_cast<size_t>(lab2) * dims + d], static_cast<double>(x2));
-      if (d == 0) atomicAdd(&scnt[clusters + lab2], 1);
+  for (int base = 0; base < clusters; base += blockDim.x) {
+    const int j = base + tid;
+    const int c = j < clusters ? counts[j] : 0;
+    int v[2] = {c, (c + CHUNK - 1) / CHUNK};
+    int incl[2];
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      int x = v[q];
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+      }
+      incl[q] = x;
+      if (lane == 31) wsum[q][warp] = x;
     }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        int x = lane < static_cast<int>(blockDim.x >> 5) ? wsum[q][lane] : 0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const int y = __shfl_up_sync(0xffffffffu, x, o);
+          if (lane >= o) x += y;
+        }
+        wsum[q][lane] = x;  // inclusive over the warps
+      }
+    }
+    __syncthreads();
+    if (j < clusters) {
+      offs[j] = carry[0] + (warp ? wsum[0][warp - 1] : 0) + incl[0] - v[0];
+      item_off[j] = carry[1] + (warp ? wsum[1][warp - 1] : 0) + incl[1] - v[1];
+      cursor[j] = 0;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      carry[0] += wsum[0][(blockDim.x >> 5) - 1];
+      carry[1] += wsum[1][(blockDim.x >> 5) - 1];
+    }
+    __syncthreads();
+  }
+  if (tid == 0) {
+    offs[clusters] = carry[0];
+    item_off[clusters] = carry[1];
   }
   __syncthreads();
-  for (size_t e = threadIdx.x; e < copies * kd; e += blockDim.x)
-    if (ssum[e] != 0) atomicAdd(&sums[e], ssum[e]);
-  for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x)
-    if (scnt[e] != 0) atomicAdd(&counts[e], scnt[e]);
+  for (int j = tid; j < clusters; j += blockDim.x) {
+    const int end = j + 1 < clusters ? item_off[j + 1] : carry[1];
+    for (int it = item_off[j]; it < end; ++it) item_cluster[it] = j;
+  }
 }
 
-// Per cluster: the DMR copies agree (counts exactly, sums within the rounding band of fp64 summation in
-// another order: 2 LAMBDA u64 sqrt(n) n max|x_d|); the counts and sums are added up for the invariants.
+// Every sample's index into its cluster's segment of idx (the lanes of a warp with the same label take one
+// atomic together).
+__global__ void scatter_kernel(const int* labels, int samples, const int* offs, int* cursor, int* idx, const State* state) {
+  if (state->converged) return;
+  const int lane = threadIdx.x & 31;
+  for (int base = blockIdx.x * blockDim.x; base < samples; base += gridDim.x * blockDim.x) {
+    const int i = base + threadIdx.x;
+    const bool ok = i < samples;
+    const int lab = ok ? labels[i] : -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, lab);
+    const int leader = __ffs(peers) - 1;
+    int b = 0;
+    if (ok && lane == leader) b = atomicAdd(&cursor[lab], __popc(peers));
+    b = __shfl_sync(0xffffffffu, b, leader);
+    if (ok) idx[offs[lab] + b + __popc(peers & ((1u << lane) - 1u))] = i;
+  }
+}
+
+// One warp per work item: the rows of its samples added per dimension in fp64 (groups of `lanes` lanes take
+// rows in turn when dims < 32; then the groups are added in a fixed order). part[item * dims + d] (and, protected,
+// partb from X read again).
+__global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restrict__ X, int dims, int lanes, const int* idx,
+                                                              const int* offs, const int* item_off, const int* item_cluster,
+                                                              int clusters, double* part, double* partb, const State* state) {
+  if (state->converged) return;
+  const int it = blockIdx.x * SUM_WARPS + (threadIdx.x >> 5);
+  if (it >= item_off[clusters]) return;
+  const int lane = threadIdx.x & 31, groups = 32 / lanes, sub = lane / lanes, dl = lane % lanes;
+  const int j = item_cluster[it];
+  const int r0 = offs[j] + (it - item_off[j]) * CHUNK, r1 = min(offs[j + 1], r0 + CHUNK);
+  for (int d0 = 0; d0 < dims; d0 += lanes * SUM_R) {
+    double sa[SUM_R], sb[SUM_R];
+#pragma unroll
+    for (int q = 0; q < SUM_R; ++q) sa[q] = sb[q] = 0;
+    for (int r = r0 + sub; r < r1; r += groups) {
+      const size_t row = static_cast<size_t>(idx[r]) * dims;
+#pragma unroll
+      for (int q = 0; q < SUM_R; ++q) {
+        const int d = d0 + dl + lanes * q;
+        if (d < dims) {
+          sa[q] += static_cast<double>(X[row + d]);
+          if (PROTECTED) sb[q] += static_cast<double>(static_cast<const volatile T*>(X)[row + d]);
+        }
+      }
+    }
+    for (int o = 16; o >= lanes; o >>= 1)
+#pragma unroll
+      for (int q = 0; q < SUM_R; ++q) {
+        sa[q] += __shfl_xor_sync(0xffffffffu, sa[q], o);
+        if (PROTECTED) sb[q] += __shfl_xor_sync(0xffffffffu, sb[q], o);
+      }
+    if (sub == 0)
+#pragma unroll
+      for (int q = 0; q < SUM_R; ++q) {
+        const int d = d0 + dl + lanes * q;
+        if (d < dims) {
+          part[static_cast<size_t>(it) * dims + d] = sa[q];
+          if (PROTECTED) partb[static_cast<size_t>(it) * dims + d] = sb[q];
+        }
+      }
+  }
+}
+
+// One block per cluster: its items' partial sums added in item order into sums (copy 0; protected: copy 1
+// from partb into sums[clusters..]).
+__global__ void reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters, int dims,
+                              double* sums, const State* state) {
+  if (state->converged) return;
+  const int j = blockIdx.x;
+  const int i0 = item_off[j], i1 = item_off[j + 1];
+  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
+    double sa = 0, sb = 0;
+    for (int it = i0; it < i1; ++it) {
+      sa += part[static_cast<size_t>(it) * dims + d];
+      if (PROTECTED) sb += partb[static_cast<size_t>(it) * dims + d];
+    }
+    sums[static_cast<size_t>(j) * dims + d] = sa;
+    if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + d] = sb;
+  }
+}
+
+// Per cluster: the DMR copies agree bit for bit (counts and sums: the same values added in the same order);
+// the counts and sums are added up for the invariants.
 __global__ void update_check_kernel(double* sums, int* counts, int clusters, int dims, const double* colstat,
                                     double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj) {
   if (state->converged) return;
@@ -811,12 +1034,10 @@ __global__ void update_check_kernel(double* sums, int* counts, int clusters, int
   __syncthreads();
   const int ca = counts[j], cb = counts[clusters + j];
   bool bad = ca != cb;
-  const double c = static_cast<double>(cb);
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     const double sa = sums[static_cast<size_t>(j) * dims + d];
     const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
-    const double tol = 2.0 * LAMBDA * U64 * sqrt(c) * c * colstat[2 * dims + d];
-    if (!(fabs(sa - sb) <= tol)) bad = true;
+    if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
     atomicAdd(&colcheck[d], sa);
   }
   if (threadIdx.x == 0) atomicAdd(&state->total, static_cast<unsigned long long>(static_cast<long long>(ca)));
@@ -842,6 +1063,20 @@ __global__ void update_invariant_kernel(int samples, int clusters, int dims, con
       atomicAdd(&counters->detected, 1ull);
       if (!inj.no_correct) atomicAdd(&counters->recomputed, 1ull);
     }
+  }
+}
+
+// The update recomputed when its checks failed (first copy only, into the arrays redo_clear_kernel cleared):
+// cluster sums (fp64) and counts by atomics, one thread per element of X.
+__global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
+                                   int* counts, const State* state) {
+  if (state->converged || !state->update_bad) return;
+  const size_t n = static_cast<size_t>(samples) * dims;
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
+    const int lab = labels[i];
+    atomicAdd(&sums[static_cast<size_t>(lab) * dims + d], static_cast<double>(X[e]));
+    if (d == 0) atomicAdd(&counts[lab], 1);
   }
 }
 
@@ -918,6 +1153,9 @@ __global__ void converge_kernel(const double* shift, int clusters, double tol, S
 
 size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 
+// Work items of the sums at most: one per CHUNK samples, plus one partial item per cluster.
+size_t max_items(int samples, int clusters) { return static_cast<size_t>(samples) / CHUNK + clusters; }
+
 // The workspace, carved in order (every piece 256-byte aligned).
 size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) {
   const int tiles = (clusters + NT - 1) / NT;
@@ -931,19 +1169,26 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   Work& o = w ? *w : tmp;
   o.xx = reinterpret_cast<T*>(take(sizeof(T) * samples));
   o.cc = reinterpret_cast<T*>(take(sizeof(T) * clusters));
-  o.enc = reinterpret_cast<T*>(take(PROTECTED ? sizeof(T) * 4 * tiles * static_cast<size_t>(dims) : 0));
+  o.enc = reinterpret_cast<T*>(take(PROTECTED ? sizeof(T) * 2 * MMA_N * ((tiles + GT - 1) / GT) * static_cast<size_t>(dims) : 0));
   o.sums = reinterpret_cast<double*>(take(sizeof(double) * 2 * static_cast<size_t>(clusters) * dims));
   o.counts = reinterpret_cast<int*>(take(sizeof(int) * 2 * clusters));
-  o.colstat = reinterpret_cast<double*>(take(sizeof(double) * 3 * dims));
+  o.colstat = reinterpret_cast<double*>(take(sizeof(double) * 2 * dims));
+  const size_t items = max_items(samples, clusters);
+  o.idx = reinterpret_cast<int*>(take(sizeof(int) * samples));
+  o.cursor = reinterpret_cast<int*>(take(sizeof(int) * clusters));
+  o.offs = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
+  o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
+  o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
+  o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
   o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   return off;
 }
 
-// the privatized update: at most this much shared memory per block, and this many blocks
-constexpr size_t PRIV_SMEM = 96 * 1024;
-constexpr int PRIV_BLOCKS = 1024;
+// the counts' shared-memory histogram: at most this much shared memory per block, and this many blocks
+constexpr size_t HIST_SMEM = 32 * 1024;
+constexpr int HIST_BLOCKS = 1024;
 
 int grid_for(size_t n, int threads) {
   const size_t b = (n + threads - 1) / threads;
@@ -989,37 +1234,43 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   FT_TRY(cudaMemsetAsync(w.state, 0, sizeof(State), stream));
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
   if (PROTECTED) {
-    FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 3 * dims, stream));
+    FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
     const int rows_per_block = 256;
-    column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, 128, 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
+    column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, column_stats_threads(dims), 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
     FT_LAUNCHED();
   }
-  norms_kernel<<<(n + 7) / 8, 256, 0, stream>>>(X, n, dims, w.xx, w.state, counters, inj, 0);
+  const int nl = norm_lanes(dims);
+  norms_kernel<<<static_cast<int>((static_cast<size_t>(n) * nl + 255) / 256), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.state, counters, inj, 0);
   FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
   const size_t ck = static_cast<size_t>(k) * dims;
-  // the update privatized in shared memory when every copy of the sums and counts fits in PRIV_SMEM bytes
-  const size_t priv_smem = (PROTECTED ? 2 : 1) * (sizeof(double) * ck + sizeof(int) * k);
-  const bool priv = priv_smem <= PRIV_SMEM;
-  if (priv && (err = ftgen::set_smem(update_priv_kernel, static_cast<int>(priv_smem))) != cudaSuccess) return err;
-  const int priv_grid = std::max(1, std::min(grid_for(static_cast<size_t>(n) * dims, 256), PRIV_BLOCKS));
+  // the counts in a shared-memory histogram per block when every copy fits in HIST_SMEM bytes
+  const size_t hist_smem = (PROTECTED ? 2 : 1) * sizeof(int) * k;
+  const bool hist = hist_smem <= HIST_SMEM;
+  const int count_grid = std::max(1, std::min(grid_for(n, 256), hist ? HIST_BLOCKS : 65536));
+  const int sum_grid = static_cast<int>((max_items(n, k) + SUM_WARPS - 1) / SUM_WARPS);
+  double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
-    FT_TRY(cudaMemsetAsync(w.sums, 0, sizeof(double) * 2 * ck, stream));
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
     FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
-    norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(C, k, dims, w.cc, w.state, counters, inj, n);
+    norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
-    encode_kernel<<<dim3(tiles, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);
+    encode_kernel<<<dim3((tiles + GT - 1) / GT * GT, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
                   p->threshold, inj};
     (void)tiles;
     assign_kernel<<<(n + MT - 1) / MT, THREADS, smem, stream>>>(aa);
     FT_LAUNCHED();
-    if (priv)
-      update_priv_kernel<<<priv_grid, 256, priv_smem, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, false);
-    else
-      update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, false);
+    count_kernel<<<count_grid, 256, hist ? hist_smem : 0, stream>>>(p->labels, n, k, w.counts, w.state, hist);
+    FT_LAUNCHED();
+    scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state);
+    FT_LAUNCHED();
+    scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, w.offs, w.cursor, w.idx, w.state);
+    FT_LAUNCHED();
+    sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
+    FT_LAUNCHED();
+    reduce_kernel<<<k, 128, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
     update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
@@ -1027,7 +1278,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     redo_clear_kernel<<<grid_for(ck, 256), 256, 0, stream>>>(w.sums, w.counts, k, dims, w.state);
     FT_LAUNCHED();
-    update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, k, w.state, true);
+    redo_update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
     FT_LAUNCHED();
     finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
     FT_LAUNCHED();
