@@ -432,7 +432,7 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
 // read in place, in that order, by work items of at most CHUNK samples; no floating-point atomics. Protected:
 // the counts are taken twice (the second copy reads the labels again), and every item adds its rows twice
 // (the second copy reads X again) into its own partial sums; both copies add the same values in the same order,
-// so they must agree bit for bit (update_check_kernel).
+// so they must agree bit for bit (the checks below).
 constexpr int CHUNK = 256;      // samples per work item of the sums
 constexpr int SUM_WARPS = 8;    // warps (one item each) per block of sums_kernel
 constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
