@@ -25,7 +25,11 @@
 #   kmsites  kmeans campaigns at the argmin, norm and update sites, 1000 + 1000 per distribution
 #   kmbig    the kmeans accumulator campaign, 9000 + 9000 per distribution, on every GPU (run it alone: kmbig:all)
 #   kmfast   kmeans: the demo at the flash-kmeans anchors and awkward shapes (protected, its twin and cuBLAS-Lloyd
-#            alternated), specs/kmeans/precisions.yaml with one fault, a 300 + 300 accumulator campaign
+#            alternated), specs/kmeans/precisions.yaml with one fault, a 300 + 300 accumulator campaign, the
+#            register cap (experiments/specs/kmeans_min_blocks.yaml)
+#   kmrefs   kmeans: the demo at the four flash-kmeans anchors (1048576 samples; 8x128, 32x128, 128x128, 128x1024) with
+#            refs: cuBLAS-Lloyd alternated in the executable, flash-kmeans alternated in its driver on the same data
+#            (ftgen/families/kmeans/flash_ref.py; needs torch, and flash-kmeans from .whl/: carry .whl)
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
@@ -101,7 +105,16 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
         --shapes 1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024,1000003x3x7,65536x100x1000,4099x129x1
       ft bench generated/lf/kmeans_precisions --inject 1 --reps 5 --warmup 2 --json "$out/prec_inject1.jsonl"
       ft campaign specs/kmeans/precisions.yaml -o generated/lf --kernels 'kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*' \
-        --trials 300 --seed 25 --json "$out/campaign_accumulator.jsonl" ;;
+        --trials 300 --seed 25 --json "$out/campaign_accumulator.jsonl"
+      ft generate experiments/specs/kmeans_min_blocks.yaml -o generated/lf > /dev/null
+      ft build generated/lf/kmeans_min_blocks -j 16 > "$out/build_mb.txt" 2>&1; tail -n 1 "$out/build_mb.txt"
+      ft bench generated/lf/kmeans_min_blocks --reps 10 --warmup 3 --json "$out/min_blocks.jsonl" ;;
+    kmrefs)  # every row's refs {cublas-lloyd, flash-kmeans}, each timed alternately with the kernel on the same data
+      ft generate specs/kmeans/demo.yaml -o generated/lkr > /dev/null
+      ft build generated/lkr/kmeans_demo -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+      python3 -c "import torch, triton, flash_kmeans as f; print('torch', torch.__version__, 'triton', triton.__version__, 'flash-kmeans', f.__version__)" 2>&1 | tail -n 1
+      ft bench generated/lkr/kmeans_demo --shapes 1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024 \
+        --reps 50 --warmup 10 --json "$out/demo_refs.jsonl" ;;
     prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
@@ -157,6 +170,23 @@ for f in sys.argv[1:]:
               f"{r.get('max_rel_err_injected', r.get('max_rel_err')) or 0:9.2e} {r.get('max_score_clean') or 0:6.3f} {det:>16} {r.get('ok')}")
 PY
 }
+refs() {  # kmeans rows with refs: kernel tail, shape, ms, each reference's ms and x (its ms / the kernel's, alternated)
+  python3 - "$@" <<'PY'
+import json, sys, pathlib
+for f in sys.argv[1:]:
+    p = pathlib.Path(f)
+    for line in (p.read_text().splitlines() if p.is_file() else []):
+        r = json.loads(line)
+        if "shape" not in r or "kernel" not in r:
+            continue
+        s = "x".join(str(v) for v in r["shape"].values())
+        refs, x, t = r.get("refs") or {}, r.get("speedup_vs_refs") or {}, (r.get("ref_timings") or {}).get("flash-kmeans") or {}
+        each = "  ".join(f"{n} {ms:.4f} x{x.get(n, float('nan')):.3f}" for n, ms in refs.items())
+        pair = f"  (flash pair: kernel {t['kernel_ms']:.4f}, labels {t.get('label_agreement_fp64', 0):.4f})" if "kernel_ms" in t else ""
+        miss = "".join(f"  [{n} missing: {why[:120]}]" for n, why in (r.get("refs_missing") or {}).items())
+        print(f"{r['kernel'][-36:]:<36} {s:<16} {(r.get('ms') or {}).get('median', float('nan')):8.4f}  {each}{pair}{miss} {r.get('ok')}")
+PY
+}
 for l in "${names[@]}"; do
   echo "==== $(cat "$out/$l/rc.txt" 2>/dev/null)"
   case $l in
@@ -172,7 +202,8 @@ for l in "${names[@]}"; do
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
     levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
             echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
-    kmfast) rows "$out"/kmfast/demo.jsonl "$out"/kmfast/prec_inject1.jsonl; summ "$out"/kmfast/campaign_*.jsonl ;;
+    kmfast) rows "$out"/kmfast/demo.jsonl "$out"/kmfast/prec_inject1.jsonl "$out"/kmfast/min_blocks.jsonl; summ "$out"/kmfast/campaign_*.jsonl ;;
+    kmrefs) refs "$out"/kmrefs/demo_refs.jsonl; grep -E "^torch|flash-kmeans|Traceback" "$out/kmrefs/log.txt" | head -8 ;;
     prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
     kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;

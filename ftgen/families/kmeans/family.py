@@ -10,7 +10,7 @@ of the loop returns at once).
 
 Kernel names::
 
-    kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_inj]
+    kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]
 
 ``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
@@ -22,6 +22,7 @@ import dataclasses
 
 from ...errors import SpecError
 from ..base import (
+    SMEM_PER_SM,
     PRECISION_CTYPE,
     PRECISION_TAG,
     SMEM_PER_BLOCK,
@@ -50,8 +51,10 @@ PARAMS = (
     Param("k_tb", int, (32,), "dimensions per k-tile of the shared-memory pipeline", check=power_of_two, lo=4, hi=64),
     Param("m_w", int, (64,), "warp tile rows (samples)", check=power_of_two, lo=8, hi=128),
     Param("n_w", int, (32,), "warp tile columns (centroids)", check=power_of_two, lo=8, hi=128),
+    Param("min_blocks", int, (0,), "resident assign blocks per SM the registers are capped for (0: the compiler's "
+          "choice; named _mb<N>)", lo=0, hi=16),
 )
-FP64_DEFAULTS = {"m_tb": 64, "n_tb": 64, "k_tb": 16, "m_w": 32, "n_w": 32}
+FP64_DEFAULTS = {"m_tb": 64, "n_tb": 64, "k_tb": 16, "m_w": 32, "n_w": 32, "min_blocks": 0}
 MAX_ACC_REGS = 128  # accumulator registers per thread (32-bit words)
 STAGES = 2  # cp.async double buffering
 
@@ -62,6 +65,7 @@ class Geometry:
     def __init__(self, v: Variant):
         p = v.param_dict
         self.MT, self.NT, self.KT, self.MW, self.NW = p["m_tb"], p["n_tb"], p["k_tb"], p["m_w"], p["n_w"]
+        self.min_blocks = p.get("min_blocks", 0)
         self.mma_m, self.mma_n, self.mma_k = MMA_SHAPE[v.precision]
         self.elem_bytes = 8 if v.precision == "fp64" else 4
         self.vec = 16 // self.elem_bytes
@@ -80,8 +84,8 @@ class Geometry:
         self.smem_bytes = (
             STAGES * (self.MT + self.NT) * self.ld * self.elem_bytes  # tiles
             + (STAGES * 2 * self.mma_n * self.ld * self.elem_bytes if abft else 0)  # the group's encodings' k-tiles
-            + (2 * self.warps_n * self.MT * 8 + self.MT * 8 + self.MT * 4 + 4 * self.MT * self.elem_bytes
-               if abft else 0)  # verification
+            + (2 * self.warps_n * self.MT * self.elem_bytes + self.MT * self.elem_bytes + self.MT * 4
+               + 4 * self.MT * self.elem_bytes if abft else 0)  # verification
             + self.warps_n * self.MT * (self.elem_bytes + 4) + self.MT * (self.elem_bytes + 4)  # arg-min
             + 16
         )
@@ -120,6 +124,10 @@ class MmaBackend(Backend):
         limit = min(SMEM_PER_BLOCK[a] for a in v.arch) if v.arch else SMEM_PER_BLOCK["sm_90"]
         if g.smem_bytes > limit:
             r.append(f"needs {g.smem_bytes} bytes of shared memory (more than {limit} on {', '.join(v.arch)})")
+        if g.min_blocks and g.min_blocks * g.threads > 2048:
+            r.append(f"min_blocks={g.min_blocks} blocks of {g.threads} threads exceed the 2048 resident threads of an SM")
+        if g.min_blocks and g.min_blocks * g.smem_bytes > SMEM_PER_SM["sm_90"]:
+            r.append(f"min_blocks={g.min_blocks} blocks of {g.smem_bytes} bytes of shared memory do not fit in one SM")
         if v.protection.interval != 1:
             r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
         return r
@@ -133,6 +141,8 @@ class MmaBackend(Backend):
             f"{p['m_tb']}x{p['n_tb']}x{p['k_tb']}",
             f"w{p['m_w']}x{p['n_w']}",
         ]
+        if p.get("min_blocks"):
+            tokens.append(f"mb{p['min_blocks']}")
         if v.protection.inject:
             tokens.append("inj")
         return tokens

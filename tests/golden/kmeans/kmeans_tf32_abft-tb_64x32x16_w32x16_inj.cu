@@ -166,14 +166,23 @@ __global__ void column_stats_kernel(const T* __restrict__ X, int samples, int di
   const size_t e0 = static_cast<size_t>(blockIdx.x) * rows_per_block * dims;
   const size_t e1 = min(static_cast<size_t>(samples) * dims, e0 + static_cast<size_t>(rows_per_block) * dims);
   if (blockDim.x % dims == 0) {
+    __shared__ double red[2][256];
     double s = 0, a = 0;
     for (size_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
       const double x = static_cast<double>(X[e]);
       s += x;
       a += fabs(x);
     }
-    const int d = static_cast<int>((e0 + threadIdx.x) % dims);
-    if (e0 + threadIdx.x < e1) {
+    red[0][threadIdx.x] = s;
+    red[1][threadIdx.x] = a;
+    __syncthreads();
+    // the threads of one dimension are threadIdx.x = d (mod dims): thread d adds them up
+    if (threadIdx.x < static_cast<unsigned>(dims)) {
+      const int d = static_cast<int>((e0 + threadIdx.x) % dims);
+      for (unsigned o = threadIdx.x + dims; o < blockDim.x; o += dims) {
+        s += red[0][o];
+        a += red[1][o];
+      }
       atomicAdd(&colstat[d], s);
       atomicAdd(&colstat[dims + d], a);
     }
@@ -297,9 +306,9 @@ struct Smem {
   T cs[2][NT * LD];
   T es[2][2 * MMA_N * LD];    // the group's encodings over the k-tile (rows: s, w of each tile; then q, s^2)
   T rref4[4][MT];             // r, r', r2, rs2 of the tile being verified (from the reference fragments)
-  double rsum[WARPS_N][MT];   // row sums of the accumulators (per warp column)
-  double rsumw[WARPS_N][MT];  // index-weighted row sums
-  double rref[MT];            // r_i of the tile (for the correction)
+  T rsum[WARPS_N][MT];        // row sums of the accumulators (per warp column)
+  T rsumw[WARPS_N][MT];       // index-weighted row sums
+  T rref[MT];                 // r_i of the tile (for the correction)
   int fix[MT];                // -1 clean, a column of the tile: located there, -2: recompute
   int any_fix, any_recompute;
   T cand_v[WARPS_N][MT];      // each warp column's nearest of the tile
@@ -333,7 +342,7 @@ __device__ __forceinline__ void row_sums(Smem& s, const T (&acc)[FM][FN][ACC], i
           psw += static_cast<T>(col + 1) * v;
         }
       }
-      double sum = ps, sumw = psw;
+      T sum = ps, sumw = psw;
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sumw += __shfl_xor_sync(0xffffffffu, sumw, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
@@ -376,10 +385,12 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
     s.best_v[r] = static_cast<T>(INFINITY);
     s.best_i[r] = INT_MAX;
   }
-  const double unit = a.threshold > 0 ? a.threshold
-                      : FIXED_UNIT > 0 ? FIXED_UNIT
-                                       : LAMBDA * UNIT_ROUNDOFF * (sqrt(static_cast<double>(a.dims)) + sqrt(static_cast<double>(NT)) + 1.0);
-  const double rms_w = sqrt((NT + 1.0) * (2.0 * NT + 1.0) / 6.0);
+  // the verification's arithmetic in T: its rounding (a few u_T of the row's magnitude) is far inside the
+  // threshold, whose unit is at least LAMBDA (sqrt(dims) + sqrt(NT) + 1) times the delivered precision's u
+  const T unit = static_cast<T>(a.threshold > 0 ? a.threshold
+                                : FIXED_UNIT > 0 ? FIXED_UNIT
+                                                 : LAMBDA * UNIT_ROUNDOFF * (sqrt(static_cast<double>(a.dims)) + sqrt(static_cast<double>(NT)) + 1.0));
+  const T rms_w = static_cast<T>(sqrt((NT + 1.0) * (2.0 * NT + 1.0) / 6.0));
   double max_score = 0;
 
   // global -> shared: the X and C k-tiles (16-byte copies when the rows allow, else one element each)
@@ -572,27 +583,27 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
       for (int ri = 0; ri < RPT; ++ri) {
         const int r = tid + ri * THREADS;
         if (r >= MT) continue;
-        double sum = 0, sumw = 0;
+        T sum = 0, sumw = 0;
 #pragma unroll
         for (int w = 0; w < WARPS_N; ++w) {
           sum += s.rsum[w][r];
           sumw += s.rsumw[w][r];
         }
-        const double rr = static_cast<double>(s.rref4[0][r]);
-        const double d = sum - rr, dw = sumw - static_cast<double>(s.rref4[1][r]);
-        const double tau = unit * (sqrt(fmax(static_cast<double>(s.rref4[2][r]), 0.0)) + sqrt(fmax(static_cast<double>(s.rref4[3][r]), 0.0)));
-        const double tau_w = tau * rms_w;
+        const T rr = s.rref4[0][r];
+        const T d = sum - rr, dw = sumw - s.rref4[1][r];
+        const T tau = unit * (sqrt(fmax(s.rref4[2][r], T(0))) + sqrt(fmax(s.rref4[3][r], T(0))));
+        const T tau_w = tau * rms_w;
         // an exactly matching row is clean even where the threshold is 0 (a zero sample, or a padding row past
         // `samples` in the last block), where the ratio would be 0/0
-        const double score = (d == 0.0 && dw == 0.0) ? 0.0 : fmax(fabs(d) / tau, fabs(dw) / tau_w);
+        const double score = (d == T(0) && dw == T(0)) ? 0.0 : fmax(static_cast<double>(fabs(d) / tau), static_cast<double>(fabs(dw) / tau_w));
         int fix = -1;
         if (!(score <= 1.0)) {  // detected (NaN and infinity included)
           fix = -2;
-          if (isfinite(d) && isfinite(dw) && fabs(d) > 2.0 * tau) {
-            const double jq = rint(dw / d);
-            // the sums of a huge faulty value carry its rounding error (NT u_T |dw|, T: the thread's partials)
-            const double slack = tau_w + 2.0 * NT * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * fabs(dw);
-            if (jq >= 1.0 && jq <= NT && fabs(dw - jq * d) <= slack) fix = static_cast<int>(jq) - 1;
+          if (isfinite(d) && isfinite(dw) && fabs(d) > T(2) * tau) {
+            const T jq = rint(dw / d);
+            // the sums of a huge faulty value carry their rounding error (NT u_T |dw|)
+            const T slack = tau_w + T(2.0 * NT * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64)) * fabs(dw);
+            if (jq >= T(1) && jq <= T(NT) && fabs(dw - jq * d) <= slack) fix = static_cast<int>(jq) - 1;
           }
           count(a.counters ? &a.counters->detected : nullptr);
           if (a.inj.no_correct) {
@@ -625,9 +636,9 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
               const int row = wm * MW + fm * MMA_M + g + 8 * (q / 2);
               const int col = wn * NW + fn * MMA_N + 2 * t + (q & 1);
               if (s.fix[row] == col) {
-                double rest = 0;
+                T rest = 0;
                 for (int w = 0; w < WARPS_N; ++w) rest += s.rsum[w][row];
-                acc[fm][fn][q] = static_cast<T>(s.rref[row] - rest);
+                acc[fm][fn][q] = s.rref[row] - rest;
               }
             }
       }
@@ -830,7 +841,7 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
 // the counts are taken twice (the second copy reads the labels again), and every item adds its rows twice
 // (the second copy reads X again) into its own partial sums; both copies add the same values in the same order,
 // so they must agree bit for bit (the checks below).
-constexpr int CHUNK = 256;      // samples per work item of the sums
+constexpr int CHUNK = 64;       // samples per work item of the sums
 constexpr int SUM_WARPS = 8;    // warps (one item each) per block of sums_kernel
 constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
 
@@ -918,10 +929,33 @@ __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clust
   }
 }
 
-// Every sample's index into its cluster's segment of idx (the lanes of a warp with the same label take one
-// atomic together).
-__global__ void scatter_kernel(const int* labels, int samples, const int* offs, int* cursor, int* idx, const State* state) {
+// Every sample's index into its cluster's segment of idx. With `local` (clusters small), a block takes
+// SCATTER_ITEMS samples per thread: ranks from a shared-memory histogram, then one atomic per cluster of the block
+// reserves its places; else the lanes of a warp with the same label take one atomic together.
+constexpr int SCATTER_ITEMS = 8;
+__global__ void scatter_kernel(const int* labels, int samples, int clusters, const int* offs, int* cursor, int* idx,
+                               const State* state, bool local) {
   if (state->converged) return;
+  if (local) {
+    extern __shared__ int sh[];  // 2 x clusters: the block's count, then its base, per cluster
+    for (int j = threadIdx.x; j < clusters; j += blockDim.x) sh[j] = 0;
+    __syncthreads();
+    const int i0 = blockIdx.x * blockDim.x * SCATTER_ITEMS;
+    int lab[SCATTER_ITEMS], rank[SCATTER_ITEMS];
+#pragma unroll
+    for (int q = 0; q < SCATTER_ITEMS; ++q) {
+      const int i = i0 + q * blockDim.x + threadIdx.x;
+      lab[q] = i < samples ? labels[i] : -1;
+      rank[q] = lab[q] >= 0 ? atomicAdd(&sh[lab[q]], 1) : 0;
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < clusters; j += blockDim.x) sh[clusters + j] = sh[j] ? atomicAdd(&cursor[j], sh[j]) : 0;
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < SCATTER_ITEMS; ++q)
+      if (lab[q] >= 0) idx[offs[lab[q]] + sh[clusters + lab[q]] + rank[q]] = i0 + q * blockDim.x + threadIdx.x;
+    return;
+  }
   const int lane = threadIdx.x & 31;
   for (int base = blockIdx.x * blockDim.x; base < samples; base += gridDim.x * blockDim.x) {
     const int i = base + threadIdx.x;
@@ -952,6 +986,7 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
     double sa[SUM_R], sb[SUM_R];
 #pragma unroll
     for (int q = 0; q < SUM_R; ++q) sa[q] = sb[q] = 0;
+#pragma unroll 4
     for (int r = r0 + sub; r < r1; r += groups) {
       const size_t row = static_cast<size_t>(idx[r]) * dims;
 #pragma unroll
@@ -1235,7 +1270,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
   if (PROTECTED) {
     FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
-    const int rows_per_block = 256;
+    const int rows_per_block = 2048;
     column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, column_stats_threads(dims), 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
     FT_LAUNCHED();
   }
@@ -1249,6 +1284,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   const bool hist = hist_smem <= HIST_SMEM;
   const int count_grid = std::max(1, std::min(grid_for(n, 256), hist ? HIST_BLOCKS : 65536));
   const int sum_grid = static_cast<int>((max_items(n, k) + SUM_WARPS - 1) / SUM_WARPS);
+  const bool local_scatter = 2 * sizeof(int) * k <= HIST_SMEM;
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
@@ -1266,7 +1302,11 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state);
     FT_LAUNCHED();
-    scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, w.offs, w.cursor, w.idx, w.state);
+    if (local_scatter)
+      scatter_kernel<<<static_cast<int>((static_cast<size_t>(n) + 256 * SCATTER_ITEMS - 1) / (256 * SCATTER_ITEMS)), 256,
+                       2 * sizeof(int) * k, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, true);
+    else
+      scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, false);
     FT_LAUNCHED();
     sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
@@ -1276,9 +1316,10 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
-    redo_clear_kernel<<<grid_for(ck, 256), 256, 0, stream>>>(w.sums, w.counts, k, dims, w.state);
+    // (the redo kernels return at once unless the checks failed: small grids, striding)
+    redo_clear_kernel<<<std::min(grid_for(ck, 256), 264), 256, 0, stream>>>(w.sums, w.counts, k, dims, w.state);
     FT_LAUNCHED();
-    redo_update_kernel<<<grid_for(static_cast<size_t>(n) * dims, 256), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
+    redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
     FT_LAUNCHED();
     finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
     FT_LAUNCHED();

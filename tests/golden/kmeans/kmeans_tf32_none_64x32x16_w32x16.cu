@@ -142,14 +142,23 @@ __global__ void column_stats_kernel(const T* __restrict__ X, int samples, int di
   const size_t e0 = static_cast<size_t>(blockIdx.x) * rows_per_block * dims;
   const size_t e1 = min(static_cast<size_t>(samples) * dims, e0 + static_cast<size_t>(rows_per_block) * dims);
   if (blockDim.x % dims == 0) {
+    __shared__ double red[2][256];
     double s = 0, a = 0;
     for (size_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
       const double x = static_cast<double>(X[e]);
       s += x;
       a += fabs(x);
     }
-    const int d = static_cast<int>((e0 + threadIdx.x) % dims);
-    if (e0 + threadIdx.x < e1) {
+    red[0][threadIdx.x] = s;
+    red[1][threadIdx.x] = a;
+    __syncthreads();
+    // the threads of one dimension are threadIdx.x = d (mod dims): thread d adds them up
+    if (threadIdx.x < static_cast<unsigned>(dims)) {
+      const int d = static_cast<int>((e0 + threadIdx.x) % dims);
+      for (unsigned o = threadIdx.x + dims; o < blockDim.x; o += dims) {
+        s += red[0][o];
+        a += red[1][o];
+      }
       atomicAdd(&colstat[d], s);
       atomicAdd(&colstat[dims + d], a);
     }
@@ -433,7 +442,7 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
 // the counts are taken twice (the second copy reads the labels again), and every item adds its rows twice
 // (the second copy reads X again) into its own partial sums; both copies add the same values in the same order,
 // so they must agree bit for bit (the checks below).
-constexpr int CHUNK = 256;      // samples per work item of the sums
+constexpr int CHUNK = 64;       // samples per work item of the sums
 constexpr int SUM_WARPS = 8;    // warps (one item each) per block of sums_kernel
 constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
 
@@ -521,10 +530,33 @@ __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clust
   }
 }
 
-// Every sample's index into its cluster's segment of idx (the lanes of a warp with the same label take one
-// atomic together).
-__global__ void scatter_kernel(const int* labels, int samples, const int* offs, int* cursor, int* idx, const State* state) {
+// Every sample's index into its cluster's segment of idx. With `local` (clusters small), a block takes
+// SCATTER_ITEMS samples per thread: ranks from a shared-memory histogram, then one atomic per cluster of the block
+// reserves its places; else the lanes of a warp with the same label take one atomic together.
+constexpr int SCATTER_ITEMS = 8;
+__global__ void scatter_kernel(const int* labels, int samples, int clusters, const int* offs, int* cursor, int* idx,
+                               const State* state, bool local) {
   if (state->converged) return;
+  if (local) {
+    extern __shared__ int sh[];  // 2 x clusters: the block's count, then its base, per cluster
+    for (int j = threadIdx.x; j < clusters; j += blockDim.x) sh[j] = 0;
+    __syncthreads();
+    const int i0 = blockIdx.x * blockDim.x * SCATTER_ITEMS;
+    int lab[SCATTER_ITEMS], rank[SCATTER_ITEMS];
+#pragma unroll
+    for (int q = 0; q < SCATTER_ITEMS; ++q) {
+      const int i = i0 + q * blockDim.x + threadIdx.x;
+      lab[q] = i < samples ? labels[i] : -1;
+      rank[q] = lab[q] >= 0 ? atomicAdd(&sh[lab[q]], 1) : 0;
+    }
+    __syncthreads();
+    for (int j = threadIdx.x; j < clusters; j += blockDim.x) sh[clusters + j] = sh[j] ? atomicAdd(&cursor[j], sh[j]) : 0;
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < SCATTER_ITEMS; ++q)
+      if (lab[q] >= 0) idx[offs[lab[q]] + sh[clusters + lab[q]] + rank[q]] = i0 + q * blockDim.x + threadIdx.x;
+    return;
+  }
   const int lane = threadIdx.x & 31;
   for (int base = blockIdx.x * blockDim.x; base < samples; base += gridDim.x * blockDim.x) {
     const int i = base + threadIdx.x;
@@ -555,6 +587,7 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
     double sa[SUM_R], sb[SUM_R];
 #pragma unroll
     for (int q = 0; q < SUM_R; ++q) sa[q] = sb[q] = 0;
+#pragma unroll 4
     for (int r = r0 + sub; r < r1; r += groups) {
       const size_t row = static_cast<size_t>(idx[r]) * dims;
 #pragma unroll
@@ -749,7 +782,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
   if (PROTECTED) {
     FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
-    const int rows_per_block = 256;
+    const int rows_per_block = 2048;
     column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, column_stats_threads(dims), 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
     FT_LAUNCHED();
   }
@@ -763,6 +796,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   const bool hist = hist_smem <= HIST_SMEM;
   const int count_grid = std::max(1, std::min(grid_for(n, 256), hist ? HIST_BLOCKS : 65536));
   const int sum_grid = static_cast<int>((max_items(n, k) + SUM_WARPS - 1) / SUM_WARPS);
+  const bool local_scatter = 2 * sizeof(int) * k <= HIST_SMEM;
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
@@ -778,7 +812,11 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     FT_LAUNCHED();
     scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state);
     FT_LAUNCHED();
-    scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, w.offs, w.cursor, w.idx, w.state);
+    if (local_scatter)
+      scatter_kernel<<<static_cast<int>((static_cast<size_t>(n) + 256 * SCATTER_ITEMS - 1) / (256 * SCATTER_ITEMS)), 256,
+                       2 * sizeof(int) * k, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, true);
+    else
+      scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, false);
     FT_LAUNCHED();
     sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
