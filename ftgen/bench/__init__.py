@@ -182,11 +182,18 @@ def bench_project(
     family,
     opts: BenchOptions,
     on_rows: Callable[[str, list[dict]], None] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> list[dict]:
+    """Every variant's executable in turn; a family's references timed outside the executables
+    (:mod:`ftgen.bench.refs`) run right after each, and their times join its rows (``refs``)."""
+    from .refs import RefRunner
+
+    refs = RefRunner(project, family, opts, log)
     rows: list[dict] = []
     for v in variants:
         exe = project / "bin" / v["kernel"]
         got = run_executable(exe, v["kernel"], opts.argv(family, v), opts.timeout)
+        refs.add(v, got)
         rows.extend(got)
         if on_rows:
             on_rows(v["kernel"], got)

@@ -433,7 +433,21 @@ def pool_for(gpus: list[Gpu], verb: str = "ran"):
 
 
 def bench_on_gpus(project: Path, variants: list[dict], family, opts, gpus: list[Gpu]) -> list[dict]:
-    """`bench --gpus`: every variant's executable on the pool; the rows in the order of ``variants``."""
+    """`bench --gpus`: every variant's executable on the pool; the rows in the order of ``variants``. A family's
+    references timed outside the executables (:mod:`ftgen.bench.refs`) run right after each, on its GPU."""
+    from .refs import RefRunner
+
     with pool_for(gpus) as pool:
+        refs = RefRunner(project, family, opts, pool.log)
+        if refs.active:
+            by_kernel = {v["kernel"]: v for v in variants}
+
+            def runner(exe, kernel, argv, timeout, env=None):
+                rows = run_executable(exe, kernel, argv, timeout, env=env)
+                if suspect(rows) is None:  # a run the pool retries elsewhere gets its references there
+                    refs.add(by_kernel[kernel], rows, env)
+                return rows
+
+            pool.runner = runner
         items = [WorkItem(v["kernel"], project / "bin" / v["kernel"], v["kernel"], opts.argv(family, v), opts.timeout) for v in variants]
         return [r for got in pool.run(items).values() for r in got]

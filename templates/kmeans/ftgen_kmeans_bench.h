@@ -501,6 +501,13 @@ class KmeansProblem final : public ftgen::BenchProblem {
         .body();
   }
 
+  // The input sets after setup and fill: X of set `i` and its centroids (C0 until a launch of that set moves them
+  // in place). For a driver that times another implementation beside launch() on the same data
+  // (ftgen/families/kmeans/flash_ref.py).
+  int sets() const { return sets_; }
+  const T* samples_of(int i) const { return x(i); }
+  T* centroids_of(int i) const { return c(i); }
+
  private:
   T* x(int i) const { return X_.ptr + static_cast<size_t>(i % sets_) * x_elems_; }
   T* c(int i) const { return C_.ptr + static_cast<size_t>(i % sets_) * c_elems_; }

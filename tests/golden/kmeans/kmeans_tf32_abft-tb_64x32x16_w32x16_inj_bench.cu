@@ -6,7 +6,7 @@
 // the unprotected twin (kmeans_tf32_abft-tb_64x32x16_w32x16_inj_twin.cu), timed alternately with the variant
 extern "C" size_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected_workspace(int samples, int dims, int clusters);
 extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const ftgen_kmeans_problem* p, cudaStream_t stream);
-static const char* kMeta = R"FTJSON("kernel":"kmeans_tf32_abft-tb_64x32x16_w32x16_inj","family":"kmeans","precision":"tf32","protection":{"scheme":"abft","level":"threadblock","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"m_tb":64,"n_tb":32,"k_tb":16,"m_w":32,"n_w":16},"backend":"mma")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"kmeans_tf32_abft-tb_64x32x16_w32x16_inj","family":"kmeans","precision":"tf32","protection":{"scheme":"abft","level":"threadblock","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"m_tb":64,"n_tb":32,"k_tb":16,"m_w":32,"n_w":16,"min_blocks":0},"backend":"mma")FTJSON";
 static const char* kDefaultShapes = "1000x10x7";
 
 int main(int argc, char** argv) {

@@ -3,7 +3,7 @@
 #include "ftgen_kmeans_bench.h"
 #include "kmeans_tf32_none_64x32x16_w32x16.h"
 
-static const char* kMeta = R"FTJSON("kernel":"kmeans_tf32_none_64x32x16_w32x16","family":"kmeans","precision":"tf32","protection":{"scheme":"none","inject":false},"params":{"m_tb":64,"n_tb":32,"k_tb":16,"m_w":32,"n_w":16},"backend":"mma")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"kmeans_tf32_none_64x32x16_w32x16","family":"kmeans","precision":"tf32","protection":{"scheme":"none","inject":false},"params":{"m_tb":64,"n_tb":32,"k_tb":16,"m_w":32,"n_w":16,"min_blocks":0},"backend":"mma")FTJSON";
 static const char* kDefaultShapes = "1000x10x7";
 
 int main(int argc, char** argv) {

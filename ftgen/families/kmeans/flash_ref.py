@@ -1,0 +1,485 @@
+"""flash-kmeans beside a kmeans variant: a reference timed alternately with the kernel, in one process, on the
+benchmark executable's own data.
+
+`ftgen bench` runs a kmeans variant's executable (it times the kernel, its unprotected twin and the cuBLAS Lloyd
+iteration alternately) and then, on the same GPU, this module as a driver process (:mod:`ftgen.bench.refs`)::
+
+    python -m ftgen.families.kmeans.flash_ref PROJECT KERNEL --shapes 1048576x128x1024,... \\
+        [--reps N] [--warmup N] [--seed S] [--dist normal|uniform|loguniform|outliers]
+
+The driver compiles the variant's library source (what its executable links) with a small C shim around the kmeans
+bench adapter (``templates/kmeans/ftgen_kmeans_bench.h``) into a shared object under ``PROJECT/build/refs/``, with
+the flags and architectures of the executable's build, and loads it with ctypes. Per shape it sets the adapter up and
+fills its input sets as the executable does (the same seed, ``--dist`` or ``FTGEN_KMEANS_DATA=blobs``, and rotation
+of sets over 3x L2), then times, alternately with CUDA events on the default stream (warm-up; per repetition each
+once, in turn; medians):
+
+* the kernel: the adapter's ``launch(set)``, the executable's timed unit (one Lloyd iteration, ``max_iters = 1``,
+  the sample norms included);
+* flash-kmeans: ``batch_kmeans_Euclid(x, clusters, max_iters=1, init_centroids=c)`` of its Triton implementation,
+  one Lloyd iteration as a call runs it (the sample norms, assign, sorted update, shift, and the convergence test
+  that reads the shift on the host).
+
+Both read the same X (the adapter's buffers, seen by torch without a copy) and start from the same C0; each then
+moves its own centroids. A pad kernel (``torch.cuda._sleep``) runs before each timed segment, so that launches are
+queued before its start event fires, as the executable's queue keeps them. flash-kmeans computes in TF32 (Triton's
+``tl.dot`` on fp32), so it is timed for the fp32-stored precisions (tf32, tf32x3) only.
+
+``ftgen build --lib`` is not used: its entry point ``kmeans_<precision>`` chooses among the project's variants of a
+precision by shape (protected ones first), so it cannot time a named variant, and it does not give the executable's
+inputs.
+
+The driver prints one JSON line per shape: ``{"ref": "flash-kmeans", "shape": ..., "ms": ..., "kernel_ms": ...}``
+with min, max, reps and detail, or ``unavailable`` with the reason instead of a time (torch or flash-kmeans missing,
+flash-kmeans without its Triton implementation, no GPU, a build failure, labels that disagree with fp64). Exit code 0
+when it printed its lines, 2 on bad input (a message, no traceback), 1 on anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from ...errors import BuildError, FtgenError, SpecError
+
+NAME = "flash-kmeans"
+DRIVER = "ftgen.families.kmeans.flash_ref"  # this module, run with python -m
+PRECISIONS = ("tf32", "tf32x3")  # stored as fp32: what flash-kmeans takes
+# Labels of flash-kmeans must agree with fp64 nearest centroids on at least this share of the sampled points (TF32
+# near-ties make it a little less than 1); below it the result is wrong and its time is no reference.
+AGREEMENT_FLOOR = 0.99
+AGREEMENT_POINTS = 4096
+# Clock cycles of the pad kernel before each timed segment (about 0.5 ms at 2 GHz): longer than the host takes to
+# queue either segment's launches.
+PAD_CYCLES = 1 << 20
+CALL = "batch_kmeans_Euclid(x, clusters, max_iters=1, init_centroids=c)"
+REFS_DIR = Path("build") / "refs"  # under the project: the shared objects, one folder per variant
+
+
+# --------------------------------------------------------------------------------------------
+# The bench hook (ftgen.bench.refs): cheap checks and the driver's command line; no torch here.
+# --------------------------------------------------------------------------------------------
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class FlashKmeansRef:
+    """flash-kmeans as a reference of `ftgen bench` (:mod:`ftgen.bench.refs`)."""
+
+    name = NAME
+
+    def unavailable(self, variant: dict) -> str | None:
+        """Why it cannot be timed beside ``variant`` (a manifest entry) on this machine; None when it may be."""
+        if variant.get("precision") not in PRECISIONS:
+            return (f"flash-kmeans takes fp32 data (it computes in TF32); {variant.get('kernel')} stores "
+                    f"{variant.get('precision')}")
+        if not _importable("torch"):
+            return "torch is not installed (flash-kmeans runs on it)"
+        if not _importable("flash_kmeans"):
+            return "flash-kmeans is not installed (pip install flash-kmeans)"
+        from ...build import find_nvcc
+
+        if find_nvcc() is None:
+            return "nvcc not found: the driver compiles the variant's launcher into a shared object"
+        return None
+
+    def command(self, project: Path, variant: dict, shapes: list[str], opts) -> list[str]:
+        """The driver's command line for ``shapes`` (the executable's --shapes spelling) under ``opts`` (BenchOptions)."""
+        argv = [sys.executable, "-m", DRIVER, str(project), variant["kernel"], "--shapes", ",".join(shapes)]
+        for flag, val in (("--reps", opts.reps), ("--warmup", opts.warmup), ("--seed", opts.seed), ("--dist", opts.dist)):
+            if val is not None:
+                argv += [flag, str(val)]
+        return argv
+
+
+# --------------------------------------------------------------------------------------------
+# The shared object: the variant's library source and a C shim around the bench adapter
+# --------------------------------------------------------------------------------------------
+
+SHIM = r"""// {{ name }}: the kmeans bench adapter of this variant behind a C interface, for a timing driver beside the
+// benchmark executable (ftgen/families/kmeans/flash_ref.py). Generated by ftgen; do not edit.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ftgen_kmeans_bench.h"
+#include "{{ name }}.h"
+
+#define FTGEN_REF_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+using Problem = ftkmeans_bench::KmeansProblem<{{ T }}>;
+// the variant as its benchmark executable describes it (bench.cu.j2), without the unprotected twin
+const ftkmeans_bench::Variant kVariant{"{{ name }}", R"FTJSON({{ meta_json }})FTJSON", "", "{{ precision }}",
+                                       {{ prot.enabled | cbool }}, {{ inject | cbool }}, {{ unit_roundoff }}, {{ lam }},
+                                       {{ sym }}_workspace, {{ sym }}_geometry, {{ sym }}, nullptr, nullptr};
+Problem* problem(void* h) { return static_cast<Problem*>(h); }
+}  // namespace
+
+FTGEN_REF_API void* ftgen_ref_open(void) { return new Problem(kVariant); }
+FTGEN_REF_API void ftgen_ref_close(void* h) { delete problem(h); }
+// Set a shape up and fill its input sets as the benchmark executable does (its rotation of sets over 3x L2, its
+// seed and distribution): the number of sets, or 0 where the adapter skips the shape.
+FTGEN_REF_API int ftgen_ref_setup(void* h, long long samples, long long dims, long long clusters, unsigned long long seed,
+                                  int dist) {
+  const std::vector<long long> shape{samples, dims, clusters};
+  const int sets = ftgen::rotation_count(ftgen::require_device(), problem(h)->set_bytes(shape));
+  std::string skip;
+  if (!problem(h)->setup(shape, sets, skip)) return 0;
+  problem(h)->fill(seed, dist);
+  FT_CUDA(cudaDeviceSynchronize());
+  return problem(h)->sets();
+}
+FTGEN_REF_API const void* ftgen_ref_samples(void* h, int set) { return problem(h)->samples_of(set); }
+FTGEN_REF_API void* ftgen_ref_centroids(void* h, int set) { return problem(h)->centroids_of(set); }
+// The executable's timed unit: one Lloyd iteration of input set `set`, on the default stream.
+FTGEN_REF_API void ftgen_ref_launch(void* h, int set) { problem(h)->launch(set); }
+FTGEN_REF_API int ftgen_ref_elem_bytes(void) { return static_cast<int>(sizeof({{ T }})); }
+// The executable's defaults (ftgen_harness.cuh's Args) and its input distributions by name (-1: none such).
+FTGEN_REF_API unsigned long long ftgen_ref_default_seed(void) { return ftgen::Args{}.seed; }
+FTGEN_REF_API int ftgen_ref_default_reps(void) { return ftgen::Args{}.reps; }
+FTGEN_REF_API int ftgen_ref_default_warmup(void) { return ftgen::Args{}.warmup; }
+FTGEN_REF_API int ftgen_ref_dist(const char* name) {
+  for (int d = ftgen::kNormal; d <= ftgen::kOutliers; ++d)
+    if (!std::strcmp(ftgen::dist_name(d), name)) return d;
+  return -1;
+}
+"""
+
+
+def _variant(project: Path, kernel: str) -> tuple[dict, dict]:
+    """(manifest, the kernel's entry) of a kmeans project; SpecError (exit 2) for anything else."""
+    from ...build import load_manifest
+
+    manifest = load_manifest(project)
+    if manifest["spec"]["family"] != "kmeans":
+        raise SpecError(f"{project}: a {manifest['spec']['family'][:40]} project; flash-kmeans is a reference of kmeans projects")
+    for entry in manifest["variants"]:
+        if entry["kernel"] == kernel:
+            return manifest, entry
+    names = ", ".join(e["kernel"] for e in manifest["variants"][:4])
+    raise SpecError(f"{project}: no variant {kernel[:80]!r} (it has {names}{' ...' if len(manifest['variants']) > 4 else ''})")
+
+
+def render_shim(entry: dict) -> str:
+    """The C shim of a variant (a manifest entry), rendered with its backend's template context."""
+    from ...codegen.library import variant_from_manifest
+    from ...templating import TemplateEnv
+    from .. import get
+
+    v = variant_from_manifest(entry)
+    ctx = get("kmeans").backend_of(v).context(v)
+    return TemplateEnv().env.from_string(SHIM).render(**ctx)
+
+
+def _built_archs(project: Path, manifest: dict, entry: dict) -> list[str]:
+    """The CUDA architectures (CMake spelling: 80, 90a) the executable was built for: the variant's own archs, or where
+    they are the spec's, the build's FTGEN_CUDA_ARCHITECTURES (which `ftgen build --arch` sets)."""
+    from ...codegen.emit import cuda_arch_numbers
+
+    own = cuda_arch_numbers(entry["archs"])
+    if list(entry["archs"]) != list(manifest["spec"]["arch"]):
+        return own
+    cache = project / "build" / "CMakeCache.txt"
+    try:
+        for line in cache.read_text(errors="replace").splitlines():
+            if line.startswith("FTGEN_CUDA_ARCHITECTURES:"):
+                got = [a for a in line.split("=", 1)[1].strip().split(";") if a]
+                return got or own
+    except OSError:
+        pass
+    return own
+
+
+def build_shared_object(project: Path, manifest: dict, entry: dict) -> Path:
+    """``PROJECT/build/refs/<kernel>/lib<kernel>_ref.so``: the variant's library source and its shim, compiled as the
+    project's CMake compiles the variant's kernel library (Release, C++17, -lineinfo, --expt-relaxed-constexpr, PIC,
+    the shared CUDA runtime, the executable's architectures). Rebuilt when a source, a flag or nvcc changes; one
+    build at a time (a file lock)."""
+    from filelock import FileLock
+
+    from ...build import find_nvcc, nvcc_version
+    from ...codegen.library import variant_from_manifest
+    from .. import get
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise BuildError("nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDACXX)")
+    project = project.resolve()
+    v = variant_from_manifest(entry)
+    backend = get("kmeans").backend_of(v)
+    sources = [project / v.name / f"{v.name}{s.suffix}" for s in backend.sources(v) if s.role == "library"]
+    headers = sorted((project / "common").glob("*.h*")) + [project / v.name / f"{v.name}.h"]
+    gone = [str(p) for p in sources + headers if not p.is_file()]
+    if gone:
+        raise SpecError(f"{project}: {', '.join(gone[:3])} missing; re-generate the project")
+    shim = render_shim(entry)
+    toolkit = Path(nvcc).resolve().parent.parent
+    libdirs = [d for d in (toolkit / "lib64", toolkit / "targets" / "x86_64-linux" / "lib") if d.is_dir()]
+    flags = ["-O3", "-DNDEBUG", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC", "-shared",
+             "-cudart", "shared", *backend.compile_options,
+             *(f"--generate-code=arch=compute_{a},code=[compute_{a},sm_{a}]" for a in _built_archs(project, manifest, entry)),
+             f"-I{project / 'common'}", f"-I{project / v.name}", "-lcublas",
+             *(f"-Xlinker=-rpath,{d}" for d in libdirs)]
+    h = hashlib.sha256(json.dumps([flags, nvcc_version(), shim]).encode())
+    for p in sources + headers:
+        h.update(p.read_bytes())
+    key = h.hexdigest()
+    out = project / REFS_DIR / v.name
+    out.mkdir(parents=True, exist_ok=True)
+    so = out / f"lib{v.name}_ref.so"
+    stamp = out / "key"
+    with FileLock(str(out / ".lock")):
+        if so.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
+            return so
+        (out / "ref_shim.cu").write_text(shim)
+        tmp = out / f".lib{v.name}_ref.so.tmp{os.getpid()}"
+        cmd = [nvcc, *flags, *map(str, sources), str(out / "ref_shim.cu"), "-o", str(tmp)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise BuildError(f"nvcc did not finish building {so.name}: {e}") from None
+        if proc.returncode != 0 or not tmp.is_file():
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+            raise BuildError(f"nvcc failed to build {so.name} (exit {proc.returncode}):\n{tail}")
+        os.replace(tmp, so)
+        stamp.write_text(key + "\n")
+    return so
+
+
+class Shim:
+    """The C functions of a variant's shared object (see SHIM)."""
+
+    _SIGS = {
+        "open": ([], ctypes.c_void_p),
+        "close": ([ctypes.c_void_p], None),
+        "setup": ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_int],
+                  ctypes.c_int),
+        "samples": ([ctypes.c_void_p, ctypes.c_int], ctypes.c_void_p),
+        "centroids": ([ctypes.c_void_p, ctypes.c_int], ctypes.c_void_p),
+        "launch": ([ctypes.c_void_p, ctypes.c_int], None),
+        "elem_bytes": ([], ctypes.c_int),
+        "default_seed": ([], ctypes.c_ulonglong),
+        "default_reps": ([], ctypes.c_int),
+        "default_warmup": ([], ctypes.c_int),
+        "dist": ([ctypes.c_char_p], ctypes.c_int),
+    }
+
+    def __init__(self, path: Path):
+        self._dll = ctypes.CDLL(str(path))
+        for name, (args, res) in self._SIGS.items():
+            f = getattr(self._dll, "ftgen_ref_" + name)
+            f.argtypes, f.restype = args, res
+            setattr(self, name, f)
+
+
+# --------------------------------------------------------------------------------------------
+# The driver
+# --------------------------------------------------------------------------------------------
+
+
+def _reference():
+    """(torch, batch_kmeans_Euclid of the Triton implementation, versions), or (None, None, reason)."""
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure means: no reference here
+        return None, None, f"torch cannot be imported ({type(e).__name__}: {str(e)[:200]})"
+    if not torch.cuda.is_available():
+        return None, None, "torch sees no CUDA GPU"
+    try:
+        # the Triton implementation itself: the package's top level falls back to a torch one without Triton
+        from flash_kmeans import kmeans_triton_impl
+    except Exception as e:  # noqa: BLE001
+        return None, None, (f"flash-kmeans's Triton implementation cannot be imported ({type(e).__name__}: "
+                            f"{str(e)[:200]})")
+    versions = {"flash_kmeans": _version("flash-kmeans"), "torch": torch.__version__, "triton": _version("triton")}
+    return torch, kmeans_triton_impl.batch_kmeans_Euclid, versions
+
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+class _DeviceArray:
+    """A device buffer of the adapter as torch sees it (``__cuda_array_interface__``: no copy, no ownership)."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], typestr: str):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False), "version": 3,
+                                         "strides": None}
+
+
+def _stats(times: list[float]) -> dict:
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "reps": len(times)}
+
+
+def alternate(torch, seqs, warmup: int, reps: int, pad) -> list[dict]:
+    """Time the launch sequences in turn, as the executable's ``time_alternating``: ``warmup`` untimed rounds, then per
+    repetition each sequence once between its own CUDA events (after ``pad()``); one ``_stats`` per sequence."""
+    for i in range(warmup):
+        for f in seqs:
+            f(i)
+    torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in seqs] for _ in range(reps)]
+    for i in range(reps):
+        for f, (a, b) in zip(seqs, ev[i]):
+            pad()
+            a.record()
+            f(warmup + i)
+            b.record()
+    torch.cuda.synchronize()
+    return [_stats([ev[i][j][0].elapsed_time(ev[i][j][1]) for i in range(reps)]) for j in range(len(seqs))]
+
+
+def label_agreement(torch, flash, x, c0, clusters: int) -> tuple[float, int]:
+    """(share, count) of about ``AGREEMENT_POINTS`` evenly spaced samples whose flash-kmeans label (one iteration from
+    ``c0``) is the fp64 nearest centroid."""
+    n = x.shape[1]
+    ids, _, _ = flash(x, clusters, max_iters=1, init_centroids=c0.clone())
+    idx = torch.arange(0, n, max(1, n // AGREEMENT_POINTS), device=x.device)
+    ref = torch.cdist(x[0, idx].double(), c0[0].double()).argmin(dim=1)
+    return float((ids.view(-1)[idx].long() == ref).double().mean()), int(idx.numel())
+
+
+def time_shape(torch, flash, shim: Shim, h: int, shape: dict, *, reps: int, warmup: int, seed: int, dist: int) -> dict:
+    """One shape: the adapter's inputs, flash-kmeans's labels checked, the kernel and flash-kmeans alternately. The
+    tensors here are views of the adapter's buffers: they must not outlive the call (the next setup frees them)."""
+    n, d, k = shape["samples"], shape["dims"], shape["clusters"]
+    sets = shim.setup(h, n, d, k, seed, dist)
+    if sets <= 0:
+        return {"unavailable": "the kmeans bench adapter skips this shape"}
+    xs = [torch.as_tensor(_DeviceArray(shim.samples(h, s), (1, n, d), "<f4"), device="cuda") for s in range(sets)]
+    own = [torch.as_tensor(_DeviceArray(shim.centroids(h, s), (1, k, d), "<f4"), device="cuda").clone() for s in range(sets)]
+    c0 = own[0].clone()
+
+    def kernel(i: int) -> None:
+        shim.launch(h, i)
+
+    def reference(i: int) -> None:
+        s = i % sets
+        _, own[s], _ = flash(xs[s], k, max_iters=1, init_centroids=own[s])
+
+    # first (untimed) the check of flash-kmeans's labels, which also compiles its Triton kernels for this shape
+    agree, points = label_agreement(torch, flash, xs[0], c0, k)
+    sleep = getattr(torch.cuda, "_sleep", None)
+    pad = (lambda: sleep(PAD_CYCLES)) if sleep is not None else (lambda: None)
+    tk, tf = alternate(torch, [kernel, reference], warmup, reps, pad)
+    out = {"ms": tf["median"], "min": tf["min"], "max": tf["max"], "reps": tf["reps"], "kernel_ms": tk["median"],
+           "kernel_min": tk["min"], "kernel_max": tk["max"], "alternated": True, "sets": sets, "call": CALL,
+           "label_agreement_fp64": agree, "label_points": points, "pad_cycles": PAD_CYCLES if sleep is not None else 0}
+    if not agree >= AGREEMENT_FLOOR:
+        out["unavailable"] = (f"flash-kmeans's labels agree with the fp64 nearest centroids on {agree:.4f} of "
+                              f"{points} sampled points (at least {AGREEMENT_FLOOR} expected): no valid reference")
+    return out
+
+
+def _emit(line: dict) -> None:
+    print(json.dumps({"ref": NAME, **line}), flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ftgen.families.kmeans.flash_ref",
+                                description="Time flash-kmeans alternately with a kmeans variant on its benchmark's data "
+                                            "(one JSON line per shape).")
+    p.add_argument("project", help="the generated kmeans project (ftgen generate; ftgen build)")
+    p.add_argument("kernel", help="the variant's name")
+    p.add_argument("--shapes", required=True, help="comma-separated samples x dims x clusters, e.g. 1048576x128x1024")
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions [default: the executable's]")
+    p.add_argument("--warmup", type=int, default=None, help="untimed rounds [default: the executable's]")
+    p.add_argument("--seed", type=int, default=None, help="the executable's --seed [default: its default]")
+    p.add_argument("--dist", default=None, choices=("normal", "uniform", "loguniform", "outliers"),
+                   help="the executable's --dist [default: normal]")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)  # bad flags: usage and exit 2
+    try:
+        from ...spec import parse_shapes
+        from .. import get
+
+        if args.reps is not None and args.reps < 1:
+            raise SpecError(f"--reps: {args.reps} is less than 1")
+        if args.warmup is not None and args.warmup < 0:
+            raise SpecError(f"--warmup: {args.warmup} is less than 0")
+        if args.seed is not None and not 0 <= args.seed < 2**64:
+            raise SpecError(f"--seed: {args.seed} is not in 0..2^64-1")
+        project = Path(args.project)
+        manifest, entry = _variant(project, args.kernel)
+        shapes = parse_shapes(get("kmeans"), args.shapes)
+    except FtgenError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    try:
+        return _run(project, manifest, entry, shapes, args)
+    except FtgenError as e:
+        _emit({"unavailable": e.message[-1500:]})
+        print(f"error: {e.message}", file=sys.stderr)
+        return 0
+    except Exception as e:  # noqa: BLE001 - said in one line (the row's refs_missing), not as a traceback
+        _emit({"unavailable": f"the flash-kmeans driver failed: {type(e).__name__}: {str(e)[:500]}"})
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], args) -> int:
+    reason = FlashKmeansRef().unavailable(entry)
+    torch = flash = None
+    if reason is None:
+        torch, flash, versions = _reference()
+        if torch is None:
+            reason = versions
+    if reason is not None:
+        _emit({"unavailable": reason})
+        return 0
+    if torch.cuda.current_stream().cuda_stream != 0:
+        _emit({"unavailable": "torch's current stream is not the default stream the adapter launches on"})
+        return 0
+    shim = Shim(build_shared_object(project, manifest, entry))
+    if shim.elem_bytes() != 4:
+        _emit({"unavailable": f"{entry['kernel']} stores {shim.elem_bytes()}-byte elements; flash-kmeans takes fp32"})
+        return 0
+    dist_name = args.dist or "normal"
+    dist = shim.dist(dist_name.encode())
+    if dist < 0:
+        raise SpecError(f"--dist: the executable knows no distribution {dist_name!r}")
+    seed = args.seed if args.seed is not None else shim.default_seed()
+    reps = args.reps if args.reps is not None else shim.default_reps()
+    warmup = args.warmup if args.warmup is not None else shim.default_warmup()
+    data = "blobs" if os.environ.get("FTGEN_KMEANS_DATA") == "blobs" else "dist"
+    detail = {"seed": seed, "dist": dist_name, "data": data, "versions": versions,
+              "archs": _built_archs(project, manifest, entry), "gpu": torch.cuda.get_device_name()}
+    oom = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
+    h = shim.open()
+    try:
+        for shape in shapes:
+            try:
+                got = time_shape(torch, flash, shim, h, shape, reps=reps, warmup=warmup, seed=seed, dist=dist)
+            except oom as e:
+                got = {"unavailable": f"out of GPU memory in flash-kmeans: {str(e).splitlines()[0][:300]}"}
+            _emit({"shape": shape, **got, **({} if "ms" not in got else detail)})
+            torch.cuda.empty_cache()
+    finally:
+        shim.close(h)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
