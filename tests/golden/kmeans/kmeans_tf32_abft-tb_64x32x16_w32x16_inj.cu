@@ -1278,7 +1278,6 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   norms_kernel<<<static_cast<int>((static_cast<size_t>(n) * nl + 255) / 256), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.state, counters, inj, 0);
   FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
-  const size_t ck = static_cast<size_t>(k) * dims;
   // the counts in a shared-memory histogram per block when every copy fits in HIST_SMEM bytes
   const size_t hist_smem = (PROTECTED ? 2 : 1) * sizeof(int) * k;
   const bool hist = hist_smem <= HIST_SMEM;
@@ -1317,7 +1316,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
     // (the redo kernels return at once unless the checks failed: small grids, striding)
-    redo_clear_kernel<<<std::min(grid_for(ck, 256), 264), 256, 0, stream>>>(w.sums, w.counts, k, dims, w.state);
+    redo_clear_kernel<<<std::min(grid_for(static_cast<size_t>(k) * dims, 256), 264), 256, 0, stream>>>(w.sums, w.counts, k, dims, w.state);
     FT_LAUNCHED();
     redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
     FT_LAUNCHED();

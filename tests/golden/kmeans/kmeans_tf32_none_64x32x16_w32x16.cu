@@ -790,7 +790,6 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   norms_kernel<<<static_cast<int>((static_cast<size_t>(n) * nl + 255) / 256), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.state, counters, inj, 0);
   FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
-  const size_t ck = static_cast<size_t>(k) * dims;
   // the counts in a shared-memory histogram per block when every copy fits in HIST_SMEM bytes
   const size_t hist_smem = (PROTECTED ? 2 : 1) * sizeof(int) * k;
   const bool hist = hist_smem <= HIST_SMEM;
