@@ -23,7 +23,8 @@
 #   kmcamp   kmeans campaigns (specs/kmeans/precisions.yaml, tf32x3 and fp64 online): accumulators 1000 + 1000 trials per
 #            distribution, argmin / norm / update 300 + 300
 #   kmsites  kmeans campaigns at the argmin, norm and update sites, 1000 + 1000 per distribution
-#   kmbig    the kmeans accumulator campaign, 9000 + 9000 per distribution, on every GPU (run it alone: kmbig:all)
+#   kmbig    the kmeans accumulator campaign, 9000 + 9000 per distribution, on every GPU (run it alone: kmbig:all;
+#            KMBIG_TRIALS and KMBIG_SEED change the trials and the seed)
 #   kmfast   kmeans: the demo at the flash-kmeans anchors and awkward shapes (protected, its twin and cuBLAS-Lloyd
 #            alternated), specs/kmeans/precisions.yaml with one fault, a 300 + 300 accumulator campaign, the
 #            register cap (experiments/specs/kmeans_min_blocks.yaml)
@@ -94,7 +95,7 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       done ;;
     kmbig)  # the accumulator site with enough trials for 3000 significant faults, over every GPU of the host (no other lane)
       ft campaign specs/kmeans/precisions.yaml -o generated/lk --kernels 'kmeans_tf32x3_abft-tb_*,kmeans_f64_abft-tb_*' \
-        --gpus all --trials 9000 --seed 24 --json "$out/campaign_accumulator.jsonl" ;;
+        --gpus all --trials "${KMBIG_TRIALS:-9000}" --seed "${KMBIG_SEED:-24}" --json "$out/campaign_accumulator.jsonl" ;;
     kmfast)
       ft generate specs/kmeans/demo.yaml -o generated/lf > /dev/null
       ft generate specs/kmeans/precisions.yaml -o generated/lf > /dev/null
