@@ -31,6 +31,8 @@
 #   kmrefs   kmeans: the demo at the four flash-kmeans anchors (1048576 samples; 8x128, 32x128, 128x128, 128x1024) with
 #            refs: cuBLAS-Lloyd alternated in the executable, flash-kmeans alternated in its driver on the same data
 #            (ftgen/families/kmeans/flash_ref.py; needs torch, and flash-kmeans from .whl/: carry .whl)
+#   kmablate the protected kmeans demo beside copies that leave parts of its protection out
+#            (experiments/scripts/kmeans_ablate.py: the arg-min DMR, the verification, the reference fragments)
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
@@ -116,6 +118,16 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       python3 -c "import torch, triton, flash_kmeans as f; print('torch', torch.__version__, 'triton', triton.__version__, 'flash-kmeans', f.__version__)" 2>&1 | tail -n 1
       ft bench generated/lkr/kmeans_demo --shapes 1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024 \
         --reps 50 --warmup 10 --json "$out/demo_refs.jsonl" ;;
+    kmablate)
+      k=kmeans_tf32_abft-tb_128x64x32_w64x32
+      ft generate specs/kmeans/demo.yaml -o generated/lab > /dev/null
+      python3 experiments/scripts/kmeans_ablate.py generated/lab/kmeans_demo $k generated/lab/cut > /dev/null
+      for p in generated/lab/kmeans_demo generated/lab/cut/*; do ft build "$p" -j 4 --kernels "$k" > "$out/build_$(basename "$p").txt" 2>&1 & done; wait
+      tail -q -n 1 "$out"/build_*.txt
+      for p in generated/lab/kmeans_demo generated/lab/cut/*; do
+        FTGEN_BENCH_REFS=none ft bench "$p" --kernels "$k" --shapes 1048576x8x128,1048576x128x128,1048576x128x1024 --reps 10 --warmup 3 \
+          --json "$out/ablate_$(basename "$p").jsonl" > /dev/null 2>&1
+      done ;;
     prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
@@ -205,6 +217,7 @@ for l in "${names[@]}"; do
             echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
     kmfast) rows "$out"/kmfast/demo.jsonl "$out"/kmfast/prec_inject1.jsonl "$out"/kmfast/min_blocks.jsonl; summ "$out"/kmfast/campaign_*.jsonl ;;
     kmrefs) refs "$out"/kmrefs/demo_refs.jsonl; grep -E "^torch|flash-kmeans|Traceback" "$out/kmrefs/log.txt" | head -8 ;;
+    kmablate) rows "$out"/kmablate/ablate_*.jsonl ;;
     prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
     kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
