@@ -33,6 +33,7 @@
 #            (ftgen/families/kmeans/flash_ref.py; needs torch, and flash-kmeans from .whl/: carry .whl)
 #   kmablate the protected kmeans demo beside copies that leave parts of its protection out
 #            (experiments/scripts/kmeans_ablate.py: the arg-min DMR, the verification, the reference fragments)
+#   kmtiles  experiments/specs/kmeans_tiles.yaml (tf32 tiles, unprotected and ABFT) at 1048576x8x128 and x128x1024
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
@@ -128,6 +129,10 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
         FTGEN_BENCH_REFS=none ft bench "$p" --kernels "$k" --shapes 1048576x8x128,1048576x128x128,1048576x128x1024 --reps 10 --warmup 3 \
           --json "$out/ablate_$(basename "$p").jsonl" > /dev/null 2>&1
       done ;;
+    kmtiles)
+      ft generate experiments/specs/kmeans_tiles.yaml -o generated/lt > /dev/null
+      ft build generated/lt/kmeans_tiles -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+      FTGEN_BENCH_REFS=none ft bench generated/lt/kmeans_tiles --reps 10 --warmup 3 --json "$out/tiles.jsonl" > /dev/null 2>&1 ;;
     prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
@@ -218,6 +223,7 @@ for l in "${names[@]}"; do
     kmfast) rows "$out"/kmfast/demo.jsonl "$out"/kmfast/prec_inject1.jsonl "$out"/kmfast/min_blocks.jsonl; summ "$out"/kmfast/campaign_*.jsonl ;;
     kmrefs) refs "$out"/kmrefs/demo_refs.jsonl; grep -E "^torch|flash-kmeans|Traceback" "$out/kmrefs/log.txt" | head -8 ;;
     kmablate) rows "$out"/kmablate/ablate_*.jsonl ;;
+    kmtiles) rows "$out"/kmtiles/tiles.jsonl | sort -k3,3 -k4,4n ;;
     prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
     kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
