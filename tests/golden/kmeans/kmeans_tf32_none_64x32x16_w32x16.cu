@@ -40,7 +40,6 @@ static_assert(KT % VEC == 0 && (LD * sizeof(T)) % 16 == 0, "16-byte copies into 
 // are computed while the first tile of the group runs (and again when a tile is recomputed), by the warp columns
 // 0 and 1 (one warp column: both), and kept in registers until the group's tiles are verified.
 constexpr int GT = MMA_N / 2;                      // centroid tiles per group of reference fragments
-constexpr int REFS = WARPS_N > 1 ? 1 : 2;          // reference fragments per warp
 constexpr double U64 = 1.1102230246251565e-16;  // unit roundoff of fp64 (the update's sums)
 // LAMBDA: the probabilistic rounding bound's lambda for a false-alarm probability of 1e-9 per check,
 // sqrt(2 ln(2 / 1e-9)) (the family's NumPy model, ftgen/families/kmeans/model.py).
