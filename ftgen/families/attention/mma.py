@@ -7,7 +7,9 @@ m16n8k16 accumulator layout lane ``t`` holds rows ``t / 4`` and ``t / 4 + 8`` an
 ``2 (t % 4) + 1`` of every n8 block: the four lanes of a quad share a row, and a lane owns the column groups
 ``g = c % 8`` in ``{2 (t % 4), 2 (t % 4) + 1}`` of every product. The strided checksums (stride 8) therefore land
 in the lanes that hold the elements they check: three more n8 blocks per product (the unit checksum split into a
-high and a low 16-bit half, and the weighted one), no data crosses lanes for any check but the row max's vote.
+high and a low 16-bit half, and the weighted one), and in the second product a fourth, the group magnitudes
+``sum_l |V[c, g + 8l]|`` whose P-weighted sum scales the O check's threshold (:func:`.model.o_threshold`); no data
+crosses lanes for any check but the row max's vote.
 
 Protection (``protection: {scheme: abft, level: ...}``), exactly the rules of :mod:`.model`:
 
@@ -67,11 +69,11 @@ PARAMS = (
 
 
 def smem_bytes(head_dim: int, block_m: int, block_n: int, protected: bool) -> int:
-    """Shared memory of the fused kernel: the Q tile, K and V tiles with their 24 checksum rows / columns."""
-    extra = 24 if protected else 0
+    """Shared memory of the fused kernel: the Q tile, the K tile with its 24 checksum rows and the V tile with its 32
+    checksum and magnitude columns."""
     q = block_m * head_dim * 2
-    k = (block_n + extra) * (head_dim + 8) * 2
-    v = block_n * (head_dim + extra + 8) * 2
+    k = (block_n + (24 if protected else 0)) * (head_dim + 8) * 2
+    v = block_n * (head_dim + (32 if protected else 0) + 8) * 2
     scratch = (block_n + 2 * block_m + 64) * 4
     return q + k + v + scratch
 

@@ -28,7 +28,8 @@ Protection levels (``level``):
   the tensor cores; rescaling and normalization apply to it like to O, and one check after the loop
   (``(O_c1 - sum_l O) * (1/l) = 1``) covers the second product, every rescale, the row sum and 1/l.
   A fault of O is located and corrected; a wrong row sum or 1/l shows in both groups of a lane equally
-  and is corrected by rescaling the lane's columns.
+  and is corrected by rescaling the lane's columns. The O checks' thresholds (strided and efta) scale with the
+  row's P-weighted group magnitude, a fourth checksum block of the second product (:func:`o_threshold`).
 * ``decoupled`` -- the three-kernel baseline: S = Q K^T materialized with a classic row checksum (locate,
   correct), the softmax twice (DMR: a mismatch recomputes it), O = P V with a classic row checksum.
 
@@ -87,6 +88,21 @@ def round_to(x, precision: str) -> np.ndarray:
     if precision == "bf16":
         return round_bf16(x)
     raise ValueError(f"precision {precision!r} is not fp16 or bf16")
+
+
+def round_up_to(x, precision: str) -> np.ndarray:
+    """Non-negative float32 -> the smallest value of the 16-bit type that is >= it, returned as float32 (what
+    ``__float2half_ru`` / ``__float2bfloat16_ru`` give)."""
+    a = np.asarray(x, dtype=np.float32)
+    r = round_to(a, precision)
+    low = r < a
+    if np.any(low):
+        if precision == "fp16":
+            up = np.nextafter(r.astype(np.float16), np.float16(np.inf)).astype(np.float32)
+        else:
+            up = (np.ascontiguousarray(r).view(np.uint32) + np.uint32(1 << 16)).view(np.float32)
+        r = np.where(low, up, r).astype(np.float32)
+    return r
 
 
 def flip(value: float, bit: int, precision: str = "fp32") -> float:
@@ -265,11 +281,27 @@ def s_threshold(qnorm, kgroup_norm, d: int, nl: int, precision: str):
 
 
 def o_threshold(mag, n_keys: int, n_tiles: int, nl: int, precision: str):
-    """Threshold of the normalized O residual per (row, group): ``mag`` bounds sum_l |V[c, g + 8l]| (+1 with the
-    row-sum column) over the keys seen, which bounds the checksum's and the group sum's convex combinations;
-    fp32 accumulation over all keys (the rule's bound), one rounding per rescale and per group element, and
-    the checksum halves' u_in^2."""
+    """Threshold of the O residual per (row, group). ``mag`` is the row's P-weighted group magnitude
+    ``sum_c p_c A[c, g]`` with ``A[c, g] = sum_l |V[c, g + 8l]|`` (+1 with the row-sum column), carried through the
+    same rescales (and, after the loop, the same 1/l) as O and its checksum; :func:`group_magnitudes` encodes A
+    and the second product accumulates it as one more n8 block. Every term of both sides of the check is a
+    P-weighted sum of V's elements of the group or of its checksum, so ``mag`` bounds the magnitudes whose roundings
+    the residual holds: fp32 accumulation over all keys (the rule's bound), one rounding per rescale and per group
+    element, and the checksum halves' u_in^2. The weights are the row's own, so a large |V| at a key the row
+    barely sees adds its weight's share, not its whole size."""
     return mag * (2.0 * U_ACC * (C_SQRT * math.sqrt(n_keys) + C_CONST + n_tiles + nl) + U_IN[precision] ** 2)
+
+
+def group_magnitudes(v, ones: float, precision: str) -> np.ndarray:
+    """V (keys, d) -> A (keys, 8): ``A[c, g] = ones + sum_l |V[c, g + 8l]|`` summed in fp32 in the kernel's order
+    (l = 0, 1, ...), rounded up into the 16-bit type (the B operand of the magnitude block of the second product;
+    rounding up keeps the bound)."""
+    keys, d = v.shape
+    av = np.abs(np.asarray(v, dtype=np.float32))
+    a = np.full((keys, STRIDE), ones, dtype=np.float32)
+    for l in range(d // STRIDE):
+        a = (a + av[:, STRIDE * l:STRIDE * (l + 1)]).astype(np.float32)
+    return round_up_to(a, precision)
 
 
 def exp_threshold(nl: int, precision: str, floor: float):
@@ -403,7 +435,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
     o = np.zeros((rows, d), dtype=np.float32)
     oc1 = np.zeros((rows, STRIDE), dtype=np.float32)
     oc2 = np.zeros((rows, STRIDE), dtype=np.float32)
-    vmag = np.zeros((1, STRIDE), dtype=np.float32)   # running max over keys of sum_l |V[c, g + 8l]| (+1)
+    omag = np.zeros((rows, STRIDE), dtype=np.float32)  # sum_c p_c A[c, g], rescaled like O (group_magnitudes)
     vmag2 = np.zeros((1, STRIDE), dtype=np.float32)  # running max over keys of |Vc2[c, g]|
     qnorm = np.sqrt((qb.astype(np.float64) ** 2).sum(axis=1, keepdims=True))
     ocol_lane = _lane_of(np.arange(d))
@@ -526,12 +558,11 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
             a8 = alpha[:, _lane_of(np.arange(STRIDE))]
             oc1 = (a8 * oc1 + (p16 @ vhi) + (p16 @ vlo)).astype(np.float32)
             oc2 = (a8 * oc2 + (p16 @ round_to(cv2, precision))).astype(np.float32)
-            vabs = np.abs(vt).reshape(bc, nl_o, STRIDE).sum(axis=1).max(axis=0)[None, :] + (1.0 if unified else 0.0)
-            vmag = np.maximum(vmag, vabs)
+            omag = (a8 * omag + (p16 @ group_magnitudes(vt, 1.0 if unified else 0.0, precision))).astype(np.float32)
             vmag2 = np.maximum(vmag2, np.abs(cv2).max(axis=0)[None, :])
-            if not unified:  # strided: check every tile (unnormalized: scale by the running row sum)
+            if not unified:  # strided: check every tile, unnormalized (omag is; max |Vc2| scales by the running row sum)
                 lrow = lsum.sum(axis=1, keepdims=True)
-                if _check_o(o, oc1, oc2, vmag * np.maximum(lrow, 1e-30), vmag2 * np.maximum(lrow, 1e-30), n_keys, j + 1,
+                if _check_o(o, oc1, oc2, omag, vmag2 * np.maximum(lrow, 1e-30), n_keys, j + 1,
                             nl_o, precision, cnt, correct, False):
                     return _recompute_block(qb, kpad, vpad, r0, lq, lk, causal, precision, bc)
     # ---- end of the loop: row sum, 1/l, normalization, unified verification ------------------------
@@ -557,7 +588,8 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
     res = (o * inv[:, ocol_lane]).astype(np.float32)
     if unified:
         a8 = inv[:, _lane_of(np.arange(STRIDE))]
-        if _check_o(res, (oc1 * a8).astype(np.float32), (oc2 * a8).astype(np.float32), vmag, vmag2, n_keys,
+        if _check_o(res, (oc1 * a8).astype(np.float32), (oc2 * a8).astype(np.float32), (omag * a8).astype(np.float32),
+                    vmag2, n_keys,
                     n_keys // bc + 1, nl_o, precision, cnt, correct, True):
             return _recompute_block(qb, kpad, vpad, r0, lq, lk, causal, precision, bc)
     return res
@@ -584,7 +616,9 @@ def _check_o(o, oc1, oc2, mag, mag2, n_keys, n_tiles, nl, precision, cnt, correc
     checksum carries the row sum (its residual is 1 after normalization); a residual equal in both groups
     of a lane with no weighted residual is a wrong row scale (row sum or 1/l) and is corrected by rescaling
     the lane's columns; a residual of one group with no weighted residual is a fault of the checksum itself
-    (O is right). Returns True when something could not be located: the query block is recomputed."""
+    (O is right). ``mag``: the P-weighted group magnitudes (rows, 8) of :func:`o_threshold`, on O's scale;
+    ``mag2``: the bound of |Vc2| on O's scale (the weighted checksum's rounding). Returns True when something could
+    not be located: the query block is recomputed."""
     rows, d = o.shape
     ones = 1.0 if unified else 0.0
     g1, g2 = _group_sums(o, STRIDE)
@@ -595,7 +629,7 @@ def _check_o(o, oc1, oc2, mag, mag2, n_keys, n_tiles, nl, precision, cnt, correc
     # to its residual
     tau2 = tau * (nl + 1) + U_IN[precision] * np.broadcast_to(mag2, r1.shape)
     cnt.score(r1, tau)
-    flagged = ~(np.abs(r1) <= tau)
+    flagged = ~(np.abs(r1) <= tau) | ~np.isfinite(r1)  # a non-finite residual fails even a non-finite threshold
     done = np.zeros_like(flagged)
     recompute = False
     for i, g in zip(*np.nonzero(flagged)):

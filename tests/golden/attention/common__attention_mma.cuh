@@ -7,7 +7,9 @@
 // Accumulator layout of m16n8k16: lane t holds rows r = t / 4 and r + 8 and columns cq = 2 (t % 4), cq + 1 of
 // every n8 block; element e of a fragment is (row half e / 2, column cq + e % 2). A row's column groups
 // g = c % 8 are therefore thread-local: group g of the S tile is element e of every n8 block l (c = g + 8 l),
-// and the strided checksums (stride 8) are three more n8 blocks whose element e is the same group's checksum.
+// and the strided checksums (stride 8) are three more n8 blocks whose element e is the same group's checksum. The
+// second product has a fourth: the group magnitudes sum_l |V[c][g+8l]| (+1 in efta), whose P-weighted sum is the
+// scale of the O check's threshold (model.o_threshold, group_magnitudes).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -41,8 +43,9 @@ struct Half<__half> {
   }
   static __device__ __forceinline__ float lo(uint32_t x) { return __half2float(__ushort_as_half(static_cast<unsigned short>(x & 0xffffu))); }
   static __device__ __forceinline__ float hi(uint32_t x) { return __half2float(__ushort_as_half(static_cast<unsigned short>(x >> 16))); }
-  static __device__ __forceinline__ __half from(float a) { return __float2half_rn(a); }
-  static __device__ __forceinline__ float to(__half a) { return __half2float(a); }
+  static __host__ __device__ __forceinline__ __half from(float a) { return __float2half_rn(a); }
+  static __host__ __device__ __forceinline__ __half from_up(float a) { return __float2half_ru(a); }
+  static __host__ __device__ __forceinline__ float to(__half a) { return __half2float(a); }
 };
 template <>
 struct Half<__nv_bfloat16> {
@@ -53,8 +56,9 @@ struct Half<__nv_bfloat16> {
   }
   static __device__ __forceinline__ float lo(uint32_t x) { return __uint_as_float((x & 0xffffu) << 16); }
   static __device__ __forceinline__ float hi(uint32_t x) { return __uint_as_float(x & 0xffff0000u); }
-  static __device__ __forceinline__ __nv_bfloat16 from(float a) { return __float2bfloat16_rn(a); }
-  static __device__ __forceinline__ float to(__nv_bfloat16 a) { return __bfloat162float(a); }
+  static __host__ __device__ __forceinline__ __nv_bfloat16 from(float a) { return __float2bfloat16_rn(a); }
+  static __host__ __device__ __forceinline__ __nv_bfloat16 from_up(float a) { return __float2bfloat16_ru(a); }
+  static __host__ __device__ __forceinline__ float to(__nv_bfloat16 a) { return __bfloat162float(a); }
 };
 
 template <class T>
@@ -293,14 +297,15 @@ struct Config {
   static constexpr int ND = D / 8;    // n8 blocks of O
   static constexpr int KD = D / 16;   // k16 steps of Q K^T
   static constexpr int KN = BN / 16;  // k16 steps of P V
-  static constexpr int CK = kStrided ? 24 : 0;  // checksum rows of K / columns of V: hi, lo, weighted
+  static constexpr int CK = kStrided ? 24 : 0;   // checksum rows of K: hi, lo, weighted
+  static constexpr int CKV = kStrided ? 32 : 0;  // columns of V: hi, lo, weighted, magnitude
   static constexpr int LDQ = D + 8;             // shared-memory row pitches (elements; +8: bank spread)
   static constexpr int LDK = D + 8;
-  static constexpr int LDV = D + CK + 8;
+  static constexpr int LDV = D + CKV + 8;
   static constexpr int kSmemQ = BM * LDQ * 2;
   static constexpr int kSmemK = (BN + CK) * LDK * 2;
   static constexpr int kSmemV = BN * LDV * 2;
-  static constexpr int kSmemF = (BN + BM + 32) * 4;  // key norms, query norms, per-group scratch
+  static constexpr int kSmemF = (BN + BM + 16) * 4;  // key norms, query norms, per-group scratch (sG)
   static constexpr int kSmem = kSmemQ + kSmemK + kSmemV + kSmemF;
   static_assert(D % 16 == 0 && BN % 16 == 0 && BM % 16 == 0, "tile shapes");
 };
@@ -319,16 +324,16 @@ __device__ __forceinline__ void stage(typename C::T* dst, int ld, const typename
 }
 
 // ---- the K / V encodings of the strided levels, once per launch ----------------------------------------
-// The checksum rows of K (hi, lo, weighted), the checksum columns of V, the key norms and the per-group magnitudes
-// depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch, head, key
-// tile) into the workspace, and each block of flash_kernel stages them with the tile. Layout per tile: K rows
-// [24][D] and V columns [BN][24] of T, key norms [BN] and the group magnitudes sG[8..31] as floats.
+// The checksum rows of K (hi, lo, weighted), the checksum and magnitude columns of V, the key norms and the per-group
+// scalars sG depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch,
+// head, key tile) into the workspace, and each block of flash_kernel stages them with the tile. Layout per tile: K
+// rows [24][D] and V columns [BN][32] of T, key norms [BN] and sG[0..15] as floats.
 template <class C>
 struct EncLayout {
   static constexpr int kKBytes = 24 * C::D * 2;
-  static constexpr int kVBytes = C::BN * 24 * 2;
+  static constexpr int kVBytes = C::BN * 32 * 2;
   static constexpr int kNBytes = C::BN * 4;
-  static constexpr int kGBytes = 24 * 4;
+  static constexpr int kGBytes = 16 * 4;
   static constexpr int kBytes = (kKBytes + kVBytes + kNBytes + kGBytes + 15) / 16 * 16;
 };
 
@@ -360,7 +365,30 @@ __device__ __forceinline__ void row_norms(const typename C::T* s, int ld, int ro
   }
 }
 
-// The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[8..31]; sG zeroed by the caller).
+// The V encodings of group g of one key (row `v` of D = 8 ND elements): out[0], out[1] the unit checksum
+// sum_l V[g+8l] (+1 in efta, the row-sum column) in fp32 split into a high and a low 16-bit half, out[2] the weighted
+// checksum sum_l (l+1) V[g+8l], out[3] the group magnitude sum_l |V[g+8l]| (+1 in efta) in fp32 rounded up (so that
+// it bounds; model.split16, strided_checksums, group_magnitudes). Returns |weighted| in fp32. Host-callable (tested
+// against the model).
+template <class T, int ND, bool kUnified>
+__host__ __device__ inline float encode_v_group(const T* v, int g, T out[4]) {
+  using H = Half<T>;
+  float s1 = kUnified ? 1.f : 0.f, s2 = 0.f, a1 = kUnified ? 1.f : 0.f;
+#pragma unroll
+  for (int l = 0; l < ND; ++l) {
+    const float x = H::to(v[g + 8 * l]);
+    s1 += x;
+    a1 += fabsf(x);
+    s2 = fmaf(static_cast<float>(l + 1), x, s2);
+  }
+  out[0] = H::from(s1);
+  out[1] = H::from(s1 - H::to(out[0]));
+  out[2] = H::from(s2);
+  out[3] = H::from_up(a1);
+  return fabsf(s2);
+}
+
+// The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[0..15]; sG zeroed by the caller).
 template <class C>
 __device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
   using T = typename C::T;
@@ -379,27 +407,18 @@ __device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV
     sK[(C::BN + g) * C::LDK + c] = hi;
     sK[(C::BN + 8 + g) * C::LDK + c] = H::from(s1 - H::to(hi));
     sK[(C::BN + 16 + g) * C::LDK + c] = H::from(s2);
-    atomicAdd(&sG[8 + g], s2 * s2);
+    atomicAdd(&sG[g], s2 * s2);
   }
   row_norms<C>(sK, C::LDK, C::BN, sKn, tid);
-  // V checksums: columns D + g (unit (+1 in efta), high half), D + 8 + g (low half), D + 16 + g (weighted)
+  // V: columns D + g, D + 8 + g, D + 16 + g, D + 24 + g of each key (encode_v_group)
   for (int i = tid; i < C::BN * 8; i += C::kThreads) {
     const int key = i / 8, g = i % 8;
-    float s1 = C::kUnified ? 1.f : 0.f, s2 = 0.f, a1 = C::kUnified ? 1.f : 0.f;
+    T enc[4];
+    const float w = encode_v_group<T, C::ND, C::kUnified>(sV + key * C::LDV, g, enc);
 #pragma unroll
-    for (int l = 0; l < C::ND; ++l) {
-      const float x = H::to(sV[key * C::LDV + g + 8 * l]);
-      s1 += x;
-      a1 += fabsf(x);
-      s2 = fmaf(static_cast<float>(l + 1), x, s2);
-    }
-    const T hi = H::from(s1);
-    sV[key * C::LDV + C::D + g] = hi;
-    sV[key * C::LDV + C::D + 8 + g] = H::from(s1 - H::to(hi));
-    sV[key * C::LDV + C::D + 16 + g] = H::from(s2);
+    for (int c = 0; c < 4; ++c) sV[key * C::LDV + C::D + 8 * c + g] = enc[c];
     // non-negative floats order like their bit patterns
-    atomicMax(reinterpret_cast<int*>(&sG[16 + g]), __float_as_int(a1));
-    atomicMax(reinterpret_cast<int*>(&sG[24 + g]), __float_as_int(fabsf(s2)));
+    atomicMax(reinterpret_cast<int*>(&sG[8 + g]), __float_as_int(w));
   }
 }
 
@@ -419,13 +438,13 @@ __device__ __forceinline__ void load_encoding(const unsigned char* e, typename C
     reinterpret_cast<uint4*>(sK + (C::BN + rr) * C::LDK)[c] = __ldg(reinterpret_cast<const uint4*>(e) + i);
   }
   const uint4* v = reinterpret_cast<const uint4*>(e + L::kKBytes);
-  for (int i = tid; i < C::BN * 3; i += C::kThreads) {  // 24 values = three vectors per key
-    const int key = i / 3, c = i % 3;
+  for (int i = tid; i < C::BN * 4; i += C::kThreads) {  // 32 values = four vectors per key
+    const int key = i / 4, c = i % 4;
     reinterpret_cast<uint4*>(sV + key * C::LDV + C::D)[c] = __ldg(v + i);
   }
   copy16<C>(sKn, e + L::kKBytes + L::kVBytes, L::kNBytes, tid);
   const float* g = reinterpret_cast<const float*>(e + L::kKBytes + L::kVBytes + L::kNBytes);
-  if (tid < 24) sG[8 + tid] = __ldg(g + tid);
+  if (tid < 16) sG[tid] = __ldg(g + tid);
 }
 
 template <class C>
@@ -443,7 +462,7 @@ __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_
   const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
   stage<C>(sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
   stage<C>(sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
-  if (tid < 32) sG[tid] = 0.f;
+  if (tid < 16) sG[tid] = 0.f;
   __syncthreads();
   encode_tile<C>(sK, sV, sKn, sG, tid);
   __syncthreads();
@@ -454,13 +473,13 @@ __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_
     reinterpret_cast<uint4*>(e)[i] = reinterpret_cast<const uint4*>(sK + (C::BN + rr) * C::LDK)[c];
   }
   uint4* v = reinterpret_cast<uint4*>(e + L::kKBytes);
-  for (int i = tid; i < C::BN * 3; i += C::kThreads) {
-    const int key = i / 3, c = i % 3;
+  for (int i = tid; i < C::BN * 4; i += C::kThreads) {
+    const int key = i / 4, c = i % 4;
     v[i] = reinterpret_cast<const uint4*>(sV + key * C::LDV + C::D)[c];
   }
   float* kn = reinterpret_cast<float*>(e + L::kKBytes + L::kVBytes);
   for (int i = tid; i < C::BN; i += C::kThreads) kn[i] = sKn[i];
-  if (tid < 24) kn[C::BN + tid] = sG[8 + tid];
+  if (tid < 16) kn[C::BN + tid] = sG[tid];
 }
 
 template <class C>
@@ -474,7 +493,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   float* sF = reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV);
   float* sKn = sF;                 // [BN] key row norms
   float* sQn = sF + C::BN;         // [BM] query row norms
-  float* sG = sF + C::BN + C::BM;  // [8] sum_l ||K[g+8l]||, [8] ||Kc2[g]||, [8] max_c sum_l |V[c][g+8l]| (+1), [8] max |Vc2|
+  float* sG = sF + C::BN + C::BM;  // [0..7] ||Kc2[g]||^2, [8..15] max_c |Vc2[c][g]|
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int r = lane / 4, cq = (lane % 4) * 2;
@@ -522,15 +541,17 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   bool done = false;
   for (int attempt = 0; attempt < 2 && !done; ++attempt) {
     const bool inj = C::kInject && attempt == 0;  // a recomputation runs without the planned fault
-    float oc[3][4];
+    // the O checksum blocks: the unit checksum's high and low halves, the weighted one, and the P-weighted group
+    // magnitude sum_c p_c (sum_l |V[c][g+8l]| (+1)) that scales the check's threshold
+    float oc[4][4];
     float m[2] = {-INFINITY, -INFINITY}, lb[2] = {0.f, 0.f};
-    float vmag[2] = {0.f, 0.f}, vmag2[2] = {0.f, 0.f};  // this thread's two groups of O
+    float vmag2[2] = {0.f, 0.f};  // max_c |Vc2[c][g]| of this thread's two groups of O
     bool redo = false;
     lsum[0] = lsum[1] = 0.f;
 #pragma unroll
     for (int n = 0; n < C::ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 #pragma unroll
-    for (int c = 0; c < 3; ++c) oc[c][0] = oc[c][1] = oc[c][2] = oc[c][3] = 0.f;
+    for (int c = 0; c < 4; ++c) oc[c][0] = oc[c][1] = oc[c][2] = oc[c][3] = 0.f;
     int keys_seen = 0;
 
     for (int j = 0; j < n_tiles; ++j) {
@@ -588,7 +609,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           const float c1 = sc[0][e] + sc[1][e];
           const float r1 = c1 - g1, r2 = sc[2][e] - g2;
           const float tau = qn[e / 2] * kn * unit;
-          const float tau2 = tau * (C::NT + 1) + rules.u_in * qn[e / 2] * sqrtf(sG[8 + g]);
+          const float tau2 = tau * (C::NT + 1) + rules.u_in * qn[e / 2] * sqrtf(sG[g]);
           tally.score(r1, tau);
           if (!(fabsf(r1) <= tau)) {
             ++tally.detected;
@@ -762,7 +783,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       }
       if (C::kStrided) {
 #pragma unroll
-        for (int c = 0; c < 3; ++c) {
+        for (int c = 0; c < 4; ++c) {
           oc[c][0] *= alpha[0];
           oc[c][1] *= alpha[0];
           oc[c][2] *= alpha[1];
@@ -773,7 +794,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           const uint32_t a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
           const T* vb = sV + (kk * 16 + cq) * C::LDV + C::D + r;
 #pragma unroll
-          for (int c = 0; c < 3; ++c) {
+          for (int c = 0; c < 4; ++c) {
             const T* b = vb + c * 8;
             const uint32_t b0 = H::pack(H::to(b[0]), H::to(b[C::LDV]));
             const uint32_t b1 = H::pack(H::to(b[8 * C::LDV]), H::to(b[9 * C::LDV]));
@@ -781,10 +802,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           }
         }
 #pragma unroll
-        for (int gi = 0; gi < 2; ++gi) {
-          vmag[gi] = fmaxf(vmag[gi], sG[16 + cq + gi]);
-          vmag2[gi] = fmaxf(vmag2[gi], sG[24 + cq + gi]);
-        }
+        for (int gi = 0; gi < 2; ++gi) vmag2[gi] = fmaxf(vmag2[gi], sG[8 + cq + gi]);
       }
       if (hit) {
 #pragma unroll
@@ -794,7 +812,8 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
             o[n][e] = maybe_fault(o[n][e], fault, p, FTGEN_ATTN_SITE_O, n * 4 + e, j, qrow[e / 2], n * 8 + cq + (e & 1));
       }
       if (C::kStrided && !C::kUnified) {
-        // strided: the O checksums after every tile, unnormalized (scaled by the running row sum)
+        // strided: the O checksums after every tile, unnormalized: the threshold's scale is the accumulated group
+        // magnitude oc[3] (model.o_threshold), the weighted checksum's rounding bound max |Vc2| times the running row sum
         float lf[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -809,10 +828,10 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           group_sums(o, e, g1, g2);
           const float c1 = oc[0][e] + oc[1][e];
           const float r1 = c1 - g1, r2 = oc[2][e] - g2;
-          const float tau = vmag[e & 1] * lf[e / 2] * unit;
+          const float tau = oc[3][e] * unit;
           const float tau2 = tau * (C::ND + 1) + rules.u_in * vmag2[e & 1] * lf[e / 2];
           tally.score(r1, tau);
-          if (!(fabsf(r1) <= tau)) {
+          if (!(fabsf(r1) <= tau) || !isfinite(r1)) {
             ++tally.detected;
             if (!fix) continue;
             const int pos = locate_group(o, e, r1, r2, tau2, rules.u32, isfinite(c1));
@@ -873,10 +892,11 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         const float c2 = oc[2][e] * inv[e / 2];
         r1[e] = c1[e] - g1 - 1.f;
         r2[e] = c2 - g2;
-        tau[e] = vmag[e & 1] * unit;
+        // the P-weighted group magnitude, rescaled and normalized like O: sum_c w_c (1 + sum_l |V[c][g+8l]|)
+        tau[e] = oc[3][e] * inv[e / 2] * unit;
         tau2[e] = tau[e] * (C::ND + 1) + rules.u_in * vmag2[e & 1];
         tally.score(r1[e], tau[e]);
-        flagged[e] = !(fabsf(r1[e]) <= tau[e]);
+        flagged[e] = !(fabsf(r1[e]) <= tau[e]) || !isfinite(r1[e]);  // a non-finite residual fails any threshold
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
