@@ -34,7 +34,11 @@
 #   kmablate the protected kmeans demo beside copies that leave parts of its protection out
 #            (experiments/scripts/kmeans_ablate.py: the arg-min DMR, the verification, the reference fragments)
 #   kmtiles  experiments/specs/kmeans_tiles.yaml (tf32 tiles, unprotected and ABFT) at 1048576x8x128 and x128x1024
+#   kmcheck  kmeans: the Lloyd loop (10 iterations against the fp64 loop) of the demo and of every precision, on
+#            i.i.d. data and Gaussian blobs; every precision with one fault again (another seed)
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
+#   attnlev  the attention campaign of the strided and snvr levels (fp16, head dim 128, non-causal), 1000 + 1000 per
+#            distribution
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
 # (1000 clean + 1000 single bit flips per distribution, three distributions, in every campaign)
 set -u
@@ -133,7 +137,22 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       ft generate experiments/specs/kmeans_tiles.yaml -o generated/lt > /dev/null
       ft build generated/lt/kmeans_tiles -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
       FTGEN_BENCH_REFS=none ft bench generated/lt/kmeans_tiles --reps 10 --warmup 3 --json "$out/tiles.jsonl" > /dev/null 2>&1 ;;
+    kmcheck)
+      ft generate specs/kmeans/precisions.yaml -o generated/lc2 > /dev/null
+      ft generate specs/kmeans/demo.yaml -o generated/lc2 > /dev/null
+      ft build generated/lc2/kmeans_precisions -j 8 > "$out/build_p.txt" 2>&1 &
+      ft build generated/lc2/kmeans_demo -j 8 > "$out/build_d.txt" 2>&1; wait
+      for data in dist blobs; do
+        FTGEN_KMEANS_DATA=$data FTGEN_KMEANS_ITERS=10 FTGEN_BENCH_REFS=none ft bench generated/lc2/kmeans_demo \
+          --shapes 65536x32x128,100003x100x1000 --reps 3 --warmup 1 --json "$out/lloyd_demo_$data.jsonl" > /dev/null 2>&1
+        FTGEN_KMEANS_DATA=$data FTGEN_KMEANS_ITERS=10 ft bench generated/lc2/kmeans_precisions --shapes 65536x32x128 \
+          --reps 3 --warmup 1 --json "$out/lloyd_prec_$data.jsonl" > /dev/null 2>&1
+      done
+      ft bench generated/lc2/kmeans_precisions --inject 1 --reps 5 --warmup 2 --seed 5 --json "$out/prec_inject1.jsonl" > /dev/null 2>&1 ;;
     prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
+    attnlev)
+      ft campaign specs/attention/campaign.yaml -o generated/lv --kernels 'attn_f16_abft-strided_mma_d128_nc_*,attn_f16_abft-snvr_mma_d128_nc_*' \
+        --trials 1000 --dists normal,uniform,outliers --seed 32 --json "$out/campaign_levels.jsonl" ;;
     attncamp)  # the efta level (fp16, head dim 128, causal and not): 1000 clean + 1000 faulty trials per distribution
       ft campaign specs/attention/campaign.yaml -o generated/la --kernels 'attn_f16_abft-efta_mma_d128_*' --trials 1000 \
         --dists normal,uniform,outliers --seed 31 --json "$out/campaign_efta.jsonl" ;;
@@ -224,9 +243,11 @@ for l in "${names[@]}"; do
     kmrefs) refs "$out"/kmrefs/demo_refs.jsonl; grep -E "^torch|flash-kmeans|Traceback" "$out/kmrefs/log.txt" | head -8 ;;
     kmablate) rows "$out"/kmablate/ablate_*.jsonl ;;
     kmtiles) rows "$out"/kmtiles/tiles.jsonl | sort -k3,3 -k4,4n ;;
+    kmcheck) rows "$out"/kmcheck/*.jsonl
+             python3 -c "import json,glob; rs=[json.loads(l) for f in glob.glob('$out/kmcheck/lloyd_*.jsonl') for l in open(f)]; rs=[r for r in rs if 'lloyd_ok' in r]; print('lloyd rows', len(rs), 'ok', sum(r['lloyd_ok'] for r in rs), 'worst rel', max([r['lloyd_inertia_rel'] for r in rs] or [0]))" ;;
     prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
-    kmcamp|kmsites|kmbig|attncamp) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
+    kmcamp|kmsites|kmbig|attncamp|attnlev) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
   esac
 done
 for l in "${names[@]}"; do (cd "$out" && tar czf "$l.tar.gz" "$l" && rm -rf "$l"); done
