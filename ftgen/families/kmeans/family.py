@@ -3,8 +3,9 @@
 One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
 centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
 m16n8k8 TF32 for ``tf32``/``tf32x3`` and m8n8k4 FP64 for ``fp64``, with the arg-min fused into its
-epilogue, looping over centroid tiles; the distance matrix is never written), **update** (cluster sums
-in fp64 and integer counts by atomics, then the new centroids; empty clusters keep theirs) and the
+epilogue, looping over centroid tiles; the distance matrix is never written), **update** (the samples
+sorted by label, cluster sums in fp64 by work items in a fixed order, integer counts, then the new centroids;
+empty clusters keep theirs) and the
 convergence test (the largest centroid shift, decided on the device: once converged every later launch
 of the loop returns at once).
 
