@@ -120,6 +120,13 @@ struct Log2Parts {
   }
 };
 
+// snvr's duplicated row-sum accumulation (model._row_sum_differs): each lane runs l = alpha l + part and, on negated
+// operands, l' = alpha l' - part with the same fma; round-to-nearest is symmetric, so l' = -l exactly and any difference
+// is a fault of one copy (a NaN differs too). The negation keeps the two chains apart for the compiler. Host-callable
+// (tested against the model).
+__host__ __device__ __forceinline__ float row_sum_step(float alpha, float l, float part) { return fmaf(alpha, l, part); }
+__host__ __device__ __forceinline__ bool row_sum_differs(float l, float lneg) { return !(l == -lneg); }
+
 // ---- fault injection ---------------------------------------------------------------------------
 
 // The one fault planned for this thread (if any), found once per launch.
@@ -538,6 +545,8 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 
   float o[C::ND][4];
   float lsum[2], lfull[2], inv[2];
+  // snvr: the partial row sum's negated duplicate, accumulated from the same alpha and part (model._row_sum_differs)
+  float lneg[2];
   bool done = false;
   for (int attempt = 0; attempt < 2 && !done; ++attempt) {
     const bool inj = C::kInject && attempt == 0;  // a recomputation runs without the planned fault
@@ -548,6 +557,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
     float vmag2[2] = {0.f, 0.f};  // max_c |Vc2[c][g]| of this thread's two groups of O
     bool redo = false;
     lsum[0] = lsum[1] = 0.f;
+    lneg[0] = lneg[1] = 0.f;
 #pragma unroll
     for (int n = 0; n < C::ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 #pragma unroll
@@ -756,7 +766,8 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         float part = 0.f;
 #pragma unroll
         for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
-        lsum[h] = alpha[h] * lsum[h] + part;
+        lsum[h] = row_sum_step(alpha[h], lsum[h], part);
+        if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
         if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
         m[h] = mnew[h];
       }
@@ -854,7 +865,9 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       if (C::kSnvr) {
         const int vis = C::kCausal ? min(p.seq_k, qrow[h] + 1) : p.seq_k;
         const float tol = C::BN * rules.u_in + (n_tiles + 1) * 4.f * rules.u_mufu;
-        if (!(lfull[h] >= lb[h] * (1.f - tol) && lfull[h] <= vis * (1.f + tol))) {
+        bool bad = !(lfull[h] >= lb[h] * (1.f - tol) && lfull[h] <= vis * (1.f + tol));
+        if (!C::kUnified) bad = bad || row_sum_differs(lsum[h], lneg[h]);  // this lane's copy or its duplicate is off
+        if (bad) {
           ++tally.detected;
           if (fix) redo = true;
         }

@@ -17,8 +17,8 @@ Protection (``protection: {scheme: abft, level: ...}``), exactly the rules of :m
   (located faults corrected in the register, anything else recomputes the warp's tile product), O checked
   after every tile.
 * ``snvr`` -- the softmax: the quad's row-max copies vote, exp outputs after conversion checked per group in
-  the log domain against their arguments, the rescale factor likewise, the row sum against its range, 1/l
-  against l.
+  the log domain against their arguments, the rescale factor likewise, the row sum against its range and
+  against a duplicate of each lane's accumulation on negated operands (exactly -l), 1/l against l.
 * ``efta`` -- both, and the unified verification: the V checksum carries +1, so the O checksum carries the row
   sum through every rescale and the normalization; one check after the loop covers the second product, the
   rescales, the row sum and 1/l.

@@ -22,7 +22,8 @@ Protection levels (``level``):
   corrupted copy is outvoted), the exp outputs after conversion are checked per group in the log domain
   against their arguments (``sum_l max(log2 p_l, F) = sum_l max(x_l, F)``: linear, no product of exps
   that underflows), the rescale factor likewise (``log2 alpha = (m_old - m_new) * scale * log2 e``), the
-  row sum against its range ``[sum_j 2^{(m_j - m) s}, n_keys]`` and ``l * (1/l) = 1``.
+  row sum against its range ``[sum_j 2^{(m_j - m) s}, n_keys]`` and against a duplicate of each lane's
+  accumulation (:func:`_row_sum_differs`; a difference recomputes the block), and ``l * (1/l) = 1``.
 * ``efta`` -- both, with the unified verification of the second product: the V checksum carries ``+1``
   (``Vc1[c, g] = sum_l V[c, g + 8l] + 1``), so the O checksum also accumulates the row sum of P through
   the tensor cores; rescaling and normalization apply to it like to O, and one check after the loop
@@ -431,6 +432,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
     rows = qb.shape[0]
     m = np.full((rows, LANES), -np.inf, dtype=np.float32)      # per-lane row max
     lsum = np.zeros((rows, LANES), dtype=np.float32)           # per-lane partial row sum
+    lneg = np.zeros((rows, LANES), dtype=np.float32)           # its duplicate, negated (_row_sum_differs)
     lb = np.zeros((rows, 1), dtype=np.float32)                 # range check: sum_j 2^{(m_j - m) s}
     o = np.zeros((rows, d), dtype=np.float32)
     oc1 = np.zeros((rows, STRIDE), dtype=np.float32)
@@ -545,6 +547,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
         for ln in range(LANES):
             part[:, ln] = p16[:, col_lane == ln].sum(axis=1, dtype=np.float32)
         lsum = (alpha * lsum + part).astype(np.float32)
+        lneg = (alpha * lneg - part).astype(np.float32)
         fx.apply(lsum, "rowsum", j, r0, r0 + rows, lambda f: (f.row - r0, f.col))
         m = m_new
         # ---- GEMM II with the strided V checksums --------------------------------------------------
@@ -571,6 +574,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
         n_vis = _visible(lq, lk, r0, rows, causal)
         tol_l = bc * U_IN[precision] + (n_keys // bc + 1) * 4.0 * U_MUFU
         bad = ~((l_row >= lb[:, 0] * (1.0 - tol_l)) & (l_row <= n_vis * (1.0 + tol_l)))
+        bad |= _row_sum_differs(lsum, lneg) & (not unified)  # efta: its unified check covers the row sum
         for i in np.nonzero(bad)[0]:
             cnt.hit("rowsum", "none" if not correct else "recomputed")
             if correct:
@@ -595,6 +599,13 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
     return res
 
 
+def _row_sum_differs(lsum, lneg):
+    """snvr: (rows, lanes) -> (rows,), True where a lane's partial row sum ``l = alpha l + part`` and its duplicate
+    ``l' = alpha l' - part`` (same alpha, part and operations; negated: not one expression to a compiler) disagree.
+    Round-to-nearest is symmetric, so ``l' = -l`` exactly: a zero rounding bound, any difference is a fault."""
+    return np.any(~(lsum == -lneg), axis=1)
+
+
 def _visible(lq, lk, r0, rows, causal):
     i = np.arange(r0, r0 + rows)
     return np.minimum(lk, i + (lk - lq) + 1) if causal else np.full(rows, lk)
@@ -602,13 +613,10 @@ def _visible(lq, lk, r0, rows, causal):
 
 def _recompute_block(qb, kpad, vpad, r0, lq, lk, causal, precision, bc):
     """The query block again, without faults (what a kernel's recompute does)."""
-    sub = Counters()
-    fx = _Faults((), precision, sub)
-    d = qb.shape[1]
-    nt = kpad.shape[0] // bc
-    sl2 = np.float32(LOG2E / math.sqrt(d))
-    return _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, "none", False, False, False,
-                        STRIDE, bc // STRIDE, d // STRIDE, P_FLOOR[precision], fx, sub, True, r0 + qb.shape[0])
+    sub, d, nt = Counters(), qb.shape[1], kpad.shape[0] // bc
+    return _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, np.float32(LOG2E / math.sqrt(d)), precision, "none",
+                        False, False, False, STRIDE, bc // STRIDE, d // STRIDE, P_FLOOR[precision],
+                        _Faults((), precision, sub), sub, True, r0 + qb.shape[0])
 
 
 def _check_o(o, oc1, oc2, mag, mag2, n_keys, n_tiles, nl, precision, cnt, correct, unified) -> bool:
