@@ -105,6 +105,24 @@ inline cudaError_t set_smem(Kernel kernel, int bytes) {
   return e;
 }
 
+// cp.async (sm_80+) for the kernels' shared-memory pipelines: src_size 0 zero-fills the destination.
+template <int BYTES>
+__device__ __forceinline__ void cp_async_raw(unsigned smem, const void* gmem, bool pred) {
+  const int src_size = pred ? BYTES : 0;
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_size));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem), "l"(gmem), "n"(BYTES), "r"(src_size));
+  }
+}
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem, bool pred) {
+  cp_async_raw<BYTES>(static_cast<unsigned>(__cvta_generic_to_shared(smem)), gmem, pred);
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
 // ---- fault plans (host): the harness's and the library's ------------------------------------------
 
 // counter-based hashing (reproducible from a seed)

@@ -84,20 +84,9 @@ struct Inject {
 };
 
 
-// ---- cp.async (sm_80+): src_size 0 zero-fills the destination ---------------------------------
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* smem, const void* gmem, bool pred) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_size = pred ? BYTES : 0;
-  if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_size));
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(gmem), "n"(BYTES), "r"(src_size));
-  }
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+using ftgen::cp_async;  // (ftgen_ft.cuh)
+using ftgen::cp_async_commit;
+using ftgen::cp_async_wait;
 
 // ---- the tensor-core product of one fragment ----------------------------------------------------
 __device__ __forceinline__ uint32_t to_tf32(float x) {
