@@ -68,6 +68,7 @@ def test_names_encode_level_interval_layouts_teams_and_injection():
     assert variant(layout_a="col", layout_b="row").name.endswith("_cr")
     assert variant("fp16").name == "gemm_f16_none_cutlass_128x128x32_w64x64x32_i16x8x16_s3_a8_sw8_rr"
     assert variant("fp64").name == "gemm_f64_none_cutlass_64x64x16_w32x32x16_i8x8x4_s3_a1_sw8_rr"
+    assert variant("fp64", inst_m=16).name == "gemm_f64_none_cutlass_64x64x16_w32x32x16_i16x8x4_s3_a1_sw8_rr"
 
 
 def test_every_parameter_changes_the_name():
@@ -76,7 +77,8 @@ def test_every_parameter_changes_the_name():
         "tb_m": 256, "tb_n": 256, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_n": 16,
         "inst_k": 4, "stages": 4, "align": 2, "swizzle": 4, "layout_a": "col", "layout_b": "col", "coop_teams": 7,
     }
-    assert set(alternatives) | {"ref_checksums"} == {p.name for p in gc.PARAMS}  # ref_checksums: abft only (below)
+    # ref_checksums: abft only (below); backend: one choice, it only selects this backend
+    assert set(alternatives) | {"ref_checksums", "backend"} == {p.name for p in gc.PARAMS}
     names = {base.name}
     for k, val in alternatives.items():
         names.add(variant(level="cooperative", **{k: val}).name)
@@ -561,3 +563,34 @@ def test_prepass_filter_passes_only_rows_the_full_rule_passes(dist):
             flagged_faulty += (not ok) and faulty
     assert passed_clean == 6 * m // 2  # every clean row passes pass 1 (no trip to the rare path)
     assert flagged_faulty > 0
+
+
+def test_hoppers_fp64_mma_is_sm90_only_and_emits_the_sm90_arch_tag():
+    v = variant("fp64", inst_m=16, tb_m=128, tb_n=128, warp_m=32, warp_n=64)
+    assert CUT.constraints(v) == []
+    text = gc.cutlass_operation(v, "OpMain", 1, 1)
+    assert "cutlass::arch::Sm90" in text and "cutlass::gemm::GemmShape<16, 8, 4>" in text
+    assert "cutlass::arch::Sm80" in gc.cutlass_operation(variant("fp64"), "OpMain", 1, 1)
+    old = variant("fp64", inst_m=16, arch=("sm_80", "sm_90"))
+    assert any("Hopper's fp64 MMA: arch must be sm_90 or sm_90a only" in r for r in CUT.constraints(old))
+    assert CUT.constraints(variant("fp64", arch=("sm_80",))) == []
+
+
+def test_fp64_loads_one_element_per_access():
+    # CUTLASS's fp64 tensor-op thread maps take one element per access; align 2 failed its static assertions
+    assert any("fp64 tensor-op kernels load one element per access" in r for r in CUT.constraints(variant("fp64", align=2)))
+    assert not any("per access" in r for r in CUT.constraints(variant("fp64", align=1)))
+
+
+def test_params_backend_cutlass_selects_the_cutlass_backend_for_fp64(tmp_path):
+    from ftgen.spec import load_spec_text
+
+    s = load_spec_text(spec_text("""\
+        precision: fp64
+        variants:
+          - {protection: {scheme: none}}
+          - {protection: {scheme: none}, params: {backend: cutlass, inst_m: 16}}
+        shapes: [{m: 64, n: 64, k: 64}]
+        """), "s.yaml")
+    assert [v.backend for v in s.variants] == ["simt", "cutlass"]
+    assert s.variants[1].name == "gemm_f64_none_cutlass_64x64x16_w32x32x16_i16x8x4_s3_a1_sw8_rr"

@@ -37,6 +37,9 @@
 #   kmcheck  kmeans: the Lloyd loop (10 iterations against the fp64 loop) of the demo and of every precision, on
 #            i.i.d. data and Gaussian blobs; every precision with one fault again (another seed)
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
+#   f64dmma  experiments/specs/gemm_fp64_dmma.yaml: fp64 CUTLASS tensor-op kernels (DMMA m8n8k4 and Hopper's m16n8k4),
+#            unprotected and TMR with 16 faults, cuBLAS DGEMM alternated; 4096^3, 8192^3 and the odd shapes
+#   c90wide  ftgen search of experiments/specs/gemm_cutlass90_wide_search.yaml (34 tf32 sm90 variants) at 4096^3, 8192^3
 #   attnlev  the attention campaign of the strided and snvr levels (fp16, head dim 128, non-causal), 1000 + 1000 per
 #            distribution
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
@@ -150,6 +153,15 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       done
       ft bench generated/lc2/kmeans_precisions --inject 1 --reps 5 --warmup 2 --seed 5 --json "$out/prec_inject1.jsonl" > /dev/null 2>&1 ;;
     prof) bash experiments/scripts/gpu_profile.sh "$out" ;;
+    f64dmma)  # fp64 on the tensor cores: sm80 DMMA m8n8k4 against Hopper's m16n8k4, unprotected and TMR, with cuBLAS DGEMM
+      ft generate experiments/specs/gemm_fp64_dmma.yaml -o generated/fd > /dev/null
+      ft build generated/fd/gemm_fp64_dmma -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+      ft bench generated/fd/gemm_fp64_dmma --kernels '*_none_*' --shapes $big,$odd --reps 20 --warmup 5 --json "$out/f64_none.jsonl"
+      ft bench generated/fd/gemm_fp64_dmma --kernels '*_tmr-*' --inject 16 --shapes $big,1000x1234x777,4097x3x129 --reps 10 --warmup 3 \
+        --json "$out/f64_tmr_inject16.jsonl" ;;
+    c90wide)  # the sm90 tf32 space searched wider (tiles, clusters, swizzle, ping-pong, stream-K), cuBLAS TF32 alternated
+      ft search experiments/specs/gemm_cutlass90_wide_search.yaml -o generated/cw -j 16 --reps 20 --warmup 5 \
+        --shapes $big --no-cache --json "$out/wide_search.jsonl" ;;
     attnlev)
       ft campaign specs/attention/campaign.yaml -o generated/lv --kernels 'attn_f16_abft-strided_mma_d128_nc_*,attn_f16_abft-snvr_mma_d128_nc_*' \
         --trials 1000 --dists normal,uniform,outliers --seed 32 --json "$out/campaign_levels.jsonl" ;;
@@ -237,6 +249,8 @@ for l in "${names[@]}"; do
     simtcamp) summ "$out"/simtcamp/*campaign*.jsonl; grep -E "error|failed|verified" "$out/simtcamp/log.txt" | tail -n 5 ;;
     fftcamp) tail -n 25 "$out/fftcamp/log.txt" ;;
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
+    f64dmma) rows "$out"/f64dmma/f64_*.jsonl ;;
+    c90wide) rows "$out"/c90wide/wide_search.jsonl | sort -k3,3 -k6,6nr | head -24; tail -n 6 "$out/c90wide/log.txt" ;;
     levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
             echo "rows ok: $(rows "$out"/levels/abft_levels_*.jsonl | grep -c " True$") of $(rows "$out"/levels/abft_levels_*.jsonl | wc -l)" ;;
     kmfast) rows "$out"/kmfast/demo.jsonl "$out"/kmfast/prec_inject1.jsonl "$out"/kmfast/min_blocks.jsonl; summ "$out"/kmfast/campaign_*.jsonl ;;

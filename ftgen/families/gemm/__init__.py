@@ -7,7 +7,8 @@ Three backends; the family picks the first that offers a point's precision and s
 * ``cutlass`` (:mod:`.cutlass`) — CUTLASS 2.x tensor-op kernels emitted through ``cutlass_library``
   (tf32, tf32x3, fp16, bf16, fp64), unprotected, with TMR at four levels, or (tf32x3) threadblock ABFT.
 * ``cutlass90`` (:mod:`.cutlass90`) — CUTLASS 3.x sm90 kernels (TMA, wgmma, warp-specialized schedules,
-  clusters; arch sm_90a), unprotected, chosen by ``params: {backend: cutlass90}``.
+  clusters; arch sm_90a), unprotected, chosen by ``params: {backend: cutlass90}``. ``params: {backend: cutlass}``
+  chooses the CUTLASS 2.x kernels where the SIMT ones would be the default (fp64 on the tensor cores).
 
 Every variant exports the launcher ``<symbol>(const ftgen_gemm_problem* p, cudaStream_t stream)``
 (``templates/gemm/ftgen_gemm.h``); the bench executables compare against cuBLAS.
@@ -36,9 +37,9 @@ class GemmFamily(Family):
     )
 
     def backend(self, precision, protection, params) -> str:
-        """``params: {backend: cutlass90}`` selects the Hopper backend; otherwise precision and scheme decide."""
-        if params.get("backend") == "cutlass90":
-            return "cutlass90"
+        """``params: {backend: cutlass90 | cutlass}`` selects that backend; otherwise precision and scheme decide."""
+        if params.get("backend") in ("cutlass90", "cutlass"):
+            return params["backend"]
         return super().backend(precision, protection, params)
 
     # ---- the shared library ---------------------------------------------------------------

@@ -73,6 +73,7 @@ from ...errors import FtgenError
 from ...libraries import cutlass_library
 from ...tolerance import context as tolerance_context, tolerance as rule_tolerance
 from ..base import (
+    CLUSTER_ARCHS,
     MAX_SMS,
     MAX_THREADS_PER_SM,
     PRECISION_TAG,
@@ -112,13 +113,15 @@ ABFT_UNIT = 2.0**-23
 ABFT_STRIP_UNIT = UNIT_ROUNDOFF[ABFT_STRIP_UNIT_PRECISION]
 
 PARAMS = (
+    Param("backend", str, ("cutlass",), "selects this backend where another would be the default (fp64 unprotected: "
+          "the SIMT kernels)", choices=("cutlass",)),
     Param("tb_m", int, (128,), "threadblock tile rows", check=power_of_two),
     Param("tb_n", int, (128,), "threadblock tile columns", check=power_of_two),
     Param("tb_k", int, (32,), "threadblock tile depth (one k-iteration)", check=power_of_two),
     Param("warp_m", int, (64,), "warp tile rows", check=power_of_two),
     Param("warp_n", int, (64,), "warp tile columns", check=power_of_two),
     Param("warp_k", int, (32,), "warp tile depth (= tb_k)", check=power_of_two),
-    Param("inst_m", int, (16,), "tensor-core instruction rows (tf32/fp16/bf16: 16, fp64: 8)", check=power_of_two),
+    Param("inst_m", int, (16,), "tensor-core instruction rows (tf32/fp16/bf16: 16, fp64: 8, or 16 on sm_90)", check=power_of_two),
     Param("inst_n", int, (8,), "tensor-core instruction columns (8)", check=power_of_two),
     Param("inst_k", int, (8,), "tensor-core instruction depth (tf32: 8, fp16/bf16: 8 or 16, fp64: 4)", check=power_of_two),
     Param("stages", int, (3,), "cp.async shared-memory pipeline stages", lo=3, hi=8),
@@ -155,8 +158,10 @@ INSTRUCTIONS = {
     "tf32x3": ((16, 8, 8),),
     "fp16": ((16, 8, 16), (16, 8, 8)),
     "bf16": ((16, 8, 16), (16, 8, 8)),
-    "fp64": ((8, 8, 4),),
+    # fp64: the sm80 DMMA m8n8k4, or Hopper's m16n8k4 (CUTLASS 2.x arch::Sm90; sm_90 / sm_90a only)
+    "fp64": ((8, 8, 4), (16, 8, 4)),
 }
+SM90_ONLY_INSTRUCTIONS = {("fp64", (16, 8, 4))}
 ELEM_BITS = {"tf32": 32, "tf32x3": 32, "fp16": 16, "bf16": 16, "fp64": 64}
 ACC_WORDS = {"tf32": 1, "tf32x3": 1, "fp16": 1, "bf16": 1, "fp64": 2}  # 32-bit registers per accumulator element
 # the co-residency bound of cooperative grids is checked against the per-architecture limits of base.py
@@ -282,13 +287,14 @@ def cutlass_operation(v: Variant, alias: str, align: int, align_c: int) -> str:
     # tf32x3: fp32 operands split into big + small tf32 halves, three MMAs (OpMultiplyAddFastF32)
     math_op = lib.MathOperation.multiply_add_fast_f32 if v.precision == "tf32x3" else lib.MathOperation.multiply_add
     math_inst = lib.MathInstruction(list(g.inst), mma_in, mma_in, acc, lib.OpcodeClass.TensorOp, math_op)
-    tile = lib.TileDescription(list(g.tb), g.stages, list(g.warp_count), math_inst, 80, 1024)
+    cc = 90 if (v.precision, g.inst) in SM90_ONLY_INSTRUCTIONS else 80  # the arch tag (Sm90: Hopper's DMMA m16n8k4)
+    tile = lib.TileDescription(list(g.tb), g.stages, list(g.warp_count), math_inst, cc, 1024)
     lay = {"row": lib.LayoutType.RowMajor, "col": lib.LayoutType.ColumnMajor}
     a = lib.TensorDescription(dt, lay[g.layout_a], align)
     b = lib.TensorDescription(dt, lay[g.layout_b], align)
     c = lib.TensorDescription(dt, lib.LayoutType.RowMajor, align_c)
     swz = {1: lib.SwizzlingFunctor.Identity1, 2: lib.SwizzlingFunctor.Identity2, 4: lib.SwizzlingFunctor.Identity4, 8: lib.SwizzlingFunctor.Identity8}
-    op = gop.GemmOperation(lib.GemmKind.Gemm, 80, tile, a, b, c, acc, lib.EpilogueFunctor.LinearCombination, swz[g.swizzle])
+    op = gop.GemmOperation(lib.GemmKind.Gemm, cc, tile, a, b, c, acc, lib.EpilogueFunctor.LinearCombination, swz[g.swizzle])
     text = gop.EmitGemmInstance().emit(op)
     old = f"Operation_{op.procedural_name()}"
     if text.count(old) != 1:  # pragma: no cover - guards against a changed emitter
@@ -305,7 +311,7 @@ class CutlassBackend(Backend):
     compile_options = ("-Xptxas=-warn-spills",)
     constraint_docs = (
         "cutlass: tb_m % warp_m == 0, tb_n % warp_n == 0, warp_k == tb_k, warp tile a multiple of the instruction",
-        "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4; warp_k/inst_k even and >= 2",
+        "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4, or 16x8x4 (Hopper's DMMA) with arch sm_90/sm_90a only; warp_k/inst_k even and >= 2",
         "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
         "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
         "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
@@ -378,6 +384,11 @@ class CutlassBackend(Backend):
                 f"instruction {'x'.join(map(str, g.inst))} is not a {v.precision} tensor-core MMA "
                 f"(use {' or '.join('x'.join(map(str, i)) for i in insts)})"
             )
+        if (v.precision, g.inst) in SM90_ONLY_INSTRUCTIONS and not set(v.arch or ["sm_90"]) <= CLUSTER_ARCHS:
+            r.append(
+                f"instruction {'x'.join(map(str, g.inst))} is Hopper's {v.precision} MMA: arch must be sm_90 or sm_90a "
+                f"only, not {', '.join(v.arch)} (use {'x'.join(map(str, insts[0]))} for older GPUs)"
+            )
         for i, d in enumerate("mnk"):
             if g.tb[i] % g.warp[i]:
                 r.append(f"tb_{d}={g.tb[i]} is not a multiple of warp_{d}={g.warp[i]}")
@@ -399,7 +410,11 @@ class CutlassBackend(Backend):
         if g.acc_elems % 4:
             r.append(f"the warp tile {g.warp[0]}x{g.warp[1]} gives {g.acc_elems} accumulators per thread (must be a multiple of 4)")
         bits = g.align * g.elem_bits
-        if bits > 128 or bits < 32:
+        if v.precision == "fp64" and g.align != 1:
+            # CUTLASS's fp64 tensor-op shared-memory layouts (64-bit congruous / crosswise) come with thread maps of
+            # one element per access: wider accesses fail its static assertions
+            r.append(f"align={g.align}: fp64 tensor-op kernels load one element per access (align 1)")
+        elif bits > 128 or bits < 32:
             r.append(
                 f"align={g.align} x {g.elem_bits}-bit elements = {bits}-bit accesses (cp.async moves 32 to 128 bits: "
                 f"align {max(1, 32 // g.elem_bits)}..{128 // g.elem_bits} for {v.precision})"
