@@ -13,6 +13,10 @@ Backends:
 
 Every variant exports ``<symbol>(const ftgen_attention_problem* p, cudaStream_t stream)``
 (``templates/attention/ftgen_attention.h``).
+
+References of `ftgen bench` beside the executables (:mod:`ftgen.bench.refs`): :mod:`.sdpa_ref` times torch's
+``scaled_dot_product_attention`` with the FLASH backend forced (``sdpa-flash``) and with the cuDNN one
+(``sdpa-cudnn``) alternately with a variant, on the executable's own data.
 """
 
 from __future__ import annotations
@@ -39,6 +43,15 @@ class AttentionFamily(Family):
         args="p, stream",
         selector_args=("p->batch", "p->heads", "p->seq_q", "p->seq_k"),
     )
+
+    @property
+    def bench_refs(self) -> tuple:
+        """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`):
+        SDPA with the FLASH backend and with the cuDNN backend, each its own driver run. Imported here, not at the
+        top: ``python -m ftgen.families.attention.sdpa_ref`` runs that module as the driver."""
+        from .sdpa_ref import NAMES, SdpaRef
+
+        return tuple(SdpaRef(n) for n in NAMES)
 
     # ---- shapes: seq_k is optional (default: seq) ---------------------------------------------
     def normalize_shape(self, raw: Any, where: str, source: str | None = None) -> dict[str, int]:

@@ -39,16 +39,18 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import hashlib
-import importlib.util
 import json
 import os
-import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from ...errors import BuildError, FtgenError, SpecError
+from ...bench import ctypes_driver as drv
+from ...bench.ctypes_driver import PAD_CYCLES, REFS_DIR, alternate  # noqa: F401 - the names this module had
+from ...bench.ctypes_driver import DeviceArray as _DeviceArray
+from ...bench.ctypes_driver import importable as _importable
+from ...bench.ctypes_driver import stats as _stats  # noqa: F401
+from ...bench.ctypes_driver import version as _version
+from ...errors import FtgenError, SpecError
 
 NAME = "flash-kmeans"
 DRIVER = "ftgen.families.kmeans.flash_ref"  # this module, run with python -m
@@ -57,23 +59,12 @@ PRECISIONS = ("tf32", "tf32x3")  # stored as fp32: what flash-kmeans takes
 # near-ties make it a little less than 1); below it the result is wrong and its time is no reference.
 AGREEMENT_FLOOR = 0.99
 AGREEMENT_POINTS = 4096
-# Clock cycles of the pad kernel before each timed segment (about 0.5 ms at 2 GHz): longer than the host takes to
-# queue either segment's launches.
-PAD_CYCLES = 1 << 20
 CALL = "batch_kmeans_Euclid(x, clusters, max_iters=1, init_centroids=c)"
-REFS_DIR = Path("build") / "refs"  # under the project: the shared objects, one folder per variant
 
 
 # --------------------------------------------------------------------------------------------
 # The bench hook (ftgen.bench.refs): cheap checks and the driver's command line; no torch here.
 # --------------------------------------------------------------------------------------------
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 class FlashKmeansRef:
@@ -162,105 +153,25 @@ FTGEN_REF_API int ftgen_ref_dist(const char* name) {
 
 def _variant(project: Path, kernel: str) -> tuple[dict, dict]:
     """(manifest, the kernel's entry) of a kmeans project; SpecError (exit 2) for anything else."""
-    from ...build import load_manifest
-
-    manifest = load_manifest(project)
-    if manifest["spec"]["family"] != "kmeans":
-        raise SpecError(f"{project}: a {manifest['spec']['family'][:40]} project; flash-kmeans is a reference of kmeans projects")
-    for entry in manifest["variants"]:
-        if entry["kernel"] == kernel:
-            return manifest, entry
-    names = ", ".join(e["kernel"] for e in manifest["variants"][:4])
-    raise SpecError(f"{project}: no variant {kernel[:80]!r} (it has {names}{' ...' if len(manifest['variants']) > 4 else ''})")
+    return drv.variant_entry(project, kernel, "kmeans", NAME)
 
 
 def render_shim(entry: dict) -> str:
     """The C shim of a variant (a manifest entry), rendered with its backend's template context."""
-    from ...codegen.library import variant_from_manifest
-    from ...templating import TemplateEnv
-    from .. import get
-
-    v = variant_from_manifest(entry)
-    ctx = get("kmeans").backend_of(v).context(v)
-    return TemplateEnv().env.from_string(SHIM).render(**ctx)
+    return drv.render_shim("kmeans", SHIM, entry)
 
 
-def _built_archs(project: Path, manifest: dict, entry: dict) -> list[str]:
-    """The CUDA architectures (CMake spelling: 80, 90a) the executable was built for: the variant's own archs, or where
-    they are the spec's, the build's FTGEN_CUDA_ARCHITECTURES (which `ftgen build --arch` sets)."""
-    from ...codegen.emit import cuda_arch_numbers
-
-    own = cuda_arch_numbers(entry["archs"])
-    if list(entry["archs"]) != list(manifest["spec"]["arch"]):
-        return own
-    cache = project / "build" / "CMakeCache.txt"
-    try:
-        for line in cache.read_text(errors="replace").splitlines():
-            if line.startswith("FTGEN_CUDA_ARCHITECTURES:"):
-                got = [a for a in line.split("=", 1)[1].strip().split(";") if a]
-                return got or own
-    except OSError:
-        pass
-    return own
+_built_archs = drv.built_archs
 
 
 def build_shared_object(project: Path, manifest: dict, entry: dict) -> Path:
     """``PROJECT/build/refs/<kernel>/lib<kernel>_ref.so``: the variant's library source and its shim, compiled as the
-    project's CMake compiles the variant's kernel library (Release, C++17, -lineinfo, --expt-relaxed-constexpr, PIC,
-    the shared CUDA runtime, the executable's architectures). Rebuilt when a source, a flag or nvcc changes; one
-    build at a time (a file lock)."""
-    from filelock import FileLock
-
-    from ...build import find_nvcc, nvcc_version
-    from ...codegen.library import variant_from_manifest
-    from .. import get
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise BuildError("nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDACXX)")
-    project = project.resolve()
-    v = variant_from_manifest(entry)
-    backend = get("kmeans").backend_of(v)
-    sources = [project / v.name / f"{v.name}{s.suffix}" for s in backend.sources(v) if s.role == "library"]
-    headers = sorted((project / "common").glob("*.h*")) + [project / v.name / f"{v.name}.h"]
-    gone = [str(p) for p in sources + headers if not p.is_file()]
-    if gone:
-        raise SpecError(f"{project}: {', '.join(gone[:3])} missing; re-generate the project")
-    shim = render_shim(entry)
-    toolkit = Path(nvcc).resolve().parent.parent
-    libdirs = [d for d in (toolkit / "lib64", toolkit / "targets" / "x86_64-linux" / "lib") if d.is_dir()]
-    flags = ["-O3", "-DNDEBUG", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC", "-shared",
-             "-cudart", "shared", *backend.compile_options,
-             *(f"--generate-code=arch=compute_{a},code=[compute_{a},sm_{a}]" for a in _built_archs(project, manifest, entry)),
-             f"-I{project / 'common'}", f"-I{project / v.name}", "-lcublas",
-             *(f"-Xlinker=-rpath,{d}" for d in libdirs)]
-    h = hashlib.sha256(json.dumps([flags, nvcc_version(), shim]).encode())
-    for p in sources + headers:
-        h.update(p.read_bytes())
-    key = h.hexdigest()
-    out = project / REFS_DIR / v.name
-    out.mkdir(parents=True, exist_ok=True)
-    so = out / f"lib{v.name}_ref.so"
-    stamp = out / "key"
-    with FileLock(str(out / ".lock")):
-        if so.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
-            return so
-        (out / "ref_shim.cu").write_text(shim)
-        tmp = out / f".lib{v.name}_ref.so.tmp{os.getpid()}"
-        cmd = [nvcc, *flags, *map(str, sources), str(out / "ref_shim.cu"), "-o", str(tmp)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise BuildError(f"nvcc did not finish building {so.name}: {e}") from None
-        if proc.returncode != 0 or not tmp.is_file():
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
-            raise BuildError(f"nvcc failed to build {so.name} (exit {proc.returncode}):\n{tail}")
-        os.replace(tmp, so)
-        stamp.write_text(key + "\n")
-    return so
+    project's CMake compiles the variant's kernel library (:func:`ftgen.bench.ctypes_driver.build_shared_object`),
+    linked with cuBLAS (the adapter's Lloyd reference)."""
+    return drv.build_shared_object(project, manifest, entry, family="kmeans", shim=render_shim(entry), libs=("-lcublas",))
 
 
-class Shim:
+class Shim(drv.Shim):
     """The C functions of a variant's shared object (see SHIM)."""
 
     _SIGS = {
@@ -277,13 +188,6 @@ class Shim:
         "default_warmup": ([], ctypes.c_int),
         "dist": ([ctypes.c_char_p], ctypes.c_int),
     }
-
-    def __init__(self, path: Path):
-        self._dll = ctypes.CDLL(str(path))
-        for name, (args, res) in self._SIGS.items():
-            f = getattr(self._dll, "ftgen_ref_" + name)
-            f.argtypes, f.restype = args, res
-            setattr(self, name, f)
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,45 +211,6 @@ def _reference():
                             f"{str(e)[:200]})")
     versions = {"flash_kmeans": _version("flash-kmeans"), "torch": torch.__version__, "triton": _version("triton")}
     return torch, kmeans_triton_impl.batch_kmeans_Euclid, versions
-
-
-def _version(dist: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-class _DeviceArray:
-    """A device buffer of the adapter as torch sees it (``__cuda_array_interface__``: no copy, no ownership)."""
-
-    def __init__(self, ptr: int, shape: tuple[int, ...], typestr: str):
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False), "version": 3,
-                                         "strides": None}
-
-
-def _stats(times: list[float]) -> dict:
-    return {"median": statistics.median(times), "min": min(times), "max": max(times), "reps": len(times)}
-
-
-def alternate(torch, seqs, warmup: int, reps: int, pad) -> list[dict]:
-    """Time the launch sequences in turn, as the executable's ``time_alternating``: ``warmup`` untimed rounds, then per
-    repetition each sequence once between its own CUDA events (after ``pad()``); one ``_stats`` per sequence."""
-    for i in range(warmup):
-        for f in seqs:
-            f(i)
-    torch.cuda.synchronize()
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in seqs] for _ in range(reps)]
-    for i in range(reps):
-        for f, (a, b) in zip(seqs, ev[i]):
-            pad()
-            a.record()
-            f(warmup + i)
-            b.record()
-    torch.cuda.synchronize()
-    return [_stats([ev[i][j][0].elapsed_time(ev[i][j][1]) for i in range(reps)]) for j in range(len(seqs))]
 
 
 def label_agreement(torch, flash, x, c0, clusters: int) -> tuple[float, int]:
@@ -378,12 +243,11 @@ def time_shape(torch, flash, shim: Shim, h: int, shape: dict, *, reps: int, warm
 
     # first (untimed) the check of flash-kmeans's labels, which also compiles its Triton kernels for this shape
     agree, points = label_agreement(torch, flash, xs[0], c0, k)
-    sleep = getattr(torch.cuda, "_sleep", None)
-    pad = (lambda: sleep(PAD_CYCLES)) if sleep is not None else (lambda: None)
+    pad, cycles = drv.pad_kernel(torch)
     tk, tf = alternate(torch, [kernel, reference], warmup, reps, pad)
     out = {"ms": tf["median"], "min": tf["min"], "max": tf["max"], "reps": tf["reps"], "kernel_ms": tk["median"],
            "kernel_min": tk["min"], "kernel_max": tk["max"], "alternated": True, "sets": sets, "call": CALL,
-           "label_agreement_fp64": agree, "label_points": points, "pad_cycles": PAD_CYCLES if sleep is not None else 0}
+           "label_agreement_fp64": agree, "label_points": points, "pad_cycles": cycles}
     if not agree >= AGREEMENT_FLOOR:
         out["unavailable"] = (f"flash-kmeans's labels agree with the fp64 nearest centroids on {agree:.4f} of "
                               f"{points} sampled points (at least {AGREEMENT_FLOOR} expected): no valid reference")
@@ -415,12 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         from ...spec import parse_shapes
         from .. import get
 
-        if args.reps is not None and args.reps < 1:
-            raise SpecError(f"--reps: {args.reps} is less than 1")
-        if args.warmup is not None and args.warmup < 0:
-            raise SpecError(f"--warmup: {args.warmup} is less than 0")
-        if args.seed is not None and not 0 <= args.seed < 2**64:
-            raise SpecError(f"--seed: {args.seed} is not in 0..2^64-1")
+        drv.check_run_args(args)
         project = Path(args.project)
         manifest, entry = _variant(project, args.kernel)
         shapes = parse_shapes(get("kmeans"), args.shapes)

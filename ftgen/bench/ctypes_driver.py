@@ -1,0 +1,208 @@
+"""What the reference drivers of :mod:`ftgen.bench.refs` share: a variant's library source and a C shim around its
+family's bench adapter compiled into a shared object and loaded with ctypes, the adapter's device buffers seen by
+torch without a copy, and the alternating CUDA-event timing of the benchmark executable.
+
+A driver (``ftgen.families.kmeans.flash_ref``, ``ftgen.families.attention.sdpa_ref``) renders its shim (a Jinja
+template with the variant's backend context), builds it here with :func:`build_shared_object`, binds its C functions
+with a :class:`Shim` subclass, and times with :func:`alternate`. Nothing here imports torch: the functions that time
+take the module as an argument, so the bench hooks stay cheap.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+from pathlib import Path
+
+from ..errors import BuildError, SpecError
+
+REFS_DIR = Path("build") / "refs"  # under the project: the shared objects, one folder per variant
+# Clock cycles of the pad kernel before each timed segment (about 0.5 ms at 2 GHz): longer than the host takes to
+# queue either segment's launches.
+PAD_CYCLES = 1 << 20
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` can be found (nothing is imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def version(dist: str) -> str | None:
+    """The installed version of distribution ``dist``; None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def variant_entry(project: Path, kernel: str, family: str, ref: str) -> tuple[dict, dict]:
+    """(manifest, the kernel's entry) of a ``family`` project; SpecError (exit 2) for anything else (``ref`` names the
+    reference in the message)."""
+    from ..build import load_manifest
+
+    manifest = load_manifest(project)
+    if manifest["spec"]["family"] != family:
+        raise SpecError(f"{project}: a {manifest['spec']['family'][:40]} project; {ref} is a reference of {family} projects")
+    for entry in manifest["variants"]:
+        if entry["kernel"] == kernel:
+            return manifest, entry
+    names = ", ".join(e["kernel"] for e in manifest["variants"][:4])
+    raise SpecError(f"{project}: no variant {kernel[:80]!r} (it has {names}{' ...' if len(manifest['variants']) > 4 else ''})")
+
+
+def check_run_args(args) -> None:
+    """The driver's --reps, --warmup and --seed (None: the executable's default); SpecError when out of range."""
+    if args.reps is not None and args.reps < 1:
+        raise SpecError(f"--reps: {args.reps} is less than 1")
+    if args.warmup is not None and args.warmup < 0:
+        raise SpecError(f"--warmup: {args.warmup} is less than 0")
+    if args.seed is not None and not 0 <= args.seed < 2**64:
+        raise SpecError(f"--seed: {args.seed} is not in 0..2^64-1")
+
+
+def render_shim(family: str, template: str, entry: dict) -> str:
+    """The C shim ``template`` of a variant (a manifest entry), rendered with its backend's template context."""
+    from ..codegen.library import variant_from_manifest
+    from ..families import get
+    from ..templating import TemplateEnv
+
+    v = variant_from_manifest(entry)
+    ctx = get(family).backend_of(v).context(v)
+    return TemplateEnv().env.from_string(template).render(**ctx)
+
+
+def built_archs(project: Path, manifest: dict, entry: dict) -> list[str]:
+    """The CUDA architectures (CMake spelling: 80, 90a) the executable was built for: the variant's own archs, or where
+    they are the spec's, the build's FTGEN_CUDA_ARCHITECTURES (which `ftgen build --arch` sets)."""
+    from ..codegen.emit import cuda_arch_numbers
+
+    own = cuda_arch_numbers(entry["archs"])
+    if list(entry["archs"]) != list(manifest["spec"]["arch"]):
+        return own
+    cache = project / "build" / "CMakeCache.txt"
+    try:
+        for line in cache.read_text(errors="replace").splitlines():
+            if line.startswith("FTGEN_CUDA_ARCHITECTURES:"):
+                got = [a for a in line.split("=", 1)[1].strip().split(";") if a]
+                return got or own
+    except OSError:
+        pass
+    return own
+
+
+def build_shared_object(project: Path, manifest: dict, entry: dict, *, family: str, shim: str,
+                        libs: tuple[str, ...] = ()) -> Path:
+    """``PROJECT/build/refs/<kernel>/lib<kernel>_ref.so``: the variant's library source and its rendered ``shim``,
+    compiled as the project's CMake compiles the variant's kernel library (Release, C++17, -lineinfo,
+    --expt-relaxed-constexpr, PIC, the shared CUDA runtime, the executable's architectures), linked with ``libs``
+    (``-lcublas``, ...). Rebuilt when a source, a flag or nvcc changes; one build at a time (a file lock)."""
+    from filelock import FileLock
+
+    from ..build import find_nvcc, nvcc_version
+    from ..codegen.library import variant_from_manifest
+    from ..families import get
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise BuildError("nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDACXX)")
+    project = project.resolve()
+    v = variant_from_manifest(entry)
+    backend = get(family).backend_of(v)
+    sources = [project / v.name / f"{v.name}{s.suffix}" for s in backend.sources(v) if s.role == "library"]
+    headers = sorted((project / "common").glob("*.h*")) + [project / v.name / f"{v.name}.h"]
+    gone = [str(p) for p in sources + headers if not p.is_file()]
+    if gone:
+        raise SpecError(f"{project}: {', '.join(gone[:3])} missing; re-generate the project")
+    toolkit = Path(nvcc).resolve().parent.parent
+    libdirs = [d for d in (toolkit / "lib64", toolkit / "targets" / "x86_64-linux" / "lib") if d.is_dir()]
+    flags = ["-O3", "-DNDEBUG", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC", "-shared",
+             "-cudart", "shared", *backend.compile_options,
+             *(f"--generate-code=arch=compute_{a},code=[compute_{a},sm_{a}]" for a in built_archs(project, manifest, entry)),
+             f"-I{project / 'common'}", f"-I{project / v.name}", *libs,
+             *(f"-Xlinker=-rpath,{d}" for d in libdirs)]
+    h = hashlib.sha256(json.dumps([flags, nvcc_version(), shim]).encode())
+    for p in sources + headers:
+        h.update(p.read_bytes())
+    key = h.hexdigest()
+    out = project / REFS_DIR / v.name
+    out.mkdir(parents=True, exist_ok=True)
+    so = out / f"lib{v.name}_ref.so"
+    stamp = out / "key"
+    with FileLock(str(out / ".lock")):
+        if so.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
+            return so
+        (out / "ref_shim.cu").write_text(shim)
+        tmp = out / f".lib{v.name}_ref.so.tmp{os.getpid()}"
+        cmd = [nvcc, *flags, *map(str, sources), str(out / "ref_shim.cu"), "-o", str(tmp)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise BuildError(f"nvcc did not finish building {so.name}: {e}") from None
+        if proc.returncode != 0 or not tmp.is_file():
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+            raise BuildError(f"nvcc failed to build {so.name} (exit {proc.returncode}):\n{tail}")
+        os.replace(tmp, so)
+        stamp.write_text(key + "\n")
+    return so
+
+
+class Shim:
+    """The C functions ``ftgen_ref_<name>`` of a shared object, bound by ``_SIGS`` (name: (argtypes, restype)) of the
+    subclass."""
+
+    _SIGS: dict = {}
+
+    def __init__(self, path: Path):
+        self._dll = ctypes.CDLL(str(path))
+        for name, (args, res) in self._SIGS.items():
+            f = getattr(self._dll, "ftgen_ref_" + name)
+            f.argtypes, f.restype = args, res
+            setattr(self, name, f)
+
+
+class DeviceArray:
+    """A device buffer of the adapter as torch sees it (``__cuda_array_interface__``: no copy, no ownership)."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], typestr: str):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False), "version": 3,
+                                         "strides": None}
+
+
+def stats(times: list[float]) -> dict:
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "reps": len(times)}
+
+
+def pad_kernel(torch, cycles: int = PAD_CYCLES):
+    """(the pad before each timed segment, its cycles): ``torch.cuda._sleep``, or nothing (0) where torch lacks it."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return (lambda: None), 0
+    return (lambda: sleep(cycles)), cycles
+
+
+def alternate(torch, seqs, warmup: int, reps: int, pad) -> list[dict]:
+    """Time the launch sequences in turn, as the executable's ``time_alternating``: ``warmup`` untimed rounds, then per
+    repetition each sequence once between its own CUDA events (after ``pad()``); one ``stats`` per sequence."""
+    for i in range(warmup):
+        for f in seqs:
+            f(i)
+    torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in seqs] for _ in range(reps)]
+    for i in range(reps):
+        for f, (a, b) in zip(seqs, ev[i]):
+            pad()
+            a.record()
+            f(warmup + i)
+            b.record()
+    torch.cuda.synchronize()
+    return [stats([ev[i][j][0].elapsed_time(ev[i][j][1]) for i in range(reps)]) for j in range(len(seqs))]
