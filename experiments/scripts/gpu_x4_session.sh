@@ -39,7 +39,11 @@
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   f64dmma  experiments/specs/gemm_fp64_dmma.yaml: fp64 CUTLASS tensor-op kernels (DMMA m8n8k4 and Hopper's m16n8k4),
 #            unprotected and TMR with 16 faults, cuBLAS DGEMM alternated; 4096^3, 8192^3 and the odd shapes
+#   f64search ftgen search of experiments/specs/gemm_fp64_dmma_search.yaml (fp64 DMMA m16n8k4 tiles) at 4096^3, 8192^3
 #   c90wide  ftgen search of experiments/specs/gemm_cutlass90_wide_search.yaml (34 tf32 sm90 variants) at 4096^3, 8192^3
+#   attnrefs attention rows with SDPA-FLASH and SDPA-cuDNN alternated (fp16 none and efta, non-causal) at the 16k-token
+#            and FA3 shapes and 1x8x4097; efta d128 at 1x8x131072 with one fault per launch
+#   attnmore experiments/specs/attention_bf16.yaml (bf16, every level, clean and one fault); the decoupled campaign
 #   attnlev  the attention campaign of the strided and snvr levels (fp16, head dim 128, non-causal), 1000 + 1000 per
 #            distribution
 #   attncamp the attention campaign of the efta level (fp16, head dim 128, causal and not), 1000 + 1000 per distribution
@@ -159,9 +163,28 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       ft bench generated/fd/gemm_fp64_dmma --kernels '*_none_*' --shapes $big,$odd --reps 20 --warmup 5 --json "$out/f64_none.jsonl"
       ft bench generated/fd/gemm_fp64_dmma --kernels '*_tmr-*' --inject 16 --shapes $big,1000x1234x777,4097x3x129 --reps 10 --warmup 3 \
         --json "$out/f64_tmr_inject16.jsonl" ;;
+    f64search)  # the fp64 DMMA m16n8k4 space (tiles, stages, swizzle) searched, cuBLAS DGEMM alternated
+      ft search experiments/specs/gemm_fp64_dmma_search.yaml -o generated/fs -j 16 --reps 10 --warmup 3 \
+        --shapes $big --no-cache --json "$out/f64_search.jsonl" ;;
     c90wide)  # the sm90 tf32 space searched wider (tiles, clusters, swizzle, ping-pong, stream-K), cuBLAS TF32 alternated
       ft search experiments/specs/gemm_cutlass90_wide_search.yaml -o generated/cw -j 16 --reps 20 --warmup 5 \
         --shapes $big --no-cache --json "$out/wide_search.jsonl" ;;
+    attnrefs)  # attention rows with SDPA-FLASH and SDPA-cuDNN alternated (fp16, none and efta, non-causal) at the seed's
+      # 16k-token shapes, FA3's and an odd length; then the 128k-token shape protected (one fault per launch)
+      ft generate specs/attention/demo.yaml -o generated/ar > /dev/null
+      k='attn_f16_none_mma_d*_nc_*,attn_f16_abft-efta_mma_d*_nc_*'
+      ft build generated/ar/attn_demo -j 16 --kernels "$k" > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+      ft bench generated/ar/attn_demo --kernels "$k" --shapes 4x32x4096,1x32x16384,4x16x4096,1x16x16384,1x8x4097 \
+        --reps 10 --warmup 3 --json "$out/refs.jsonl"
+      ft bench generated/ar/attn_demo --kernels 'attn_f16_abft-efta_mma_d128_nc_*' --inject 1 --no-ref --shapes 1x8x131072 \
+        --reps 3 --warmup 1 --json "$out/long_inject1.jsonl" ;;
+    attnmore)  # bf16 rows of every level (clean and one fault per launch); the decoupled level's campaign
+      ft generate experiments/specs/attention_bf16.yaml -o generated/ab > /dev/null
+      ft build generated/ab/attn_bf16 -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+      ft bench generated/ab/attn_bf16 --no-ref --reps 5 --warmup 2 --json "$out/bf16_clean.jsonl"
+      ft bench generated/ab/attn_bf16 --kernels '*_inj' --inject 1 --no-ref --reps 5 --warmup 2 --json "$out/bf16_inject1.jsonl"
+      ft campaign specs/attention/campaign.yaml -o generated/ad --kernels 'attn_f16_abft-dec_mma_d128_nc_*' --trials 1000 \
+        --dists normal,uniform,outliers --seed 33 --json "$out/campaign_decoupled.jsonl" ;;
     attnlev)
       ft campaign specs/attention/campaign.yaml -o generated/lv --kernels 'attn_f16_abft-strided_mma_d128_nc_*,attn_f16_abft-snvr_mma_d128_nc_*' \
         --trials 1000 --dists normal,uniform,outliers --seed 32 --json "$out/campaign_levels.jsonl" ;;
@@ -249,6 +272,7 @@ for l in "${names[@]}"; do
     simtcamp) summ "$out"/simtcamp/*campaign*.jsonl; grep -E "error|failed|verified" "$out/simtcamp/log.txt" | tail -n 5 ;;
     fftcamp) tail -n 25 "$out/fftcamp/log.txt" ;;
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
+    f64search) rows "$out"/f64search/f64_search.jsonl | sort -k3,3 -k6,6nr | head -12; tail -n 6 "$out/f64search/log.txt" ;;
     f64dmma) rows "$out"/f64dmma/f64_*.jsonl ;;
     c90wide) rows "$out"/c90wide/wide_search.jsonl | sort -k3,3 -k6,6nr | head -24; tail -n 6 "$out/c90wide/log.txt" ;;
     levels) rows "$out"/levels/abft_levels_*.jsonl | grep -v " True$" | head -20
@@ -261,6 +285,13 @@ for l in "${names[@]}"; do
              python3 -c "import json,glob; rs=[json.loads(l) for f in glob.glob('$out/kmcheck/lloyd_*.jsonl') for l in open(f)]; rs=[r for r in rs if 'lloyd_ok' in r]; print('lloyd rows', len(rs), 'ok', sum(r['lloyd_ok'] for r in rs), 'worst rel', max([r['lloyd_inertia_rel'] for r in rs] or [0]))" ;;
     prof) grep -A15 '^== ' "$out/prof/log.txt" | head -90 ;;
     sdpa) tail -n 12 "$out/sdpa/log.txt" ;;
+    attnrefs) rows "$out"/attnrefs/*.jsonl; python3 -c "
+import json,sys
+for l in open('$out/attnrefs/refs.jsonl'):
+    r=json.loads(l)
+    if 'kernel' in r and 'shape' in r: print(r['kernel'][-34:], 'x'.join(map(str,r['shape'].values())), r.get('refs'), r.get('speedup_vs_refs'), list((r.get('refs_missing') or {}).values())[:1])
+" 2>&1 | cut -c1-400 ;;
+    attnmore) rows "$out"/attnmore/bf16_*.jsonl | awk '{print $NF}' | sort | uniq -c; summ "$out"/attnmore/campaign_*.jsonl ;;
     kmcamp|kmsites|kmbig|attncamp|attnlev) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
   esac
 done
