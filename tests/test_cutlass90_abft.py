@@ -95,7 +95,7 @@ def test_abft_needs_the_accumulators_promoted():
         ("bf16", Protection("abft", "threadblock", interval=1024), "implemented for tf32x3 only, not bf16"),
         ("tf32x3", Protection("abft", "warp", interval=1024), "level threadblock only"),
         ("tf32x3", Protection("abft", "threadblock", interval=16), "checks once, after the whole K"),
-        ("tf32", Protection("tmr", "kernel"), "offers scheme none only"),
+        ("tf32x3", Protection("tmr", "kernel"), "tmr on the cutlass90 backend takes precision tf32, fp16, bf16"),
         ("fp64", Protection("abft", "threadblock", interval=1024), "not fp64"),
     ],
 )
@@ -105,7 +105,7 @@ def test_the_backend_refuses_with_a_reason(precision, prot, expect):
 
 
 def test_the_backend_offers_what_it_builds():
-    assert B90.schemes == {"none": (), "abft": ("threadblock",)}
+    assert B90.schemes == {"none": (), "abft": ("threadblock",), "tmr": ("kernel", "multikernel")}
     for prot in (Protection(), Protection("abft", "threadblock", interval=1024),
                  Protection("abft", "threadblock", "detect", 1024, 0.5, True)):
         assert B90.protection_ok("tf32x3", prot) is None

@@ -107,7 +107,7 @@ def test_default_parameters_fit_every_precision():
         ({"arch": ("sm_90",)}, "builds for sm_90a only"),
         ({"arch": ("sm_80", "sm_90a")}, "builds for sm_90a only"),
         ({"precision": "fp64"}, "not fp64"),
-        ({"scheme": "tmr"}, "offers scheme none only"),
+        ({"precision": "tf32x3", "scheme": "tmr"}, "not tf32x3"),
         ({"tile_m": 64}, "ws-coop schedule takes tile_m 128 or 256"),
         ({"tile_m": 256, "schedule": "ws-pingpong"}, "ws-pingpong schedule takes tile_m 64 or 128"),
         ({"tile_n": 100}, "tile_n=100 is not a wgmma N"),
@@ -150,7 +150,7 @@ def test_16_bit_operands_take_any_layout():
         ("precision: tf32\nparams: {backend: cutlass90, cluster_m: 4, cluster_n: 4}\n", "[sm_90a]", "at most 8"),
         ("precision: tf32\nparams: {backend: cutlass90, schedule: basic}\n", "[sm_90a]", "is not one of ws-coop, ws-pingpong"),
         ("precision: fp64\nparams: {backend: cutlass90}\n", "[sm_90a]", "not fp64"),
-        ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {backend: cutlass90}\n", "[sm_90a]", "offers scheme none only"),
+        ("precision: tf32\nprotection: {scheme: tmr, level: threadblock}\nparams: {backend: cutlass90}\n", "[sm_90a]", "level 'threadblock'"),
         ("precision: tf32\nparams: {backend: simt}\n", "[sm_90a]", "'simt' is not one of cutlass (cutlass backend)"),
     ],
 )

@@ -39,6 +39,9 @@
 #   prof     experiments/scripts/gpu_profile.sh (per-kernel time of the kmeans demo and the efta attention, Nsight Compute)
 #   f64dmma  experiments/specs/gemm_fp64_dmma.yaml: fp64 CUTLASS tensor-op kernels (DMMA m8n8k4 and Hopper's m16n8k4),
 #            unprotected and TMR with 16 faults, cuBLAS DGEMM alternated; 4096^3, 8192^3 and the odd shapes
+#   c90tmr   specs/gemm/cutlass90_tmr.yaml (TMR kernel / multikernel on the sm90 kernels, tf32, bf16, fp16): clean, and
+#            with 16 faults per launch; 4096^3, 8192^3, 1000x1234x777, 4097x3x129
+#   gputests pytest -m gpu over tests/ (output in pytest_gpu.txt)
 #   f64search ftgen search of experiments/specs/gemm_fp64_dmma_search.yaml (fp64 DMMA m16n8k4 tiles) at 4096^3, 8192^3
 #   c90wide  ftgen search of experiments/specs/gemm_cutlass90_wide_search.yaml (34 tf32 sm90 variants) at 4096^3, 8192^3
 #   attnrefs attention rows with SDPA-FLASH and SDPA-cuDNN alternated (fp16 none and efta, non-causal) at the 16k-token
@@ -163,6 +166,17 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       ft bench generated/fd/gemm_fp64_dmma --kernels '*_none_*' --shapes $big,$odd --reps 20 --warmup 5 --json "$out/f64_none.jsonl"
       ft bench generated/fd/gemm_fp64_dmma --kernels '*_tmr-*' --inject 16 --shapes $big,1000x1234x777,4097x3x129 --reps 10 --warmup 3 \
         --json "$out/f64_tmr_inject16.jsonl" ;;
+    c90tmr)  # TMR on the sm90 kernels (specs/gemm/cutlass90_tmr.yaml: tf32, bf16, fp16; kernel and multikernel): clean builds,
+      # then the inject builds with 16 faults per launch, each beside its unprotected twin and cuBLAS
+      ft generate specs/gemm/cutlass90_tmr.yaml -o generated/ct > /dev/null
+      ft build generated/ct/gemm_cutlass90_tmr -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+      ft bench generated/ct/gemm_cutlass90_tmr --kernels '*[!j]' --shapes $big,1000x1234x777,4097x3x129 --reps 10 --warmup 3 \
+        --json "$out/tmr_clean.jsonl"
+      ft bench generated/ct/gemm_cutlass90_tmr --kernels '*_inj' --inject 16 --shapes $big,1000x1234x777,4097x3x129 --reps 10 \
+        --warmup 3 --json "$out/tmr_inject16.jsonl" ;;
+    gputests)  # the GPU test suite (every family x scheme, the references' drivers, ftgen.torch)
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/ > "$out/pytest_gpu.txt" 2>&1
+      tail -n 15 "$out/pytest_gpu.txt" ;;
     f64search)  # the fp64 DMMA m16n8k4 space (tiles, stages, swizzle) searched, cuBLAS DGEMM alternated
       ft search experiments/specs/gemm_fp64_dmma_search.yaml -o generated/fs -j 16 --reps 10 --warmup 3 \
         --shapes $big --no-cache --json "$out/f64_search.jsonl" ;;
@@ -272,6 +286,8 @@ for l in "${names[@]}"; do
     simtcamp) summ "$out"/simtcamp/*campaign*.jsonl; grep -E "error|failed|verified" "$out/simtcamp/log.txt" | tail -n 5 ;;
     fftcamp) tail -n 25 "$out/fftcamp/log.txt" ;;
     c90search) rows "$out"/c90search/abft_search.jsonl | sort -k4 -n | head -40 ;;
+    c90tmr) rows "$out"/c90tmr/tmr_*.jsonl ;;
+    gputests) grep -E "passed|failed|error" "$out/gputests/pytest_gpu.txt" | tail -n 5 ;;
     f64search) rows "$out"/f64search/f64_search.jsonl | sort -k3,3 -k6,6nr | head -12; tail -n 6 "$out/f64search/log.txt" ;;
     f64dmma) rows "$out"/f64dmma/f64_*.jsonl ;;
     c90wide) rows "$out"/c90wide/wide_search.jsonl | sort -k3,3 -k6,6nr | head -24; tail -n 6 "$out/c90wide/log.txt" ;;

@@ -1,5 +1,5 @@
-"""The ``cutlass90`` backend of ``gemm``: Hopper-native CUTLASS 3.x kernels (sm_90a only), unprotected or (tf32x3)
-with threadblock ABFT.
+"""The ``cutlass90`` backend of ``gemm``: Hopper-native CUTLASS 3.x kernels (sm_90a only), unprotected, with TMR
+(tf32, fp16, bf16: levels kernel and multikernel) or (tf32x3) with threadblock ABFT.
 
 Chosen by ``params: {backend: cutlass90}`` (the other gemm backends keep their selection by
 precision and scheme). Each variant is a ``cutlass::gemm::kernel::GemmUniversal`` whose C++ is
@@ -79,6 +79,25 @@ accumulation over a whole K is not (its error grows like k u): ABFT variants pro
 registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
 (docs/gemm-hopper.md). FTGEN_ABFT_LAMBDA (environment, read once by the launcher) replaces the check's lambda on 2^-24:
 a calibration knob, not needed by the measured variants.
+
+TMR (``protection: {scheme: tmr, level: kernel | multikernel}``, tf32, fp16, bf16; templates/gemm/cutlass90_tmr.cuh,
+docs/gemm-hopper.md): three copies of the unchanged sm90 GEMM, then the cutlass backend's vote kernel
+(``vote_outputs_kernel`` of templates/gemm/cutlass_tmr.cuh: bitwise majority per element, detected / corrected /
+uncorrectable counted, C written where copy 0 is not the majority). ``kernel``: the three copies in ONE launch, a batch of
+L = 3 with A and B at batch stride 0 and the outputs C0, C1, C2 at batch stride M' x N' in the workspace (the vote writes
+every element of C). ``multikernel``: three launches of the kernel on the caller's stream (one after the other: they share
+CUTLASS's workspace, which stream-K writes), copy 0 into C itself when beta == 0 and C is aligned for TMA. beta != 0: every
+copy reads the original C (the kernel's separate C source, at batch stride 0), so C is written only by the vote. Elements
+where all three copies differ are left unwritten by the vote and recomputed from A and B (``tmr90_recompute_kernel``: three
+computations in double of the operands as the wgmma reads them, voted, at most ``MAX_ATTEMPTS`` - 1 times; a grid of early
+exits when nothing is flagged). Injection (``inject: true``): a planned fault flips one bit of the fp32 value of one copy's
+output element before the vote (``tmr90_fault_kernel``: an emulated accumulator upset at the end of the mainloop; the
+value is the accumulator where alpha = 1 and beta = 0), the element given by the fault's (thread, element) in the wgmma's
+accumulator layout of the kernel's tile; fault units are (tile, copy) of the kernel's tiles and the threads that hold a
+tile's accumulators (``Geometry.threads``: 256 for ws-coop, 128 for ws-pingpong). Name token ``tmr-kernel`` or
+``tmr-multikernel-i<interval>`` (the family's: the copies are voted once, after the whole K, so multikernel takes an
+interval of at least ``TMR_ONCE_INTERVAL``, its auto value), then ``_inj``. ``<sym>_unprotected`` is the unprotected
+kernel of the same parameters (the bench's ``x_unprot``).
 """
 
 from __future__ import annotations
@@ -88,6 +107,7 @@ from ...libraries import cutlass_library
 from ..base import PRECISION_TAG, SMEM_PER_BLOCK, Backend, Param, Protection, Source, Variant
 from ...tolerance import context as tolerance_context
 from . import cutlass as sm80
+from .tmr_model import MAX_ATTEMPTS
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16")
 ARCH = "sm_90a"
@@ -141,6 +161,15 @@ _CTYPES = {  # A/B element, C/D element, accumulator, epilogue compute (CUTLASS 
 }
 _BENCH_TYPES = {"tf32": "float", "tf32x3": "float", "fp16": "__half", "bf16": "__nv_bfloat16"}
 
+# ---- TMR: three copies of the sm90 GEMM and the cutlass backend's vote ---------------------------------------------------
+TMR_PRECISIONS = ("tf32", "fp16", "bf16")  # tf32x3: not built (its split would run three times; abft protects it)
+TMR_LEVELS = {"kernel": "kernel", "multikernel": "multikernel"}  # level: name token
+# The copies are voted once, after the whole K (the sm90 GEMM has no checkpoints between k-tiles): multikernel takes an
+# interval of at least the cutlass backend's auto value for it, which a spec that names none gets (the family's
+# auto_interval); the kernel level's interval is 1, as on the cutlass backend
+TMR_ONCE_INTERVAL = 1024
+COPIES = 3
+
 # ---- threadblock ABFT: the cutlass backend's ref_checksums: concurrent check around the sm90 GEMM -----------------------
 ABFT_PRECISIONS = ("tf32x3",)  # fp32 data checked at the fp32-level threshold (tf32: its operands are rounded, the check's
 #                                reference is not; fp16/bf16: not built)
@@ -180,11 +209,19 @@ class Geometry:
         self.elem_bytes = ELEM_BYTES[v.precision]
         self.align = TMA_BYTES // self.elem_bytes  # elements per 16 bytes
         self.consumers = 2  # consumer warp groups (cooperative: one tile; ping-pong: alternating tiles)
-        self.threads = 128 * (1 + self.consumers)  # one producer warp group
+        self.cta_threads = 128 * (1 + self.consumers)  # one producer warp group
         rows_per_wg = self.tile[0] // 2 if self.schedule == "ws-coop" else self.tile[0]
+        self.rows_per_wg = rows_per_wg
         self.acc_elems = rows_per_wg * self.tile[1] // 128  # fp32 accumulators per consumer thread
+        # threads that hold one tile's accumulators: both consumer warp groups (ws-coop) or one (ws-pingpong)
+        self.acc_threads = 256 if self.schedule == "ws-coop" else 128
+        self.tmr = v.protection.scheme == "tmr"
+        # the bench adapter's threads per fault unit: TMR faults target the threads that hold a tile's accumulators
+        # (the producer warp group holds none); otherwise the CTA's threads
+        self.threads = self.acc_threads if self.tmr else self.cta_threads
         self.stage_bytes = (self.tile[0] + self.tile[1]) * self.tile[2] * self.elem_bytes
         self.coop_teams = 0  # (the bench adapter's field: no cooperative TMR here)
+        self.level = v.protection.level if self.tmr else "none"  # TMR: kernel or multikernel
         self.abft = v.protection.scheme == "abft"
         self.promote = p["promote"]
         # wgmma instructions between promotions (CUTLASS's mma_promotion_interval)
@@ -262,13 +299,15 @@ def tolerance(precision: str) -> dict:
 class Cutlass90Backend(Backend):
     name = "cutlass90"
     precisions = PRECISIONS
-    levels = {"abft": {"threadblock": "tb"}}
+    levels = {"abft": {"threadblock": "tb"}, "tmr": TMR_LEVELS}
     params = PARAMS
     requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's reference
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")
     constraint_docs = (
-        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; protection none, or abft at level threadblock "
-        "for tf32x3 (correct online or detect, threshold auto or a number, interval >= 1024: checked once, after the GEMM)",
+        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; protection none, tmr (below), or abft at level "
+        "threadblock for tf32x3 (correct online or detect, threshold auto or a number, interval >= 1024: checked once, after the GEMM)",
+        "cutlass90 tmr: precision tf32, fp16 or bf16; level kernel (interval 1) or multikernel (interval >= 1024: voted "
+        "once, after the GEMM); correct online; threshold auto",
         "cutlass90: precision tf32, tf32x3, fp16 or bf16 (no fp64: the sm90 builder has no FP64 wgmma path)",
         "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; tile_n a multiple of 16 (<= 256); "
         "tile_k x element bytes 64, 128 or 256",
@@ -288,9 +327,12 @@ class Cutlass90Backend(Backend):
                     f"(fp64 and fp32: the cutlass and simt backends)")
         if protection.scheme == "none":
             return None
+        if protection.scheme == "tmr":
+            return self._tmr_ok(precision, protection)
         if protection.scheme != "abft":
-            return (f"the cutlass90 backend offers scheme none only, besides abft (level threadblock, tf32x3), not "
-                    f"{protection.scheme}; for {protection.scheme} use the cutlass backend (omit params backend)")
+            return (f"the cutlass90 backend offers scheme none, tmr (levels kernel, multikernel) and abft (level "
+                    f"threadblock, tf32x3), not {protection.scheme}; for {protection.scheme} use the cutlass backend "
+                    f"(omit params backend)")
         if precision not in ABFT_PRECISIONS:
             return (f"abft on the cutlass90 backend is implemented for {', '.join(ABFT_PRECISIONS)} only, not {precision} "
                     f"(tf32: its operands are rounded, the check's reference is not); use precision tf32x3, or the "
@@ -301,6 +343,30 @@ class Cutlass90Backend(Backend):
             return (f"interval {protection.interval}: abft on the cutlass90 backend checks once, after the whole K (no "
                     f"checkpoints inside the sm90 GEMM); omit interval (auto: {ABFT_ONCE_INTERVAL}) or give at least "
                     f"{ABFT_ONCE_INTERVAL}")
+        return None
+
+    @staticmethod
+    def _tmr_ok(precision: str, protection: Protection) -> str | None:
+        if precision not in TMR_PRECISIONS:
+            return (f"tmr on the cutlass90 backend takes precision {', '.join(TMR_PRECISIONS)}, not {precision} "
+                    f"(tf32x3: use scheme abft, level threadblock)")
+        if protection.level not in TMR_LEVELS:
+            return (f"level {protection.level!r}: tmr on the cutlass90 backend has levels {', '.join(TMR_LEVELS)} (whole "
+                    f"sm90 GEMMs as copies, voted after them); threadblock and cooperative TMR run on the cutlass backend "
+                    f"(omit params backend)")
+        if protection.correct != "online":
+            return (f"correct: {protection.correct}: tmr corrects by majority vote (three copies disagreeing are "
+                    f"recomputed); correct takes online only")
+        if protection.threshold != "auto":
+            return (f"threshold: {protection.threshold}: tmr votes by exact (bitwise) equality of the copies; threshold "
+                    f"takes auto only")
+        if protection.level == "kernel" and protection.interval != 1:
+            return (f"interval {protection.interval}: tmr kernel level votes once, on the three outputs; interval takes "
+                    f"1 only (omit it)")
+        if protection.level == "multikernel" and protection.interval < TMR_ONCE_INTERVAL:
+            return (f"interval {protection.interval}: tmr multikernel on the cutlass90 backend votes once, after the "
+                    f"whole K (no checkpoints inside the sm90 GEMM); omit interval (auto: {TMR_ONCE_INTERVAL}) or give at "
+                    f"least {TMR_ONCE_INTERVAL}")
         return None
 
     def constraints(self, v: Variant) -> list[str]:
@@ -385,7 +451,9 @@ class Cutlass90Backend(Backend):
             "precision": v.precision,
             "prot": v.protection,
             "inject": v.protection.injects,
-            "level": "abft" if g.abft else "none",
+            "level": "abft" if g.abft else ("tmr" if g.tmr else "none"),
+            "tmr_level": g.level,
+            "max_attempts": MAX_ATTEMPTS,
             **(self._abft_context(v) if g.abft else {}),
             "meta_json": v.meta_json(),
             "op_kernel": cutlass90_operation(v, "Kernel"),
@@ -398,7 +466,7 @@ class Cutlass90Backend(Backend):
             # the bench's reference takes the tf32 operands rounded as CUTLASS's converter rounds them (see above)
             "tf32_truncate": False,
             "tol": tolerance(v.precision),
-            "copies": 1,
+            "copies": COPIES if g.tmr else 1,  # fault units per tile (the bench): TMR copies, or 1
             "row_a": g.layout_a == "row",
             "row_b": g.layout_b == "row",
         }
