@@ -292,6 +292,15 @@ def test_driver_times_kernel_twin_and_reference_alternately(scripted):
     assert row["x_unprot"] == 2 and row["paired"]["x_unprotected"] == 2 and row["unprotected_ms"]["median"] == 1
     assert row["speedup_vs_ref"] == 1.5 and row["rate"] == 0.5
     assert row["scripted_extra"] == 1 and row["false_alarms"] == 0 and "faults" not in row
+    assert "verified" not in row and "max_rel_err" in row
+
+
+@pytest.mark.compile
+def test_a_row_without_its_reference_says_it_was_not_verified(scripted):
+    rc, rows, err = scripted("--shapes", "8x8", "--reps", "3", "--no-ref")
+    assert rc == 0, err
+    (row,) = rows
+    assert row["verified"] is False and "max_rel_err" not in row and "ref" not in row
 
 
 @pytest.mark.compile

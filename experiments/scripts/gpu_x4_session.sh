@@ -46,6 +46,7 @@
 #   c90wide  ftgen search of experiments/specs/gemm_cutlass90_wide_search.yaml (34 tf32 sm90 variants) at 4096^3, 8192^3
 #   attnrefs attention rows with SDPA-FLASH and SDPA-cuDNN alternated (fp16 none and efta, non-causal) at the 16k-token
 #            and FA3 shapes and 1x8x4097; efta d128 at 1x8x131072 with one fault per launch
+#   attnlong efta d128 at 1x8x131072, one fault per launch, verified
 #   attnmore experiments/specs/attention_bf16.yaml (bf16, every level, clean and one fault); the decoupled campaign
 #   attnlev  the attention campaign of the strided and snvr levels (fp16, head dim 128, non-causal), 1000 + 1000 per
 #            distribution
@@ -190,13 +191,19 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
       ft build generated/ar/attn_demo -j 16 --kernels "$k" > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
       ft bench generated/ar/attn_demo --kernels "$k" --shapes 4x32x4096,1x32x16384,4x16x4096,1x16x16384,1x8x4097 \
         --reps 10 --warmup 3 --json "$out/refs.jsonl"
-      ft bench generated/ar/attn_demo --kernels 'attn_f16_abft-efta_mma_d128_nc_*' --inject 1 --no-ref --shapes 1x8x131072 \
-        --reps 3 --warmup 1 --json "$out/long_inject1.jsonl" ;;
-    attnmore)  # bf16 rows of every level (clean and one fault per launch); the decoupled level's campaign
+      FTGEN_BENCH_REFS=none ft bench generated/ar/attn_demo --kernels 'attn_f16_abft-efta_mma_d128_nc_*' --inject 1 \
+        --shapes 1x8x131072 --reps 3 --warmup 1 --json "$out/long_inject1.jsonl" ;;
+    attnlong)  # the 128k-token shape, protected with one fault per launch and verified (its build from a fresh project)
+      ft generate specs/attention/demo.yaml -o generated/al > /dev/null
+      ft build generated/al/attn_demo -j 16 --kernels 'attn_f16_abft-efta_mma_d128_nc_*' > "$out/build.txt" 2>&1
+      FTGEN_BENCH_REFS=none ft bench generated/al/attn_demo --kernels 'attn_f16_abft-efta_mma_d128_nc_*' --inject 1 \
+        --shapes 1x8x131072 --reps 3 --warmup 1 --json "$out/long_inject1.jsonl" ;;
+    attnmore)  # bf16 rows of every level (clean and one fault per launch), verified; the decoupled level's campaign
       ft generate experiments/specs/attention_bf16.yaml -o generated/ab > /dev/null
       ft build generated/ab/attn_bf16 -j 16 > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
-      ft bench generated/ab/attn_bf16 --no-ref --reps 5 --warmup 2 --json "$out/bf16_clean.jsonl"
-      ft bench generated/ab/attn_bf16 --kernels '*_inj' --inject 1 --no-ref --reps 5 --warmup 2 --json "$out/bf16_inject1.jsonl"
+      export FTGEN_BENCH_REFS=none  # (the SDPA drivers: attnrefs)
+      ft bench generated/ab/attn_bf16 --reps 5 --warmup 2 --json "$out/bf16_clean.jsonl"
+      ft bench generated/ab/attn_bf16 --kernels '*_inj' --inject 1 --reps 5 --warmup 2 --json "$out/bf16_inject1.jsonl"
       ft campaign specs/attention/campaign.yaml -o generated/ad --kernels 'attn_f16_abft-dec_mma_d128_nc_*' --trials 1000 \
         --dists normal,uniform,outliers --seed 33 --json "$out/campaign_decoupled.jsonl" ;;
     attnlev)
@@ -307,6 +314,7 @@ for l in open('$out/attnrefs/refs.jsonl'):
     r=json.loads(l)
     if 'kernel' in r and 'shape' in r: print(r['kernel'][-34:], 'x'.join(map(str,r['shape'].values())), r.get('refs'), r.get('speedup_vs_refs'), list((r.get('refs_missing') or {}).values())[:1])
 " 2>&1 | cut -c1-400 ;;
+    attnlong) rows "$out"/attnlong/*.jsonl ;;
     attnmore) rows "$out"/attnmore/bf16_*.jsonl | awk '{print $NF}' | sort | uniq -c; summ "$out"/attnmore/campaign_*.jsonl ;;
     kmcamp|kmsites|kmbig|attncamp|attnlev) summ "$out/$l"/campaign_*.jsonl; grep -iE "error|Traceback" "$out/$l/log.txt" | head -5 ;;
   esac

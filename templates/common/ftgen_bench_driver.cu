@@ -178,6 +178,8 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
       if (clean_fa) ok = false;  // a detection on clean data
     }
     ok = p.after_verification(row) && ok;
+  } else {
+    row.boolean("verified", false);  // --no-ref: no reference, so nothing was checked (ok covers the launches only)
   }
 
   if (!args.no_timing) {
