@@ -58,7 +58,7 @@ def test_the_shipped_spec_names_every_variant():
     assert all(v.backend == "cutlass90" and v.arch == ("sm_90a",) for v in s.variants)
     names = {v.name for v in s.variants}
     expect = set()
-    for prec, tk in (("tf32", 32), ("bf16", 64)):  # tile_k: the backend's default per precision
+    for prec, tk in (("tf32", 32), ("bf16", 64), ("f16", 64)):  # tile_k: the backend's default per precision
         for level in ("tmr-kernel", "tmr-multikernel-i1024"):
             for inj in ("", "_inj"):
                 expect.add(f"gemm_{prec}_{level}_{TAIL.format(tk=tk)}{inj}")

@@ -29,10 +29,15 @@ def main() -> int:
     ap.add_argument("--command", required=True)
     ap.add_argument("--figure", action="append", default=[], help="KEY=VALUE (repeat)")
     ap.add_argument("--index-file", help="the file the index entry names (default: the first file copied)")
+    ap.add_argument("--provenance-from", help="a JSON-lines file of the same device call whose header gives the provenance "
+                    "(where no JSON-lines file is copied)")
     a = ap.parse_args()
     src, dest = Path(a.src), REPO / a.dest
     dest.mkdir(parents=True, exist_ok=True)
     prov, covers, copied = None, [], []
+    if a.provenance_from:
+        with open(a.provenance_from) as f:
+            prov = json.loads(f.readline()).get("provenance")
     for name in a.files:
         p = src / name
         if name.endswith(".jsonl"):
