@@ -357,3 +357,24 @@ def test_a_cutlass90_abft_library_plans_faults_over_the_checks_tiles():
     assert "+ 127) / 128) * ((n + 127) / 128) * 1;" in plan
     assert "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, 256, 64, (k + 31) / 32, 32," in plan
     assert fam.library_fault_plan(none) == ""
+
+
+def test_a_cutlass90_tmr_library_plans_faults_over_the_kernels_tiles_and_copies():
+    """A cutlass90 TMR variant built with injection plans its faults as its bench does: (tile, copy) units over the sm90
+    kernel's tiles (128x256, three copies), the 256 threads that hold a ws-coop tile's accumulators (not the producer
+    warp group), 128 accumulators each, k-tiles of the kernel's tile_k; built without injection, none."""
+    fam = families.get("gemm")
+    s = load_spec_text(textwrap.dedent("""\
+        name: lib90t
+        family: gemm
+        arch: [sm_90a]
+        precision: bf16
+        variants:
+          - {protection: {scheme: tmr, level: kernel, inject: true}, params: {backend: cutlass90, tile_n: 256}}
+          - {protection: {scheme: tmr, level: kernel}, params: {backend: cutlass90, tile_n: 256}}
+        """), "lib90t.yaml")
+    inj, plain = s.variants
+    plan = fam.library_fault_plan(inj)
+    assert "+ 127) / 128) * ((n + 255) / 256) * 3;" in plan
+    assert "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, 256, 128, (k + 63) / 64, 32," in plan
+    assert fam.library_fault_plan(plain) == ""

@@ -17,6 +17,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 from ..errors import BuildError, SpecError
@@ -25,6 +26,47 @@ REFS_DIR = Path("build") / "refs"  # under the project: the shared objects, one 
 # Clock cycles of the pad kernel before each timed segment (about 0.5 ms at 2 GHz): longer than the host takes to
 # queue either segment's launches.
 PAD_CYCLES = 1 << 20
+
+
+class DriverReference:
+    """The bench hook of a reference timed by a ctypes driver (:mod:`ftgen.bench.refs`): the checks every such driver
+    needs (its precisions, its Python modules, nvcc) and its command line. A subclass sets ``name``, ``driver`` (the
+    module run with ``python -m``), ``precisions`` and ``modules`` (``{module: why it is needed}``), and may add
+    ``extra_args``; nothing here imports torch."""
+
+    name = ""
+    driver = ""
+    precisions: tuple[str, ...] = ()
+    modules: dict[str, str] = {}
+    extra_args: tuple[str, ...] = ()
+
+    def precision_refused(self, variant: dict) -> str:
+        return f"{self.name} is not timed for {variant.get('precision')} ({variant.get('kernel')})"
+
+    def has_module(self, module: str) -> bool:
+        return importable(module)
+
+    def unavailable(self, variant: dict) -> str | None:
+        """Why it cannot be timed beside ``variant`` (a manifest entry) on this machine; None when it may be."""
+        if variant.get("precision") not in self.precisions:
+            return self.precision_refused(variant)
+        for module, why in self.modules.items():
+            if not self.has_module(module):
+                return why
+        from ..build import find_nvcc
+
+        if find_nvcc() is None:
+            return "nvcc not found: the driver compiles the variant's launcher into a shared object"
+        return None
+
+    def command(self, project: Path, variant: dict, shapes: list[str], opts) -> list[str]:
+        """The driver's command line for ``shapes`` (the executable's --shapes spelling) under ``opts`` (BenchOptions)."""
+        argv = [sys.executable, "-m", self.driver, str(project), variant["kernel"], "--shapes", ",".join(shapes),
+                *self.extra_args]
+        for flag, val in (("--reps", opts.reps), ("--warmup", opts.warmup), ("--seed", opts.seed), ("--dist", opts.dist)):
+            if val is not None:
+                argv += [flag, str(val)]
+        return argv
 
 
 def importable(module: str) -> bool:

@@ -393,8 +393,8 @@ def flash_forward(q, k, v, *, precision: str = "fp16", level: str = "none", caus
 
     ``q`` (lq, d), ``k`` and ``v`` (lk, d) are rounded into ``precision`` first. ``faults`` are
     :class:`Fault`; ``correct=False`` detects and counts but repairs nothing (a fault campaign's
-    uncorrected output). ``stride`` is the checksum stride of the first product (8: strided; ``bc``: the
-    classic one-checksum-per-row scheme); the second product's stride is always 8."""
+    uncorrected output). ``stride`` is the checksum stride of the first product (8: strided; 1: the classic
+    scheme, one checksum per row of the tile); the second product's stride is always 8."""
     if level == "decoupled":
         return decoupled_forward(q, k, v, precision=precision, causal=causal, faults=faults, correct=correct, scale=scale)
     if level not in LEVELS:

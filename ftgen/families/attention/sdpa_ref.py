@@ -75,35 +75,25 @@ LAYOUT = "[batch, heads, seq, head_dim], contiguous (SDPA's (N, H, L, E); no per
 # --------------------------------------------------------------------------------------------
 
 
-class SdpaRef:
+class SdpaRef(drv.DriverReference):
     """One SDPA backend (``sdpa-flash`` or ``sdpa-cudnn``) as a reference of `ftgen bench` (:mod:`ftgen.bench.refs`).
     Its driver runs for this backend only, so each row's ratio is of one alternated pairing."""
+
+    driver = DRIVER
+    precisions = PRECISIONS
+    modules = {"torch": "torch is not installed (scaled_dot_product_attention is torch's)"}
 
     def __init__(self, name: str):
         if name not in NAMES:
             raise ValueError(f"no SDPA reference {name!r} (known: {', '.join(NAMES)})")
         self.name = name
+        self.extra_args = ("--refs", name)
 
-    def unavailable(self, variant: dict) -> str | None:
-        """Why it cannot be timed beside ``variant`` (a manifest entry) on this machine; None when it may be."""
-        if variant.get("precision") not in PRECISIONS:
-            return f"SDPA is timed for fp16 and bf16; {variant.get('kernel')} stores {variant.get('precision')}"
-        if not _importable("torch"):
-            return "torch is not installed (scaled_dot_product_attention is torch's)"
-        from ...build import find_nvcc
+    def has_module(self, module: str) -> bool:
+        return _importable(module)  # the driver's own lookup (one place to stand in for in tests)
 
-        if find_nvcc() is None:
-            return "nvcc not found: the driver compiles the variant's launcher into a shared object"
-        return None
-
-    def command(self, project: Path, variant: dict, shapes: list[str], opts) -> list[str]:
-        """The driver's command line for ``shapes`` (the executable's --shapes spelling) under ``opts`` (BenchOptions)."""
-        argv = [sys.executable, "-m", DRIVER, str(project), variant["kernel"], "--shapes", ",".join(shapes),
-                "--refs", self.name]
-        for flag, val in (("--reps", opts.reps), ("--warmup", opts.warmup), ("--seed", opts.seed), ("--dist", opts.dist)):
-            if val is not None:
-                argv += [flag, str(val)]
-        return argv
+    def precision_refused(self, variant: dict) -> str:
+        return f"SDPA is timed for fp16 and bf16; {variant.get('kernel')} stores {variant.get('precision')}"
 
 
 # --------------------------------------------------------------------------------------------

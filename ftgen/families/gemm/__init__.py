@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..base import PRECISION_TAG, Family, LauncherSignature, LibraryEntry, Variant
 from .cutlass import COPIES, CutlassBackend, Geometry
 from .cutlass90 import Cutlass90Backend, abft_descriptor
+from .cutlass90 import Geometry as Geometry90
 from .simt import SimtBackend
 
 
@@ -67,6 +68,13 @@ class GemmFamily(Family):
             return (f"ftgen_gemm_geometry geo;\n{{sym}}_geometry({rows}, n, k, &geo);\nblocks = geo.blocks;\n"
                     "plan = ftgen::plan_faults(handle->inject_n, fseed, geo.blocks, geo.threads, geo.elems_per_thread, geo.steps, "
                     "geo.value_bits, ftgen::kBitflip, -1, 0.0);")
+        if v.backend == "cutlass90" and v.protection.scheme == "tmr":
+            # (tile, copy) units over the sm90 kernel's tiles, the threads that hold a tile's accumulators, as the bench
+            g90 = Geometry90(v)
+            tm, tn, tk = g90.tile
+            return (f"blocks = (long long)(({rows} + {tm - 1}) / {tm}) * ((n + {tn - 1}) / {tn}) * {COPIES};\n"
+                    f"plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, {g90.threads}, {g90.acc_elems}, "
+                    f"(k + {tk - 1}) / {tk}, 32, ftgen::kBitflip, -1, 0.0);")
         if v.backend == "cutlass90":  # ABFT: the check's sm80 descriptor's tiles, as the bench plans them
             if v.protection.scheme != "abft":
                 return ""

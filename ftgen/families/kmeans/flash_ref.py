@@ -45,10 +45,8 @@ import sys
 from pathlib import Path
 
 from ...bench import ctypes_driver as drv
-from ...bench.ctypes_driver import PAD_CYCLES, REFS_DIR, alternate  # noqa: F401 - the names this module had
 from ...bench.ctypes_driver import DeviceArray as _DeviceArray
 from ...bench.ctypes_driver import importable as _importable
-from ...bench.ctypes_driver import stats as _stats  # noqa: F401
 from ...bench.ctypes_driver import version as _version
 from ...errors import FtgenError, SpecError
 
@@ -67,33 +65,21 @@ CALL = "batch_kmeans_Euclid(x, clusters, max_iters=1, init_centroids=c)"
 # --------------------------------------------------------------------------------------------
 
 
-class FlashKmeansRef:
+class FlashKmeansRef(drv.DriverReference):
     """flash-kmeans as a reference of `ftgen bench` (:mod:`ftgen.bench.refs`)."""
 
     name = NAME
+    driver = DRIVER
+    precisions = PRECISIONS
+    modules = {"torch": "torch is not installed (flash-kmeans runs on it)",
+               "flash_kmeans": "flash-kmeans is not installed (pip install flash-kmeans)"}
 
-    def unavailable(self, variant: dict) -> str | None:
-        """Why it cannot be timed beside ``variant`` (a manifest entry) on this machine; None when it may be."""
-        if variant.get("precision") not in PRECISIONS:
-            return (f"flash-kmeans takes fp32 data (it computes in TF32); {variant.get('kernel')} stores "
-                    f"{variant.get('precision')}")
-        if not _importable("torch"):
-            return "torch is not installed (flash-kmeans runs on it)"
-        if not _importable("flash_kmeans"):
-            return "flash-kmeans is not installed (pip install flash-kmeans)"
-        from ...build import find_nvcc
+    def has_module(self, module: str) -> bool:
+        return _importable(module)  # the driver's own lookup (one place to stand in for in tests)
 
-        if find_nvcc() is None:
-            return "nvcc not found: the driver compiles the variant's launcher into a shared object"
-        return None
-
-    def command(self, project: Path, variant: dict, shapes: list[str], opts) -> list[str]:
-        """The driver's command line for ``shapes`` (the executable's --shapes spelling) under ``opts`` (BenchOptions)."""
-        argv = [sys.executable, "-m", DRIVER, str(project), variant["kernel"], "--shapes", ",".join(shapes)]
-        for flag, val in (("--reps", opts.reps), ("--warmup", opts.warmup), ("--seed", opts.seed), ("--dist", opts.dist)):
-            if val is not None:
-                argv += [flag, str(val)]
-        return argv
+    def precision_refused(self, variant: dict) -> str:
+        return (f"flash-kmeans takes fp32 data (it computes in TF32); {variant.get('kernel')} stores "
+                f"{variant.get('precision')}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,7 +230,7 @@ def time_shape(torch, flash, shim: Shim, h: int, shape: dict, *, reps: int, warm
     # first (untimed) the check of flash-kmeans's labels, which also compiles its Triton kernels for this shape
     agree, points = label_agreement(torch, flash, xs[0], c0, k)
     pad, cycles = drv.pad_kernel(torch)
-    tk, tf = alternate(torch, [kernel, reference], warmup, reps, pad)
+    tk, tf = drv.alternate(torch, [kernel, reference], warmup, reps, pad)
     out = {"ms": tf["median"], "min": tf["min"], "max": tf["max"], "reps": tf["reps"], "kernel_ms": tk["median"],
            "kernel_min": tk["min"], "kernel_max": tk["max"], "alternated": True, "sets": sets, "call": CALL,
            "label_agreement_fp64": agree, "label_points": points, "pad_cycles": cycles}
