@@ -199,14 +199,25 @@ def build_shared_object(project: Path, manifest: dict, entry: dict, *, family: s
 
 
 class Shim:
-    """The C functions ``ftgen_ref_<name>`` of a shared object, bound by ``_SIGS`` (name: (argtypes, restype)) of the
-    subclass."""
+    """The C functions ``ftgen_ref_<name>`` of a shared object: those every shim has (``COMMON``: open, close, launch,
+    the element size, the executable's defaults, the distribution's code) and the subclass's own ``_SIGS`` (name:
+    (argtypes, restype))."""
 
+    COMMON = {
+        "open": ([], ctypes.c_void_p),
+        "close": ([ctypes.c_void_p], None),
+        "launch": ([ctypes.c_void_p, ctypes.c_int], None),
+        "elem_bytes": ([], ctypes.c_int),
+        "default_seed": ([], ctypes.c_ulonglong),
+        "default_reps": ([], ctypes.c_int),
+        "default_warmup": ([], ctypes.c_int),
+        "dist": ([ctypes.c_char_p], ctypes.c_int),
+    }
     _SIGS: dict = {}
 
     def __init__(self, path: Path):
         self._dll = ctypes.CDLL(str(path))
-        for name, (args, res) in self._SIGS.items():
+        for name, (args, res) in {**self.COMMON, **self._SIGS}.items():
             f = getattr(self._dll, "ftgen_ref_" + name)
             f.argtypes, f.restype = args, res
             setattr(self, name, f)

@@ -219,21 +219,13 @@ class Shim(drv.Shim):
 
     Q, K, V, O = range(4)  # ftgen_ref_buffer's `what`
     _SIGS = {
-        "open": ([], ctypes.c_void_p),
-        "close": ([ctypes.c_void_p], None),
         "setup": ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong,
                    ctypes.c_ulonglong, ctypes.c_int], ctypes.c_int),
         "skip": ([ctypes.c_void_p], ctypes.c_char_p),
         "buffer": ([ctypes.c_void_p, ctypes.c_int, ctypes.c_int], ctypes.c_void_p),
-        "launch": ([ctypes.c_void_p, ctypes.c_int], None),
-        "elem_bytes": ([], ctypes.c_int),
         "is_bf16": ([], ctypes.c_int),
         "head_dim": ([], ctypes.c_int),
         "causal": ([], ctypes.c_int),
-        "default_seed": ([], ctypes.c_ulonglong),
-        "default_reps": ([], ctypes.c_int),
-        "default_warmup": ([], ctypes.c_int),
-        "dist": ([ctypes.c_char_p], ctypes.c_int),
     }
 
 

@@ -161,18 +161,10 @@ class Shim(drv.Shim):
     """The C functions of a variant's shared object (see SHIM)."""
 
     _SIGS = {
-        "open": ([], ctypes.c_void_p),
-        "close": ([ctypes.c_void_p], None),
         "setup": ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_int],
                   ctypes.c_int),
         "samples": ([ctypes.c_void_p, ctypes.c_int], ctypes.c_void_p),
         "centroids": ([ctypes.c_void_p, ctypes.c_int], ctypes.c_void_p),
-        "launch": ([ctypes.c_void_p, ctypes.c_int], None),
-        "elem_bytes": ([], ctypes.c_int),
-        "default_seed": ([], ctypes.c_ulonglong),
-        "default_reps": ([], ctypes.c_int),
-        "default_warmup": ([], ctypes.c_int),
-        "dist": ([ctypes.c_char_p], ctypes.c_int),
     }
 
 
