@@ -112,15 +112,30 @@ def check_run_args(args) -> None:
         raise SpecError(f"--seed: {args.seed} is not in 0..2^64-1")
 
 
+# The C functions at the end of every shim (``{{ shim_common }}`` in its template): the element size, the executable's
+# defaults (ftgen_harness.cuh's Args) and its input distributions by name (-1: none such).
+SHIM_COMMON = r"""FTGEN_REF_API int ftgen_ref_elem_bytes(void) { return static_cast<int>(sizeof({{ T }})); }
+FTGEN_REF_API unsigned long long ftgen_ref_default_seed(void) { return ftgen::Args{}.seed; }
+FTGEN_REF_API int ftgen_ref_default_reps(void) { return ftgen::Args{}.reps; }
+FTGEN_REF_API int ftgen_ref_default_warmup(void) { return ftgen::Args{}.warmup; }
+FTGEN_REF_API int ftgen_ref_dist(const char* name) {
+  for (int d = ftgen::kNormal; d <= ftgen::kOutliers; ++d)
+    if (!std::strcmp(ftgen::dist_name(d), name)) return d;
+  return -1;
+}"""
+
+
 def render_shim(family: str, template: str, entry: dict) -> str:
-    """The C shim ``template`` of a variant (a manifest entry), rendered with its backend's template context."""
+    """The C shim ``template`` of a variant (a manifest entry), rendered with its backend's template context (and
+    ``shim_common``, :data:`SHIM_COMMON`)."""
     from ..codegen.library import variant_from_manifest
     from ..families import get
     from ..templating import TemplateEnv
 
     v = variant_from_manifest(entry)
     ctx = get(family).backend_of(v).context(v)
-    return TemplateEnv().env.from_string(template).render(**ctx)
+    env = TemplateEnv().env
+    return env.from_string(template).render(**ctx, shim_common=env.from_string(SHIM_COMMON).render(**ctx))
 
 
 def built_archs(project: Path, manifest: dict, entry: dict) -> list[str]:

@@ -182,19 +182,10 @@ FTGEN_REF_API void* ftgen_ref_buffer(void* h, int set, int what) {
 }
 // The executable's timed unit: the kernel on input set `set`, on the default stream.
 FTGEN_REF_API void ftgen_ref_launch(void* h, int set) { handle(h)->problem.launch(set); }
-FTGEN_REF_API int ftgen_ref_elem_bytes(void) { return static_cast<int>(sizeof({{ T }})); }
 FTGEN_REF_API int ftgen_ref_is_bf16(void) { return {{ 1 if is_bf16 else 0 }}; }
 FTGEN_REF_API int ftgen_ref_head_dim(void) { return {{ head_dim }}; }
 FTGEN_REF_API int ftgen_ref_causal(void) { return {{ 1 if causal else 0 }}; }
-// The executable's defaults (ftgen_harness.cuh's Args) and its input distributions by name (-1: none such).
-FTGEN_REF_API unsigned long long ftgen_ref_default_seed(void) { return ftgen::Args{}.seed; }
-FTGEN_REF_API int ftgen_ref_default_reps(void) { return ftgen::Args{}.reps; }
-FTGEN_REF_API int ftgen_ref_default_warmup(void) { return ftgen::Args{}.warmup; }
-FTGEN_REF_API int ftgen_ref_dist(const char* name) {
-  for (int d = ftgen::kNormal; d <= ftgen::kOutliers; ++d)
-    if (!std::strcmp(ftgen::dist_name(d), name)) return d;
-  return -1;
-}
+{{ shim_common }}
 """
 
 

@@ -124,16 +124,7 @@ FTGEN_REF_API const void* ftgen_ref_samples(void* h, int set) { return problem(h
 FTGEN_REF_API void* ftgen_ref_centroids(void* h, int set) { return problem(h)->centroids_of(set); }
 // The executable's timed unit: one Lloyd iteration of input set `set`, on the default stream.
 FTGEN_REF_API void ftgen_ref_launch(void* h, int set) { problem(h)->launch(set); }
-FTGEN_REF_API int ftgen_ref_elem_bytes(void) { return static_cast<int>(sizeof({{ T }})); }
-// The executable's defaults (ftgen_harness.cuh's Args) and its input distributions by name (-1: none such).
-FTGEN_REF_API unsigned long long ftgen_ref_default_seed(void) { return ftgen::Args{}.seed; }
-FTGEN_REF_API int ftgen_ref_default_reps(void) { return ftgen::Args{}.reps; }
-FTGEN_REF_API int ftgen_ref_default_warmup(void) { return ftgen::Args{}.warmup; }
-FTGEN_REF_API int ftgen_ref_dist(const char* name) {
-  for (int d = ftgen::kNormal; d <= ftgen::kOutliers; ++d)
-    if (!std::strcmp(ftgen::dist_name(d), name)) return d;
-  return -1;
-}
+{{ shim_common }}
 """
 
 
