@@ -312,7 +312,7 @@ class CutlassBackend(Backend):
     constraint_docs = (
         "cutlass: tb_m % warp_m == 0, tb_n % warp_n == 0, warp_k == tb_k, warp tile a multiple of the instruction",
         "cutlass: instruction tf32 16x8x8; fp16/bf16 16x8x16 or 16x8x8; fp64 8x8x4, or 16x8x4 (Hopper's DMMA) with arch sm_90/sm_90a only; warp_k/inst_k even and >= 2",
-        "cutlass: align x element bits in 32..128; A and B tiles split evenly into threads x align accesses",
+        "cutlass: align x element bits in 32..128 (fp64: align 1); A and B tiles split evenly into threads x align accesses",
         "cutlass: stages x (tb_m*tb_k + tb_k*tb_n) x element bytes <= the arch's shared memory per block",
         "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
         "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
