@@ -321,7 +321,7 @@ def bench_flags(f):
     f = click.option("--dist", type=click.Choice(["normal", "uniform", "loguniform", "outliers"]), default=None,
                      help="Input distribution (outliers: N(0,1) with one value in 1000 from N(0,100^2)) [default: normal].")(f)
     f = click.option("--site", default=None, help="Where faults land, for a family with several fault sites (its docs name them) [default: the family's].")(f)
-    f = click.option("--no-ref", is_flag=True, help="Skip the vendor-library reference (no verification!).")(f)
+    f = click.option("--no-ref", is_flag=True, help="Skip the vendor-library reference and with it the verification (rows say verified: false).")(f)
     f = click.option("--timeout", type=click.FloatRange(1), default=600.0, show_default=True, help="Seconds per executable.")(f)
     return f
 

@@ -110,6 +110,20 @@ def test_table_shows_the_paired_ratio_only_when_rows_have_one():
     assert "x unprot" in buf.getvalue() and "3.012" in buf.getvalue()
 
 
+def test_table_says_a_row_run_without_its_reference_is_unverified():
+    import io
+
+    from ftgen.report.table import print_rows
+
+    base = {"kernel": "k", "shape": {"m": 1, "n": 2, "k": 3}, "ms": {"median": 2.0}, "ok": True}
+    buf = io.StringIO()
+    print_rows([{**base, "verified": False}], file=buf)
+    assert "unverified" in buf.getvalue() and "yes" not in buf.getvalue()
+    buf = io.StringIO()
+    print_rows([base], file=buf)
+    assert "unverified" not in buf.getvalue() and "yes" in buf.getvalue()
+
+
 def test_site_reaches_the_executables():
     from ftgen import families
     from ftgen.cli import _bench_options
