@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import textwrap
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, RecordedDriver, fake_bench_executables
 from ftgen.bench import BenchOptions, bench_project
 from ftgen.bench import ctypes_driver
 from ftgen.codegen.emit import generate
@@ -47,7 +46,7 @@ ODD = {"batch": 1, "heads": 8, "seq": 4097, "seq_k": 4097}
 
 
 def row(kernel: str, shape: dict, ms: float) -> dict:
-    """A timed row as the attention executable prints it (fields of results/h200/attention/encode_1ba90cc/clean.jsonl):
+    """A timed row as the attention executable prints it (its fields):
     no in-process vendor reference."""
     return {"kernel": kernel, "family": "attention", "precision": "fp16", "backend": "mma", "shape": shape,
             "dist": "normal", "max_rel_err": 0.0446711, "tolerance": 1,
@@ -59,44 +58,16 @@ def project(tmp_path):
     """The generated project (manifest and sources) with fake executables that print recorded rows."""
     out = generate(load_spec_text(SPEC, "refs_attn.yaml"), tmp_path / "gen").out_dir
     manifest = json.loads((out / "manifest.json").read_text())
-    (out / "bin").mkdir()
-    for i, v in enumerate(manifest["variants"]):
-        rows = [row(v["kernel"], BIG, 3.43362 + i), row(v["kernel"], ODD, 0.3 + i)]
-        exe = out / "bin" / v["kernel"]
-        exe.write_text(f"#!{sys.executable}\nimport json\n" + "".join(f"print(json.dumps({r!r}))\n" for r in rows))
-        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    fake_bench_executables(out, manifest["variants"], lambda i, k: [row(k, BIG, 3.43362 + i), row(k, ODD, 0.3 + i)])
     return out, manifest["variants"]
 
 
-class FakeDriver(sdpa_ref.SdpaRef):
-    """One SDPA reference with every check passed and its driver replaced by a script that prints ``lines`` (JSON
-    objects, or plain text) and exits with ``code``; each run's argv is appended to a log."""
+class FakeDriver(RecordedDriver, sdpa_ref.SdpaRef):
+    """One SDPA reference with every check passed and its driver replaced by a recorded script (RecordedDriver)."""
 
     def __init__(self, name: str, tmp: Path, lines, code: int = 0, stderr: str = ""):
         super().__init__(name)
-        folder = tmp / name
-        folder.mkdir(parents=True, exist_ok=True)
-        self.script = folder / "driver.py"
-        self.log = folder / "driver_calls.jsonl"
-        texts = [x if isinstance(x, str) else json.dumps(x) for x in lines]
-        self.script.write_text(textwrap.dedent(f"""
-            import json, sys
-            with open({str(self.log)!r}, "a") as f:
-                f.write(json.dumps({{"argv": sys.argv[1:]}}) + "\\n")
-            for line in {texts!r}:
-                print(line)
-            sys.stderr.write({stderr!r})
-            sys.exit({code})
-        """))
-
-    def unavailable(self, variant):
-        return None
-
-    def command(self, project, variant, shapes, opts):
-        return [sys.executable, str(self.script)] + super().command(project, variant, shapes, opts)[3:]
-
-    def calls(self) -> list[dict]:
-        return [json.loads(x) for x in self.log.read_text().splitlines()] if self.log.is_file() else []
+        self.record(tmp / name, lines, code, stderr)
 
 
 def family_with(*refs):
@@ -107,7 +78,7 @@ def family_with(*refs):
 
 
 def sdpa_line(name: str, shape: dict, ms: float, kernel_ms: float, **more) -> dict:
-    """A driver line (times of results/h200/attention/sdpa_ab89977/sdpa.jsonl, fields of sdpa_ref.time_shape)."""
+    """A driver line (times of a standalone SDPA run on an H200, fields of sdpa_ref.time_shape)."""
     return {"ref": name, "shape": shape, "ms": ms, "min": ms, "max": ms, "reps": 10, "kernel_ms": kernel_ms,
             "kernel_min": kernel_ms, "kernel_max": kernel_ms, "alternated": True, "alternated_with": ["kernel", name],
             "backend": f"SDPBackend.{sdpa_ref.BACKENDS[name]}", "agreement": 1.0, "max_abs_diff": 0.000977,
