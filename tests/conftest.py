@@ -120,3 +120,69 @@ def build_shim(shim: str, include_dir: Path, out: Path, sig: dict):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     return lib
+
+
+def fake_bench_executables(out: Path, variants: list[dict], rows_of) -> None:
+    """``out/bin/<kernel>``: scripts standing in for a project's benchmark executables; the i-th prints the JSON rows
+    ``rows_of(i, kernel)``."""
+    import stat
+    import sys
+
+    (out / "bin").mkdir()
+    for i, v in enumerate(variants):
+        exe = out / "bin" / v["kernel"]
+        rows = rows_of(i, v["kernel"])
+        exe.write_text(f"#!{sys.executable}\nimport json\n" + "".join(f"print(json.dumps({r!r}))\n" for r in rows))
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+
+
+class RecordedDriver:
+    """A bench reference (``ftgen.bench.ctypes_driver.DriverReference``, put after this class) with every check passed
+    and its driver replaced by a script that prints ``lines`` (JSON objects, or plain text), writes ``stderr`` and exits
+    with ``code``; each run's argv, CUDA_VISIBLE_DEVICES and PYTHONPATH are appended to a log (:meth:`calls`)."""
+
+    def record(self, folder: Path, lines, code: int = 0, stderr: str = "") -> None:
+        import json
+        import textwrap
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.script = folder / "driver.py"
+        self.log = folder / "driver_calls.jsonl"
+        texts = [x if isinstance(x, str) else json.dumps(x) for x in lines]
+        self.script.write_text(textwrap.dedent(f"""
+            import json, os, sys
+            with open({str(self.log)!r}, "a") as f:
+                f.write(json.dumps({{"argv": sys.argv[1:], "dev": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                     "pythonpath": os.environ.get("PYTHONPATH", "")}}) + "\\n")
+            for line in {texts!r}:
+                print(line)
+            sys.stderr.write({stderr!r})
+            sys.exit({code})
+        """))
+
+    def unavailable(self, variant):
+        return None
+
+    def command(self, project, variant, shapes, opts):
+        import sys
+
+        return [sys.executable, str(self.script)] + super().command(project, variant, shapes, opts)[3:]
+
+    def calls(self) -> list[dict]:
+        import json
+
+        return [json.loads(x) for x in self.log.read_text().splitlines()] if self.log.is_file() else []
+
+
+def gemm_spec_text(body: str, name: str = "t", arch: str = "[sm_90a]") -> str:
+    """A gemm spec: the header (name, family, arch) and ``body`` (YAML, dedented)."""
+    import textwrap
+
+    return f"name: {name}\nfamily: gemm\narch: {arch}\n" + textwrap.dedent(body)
+
+
+def load_gemm_spec(body: str, **kw):
+    """The loaded spec of :func:`gemm_spec_text`."""
+    from ftgen.spec import load_spec_text
+
+    return load_spec_text(gemm_spec_text(body, **kw), "s.yaml")

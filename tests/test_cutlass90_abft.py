@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import test_abft_strips as strips
-from conftest import REPO, draw
+from conftest import REPO, draw, gemm_spec_text as spec_text, load_gemm_spec as load
 from ftgen import tolerance
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
@@ -39,14 +39,6 @@ from ftgen.spec import load_spec_text
 FAMILY = get_family("gemm")
 B90 = FAMILY.backend_named("cutlass90")
 CUT = FAMILY.backend_named("cutlass")
-
-
-def spec_text(body: str, name: str = "t", arch: str = "[sm_90a]") -> str:
-    return f"name: {name}\nfamily: gemm\narch: {arch}\n" + textwrap.dedent(body)
-
-
-def load(body: str, **kw):
-    return load_spec_text(spec_text(body, **kw), "s.yaml")
 
 
 ABFT = "precision: tf32x3\nprotection: {scheme: abft, level: threadblock%s}\nparams: {backend: cutlass90%s}\n"

@@ -15,13 +15,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import test_device_logic as device_logic
-from conftest import REPO
+from conftest import REPO, gemm_spec_text as spec_text, load_gemm_spec as load
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
 from ftgen.families import get as get_family
@@ -34,14 +33,6 @@ FAMILY = get_family("gemm")
 B90 = FAMILY.backend_named("cutlass90")
 SPEC = REPO / "specs" / "gemm" / "cutlass90_tmr.yaml"
 TAIL = "cutlass90_128x256x{tk}_c2x1_ws-coop_persistent_sauto_sw1_rc"
-
-
-def spec_text(body: str, name: str = "t", arch: str = "[sm_90a]") -> str:
-    return f"name: {name}\nfamily: gemm\narch: {arch}\n" + textwrap.dedent(body)
-
-
-def load(body: str, **kw):
-    return load_spec_text(spec_text(body, **kw), "s.yaml")
 
 
 TMR = "precision: %s\nprotection: {scheme: tmr, level: %s%s}\nparams: {backend: cutlass90%s}\n"

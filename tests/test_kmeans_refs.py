@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, RecordedDriver, fake_bench_executables
 from ftgen.bench import BenchOptions, bench_project
 from ftgen.bench.pool import Gpu, bench_on_gpus
 from ftgen.bench.refs import ENV, RefRunner, merge
@@ -47,7 +46,7 @@ ODD = {"samples": 4099, "dims": 129, "clusters": 1}
 
 
 def row(kernel: str, shape: dict, ms: float, ref_ms: float) -> dict:
-    """A timed row as the kmeans executable prints it (fields of results/h200/kmeans/flash-ref_23e5bfd/clean.jsonl)."""
+    """A timed row as the kmeans executable prints it (its fields)."""
     return {"kernel": kernel, "family": "kmeans", "precision": "tf32", "shape": shape, "dist": "normal",
             "agreement": 0.999483, "labels_outside_band": 0, "ms": {"median": ms, "min": ms, "max": ms, "reps": 10},
             "gflops": 68392.8, "ref": {"lib": "cublas-lloyd", "ms": ref_ms, "min": ref_ms, "max": ref_ms, "reps": 10,
@@ -59,42 +58,16 @@ def project(tmp_path):
     """The generated project (manifest and sources) with fake executables that print recorded rows."""
     out = generate(load_spec_text(SPEC, "refs_kmeans.yaml"), tmp_path / "gen").out_dir
     manifest = json.loads((out / "manifest.json").read_text())
-    (out / "bin").mkdir()
-    for i, v in enumerate(manifest["variants"]):
-        rows = [row(v["kernel"], BIG, 4.0 + i, 9.4), row(v["kernel"], ODD, 0.05 + i, 0.06)]
-        exe = out / "bin" / v["kernel"]
-        exe.write_text(f"#!{sys.executable}\nimport json\n" + "".join(f"print(json.dumps({r!r}))\n" for r in rows))
-        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    fake_bench_executables(out, manifest["variants"], lambda i, k: [row(k, BIG, 4.0 + i, 9.4), row(k, ODD, 0.05 + i, 0.06)])
     return out, manifest["variants"]
 
 
-class FakeDriver(flash_ref.FlashKmeansRef):
-    """flash-kmeans with every check passed and its driver replaced by a script that prints ``lines`` (JSON objects,
-    or plain text) and exits with ``code``; each run's argv and CUDA_VISIBLE_DEVICES are appended to ``log``."""
+class FakeDriver(RecordedDriver, flash_ref.FlashKmeansRef):
+    """flash-kmeans with every check passed and its driver replaced by a recorded script (RecordedDriver: its log holds
+    each run's argv and CUDA_VISIBLE_DEVICES)."""
 
     def __init__(self, tmp: Path, lines, code: int = 0, stderr: str = ""):
-        self.script = tmp / "driver.py"
-        self.log = tmp / "driver_calls.jsonl"
-        texts = [x if isinstance(x, str) else json.dumps(x) for x in lines]
-        self.script.write_text(textwrap.dedent(f"""
-            import json, os, sys
-            with open({str(self.log)!r}, "a") as f:
-                f.write(json.dumps({{"argv": sys.argv[1:], "dev": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                                     "pythonpath": os.environ.get("PYTHONPATH", "")}}) + "\\n")
-            for line in {texts!r}:
-                print(line)
-            sys.stderr.write({stderr!r})
-            sys.exit({code})
-        """))
-
-    def unavailable(self, variant):
-        return None
-
-    def command(self, project, variant, shapes, opts):
-        return [sys.executable, str(self.script)] + super().command(project, variant, shapes, opts)[3:]
-
-    def calls(self) -> list[dict]:
-        return [json.loads(x) for x in self.log.read_text().splitlines()] if self.log.is_file() else []
+        self.record(tmp, lines, code, stderr)
 
 
 def family_with(*refs):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import BuildError, SpecError
+from ..errors import BuildError, FtgenError, SpecError
 
 REFS_DIR = Path("build") / "refs"  # under the project: the shared objects, one folder per variant
 # Clock cycles of the pad kernel before each timed segment (about 0.5 ms at 2 GHz): longer than the host takes to
@@ -110,6 +110,37 @@ def check_run_args(args) -> None:
         raise SpecError(f"--warmup: {args.warmup} is less than 0")
     if args.seed is not None and not 0 <= args.seed < 2**64:
         raise SpecError(f"--seed: {args.seed} is not in 0..2^64-1")
+
+
+def driver_main(args, family: str, ref: str, run, unavailable, prepare=None) -> int:
+    """A driver's main after its flags: ``prepare()`` (the driver's own flags), the project's variant and shapes (bad
+    input: the message, exit 2), then ``run(project, manifest, entry, shapes)``; a failure there is said once per
+    reference (``unavailable(reason)``: the rows' refs_missing) and on stderr, never as a traceback."""
+    import sys
+
+    try:
+        from ..families import get
+        from ..spec import parse_shapes
+
+        if prepare is not None:
+            prepare()
+        check_run_args(args)
+        project = Path(args.project)
+        manifest, entry = variant_entry(project, args.kernel, family, ref)
+        shapes = parse_shapes(get(family), args.shapes)
+    except FtgenError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    try:
+        return run(project, manifest, entry, shapes)
+    except FtgenError as e:
+        unavailable(e.message[-1500:])
+        print(f"error: {e.message}", file=sys.stderr)
+        return 0
+    except Exception as e:  # noqa: BLE001 - said in one line (the row's refs_missing), not as a traceback
+        unavailable(f"the {ref} driver failed: {type(e).__name__}: {str(e)[:500]}")
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 # The C functions at the end of every shim (``{{ shim_common }}`` in its template): the element size, the executable's

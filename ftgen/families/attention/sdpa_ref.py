@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ...bench import ctypes_driver as drv
 from ...bench.ctypes_driver import importable as _importable
-from ...errors import FtgenError, SpecError
+from ...errors import SpecError
 
 FLASH = "sdpa-flash"
 CUDNN = "sdpa-cudnn"
@@ -187,11 +187,6 @@ FTGEN_REF_API int ftgen_ref_head_dim(void) { return {{ head_dim }}; }
 FTGEN_REF_API int ftgen_ref_causal(void) { return {{ 1 if causal else 0 }}; }
 {{ shim_common }}
 """
-
-
-def _variant(project: Path, kernel: str) -> tuple[dict, dict]:
-    """(manifest, the kernel's entry) of an attention project; SpecError (exit 2) for anything else."""
-    return drv.variant_entry(project, kernel, "attention", "SDPA")
 
 
 def render_shim(entry: dict) -> str:
@@ -385,30 +380,15 @@ def parse_refs(text: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)  # bad flags: usage and exit 2
     names = list(NAMES)
-    try:
-        from ...spec import parse_shapes
-        from .. import get
 
-        names = parse_refs(args.refs)
-        drv.check_run_args(args)
-        project = Path(args.project)
-        manifest, entry = _variant(project, args.kernel)
-        shapes = parse_shapes(get("attention"), args.shapes)
-    except FtgenError as e:
-        print(f"error: {e.message}", file=sys.stderr)
-        return e.exit_code
-    try:
-        return _run(project, manifest, entry, shapes, names, args)
-    except FtgenError as e:
+    def prepare() -> None:
+        names[:] = parse_refs(args.refs)
+
+    def unavailable(why: str) -> None:
         for n in names:
-            _emit(n, {"unavailable": e.message[-1500:]})
-        print(f"error: {e.message}", file=sys.stderr)
-        return 0
-    except Exception as e:  # noqa: BLE001 - said in one line (the row's refs_missing), not as a traceback
-        for n in names:
-            _emit(n, {"unavailable": f"the SDPA driver failed: {type(e).__name__}: {str(e)[:500]}"})
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+            _emit(n, {"unavailable": why})
+
+    return drv.driver_main(args, "attention", "SDPA", lambda *a: _run(*a, names, args), unavailable, prepare)
 
 
 def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], names: list[str], args) -> int:

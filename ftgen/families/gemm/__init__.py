@@ -71,21 +71,20 @@ class GemmFamily(Family):
         if v.backend == "cutlass90" and v.protection.scheme == "tmr":
             # (tile, copy) units over the sm90 kernel's tiles, the threads that hold a tile's accumulators, as the bench
             g90 = Geometry90(v)
-            tm, tn, tk = g90.tile
-            return (f"blocks = (long long)(({rows} + {tm - 1}) / {tm}) * ((n + {tn - 1}) / {tn}) * {COPIES};\n"
-                    f"plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, {g90.threads}, {g90.acc_elems}, "
-                    f"(k + {tk - 1}) / {tk}, 32, ftgen::kBitflip, -1, 0.0);")
-        if v.backend == "cutlass90":  # ABFT: the check's sm80 descriptor's tiles, as the bench plans them
-            if v.protection.scheme != "abft":
+            tile, threads, elems, units = g90.tile, g90.threads, g90.acc_elems, COPIES
+        else:
+            if v.backend == "cutlass90":  # ABFT: the check's sm80 descriptor's tiles, as the bench plans them
+                if v.protection.scheme != "abft":
+                    return ""
+                v = abft_descriptor(v)
+            elif v.backend != "cutlass":
                 return ""
-            v = abft_descriptor(v)
-        elif v.backend != "cutlass":
-            return ""
-        g = Geometry(v)
-        units = 1 if g.level == "abft" else COPIES  # fault units per tile: ABFT's tile, or each TMR copy
-        tm, tn, tk = g.tb
+            g = Geometry(v)
+            # fault units per tile: ABFT's tile, or each TMR copy
+            tile, threads, elems, units = g.tb, g.threads, g.acc_elems, 1 if g.level == "abft" else COPIES
+        tm, tn, tk = tile
         return (f"blocks = (long long)(({rows} + {tm - 1}) / {tm}) * ((n + {tn - 1}) / {tn}) * {units};\n"
-                f"plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, {g.threads}, {g.acc_elems}, (k + {tk - 1}) / {tk}, "
+                f"plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, {threads}, {elems}, (k + {tk - 1}) / {tk}, "
                 f"{64 if v.precision == 'fp64' else 32}, ftgen::kBitflip, -1, 0.0);")
 
     def library_entry(self, v: Variant) -> LibraryEntry:

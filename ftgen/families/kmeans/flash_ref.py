@@ -48,7 +48,7 @@ from ...bench import ctypes_driver as drv
 from ...bench.ctypes_driver import DeviceArray as _DeviceArray
 from ...bench.ctypes_driver import importable as _importable
 from ...bench.ctypes_driver import version as _version
-from ...errors import FtgenError, SpecError
+from ...errors import SpecError
 
 NAME = "flash-kmeans"
 DRIVER = "ftgen.families.kmeans.flash_ref"  # this module, run with python -m
@@ -126,11 +126,6 @@ FTGEN_REF_API void* ftgen_ref_centroids(void* h, int set) { return problem(h)->c
 FTGEN_REF_API void ftgen_ref_launch(void* h, int set) { problem(h)->launch(set); }
 {{ shim_common }}
 """
-
-
-def _variant(project: Path, kernel: str) -> tuple[dict, dict]:
-    """(manifest, the kernel's entry) of a kmeans project; SpecError (exit 2) for anything else."""
-    return drv.variant_entry(project, kernel, "kmeans", NAME)
 
 
 def render_shim(entry: dict) -> str:
@@ -244,27 +239,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)  # bad flags: usage and exit 2
-    try:
-        from ...spec import parse_shapes
-        from .. import get
-
-        drv.check_run_args(args)
-        project = Path(args.project)
-        manifest, entry = _variant(project, args.kernel)
-        shapes = parse_shapes(get("kmeans"), args.shapes)
-    except FtgenError as e:
-        print(f"error: {e.message}", file=sys.stderr)
-        return e.exit_code
-    try:
-        return _run(project, manifest, entry, shapes, args)
-    except FtgenError as e:
-        _emit({"unavailable": e.message[-1500:]})
-        print(f"error: {e.message}", file=sys.stderr)
-        return 0
-    except Exception as e:  # noqa: BLE001 - said in one line (the row's refs_missing), not as a traceback
-        _emit({"unavailable": f"the flash-kmeans driver failed: {type(e).__name__}: {str(e)[:500]}"})
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+    return drv.driver_main(args, "kmeans", NAME, lambda *a: _run(*a, args), lambda why: _emit({"unavailable": why}))
 
 
 def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], args) -> int:
