@@ -146,7 +146,7 @@ def test_protection_reasons():
         ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {layout_a: diagonal}\n", "params.layout_a: 'diagonal' is not one of row, col"),
         ("precision: tf32\nprotection: {scheme: tmr, level: kernel}\nparams: {tb_mm: 64}\n", "did you mean 'tb_m'"),
         ("precision: tf32x3\nprotection: {scheme: tmr, level: kernel}\n", "tmr is not implemented for tf32x3"),
-        ("precision: tf32\nprotection: {scheme: abft, level: threadblock}\n", "for the CUTLASS backend's tf32x3, not tf32"),
+        ("precision: tf32\nprotection: {scheme: abft, level: threadblock}\n", "implemented for tf32x3 and fp64 (level threadblock), not tf32"),
         ("precision: tf32x3\nprotection: {scheme: abft, level: warp}\n", "level threadblock only"),
         ("precision: tf32x3\nprotection: {scheme: abft, level: threadblock, interval: 0}\n", "must be at least 1"),
         ("precision: tf32x3\nprotection: {scheme: abft, level: threadblock, threshold: -1}\n", "threshold"),

@@ -42,6 +42,7 @@
 #   c90tmr   specs/gemm/cutlass90_tmr.yaml (TMR kernel / multikernel on the sm90 kernels, tf32, bf16, fp16): clean, and
 #            with 16 faults per launch; 4096^3, 8192^3, 1000x1234x777, 4097x3x129
 #   gputests pytest -m gpu over tests/ (output in pytest_gpu.txt)
+#   f64abft  experiments/scripts/gpu_fp64_abft.sh (specs/gemm/cutlass_fp64_abft.yaml: fp64 ABFT on DMMA, bench, campaigns)
 #   f64search ftgen search of experiments/specs/gemm_fp64_dmma_search.yaml (fp64 DMMA m16n8k4 tiles) at 4096^3, 8192^3
 #   c90wide  ftgen search of experiments/specs/gemm_cutlass90_wide_search.yaml (34 tf32 sm90 variants) at 4096^3, 8192^3
 #   attnrefs attention rows with SDPA-FLASH and SDPA-cuDNN alternated (fp16 none and efta, non-causal) at the 16k-token
@@ -175,6 +176,9 @@ if [ "${1:-}" = --lane ]; then  # one lane, in this process (called by the loop 
         --json "$out/tmr_clean.jsonl"
       ft bench generated/ct/gemm_cutlass90_tmr --kernels '*_inj' --inject 16 --shapes $big,1000x1234x777,4097x3x129 --reps 10 \
         --warmup 3 --json "$out/tmr_inject16.jsonl" ;;
+    f64abft)  # fp64 threadblock ABFT on the DMMA kernels (its own script: bench with and without faults, campaigns)
+      LANE_SECONDS=$((${LANE_SECONDS:-540} - 10)) bash experiments/scripts/gpu_fp64_abft.sh "$out" > "$out/run.txt" 2>&1
+      tail -n 30 "$out/run.txt" ;;
     gputests)  # the GPU test suite (every family x scheme, the references' drivers, ftgen.torch)
       FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/ > "$out/pytest_gpu.txt" 2>&1
       tail -n 15 "$out/pytest_gpu.txt" ;;

@@ -457,8 +457,10 @@ class Family:
         return offering[0] if offering else None
 
     def auto_interval(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> int:
-        """``interval: auto`` resolved by the backend of (precision, protection); 1 where none offers it."""
-        b = self.select_backend(precision, protection)
+        """``interval: auto`` resolved by the backend of (precision, protection) -- the one ``params: {backend: ...}``
+        names, where it names one of this family's; 1 where none offers it."""
+        named = [b for b in self.backends if b.name == params.get("backend")]
+        b = named[0] if named else self.select_backend(precision, protection)
         return b.auto_interval(protection, params) if b is not None and precision in b.precisions else 1
 
     def backend_named(self, name: str) -> Backend:

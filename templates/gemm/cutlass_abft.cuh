@@ -281,7 +281,7 @@ struct AbftParams {
   const float4* enc;  // [strip][k] (abft_enc_kernel; kStrips strips per tile column block)
   const float2* ref;  // ref_checksums: prepass: [strip][chunk][m] (abft_ref_kernel, abft_ref_scan_kernel)
   int chunks;         // checkpoints of a tile (prepass)
-  const float* A;     // the A operand (the rare path recomputes the reference rows of flagged rows from it)
+  const typename K::ElementA* A;  // the A operand (the rare path recomputes the reference rows of flagged rows from it)
   long long lda;
   float unit;         // lambda * u: threshold per unit of (sqrt(k) + sqrt(strip width) + 1) * scale
   float fixed;        // > 0: a fixed threshold (protection.threshold) instead of the derived one
@@ -1238,13 +1238,14 @@ CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0
   constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
   double s = 0.0;
   for (int kb = k0; kb < k1; kb += kBatch * stride) {
-    float a[kBatch];
+    typename K::ElementA a[kBatch];
     EB b[kBatch];
     CUTLASS_PRAGMA_UNROLL
     for (int u = 0; u < kBatch; ++u) {
       const int kk = kb + u * stride;
       const bool in = kk < k1;
-      a[u] = in ? __ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi) : 0.f;
+      a[u] = in ? __ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)
+                : typename K::ElementA(0);
       b[u] = in ? __ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk) : EB(0);
     }
     CUTLASS_PRAGMA_UNROLL

@@ -1456,6 +1456,7 @@ __global__ void repack_kernel(const T* src, long long ld_src, T* dst, long long 
 }
 
 #include "cutlass_abft.cuh"  // threadblock ABFT on the same components (kLevelAbft)
+#include "cutlass_abft64.cuh"  // ... and its fp64 check, after the GEMM in double
 
 // ==============================================================================================
 // Host side
@@ -1633,6 +1634,8 @@ struct Runner {
   // the shared memory of the kernels that check them (the GEMM itself keeps kSmemAbft: abft_once_kernel's kDefer)
   static int const kConcStrips = kAbftConcurrent && kAbftStripN > 0 ? K::Shape::kN / kAbftStripN : 1;
   static int const kSmemAbftConc = int(sizeof(AbftStorage<K, MLCopy, kConcStrips>));
+  // fp64 threadblock ABFT: its own check after the GEMM, in double (cutlass_abft64.cuh)
+  static constexpr bool kAbft64 = std::is_same<Acc, double>::value;
 
   static cutlass::gemm::GemmCoord tiled(int m, int n, int k) {
     typename K::Swizzle sw;
@@ -1896,19 +1899,34 @@ struct Runner {
     const int full = q.k / q.lay.ref_sub;
     return part == 0 ? full : (q.k - full * q.lay.ref_sub > 0 ? 1 : 0);
   }
-  static auto ref_gemm_args(const Prepared& q, int part) {  // (auto: GemmUniversal is instantiated only where it runs)
+  // (auto: GemmUniversal is instantiated only where it runs; G: RefGemm, or Abft64RefGemm for fp64)
+  template <class G = RefGemm>
+  static auto ref_gemm_args(const Prepared& q, int part) {
+    using T = typename G::ElementA;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
-    const float* A = static_cast<const float*>(q.A);
-    const float* E = reinterpret_cast<const float*>(q.ws + q.lay.ref_e);
-    float* D = reinterpret_cast<float*>(q.ws + q.lay.ref_d);
+    const T* A = static_cast<const T*>(q.A);
+    const T* E = reinterpret_cast<const T*>(q.ws + q.lay.ref_e);
+    T* D = reinterpret_cast<T*>(q.ws + q.lay.ref_d);
     const int w = q.lay.ref_w, sub = q.lay.ref_sub, full = q.k / sub, batches = ref_gemm_batches(q, part);
     const int kk = part == 0 ? sub : q.k - full * sub;
     const long long step_a = kRowA ? sub : sub * q.lda;  // A's offset per sub-chunk of k
     const long long u0 = part == 0 ? 0 : full, stride_d = static_cast<long long>(q.m) * w;
-    return typename RefGemm::Arguments(
+    return typename G::Arguments(
         batches > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm, {q.m, w, kk}, batches,
-        {1.f, 0.f}, A + u0 * step_a, E + u0 * sub * w, D + u0 * stride_d, D + u0 * stride_d, step_a, static_cast<long long>(sub) * w,
+        {T(1), T(0)}, A + u0 * step_a, E + u0 * sub * w, D + u0 * stride_d, D + u0 * stride_d, step_a, static_cast<long long>(sub) * w,
         stride_d, stride_d, q.lda, w, w, w);
+  }
+  // the reference GEMM G on stream s: both parts (the full sub-chunks batched, a shorter last one)
+  template <class G = RefGemm>
+  static cudaError_t run_ref_gemm(const Prepared& q, cudaStream_t s) {
+    for (int part = 0; part < 2; ++part) {
+      if (ref_gemm_batches(q, part) == 0) continue;
+      G gemm;
+      if (gemm.initialize(ref_gemm_args<G>(q, part), nullptr, s) != cutlass::Status::kSuccess) return cudaErrorInvalidConfiguration;
+      if (gemm.run(s) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
   }
 
   // the reference pre-pass on the tensor cores where k has no residue iteration and CUTLASS can run the reference GEMM
@@ -1941,13 +1959,7 @@ struct Runner {
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
       if (ref_tc) {  // on the tensor cores: a batched GEMM A x E per sub-chunk, then the scan
-        for (int part = 0; part < 2; ++part) {
-          if (ref_gemm_batches(q, part) == 0) continue;
-          RefGemm gemm;
-          if (gemm.initialize(ref_gemm_args(q, part), nullptr, s) != cutlass::Status::kSuccess) return cudaErrorInvalidConfiguration;
-          if (gemm.run(s) != cutlass::Status::kSuccess) return cudaErrorLaunchFailure;
-          if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        }
+        if ((e = run_ref_gemm(q, s)) != cudaSuccess) return e;
         const long long n = static_cast<long long>(q.m) * strips;
         abft_ref_scan_tc_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
             reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
@@ -1975,7 +1987,7 @@ struct Runner {
     ap.enc = reinterpret_cast<const float4*>(q.ws + q.lay.enc);
     ap.ref = kAbftPrepass ? reinterpret_cast<const float2*>(q.ws + q.lay.ref) : nullptr;
     ap.chunks = q.lay.chunks;
-    ap.A = static_cast<const float*>(q.A);
+    ap.A = static_cast<const EA*>(q.A);
     ap.lda = q.lda;
     ap.unit = q.abft.unit;
     ap.fixed = q.abft.fixed;
@@ -2109,6 +2121,79 @@ struct Runner {
     return cudaGetLastError();
   }
 
+  // fp64 threadblock ABFT (cutlass_abft64.cuh): on a low-priority stream the encodings of B and the reference GEMM, beside
+  // (high priority) the planned faults' errors (inject builds), the variant's unprotected kernel writing C = alpha A B and
+  // the errors added to C; then, after both, the check on the caller's stream. beta != 0: the GEMM writes C' to the
+  // workspace, checked there, then C = C' + beta C. alpha = 0: the unprotected kernel (C = beta C, no products).
+  static cudaError_t run_abft64(const Prepared& q, cudaStream_t s) {
+    constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    if (q.alpha == 0.0) return launch_cutlass(q, static_cast<EC*>(q.C), q.ldc, s);
+    const bool direct = q.beta == 0.0;
+    Prepared g = q;
+    g.beta = 0.0;
+    g.C = direct ? q.C : q.ws + q.lay.d[0];
+    g.ldc = direct ? q.ldc : q.n;
+    double* const out = static_cast<double*>(g.C);
+    cudaError_t e;
+    Streams* st = nullptr;
+    if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
+    const cudaStream_t gs = st->s[0], ps = st->s[1];
+    const bool faults = kInject && q.faults != nullptr && q.records != nullptr && q.fault_count > 0;
+    if constexpr (kInject) {
+      if (faults) {
+        const AbftParams<K> ap = abft_params(g);  // (the tiles, the operands and the plan)
+        int* const done = reinterpret_cast<int*>(q.ws + q.lay.redo);
+        if ((e = cudaMemsetAsync(done, 0, sizeof(int) * q.lay.redo_ints, gs)) != cudaSuccess) return e;
+        abft_fault_error_kernel<K, kRowA, kInject><<<dim3(static_cast<unsigned>(q.fault_count), kFaultParts), 256, 0, gs>>>(
+            ap, done, reinterpret_cast<double*>(q.ws + q.lay.fault_part));
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      }
+    }
+    if ((e = launch_cutlass(g, out, g.ldc, gs)) != cudaSuccess) return e;
+    if (faults) {
+      abft64_apply_kernel<<<static_cast<unsigned>((q.fault_count + 127) / 128), 128, 0, gs>>>(q.faults, q.records, q.fault_count, q.lay.total_k,
+                                                                                             out, g.ldc, q.m, q.n, q.alpha, q.counters);
+      if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    const int strips = q.lay.strips;
+    const long long enc_threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
+    abft64_enc_kernel<kRowB><<<static_cast<unsigned>((enc_threads + 255) / 256), 256, 0, ps>>>(
+        static_cast<const double*>(q.B), q.ldb, q.k, q.n, strips, reinterpret_cast<double*>(q.ws + q.lay.ref_e), q.lay.ref_w,
+        reinterpret_cast<double*>(q.ws + q.lay.enc));
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if ((e = run_ref_gemm<Abft64RefGemm<typename K::LayoutA>>(q, ps)) != cudaSuccess) return e;
+    if ((e = join(*st, s)) != cudaSuccess) return e;
+    Abft64Params cp;
+    cp.A = static_cast<const double*>(q.A);
+    cp.lda = q.lda;
+    cp.B = static_cast<const double*>(q.B);
+    cp.ldb = q.ldb;
+    cp.C = out;
+    cp.ldc = g.ldc;
+    cp.alpha = q.alpha;
+    cp.m = q.m, cp.n = q.n, cp.k = q.k, cp.strips = strips;
+    cp.D = reinterpret_cast<const double*>(q.ws + q.lay.ref_d);
+    cp.ldd = q.lay.ref_w;
+    cp.subs = q.lay.subs;
+    cp.b2 = reinterpret_cast<const double*>(q.ws + q.lay.enc);
+    cp.unit = static_cast<double>(q.abft.conc_unit) * (std::sqrt(static_cast<double>(q.k)) + std::sqrt(double(kAbft64Cols)) + 1.0);
+    cp.fixed = q.abft.fixed;
+    cp.rms_w = std::sqrt((kAbft64Cols + 1.0) * (2.0 * kAbft64Cols + 1.0) / 6.0);
+    cp.online = q.abft.online;
+    cp.correct = q.correct;
+    cp.counters = q.counters;
+    const long long units = static_cast<long long>(q.m) * strips;
+    abft64_check_kernel<kRowA, kRowB><<<static_cast<unsigned>((units * 32 + 255) / 256), 256, 0, s>>>(cp);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if (!direct) {
+      const long long n = static_cast<long long>(q.m) * q.n;
+      abft64_axpby_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(out, static_cast<double*>(q.C), q.ldc, q.m, q.n, q.beta);
+      if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }
+
   static cudaError_t run_abft(const Prepared& q0, cudaStream_t s) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     if constexpr (kAbftConcurrent) {
@@ -2193,7 +2278,10 @@ struct Runner {
     if constexpr (kLevel == kLevelThreadblock) return run_threadblock(q, s);
     if constexpr (kLevel == kLevelMultikernel) return run_multikernel(q, s);
     if constexpr (kLevel == kLevelCooperative) return run_cooperative(q, s);
-    if constexpr (kLevel == kLevelAbft) return run_abft(q, s);
+    if constexpr (kLevel == kLevelAbft) {
+      if constexpr (kAbft64) return run_abft64(q, s);
+      else return run_abft(q, s);
+    }
     return cudaErrorInvalidValue;
   }
 };
@@ -2263,7 +2351,30 @@ struct Launcher {
       L.coop_slots = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kTileElems * sizeof(Acc));
       L.coop_digests = take(size_t(std::max(L.teams, 1)) * kCopies * 2 * KM::kThreads * sizeof(uint4));
     }
-    if (kLevel == kLevelAbft) {
+    if constexpr (kLevel == kLevelAbft && RM::kAbft64) {
+      // fp64 (cutlass_abft64.cuh): strips of kAbft64Cols columns of C; E (k x ref_w: B e, B w per strip, the reference
+      // GEMM's B), B^2 e (strips x k, at enc), the reference GEMM's sub-chunks (subs x m x ref_w), C' (beta != 0), and in
+      // inject builds the planned faults' error parts (abft_fault_error_kernel: its counters at redo)
+      DeviceProps dp;
+      const int sms = device_props(dp) == cudaSuccess && dp.sms > 0 ? dp.sms : 132;
+      L.strip_n = kAbft64Cols;
+      L.strips = (n + kAbft64Cols - 1) / kAbft64Cols;
+      L.ref_w = 2 * L.strips;
+      // sub-chunks of k: as many as give the reference GEMM (128 x 64 tiles) about two waves, at least 64 k each
+      const long long ref_tiles = static_cast<long long>((m + 127) / 128) * ((L.ref_w + 63) / 64);
+      const int want = static_cast<int>(std::max(1LL, std::min<long long>((2LL * sms + ref_tiles - 1) / ref_tiles, std::max(1, k / 64))));
+      L.ref_sub = static_cast<int>(round_up((k + want - 1) / want, 16));
+      L.subs = (k + L.ref_sub - 1) / L.ref_sub;
+      L.ref_e = take(size_t(k) * L.ref_w * sizeof(double));
+      L.enc = take(size_t(L.strips) * k * sizeof(double));
+      L.ref_d = take(size_t(L.subs) * m * L.ref_w * sizeof(double));
+      L.d[0] = take(size_t(m) * n * sizeof(double));
+      if (kInject) {
+        L.redo_ints = tiles;
+        L.redo = take(sizeof(int) * L.redo_ints);
+        L.fault_part = take(tiles * kFaultParts * sizeof(double));
+      }
+    } else if (kLevel == kLevelAbft) {
       // the checksum strips: the tiles' (tb_n columns), or with ref_checksums: concurrent and one checkpoint per tile
       // (its design runs only then) RM::kConcStrips per tile (FTGEN_ABFT_STRIP_N columns each)
       const int iv = std::min(std::max(interval, 1), L.total_k);
@@ -2272,7 +2383,7 @@ struct Launcher {
       L.strip_n = KM::Shape::kN / (conc ? RM::kConcStrips : 1);
       L.enc = take(size_t(L.strips) * k * sizeof(float4));
     }
-    if (kLevel == kLevelAbft && kAbftPrepass) {
+    if (kLevel == kLevelAbft && kAbftPrepass && !RM::kAbft64) {
       const int iv = std::min(std::max(interval, 1), L.total_k);
       L.chunks = (L.total_k - 1) / iv + 1;
       // parts per interval: as many as keep the pre-pass within one wave at four blocks per SM (64 rows x 32 strips

@@ -59,7 +59,7 @@ FTGEN_RULE int classify_row(double d, double dw, double tau, double tau_w, int c
   return 3;
 }
 
-// ---- ABFT, CUTLASS threadblock level (float thresholds, double location) --------------------------
+// ---- ABFT, CUTLASS threadblock level (float or double thresholds, double location) ----------------
 
 // Checksum strips of `cols` columns of a tile (the tile's tb_n columns, or one warp column with ref_checksums:
 // concurrent): the strip of tile column c, c's place in its strip (its weight in the weighted checksum is this + 1),
@@ -68,11 +68,23 @@ FTGEN_RULE int abft_strip_of(int c, int cols) { return c / cols; }
 FTGEN_RULE int abft_strip_local(int c, int cols) { return c - (c / cols) * cols; }
 FTGEN_RULE int abft_strip_column(int strip, int cols, int local) { return strip * cols + local; }
 
+// The arithmetic of the rules below in the threshold type T: float (the tf32x3 kernels' thresholds) or double (fp64).
+FTGEN_RULE float rule_fabs(float x) { return fabsf(x); }
+FTGEN_RULE double rule_fabs(double x) { return fabs(x); }
+FTGEN_RULE float rule_fmax(float a, float b) { return fmaxf(a, b); }
+FTGEN_RULE double rule_fmax(double a, double b) { return fmax(a, b); }
+FTGEN_RULE float rule_sqrt(float x) { return sqrtf(x); }
+FTGEN_RULE double rule_sqrt(double x) { return sqrt(x); }
+
 // |residual| / threshold: 0 / 0 is 0, anything else over 0 is infinite.
-FTGEN_RULE float abft_score(float r, float tau) { return tau > 0.f ? fabsf(r) / tau : (r != 0.f ? INFINITY : 0.f); }
+template <class T>
+FTGEN_RULE T abft_score_t(T r, T tau) { return tau > T(0) ? rule_fabs(r) / tau : (r != T(0) ? T(INFINITY) : T(0)); }
+FTGEN_RULE float abft_score(float r, float tau) { return abft_score_t<float>(r, tau); }
 
 // Both residuals within their thresholds (a NaN score is; the callers test finiteness). Both compared, no branch.
-FTGEN_RULE bool abft_within(float sc1, float sc2) { return !(sc1 > 1.f) & !(sc2 > 1.f); }
+template <class T>
+FTGEN_RULE bool abft_within_t(T sc1, T sc2) { return !(sc1 > T(1)) & !(sc2 > T(1)); }
+FTGEN_RULE bool abft_within(float sc1, float sc2) { return abft_within_t<float>(sc1, sc2); }
 
 // The thresholds of a row: tau = fixed, or unit * scale; tau_w = fixed * rms(w), or max(tau * rms(w), unit * |r'|).
 FTGEN_RULE float abft_tau(float fixed, float unit, float scale) { return fixed > 0.f ? fixed : unit * scale; }
@@ -82,45 +94,53 @@ FTGEN_RULE float abft_tau_w(float fixed, float tau, float unit, float rms_w, flo
 
 // The column (0-based) of a fault located with certainty from the residuals in double: |d| > 2 tau_w,
 // j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w; -2 where it cannot be located.
-FTGEN_RULE int abft_locate(double dd, double ddw, float tau_w, int cols) {
+template <class T>
+FTGEN_RULE int abft_locate_t(double dd, double ddw, T tau_w, int cols) {
   if (fabs(dd) > 2.0 * tau_w) {
     const double jq = rint(ddw / dd);
     if (jq >= 1.0 && jq <= double(cols) && fabs(ddw - jq * dd) <= double(tau_w)) return int(jq) - 1;
   }
   return -2;
 }
+FTGEN_RULE int abft_locate(double dd, double ddw, float tau_w, int cols) { return abft_locate_t<float>(dd, ddw, tau_w, cols); }
 
 // The full rule for one row (the rare path): SQ, MX the sum of the row's capped squares and the largest, NB, BC
 // its non-finite elements and one of their columns, S1, SW its sums in double, R, RW, R2 the reference checksums.
 // Returns -1 clean, the located column, or -2 detected and not located; *score = the largest residual/threshold
-// (infinite where the row holds a non-finite element).
-FTGEN_RULE int abft_row_verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float R, float RW, float R2, float unit,
-                                float fixed, float rms_w, int cols, float* score) {
+// (infinite where the row holds a non-finite element). T: the type of the thresholds and references (the fp64 check's
+// are double: float would round its references by 2^-24, far above its threshold).
+template <class T>
+FTGEN_RULE int abft_row_verdict_t(T SQ, T MX, int NB, int BC, double S1, double SW, T R, T RW, T R2, T unit, T fixed, T rms_w,
+                                  int cols, T* score) {
   int verdict = -2;
-  *score = INFINITY;
+  *score = T(INFINITY);
   if (NB > 0) {
     verdict = NB == 1 ? BC : -2;
   } else {
-    const float robust = sqrtf(fmaxf(SQ - MX, 0.f));
+    const T robust = rule_sqrt(rule_fmax(SQ - MX, T(0)));
     // abft_tau and abft_tau_w, written out so that the scale is computed only where no fixed threshold replaces it
-    const float tau = fixed > 0.f ? fixed : unit * fmaxf(fmaxf(sqrtf(fmaxf(R2, 0.f)), fabsf(R)), robust);
-    const float tau_w = fixed > 0.f ? fixed * rms_w : fmaxf(tau * rms_w, unit * fabsf(RW));
+    const T tau = fixed > T(0) ? fixed : unit * rule_fmax(rule_fmax(rule_sqrt(rule_fmax(R2, T(0))), rule_fabs(R)), robust);
+    const T tau_w = fixed > T(0) ? fixed * rms_w : rule_fmax(tau * rms_w, unit * rule_fabs(RW));
     // d, dw from the row's elements summed in double, and the location tested in double: in float, the sums and the
     // difference dw - j d round a large fault f by about u |f| (2^-24 of an exponent flip's 2^16-2^64), far beyond
     // tau_w, and the rule would fail to locate it on that rounding alone
     const double dd = S1 - static_cast<double>(R), ddw = SW - static_cast<double>(RW);
-    const float d = static_cast<float>(dd), dw = static_cast<float>(ddw);
-    const float sc1 = abft_score(d, tau);
-    const float sc2 = abft_score(dw, tau_w);
-    *score = fmaxf(sc1, sc2);
+    const T d = static_cast<T>(dd), dw = static_cast<T>(ddw);
+    const T sc1 = abft_score_t<T>(d, tau);
+    const T sc2 = abft_score_t<T>(dw, tau_w);
+    *score = rule_fmax(sc1, sc2);
     const bool finite = isfinite(d) && isfinite(dw);
-    if (abft_within(sc1, sc2) && finite) {
+    if (abft_within_t<T>(sc1, sc2) && finite) {
       verdict = -1;
     } else if (finite) {
-      verdict = abft_locate(dd, ddw, tau_w, cols);
+      verdict = abft_locate_t<T>(dd, ddw, tau_w, cols);
     }
   }
   return verdict;
+}
+FTGEN_RULE int abft_row_verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float R, float RW, float R2, float unit,
+                                float fixed, float rms_w, int cols, float* score) {
+  return abft_row_verdict_t<float>(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
 }
 
 // The counters of one row's verdict: a detection (not -1), uncorrectable where it is not corrected in place (not

@@ -54,6 +54,20 @@ ABFT_STRIP_LAMBDA = 1.5
 ABFT_STRIP_UNIT_PRECISION = "fp32"
 
 
+# fp64 (the CUTLASS backend's DMMA kernels, checked after the GEMM in double): strips of ABFT64_STRIP_COLS columns of C
+# at lambda ABFT64_LAMBDA on fp64's unit roundoff. docs/gemm-hopper.md gives the model's figures
+# (experiments/scripts/abft_fp64_strips.py): 128-column strips at lambda 1.0 detect and correct 99.92% of the faults that
+# are significant under ftgen.tolerance's fp64 rule, with the largest clean score about 1/3 (a 3x margin); 2 reference
+# columns per 128 columns of C keep the reference GEMM at 1/64 of the GEMM's products.
+ABFT64_STRIP_COLS = 128
+ABFT64_LAMBDA = 1.0
+
+
+def abft_fp64_check() -> dict:
+    """The model arguments (abft_gemm_model, abft_verify_rows) of the fp64 check: its strips, lambda and unit roundoff."""
+    return {"cols": ABFT64_STRIP_COLS, "lam": ABFT64_LAMBDA, "unit": "fp64"}
+
+
 def abft_concurrent_check(warp_n: int) -> dict:
     """The model arguments (abft_gemm_model, abft_verify_rows) of ref_checksums: concurrent's check: strips of warp_n
     columns, its lambda, the precision whose unit roundoff its threshold takes."""

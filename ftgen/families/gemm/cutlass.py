@@ -88,7 +88,7 @@ from ..base import (
     Variant,
     power_of_two,
 )
-from .abft_model import ABFT_STRIP_LAMBDA, ABFT_STRIP_UNIT_PRECISION
+from .abft_model import ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_STRIP_LAMBDA, ABFT_STRIP_UNIT_PRECISION
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -104,13 +104,15 @@ COPIES = 3
 # Threadblock ABFT (templates/gemm/cutlass_abft.cuh): the SIMT threadblock level's rules (abft_model),
 # with the tensor cores' truncating fp32 accumulation as the unit roundoff (2^-23) and the SIMT level's
 # lambda; the GPU fault campaigns measure the margin (largest clean score).
-ABFT_PRECISIONS = ("tf32x3",)
+ABFT_PRECISIONS = ("tf32x3", "fp64")
 ABFT_LAMBDA = 2.0
 ABFT_UNIT = 2.0**-23
 # ref_checksums: concurrent checks each row per warp column (a checksum strip of warp_n columns with its own encodings
 # and reference rows) at its own threshold: lambda ABFT_STRIP_LAMBDA = 1.5 on the unit roundoff of fp32 sums
 # (abft_model.abft_concurrent_check; docs/gemm-abft.md: the clean margin and the coverage it gives)
 ABFT_STRIP_UNIT = UNIT_ROUNDOFF[ABFT_STRIP_UNIT_PRECISION]
+# fp64 (templates/gemm/cutlass_abft64.cuh): the check after the GEMM in double, once per launch (abft_model.abft_fp64_check)
+ABFT64_ONCE_INTERVAL = 1024
 
 PARAMS = (
     Param("backend", str, ("cutlass",), "selects this backend where another would be the default (fp64 unprotected: "
@@ -233,14 +235,18 @@ def abft_concurrent(v: Variant) -> bool:
 
 
 def abft_strip_cols(v: Variant) -> int:
-    """Columns of a checksum strip of the threadblock ABFT: a warp column (warp_n) with ref_checksums: concurrent, the
-    tile's tb_n otherwise."""
+    """Columns of a checksum strip of the threadblock ABFT: fp64's ABFT64_STRIP_COLS, a warp column (warp_n) with
+    ref_checksums: concurrent, the tile's tb_n otherwise."""
+    if v.precision == "fp64":
+        return ABFT64_STRIP_COLS
     return v.get("warp_n") if abft_concurrent(v) else v.get("tb_n")
 
 
 def abft_strip_unit(v: Variant) -> float:
-    """The threshold unit (lambda x unit roundoff) of the check per strip: ABFT_STRIP_LAMBDA x ABFT_STRIP_UNIT with
-    ref_checksums: concurrent, ABFT_LAMBDA x ABFT_UNIT otherwise."""
+    """The threshold unit (lambda x unit roundoff) of the check per strip: fp64's ABFT64_LAMBDA x 2^-53,
+    ABFT_STRIP_LAMBDA x ABFT_STRIP_UNIT with ref_checksums: concurrent, ABFT_LAMBDA x ABFT_UNIT otherwise."""
+    if v.precision == "fp64":
+        return ABFT64_LAMBDA * UNIT_ROUNDOFF["fp64"]
     return ABFT_STRIP_LAMBDA * ABFT_STRIP_UNIT if abft_concurrent(v) else ABFT_LAMBDA * ABFT_UNIT
 
 
@@ -317,7 +323,9 @@ class CutlassBackend(Backend):
         "cutlass: a k-contiguous operand (A row-major, B column-major) needs tb_k x element bytes <= 128 (tf32: tb_k <= 32)",
         "cutlass: estimated registers <= 255 and threads x registers <= 65536 (threadblock TMR holds three accumulator sets: use 32x32 warp tiles)",
         "cutlass tmr: interval >= 1 (kernel level: 1); correct: online; threshold: auto; coop_teams only for cooperative, 3*coop_teams co-resident",
-        "cutlass abft: precision tf32x3, level threadblock; tb_k <= 32; ref_checksums fused, prepass or concurrent (abft only)",
+        "cutlass abft: precision tf32x3 or fp64, level threadblock; tb_k <= 32; ref_checksums fused, prepass or concurrent (abft only)",
+        f"cutlass abft fp64: ref_checksums concurrent (the default: the check after the GEMM, in double; strips of "
+        f"{ABFT64_STRIP_COLS} columns), interval auto or >= {ABFT64_ONCE_INTERVAL} (it checks once, after the whole K)",
     )
 
     def auto_interval(self, prot: Protection, params) -> int:
@@ -331,6 +339,8 @@ class CutlassBackend(Backend):
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
         """PARAMS with defaults that fit (precision, protection)."""
         over = dict(_PREC_DEFAULTS.get(precision, {}))
+        if protection.scheme == "abft" and precision == "fp64":
+            over["ref_checksums"] = "concurrent"  # (its only design: the check after the GEMM, in double)
         if protection.scheme == "tmr" and protection.level == "threadblock":
             over.update(_TB_DEFAULTS if precision != "fp64" else {"warp_m": 16, "warp_n": 32})
         out = []
@@ -352,9 +362,9 @@ class CutlassBackend(Backend):
             return None
         if protection.scheme == "abft":
             if precision not in ABFT_PRECISIONS:
-                tc = ", ".join(ABFT_PRECISIONS)
-                return (f"abft is implemented for the SIMT backend (fp32, fp64), and implemented for {tc} at level "
-                        f"threadblock: precision fp32 or fp64, or {tc} for the CUTLASS backend's {tc}, not {precision}")
+                tc = " and ".join(ABFT_PRECISIONS)
+                return (f"abft on the CUTLASS backend is implemented for {tc} (level threadblock), not {precision}; the "
+                        f"SIMT backend offers abft for fp32 and fp64")
             if protection.level != "threadblock":
                 return f"abft on the CUTLASS backend has level threadblock only, not {protection.level!r}"
             if protection.interval < 1:
@@ -459,6 +469,12 @@ class CutlassBackend(Backend):
             r.append(f"abft: tb_k={g.tb[2]}: warp 0 stages a k-iteration's B encodings one per lane (tb_k <= 32)")
         if lvl == "kernel" and g.interval != 1:
             r.append("interval does not apply to tmr kernel level (it votes once, on the three outputs); leave it at 1")
+        if lvl == "abft" and v.precision == "fp64" and v.protection.interval < ABFT64_ONCE_INTERVAL:
+            r.append(f"interval {v.protection.interval}: fp64 abft checks once, after the whole K (in double, after the "
+                     f"GEMM); omit interval (auto: {ABFT64_ONCE_INTERVAL}) or give at least {ABFT64_ONCE_INTERVAL}")
+        if lvl == "abft" and v.precision == "fp64" and not abft_concurrent(v):
+            r.append(f"ref_checksums: {v.get('ref_checksums')}: fp64 abft has the concurrent design only (the check after "
+                     f"the GEMM, every sum in double; fused and prepass keep fp32 sums); use ref_checksums: concurrent")
         if v.get("ref_checksums", "fused") != "fused" and lvl != "abft":
             r.append(f"ref_checksums: {v.get('ref_checksums')} applies to abft only (the reference checksums of threadblock ABFT)")
         if g.coop_teams and lvl != "cooperative":

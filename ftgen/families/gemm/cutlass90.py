@@ -317,6 +317,11 @@ class Cutlass90Backend(Backend):
         "cutlass90: tf32 and tf32x3 take K-major operands (layout_a row, layout_b col)",
     )
 
+    def auto_interval(self, prot: Protection, params) -> int:
+        """interval: auto -- the check after the whole K (abft; tmr multikernel: the copies compared at the end), the
+        kernel level's 1."""
+        return 1 if prot.scheme == "tmr" and prot.level == "kernel" else ABFT_ONCE_INTERVAL
+
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
         over = {**_PREC_DEFAULTS.get(precision, {}), **({"promote": 1} if protection.scheme == "abft" else {})}
         return tuple(p.with_default(over[p.name]) if p.name in over else p for p in PARAMS)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# fp64 threadblock ABFT on Hopper's DMMA, one call on one H200 (<= 9 minutes): specs/gemm/cutlass_fp64_abft.yaml generated
+# and built (-j 16), benched with 16 faults per launch (each variant, its unprotected twin and cuBLAS DGEMM alternated;
+# 4096^3, 8192^3 and the odd shapes), without faults, then the fault campaign at 512x512x1024 (1000 clean + 1000 faulty
+# trials per distribution) of the online and detect builds, and the online build's campaign at 1000x1234x777 as time
+# allows. A short table last; JSON lines under OUT.
+#   bash experiments/scripts/gpu_fp64_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
+set -u
+out=${1:?usage: gpu_fp64_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
+ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
+export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+T0=$SECONDS; t() { echo "[$((SECONDS - T0)) s] $*"; }
+left() { echo $((${LANE_SECONDS:-540} - 15 - SECONDS + T0)); }  # seconds left, less the table's
+cap() { local l; l=$(left); echo $(( l < $1 ? l : $1 )); }  # a step's timeout: its own, or what is left
+ft() { local s=$1; shift; local c; c=$(cap "$s"); if [ "$c" -lt 20 ]; then echo "skipped (time): $*"; return 124; fi
+       timeout "$c" python3 -m ftgen.cli "$@"; }
+spec=specs/gemm/cutlass_fp64_abft.yaml; gen=generated/f64abft; proj=$gen/gemm_cutlass_fp64_abft
+big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
+python3 -m ftgen.cli generate $spec -o $gen > "$out/generate.txt" 2>&1; echo "generate rc $?"
+ft 300 build $proj -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
+# 1. 16 faults per launch, timed with them (the target: x cuBLAS DGEMM), the big and the odd shapes
+ft 150 bench $proj --kernels '*_inj' --inject 16 --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_inject16.jsonl" 2>&1 | tail -n 8
+t bench inject16
+# 2. the build without injection, no faults: the check's cost alone; beta != 0 and odd leading dimensions on the odd shapes
+ft 60 bench $proj --kernels '*_conc' --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
+t bench clean
+# 3. the campaigns (significant single faults under the fp64 rule: coverage; clean trials: false alarms, largest score)
+ft 200 campaign $spec -o $gen --kernels '*_rr_conc_inj' --trials 1000 --seed 7 --shape 512x512x1024 \
+  --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
+t campaign 512
+ft 150 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_inj' --trials 1000 --seed 8 --shape 1000x1234x777 \
+  --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
+t campaign odd
+python3 - "$out" <<'PY'
+import glob, json, sys
+print("file kernel shape x_dgemm x_twin ok detected corrected recomputed significant max_rel_err/tol max_score_clean")
+for f in sorted(glob.glob(sys.argv[1] + "/bench_*.jsonl")):
+    for l in open(f):
+        r = json.loads(l)
+        if "kernel" not in r or "shape" not in r:
+            continue
+        s = "x".join(str(v) for v in r["shape"].values())
+        rel = r.get("max_rel_err") / r["tolerance"] if r.get("max_rel_err") is not None and r.get("tolerance") else None
+        print(f.rsplit("/", 1)[1][6:12], r["kernel"][9:30], r["kernel"][-10:], s, r.get("speedup_vs_ref"), r.get("x_unprot"),
+              r.get("ok"), r.get("detected"), r.get("corrected"), r.get("recomputed"), r.get("significant"),
+              None if rel is None else round(rel, 4), r.get("max_score_clean"))
+for f in sorted(glob.glob(sys.argv[1] + "/campaign_*.jsonl")):
+    for l in open(f):
+        r = json.loads(l)
+        if "campaign" in r:
+            c = r["campaign"]
+            print(f.rsplit("/", 1)[1], c["kernel"][9:30], "significant", c["significant"], "corrected", c["corrected"],
+                  "coverage", round(c["coverage"], 5), "false alarms", c["false_alarms"], "/", c["clean_trials"],
+                  "max clean score", c.get("max_score_clean", c.get("max_clean_score")))
+PY

@@ -1,0 +1,249 @@
+// ftgen gemm, CUTLASS backend: threadblock ABFT for fp64 (the DMMA tensor-core kernels), checked after the GEMM in double.
+// Included by cutlass_tmr.cuh inside namespace ftgen_tmr (uses its Kit, Prepared, fault records and counters).
+// Copied verbatim into every generated CUTLASS variant. Do not edit the copies.
+//
+// The rules are abft_model's (ftgen/families/gemm/abft_model.py, abft_fp64_check) with every sum in double:
+//
+//   encode   a pre-pass per k row and checksum strip of kAbft64Cols columns: B e, B w (w = 1..cols) into E, the B operand
+//            of the reference GEMM, and B^2 e (abft64_enc_kernel)
+//   refs     r, r' of every row and strip: R = A E, an fp64 GEMM on the tensor cores (Abft64RefGemm), batched over
+//            sub-chunks of k so that it fills the GPU; the check adds the sub-chunks up in k order
+//   GEMM     the variant's own unprotected kernel, unchanged, writing C = alpha A B (beta != 0: into a workspace C')
+//   verify   a warp per (row, strip) unit: d = sum_j c_j - r, dw = sum_j w_j c_j - r' of c = C / alpha against
+//            tau = lambda u (sqrt(k) + sqrt(cols) + 1) max(|r|, ||c|| without its largest element) (pass 1); a unit over
+//            it takes the full rule (ftgen_rules::abft_row_verdict_t, r2 = sum_k a_ik^2 (B^2 e)_k added to the scale)
+//   locate   only with certainty (|d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w)
+//   correct  online: c_j = r - sum_{l != j} c_l; not located (or correct: detect): the unit's row of the strip is
+//            recomputed from A and B in double (abft_model's recompute='row')
+//
+// The encodings and the reference GEMM run on a second stream of low priority beside the GEMM (the streams of
+// ref_checksums: concurrent); the check runs after both. Inject builds: each planned fault's error (a bit flip of the
+// accumulator's partial sum at its k-iteration, abft_fault_error_kernel) is added to its C element after the GEMM and
+// before the check (abft64_apply_kernel): the value the GEMM would have stored with that upset in its accumulator.
+#pragma once
+
+constexpr int kAbft64Cols = FTGEN_ABFT_STRIP_N;  // columns per checksum strip
+static_assert(kAbft64Cols % 32 == 0, "whole warps of columns per strip");
+
+// ---- pre-pass: the strip encodings of B ------------------------------------------------------------------------
+// E[kk * lde + 2 s + {0, 1}] = {sum_j B(kk, j), sum_j (j - j0 + 1) B(kk, j)} over strip s's columns j0 .. j0 + cols - 1
+// (< n), the columns 2 strips .. lde - 1 zero; b2[s * k + kk] = sum_j B(kk, j)^2. Row-major B: a warp per (k row, strip),
+// lanes along the row; column-major: a thread per (k row, strip), consecutive threads along k (coalesced either way).
+template <bool kRowB>
+__global__ void __launch_bounds__(256) abft64_enc_kernel(const double* __restrict__ B, long long ldb, int k, int n, int strips,
+                                                         double* __restrict__ E, int lde, double* __restrict__ b2) {
+  constexpr int kC = kAbft64Cols;
+  const long long t = blockIdx.x * 256ll + threadIdx.x;
+  int kk, s, lane = 0;
+  double a = 0.0, w = 0.0, q = 0.0;
+  if constexpr (kRowB) {
+    const long long unit = t / 32;
+    lane = static_cast<int>(t % 32);
+    if (unit >= static_cast<long long>(k) * strips) return;  // (warp-uniform)
+    kk = static_cast<int>(unit / strips), s = static_cast<int>(unit % strips);
+    const double* const row = B + kk * ldb;
+    CUTLASS_PRAGMA_UNROLL
+    for (int x = 0; x < kC / 32; ++x) {
+      const int l = x * 32 + lane, j = s * kC + l;
+      const double b = j < n ? __ldg(row + j) : 0.0;
+      a += b;
+      w += static_cast<double>(l + 1) * b;
+      q += b * b;
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) {
+      a += __shfl_xor_sync(0xffffffffu, a, o);
+      w += __shfl_xor_sync(0xffffffffu, w, o);
+      q += __shfl_xor_sync(0xffffffffu, q, o);
+    }
+  } else {
+    if (t >= static_cast<long long>(k) * strips) return;
+    s = static_cast<int>(t / k), kk = static_cast<int>(t % k);
+    for (int l = 0; l < kC && s * kC + l < n; ++l) {
+      const double b = __ldg(B + static_cast<long long>(s * kC + l) * ldb + kk);
+      a += b;
+      w += static_cast<double>(l + 1) * b;
+      q += b * b;
+    }
+  }
+  double* const e = E + static_cast<long long>(kk) * lde;
+  if (lane == 0) {
+    e[2 * s] = a;
+    e[2 * s + 1] = w;
+    b2[static_cast<long long>(s) * k + kk] = q;
+    if (s == strips - 1)
+      for (int j = 2 * strips; j < lde; ++j) e[j] = 0.0;
+  }
+}
+
+// ---- the reference GEMM: D[u] = A[:, u sub ..) E[u sub .., :) per sub-chunk u of k, fp64 on the tensor cores ---------
+// (the swizzle is cutlass_abft.cuh's own type: see AbftRefSwizzle)
+template <class LayoutA>
+using Abft64RefGemm = cutlass::gemm::device::GemmUniversal<
+    double, LayoutA, double, cutlass::layout::RowMajor, double, cutlass::layout::RowMajor, double, cutlass::arch::OpClassTensorOp,
+    cutlass::arch::Sm80, cutlass::gemm::GemmShape<128, 64, 16>, cutlass::gemm::GemmShape<64, 32, 16>, cutlass::gemm::GemmShape<8, 8, 4>,
+    cutlass::epilogue::thread::LinearCombination<double, 1, double, double>, AbftRefSwizzle, 3, 1, 1, cutlass::arch::OpMultiplyAdd>;
+
+// ---- inject builds: the planned faults' errors into C ------------------------------------------------------------
+// A thread per planned fault: its record (abft_fault_error_kernel: the element, its partial sum and faulty value) adds
+// alpha x (after - before) to the element (where it lies in C), marks the fault applied and counts it.
+__global__ void abft64_apply_kernel(const ftgen::FaultSpec* __restrict__ faults, ftgen::FaultRecord* records, int count, int total_k,
+                                    double* C, long long ldc, int m, int n, double alpha, ftgen::FtCounters* counters) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count || faults[i].step < 0 || faults[i].step >= total_k) return;
+  ftgen::FaultRecord* const r = records + i;
+  if (r->row < m && r->col < n) C[r->row * ldc + r->col] += alpha * (r->after - r->before);
+  r->applied = 1;
+  if (counters != nullptr) atomicAdd(&counters->injected, 1ull);
+}
+
+// ---- the check -----------------------------------------------------------------------------------------------------
+struct Abft64Params {
+  const double* A;  // the operands (r2 and the recomputation of a row read them)
+  long long lda;
+  const double* B;
+  long long ldb;
+  double* C;  // C = alpha A B, checked and corrected in place
+  long long ldc;
+  double alpha;
+  int m, n, k, strips;
+  const double* D;  // the reference GEMM's sub-chunks: D[u * m * ldd + i * ldd + 2 s + {0, 1}] = {r, r'} of row i, strip s
+  int ldd, subs;
+  const double* b2;  // [strip][k]: B^2 e
+  double unit;       // lambda u (sqrt(k) + sqrt(cols) + 1)
+  double fixed;      // > 0: a fixed threshold
+  double rms_w;      // rms of the weights 1..cols
+  int online;        // correct: online (1) or detect (0)
+  int correct;       // 0: detect and count only (inject builds measuring the uncorrected error)
+  ftgen::FtCounters* counters;
+};
+
+template <class T>
+CUTLASS_DEVICE T abft64_warp_sum(T v) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// A warp per unit (row i, strip s), consecutive warps along the strips of a row. Lane l holds the strip's columns
+// l, l + 32, ... Pass 1 is a read of C and of the unit's reference sub-chunks; the rest runs only for a unit over its
+// pass-1 threshold (rare).
+template <bool kRowA, bool kRowB>
+__global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
+  constexpr int kC = kAbft64Cols, kPer = kC / 32;
+  __shared__ double best_of[8];
+  const long long unit = (blockIdx.x * 256ll + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  double score = 0.0;
+  if (unit < static_cast<long long>(p.m) * p.strips) {  // (warp-uniform)
+    const int i = static_cast<int>(unit / p.strips), s = static_cast<int>(unit % p.strips), j0 = s * kC;
+    double* const row = p.C + i * p.ldc;
+    double c[kPer];
+    double s1 = 0.0, sw = 0.0, sq = 0.0, mx = 0.0;
+    int nb = 0, bc = kC;
+    CUTLASS_PRAGMA_UNROLL
+    for (int x = 0; x < kPer; ++x) {
+      const int l = x * 32 + lane;
+      c[x] = j0 + l < p.n ? (p.alpha == 1.0 ? row[j0 + l] : row[j0 + l] / p.alpha) : 0.0;
+      s1 += c[x];
+      sw += static_cast<double>(l + 1) * c[x];
+      if (isfinite(c[x])) {
+        const double a = fmin(fabs(c[x]), 1e150), a2 = a * a;  // (capped: abft_model's squares)
+        sq += a2;
+        mx = fmax(mx, a2);
+      } else {
+        ++nb;
+        bc = min(bc, l);
+      }
+    }
+    s1 = abft64_warp_sum(s1);
+    sw = abft64_warp_sum(sw);
+    sq = abft64_warp_sum(sq);
+    nb = abft64_warp_sum(nb);
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) {
+      mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      bc = min(bc, __shfl_xor_sync(0xffffffffu, bc, o));
+    }
+    // r, r': the sub-chunks in k order, a lane each, then added up (the order of the lanes' tree)
+    double r = 0.0, rw = 0.0;
+    for (int u = lane; u < p.subs; u += 32) {
+      const double* const d = p.D + (static_cast<long long>(u) * p.m + i) * p.ldd + 2 * s;
+      r += __ldg(d);
+      rw += __ldg(d + 1);
+    }
+    r = abft64_warp_sum(r);
+    rw = abft64_warp_sum(rw);
+    // pass 1: the threshold without r2
+    const double robust = sqrt(fmax(sq - mx, 0.0));
+    const double tau = p.fixed > 0.0 ? p.fixed : p.unit * fmax(fabs(r), robust);
+    const double tau_w = p.fixed > 0.0 ? p.fixed * p.rms_w : fmax(tau * p.rms_w, p.unit * fabs(rw));
+    const double sc1 = ftgen_rules::abft_score_t(s1 - r, tau), sc2 = ftgen_rules::abft_score_t(sw - rw, tau_w);
+    score = fmax(sc1, sc2);
+    if (nb > 0 || !ftgen_rules::abft_within_t(sc1, sc2) || !isfinite(s1 - r) || !isfinite(sw - rw)) {  // (rare)
+      double r2 = 0.0;
+      const double* const b2 = p.b2 + static_cast<long long>(s) * p.k;
+      for (int kk = lane; kk < p.k; kk += 32) {
+        const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
+        r2 += a * a * __ldg(b2 + kk);
+      }
+      r2 = abft64_warp_sum(r2);
+      const int verdict = ftgen_rules::abft_row_verdict_t<double>(sq, mx, nb, bc, s1, sw, r, rw, r2, p.unit, p.fixed, p.rms_w, kC, &score);
+      if (verdict != -1) {
+        unsigned detected = 0, uncorrectable = 0;
+        ftgen_rules::abft_count_row(verdict, p.online, detected, uncorrectable);
+        const bool located = verdict >= 0 && j0 + verdict < p.n && p.online;
+        if (lane == 0) {
+          add_count(p.counters, &ftgen::FtCounters::detected, detected);
+          add_count(p.counters, &ftgen::FtCounters::uncorrectable, located ? 0u : uncorrectable);
+        }
+        if (p.correct && located) {  // c_j = r - the sum of the other elements
+          double rest = 0.0;
+          CUTLASS_PRAGMA_UNROLL
+          for (int x = 0; x < kPer; ++x) rest += x * 32 + lane == verdict ? 0.0 : c[x];
+          rest = abft64_warp_sum(rest);
+          if (lane == 0) {
+            row[j0 + verdict] = p.alpha * (r - rest);
+            add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+          }
+        } else if (p.correct) {  // the unit's row of the strip from A and B, in double
+          CUTLASS_PRAGMA_UNROLL
+          for (int x = 0; x < kPer; ++x) {
+            const int j = j0 + x * 32 + lane;
+            if (j >= p.n) continue;
+            double v = 0.0;
+#pragma unroll 8
+            for (int kk = 0; kk < p.k; ++kk) {
+              const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
+              const double b = kRowB ? p.B[kk * p.ldb + j] : p.B[j * p.ldb + kk];
+              v = fma(a, b, v);
+            }
+            row[j] = p.alpha * v;
+          }
+          if (lane == 0) {
+            count_recomputed(p.counters);
+            add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+          }
+        }
+      }
+    }
+  }
+  // the block's largest score, recorded once
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o >>= 1) score = fmax(score, __shfl_xor_sync(0xffffffffu, score, o));
+  if (lane == 0) best_of[warp] = score;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double best = 0.0;
+    for (int w = 0; w < 8; ++w) best = fmax(best, best_of[w]);
+    if (best > 0.0) ftgen::record_score(p.counters, best);
+  }
+}
+
+// beta != 0: C = C' + beta C, C' = alpha A B checked in the workspace (ld n)
+__global__ void abft64_axpby_kernel(const double* __restrict__ Cp, double* C, long long ldc, int m, int n, double beta) {
+  const long long t = blockIdx.x * 256ll + threadIdx.x;
+  if (t >= static_cast<long long>(m) * n) return;
+  const long long i = t / n, j = t % n;
+  C[i * ldc + j] = fma(beta, C[i * ldc + j], Cp[t]);
+}
