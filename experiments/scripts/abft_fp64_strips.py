@@ -17,6 +17,7 @@ from ftgen import tolerance
 from ftgen.families.gemm import abft_model as g
 
 M, K, N, KT = 64, 1024, 128, 16
+FIX = sys.argv[4] if len(sys.argv) > 4 else "dot"  # a located element recomputed from A and B (the kernel's); "checksum": r - the rest of the row
 
 
 def draw(rng, shape, dist):
@@ -34,7 +35,7 @@ def main() -> int:
     tol = tolerance.tolerance("fp64", K)
     for cols in widths:
         for lam in lams:
-            kw = dict(cols=cols, kt=KT, interval=K // KT, precision="fp64", recompute="row", fault_at="start", lam=lam)
+            kw = dict(cols=cols, kt=KT, interval=K // KT, precision="fp64", recompute="row", fault_at="start", lam=lam, fix=FIX)
             sig = ok = clean_flags = 0
             worst = 0.0
             for dist, seed in (("normal", 11), ("uniform", 12), ("loguniform", 13)):

@@ -13,8 +13,10 @@
 //            tau = lambda u (sqrt(k) + sqrt(cols) + 1) max(|r|, ||c|| without its largest element) (pass 1); a unit over
 //            it takes the full rule (ftgen_rules::abft_row_verdict_t, r2 = sum_k a_ik^2 (B^2 e)_k added to the scale)
 //   locate   only with certainty (|d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w)
-//   correct  online: c_j = r - sum_{l != j} c_l; not located (or correct: detect): the unit's row of the strip is
-//            recomputed from A and B in double (abft_model's recompute='row')
+//   correct  online: c_j recomputed from A's row and B's column in double (abft_model's fix='dot': r - sum_{l != j} c_l
+//            would carry the rounding of the whole row, beyond the fp64 tolerance of a small element beside large ones);
+//            not located (or correct: detect): the unit's row of the strip is recomputed from A and B in double
+//            (abft_model's recompute='row')
 //
 // The encodings and the reference GEMM run on a second stream of low priority beside the GEMM (the streams of
 // ref_checksums: concurrent); the check runs after both. Inject builds: each planned fault's error (a bit flip of the
@@ -197,13 +199,16 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
           add_count(p.counters, &ftgen::FtCounters::detected, detected);
           add_count(p.counters, &ftgen::FtCounters::uncorrectable, located ? 0u : uncorrectable);
         }
-        if (p.correct && located) {  // c_j = r - the sum of the other elements
-          double rest = 0.0;
-          CUTLASS_PRAGMA_UNROLL
-          for (int x = 0; x < kPer; ++x) rest += x * 32 + lane == verdict ? 0.0 : c[x];
-          rest = abft64_warp_sum(rest);
+        if (p.correct && located) {  // the located element from A's row and B's column, in double
+          const int j = j0 + verdict;
+          double v = 0.0;
+          for (int kk = lane; kk < p.k; kk += 32) {
+            const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
+            v = fma(a, kRowB ? p.B[kk * p.ldb + j] : p.B[j * p.ldb + kk], v);
+          }
+          v = abft64_warp_sum(v);
           if (lane == 0) {
-            row[j0 + verdict] = p.alpha * (r - rest);
+            row[j] = p.alpha * v;
             add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
           }
         } else if (p.correct) {  // the unit's row of the strip from A and B, in double
