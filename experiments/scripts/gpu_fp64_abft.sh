@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # fp64 threadblock ABFT on Hopper's DMMA, one call on one H200 (<= 9 minutes): specs/gemm/cutlass_fp64_abft.yaml generated
 # and built (-j 16), benched with 16 faults per launch (each variant, its unprotected twin and cuBLAS DGEMM alternated;
-# 4096^3, 8192^3 and the odd shapes), without faults, then the fault campaign at 512x512x1024 (1000 clean + 1000 faulty
-# trials per distribution) of the online and detect builds, and the online build's campaign at 1000x1234x777 as time
-# allows. A short table last; JSON lines under OUT.
+# 4096^3, 8192^3 and the odd shapes), without faults, then the fault campaigns of the online builds (strips of 128, 64
+# and 32 columns) at 512x512x1024 and at 1000x1234x777 (1000 clean + 1000 faulty trials per distribution). A short table last; JSON lines under OUT.
 #   bash experiments/scripts/gpu_fp64_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 out=${1:?usage: gpu_fp64_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
@@ -26,11 +25,11 @@ t bench inject16
 ft 60 bench $proj --kernels '*_conc' --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
 # 3. the campaigns (significant single faults under the fp64 rule: coverage; clean trials: false alarms, largest score)
-ft 200 campaign $spec -o $gen --kernels '*_rr_conc_inj' --trials 1000 --seed 7 --shape 512x512x1024 \
-  --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
+ft 200 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_cs*_inj' --trials 1000 --seed 7 --shape 512x512x1024 \
+  --json "$out/campaign_512.jsonl" 2>&1 | tail -n 8
 t campaign 512
-ft 150 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_inj' --trials 1000 --seed 8 --shape 1000x1234x777 \
-  --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
+ft 200 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_cs*_inj' --trials 1000 --seed 8 --shape 1000x1234x777 \
+  --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 8
 t campaign odd
 python3 - "$out" <<'PY'
 import glob, json, sys
@@ -42,7 +41,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/bench_*.jsonl")):
             continue
         s = "x".join(str(v) for v in r["shape"].values())
         rel = r.get("max_rel_err") / r["tolerance"] if r.get("max_rel_err") is not None and r.get("tolerance") else None
-        print(f.rsplit("/", 1)[1][6:12], r["kernel"][9:30], r["kernel"][-10:], s, r.get("speedup_vs_ref"), r.get("x_unprot"),
+        print(f.rsplit("/", 1)[1][6:12], r["kernel"][9:30], r["kernel"][-12:], s, r.get("speedup_vs_ref"), r.get("x_unprot"),
               r.get("ok"), r.get("detected"), r.get("corrected"), r.get("recomputed"), r.get("significant"),
               None if rel is None else round(rel, 4), r.get("max_score_clean"))
 for f in sorted(glob.glob(sys.argv[1] + "/campaign_*.jsonl")):
@@ -50,7 +49,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/campaign_*.jsonl")):
         r = json.loads(l)
         if "campaign" in r:
             c = r["campaign"]
-            print(f.rsplit("/", 1)[1], c["kernel"][9:30], "significant", c["significant"], "corrected", c["corrected"],
+            print(f.rsplit("/", 1)[1], c["kernel"][9:30], c["kernel"][-12:], "significant", c["significant"], "corrected", c["corrected"],
                   "coverage", round(c["coverage"], 5), "false alarms", c["false_alarms"], "/", c["clean_trials"],
                   "max clean score", c.get("max_score_clean", c.get("max_clean_score")))
 PY

@@ -142,6 +142,9 @@ PARAMS = (
           "prepass; workspace: 16 bytes more per row, block column and warp column, the encodings and reference rows "
           "per warp column)",
           choices=("fused", "prepass", "concurrent")),
+    Param("abft_cols", int, (ABFT64_STRIP_COLS,), "fp64 abft: columns per checksum strip of the check after the GEMM (each "
+          "strip adds 2 columns to the reference GEMM: 32 costs 4x the reference work of 128 and sees smaller faults "
+          "beside large elements; docs/gemm-hopper.md)", choices=(32, 64, 128)),
 )
 
 # Defaults that fit each precision (the tuple above holds the tf32 ones): CutlassBackend.param_defs.
@@ -238,7 +241,7 @@ def abft_strip_cols(v: Variant) -> int:
     """Columns of a checksum strip of the threadblock ABFT: fp64's ABFT64_STRIP_COLS, a warp column (warp_n) with
     ref_checksums: concurrent, the tile's tb_n otherwise."""
     if v.precision == "fp64":
-        return ABFT64_STRIP_COLS
+        return v.get("abft_cols", ABFT64_STRIP_COLS)
     return v.get("warp_n") if abft_concurrent(v) else v.get("tb_n")
 
 
@@ -475,6 +478,8 @@ class CutlassBackend(Backend):
         if lvl == "abft" and v.precision == "fp64" and not abft_concurrent(v):
             r.append(f"ref_checksums: {v.get('ref_checksums')}: fp64 abft has the concurrent design only (the check after "
                      f"the GEMM, every sum in double; fused and prepass keep fp32 sums); use ref_checksums: concurrent")
+        if v.get("abft_cols", ABFT64_STRIP_COLS) != ABFT64_STRIP_COLS and not (lvl == "abft" and v.precision == "fp64"):
+            r.append(f"abft_cols applies to fp64 abft only (the strips of its check after the GEMM); leave it at {ABFT64_STRIP_COLS}")
         if v.get("ref_checksums", "fused") != "fused" and lvl != "abft":
             r.append(f"ref_checksums: {v.get('ref_checksums')} applies to abft only (the reference checksums of threadblock ABFT)")
         if g.coop_teams and lvl != "cooperative":
@@ -510,6 +515,8 @@ class CutlassBackend(Backend):
             tokens.append(f"teams{g.coop_teams}")
         if abft_prepass(v):
             tokens.append("conc" if abft_concurrent(v) else "prepass")
+        if g.level == "abft" and v.precision == "fp64":
+            tokens.append(f"cs{abft_strip_cols(v)}")
         if v.protection.inject:
             tokens.append("inj")
         return tokens

@@ -16,7 +16,7 @@
 //   correct  online: c_j recomputed from A's row and B's column in double (abft_model's fix='dot': r - sum_{l != j} c_l
 //            would carry the rounding of the whole row, beyond the fp64 tolerance of a small element beside large ones);
 //            not located (or correct: detect): the unit's row of the strip is recomputed from A and B in double
-//            (abft_model's recompute='row')
+//            (abft_model's recompute='row') by a second kernel, a warp per element (abft64_redo_kernel)
 //
 // The encodings and the reference GEMM run on a second stream of low priority beside the GEMM (the streams of
 // ref_checksums: concurrent); the check runs after both. Inject builds: each planned fault's error (a bit flip of the
@@ -100,6 +100,13 @@ __global__ void abft64_apply_kernel(const ftgen::FaultSpec* __restrict__ faults,
 }
 
 // ---- the check -----------------------------------------------------------------------------------------------------
+template <class T>
+CUTLASS_DEVICE T abft64_warp_sum(T v) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 struct Abft64Params {
   const double* A;  // the operands (r2 and the recomputation of a row read them)
   long long lda;
@@ -118,13 +125,18 @@ struct Abft64Params {
   int online;        // correct: online (1) or detect (0)
   int correct;       // 0: detect and count only (inject builds measuring the uncorrected error)
   ftgen::FtCounters* counters;
+  int* redo;  // [count][units]: the units whose row of the strip abft64_redo_kernel recomputes
 };
 
-template <class T>
-CUTLASS_DEVICE T abft64_warp_sum(T v) {
-  CUTLASS_PRAGMA_UNROLL
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
+// sum_k A(i, k) B(k, j) in double by one warp (lanes along k, in lane order, then the shuffle tree)
+template <bool kRowA, bool kRowB>
+CUTLASS_DEVICE double abft64_dot(const Abft64Params& p, int i, int j, int lane) {
+  double v = 0.0;
+  for (int kk = lane; kk < p.k; kk += 32) {
+    const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+    v = fma(a, kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk], v);
+  }
+  return abft64_warp_sum(v);
 }
 
 // A warp per unit (row i, strip s), consecutive warps along the strips of a row. Lane l holds the strip's columns
@@ -200,35 +212,13 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
           add_count(p.counters, &ftgen::FtCounters::uncorrectable, located ? 0u : uncorrectable);
         }
         if (p.correct && located) {  // the located element from A's row and B's column, in double
-          const int j = j0 + verdict;
-          double v = 0.0;
-          for (int kk = lane; kk < p.k; kk += 32) {
-            const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
-            v = fma(a, kRowB ? p.B[kk * p.ldb + j] : p.B[j * p.ldb + kk], v);
-          }
-          v = abft64_warp_sum(v);
+          const double v = abft64_dot<kRowA, kRowB>(p, i, j0 + verdict, lane);
           if (lane == 0) {
-            row[j] = p.alpha * v;
+            row[j0 + verdict] = p.alpha * v;
             add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
           }
-        } else if (p.correct) {  // the unit's row of the strip from A and B, in double
-          CUTLASS_PRAGMA_UNROLL
-          for (int x = 0; x < kPer; ++x) {
-            const int j = j0 + x * 32 + lane;
-            if (j >= p.n) continue;
-            double v = 0.0;
-#pragma unroll 8
-            for (int kk = 0; kk < p.k; ++kk) {
-              const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
-              const double b = kRowB ? p.B[kk * p.ldb + j] : p.B[j * p.ldb + kk];
-              v = fma(a, b, v);
-            }
-            row[j] = p.alpha * v;
-          }
-          if (lane == 0) {
-            count_recomputed(p.counters);
-            add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
-          }
+        } else if (p.correct && lane == 0) {  // the unit's row of the strip, recomputed by abft64_redo_kernel
+          p.redo[1 + atomicAdd(p.redo, 1)] = static_cast<int>(unit);
         }
       }
     }
@@ -242,6 +232,26 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
     double best = 0.0;
     for (int w = 0; w < 8; ++w) best = fmax(best, best_of[w]);
     if (best > 0.0) ftgen::record_score(p.counters, best);
+  }
+}
+
+// The listed units' rows of their strips from A and B in double, a warp per element (the listed units x kAbft64Cols
+// columns over the grid); the warp of a unit's first column counts its recomputation.
+template <bool kRowA, bool kRowB>
+__global__ void __launch_bounds__(256) abft64_redo_kernel(Abft64Params p) {
+  const int listed = __ldcg(p.redo), lane = threadIdx.x % 32;
+  const long long items = static_cast<long long>(listed) * kAbft64Cols, warps = gridDim.x * 8ll;
+  for (long long x = (blockIdx.x * 256ll + threadIdx.x) / 32; x < items; x += warps) {  // (warp-uniform)
+    const int unit = __ldcg(p.redo + 1 + x / kAbft64Cols), l = static_cast<int>(x % kAbft64Cols);
+    const int i = unit / p.strips, j = (unit % p.strips) * kAbft64Cols + l;
+    if (j < p.n) {
+      const double v = abft64_dot<kRowA, kRowB>(p, i, j, lane);
+      if (lane == 0) p.C[i * p.ldc + j] = p.alpha * v;
+    }
+    if (lane == 0 && l == 0) {
+      count_recomputed(p.counters);
+      add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+    }
   }
 }
 

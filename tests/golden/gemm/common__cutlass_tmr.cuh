@@ -2144,7 +2144,7 @@ struct Runner {
       if (faults) {
         const AbftParams<K> ap = abft_params(g);  // (the tiles, the operands and the plan)
         int* const done = reinterpret_cast<int*>(q.ws + q.lay.redo);
-        if ((e = cudaMemsetAsync(done, 0, sizeof(int) * q.lay.redo_ints, gs)) != cudaSuccess) return e;
+        if ((e = cudaMemsetAsync(done, 0, sizeof(int) * q.lay.flagged, gs)) != cudaSuccess) return e;
         abft_fault_error_kernel<K, kRowA, kInject><<<dim3(static_cast<unsigned>(q.fault_count), kFaultParts), 256, 0, gs>>>(
             ap, done, reinterpret_cast<double*>(q.ws + q.lay.fault_part));
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -2183,8 +2183,14 @@ struct Runner {
     cp.online = q.abft.online;
     cp.correct = q.correct;
     cp.counters = q.counters;
+    cp.redo = reinterpret_cast<int*>(q.ws + q.lay.redo) + q.lay.flagged;
+    if ((e = cudaMemsetAsync(cp.redo, 0, sizeof(int), s)) != cudaSuccess) return e;
     const long long units = static_cast<long long>(q.m) * strips;
     abft64_check_kernel<kRowA, kRowB><<<static_cast<unsigned>((units * 32 + 255) / 256), 256, 0, s>>>(cp);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    DeviceProps dp;
+    if ((e = device_props(dp)) != cudaSuccess) return e;
+    abft64_redo_kernel<kRowA, kRowB><<<static_cast<unsigned>(4 * std::max(dp.sms, 1)), 256, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (!direct) {
       const long long n = static_cast<long long>(q.m) * q.n;
@@ -2369,11 +2375,12 @@ struct Launcher {
       L.enc = take(size_t(L.strips) * k * sizeof(double));
       L.ref_d = take(size_t(L.subs) * m * L.ref_w * sizeof(double));
       L.d[0] = take(size_t(m) * n * sizeof(double));
-      if (kInject) {
-        L.redo_ints = tiles;
-        L.redo = take(sizeof(int) * L.redo_ints);
-        L.fault_part = take(tiles * kFaultParts * sizeof(double));
-      }
+      // the ints at redo: the planned faults' counters (inject builds: tiles of them, abft_fault_error_kernel's), then
+      // at `flagged` the units the check lists for recomputation ([count][m x strips])
+      L.flagged = kInject ? tiles : 0;
+      L.redo_ints = L.flagged + 1 + size_t(m) * L.strips;
+      L.redo = take(sizeof(int) * L.redo_ints);
+      if (kInject) L.fault_part = take(tiles * kFaultParts * sizeof(double));
     } else if (kLevel == kLevelAbft) {
       // the checksum strips: the tiles' (tb_n columns), or with ref_checksums: concurrent and one checkpoint per tile
       // (its design runs only then) RM::kConcStrips per tile (FTGEN_ABFT_STRIP_N columns each)

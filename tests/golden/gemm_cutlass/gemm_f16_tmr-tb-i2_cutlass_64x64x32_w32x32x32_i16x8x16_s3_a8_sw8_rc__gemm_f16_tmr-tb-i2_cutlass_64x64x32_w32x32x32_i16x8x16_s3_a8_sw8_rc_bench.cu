@@ -6,7 +6,7 @@
 #include "ftgen_gemm_cutlass_bench.h"
 #include "gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc.h"
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc","family":"gemm","precision":"fp16","protection":{"scheme":"tmr","level":"threadblock","correct":"online","interval":2,"threshold":"auto","inject":false},"params":{"backend":"cutlass","tb_m":64,"tb_n":64,"tb_k":32,"warp_m":32,"warp_n":32,"warp_k":32,"inst_m":16,"inst_n":8,"inst_k":16,"stages":3,"align":8,"swizzle":8,"layout_a":"row","layout_b":"col","coop_teams":0,"ref_checksums":"fused"},"backend":"cutlass")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_f16_tmr-tb-i2_cutlass_64x64x32_w32x32x32_i16x8x16_s3_a8_sw8_rc","family":"gemm","precision":"fp16","protection":{"scheme":"tmr","level":"threadblock","correct":"online","interval":2,"threshold":"auto","inject":false},"params":{"backend":"cutlass","tb_m":64,"tb_n":64,"tb_k":32,"warp_m":32,"warp_n":32,"warp_k":32,"inst_m":16,"inst_n":8,"inst_k":16,"stages":3,"align":8,"swizzle":8,"layout_a":"row","layout_b":"col","coop_teams":0,"ref_checksums":"fused","abft_cols":128},"backend":"cutlass")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 
 // ---- tolerance: ftgen.tolerance's rule for the delivered precision, u (c1 sqrt(k) + c0) + io ----

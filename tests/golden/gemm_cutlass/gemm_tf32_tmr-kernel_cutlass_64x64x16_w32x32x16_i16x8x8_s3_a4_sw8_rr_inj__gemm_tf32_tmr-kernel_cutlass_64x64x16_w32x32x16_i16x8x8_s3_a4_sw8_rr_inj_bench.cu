@@ -6,7 +6,7 @@
 #include "ftgen_gemm_cutlass_bench.h"
 #include "gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj.h"
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj","family":"gemm","precision":"tf32","protection":{"scheme":"tmr","level":"kernel","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"backend":"cutlass","tb_m":64,"tb_n":64,"tb_k":16,"warp_m":32,"warp_n":32,"warp_k":16,"inst_m":16,"inst_n":8,"inst_k":8,"stages":3,"align":4,"swizzle":8,"layout_a":"row","layout_b":"row","coop_teams":0,"ref_checksums":"fused"},"backend":"cutlass")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_tf32_tmr-kernel_cutlass_64x64x16_w32x32x16_i16x8x8_s3_a4_sw8_rr_inj","family":"gemm","precision":"tf32","protection":{"scheme":"tmr","level":"kernel","correct":"online","interval":1,"threshold":"auto","inject":true},"params":{"backend":"cutlass","tb_m":64,"tb_n":64,"tb_k":16,"warp_m":32,"warp_n":32,"warp_k":16,"inst_m":16,"inst_n":8,"inst_k":8,"stages":3,"align":4,"swizzle":8,"layout_a":"row","layout_b":"row","coop_teams":0,"ref_checksums":"fused","abft_cols":128},"backend":"cutlass")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 
 // ---- tolerance: ftgen.tolerance's rule for the delivered precision, u (c1 sqrt(k) + c0) + io ----
