@@ -77,12 +77,24 @@ def test_every_parameter_changes_the_name():
         "tb_m": 256, "tb_n": 256, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_n": 16,
         "inst_k": 4, "stages": 4, "align": 2, "swizzle": 4, "layout_a": "col", "layout_b": "col", "coop_teams": 7,
     }
-    # ref_checksums: abft only (below); backend: one choice, it only selects this backend
-    assert set(alternatives) | {"ref_checksums", "backend"} == {p.name for p in gc.PARAMS}
+    # ref_checksums, abft_cols: abft only (below); backend: one choice, it only selects this backend
+    assert set(alternatives) | {"ref_checksums", "abft_cols", "backend"} == {p.name for p in gc.PARAMS}
     names = {base.name}
     for k, val in alternatives.items():
         names.add(variant(level="cooperative", **{k: val}).name)
     assert len(names) == len(alternatives) + 1
+    # fp64 abft: the strip width is in the name, and refused elsewhere
+    prot = Protection("abft", "threadblock", "online", 1024, "auto", False)
+
+    def f64_abft(cols):
+        p = {d.name: d.default[0] for d in CUT.param_defs("fp64", prot)} | {"abft_cols": cols}
+        v = Variant("gemm", "fp64", prot, tuple(p.items()), ("sm_90",), "cutlass")
+        assert CUT.constraints(v) == []
+        return CUT.kernel_name(v)
+
+    f64 = {c: f64_abft(c) for c in (32, 64, 128)}
+    assert len(set(f64.values())) == 3 and f64[32].endswith("_conc_cs32")
+    assert any("abft_cols applies to fp64 abft only" in r for r in CUT.constraints(variant(abft_cols=32)))
 
 
 # ---------------------------------------------------------------------------------------------

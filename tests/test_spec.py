@@ -74,7 +74,7 @@ def test_protection_levels_sweep_in_one_spec():
         ("name: t\nfamily: gemm\nprotection: {scheme: abft, threshold: -1}\n", "protection.threshold", "must be positive"),
         ("name: t\nfamily: gemm\nprotection: {scheme: parity}\n", "protection.scheme", "not a scheme"),
         ("name: t\nfamily: nosuchfamily\n", "family", "is not a family"),
-        ("name: t\nfamily: gemm\nprecision: tf32\nprotection: {scheme: abft}\n", "params", "abft is implemented for the SIMT backend"),
+        ("name: t\nfamily: gemm\nprecision: tf32\nprotection: {scheme: abft}\n", "params", "the SIMT backend offers abft for fp32 and fp64"),
         ("- just a list\n", "specs/x.yaml", "must be a YAML mapping"),
         ("name: t\nfamily: gemm\nparams: {ref_checksums: later}\n", "params.ref_checksums", "not one of fused, prepass"),
     ],

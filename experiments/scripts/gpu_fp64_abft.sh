@@ -22,7 +22,7 @@ ft 300 build $proj -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 
 ft 150 bench $proj --kernels '*_inj' --inject 16 --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_inject16.jsonl" 2>&1 | tail -n 8
 t bench inject16
 # 2. the build without injection, no faults: the check's cost alone; beta != 0 and odd leading dimensions on the odd shapes
-ft 60 bench $proj --kernels '*_conc' --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
+ft 60 bench $proj --kernels '*_cs128' --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
 # 3. the campaigns (significant single faults under the fp64 rule: coverage; clean trials: false alarms, largest score)
 ft 200 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_cs*_inj' --trials 1000 --seed 7 --shape 512x512x1024 \

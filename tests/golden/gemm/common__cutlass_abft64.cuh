@@ -79,11 +79,12 @@ __global__ void __launch_bounds__(256) abft64_enc_kernel(const double* __restric
 }
 
 // ---- the reference GEMM: D[u] = A[:, u sub ..) E[u sub .., :) per sub-chunk u of k, fp64 on the tensor cores ---------
-// (the swizzle is cutlass_abft.cuh's own type: see AbftRefSwizzle)
-template <class LayoutA>
+// On the variant's own MMA (Arch, Inst: the sm80 DMMA 8x8x4, or Hopper's 16x8x4 at twice its rate). (The swizzle is
+// cutlass_abft.cuh's own type: see AbftRefSwizzle.)
+template <class LayoutA, class Arch, class Inst>
 using Abft64RefGemm = cutlass::gemm::device::GemmUniversal<
     double, LayoutA, double, cutlass::layout::RowMajor, double, cutlass::layout::RowMajor, double, cutlass::arch::OpClassTensorOp,
-    cutlass::arch::Sm80, cutlass::gemm::GemmShape<128, 64, 16>, cutlass::gemm::GemmShape<64, 32, 16>, cutlass::gemm::GemmShape<8, 8, 4>,
+    Arch, cutlass::gemm::GemmShape<128, 64, 16>, cutlass::gemm::GemmShape<64, 32, 16>, Inst,
     cutlass::epilogue::thread::LinearCombination<double, 1, double, double>, AbftRefSwizzle, 3, 1, 1, cutlass::arch::OpMultiplyAdd>;
 
 // ---- inject builds: the planned faults' errors into C ------------------------------------------------------------

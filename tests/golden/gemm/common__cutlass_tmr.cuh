@@ -2162,7 +2162,8 @@ struct Runner {
         static_cast<const double*>(q.B), q.ldb, q.k, q.n, strips, reinterpret_cast<double*>(q.ws + q.lay.ref_e), q.lay.ref_w,
         reinterpret_cast<double*>(q.ws + q.lay.enc));
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    if ((e = run_ref_gemm<Abft64RefGemm<typename K::LayoutA>>(q, ps)) != cudaSuccess) return e;
+    using RefGemm64 = Abft64RefGemm<typename K::LayoutA, typename K::Operator::ArchTag, typename K::Operator::InstructionShape>;
+    if ((e = run_ref_gemm<RefGemm64>(q, ps)) != cudaSuccess) return e;
     if ((e = join(*st, s)) != cudaSuccess) return e;
     Abft64Params cp;
     cp.A = static_cast<const double*>(q.A);
