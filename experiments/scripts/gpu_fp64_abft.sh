@@ -19,10 +19,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 python3 -m ftgen.cli generate $spec -o $gen > "$out/generate.txt" 2>&1; echo "generate rc $?"
 ft 300 build $proj -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
 # 1. 16 faults per launch, timed with them (the target: x cuBLAS DGEMM), the big and the odd shapes
-ft 150 bench $proj --kernels '*_inj' --inject 16 --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_inject16.jsonl" 2>&1 | tail -n 8
+ft 150 bench $proj --kernels '*_inj' --inject 16 --shapes $big,$odd --reps 20 --warmup 5 --json "$out/bench_inject16.jsonl" 2>&1 | tail -n 8
 t bench inject16
 # 2. the build without injection, no faults: the check's cost alone; beta != 0 and odd leading dimensions on the odd shapes
-ft 60 bench $proj --kernels '*_cs128' --shapes $big,$odd --reps 10 --warmup 3 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
+ft 60 bench $proj --kernels '*_cs128' --shapes $big,$odd --reps 20 --warmup 5 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
 # 3. the campaigns (significant single faults under the fp64 rule: coverage; clean trials: false alarms, largest score)
 ft 200 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_cs*_inj' --trials 1000 --seed 7 --shape 512x512x1024 \
