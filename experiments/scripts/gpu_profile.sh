@@ -14,23 +14,7 @@ tail -n 1 "$out"/build_*.txt
 prof() {  # exe shape tag
   ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 400 \
     "$1" --shapes "$2" --reps 1 --warmup 1 $4 > "$out/$3.csv" 2> "$out/$3.err"
-  python3 - "$out/$3.csv" <<'PY'
-import csv, sys, collections
-rows = list(csv.reader(open(sys.argv[1])))
-i = next((j for j, r in enumerate(rows) if r and r[0] == "ID"), None)
-if i is None:
-    print(sys.argv[1], "no rows"); sys.exit()
-h = rows[i]; k, v = h.index("Kernel Name"), h.index("Metric Value")
-tot, cnt = collections.Counter(), collections.Counter()
-for r in rows[i + 1:]:
-    if len(r) != len(h):
-        continue
-    name = r[k].replace("<unnamed>::", "").replace("void ", "").split("(")[0].split("<")[0][-48:]
-    tot[name] += float(r[v].replace(",", "")) / 1e3; cnt[name] += 1
-print(f"== {sys.argv[1].rsplit('/', 1)[-1]}")
-for name, us in tot.most_common(14):
-    print(f"  {name:<48} {cnt[name]:5d} x {us / cnt[name]:9.1f} us = {us:10.1f} us")
-PY
+  python3 experiments/scripts/ncu_summary.py "$out/$3.csv"
 }
 for s in 1048576x128x1024 1048576x8x128; do
   for e in generated/lp/kmeans_demo/bin/*; do prof "$e" $s "km_$(basename "$e" | cut -d_ -f3)_$s" ""; done

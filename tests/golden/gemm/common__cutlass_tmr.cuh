@@ -1612,6 +1612,17 @@ struct Prepared {
   AbftConfig abft;
 };
 
+// FTGEN_ABFT_SIDE (read once): where the pre-passes of ref_checksums: concurrent and of the fp64 check run beside the
+// GEMM -- 0 low (the default, also for any other value: the GEMM at the device's greatest stream priority, the
+// pre-passes at its least), 1 high (the other way round), 2 serial (all on the caller's stream, the pre-passes after it)
+inline int abft_side_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("FTGEN_ABFT_SIDE");
+    return v == nullptr ? 0 : std::strcmp(v, "high") == 0 ? 1 : std::strcmp(v, "serial") == 0 ? 2 : 0;
+  }();
+  return mode;
+}
+
 // Everything one level needs for one CUTLASS GEMM type.
 template <class K, int kLevel, bool kInject>
 struct Runner {
@@ -2056,10 +2067,7 @@ struct Runner {
   template <class First>
   static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s, First&& first) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
-    static const int mode = [] {
-      const char* v = std::getenv("FTGEN_ABFT_SIDE");
-      return v == nullptr ? 0 : std::strcmp(v, "high") == 0 ? 1 : std::strcmp(v, "serial") == 0 ? 2 : 0;
-    }();
+    const int mode = abft_side_mode();
     static_assert(kAbftStripN == 0 || (K::Shape::kN % kAbftStripN == 0 && kAbftStripN % AbftShape<K>::kWarpN == 0),
                   "FTGEN_ABFT_STRIP_N: whole warp columns, dividing tb_n");
     cudaError_t e;
@@ -2137,8 +2145,12 @@ struct Runner {
     double* const out = static_cast<double*>(g.C);
     cudaError_t e;
     Streams* st = nullptr;
-    if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
-    const cudaStream_t gs = st->s[0], ps = st->s[1];
+    cudaStream_t gs = s, ps = s;  // the GEMM's stream, the pre-passes' (FTGEN_ABFT_SIDE as run_abft_concurrent's)
+    if (const int mode = abft_side_mode(); mode != 2) {
+      if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
+      gs = st->s[mode == 0 ? 0 : 1];
+      ps = st->s[mode == 0 ? 1 : 0];
+    }
     const bool faults = kInject && q.faults != nullptr && q.records != nullptr && q.fault_count > 0;
     if constexpr (kInject) {
       if (faults) {
@@ -2164,7 +2176,7 @@ struct Runner {
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     using RefGemm64 = Abft64RefGemm<typename K::LayoutA, typename K::Operator::ArchTag, typename K::Operator::InstructionShape>;
     if ((e = run_ref_gemm<RefGemm64>(q, ps)) != cudaSuccess) return e;
-    if ((e = join(*st, s)) != cudaSuccess) return e;
+    if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     Abft64Params cp;
     cp.A = static_cast<const double*>(q.A);
     cp.lda = q.lda;
