@@ -4,7 +4,7 @@
 # the GEMM at low priority, at high priority and after it on one stream (FTGEN_ABFT_SIDE=low|high|serial), then the
 # per-kernel device time of each strip width at 4096^3 read with Nsight Compute (launches serialized: each kernel's own
 # cost). A short table last; JSON lines and the CSVs under OUT.
-#   bash experiments/scripts/gpu_fp64_abft_profile.sh OUT   (wheels in .whl/ installed to /tmp/site)
+#   bash experiments/scripts/gpu_fp64_abft_profile.sh OUT   (wheels in .whl/ installed to /tmp/site; SIDES: the modes, default "low high serial")
 set -u
 out=${1:?usage: gpu_fp64_abft_profile.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
@@ -12,7 +12,7 @@ export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUD
 ft() { python3 -m ftgen.cli "$@"; }
 spec=specs/gemm/cutlass_fp64_abft.yaml; gen=generated/f64prof; proj=$gen/gemm_cutlass_fp64_abft
 ft generate $spec -o $gen > /dev/null; ft build $proj -j 16 --kernels '*_rr_conc_cs*_inj' > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
-for side in low high serial; do
+for side in ${SIDES-low high serial}; do
   FTGEN_ABFT_SIDE=$side timeout 150 python3 -m ftgen.cli bench $proj --kernels '*abft-tb-i*_rr_conc_cs*_inj' --inject 16 \
     --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 --json "$out/side_$side.jsonl" > "$out/side_$side.txt" 2>&1
 done

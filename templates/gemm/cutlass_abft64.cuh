@@ -7,9 +7,9 @@
 //   encode   a pre-pass per k row and checksum strip of kAbft64Cols columns: B e, B w (w = 1..cols) into E, the B operand
 //            of the reference GEMM, and B^2 e (abft64_enc_kernel)
 //   refs     r, r' of every row and strip: R = A E, an fp64 GEMM on the tensor cores (Abft64RefGemm), batched over
-//            sub-chunks of k so that it fills the GPU; the check adds the sub-chunks up in k order
+//            sub-chunks of k so that it fills the GPU, the sub-chunks then added up in k order (abft64_ref_sum_kernel)
 //   GEMM     the variant's own unprotected kernel, unchanged, writing C = alpha A B (beta != 0: into a workspace C')
-//   verify   a warp per (row, strip) unit: d = sum_j c_j - r, dw = sum_j w_j c_j - r' of c = C / alpha against
+//   verify   8 lanes per (row, strip) unit: d = sum_j c_j - r, dw = sum_j w_j c_j - r' of c = C / alpha against
 //            tau = lambda u (sqrt(k) + sqrt(cols) + 1) max(|r|, ||c|| without its largest element) (pass 1); a unit over
 //            it takes the full rule (ftgen_rules::abft_row_verdict_t, r2 = sum_k a_ik^2 (B^2 e)_k added to the scale)
 //   locate   only with certainty (|d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w)
@@ -29,35 +29,65 @@ static_assert(kAbft64Cols % 32 == 0, "whole warps of columns per strip");
 
 // ---- pre-pass: the strip encodings of B ------------------------------------------------------------------------
 // E[kk * lde + 2 s + {0, 1}] = {sum_j B(kk, j), sum_j (j - j0 + 1) B(kk, j)} over strip s's columns j0 .. j0 + cols - 1
-// (< n), the columns 2 strips .. lde - 1 zero; b2[s * k + kk] = sum_j B(kk, j)^2. Row-major B: a warp per (k row, strip),
-// lanes along the row; column-major: a thread per (k row, strip), consecutive threads along k (coalesced either way).
+// (< n), the columns 2 strips .. lde - 1 zero; b2[s * k + kk] = sum_j B(kk, j)^2. Row-major B: kAbft64Lanes lanes per
+// (k row, strip), each reading pairs of columns (one 16-byte load where B allows it; the group's loads are 128
+// contiguous bytes); column-major: a thread per (k row, strip), consecutive threads along k (coalesced either way).
+constexpr int kAbft64Lanes = 8;  // lanes per checksum unit (a row of a strip) in the encodings and the check
+static_assert(kAbft64Cols % (2 * kAbft64Lanes) == 0, "whole column pairs per lane");
+
+// sum over the kAbft64Lanes lanes of a unit (aligned groups of a warp; mask: the group's lanes)
+template <class T, class Op>
+CUTLASS_DEVICE T abft64_group_reduce(T v, unsigned mask, Op op) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = kAbft64Lanes / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(mask, v, o));
+  return v;
+}
+CUTLASS_DEVICE double abft64_group_sum(double v, unsigned mask) {
+  return abft64_group_reduce(v, mask, [](double a, double b) { return a + b; });
+}
+CUTLASS_DEVICE unsigned abft64_group_mask() {
+  return 0xffu << ((threadIdx.x % 32) & ~(kAbft64Lanes - 1));
+}
+
+// The 2 elements of a row at columns j, j + 1 of the strip's pairs (0 past n): one 16-byte load where `vec` (the row's
+// start and the pair 16-byte aligned)
+CUTLASS_DEVICE void abft64_pair(const double* row, int j, int n, bool vec, double& x0, double& x1) {
+  if (vec && j + 1 < n) {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(row + j));
+    x0 = v.x, x1 = v.y;
+  } else {
+    x0 = j < n ? __ldg(row + j) : 0.0;
+    x1 = j + 1 < n ? __ldg(row + j + 1) : 0.0;
+  }
+}
+
 template <bool kRowB>
 __global__ void __launch_bounds__(256) abft64_enc_kernel(const double* __restrict__ B, long long ldb, int k, int n, int strips,
                                                          double* __restrict__ E, int lde, double* __restrict__ b2) {
-  constexpr int kC = kAbft64Cols;
+  constexpr int kC = kAbft64Cols, kL = kAbft64Lanes;
   const long long t = blockIdx.x * 256ll + threadIdx.x;
-  int kk, s, lane = 0;
+  int kk, s, sub = 0;
   double a = 0.0, w = 0.0, q = 0.0;
   if constexpr (kRowB) {
-    const long long unit = t / 32;
-    lane = static_cast<int>(t % 32);
-    if (unit >= static_cast<long long>(k) * strips) return;  // (warp-uniform)
+    const long long unit = t / kL;
+    sub = static_cast<int>(t % kL);
+    if (unit >= static_cast<long long>(k) * strips) return;  // (group-uniform)
     kk = static_cast<int>(unit / strips), s = static_cast<int>(unit % strips);
     const double* const row = B + kk * ldb;
+    const bool vec = ldb % 2 == 0 && reinterpret_cast<uintptr_t>(B) % 16 == 0;
     CUTLASS_PRAGMA_UNROLL
-    for (int x = 0; x < kC / 32; ++x) {
-      const int l = x * 32 + lane, j = s * kC + l;
-      const double b = j < n ? __ldg(row + j) : 0.0;
-      a += b;
-      w += static_cast<double>(l + 1) * b;
-      q += b * b;
+    for (int x = 0; x < kC / (2 * kL); ++x) {
+      const int l = 2 * (sub + kL * x);  // the pair's first column in the strip
+      double b0, b1;
+      abft64_pair(row, s * kC + l, n, vec, b0, b1);
+      a += b0 + b1;
+      w += static_cast<double>(l + 1) * b0 + static_cast<double>(l + 2) * b1;
+      q += b0 * b0 + b1 * b1;
     }
-    CUTLASS_PRAGMA_UNROLL
-    for (int o = 16; o > 0; o >>= 1) {
-      a += __shfl_xor_sync(0xffffffffu, a, o);
-      w += __shfl_xor_sync(0xffffffffu, w, o);
-      q += __shfl_xor_sync(0xffffffffu, q, o);
-    }
+    const unsigned mask = abft64_group_mask();
+    a = abft64_group_sum(a, mask);
+    w = abft64_group_sum(w, mask);
+    q = abft64_group_sum(q, mask);
   } else {
     if (t >= static_cast<long long>(k) * strips) return;
     s = static_cast<int>(t / k), kk = static_cast<int>(t % k);
@@ -69,13 +99,23 @@ __global__ void __launch_bounds__(256) abft64_enc_kernel(const double* __restric
     }
   }
   double* const e = E + static_cast<long long>(kk) * lde;
-  if (lane == 0) {
+  if (sub == 0) {
     e[2 * s] = a;
     e[2 * s + 1] = w;
     b2[static_cast<long long>(s) * k + kk] = q;
     if (s == strips - 1)
       for (int j = 2 * strips; j < lde; ++j) e[j] = 0.0;
   }
+}
+
+// r, r' of every row and strip: R[i * ldd + c] = sum of the reference GEMM's sub-chunks D[u][i][c] in u order (a thread
+// per element; beside the GEMM, so the check reads one 16-byte pair per unit)
+__global__ void __launch_bounds__(256) abft64_ref_sum_kernel(const double* __restrict__ D, int subs, long long elems, double* __restrict__ R) {
+  const long long t = blockIdx.x * 256ll + threadIdx.x;
+  if (t >= elems) return;
+  double r = 0.0;
+  for (int u = 0; u < subs; ++u) r += __ldg(D + u * elems + t);
+  R[t] = r;
 }
 
 // ---- the reference GEMM: D[u] = A[:, u sub ..) E[u sub .., :) per sub-chunk u of k, fp64 on the tensor cores ---------
@@ -117,8 +157,8 @@ struct Abft64Params {
   long long ldc;
   double alpha;
   int m, n, k, strips;
-  const double* D;  // the reference GEMM's sub-chunks: D[u * m * ldd + i * ldd + 2 s + {0, 1}] = {r, r'} of row i, strip s
-  int ldd, subs;
+  const double* R;  // R[i * ldd + 2 s + {0, 1}] = {r, r'} of row i, strip s (abft64_ref_sum_kernel)
+  int ldd;
   const double* b2;  // [strip][k]: B^2 e
   double unit;       // lambda u (sqrt(k) + sqrt(cols) + 1)
   double fixed;      // > 0: a fixed threshold
@@ -140,55 +180,54 @@ CUTLASS_DEVICE double abft64_dot(const Abft64Params& p, int i, int j, int lane) 
   return abft64_warp_sum(v);
 }
 
-// A warp per unit (row i, strip s), consecutive warps along the strips of a row. Lane l holds the strip's columns
-// l, l + 32, ... Pass 1 is a read of C and of the unit's reference sub-chunks; the rest runs only for a unit over its
-// pass-1 threshold (rare).
+// kAbft64Lanes lanes per unit (row i, strip s), consecutive groups along the strips of a row; lane `sub` of a group
+// holds the column pairs 2 (sub + kAbft64Lanes x), 2 (sub + kAbft64Lanes x) + 1 of the strip (the group's loads: 128
+// contiguous bytes). Pass 1 reads C and the unit's r, r'; the rest runs only for a unit over its pass-1 threshold (rare).
+// The groups of a warp may part ways there: every shuffle takes its group's mask.
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
-  constexpr int kC = kAbft64Cols, kPer = kC / 32;
+  constexpr int kC = kAbft64Cols, kL = kAbft64Lanes, kPairs = kC / (2 * kL);
   __shared__ double best_of[8];
-  const long long unit = (blockIdx.x * 256ll + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const long long unit = (blockIdx.x * 256ll + threadIdx.x) / kL;
+  const int sub = threadIdx.x % kL, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned mask = abft64_group_mask();
+  auto gsum = [&](double v) { return abft64_group_sum(v, mask); };
   double score = 0.0;
-  if (unit < static_cast<long long>(p.m) * p.strips) {  // (warp-uniform)
+  if (unit < static_cast<long long>(p.m) * p.strips) {  // (group-uniform)
     const int i = static_cast<int>(unit / p.strips), s = static_cast<int>(unit % p.strips), j0 = s * kC;
     double* const row = p.C + i * p.ldc;
-    double c[kPer];
+    const bool vec = p.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(p.C) % 16 == 0;
+    double c[2 * kPairs];
     double s1 = 0.0, sw = 0.0, sq = 0.0, mx = 0.0;
     int nb = 0, bc = kC;
     CUTLASS_PRAGMA_UNROLL
-    for (int x = 0; x < kPer; ++x) {
-      const int l = x * 32 + lane;
-      c[x] = j0 + l < p.n ? (p.alpha == 1.0 ? row[j0 + l] : row[j0 + l] / p.alpha) : 0.0;
-      s1 += c[x];
-      sw += static_cast<double>(l + 1) * c[x];
-      if (isfinite(c[x])) {
-        const double a = fmin(fabs(c[x]), 1e150), a2 = a * a;  // (capped: abft_model's squares)
-        sq += a2;
-        mx = fmax(mx, a2);
-      } else {
-        ++nb;
-        bc = min(bc, l);
+    for (int x = 0; x < kPairs; ++x) {
+      const int l = 2 * (sub + kL * x);
+      abft64_pair(row, j0 + l, p.n, vec, c[2 * x], c[2 * x + 1]);
+      CUTLASS_PRAGMA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        double& v = c[2 * x + h];
+        if (p.alpha != 1.0) v /= p.alpha;
+        s1 += v;
+        sw += static_cast<double>(l + h + 1) * v;
+        if (isfinite(v)) {
+          const double a = fmin(fabs(v), 1e150), a2 = a * a;  // (capped: abft_model's squares)
+          sq += a2;
+          mx = fmax(mx, a2);
+        } else {
+          ++nb;
+          bc = min(bc, l + h);
+        }
       }
     }
-    s1 = abft64_warp_sum(s1);
-    sw = abft64_warp_sum(sw);
-    sq = abft64_warp_sum(sq);
-    nb = abft64_warp_sum(nb);
-    CUTLASS_PRAGMA_UNROLL
-    for (int o = 16; o > 0; o >>= 1) {
-      mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      bc = min(bc, __shfl_xor_sync(0xffffffffu, bc, o));
-    }
-    // r, r': the sub-chunks in k order, a lane each, then added up (the order of the lanes' tree)
-    double r = 0.0, rw = 0.0;
-    for (int u = lane; u < p.subs; u += 32) {
-      const double* const d = p.D + (static_cast<long long>(u) * p.m + i) * p.ldd + 2 * s;
-      r += __ldg(d);
-      rw += __ldg(d + 1);
-    }
-    r = abft64_warp_sum(r);
-    rw = abft64_warp_sum(rw);
+    s1 = gsum(s1);
+    sw = gsum(sw);
+    sq = gsum(sq);
+    mx = abft64_group_reduce(mx, mask, [](double a, double b) { return fmax(a, b); });
+    nb = abft64_group_reduce(nb, mask, [](int a, int b) { return a + b; });
+    bc = abft64_group_reduce(bc, mask, [](int a, int b) { return min(a, b); });
+    const double2 rr = __ldg(reinterpret_cast<const double2*>(p.R + static_cast<long long>(i) * p.ldd + 2 * s));
+    const double r = rr.x, rw = rr.y;
     // pass 1: the threshold without r2
     const double robust = sqrt(fmax(sq - mx, 0.0));
     const double tau = p.fixed > 0.0 ? p.fixed : p.unit * fmax(fabs(r), robust);
@@ -198,27 +237,33 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
     if (nb > 0 || !ftgen_rules::abft_within_t(sc1, sc2) || !isfinite(s1 - r) || !isfinite(sw - rw)) {  // (rare)
       double r2 = 0.0;
       const double* const b2 = p.b2 + static_cast<long long>(s) * p.k;
-      for (int kk = lane; kk < p.k; kk += 32) {
+      for (int kk = sub; kk < p.k; kk += kL) {
         const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
         r2 += a * a * __ldg(b2 + kk);
       }
-      r2 = abft64_warp_sum(r2);
+      r2 = gsum(r2);
       const int verdict = ftgen_rules::abft_row_verdict_t<double>(sq, mx, nb, bc, s1, sw, r, rw, r2, p.unit, p.fixed, p.rms_w, kC, &score);
       if (verdict != -1) {
         unsigned detected = 0, uncorrectable = 0;
         ftgen_rules::abft_count_row(verdict, p.online, detected, uncorrectable);
         const bool located = verdict >= 0 && j0 + verdict < p.n && p.online;
-        if (lane == 0) {
+        if (sub == 0) {
           add_count(p.counters, &ftgen::FtCounters::detected, detected);
           add_count(p.counters, &ftgen::FtCounters::uncorrectable, located ? 0u : uncorrectable);
         }
         if (p.correct && located) {  // the located element from A's row and B's column, in double
-          const double v = abft64_dot<kRowA, kRowB>(p, i, j0 + verdict, lane);
-          if (lane == 0) {
-            row[j0 + verdict] = p.alpha * v;
+          const int j = j0 + verdict;
+          double v = 0.0;
+          for (int kk = sub; kk < p.k; kk += kL) {
+            const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
+            v = fma(a, kRowB ? p.B[kk * p.ldb + j] : p.B[j * p.ldb + kk], v);
+          }
+          v = gsum(v);
+          if (sub == 0) {
+            row[j] = p.alpha * v;
             add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
           }
-        } else if (p.correct && lane == 0) {  // the unit's row of the strip, recomputed by abft64_redo_kernel
+        } else if (p.correct && sub == 0) {  // the unit's row of the strip, recomputed by abft64_redo_kernel
           p.redo[1 + atomicAdd(p.redo, 1)] = static_cast<int>(unit);
         }
       }
@@ -236,22 +281,54 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
   }
 }
 
-// The listed units' rows of their strips from A and B in double, a warp per element (the listed units x kAbft64Cols
-// columns over the grid); the warp of a unit's first column counts its recomputation.
+// The listed units' rows of their strips from A and B in double. Row-major B: a block per (unit, 32 columns of its
+// strip), its 8 warps splitting k, a lane per column (B's rows read 256 contiguous bytes at a time), the warps' partial
+// sums added in warp order; column-major B: a warp per element, lanes along k (abft64_dot). The block (warp) of a unit's
+// first columns counts its recomputation.
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(256) abft64_redo_kernel(Abft64Params p) {
-  const int listed = __ldcg(p.redo), lane = threadIdx.x % 32;
-  const long long items = static_cast<long long>(listed) * kAbft64Cols, warps = gridDim.x * 8ll;
-  for (long long x = (blockIdx.x * 256ll + threadIdx.x) / 32; x < items; x += warps) {  // (warp-uniform)
-    const int unit = __ldcg(p.redo + 1 + x / kAbft64Cols), l = static_cast<int>(x % kAbft64Cols);
-    const int i = unit / p.strips, j = (unit % p.strips) * kAbft64Cols + l;
-    if (j < p.n) {
-      const double v = abft64_dot<kRowA, kRowB>(p, i, j, lane);
-      if (lane == 0) p.C[i * p.ldc + j] = p.alpha * v;
+  const int listed = __ldcg(p.redo), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if constexpr (kRowB) {
+    __shared__ double part[8][32];
+    constexpr int kGroups = kAbft64Cols / 32;
+    for (long long x = blockIdx.x; x < static_cast<long long>(listed) * kGroups; x += gridDim.x) {  // (block-uniform)
+      const int unit = __ldcg(p.redo + 1 + x / kGroups), g = static_cast<int>(x % kGroups);
+      const int i = unit / p.strips, j = (unit % p.strips) * kAbft64Cols + g * 32 + lane;
+      const int k0 = static_cast<int>(static_cast<long long>(p.k) * warp / 8), k1 = static_cast<int>(static_cast<long long>(p.k) * (warp + 1) / 8);
+      double v = 0.0;
+      if (j < p.n) {
+#pragma unroll 8
+        for (int kk = k0; kk < k1; ++kk) {
+          const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+          v = fma(a, __ldg(p.B + static_cast<long long>(kk) * p.ldb + j), v);
+        }
+      }
+      part[warp][lane] = v;
+      __syncthreads();
+      if (warp == 0) {
+        double sum = 0.0;
+        for (int w = 0; w < 8; ++w) sum += part[w][lane];
+        if (j < p.n) p.C[i * p.ldc + j] = p.alpha * sum;
+        if (lane == 0 && g == 0) {
+          count_recomputed(p.counters);
+          add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+        }
+      }
+      __syncthreads();  // (part is the next item's)
     }
-    if (lane == 0 && l == 0) {
-      count_recomputed(p.counters);
-      add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+  } else {
+    const long long items = static_cast<long long>(listed) * kAbft64Cols, warps = gridDim.x * 8ll;
+    for (long long x = (blockIdx.x * 256ll + threadIdx.x) / 32; x < items; x += warps) {  // (warp-uniform)
+      const int unit = __ldcg(p.redo + 1 + x / kAbft64Cols), l = static_cast<int>(x % kAbft64Cols);
+      const int i = unit / p.strips, j = (unit % p.strips) * kAbft64Cols + l;
+      if (j < p.n) {
+        const double v = abft64_dot<kRowA, kRowB>(p, i, j, lane);
+        if (lane == 0) p.C[i * p.ldc + j] = p.alpha * v;
+      }
+      if (lane == 0 && l == 0) {
+        count_recomputed(p.counters);
+        add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+      }
     }
   }
 }

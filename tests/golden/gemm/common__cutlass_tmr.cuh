@@ -2169,13 +2169,17 @@ struct Runner {
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     const int strips = q.lay.strips;
-    const long long enc_threads = static_cast<long long>(q.k) * strips * (kRowB ? 32 : 1);
+    const long long enc_threads = static_cast<long long>(q.k) * strips * (kRowB ? kAbft64Lanes : 1);
     abft64_enc_kernel<kRowB><<<static_cast<unsigned>((enc_threads + 255) / 256), 256, 0, ps>>>(
         static_cast<const double*>(q.B), q.ldb, q.k, q.n, strips, reinterpret_cast<double*>(q.ws + q.lay.ref_e), q.lay.ref_w,
         reinterpret_cast<double*>(q.ws + q.lay.enc));
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     using RefGemm64 = Abft64RefGemm<typename K::LayoutA, typename K::Operator::ArchTag, typename K::Operator::InstructionShape>;
     if ((e = run_ref_gemm<RefGemm64>(q, ps)) != cudaSuccess) return e;
+    const long long ref_elems = static_cast<long long>(q.m) * q.lay.ref_w;
+    abft64_ref_sum_kernel<<<static_cast<unsigned>((ref_elems + 255) / 256), 256, 0, ps>>>(
+        reinterpret_cast<const double*>(q.ws + q.lay.ref_d), q.lay.subs, ref_elems, reinterpret_cast<double*>(q.ws + q.lay.ref));
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     Abft64Params cp;
     cp.A = static_cast<const double*>(q.A);
@@ -2186,9 +2190,8 @@ struct Runner {
     cp.ldc = g.ldc;
     cp.alpha = q.alpha;
     cp.m = q.m, cp.n = q.n, cp.k = q.k, cp.strips = strips;
-    cp.D = reinterpret_cast<const double*>(q.ws + q.lay.ref_d);
+    cp.R = reinterpret_cast<const double*>(q.ws + q.lay.ref);
     cp.ldd = q.lay.ref_w;
-    cp.subs = q.lay.subs;
     cp.b2 = reinterpret_cast<const double*>(q.ws + q.lay.enc);
     cp.unit = static_cast<double>(q.abft.conc_unit) * (std::sqrt(static_cast<double>(q.k)) + std::sqrt(double(kAbft64Cols)) + 1.0);
     cp.fixed = q.abft.fixed;
@@ -2199,7 +2202,7 @@ struct Runner {
     cp.redo = reinterpret_cast<int*>(q.ws + q.lay.redo) + q.lay.flagged;
     if ((e = cudaMemsetAsync(cp.redo, 0, sizeof(int), s)) != cudaSuccess) return e;
     const long long units = static_cast<long long>(q.m) * strips;
-    abft64_check_kernel<kRowA, kRowB><<<static_cast<unsigned>((units * 32 + 255) / 256), 256, 0, s>>>(cp);
+    abft64_check_kernel<kRowA, kRowB><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     DeviceProps dp;
     if ((e = device_props(dp)) != cudaSuccess) return e;
@@ -2372,7 +2375,8 @@ struct Launcher {
     }
     if constexpr (kLevel == kLevelAbft && RM::kAbft64) {
       // fp64 (cutlass_abft64.cuh): strips of kAbft64Cols columns of C; E (k x ref_w: B e, B w per strip, the reference
-      // GEMM's B), B^2 e (strips x k, at enc), the reference GEMM's sub-chunks (subs x m x ref_w), C' (beta != 0), and in
+      // GEMM's B), B^2 e (strips x k, at enc), the reference GEMM's sub-chunks (subs x m x ref_w) and their sum (m x
+      // ref_w, at ref), C' (beta != 0), and in
       // inject builds the planned faults' error parts (abft_fault_error_kernel: its counters at redo)
       DeviceProps dp;
       const int sms = device_props(dp) == cudaSuccess && dp.sms > 0 ? dp.sms : 132;
@@ -2387,6 +2391,7 @@ struct Launcher {
       L.ref_e = take(size_t(k) * L.ref_w * sizeof(double));
       L.enc = take(size_t(L.strips) * k * sizeof(double));
       L.ref_d = take(size_t(L.subs) * m * L.ref_w * sizeof(double));
+      L.ref = take(size_t(m) * L.ref_w * sizeof(double));
       L.d[0] = take(size_t(m) * n * sizeof(double));
       // the ints at redo: the planned faults' counters (inject builds: tiles of them, abft_fault_error_kernel's), then
       // at `flagged` the units the check lists for recomputation ([count][m x strips])
