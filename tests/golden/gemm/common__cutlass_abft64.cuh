@@ -16,7 +16,8 @@
 //   correct  online: c_j recomputed from A's row and B's column in double (abft_model's fix='dot': r - sum_{l != j} c_l
 //            would carry the rounding of the whole row, beyond the fp64 tolerance of a small element beside large ones);
 //            not located (or correct: detect): the unit's row of the strip is recomputed from A and B in double
-//            (abft_model's recompute='row') by a second kernel, a warp per element (abft64_redo_kernel)
+//            (abft_model's recompute='row'). Pass 1 is abft64_check_kernel (C read once); the units over its threshold
+//            go to abft64_rare_kernel (a block each), the rows to recompute to abft64_redo_kernel
 //
 // The encodings and the reference GEMM run on a second stream of low priority beside the GEMM (the streams of
 // ref_checksums: concurrent); the check runs after both. Inject builds: each planned fault's error (a bit flip of the
@@ -166,24 +167,30 @@ struct Abft64Params {
   int online;        // correct: online (1) or detect (0)
   int correct;       // 0: detect and count only (inject builds measuring the uncorrected error)
   ftgen::FtCounters* counters;
-  int* redo;  // [count][units]: the units whose row of the strip abft64_redo_kernel recomputes
+  int* lists;  // [2][m x strips] (counts at lists_n): the units over their pass-1 threshold (abft64_rare_kernel's), then
+               // those whose row of the strip abft64_redo_kernel recomputes
+  int* counts;  // the lists' counts: [0] flagged, [1] to recompute
+  long long list_cap;
 };
 
-// sum_k A(i, k) B(k, j) in double by one warp (lanes along k, in lane order, then the shuffle tree)
-template <bool kRowA, bool kRowB>
-CUTLASS_DEVICE double abft64_dot(const Abft64Params& p, int i, int j, int lane) {
-  double v = 0.0;
-  for (int kk = lane; kk < p.k; kk += 32) {
-    const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
-    v = fma(a, kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk], v);
-  }
-  return abft64_warp_sum(v);
+// The sum (or, with op, another reduction) of v over a block of kThreads threads, in a fixed order (each warp's shuffle
+// tree, then the warps in order); every thread gets the result. red: kThreads / 32 slots of shared memory.
+template <int kThreads, class T, class Op>
+CUTLASS_DEVICE T abft64_block_reduce(T v, T* red, Op op) {
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();  // (red's previous use)
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  T x = red[0];
+  for (int w = 1; w < kThreads / 32; ++w) x = op(x, red[w]);
+  return x;
 }
 
-// kAbft64Lanes lanes per unit (row i, strip s), consecutive groups along the strips of a row; lane `sub` of a group
-// holds the column pairs 2 (sub + kAbft64Lanes x), 2 (sub + kAbft64Lanes x) + 1 of the strip (the group's loads: 128
-// contiguous bytes). Pass 1 reads C and the unit's r, r'; the rest runs only for a unit over its pass-1 threshold (rare).
-// The groups of a warp may part ways there: every shuffle takes its group's mask.
+// Pass 1: kAbft64Lanes lanes per unit (row i, strip s), consecutive groups along the strips of a row; lane `sub` of a
+// group holds the column pairs 2 (sub + kAbft64Lanes x), 2 (sub + kAbft64Lanes x) + 1 of the strip (the group's loads:
+// 128 contiguous bytes). It reads C and the unit's r, r' and lists a unit over its pass-1 threshold for
+// abft64_rare_kernel (every shuffle takes its group's mask).
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
   constexpr int kC = kAbft64Cols, kL = kAbft64Lanes, kPairs = kC / (2 * kL);
@@ -235,38 +242,8 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
     const double sc1 = ftgen_rules::abft_score_t(s1 - r, tau), sc2 = ftgen_rules::abft_score_t(sw - rw, tau_w);
     score = fmax(sc1, sc2);
     if (nb > 0 || !ftgen_rules::abft_within_t(sc1, sc2) || !isfinite(s1 - r) || !isfinite(sw - rw)) {  // (rare)
-      double r2 = 0.0;
-      const double* const b2 = p.b2 + static_cast<long long>(s) * p.k;
-      for (int kk = sub; kk < p.k; kk += kL) {
-        const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
-        r2 += a * a * __ldg(b2 + kk);
-      }
-      r2 = gsum(r2);
-      const int verdict = ftgen_rules::abft_row_verdict_t<double>(sq, mx, nb, bc, s1, sw, r, rw, r2, p.unit, p.fixed, p.rms_w, kC, &score);
-      if (verdict != -1) {
-        unsigned detected = 0, uncorrectable = 0;
-        ftgen_rules::abft_count_row(verdict, p.online, detected, uncorrectable);
-        const bool located = verdict >= 0 && j0 + verdict < p.n && p.online;
-        if (sub == 0) {
-          add_count(p.counters, &ftgen::FtCounters::detected, detected);
-          add_count(p.counters, &ftgen::FtCounters::uncorrectable, located ? 0u : uncorrectable);
-        }
-        if (p.correct && located) {  // the located element from A's row and B's column, in double
-          const int j = j0 + verdict;
-          double v = 0.0;
-          for (int kk = sub; kk < p.k; kk += kL) {
-            const double a = kRowA ? p.A[i * p.lda + kk] : p.A[kk * p.lda + i];
-            v = fma(a, kRowB ? p.B[kk * p.ldb + j] : p.B[j * p.ldb + kk], v);
-          }
-          v = gsum(v);
-          if (sub == 0) {
-            row[j] = p.alpha * v;
-            add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
-          }
-        } else if (p.correct && sub == 0) {  // the unit's row of the strip, recomputed by abft64_redo_kernel
-          p.redo[1 + atomicAdd(p.redo, 1)] = static_cast<int>(unit);
-        }
-      }
+      score = 0.0;  // (the full rule's, abft64_rare_kernel's)
+      if (sub == 0) p.lists[atomicAdd(p.counts, 1)] = static_cast<int>(unit);
     }
   }
   // the block's largest score, recorded once
@@ -281,55 +258,120 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
   }
 }
 
-// The listed units' rows of their strips from A and B in double. Row-major B: a block per (unit, 32 columns of its
-// strip), its 8 warps splitting k, a lane per column (B's rows read 256 contiguous bytes at a time), the warps' partial
-// sums added in warp order; column-major B: a warp per element, lanes along k (abft64_dot). The block (warp) of a unit's
-// first columns counts its recomputation.
+// The flagged units, a block each (grid-stride): their sums anew from C, r2 = sum_k a_ik^2 (B^2 e)_k (the threads along
+// k), the full rule (ftgen_rules::abft_row_verdict_t, every thread on the same block-wide sums); a located element
+// recomputed from A's row and B's column in double (the threads along k), an unlocated unit (or any detection with
+// correct: detect) listed for abft64_redo_kernel.
+constexpr int kAbft64RareThreads = 1024;
 template <bool kRowA, bool kRowB>
-__global__ void __launch_bounds__(256) abft64_redo_kernel(Abft64Params p) {
-  const int listed = __ldcg(p.redo), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if constexpr (kRowB) {
-    __shared__ double part[8][32];
-    constexpr int kGroups = kAbft64Cols / 32;
-    for (long long x = blockIdx.x; x < static_cast<long long>(listed) * kGroups; x += gridDim.x) {  // (block-uniform)
-      const int unit = __ldcg(p.redo + 1 + x / kGroups), g = static_cast<int>(x % kGroups);
-      const int i = unit / p.strips, j = (unit % p.strips) * kAbft64Cols + g * 32 + lane;
-      const int k0 = static_cast<int>(static_cast<long long>(p.k) * warp / 8), k1 = static_cast<int>(static_cast<long long>(p.k) * (warp + 1) / 8);
+__global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64Params p) {
+  constexpr int kT = kAbft64RareThreads, kC = kAbft64Cols;
+  __shared__ double red[kT / 32];
+  __shared__ int ired[kT / 32];
+  auto sum = [](double a, double b) { return a + b; };
+  const int t = threadIdx.x, flagged = __ldcg(p.counts);
+  for (int x = blockIdx.x; x < flagged; x += gridDim.x) {  // (block-uniform)
+    const int unit = __ldcg(p.lists + x), i = unit / p.strips, s = unit % p.strips, j0 = s * kC;
+    double* const row = p.C + i * p.ldc;
+    double c = 0.0, a2 = 0.0;
+    int nb = 0, bc = kC;
+    if (t < kC && j0 + t < p.n) {
+      c = p.alpha == 1.0 ? row[j0 + t] : row[j0 + t] / p.alpha;
+      if (isfinite(c)) {
+        const double a = fmin(fabs(c), 1e150);  // (capped: abft_model's squares)
+        a2 = a * a;
+      } else {
+        nb = 1, bc = t;
+      }
+    }
+    const double s1 = abft64_block_reduce<kT>(c, red, sum);
+    const double sw = abft64_block_reduce<kT>(static_cast<double>(t + 1) * c, red, sum);
+    const double sq = abft64_block_reduce<kT>(a2, red, sum);
+    const double mx = abft64_block_reduce<kT>(a2, red, [](double u, double v) { return fmax(u, v); });
+    nb = abft64_block_reduce<kT>(nb, ired, [](int u, int v) { return u + v; });
+    bc = abft64_block_reduce<kT>(bc, ired, [](int u, int v) { return min(u, v); });
+    double r2 = 0.0;
+    for (int kk = t; kk < p.k; kk += kT) {
+      const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+      r2 += a * a * __ldg(p.b2 + static_cast<long long>(s) * p.k + kk);
+    }
+    r2 = abft64_block_reduce<kT>(r2, red, sum);
+    const double r = p.R[static_cast<long long>(i) * p.ldd + 2 * s], rw = p.R[static_cast<long long>(i) * p.ldd + 2 * s + 1];
+    double score = 0.0;
+    const int verdict = ftgen_rules::abft_row_verdict_t<double>(sq, mx, nb, bc, s1, sw, r, rw, r2, p.unit, p.fixed, p.rms_w, kC, &score);
+    if (t == 0) ftgen::record_score(p.counters, score);
+    if (verdict == -1) continue;  // (a pass-1 flag the full rule clears)
+    unsigned detected = 0, uncorrectable = 0;
+    ftgen_rules::abft_count_row(verdict, p.online, detected, uncorrectable);
+    const bool located = verdict >= 0 && j0 + verdict < p.n && p.online;
+    if (t == 0) {
+      add_count(p.counters, &ftgen::FtCounters::detected, detected);
+      add_count(p.counters, &ftgen::FtCounters::uncorrectable, located ? 0u : uncorrectable);
+    }
+    if (!p.correct) continue;
+    if (located) {
+      const int j = j0 + verdict;
+      double v = 0.0;
+      for (int kk = t; kk < p.k; kk += kT) {
+        const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+        v = fma(a, kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk], v);
+      }
+      v = abft64_block_reduce<kT>(v, red, sum);
+      if (t == 0) {
+        row[j] = p.alpha * v;
+        add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+      }
+    } else if (t == 0) {
+      p.lists[p.list_cap + atomicAdd(p.counts + 1, 1)] = unit;
+    }
+  }
+}
+
+// The listed units' rows of their strips from A and B in double: a block per (unit, 32 columns of its strip), its 32
+// warps splitting k. Row-major B: a lane per column (B's rows read 256 contiguous bytes at a time); column-major: the
+// lanes along k, a warp's 32 columns in turn. The warps' partial sums are added in warp order; the block of a unit's
+// first columns counts its recomputation.
+constexpr int kAbft64RedoThreads = 1024;
+template <bool kRowA, bool kRowB>
+__global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64Params p) {
+  constexpr int kW = kAbft64RedoThreads / 32, kGroups = kAbft64Cols / 32;
+  __shared__ double part[kW][33];
+  const int listed = __ldcg(p.counts + 1), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (long long x = blockIdx.x; x < static_cast<long long>(listed) * kGroups; x += gridDim.x) {  // (block-uniform)
+    const int unit = __ldcg(p.lists + p.list_cap + x / kGroups), g = static_cast<int>(x % kGroups);
+    const int i = unit / p.strips, jg = (unit % p.strips) * kAbft64Cols + g * 32;
+    const int k0 = static_cast<int>(static_cast<long long>(p.k) * warp / kW), k1 = static_cast<int>(static_cast<long long>(p.k) * (warp + 1) / kW);
+    auto a_of = [&](int kk) {
+      return kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+    };
+    if constexpr (kRowB) {
+      const int j = jg + lane;
       double v = 0.0;
       if (j < p.n) {
 #pragma unroll 8
-        for (int kk = k0; kk < k1; ++kk) {
-          const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
-          v = fma(a, __ldg(p.B + static_cast<long long>(kk) * p.ldb + j), v);
-        }
+        for (int kk = k0; kk < k1; ++kk) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(kk) * p.ldb + j), v);
       }
       part[warp][lane] = v;
-      __syncthreads();
-      if (warp == 0) {
-        double sum = 0.0;
-        for (int w = 0; w < 8; ++w) sum += part[w][lane];
-        if (j < p.n) p.C[i * p.ldc + j] = p.alpha * sum;
-        if (lane == 0 && g == 0) {
-          count_recomputed(p.counters);
-          add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
-        }
+    } else {
+      for (int l = 0; l < 32; ++l) {
+        double v = 0.0;
+        if (jg + l < p.n)
+          for (int kk = k0 + lane; kk < k1; kk += 32) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(jg + l) * p.ldb + kk), v);
+        v = abft64_warp_sum(v);
+        if (lane == 0) part[warp][l] = v;
       }
-      __syncthreads();  // (part is the next item's)
     }
-  } else {
-    const long long items = static_cast<long long>(listed) * kAbft64Cols, warps = gridDim.x * 8ll;
-    for (long long x = (blockIdx.x * 256ll + threadIdx.x) / 32; x < items; x += warps) {  // (warp-uniform)
-      const int unit = __ldcg(p.redo + 1 + x / kAbft64Cols), l = static_cast<int>(x % kAbft64Cols);
-      const int i = unit / p.strips, j = (unit % p.strips) * kAbft64Cols + l;
-      if (j < p.n) {
-        const double v = abft64_dot<kRowA, kRowB>(p, i, j, lane);
-        if (lane == 0) p.C[i * p.ldc + j] = p.alpha * v;
-      }
-      if (lane == 0 && l == 0) {
+    __syncthreads();
+    if (warp == 0) {
+      double sum = 0.0;
+      for (int w = 0; w < kW; ++w) sum += part[w][lane];
+      if (jg + lane < p.n) p.C[i * p.ldc + jg + lane] = p.alpha * sum;
+      if (lane == 0 && g == 0) {
         count_recomputed(p.counters);
         add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
       }
     }
+    __syncthreads();  // (part is the next item's)
   }
 }
 

@@ -2199,14 +2199,19 @@ struct Runner {
     cp.online = q.abft.online;
     cp.correct = q.correct;
     cp.counters = q.counters;
-    cp.redo = reinterpret_cast<int*>(q.ws + q.lay.redo) + q.lay.flagged;
-    if ((e = cudaMemsetAsync(cp.redo, 0, sizeof(int), s)) != cudaSuccess) return e;
     const long long units = static_cast<long long>(q.m) * strips;
+    cp.counts = reinterpret_cast<int*>(q.ws + q.lay.redo) + q.lay.flagged;
+    cp.lists = cp.counts + 2;
+    cp.list_cap = units;
+    if ((e = cudaMemsetAsync(cp.counts, 0, 2 * sizeof(int), s)) != cudaSuccess) return e;
     abft64_check_kernel<kRowA, kRowB><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     DeviceProps dp;
     if ((e = device_props(dp)) != cudaSuccess) return e;
-    abft64_redo_kernel<kRowA, kRowB><<<static_cast<unsigned>(4 * std::max(dp.sms, 1)), 256, 0, s>>>(cp);
+    const unsigned rare_blocks = static_cast<unsigned>(std::max(dp.sms, 1));  // (a grid-stride loop over the lists)
+    abft64_rare_kernel<kRowA, kRowB><<<rare_blocks, kAbft64RareThreads, 0, s>>>(cp);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    abft64_redo_kernel<kRowA, kRowB><<<rare_blocks, kAbft64RedoThreads, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (!direct) {
       const long long n = static_cast<long long>(q.m) * q.n;
@@ -2394,9 +2399,9 @@ struct Launcher {
       L.ref = take(size_t(m) * L.ref_w * sizeof(double));
       L.d[0] = take(size_t(m) * n * sizeof(double));
       // the ints at redo: the planned faults' counters (inject builds: tiles of them, abft_fault_error_kernel's), then
-      // at `flagged` the units the check lists for recomputation ([count][m x strips])
+      // at `flagged` the check's two lists' counts and the lists ([2][m x strips]: Abft64Params::lists)
       L.flagged = kInject ? tiles : 0;
-      L.redo_ints = L.flagged + 1 + size_t(m) * L.strips;
+      L.redo_ints = L.flagged + 2 + 2 * size_t(m) * L.strips;
       L.redo = take(sizeof(int) * L.redo_ints);
       if (kInject) L.fault_part = take(tiles * kFaultParts * sizeof(double));
     } else if (kLevel == kLevelAbft) {
