@@ -28,7 +28,8 @@ def main() -> int:
     ap.add_argument("--family", required=True)
     ap.add_argument("--command", required=True)
     ap.add_argument("--figure", action="append", default=[], help="KEY=VALUE (repeat)")
-    ap.add_argument("--index-file", help="the file the index entry names (default: the first file copied)")
+    ap.add_argument("--index-file", help="the file the index entry names: a path in the repository or a file of this run "
+                    "(default: the first file copied)")
     ap.add_argument("--provenance-from", help="a JSON-lines file of the same device call whose header gives the provenance "
                     "(where no JSON-lines file is copied)")
     a = ap.parse_args()
@@ -62,8 +63,14 @@ def main() -> int:
         side["covers"] = covers
         (dest / "provenance.json").write_text(json.dumps(side, indent=1) + "\n")
     fig = dict(kv.split("=", 1) for kv in a.figure)
+    indexed = copied[0]
+    if a.index_file:  # a path in the repository, or a file of this run (as named on the command line or as copied)
+        found = [c for c in (REPO / a.index_file, dest / a.index_file, dest / (a.index_file + ".gz")) if c.is_file()]
+        if not found:
+            sys.exit(f"--index-file {a.index_file}: no such file in the repository or in {a.dest}")
+        indexed = found[0]
     entry = {"claim": a.claim, "family": a.family,
-             "file": str((REPO / a.index_file) if a.index_file else copied[0]).replace(str(REPO) + "/", ""),
+             "file": str(indexed).replace(str(REPO) + "/", ""),
              "command": a.command, "commit": (prov or {}).get("git_sha"), "gpu": (prov or {}).get("gpu"),
              "headline": False, "figure": fig}
     idx_path = REPO / "results" / "index.json"
