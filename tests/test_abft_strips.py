@@ -409,3 +409,44 @@ def test_the_strip_checks_pass_on_the_rules(lib):
 def test_planted_strip_bugs_fail(name, tmp_path):
     caught = planted_bug_caught(RULES, *MUTANTS[name], build, STRIP_CHECKS, tmp_path)
     assert caught, f"planted bug {name} passed every behavioural check"
+
+
+# ---- fp64 (templates/gemm/cutlass_abft64.cuh): the check after the GEMM, every sum in double ---------------------------
+
+
+def test_the_fp64_check_is_the_models_and_the_emitted_kernels():
+    """The fp64 check's model arguments and what the generated variant is built with: strips of abft_cols columns (128
+    by default), lambda ABFT64_LAMBDA on 2^-53, a located element recomputed from A and B (fix='dot')."""
+    chk = g.abft_fp64_check()
+    assert chk == {"cols": 128, "lam": g.ABFT64_LAMBDA, "unit": "fp64", "fix": "dot"}
+    text = ("name: f\nfamily: gemm\narch: [sm_90]\nprecision: fp64\nparams: {backend: cutlass, inst_m: 16, tb_m: 128, "
+            "tb_n: 128, warp_m: 32, warp_n: 64, abft_cols: [128, 32]}\nprotection: {scheme: abft, level: threadblock}\n"
+            "shapes: [{m: 64, n: 64, k: 64}]\n")
+    spec = load_spec_text(text)
+    assert [v.name.rsplit("_", 1)[1] for v in spec.variants] == ["cs128", "cs32"]
+    files, _ = render_spec(spec)
+    for v, cols in zip(spec.variants, (128, 32)):
+        src = next(t for path, t in files.items() if path.endswith(f"{v.name}.cu"))
+        assert f"#define FTGEN_ABFT_STRIP_N {cols} " in src
+        assert f"{g.ABFT64_LAMBDA * UNIT_ROUNDOFF['fp64']!r}f}};" in src  # the check's threshold unit
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
+def test_fp64_model_clean_and_single_faults(dist):
+    """On the fp64 check's rules: a clean GEMM raises nothing; an exponent flip of a partial sum is detected, located
+    and its element recomputed from A's row and B's column (fix='dot': their dot product in double)."""
+    rng = np.random.default_rng(41)
+    m, k, n = 32, 512, 256
+    A, B = draw(rng, (m, k), dist), draw(rng, (k, n), dist)
+    kw = dict(g.abft_fp64_check(), kt=16, interval=k // 16, precision="fp64", recompute="row", fault_at="start")
+    _, clean = g.abft_gemm_model(A, B, **kw)
+    assert clean["detected"] == 0 and clean["max_score"] < 0.5
+    for bit in (55, 60):
+        i, j, step = int(rng.integers(m)), int(rng.integers(n)), int(rng.integers(k // 16))
+        C, c = g.abft_gemm_model(A, B, faults=[(step, i, j, "bitflip", bit)], **kw)
+        assert (c["detected"], c["corrected"], c["recomputed"]) == (1, 1, 0), (bit, c)
+        exact = float(np.dot(A[i].astype(np.longdouble), B[:, j].astype(np.longdouble)))
+        bound = tolerance.tolerance("fp64", k) * float(np.abs(A[i]) @ np.abs(B[:, j]))
+        assert abs(C[i, j] - exact) <= 1e-2 * bound  # (a dot product in double: far inside the fp64 rule)
+    with pytest.raises(ValueError, match="fix must be"):
+        g.abft_gemm_model(A, B, **{**kw, "fix": "nearest"})

@@ -47,6 +47,10 @@ int abft_verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float
                  float rms_w, int cols, float* score) {
   return abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
 }
+int abft_verdict64(double SQ, double MX, int NB, int BC, double S1, double SW, double R, double RW, double R2, double unit,
+                   double fixed, double rms_w, int cols, double* score) {
+  return abft_row_verdict_t<double>(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
+}
 void abft_count(int verdict, int online, unsigned* detected, unsigned* uncorrectable) {
   abft_count_row(verdict, online, *detected, *uncorrectable);
 }
@@ -74,6 +78,7 @@ def build(rules_dir: Path, out: Path):
         "correct_scaled_f32": (u, [P(f), d, d, d]),
         "abft_pass1": (i, [i, f, f, f, f, f, f, f, f, P(f)]),
         "abft_verdict": (i, [f, f, i, i, d, d, f, f, f, f, f, f, i, P(f)]),
+        "abft_verdict64": (i, [d, d, i, i, d, d, d, d, d, d, d, d, i, P(d)]),
         "abft_count": (None, [i, i, P(u), P(u)]),
         "tmr_vote": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32)]),
         "tmr_counted": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32), P(u), P(i)]),
@@ -284,6 +289,50 @@ def check_cutlass_special_rows(lib):
     assert (det.value, unc.value) == (3, 2)  # -2 online and 5 with correct: detect are not corrected in place
 
 
+def check_fp64_rows(lib):
+    """The fp64 check's full rule (double thresholds and references, abft_row_verdict_t<double>) against the model at
+    the fp64 check's lambda: clean rows of an fp64 strip raise nothing; a fault of 1e-9 of its element -- far above the
+    fp64 threshold, far below what float references resolve (2^-24) -- is located at its column by the double rule,
+    while the float rule on the same row cannot tell it from its own rounding."""
+    rng = np.random.default_rng(5)
+    rows, k, cols = 16, 512, g.ABFT64_STRIP_COLS
+    A, B = rng.standard_normal((rows, k)), rng.standard_normal((k, cols))
+    C = A @ B
+    be, bw, b2 = g.abft_encode(B, cols)
+    r, rw, r2 = (A @ be)[:, 0], (A @ bw)[:, 0], ((A * A) @ b2)[:, 0]
+    lam = g.abft_fp64_check()["lam"]
+    unit = g.abft_threshold_unit("fp64", k, cols, lam)
+    rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
+    w = np.arange(1, cols + 1, dtype=np.float64)
+
+    def verdict(c, i, f32=False):
+        a = np.minimum(np.abs(c), 1e150) ** 2
+        args = (float(a.sum()), float(a.max()), 0, -1, float(c.sum()), float((w * c).sum()), r[i], rw[i], r2[i], unit, 0.0, rms_w, cols)
+        if f32:
+            sc = ctypes.c_float()
+            return lib.abft_verdict(*[np.float32(x) if isinstance(x, float) and n not in (4, 5) else x for n, x in enumerate(args)],
+                                    ctypes.byref(sc)), sc.value
+        sc = ctypes.c_double()
+        return lib.abft_verdict64(*args, ctypes.byref(sc)), sc.value
+
+    located = 0
+    for i in range(rows):
+        c = C[i].copy()
+        v, score = verdict(c, i)
+        kind, _ = g.abft_classify(float(c.sum()) - r[i], float((w * c).sum()) - rw[i],
+                                  g.abft_row_threshold(c, r[i], rw[i], r2[i], k, "fp64", lam),
+                                  g.abft_weighted_threshold(g.abft_row_threshold(c, r[i], rw[i], r2[i], k, "fp64", lam), rw[i], unit, cols),
+                                  cols)
+        assert v == -1 and kind == 0 and score < 0.6, (i, v, score)
+        j = int(rng.integers(cols))
+        c[j] += 1e-9 * max(abs(c[j]), 1.0)
+        v, score = verdict(c, i)
+        assert v == j and score > 1.0, (i, v, j, score)
+        assert verdict(c, i, f32=True)[0] != j  # float references cannot locate it
+        located += 1
+    assert located == rows
+
+
 def check_tmr(lib):
     """The vote against ftgen.families.gemm.tmr_model.classify on every pattern of agreement, with random bit patterns; one bad copy
     is outvoted and repaired, three different copies are uncorrectable."""
@@ -315,7 +364,7 @@ def check_tmr(lib):
     assert list(x) == [1.0, 2.0, 3.0]
 
 
-CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_tmr)
+CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_fp64_rows, check_tmr)
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
@@ -337,20 +386,27 @@ def test_the_kernels_decide_through_the_rules():
     assert "int vote_element(" not in tmr
     assert "using ftgen_rules::classify_row;" in simt and simt.count("ftgen_rules::replacement<T>(") == 5
     assert "rint(dw" not in simt and "(s1 > 1.0)" not in simt
+    abft64 = (REPO / "templates" / "gemm" / "cutlass_abft64.cuh").read_text()
+    for name in ("abft_row_verdict_t<double>", "abft_score_t(", "abft_within_t(", "abft_count_row("):
+        assert f"ftgen_rules::{name}" in abft64, name
+    assert "rint(ddw" not in abft64 and "> 1.0)" not in abft64  # no second copy of the location or the comparison
 
 
 # ---- planted bugs: each must make a behavioural check fail -----------------------------------------------------
 
 MUTANTS = {
     # the score-vs-threshold comparison flipped (CUTLASS ABFT, both passes)
-    "abft_comparison_flipped": ("return !(sc1 > 1.f) & !(sc2 > 1.f);", "return !(sc1 < 1.f) & !(sc2 < 1.f);"),
+    "abft_comparison_flipped": ("return !(sc1 > T(1)) & !(sc2 > T(1));", "return !(sc1 < T(1)) & !(sc2 < T(1));"),
     # the in-place fix skipped but still counted (CUTLASS ABFT)
     "abft_fix_skipped_but_counted": ("  x = replacement<T>(chk, rest);\n  return 1u;", "  return 1u;"),
     "abft_scaled_fix_skipped": ("  x = static_cast<T>(alpha * (chk - rest));\n", ""),
     # the location off by one column
     "abft_locate_off_by_one": ("return int(jq) - 1;", "return int(jq);"),
     # the weighted residual's score ignored (a fault in the weighted checksum passes)
-    "abft_within_ignores_weighted": ("return !(sc1 > 1.f) & !(sc2 > 1.f);", "return !(sc1 > 1.f);"),
+    "abft_within_ignores_weighted": ("return !(sc1 > T(1)) & !(sc2 > T(1));", "return !(sc1 > T(1));"),
+    # the fp64 rule's references rounded to float (the tf32x3 check's precision)
+    "abft_fp64_references_in_float": ("const double dd = S1 - static_cast<double>(R), ddw = SW - static_cast<double>(RW);",
+                                      "const double dd = S1 - static_cast<float>(R), ddw = SW - static_cast<float>(RW);"),
     # an unlocated detection counted as correctable
     "abft_count_unlocated_as_correctable": ("if (verdict == -2 || !online) ++uncorrectable;", "if (!online) ++uncorrectable;"),
     # the TMR vote always taking copy 0

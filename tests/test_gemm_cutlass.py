@@ -421,6 +421,42 @@ def test_tf32x3_threadblock_abft_compiles(compiled):
     assert any("abft_ref_kernel" in k for k in entries)
 
 
+@pytest.mark.compile
+def test_fp64_threadblock_abft_compiles_without_spills(tmp_path):
+    """fp64 ABFT on Hopper's DMMA (inject build, row-major and column-major): the unprotected GEMM, the encodings, the
+    reference GEMM, pass 1, the rare path and the recomputation, for sm_90, no spills."""
+    nvcc, inc = _nvcc(), cutlass_include_dir()
+    if nvcc is None or inc is None or not (Path(inc) / "cutlass" / "cutlass.h").is_file():
+        pytest.skip("nvcc or the CUTLASS headers not found")
+    spec = load_spec_text(spec_text("""
+        precision: fp64
+        params: {backend: cutlass, inst_m: 16, tb_m: 64, tb_n: 64, tb_k: 16, warp_m: 32, warp_n: 32, warp_k: 16, stages: 3}
+        protection: {scheme: abft, level: threadblock, inject: true}
+        variants:
+          - {params: {layout_a: row, layout_b: row}}
+          - {params: {layout_a: col, layout_b: col, abft_cols: 32}}
+        """), "f64abft.yaml")
+    g = generate(spec, tmp_path)
+
+    def build(v):
+        d = g.out_dir / v.name
+        cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG", "-gencode", "arch=compute_90,code=sm_90",
+               f"-I{d}", f"-I{g.out_dir / 'common'}", f"-I{inc}", "-Xptxas", "-v", "-c", str(d / f"{v.name}.cu"), "-o",
+               str(tmp_path / f"{v.name}.o")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        return p.returncode == 0, p.stdout + p.stderr
+
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        for ok, log in ex.map(build, spec.variants):
+            assert ok, log[-4000:]
+            entries = _ptxas_entries(log)
+            for kernel in ("abft64_enc_kernel", "abft64_check_kernel", "abft64_rare_kernel", "abft64_redo_kernel",
+                           "abft64_apply_kernel", "abft_fault_error_kernel"):
+                assert any(kernel in k for k in entries), kernel
+            for k, lines in entries.items():
+                assert "0 bytes spill stores, 0 bytes spill loads" in " ".join(lines), (k, lines)
+
+
 # ---------------------------------------------------------------------------------------------
 # tf32x3 and threadblock ABFT on the tensor cores
 # ---------------------------------------------------------------------------------------------

@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
 // k), the full rule (ftgen_rules::abft_row_verdict_t, every thread on the same block-wide sums); a located element
 // recomputed from A's row and B's column in double (the threads along k), an unlocated unit (or any detection with
 // correct: detect) listed for abft64_redo_kernel.
-constexpr int kAbft64RareThreads = 1024;
+constexpr int kAbft64RareThreads = 512;  // (1024 capped the registers at 64: the rule spilled)
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64Params p) {
   constexpr int kT = kAbft64RareThreads, kC = kAbft64Cols;
@@ -327,10 +327,10 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
   }
 }
 
-// The listed units' rows of their strips from A and B in double: a block per (unit, 32 columns of its strip), its 32
-// warps splitting k. Row-major B: a lane per column (B's rows read 256 contiguous bytes at a time); column-major: the
-// lanes along k, a warp's 32 columns in turn. The warps' partial sums are added in warp order; the block of a unit's
-// first columns counts its recomputation.
+// The listed units' rows of their strips from A and B in double: a block per (unit, 32 columns of its strip). Row-major
+// B: its 32 warps split k, a lane per column (B's rows read 256 contiguous bytes at a time), the warps' partial sums
+// added in warp order; column-major: a warp per column, the lanes along k. The block of a unit's first columns counts
+// its recomputation.
 constexpr int kAbft64RedoThreads = 1024;
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64Params p) {
@@ -352,19 +352,22 @@ __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64P
         for (int kk = k0; kk < k1; ++kk) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(kk) * p.ldb + j), v);
       }
       part[warp][lane] = v;
-    } else {
-      for (int l = 0; l < 32; ++l) {
-        double v = 0.0;
-        if (jg + l < p.n)
-          for (int kk = k0 + lane; kk < k1; kk += 32) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(jg + l) * p.ldb + kk), v);
-        v = abft64_warp_sum(v);
-        if (lane == 0) part[warp][l] = v;
-      }
+    } else {  // warp w: column jg + w over the whole k
+      static_assert(kW == 32, "a warp per column of the group");
+      double v = 0.0;
+      if (jg + warp < p.n)
+        for (int kk = lane; kk < p.k; kk += 32) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(jg + warp) * p.ldb + kk), v);
+      v = abft64_warp_sum(v);
+      if (lane == 0) part[0][warp] = v;
     }
     __syncthreads();
     if (warp == 0) {
       double sum = 0.0;
-      for (int w = 0; w < kW; ++w) sum += part[w][lane];
+      if constexpr (kRowB) {
+        for (int w = 0; w < kW; ++w) sum += part[w][lane];
+      } else {
+        sum = part[0][lane];
+      }
       if (jg + lane < p.n) p.C[i * p.ldc + jg + lane] = p.alpha * sum;
       if (lane == 0 && g == 0) {
         count_recomputed(p.counters);
