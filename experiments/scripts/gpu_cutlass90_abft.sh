@@ -12,13 +12,8 @@ set -u
 out=${1:?usage: gpu_cutlass90_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-T0=$SECONDS; t() { echo "[$((SECONDS - T0)) s] $*"; }
-left() { echo $((525 - SECONDS + T0)); }  # seconds left of the 9 minutes, less the table's
-cap() { local l; l=$(left); echo $(( l < $1 ? l : $1 )); }  # a step's timeout: its own, or what is left
-ft() { local s=$1; shift; local c; c=$(cap "$s"); if [ "$c" -lt 20 ]; then echo "skipped (time): $*"; return 124; fi
-       timeout "$c" python3 -m ftgen.cli "$@"; }
+. experiments/scripts/gpu_budget.sh  # t, ft (each step's timeout), big, odd
 spec=specs/gemm/cutlass90_abft.yaml; gen=generated/c90abft; proj=$gen/gemm_cutlass90_abft
-big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
 python3 -m ftgen.cli generate $spec -o $gen > "$out/generate.txt" 2>&1; echo "generate rc $?"
 ft 300 build $proj -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
