@@ -6,9 +6,7 @@
 #   bash experiments/scripts/gpu_abft_regress.sh OUT   (wheels in .whl/ installed to /tmp/site)
 set -u
 out=${1:?usage: gpu_abft_regress.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
-ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-. experiments/scripts/gpu_budget.sh  # t, ft (each step's timeout), big, odd
+. experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
 python3 -m ftgen.cli generate specs/gemm/demo.yaml -o generated/rg > /dev/null
 python3 -m ftgen.cli generate specs/gemm/cutlass90_abft.yaml -o generated/rg > /dev/null
 ft 150 build generated/rg/gemm_demo -j 8 > "$out/build_demo.txt" 2>&1 &

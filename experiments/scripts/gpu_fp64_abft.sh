@@ -6,13 +6,9 @@
 #   bash experiments/scripts/gpu_fp64_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 out=${1:?usage: gpu_fp64_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
-ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-. experiments/scripts/gpu_budget.sh  # t, ft (each step's timeout), big, odd
+. experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
 spec=specs/gemm/cutlass_fp64_abft.yaml; gen=generated/f64abft; proj=$gen/gemm_cutlass_fp64_abft
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
-python3 -m ftgen.cli generate $spec -o $gen > "$out/generate.txt" 2>&1; echo "generate rc $?"
-ft 300 build $proj -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
+gen_build $spec $gen $proj
 # 1. 16 faults per launch, timed with them (the target: x cuBLAS DGEMM), the big and the odd shapes
 ft 150 bench $proj --kernels '*_inj' --inject 16 --shapes $big,$odd --reps 20 --warmup 5 --json "$out/bench_inject16.jsonl" 2>&1 | tail -n 8
 t bench inject16

@@ -7,11 +7,10 @@
 #   bash experiments/scripts/gpu_fp64_abft_profile.sh OUT   (wheels in .whl/ installed to /tmp/site; SIDES: the modes, default "low high serial")
 set -u
 out=${1:?usage: gpu_fp64_abft_profile.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
-ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-ft() { python3 -m ftgen.cli "$@"; }
+. experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
 spec=specs/gemm/cutlass_fp64_abft.yaml; gen=generated/f64prof; proj=$gen/gemm_cutlass_fp64_abft
-ft generate $spec -o $gen > /dev/null; ft build $proj -j 16 --kernels '*_rr_conc_cs*_inj' > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
+python3 -m ftgen.cli generate $spec -o $gen > /dev/null
+ft 300 build $proj -j 16 --kernels '*_rr_conc_cs*_inj' > "$out/build.txt" 2>&1; tail -n 1 "$out/build.txt"
 for side in ${SIDES-low high serial}; do
   FTGEN_ABFT_SIDE=$side timeout 150 python3 -m ftgen.cli bench $proj --kernels '*abft-tb-i*_rr_conc_cs*_inj' --inject 16 \
     --shapes 4096x4096x4096,8192x8192x8192 --reps 10 --warmup 3 --json "$out/side_$side.jsonl" > "$out/side_$side.txt" 2>&1
