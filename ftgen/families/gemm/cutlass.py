@@ -101,9 +101,10 @@ LEVEL_TOKENS = {"tmr": {"kernel": "kernel", "threadblock": "tb", "multikernel": 
                 "abft": {"threadblock": "tb"}}
 TMR_LEVELS = tuple(LEVEL_TOKENS["tmr"])
 COPIES = 3
-# Threadblock ABFT (templates/gemm/cutlass_abft.cuh): the SIMT threadblock level's rules (abft_model),
-# with the tensor cores' truncating fp32 accumulation as the unit roundoff (2^-23) and the SIMT level's
-# lambda; the GPU fault campaigns measure the margin (largest clean score).
+# Threadblock ABFT: tf32x3 (templates/gemm/cutlass_abft.cuh) with the SIMT threadblock level's rules (abft_model),
+# the tensor cores' truncating fp32 accumulation as the unit roundoff (2^-23) and the SIMT level's lambda (the GPU
+# fault campaigns measure the margin, the largest clean score); fp64 (templates/gemm/cutlass_abft64.cuh) with its own
+# check after the GEMM, every sum in double (ABFT64_* below).
 ABFT_PRECISIONS = ("tf32x3", "fp64")
 ABFT_LAMBDA = 2.0
 ABFT_UNIT = 2.0**-23
