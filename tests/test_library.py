@@ -338,43 +338,37 @@ def test_default_entry_from_the_launcher_signature_compiles(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
+def _cutlass90_plans(precision: str, first: str, second: str, params: str) -> tuple[str, str]:
+    """The library fault plans of two cutlass90 variants (protections `first`, `second`; extra `params`)."""
+    s = load_spec_text(textwrap.dedent(f"""\
+        name: lib90
+        family: gemm
+        arch: [sm_90a]
+        precision: {precision}
+        variants:
+          - {{protection: {first}, params: {{backend: cutlass90{params}}}}}
+          - {{protection: {second}, params: {{backend: cutlass90{params}}}}}
+        """), "lib90.yaml")
+    fam = families.get("gemm")
+    return tuple(fam.library_fault_plan(v) for v in s.variants)
+
+
 def test_a_cutlass90_abft_library_plans_faults_over_the_checks_tiles():
     """A cutlass90 ABFT variant built with injection is injectable from the library: its fault plan is the bench's, over
     the check's sm80 descriptor (128x128 tiles, 256 threads, 64 accumulators, k-tiles of 32, one unit per tile); the
     unprotected cutlass90 variant has none."""
-    fam = families.get("gemm")
-    s = load_spec_text(textwrap.dedent("""\
-        name: lib90
-        family: gemm
-        arch: [sm_90a]
-        precision: tf32x3
-        variants:
-          - {protection: {scheme: abft, level: threadblock, inject: true}, params: {backend: cutlass90}}
-          - {protection: {scheme: none}, params: {backend: cutlass90}}
-        """), "lib90.yaml")
-    abft, none = s.variants
-    plan = fam.library_fault_plan(abft)
+    plan, none = _cutlass90_plans("tf32x3", "{scheme: abft, level: threadblock, inject: true}", "{scheme: none}", "")
     assert "+ 127) / 128) * ((n + 127) / 128) * 1;" in plan
     assert "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, 256, 64, (k + 31) / 32, 32," in plan
-    assert fam.library_fault_plan(none) == ""
+    assert none == ""
 
 
 def test_a_cutlass90_tmr_library_plans_faults_over_the_kernels_tiles_and_copies():
     """A cutlass90 TMR variant built with injection plans its faults as its bench does: (tile, copy) units over the sm90
     kernel's tiles (128x256, three copies), the 256 threads that hold a ws-coop tile's accumulators (not the producer
     warp group), 128 accumulators each, k-tiles of the kernel's tile_k; built without injection, none."""
-    fam = families.get("gemm")
-    s = load_spec_text(textwrap.dedent("""\
-        name: lib90t
-        family: gemm
-        arch: [sm_90a]
-        precision: bf16
-        variants:
-          - {protection: {scheme: tmr, level: kernel, inject: true}, params: {backend: cutlass90, tile_n: 256}}
-          - {protection: {scheme: tmr, level: kernel}, params: {backend: cutlass90, tile_n: 256}}
-        """), "lib90t.yaml")
-    inj, plain = s.variants
-    plan = fam.library_fault_plan(inj)
+    plan, plain = _cutlass90_plans("bf16", "{scheme: tmr, level: kernel, inject: true}", "{scheme: tmr, level: kernel}",
+                                   ", tile_n: 256")
     assert "+ 127) / 128) * ((n + 255) / 256) * 3;" in plan
     assert "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, 256, 128, (k + 63) / 64, 32," in plan
-    assert fam.library_fault_plan(plain) == ""
+    assert plain == ""

@@ -86,11 +86,9 @@ struct Problem {
 
 template <class G>
 typename G::Op::Arguments arguments(const Problem& p, float alpha) {
-  using Stride = typename G::Kernel::StrideA;
   auto sa = cutlass::make_cute_packed_stride(typename G::Kernel::StrideA{}, {p.m, p.k, 1});
   auto sb = cutlass::make_cute_packed_stride(typename G::Kernel::StrideB{}, {p.n, p.k, 1});
   auto sd = cutlass::make_cute_packed_stride(typename G::Kernel::StrideD{}, {p.m, p.n, 1});
-  (void)sizeof(Stride);
   typename G::Op::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {p.m, p.n, p.k, 1}, {p.A, sa, p.B, sb}, {{}, nullptr, sd, p.D, sd}};
   if constexpr (std::is_same_v<G, GemmCheck>) {
     const int64_t mpad = (p.m + 127) / 128 * 128;

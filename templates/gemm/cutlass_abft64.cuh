@@ -167,11 +167,21 @@ struct Abft64Params {
   int online;        // correct: online (1) or detect (0)
   int correct;       // 0: detect and count only (inject builds measuring the uncorrected error)
   ftgen::FtCounters* counters;
-  int* lists;  // [2][m x strips] (counts at lists_n): the units over their pass-1 threshold (abft64_rare_kernel's), then
-               // those whose row of the strip abft64_redo_kernel recomputes
+  int* lists;  // [2][list_cap = m x strips]: the units over their pass-1 threshold (abft64_rare_kernel's), then those
+               // whose row of the strip abft64_redo_kernel recomputes
   int* counts;  // the lists' counts: [0] flagged, [1] to recompute
   long long list_cap;
 };
+
+// A(i, k) and B(k, j) of the problem (row- or column-major)
+template <bool kRowA>
+CUTLASS_DEVICE double abft64_a(const Abft64Params& p, int i, int kk) {
+  return kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+}
+template <bool kRowB>
+CUTLASS_DEVICE double abft64_b(const Abft64Params& p, int kk, int j) {
+  return __ldg(kRowB ? p.B + static_cast<long long>(kk) * p.ldb + j : p.B + static_cast<long long>(j) * p.ldb + kk);
+}
 
 // The sum (or, with op, another reduction) of v over a block of kThreads threads, in a fixed order (each warp's shuffle
 // tree, then the warps in order); every thread gets the result. red: kThreads / 32 slots of shared memory.
@@ -191,9 +201,9 @@ CUTLASS_DEVICE T abft64_block_reduce(T v, T* red, Op op) {
 // group holds the column pairs 2 (sub + kAbft64Lanes x), 2 (sub + kAbft64Lanes x) + 1 of the strip (the group's loads:
 // 128 contiguous bytes). It reads C and the unit's r, r' and lists a unit over its pass-1 threshold for
 // abft64_rare_kernel (every shuffle takes its group's mask).
-template <bool kRowA, bool kRowB>
+template <int kC>  // kAbft64Cols (a template: instantiated only by the fp64 runner)
 __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
-  constexpr int kC = kAbft64Cols, kL = kAbft64Lanes, kPairs = kC / (2 * kL);
+  constexpr int kL = kAbft64Lanes, kPairs = kC / (2 * kL);
   __shared__ double best_of[8];
   const long long unit = (blockIdx.x * 256ll + threadIdx.x) / kL;
   const int sub = threadIdx.x % kL, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -292,7 +302,7 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
     bc = abft64_block_reduce<kT>(bc, ired, [](int u, int v) { return min(u, v); });
     double r2 = 0.0;
     for (int kk = t; kk < p.k; kk += kT) {
-      const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
+      const double a = abft64_a<kRowA>(p, i, kk);
       r2 += a * a * __ldg(p.b2 + static_cast<long long>(s) * p.k + kk);
     }
     r2 = abft64_block_reduce<kT>(r2, red, sum);
@@ -312,10 +322,7 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
     if (located) {
       const int j = j0 + verdict;
       double v = 0.0;
-      for (int kk = t; kk < p.k; kk += kT) {
-        const double a = kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
-        v = fma(a, kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk], v);
-      }
+      for (int kk = t; kk < p.k; kk += kT) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, j), v);
       v = abft64_block_reduce<kT>(v, red, sum);
       if (t == 0) {
         row[j] = p.alpha * v;
@@ -341,22 +348,19 @@ __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64P
     const int unit = __ldcg(p.lists + p.list_cap + x / kGroups), g = static_cast<int>(x % kGroups);
     const int i = unit / p.strips, jg = (unit % p.strips) * kAbft64Cols + g * 32;
     const int k0 = static_cast<int>(static_cast<long long>(p.k) * warp / kW), k1 = static_cast<int>(static_cast<long long>(p.k) * (warp + 1) / kW);
-    auto a_of = [&](int kk) {
-      return kRowA ? p.A[static_cast<long long>(i) * p.lda + kk] : p.A[static_cast<long long>(kk) * p.lda + i];
-    };
     if constexpr (kRowB) {
       const int j = jg + lane;
       double v = 0.0;
       if (j < p.n) {
 #pragma unroll 8
-        for (int kk = k0; kk < k1; ++kk) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(kk) * p.ldb + j), v);
+        for (int kk = k0; kk < k1; ++kk) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, j), v);
       }
       part[warp][lane] = v;
     } else {  // warp w: column jg + w over the whole k
       static_assert(kW == 32, "a warp per column of the group");
       double v = 0.0;
       if (jg + warp < p.n)
-        for (int kk = lane; kk < p.k; kk += 32) v = fma(a_of(kk), __ldg(p.B + static_cast<long long>(jg + warp) * p.ldb + kk), v);
+        for (int kk = lane; kk < p.k; kk += 32) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, jg + warp), v);
       v = abft64_warp_sum(v);
       if (lane == 0) part[0][warp] = v;
     }

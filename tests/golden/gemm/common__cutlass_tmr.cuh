@@ -1612,15 +1612,22 @@ struct Prepared {
   AbftConfig abft;
 };
 
-// FTGEN_ABFT_SIDE (read once): where the pre-passes of ref_checksums: concurrent and of the fp64 check run beside the
-// GEMM -- 0 low (the default, also for any other value: the GEMM at the device's greatest stream priority, the
-// pre-passes at its least), 1 high (the other way round), 2 serial (all on the caller's stream, the pre-passes after it)
-inline int abft_side_mode() {
+// The streams of a check's GEMM (gs) and of its pre-passes (ps), forked from s as FTGEN_ABFT_SIDE (read once) places
+// them: low (the default, also for any other value: the GEMM at the device's greatest stream priority, the pre-passes
+// at its least), high (the other way round), serial (both s: st stays nullptr; else join(*st, s) after both).
+inline cudaError_t abft_side_streams(cudaStream_t s, Streams*& st, cudaStream_t& gs, cudaStream_t& ps) {
   static const int mode = [] {
     const char* v = std::getenv("FTGEN_ABFT_SIDE");
     return v == nullptr ? 0 : std::strcmp(v, "high") == 0 ? 1 : std::strcmp(v, "serial") == 0 ? 2 : 0;
   }();
-  return mode;
+  st = nullptr;
+  gs = ps = s;
+  if (mode == 2) return cudaSuccess;
+  cudaError_t e;
+  if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
+  gs = st->s[mode == 0 ? 0 : 1];
+  ps = st->s[mode == 0 ? 1 : 0];
+  return cudaSuccess;
 }
 
 // Everything one level needs for one CUTLASS GEMM type.
@@ -2067,7 +2074,6 @@ struct Runner {
   template <class First>
   static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s, First&& first) {
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
-    const int mode = abft_side_mode();
     static_assert(kAbftStripN == 0 || (K::Shape::kN % kAbftStripN == 0 && kAbftStripN % AbftShape<K>::kWarpN == 0),
                   "FTGEN_ABFT_STRIP_N: whole warp columns, dividing tb_n");
     cudaError_t e;
@@ -2075,13 +2081,9 @@ struct Runner {
     if (q.abft.conc_unit > 0.f) ap.unit = q.abft.conc_unit;  // the threshold unit of the strips' check (its lambda)
     ap.obs = reinterpret_cast<float4*>(q.ws + q.lay.obs);
     const int tiles = q.lay.tiles_m * q.lay.tiles_n;
-    Streams* st = nullptr;
-    cudaStream_t gs = s, ps = s;  // the GEMM's stream, the pre-passes'
-    if (mode != 2) {
-      if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
-      gs = st->s[mode == 0 ? 0 : 1];
-      ps = st->s[mode == 0 ? 1 : 0];
-    }
+    Streams* st;
+    cudaStream_t gs, ps;  // the GEMM's stream, the pre-passes'
+    if ((e = abft_side_streams(s, st, gs, ps)) != cudaSuccess) return e;
     ap.rows_redo = ap.redo + 1 + 3 * size_t(tiles);
     ap.rows_cap = q.lay.rows_cap;
     ap.row_part = reinterpret_cast<double*>(q.ws + q.lay.row_part);
@@ -2144,13 +2146,9 @@ struct Runner {
     g.ldc = direct ? q.ldc : q.n;
     double* const out = static_cast<double*>(g.C);
     cudaError_t e;
-    Streams* st = nullptr;
-    cudaStream_t gs = s, ps = s;  // the GEMM's stream, the pre-passes' (FTGEN_ABFT_SIDE as run_abft_concurrent's)
-    if (const int mode = abft_side_mode(); mode != 2) {
-      if ((e = streams(st, true)) != cudaSuccess || (e = fork(*st, s)) != cudaSuccess) return e;
-      gs = st->s[mode == 0 ? 0 : 1];
-      ps = st->s[mode == 0 ? 1 : 0];
-    }
+    Streams* st;
+    cudaStream_t gs, ps;  // the GEMM's stream, the pre-passes'
+    if ((e = abft_side_streams(s, st, gs, ps)) != cudaSuccess) return e;
     const bool faults = kInject && q.faults != nullptr && q.records != nullptr && q.fault_count > 0;
     if constexpr (kInject) {
       if (faults) {
@@ -2204,7 +2202,7 @@ struct Runner {
     cp.lists = cp.counts + 2;
     cp.list_cap = units;
     if ((e = cudaMemsetAsync(cp.counts, 0, 2 * sizeof(int), s)) != cudaSuccess) return e;
-    abft64_check_kernel<kRowA, kRowB><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
+    abft64_check_kernel<kAbft64Cols><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     DeviceProps dp;
     if ((e = device_props(dp)) != cudaSuccess) return e;
