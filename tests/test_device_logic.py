@@ -51,6 +51,10 @@ int abft_verdict64(double SQ, double MX, int NB, int BC, double S1, double SW, d
                    double fixed, double rms_w, int cols, double* score) {
   return abft_row_verdict_t<double>(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
 }
+int abft16_verdict(double P1, double PW, double PA, double ar, double arw, double unit, double fixed, double rms_w, int cols,
+                   double* score) {
+  return abft16_unit_verdict(P1, PW, PA, ar, arw, unit, fixed, rms_w, cols, score);
+}
 void abft_count(int verdict, int online, unsigned* detected, unsigned* uncorrectable) {
   abft_count_row(verdict, online, *detected, *uncorrectable);
 }
@@ -79,6 +83,7 @@ def build(rules_dir: Path, out: Path):
         "abft_pass1": (i, [i, f, f, f, f, f, f, f, f, P(f)]),
         "abft_verdict": (i, [f, f, i, i, d, d, f, f, f, f, f, f, i, P(f)]),
         "abft_verdict64": (i, [d, d, i, i, d, d, d, d, d, d, d, d, i, P(d)]),
+        "abft16_verdict": (i, [d, d, d, d, d, d, d, d, i, P(d)]),
         "abft_count": (None, [i, i, P(u), P(u)]),
         "tmr_vote": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32)]),
         "tmr_counted": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32), P(u), P(i)]),
@@ -333,6 +338,47 @@ def check_fp64_rows(lib):
     assert located == rows
 
 
+def check_abft16_units(lib):
+    """The 16-bit check (cutlass90_abft16.cuh: abft16_unit_verdict) against abft_model.abft16_verdict on the sums the
+    epilogue forms from a bf16 / fp16 GEMM's fp32 accumulators (abft16_check's data): clean units clean with scores
+    below 0.5, an exponent flip located at its column, a mantissa flip too small to locate detected (-2), a non-finite
+    sum detected, a fixed threshold obeyed; the device rule and the model agree on every verdict."""
+    rng = np.random.default_rng(11)
+    for prec, cols in (("bf16", 128), ("fp16", 64)):
+        k, rows = 512, 24
+        A = g.to16(rng.standard_normal((rows, k)), prec)
+        B = g.to16(rng.standard_normal((k, cols)), prec)
+        acc = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32)
+        r, rw = g.abft16_refs(A, g.abft16_encode(B, cols, prec), cols, prec)
+        unit = g.abft16_unit(k, 16, cols)
+        rms_w = g.abft_rms_w(cols)
+        w = np.arange(1, cols + 1, dtype=np.float32)
+
+        def both(c, i, fixed=0.0):
+            sums = (float(c.sum(dtype=np.float32)), float((w * c).sum(dtype=np.float32)), float(np.abs(c).sum(dtype=np.float32)))
+            sc = ctypes.c_double()
+            v = lib.abft16_verdict(*sums, r[i, 0], rw[i, 0], unit, fixed, rms_w, cols, ctypes.byref(sc))
+            mv, ms = g.abft16_verdict(*sums, r[i, 0], rw[i, 0], unit, cols, fixed)
+            assert v == mv and (sc.value == ms or (math.isinf(ms) and math.isinf(sc.value))), (v, mv, sc.value, ms)
+            return v, sc.value
+
+        for i in range(rows):
+            c = acc[i].copy()
+            v, score = both(c, i)
+            assert v == -1 and score < 0.5, (prec, i, v, score)
+            assert both(c, i, fixed=1e-30)[0] != -1  # a fixed threshold replaces the derived one
+            j = int(rng.integers(cols))
+            big = c.copy()
+            big[j] = np.float32(big[j] + 1e3 * max(1.0, abs(float(big[j]))))
+            assert both(big, i)[0] == j, (prec, i, j)
+            small = c.copy()
+            small[j] = np.float32(small[j] + 0.05 * float(np.abs(c).mean()))  # over tau, under the certainty of a location
+            assert both(small, i)[0] == -2, (prec, i, j)
+            inf = c.copy()
+            inf[j] = np.float32(np.inf)
+            assert both(inf, i)[0] == -2
+
+
 def check_tmr(lib):
     """The vote against ftgen.families.gemm.tmr_model.classify on every pattern of agreement, with random bit patterns; one bad copy
     is outvoted and repaired, three different copies are uncorrectable."""
@@ -364,7 +410,7 @@ def check_tmr(lib):
     assert list(x) == [1.0, 2.0, 3.0]
 
 
-CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_fp64_rows, check_tmr)
+CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_fp64_rows, check_abft16_units, check_tmr)
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
@@ -390,6 +436,10 @@ def test_the_kernels_decide_through_the_rules():
     for name in ("abft_row_verdict_t<double>", "abft_score_t(", "abft_within_t(", "abft_count_row("):
         assert f"ftgen_rules::{name}" in abft64, name
     assert "rint(ddw" not in abft64 and "> 1.0)" not in abft64  # no second copy of the location or the comparison
+    abft16 = (REPO / "templates" / "gemm" / "cutlass90_abft16.cuh").read_text()
+    assert "ftgen_rules::abft16_unit_verdict(" in abft16 and "ftgen_rules::abft_count_row(" in abft16
+    code16 = "\n".join(ln for ln in abft16.splitlines() if not ln.lstrip().startswith("//"))
+    assert "rint(" not in code16 and "> 1.0" not in code16  # no second copy of the location or the comparison
 
 
 # ---- planted bugs: each must make a behavioural check fail -----------------------------------------------------
@@ -407,6 +457,11 @@ MUTANTS = {
     # the fp64 rule's references rounded to float (the tf32x3 check's precision)
     "abft_fp64_references_in_float": ("const double dd = S1 - static_cast<double>(R), ddw = SW - static_cast<double>(RW);",
                                       "const double dd = S1 - static_cast<float>(R), ddw = SW - static_cast<float>(RW);"),
+    # the 16-bit check's threshold on |r| alone (the sums' magnitude dropped)
+    "abft16_scale_without_magnitude": ("const double tau = fixed > 0.0 ? fixed : unit * fmax(PA, fabs(ar));",
+                                       "const double tau = fixed > 0.0 ? fixed : unit * fabs(ar);"),
+    # the 16-bit check's non-finite residual taken as clean
+    "abft16_nonfinite_clean": ("  if (!(isfinite(d) && isfinite(dw))) return -2;\n", ""),
     # an unlocated detection counted as correctable
     "abft_count_unlocated_as_correctable": ("if (verdict == -2 || !online) ++uncorrectable;", "if (!online) ++uncorrectable;"),
     # the TMR vote always taking copy 0

@@ -509,14 +509,16 @@ class Family:
             return reasons[0][1]
         return "; ".join(f"{r} ({b} backend)" for b, r in reasons)
 
-    def protection_ok(self, precision: str, protection: Protection) -> str | None:
-        """Reason why this family cannot offer (precision, protection); None when it can."""
+    def protection_ok(self, precision: str, protection: Protection, params: Mapping[str, Any] | None = None) -> str | None:
+        """Reason why this family cannot offer (precision, protection); None when it can. The backend ``params`` name
+        (``params: {backend: ...}``) judges it where they name one of this family's."""
         levels = self.schemes.get(protection.scheme)
         if levels is None:
             return f"scheme {protection.scheme!r} is not available for family {self.name} (available: {', '.join(self.schemes)})"
         if protection.enabled and protection.level not in levels:
             return f"level {protection.level!r} is not a {protection.scheme} level of family {self.name} (allowed: {', '.join(levels)})"
-        b = self.select_backend(precision, protection)
+        named = [b for b in self.backends if params and b.name == params.get("backend")]
+        b = named[0] if named else self.select_backend(precision, protection)
         return b.protection_ok(precision, protection) if b else None
 
     # ---- constraints and names ------------------------------------------------------------

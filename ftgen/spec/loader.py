@@ -339,7 +339,7 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
     symbols: dict[str, str] = {}
     n_points = 0
     for precision, prot, params in points:
-        reason = family.protection_ok(precision, prot)
+        reason = family.protection_ok(precision, prot, params)
         backend = family.backend(precision, prot, params) if reason is None else ""
         point = {"precision": precision, "protection": prot.to_dict(), "params": params}
         if reason:

@@ -132,8 +132,8 @@ class FftFamily(Family):
     def all_param_defs(self) -> dict[str, Param]:
         return {p.name: p for p in PARAMS}
 
-    def protection_ok(self, precision: str, protection: Protection) -> str | None:
-        reason = super().protection_ok(precision, protection)
+    def protection_ok(self, precision: str, protection: Protection, params=None) -> str | None:
+        reason = super().protection_ok(precision, protection, params)
         if reason:
             return reason
         if protection.enabled:

@@ -68,10 +68,11 @@ class GemmFamily(Family):
             return (f"ftgen_gemm_geometry geo;\n{{sym}}_geometry({rows}, n, k, &geo);\nblocks = geo.blocks;\n"
                     "plan = ftgen::plan_faults(handle->inject_n, fseed, geo.blocks, geo.threads, geo.elems_per_thread, geo.steps, "
                     "geo.value_bits, ftgen::kBitflip, -1, 0.0);")
-        if v.backend == "cutlass90" and v.protection.scheme == "tmr":
+        if v.backend == "cutlass90" and (v.protection.scheme == "tmr" or Geometry90(v).abft16):
             # (tile, copy) units over the sm90 kernel's tiles, the threads that hold a tile's accumulators, as the bench
+            # (16-bit ABFT: one unit per tile)
             g90 = Geometry90(v)
-            tile, threads, elems, units = g90.tile, g90.threads, g90.acc_elems, COPIES
+            tile, threads, elems, units = g90.tile, g90.threads, g90.acc_elems, COPIES if g90.tmr else 1
         else:
             if v.backend == "cutlass90":  # ABFT: the check's sm80 descriptor's tiles, as the bench plans them
                 if v.protection.scheme != "abft":

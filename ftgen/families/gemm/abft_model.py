@@ -65,6 +65,148 @@ ABFT64_STRIP_COLS = 128
 ABFT64_LAMBDA = 2.5
 
 
+# bf16 / fp16 (the cutlass90 backend's sm90 kernels, 16-bit output, fp32 accumulation): the check reads the fp32
+# accumulators before the epilogue rounds them (sums per row and CTA tile of columns in the epilogue), against
+# references R = A E of B's encodings split into 16-bit high and low parts. The wgmma's fp32 accumulation is not round
+# to nearest (its error grows with the number of wgmma steps, k / kw, not sqrt(k)), so the unit is
+# lambda 2^-24 (k / kw + cols + 1) on the scale max(sum_j |c_j|, |alpha r|) (abft16_unit, abft16_verdict).
+# docs/gemm-hopper.md ("bf16 / fp16 ABFT") has the derivation and the measured clean scores.
+ABFT16_LAMBDA = 2.0
+ABFT16_U = 2.0**-24  # the unit roundoff of the fp32 accumulators and sums
+ABFT16_LO_SHIFT = {"bf16": 8, "fp16": 11}  # the low part's scale: the 16-bit type's significand bits
+
+
+def abft_rms_w(cols: int) -> float:
+    """The root mean square of the weights 1..cols (the weighted checksum's threshold factor)."""
+    return math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
+
+
+def abft16_scales(cols: int) -> tuple[int, int]:
+    """log2 of the power-of-two scales of B e and B w before their 16-bit split: a strip's sums stay within the largest
+    |b| (fp16's range), 2^-ceil(log2 cols) and 2^-ceil(log2 (cols (cols + 1) / 2))."""
+    return -math.ceil(math.log2(cols)), -math.ceil(math.log2(cols * (cols + 1) / 2))
+
+
+def abft16_unit(k: int, kw: int, cols: int, lam: float = ABFT16_LAMBDA) -> float:
+    """The 16-bit check's threshold unit: lambda u (wgmma steps + cols + 1)."""
+    return lam * ABFT16_U * (math.ceil(k / kw) + cols + 1.0)
+
+
+def abft16_verdict(P1: float, PW: float, PA: float, ar: float, arw: float, unit: float, cols: int,
+                   fixed: float = 0.0) -> tuple[int, float]:
+    """(verdict, score) of one (row, strip) unit (ftgen_rules::abft16_unit_verdict): -1 clean, the located column
+    (0-based) or -2 detected and not located; the score is the largest residual / threshold."""
+    rms_w = abft_rms_w(cols)
+    tau = fixed if fixed > 0 else unit * max(PA, abs(ar))
+    tau_w = fixed * rms_w if fixed > 0 else max(tau * rms_w, unit * abs(arw))
+    d, dw = P1 - ar, PW - arw
+    if not (_np.isfinite(d) and _np.isfinite(dw)):
+        return -2, float("inf")
+    s1 = abs(d) / tau if tau > 0 else (_np.inf if d != 0 else 0.0)
+    s2 = abs(dw) / tau_w if tau_w > 0 else (_np.inf if dw != 0 else 0.0)
+    score = float(max(s1, s2))
+    if not (s1 > 1.0) and not (s2 > 1.0):
+        return -1, score
+    if abs(d) > 2.0 * tau_w:
+        jq = float(_np.rint(dw / d))
+        if 1.0 <= jq <= cols and abs(dw - jq * d) <= tau_w:
+            return int(jq) - 1, score
+    return -2, score
+
+
+def to16(x, precision: str):
+    """float values rounded to bf16 / fp16 (to nearest even), returned as float32."""
+    x = _np.asarray(x, dtype=_np.float32)
+    if precision == "fp16":
+        with _np.errstate(over="ignore"):
+            return x.astype(_np.float16).astype(_np.float32)
+    b = x.view(_np.uint32).astype(_np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return b.astype(_np.uint32).view(_np.float32)
+
+
+def abft16_encode(B, cols: int, precision: str):
+    """E (rows 4 per strip, k columns: hi and lo of se B e, hi and lo of sw B w) as the encode kernel writes it, the
+    sums in fp32."""
+    k, n = B.shape
+    strips = -(-n // cols)
+    pad = _np.zeros((k, strips * cols), dtype=_np.float32)
+    pad[:, :n] = B
+    blocks = pad.reshape(k, strips, cols)
+    w = _np.arange(1, cols + 1, dtype=_np.float32)
+    be = blocks.sum(axis=2, dtype=_np.float32)
+    bw = (blocks * w).sum(axis=2, dtype=_np.float32)
+    se, sw = (2.0**x for x in abft16_scales(cols))
+    lo = 2.0 ** ABFT16_LO_SHIFT[precision]
+    E = _np.zeros((4 * strips, k), dtype=_np.float32)
+    for x, scale, row in ((be, se, 0), (bw, sw, 2)):
+        xs = (x * _np.float32(scale)).astype(_np.float32)
+        hi = to16(xs, precision)
+        E[row::4] = hi.T
+        E[row + 1::4] = to16((xs - hi) * _np.float32(lo), precision).T
+    return E
+
+
+def abft16_refs(A, E, cols: int, precision: str):
+    """(r, r') per row and strip from R = A E (fp32 products of the 16-bit values, summed in double here)."""
+    R = A.astype(_np.float64) @ E.T.astype(_np.float64)
+    se, sw = (2.0**x for x in abft16_scales(cols))
+    lo = 2.0 ** -ABFT16_LO_SHIFT[precision]
+    return (R[:, 0::4] + R[:, 1::4] * lo) / se, (R[:, 2::4] + R[:, 3::4] * lo) / sw
+
+
+def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int = 16, lam: float = ABFT16_LAMBDA,
+                 faults=(), online: bool = True):
+    """The 16-bit check end to end on 16-bit operands A (m x k), B (k x n): the GEMM's fp32 accumulators (exact products
+    summed in fp32, kw at a time), faults applied to them as the epilogue's leaf applies them (each a (row, col, kind,
+    value): 'bit' flips that bit of the fp32 value, 'offset' adds it), the epilogue's sums per strip in fp32, the
+    references, the verdicts and the corrections. Returns (D as float32 after the 16-bit rounding and the corrections,
+    verdicts {(row, strip): verdict}, largest clean-unit score, counters)."""
+    m, k = A.shape
+    n = B.shape[1]
+    acc = _np.zeros((m, n), dtype=_np.float32)
+    A64, B64 = A.astype(_np.float64), B.astype(_np.float64)
+    for k0 in range(0, k, kw):
+        acc = (acc + (A64[:, k0:k0 + kw] @ B64[k0:k0 + kw]).astype(_np.float32)).astype(_np.float32)
+    for row, col, kind, value in faults:
+        if kind == "bit":
+            acc[row, col] = _np.array([acc[row, col]], _np.float32).view(_np.uint32).__xor__(_np.uint32(1 << int(value))).view(_np.float32)[0]
+        else:
+            acc[row, col] = _np.float32(acc[row, col] + _np.float32(value))
+    with _np.errstate(over="ignore", invalid="ignore"):
+        c = (_np.float32(alpha) * acc).astype(_np.float32)
+        D = to16(c, precision)
+    r, rw = abft16_refs(A, abft16_encode(B, cols, precision), cols, precision)
+    unit = abft16_unit(k, kw, cols, lam)
+    strips = -(-n // cols)
+    verdicts, clean, counters = {}, 0.0, {"detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0}
+    exact = A64 @ B64
+    for s in range(strips):
+        j0, j1 = s * cols, min(n, (s + 1) * cols)
+        w = _np.arange(1, j1 - j0 + 1, dtype=_np.float32)
+        with _np.errstate(over="ignore", invalid="ignore"):
+            P1 = c[:, j0:j1].sum(axis=1, dtype=_np.float32)
+            PW = (w * c[:, j0:j1]).sum(axis=1, dtype=_np.float32)
+            PA = _np.abs(c[:, j0:j1]).sum(axis=1, dtype=_np.float32)
+        for i in range(m):
+            v, score = abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), alpha * r[i, s], alpha * rw[i, s], unit,
+                                      j1 - j0)
+            if v == -1:
+                clean = max(clean, score)
+                continue
+            verdicts[(i, s)] = v
+            counters["detected"] += 1
+            if v >= 0 and online:
+                D[i, j0 + v] = to16(_np.float32(alpha * exact[i, j0 + v]), precision)
+                counters["corrected"] += 1
+            else:
+                counters["uncorrectable"] += 1
+                D[i, j0:j1] = to16((alpha * exact[i, j0:j1]).astype(_np.float32), precision)
+                counters["recomputed"] += 1
+                counters["corrected"] += 1
+    return D, verdicts, clean, counters
+
+
 def abft_fp64_check() -> dict:
     """The model arguments (abft_gemm_model, abft_verify_rows) of the fp64 check: its strips, lambda and unit roundoff."""
     return {"cols": ABFT64_STRIP_COLS, "lam": ABFT64_LAMBDA, "unit": "fp64", "fix": "dot"}

@@ -107,6 +107,7 @@ from ...libraries import cutlass_library
 from ..base import PRECISION_TAG, SMEM_PER_BLOCK, Backend, Param, Protection, Source, Variant
 from ...tolerance import context as tolerance_context
 from . import cutlass as sm80
+from . import abft_model
 from .tmr_model import MAX_ATTEMPTS
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16")
@@ -171,8 +172,11 @@ TMR_ONCE_INTERVAL = 1024
 COPIES = 3
 
 # ---- threadblock ABFT: the cutlass backend's ref_checksums: concurrent check around the sm90 GEMM -----------------------
-ABFT_PRECISIONS = ("tf32x3",)  # fp32 data checked at the fp32-level threshold (tf32: its operands are rounded, the check's
-#                                reference is not; fp16/bf16: not built)
+ABFT_PRECISIONS = ("tf32x3", "bf16", "fp16")  # (tf32: its operands are rounded, the check's reference is not)
+# bf16 / fp16: the check on the fp32 accumulators, sums in the epilogue (templates/gemm/cutlass90_abft16.cuh)
+ABFT16_PRECISIONS = ("bf16", "fp16")
+# The reference GEMM R = A E of the 16-bit check (a stream-K sm90 GEMM into fp32): its tile, cluster and schedule
+ABFT16_REF_TILE = (128, 64, 64)
 # The check runs once per launch, after the whole K (the concurrent design's one checkpoint per tile): an interval of at
 # least the cutlass backend's auto value, which a spec that names none gets (family auto_interval: the cutlass backend)
 ABFT_ONCE_INTERVAL = 1024
@@ -216,9 +220,11 @@ class Geometry:
         # threads that hold one tile's accumulators: both consumer warp groups (ws-coop) or one (ws-pingpong)
         self.acc_threads = 256 if self.schedule == "ws-coop" else 128
         self.tmr = v.protection.scheme == "tmr"
-        # the bench adapter's threads per fault unit: TMR faults target the threads that hold a tile's accumulators
-        # (the producer warp group holds none); otherwise the CTA's threads
-        self.threads = self.acc_threads if self.tmr else self.cta_threads
+        # the 16-bit ABFT check (sums of the fp32 accumulators in the epilogue; faults in the kernel's own tiles)
+        self.abft16 = v.protection.scheme == "abft" and v.precision in ABFT16_PRECISIONS
+        # the bench adapter's threads per fault unit: TMR and 16-bit ABFT faults target the threads that hold a tile's
+        # accumulators (the producer warp group holds none); otherwise the CTA's threads
+        self.threads = self.acc_threads if self.tmr or self.abft16 else self.cta_threads
         self.stage_bytes = (self.tile[0] + self.tile[1]) * self.tile[2] * self.elem_bytes
         self.coop_teams = 0  # (the bench adapter's field: no cooperative TMR here)
         self.level = v.protection.level if self.tmr else "none"  # TMR: kernel or multikernel
@@ -228,44 +234,81 @@ class Geometry:
         self.promote_mmas = self.promote * self.tile[2] // WGMMA_K[v.precision]
 
 
-def cutlass90_operation(v: Variant, alias: str) -> str:
+def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None) -> str:
     """C++ of the kernel: the epilogue and mainloop collectives and ``struct <alias> : GemmUniversal<...>``,
-    emitted by cutlass_library's 3.x emitter."""
-    lib, gop = cutlass_library("the cutlass90 backend")
+    emitted by cutlass_library's 3.x emitter. ``fusion``: a C++ type that replaces the emitted LinearCombination
+    epilogue (the 16-bit ABFT check's epilogue visitor tree)."""
     g = Geometry(v)
-    data = {"tf32": lib.DataType.f32, "tf32x3": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16}[v.precision]
-    mma_in = lib.DataType.tf32 if v.precision in ("tf32", "tf32x3") else data
-    coop = g.schedule == "ws-coop"
+    text = _emit(v.precision, alias, g.tile, g.cluster, g.stages, g.schedule, g.scheduler, g.layout_a, g.layout_b,
+                 v.precision)
+    if fusion is not None:
+        text = _replace_fusion(text, fusion)
+    if g.promote:
+        text = _promoted_mainloop(text, alias)
+    return text
+
+
+def abft16_ref_operation(v: Variant, alias: str) -> str:
+    """C++ of the 16-bit check's reference GEMM R = A E: the variant's A (its type and layout), E column-major (K
+    contiguous), R in fp32, on an ABFT16_REF_TILE ws-coop stream-K kernel (a tall, narrow GEMM: stream-K spreads its k
+    over the SMs)."""
+    g = Geometry(v)
+    return _emit(v.precision, alias, ABFT16_REF_TILE, (1, 1), 0, "ws-coop", "streamk", g.layout_a, "col", "fp32")
+
+
+def _emit(precision: str, alias: str, tile, cluster, stages: int, schedule: str, scheduler: str, layout_a: str,
+          layout_b: str, out: str) -> str:
+    lib, gop = cutlass_library("the cutlass90 backend")
+    dt = {"tf32": lib.DataType.f32, "tf32x3": lib.DataType.f32, "fp16": lib.DataType.f16, "bf16": lib.DataType.bf16,
+          "fp32": lib.DataType.f32}
+    data = dt[precision]
+    mma_in = lib.DataType.tf32 if precision in ("tf32", "tf32x3") else data
+    coop = schedule == "ws-coop"
     # the instruction shape only names the math (the builder picks the wgmma from the tile)
-    inst = [64, g.tile[1], WGMMA_K[v.precision]]
+    inst = [64, tile[1], WGMMA_K[precision]]
     math_inst = lib.MathInstruction(inst, mma_in, mma_in, lib.DataType.f32, lib.OpcodeClass.TensorOp, lib.MathOperation.multiply_add)
-    warps = [4 * g.consumers, 1, 1] if coop else [4, 1, 1]
-    tile = lib.TileDescription(list(g.tile), g.stages, warps, math_inst, 90, 90, [g.cluster[0], g.cluster[1], 1])
+    warps = [8, 1, 1] if coop else [4, 1, 1]
+    td = lib.TileDescription(list(tile), stages, warps, math_inst, 90, 90, [cluster[0], cluster[1], 1])
     lay = {"row": lib.LayoutType.RowMajor, "col": lib.LayoutType.ColumnMajor}
-    a = lib.TensorDescription(data, lay[g.layout_a], g.align)
-    b = lib.TensorDescription(data, lay[g.layout_b], g.align)
-    c = lib.TensorDescription(data, lib.LayoutType.RowMajor, g.align)
+    align = TMA_BYTES // ELEM_BYTES[precision]
+    a = lib.TensorDescription(data, lay[layout_a], align)
+    b = lib.TensorDescription(data, lay[layout_b], align)
+    c = lib.TensorDescription(dt[out], lib.LayoutType.RowMajor, TMA_BYTES // ELEM_BYTES[out])
     kernel_schedule = lib.KernelScheduleType.TmaWarpSpecializedCooperative if coop else lib.KernelScheduleType.TmaWarpSpecializedPingpong
     epi_schedule = lib.EpilogueScheduleType.TmaWarpSpecializedCooperative if coop else lib.EpilogueScheduleType.TmaWarpSpecialized
-    scheduler = lib.TileSchedulerType.StreamK if g.scheduler == "streamk" else lib.TileSchedulerType.Persistent
+    sched = lib.TileSchedulerType.StreamK if scheduler == "streamk" else lib.TileSchedulerType.Persistent
     op = gop.GemmOperation(
-        lib.GemmKind.Universal3x, 90, tile, a, b, c, lib.DataType.f32, lib.EpilogueFunctor.LinearCombination,
-        lib.SwizzlingFunctor.Identity1, kernel_schedule=kernel_schedule, epilogue_schedule=epi_schedule, tile_scheduler=scheduler,
+        lib.GemmKind.Universal3x, 90, td, a, b, c, lib.DataType.f32, lib.EpilogueFunctor.LinearCombination,
+        lib.SwizzlingFunctor.Identity1, kernel_schedule=kernel_schedule, epilogue_schedule=epi_schedule, tile_scheduler=sched,
     )
     text = gop.EmitGemmUniversal3xInstance().emit(op)
     old = op.procedural_name()
     if f"struct {old} :" not in text:  # pragma: no cover - guards against a changed emitter
-        raise FtgenError(f"unexpected cutlass_library output for {v.name}: struct {old} not found")
+        raise FtgenError(f"unexpected cutlass_library output for {alias}: struct {old} not found")
     text = text.replace(f"// Gemm operator {old}", f"// {old} (cutlass_library)")
     text = text.replace(f"struct {old} :", f"struct {alias} :").replace(old, alias)
-    if g.promote:
-        text = _promoted_mainloop(text, alias)
     lines = [ln.rstrip() for ln in text.strip().splitlines()]
-    out: list[str] = []
+    outl: list[str] = []
     for ln in lines:  # collapse the emitter's runs of blank lines
-        if ln or (out and out[-1]):
-            out.append(ln)
-    return "\n".join(out)
+        if ln or (outl and outl[-1]):
+            outl.append(ln)
+    return "\n".join(outl)
+
+
+def _replace_fusion(text: str, fusion: str) -> str:
+    """The emitted kernel with its epilogue's fusion operation (the LinearCombination<...> argument of the epilogue's
+    collective builder) replaced by ``fusion``."""
+    head = "cutlass::epilogue::fusion::LinearCombination<"
+    at = text.find(head)
+    if at < 0:  # pragma: no cover - guards against a changed emitter
+        raise FtgenError("unexpected cutlass_library output: no LinearCombination epilogue to replace")
+    depth, i = 0, at + len(head) - 1
+    while True:
+        depth += {"<": 1, ">": -1}.get(text[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    return text[:at] + fusion + text[i + 1:]
 
 
 def _promoted_mainloop(text: str, alias: str) -> str:
@@ -323,7 +366,8 @@ class Cutlass90Backend(Backend):
         return 1 if prot.scheme == "tmr" and prot.level == "kernel" else ABFT_ONCE_INTERVAL
 
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
-        over = {**_PREC_DEFAULTS.get(precision, {}), **({"promote": 1} if protection.scheme == "abft" else {})}
+        promoted = protection.scheme == "abft" and precision not in ABFT16_PRECISIONS
+        over = {**_PREC_DEFAULTS.get(precision, {}), **({"promote": 1} if promoted else {})}
         return tuple(p.with_default(over[p.name]) if p.name in over else p for p in PARAMS)
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
@@ -340,8 +384,8 @@ class Cutlass90Backend(Backend):
                     f"(omit params backend)")
         if precision not in ABFT_PRECISIONS:
             return (f"abft on the cutlass90 backend is implemented for {', '.join(ABFT_PRECISIONS)} only, not {precision} "
-                    f"(tf32: its operands are rounded, the check's reference is not); use precision tf32x3, or the "
-                    f"cutlass backend (omit params backend)")
+                    f"(tf32: its operands are rounded, the check's reference is not); use precision tf32x3 (fp32-accurate), "
+                    f"or the cutlass backend (omit params backend)")
         if protection.level != "threadblock":
             return f"abft on the cutlass90 backend has level threadblock only, not {protection.level!r}"
         if protection.interval < ABFT_ONCE_INTERVAL:
@@ -402,7 +446,7 @@ class Cutlass90Backend(Backend):
             r.append(f"promote={g.promote} with tile {tm}x{tn} ({g.schedule}): promotion keeps a second set of {g.acc_elems} "
                      f"fp32 accumulators per consumer thread ({2 * g.acc_elems}, at most {MAX_PROMOTED_ACC}); use a smaller "
                      f"tile (e.g. 128x192 ws-coop) or promote: 0")
-        if g.abft and not g.promote:
+        if g.abft and not g.abft16 and not g.promote:
             r.append("promote=0 with abft: the check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's "
                      "accumulation over the whole K is not (clean runs raise false alarms); use promote 1, 2 or 4 (the default "
                      "with abft is 1)")
@@ -423,7 +467,10 @@ class Cutlass90Backend(Backend):
         if v.precision in ("tf32", "tf32x3") and (g.layout_a, g.layout_b) != ("row", "col"):
             r.append(f"layout_a={g.layout_a}, layout_b={g.layout_b}: the TF32 wgmma reads K-major operands only "
                      f"({v.precision} takes layout_a row, layout_b col)")
-        if g.abft and not r:
+        if g.abft16 and g.layout_a != "row":
+            r.append(f"layout_a={g.layout_a} with abft ({v.precision}): the check's reference GEMM reads A K-major; use "
+                     f"layout_a row")
+        if g.abft and not g.abft16 and not r:
             desc = abft_descriptor(v)
             r += [f"the ABFT check's sm80 descriptor {desc.name}: {x}" for x in sm80.CutlassBackend().constraints(desc)]
         return r
@@ -443,7 +490,8 @@ class Cutlass90Backend(Backend):
             f"s{g.stages}" if g.stages else "sauto",
             f"sw{g.swizzle}",
             f"{g.layout_a[0]}{g.layout_b[0]}",
-        ] + ([f"p{g.promote}"] if g.promote else []) + (["conc"] if g.abft else []) + (["inj"] if v.protection.injects else [])
+        ] + ([f"p{g.promote}"] if g.promote else []) + ((["evt"] if g.abft16 else ["conc"]) if g.abft else []) + (
+            ["inj"] if v.protection.injects else [])
 
     def context(self, v: Variant) -> dict:
         g = Geometry(v)
@@ -457,9 +505,10 @@ class Cutlass90Backend(Backend):
             "prot": v.protection,
             "inject": v.protection.injects,
             "level": "abft" if g.abft else ("tmr" if g.tmr else "none"),
+            "abft16": g.abft16,
             "tmr_level": g.level,
             "max_attempts": MAX_ATTEMPTS,
-            **(self._abft_context(v) if g.abft else {}),
+            **((self._abft16_context(v) if g.abft16 else self._abft_context(v)) if g.abft else {}),
             "meta_json": v.meta_json(),
             "op_kernel": cutlass90_operation(v, "Kernel"),
             "ElementAB": ta,
@@ -495,6 +544,30 @@ class Cutlass90Backend(Backend):
             "abft_unit": unit,
             "abft_conc_unit": unit,
             "abft_unit_base": repr(sm80.ABFT_STRIP_UNIT),  # (FTGEN_ABFT_LAMBDA's unit roundoff)
+            "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
+            "abft_online": 1 if prot.correct == "online" else 0,
+        }
+
+    @staticmethod
+    def _abft16_context(v: Variant) -> dict:
+        """The 16-bit ABFT variant's context: the checked kernel (the variant's, its epilogue the check's visitor tree),
+        the reference GEMM, the check's constants (abft_model.abft16_check)."""
+        g = Geometry(v)
+        prot = v.protection
+        tm, tn, tk = g.tile
+        tile = f"cute::Shape<cute::_{tm}, cute::_{tn}, cute::_{tk}>"
+        leaf = "ftgen_abft16::FaultAccFetch" if prot.injects else "cutlass::epilogue::fusion::Sm90AccFetch"
+        cols = tn
+        return {
+            "abft16_fusion": f"ftgen_abft16::CheckFusion<{tile}, {_CTYPES[v.precision][1]}, {leaf}>",
+            "op_kernel_chk": cutlass90_operation(v, "KernelChk", fusion="ChkFusion"),
+            "op_ref": abft16_ref_operation(v, "KernelRef"),
+            "abft16_cols": cols,
+            "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
+            "abft16_kw": WGMMA_K[v.precision],
+            "abft16_rms_w": repr(abft_model.abft_rms_w(cols)),
+            "abft16_se_log2": abft_model.abft16_scales(cols)[0],
+            "abft16_sw_log2": abft_model.abft16_scales(cols)[1],
             "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
             "abft_online": 1 if prot.correct == "online" else 0,
         }

@@ -143,6 +143,23 @@ FTGEN_RULE int abft_row_verdict(float SQ, float MX, int NB, int BC, double S1, d
   return abft_row_verdict_t<float>(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
 }
 
+// The check of a 16-bit GEMM's fp32 accumulators (cutlass90_abft16.cuh) for one (row, strip) unit: P1, PW, PA the
+// epilogue's sums of c_j = alpha acc_j, w_j c_j and |c_j| over the strip's columns (fp32), ar, arw alpha times the
+// reference checksums r = A (B e), r' = A (B w). tau = fixed, or unit * max(PA, |ar|); tau_w as abft_tau_w. Returns
+// -1 clean, the located column (0-based, |d| > 2 tau_w, j = rint(dw / d)), or -2 detected and not located (a residual
+// that is not finite included); *score = the largest residual / threshold. The model: abft_model.abft16_verdict.
+FTGEN_RULE int abft16_unit_verdict(double P1, double PW, double PA, double ar, double arw, double unit, double fixed,
+                                   double rms_w, int cols, double* score) {
+  const double tau = fixed > 0.0 ? fixed : unit * fmax(PA, fabs(ar));
+  const double tau_w = fixed > 0.0 ? fixed * rms_w : fmax(tau * rms_w, unit * fabs(arw));
+  const double d = P1 - ar, dw = PW - arw;
+  const double sc1 = abft_score_t<double>(d, tau), sc2 = abft_score_t<double>(dw, tau_w);
+  *score = isfinite(d) && isfinite(dw) ? fmax(sc1, sc2) : double(INFINITY);
+  if (!(isfinite(d) && isfinite(dw))) return -2;
+  if (abft_within_t<double>(sc1, sc2)) return -1;
+  return abft_locate_t<double>(d, dw, tau_w, cols);
+}
+
 // The counters of one row's verdict: a detection (not -1), uncorrectable where it is not corrected in place (not
 // located, or correct: detect).
 FTGEN_RULE void abft_count_row(int verdict, int online, unsigned& detected, unsigned& uncorrectable) {

@@ -192,6 +192,35 @@ inline bool aligned(const void* p, long long cols, long long ld) {
 
 }  // namespace
 
+// The operands as the kernel reads them: in place (`direct`: TMA can read them as they are), else zero-padded copies in the workspace, written on `stream`
+struct Operands {
+  const EA* A;
+  long long lda;
+  const EA* B;
+  long long ldb;
+};
+inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& lay, char* ws, bool direct, cudaStream_t stream, Operands& o) {
+  const int m = p->m, n = p->n, k = p->k;
+  const int a_rows = kRowA ? m : k, a_cols = kRowA ? k : m, b_rows = kRowB ? k : n, b_cols = kRowB ? n : k;
+  o.A = static_cast<const EA*>(p->A);
+  o.B = static_cast<const EA*>(p->B);
+  o.lda = p->lda;
+  o.ldb = p->ldb;
+  if (direct) return cudaSuccess;
+  EA* a = reinterpret_cast<EA*>(ws + lay.a);
+  EA* b = reinterpret_cast<EA*>(ws + lay.b);
+  // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
+  const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
+  const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
+  pad_kernel<EA><<<grid2d(a_rows_k, a_ld), 256, 0, stream>>>(o.A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k);
+  pad_kernel<EA><<<grid2d(b_rows_k, b_ld), 256, 0, stream>>>(o.B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k);
+  o.A = a;
+  o.B = b;
+  o.lda = a_ld;
+  o.ldb = b_ld;
+  return cudaGetLastError();
+}
+
 extern "C" size_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persistent_s4_sw2_cr_workspace(int m, int n, int k) {
   cutlass::KernelHardwareInfo hw;
   if (m < 1 || n < 1 || k < 1 || hardware(hw) != cudaSuccess) return 0;
@@ -202,7 +231,7 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
   if (!p || p->m < 1 || p->n < 1 || p->k < 1 || !p->A || !p->B || !p->C) return cudaErrorInvalidValue;
   const int m = p->m, n = p->n, k = p->k;
   // A: rows x cols (cols contiguous); B likewise; C: m x n
-  const int a_rows = kRowA ? m : k, a_cols = kRowA ? k : m, b_rows = kRowB ? k : n, b_cols = kRowB ? n : k;
+  const int a_cols = kRowA ? k : m, b_cols = kRowB ? n : k;
   if (p->lda < a_cols || p->ldb < b_cols || p->ldc < n) return cudaErrorInvalidValue;
   cutlass::KernelHardwareInfo hw;
   cudaError_t e = hardware(hw);
@@ -216,23 +245,11 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
   // padded operands, padded C and CUTLASS's own workspace (stream-K partials) live in the workspace
   if (!ws && (!operands_direct || !c_direct || lay.total > lay.cutlass)) return cudaErrorInvalidValue;
 
-  const EA* A = static_cast<const EA*>(p->A);
-  const EA* B = static_cast<const EA*>(p->B);
-  long long lda = p->lda, ldb = p->ldb;
-  if (!operands_direct) {
-    EA* a = reinterpret_cast<EA*>(ws + lay.a);
-    EA* b = reinterpret_cast<EA*>(ws + lay.b);
-    // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
-    const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
-    const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
-    pad_kernel<EA><<<grid2d(a_rows_k, a_ld), 256, 0, stream>>>(A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k);
-    pad_kernel<EA><<<grid2d(b_rows_k, b_ld), 256, 0, stream>>>(B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    A = a;
-    B = b;
-    lda = a_ld;
-    ldb = b_ld;
-  }
+  Operands o;
+  if ((e = operands(p, s, lay, ws, operands_direct, stream, o)) != cudaSuccess) return e;
+  const EA* A = o.A;
+  const EA* B = o.B;
+  const long long lda = o.lda, ldb = o.ldb;
   EC* C = static_cast<EC*>(p->C);
   long long ldc = p->ldc;
   if (!c_direct) {

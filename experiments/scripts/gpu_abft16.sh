@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bf16 / fp16 threadblock ABFT on the cutlass90 backend, one call on one H200 (<= 9 minutes): specs/gemm/cutlass90_abft16.yaml
+# generated and built (-j 16), benched with 16 faults per launch (each variant, its unprotected twin and cuBLAS of the
+# same precision alternated; 4096^3, 8192^3 and the odd shapes), without faults, then the fault campaigns at 512x512x1024
+# and 1000x1234x777 (1000 clean + 1000 faulty trials per distribution). SIDE=serial runs the check's side work on the
+# caller's stream (FTGEN_ABFT_SIDE). A short table last; JSON lines under OUT.
+#   bash experiments/scripts/gpu_abft16.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
+set -u
+out=${1:?usage: gpu_abft16.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
+. experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
+[ -n "${SIDE:-}" ] && export FTGEN_ABFT_SIDE=$SIDE
+spec=specs/gemm/cutlass90_abft16.yaml; gen=generated/abft16; proj=$gen/gemm_cutlass90_abft16
+gen_build $spec $gen $proj
+grep -i "spill\|error" "$out/build.txt" | head -n 5
+# 1. 16 faults per launch, timed with them (the target: x cuBLAS, x its twin), the big and the odd shapes
+ft 200 bench $proj --inject 16 --shapes $big,$odd --reps 20 --warmup 5 --json "$out/bench_inject16.jsonl" 2>&1 | tail -n 12
+t bench inject16
+# 2. no faults: the check's cost alone, clean detections
+ft 90 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
+t bench clean
+# 3. the campaigns (significant single faults under the delivered precision's rule: coverage; clean trials: false alarms)
+ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
+t campaign 512
+ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 8 --shape 1000x1234x777 --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
+t campaign odd
+python3 - "$out" <<'PY'
+import glob, json, sys
+print("file kernel shape x_cublas x_twin ok detected corrected recomputed significant max_rel_err/tol max_score_clean")
+for f in sorted(glob.glob(sys.argv[1] + "/bench_*.jsonl")):
+    for l in open(f):
+        r = json.loads(l)
+        if "kernel" not in r or "shape" not in r:
+            continue
+        s = "x".join(str(v) for v in r["shape"].values())
+        rel = r.get("max_rel_err") / r["tolerance"] if r.get("max_rel_err") is not None and r.get("tolerance") else None
+        print(f.rsplit("/", 1)[1][6:12], r["kernel"][5:9], r["kernel"][38:52], s, r.get("speedup_vs_ref"), r.get("x_unprot"),
+              r.get("ok"), r.get("detected"), r.get("corrected"), r.get("recomputed"), r.get("significant"),
+              None if rel is None else round(rel, 4), r.get("max_score_clean"))
+for f in sorted(glob.glob(sys.argv[1] + "/campaign_*.jsonl")):
+    for l in open(f):
+        r = json.loads(l)
+        if "campaign" in r:
+            c = r["campaign"]
+            print(f.rsplit("/", 1)[1], c["kernel"][5:9], c["kernel"][38:52], "significant", c["significant"], "corrected", c["corrected"],
+                  "coverage", round(c["coverage"], 5), "false alarms", c["false_alarms"], "/", c["clean_trials"],
+                  "max clean score", c.get("max_score_clean", c.get("max_clean_score")))
+PY
