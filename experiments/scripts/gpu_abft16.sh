@@ -18,6 +18,15 @@ t bench inject16
 # 2. no faults: the check's cost alone, clean detections
 ft 90 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
+# 2b. where the time goes: the check's side work on the caller's stream, and each kernel's device time at 4096^3 (Nsight
+#     Compute, launches serialized) of the bf16 128x256 build
+FTGEN_ABFT_SIDE=serial ft 60 bench $proj --kernels 'gemm_bf16*' --shapes $big --reps 20 --warmup 5 --json "$out/bench_serial.jsonl" > /dev/null 2>&1
+for e in $proj/bin/gemm_bf16_abft*128x256x64*; do
+  timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 300 \
+    "$e" --shapes 4096x4096x4096 --reps 1 --warmup 1 --inject 16 > "$out/ncu_bf16.csv" 2> "$out/ncu_bf16.err"
+  python3 experiments/scripts/ncu_summary.py "$out/ncu_bf16.csv"
+done
+t profile
 # 3. the campaigns (significant single faults under the delivered precision's rule: coverage; clean trials: false alarms)
 ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
 t campaign 512

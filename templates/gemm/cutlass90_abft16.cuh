@@ -106,9 +106,9 @@ struct FaultAccFetch {
   struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
     CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, Params const* p, int idx, int lr, int lc, long long row, long long col)
         : tCcD(c), params(p), fault(idx), local_row(lr), local_col(lc), row(row), col(col) {}
-    CTensor tCcD;  // (CPY, CPY_M, CPY_N, EPI_M, EPI_N): the coordinates in the tile
+    CTensor tCcD;  // (CPY, CPY_M, CPY_N, EPI_M, EPI_N): the coordinates from the thread's first element
     Params const* params;
-    int fault, local_row, local_col;
+    int fault, local_row, local_col;  // the planned fault and its element relative to the thread's first one
     long long row, col;
 
     template <typename ElementAccumulator, int FragmentSize>
@@ -147,6 +147,10 @@ struct FaultAccFetch {
   template <bool ReferenceSrc, class... Args>
   CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<Args...> const& args) {
     auto [tm, tn, tk, tl] = args.tile_coord_mnkl;
+    // tCcD holds coordinates relative to the thread's first element; that element's place in the tile is the
+    // difference of the tile's and the thread's residues
+    const int off_m = int(cute::get<0>(args.residue_cD)) - int(cute::get<0>(args.residue_tCcD));
+    const int off_n = int(cute::get<1>(args.residue_cD)) - int(cute::get<1>(args.residue_tCcD));
     int idx = -1, lr = -1, lc = -1;
     long long row = -1, col = -1;
     if (params.by_tile != nullptr && int(tm) < params.tiles_m && int(tn) < params.tiles_n) {
@@ -154,8 +158,8 @@ struct FaultAccFetch {
       if (idx >= 0) {
         const ftgen::FaultSpec f = params.faults[idx];
         ftgen_sm90::fault_element(params.geo, f.thread, f.elem, int(tm), int(tn), row, col);
-        lr = static_cast<int>(row - static_cast<long long>(tm) * params.geo.tile_m);
-        lc = static_cast<int>(col - static_cast<long long>(tn) * params.geo.tile_n);
+        lr = static_cast<int>(row - static_cast<long long>(tm) * params.geo.tile_m) - off_m;
+        lc = static_cast<int>(col - static_cast<long long>(tn) * params.geo.tile_n) - off_n;
       }
     }
     return ConsumerStoreCallbacks<decltype(args.tCcD)>(args.tCcD, &params, idx, lr, lc, row, col);
@@ -220,11 +224,12 @@ struct EncParams {
 };
 
 // E[(4 s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and of sw (B w)_kk over strip s; rows past 4 strips and
-// columns past k zero; W[j] = j % cols + 1. A thread per (k row, strip): column-major B along k (coalesced), row-major
-// B along the strips.
+// columns past k zero; W[j] = j % cols + 1. A thread per (k row, strip): row-major B along the strips, its row's columns
+// read 16 bytes at a time (the kernel's B is TMA-aligned); column-major B along k (coalesced), 16 columns' loads in
+// flight.
 template <class EA, bool kRowB>
 __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
-  const EA* B = static_cast<const EA*>(p.B);
+  const EA* __restrict__ B = static_cast<const EA*>(p.B);
   EA* E = static_cast<EA*>(p.E);
   const long long units = static_cast<long long>(p.lde) * p.strips;
   constexpr float kLo = float(1 << lo_shift<EA>());
@@ -234,10 +239,31 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
     float se = 0.f, sw = 0.f;
     if (kk < p.k) {
       const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
-      for (int j = j0; j < j1; ++j) {
-        const float b = static_cast<float>(kRowB ? B[static_cast<long long>(kk) * p.ldb + j] : B[static_cast<long long>(j) * p.ldb + kk]);
-        se += b;
-        sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+      int j = j0;
+      if constexpr (kRowB) {
+        const EA* row = B + static_cast<long long>(kk) * p.ldb;
+        for (; j + 8 <= j1; j += 8) {
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
+          const EA* e = reinterpret_cast<const EA*>(&v);
+          CUTLASS_PRAGMA_UNROLL
+          for (int t = 0; t < 8; ++t) {
+            const float b = static_cast<float>(e[t]);
+            se += b;
+            sw = fmaf(static_cast<float>(j - j0 + t + 1), b, sw);
+          }
+        }
+        for (; j < j1; ++j) {
+          const float b = static_cast<float>(row[j]);
+          se += b;
+          sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+        }
+      } else {
+#pragma unroll 16
+        for (; j < j1; ++j) {
+          const float b = static_cast<float>(B[static_cast<long long>(j) * p.ldb + kk]);
+          se += b;
+          sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+        }
       }
     }
     const float xe = se * p.se, xw = sw * p.sw;
