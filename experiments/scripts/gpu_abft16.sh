@@ -18,9 +18,12 @@ t bench inject16
 # 2. no faults: the check's cost alone, clean detections
 ft 90 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
-# 2b. where the time goes: the check's side work on the caller's stream, and each kernel's device time at 4096^3 (Nsight
-#     Compute, launches serialized) of the bf16 128x256 build
-FTGEN_ABFT_SIDE=serial ft 60 bench $proj --kernels 'gemm_bf16*' --shapes $big --reps 20 --warmup 5 --json "$out/bench_serial.jsonl" > /dev/null 2>&1
+# 2b. where the time goes: the check's side work on the caller's stream, on a few SMs beside the GEMM, and each kernel's
+#     device time at 4096^3 (Nsight Compute, launches serialized) of the bf16 128x256 build
+FTGEN_ABFT_SIDE=serial ft 60 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_serial.jsonl" > /dev/null 2>&1
+for r in ${RESERVE-4 8}; do  # the side work on r SMs beside the GEMM (FTGEN_ABFT16_SIDE_SMS)
+  FTGEN_ABFT16_SIDE_SMS=$r ft 60 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_sms$r.jsonl" > /dev/null 2>&1
+done
 for e in $proj/bin/gemm_bf16_abft*128x256x64*; do
   timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 300 \
     "$e" --shapes 4096x4096x4096 --reps 1 --warmup 1 --inject 16 > "$out/ncu_bf16.csv" 2> "$out/ncu_bf16.err"

@@ -61,6 +61,65 @@ struct AbsFn {
   }
 };
 
+// What every leaf of the check's epilogue shares: arguments passed through, no workspace, no loads
+template <class Args>
+struct LeafNode {
+  struct SharedStorage {};
+  using Arguments = Args;
+  using Params = Args;
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
+                                              cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
+  CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
+  CUTLASS_HOST_DEVICE LeafNode() : params() {}
+  CUTLASS_HOST_DEVICE LeafNode(Params const& p, SharedStorage const&) : params(p) {}
+  Params const params;
+  template <class... A>
+  CUTLASS_DEVICE auto get_producer_load_callbacks(fusion::detail::ProducerLoadArgs<A...> const&) {
+    return fusion::detail::EmptyProducerLoadCallbacks{};
+  }
+};
+
+// The epilogue's coordinates (tCcD) are relative to the thread's first element; that element's place in the tile is
+// the difference of the tile's and the thread's residues
+template <int I, class... A>
+CUTLASS_DEVICE int thread_offset(fusion::detail::ConsumerStoreArgs<A...> const& args) {
+  return int(cute::get<I>(args.residue_cD)) - int(cute::get<I>(args.residue_tCcD));
+}
+
+// The column weights w_j = j + 1 of a column's place j in the tile (the checksum strip), from the coordinates
+struct ColumnWeights : LeafNode<fusion::Sm90VisitorImpl<>::Arguments> {
+  using LeafNode::LeafNode;
+  template <class CTensor>
+  struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
+    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, int off) : tCcD(c), off_n(off) {}
+    CTensor tCcD;
+    int off_n;
+    template <typename ElementAccumulator, int FragmentSize>
+    CUTLASS_DEVICE cutlass::Array<float, FragmentSize> visit(cutlass::Array<ElementAccumulator, FragmentSize> const&, int epi_v, int epi_m,
+                                                             int epi_n) {
+      cutlass::Array<float, FragmentSize> w;
+      auto c = tCcD(cute::_, cute::_, cute::_, epi_m, epi_n);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < FragmentSize; ++i) w[i] = static_cast<float>(off_n + int(cute::get<1>(c(epi_v * FragmentSize + i))) + 1);
+      return w;
+    }
+  };
+  template <bool ReferenceSrc, class... A>
+  CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<A...> const& args) {
+    return ConsumerStoreCallbacks<decltype(args.tCcD)>(args.tCcD, thread_offset<1>(args));
+  }
+};
+
 // The planned faults of a launch (inject builds), read by the epilogue's leaf
 struct FaultArgs {
   const int* by_tile = nullptr;  // per tile of C (row-major, the user's tiles): index into faults, or -1
@@ -73,34 +132,8 @@ struct FaultArgs {
 
 // The epilogue's leaf in inject builds: the accumulators, the planned fault applied to its element as the epilogue reads
 // it. A fault outside C (a partial tile's padding) is recorded as applied and changes nothing.
-struct FaultAccFetch {
-  struct SharedStorage {};
-  using Arguments = FaultArgs;
-  using Params = FaultArgs;
-
-  template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
-                                              cutlass::CudaHostAdapter* = nullptr) {
-    return cutlass::Status::kSuccess;
-  }
-
-  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
-  CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
-
-  CUTLASS_HOST_DEVICE FaultAccFetch() : params() {}
-  CUTLASS_HOST_DEVICE FaultAccFetch(Params const& p, SharedStorage const&) : params(p) {}
-  Params const params;
-
-  template <class... Args>
-  CUTLASS_DEVICE auto get_producer_load_callbacks(fusion::detail::ProducerLoadArgs<Args...> const&) {
-    return fusion::detail::EmptyProducerLoadCallbacks{};
-  }
+struct FaultAccFetch : LeafNode<FaultArgs> {
+  using LeafNode::LeafNode;
 
   template <class CTensor>
   struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
@@ -144,13 +177,10 @@ struct FaultAccFetch {
     }
   };
 
-  template <bool ReferenceSrc, class... Args>
-  CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<Args...> const& args) {
+  template <bool ReferenceSrc, class... A>
+  CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<A...> const& args) {
     auto [tm, tn, tk, tl] = args.tile_coord_mnkl;
-    // tCcD holds coordinates relative to the thread's first element; that element's place in the tile is the
-    // difference of the tile's and the thread's residues
-    const int off_m = int(cute::get<0>(args.residue_cD)) - int(cute::get<0>(args.residue_tCcD));
-    const int off_n = int(cute::get<1>(args.residue_cD)) - int(cute::get<1>(args.residue_tCcD));
+    const int off_m = thread_offset<0>(args), off_n = thread_offset<1>(args);
     int idx = -1, lr = -1, lc = -1;
     long long row = -1, col = -1;
     if (params.by_tile != nullptr && int(tm) < params.tiles_m && int(tn) < params.tiles_n) {
@@ -171,9 +201,6 @@ struct FaultAccFetch {
 template <class TileShape>
 using RowPartial = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, cutlass::plus, 0, TileShape, float, float, kRound,
                                             cute::Stride<cute::_1, cute::_0, int64_t>, 4, true, /*FinalReduction=*/false>;
-// The column weights w_j (a row of the kernel's N floats)
-template <class TileShape>
-using Weights = fusion::Sm90RowBroadcast<0, TileShape, float, float, cute::Stride<cute::_0, cute::_1, int64_t>>;
 
 // The check's epilogue: 0 the accumulators (Leaf: Sm90AccFetch, or FaultAccFetch in inject builds), 1 alpha, 2 c = alpha
 // acc, 3 its row partial P1, 4 w, 5 w c, 6 its row partial PW, 7 |c|, 8 its row partial PA, 9 D = c in the output type
@@ -182,20 +209,19 @@ using CheckFusion = fusion::Sm90TopologicalVisitor<
     float, cute::tuple<cute::seq<>, cute::seq<>, cute::seq<1, 0>, cute::seq<2>, cute::seq<>, cute::seq<4, 2>, cute::seq<5>, cute::seq<2>,
                        cute::seq<7>, cute::seq<2>>,
     Leaf, fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
-    Weights<TileShape>, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
+    ColumnWeights, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
     fusion::Sm90Compute<AbsFn, float, float, kRound>, RowPartial<TileShape>,
     fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD, float, kRound>>;
 
 // The arguments of CheckFusion's nodes (in topological order; nodes without arguments: {})
 template <class Fusion, class LeafArgs>
-typename Fusion::Arguments check_arguments(LeafArgs const& leaf, float alpha, float* P1, float* PW, float* PA, const float* W,
-                                           int64_t parts) {
+typename Fusion::Arguments check_arguments(LeafArgs const& leaf, float alpha, float* P1, float* PW, float* PA, int64_t parts) {
   return typename Fusion::Arguments{
       leaf,                                         // acc
       {{alpha}},                                    // alpha
       {},                                           // c
       {P1, 0.f, {cute::_1{}, cute::_0{}, parts}},  // P1
-      {W, 0.f, {cute::_0{}, cute::_1{}, 0}},        // w
+      {},                                           // w
       {},                                           // w c
       {PW, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PW
       {},                                           // |c|
@@ -220,33 +246,47 @@ struct EncParams {
   int rows_e;     // E's rows: 4 strips, rounded up (the rest zero)
   float se, sw;   // the power-of-two scales of B e and B w (their 16-bit parts stay in range)
   void* E;        // rows_e x lde of the 16-bit type
-  float* W;       // the column weights (n floats)
 };
 
+// One k row's split sums into E: hi and lo of se (B e)_kk, of sw (B w)_kk
+template <class EA>
+__device__ __forceinline__ void abft16_store_enc(EA* E, long long lde, int s, int kk, float se, float sw, float scale_e, float scale_w) {
+  constexpr float kLo = float(1 << lo_shift<EA>());
+  const float xe = se * scale_e, xw = sw * scale_w;
+  const EA he = static_cast<EA>(xe), hw = static_cast<EA>(xw);
+  EA* e = E + static_cast<long long>(4 * s) * lde + kk;
+  e[0] = he;
+  e[lde] = static_cast<EA>((xe - static_cast<float>(he)) * kLo);
+  e[2 * lde] = hw;
+  e[3 * lde] = static_cast<EA>((xw - static_cast<float>(hw)) * kLo);
+}
+
 // E[(4 s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and of sw (B w)_kk over strip s; rows past 4 strips and
-// columns past k zero; W[j] = j % cols + 1. A thread per (k row, strip): row-major B along the strips, its row's columns
-// read 16 bytes at a time (the kernel's B is TMA-aligned); column-major B along k (coalesced), 16 columns' loads in
-// flight.
+// columns past k zero. The kernel's B is TMA-aligned (16-byte rows, lde a multiple of 8), so every
+// load is 16 bytes: row-major B, a thread per (k row, strip) reads its row's columns 8 at a time; column-major B, a
+// thread per (8 k rows, strip) reads 8 rows of each column at a time (consecutive threads along k).
 template <class EA, bool kRowB>
 __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
   const EA* __restrict__ B = static_cast<const EA*>(p.B);
   EA* E = static_cast<EA*>(p.E);
-  const long long units = static_cast<long long>(p.lde) * p.strips;
-  constexpr float kLo = float(1 << lo_shift<EA>());
+  constexpr int kV = 8;  // 16-byte vectors
+  const long long rows = kRowB ? p.lde : p.lde / kV;
+  const long long units = rows * p.strips;
   for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
-    const int kk = kRowB ? static_cast<int>(x / p.strips) : static_cast<int>(x % p.lde);
-    const int s = kRowB ? static_cast<int>(x % p.strips) : static_cast<int>(x / p.lde);
-    float se = 0.f, sw = 0.f;
-    if (kk < p.k) {
-      const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
-      int j = j0;
-      if constexpr (kRowB) {
+    const long long r = kRowB ? x / p.strips : x % rows;
+    const int s = static_cast<int>(kRowB ? x % p.strips : x / rows);
+    const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
+    if constexpr (kRowB) {
+      const int kk = static_cast<int>(r);
+      float se = 0.f, sw = 0.f;
+      if (kk < p.k) {
         const EA* row = B + static_cast<long long>(kk) * p.ldb;
-        for (; j + 8 <= j1; j += 8) {
+        int j = j0;
+        for (; j + kV <= j1; j += kV) {
           const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
           const EA* e = reinterpret_cast<const EA*>(&v);
           CUTLASS_PRAGMA_UNROLL
-          for (int t = 0; t < 8; ++t) {
+          for (int t = 0; t < kV; ++t) {
             const float b = static_cast<float>(e[t]);
             se += b;
             sw = fmaf(static_cast<float>(j - j0 + t + 1), b, sw);
@@ -257,26 +297,31 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
           se += b;
           sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
         }
-      } else {
-#pragma unroll 16
-        for (; j < j1; ++j) {
-          const float b = static_cast<float>(B[static_cast<long long>(j) * p.ldb + kk]);
-          se += b;
-          sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+      }
+      abft16_store_enc(E, p.lde, s, kk, se, sw, p.se, p.sw);
+    } else {
+      const int kk0 = static_cast<int>(r) * kV;
+      float se[kV] = {}, sw[kV] = {};
+      if (kk0 < p.k) {
+#pragma unroll 4
+        for (int j = j0; j < j1; ++j) {
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(B + static_cast<long long>(j) * p.ldb + kk0));
+          const EA* e = reinterpret_cast<const EA*>(&v);
+          const float w = static_cast<float>(j - j0 + 1);
+          CUTLASS_PRAGMA_UNROLL
+          for (int t = 0; t < kV; ++t) {
+            const float b = static_cast<float>(e[t]);
+            se[t] += b;
+            sw[t] = fmaf(w, b, sw[t]);
+          }
         }
       }
+      CUTLASS_PRAGMA_UNROLL
+      for (int t = 0; t < kV; ++t) abft16_store_enc(E, p.lde, s, kk0 + t, kk0 + t < p.k ? se[t] : 0.f, kk0 + t < p.k ? sw[t] : 0.f, p.se, p.sw);
     }
-    const float xe = se * p.se, xw = sw * p.sw;
-    const EA he = static_cast<EA>(xe), hw = static_cast<EA>(xw);
-    EA* e = E + static_cast<long long>(4 * s) * p.lde + kk;
-    e[0] = he;
-    e[p.lde] = static_cast<EA>((xe - static_cast<float>(he)) * kLo);
-    e[2 * p.lde] = hw;
-    e[3 * p.lde] = static_cast<EA>((xw - static_cast<float>(hw)) * kLo);
   }
   const long long pad = static_cast<long long>(p.rows_e - 4 * p.strips) * p.lde;
   for (long long x = blockIdx.x * 256ll + threadIdx.x; x < pad; x += 256ll * gridDim.x) E[4ll * p.strips * p.lde + x] = static_cast<EA>(0.f);
-  for (long long j = blockIdx.x * 256ll + threadIdx.x; j < p.n; j += 256ll * gridDim.x) p.W[j] = static_cast<float>(j % p.cols + 1);
 }
 
 // ---- the check and the corrections -----------------------------------------------------------------------------------
@@ -295,9 +340,12 @@ struct CheckParams {
   ftgen::FtCounters* counters;
 };
 
-// A thread per (row, strip) unit, consecutive threads along the rows (the partials' order)
+// A thread per (row, strip) unit, consecutive threads along the rows (the partials' order); the block's largest score
+// recorded once
 __global__ void __launch_bounds__(256) abft16_check_kernel(CheckParams p) {
+  __shared__ double best[8];
   const long long units = static_cast<long long>(p.m) * p.strips;
+  double top = 0.0;
   for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
     const int i = static_cast<int>(x % p.m), s = static_cast<int>(x / p.m);
     const long long at = static_cast<long long>(s) * p.mpad + i;
@@ -308,7 +356,7 @@ __global__ void __launch_bounds__(256) abft16_check_kernel(CheckParams p) {
     double score = 0.0;
     int verdict = ftgen_rules::abft16_unit_verdict(__ldg(p.P1 + at), __ldg(p.PW + at), __ldg(p.PA + at), p.alpha * r, p.alpha * rw,
                                                    p.unit, p.fixed, p.rms_w, cols, &score);
-    ftgen::record_score(p.counters, score);
+    top = fmax(top, score);
     if (verdict == -1) continue;
     unsigned detected = 0, uncorrectable = 0;
     ftgen_rules::abft_count_row(verdict, p.online, detected, uncorrectable);
@@ -320,6 +368,14 @@ __global__ void __launch_bounds__(256) abft16_check_kernel(CheckParams p) {
     const int slot = atomicAdd(p.count, 1);
     p.list[2 * slot] = static_cast<int>(x);
     p.list[2 * slot + 1] = verdict;
+  }
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o >>= 1) top = fmax(top, __shfl_xor_sync(0xffffffffu, top, o));
+  if (threadIdx.x % 32 == 0) best[threadIdx.x / 32] = top;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < 8; ++w) top = fmax(top, best[w]);
+    ftgen::record_score(p.counters, top);
   }
 }
 
@@ -339,56 +395,38 @@ struct FixParams {
   ftgen::FtCounters* counters;
 };
 
-template <int kT>
-__device__ double abft16_block_sum(double v, double* red) {
-  CUTLASS_PRAGMA_UNROLL
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
-  __syncthreads();
-  double s = 0.0;
-  CUTLASS_PRAGMA_UNROLL
-  for (int w = 0; w < kT / 32; ++w) s += red[w];
-  __syncthreads();
-  return s;
-}
-
-// The flagged units, a block each (grid-stride): a located element recomputed from A's row and B's column in double
-// (the threads along k); an unlocated unit's row of the strip recomputed, a warp per column (the lanes along k). A
-// grid of early exits when nothing is flagged.
-constexpr int kFixThreads = 256;
+// The flagged units' columns, a block per (unit, group of 32 columns) (grid-stride): a warp per column, the lanes along
+// k, in double from the operands as the wgmma reads them. A located unit: only its element's warp works (the element
+// corrected in place); an unlocated unit (or correct: detect): its row of the strip, every group. A grid of early exits
+// when nothing is flagged.
+constexpr int kFixThreads = 1024;
 template <class EA, class EC, bool kRowB>
 __global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, EC> p) {
-  __shared__ double red[kFixThreads / 32];
   const int flagged = *reinterpret_cast<volatile const int*>(p.count);
   if (!p.correct) return;
+  const int groups = (p.cols + 31) / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  auto b_at = [&](int kk, int j) { return ftgen_sm90::wgmma_operand(kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk]); };
-  for (int x = blockIdx.x; x < flagged; x += gridDim.x) {  // (block-uniform)
-    const int unit = __ldcg(p.list + 2 * x), verdict = __ldcg(p.list + 2 * x + 1);
-    const int i = unit % p.m, s = unit / p.m, j0 = s * p.cols;
+  for (long long x = blockIdx.x; x < static_cast<long long>(flagged) * groups; x += gridDim.x) {  // (block-uniform)
+    const int item = static_cast<int>(x / groups), g = static_cast<int>(x % groups);
+    const int unit = __ldcg(p.list + 2 * item), verdict = __ldcg(p.list + 2 * item + 1);
+    const int i = unit % p.m, j0 = (unit / p.m) * p.cols;
+    const bool located = verdict >= 0 && j0 + verdict < p.n;
+    const int j = j0 + g * 32 + warp;
+    if (located ? j != j0 + verdict : (g * 32 + warp >= p.cols || j >= p.n)) continue;  // (warp-uniform)
     const EA* a = p.A + static_cast<long long>(i) * p.lda;
-    if (verdict >= 0 && j0 + verdict < p.n) {
-      const int j = j0 + verdict;
-      double v = 0.0;
-      for (int kk = threadIdx.x; kk < p.k; kk += kFixThreads) v = fma(ftgen_sm90::wgmma_operand(a[kk]), b_at(kk, j), v);
-      v = abft16_block_sum<kFixThreads>(v, red);
-      if (threadIdx.x == 0) {
-        p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(static_cast<float>(p.alpha * v));
-        if (p.counters) atomicAdd(&p.counters->corrected, 1ull);
-      }
-    } else {
-      const int j1 = min(j0 + p.cols, p.n);
-      for (int j = j0 + warp; j < j1; j += kFixThreads / 32) {
-        double v = 0.0;
-        for (int kk = lane; kk < p.k; kk += 32) v = fma(ftgen_sm90::wgmma_operand(a[kk]), b_at(kk, j), v);
-        CUTLASS_PRAGMA_UNROLL
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == 0) p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(static_cast<float>(p.alpha * v));
-      }
-      if (threadIdx.x == 0 && p.counters) {
-        atomicAdd(&p.counters->recomputed, 1ull);
-        atomicAdd(&p.counters->corrected, 1ull);
-      }
+    double v = 0.0;
+#pragma unroll 4
+    for (int kk = lane; kk < p.k; kk += 32) {
+      const EA b = kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk];
+      v = fma(ftgen_sm90::wgmma_operand(a[kk]), ftgen_sm90::wgmma_operand(b), v);
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane != 0) continue;
+    p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(static_cast<float>(p.alpha * v));
+    if (p.counters && (located || (g == 0 && warp == 0))) {  // a unit counted once
+      atomicAdd(&p.counters->corrected, 1ull);
+      if (!located) atomicAdd(&p.counters->recomputed, 1ull);
     }
   }
 }
@@ -422,6 +460,21 @@ inline cudaError_t side_stream(Side*& out) {
   }
   out = &sd;
   return cudaSuccess;
+}
+
+// FTGEN_ABFT16_SIDE_SMS (read once; a calibration knob): SMs left to the side work while the checked GEMM runs, where
+// the GEMM's tiles take as many waves on the rest (rounded to whole clusters); 0 where they would not
+inline int reserved_sms(int sms, long long tiles, int cluster) {
+  static const int want = [] {
+    const char* v = std::getenv("FTGEN_ABFT16_SIDE_SMS");
+    const int x = v != nullptr ? std::atoi(v) : 0;
+    return x > 0 && x < 64 ? x : 0;
+  }();
+  if (want == 0 || cluster < 1) return 0;
+  const int r = (want + cluster - 1) / cluster * cluster;
+  const int rest = (sms - r) / cluster * cluster, all = sms / cluster * cluster;
+  if (rest <= 0) return 0;
+  return (tiles + rest - 1) / rest == (tiles + all - 1) / all ? r : 0;
 }
 
 }  // namespace ftgen_abft16

@@ -291,14 +291,16 @@ inline int rotation_count(const DeviceInfo& d, size_t bytes_per_set, size_t budg
 // ------------------------------------------------------------------------------------------
 
 
-__host__ __device__ inline double random_value(unsigned long long seed, unsigned long long i, int dist) {
+// decades: the log-uniform magnitudes span 10^-decades .. 10^decades (3; a 16-bit format's caller narrows it so that
+// sums of k products stay within its range)
+__host__ __device__ inline double random_value(unsigned long long seed, unsigned long long i, int dist, double decades = 3.0) {
   unsigned long long h1 = splitmix64(seed * 0x632BE59BD9B4E019ull + 2 * i);
   double u = u01(h1);
   if (dist == kUniform) return 2.0 * u - 1.0;  // (-1, 1]
   unsigned long long h2 = splitmix64(h1 ^ (2 * i + 1));
   double v = u01(h2);
-  if (dist == kLogUniform) {  // sign * 10^U(-3, 3)
-    double mag = pow(10.0, -3.0 + 6.0 * u);
+  if (dist == kLogUniform) {  // sign * 10^U(-decades, decades)
+    double mag = pow(10.0, decades * (2.0 * u - 1.0));
     return v < 0.5 ? -mag : mag;
   }
   const double z = sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);  // Box-Muller
@@ -307,16 +309,16 @@ __host__ __device__ inline double random_value(unsigned long long seed, unsigned
 }
 
 template <class T>
-__global__ void fill_random_kernel(T* p, size_t n, unsigned long long seed, int dist) {
+__global__ void fill_random_kernel(T* p, size_t n, unsigned long long seed, int dist, double decades) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    p[i] = static_cast<T>(random_value(seed, i, dist));
+    p[i] = static_cast<T>(random_value(seed, i, dist, decades));
 }
 
 template <class T>
-inline void fill_random(T* p, size_t n, unsigned long long seed, int dist, cudaStream_t s = 0) {
+inline void fill_random(T* p, size_t n, unsigned long long seed, int dist, cudaStream_t s = 0, double decades = 3.0) {
   if (n == 0) return;
   int blocks = static_cast<int>(std::min<size_t>((n + 255) / 256, 65535));
-  fill_random_kernel<T><<<blocks, 256, 0, s>>>(p, n, seed, dist);
+  fill_random_kernel<T><<<blocks, 256, 0, s>>>(p, n, seed, dist, decades);
   FT_LAUNCH_CHECK();
 }
 
