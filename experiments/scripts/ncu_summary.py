@@ -21,7 +21,11 @@ def main(path: str) -> None:
     for r in rows[i + 1:]:
         if len(r) != len(h):
             continue
-        name = r[k].replace("<unnamed>::", "").replace("void ", "").split("(")[0].split("<")[0][-48:]
+        full = r[k].replace("<unnamed>::", "").replace("(anonymous namespace)::", "").replace("void ", "")
+        name = full.split("(")[0].split("<")[0]
+        if name.endswith("device_kernel") and "<" in full:  # CUTLASS's kernels: named by their kernel type
+            name += "<" + full.split("<", 1)[1].split(">")[0].split("::")[-1] + ">"
+        name = name[-48:]
         tot[name] += float(r[v].replace(",", "")) / 1e3
         cnt[name] += 1
     print(f"== {path.rsplit('/', 1)[-1]}")

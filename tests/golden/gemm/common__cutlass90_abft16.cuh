@@ -89,11 +89,13 @@ struct LeafNode {
   }
 };
 
-// The epilogue's coordinates (tCcD) are relative to the thread's first element; that element's place in the tile is
-// the difference of the tile's and the thread's residues
-template <int I, class... A>
-CUTLASS_DEVICE int thread_offset(fusion::detail::ConsumerStoreArgs<A...> const& args) {
-  return int(cute::get<I>(args.residue_cD)) - int(cute::get<I>(args.residue_tCcD));
+// The (row, column) of C of every element a thread visits, partitioned as the library's own loads partition their
+// tensors: (CPY, CPY_M, CPY_N, EPI_M, EPI_N), element epi_v * FragmentSize + i of (epi_m, epi_n) in visit
+template <bool ReferenceSrc, class... A>
+CUTLASS_DEVICE auto thread_coords(fusion::detail::ConsumerStoreArgs<A...> const& args) {
+  auto [M, N, K, L] = args.problem_shape_mnkl;
+  return fusion::detail::sm90_partition_for_epilogue<ReferenceSrc>(cute::make_identity_tensor(cute::make_shape(M, N, L)), args.tile_shape_mnk,
+                                                                   args.tile_coord_mnkl, args.epi_tile, args.tiled_copy, args.thread_idx);
 }
 
 // The column weights w_j = j + 1 of a column's place j in the tile (the checksum strip), from the coordinates
@@ -101,22 +103,24 @@ struct ColumnWeights : LeafNode<fusion::Sm90VisitorImpl<>::Arguments> {
   using LeafNode::LeafNode;
   template <class CTensor>
   struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
-    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, int off) : tCcD(c), off_n(off) {}
-    CTensor tCcD;
-    int off_n;
+    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, int c0) : tCc(c), col0(c0) {}
+    CTensor tCc;  // the columns of C
+    int col0;     // the tile's first column, less 1
     template <typename ElementAccumulator, int FragmentSize>
     CUTLASS_DEVICE cutlass::Array<float, FragmentSize> visit(cutlass::Array<ElementAccumulator, FragmentSize> const&, int epi_v, int epi_m,
                                                              int epi_n) {
       cutlass::Array<float, FragmentSize> w;
-      auto c = tCcD(cute::_, cute::_, cute::_, epi_m, epi_n);
+      auto c = tCc(cute::_, cute::_, cute::_, epi_m, epi_n);
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < FragmentSize; ++i) w[i] = static_cast<float>(off_n + int(cute::get<1>(c(epi_v * FragmentSize + i))) + 1);
+      for (int i = 0; i < FragmentSize; ++i) w[i] = static_cast<float>(int(cute::get<1>(c(epi_v * FragmentSize + i))) - col0);
       return w;
     }
   };
   template <bool ReferenceSrc, class... A>
   CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<A...> const& args) {
-    return ConsumerStoreCallbacks<decltype(args.tCcD)>(args.tCcD, thread_offset<1>(args));
+    auto tCc = thread_coords<ReferenceSrc>(args);
+    const int col0 = int(cute::get<1>(args.tile_coord_mnkl)) * int(cute::size<1>(args.tile_shape_mnk)) - 1;
+    return ConsumerStoreCallbacks<decltype(tCc)>(tCc, col0);
   }
 };
 
@@ -137,23 +141,23 @@ struct FaultAccFetch : LeafNode<FaultArgs> {
 
   template <class CTensor>
   struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
-    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, Params const* p, int idx, int lr, int lc, long long row, long long col)
-        : tCcD(c), params(p), fault(idx), local_row(lr), local_col(lc), row(row), col(col) {}
-    CTensor tCcD;  // (CPY, CPY_M, CPY_N, EPI_M, EPI_N): the coordinates from the thread's first element
+    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, Params const* p, int idx, long long row, long long col)
+        : tCc(c), params(p), fault(idx), row(row), col(col) {}
+    CTensor tCc;  // the (row, column) of C of each element
     Params const* params;
-    int fault, local_row, local_col;  // the planned fault and its element relative to the thread's first one
-    long long row, col;
+    int fault;  // the planned fault (-1: none in this tile)
+    long long row, col;  // its element
 
     template <typename ElementAccumulator, int FragmentSize>
     CUTLASS_DEVICE cutlass::Array<ElementAccumulator, FragmentSize> visit(cutlass::Array<ElementAccumulator, FragmentSize> const& frg_acc,
                                                                           int epi_v, int epi_m, int epi_n) {
       cutlass::Array<ElementAccumulator, FragmentSize> out = frg_acc;
       if (fault < 0) return out;
-      auto c = tCcD(cute::_, cute::_, cute::_, epi_m, epi_n);
+      auto c = tCc(cute::_, cute::_, cute::_, epi_m, epi_n);
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < FragmentSize; ++i) {
         auto crd = c(epi_v * FragmentSize + i);
-        if (int(cute::get<0>(crd)) != local_row || int(cute::get<1>(crd)) != local_col) continue;
+        if (static_cast<long long>(cute::get<0>(crd)) != row || static_cast<long long>(cute::get<1>(crd)) != col) continue;
         const ftgen::FaultSpec f = params->faults[fault];
         const float before = static_cast<float>(out[i]);
         const float after = f.kind == ftgen::kOffset ? before + static_cast<float>(f.offset)
@@ -180,19 +184,17 @@ struct FaultAccFetch : LeafNode<FaultArgs> {
   template <bool ReferenceSrc, class... A>
   CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<A...> const& args) {
     auto [tm, tn, tk, tl] = args.tile_coord_mnkl;
-    const int off_m = thread_offset<0>(args), off_n = thread_offset<1>(args);
-    int idx = -1, lr = -1, lc = -1;
+    int idx = -1;
     long long row = -1, col = -1;
     if (params.by_tile != nullptr && int(tm) < params.tiles_m && int(tn) < params.tiles_n) {
       idx = params.by_tile[int(tm) * params.tiles_n + int(tn)];
       if (idx >= 0) {
         const ftgen::FaultSpec f = params.faults[idx];
         ftgen_sm90::fault_element(params.geo, f.thread, f.elem, int(tm), int(tn), row, col);
-        lr = static_cast<int>(row - static_cast<long long>(tm) * params.geo.tile_m) - off_m;
-        lc = static_cast<int>(col - static_cast<long long>(tn) * params.geo.tile_n) - off_n;
       }
     }
-    return ConsumerStoreCallbacks<decltype(args.tCcD)>(args.tCcD, &params, idx, lr, lc, row, col);
+    auto tCc = thread_coords<ReferenceSrc>(args);
+    return ConsumerStoreCallbacks<decltype(tCc)>(tCc, &params, idx, row, col);
   }
 };
 
@@ -261,50 +263,53 @@ __device__ __forceinline__ void abft16_store_enc(EA* E, long long lde, int s, in
   e[3 * lde] = static_cast<EA>((xw - static_cast<float>(hw)) * kLo);
 }
 
-// E[(4 s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and of sw (B w)_kk over strip s; rows past 4 strips and
-// columns past k zero. The kernel's B is TMA-aligned (16-byte rows, lde a multiple of 8), so every
-// load is 16 bytes: row-major B, a thread per (k row, strip) reads its row's columns 8 at a time; column-major B, a
-// thread per (8 k rows, strip) reads 8 rows of each column at a time (consecutive threads along k).
+// E[(4 s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and of sw (B w)_kk over strip s; rows past 4 strips zero.
+// The kernel's B is TMA-aligned (16-byte rows, lde = k a multiple of 8), so every load is 16 bytes. Row-major B: a
+// thread per (k row, strip) reads its row's columns 8 at a time. Column-major B: a block per (256 k rows, strip), a warp
+// per group of columns (every 8th), its lanes along k, 8 k rows each; the groups' sums added in shared memory.
 template <class EA, bool kRowB>
 __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
   const EA* __restrict__ B = static_cast<const EA*>(p.B);
   EA* E = static_cast<EA*>(p.E);
   constexpr int kV = 8;  // 16-byte vectors
-  const long long rows = kRowB ? p.lde : p.lde / kV;
-  const long long units = rows * p.strips;
-  for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
-    const long long r = kRowB ? x / p.strips : x % rows;
-    const int s = static_cast<int>(kRowB ? x % p.strips : x / rows);
-    const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
-    if constexpr (kRowB) {
-      const int kk = static_cast<int>(r);
+  if constexpr (kRowB) {
+    const long long units = p.lde * p.strips;
+    for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
+      const int kk = static_cast<int>(x / p.strips), s = static_cast<int>(x % p.strips);
+      const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
       float se = 0.f, sw = 0.f;
-      if (kk < p.k) {
-        const EA* row = B + static_cast<long long>(kk) * p.ldb;
-        int j = j0;
-        for (; j + kV <= j1; j += kV) {
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
-          const EA* e = reinterpret_cast<const EA*>(&v);
-          CUTLASS_PRAGMA_UNROLL
-          for (int t = 0; t < kV; ++t) {
-            const float b = static_cast<float>(e[t]);
-            se += b;
-            sw = fmaf(static_cast<float>(j - j0 + t + 1), b, sw);
-          }
-        }
-        for (; j < j1; ++j) {
-          const float b = static_cast<float>(row[j]);
+      const EA* row = B + static_cast<long long>(kk) * p.ldb;
+      int j = j0;
+      for (; j + kV <= j1; j += kV) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
+        const EA* e = reinterpret_cast<const EA*>(&v);
+        CUTLASS_PRAGMA_UNROLL
+        for (int t = 0; t < kV; ++t) {
+          const float b = static_cast<float>(e[t]);
           se += b;
-          sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+          sw = fmaf(static_cast<float>(j - j0 + t + 1), b, sw);
         }
       }
+      for (; j < j1; ++j) {
+        const float b = static_cast<float>(row[j]);
+        se += b;
+        sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+      }
       abft16_store_enc(E, p.lde, s, kk, se, sw, p.se, p.sw);
-    } else {
-      const int kk0 = static_cast<int>(r) * kV;
+    }
+  } else {
+    constexpr int kGroups = 8, kRows = 32 * kV;  // warps (column groups), k rows per block
+    __shared__ float part[2][kGroups][kRows];
+    const int lane = threadIdx.x % 32, g = threadIdx.x / 32;
+    const long long chunks = (p.lde + kRows - 1) / kRows;
+    for (long long x = blockIdx.x; x < chunks * p.strips; x += gridDim.x) {  // (block-uniform)
+      const int s = static_cast<int>(x / chunks);
+      const long long base = (x % chunks) * kRows, kk0 = base + lane * kV;
+      const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
       float se[kV] = {}, sw[kV] = {};
-      if (kk0 < p.k) {
+      if (kk0 < p.lde) {
 #pragma unroll 4
-        for (int j = j0; j < j1; ++j) {
+        for (int j = j0 + g; j < j1; j += kGroups) {
           const uint4 v = __ldg(reinterpret_cast<const uint4*>(B + static_cast<long long>(j) * p.ldb + kk0));
           const EA* e = reinterpret_cast<const EA*>(&v);
           const float w = static_cast<float>(j - j0 + 1);
@@ -317,7 +322,20 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
         }
       }
       CUTLASS_PRAGMA_UNROLL
-      for (int t = 0; t < kV; ++t) abft16_store_enc(E, p.lde, s, kk0 + t, kk0 + t < p.k ? se[t] : 0.f, kk0 + t < p.k ? sw[t] : 0.f, p.se, p.sw);
+      for (int t = 0; t < kV; ++t) {
+        part[0][g][lane * kV + t] = se[t];
+        part[1][g][lane * kV + t] = sw[t];
+      }
+      __syncthreads();
+      const long long kk = base + threadIdx.x;
+      float e = 0.f, w = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < kGroups; ++q) {
+        e += part[0][q][threadIdx.x];
+        w += part[1][q][threadIdx.x];
+      }
+      if (kk < p.lde) abft16_store_enc(E, p.lde, s, static_cast<int>(kk), e, w, p.se, p.sw);
+      __syncthreads();  // (part is the next item's)
     }
   }
   const long long pad = static_cast<long long>(p.rows_e - 4 * p.strips) * p.lde;
