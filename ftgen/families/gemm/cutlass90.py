@@ -102,6 +102,8 @@ kernel of the same parameters (the bench's ``x_unprot``).
 
 from __future__ import annotations
 
+import re
+
 from ...errors import FtgenError
 from ...libraries import cutlass_library
 from ..base import PRECISION_TAG, SMEM_PER_BLOCK, Backend, Param, Protection, Source, Variant
@@ -243,6 +245,12 @@ def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None) ->
                  v.precision)
     if fusion is not None:
         text = _replace_fusion(text, fusion)
+        # the visitor tree reads no C: without a C source the epilogue stages no C tiles in shared memory, which the
+        # mainloop keeps for its stages
+        c_arg = re.compile(r"(float, float,\n\s*)([\w:]+)(, cutlass::layout::RowMajor, \d+,)")
+        if not c_arg.search(text):  # pragma: no cover - guards against a changed emitter
+            raise FtgenError("unexpected cutlass_library output: no C element in the epilogue's builder")
+        text = c_arg.sub(lambda mm: mm.group(1) + "void" + mm.group(3), text, count=1)
     if g.promote:
         text = _promoted_mainloop(text, alias)
     return text
