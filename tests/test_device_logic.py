@@ -372,7 +372,7 @@ def check_abft16_units(lib):
             big[j] = np.float32(big[j] + 1e3 * max(1.0, abs(float(big[j]))))
             assert both(big, i)[0] == j, (prec, i, j)
             small = c.copy()
-            small[j] = np.float32(small[j] + 0.05 * float(np.abs(c).mean()))  # over tau, under the certainty of a location
+            small[j] = np.float32(small[j] + 0.01 * float(np.abs(c).mean()))  # over tau, under the certainty of a location
             assert both(small, i)[0] == -2, (prec, i, j)
             inf = c.copy()
             inf[j] = np.float32(np.inf)

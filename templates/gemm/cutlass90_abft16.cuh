@@ -215,6 +215,16 @@ using CheckFusion = fusion::Sm90TopologicalVisitor<
     fusion::Sm90Compute<AbsFn, float, float, kRound>, RowPartial<TileShape>,
     fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD, float, kRound>>;
 
+// beta != 0: the same, and 9 C (the epilogue's source), 10 beta, 11 D = beta C + c in the output type (one rounding)
+template <class TileShape, class ElementD, class ElementC, class Leaf>
+using CheckFusionBeta = fusion::Sm90TopologicalVisitor<
+    float, cute::tuple<cute::seq<>, cute::seq<>, cute::seq<1, 0>, cute::seq<2>, cute::seq<>, cute::seq<4, 2>, cute::seq<5>, cute::seq<2>,
+                       cute::seq<7>, cute::seq<>, cute::seq<>, cute::seq<10, 9, 2>>,
+    Leaf, fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
+    ColumnWeights, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
+    fusion::Sm90Compute<AbsFn, float, float, kRound>, RowPartial<TileShape>, fusion::Sm90SrcFetch<ElementC>,
+    fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, float, kRound>>;
+
 // The arguments of CheckFusion's nodes (in topological order; nodes without arguments: {})
 template <class Fusion, class LeafArgs>
 typename Fusion::Arguments check_arguments(LeafArgs const& leaf, float alpha, float* P1, float* PW, float* PA, int64_t parts) {
@@ -228,6 +238,24 @@ typename Fusion::Arguments check_arguments(LeafArgs const& leaf, float alpha, fl
       {PW, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PW
       {},                                           // |c|
       {PA, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PA
+      {}};                                          // D
+}
+// ... and CheckFusionBeta's
+template <class Fusion, class LeafArgs>
+typename Fusion::Arguments check_arguments_beta(LeafArgs const& leaf, float alpha, float beta, float* P1, float* PW, float* PA,
+                                                int64_t parts) {
+  return typename Fusion::Arguments{
+      leaf,                                         // acc
+      {{alpha}},                                    // alpha
+      {},                                           // c
+      {P1, 0.f, {cute::_1{}, cute::_0{}, parts}},  // P1
+      {},                                           // w
+      {},                                           // w c
+      {PW, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PW
+      {},                                           // |c|
+      {PA, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PA
+      {},                                           // C
+      {{beta}},                                     // beta
       {}};                                          // D
 }
 
@@ -405,6 +433,9 @@ struct FixParams {
   long long ldb;
   EC* D;  // the checked output
   long long ldd;
+  const EC* Cs;  // beta != 0: C as it was before the GEMM (D = alpha A B + beta C)
+  long long ldcs;
+  float beta;
   int m, n, k, cols;
   double alpha;
   int correct;
@@ -414,7 +445,8 @@ struct FixParams {
 };
 
 // The flagged units' columns, a block per (unit, group of 32 columns) (grid-stride): a warp per column, the lanes along
-// k, in double from the operands as the wgmma reads them. A located unit: only its element's warp works (the element
+// k, in double from the operands as the wgmma reads them, alpha times it plus beta C (fp32 fma, one rounding, as the
+// epilogue). A located unit: only its element's warp works (the element
 // corrected in place); an unlocated unit (or correct: detect): its row of the strip, every group. A grid of early exits
 // when nothing is flagged.
 constexpr int kFixThreads = 1024;
@@ -441,7 +473,9 @@ __global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, E
     CUTLASS_PRAGMA_UNROLL
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane != 0) continue;
-    p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(static_cast<float>(p.alpha * v));
+    float out = static_cast<float>(p.alpha * v);
+    if (p.beta != 0.f) out = fmaf(p.beta, static_cast<float>(p.Cs[static_cast<long long>(i) * p.ldcs + j]), out);
+    p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(out);
     if (p.counters && (located || (g == 0 && warp == 0))) {  // a unit counted once
       atomicAdd(&p.counters->corrected, 1ull);
       if (!located) atomicAdd(&p.counters->recomputed, 1ull);

@@ -236,15 +236,16 @@ class Geometry:
         self.promote_mmas = self.promote * self.tile[2] // WGMMA_K[v.precision]
 
 
-def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None) -> str:
+def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None, c_source: bool = True) -> str:
     """C++ of the kernel: the epilogue and mainloop collectives and ``struct <alias> : GemmUniversal<...>``,
     emitted by cutlass_library's 3.x emitter. ``fusion``: a C++ type that replaces the emitted LinearCombination
-    epilogue (the 16-bit ABFT check's epilogue visitor tree)."""
+    epilogue (the 16-bit ABFT check's epilogue visitor tree); ``c_source`` False: an epilogue without C."""
     g = Geometry(v)
     text = _emit(v.precision, alias, g.tile, g.cluster, g.stages, g.schedule, g.scheduler, g.layout_a, g.layout_b,
                  v.precision)
     if fusion is not None:
         text = _replace_fusion(text, fusion)
+    if not c_source:
         # the visitor tree reads no C: without a C source the epilogue stages no C tiles in shared memory, which the
         # mainloop keeps for its stages
         c_arg = re.compile(r"(float, float,\n\s*)([\w:]+)(, cutlass::layout::RowMajor, \d+,)")
@@ -568,7 +569,9 @@ class Cutlass90Backend(Backend):
         cols = tn
         return {
             "abft16_fusion": f"ftgen_abft16::CheckFusion<{tile}, {_CTYPES[v.precision][1]}, {leaf}>",
-            "op_kernel_chk": cutlass90_operation(v, "KernelChk", fusion="ChkFusion"),
+            "op_kernel_chk": cutlass90_operation(v, "KernelChk", fusion="ChkFusion", c_source=False),
+            "abft16_fusion_beta": f"ftgen_abft16::CheckFusionBeta<{tile}, {_CTYPES[v.precision][1]}, {_CTYPES[v.precision][1]}, {leaf}>",
+            "op_kernel_chk_beta": cutlass90_operation(v, "KernelChkBeta", fusion="ChkFusionBeta"),
             "op_ref": abft16_ref_operation(v, "KernelRef"),
             "abft16_cols": cols,
             "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
