@@ -158,12 +158,13 @@ def abft16_refs(A, E, cols: int, precision: str):
 
 
 def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int = 16, lam: float = ABFT16_LAMBDA,
-                 faults=(), online: bool = True):
+                 faults=(), online: bool = True, correct: bool = True):
     """The 16-bit check end to end on 16-bit operands A (m x k), B (k x n): the GEMM's fp32 accumulators (exact products
     summed in fp32, kw at a time), faults applied to them as the epilogue's leaf applies them (each a (row, col, kind,
     value): 'bit' flips that bit of the fp32 value, 'offset' adds it), the epilogue's sums per strip in fp32, the
     references, the verdicts and the corrections. Returns (D as float32 after the 16-bit rounding and the corrections,
-    verdicts {(row, strip): verdict}, largest clean-unit score, counters)."""
+    verdicts {(row, strip): verdict}, largest clean-unit score, counters). online False: a detection recomputes the unit's
+    row (correct: detect); correct False: nothing is corrected (the campaigns' uncorrected run)."""
     m, k = A.shape
     n = B.shape[1]
     acc = _np.zeros((m, n), dtype=_np.float32)
@@ -198,6 +199,8 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
                 continue
             verdicts[(i, s)] = v
             counters["detected"] += 1
+            if not correct:
+                continue
             if v >= 0 and online:
                 D[i, j0 + v] = to16(_np.float32(alpha * exact[i, j0 + v]), precision)
                 counters["corrected"] += 1

@@ -56,7 +56,7 @@ Build: ``-DNDEBUG`` is a compile option of every variant (CUTLASS's device-side 
 make ptxas serialize the wgmma pipeline), and the arch is ``sm_90a`` (the wgmma and setmaxnreg
 instructions exist only there).
 
-Threadblock ABFT (``protection: {scheme: abft, level: threadblock}``, tf32x3 only; docs/gemm-hopper.md): the ``cutlass``
+Threadblock ABFT (``protection: {scheme: abft, level: threadblock}``, tf32x3; bf16 and fp16 below; docs/gemm-hopper.md): the ``cutlass``
 backend's ``ref_checksums: concurrent`` design (templates/gemm/cutlass_abft.cuh) around the unchanged sm90 GEMM. On a
 second stream the B encodings and the reference GEMM r = A (B e), r' = A (B w) per row and 32-column strip run beside the
 sm90 GEMM, which writes C = alpha A B; after it, on its stream, ``abft_obs_kernel`` reads C and stores per row and strip
@@ -79,6 +79,19 @@ accumulation over a whole K is not (its error grows like k u): ABFT variants pro
 registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
 (docs/gemm-hopper.md). FTGEN_ABFT_LAMBDA (environment, read once by the launcher) replaces the check's lambda on 2^-24:
 a calibration knob, not needed by the measured variants.
+
+bf16 / fp16 threadblock ABFT (templates/gemm/cutlass90_abft16.cuh; the model: abft_model.abft16_check): the check reads
+the fp32 accumulators before the epilogue rounds them. The variant's kernel is emitted a second time (``KernelChk``) with
+an epilogue visitor tree in place of LinearCombination that also stores, per row and CTA tile of columns (the checksum
+strip: ``tile_n`` columns), the fp32 sums of c = alpha acc, w c (w: the column's place in the tile + 1) and |c|; a third
+time (``KernelChkBeta``) for beta != 0, its tree reading C (D = alpha acc + beta C, one rounding). On a second stream, the
+encodings of B (B e, B w per strip, split into 16-bit high and low parts) and the reference GEMM R = A E (``KernelRef``: a
+stream-K ws-coop kernel into fp32) run beside the GEMM; after both, a thread per (row, strip) checks against
+lambda 2^-24 (k / kw + cols + 1) max(sum |c|, |alpha r|) (the wgmma's accumulation error grows with its k steps), locates
+with the weighted sum and corrects (a located element recomputed; an unlocated row of the strip recomputed). A reads
+K-major (``layout_a: row``). Injection (``inject: true``): the epilogue's leaf flips the planned bit of the planned
+accumulator as it reads it (fault units: the kernel's tiles and the threads that hold their accumulators). Name token
+``evt``; the accumulators are not promoted (``promote`` 0).
 
 TMR (``protection: {scheme: tmr, level: kernel | multikernel}``, tf32, fp16, bf16; templates/gemm/cutlass90_tmr.cuh,
 docs/gemm-hopper.md): three copies of the unchanged sm90 GEMM, then the cutlass backend's vote kernel
@@ -357,7 +370,8 @@ class Cutlass90Backend(Backend):
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")
     constraint_docs = (
         "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; protection none, tmr (below), or abft at level "
-        "threadblock for tf32x3 (correct online or detect, threshold auto or a number, interval >= 1024: checked once, after the GEMM)",
+        "threadblock for tf32x3, bf16 and fp16 (correct online or detect, threshold auto or a number, interval >= 1024: checked "
+        "once, after the GEMM; bf16 / fp16: layout_a row)",
         "cutlass90 tmr: precision tf32, fp16 or bf16; level kernel (interval 1) or multikernel (interval >= 1024: voted "
         "once, after the GEMM); correct online; threshold auto",
         "cutlass90: precision tf32, tf32x3, fp16 or bf16 (no fp64: the sm90 builder has no FP64 wgmma path)",
