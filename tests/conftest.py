@@ -186,3 +186,19 @@ def load_gemm_spec(body: str, **kw):
     from ftgen.spec import load_spec_text
 
     return load_spec_text(gemm_spec_text(body, **kw), "s.yaml")
+
+
+def ptxas_entries(stderr: str, arch: str = "sm_90a") -> dict[str, str]:
+    """ptxas -v's report per entry function (mangled name: its lines joined), from nvcc's stderr."""
+    import re
+
+    entries: dict[str, str] = {}
+    cur = None
+    for line in stderr.splitlines():
+        m = re.search(rf"Compiling entry function '(\w+)' for '{arch}'", line)
+        if m:
+            cur = m.group(1)
+            entries[cur] = ""
+        elif cur:
+            entries[cur] += line + " "
+    return entries

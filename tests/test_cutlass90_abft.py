@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import test_abft_strips as strips
-from conftest import REPO, draw, gemm_spec_text as spec_text, load_gemm_spec as load
+from conftest import REPO, ptxas_entries, draw, gemm_spec_text as spec_text, load_gemm_spec as load
 from ftgen import tolerance
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
@@ -483,15 +483,7 @@ def test_the_variant_builds_for_sm90a_and_lays_out_its_workspace(tmp_path):
            f"-I{d}", f"-I{g.out_dir / 'common'}", f"-I{inc}", str(drv), "-o", str(exe)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-4000:]
-    entries: dict[str, str] = {}
-    cur = None
-    for line in p.stderr.splitlines():
-        m = re.search(r"Compiling entry function '(\w+)' for 'sm_90a'", line)
-        if m:
-            cur = m.group(1)
-            entries[cur] = ""
-        elif cur:
-            entries[cur] += line + " "
+    entries = ptxas_entries(p.stderr)
     names = " ".join(entries)
     for kernel in ("abft_obs_kernel", "abft_check_kernel", "abft_once_kernel", "abft_enc_kernel", "abft_fault_error_kernel",
                    "abft_ref_scan_tc_kernel", "axpby_kernel", "split3_kernel", "device_kernel"):

@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import REPO, gemm_spec_text as spec_text, load_gemm_spec as load
+from conftest import REPO, ptxas_entries, gemm_spec_text as spec_text, load_gemm_spec as load
 from ftgen import tolerance
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
@@ -176,15 +176,7 @@ def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path):
            f"-I{d}", f"-I{out.out_dir / 'common'}", f"-I{inc}", "-c", str(d / f"{v.name}.cu"), "-o", str(tmp_path / "v.o")]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-4000:]
-    entries: dict[str, str] = {}
-    cur = None
-    for line in p.stderr.splitlines():
-        mm = re.search(r"Compiling entry function '(\w+)' for 'sm_90a'", line)
-        if mm:
-            cur = mm.group(1)
-            entries[cur] = ""
-        elif cur:
-            entries[cur] += line + " "
+    entries = ptxas_entries(p.stderr)
     names = " ".join(entries)
     for kernel in ("abft16_enc_kernel", "abft16_check_kernel", "abft16_fix_kernel", "KernelChk", "KernelChkBeta", "KernelRef"):
         assert kernel in names, kernel

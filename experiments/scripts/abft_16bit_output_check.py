@@ -34,15 +34,7 @@ U_OUT = {"bf16": 2.0**-9, "fp16": 2.0**-11}  # round to nearest: half the spacin
 U_ACC = 2.0**-24
 
 
-def to16(x, prec):
-    """Round float32 values to bf16 / fp16 (to nearest even), returned as float32."""
-    x = np.asarray(x, dtype=np.float32)
-    if prec == "fp16":
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16).astype(np.float32)
-    b = x.view(np.uint32).astype(np.uint64)
-    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
-    return b.astype(np.uint32).view(np.float32)
+to16 = g.to16  # bf16 / fp16 rounding (to nearest even), as float32
 
 
 def draw(rng, shape, dist, prec):

@@ -104,16 +104,10 @@ def abft16_verdict(P1: float, PW: float, PA: float, ar: float, arw: float, unit:
     d, dw = P1 - ar, PW - arw
     if not (_np.isfinite(d) and _np.isfinite(dw)):
         return -2, float("inf")
-    s1 = abs(d) / tau if tau > 0 else (_np.inf if d != 0 else 0.0)
-    s2 = abs(dw) / tau_w if tau_w > 0 else (_np.inf if dw != 0 else 0.0)
-    score = float(max(s1, s2))
-    if not (s1 > 1.0) and not (s2 > 1.0):
-        return -1, score
-    if abs(d) > 2.0 * tau_w:
-        jq = float(_np.rint(dw / d))
-        if 1.0 <= jq <= cols and abs(dw - jq * d) <= tau_w:
-            return int(jq) - 1, score
-    return -2, score
+    score = max(abs(d) / tau if tau > 0 else (_np.inf if d != 0 else 0.0),
+                abs(dw) / tau_w if tau_w > 0 else (_np.inf if dw != 0 else 0.0))
+    kind, col = abft_classify(d, dw, tau, tau_w, cols)
+    return {0: -1, 1: col}.get(kind, -2), float(score)
 
 
 def to16(x, precision: str):
