@@ -1,5 +1,5 @@
 """The ``cutlass90`` backend of ``gemm``: Hopper-native CUTLASS 3.x kernels (sm_90a only), unprotected, with TMR
-(tf32, fp16, bf16: levels kernel and multikernel) or (tf32x3) with threadblock ABFT.
+(tf32, fp16, bf16: levels kernel and multikernel) or (tf32x3, bf16, fp16) with threadblock ABFT.
 
 Chosen by ``params: {backend: cutlass90}`` (the other gemm backends keep their selection by
 precision and scheme). Each variant is a ``cutlass::gemm::kernel::GemmUniversal`` whose C++ is
