@@ -199,10 +199,13 @@ struct FaultAccFetch : LeafNode<FaultArgs> {
 };
 
 // Per row and CTA tile of columns: the partial row sum of the node's fp32 input, never reduced across tiles; stored at
-// [tile column][row] (rows: M rounded up to the tile)
+// [tile column][row] (rows: M rounded up to the tile). No null pointer is passed, and no per-element bounds check: the
+// accumulators outside C are exact zeros (TMA fills the operands' out-of-bounds parts, and the padded copies, with
+// zeros; a fault outside C changes nothing), the identity of the sums
 template <class TileShape>
 using RowPartial = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, cutlass::plus, 0, TileShape, float, float, kRound,
-                                            cute::Stride<cute::_1, cute::_0, int64_t>, 4, true, /*FinalReduction=*/false>;
+                                            cute::Stride<cute::_1, cute::_0, int64_t>, 4, /*EnableNullptr=*/false,
+                                            /*FinalReduction=*/false, /*VisitCheckOOB=*/false>;
 
 // The check's epilogue: 0 the accumulators (Leaf: Sm90AccFetch, or FaultAccFetch in inject builds), 1 alpha, 2 c = alpha
 // acc, 3 its row partial P1, 4 w, 5 w c, 6 its row partial PW, 7 |c|, 8 its row partial PA, 9 D = c in the output type
