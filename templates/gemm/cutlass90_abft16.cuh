@@ -7,12 +7,13 @@
 //   epilogue  the variant's sm90 GEMM with an epilogue visitor tree (CheckFusion) that stores, besides D = c rounded to
 //             the 16-bit type (c = alpha acc, fp32), per row and CTA tile of columns (the checksum strip) the fp32
 //             sums P1 = sum_j c_j, PW = sum_j w_j c_j (w_j = the column's place in its tile + 1) and PA = sum_j |c_j|:
-//             three Sm90ColReduction partials that are never reduced across tiles
+//             three Sm90ColReduction partials that are never reduced across tiles; beta != 0: CheckFusionBeta, whose
+//             D = alpha acc + beta C is rounded once (the corrections add beta C as it was before the GEMM)
 //   encode    per k row and strip: B e and B w (fp32 sums of the 16-bit values), each scaled by a power of two and split
 //             into a high and a low 16-bit part (the low part scaled up by 2^kLoShift), the rows of E (abft16_enc_kernel)
 //   refs      R = A E on the tensor cores (the variant's A, a stream-K sm90 GEMM into fp32); r and r' of a unit are its
-//             high plus its low product, scaled back (the split keeps 16 + 8 or 11 significant bits: far below the
-//             threshold)
+//             high plus its low product, scaled back (the split keeps 16 (bf16) or 22 (fp16) significant bits: its
+//             rounding is far below the threshold)
 //   verify    a thread per (row, strip) unit: d = P1 - alpha r, dw = PW - alpha r' against tau = lambda u (k / kw +
 //             cols + 1) max(PA, |alpha r|) (u = 2^-24; kw the wgmma's k: the accumulation is not round to nearest, its
 //             error grows with the number of wgmma steps) and tau_w (ftgen_rules::abft16_unit_verdict)
