@@ -3,13 +3,14 @@
 # generated and built (-j 16), benched with 16 faults per launch (each variant, its unprotected twin and cuBLAS of the
 # same precision alternated; 4096^3, 8192^3 and the odd shapes), without faults, then the fault campaigns at 512x512x1024
 # and 1000x1234x777 (1000 clean + 1000 faulty trials per distribution). SIDE=serial runs the check's side work on the
-# caller's stream (FTGEN_ABFT_SIDE). A short table last; JSON lines under OUT.
+# caller's stream (FTGEN_ABFT_SIDE); SPEC another spec of 16-bit ABFT variants. A short table last; JSON lines under OUT.
 #   bash experiments/scripts/gpu_abft16.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 out=${1:?usage: gpu_abft16.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
 [ -n "${SIDE:-}" ] && export FTGEN_ABFT_SIDE=$SIDE
-spec=specs/gemm/cutlass90_abft16.yaml; gen=generated/abft16; proj=$gen/gemm_cutlass90_abft16
+spec=${SPEC:-specs/gemm/cutlass90_abft16.yaml}; gen=generated/abft16  # SPEC: e.g. experiments/specs/abft16_tiles.yaml
+proj=$gen/$(python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$spec")
 gen_build $spec $gen $proj
 grep -i "spill\|error" "$out/build.txt" | head -n 5
 # 1. 16 faults per launch, timed with them (the target: x cuBLAS, x its twin), the big and the odd shapes
