@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import REPO, ptxas_entries, gemm_spec_text as spec_text, load_gemm_spec as load
+from conftest import REPO, draw, ptxas_entries, gemm_spec_text as spec_text, load_gemm_spec as load
 from ftgen import tolerance
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
@@ -116,13 +116,7 @@ def test_the_shipped_spec():
 
 
 def _draw(rng, shape, dist, prec):
-    if dist == "normal":
-        x = rng.standard_normal(shape)
-    elif dist == "uniform":
-        x = rng.uniform(-1, 1, shape)
-    else:  # log-uniform, as the fp16 benches draw it (10^-1.5 .. 10^1.5)
-        x = rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(-1.5, 1.5, shape)
-    return g.to16(x, prec)
+    return g.to16(draw(rng, shape, dist, decades=1.5), prec)  # log-uniform as the fp16 benches draw it
 
 
 @pytest.mark.parametrize("prec", ["bf16", "fp16"])

@@ -36,25 +36,4 @@ ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 7 --
 t campaign 512
 ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 8 --shape 1000x1234x777 --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
 t campaign odd
-python3 - "$out" <<'PY'
-import glob, json, sys
-print("file kernel shape x_cublas x_twin ok detected corrected recomputed significant max_rel_err/tol max_score_clean")
-for f in sorted(glob.glob(sys.argv[1] + "/bench_*.jsonl")):
-    for l in open(f):
-        r = json.loads(l)
-        if "kernel" not in r or "shape" not in r:
-            continue
-        s = "x".join(str(v) for v in r["shape"].values())
-        rel = r.get("max_rel_err") / r["tolerance"] if r.get("max_rel_err") is not None and r.get("tolerance") else None
-        print(f.rsplit("/", 1)[1][6:12], r["kernel"][5:9], r["kernel"][38:52], s, r.get("speedup_vs_ref"), r.get("x_unprot"),
-              r.get("ok"), r.get("detected"), r.get("corrected"), r.get("recomputed"), r.get("significant"),
-              None if rel is None else round(rel, 4), r.get("max_score_clean"))
-for f in sorted(glob.glob(sys.argv[1] + "/campaign_*.jsonl")):
-    for l in open(f):
-        r = json.loads(l)
-        if "campaign" in r:
-            c = r["campaign"]
-            print(f.rsplit("/", 1)[1], c["kernel"][5:9], c["kernel"][38:52], "significant", c["significant"], "corrected", c["corrected"],
-                  "coverage", round(c["coverage"], 5), "false alarms", c["false_alarms"], "/", c["clean_trials"],
-                  "max clean score", c.get("max_score_clean", c.get("max_clean_score")))
-PY
+python3 experiments/scripts/abft_summary.py "$out"

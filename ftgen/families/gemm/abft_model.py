@@ -98,9 +98,8 @@ def abft16_verdict(P1: float, PW: float, PA: float, ar: float, arw: float, unit:
                    fixed: float = 0.0) -> tuple[int, float]:
     """(verdict, score) of one (row, strip) unit (ftgen_rules::abft16_unit_verdict): -1 clean, the located column
     (0-based) or -2 detected and not located; the score is the largest residual / threshold."""
-    rms_w = abft_rms_w(cols)
     tau = fixed if fixed > 0 else unit * max(PA, abs(ar))
-    tau_w = fixed * rms_w if fixed > 0 else max(tau * rms_w, unit * abs(arw))
+    tau_w = fixed * abft_rms_w(cols) if fixed > 0 else abft_weighted_threshold(tau, arw, unit, cols)
     d, dw = P1 - ar, PW - arw
     if not (_np.isfinite(d) and _np.isfinite(dw)):
         return -2, float("inf")
@@ -124,14 +123,9 @@ def to16(x, precision: str):
 def abft16_encode(B, cols: int, precision: str):
     """E (rows 4 per strip, k columns: hi and lo of se B e, hi and lo of sw B w) as the encode kernel writes it, the
     sums in fp32."""
-    k, n = B.shape
-    strips = -(-n // cols)
-    pad = _np.zeros((k, strips * cols), dtype=_np.float32)
-    pad[:, :n] = B
-    blocks = pad.reshape(k, strips, cols)
-    w = _np.arange(1, cols + 1, dtype=_np.float32)
-    be = blocks.sum(axis=2, dtype=_np.float32)
-    bw = (blocks * w).sum(axis=2, dtype=_np.float32)
+    k = B.shape[0]
+    be, bw, _ = abft_encode(_np.asarray(B, dtype=_np.float32), cols)  # (sums in fp32, as the kernel's)
+    strips = be.shape[1]
     se, sw = (2.0**x for x in abft16_scales(cols))
     lo = 2.0 ** ABFT16_LO_SHIFT[precision]
     E = _np.zeros((4 * strips, k), dtype=_np.float32)
@@ -243,8 +237,7 @@ def abft_row_threshold(C_row, r, rw, r2, k_done: int, precision: str, lam: float
 
 def abft_weighted_threshold(tau: float, rw, unit: float, cols: int) -> float:
     """tau_w of a row: the weighted checksum's threshold from tau, the row's r' and the threshold unit."""
-    rms_w = math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0)
-    return max(tau * rms_w, unit * abs(float(rw)))
+    return max(tau * abft_rms_w(cols), unit * abs(float(rw)))
 
 
 def abft_classify(d: float, dw: float, tau: float, tau_w: float, cols: int) -> tuple[int, int]:

@@ -581,6 +581,7 @@ class Cutlass90Backend(Backend):
         tile = f"cute::Shape<cute::_{tm}, cute::_{tn}, cute::_{tk}>"
         leaf = "ftgen_abft16::FaultAccFetch" if prot.injects else "cutlass::epilogue::fusion::Sm90AccFetch"
         cols = tn
+        se_log2, sw_log2 = abft_model.abft16_scales(cols)
         return {
             "abft16_fusion": f"ftgen_abft16::CheckFusion<{tile}, {_CTYPES[v.precision][1]}, {leaf}>",
             "op_kernel_chk": cutlass90_operation(v, "KernelChk", fusion="ChkFusion", c_source=False),
@@ -591,8 +592,8 @@ class Cutlass90Backend(Backend):
             "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
             "abft16_kw": WGMMA_K[v.precision],
             "abft16_rms_w": repr(abft_model.abft_rms_w(cols)),
-            "abft16_se_log2": abft_model.abft16_scales(cols)[0],
-            "abft16_sw_log2": abft_model.abft16_scales(cols)[1],
+            "abft16_se_log2": se_log2,
+            "abft16_sw_log2": sw_log2,
             "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
             "abft_online": 1 if prot.correct == "online" else 0,
         }

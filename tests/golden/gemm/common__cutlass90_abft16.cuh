@@ -274,7 +274,7 @@ constexpr int lo_shift() {
 struct EncParams {
   const void* B;
   long long ldb;
-  int k, n;       // the kernel's K and N (padded extents)
+  int n;          // the kernel's N (its padded extent)
   int cols, strips;
   long long lde;  // E: rows of lde (>= k) elements, K contiguous
   int rows_e;     // E's rows: 4 strips, rounded up (the rest zero)
@@ -310,23 +310,20 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
       const int kk = static_cast<int>(x / p.strips), s = static_cast<int>(x % p.strips);
       const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
       float se = 0.f, sw = 0.f;
+      auto add = [&](EA x, int j) {  // column j's element into B e and B w
+        const float b = static_cast<float>(x);
+        se += b;
+        sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
+      };
       const EA* row = B + static_cast<long long>(kk) * p.ldb;
       int j = j0;
       for (; j + kV <= j1; j += kV) {
         const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
         const EA* e = reinterpret_cast<const EA*>(&v);
         CUTLASS_PRAGMA_UNROLL
-        for (int t = 0; t < kV; ++t) {
-          const float b = static_cast<float>(e[t]);
-          se += b;
-          sw = fmaf(static_cast<float>(j - j0 + t + 1), b, sw);
-        }
+        for (int t = 0; t < kV; ++t) add(e[t], j + t);
       }
-      for (; j < j1; ++j) {
-        const float b = static_cast<float>(row[j]);
-        se += b;
-        sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
-      }
+      for (; j < j1; ++j) add(row[j], j);
       abft16_store_enc(E, p.lde, s, kk, se, sw, p.se, p.sw);
     }
   } else {
@@ -381,7 +378,7 @@ struct CheckParams {
   long long mpad;
   const float* R;             // m x ldr: per strip {hi, lo} of r, {hi, lo} of r'
   long long ldr;
-  int m, n, k, cols, strips;
+  int m, n, cols, strips;
   double alpha, unit, fixed, rms_w;
   double inv_se, inv_sw, lo;  // 1 / se, 1 / sw, 2^-kLoShift
   int online, correct;
