@@ -3,7 +3,8 @@
 # generated and built (-j 16), benched with 16 faults per launch (each variant, its unprotected twin and cuBLAS of the
 # same precision alternated; 4096^3, 8192^3 and the odd shapes), without faults, then the fault campaigns at 512x512x1024
 # and 1000x1234x777 (1000 clean + 1000 faulty trials per distribution). SIDE=serial runs the check's side work on the
-# caller's stream (FTGEN_ABFT_SIDE); SPEC another spec of 16-bit ABFT variants. A short table last; JSON lines under OUT.
+# caller's stream (FTGEN_ABFT_SIDE); SPEC another spec of 16-bit ABFT variants; BREAKDOWN=0 skips the serial, reserved-SM and
+# Nsight Compute runs, CAMPAIGNS=0 the campaigns. A short table last; JSON lines under OUT.
 #   bash experiments/scripts/gpu_abft16.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 out=${1:?usage: gpu_abft16.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
@@ -21,6 +22,7 @@ ft 90 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_clean.js
 t bench clean
 # 2b. where the time goes: the check's side work on the caller's stream, on a few SMs beside the GEMM, and each kernel's
 #     device time at 4096^3 (Nsight Compute, launches serialized) of the bf16 128x256 build
+if [ "${BREAKDOWN:-1}" = 1 ]; then
 FTGEN_ABFT_SIDE=serial ft 60 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_serial.jsonl" > /dev/null 2>&1
 for r in ${RESERVE-4 8}; do  # the side work on r SMs beside the GEMM (FTGEN_ABFT16_SIDE_SMS)
   FTGEN_ABFT16_SIDE_SMS=$r ft 60 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_sms$r.jsonl" > /dev/null 2>&1
@@ -31,9 +33,12 @@ for e in $proj/bin/gemm_bf16_abft*128x256x64*; do
   python3 experiments/scripts/ncu_summary.py "$out/ncu_bf16.csv"
 done
 t profile
+fi
 # 3. the campaigns (significant single faults under the delivered precision's rule: coverage; clean trials: false alarms)
+if [ "${CAMPAIGNS:-1}" = 1 ]; then
 ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
 t campaign 512
 ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 8 --shape 1000x1234x777 --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
 t campaign odd
+fi
 python3 experiments/scripts/abft_summary.py "$out"

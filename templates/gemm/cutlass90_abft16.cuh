@@ -445,14 +445,34 @@ struct FixParams {
   ftgen::FtCounters* counters;
 };
 
-// The flagged units' columns, a block per (unit, group of 32 columns) (grid-stride): a warp per column, the lanes along
-// k, in double from the operands as the wgmma reads them, alpha times it plus beta C (fp32 fma, one rounding, as the
-// epilogue). A located unit: only its element's warp works (the element
-// corrected in place); an unlocated unit (or correct: detect): its row of the strip, every group. A grid of early exits
-// when nothing is flagged.
+// The flagged units' corrections, grid-stride over the list, block-uniform branches, in double from the operands as the
+// wgmma reads them, alpha times the dot plus beta C (fp32 fma, one rounding, as the epilogue):
+// - a located unit: one block per unit, its 1024 threads along k (a block reduction), the element corrected in place;
+// - an unlocated unit (or correct: detect): its row of the strip, a block per group of 32 columns, a warp per column.
+// A grid of early exits when nothing is flagged.
 constexpr int kFixThreads = 1024;
 template <class EA, class EC, bool kRowB>
+__device__ __forceinline__ double abft16_dot(const FixParams<EA, EC>& p, int i, int j, int first, int stride) {
+  const EA* a = p.A + static_cast<long long>(i) * p.lda;
+  double v = 0.0;
+#pragma unroll 4
+  for (int kk = first; kk < p.k; kk += stride) {
+    const EA b = kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk];
+    v = fma(ftgen_sm90::wgmma_operand(a[kk]), ftgen_sm90::wgmma_operand(b), v);
+  }
+  CUTLASS_PRAGMA_UNROLL
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+template <class EA, class EC>
+__device__ __forceinline__ void abft16_store(const FixParams<EA, EC>& p, int i, int j, double v) {
+  float out = static_cast<float>(p.alpha * v);
+  if (p.beta != 0.f) out = fmaf(p.beta, static_cast<float>(p.Cs[static_cast<long long>(i) * p.ldcs + j]), out);
+  p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(out);
+}
+template <class EA, class EC, bool kRowB>
 __global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, EC> p) {
+  __shared__ double part[kFixThreads / 32];
   const int flagged = *reinterpret_cast<volatile const int*>(p.count);
   if (!p.correct) return;
   const int groups = (p.cols + 31) / 32;
@@ -461,25 +481,31 @@ __global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, E
     const int item = static_cast<int>(x / groups), g = static_cast<int>(x % groups);
     const int unit = __ldcg(p.list + 2 * item), verdict = __ldcg(p.list + 2 * item + 1);
     const int i = unit % p.m, j0 = (unit / p.m) * p.cols;
-    const bool located = verdict >= 0 && j0 + verdict < p.n;
-    const int j = j0 + g * 32 + warp;
-    if (located ? j != j0 + verdict : (g * 32 + warp >= p.cols || j >= p.n)) continue;  // (warp-uniform)
-    const EA* a = p.A + static_cast<long long>(i) * p.lda;
-    double v = 0.0;
-#pragma unroll 4
-    for (int kk = lane; kk < p.k; kk += 32) {
-      const EA b = kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk];
-      v = fma(ftgen_sm90::wgmma_operand(a[kk]), ftgen_sm90::wgmma_operand(b), v);
+    if (verdict >= 0 && j0 + verdict < p.n) {  // located: the item's first block only
+      if (g != 0) continue;
+      const double v = abft16_dot<EA, EC, kRowB>(p, i, j0 + verdict, threadIdx.x, kFixThreads);
+      if (lane == 0) part[warp] = v;
+      __syncthreads();
+      if (warp == 0) {
+        double t = lane < kFixThreads / 32 ? part[lane] : 0.0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+        if (lane == 0) {
+          abft16_store(p, i, j0 + verdict, t);
+          if (p.counters) atomicAdd(&p.counters->corrected, 1ull);
+        }
+      }
+      __syncthreads();  // (part is the next item's)
+      continue;
     }
-    CUTLASS_PRAGMA_UNROLL
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int j = j0 + g * 32 + warp;
+    if (g * 32 + warp >= p.cols || j >= p.n) continue;  // (warp-uniform)
+    const double v = abft16_dot<EA, EC, kRowB>(p, i, j, lane, 32);
     if (lane != 0) continue;
-    float out = static_cast<float>(p.alpha * v);
-    if (p.beta != 0.f) out = fmaf(p.beta, static_cast<float>(p.Cs[static_cast<long long>(i) * p.ldcs + j]), out);
-    p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(out);
-    if (p.counters && (located || (g == 0 && warp == 0))) {  // a unit counted once
+    abft16_store(p, i, j, v);
+    if (p.counters && g == 0 && warp == 0) {  // a unit counted once
       atomicAdd(&p.counters->corrected, 1ull);
-      if (!located) atomicAdd(&p.counters->recomputed, 1ull);
+      atomicAdd(&p.counters->recomputed, 1ull);
     }
   }
 }
