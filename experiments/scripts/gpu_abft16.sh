@@ -21,13 +21,13 @@ t bench inject16
 ft 90 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
 # 2b. where the time goes: the check's side work on the caller's stream, on a few SMs beside the GEMM, and each kernel's
-#     device time at 4096^3 (Nsight Compute, launches serialized) of the bf16 128x256 build
+#     device time at 4096^3 (Nsight Compute, launches serialized) of the bf16 build of TILE (its campaigns' too)
 if [ "${BREAKDOWN:-1}" = 1 ]; then
 FTGEN_ABFT_SIDE=serial ft 60 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_serial.jsonl" > /dev/null 2>&1
 for r in ${RESERVE-4 8}; do  # the side work on r SMs beside the GEMM (FTGEN_ABFT16_SIDE_SMS)
   FTGEN_ABFT16_SIDE_SMS=$r ft 60 bench $proj --shapes $big --reps 20 --warmup 5 --json "$out/bench_sms$r.jsonl" > /dev/null 2>&1
 done
-for e in $proj/bin/gemm_bf16_abft*128x256x64*; do
+for e in $proj/bin/gemm_bf16_abft*${TILE:-128x128x64_c2x1_ws-pingpong}*; do
   timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 300 \
     "$e" --shapes 4096x4096x4096 --reps 1 --warmup 1 --inject 16 > "$out/ncu_bf16.csv" 2> "$out/ncu_bf16.err"
   python3 experiments/scripts/ncu_summary.py "$out/ncu_bf16.csv"
@@ -36,9 +36,9 @@ t profile
 fi
 # 3. the campaigns (significant single faults under the delivered precision's rule: coverage; clean trials: false alarms)
 if [ "${CAMPAIGNS:-1}" = 1 ]; then
-ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
+ft 120 campaign $spec -o $gen --kernels "*${TILE:-128x128x64_c2x1_ws-pingpong}*" --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" 2>&1 | tail -n 6
 t campaign 512
-ft 120 campaign $spec -o $gen --kernels '*128x256x64*' --trials 1000 --seed 8 --shape 1000x1234x777 --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
+ft 120 campaign $spec -o $gen --kernels "*${TILE:-128x128x64_c2x1_ws-pingpong}*" --trials 1000 --seed 8 --shape 1000x1234x777 --json "$out/campaign_odd.jsonl" 2>&1 | tail -n 6
 t campaign odd
 fi
 python3 experiments/scripts/abft_summary.py "$out"

@@ -448,7 +448,8 @@ struct FixParams {
 // The flagged units' corrections, grid-stride over the list, block-uniform branches, in double from the operands as the
 // wgmma reads them, alpha times the dot plus beta C (fp32 fma, one rounding, as the epilogue):
 // - a located unit: one block per unit, its 1024 threads along k (a block reduction), the element corrected in place;
-// - an unlocated unit (or correct: detect): its row of the strip, a block per group of 32 columns, a warp per column.
+// - an unlocated unit (or correct: detect): its row of the strip, a block per group of 32 columns (B row-major: the
+//   lanes along the columns, the warps split k; column-major: a warp per column, the lanes along k).
 // A grid of early exits when nothing is flagged.
 constexpr int kFixThreads = 1024;
 template <class EA, class EC, bool kRowB>
@@ -473,6 +474,7 @@ __device__ __forceinline__ void abft16_store(const FixParams<EA, EC>& p, int i, 
 template <class EA, class EC, bool kRowB>
 __global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, EC> p) {
   __shared__ double part[kFixThreads / 32];
+  __shared__ double dots[kFixThreads / 32][32];
   const int flagged = *reinterpret_cast<volatile const int*>(p.count);
   if (!p.correct) return;
   const int groups = (p.cols + 31) / 32;
@@ -498,14 +500,36 @@ __global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, E
       __syncthreads();  // (part is the next item's)
       continue;
     }
-    const int j = j0 + g * 32 + warp;
-    if (g * 32 + warp >= p.cols || j >= p.n) continue;  // (warp-uniform)
-    const double v = abft16_dot<EA, EC, kRowB>(p, i, j, lane, 32);
-    if (lane != 0) continue;
-    abft16_store(p, i, j, v);
-    if (p.counters && g == 0 && warp == 0) {  // a unit counted once
+    if (p.counters && g == 0 && threadIdx.x == 0) {  // a unit counted once
       atomicAdd(&p.counters->corrected, 1ull);
       atomicAdd(&p.counters->recomputed, 1ull);
+    }
+    if constexpr (kRowB) {
+      // B row-major: the lanes along the group's 32 columns (coalesced rows of B), the warps split k; the warps'
+      // partial dots added in warp order
+      const int j = j0 + g * 32 + lane;
+      const bool mine = g * 32 + lane < p.cols && j < p.n;
+      const EA* a = p.A + static_cast<long long>(i) * p.lda;
+      double v = 0.0;
+      if (mine) {
+#pragma unroll 8
+        for (int kk = warp; kk < p.k; kk += kFixThreads / 32)
+          v = fma(ftgen_sm90::wgmma_operand(a[kk]), ftgen_sm90::wgmma_operand(p.B[static_cast<long long>(kk) * p.ldb + j]), v);
+      }
+      dots[warp][lane] = v;
+      __syncthreads();
+      if (warp == 0 && mine) {
+        double t = 0.0;
+        for (int w = 0; w < kFixThreads / 32; ++w) t += dots[w][lane];
+        abft16_store(p, i, j, t);
+      }
+      __syncthreads();  // (dots is the next item's)
+    } else {
+      // B column-major: a warp per column, the lanes along k (coalesced)
+      const int j = j0 + g * 32 + warp;
+      if (g * 32 + warp >= p.cols || j >= p.n) continue;  // (warp-uniform)
+      const double v = abft16_dot<EA, EC, kRowB>(p, i, j, lane, 32);
+      if (lane == 0) abft16_store(p, i, j, v);
     }
   }
 }
