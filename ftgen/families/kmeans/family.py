@@ -1,4 +1,11 @@
-"""The ``kmeans`` family and its ``mma`` backend: hand-written tensor-core Lloyd iterations.
+"""The ``kmeans`` family: Lloyd iterations with the distance GEMM on the tensor cores.
+
+Two backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) and everything but the assign step:
+
+* ``mma`` (the default): hand-written ``mma.sync`` kernels, every precision and protection (below);
+* ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32, protection none): the assign step is a
+  CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or ping-pong kernel, persistent tile
+  scheduler) whose epilogue visitor tree takes the arg-min (``templates/kmeans/kmeans90.cuh``).
 
 One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
 centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
@@ -11,7 +18,8 @@ of the loop returns at once).
 
 Kernel names::
 
-    kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]
+    kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]       (mma)
+    kmeans_<prec>_none_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>         (cutlass90)
 
 ``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
@@ -168,6 +176,7 @@ class MmaBackend(Backend):
             "g": Geometry(v),
             "tf32": v.precision in ("tf32", "tf32x3"),
             "tf32x3": v.precision == "tf32x3",
+            "c90": False,
             # the unprotected twin's geometry (the benchmark's alternate timing: kmeans_twin.cu.j2)
             "twin_g": Geometry(dataclasses.replace(v, protection=Protection())),
         }
@@ -183,11 +192,104 @@ class MmaBackend(Backend):
         ) + twin
 
 
+# ---- cutlass90: the assign step as a CUTLASS 3.x sm90 GEMM ------------------------------------------------------------
+ARCH90 = "sm_90a"
+SCHEDULES90 = ("ws-coop", "ws-pingpong")
+PARAMS90 = (
+    Param("backend", str, ("cutlass90",), "selects this backend (the assign GEMM on CUTLASS 3.x sm90 kernels, arch sm_90a)",
+          choices=("cutlass90",)),
+    Param("tile_m", int, (128,), "samples per CTA tile (ws-coop: 128 or 256; ws-pingpong: 64 or 128)", choices=(64, 128, 256)),
+    Param("tile_n", int, (128,), "centroids per CTA tile (a wgmma N: 64, 128 or 256)", choices=(64, 128, 256)),
+    Param("tile_k", int, (32,), "dimensions per pipeline stage (x 4 bytes: 64 or 128 bytes)", choices=(16, 32)),
+    Param("cluster_m", int, (1,), "thread-block cluster rows (CTAs sharing the centroid tile by TMA multicast)", choices=(1, 2)),
+    Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
+)
+MAX_ACC90 = 128  # fp32 accumulators per consumer thread
+
+
+class Cutlass90Backend(Backend):
+    name = "cutlass90"
+    precisions = ("tf32",)
+    levels = {}
+    params = PARAMS90
+    requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's vendor reference
+    compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")  # (without NDEBUG ptxas serializes the wgmma pipeline)
+    constraint_docs = (
+        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32; protection none",
+        "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; fp32 accumulators per consumer thread "
+        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90}",
+    )
+
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        if precision not in self.precisions:
+            return (f"the kmeans cutlass90 backend takes precision tf32, not {precision} (tf32x3 and fp64: the mma backend, "
+                    f"without params backend)")
+        if protection.enabled:
+            return (f"the kmeans cutlass90 backend runs unprotected (protection: none); {protection.scheme} is the mma "
+                    f"backend's (omit params backend)")
+        return None
+
+    def constraints(self, v: Variant) -> list[str]:
+        reason = self.protection_ok(v.precision, v.protection)
+        if reason:
+            return [reason]
+        if tuple(v.arch) != (ARCH90,):
+            return [f"arch {', '.join(v.arch)}: the kmeans cutlass90 backend builds for sm_90a only (wgmma exists only "
+                    f"there); write arch: [sm_90a], or omit params backend for the mma kernels"]
+        p = v.param_dict
+        tm, tn, sched = p["tile_m"], p["tile_n"], p["schedule"]
+        r = []
+        allowed = (128, 256) if sched == "ws-coop" else (64, 128)
+        if tm not in allowed:
+            r.append(f"tile_m={tm}: the {sched} schedule takes tile_m {' or '.join(map(str, allowed))}")
+        acc = (tm // 2 if sched == "ws-coop" else tm) * tn // 128
+        if acc > MAX_ACC90:
+            r.append(f"tile {tm}x{tn} with {sched}: {acc} fp32 accumulators per consumer thread (at most {MAX_ACC90}); "
+                     f"use a smaller tile")
+        return r
+
+    def name_tokens(self, v: Variant) -> list[str]:
+        p = v.param_dict
+        return ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "cutlass90",
+                f"{p['tile_m']}x{p['tile_n']}x{p['tile_k']}", f"c{p['cluster_m']}x1", p["schedule"]]
+
+    def context(self, v: Variant) -> dict:
+        p = v.param_dict
+        return {
+            "v": v,
+            "name": v.name,
+            "sym": v.symbol,
+            "T": PRECISION_CTYPE[v.precision],
+            "precision": v.precision,
+            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
+            "prot": v.protection,
+            "abft": False,
+            "detect": False,
+            "inject": False,
+            "threshold": 0.0,
+            "lam": repr(model.LAMBDA),
+            "meta_json": v.meta_json(),
+            "tf32": True,
+            "tf32x3": False,
+            "c90": True,
+            "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
+            "cluster_m": p["cluster_m"],
+            "coop": p["schedule"] == "ws-coop",
+        }
+
+    def sources(self, v: Variant) -> tuple[Source, ...]:
+        return (
+            Source("variant.h.j2", ".h", "header"),
+            Source("kmeans_variant.cu.j2", ".cu", "library"),
+            Source("bench.cu.j2", "_bench.cu", "bench"),
+        )
+
+
 class KmeansFamily(Family):
     name = "kmeans"
     description = "Lloyd iterations: tensor-core distance GEMM with the arg-min fused, ABFT-protected; DMR-protected update"
     shape_keys = ("samples", "dims", "clusters")
-    backends = (MmaBackend(),)
+    backends = (MmaBackend(), Cutlass90Backend())
     default_shapes = ({"samples": 131072, "dims": 128, "clusters": 128}, {"samples": 100003, "dims": 100, "clusters": 1000})
     campaign_shape = {"samples": 16384, "dims": 64, "clusters": 256}
     template_dir = "kmeans"
@@ -196,6 +298,12 @@ class KmeansFamily(Family):
         args="p, stream",
         selector_args=("p->samples", "p->dims", "p->clusters"),
     )
+
+    def backend(self, precision, protection, params) -> str:
+        """``params: {backend: cutlass90}`` selects that backend; otherwise the mma kernels."""
+        if params.get("backend") == "cutlass90":
+            return "cutlass90"
+        return super().backend(precision, protection, params)
 
     @property
     def bench_refs(self) -> tuple:

@@ -704,7 +704,8 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   Work& o = w ? *w : tmp;
   o.xx = reinterpret_cast<T*>(take(sizeof(T) * samples));
   o.cc = reinterpret_cast<T*>(take(sizeof(T) * clusters));
-  o.enc = reinterpret_cast<T*>(take(PROTECTED ? sizeof(T) * 2 * MMA_N * ((tiles + GT - 1) / GT) * static_cast<size_t>(dims) : 0));
+  o.enc = nullptr;
+  (void)tiles;
   o.sums = reinterpret_cast<double*>(take(sizeof(double) * 2 * static_cast<size_t>(clusters) * dims));
   o.counts = reinterpret_cast<int*>(take(sizeof(int) * 2 * clusters));
   o.colstat = reinterpret_cast<double*>(take(sizeof(double) * 2 * dims));
