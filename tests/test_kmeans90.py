@@ -115,3 +115,15 @@ def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path):
         assert kernel in names, kernel
     for name, text in entries.items():
         assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
+
+
+def test_the_reference_library_build_finds_cutlass_headers():
+    """The flash-kmeans driver builds the variant as a shared library outside CMake: a backend that requires CUTLASS gets
+    its include directory (the one ftgen build passes), a backend without it none."""
+    from ftgen.bench.ctypes_driver import include_flags
+
+    inc = cutlass_include_dir()
+    if inc is None:
+        pytest.skip("the nvidia-cutlass wheel is needed")
+    assert include_flags(("cublas", "cutlass")) == [f"-I{inc}"]
+    assert include_flags(("cublas",)) == []

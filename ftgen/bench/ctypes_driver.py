@@ -188,6 +188,19 @@ def built_archs(project: Path, manifest: dict, entry: dict) -> list[str]:
     return own
 
 
+def include_flags(requires) -> list[str]:
+    """``-I<dir>`` of every library a backend requires whose headers live outside the toolkit (CUTLASS's, found as
+    ``ftgen build`` finds them); a required library that cannot be found fails the build with nvcc's message."""
+    from .. import libraries
+
+    out = []
+    for lib in libraries.get(tuple(requires)):
+        found = lib.locate() if lib.locate else None
+        if found:
+            out.append(f"-I{found}")
+    return out
+
+
 def build_shared_object(project: Path, manifest: dict, entry: dict, *, family: str, shim: str,
                         libs: tuple[str, ...] = ()) -> Path:
     """``PROJECT/build/refs/<kernel>/lib<kernel>_ref.so``: the variant's library source and its rendered ``shim``,
@@ -216,7 +229,7 @@ def build_shared_object(project: Path, manifest: dict, entry: dict, *, family: s
     flags = ["-O3", "-DNDEBUG", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC", "-shared",
              "-cudart", "shared", *backend.compile_options,
              *(f"--generate-code=arch=compute_{a},code=[compute_{a},sm_{a}]" for a in built_archs(project, manifest, entry)),
-             f"-I{project / 'common'}", f"-I{project / v.name}", *libs,
+             f"-I{project / 'common'}", f"-I{project / v.name}", *include_flags(backend.requires), *libs,
              *(f"-Xlinker=-rpath,{d}" for d in libdirs)]
     h = hashlib.sha256(json.dumps([flags, nvcc_version(), shim]).encode())
     for p in sources + headers:
