@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +99,15 @@ __global__ void check_kernel(const float* X, const float* C, int samples, int di
   }
 }
 
+// RN to TF32 (10 mantissa bits), as the wgmma reads fp32 words on this GPU
+float tf32_host(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
 struct Shape3 {
   int n, d, k;
 };
@@ -109,11 +119,13 @@ struct Runner {
   void* ws = nullptr;
   size_t ws_bytes = 0;
   uint64_t* keys = nullptr;
+  float* parts = nullptr;
   const char* name;
   explicit Runner(const char* nm) : name(nm) {}
   bool setup(const float* X, const float* C, const Shape3& s, const float* cc, const cutlass::KernelHardwareInfo& hw) {
     CK(cudaMalloc(&keys, Assign::keys_bytes(s.n, s.k)));
-    auto args = Assign::arguments(X, s.d, C, s.d, s.n, s.d, s.k, cc, keys, hw);
+    CK(cudaMalloc(&parts, 3 * Assign::keys_bytes(s.n, s.k) / 2));  // 3 floats per key
+    auto args = Assign::arguments(X, s.d, C, s.d, s.n, s.d, s.k, cc, keys, hw, parts);
     if (Gemm::can_implement(args) != cutlass::Status::kSuccess) {
       std::printf("%s: cannot implement\n", name);
       return false;
@@ -136,6 +148,7 @@ struct Runner {
   }
   void release() {
     cudaFree(keys);
+    cudaFree(parts);
     if (ws) cudaFree(ws);
   }
 };
@@ -155,6 +168,10 @@ using A7 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coo
 // the floors: without the norms' loads, without the arg-min (their labels are not checked)
 using F1 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 1>;
 using F2 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 2>;
+// with a checksum test's row sums (a, (j + 1) a, |a| per row and tile): what the threadblock ABFT's epilogue adds
+using S1 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 0, true>;
+using S2 = ftgen_km90::AssignGemm<Shape<_128, _256, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 0, true>;
+using A8 = ftgen_km90::AssignGemm<Shape<_128, _256, _32>, Shape<_1, _1, _1>, Coop, ECoop>;
 
 template <class F>
 float time_ms(F&& f, cudaEvent_t a, cudaEvent_t b) {
@@ -198,6 +215,32 @@ void probe(const char* name, const Shape3& s, const float* X, const float* C, co
   CK(cudaMemcpy(&w, worst, sizeof(double), cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(&dif, differ, sizeof(int), cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(&in, inertia, sizeof(double), cudaMemcpyDeviceToHost));
+  // the check's row sums (kSums builds): rows 0, 1, n/2, n-1 of every tile against fp64 sums of the TF32 operands
+  double sums_err = -1;
+  if (Assign::kSums) {
+    std::vector<float> hc(static_cast<size_t>(s.k) * s.d), hx(s.d);
+    CK(cudaMemcpy(hc.data(), C, sizeof(float) * hc.size(), cudaMemcpyDeviceToHost));
+    const long long rp = Assign::rows_padded(s.n), tiles = Assign::col_tiles(s.k);
+    std::vector<float> hp(3 * rp * tiles);
+    CK(cudaMemcpy(hp.data(), r.parts, sizeof(float) * hp.size(), cudaMemcpyDeviceToHost));
+    sums_err = 0;
+    for (long long row : {0ll, 1ll, static_cast<long long>(s.n / 2), static_cast<long long>(s.n - 1)}) {
+      CK(cudaMemcpy(hx.data(), X + row * s.d, sizeof(float) * s.d, cudaMemcpyDeviceToHost));
+      for (long long t = 0; t < tiles; ++t) {
+        double s1 = 0, sw = 0, sa = 0;
+        for (int j = static_cast<int>(t * Assign::kTileN); j < std::min<long long>(s.k, (t + 1) * Assign::kTileN); ++j) {
+          double a = 0;
+          for (int d = 0; d < s.d; ++d) a += static_cast<double>(tf32_host(hx[d])) * tf32_host(hc[static_cast<size_t>(j) * s.d + d]);
+          s1 += a;
+          sw += (j - t * Assign::kTileN + 1) * a;
+          sa += std::fabs(a);
+        }
+        const double e = std::max({std::fabs(hp[t * rp + row] - s1) / sa, std::fabs(hp[rp * tiles + t * rp + row] - sw) / (sa * Assign::kTileN),
+                                   std::fabs(hp[2 * rp * tiles + t * rp + row] - sa) / sa});
+        sums_err = std::max(sums_err, e);
+      }
+    }
+  }
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
@@ -217,8 +260,8 @@ void probe(const char* name, const Shape3& s, const float* X, const float* C, co
   const double flop = 2.0 * s.n * s.k * static_cast<double>(s.d);
   const float m0 = median(t0), m1 = median(t1);
   std::printf("{\"shape\": \"%dx%dx%d\", \"config\": \"%s\", \"assign_us\": %.2f, \"cublas_tf32_gemm_us\": %.2f, \"x_cublas_gemm\": %.3f, "
-              "\"tflops\": %.1f, \"sampled\": %d, \"differ\": %d, \"worst_gap\": %.3g, \"inertia\": %.9g}\n",
-              s.n, s.d, s.k, name, 1e3 * m0, 1e3 * m1, m1 / m0, flop / (m0 * 1e9), checks, dif, w, in);
+              "\"tflops\": %.1f, \"sampled\": %d, \"differ\": %d, \"worst_gap\": %.3g, \"inertia\": %.9g, \"sums_err\": %.3g}\n",
+              s.n, s.d, s.k, name, 1e3 * m0, 1e3 * m1, m1 / m0, flop / (m0 * 1e9), checks, dif, w, in, sums_err);
   std::fflush(stdout);
   r.release();
   cudaFree(labels);
@@ -258,6 +301,9 @@ int main(int argc, char** argv) {
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     probe<A0>("coop 128x128x32 c1", s, X, C, xx, cc, D, h, hw, reps);
+    probe<S1>("coop 128x128x32 c1 + sums", s, X, C, xx, cc, D, h, hw, reps);
+    probe<A8>("coop 128x256x32 c1", s, X, C, xx, cc, D, h, hw, reps);
+    probe<S2>("coop 128x256x32 c1 + sums", s, X, C, xx, cc, D, h, hw, reps);
 #ifndef ONE_CONFIG
     probe<A1>("coop 128x128x32 c2", s, X, C, xx, cc, D, h, hw, reps);
     probe<A2>("pingpong 64x128x32 c1", s, X, C, xx, cc, D, h, hw, reps);

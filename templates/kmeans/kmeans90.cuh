@@ -53,6 +53,8 @@ struct ArgMinArgs {
   int clusters = 0;
   uint64_t* keys = nullptr;   // the per-tile minima: (rows padded to the tile) x (tiles of centroids), m-major
   long long rows_padded = 0;
+  float* parts = nullptr;     // (kSums) the check's row sums of the accumulators per tile: [3][tiles][rows_padded]
+  int tiles = 0;
 };
 
 // The tree's one node, a leaf that consumes the accumulators: every thread keeps, for each row it holds, the smallest
@@ -61,7 +63,10 @@ struct ArgMinArgs {
 // the lanes that share a row take the smaller of their pairs (shuffles), and one lane per row stores the pair as a key
 // into the tile's column of the minima. It returns zeros (D is void: nothing is stored). Its ElementAux names the element
 // CUTLASS's builder lays the absent output's shared memory out for.
-template <int kProbe = 0>  // (experiments only: 1 leaves the norms out, 2 the arg-min; 0 in every product build)
+// kSums: besides, per row held and tile, the sums of the accumulators a, (j + 1) a (j: the column in the tile) and |a|
+// (a checksum test's row partials), reduced as the minima are and stored into params.parts.
+template <int kProbe = 0,  // (experiments only: 1 leaves the norms out, 2 the arg-min; 0 in every product build)
+          bool kSums = false>
 struct RowArgMin {
   using ElementAux = float;
   struct SharedStorage {};
@@ -90,8 +95,9 @@ struct RowArgMin {
 
   template <class CTensor, class VTensor, class ITensor, class GTensor, class LaneLayout, class LaneCoord>
   struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
-    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, VTensor v, ITensor i, GTensor g, LaneLayout ll, LaneCoord lc, Params const* p)
-        : tCc(c), tCrVal(v), tCrIdx(i), tCgKey(g), lane_layout(ll), lane_mn(lc), params(p) {}
+    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, VTensor v, ITensor i, GTensor g, LaneLayout ll, LaneCoord lc, Params const* p,
+                                          VTensor s1, VTensor sw, VTensor sa, int col0)
+        : tCc(c), tCrVal(v), tCrIdx(i), tCgKey(g), lane_layout(ll), lane_mn(lc), params(p), tS1(s1), tSW(sw), tSA(sa), col0(col0) {}
     CTensor tCc;     // (row, column) of every element
     VTensor tCrVal;  // per row held: the smallest d'
     ITensor tCrIdx;  // ... and its column
@@ -99,6 +105,8 @@ struct RowArgMin {
     LaneLayout lane_layout;
     LaneCoord lane_mn;
     Params const* params;
+    VTensor tS1, tSW, tSA;  // (kSums) per row held: the sums of a, (j + 1) a, |a| over the thread's columns
+    int col0;               // the tile's first column, less 1
 
     template <typename ElementAccumulator, int FragmentSize>
     CUTLASS_DEVICE cutlass::Array<float, FragmentSize> visit(cutlass::Array<ElementAccumulator, FragmentSize> const& acc, int epi_v,
@@ -113,6 +121,15 @@ struct RowArgMin {
         float d;
         if constexpr (kProbe == 0) d = col < params->clusters ? fmaf(-2.f, static_cast<float>(acc[i]), __ldg(params->cc + col)) : INFINITY;
         else d = col < params->clusters ? -2.f * static_cast<float>(acc[i]) : INFINITY;
+        if constexpr (kSums) {
+          auto s1 = tS1(cute::_, cute::_, cute::_, epi_m, epi_n);
+          auto sw = tSW(cute::_, cute::_, cute::_, epi_m, epi_n);
+          auto sa = tSA(cute::_, cute::_, cute::_, epi_m, epi_n);
+          const float a = static_cast<float>(acc[i]);
+          s1(e) += a;
+          sw(e) = fmaf(static_cast<float>(col - col0), a, sw(e));
+          sa(e) += fabsf(a);
+        }
         if constexpr (kProbe == 2) v(e) = fminf(v(e), d);
         else if (d < v(e) || (d == v(e) && col < x(e))) {
           v(e) = d;
@@ -141,10 +158,38 @@ struct RowArgMin {
           }
         }
       }
+      if constexpr (kSums) {
+        auto f1 = cute::filter(tS1);
+        auto fw = cute::filter(tSW);
+        auto fa = cute::filter(tSA);
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = cute::size<1>(lane_layout) / 2; r > 0; r /= 2) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int k = 0; k < cute::size(f1); ++k) {
+            f1(k) += __shfl_down_sync(0xffffffffu, f1(k), lane_layout(cute::_0{}, r));
+            fw(k) += __shfl_down_sync(0xffffffffu, fw(k), lane_layout(cute::_0{}, r));
+            fa(k) += __shfl_down_sync(0xffffffffu, fa(k), lane_layout(cute::_0{}, r));
+          }
+        }
+      }
       if (cute::get<1>(lane_mn) != 0) return;
       auto gf = cute::filter(tCgKey);
       CUTLASS_PRAGMA_UNROLL
       for (int k = 0; k < cute::size(vf); ++k) gf(k) = key(vf(k), xf(k));
+      if constexpr (kSums) {
+        // the sums' places: the keys' (the same rows), in the parts' planes
+        auto f1 = cute::filter(tS1);
+        auto fw = cute::filter(tSW);
+        auto fa = cute::filter(tSA);
+        const long long plane = static_cast<long long>(params->tiles) * params->rows_padded;
+        CUTLASS_PRAGMA_UNROLL
+        for (int k = 0; k < cute::size(vf); ++k) {
+          const long long at = &gf(k) - params->keys;
+          params->parts[at] = f1(k);
+          params->parts[plane + at] = fw(k);
+          params->parts[2 * plane + at] = fa(k);
+        }
+      }
     }
   };
 
@@ -177,8 +222,17 @@ struct RowArgMin {
     Tensor tCrIdx = make_tensor_like<int>(tCgKey);
     fill(tCrVal, INFINITY);
     fill(tCrIdx, 0);
+    Tensor tS1 = make_tensor_like<float>(tCgKey);
+    Tensor tSW = make_tensor_like<float>(tCgKey);
+    Tensor tSA = make_tensor_like<float>(tCgKey);
+    if constexpr (kSums) {
+      fill(tS1, 0.f);
+      fill(tSW, 0.f);
+      fill(tSA, 0.f);
+    }
+    const int col0 = int(n) * int(size<1>(args.tile_shape_mnk)) - 1;
     return ConsumerStoreCallbacks<decltype(tCc), decltype(tCrVal), decltype(tCrIdx), decltype(tCgKey), decltype(lane_layout),
-                                  decltype(lane_mn)>(tCc, tCrVal, tCrIdx, tCgKey, lane_layout, lane_mn, &params);
+                                  decltype(lane_mn)>(tCc, tCrVal, tCrIdx, tCgKey, lane_layout, lane_mn, &params, tS1, tSW, tSA, col0);
   }
 };
 
@@ -186,11 +240,11 @@ struct RowArgMin {
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B),
 // TF32 wgmma with fp32 accumulation; no C source, no D.
 template <class TileShape, class ClusterShape, class KernelSchedule, class EpilogueSchedule,
-          class EpilogueTile = cutlass::epilogue::collective::EpilogueTileAuto, int kProbe = 0>
+          class EpilogueTile = cutlass::epilogue::collective::EpilogueTileAuto, int kProbe = 0, bool kSums_ = false>
 struct AssignGemm {
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpilogueTile, float, float, void,
-      cutlass::layout::RowMajor, 4, void, cutlass::layout::RowMajor, 4, EpilogueSchedule, RowArgMin<kProbe>>::CollectiveOp;
+      cutlass::layout::RowMajor, 4, void, cutlass::layout::RowMajor, 4, EpilogueSchedule, RowArgMin<kProbe, kSums_>>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, float, cutlass::layout::RowMajor, 4, float, cutlass::layout::ColumnMajor, 4,
       float, TileShape, ClusterShape,
@@ -200,6 +254,7 @@ struct AssignGemm {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   static constexpr int kTileM = cute::size<0>(TileShape{});
   static constexpr int kTileN = cute::size<1>(TileShape{});
+  static constexpr bool kSums = kSums_;
 
   static long long rows_padded(int samples) { return (static_cast<long long>(samples) + kTileM - 1) / kTileM * kTileM; }
   static int col_tiles(int clusters) { return (clusters + kTileN - 1) / kTileN; }
@@ -207,7 +262,8 @@ struct AssignGemm {
   static size_t keys_bytes(int samples, int clusters) { return sizeof(uint64_t) * rows_padded(samples) * col_tiles(clusters); }
 
   static typename Gemm::Arguments arguments(const float* X, long long ldx, const float* C, long long ldc, int samples, int dims, int clusters,
-                                            const float* cc, uint64_t* keys, const cutlass::KernelHardwareInfo& hw) {
+                                            const float* cc, uint64_t* keys, const cutlass::KernelHardwareInfo& hw,
+                                            float* parts = nullptr) {
     typename Kernel::StrideA sa{};
     typename Kernel::StrideB sb{};
     cute::get<0>(sa) = ldx;
@@ -219,7 +275,7 @@ struct AssignGemm {
     args.mainloop.dA = sa;
     args.mainloop.ptr_B = C;
     args.mainloop.dB = sb;
-    args.epilogue.thread = ArgMinArgs{cc, clusters, keys, rows_padded(samples)};
+    args.epilogue.thread = ArgMinArgs{cc, clusters, keys, rows_padded(samples), parts, col_tiles(clusters)};
     args.hw_info = hw;
     return args;
   }
