@@ -108,6 +108,9 @@ float tf32_host(float x) {
   return x;
 }
 
+#define PROBE_STR(x) #x
+#define PROBE_NAME(x) PROBE_STR(x)
+
 struct Shape3 {
   int n, d, k;
 };
@@ -300,6 +303,9 @@ int main(int argc, char** argv) {
     norms_kernel<<<(s.k + 255) / 256, 256>>>(C, s.k, s.d, cc);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
+#ifdef PROBE_ONLY  // one configuration (e.g. -DPROBE_ONLY=F2: a binary for Nsight Compute)
+    probe<PROBE_ONLY>(PROBE_NAME(PROBE_ONLY), s, X, C, xx, cc, D, h, hw, reps);
+#else
     probe<A0>("coop 128x128x32 c1", s, X, C, xx, cc, D, h, hw, reps);
     probe<S1>("coop 128x128x32 c1 + sums", s, X, C, xx, cc, D, h, hw, reps);
     probe<A8>("coop 128x256x32 c1", s, X, C, xx, cc, D, h, hw, reps);
@@ -314,6 +320,7 @@ int main(int argc, char** argv) {
     probe<A7>("coop 128x128x32 c1 epi128x128", s, X, C, xx, cc, D, h, hw, reps);
     probe<F1>("floor: no norms", s, X, C, xx, cc, D, h, hw, reps);
     probe<F2>("floor: no arg-min", s, X, C, xx, cc, D, h, hw, reps);
+#endif
 #endif
     cudaFree(X);
     cudaFree(C);
