@@ -17,6 +17,211 @@
 #include <vector>
 
 #include "kmeans90.cuh"
+// (after kmeans90.cuh: the visitor tree's headers need CUTLASS's collective ones first)
+#include "cutlass/epilogue/fusion/sm90_visitor_store_tma_warpspecialized.hpp"
+#include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
+
+// ---- the arg-min as an epilogue visitor tree (the first design; the product's is the operator-style ArgMinDirect) ----
+namespace ftgen_km90 {
+namespace fusion = cutlass::epilogue::fusion;
+
+// The (row, column) of every element a thread visits, partitioned as CUTLASS's own epilogue loads partition theirs:
+// (CPY, CPY_M, CPY_N, EPI_M, EPI_N), element epi_v * FragmentSize + i of (epi_m, epi_n) in visit
+template <bool ReferenceSrc, class... A>
+CUTLASS_DEVICE auto thread_coords(fusion::detail::ConsumerStoreArgs<A...> const& args) {
+  auto [M, N, K, L] = args.problem_shape_mnkl;
+  return fusion::detail::sm90_partition_for_epilogue<ReferenceSrc>(cute::make_identity_tensor(cute::make_shape(M, N, L)), args.tile_shape_mnk,
+                                                                   args.tile_coord_mnkl, args.epi_tile, args.tiled_copy, args.thread_idx);
+}
+
+
+// The tree's one node, a leaf that consumes the accumulators: every thread keeps, for each row it holds, the smallest
+// d' = ||c_j||^2 - 2 x_i . c_j of its columns and that column (registers laid out as CUTLASS's column reduction lays
+// out its partial sums: the thread's partition of the tile with the columns' stride 0); after the tile's last subtile
+// the lanes that share a row take the smaller of their pairs (shuffles), and one lane per row stores the pair as a key
+// into the tile's column of the minima. It returns zeros (D is void: nothing is stored). Its ElementAux names the element
+// CUTLASS's builder lays the absent output's shared memory out for.
+// kSums: besides, per row held and tile, the sums of the accumulators a, (j + 1) a (j: the column in the tile) and |a|
+// (a checksum test's row partials), reduced as the minima are and stored into params.parts.
+template <int kProbe = 0,  // 1 leaves the norms out, 2 the arg-min (the floors)
+          bool kSums = false>
+struct RowArgMin {
+  using ElementAux = float;
+  struct SharedStorage {};
+  using Arguments = ArgMinArgs;
+  using Params = ArgMinArgs;
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
+                                              cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+  CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
+  CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
+  CUTLASS_HOST_DEVICE RowArgMin() : params() {}
+  CUTLASS_HOST_DEVICE RowArgMin(Params const& p, SharedStorage const&) : params(p) {}
+  Params params;
+  template <class... A>
+  CUTLASS_DEVICE auto get_producer_load_callbacks(fusion::detail::ProducerLoadArgs<A...> const&) {
+    return fusion::detail::EmptyProducerLoadCallbacks{};
+  }
+
+  template <class CTensor, class VTensor, class ITensor, class GTensor, class LaneLayout, class LaneCoord>
+  struct ConsumerStoreCallbacks : fusion::detail::EmptyConsumerStoreCallbacks {
+    CUTLASS_DEVICE ConsumerStoreCallbacks(CTensor c, VTensor v, ITensor i, GTensor g, LaneLayout ll, LaneCoord lc, Params const* p,
+                                          VTensor s1, VTensor sw, VTensor sa, int col0)
+        : tCc(c), tCrVal(v), tCrIdx(i), tCgKey(g), lane_layout(ll), lane_mn(lc), params(p), tS1(s1), tSW(sw), tSA(sa), col0(col0) {}
+    CTensor tCc;     // (row, column) of every element
+    VTensor tCrVal;  // per row held: the smallest d'
+    ITensor tCrIdx;  // ... and its column
+    GTensor tCgKey;  // per row held: its key's place in the tile's column of minima
+    LaneLayout lane_layout;
+    LaneCoord lane_mn;
+    Params const* params;
+    VTensor tS1, tSW, tSA;  // (kSums) per row held: the sums of a, (j + 1) a, |a| over the thread's columns
+    int col0;               // the tile's first column, less 1
+
+    template <typename ElementAccumulator, int FragmentSize>
+    CUTLASS_DEVICE cutlass::Array<float, FragmentSize> visit(cutlass::Array<ElementAccumulator, FragmentSize> const& acc, int epi_v,
+                                                             int epi_m, int epi_n) {
+      auto c = tCc(cute::_, cute::_, cute::_, epi_m, epi_n);
+      auto v = tCrVal(cute::_, cute::_, cute::_, epi_m, epi_n);
+      auto x = tCrIdx(cute::_, cute::_, cute::_, epi_m, epi_n);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < FragmentSize; ++i) {
+        const int e = epi_v * FragmentSize + i;
+        const int col = int(cute::get<1>(c(e)));
+        float d;
+        if constexpr (kProbe == 0) d = col < params->clusters ? fmaf(-2.f, static_cast<float>(acc[i]), __ldg(params->cc + col)) : INFINITY;
+        else d = col < params->clusters ? -2.f * static_cast<float>(acc[i]) : INFINITY;
+        if constexpr (kSums) {
+          auto s1 = tS1(cute::_, cute::_, cute::_, epi_m, epi_n);
+          auto sw = tSW(cute::_, cute::_, cute::_, epi_m, epi_n);
+          auto sa = tSA(cute::_, cute::_, cute::_, epi_m, epi_n);
+          const float a = static_cast<float>(acc[i]);
+          s1(e) += a;
+          sw(e) = fmaf(static_cast<float>(col - col0), a, sw(e));
+          sa(e) += fabsf(a);
+        }
+        if constexpr (kProbe == 2) v(e) = fminf(v(e), d);
+        else if (d < v(e) || (d == v(e) && col < x(e))) {
+          v(e) = d;
+          x(e) = col;
+        }
+      }
+      cutlass::Array<float, FragmentSize> z;
+      z.clear();
+      return z;
+    }
+
+    template <class STensor, class SyncFn, class RTensor>
+    CUTLASS_DEVICE void reduce(STensor&&, SyncFn const&, int, int, bool is_last_iteration, RTensor) {
+      if (!is_last_iteration) return;
+      auto vf = cute::filter(tCrVal);
+      auto xf = cute::filter(tCrIdx);
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = cute::size<1>(lane_layout) / 2; r > 0; r /= 2) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int k = 0; k < cute::size(vf); ++k) {
+          const float ov = __shfl_down_sync(0xffffffffu, vf(k), lane_layout(cute::_0{}, r));
+          const int ox = __shfl_down_sync(0xffffffffu, xf(k), lane_layout(cute::_0{}, r));
+          if (ov < vf(k) || (ov == vf(k) && ox < xf(k))) {
+            vf(k) = ov;
+            xf(k) = ox;
+          }
+        }
+      }
+      if constexpr (kSums) {
+        auto f1 = cute::filter(tS1);
+        auto fw = cute::filter(tSW);
+        auto fa = cute::filter(tSA);
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = cute::size<1>(lane_layout) / 2; r > 0; r /= 2) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int k = 0; k < cute::size(f1); ++k) {
+            f1(k) += __shfl_down_sync(0xffffffffu, f1(k), lane_layout(cute::_0{}, r));
+            fw(k) += __shfl_down_sync(0xffffffffu, fw(k), lane_layout(cute::_0{}, r));
+            fa(k) += __shfl_down_sync(0xffffffffu, fa(k), lane_layout(cute::_0{}, r));
+          }
+        }
+      }
+      if (cute::get<1>(lane_mn) != 0) return;
+      auto gf = cute::filter(tCgKey);
+      CUTLASS_PRAGMA_UNROLL
+      for (int k = 0; k < cute::size(vf); ++k) gf(k) = key(vf(k), xf(k));
+      if constexpr (kSums) {
+        // the sums' places: the keys' (the same rows), in the parts' planes
+        auto f1 = cute::filter(tS1);
+        auto fw = cute::filter(tSW);
+        auto fa = cute::filter(tSA);
+        const long long plane = static_cast<long long>(params->tiles) * params->rows_padded;
+        CUTLASS_PRAGMA_UNROLL
+        for (int k = 0; k < cute::size(vf); ++k) {
+          const long long at = &gf(k) - params->keys;
+          params->parts[at] = f1(k);
+          params->parts[plane + at] = fw(k);
+          params->parts[2 * plane + at] = fa(k);
+        }
+      }
+    }
+  };
+
+  template <bool ReferenceSrc, class... A>
+  CUTLASS_DEVICE auto get_consumer_store_callbacks(fusion::detail::ConsumerStoreArgs<A...> const& args) {
+    using namespace cute;
+    auto tCc = thread_coords<ReferenceSrc>(args);
+    // the lanes that share a row (as CUTLASS's column reduction finds them): lane_mn -> lane
+    Layout ref_layout_MN = [&]() {
+      auto mn_shape = shape(typename decltype(args.tiled_copy)::Tiler_MN{});
+      if constexpr (ReferenceSrc) return right_inverse(args.tiled_copy.get_layoutS_TV()).with_shape(mn_shape);
+      else return right_inverse(args.tiled_copy.get_layoutD_TV()).with_shape(mn_shape);
+    }();
+    using W = Int<decltype(args.tiled_copy)::TiledNumThr::value / cutlass::NumThreadsPerWarp>;
+    Layout tv2lane = Layout<Shape<Int<cutlass::NumThreadsPerWarp>, W, _1>, Stride<_1, _0, _0>>{};
+    Layout ref2lane = composition(tv2lane, ref_layout_MN);
+    Layout lane_layout = make_layout(filter(get<0>(ref2lane)), filter(get<1>(ref2lane)));
+    auto lane_mn = idx2crd(right_inverse(lane_layout)(cutlass::canonical_lane_idx()), shape(lane_layout));
+    Layout tv2warp = Layout<Shape<Int<cutlass::NumThreadsPerWarp>, W, _1>, Stride<_0, _1, _0>>{};
+    Layout ref2warp = composition(tv2warp, ref_layout_MN);
+    static_assert(decltype(size(filter(get<1>(ref2warp))))::value == 1, "one warp across a row of the tile");
+    // the tile's column of minima, its rows partitioned as the epilogue partitions the tile (the columns' stride 0)
+    auto [M, N, K, L] = args.problem_shape_mnkl;
+    auto [m, n, k, l] = args.tile_coord_mnkl;
+    Tensor mKey = make_tensor(make_gmem_ptr(params.keys + static_cast<long long>(n) * params.rows_padded),
+                              make_layout(make_shape(params.rows_padded, N), make_stride(_1{}, _0{})));
+    Tensor gKey = local_tile(mKey, take<0, 2>(args.tile_shape_mnk), make_coord(m, _0{}));
+    Tensor tCgKey = fusion::detail::sm90_partition_for_epilogue<ReferenceSrc>(gKey, args.epi_tile, args.tiled_copy, args.thread_idx);
+    Tensor tCrVal = make_tensor_like<float>(tCgKey);
+    Tensor tCrIdx = make_tensor_like<int>(tCgKey);
+    fill(tCrVal, INFINITY);
+    fill(tCrIdx, 0);
+    Tensor tS1 = make_tensor_like<float>(tCgKey);
+    Tensor tSW = make_tensor_like<float>(tCgKey);
+    Tensor tSA = make_tensor_like<float>(tCgKey);
+    if constexpr (kSums) {
+      fill(tS1, 0.f);
+      fill(tSW, 0.f);
+      fill(tSA, 0.f);
+    }
+    const int col0 = int(n) * int(size<1>(args.tile_shape_mnk)) - 1;
+    return ConsumerStoreCallbacks<decltype(tCc), decltype(tCrVal), decltype(tCrIdx), decltype(tCgKey), decltype(lane_layout),
+                                  decltype(lane_mn)>(tCc, tCrVal, tCrIdx, tCgKey, lane_layout, lane_mn, &params, tS1, tSW, tSA, col0);
+  }
+};
+
+
+
+template <class TileShape, class ClusterShape, class EpiSchedule, class EpiTile = cutlass::epilogue::collective::EpilogueTileAuto,
+          int kProbe = 0, bool kSums = false>
+using EvtEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpiTile, float, float, void, cutlass::layout::RowMajor, 4,
+    void, cutlass::layout::RowMajor, 4, EpiSchedule, RowArgMin<kProbe, kSums>>::CollectiveOp;
+}  // namespace ftgen_km90
 
 #define CK(x)                                                                                   \
   do {                                                                                          \
@@ -160,21 +365,33 @@ using Coop = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
 using Ping = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
 using ECoop = cutlass::epilogue::TmaWarpSpecializedCooperative;
 using EPing = cutlass::epilogue::TmaWarpSpecialized;
-using A0 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop>;
-using A1 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_2, _1, _1>, Coop, ECoop>;
-using A2 = ftgen_km90::AssignGemm<Shape<_64, _128, _32>, Shape<_1, _1, _1>, Ping, EPing>;
-using A3 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Ping, EPing>;
-using A4 = ftgen_km90::AssignGemm<Shape<_256, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop>;
-using A5 = ftgen_km90::AssignGemm<Shape<_128, _128, _16>, Shape<_1, _1, _1>, Coop, ECoop>;
-using A6 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, Shape<_128, _64>>;
-using A7 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, Shape<_128, _128>>;
+using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
+template <class Tile, class Cluster, class Sched, class EpiSched, class EpiTile = EpiAuto, int kProbe = 0, bool kSums = false>
+using Evt = ftgen_km90::AssignGemm<Tile, Cluster, Sched, kSums, ftgen_km90::EvtEpilogue<Tile, Cluster, EpiSched, EpiTile, kProbe, kSums>>;
+using C1 = Shape<_1, _1, _1>;
+using C2 = Shape<_2, _1, _1>;
+// the visitor tree
+using A0 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop>;
+using A1 = Evt<Shape<_128, _128, _32>, C2, Coop, ECoop>;
+using A2 = Evt<Shape<_64, _128, _32>, C1, Ping, EPing>;
+using A3 = Evt<Shape<_128, _128, _32>, C1, Ping, EPing>;
+using A4 = Evt<Shape<_256, _128, _32>, C1, Coop, ECoop>;
+using A5 = Evt<Shape<_128, _128, _16>, C1, Coop, ECoop>;
+using A6 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, Shape<_128, _64>>;
+using A7 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, Shape<_128, _128>>;
+using A8 = Evt<Shape<_128, _256, _32>, C1, Coop, ECoop>;
 // the floors: without the norms' loads, without the arg-min (their labels are not checked)
-using F1 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 1>;
-using F2 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 2>;
-// with a checksum test's row sums (a, (j + 1) a, |a| per row and tile): what the threadblock ABFT's epilogue adds
-using S1 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 0, true>;
-using S2 = ftgen_km90::AssignGemm<Shape<_128, _256, _32>, Shape<_1, _1, _1>, Coop, ECoop, cutlass::epilogue::collective::EpilogueTileAuto, 0, true>;
-using A8 = ftgen_km90::AssignGemm<Shape<_128, _256, _32>, Shape<_1, _1, _1>, Coop, ECoop>;
+using F1 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, EpiAuto, 1>;
+using F2 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, EpiAuto, 2>;
+// with a checksum test's row sums (a, (j + 1) a, |a| per row and tile)
+using S1 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, EpiAuto, 0, true>;
+using S2 = Evt<Shape<_128, _256, _32>, C1, Coop, ECoop, EpiAuto, 0, true>;
+// the product's operator-style epilogue on the accumulator registers (ArgMinDirect)
+using D0 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, C1, Coop>;
+using D1 = ftgen_km90::AssignGemm<Shape<_128, _256, _32>, C1, Coop>;
+using D2 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, C1, Coop, true>;
+using D3 = ftgen_km90::AssignGemm<Shape<_64, _128, _32>, C1, Ping>;
+using D4 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, C1, Ping>;
 
 template <class F>
 float time_ms(F&& f, cudaEvent_t a, cudaEvent_t b) {
@@ -307,6 +524,11 @@ int main(int argc, char** argv) {
     probe<PROBE_ONLY>(PROBE_NAME(PROBE_ONLY), s, X, C, xx, cc, D, h, hw, reps);
 #else
     probe<A0>("coop 128x128x32 c1", s, X, C, xx, cc, D, h, hw, reps);
+    probe<D0>("direct coop 128x128x32", s, X, C, xx, cc, D, h, hw, reps);
+    probe<D2>("direct coop 128x128x32 + sums", s, X, C, xx, cc, D, h, hw, reps);
+    probe<D1>("direct coop 128x256x32", s, X, C, xx, cc, D, h, hw, reps);
+    probe<D3>("direct pingpong 64x128x32", s, X, C, xx, cc, D, h, hw, reps);
+    probe<D4>("direct pingpong 128x128x32", s, X, C, xx, cc, D, h, hw, reps);
     probe<S1>("coop 128x128x32 c1 + sums", s, X, C, xx, cc, D, h, hw, reps);
     probe<A8>("coop 128x256x32 c1", s, X, C, xx, cc, D, h, hw, reps);
     probe<S2>("coop 128x256x32 c1 + sums", s, X, C, xx, cc, D, h, hw, reps);
