@@ -11,13 +11,12 @@ nvcc (compile): the inject build's translation unit for sm_90a, the design's ker
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import REPO, draw, ptxas_entries, gemm_spec_text as spec_text, load_gemm_spec as load
+from conftest import REPO, compile_sm90a, draw, gemm_spec_text as spec_text, load_gemm_spec as load
 from ftgen import tolerance
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
@@ -25,7 +24,6 @@ from ftgen.families import get as get_family
 from ftgen.families.base import Protection
 from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import cutlass90 as c90
-from ftgen.paths import cutlass_include_dir
 from ftgen.spec import load_spec_text
 
 FAMILY = get_family("gemm")
@@ -157,20 +155,13 @@ def test_a_large_fault_is_located_and_corrected_in_place():
 
 @pytest.mark.compile
 def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path):
-    nvcc, inc = shutil.which("nvcc"), cutlass_include_dir()
-    if nvcc is None or inc is None:
-        pytest.skip("nvcc and the CUTLASS headers are needed")
     from ftgen.codegen.emit import generate
 
     spec = load_spec_text(spec_text(ABFT16 % ("bf16", ", inject: true", "")), "t.yaml")
     out = generate(spec, tmp_path / "gen")
     v = spec.variants[0]
     d = out.out_dir / v.name
-    cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode", "arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           f"-I{d}", f"-I{out.out_dir / 'common'}", f"-I{inc}", "-c", str(d / f"{v.name}.cu"), "-o", str(tmp_path / "v.o")]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    assert p.returncode == 0, p.stderr[-4000:]
-    entries = ptxas_entries(p.stderr)
+    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.o")
     names = " ".join(entries)
     for kernel in ("abft16_enc_kernel", "abft16_check_kernel", "abft16_fix_kernel", "KernelChk", "KernelChkBeta", "KernelRef"):
         assert kernel in names, kernel

@@ -6,14 +6,12 @@ without spills."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import textwrap
 
 import numpy as np
 import pytest
 
-from conftest import ptxas_entries
+from conftest import compile_sm90a
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
 from ftgen.errors import SpecError
@@ -96,20 +94,13 @@ def test_the_keys_order_is_the_nearest_first_then_the_lower_index():
 
 @pytest.mark.compile
 def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path):
-    nvcc, inc = shutil.which("nvcc"), cutlass_include_dir()
-    if nvcc is None or inc is None:
-        pytest.skip("nvcc and the CUTLASS headers are needed")
     from ftgen.codegen.emit import generate
 
     spec = spec_of(C90 % "")
     out = generate(spec, tmp_path / "gen")
     v = spec.variants[0]
     d = out.out_dir / v.name
-    cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode", "arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           f"-I{d}", f"-I{out.out_dir / 'common'}", f"-I{inc}", "-c", str(d / f"{v.name}.cu"), "-o", str(tmp_path / "v.o")]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    assert p.returncode == 0, p.stderr[-4000:]
-    entries = ptxas_entries(p.stderr)
+    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.o")
     names = " ".join(entries)
     for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel"):
         assert kernel in names, kernel

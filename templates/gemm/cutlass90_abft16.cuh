@@ -451,7 +451,7 @@ struct FixParams {
 // - an unlocated unit (or correct: detect): its row of the strip, a block per group of 32 columns (B row-major: the
 //   lanes along the columns, the warps split k; column-major: a warp per column, the lanes along k).
 // A grid of early exits when nothing is flagged.
-constexpr int kFixThreads = 1024;
+constexpr int kFixThreads = 1024;  // (launch bounds with one block per SM: without it ptxas caps 32 registers and spills)
 template <class EA, class EC, bool kRowB>
 __device__ __forceinline__ double abft16_dot(const FixParams<EA, EC>& p, int i, int j, int first, int stride) {
   const EA* a = p.A + static_cast<long long>(i) * p.lda;
@@ -472,7 +472,7 @@ __device__ __forceinline__ void abft16_store(const FixParams<EA, EC>& p, int i, 
   p.D[static_cast<long long>(i) * p.ldd + j] = static_cast<EC>(out);
 }
 template <class EA, class EC, bool kRowB>
-__global__ void __launch_bounds__(kFixThreads) abft16_fix_kernel(FixParams<EA, EC> p) {
+__global__ void __launch_bounds__(kFixThreads, 1) abft16_fix_kernel(FixParams<EA, EC> p) {
   __shared__ double part[kFixThreads / 32];
   __shared__ double dots[kFixThreads / 32][32];
   const int flagged = *reinterpret_cast<volatile const int*>(p.count);

@@ -100,6 +100,29 @@ class Geometry:
         )
 
 
+def template_context(v: Variant) -> dict:
+    """What both backends' template (kmeans_variant.cu.j2) reads of a variant, besides the backend's own keys."""
+    prot = v.protection
+    abft = prot.scheme == "abft"
+    return {
+        "v": v,
+        "name": v.name,
+        "sym": v.symbol,
+        "T": PRECISION_CTYPE[v.precision],
+        "precision": v.precision,
+        "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
+        "prot": prot,
+        "abft": abft,
+        "detect": abft and prot.correct == "detect",
+        "inject": prot.injects,
+        "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
+        "lam": repr(model.LAMBDA),
+        "meta_json": v.meta_json(),
+        "tf32": v.precision in ("tf32", "tf32x3"),
+        "tf32x3": v.precision == "tf32x3",
+    }
+
+
 class MmaBackend(Backend):
     name = "mma"
     precisions = PRECISIONS
@@ -157,25 +180,9 @@ class MmaBackend(Backend):
         return tokens
 
     def context(self, v: Variant) -> dict:
-        prot = v.protection
-        abft = prot.scheme == "abft"
         return {
-            "v": v,
-            "name": v.name,
-            "sym": v.symbol,
-            "T": PRECISION_CTYPE[v.precision],
-            "precision": v.precision,
-            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
-            "prot": prot,
-            "abft": abft,
-            "detect": abft and prot.correct == "detect",
-            "inject": prot.injects,
-            "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
-            "lam": repr(model.LAMBDA),
-            "meta_json": v.meta_json(),
+            **template_context(v),
             "g": Geometry(v),
-            "tf32": v.precision in ("tf32", "tf32x3"),
-            "tf32x3": v.precision == "tf32x3",
             "c90": False,
             # the unprotected twin's geometry (the benchmark's alternate timing: kmeans_twin.cu.j2)
             "twin_g": Geometry(dataclasses.replace(v, protection=Protection())),
@@ -256,21 +263,7 @@ class Cutlass90Backend(Backend):
     def context(self, v: Variant) -> dict:
         p = v.param_dict
         return {
-            "v": v,
-            "name": v.name,
-            "sym": v.symbol,
-            "T": PRECISION_CTYPE[v.precision],
-            "precision": v.precision,
-            "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
-            "prot": v.protection,
-            "abft": False,
-            "detect": False,
-            "inject": False,
-            "threshold": 0.0,
-            "lam": repr(model.LAMBDA),
-            "meta_json": v.meta_json(),
-            "tf32": True,
-            "tf32x3": False,
+            **template_context(v),
             "c90": True,
             "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
             "cluster_m": p["cluster_m"],
