@@ -3,7 +3,7 @@
 // takes no arg-min: the GEMM's floor), timed alternately (CUDA events, median of REPS). Labels checked against fp64
 // distances of sampled rows: a label may differ from the fp64 nearest only within the TF32 rounding band.
 //   nvcc -std=c++17 -O3 -arch=sm_90a -DNDEBUG --expt-relaxed-constexpr -I<cutlass>/include -I<cutlass>/tools/util/include \
-//        -Itemplates/kmeans experiments/scripts/kmeans90_probe.cu -lcublas -o probe
+//        -Itemplates/kmeans -Itemplates/common experiments/scripts/kmeans90_probe.cu -lcublas -o probe
 //   ./probe 1048576x128x1024 1048576x8x128 ...
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -45,22 +45,9 @@ CUTLASS_DEVICE auto thread_coords(fusion::detail::ConsumerStoreArgs<A...> const&
 // (a checksum test's row partials), reduced as the minima are and stored into params.parts.
 template <int kProbe = 0,  // 1 leaves the norms out, 2 the arg-min (the floors)
           bool kSums = false>
-struct RowArgMin {
+struct RowArgMin : ftgen_sm90::PassThrough<ArgMinArgs> {
   using ElementAux = float;
   struct SharedStorage {};
-  using Arguments = ArgMinArgs;
-  using Params = ArgMinArgs;
-  template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
-                                              cutlass::CudaHostAdapter* = nullptr) {
-    return cutlass::Status::kSuccess;
-  }
   CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
   CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
   CUTLASS_HOST_DEVICE RowArgMin() : params() {}

@@ -40,7 +40,7 @@
 #include "cutlass/epilogue/fusion/sm90_visitor_store_tma_warpspecialized.hpp"
 #include "cutlass/epilogue/thread/activation.h"
 
-#include "cutlass90_common.cuh"
+#include "ftgen_sm90.cuh"
 #include "ftgen_ft.cuh"
 #include "ftgen_gemm_rules.h"
 
@@ -64,21 +64,9 @@ struct AbsFn {
 
 // What every leaf of the check's epilogue shares: arguments passed through, no workspace, no loads
 template <class Args>
-struct LeafNode {
+struct LeafNode : ftgen_sm90::PassThrough<Args> {
   struct SharedStorage {};
-  using Arguments = Args;
   using Params = Args;
-  template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
-                                              cutlass::CudaHostAdapter* = nullptr) {
-    return cutlass::Status::kSuccess;
-  }
   CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
   CUTLASS_DEVICE bool is_C_load_needed() const { return false; }
   CUTLASS_HOST_DEVICE LeafNode() : params() {}

@@ -21,6 +21,8 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
+#include "ftgen_sm90.cuh"  // (ftgen_sm90::PassThrough)
+
 namespace ftgen_km90 {
 
 namespace fusion = cutlass::epilogue::fusion;
@@ -56,7 +58,7 @@ struct ArgMinArgs {
 // own partition of the tile (static offsets from the tile's corner), the per-row registers likewise partitioned with the
 // columns' stride 0; the four lanes of a quad hold a row's columns (the wgmma D fragment), so two shuffles reduce a row.
 template <bool kSums = false>
-class ArgMinDirect {
+class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
  public:
   using EpilogueSchedule = cutlass::gemm::EpilogueDefault;
   using DispatchPolicy = EpilogueSchedule;
@@ -74,20 +76,7 @@ class ArgMinDirect {
   using ThreadEpilogueOp = cutlass::epilogue::thread::LinearCombination<float, 1, float, float>;
   struct SharedStorage {};
   using TensorStorage = SharedStorage;
-  using Arguments = ArgMinArgs;
   using Params = ArgMinArgs;
-
-  template <class ProblemShape>
-  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
-                                              cutlass::CudaHostAdapter* = nullptr) {
-    return cutlass::Status::kSuccess;
-  }
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
   CUTLASS_HOST_DEVICE ArgMinDirect(Params const& p, SharedStorage const& = SharedStorage()) : params(p) {}
   CUTLASS_DEVICE bool is_source_needed() { return false; }
 

@@ -21,7 +21,7 @@
 //                           differ, at most kMaxAttempts - 1 times; a grid of early exits when nothing is listed
 #pragma once
 
-#include "cutlass90_common.cuh"  // the sm90 tile geometry, its fault elements, the operands as the wgmma reads them
+#include "ftgen_sm90.cuh"  // the sm90 tile geometry, its fault elements, the operands as the wgmma reads them
 #include "cutlass_tmr.cuh"  // the cutlass backend's vote, counters and fault records (ftgen_tmr)
 
 namespace ftgen_tmr90 {

@@ -1,8 +1,14 @@
-// ftgen gemm, cutlass90 backend: what the protection schemes around the sm90 GEMM share -- the tile's accumulator
-// layout (which output element a consumer thread's accumulator holds: the fault units of injection) and the operands as
-// the wgmma reads them (recomputations in double). Copied verbatim into every generated project. Do not edit the copies.
+// ftgen, CUTLASS 3.x sm90 kernels (the gemm and kmeans cutlass90 backends): what the pieces around the sm90 GEMMs share
+// -- the tile's accumulator layout (which output element a consumer thread's accumulator holds: the fault units of
+// injection), the operands as the wgmma reads them (recomputations in double), and the plumbing of ftgen's own epilogue
+// pieces. Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "cutlass/cuda_host_adapter.hpp"
 #include "cutlass/numeric_conversion.h"
 #include "cutlass/tfloat32.h"
 
@@ -39,5 +45,24 @@ __device__ __forceinline__ double wgmma_operand(X x) {
 }
 
 inline int tiles_of(int extent, int tile) { return (extent + tile - 1) / tile; }
+
+// An epilogue piece whose arguments are its parameters and that needs no workspace (CUTLASS's static interface of
+// fusion nodes and collective epilogues)
+template <class Args>
+struct PassThrough {
+  using Arguments = Args;
+  using Params = Args;
+  template <class ProblemShape>
+  static constexpr Params to_underlying_arguments(ProblemShape const&, Arguments const& args, void*) { return args; }
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const&, Arguments const&) { return true; }
+  template <class ProblemShape>
+  static size_t get_workspace_size(ProblemShape const&, Arguments const&) { return 0; }
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, Arguments const&, void*, cudaStream_t,
+                                              cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+};
 
 }  // namespace ftgen_sm90
