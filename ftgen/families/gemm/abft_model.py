@@ -75,7 +75,7 @@ ABFT64_LAMBDA = 2.5
 # docs/gemm-hopper.md ("bf16 / fp16 ABFT") has the derivation and the measurements.
 ABFT16_LAMBDA = 0.5
 ABFT16_U = 2.0**-24  # the unit roundoff of the fp32 accumulators and sums
-ABFT16_LO_SHIFT = {"bf16": 8, "fp16": 11}  # the low part's scale: the 16-bit type's significand bits
+ABFT16_LO_SHIFT = {"bf16": 8, "fp16": 11, "tf32": 11}  # the low part's scale: the operand type's significand bits
 
 
 def abft_rms_w(cols: int) -> float:
@@ -110,8 +110,12 @@ def abft16_verdict(P1: float, PW: float, PA: float, ar: float, arw: float, unit:
 
 
 def to16(x, precision: str):
-    """float values rounded to bf16 / fp16 (to nearest even), returned as float32."""
+    """float values rounded to bf16 / fp16 (to nearest even) or TF32 (to nearest, ties away: cvt.rna.tf32.f32, as the
+    TF32 wgmma reads fp32 words), returned as float32."""
     x = _np.asarray(x, dtype=_np.float32)
+    if precision == "tf32":
+        u = x.view(_np.uint32).astype(_np.uint64)
+        return ((u + 0x1000) & 0xFFFFE000).astype(_np.uint32).view(_np.float32)
     if precision == "fp16":
         with _np.errstate(over="ignore"):
             return x.astype(_np.float16).astype(_np.float32)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base import UNIT_ROUNDOFF, ModelCounters
+from ..gemm import abft_model as _g
 
 P_FALSE_ALARM = 1e-9
 LAMBDA = math.sqrt(2.0 * math.log(2.0 / P_FALSE_ALARM))  # 6.55
@@ -56,9 +57,7 @@ def storage_dtype(precision: str):
 
 def round_tf32(a) -> np.ndarray:
     """Round fp32 values to TF32 (10 explicit mantissa bits), to nearest, ties away (cvt.rna.tf32.f32)."""
-    u = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x1000) & 0xFFFFE000
-    return u.astype(np.uint32).view(np.float32)
+    return _g.to16(a, "tf32")
 
 
 def gemm_nt(X, C, precision: str) -> np.ndarray:
@@ -382,3 +381,66 @@ def blobs(n: int, dims: int, k: int, seed: int = 0, spread: float = 0.1):
     centres = rng.standard_normal((k, dims))
     lab = rng.integers(0, k, n)
     return (centres[lab] + spread * rng.standard_normal((n, dims))).astype(np.float32), centres.astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# The cutlass90 backend's threadblock ABFT (the sm90 assign step): the model the kernels are to implement
+# ---------------------------------------------------------------------------------------------
+
+WGMMA_K_TF32 = 8  # k of one TF32 wgmma: the accumulation steps of the threshold
+
+
+def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float = _g.ABFT16_LAMBDA):
+    """The sm90 assign step with the gemm backend's 16-bit check transplanted to TF32 operands: the accumulators
+    acc = X C^T of the operands as the wgmma reads them (TF32, fp32 sums WGMMA_K_TF32 at a time), faults applied to them
+    (each (row, col, bit)), the epilogue's sums per row and tile of n_tb centroids (a, (j + 1) a, |a| in fp32), the
+    references from the tiles' encodings s_t, w_t of the TF32 centroids split into TF32 high and low parts (R = X E on
+    the same wgmma), the verdict `ftgen_rules::abft16_unit_verdict` at lambda 2^-24 (ceil(dims / 8) + n_tb + 1). A tile's
+    nearest centroid per row comes from d' = cc - 2 acc; a flagged (row, tile) has it recomputed from the exact products
+    (correct: the kernel's fix before the minimum over the tiles). Returns (labels, verdicts {(row, tile): verdict},
+    largest clean score, counters)."""
+    X = np.asarray(X, np.float32)
+    C = np.asarray(C, np.float32)
+    n, dims = X.shape
+    k = C.shape[0]
+    Xt, Ct = round_tf32(X), round_tf32(C)
+    X64, C64 = Xt.astype(np.float64), Ct.astype(np.float64)
+    acc = np.zeros((n, k), dtype=np.float32)
+    for k0 in range(0, dims, WGMMA_K_TF32):
+        acc = (acc + (X64[:, k0:k0 + WGMMA_K_TF32] @ C64[:, k0:k0 + WGMMA_K_TF32].T).astype(np.float32)).astype(np.float32)
+    for row, col, bit in faults:
+        acc[row, col] = flip_bit(acc[row, col], int(bit), np.float32)
+    cc = (C * C).sum(axis=1, dtype=np.float32)
+    exact = X64 @ C64.T
+    r, rw = _g.abft16_refs(Xt, _g.abft16_encode(Ct.T, n_tb, "tf32"), n_tb, "tf32")
+    unit = _g.abft16_unit(dims, WGMMA_K_TF32, n_tb, lam)
+    tiles = -(-k // n_tb)
+    best_v = np.full(n, np.inf)
+    best_i = np.zeros(n, dtype=np.int64)
+    verdicts, clean, counters = {}, 0.0, Counters()
+    with np.errstate(over="ignore", invalid="ignore"):
+        dist = (cc[None, :] - np.float32(2.0) * acc).astype(np.float32)
+    for t in range(tiles):
+        j0, j1 = t * n_tb, min(k, (t + 1) * n_tb)
+        w = np.arange(1, j1 - j0 + 1, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            P1 = acc[:, j0:j1].sum(axis=1, dtype=np.float32)
+            PW = (w * acc[:, j0:j1]).sum(axis=1, dtype=np.float32)
+            PA = np.abs(acc[:, j0:j1]).sum(axis=1, dtype=np.float32)
+        tile_d = dist[:, j0:j1].astype(np.float64)
+        for i in range(n):
+            v, score = _g.abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), float(r[i, t]), float(rw[i, t]), unit,
+                                         j1 - j0)
+            row_d = tile_d[i]
+            if v == -1:
+                clean = max(clean, score)
+            else:
+                verdicts[(i, t)] = v
+                counters.detected += 1
+                if correct:  # the tile's distances from the exact products of the same operands
+                    row_d = cc[j0:j1].astype(np.float64) - 2.0 * exact[i, j0:j1]
+                    counters.recomputed += 1
+            j = int(np.argmin(np.where(np.isnan(row_d), np.inf, row_d)))
+            if row_d[j] < best_v[i]:  # (strictly: the lower tile keeps a tie)
+                best_v[i], best_i[i] = row_d[j], j0 + j
+    return best_i, verdicts, clean, counters

@@ -1,0 +1,70 @@
+"""The model of the threadblock ABFT planned for the kmeans cutlass90 backend (ftgen/families/kmeans/model.py: assign90):
+the gemm backend's 16-bit check on TF32 operands -- the accumulators' row sums per tile of centroids against references
+from the tiles' encodings split into TF32 high and low parts, the rule abft16_verdict at lambda 2^-24 (ceil(dims / 8) +
+n_tb + 1), a flagged tile's nearest centroid recomputed. On the CPU: clean data of every distribution raises no alarm,
+with a wide margin; every significant single fault (a label outside its rounding band without correction) is detected
+and corrected; a threshold 10^7 times weaker misses some (the tests can fail)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ftgen.families.kmeans import model as m
+
+
+def data(dist: str, n: int, dims: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    if dist == "blobs":
+        X, _ = m.blobs(n, dims, k, seed=seed)
+    elif dist == "normal":
+        X = rng.standard_normal((n, dims))
+    elif dist == "uniform":
+        X = rng.uniform(-1, 1, (n, dims))
+    else:  # log-uniform magnitudes 1e-3..1e3, random signs
+        X = np.exp(rng.uniform(np.log(1e-3), np.log(1e3), (n, dims))) * rng.choice([-1, 1], (n, dims))
+    X = np.asarray(X, np.float32)
+    return X, X[rng.choice(n, k, replace=False)].copy(), rng
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform", "blobs"])
+@pytest.mark.parametrize("dims, k", [(8, 128), (32, 7), (100, 300)])
+def test_clean_data_raise_no_alarm_with_a_wide_margin(dist, dims, k):
+    X, C, _ = data(dist, 512, dims, k, seed=dims + k)
+    labels, verdicts, clean, counters = m.assign90(X, C)
+    assert verdicts == {} and counters.detected == 0
+    assert clean < 0.1, clean  # (the 16-bit check's lambda leaves a 4x margin on bf16 data; TF32 operands leave more)
+    assert m.check_labels(X, C, labels, "tf32")[1] == 0
+
+
+def _trials(dist: str, trials: int, lam: float | None = None):
+    """Single bit flips, half of them in the accumulator of a row's nearest centroid (where a flip can change the
+    label), bits 16..31: per trial (significant: labels outside their band without correction, detected, labels outside
+    their band after correction)."""
+    X, C, rng = data(dist, 256, 64, 200, seed=11)
+    kw = {} if lam is None else {"lam": lam}
+    clean_labels = m.assign90(X, C, **kw)[0]
+    out = []
+    for t in range(trials):
+        i = int(rng.integers(X.shape[0]))
+        j = int(clean_labels[i]) if t % 2 == 0 else int(rng.integers(C.shape[0]))
+        fault = [(i, j, int(rng.integers(16, 32)))]
+        uncorrected = m.assign90(X, C, faults=fault, correct=False, **kw)[0]
+        labels, verdicts, _, _ = m.assign90(X, C, faults=fault, **kw)
+        out.append((m.check_labels(X, C, uncorrected, "tf32")[1] > 0, bool(verdicts), m.check_labels(X, C, labels, "tf32")[1]))
+    return out
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
+def test_every_significant_fault_is_detected_and_corrected(dist):
+    out = _trials(dist, 80)
+    significant = [o for o in out if o[0]]
+    assert len(significant) >= 5, len(significant)  # (the trials reach the labels)
+    assert all(detected for _, detected, _ in significant)
+    assert all(outside == 0 for _, _, outside in out)  # corrected, or insignificant
+
+
+def test_a_check_that_sees_only_huge_residuals_misses_significant_faults():
+    out = _trials("normal", 60, lam=1e7 * m._g.ABFT16_LAMBDA)
+    assert any(sig and not detected for sig, detected, _ in out)
+    assert any(outside > 0 for _, _, outside in out)
