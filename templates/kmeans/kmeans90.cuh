@@ -123,8 +123,12 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         tSA(i) += fabsf(a);
       }
     }
+    // one register per row held (the columns' stride-0 modes filtered out)
     auto vf = filter(tV);
     auto xf = filter(tX);
+    auto f1 = filter(tS1);
+    auto fw = filter(tSW);
+    auto fa = filter(tSA);
     CUTLASS_PRAGMA_UNROLL
     for (int o = 1; o <= 2; o <<= 1) {
       CUTLASS_PRAGMA_UNROLL
@@ -136,9 +140,6 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           xf(r) = ox;
         }
         if constexpr (kSums) {
-          auto f1 = filter(tS1);
-          auto fw = filter(tSW);
-          auto fa = filter(tSA);
           f1(r) += __shfl_xor_sync(0xffffffffu, f1(r), o);
           fw(r) += __shfl_xor_sync(0xffffffffu, fw(r), o);
           fa(r) += __shfl_xor_sync(0xffffffffu, fa(r), o);
@@ -153,9 +154,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       gf(r) = key(vf(r), xf(r));
       if constexpr (kSums) {
         const long long at = &gf(r) - params.keys;
-        params.parts[at] = filter(tS1)(r);
-        params.parts[plane + at] = filter(tSW)(r);
-        params.parts[2 * plane + at] = filter(tSA)(r);
+        params.parts[at] = f1(r);
+        params.parts[plane + at] = fw(r);
+        params.parts[2 * plane + at] = fa(r);
       }
     }
   }

@@ -149,6 +149,23 @@ def abft16_refs(A, E, cols: int, precision: str):
     return (R[:, 0::4] + R[:, 1::4] * lo) / se, (R[:, 2::4] + R[:, 3::4] * lo) / sw
 
 
+def wgmma_acc(A64, B64, kw: int):
+    """The wgmma's fp32 accumulators of A B (operands as it reads them, exactly in double): exact products summed in fp32,
+    kw k-columns (one wgmma) at a time."""
+    acc = _np.zeros((A64.shape[0], B64.shape[1]), dtype=_np.float32)
+    for k0 in range(0, A64.shape[1], kw):
+        acc = (acc + (A64[:, k0:k0 + kw] @ B64[k0:k0 + kw]).astype(_np.float32)).astype(_np.float32)
+    return acc
+
+
+def strip_sums(c, j0: int, j1: int):
+    """The epilogue's fp32 partials of columns j0..j1 per row: sum c, sum (j + 1) c (j: the column in the strip), sum |c|."""
+    w = _np.arange(1, j1 - j0 + 1, dtype=_np.float32)
+    with _np.errstate(over="ignore", invalid="ignore"):
+        return (c[:, j0:j1].sum(axis=1, dtype=_np.float32), (w * c[:, j0:j1]).sum(axis=1, dtype=_np.float32),
+                _np.abs(c[:, j0:j1]).sum(axis=1, dtype=_np.float32))
+
+
 def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int = 16, lam: float = ABFT16_LAMBDA,
                  faults=(), online: bool = True, correct: bool = True):
     """The 16-bit check end to end on 16-bit operands A (m x k), B (k x n): the GEMM's fp32 accumulators (exact products
@@ -159,10 +176,8 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
     row (correct: detect); correct False: nothing is corrected (the campaigns' uncorrected run)."""
     m, k = A.shape
     n = B.shape[1]
-    acc = _np.zeros((m, n), dtype=_np.float32)
     A64, B64 = A.astype(_np.float64), B.astype(_np.float64)
-    for k0 in range(0, k, kw):
-        acc = (acc + (A64[:, k0:k0 + kw] @ B64[k0:k0 + kw]).astype(_np.float32)).astype(_np.float32)
+    acc = wgmma_acc(A64, B64, kw)
     for row, col, kind, value in faults:
         if kind == "bit":
             acc[row, col] = _np.array([acc[row, col]], _np.float32).view(_np.uint32).__xor__(_np.uint32(1 << int(value))).view(_np.float32)[0]
@@ -178,11 +193,7 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
     exact = A64 @ B64
     for s in range(strips):
         j0, j1 = s * cols, min(n, (s + 1) * cols)
-        w = _np.arange(1, j1 - j0 + 1, dtype=_np.float32)
-        with _np.errstate(over="ignore", invalid="ignore"):
-            P1 = c[:, j0:j1].sum(axis=1, dtype=_np.float32)
-            PW = (w * c[:, j0:j1]).sum(axis=1, dtype=_np.float32)
-            PA = _np.abs(c[:, j0:j1]).sum(axis=1, dtype=_np.float32)
+        P1, PW, PA = strip_sums(c, j0, j1)
         for i in range(m):
             v, score = abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), alpha * r[i, s], alpha * rw[i, s], unit,
                                       j1 - j0)

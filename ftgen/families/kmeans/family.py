@@ -123,6 +123,17 @@ def template_context(v: Variant) -> dict:
     }
 
 
+def template_sources(v: Variant) -> tuple[Source, ...]:
+    """Both backends' sources. A protected variant's benchmark also compiles its unprotected twin (the same template with
+    protection none, in a translation unit of its own: the template specializes the kernels on protection at file level)."""
+    twin = (Source("kmeans_twin.cu.j2", "_twin.cu", "bench"),) if v.protection.enabled else ()
+    return (
+        Source("variant.h.j2", ".h", "header"),
+        Source("kmeans_variant.cu.j2", ".cu", "library"),
+        Source("bench.cu.j2", "_bench.cu", "bench"),
+    ) + twin
+
+
 class MmaBackend(Backend):
     name = "mma"
     precisions = PRECISIONS
@@ -189,14 +200,7 @@ class MmaBackend(Backend):
         }
 
     def sources(self, v: Variant) -> tuple[Source, ...]:
-        # a protected variant's benchmark also compiles its unprotected twin (the same template with protection
-        # none, in a translation unit of its own: the template specializes the kernels on protection at file level)
-        twin = (Source("kmeans_twin.cu.j2", "_twin.cu", "bench"),) if v.protection.enabled else ()
-        return (
-            Source("variant.h.j2", ".h", "header"),
-            Source("kmeans_variant.cu.j2", ".cu", "library"),
-            Source("bench.cu.j2", "_bench.cu", "bench"),
-        ) + twin
+        return template_sources(v)
 
 
 # ---- cutlass90: the assign step as a CUTLASS 3.x sm90 GEMM ------------------------------------------------------------
@@ -271,11 +275,7 @@ class Cutlass90Backend(Backend):
         }
 
     def sources(self, v: Variant) -> tuple[Source, ...]:
-        return (
-            Source("variant.h.j2", ".h", "header"),
-            Source("kmeans_variant.cu.j2", ".cu", "library"),
-            Source("bench.cu.j2", "_bench.cu", "bench"),
-        )
+        return template_sources(v)
 
 
 class KmeansFamily(Family):

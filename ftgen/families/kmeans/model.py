@@ -405,9 +405,7 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     k = C.shape[0]
     Xt, Ct = round_tf32(X), round_tf32(C)
     X64, C64 = Xt.astype(np.float64), Ct.astype(np.float64)
-    acc = np.zeros((n, k), dtype=np.float32)
-    for k0 in range(0, dims, WGMMA_K_TF32):
-        acc = (acc + (X64[:, k0:k0 + WGMMA_K_TF32] @ C64[:, k0:k0 + WGMMA_K_TF32].T).astype(np.float32)).astype(np.float32)
+    acc = _g.wgmma_acc(X64, C64.T, WGMMA_K_TF32)
     for row, col, bit in faults:
         acc[row, col] = flip_bit(acc[row, col], int(bit), np.float32)
     cc = (C * C).sum(axis=1, dtype=np.float32)
@@ -422,11 +420,7 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
         dist = (cc[None, :] - np.float32(2.0) * acc).astype(np.float32)
     for t in range(tiles):
         j0, j1 = t * n_tb, min(k, (t + 1) * n_tb)
-        w = np.arange(1, j1 - j0 + 1, dtype=np.float32)
-        with np.errstate(over="ignore", invalid="ignore"):
-            P1 = acc[:, j0:j1].sum(axis=1, dtype=np.float32)
-            PW = (w * acc[:, j0:j1]).sum(axis=1, dtype=np.float32)
-            PA = np.abs(acc[:, j0:j1]).sum(axis=1, dtype=np.float32)
+        P1, PW, PA = _g.strip_sums(acc, j0, j1)
         tile_d = dist[:, j0:j1].astype(np.float64)
         for i in range(n):
             v, score = _g.abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), float(r[i, t]), float(rw[i, t]), unit,
