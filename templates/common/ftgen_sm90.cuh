@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "cutlass/cuda_host_adapter.hpp"
+#include "cutlass/kernel_hardware_info.h"
 #include "cutlass/numeric_conversion.h"
 #include "cutlass/tfloat32.h"
 
@@ -45,6 +46,19 @@ __device__ __forceinline__ double wgmma_operand(X x) {
 }
 
 inline int tiles_of(int extent, int tile) { return (extent + tile - 1) / tile; }
+
+// The current device and its SMs (the persistent schedulers' grids), looked up once per device
+inline cudaError_t hardware(cutlass::KernelHardwareInfo& hw) {
+  static int sms[64] = {};
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+  if (sms[dev] == 0 && (e = cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+  hw.device_id = dev;
+  hw.sm_count = sms[dev];
+  return cudaSuccess;
+}
 
 // An epilogue piece whose arguments are its parameters and that needs no workspace (CUTLASS's static interface of
 // fusion nodes and collective epilogues)

@@ -19,6 +19,8 @@
 #include "cutlass/kernel_hardware_info.h"
 #include "cutlass/numeric_types.h"
 
+#include "ftgen_sm90.cuh"  // hardware (the device's SMs), the sm90 tile's accumulator layout
+
 namespace {
 
 using Kernel_epilogue =
@@ -124,21 +126,7 @@ inline Shape kernel_shape(int m, int n, int k) {
   return s;
 }
 
-inline cudaError_t hardware(cutlass::KernelHardwareInfo& hw) {
-  static int cached_device = -1, cached_sms = 0;
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  if (dev != cached_device) {
-    int sms = 0;
-    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
-    cached_device = dev;
-    cached_sms = sms;
-  }
-  hw.device_id = dev;
-  hw.sm_count = cached_sms;
-  return cudaSuccess;
-}
+using ftgen_sm90::hardware;
 
 inline typename Gemm::Arguments arguments(Shape s, float alpha, float beta, const EA* A, long long lda, const EA* B, long long ldb, EC* C,
                                           long long ldc, const cutlass::KernelHardwareInfo& hw) {
