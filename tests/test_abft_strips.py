@@ -1,7 +1,7 @@
 """ref_checksums: concurrent's check per warp column (the CUTLASS tf32x3 threadblock ABFT): every row of a tile is checked
 per checksum strip of warp_n columns against that strip's own reference rows, at lambda 1.5 on fp32's unit roundoff.
 
-The decisions are those of templates/gemm/ftgen_gemm_rules.h, compiled here for the host (as tests/test_device_logic.py
+The decisions are those of templates/common/ftgen_rules.h, compiled here for the host (as tests/test_device_logic.py
 does) and composed as cutlass_abft.cuh composes them for one unit (a row of a strip): the strip sums with the weights
 of the column's place in its strip (abft_strip_local), pass 1 against the float reference rows (abft_pass1_rows), the
 full rule on sums in double against the exact ones (abft_row_verdict), the located column mapped back to the tile
@@ -30,12 +30,12 @@ from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import cutlass as gc
 from ftgen.spec import load_spec_text
 
-RULES = REPO / "templates" / "gemm" / "ftgen_gemm_rules.h"
+RULES = REPO / "templates" / "common" / "ftgen_rules.h"
 TB_N, WARP_N = 128, 32  # the demo's and the campaign's tiles: 128-column tiles, 32-column warp columns
 KT, REF_SUB = 32, 512  # k per k-iteration; k per product of the tensor-core reference pre-pass (sub-chunks)
 
 SHIM = r"""
-#include "ftgen_gemm_rules.h"
+#include "ftgen_rules.h"
 #include <float.h>
 using namespace ftgen_rules;
 extern "C" {

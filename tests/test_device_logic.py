@@ -1,4 +1,4 @@
-"""Behavioural CPU tests of the gemm kernels' device-side decisions: templates/gemm/ftgen_gemm_rules.h (the check,
+"""Behavioural CPU tests of the gemm kernels' device-side decisions: templates/common/ftgen_rules.h (the check,
 locate, correct, count and vote functions the SIMT, CUTLASS ABFT and TMR kernels call) compiled for the host with
 the system C++ compiler, loaded with ctypes and driven with the NumPy models' data (gemm.abft_* for ABFT,
 ftgen.families.gemm.tmr_model.classify for the vote) on clean and faulty tiles. A planted bug in any of those functions fails these
@@ -18,10 +18,10 @@ from ftgen import tolerance
 from ftgen.families.gemm import abft_model as g
 from ftgen.families.gemm import tmr_model as gc
 
-RULES = REPO / "templates" / "gemm" / "ftgen_gemm_rules.h"
+RULES = REPO / "templates" / "common" / "ftgen_rules.h"
 
 SHIM = r"""
-#include "ftgen_gemm_rules.h"
+#include "ftgen_rules.h"
 #include <stdint.h>
 using namespace ftgen_rules;
 extern "C" {
@@ -66,6 +66,8 @@ int tmr_counted(uint32_t u0, uint32_t u1, uint32_t u2, uint32_t* maj, unsigned* 
   return st;
 }
 void tmr_repair(int st, float m, float* x) { repair_minority(st, m, x[0], x[1], x[2]); }
+void split_tf32(double x, double scale, float* hi, float* lo) { tf32_split(x, scale, hi, lo); }
+double rms_w(int cols) { return rms_weights(cols); }
 }
 """
 
@@ -88,6 +90,8 @@ def build(rules_dir: Path, out: Path):
         "tmr_vote": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32)]),
         "tmr_counted": (i, [ctypes.c_uint32] * 3 + [P(ctypes.c_uint32), P(u), P(i)]),
         "tmr_repair": (None, [i, f, P(f)]),
+        "split_tf32": (None, [d, d, P(f), P(f)]),
+        "rms_w": (d, [i]),
     }
     return build_shim(SHIM, rules_dir, out, sig)
 
@@ -410,7 +414,34 @@ def check_tmr(lib):
     assert list(x) == [1.0, 2.0, 3.0]
 
 
-CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_fp64_rows, check_abft16_units, check_tmr)
+def check_tf32_encodings(lib):
+    """The kmeans cutlass90 check's encodings (pack_kernel: ftgen_rules::tf32_split of the tiles' fp64 sums) against the
+    model's (kmeans model.encode90: abft_model.abft16_encode in fp64), bit for bit, and the references they give back
+    within 2^-21 of the sums; the weights' rms against abft_model.abft_rms_w."""
+    from ftgen.families.kmeans import model as km
+
+    rng = np.random.default_rng(5)
+    for scale_exp in (0.0, 30.0, -30.0):
+        Ct = km.round_tf32((rng.standard_normal((300, 17)) * 2.0**scale_exp).astype(np.float32))
+        n_tb = 128
+        E = km.encode90(Ct, n_tb)
+        se, sw = (2.0**x for x in g.abft16_scales(n_tb))
+        for t in range(E.shape[0] // 4):
+            block = Ct[t * n_tb:(t + 1) * n_tb].astype(np.float64)
+            s, w = block.sum(axis=0), (np.arange(1, block.shape[0] + 1)[:, None] * block).sum(axis=0)
+            for d in range(Ct.shape[1]):
+                for q, (x, scale) in enumerate(((s[d], se), (w[d], sw))):
+                    hi, lo = ctypes.c_float(), ctypes.c_float()
+                    lib.split_tf32(float(x), scale, ctypes.byref(hi), ctypes.byref(lo))
+                    assert (hi.value, lo.value) == (float(E[4 * t + 2 * q, d]), float(E[4 * t + 2 * q + 1, d]))
+                    back = (hi.value + lo.value * 2.0**-11) / scale
+                    assert abs(back - x) <= 2.0**-21 * abs(x) + 1e-300, (back, x)
+    for cols in (1, 7, 128, 248):
+        assert lib.rms_w(cols) == pytest.approx(g.abft_rms_w(cols), rel=1e-15)
+
+
+CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_fp64_rows, check_abft16_units, check_tmr,
+          check_tf32_encodings)
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
@@ -427,7 +458,7 @@ def test_the_kernels_decide_through_the_rules():
                  "correct_element(", "correct_element_scaled("):
         assert f"ftgen_rules::{name}" in abft, name
     assert "(sc1 > 1.f)" not in abft and "rint(ddw" not in abft  # no second copy of the comparison or the location
-    assert '#include "ftgen_gemm_rules.h"' in tmr and "using ftgen_rules::vote_element;" in tmr
+    assert '#include "ftgen_rules.h"' in tmr and "using ftgen_rules::vote_element;" in tmr
     assert "ftgen_rules::counted_vote(" in tmr and "ftgen_rules::repair_minority(" in tmr
     assert "int vote_element(" not in tmr
     assert "using ftgen_rules::classify_row;" in simt and simt.count("ftgen_rules::replacement<T>(") == 5
@@ -440,6 +471,11 @@ def test_the_kernels_decide_through_the_rules():
     assert "ftgen_rules::abft16_unit_verdict(" in abft16 and "ftgen_rules::abft_count_row(" in abft16
     code16 = "\n".join(ln for ln in abft16.splitlines() if not ln.lstrip().startswith("//"))
     assert "rint(" not in code16 and "> 1.0" not in code16  # no second copy of the location or the comparison
+    km90 = (REPO / "templates" / "kmeans" / "kmeans90.cuh").read_text()
+    for name in ("abft16_unit_verdict(", "rms_weights(", "tf32_split(", "tf32_round("):
+        assert f"ftgen_rules::{name}" in km90, name
+    code90 = "\n".join(ln for ln in km90.splitlines() if not ln.lstrip().startswith("//"))
+    assert "rint(" not in code90 and "0xffffe000" not in code90  # no second copy of the location or the TF32 rounding
 
 
 # ---- planted bugs: each must make a behavioural check fail -----------------------------------------------------
@@ -474,6 +510,10 @@ MUTANTS = {
     "simt_correction_sign_flipped": ("return static_cast<T>(chk - rest);", "return static_cast<T>(rest - chk);"),
     # the SIMT comparison flipped
     "simt_comparison_flipped": ("if (!(s1 > 1.0) && !(s2 > 1.0)) return 0;", "if (!(s1 < 1.0) && !(s2 < 1.0)) return 0;"),
+    # the TF32 split's low part not scaled up (the references lose the low part's bits)
+    "tf32_split_lo_unscaled": ("*lo = tf32_round((xs - *hi) * 2048.f);", "*lo = tf32_round(xs - *hi);"),
+    # TF32 rounding by truncation (not the wgmma's rounding)
+    "tf32_round_truncates": ("u = (u + 0x1000u) & 0xffffe000u;", "u = u & 0xffffe000u;"),
 }
 
 

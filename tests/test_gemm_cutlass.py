@@ -272,8 +272,8 @@ def test_injection_code_only_in_inject_builds():
 def test_constants_shared_by_python_and_cuda_agree():
     header = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     assert f"constexpr int kMaxAttempts = {tm.MAX_ATTEMPTS};" in header
-    # the vote table of the device code (ftgen_gemm_rules.h) is the model's (status numbers)
-    rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()
+    # the vote table of the device code (ftgen_rules.h) is the model's (status numbers)
+    rules = (REPO / "templates" / "common" / "ftgen_rules.h").read_text()
     for name, value in (("kAgree", tm.AGREE), ("kMinority0", tm.MINORITY_0), ("kMinority1", tm.MINORITY_1),
                         ("kMinority2", tm.MINORITY_2), ("kUncorrectable", tm.UNCORRECTABLE)):
         assert re.search(rf"\b{name} = {value}\b", rules), name
@@ -497,7 +497,7 @@ def test_tf32x3_abft_constants_are_the_models():
     assert "p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f)" in header
     assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(St::kCols)) + 1.f)" in header
     # the location rule of gemm.abft_classify, on d and dw in double (as the model computes them)
-    rules = (REPO / "templates" / "gemm" / "ftgen_gemm_rules.h").read_text()  # (abft_locate, the kernels' call)
+    rules = (REPO / "templates" / "common" / "ftgen_rules.h").read_text()  # (abft_locate, the kernels' call)
     assert "fabs(dd) > 2.0 * tau_w" in rules and "fabs(ddw - jq * dd) <= double(tau_w)" in rules
 
 

@@ -1,8 +1,8 @@
 """The kmeans cutlass90 backend (ftgen/families/kmeans/family.py, templates/kmeans/kmeans90.cuh): the spec rules (sm_90a,
-tf32, protection none; a clear exit-2 message otherwise), the names, what a build's source holds (the CUTLASS sm90 GEMM with
-the arg-min in its epilogue, the finishing kernel, the padded operands; none of the mma kernels), the key's order (the
-host half of the device's packing: nearer first, the lower index on a tie), and (marked compile) the sm_90a build
-without spills."""
+tf32, protection none or abft threadblock; a clear exit-2 message otherwise), the names, what a build's source holds (the
+CUTLASS sm90 GEMM with the arg-min in its epilogue, the finishing kernel, the padded operands; protected, the packed
+centroid tiles with their encodings, the check and the fix; none of the mma kernels), the key's order (the host half of
+the device's packing: nearer first, the lower index on a tie), and (marked compile) the sm_90a builds without spills."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_cutlass90_is_chosen_by_its_param_with_its_name():
     "body, message",
     [
         (C90.replace("precision: tf32", "precision: fp64") % "", "takes precision tf32, not fp64"),
-        (C90 % "" + "protection: {scheme: abft, level: threadblock}\n", "runs unprotected"),
+        (C90 % "" + "protection: {scheme: abft, level: threadblock, interval: 2}\n", "verifies once per centroid tile"),
         (C90.replace("sm_90a", "sm_90") % "", "builds for sm_90a only"),
         (C90 % ", tile_m: 64", "the ws-coop schedule takes tile_m 128 or 256"),
         (C90 % ", tile_m: 256, tile_n: 256", "fp32 accumulators per consumer thread"),
@@ -50,13 +50,33 @@ def test_bad_cutlass90_specs_give_the_reason(body, message):
     assert message in str(e.value), str(e.value)
 
 
-def test_cli_refuses_an_abft_cutlass90_spec_with_exit_2(tmp_path, capsys):
+def test_cli_refuses_a_bad_abft_cutlass90_spec_with_exit_2(tmp_path, capsys):
     spec = tmp_path / "k.yaml"
-    spec.write_text("name: t\nfamily: kmeans\n" + C90 % "" + "protection: {scheme: abft, level: threadblock}\n")
+    spec.write_text("name: t\nfamily: kmeans\n" + C90 % ", tile_n: 100" + "protection: {scheme: abft, level: threadblock}\n")
     assert main(["generate", str(spec), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "runs unprotected" in err and "Traceback" not in err, err
+    assert "tile_n" in err and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
+
+
+ABFT90 = C90 % ", tile_n: 160" + "protection: {scheme: abft, level: threadblock, inject: true}\n"
+
+
+def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
+    s = spec_of(ABFT90)
+    name = "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
+    assert [v.name for v in s.variants] == [name]
+    files, _ = render_spec(s)
+    src = files[f"{name}/{name}.cu"]
+    # 152 centroids and the check's 8 columns per GEMM tile; the epilogue with the check and the injection
+    assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_160, cute::_32>" in src and ", 8, true>;" in src
+    for piece in ("pack_kernel", "fix_kernel", "flag_count", "SCALE_E = -8, SCALE_W = -14", "ABFT16_LAMBDA = 0.5"):
+        assert piece in src, piece
+    assert "encode_kernel" not in src and "assign_kernel" not in src  # (the mma backend's)
+    # the unprotected twin: the same tiles, no check
+    twin = files[f"{name}/{name}_twin.cu"]
+    assert "cute::_160, cute::_32>" in twin and ", 0, false>;" in twin
+    assert "pack_kernel<<<" not in twin and "fix_kernel<<<" not in twin
 
 
 def test_a_build_holds_the_sm90_gemm_and_not_the_mma_kernels():
@@ -93,10 +113,11 @@ def test_the_keys_order_is_the_nearest_first_then_the_lower_index():
 
 
 @pytest.mark.compile
-def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path):
+@pytest.mark.parametrize("body", [C90 % "", ABFT90], ids=["none", "abft"])
+def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body):
     from ftgen.codegen.emit import generate
 
-    spec = spec_of(C90 % "")
+    spec = spec_of(body)
     out = generate(spec, tmp_path / "gen")
     v = spec.variants[0]
     d = out.out_dir / v.name

@@ -68,3 +68,19 @@ def test_a_check_that_sees_only_huge_residuals_misses_significant_faults():
     out = _trials("normal", 60, lam=1e7 * m._g.ABFT16_LAMBDA)
     assert any(sig and not detected for sig, detected, _ in out)
     assert any(outside > 0 for _, _, outside in out)
+
+
+def test_a_located_fault_is_corrected_in_place_and_detect_recomputes():
+    """online: the located accumulator is replaced (r minus the row's other elements), nothing recomputed; correct: detect
+    (online False): the same detection recomputes the (row, tile); both give the clean label back."""
+    X, C, _ = data("normal", 256, 64, 200, seed=11)
+    clean = m.assign90(X, C)[0]
+    i = 5
+    j = int(clean[i])
+    fault = [(i, j, 30)]  # (the exponent's top bit: the nearest centroid's product made tiny or huge)
+    assert m.assign90(X, C, faults=fault, correct=False)[0][i] != clean[i]
+    labels, verdicts, _, c = m.assign90(X, C, faults=fault)
+    assert verdicts == {(i, j // 128): j % 128} and (c.detected, c.corrected, c.recomputed) == (1, 1, 0)
+    labels2, _, _, c2 = m.assign90(X, C, faults=fault, online=False)
+    assert (c2.detected, c2.corrected, c2.recomputed) == (1, 0, 1)
+    assert labels[i] == labels2[i] == clean[i]

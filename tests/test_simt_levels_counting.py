@@ -2,7 +2,7 @@
 
 Thread level: the verification code of each thread-level variant is cut from its generated source (verify_thread,
 the functions it calls, its constants, and the kernel's own call of it at a verification), compiled for the host with
-the system C++ compiler against ftgen_gemm_rules.h, and driven over one thread's k loop with several verifications
+the system C++ compiler against ftgen_rules.h, and driven over one thread's k loop with several verifications
 (every INTERVAL k-tiles) and planted faults. Rule of the bench (ftgen_bench_driver.cu): a detection is an applied
 fault or a false alarm, so a fault that a verification cannot correct in place (the tile is recomputed after the k
 loop) is counted once, not again at every later verification. Planted bugs in the cut code must fail these checks.
@@ -28,7 +28,7 @@ from ftgen.families.gemm import abft_model as g
 from ftgen.spec.loader import load_spec
 
 SPEC = REPO / "specs" / "gemm" / "abft_levels.yaml"
-RULES_DIR = REPO / "templates" / "gemm"
+RULES_DIR = REPO / "templates" / "common"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long 
 template <class X>
 static inline X __shfl_xor_sync(unsigned, X v, int) { return v; }
 static struct { unsigned x; } threadIdx = {0};
-#include "ftgen_gemm_rules.h"
+#include "ftgen_rules.h"
 """
 
 DRIVER = r"""

@@ -25,6 +25,14 @@
 namespace ftgen_km90 {
 namespace fusion = cutlass::epilogue::fusion;
 
+// The visitor tree's arguments: the product's, and (kSums) where the row sums go: [3][tiles][rows_padded]
+struct ProbeArgs : ArgMinArgs {
+  float* parts = nullptr;
+  int tiles = 0;
+  ProbeArgs() = default;
+  CUTLASS_HOST_DEVICE ProbeArgs(ArgMinArgs const& a) : ArgMinArgs(a) {}
+};
+
 // The (row, column) of every element a thread visits, partitioned as CUTLASS's own epilogue loads partition theirs:
 // (CPY, CPY_M, CPY_N, EPI_M, EPI_N), element epi_v * FragmentSize + i of (epi_m, epi_n) in visit
 template <bool ReferenceSrc, class... A>
@@ -45,7 +53,7 @@ CUTLASS_DEVICE auto thread_coords(fusion::detail::ConsumerStoreArgs<A...> const&
 // (a checksum test's row partials), reduced as the minima are and stored into params.parts.
 template <int kProbe = 0,  // 1 leaves the norms out, 2 the arg-min (the floors)
           bool kSums = false>
-struct RowArgMin : ftgen_sm90::PassThrough<ArgMinArgs> {
+struct RowArgMin : ftgen_sm90::PassThrough<ProbeArgs> {
   using ElementAux = float;
   struct SharedStorage {};
   CUTLASS_DEVICE bool is_producer_load_needed() const { return false; }
@@ -307,6 +315,10 @@ struct Shape3 {
   int n, d, k;
 };
 
+// Whether a configuration's epilogue stores the row sums (the visitor tree's kSums)
+template <class Assign>
+struct Sums : std::false_type {};
+
 template <class Assign>
 struct Runner {
   using Gemm = typename Assign::Gemm;
@@ -320,7 +332,11 @@ struct Runner {
   bool setup(const float* X, const float* C, const Shape3& s, const float* cc, const cutlass::KernelHardwareInfo& hw) {
     CK(cudaMalloc(&keys, Assign::keys_bytes(s.n, s.k)));
     CK(cudaMalloc(&parts, 3 * Assign::keys_bytes(s.n, s.k) / 2));  // 3 floats per key
-    auto args = Assign::arguments(X, s.d, C, s.d, s.n, s.d, s.k, cc, keys, hw, parts);
+    auto args = Assign::arguments(X, s.d, C, s.d, s.n, s.d, s.k, cc, keys, hw);
+    if constexpr (Sums<Assign>::value) {
+      args.epilogue.thread.parts = parts;
+      args.epilogue.thread.tiles = Assign::col_tiles(s.k);
+    }
     if (Gemm::can_implement(args) != cutlass::Status::kSuccess) {
       std::printf("%s: cannot implement\n", name);
       return false;
@@ -354,7 +370,7 @@ using ECoop = cutlass::epilogue::TmaWarpSpecializedCooperative;
 using EPing = cutlass::epilogue::TmaWarpSpecialized;
 using EpiAuto = cutlass::epilogue::collective::EpilogueTileAuto;
 template <class Tile, class Cluster, class Sched, class EpiSched, class EpiTile = EpiAuto, int kProbe = 0, bool kSums = false>
-using Evt = ftgen_km90::AssignGemm<Tile, Cluster, Sched, kSums, ftgen_km90::EvtEpilogue<Tile, Cluster, EpiSched, EpiTile, kProbe, kSums>>;
+using Evt = ftgen_km90::AssignGemm<Tile, Cluster, Sched, 0, false, ftgen_km90::EvtEpilogue<Tile, Cluster, EpiSched, EpiTile, kProbe, kSums>>;
 using C1 = Shape<_1, _1, _1>;
 using C2 = Shape<_2, _1, _1>;
 // the visitor tree
@@ -373,10 +389,13 @@ using F2 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, EpiAuto, 2>;
 // with a checksum test's row sums (a, (j + 1) a, |a| per row and tile)
 using S1 = Evt<Shape<_128, _128, _32>, C1, Coop, ECoop, EpiAuto, 0, true>;
 using S2 = Evt<Shape<_128, _256, _32>, C1, Coop, ECoop, EpiAuto, 0, true>;
+template <>
+struct Sums<S1> : std::true_type {};
+template <>
+struct Sums<S2> : std::true_type {};
 // the product's operator-style epilogue on the accumulator registers (ArgMinDirect)
 using D0 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, C1, Coop>;
 using D1 = ftgen_km90::AssignGemm<Shape<_128, _256, _32>, C1, Coop>;
-using D2 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, C1, Coop, true>;
 using D3 = ftgen_km90::AssignGemm<Shape<_64, _128, _32>, C1, Ping>;
 using D4 = ftgen_km90::AssignGemm<Shape<_128, _128, _32>, C1, Ping>;
 
@@ -424,7 +443,7 @@ void probe(const char* name, const Shape3& s, const float* X, const float* C, co
   CK(cudaMemcpy(&in, inertia, sizeof(double), cudaMemcpyDeviceToHost));
   // the check's row sums (kSums builds): rows 0, 1, n/2, n-1 of every tile against fp64 sums of the TF32 operands
   double sums_err = -1;
-  if (Assign::kSums) {
+  if (Sums<Assign>::value) {
     std::vector<float> hc(static_cast<size_t>(s.k) * s.d), hx(s.d);
     CK(cudaMemcpy(hc.data(), C, sizeof(float) * hc.size(), cudaMemcpyDeviceToHost));
     const long long rp = Assign::rows_padded(s.n), tiles = Assign::col_tiles(s.k);
@@ -512,7 +531,6 @@ int main(int argc, char** argv) {
 #else
     probe<A0>("coop 128x128x32 c1", s, X, C, xx, cc, D, h, hw, reps);
     probe<D0>("direct coop 128x128x32", s, X, C, xx, cc, D, h, hw, reps);
-    probe<D2>("direct coop 128x128x32 + sums", s, X, C, xx, cc, D, h, hw, reps);
     probe<D1>("direct coop 128x256x32", s, X, C, xx, cc, D, h, hw, reps);
     probe<D3>("direct pingpong 64x128x32", s, X, C, xx, cc, D, h, hw, reps);
     probe<D4>("direct pingpong 128x128x32", s, X, C, xx, cc, D, h, hw, reps);

@@ -22,7 +22,7 @@ from ..families.base import EmittedVariant, Variant
 from ..templating import TemplateEnv
 from ..spec import Spec
 
-COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh", "ftgen_bench.cuh", "ftgen_bench_driver.cu", "ftgen_sm90.cuh")
+COMMON_HEADERS = ("ftgen_harness.cuh", "ftgen_ft.cuh", "ftgen_bench.cuh", "ftgen_bench_driver.cu", "ftgen_sm90.cuh", "ftgen_rules.h")
 MANIFEST = "manifest.json"
 
 

@@ -41,7 +41,7 @@
 
 #include "ftgen_ft.cuh"
 #include "ftgen_gemm.h"
-#include "ftgen_gemm_rules.h"
+#include "ftgen_rules.h"
 
 // Every generated variant compiles its own copy of what follows; internal linkage keeps the copies of two variants
 // apart when both are linked into one library.
@@ -104,7 +104,7 @@ CUTLASS_HOST_DEVICE T from_bits(Bits<T> u) {
   return x;
 }
 
-// Vote status of one element and the vote (ftgen_gemm_rules.h): 0 the copies agree; 1 + c: copy c is the minority
+// Vote status of one element and the vote (ftgen_rules.h): 0 the copies agree; 1 + c: copy c is the minority
 // (the other two agree); 4: all three differ. `maj` is the majority (u0 when all differ). Same table as
 // gemm_cutlass.classify.
 using ftgen_rules::VoteStatus;

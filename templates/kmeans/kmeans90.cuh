@@ -3,6 +3,10 @@
 // CTA tile with its column (the lower index on a tie), stored as one 64-bit key per (row, tile of centroids) -- the
 // distance's order-preserving bits above, the column below. No distance is written. A finishing kernel takes each row's
 // smallest key over the tiles: its label, and the inertia's term max(d' + ||x_i||^2, 0).
+// Protected (the threadblock ABFT, the model kmeans model.assign90): the GEMM's B is the packed centroid tiles, each
+// followed by its encodings, so the epilogue holds the reference checksums beside the accumulators and checks every row
+// before the arg-min (ArgMinDirect<8>); a fix kernel recomputes what the check could not correct in place.
+// Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,7 +25,9 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 
-#include "ftgen_sm90.cuh"  // (ftgen_sm90::PassThrough)
+#include "ftgen_ft.cuh"
+#include "ftgen_rules.h"
+#include "ftgen_sm90.cuh"
 
 namespace ftgen_km90 {
 
@@ -43,21 +49,48 @@ constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never th
 // (d + 0: -0 becomes +0, the two equal distances one key)
 __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }
 
+// The check's rare path and the faults of inject builds
+struct CheckArgs {
+  double unit = 0;            // the threshold unit: lambda u (ceil(dims / 8) + centroids per tile + 1), or the spec's number
+  double inv_se = 1, inv_sw = 1;  // 1 / the encodings' power-of-two scales
+  int online = 1;             // a located element corrected in place (else every detection recomputed)
+  int no_correct = 0;         // the campaigns' uncorrected run: detect and count, change nothing
+  int* flag_count = nullptr;  // (row, tile) units to recompute before the minimum over the tiles (fix_kernel)
+  int2* flags = nullptr;
+  int flag_capacity = 0;
+  ftgen::FtCounters* counters = nullptr;
+  // inject builds: the planned faults of the accumulator site, applied in the first iteration
+  const int* iter = nullptr;  // the loop's iteration counter (faults when 0)
+  int site_acc = 0;           // the launch's site is the accumulators
+  const ftgen::FaultSpec* faults = nullptr;
+  ftgen::FaultRecord* records = nullptr;
+  int fault_count = 0;
+};
+
 struct ArgMinArgs {
   const float* cc = nullptr;  // ||c_j||^2, clusters of them
   int clusters = 0;
   uint64_t* keys = nullptr;   // the per-tile minima: (rows padded to the tile) x (tiles of centroids), m-major
   long long rows_padded = 0;
-  float* parts = nullptr;     // (kSums) the row sums of the accumulators per tile: [3][tiles][rows_padded]
-  int tiles = 0;
+  CheckArgs check{};          // (kEnc > 0)
 };
 
 // The arg-min as an operator-style epilogue (CUTLASS's Sm90TmaWarpSpecializedAdapter, no shared memory, no visitor
-// tree; 10-12% faster than the same arg-min as an epilogue visitor tree, docs/kmeans.md): it works on the wgmma
-// accumulator registers in place, each accumulator's coordinates from the MMA's
-// own partition of the tile (static offsets from the tile's corner), the per-row registers likewise partitioned with the
-// columns' stride 0; the four lanes of a quad hold a row's columns (the wgmma D fragment), so two shuffles reduce a row.
-template <bool kSums = false>
+// tree; 10-12% faster than the same arg-min as an epilogue visitor tree, docs/kmeans.md) on the wgmma accumulator
+// registers in place. A consumer thread's accumulators are (V = tile N / 2 per 64-row wgmma, MM 64-row wgmmas, 1): in a
+// wgmma D fragment element v sits at column 8 (v / 4) + 2 (lane % 4) + v % 2 and at row lane / 4 + 8 ((v / 2) % 2) of
+// its warp's 16 (PTX ISA, wgmma .m64nNk8), so every element's column in the tile is a constant plus 2 (lane % 4), and
+// the four lanes of a quad hold a row: two shuffles reduce it. The rows' coordinates come from the MMA's partition.
+//
+// kEnc = 8 (the threadblock ABFT): the tile's last 8 columns are not centroids but the centroid tile's encodings (hi and
+// lo of se s_t, of sw w_t, four zero columns: pack_kernel), so the same wgmma computes the reference checksums r = x . s_t,
+// r' = x . w_t beside the accumulators. Before the arg-min reads them, per row: the sums of a, (j + 1) a and |a| over the
+// centroid columns against r, r' (ftgen_rules::abft16_unit_verdict, the gemm backend's 16-bit check); a located element
+// is corrected in place (r minus the row's other elements, summed anew in double), any other detection (every one when
+// correct: detect) queues the (row, tile) for fix_kernel, which recomputes its minimum before finish_kernel.
+// kInject: the planned accumulator faults (block = the tile's row of tiles, step = its column, thread = the consumer
+// thread, elem = the accumulator) flip a bit of the register before the check, in the first iteration.
+template <int kEnc = 0, bool kInject = false>
 class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
  public:
   using EpilogueSchedule = cutlass::gemm::EpilogueDefault;
@@ -83,93 +116,209 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   template <class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine, class FrgLayout, class TiledMma,
             class ResidueMNK>
   CUTLASS_DEVICE void operator()(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK blk_shape_MNK, BlockCoordMNKL blk_coord_mnkl,
-                                 cute::Tensor<FrgEngine, FrgLayout> const& acc, TiledMma tiled_mma, ResidueMNK, int thread_idx, char*) {
+                                 cute::Tensor<FrgEngine, FrgLayout> const& acc_in, TiledMma tiled_mma, ResidueMNK, int thread_idx, char*) {
     using namespace cute;
+    constexpr int W = size<1>(BlockShapeMNK{});  // the GEMM tile's columns
+    constexpr int NT = W - kEnc;                  // its centroids
+    constexpr int V = W / 2;                      // accumulators per 64-row wgmma
+    constexpr int MM = size<1>(FrgLayout{});      // 64-row wgmmas per thread
+    static_assert(size<0>(FrgLayout{}) == V && size<2>(FrgLayout{}) == 1 && NT % 8 == 0, "one wgmma D fragment across the tile");
+    auto& acc = const_cast<cute::Tensor<FrgEngine, FrgLayout>&>(acc_in);  // (the rare path corrects an element in place)
     auto M = get<0>(problem_shape_mnkl);
     auto N = get<1>(problem_shape_mnkl);
     auto [m, n, k, l] = blk_coord_mnkl;
-    auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
+    const int q = thread_idx % 4;  // the quad lane: its columns are 2 q + constants
+    const int j0 = int(n) * NT;    // the tile's first centroid
+    const int cols = min(NT, params.clusters - j0);
+    const float* cc = params.cc + j0;
     Tensor cD = local_tile(make_identity_tensor(make_shape(M, N)), take<0, 2>(blk_shape_MNK), make_coord(m, n));
-    Tensor tCcD = thr_mma.partition_C(cD);  // each accumulator's (row, column)
-    Tensor mKey = make_tensor(make_gmem_ptr(params.keys + static_cast<long long>(n) * params.rows_padded),
-                              make_layout(make_shape(params.rows_padded, N), make_stride(_1{}, _0{})));
-    Tensor tCgKey = thr_mma.partition_C(local_tile(mKey, take<0, 2>(blk_shape_MNK), make_coord(m, _0{})));
-    Tensor tV = make_tensor_like<float>(tCgKey);  // per row held: the smallest d' and its column
-    Tensor tX = make_tensor_like<int>(tCgKey);
-    Tensor tS1 = make_tensor_like<float>(tCgKey);  // (kSums) the sums of a, (j + 1) a, |a|
-    Tensor tSW = make_tensor_like<float>(tCgKey);
-    Tensor tSA = make_tensor_like<float>(tCgKey);
-    fill(tV, INFINITY);
-    fill(tX, 0);
-    if constexpr (kSums) {
-      fill(tS1, 0.f);
-      fill(tSW, 0.f);
-      fill(tSA, 0.f);
-    }
-    const int col0 = int(n) * int(size<1>(blk_shape_MNK));
-    const bool inside = col0 + int(size<1>(blk_shape_MNK)) <= params.clusters;  // (no column past the last centroid)
+    Tensor tCcD = tiled_mma.get_thread_slice(thread_idx).partition_C(cD);  // each accumulator's (row, column)
+    auto row_of = [&](int mm, int r) { return static_cast<long long>(get<0>(tCcD(2 * r, mm, 0))); };
+    auto col_of = [&](int v) { return 8 * (v / 4) + 2 * q + v % 2; };  // the element's column in the tile
+
+    if constexpr (kInject) inject(acc, int(m), int(n), thread_idx, j0, tCcD);
+    if constexpr (kEnc > 0) check(acc, cols, int(n), q, row_of, col_of);
+
+    // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its column (columns ascend along v for a row, so
+    // a strict < keeps the lower index on a tie)
+    float bv[MM][2];
+    int bx[MM][2];
+    const bool inside = cols == NT;  // (no column past the last centroid)
     CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < size(acc); ++i) {
-      const int col = int(get<1>(tCcD(i)));
-      const float a = static_cast<float>(acc(i));
-      const float d = (inside || col < params.clusters) ? fmaf(-2.f, a, __ldg(params.cc + col)) : INFINITY;
-      if (d < tV(i) || (d == tV(i) && col < tX(i))) {
-        tV(i) = d;
-        tX(i) = col;
-      }
-      if constexpr (kSums) {
-        tS1(i) += a;
-        tSW(i) = fmaf(static_cast<float>(col - col0 + 1), a, tSW(i));
-        tSA(i) += fabsf(a);
+    for (int mm = 0; mm < MM; ++mm) {
+      bv[mm][0] = bv[mm][1] = INFINITY;
+      bx[mm][0] = bx[mm][1] = 0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < NT / 2; ++v) {
+        const int r = (v / 2) % 2, c = col_of(v);
+        const float d = (inside || c < cols) ? fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), __ldg(cc + c)) : INFINITY;
+        if (d < bv[mm][r]) {
+          bv[mm][r] = d;
+          bx[mm][r] = c;
+        }
       }
     }
-    // one register per row held (the columns' stride-0 modes filtered out)
-    auto vf = filter(tV);
-    auto xf = filter(tX);
-    auto f1 = filter(tS1);
-    auto fw = filter(tSW);
-    auto fa = filter(tSA);
     CUTLASS_PRAGMA_UNROLL
     for (int o = 1; o <= 2; o <<= 1) {
       CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < size(vf); ++r) {
-        const float ov = __shfl_xor_sync(0xffffffffu, vf(r), o);
-        const int ox = __shfl_xor_sync(0xffffffffu, xf(r), o);
-        if (ov < vf(r) || (ov == vf(r) && ox < xf(r))) {
-          vf(r) = ov;
-          xf(r) = ox;
-        }
-        if constexpr (kSums) {
-          f1(r) += __shfl_xor_sync(0xffffffffu, f1(r), o);
-          fw(r) += __shfl_xor_sync(0xffffffffu, fw(r), o);
-          fa(r) += __shfl_xor_sync(0xffffffffu, fa(r), o);
+      for (int mm = 0; mm < MM; ++mm) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          const float ov = __shfl_xor_sync(0xffffffffu, bv[mm][r], o);
+          const int ox = __shfl_xor_sync(0xffffffffu, bx[mm][r], o);
+          if (ov < bv[mm][r] || (ov == bv[mm][r] && ox < bx[mm][r])) {
+            bv[mm][r] = ov;
+            bx[mm][r] = ox;
+          }
         }
       }
     }
-    if (thread_idx % 4 != 0) return;
-    auto gf = filter(tCgKey);
-    const long long plane = static_cast<long long>(params.tiles) * params.rows_padded;
+    if (q != 0) return;
+    uint64_t* keys = params.keys + static_cast<long long>(n) * params.rows_padded;
     CUTLASS_PRAGMA_UNROLL
-    for (int r = 0; r < size(vf); ++r) {
-      gf(r) = key(vf(r), xf(r));
-      if constexpr (kSums) {
-        const long long at = &gf(r) - params.keys;
-        params.parts[at] = f1(r);
-        params.parts[plane + at] = fw(r);
-        params.parts[2 * plane + at] = fa(r);
-      }
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) keys[row_of(mm, r)] = key(bv[mm][r], j0 + bx[mm][r]);
     }
   }
 
  private:
+  // The threadblock ABFT of the tile (kEnc > 0), before the arg-min; see the class comment
+  template <class Acc, class RowOf, class ColOf>
+  CUTLASS_DEVICE void check(Acc& acc, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int MM = size<1>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    constexpr float kLo = 1.f / 2048.f;  // the low parts' scale (tf32_split)
+    CheckArgs const& p = params.check;
+    float s1[MM][2], sw[MM][2], sa[MM][2], rs[MM][2], rw[MM][2];
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) s1[mm][r] = sw[mm][r] = sa[mm][r] = rs[mm][r] = rw[mm][r] = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < V; ++v) {
+        const int r = (v / 2) % 2;
+        const float a = static_cast<float>(acc(v, mm, 0));
+        if (v < NT / 2) {  // a centroid's column: (its weight less 2 q, a constant; the 2 q sum is added below)
+          s1[mm][r] += a;
+          sw[mm][r] = fmaf(static_cast<float>(8 * (v / 4) + v % 2 + 1), a, sw[mm][r]);
+          sa[mm][r] += fabsf(a);
+        } else if (v < NT / 2 + 4) {  // the encodings: lane 0 of the quad holds s_t's hi, lo; lane 1 w_t's
+          const float x = v % 2 ? a * kLo : a;
+          if (q == 0) rs[mm][r] += x;
+          if (q == 1) rw[mm][r] += x;
+        }
+      }
+    }
+    double top = 0.0;
+    const double rms_w = ftgen_rules::rms_weights(cols);
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        sw[mm][r] = fmaf(static_cast<float>(2 * q), s1[mm][r], sw[mm][r]);
+        CUTLASS_PRAGMA_UNROLL
+        for (int o = 1; o <= 2; o <<= 1) {
+          s1[mm][r] += __shfl_xor_sync(0xffffffffu, s1[mm][r], o);
+          sw[mm][r] += __shfl_xor_sync(0xffffffffu, sw[mm][r], o);
+          sa[mm][r] += __shfl_xor_sync(0xffffffffu, sa[mm][r], o);
+          rs[mm][r] += __shfl_xor_sync(0xffffffffu, rs[mm][r], o);
+          rw[mm][r] += __shfl_xor_sync(0xffffffffu, rw[mm][r], o);
+        }
+        // (every lane of the quad holds the same sums, so the same verdict)
+        const double ref = static_cast<double>(rs[mm][r]) * p.inv_se, refw = static_cast<double>(rw[mm][r]) * p.inv_sw;
+        double score = 0.0;
+        const int verdict = ftgen_rules::abft16_unit_verdict(s1[mm][r], sw[mm][r], sa[mm][r], ref, refw, p.unit, 0.0, rms_w, cols, &score);
+        if (verdict == -1) {
+          top = fmax(top, score);
+          continue;
+        }
+        rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
+      }
+    }
+    if (p.counters) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int o = 16; o > 0; o >>= 1) top = fmax(top, __shfl_xor_sync(0xffffffffu, top, o));
+      if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top);
+    }
+  }
+
+  // A detection (rare): count it; a located element (online) corrected in place, else the (row, tile) queued
+  template <class Acc, class RowOf, class ColOf>
+  CUTLASS_DEVICE void rare(Acc& acc, int verdict, int mm, int r, double ref, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    CheckArgs const& p = params.check;
+    const bool lead = q == 0;
+    if (lead && p.counters) atomicAdd(&p.counters->detected, 1ull);
+    if (p.no_correct) return;
+    if (p.online && verdict >= 0) {
+      double rest = 0.0;  // the row's other elements, summed anew
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < NT / 2; ++v)
+        if ((v / 2) % 2 == r && col_of(v) != verdict) rest += static_cast<double>(acc(v, mm, 0));
+      const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);  // (only the quad shares the row's verdict)
+      rest += __shfl_xor_sync(quad, rest, 1);
+      rest += __shfl_xor_sync(quad, rest, 2);
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < NT / 2; ++v)
+        if ((v / 2) % 2 == r && col_of(v) == verdict) acc(v, mm, 0) = static_cast<float>(ref - rest);
+      if (lead && p.counters) atomicAdd(&p.counters->corrected, 1ull);
+      return;
+    }
+    if (!lead) return;
+    const int slot = atomicAdd(p.flag_count, 1);
+    if (slot < p.flag_capacity) p.flags[slot] = make_int2(static_cast<int>(row_of(mm, r)), tile);
+    else if (p.counters) atomicAdd(&p.counters->uncorrectable, 1ull);
+  }
+
+  // The planned accumulator faults of this tile and thread (inject builds, first iteration)
+  template <class Acc, class Coords>
+  CUTLASS_DEVICE void inject(Acc& acc, int tm, int tn, int thread_idx, int j0, Coords const& tCcD) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    CheckArgs const& p = params.check;
+    if (!p.site_acc || p.iter == nullptr || *p.iter != 0) return;
+    for (int f = 0; f < p.fault_count; ++f) {
+      const ftgen::FaultSpec fs = p.faults[f];
+      if (fs.block != tm || fs.step != tn || fs.thread != thread_idx) continue;
+      const int e = fs.elem % int(size(acc));
+      float before = 0.f, after = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < int(size(acc)); ++i)
+        if (i == e) {
+          before = acc(i);
+          acc(i) = ftgen::apply_fault(before, fs.kind, fs.bit, fs.offset);
+          after = acc(i);
+        }
+      const int c = int(get<1>(tCcD(e))) - tn * 2 * V;  // the element's column in the tile
+      ftgen::FaultRecord& rec = p.records[f];
+      rec.applied = 1;
+      rec.block = tm;
+      rec.thread = thread_idx;
+      rec.elem = e;
+      rec.step = tn;
+      rec.bit = fs.kind == ftgen::kOffset ? -1 : (fs.bit & 31);
+      rec.before = before;
+      rec.after = after;
+      rec.row = static_cast<long long>(get<0>(tCcD(e)));
+      rec.col = c < NT ? j0 + c : -1;  // (-1: an encoding column, a reference checksum)
+      if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+    }
+  }
+
   Params params;
 };
 
-// The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B),
-// TF32 wgmma with fp32 accumulation; no C source, no D. kSums: the epilogue also stores the check's row sums (above).
-// (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
-template <class TileShape, class ClusterShape, class KernelSchedule, bool kSums_ = false,
-          class Epilogue_ = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kSums_>>>
+// The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
+// with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
+// fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
+template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
+          class Epilogue_ = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc_, kInject>>>
 struct AssignGemm {
   using Epilogue = Epilogue_;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
@@ -180,29 +329,32 @@ struct AssignGemm {
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   static constexpr int kTileM = cute::size<0>(TileShape{});
-  static constexpr int kTileN = cute::size<1>(TileShape{});
-  static constexpr bool kSums = kSums_;
+  static constexpr int kTileN = cute::size<1>(TileShape{});  // the GEMM's tile: kCentroids centroids, then kEnc encodings
+  static constexpr int kEnc = kEnc_;
+  static constexpr int kCentroids = kTileN - kEnc;
 
   static long long rows_padded(int samples) { return (static_cast<long long>(samples) + kTileM - 1) / kTileM * kTileM; }
-  static int col_tiles(int clusters) { return (clusters + kTileN - 1) / kTileN; }
+  static int col_tiles(int clusters) { return (clusters + kCentroids - 1) / kCentroids; }
+  // the GEMM's N: the centroids, or the packed tiles
+  static int gemm_n(int clusters) { return kEnc ? col_tiles(clusters) * kTileN : clusters; }
   // the keys' buffer: rows_padded x col_tiles
   static size_t keys_bytes(int samples, int clusters) { return sizeof(uint64_t) * rows_padded(samples) * col_tiles(clusters); }
 
-  static typename Gemm::Arguments arguments(const float* X, long long ldx, const float* C, long long ldc, int samples, int dims, int clusters,
+  static typename Gemm::Arguments arguments(const float* X, long long ldx, const float* B, long long ldb, int samples, int dims, int clusters,
                                             const float* cc, uint64_t* keys, const cutlass::KernelHardwareInfo& hw,
-                                            float* parts = nullptr) {
+                                            CheckArgs const& check = CheckArgs{}) {
     typename Kernel::StrideA sa{};
     typename Kernel::StrideB sb{};
     cute::get<0>(sa) = ldx;
-    cute::get<0>(sb) = ldc;
+    cute::get<0>(sb) = ldb;
     typename Gemm::Arguments args{};
     args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
-    args.problem_shape = {samples, clusters, dims, 1};
+    args.problem_shape = {samples, gemm_n(clusters), dims, 1};
     args.mainloop.ptr_A = X;
     args.mainloop.dA = sa;
-    args.mainloop.ptr_B = C;
+    args.mainloop.ptr_B = B;
     args.mainloop.dB = sb;
-    const ArgMinArgs am{cc, clusters, keys, rows_padded(samples), parts, col_tiles(clusters)};
+    const ArgMinArgs am{cc, clusters, keys, rows_padded(samples), check};
     if constexpr (std::is_same_v<typename Epilogue::Arguments, ArgMinArgs>) args.epilogue = am;
     else args.epilogue.thread = am;
     args.hw_info = hw;
@@ -210,10 +362,88 @@ struct AssignGemm {
   }
 };
 
+// ---- the kernels around the GEMM (internal linkage: a variant and its unprotected twin both include this header) ----
+namespace {
+
+// The packed B of the checked GEMM, once per iteration: per tile of NT centroids (W = NT + 8 rows of ld floats) its
+// centroids (zero rows past the last, zero columns past dims), then hi and lo of se s_t and of sw w_t (s_t, w_t: the sum
+// and the (j + 1)-weighted sum of the tile's centroids as the wgmma reads them, TF32, in double; ftgen_rules::tf32_split)
+// and four zero rows. A block per (tile, 32 columns): lanes along the columns, the 8 warps over the tile's rows.
+__global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
+                                                   float* __restrict__ cx, const int* converged) {
+  if (converged && *converged) return;
+  __shared__ double part[2][8][32];
+  const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int d = blockIdx.y * 32 + lane;
+  const int w = nt + 8;
+  double s = 0.0, ws = 0.0;
+  for (int c = warp; c < nt; c += 8) {
+    const int j = t * nt + c;
+    const float x = (j < clusters && d < dims) ? C[static_cast<long long>(j) * dims + d] : 0.f;
+    if (d < ld) cx[(static_cast<long long>(t) * w + c) * ld + d] = x;
+    const double xt = ftgen_rules::tf32_round(x);
+    s += xt;
+    ws += (c + 1) * xt;
+  }
+  part[0][warp][lane] = s;
+  part[1][warp][lane] = ws;
+  __syncthreads();
+  if (warp != 0 || d >= ld) return;
+  s = ws = 0.0;
+  for (int g = 0; g < 8; ++g) {
+    s += part[0][g][lane];
+    ws += part[1][g][lane];
+  }
+  float* e = cx + (static_cast<long long>(t) * w + nt) * ld + d;
+  float hi, lo;
+  ftgen_rules::tf32_split(s, se, &hi, &lo);
+  e[0] = hi;
+  e[ld] = lo;
+  ftgen_rules::tf32_split(ws, sw, &hi, &lo);
+  e[2 * ld] = hi;
+  e[3 * ld] = lo;
+  for (int z = 4; z < 8; ++z) e[z * ld] = 0.f;
+}
+
+// The queued (row, tile) units (the check's detections that were not corrected in place): each tile's minimum recomputed
+// from the operands as the wgmma reads them, the products summed in double; a block per unit, its threads over the
+// tile's centroids. Nothing to do unless the GEMM queued a unit.
+__global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, long long ldx, int samples, const float* __restrict__ cx, int ld,
+                                                  int dims, int nt, int clusters, const float* cc, uint64_t* keys, long long rows_padded,
+                                                  const int* flag_count, const int2* flags, int capacity, ftgen::FtCounters* counters) {
+  __shared__ uint64_t best[4];
+  const int units = min(*flag_count, capacity);
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int2 f = flags[u];
+    if (f.x >= samples) continue;  // (a fault in a tile's rows past the samples: no label reads its key)
+    const float* x = X + static_cast<long long>(f.x) * ldx;
+    uint64_t b = kNoKey;
+    for (int c = threadIdx.x; c < nt; c += blockDim.x) {
+      const int j = f.y * nt + c;
+      if (j >= clusters) break;
+      const float* y = cx + (static_cast<long long>(f.y) * (nt + 8) + c) * ld;
+      double a = 0.0;
+      for (int i = 0; i < dims; ++i) a = fma(ftgen_sm90::wgmma_operand(x[i]), ftgen_sm90::wgmma_operand(y[i]), a);
+      b = min(b, key(fmaf(-2.f, static_cast<float>(a), cc[j]), j));
+    }
+    for (int o = 16; o > 0; o >>= 1) b = min(b, __shfl_xor_sync(0xffffffffu, b, o));
+    if (threadIdx.x % 32 == 0) best[threadIdx.x / 32] = b;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < 4; ++w) b = min(b, best[w]);
+      keys[static_cast<long long>(f.y) * rows_padded + f.x] = min(best[0], b);
+      if (counters) atomicAdd(&counters->recomputed, 1ull);
+    }
+    __syncthreads();
+  }
+}
+
 // Each row's smallest key over the tiles of centroids: its label, and (inertia != null) the sum over the rows of
 // max(d' + ||x_i||^2, 0) in fp64 (a warp's sum, one atomic per warp). Nothing once *converged (null: never) is set.
+// flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
 __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
-                              double* inertia, const int* converged) {
+                              double* inertia, const int* converged, int* flag_count = nullptr) {
+  if (flag_count && blockIdx.x == 0 && threadIdx.x == 0) *flag_count = 0;
   if (converged && *converged) return;
   double part = 0;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < samples; i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -227,5 +457,7 @@ __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int t
     if (threadIdx.x % 32 == 0 && part != 0) atomicAdd(inertia, part);
   }
 }
+
+}  // namespace
 
 }  // namespace ftgen_km90

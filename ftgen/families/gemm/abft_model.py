@@ -124,17 +124,17 @@ def to16(x, precision: str):
     return b.astype(_np.uint32).view(_np.float32)
 
 
-def abft16_encode(B, cols: int, precision: str):
+def abft16_encode(B, cols: int, precision: str, sums=_np.float32):
     """E (rows 4 per strip, k columns: hi and lo of se B e, hi and lo of sw B w) as the encode kernel writes it, the
-    sums in fp32."""
+    sums in `sums` (fp32: the gemm kernel's; fp64: the kmeans cutlass90 kernel's), each rounded to fp32 once."""
     k = B.shape[0]
-    be, bw, _ = abft_encode(_np.asarray(B, dtype=_np.float32), cols)  # (sums in fp32, as the kernel's)
+    be, bw, _ = abft_encode(_np.asarray(B, dtype=sums), cols)
     strips = be.shape[1]
     se, sw = (2.0**x for x in abft16_scales(cols))
     lo = 2.0 ** ABFT16_LO_SHIFT[precision]
     E = _np.zeros((4 * strips, k), dtype=_np.float32)
     for x, scale, row in ((be, se, 0), (bw, sw, 2)):
-        xs = (x * _np.float32(scale)).astype(_np.float32)
+        xs = (x * scale).astype(_np.float32)
         hi = to16(xs, precision)
         E[row::4] = hi.T
         E[row + 1::4] = to16((xs - hi) * _np.float32(lo), precision).T

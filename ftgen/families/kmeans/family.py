@@ -3,9 +3,11 @@
 Two backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) and everything but the assign step:
 
 * ``mma`` (the default): hand-written ``mma.sync`` kernels, every precision and protection (below);
-* ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32, protection none): the assign step is a
-  CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or ping-pong kernel, persistent tile
-  scheduler) whose epilogue visitor tree takes the arg-min (``templates/kmeans/kmeans90.cuh``).
+* ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32, protection none or abft threadblock): the
+  assign step is a CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or ping-pong kernel,
+  persistent tile scheduler) whose epilogue takes the arg-min on the accumulator registers; protected, the same GEMM
+  computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the arg-min
+  (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``).
 
 One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
 centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
@@ -19,7 +21,7 @@ of the loop returns at once).
 Kernel names::
 
     kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]       (mma)
-    kmeans_<prec>_none_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>         (cutlass90)
+    kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_inj] (cutlass90)
 
 ``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
@@ -30,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...errors import SpecError
+from ..gemm import abft_model
 from ..base import (
     SMEM_PER_SM,
     PRECISION_CTYPE,
@@ -210,7 +213,8 @@ PARAMS90 = (
     Param("backend", str, ("cutlass90",), "selects this backend (the assign GEMM on CUTLASS 3.x sm90 kernels, arch sm_90a)",
           choices=("cutlass90",)),
     Param("tile_m", int, (128,), "samples per CTA tile (ws-coop: 128 or 256; ws-pingpong: 64 or 128)", choices=(64, 128, 256)),
-    Param("tile_n", int, (128,), "centroids per CTA tile (a wgmma N: 64, 128 or 256)", choices=(64, 128, 256)),
+    Param("tile_n", int, (128,), "columns per CTA tile (a wgmma N, a multiple of 32: the TMA's B tiles): centroids, or with "
+          "abft tile_n - 8 centroids and the check's 8 columns of references", choices=(64, 96, 128, 160, 192, 224, 256)),
     Param("tile_k", int, (32,), "dimensions per pipeline stage (x 4 bytes: 64 or 128 bytes)", choices=(16, 32)),
     Param("cluster_m", int, (1,), "thread-block cluster rows (CTAs sharing the centroid tile by TMA multicast)", choices=(1, 2)),
     Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
@@ -218,26 +222,34 @@ PARAMS90 = (
 MAX_ACC90 = 128  # fp32 accumulators per consumer thread
 
 
+ENC90 = 8  # the check's columns per GEMM tile: hi and lo of s_t and w_t, four zero columns (a wgmma N is a multiple of 8)
+# (a tile of 128 centroids and 8 such columns would be a wgmma N of 136, but CUTLASS's TMA tiles of B need a multiple of
+# 32 columns: the protected tile gives up 8 of its tile_n columns instead)
+
+
 class Cutlass90Backend(Backend):
     name = "cutlass90"
     precisions = ("tf32",)
-    levels = {}
+    levels = {"abft": ABFT_LEVELS}
     params = PARAMS90
     requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's vendor reference
-    compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")  # (without NDEBUG ptxas serializes the wgmma pipeline)
+    # (without NDEBUG ptxas serializes the wgmma pipeline; the extended shapes: the wgmma N of 72 or 136 columns that a
+    # checked tile of 64 or 128 centroids and its 8 columns of references need)
+    compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
-        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32; protection none",
+        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32; protection none or abft "
+        "threadblock (interval 1)",
         "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; fp32 accumulators per consumer thread "
-        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90}",
+        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90}; abft: tile_n - {ENC90} centroids per tile",
     )
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
         if precision not in self.precisions:
             return (f"the kmeans cutlass90 backend takes precision tf32, not {precision} (tf32x3 and fp64: the mma backend, "
                     f"without params backend)")
-        if protection.enabled:
-            return (f"the kmeans cutlass90 backend runs unprotected (protection: none); {protection.scheme} is the mma "
-                    f"backend's (omit params backend)")
+        if protection.enabled and protection.scheme != "abft":
+            return (f"the kmeans cutlass90 backend takes protection none or abft, not {protection.scheme} (omit params "
+                    f"backend for the mma kernels)")
         return None
 
     def constraints(self, v: Variant) -> list[str]:
@@ -253,6 +265,8 @@ class Cutlass90Backend(Backend):
         allowed = (128, 256) if sched == "ws-coop" else (64, 128)
         if tm not in allowed:
             r.append(f"tile_m={tm}: the {sched} schedule takes tile_m {' or '.join(map(str, allowed))}")
+        if v.protection.scheme == "abft" and v.protection.interval != 1:
+            r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
         acc = (tm // 2 if sched == "ws-coop" else tm) * tn // 128
         if acc > MAX_ACC90:
             r.append(f"tile {tm}x{tn} with {sched}: {acc} fp32 accumulators per consumer thread (at most {MAX_ACC90}); "
@@ -261,8 +275,11 @@ class Cutlass90Backend(Backend):
 
     def name_tokens(self, v: Variant) -> list[str]:
         p = v.param_dict
-        return ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "cutlass90",
-                f"{p['tile_m']}x{p['tile_n']}x{p['tile_k']}", f"c{p['cluster_m']}x1", p["schedule"]]
+        tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "cutlass90",
+                  f"{p['tile_m']}x{p['tile_n']}x{p['tile_k']}", f"c{p['cluster_m']}x1", p["schedule"]]
+        if v.protection.inject:
+            tokens.append("inj")
+        return tokens
 
     def context(self, v: Variant) -> dict:
         p = v.param_dict
@@ -272,6 +289,9 @@ class Cutlass90Backend(Backend):
             "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
             "cluster_m": p["cluster_m"],
             "coop": p["schedule"] == "ws-coop",
+            # the check's encodings' scales and lambda: the gemm backend's 16-bit check (its NumPy model)
+            "scales": abft_model.abft16_scales(p["tile_n"] - ENC90),
+            "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
         }
 
     def sources(self, v: Variant) -> tuple[Source, ...]:

@@ -390,15 +390,33 @@ def blobs(n: int, dims: int, k: int, seed: int = 0, spread: float = 0.1):
 WGMMA_K_TF32 = 8  # k of one TF32 wgmma: the accumulation steps of the threshold
 
 
-def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float = _g.ABFT16_LAMBDA):
-    """The sm90 assign step with the gemm backend's 16-bit check transplanted to TF32 operands: the accumulators
-    acc = X C^T of the operands as the wgmma reads them (TF32, fp32 sums WGMMA_K_TF32 at a time), faults applied to them
-    (each (row, col, bit)), the epilogue's sums per row and tile of n_tb centroids (a, (j + 1) a, |a| in fp32), the
-    references from the tiles' encodings s_t, w_t of the TF32 centroids split into TF32 high and low parts (R = X E on
-    the same wgmma), the verdict `ftgen_rules::abft16_unit_verdict` at lambda 2^-24 (ceil(dims / 8) + n_tb + 1). A tile's
-    nearest centroid per row comes from d' = cc - 2 acc; a flagged (row, tile) has it recomputed from the exact products
-    (correct: the kernel's fix before the minimum over the tiles). Returns (labels, verdicts {(row, tile): verdict},
-    largest clean score, counters)."""
+def encode90(Ct, n_tb: int):
+    """The centroid tiles' encodings as the cutlass90 kernel's pack step writes them: per tile hi and lo of se s_t and of
+    sw w_t (E: 4 rows per tile, dims columns; s_t, w_t summed in fp64 from the TF32 centroids, rounded to fp32 once,
+    split into TF32 parts)."""
+    return _g.abft16_encode(np.asarray(Ct, np.float32).T, n_tb, "tf32", sums=np.float64)
+
+
+def refs90(Xt, E, n_tb: int):
+    """(r, r') per row and tile as the kernel reads them from the encodings' extra columns of its own GEMM: the fp32
+    accumulators of X E^T (the same wgmma), each pair combined in fp32 as hi + lo 2^-11, scaled back."""
+    R = _g.wgmma_acc(np.asarray(Xt, np.float64), np.asarray(E, np.float64).T, WGMMA_K_TF32)
+    se, sw = (2.0**x for x in _g.abft16_scales(n_tb))
+    lo = np.float32(2.0 ** -_g.ABFT16_LO_SHIFT["tf32"])
+    return ((R[:, 0::4] + R[:, 1::4] * lo).astype(np.float64) / se, (R[:, 2::4] + R[:, 3::4] * lo).astype(np.float64) / sw)
+
+
+def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float = _g.ABFT16_LAMBDA, online: bool = True):
+    """The sm90 assign step with the gemm backend's 16-bit check transplanted to TF32 operands, as the cutlass90 kernel
+    runs it: the accumulators acc = X C^T of the operands as the wgmma reads them (TF32, fp32 sums WGMMA_K_TF32 at a
+    time), faults applied to them (each (row, col, bit)); per row and tile of n_tb centroids the epilogue's sums (a,
+    (j + 1) a, |a| in fp32) and the references from the tiles' encodings (`encode90`, `refs90`); the verdict
+    `ftgen_rules::abft16_unit_verdict` at lambda 2^-24 (ceil(dims / 8) + n_tb + 1), before the arg-min reads the
+    accumulators. A located fault (online) is corrected in place (r minus the row's other elements, summed anew in fp64: no
+    cancellation against a huge faulty value), then the tile's nearest centroid is taken; any
+    other detection (and every one with online False: correct: detect) has the (row, tile)'s distances recomputed from
+    the exact products (the kernel's fix before the minimum over the tiles). correct False: nothing is changed (the
+    campaigns' uncorrected run). Returns (labels, verdicts {(row, tile): verdict}, largest clean score, counters)."""
     X = np.asarray(X, np.float32)
     C = np.asarray(C, np.float32)
     n, dims = X.shape
@@ -410,30 +428,34 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
         acc[row, col] = flip_bit(acc[row, col], int(bit), np.float32)
     cc = (C * C).sum(axis=1, dtype=np.float32)
     exact = X64 @ C64.T
-    r, rw = _g.abft16_refs(Xt, _g.abft16_encode(Ct.T, n_tb, "tf32"), n_tb, "tf32")
+    r, rw = refs90(Xt, encode90(Ct, n_tb), n_tb)
     unit = _g.abft16_unit(dims, WGMMA_K_TF32, n_tb, lam)
     tiles = -(-k // n_tb)
     best_v = np.full(n, np.inf)
     best_i = np.zeros(n, dtype=np.int64)
     verdicts, clean, counters = {}, 0.0, Counters()
-    with np.errstate(over="ignore", invalid="ignore"):
-        dist = (cc[None, :] - np.float32(2.0) * acc).astype(np.float32)
     for t in range(tiles):
         j0, j1 = t * n_tb, min(k, (t + 1) * n_tb)
         P1, PW, PA = _g.strip_sums(acc, j0, j1)
-        tile_d = dist[:, j0:j1].astype(np.float64)
         for i in range(n):
             v, score = _g.abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), float(r[i, t]), float(rw[i, t]), unit,
                                          j1 - j0)
-            row_d = tile_d[i]
+            a = acc[i, j0:j1].copy()
+            recompute = False
             if v == -1:
                 clean = max(clean, score)
             else:
                 verdicts[(i, t)] = v
                 counters.detected += 1
-                if correct:  # the tile's distances from the exact products of the same operands
-                    row_d = cc[j0:j1].astype(np.float64) - 2.0 * exact[i, j0:j1]
+                if correct and online and v >= 0:  # in place: r minus the row's other elements (summed anew, in fp64)
+                    a[v] = np.float32(float(r[i, t]) - np.delete(a, v).astype(np.float64).sum())
+                    counters.corrected += 1
+                elif correct:
+                    recompute = True
                     counters.recomputed += 1
+            with np.errstate(over="ignore", invalid="ignore"):
+                row_d = (cc[j0:j1].astype(np.float64) - 2.0 * exact[i, j0:j1] if recompute
+                         else (cc[j0:j1] - np.float32(2.0) * a).astype(np.float32).astype(np.float64))
             j = int(np.argmin(np.where(np.isnan(row_d), np.inf, row_d)))
             if row_d[j] < best_v[i]:  # (strictly: the lower tile keeps a tie)
                 best_v[i], best_i[i] = row_d[j], j0 + j

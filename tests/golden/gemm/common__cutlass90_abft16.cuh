@@ -42,7 +42,7 @@
 
 #include "ftgen_sm90.cuh"
 #include "ftgen_ft.cuh"
-#include "ftgen_gemm_rules.h"
+#include "ftgen_rules.h"
 
 namespace ftgen_abft16 {
 

@@ -35,7 +35,7 @@
 //
 // The fault-free copy of the code (no injection) has no fault branches at all (FTGEN_TMR_INJECT 0).
 // The decisions of one row (thresholds, location, the correcting value, the counters) are the pure functions of
-// ftgen_gemm_rules.h (compiled for the host by the behavioural tests); this file keeps the sums, barriers and atomics.
+// ftgen_rules.h (compiled for the host by the behavioural tests); this file keeps the sums, barriers and atomics.
 #pragma once
 
 // ---- pre-pass: the strip encodings of B -----------------------------------------------------------

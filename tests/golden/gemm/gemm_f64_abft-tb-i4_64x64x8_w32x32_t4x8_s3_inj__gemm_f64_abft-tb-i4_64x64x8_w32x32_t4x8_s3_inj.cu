@@ -8,7 +8,7 @@
 // Protection: abft-tb-i4 (ABFT at threadblock level, online correction, verified every 4 k-tile(s) and at the end); fault injection compiled in.
 #include "gemm_f64_abft-tb-i4_64x64x8_w32x32_t4x8_s3_inj.h"
 #include "ftgen_ft.cuh"
-#include "ftgen_gemm_rules.h"
+#include "ftgen_rules.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -351,7 +351,7 @@ __device__ __forceinline__ double threshold_for(const Params& p, double scale, i
 }
 
 // Classify one row's residuals against their thresholds: 0 clean, 1 located at *col, 3 detected, not locatable
-// (ftgen_gemm_rules.h, where the host tests check it).
+// (ftgen_rules.h, where the host tests check it).
 using ftgen_rules::classify_row;
 
 

@@ -1,12 +1,13 @@
-// ftgen gemm: the decisions of the protection schemes as pure functions -- check a row's residuals against their
+// ftgen: the decisions of the protection schemes as pure functions -- check a row's residuals against their
 // thresholds, locate a fault, the value that corrects it, the counters of a decision, the TMR vote and repair.
-// Included by the kernels (simt_variant.cu.j2, cutlass_tmr.cuh, cutlass_abft.cuh) and compiled for the host by the
+// Included by the kernels (gemm: simt_variant.cu.j2, cutlass_tmr.cuh, cutlass_abft.cuh, cutlass90_abft16.cuh; kmeans: kmeans90.cuh) and compiled for the host by the
 // behavioural tests (tests/test_device_logic.py), which drive them with the NumPy models' data. No memory but the
 // arguments, no threads: the kernels keep the sums, shuffles, barriers and atomics around them.
-// Copied verbatim into every generated gemm variant. Do not edit the copies.
+// Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
 
 #include <math.h>
+#include <string.h>
 
 #if defined(__CUDACC__)
 #define FTGEN_RULE __host__ __device__ __forceinline__
@@ -168,6 +169,28 @@ FTGEN_RULE void abft_count_row(int verdict, int online, unsigned& detected, unsi
     if (verdict == -2 || !online) ++uncorrectable;
   }
 }
+
+// ---- ABFT, the 16-bit check on TF32 operands (kmeans cutlass90): the encodings' split --------------
+
+// x rounded to TF32 as the TF32 wgmma reads an fp32 word: to nearest, ties away (abft_model.to16 "tf32"); finite x
+FTGEN_RULE float tf32_round(float x) {
+  unsigned u;
+  memcpy(&u, &x, 4);
+  u = (u + 0x1000u) & 0xffffe000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+// An encoding (a tile's sum, in double) scaled by a power of two, rounded to fp32 once and split into TF32 parts:
+// hi = tf32(xs), lo = tf32((xs - hi) 2^11) (abft_model.abft16_encode, "tf32"; the references are hi + lo 2^-11)
+FTGEN_RULE void tf32_split(double x, double scale, float* hi, float* lo) {
+  const float xs = static_cast<float>(x * scale);
+  *hi = tf32_round(xs);
+  *lo = tf32_round((xs - *hi) * 2048.f);
+}
+
+// The root mean square of the weights 1..cols (the weighted checksum's threshold factor; abft_model.abft_rms_w)
+FTGEN_RULE double rms_weights(int cols) { return sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0); }
 
 // ---- TMR --------------------------------------------------------------------------------------------
 
