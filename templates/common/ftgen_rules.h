@@ -161,6 +161,19 @@ FTGEN_RULE int abft16_unit_verdict(double P1, double PW, double PA, double ar, d
   return abft_locate_t<double>(d, dw, tau_w, cols);
 }
 
+// The 16-bit check's fast path (fp32, no double, no location): true only where abft16_unit_verdict finds the unit
+// clean, with a margin of 2 -- |d| <= tau / 2 and |dw| <= tau_w / 2 (fixed 0: the derived threshold), whose fp32
+// rounding is far below the margin; a residual that is not finite is never clearly clean. *score: the unit's score
+// (residual / threshold) where it is. Anything else goes through abft16_unit_verdict.
+FTGEN_RULE bool abft16_clearly_clean(float P1, float PW, float PA, float ar, float arw, float unit, float rms_w, float* score) {
+  const float tau = unit * fmaxf(PA, fabsf(ar));
+  const float tau_w = fmaxf(tau * rms_w, unit * fabsf(arw));
+  const float d = fabsf(P1 - ar), dw = fabsf(PW - arw);
+  if (!(d <= 0.5f * tau && dw <= 0.5f * tau_w)) return false;
+  *score = fmaxf(tau > 0.f ? d / tau : 0.f, tau_w > 0.f ? dw / tau_w : 0.f);
+  return true;
+}
+
 // The counters of one row's verdict: a detection (not -1), uncorrectable where it is not corrected in place (not
 // located, or correct: detect).
 FTGEN_RULE void abft_count_row(int verdict, int online, unsigned& detected, unsigned& uncorrectable) {

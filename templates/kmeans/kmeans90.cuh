@@ -212,8 +212,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         }
       }
     }
-    double top = 0.0;
+    float top = 0.f;
     const double rms_w = ftgen_rules::rms_weights(cols);
+    const float unit_f = static_cast<float>(p.unit), rms_w_f = static_cast<float>(rms_w);
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
@@ -228,11 +229,17 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           rw[mm][r] += __shfl_xor_sync(0xffffffffu, rw[mm][r], o);
         }
         // (every lane of the quad holds the same sums, so the same verdict)
+        const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se), refw_f = rw[mm][r] * static_cast<float>(p.inv_sw);
+        float fast = 0.f;
+        if (ftgen_rules::abft16_clearly_clean(s1[mm][r], sw[mm][r], sa[mm][r], ref_f, refw_f, unit_f, rms_w_f, &fast)) {
+          top = fmaxf(top, fast);
+          continue;
+        }
         const double ref = static_cast<double>(rs[mm][r]) * p.inv_se, refw = static_cast<double>(rw[mm][r]) * p.inv_sw;
         double score = 0.0;
         const int verdict = ftgen_rules::abft16_unit_verdict(s1[mm][r], sw[mm][r], sa[mm][r], ref, refw, p.unit, 0.0, rms_w, cols, &score);
         if (verdict == -1) {
-          top = fmax(top, score);
+          top = fmaxf(top, static_cast<float>(score));
           continue;
         }
         rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
@@ -240,7 +247,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     }
     if (p.counters) {
       CUTLASS_PRAGMA_UNROLL
-      for (int o = 16; o > 0; o >>= 1) top = fmax(top, __shfl_xor_sync(0xffffffffu, top, o));
+      for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
       if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top);
     }
   }
@@ -366,7 +373,7 @@ struct AssignGemm {
 namespace {
 
 // The packed B of the checked GEMM, once per iteration: per tile of NT centroids (W = NT + 8 rows of ld floats) its
-// centroids (zero rows past the last, zero columns past dims), then hi and lo of se s_t and of sw w_t (s_t, w_t: the sum
+// centroids rounded to TF32 (zero rows past the last, zero columns past dims), then hi and lo of se s_t and of sw w_t (s_t, w_t: the sum
 // and the (j + 1)-weighted sum of the tile's centroids as the wgmma reads them, TF32, in double; ftgen_rules::tf32_split)
 // and four zero rows. A block per (tile, 32 columns): lanes along the columns, the 8 warps over the tile's rows.
 __global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
@@ -379,11 +386,12 @@ __global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, 
   double s = 0.0, ws = 0.0;
   for (int c = warp; c < nt; c += 8) {
     const int j = t * nt + c;
-    const float x = (j < clusters && d < dims) ? C[static_cast<long long>(j) * dims + d] : 0.f;
+    // (stored rounded: the wgmma reads exactly the values the encodings add up, whatever its own rounding of fp32 words
+    // does with ties)
+    const float x = ftgen_rules::tf32_round((j < clusters && d < dims) ? C[static_cast<long long>(j) * dims + d] : 0.f);
     if (d < ld) cx[(static_cast<long long>(t) * w + c) * ld + d] = x;
-    const double xt = ftgen_rules::tf32_round(x);
-    s += xt;
-    ws += (c + 1) * xt;
+    s += x;
+    ws += (c + 1) * static_cast<double>(x);
   }
   part[0][warp][lane] = s;
   part[1][warp][lane] = ws;
