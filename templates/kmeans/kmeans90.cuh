@@ -245,10 +245,13 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
       }
     }
-    if (p.counters) {
+    if (p.counters) {  // the warp's largest clean score, recorded when it beats what this lane recorded before (no load)
       CUTLASS_PRAGMA_UNROLL
       for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
-      if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top);
+      if (threadIdx.x % 32 == 0 && top > seen_) {
+        seen_ = top;
+        atomicMax(&p.counters->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(top))));
+      }
     }
   }
 
@@ -289,7 +292,12 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
-    if (!p.site_acc || p.iter == nullptr || *p.iter != 0) return;
+    if (mine_ < 0) {  // (the first tile: this thread's planned faults, if the launch has any; no loads on later tiles)
+      mine_ = 0;
+      if (p.site_acc && p.iter != nullptr && *p.iter == 0)
+        for (int f = 0; f < p.fault_count; ++f) mine_ += p.faults[f].thread == thread_idx;
+    }
+    if (mine_ == 0) return;
     for (int f = 0; f < p.fault_count; ++f) {
       const ftgen::FaultSpec fs = p.faults[f];
       if (fs.block != tm || fs.step != tn || fs.thread != thread_idx) continue;
@@ -319,6 +327,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   }
 
   Params params;
+  // (the consumer threads keep one epilogue object over all their tiles of the persistent schedule)
+  float seen_ = 0.f;  // the largest score this lane has recorded
+  int mine_ = -1;     // inject builds: this thread's planned faults in this launch (-1: not looked up yet)
 };
 
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
@@ -447,7 +458,7 @@ __global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, l
 }
 
 // Each row's smallest key over the tiles of centroids: its label, and (inertia != null) the sum over the rows of
-// max(d' + ||x_i||^2, 0) in fp64 (a warp's sum, one atomic per warp). Nothing once *converged (null: never) is set.
+// max(d' + ||x_i||^2, 0) in fp64 (a block's sum, one atomic per block). Nothing once *converged (null: never) is set.
 // flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
 __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
                               double* inertia, const int* converged, int* flag_count = nullptr) {
@@ -460,9 +471,15 @@ __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int t
     labels[i] = static_cast<int>(best & 0xffffffffu);
     part += fmax(static_cast<double>(unordered(static_cast<uint32_t>(best >> 32))) + static_cast<double>(xx[i]), 0.0);
   }
-  if (inertia) {
+  if (inertia) {  // one atomic per block (atomics on one address serialize)
+    __shared__ double warps[32];
     for (int o = 16; o; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-    if (threadIdx.x % 32 == 0 && part != 0) atomicAdd(inertia, part);
+    if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = part;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) part += warps[w];
+      if (part != 0) atomicAdd(inertia, part);
+    }
   }
 }
 
