@@ -292,12 +292,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
-    if (mine_ < 0) {  // (the first tile: this thread's planned faults, if the launch has any; no loads on later tiles)
-      mine_ = 0;
-      if (p.site_acc && p.iter != nullptr && *p.iter == 0)
-        for (int f = 0; f < p.fault_count; ++f) mine_ += p.faults[f].thread == thread_idx;
-    }
-    if (mine_ == 0) return;
+    if (!p.site_acc || p.iter == nullptr || *p.iter != 0) return;
     for (int f = 0; f < p.fault_count; ++f) {
       const ftgen::FaultSpec fs = p.faults[f];
       if (fs.block != tm || fs.step != tn || fs.thread != thread_idx) continue;
@@ -329,7 +324,6 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   Params params;
   // (the consumer threads keep one epilogue object over all their tiles of the persistent schedule)
   float seen_ = 0.f;  // the largest score this lane has recorded
-  int mine_ = -1;     // inject builds: this thread's planned faults in this launch (-1: not looked up yet)
 };
 
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
