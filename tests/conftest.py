@@ -205,9 +205,9 @@ def ptxas_entries(stderr: str, arch: str = "sm_90a") -> dict[str, str]:
     return entries
 
 
-def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False) -> dict[str, str]:
-    """nvcc of `src` for sm_90a with CUTLASS's headers (-DNDEBUG, ptxas -v; `-c` unless `link`), asserted to succeed;
-    ptxas' report per entry function. Skips the test without nvcc or the nvidia-cutlass wheel."""
+def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False, options=()) -> dict[str, str]:
+    """nvcc of `src` for sm_90a with CUTLASS's headers (-DNDEBUG, ptxas -v, the backend's `options`; `-c` unless `link`),
+    asserted to succeed; ptxas' report per entry function. Skips the test without nvcc or the nvidia-cutlass wheel."""
     import shutil
     import subprocess
 
@@ -217,7 +217,8 @@ def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False) -
     if nvcc is None or inc is None:
         pytest.skip("nvcc and the CUTLASS headers are needed")
     cmd = [nvcc, "-std=c++17", opt, "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode", "arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           *(f"-I{d}" for d in includes), f"-I{inc}", *([] if link else ["-c"]), str(src), "-o", str(out)]
+           *options, *(f"-I{d}" for d in includes), f"-I{inc}", *([] if link else ["-c"]),
+           str(src), "-o", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-4000:]
     return ptxas_entries(p.stderr)

@@ -121,7 +121,9 @@ def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body)
     out = generate(spec, tmp_path / "gen")
     v = spec.variants[0]
     d = out.out_dir / v.name
-    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.o")
+    from ftgen.families.kmeans.family import Cutlass90Backend
+
+    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.o", options=Cutlass90Backend.compile_options)
     names = " ".join(entries)
     for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel"):
         assert kernel in names, kernel
