@@ -37,12 +37,12 @@ def test_clean_data_raise_no_alarm_with_a_wide_margin(dist, dims, k):
     assert m.check_labels(X, C, labels, "tf32")[1] == 0
 
 
-def _trials(dist: str, trials: int, lam: float | None = None):
+def _trials(dist: str, trials: int, lam: float | None = None, prefilter: bool = False):
     """Single bit flips, half of them in the accumulator of a row's nearest centroid (where a flip can change the
     label), bits 16..31: per trial (significant: labels outside their band without correction, detected, labels outside
     their band after correction)."""
     X, C, rng = data(dist, 256, 64, 200, seed=11)
-    kw = {} if lam is None else {"lam": lam}
+    kw = ({} if lam is None else {"lam": lam}) | ({"prefilter": True} if prefilter else {})
     clean_labels = m.assign90(X, C, **kw)[0]
     out = []
     for t in range(trials):
@@ -84,3 +84,30 @@ def test_a_located_fault_is_corrected_in_place_and_detect_recomputes():
     labels2, _, _, c2 = m.assign90(X, C, faults=fault, online=False)
     assert (c2.detected, c2.corrected, c2.recomputed) == (1, 0, 1)
     assert labels[i] == labels2[i] == clean[i]
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform", "blobs"])
+def test_the_planned_norm_prefilter_keeps_every_significant_fault(dist):
+    """The cheaper first stage planned for the kernel (model.norm_prefilter_clean: the unweighted residual against
+    lambda u (...) ||x|| sum ||c_j||): no clean alarm, and every significant single fault still detected and corrected."""
+    X, C, _ = data(dist, 512, 32, 300, seed=5)
+    labels, verdicts, _, counters = m.assign90(X, C, prefilter=True)
+    assert verdicts == {} and counters.detected == 0
+    assert m.check_labels(X, C, labels, "tf32")[1] == 0
+    out = _trials(dist if dist != "blobs" else "normal", 60, prefilter=True)
+    significant = [o for o in out if o[0]]
+    assert len(significant) >= 3, len(significant)
+    assert all(detected for _, detected, _ in significant)
+    assert all(outside == 0 for _, _, outside in out)
+
+
+def test_the_norm_bound_is_an_upper_bound_of_the_sums():
+    """||x|| sum ||c_j|| >= sum |x . c_j| (Cauchy-Schwarz): the prefilter's threshold is never below the full rule's
+    unweighted one, so a unit the full rule flags on d alone is never passed as clean."""
+    X, C, _ = data("loguniform", 256, 16, 64, seed=2)
+    nx = np.sqrt((X.astype(np.float64) ** 2).sum(1))
+    nc = np.sqrt((C.astype(np.float64) ** 2).sum(1)).sum()
+    assert np.all(nx * nc >= np.abs(X.astype(np.float64) @ C.T.astype(np.float64)).sum(1) * (1 - 1e-6))
+    unit = 1e-6
+    assert not m.norm_prefilter_clean(10.0, 0.0, 1.0, 1.0, unit) and m.norm_prefilter_clean(1e-7, 0.0, 1.0, 1.0, unit)
+    assert not m.norm_prefilter_clean(float("nan"), 0.0, 1.0, 1.0, unit)

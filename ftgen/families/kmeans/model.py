@@ -406,7 +406,18 @@ def refs90(Xt, E, n_tb: int):
     return ((R[:, 0::4] + R[:, 1::4] * lo).astype(np.float64) / se, (R[:, 2::4] + R[:, 3::4] * lo).astype(np.float64) / sw)
 
 
-def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float = _g.ABFT16_LAMBDA, online: bool = True):
+def norm_prefilter_clean(P1: float, r: float, nx: float, nc: float, unit: float) -> bool:
+    """The cheaper first stage planned for the cutlass90 check: a unit is clean when |P1 - r| <= unit max(nx nc, |r|),
+    nx = ||x_i||, nc = sum of ||c_j|| over the tile (an upper bound of sum |a| by Cauchy-Schwarz, so the stage never
+    passes a unit the full rule's unweighted residual flags); the epilogue would then sum only a per element, and compute
+    (j + 1) a and |a| for the full rule on the rare path. The weighted residual is not looked at here: a fault it alone
+    would catch is below the unweighted threshold."""
+    d = P1 - r
+    return bool(np.isfinite(d)) and abs(d) <= unit * max(nx * nc, abs(r))
+
+
+def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float = _g.ABFT16_LAMBDA, online: bool = True,
+             prefilter: bool = False):
     """The sm90 assign step with the gemm backend's 16-bit check transplanted to TF32 operands, as the cutlass90 kernel
     runs it: the accumulators acc = X C^T of the operands as the wgmma reads them (TF32, fp32 sums WGMMA_K_TF32 at a
     time), faults applied to them (each (row, col, bit)); per row and tile of n_tb centroids the epilogue's sums (a,
@@ -416,7 +427,8 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     cancellation against a huge faulty value), then the tile's nearest centroid is taken; any
     other detection (and every one with online False: correct: detect) has the (row, tile)'s distances recomputed from
     the exact products (the kernel's fix before the minimum over the tiles). correct False: nothing is changed (the
-    campaigns' uncorrected run). Returns (labels, verdicts {(row, tile): verdict}, largest clean score, counters)."""
+    campaigns' uncorrected run). prefilter: the planned first stage (`norm_prefilter_clean`) decides clean units, the full
+    rule the rest. Returns (labels, verdicts {(row, tile): verdict}, largest clean score, counters)."""
     X = np.asarray(X, np.float32)
     C = np.asarray(C, np.float32)
     n, dims = X.shape
@@ -427,6 +439,7 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     for row, col, bit in faults:
         acc[row, col] = flip_bit(acc[row, col], int(bit), np.float32)
     cc = (C * C).sum(axis=1, dtype=np.float32)
+    nx = np.sqrt((X * X).sum(axis=1, dtype=np.float32))
     exact = X64 @ C64.T
     r, rw = refs90(Xt, encode90(Ct, n_tb), n_tb)
     unit = _g.abft16_unit(dims, WGMMA_K_TF32, n_tb, lam)
@@ -437,9 +450,13 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     for t in range(tiles):
         j0, j1 = t * n_tb, min(k, (t + 1) * n_tb)
         P1, PW, PA = _g.strip_sums(acc, j0, j1)
+        nc = float(np.sqrt(cc[j0:j1]).sum(dtype=np.float32))
         for i in range(n):
-            v, score = _g.abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), float(r[i, t]), float(rw[i, t]), unit,
-                                         j1 - j0)
+            if prefilter and norm_prefilter_clean(float(P1[i]), float(r[i, t]), float(nx[i]), nc, unit):
+                v, score = -1, 0.0
+            else:
+                v, score = _g.abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), float(r[i, t]), float(rw[i, t]),
+                                             unit, j1 - j0)
             a = acc[i, j0:j1].copy()
             recompute = False
             if v == -1:
