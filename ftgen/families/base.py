@@ -218,6 +218,12 @@ class Variant:
     def param_dict(self) -> dict[str, Any]:
         return dict(self.params)
 
+    def common_context(self) -> dict:
+        """The template keys every backend's sources read: the variant, its name and C symbol, precision, protection and
+        the members its result rows start with."""
+        return {"v": self, "name": self.name, "sym": self.symbol, "precision": self.precision, "prot": self.protection,
+                "meta_json": self.meta_json()}
+
     def meta_json(self) -> str:
         """JSON members every result row of this variant starts with (no braces)."""
         d = {

@@ -136,9 +136,7 @@ class MmaBackend(Backend):
         prec = v.precision
         d, bn = v["head_dim"], v["block_n"]
         return {
-            "name": v.name,
-            "sym": v.symbol,
-            "precision": prec,
+            **v.common_context(),
             "T": PRECISION_CTYPE[prec],
             "is_bf16": prec == "bf16",
             "head_dim": d,
@@ -154,7 +152,6 @@ class MmaBackend(Backend):
             "decoupled": level == "decoupled",
             "correct": v.protection.correct == "online",
             "inject": v.protection.injects,
-            "meta_json": v.meta_json(),
             "site_codes": SITE_CODES,
             "site_mask": sum(1 << SITE_CODES[x] for x in COVERS[level]),
             "elem_per_site": ELEM_PER_SITE,

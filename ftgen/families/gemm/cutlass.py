@@ -524,22 +524,16 @@ class CutlassBackend(Backend):
 
     def context(self, v: Variant) -> dict:
         g = Geometry(v)
-        sym = v.name.replace("-", "_")
         ta, tc, tacc, tepi = _CTYPES[v.precision]
         t = {**tolerance_context(v.precision), "io_unrounded": tolerance_context(v.precision, rounded_reference=False)["tol_io"]}
         fallback = g.align > 1  # the main kernel's C stores are `align` wide: any N needs the scalar-store fallback
         return {
-            "v": v,
+            **v.common_context(),
             "g": g,
-            "name": v.name,
-            "sym": sym,
-            "precision": v.precision,
-            "prot": v.protection,
             "inject": v.protection.inject,
             "level": g.level,
             "level_enum": LEVEL_ENUM[g.level],
             "interval": g.interval,
-            "meta_json": v.meta_json(),
             "op_main": cutlass_operation(v, "OpMain", g.align, g.align),
             "op_fallback": cutlass_operation(v, "OpFallback", g.fallback_align, 1) if fallback else "",
             "has_fallback": fallback,

@@ -520,19 +520,14 @@ class Cutlass90Backend(Backend):
         g = Geometry(v)
         ta, tc, tacc, tepi = _CTYPES[v.precision]
         return {
-            "v": v,
+            **v.common_context(),
             "g": g,
-            "name": v.name,
-            "sym": v.symbol,
-            "precision": v.precision,
-            "prot": v.protection,
             "inject": v.protection.injects,
             "level": "abft" if g.abft else ("tmr" if g.tmr else "none"),
             "abft16": g.abft16,
             "tmr_level": g.level,
             "max_attempts": MAX_ATTEMPTS,
             **((self._abft16_context(v) if g.abft16 else self._abft_context(v)) if g.abft else {}),
-            "meta_json": v.meta_json(),
             "op_kernel": cutlass90_operation(v, "Kernel"),
             "ElementAB": ta,
             "ElementC": tc,

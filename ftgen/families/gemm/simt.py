@@ -213,16 +213,11 @@ class SimtBackend(Backend):
     def context(self, v: Variant) -> dict:
         prot = v.protection
         return {
-            "v": v,
-            "name": v.name,
-            "sym": v.symbol,
+            **v.common_context(),
             "T": PRECISION_CTYPE[v.precision],
-            "precision": v.precision,
             "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),  # the kernel's detection thresholds
-            "prot": prot,
             "inject": prot.inject,
             "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
-            "meta_json": v.meta_json(),
             **tolerance_context(v.precision),
             "abft": prot.scheme == "abft" and prot.level != "nonfused",
             "abft_tb": prot.scheme == "abft" and prot.level == "threadblock",

@@ -108,19 +108,14 @@ def template_context(v: Variant) -> dict:
     prot = v.protection
     abft = prot.scheme == "abft"
     return {
-        "v": v,
-        "name": v.name,
-        "sym": v.symbol,
+        **v.common_context(),
         "T": PRECISION_CTYPE[v.precision],
-        "precision": v.precision,
         "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
-        "prot": prot,
         "abft": abft,
         "detect": abft and prot.correct == "detect",
         "inject": prot.injects,
         "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
         "lam": repr(model.LAMBDA),
-        "meta_json": v.meta_json(),
         "tf32": v.precision in ("tf32", "tf32x3"),
         "tf32x3": v.precision == "tf32x3",
     }
