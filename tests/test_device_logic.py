@@ -68,6 +68,7 @@ int tmr_counted(uint32_t u0, uint32_t u1, uint32_t u2, uint32_t* maj, unsigned* 
 void tmr_repair(int st, float m, float* x) { repair_minority(st, m, x[0], x[1], x[2]); }
 void split_tf32(double x, double scale, float* hi, float* lo) { tf32_split(x, scale, hi, lo); }
 double rms_w(int cols) { return rms_weights(cols); }
+double unit16(int k, int kw, int cols, double lambda) { return abft16_unit(k, kw, cols, lambda); }
 int a16_clean(float P1, float PW, float PA, float ar, float arw, float unit, float rms_w, float* score) {
   return abft16_clearly_clean(P1, PW, PA, ar, arw, unit, rms_w, score) ? 1 : 0;
 }
@@ -95,6 +96,7 @@ def build(rules_dir: Path, out: Path):
         "tmr_repair": (None, [i, f, P(f)]),
         "split_tf32": (None, [d, d, P(f), P(f)]),
         "rms_w": (d, [i]),
+        "unit16": (d, [i, i, i, d]),
         "a16_clean": (i, [f, f, f, f, f, f, f, P(f)]),
     }
     return build_shim(SHIM, rules_dir, out, sig)
@@ -442,6 +444,8 @@ def check_tf32_encodings(lib):
                     assert abs(back - x) <= 2.0**-21 * abs(x) + 1e-300, (back, x)
     for cols in (1, 7, 128, 248):
         assert lib.rms_w(cols) == pytest.approx(g.abft_rms_w(cols), rel=1e-15)
+    for k, kw, cols in ((1, 8, 152), (64, 8, 152), (129, 8, 24), (4096, 16, 128), (777, 16, 64)):
+        assert lib.unit16(k, kw, cols, g.ABFT16_LAMBDA) == pytest.approx(g.abft16_unit(k, kw, cols), rel=1e-15)
 
 
 def check_abft16_fast_path(lib):
@@ -552,6 +556,8 @@ MUTANTS = {
     # the fast path without its margin (units between the thresholds and twice them pass as clean)
     "abft16_fast_path_without_margin": ("if (!(d <= 0.5f * tau && dw <= 0.5f * tau_w)) return false;",
                                         "if (!(d <= 2.0f * tau && dw <= 2.0f * tau_w)) return false;"),
+    # the 16-bit check's unit without the wgmma steps
+    "abft16_unit_without_steps": ("(static_cast<double>((k + kw - 1) / kw) + cols + 1.0)", "(cols + 1.0)"),
     # TF32 rounding by truncation (not the wgmma's rounding)
     "tf32_round_truncates": ("u = (u + 0x1000u) & 0xffffe000u;", "u = u & 0xffffe000u;"),
 }

@@ -59,6 +59,13 @@ __device__ __forceinline__ void record_score(FtCounters* c, double score) {
   atomicMax(&c->max_score_bits, bits);
 }
 
+// The same for a thread that keeps its own record across calls (e.g. a persistent epilogue over its tiles): no load, the
+// atomic only when the score beats what this thread recorded before (`seen`).
+__device__ __forceinline__ void record_score(FtCounters* c, float score, float& seen) {
+  if (c == nullptr || !(score > seen)) return;
+  seen = score;
+  atomicMax(&c->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(score))));
+}
 __host__ __device__ inline double score_from_bits(unsigned long long bits) {
   union {
     unsigned long long u;

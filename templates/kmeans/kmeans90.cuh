@@ -52,6 +52,7 @@ __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<
 // The check's rare path and the faults of inject builds
 struct CheckArgs {
   double unit = 0;            // the threshold unit: lambda u (ceil(dims / 8) + centroids per tile + 1), or the spec's number
+  double rms_w = 1;           // the rms of the weights 1..centroids per tile (a full tile's)
   double inv_se = 1, inv_sw = 1;  // 1 / the encodings' power-of-two scales
   int online = 1;             // a located element corrected in place (else every detection recomputed)
   int no_correct = 0;         // the campaigns' uncorrected run: detect and count, change nothing
@@ -213,7 +214,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       }
     }
     float top = 0.f;
-    const double rms_w = ftgen_rules::rms_weights(cols);
+    const double rms_w = cols == NT ? p.rms_w : ftgen_rules::rms_weights(cols);  // (the last tile may be partial)
     const float unit_f = static_cast<float>(p.unit), rms_w_f = static_cast<float>(rms_w);
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
@@ -245,13 +246,10 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
       }
     }
-    if (p.counters) {  // the warp's largest clean score, recorded when it beats what this lane recorded before (no load)
+    if (p.counters) {  // the warp's largest clean score
       CUTLASS_PRAGMA_UNROLL
       for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
-      if (threadIdx.x % 32 == 0 && top > seen_) {
-        seen_ = top;
-        atomicMax(&p.counters->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(top))));
-      }
+      if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top, seen_);
     }
   }
 

@@ -161,6 +161,13 @@ FTGEN_RULE int abft16_unit_verdict(double P1, double PW, double PA, double ar, d
   return abft_locate_t<double>(d, dw, tau_w, cols);
 }
 
+// The 16-bit check's threshold unit: lambda 2^-24 (ceil(k / kw) + cols + 1) -- the fp32 accumulators' rounding over the
+// wgmma's k steps (kw columns of k each: the accumulation is not round to nearest) and the strip's cols additions
+// (abft_model.abft16_unit)
+FTGEN_RULE double abft16_unit(int k, int kw, int cols, double lambda) {
+  return lambda * 5.9604644775390625e-08 * (static_cast<double>((k + kw - 1) / kw) + cols + 1.0);
+}
+
 // The 16-bit check's fast path (fp32, no double, no location): true only where abft16_unit_verdict finds the unit
 // clean, with a margin of 2 -- |d| <= tau / 2 and |dw| <= tau_w / 2 (fixed 0: the derived threshold), whose fp32
 // rounding is far below the margin; a residual that is not finite is never clearly clean. *score: the unit's score
