@@ -69,9 +69,7 @@ void tmr_repair(int st, float m, float* x) { repair_minority(st, m, x[0], x[1], 
 void split_tf32(double x, double scale, float* hi, float* lo) { tf32_split(x, scale, hi, lo); }
 double rms_w(int cols) { return rms_weights(cols); }
 double unit16(int k, int kw, int cols, double lambda) { return abft16_unit(k, kw, cols, lambda); }
-int a16_clean(float P1, float PW, float PA, float ar, float arw, float unit, float rms_w, float* score) {
-  return abft16_clearly_clean(P1, PW, PA, ar, arw, unit, rms_w, score) ? 1 : 0;
-}
+int prefilter(float P1, float r, float scale, float unit, float* score) { return norm_prefilter_clean(P1, r, scale, unit, score) ? 1 : 0; }
 }
 """
 
@@ -97,7 +95,7 @@ def build(rules_dir: Path, out: Path):
         "split_tf32": (None, [d, d, P(f), P(f)]),
         "rms_w": (d, [i]),
         "unit16": (d, [i, i, i, d]),
-        "a16_clean": (i, [f, f, f, f, f, f, f, P(f)]),
+        "prefilter": (i, [f, f, f, f, P(f)]),
     }
     return build_shim(SHIM, rules_dir, out, sig)
 
@@ -448,41 +446,43 @@ def check_tf32_encodings(lib):
         assert lib.unit16(k, kw, cols, g.ABFT16_LAMBDA) == pytest.approx(g.abft16_unit(k, kw, cols), rel=1e-15)
 
 
-def check_abft16_fast_path(lib):
-    """The 16-bit check's fp32 fast path (abft16_clearly_clean, the kmeans cutlass90 epilogue's): a unit it passes is one
-    the full rule finds clean (residuals swept from 0 to 3 thresholds, each checksum alone and both), every unit within
-    0.4 of both thresholds passes, a non-finite sum never does; its score is the full rule's within fp32 rounding."""
-    rng = np.random.default_rng(17)
+def check_norm_prefilter(lib):
+    """The kmeans cutlass90 check's first stage (norm_prefilter_clean) against the model's: the same decision on residuals
+    swept across the threshold (|r| and the norm scale each the larger), every unit the full rule's unweighted residual
+    finds clean passed too (the scale bounds sum |a|: no extra alarm), a non-finite sum never passes; its score is the
+    residual over its threshold."""
+    from ftgen.families.kmeans import model as km
+    rng = np.random.default_rng(19)
     cols, unit = 152, g.abft16_unit(64, 8, 152)
     rms_w = g.abft_rms_w(cols)
     passed = 0
     for _ in range(3000):
         PA = float(10.0 ** rng.uniform(-3, 3))
-        ar = float(rng.uniform(-1, 1) * PA)
-        arw = float(rng.uniform(-1, 1) * PA * cols)
-        tau = unit * max(PA, abs(ar))
-        tau_w = max(tau * rms_w, unit * abs(arw))
-        which = rng.integers(3)
-        x, y = rng.uniform(0, 3, 2) * rng.choice([-1, 1], 2)
-        P1 = ar + (x * tau if which != 1 else 0.1 * x * tau)
-        PW = arw + (y * tau_w if which != 0 else 0.1 * y * tau_w)
-        sums = [float(np.float32(v)) for v in (P1, PW, PA, ar, arw)]
-        fast = ctypes.c_float()
-        ok = lib.a16_clean(*sums, unit, rms_w, ctypes.byref(fast))
-        sc = ctypes.c_double()
-        v = lib.abft16_verdict(*sums, unit, 0.0, rms_w, cols, ctypes.byref(sc))
+        scale = PA * float(rng.uniform(1.0, 4.0))  # (Cauchy-Schwarz: ||x|| sum ||c_j|| >= sum |a|)
+        ar = float(rng.uniform(-1, 1) * PA * (3.0 if rng.integers(2) else 0.2))
+        tau = unit * max(scale, abs(ar))
+        P1 = ar + float(rng.uniform(-2, 2)) * tau
+        sums = [float(np.float32(v)) for v in (P1, ar, scale)]
+        sc = ctypes.c_float()
+        ok = lib.prefilter(*sums, unit, ctypes.byref(sc))
+        near = abs(abs(sums[0] - sums[1]) / tau - 1.0) < 1e-5  # (fp32 rounding at the threshold itself)
+        if not near:
+            assert bool(ok) == km.norm_prefilter_clean(sums[0], sums[1], sums[2], 1.0, unit), sums
         if ok:
             passed += 1
-            assert v == -1 and abs(fast.value - sc.value) <= 1e-5 * max(1.0, sc.value), (sums, v, fast.value, sc.value)
-        if max(abs(sums[0] - sums[3]) / tau, abs(sums[1] - sums[4]) / tau_w) <= 0.4:
-            assert ok, sums
-    assert 300 < passed < 2700, passed  # (the sweep crosses the margin)
+            assert sc.value == pytest.approx(abs(sums[0] - sums[1]) / tau, rel=1e-5, abs=1e-7)
+        full = ctypes.c_double()
+        arw = float(np.float32(ar * cols / 2))  # (no weighted residual: the unweighted one decides)
+        v = lib.abft16_verdict(sums[0], arw, PA, sums[1], arw, unit, 0.0, rms_w, cols, ctypes.byref(full))
+        if v == -1 and sums[2] >= PA:  # the full rule passes it: so does the stage
+            assert ok, (sums, v)
+    assert 300 < passed < 2700, passed  # (the sweep crosses the threshold)
     for bad in (np.inf, np.nan):
-        assert not lib.a16_clean(bad, 0.0, 1.0, 0.0, 0.0, unit, rms_w, ctypes.byref(ctypes.c_float()))
+        assert not lib.prefilter(bad, 0.0, 1.0, unit, ctypes.byref(ctypes.c_float()))
 
 
 CHECKS = (check_simt_rows, check_cutlass_tiles, check_cutlass_special_rows, check_fp64_rows, check_abft16_units, check_tmr,
-          check_tf32_encodings, check_abft16_fast_path)
+          check_tf32_encodings, check_norm_prefilter)
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
@@ -513,7 +513,7 @@ def test_the_kernels_decide_through_the_rules():
     code16 = "\n".join(ln for ln in abft16.splitlines() if not ln.lstrip().startswith("//"))
     assert "rint(" not in code16 and "> 1.0" not in code16  # no second copy of the location or the comparison
     km90 = (REPO / "templates" / "kmeans" / "kmeans90.cuh").read_text()
-    for name in ("abft16_unit_verdict(", "abft16_clearly_clean(", "rms_weights(", "tf32_split(", "tf32_round("):
+    for name in ("abft16_unit_verdict(", "norm_prefilter_clean(", "rms_weights(", "tf32_split(", "tf32_round("):
         assert f"ftgen_rules::{name}" in km90, name
     code90 = "\n".join(ln for ln in km90.splitlines() if not ln.lstrip().startswith("//"))
     assert "rint(" not in code90 and "0xffffe000" not in code90  # no second copy of the location or the TF32 rounding
@@ -553,9 +553,11 @@ MUTANTS = {
     "simt_comparison_flipped": ("if (!(s1 > 1.0) && !(s2 > 1.0)) return 0;", "if (!(s1 < 1.0) && !(s2 < 1.0)) return 0;"),
     # the TF32 split's low part not scaled up (the references lose the low part's bits)
     "tf32_split_lo_unscaled": ("*lo = tf32_round((xs - *hi) * 2048.f);", "*lo = tf32_round(xs - *hi);"),
-    # the fast path without its margin (units between the thresholds and twice them pass as clean)
-    "abft16_fast_path_without_margin": ("if (!(d <= 0.5f * tau && dw <= 0.5f * tau_w)) return false;",
-                                        "if (!(d <= 2.0f * tau && dw <= 2.0f * tau_w)) return false;"),
+    # the first stage's threshold on the norm scale alone (|r| dropped)
+    "prefilter_without_reference": ("const float tau = unit * fmaxf(scale, fabsf(r)), d = fabsf(P1 - r);",
+                                    "const float tau = unit * scale, d = fabsf(P1 - r);"),
+    # the first stage with twice its threshold (units up to twice the unweighted threshold pass)
+    "prefilter_doubled": ("if (!(d <= tau)) return false;", "if (!(d <= 2.f * tau)) return false;"),
     # the 16-bit check's unit without the wgmma steps
     "abft16_unit_without_steps": ("(static_cast<double>((k + kw - 1) / kw) + cols + 1.0)", "(cols + 1.0)"),
     # TF32 rounding by truncation (not the wgmma's rounding)

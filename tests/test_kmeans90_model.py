@@ -87,8 +87,8 @@ def test_a_located_fault_is_corrected_in_place_and_detect_recomputes():
 
 
 @pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform", "blobs"])
-def test_the_planned_norm_prefilter_keeps_every_significant_fault(dist):
-    """The cheaper first stage planned for the kernel (model.norm_prefilter_clean: the unweighted residual against
+def test_the_norm_prefilter_keeps_every_significant_fault(dist):
+    """The kernel's cheaper first stage (model.norm_prefilter_clean: the unweighted residual against
     lambda u (...) ||x|| sum ||c_j||): no clean alarm, and every significant single fault still detected and corrected."""
     X, C, _ = data(dist, 512, 32, 300, seed=5)
     labels, verdicts, _, counters = m.assign90(X, C, prefilter=True)
@@ -103,7 +103,7 @@ def test_the_planned_norm_prefilter_keeps_every_significant_fault(dist):
 
 def test_the_norm_bound_is_an_upper_bound_of_the_sums():
     """||x|| sum ||c_j|| >= sum |x . c_j| (Cauchy-Schwarz): the prefilter's threshold is never below the full rule's
-    unweighted one, so a unit the full rule flags on d alone is never passed as clean."""
+    unweighted one, so it raises no alarm on a unit the full rule passes on d."""
     X, C, _ = data("loguniform", 256, 16, 64, seed=2)
     nx = np.sqrt((X.astype(np.float64) ** 2).sum(1))
     nc = np.sqrt((C.astype(np.float64) ** 2).sum(1)).sum()

@@ -168,16 +168,15 @@ FTGEN_RULE double abft16_unit(int k, int kw, int cols, double lambda) {
   return lambda * 5.9604644775390625e-08 * (static_cast<double>((k + kw - 1) / kw) + cols + 1.0);
 }
 
-// The 16-bit check's fast path (fp32, no double, no location): true only where abft16_unit_verdict finds the unit
-// clean, with a margin of 2 -- |d| <= tau / 2 and |dw| <= tau_w / 2 (fixed 0: the derived threshold), whose fp32
-// rounding is far below the margin; a residual that is not finite is never clearly clean. *score: the unit's score
-// (residual / threshold) where it is. Anything else goes through abft16_unit_verdict.
-FTGEN_RULE bool abft16_clearly_clean(float P1, float PW, float PA, float ar, float arw, float unit, float rms_w, float* score) {
-  const float tau = unit * fmaxf(PA, fabsf(ar));
-  const float tau_w = fmaxf(tau * rms_w, unit * fabsf(arw));
-  const float d = fabsf(P1 - ar), dw = fabsf(PW - arw);
-  if (!(d <= 0.5f * tau && dw <= 0.5f * tau_w)) return false;
-  *score = fmaxf(tau > 0.f ? d / tau : 0.f, tau_w > 0.f ? dw / tau_w : 0.f);
+// The 16-bit check's first stage on TF32 operands (kmeans cutlass90; kmeans model.norm_prefilter_clean): a unit is clean
+// when |P1 - r| <= unit max(scale, |r|), scale = ||x_i|| sum ||c_j|| over the tile -- by Cauchy-Schwarz an upper bound of
+// the sum of |a| that abft16_unit_verdict's unweighted threshold takes, so the stage flags no unit that residual passes
+// (it is looser, by up to scale / sum |a|); the weighted residual is not looked at. Needs only the sum of a per element;
+// a residual that is not finite never passes. *score: residual / threshold where it passes.
+FTGEN_RULE bool norm_prefilter_clean(float P1, float r, float scale, float unit, float* score) {
+  const float tau = unit * fmaxf(scale, fabsf(r)), d = fabsf(P1 - r);
+  if (!(d <= tau)) return false;
+  *score = tau > 0.f ? d / tau : 0.f;
   return true;
 }
 

@@ -54,6 +54,9 @@ struct CheckArgs {
   double unit = 0;            // the threshold unit: lambda u (ceil(dims / 8) + centroids per tile + 1), or the spec's number
   double rms_w = 1;           // the rms of the weights 1..centroids per tile (a full tile's)
   double inv_se = 1, inv_sw = 1;  // 1 / the encodings' power-of-two scales
+  const float* xx = nullptr;      // ||x_i||^2, samples of them (the first stage's scale)
+  const float* tile_nc = nullptr; // per tile of centroids: the sum of their norms ||c_j|| (pack_kernel)
+  int samples = 0;
   int online = 1;             // a located element corrected in place (else every detection recomputed)
   int no_correct = 0;         // the campaigns' uncorrected run: detect and count, change nothing
   int* flag_count = nullptr;  // (row, tile) units to recompute before the minimum over the tiles (fix_kernel)
@@ -85,10 +88,14 @@ struct ArgMinArgs {
 //
 // kEnc = 8 (the threadblock ABFT): the tile's last 8 columns are not centroids but the centroid tile's encodings (hi and
 // lo of se s_t, of sw w_t, four zero columns: pack_kernel), so the same wgmma computes the reference checksums r = x . s_t,
-// r' = x . w_t beside the accumulators. Before the arg-min reads them, per row: the sums of a, (j + 1) a and |a| over the
-// centroid columns against r, r' (ftgen_rules::abft16_unit_verdict, the gemm backend's 16-bit check); a located element
-// is corrected in place (r minus the row's other elements, summed anew in double), any other detection (every one when
-// correct: detect) queues the (row, tile) for fix_kernel, which recomputes its minimum before finish_kernel.
+// r' = x . w_t beside the accumulators. Before the arg-min reads them, per row, in two stages (model.assign90 with
+// prefilter, ftgen_rules::norm_prefilter_clean): the sum P1 of a over the centroid columns passes when
+// |P1 - r| <= unit max(||x|| sum ||c_j||, |r|) -- by Cauchy-Schwarz that scale bounds sum |a|, so the stage flags no row
+// the full rule's unweighted residual passes; any
+// other row gets the full rule on its sums of a, (j + 1) a and |a| against r, r' (ftgen_rules::abft16_unit_verdict, the
+// gemm backend's 16-bit check). A located element is corrected in place (r minus the row's other elements, summed anew
+// in double), any other detection (every one when correct: detect) queues the (row, tile) for fix_kernel, which
+// recomputes its minimum before finish_kernel.
 // kInject: the planned accumulator faults (block = the tile's row of tiles, step = its column, thread = the consumer
 // thread, elem = the accumulator) flip a bit of the register before the check, in the first iteration.
 template <int kEnc = 0, bool kInject = false>
@@ -193,64 +200,92 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int NT = 2 * V - kEnc;
     constexpr float kLo = 1.f / 2048.f;  // the low parts' scale (tf32_split)
     CheckArgs const& p = params.check;
-    float s1[MM][2], sw[MM][2], sa[MM][2], rs[MM][2], rw[MM][2];
-    CUTLASS_PRAGMA_UNROLL
-    for (int mm = 0; mm < MM; ++mm) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) s1[mm][r] = sw[mm][r] = sa[mm][r] = rs[mm][r] = rw[mm][r] = 0.f;
-      CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < V; ++v) {
-        const int r = (v / 2) % 2;
-        const float a = static_cast<float>(acc(v, mm, 0));
-        if (v < NT / 2) {  // a centroid's column: (its weight less 2 q, a constant; the 2 q sum is added below)
-          s1[mm][r] += a;
-          sw[mm][r] = fmaf(static_cast<float>(8 * (v / 4) + v % 2 + 1), a, sw[mm][r]);
-          sa[mm][r] += fabsf(a);
-        } else if (v < NT / 2 + 4) {  // the encodings: lane 0 of the quad holds s_t's hi, lo; lane 1 w_t's
-          const float x = v % 2 ? a * kLo : a;
-          if (q == 0) rs[mm][r] += x;
-          if (q == 1) rw[mm][r] += x;
-        }
-      }
-    }
-    float top = 0.f;
-    const double rms_w = cols == NT ? p.rms_w : ftgen_rules::rms_weights(cols);  // (the last tile may be partial)
-    const float unit_f = static_cast<float>(p.unit), rms_w_f = static_cast<float>(rms_w);
+    // the first stage's scale per row held: ||x_i|| sum ||c_j|| (rows past the samples: 0, their accumulators are 0)
+    float scale[MM][2];
+    const float nc = __ldg(p.tile_nc + tile);
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < 2; ++r) {
-        sw[mm][r] = fmaf(static_cast<float>(2 * q), s1[mm][r], sw[mm][r]);
+        const long long row = row_of(mm, r);
+        scale[mm][r] = row < p.samples ? sqrtf(__ldg(p.xx + row)) * nc : 0.f;
+      }
+    }
+    float s1[MM][2], rs[MM][2];
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) s1[mm][r] = rs[mm][r] = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < V; ++v) {
+        const int r = (v / 2) % 2;
+        const float a = static_cast<float>(acc(v, mm, 0));
+        if (v < NT / 2) s1[mm][r] += a;                                    // a centroid's column
+        else if (v < NT / 2 + 4 && q == 0) rs[mm][r] += v % 2 ? a * kLo : a;  // lane 0 of the quad: s_t's hi, lo
+      }
+    }
+    float top = 0.f;
+    const float unit_f = static_cast<float>(p.unit);
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
         CUTLASS_PRAGMA_UNROLL
         for (int o = 1; o <= 2; o <<= 1) {
           s1[mm][r] += __shfl_xor_sync(0xffffffffu, s1[mm][r], o);
-          sw[mm][r] += __shfl_xor_sync(0xffffffffu, sw[mm][r], o);
-          sa[mm][r] += __shfl_xor_sync(0xffffffffu, sa[mm][r], o);
           rs[mm][r] += __shfl_xor_sync(0xffffffffu, rs[mm][r], o);
-          rw[mm][r] += __shfl_xor_sync(0xffffffffu, rw[mm][r], o);
         }
         // (every lane of the quad holds the same sums, so the same verdict)
-        const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se), refw_f = rw[mm][r] * static_cast<float>(p.inv_sw);
-        float fast = 0.f;
-        if (ftgen_rules::abft16_clearly_clean(s1[mm][r], sw[mm][r], sa[mm][r], ref_f, refw_f, unit_f, rms_w_f, &fast)) {
-          top = fmaxf(top, fast);
+        const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se);
+        float score = 0.f;
+        if (ftgen_rules::norm_prefilter_clean(s1[mm][r], ref_f, scale[mm][r], unit_f, &score)) {
+          top = fmaxf(top, score);
           continue;
         }
-        const double ref = static_cast<double>(rs[mm][r]) * p.inv_se, refw = static_cast<double>(rw[mm][r]) * p.inv_sw;
-        double score = 0.0;
-        const int verdict = ftgen_rules::abft16_unit_verdict(s1[mm][r], sw[mm][r], sa[mm][r], ref, refw, p.unit, 0.0, rms_w, cols, &score);
-        if (verdict == -1) {
-          top = fmaxf(top, static_cast<float>(score));
-          continue;
-        }
-        rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
+        full(acc, mm, r, s1[mm][r], static_cast<double>(rs[mm][r]) * p.inv_se, cols, tile, q, row_of, col_of);
       }
     }
-    if (p.counters) {  // the warp's largest clean score
+    if (p.counters) {  // the warp's largest clean score (the first stage's)
       CUTLASS_PRAGMA_UNROLL
       for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
       if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top, seen_);
     }
+  }
+
+  // The full rule for a row the first stage did not pass (its quad only): the sums of (j + 1) a and |a| and the weighted
+  // reference, then the verdict; a detection to the rare path
+  template <class Acc, class RowOf, class ColOf>
+  CUTLASS_DEVICE void full(Acc& acc, int mm, int r, float P1, double ref, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    constexpr float kLo = 1.f / 2048.f;
+    CheckArgs const& p = params.check;
+    float sw = 0.f, sa = 0.f, rw = 0.f;
+    CUTLASS_PRAGMA_UNROLL
+    for (int v = 0; v < V; ++v) {
+      if ((v / 2) % 2 != r) continue;
+      const float a = static_cast<float>(acc(v, mm, 0));
+      if (v < NT / 2) {  // (its weight less 2 q, a constant; the 2 q sum is added below)
+        sw = fmaf(static_cast<float>(8 * (v / 4) + v % 2 + 1), a, sw);
+        sa += fabsf(a);
+      } else if (v < NT / 2 + 4 && q == 1) {  // lane 1 of the quad: w_t's hi, lo
+        rw += v % 2 ? a * kLo : a;
+      }
+    }
+    sw = fmaf(static_cast<float>(2 * q), P1, sw);
+    const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 1; o <= 2; o <<= 1) {
+      sw += __shfl_xor_sync(quad, sw, o);
+      sa += __shfl_xor_sync(quad, sa, o);
+      rw += __shfl_xor_sync(quad, rw, o);
+    }
+    const double rms_w = cols == NT ? p.rms_w : ftgen_rules::rms_weights(cols);  // (the last tile may be partial)
+    const double refw = static_cast<double>(rw) * p.inv_sw;
+    double score = 0.0;
+    const int verdict = ftgen_rules::abft16_unit_verdict(P1, sw, sa, ref, refw, p.unit, 0.0, rms_w, cols, &score);
+    if (verdict != -1) rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
   }
 
   // A detection (rare): count it; a located element (online) corrected in place, else the (row, tile) queued
@@ -378,12 +413,19 @@ namespace {
 // The packed B of the checked GEMM, once per iteration: per tile of NT centroids (W = NT + 8 rows of ld floats) its
 // centroids rounded to TF32 (zero rows past the last, zero columns past dims), then hi and lo of se s_t and of sw w_t (s_t, w_t: the sum
 // and the (j + 1)-weighted sum of the tile's centroids as the wgmma reads them, TF32, in double; ftgen_rules::tf32_split)
-// and four zero rows. A block per (tile, 32 columns): lanes along the columns, the 8 warps over the tile's rows.
+// and four zero rows. A block per (tile, 32 columns): lanes along the columns, the 8 warps over the tile's rows. The
+// check's first stage also takes, per tile, the sum of its centroids' norms sqrt(cc_j) in fp32 (tile_nc).
 __global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
-                                                   float* __restrict__ cx, const int* converged) {
+                                                   float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged) {
   if (converged && *converged) return;
   __shared__ double part[2][8][32];
   const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (blockIdx.y == 0 && warp == 1) {
+    float nc = 0.f;
+    for (int c = lane; c < nt && t * nt + c < clusters; c += 32) nc += sqrtf(cc[t * nt + c]);
+    for (int o = 16; o > 0; o >>= 1) nc += __shfl_xor_sync(0xffffffffu, nc, o);
+    if (lane == 0) tile_nc[t] = nc;
+  }
   const int d = blockIdx.y * 32 + lane;
   const int w = nt + 8;
   double s = 0.0, ws = 0.0;

@@ -407,11 +407,12 @@ def refs90(Xt, E, n_tb: int):
 
 
 def norm_prefilter_clean(P1: float, r: float, nx: float, nc: float, unit: float) -> bool:
-    """The cheaper first stage planned for the cutlass90 check: a unit is clean when |P1 - r| <= unit max(nx nc, |r|),
-    nx = ||x_i||, nc = sum of ||c_j|| over the tile (an upper bound of sum |a| by Cauchy-Schwarz, so the stage never
-    passes a unit the full rule's unweighted residual flags); the epilogue would then sum only a per element, and compute
-    (j + 1) a and |a| for the full rule on the rare path. The weighted residual is not looked at here: a fault it alone
-    would catch is below the unweighted threshold."""
+    """The first stage of the cutlass90 check (ftgen_rules::norm_prefilter_clean): a unit is clean when
+    |P1 - r| <= unit max(nx nc, |r|), nx = ||x_i||, nc = the sum of ||c_j|| over the tile. By Cauchy-Schwarz nx nc bounds
+    sum |a|, so this threshold is never below the full rule's unweighted one: the stage raises no alarm the full rule
+    would not, and is looser by up to nx nc / sum |a| (about sqrt(pi dims / 2) on i.i.d. data); whether a fault it
+    passes matters is the campaigns' question (significance: a label outside its band). The epilogue sums only a per
+    element, and (j + 1) a and |a| for the full rule on the rare path; the weighted residual is not looked at here."""
     d = P1 - r
     return bool(np.isfinite(d)) and abs(d) <= unit * max(nx * nc, abs(r))
 
@@ -427,8 +428,8 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     cancellation against a huge faulty value), then the tile's nearest centroid is taken; any
     other detection (and every one with online False: correct: detect) has the (row, tile)'s distances recomputed from
     the exact products (the kernel's fix before the minimum over the tiles). correct False: nothing is changed (the
-    campaigns' uncorrected run). prefilter: the planned first stage (`norm_prefilter_clean`) decides clean units, the full
-    rule the rest. Returns (labels, verdicts {(row, tile): verdict}, largest clean score, counters)."""
+    campaigns' uncorrected run). prefilter: the first stage (`norm_prefilter_clean`, as the kernel runs it) decides clean
+    units, the full rule the rest. Returns (labels, verdicts {(row, tile): verdict}, largest clean score, counters)."""
     X = np.asarray(X, np.float32)
     C = np.asarray(C, np.float32)
     n, dims = X.shape

@@ -202,9 +202,58 @@ int norm_lanes(int dims) {
   return l;
 }
 
+// Products and sums rounded once each (no contraction into a fused multiply-add): the norms' first DMR copy
+template <class U>
+__device__ __forceinline__ U mul_rn(U a, U b) {
+  if constexpr (sizeof(U) == 4) return __fmul_rn(a, b);
+  else return __dmul_rn(a, b);
+}
+template <class U>
+__device__ __forceinline__ U add_rn(U a, U b) {
+  if constexpr (sizeof(U) == 4) return __fadd_rn(a, b);
+  else return __dadd_rn(a, b);
+}
+
+// The verdict on one row's squared norm (lane 0 of its lanes; protected): the planned fault of the norm site (inject
+// builds, first iteration) applied to copy s, then the two copies compared within their rounding band; a mismatch is
+// recomputed from the row. `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples).
+__device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, const State* state, ftgen::FtCounters* counters,
+                          const Inject& inj, int unit0) {
+  if (inj.site == FTGEN_KMEANS_SITE_NORM && state->iter == 0) {
+    for (int f = 0; f < inj.count; ++f) {
+      const ftgen::FaultSpec& fs = inj.faults[f];
+      if (fs.block != unit0 + row) continue;
+      ftgen::FaultRecord& rec = inj.records[f];
+      rec.applied = 1;
+      rec.block = fs.block;
+      rec.thread = 0;
+      rec.elem = 0;
+      rec.step = 0;
+      rec.bit = fs.bit;
+      rec.before = s;
+      s = ftgen::apply_fault(s, fs.kind, fs.bit, fs.offset);
+      rec.after = s;
+      rec.row = row;
+      rec.col = unit0 ? 1 : 0;  // 0: a sample's norm, 1: a centroid's
+      count(counters ? &counters->injected : nullptr);
+    }
+  }
+  const double tol = 2.0 * LAMBDA * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * sqrt(static_cast<double>(dims)) *
+                     fmax(fabs(static_cast<double>(s)), fabs(static_cast<double>(s2)));
+  if (fabs(static_cast<double>(s) - static_cast<double>(s2)) <= tol) return s;
+  if (counters) {
+    atomicAdd(&counters->detected, 1ull);
+    if (!inj.no_correct) atomicAdd(&counters->recomputed, 1ull);
+  }
+  if (inj.no_correct) return s;
+  const volatile T* av = a;
+  T s3 = 0;
+  for (int d = 0; d < dims; ++d) s3 += av[d] * av[d];
+  return s3;
+}
+
 // Squared norms of the rows of A, `lanes` (norm_lanes) lanes per row. Protected: computed twice (the second
-// copy walks the row backward), the copies compared within their rounding band, a mismatch recomputed.
-// `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples).
+// copy walks the row backward, loading it again), the copies compared within their rounding band (norm_verdict).
 __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int lanes, T* out, const State* state,
                              ftgen::FtCounters* counters, Inject inj, int unit0) {
   if (state->converged) return;
@@ -218,7 +267,7 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
   T s = 0;
   for (int d = lane; d < dims; d += lanes) s += a[d] * a[d];
   for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
-  if constexpr (PROTECTED) {
+  {
     const volatile T* av = a;
     T s2 = 0;
     for (int d = dims - 1 - lane; d >= 0; d -= lanes) {
@@ -226,42 +275,64 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
       s2 += v * v;
     }
     for (int o = lanes / 2; o; o >>= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
-    if (lane == 0) {
-      if (inj.site == FTGEN_KMEANS_SITE_NORM && state->iter == 0) {
-        for (int f = 0; f < inj.count; ++f) {
-          const ftgen::FaultSpec& fs = inj.faults[f];
-          if (fs.block != unit0 + row) continue;
-          ftgen::FaultRecord& rec = inj.records[f];
-          rec.applied = 1;
-          rec.block = fs.block;
-          rec.thread = 0;
-          rec.elem = 0;
-          rec.step = 0;
-          rec.bit = fs.bit;
-          rec.before = s;
-          s = ftgen::apply_fault(s, fs.kind, fs.bit, fs.offset);
-          rec.after = s;
-          rec.row = row;
-          rec.col = unit0 ? 1 : 0;  // 0: a sample's norm, 1: a centroid's
-          count(counters ? &counters->injected : nullptr);
-        }
-      }
-      const double tol = 2.0 * LAMBDA * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * sqrt(static_cast<double>(dims)) *
-                         fmax(fabs(static_cast<double>(s)), fabs(static_cast<double>(s2)));
-      if (!(fabs(static_cast<double>(s) - static_cast<double>(s2)) <= tol)) {
-        if (counters) {
-          atomicAdd(&counters->detected, 1ull);
-          if (!inj.no_correct) atomicAdd(&counters->recomputed, 1ull);
-        }
-        if (!inj.no_correct) {
-          T s3 = 0;
-          for (int d = 0; d < dims; ++d) s3 += av[d] * av[d];
-          s = s3;
-        }
-      }
-    }
+    if (lane == 0) s = norm_verdict(s, s2, a, row, dims, state, counters, inj, unit0);
   }
   if (lane == 0) out[row] = s;
+}
+
+// X's squared norms and column statistics in one pass over X (protected, dims <= XS_R lanes: in place of norms_kernel
+// and column_stats_kernel, which read X once each and the norms' second copy once more). A segment of `lanes`
+// (norm_lanes) lanes takes rows in turn, lane l the dimensions l + lanes q, held in registers. The norm's two DMR copies
+// come from the same loaded values by different instructions -- a separate multiply and add, summed forward and reduced
+// from the widest shuffle down, against a fused multiply-add summed backward and reduced from the narrowest up -- so a
+// faulty instruction changes one copy (norm_verdict); a fault in a loaded value the two share reaches the update's
+// invariant through the column sums. The column partials (fp64) stay in the lanes over the rows, then one shared-memory
+// and one global atomic per dimension and block.
+constexpr int XS_R = 8;
+__global__ void __launch_bounds__(256) x_stats_kernel(const T* __restrict__ X, int rows, int dims, int lanes, T* out, double* colstat,
+                                                      const State* state, ftgen::FtCounters* counters, Inject inj) {
+  __shared__ double red[2][32 * XS_R];
+  for (int i = threadIdx.x; i < 32 * XS_R; i += blockDim.x) red[0][i] = red[1][i] = 0.0;
+  __syncthreads();
+  const int lane = threadIdx.x % lanes, segs = blockDim.x / lanes;
+  const unsigned seg = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
+  double cs[XS_R], ca[XS_R];
+#pragma unroll
+  for (int q = 0; q < XS_R; ++q) cs[q] = ca[q] = 0.0;
+  // (the loop's bound is the same for a segment's lanes: its shuffles see only live lanes of the segment)
+  for (int row = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row < rows; row += gridDim.x * segs) {
+    const T* a = X + static_cast<size_t>(row) * dims;
+    T v[XS_R];
+#pragma unroll
+    for (int q = 0; q < XS_R; ++q) {
+      const int d = lane + lanes * q;
+      v[q] = d < dims ? __ldg(a + d) : T(0);
+    }
+    T s = 0, s2 = 0;
+#pragma unroll
+    for (int q = 0; q < XS_R; ++q) {
+      s = add_rn(s, mul_rn(v[q], v[q]));
+      s2 = fma(v[XS_R - 1 - q], v[XS_R - 1 - q], s2);
+      cs[q] += static_cast<double>(v[q]);
+      ca[q] += fabs(static_cast<double>(v[q]));
+    }
+    for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
+    for (int o = 1; o < lanes; o <<= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
+    if (lane == 0) out[row] = norm_verdict(s, s2, a, row, dims, state, counters, inj, 0);
+  }
+#pragma unroll
+  for (int q = 0; q < XS_R; ++q) {
+    const int d = lane + lanes * q;
+    if (d < dims && (cs[q] != 0.0 || ca[q] != 0.0)) {
+      atomicAdd(&red[0][d], cs[q]);
+      atomicAdd(&red[1][d], ca[q]);
+    }
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
+    atomicAdd(&colstat[d], red[0][d]);
+    atomicAdd(&colstat[dims + d], red[1][d]);
+  }
 }
 
 // The encodings of every centroid tile, in fp64, stored as T: s_t = e^T C_t, w_t = (1..NT)^T C_t,
@@ -960,9 +1031,18 @@ __global__ void scatter_kernel(const int* labels, int samples, int clusters, con
   }
 }
 
+// The update's second DMR copy: an fp64 addition the compiler cannot merge with the first copy's (the same loaded value
+// added by another instruction: a faulty addition changes one copy; a fault in the loaded value the copies share
+// reaches the invariant against X's column sums)
+__device__ __forceinline__ double dmr_add(double a, double b) {
+  double c;
+  asm volatile("add.rn.f64 %0, %1, %2;" : "=d"(c) : "d"(a), "d"(b));
+  return c;
+}
+
 // One warp per work item: the rows of its samples added per dimension in fp64 (groups of `lanes` lanes take
 // rows in turn when dims < 32; then the groups are added in a fixed order). part[item * dims + d] (and, protected,
-// partb from X read again).
+// partb: the same values added again by dmr_add).
 __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restrict__ X, int dims, int lanes, const int* idx,
                                                               const int* offs, const int* item_off, const int* item_cluster,
                                                               int clusters, double* part, double* partb, const State* state) {
@@ -983,8 +1063,9 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
       for (int q = 0; q < SUM_R; ++q) {
         const int d = d0 + dl + lanes * q;
         if (d < dims) {
-          sa[q] += static_cast<double>(X[row + d]);
-          if (PROTECTED) sb[q] += static_cast<double>(static_cast<const volatile T*>(X)[row + d]);
+          const double x = static_cast<double>(X[row + d]);
+          sa[q] += x;
+          sb[q] = dmr_add(sb[q], x);
         }
       }
     }
@@ -992,7 +1073,7 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
 #pragma unroll
       for (int q = 0; q < SUM_R; ++q) {
         sa[q] += __shfl_xor_sync(0xffffffffu, sa[q], o);
-        if (PROTECTED) sb[q] += __shfl_xor_sync(0xffffffffu, sb[q], o);
+        sb[q] = dmr_add(sb[q], __shfl_xor_sync(0xffffffffu, sb[q], o));
       }
     if (sub == 0)
 #pragma unroll
@@ -1258,15 +1339,19 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   } while (0)
   FT_TRY(cudaMemsetAsync(w.state, 0, sizeof(State), stream));
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
-  if (PROTECTED) {
-    FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
+  const int nl = norm_lanes(dims);
+  FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
+  if (dims <= nl * XS_R) {  // X's norms and column statistics in one pass
+    x_stats_kernel<<<std::min(grid_for(static_cast<size_t>(n) * nl, 256), 2048), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.colstat, w.state,
+                                                                                                     counters, inj);
+    FT_LAUNCHED();
+  } else {
     const int rows_per_block = 2048;
     column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, column_stats_threads(dims), 0, stream>>>(X, n, dims, rows_per_block, w.colstat);
     FT_LAUNCHED();
+    norms_kernel<<<static_cast<int>((static_cast<size_t>(n) * nl + 255) / 256), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.state, counters, inj, 0);
+    FT_LAUNCHED();
   }
-  const int nl = norm_lanes(dims);
-  norms_kernel<<<static_cast<int>((static_cast<size_t>(n) * nl + 255) / 256), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.state, counters, inj, 0);
-  FT_LAUNCHED();
   const int tiles = (k + NT - 1) / NT;
   // the counts in a shared-memory histogram per block when every copy fits in HIST_SMEM bytes
   const size_t hist_smem = (PROTECTED ? 2 : 1) * sizeof(int) * k;
