@@ -261,19 +261,20 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int NT = 2 * V - kEnc;
     constexpr float kLo = 1.f / 2048.f;
     CheckArgs const& p = params.check;
-    float sw = 0.f, sa = 0.f, rw = 0.f;
+    float s1 = 0.f, sw = 0.f, sa = 0.f, rw = 0.f;  // (s1: this lane's part of P1)
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < V; ++v) {
       if ((v / 2) % 2 != r) continue;
       const float a = static_cast<float>(acc(v, mm, 0));
-      if (v < NT / 2) {  // (its weight less 2 q, a constant; the 2 q sum is added below)
+      if (v < NT / 2) {  // (its weight less 2 q, a constant; 2 q times this lane's sum is added below)
+        s1 += a;
         sw = fmaf(static_cast<float>(8 * (v / 4) + v % 2 + 1), a, sw);
         sa += fabsf(a);
       } else if (v < NT / 2 + 4 && q == 1) {  // lane 1 of the quad: w_t's hi, lo
         rw += v % 2 ? a * kLo : a;
       }
     }
-    sw = fmaf(static_cast<float>(2 * q), P1, sw);
+    sw = fmaf(static_cast<float>(2 * q), s1, sw);
     const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);
     CUTLASS_PRAGMA_UNROLL
     for (int o = 1; o <= 2; o <<= 1) {

@@ -216,8 +216,12 @@ __device__ __forceinline__ U add_rn(U a, U b) {
 
 // The verdict on one row's squared norm (lane 0 of its lanes; protected): the planned fault of the norm site (inject
 // builds, first iteration) applied to copy s, then the two copies compared within their rounding band; a mismatch is
-// recomputed from the row. `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples).
-__device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, const State* state, ftgen::FtCounters* counters,
+// recomputed from the row. `unit0`: the fault unit of row 0 (samples: 0, centroids: after the samples); `band`:
+// norm_band(dims).
+__host__ __device__ inline double norm_band(int dims) {
+  return 2.0 * LAMBDA * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * sqrt(static_cast<double>(dims));
+}
+__device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, double band, const State* state, ftgen::FtCounters* counters,
                           const Inject& inj, int unit0) {
   if (inj.site == FTGEN_KMEANS_SITE_NORM && state->iter == 0) {
     for (int f = 0; f < inj.count; ++f) {
@@ -238,8 +242,7 @@ __device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, const State*
       count(counters ? &counters->injected : nullptr);
     }
   }
-  const double tol = 2.0 * LAMBDA * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * sqrt(static_cast<double>(dims)) *
-                     fmax(fabs(static_cast<double>(s)), fabs(static_cast<double>(s2)));
+  const double tol = band * fmax(fabs(static_cast<double>(s)), fabs(static_cast<double>(s2)));
   if (fabs(static_cast<double>(s) - static_cast<double>(s2)) <= tol) return s;
   if (counters) {
     atomicAdd(&counters->detected, 1ull);
@@ -275,7 +278,7 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
       s2 += v * v;
     }
     for (int o = lanes / 2; o; o >>= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
-    if (lane == 0) s = norm_verdict(s, s2, a, row, dims, state, counters, inj, unit0);
+    if (lane == 0) s = norm_verdict(s, s2, a, row, dims, norm_band(dims), state, counters, inj, unit0);
   }
   if (lane == 0) out[row] = s;
 }
@@ -288,7 +291,9 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
 // faulty instruction changes one copy (norm_verdict); a fault in a loaded value the two share reaches the update's
 // invariant through the column sums. The column partials (fp64) stay in the lanes over the rows, then one shared-memory
 // and one global atomic per dimension and block.
-constexpr int XS_R = 8;
+constexpr int XS_R = 8;  // dimensions per lane at most (dims <= XS_R norm_lanes(dims))
+constexpr int XS_U = 4;  // rows per segment and pass (their loads issued together)
+template <int R>
 __global__ void __launch_bounds__(256) x_stats_kernel(const T* __restrict__ X, int rows, int dims, int lanes, T* out, double* colstat,
                                                       const State* state, ftgen::FtCounters* counters, Inject inj) {
   __shared__ double red[2][32 * XS_R];
@@ -296,32 +301,40 @@ __global__ void __launch_bounds__(256) x_stats_kernel(const T* __restrict__ X, i
   __syncthreads();
   const int lane = threadIdx.x % lanes, segs = blockDim.x / lanes;
   const unsigned seg = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
-  double cs[XS_R], ca[XS_R];
+  const double band = norm_band(dims);
+  const int stride = gridDim.x * segs;
+  double cs[R], ca[R];
 #pragma unroll
-  for (int q = 0; q < XS_R; ++q) cs[q] = ca[q] = 0.0;
-  // (the loop's bound is the same for a segment's lanes: its shuffles see only live lanes of the segment)
-  for (int row = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row < rows; row += gridDim.x * segs) {
-    const T* a = X + static_cast<size_t>(row) * dims;
-    T v[XS_R];
+  for (int q = 0; q < R; ++q) cs[q] = ca[q] = 0.0;
+  // (the loop's bounds are the same for a segment's lanes: its shuffles see only live lanes of the segment)
+  for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += XS_U * stride) {
+    T v[XS_U][R];
 #pragma unroll
-    for (int q = 0; q < XS_R; ++q) {
-      const int d = lane + lanes * q;
-      v[q] = d < dims ? __ldg(a + d) : T(0);
+    for (int u = 0; u < XS_U; ++u)
+#pragma unroll
+      for (int q = 0; q < R; ++q) {
+        const int row = row0 + u * stride, d = lane + lanes * q;
+        v[u][q] = row < rows && d < dims ? __ldg(X + static_cast<size_t>(row) * dims + d) : T(0);
+      }
+#pragma unroll
+    for (int u = 0; u < XS_U; ++u) {
+      const int row = row0 + u * stride;
+      if (row >= rows) continue;
+      T s = 0, s2 = 0;
+#pragma unroll
+      for (int q = 0; q < R; ++q) {
+        s = add_rn(s, mul_rn(v[u][q], v[u][q]));
+        s2 = fma(v[u][R - 1 - q], v[u][R - 1 - q], s2);
+        cs[q] += static_cast<double>(v[u][q]);
+        ca[q] += fabs(static_cast<double>(v[u][q]));
+      }
+      for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
+      for (int o = 1; o < lanes; o <<= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
+      if (lane == 0) out[row] = norm_verdict(s, s2, X + static_cast<size_t>(row) * dims, row, dims, band, state, counters, inj, 0);
     }
-    T s = 0, s2 = 0;
-#pragma unroll
-    for (int q = 0; q < XS_R; ++q) {
-      s = add_rn(s, mul_rn(v[q], v[q]));
-      s2 = fma(v[XS_R - 1 - q], v[XS_R - 1 - q], s2);
-      cs[q] += static_cast<double>(v[q]);
-      ca[q] += fabs(static_cast<double>(v[q]));
-    }
-    for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
-    for (int o = 1; o < lanes; o <<= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
-    if (lane == 0) out[row] = norm_verdict(s, s2, a, row, dims, state, counters, inj, 0);
   }
 #pragma unroll
-  for (int q = 0; q < XS_R; ++q) {
+  for (int q = 0; q < R; ++q) {
     const int d = lane + lanes * q;
     if (d < dims && (cs[q] != 0.0 || ca[q] != 0.0)) {
       atomicAdd(&red[0][d], cs[q]);
@@ -333,6 +346,18 @@ __global__ void __launch_bounds__(256) x_stats_kernel(const T* __restrict__ X, i
     atomicAdd(&colstat[d], red[0][d]);
     atomicAdd(&colstat[dims + d], red[1][d]);
   }
+}
+
+// x_stats_kernel with few dimensions per lane that cover dims (1, 4 or XS_R; dims <= XS_R lanes)
+cudaError_t x_stats(const T* X, int rows, int dims, int lanes, T* out, double* colstat, const State* state, ftgen::FtCounters* counters,
+                    const Inject& inj, cudaStream_t stream) {
+  const int r = (dims + lanes - 1) / lanes;
+  const int grid = static_cast<int>(std::min<size_t>((static_cast<size_t>(rows) * lanes + 256 * XS_U - 1) / (256 * XS_U), 2048));
+  if (r <= 1) x_stats_kernel<1><<<grid, 256, 0, stream>>>(X, rows, dims, lanes, out, colstat, state, counters, inj);
+  else if (r <= 4)  // (not 2: ptxas spills a few registers of that instance)
+    x_stats_kernel<4><<<grid, 256, 0, stream>>>(X, rows, dims, lanes, out, colstat, state, counters, inj);
+  else x_stats_kernel<XS_R><<<grid, 256, 0, stream>>>(X, rows, dims, lanes, out, colstat, state, counters, inj);
+  return cudaGetLastError();
 }
 
 // The encodings of every centroid tile, in fp64, stored as T: s_t = e^T C_t, w_t = (1..NT)^T C_t,
@@ -1087,13 +1112,38 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
   }
 }
 
-// One block per cluster: its items' partial sums added in item order into sums (copy 0; protected: copy 1
-// from partb into sums[clusters..]).
-__global__ void reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters, int dims,
-                              double* sums, const State* state) {
+// One block per cluster: its items' partial sums added in a fixed order into sums (copy 0; protected: copy 1 from partb,
+// in the same order). With dims at most half the block, G = blockDim / dims groups take the items in turn (group g:
+// items g, g + G, ...), then the groups' sums are added in group order; else the threads stride over the dimensions and
+// add the items in item order.
+__global__ void __launch_bounds__(128) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters, int dims,
+                                                     double* sums, const State* state) {
   if (state->converged) return;
   const int j = blockIdx.x;
   const int i0 = item_off[j], i1 = item_off[j + 1];
+  const int groups = static_cast<int>(blockDim.x) / dims;
+  if (groups >= 2) {
+    __shared__ double red[2][128];
+    const int g = threadIdx.x / dims, d = threadIdx.x % dims;
+    double sa = 0, sb = 0;
+    if (g < groups)
+      for (int it = i0 + g; it < i1; it += groups) {
+        sa += part[static_cast<size_t>(it) * dims + d];
+        if (PROTECTED) sb += partb[static_cast<size_t>(it) * dims + d];
+      }
+    red[0][threadIdx.x] = sa;
+    red[1][threadIdx.x] = sb;
+    __syncthreads();
+    if (threadIdx.x >= static_cast<unsigned>(dims)) return;
+    sa = sb = 0;
+    for (int h = 0; h < groups; ++h) {
+      sa += red[0][h * dims + threadIdx.x];
+      if (PROTECTED) sb += red[1][h * dims + threadIdx.x];
+    }
+    sums[static_cast<size_t>(j) * dims + threadIdx.x] = sa;
+    if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + threadIdx.x] = sb;
+    return;
+  }
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     double sa = 0, sb = 0;
     for (int it = i0; it < i1; ++it) {
@@ -1342,9 +1392,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   const int nl = norm_lanes(dims);
   FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
   if (dims <= nl * XS_R) {  // X's norms and column statistics in one pass
-    x_stats_kernel<<<std::min(grid_for(static_cast<size_t>(n) * nl, 256), 2048), 256, 0, stream>>>(X, n, dims, nl, w.xx, w.colstat, w.state,
-                                                                                                     counters, inj);
-    FT_LAUNCHED();
+    FT_TRY(x_stats(X, n, dims, nl, w.xx, w.colstat, w.state, counters, inj, stream));
   } else {
     const int rows_per_block = 2048;
     column_stats_kernel<<<(n + rows_per_block - 1) / rows_per_block, column_stats_threads(dims), 0, stream>>>(X, n, dims, rows_per_block, w.colstat);

@@ -536,13 +536,38 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
   }
 }
 
-// One block per cluster: its items' partial sums added in item order into sums (copy 0; protected: copy 1
-// from partb into sums[clusters..]).
-__global__ void reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters, int dims,
-                              double* sums, const State* state) {
+// One block per cluster: its items' partial sums added in a fixed order into sums (copy 0; protected: copy 1 from partb,
+// in the same order). With dims at most half the block, G = blockDim / dims groups take the items in turn (group g:
+// items g, g + G, ...), then the groups' sums are added in group order; else the threads stride over the dimensions and
+// add the items in item order.
+__global__ void __launch_bounds__(128) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters, int dims,
+                                                     double* sums, const State* state) {
   if (state->converged) return;
   const int j = blockIdx.x;
   const int i0 = item_off[j], i1 = item_off[j + 1];
+  const int groups = static_cast<int>(blockDim.x) / dims;
+  if (groups >= 2) {
+    __shared__ double red[2][128];
+    const int g = threadIdx.x / dims, d = threadIdx.x % dims;
+    double sa = 0, sb = 0;
+    if (g < groups)
+      for (int it = i0 + g; it < i1; it += groups) {
+        sa += part[static_cast<size_t>(it) * dims + d];
+        if (PROTECTED) sb += partb[static_cast<size_t>(it) * dims + d];
+      }
+    red[0][threadIdx.x] = sa;
+    red[1][threadIdx.x] = sb;
+    __syncthreads();
+    if (threadIdx.x >= static_cast<unsigned>(dims)) return;
+    sa = sb = 0;
+    for (int h = 0; h < groups; ++h) {
+      sa += red[0][h * dims + threadIdx.x];
+      if (PROTECTED) sb += red[1][h * dims + threadIdx.x];
+    }
+    sums[static_cast<size_t>(j) * dims + threadIdx.x] = sa;
+    if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + threadIdx.x] = sb;
+    return;
+  }
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     double sa = 0, sb = 0;
     for (int it = i0; it < i1; ++it) {

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# kmeans on the cutlass90 backend with the threadblock ABFT (specs/kmeans/cutlass90_abft.yaml: the reference checksums in
+# 8 extra columns of the GEMM's own tiles, every row checked in the epilogue before the arg-min), one call on one H200
+# (<= 9 minutes): built (-j 16), benched at the four flash-kmeans anchors without faults (refs: the cuBLAS-based Lloyd
+# iteration and the unprotected twin alternated in the executable, flash-kmeans alternated in its driver on the same data;
+# torch and flash-kmeans from .whl/) and with one fault per launch (--inject 1: its own clean run, the uncorrected run,
+# the corrected run), the spec's awkward shapes with and without faults, the Lloyd loop against the fp64 loop, the
+# accumulator campaign (1000 clean + 1000 single bit flips per distribution) at the campaign shape and an odd one.
+# A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd campaign") picks the steps;
+# "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and twin) at 2^20 x 8 x 128
+# and 2^20 x 128 x 1024, with the first launches in order.
+#   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
+#   glob of the variant of the campaigns and the profile, default *128x160x32*)
+set -u
+out=${1:?usage: gpu_kmeans90_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
+. experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
+spec=specs/kmeans/cutlass90_abft.yaml; gen=generated/k90a; proj=$gen/kmeans_cutlass90_abft; kern=${KERNEL:-*128x160x32*}
+gen_build $spec $gen $proj
+steps=" ${STEPS:-anchors inject shapes lloyd campaign} "
+has() { [[ $steps == *" $1 "* ]]; }
+anchors=1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024
+if has profile; then
+  exe=$(ls $proj/bin/$kern | head -n 1)
+  for s in 1048576x8x128 1048576x128x1024; do
+    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 120 "$exe" --shapes $s --reps 1 \
+      --warmup 0 > "$out/ncu_$s.csv" 2> "$out/ncu_$s.err"
+    python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence 120
+  done
+  t profile
+fi
+if has campaign; then
+  ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
+  tail -n 8 "$out/campaign.txt"; t campaign
+  ft 90 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 8 --shape 20011x100x300 --json "$out/campaign_odd.jsonl" > "$out/campaign_odd.txt" 2>&1
+  tail -n 8 "$out/campaign_odd.txt"; t campaign odd
+fi
+if has inject; then
+  ft 100 bench $proj --shapes $anchors --reps 20 --warmup 5 --inject 1 --json "$out/anchors_inject.jsonl" > "$out/anchors_inject.txt" 2>&1
+  t anchors inject
+fi
+if has shapes; then
+  # (flash-kmeans only at the anchors: its driver's start-up takes most of a step's time)
+  FTGEN_BENCH_REFS=none ft 60 bench $proj --reps 5 --warmup 2 --json "$out/shapes.jsonl" > "$out/shapes.txt" 2>&1
+  ft 60 bench $proj --reps 5 --warmup 2 --inject 1 --json "$out/shapes_inject.jsonl" > "$out/shapes_inject.txt" 2>&1
+  t shapes
+fi
+if has lloyd; then
+  for data in dist blobs; do
+    FTGEN_BENCH_REFS=none FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=$data ft 40 bench $proj --kernels "$kern" --shapes 65536x32x128,100003x100x1000 \
+      --reps 3 --warmup 1 --json "$out/lloyd_$data.jsonl" > "$out/lloyd_$data.txt" 2>&1
+  done
+  t lloyd
+fi
+if has anchors; then
+  ft 200 bench $proj --shapes $anchors --reps 30 --warmup 5 --json "$out/anchors.jsonl" > "$out/anchors.txt" 2>&1
+  t anchors
+fi
+python3 - "$out" <<'PY'
+import json, pathlib, sys
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
+    for line in f.read_text().splitlines():
+        r = json.loads(line)
+        if "campaign" in r:
+            c = r["campaign"]
+            print(f.stem, {k: c.get(k) for k in ("significant", "corrected", "coverage", "false_alarms", "clean_trials", "max_clean_score",
+                                                  "counter_violations", "by_dist")})
+        if "shape" not in r or "kernel" not in r or "ms" not in r:
+            continue
+        s = "x".join(str(v) for v in r["shape"].values())
+        x = r.get("speedup_vs_refs") or {}
+        print(f.stem, r["kernel"][7:], s, round(r["ms"]["median"], 4), "flash", round(x.get("flash-kmeans", float("nan")), 3),
+              "cublas", round(x.get("cublas-lloyd", float("nan")), 3), "x_unprot", r.get("x_unprot"), "ok", r.get("ok"),
+              "agree", r.get("agreement"), "ft", {k: r.get(k) for k in ("injected", "detected", "corrected", "recomputed", "clean_false_alarms", "significant")},
+              "lloyd", r.get("lloyd_inertia_rel", ""))
+PY

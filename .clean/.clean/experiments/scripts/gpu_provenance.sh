@@ -1,0 +1,37 @@
+# Sourced by the GPU scripts, run from the repository root. `gpu_start OUTDIR`: their common start (OUTDIR created, this
+# repository first on PYTHONPATH with unbuffered output, /tmp/site before it where the device's nvidia-cutlass was
+# installed (the gemm CUTLASS backend), `ft` the ftgen CLI, OUTDIR/gpu.txt written). `provenance OUTDIR` writes (and prints)
+# OUTDIR/gpu.txt: the GPU (name, driver, memory, maximum SM clock), nvcc's version line and the commit the run measures
+# (FTGEN_GIT_SHA when set: the device machine's copy of the tree may carry a stale .git).
+provenance() {
+  mkdir -p "$1"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$1/gpu.txt"
+  nvcc --version | tail -1 | tee -a "$1/gpu.txt"
+  echo "${FTGEN_GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$1/gpu.txt"
+}
+
+gpu_start() {
+  mkdir -p "$1"
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+  if [ -d /tmp/site/cutlass_library ]; then export PYTHONPATH="/tmp/site:$PYTHONPATH"; fi
+  provenance "$1"
+}
+ft() { python3 -m ftgen.cli "$@"; }
+
+# `spec_project SPEC`: the name of SPEC's generated project (its `name`)
+spec_project() {
+  python3 -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$1"
+}
+
+# `build_version SPEC DIR HEADERS [ftgen build options...]`: generate SPEC into DIR and build its project there
+# (FTGEN_CACHE_DIR as the caller sets it), with the tensor-core headers (*.cuh) of the directory HEADERS copied over the
+# generated ones first (HEADERS empty: the working tree's templates). Returns 1 where generating (or the copy) failed,
+# 3 where the build did; the build's output goes to stdout.
+build_version() {
+  local spec=$1 dir=$2 headers=$3 proj
+  shift 3
+  proj=$(spec_project "$spec") || return 1
+  python3 -m ftgen.cli generate "$spec" -o "$dir" > /dev/null || return 1
+  if [ -n "$headers" ]; then cp "$headers"/*.cuh "$dir/$proj/common/" || return 1; fi
+  python3 -m ftgen.cli build "$dir/$proj" "$@" || return 3
+}

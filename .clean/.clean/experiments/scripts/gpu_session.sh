@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One device session's runs on one GPU (GPU 0 of whatever host), in phases so that a phase fits one call:
+#   bash experiments/scripts/gpu_session.sh OUT build|tmr|attention|kmeans ...
+# build:     generate + build the attention and kmeans demo projects (under generated/session, kept between calls)
+# tmr:       every TMR level against the previous build (scripts/gpu_regress.sh OLD tmr; needs .base/<rev>)
+# attention: the attention demo clean and with one fault per launch, odd lengths included
+# sdpa:      torch SDPA FLASH and cuDNN at the same shapes and the seed's 16k shapes (experiments/scripts/sdpa_time.py)
+# attention_campaign: the attention campaign (ATTN_TRIALS, ATTN_DISTS, ATTN_KERNELS)
+# torch:     tests/test_torch.py and examples/protected_mlp.py (ftgen.torch)
+# gpu_tests: pytest -m gpu tests/test_gpu.py
+# kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
+#            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
+# Wheels in .whl/ are installed to /tmp/site first. OUT gets one folder per phase and log.txt.
+set -uo pipefail
+out=${1:?usage: gpu_session.sh OUT phase...}; shift
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/../.." || exit 1
+if ls .whl/*.whl > /dev/null 2>&1 && [ ! -d /tmp/site/cutlass_library ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+[ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
+ft() { python3 -m ftgen.cli "$@"; }
+gen=generated/session
+log="$out/log.txt"
+km=1048576x128x1024,1048576x8x128,1048576x32x128,1048576x128x128
+kodd=1000003x3x7,65536x100x1000,4099x129x1
+for phase in "$@"; do
+  s=$SECONDS
+  case $phase in
+    build)
+      ft generate specs/attention/demo.yaml -o $gen >> "$log" 2>&1
+      ft generate specs/attention/campaign.yaml -o $gen >> "$log" 2>&1
+      ft generate specs/kmeans/demo.yaml -o $gen >> "$log" 2>&1
+      ft build $gen/attn_demo -j 10 --arch sm_90 >> "$log" 2>&1; echo "build attn_demo rc $?" | tee -a "$log"
+      ft build $gen/$(python3 -c "import yaml; print(yaml.safe_load(open('specs/attention/campaign.yaml'))['name'])") -j 10 --arch sm_90 >> "$log" 2>&1
+      echo "build attn campaign rc $?" | tee -a "$log"
+      ft build $gen/kmeans_demo -j 6 --arch sm_90 >> "$log" 2>&1; echo "build kmeans rc $?" | tee -a "$log" ;;
+    tmr)
+      rev=$(ls .base | head -1)
+      bash scripts/gpu_regress.sh ".base/$rev" "$out/tmr" tmr > "$out/tmr.txt" 2>&1; echo "tmr rc $?" | tee -a "$log"
+      tail -n 25 "$out/tmr/compare.txt" ;;
+    attention)
+      mkdir -p "$out/attention"
+      ft bench $gen/attn_demo --reps "${REPS:-20}" --warmup 5 --json "$out/attention/clean.jsonl" 2>> "$log" | tail -n 30
+      ft bench $gen/attn_demo --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --json "$out/attention/inject.jsonl" 2>> "$log" | tail -n 16 ;;
+    sdpa)  # the vendor references of the attention family: torch SDPA FLASH (FA2) and cuDNN, alternated
+      mkdir -p "$out/attention"
+      shapes="4x32x4096x64 4x32x4096x128 2x16x1000x64 2x16x1000x128 1x8x4097x64 1x8x4097x128 1x16x16384x64 1x32x16384x128"
+      python3 experiments/scripts/sdpa_time.py "$out/attention/sdpa.jsonl" $shapes 2>> "$log" | tail -n 20
+      python3 experiments/scripts/sdpa_time.py "$out/attention/sdpa_causal.jsonl" --causal $shapes 2>> "$log" | tail -n 20 ;;
+    attention_campaign)
+      mkdir -p "$out/attention"
+      ft campaign specs/attention/campaign.yaml -o $gen --trials "${ATTN_TRIALS:-300}" --dists "${ATTN_DISTS:-normal,uniform,outliers}" \
+        --kernels "${ATTN_KERNELS:-*}" --json "$out/attention/campaign.jsonl" 2>> "$log" | tail -n 20 ;;
+    kmeans)
+      mkdir -p "$out/kmeans"
+      python3 experiments/scripts/flash_kmeans_time.py "$out/kmeans/flash_kmeans.jsonl" ${km//,/ } 2>> "$log" | tail -n 6
+      ft bench $gen/kmeans_demo --shapes $km,$kodd --reps 10 --warmup 3 --json "$out/kmeans/clean.jsonl" 2>> "$log" | tail -n 20
+      ft bench $gen/kmeans_demo --kernels '*abft*' --shapes $km,$kodd --inject 8 --reps 5 --warmup 2 --json "$out/kmeans/inject.jsonl" 2>> "$log" | tail -n 10
+      python3 experiments/scripts/flash_kmeans_time.py "$out/kmeans/flash_kmeans_after.jsonl" ${km//,/ } 2>> "$log" | tail -n 6 ;;
+    torch)  # ftgen.torch: its GPU tests and the example (torch is on the device machine; the library is built here)
+      mkdir -p "$out/torch"
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py > "$out/torch/pytest_torch.txt" 2>&1
+      tail -n 15 "$out/torch/pytest_torch.txt"
+      ft generate specs/gemm/torch_linear.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_linear --lib >> "$log" 2>&1
+      python3 examples/protected_mlp.py $gen/torch_linear/install/lib/libftgen_torch_linear.so 2>&1 | tee "$out/torch/example.txt" | tail -n 8 ;;
+    gpu_tests)  # the GPU test suite of every family x scheme
+      mkdir -p "$out/all"
+      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py > "$out/all/pytest_gpu.txt" 2>&1
+      tail -n 15 "$out/all/pytest_gpu.txt" ;;
+    *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+  echo "phase $phase: $((SECONDS - s)) s" | tee -a "$log"
+done

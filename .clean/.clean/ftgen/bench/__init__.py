@@ -1,0 +1,220 @@
+"""Bench: run each variant's executable in its own process with a timeout, parse its JSON lines.
+
+A crash, a timeout or an illegal address in one variant becomes an error row for that variant
+and never poisons the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..errors import NoGpuError
+
+FAILURE_KINDS = ("constraint", "compile", "runtime", "verification", "timeout", "missing")
+
+
+@dataclass
+class BenchOptions:
+    shapes: list[dict] | None = None  # None: the executable's defaults (the spec's shapes)
+    reps: int | None = None
+    warmup: int | None = None
+    inject: int = 0
+    inject_kind: str | None = None
+    seed: int | None = None
+    dist: str | None = None
+    no_ref: bool = False
+    timeout: float = 600.0
+    extra: tuple[str, ...] = ()
+
+    def argv(self, family, variant: dict | None = None) -> list[str]:
+        """Flags for one executable. --inject goes only to variants built with fault injection."""
+        a: list[str] = []
+        if self.shapes:
+            a += ["--shapes", ",".join(family.format_shape(s) for s in self.shapes)]
+        for flag, val in (("--reps", self.reps), ("--warmup", self.warmup), ("--seed", self.seed)):
+            if val is not None:
+                a += [flag, str(val)]
+        if self.inject and (variant is None or variant.get("protection", {}).get("inject")):
+            a += ["--inject", str(self.inject)]
+        if self.inject_kind:
+            a += ["--inject-kind", self.inject_kind]
+        if self.dist:
+            a += ["--dist", self.dist]
+        if self.no_ref:
+            a.append("--no-ref")
+        return a + list(self.extra)
+
+    def cache_key(self) -> str:
+        return json.dumps(
+            {
+                "reps": self.reps,
+                "warmup": self.warmup,
+                "inject": self.inject,
+                "inject_kind": self.inject_kind,
+                "seed": self.seed,
+                "dist": self.dist,
+                "no_ref": self.no_ref,
+                "extra": list(self.extra),
+            },
+            sort_keys=True,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# GPU probe
+# --------------------------------------------------------------------------------------------
+
+
+def gpu_info(probe_exe: Path | None = None) -> dict:
+    """Name, driver, SM count ... of GPU 0, or raise NoGpuError. Uses nvidia-smi, then the
+    harness's ``--info`` flag of a built executable (for SM count, L2 and compute capability)."""
+    info: dict = {}
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run(
+                [smi, "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader,nounits", "-i", "0"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            if out.returncode == 0 and out.stdout.strip():
+                name, driver, mem, clock = [x.strip() for x in out.stdout.strip().splitlines()[0].split(",")]
+                info.update({"name": name, "driver": driver, "memory_mib": _num(mem), "max_sm_clock_mhz": _num(clock)})
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+    if probe_exe is not None and probe_exe.is_file():
+        try:
+            out = subprocess.run([str(probe_exe), "--info"], capture_output=True, text=True, timeout=60)
+            if out.returncode == 0:
+                for line in out.stdout.splitlines():
+                    if line.startswith("{"):
+                        d = json.loads(line).get("device", {})
+                        info.update({k: d[k] for k in ("sm_count", "cc", "l2_bytes", "runtime_api", "driver_api") if k in d})
+                        info.setdefault("name", d.get("name"))
+            elif out.returncode == 4 and not info:
+                raise NoGpuError(_no_gpu_message())
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+    if not info.get("name"):
+        raise NoGpuError(_no_gpu_message())
+    return info
+
+
+def _num(s: str):
+    try:
+        return int(float(s))
+    except ValueError:
+        return s
+
+
+def _no_gpu_message() -> str:
+    return (
+        "no CUDA GPU on this machine: benchmarking needs one (an H100/H200 or any sm_80+ GPU). "
+        "The sources were generated and built; copy the project to a GPU machine and run `ftgen bench` there."
+    )
+
+
+def gpu_slug(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3' (the results/<gpu>/ folder name)."""
+    s = name.lower().replace("nvidia", "").strip()
+    return "-".join("".join(c if c.isalnum() else " " for c in s).split())
+
+
+# --------------------------------------------------------------------------------------------
+# Running executables
+# --------------------------------------------------------------------------------------------
+
+
+def run_executable(exe: Path, kernel: str, argv: list[str], timeout: float, meta: dict | None = None,
+                   env: dict[str, str] | None = None) -> list[dict]:
+    """Run one benchmark executable (in ``env``, else this process's environment); return its rows.
+    Failures become rows with ``error``."""
+    base = {"kernel": kernel, **(meta or {})}
+    if not exe.is_file():
+        return [{**base, "ok": False, "error": {"kind": "missing", "message": f"{exe} not built"}}]
+    try:
+        proc = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        rows = _parse_rows(e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode(errors="replace"))
+        return rows + [{**base, "ok": False, "error": {"kind": "timeout", "message": f"no result within {timeout:g} s"}}]
+    except OSError as e:
+        return [{**base, "ok": False, "error": {"kind": "runtime", "message": str(e)}}]
+    rows = _parse_rows(proc.stdout)
+    if proc.returncode == 4:
+        raise NoGpuError(_no_gpu_message())
+    if proc.returncode == 2:
+        return rows + [{**base, "ok": False, "error": {"kind": "runtime", "message": "bad arguments: " + proc.stderr.strip()[-500:]}}]
+    if proc.returncode != 0 and not any(not r.get("ok", True) for r in rows):
+        sig = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+        msg = (proc.stderr.strip()[-800:] or "no message")
+        rows.append({**base, "ok": False, "error": {"kind": "runtime", "message": f"{sig}: {msg}"}})
+    for r in rows:
+        if not r.get("ok", True) and "error" not in r:
+            r["error"] = {"kind": "verification", "message": "output or fault counters failed verification"}
+    return rows
+
+
+def _parse_rows(stdout: str) -> list[dict]:
+    rows = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "kernel" in row:
+            rows.append(row)
+    return rows
+
+
+def bench_project(
+    project: Path,
+    variants: Iterable[dict],
+    family,
+    opts: BenchOptions,
+    on_rows: Callable[[str, list[dict]], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[dict]:
+    """Every variant's executable in turn; a family's references timed outside the executables
+    (:mod:`ftgen.bench.refs`) run right after each, and their times join its rows (``refs``)."""
+    from .refs import RefRunner
+
+    refs = RefRunner(project, family, opts, log)
+    rows: list[dict] = []
+    for v in variants:
+        exe = project / "bin" / v["kernel"]
+        got = run_executable(exe, v["kernel"], opts.argv(family, v), opts.timeout)
+        refs.add(v, got)
+        rows.extend(got)
+        if on_rows:
+            on_rows(v["kernel"], got)
+    return rows
+
+
+def failure_kind(row: dict) -> str | None:
+    if row.get("ok", False):
+        return None
+    return (row.get("error") or {}).get("kind", "verification")
+
+
+def write_jsonl(path: Path | str, provenance: dict, rows: list[dict], extra: list[dict] | None = None) -> None:
+    """First line {"provenance": ...}, then one row per line (docs/architecture.md, results files)."""
+    lines = [json.dumps({"provenance": provenance})] + [json.dumps(r) for r in rows] + [json.dumps(e) for e in (extra or [])]
+    text = "\n".join(lines) + "\n"
+    if str(path) == "-":
+        print(text, end="")
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, p)

@@ -1,0 +1,91 @@
+"""``attention``: fused multi-head attention forward, ``O = softmax(scale Q K^T [causal]) V`` per (batch, head),
+with the end-to-end fault tolerance of FT-Transformer (EFTA).
+
+Q, K, V and O are ``[batch, heads, seq, head_dim]`` (K and V ``[batch, heads, seq_k, head_dim]``) in fp16 or
+bf16, accumulated in fp32; the scale is ``1 / sqrt(head_dim)``. Shapes are ``{batch, heads, seq}`` and an
+optional ``seq_k`` (keys; default ``seq``): ``--shapes 4x32x4096`` or ``4x32x4096x8192``.
+
+Backends:
+
+* ``mma`` (:mod:`.mma`) -- flash attention on ``mma.sync`` m16n8k16 (the paper's layout), unprotected or with the
+  protection levels ``strided``, ``snvr``, ``efta`` fused into the kernel, and the three-kernel ``decoupled``
+  baseline (:mod:`.model` is the NumPy model of every level, and says what each checks).
+
+Every variant exports ``<symbol>(const ftgen_attention_problem* p, cudaStream_t stream)``
+(``templates/attention/ftgen_attention.h``).
+
+References of `ftgen bench` beside the executables (:mod:`ftgen.bench.refs`): :mod:`.sdpa_ref` times torch's
+``scaled_dot_product_attention`` with the FLASH backend forced (``sdpa-flash``) and with the cuDNN one
+(``sdpa-cudnn``) alternately with a variant, on the executable's own data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...errors import SpecError
+from ..base import Family, LauncherSignature, Variant, positive_int, suggest
+from .mma import MmaBackend
+
+SHAPE_KEYS = ("batch", "heads", "seq", "seq_k")
+
+
+class AttentionFamily(Family):
+    name = "attention"
+    description = "fused attention forward (flash, online softmax) with strided ABFT, SNVR and EFTA unified verification"
+    shape_keys = SHAPE_KEYS
+    backends = (MmaBackend(),)
+    default_shapes = ({"batch": 4, "heads": 32, "seq": 4096, "seq_k": 4096}, {"batch": 2, "heads": 16, "seq": 1000, "seq_k": 1000})
+    campaign_shape = {"batch": 1, "heads": 4, "seq": 1024, "seq_k": 1024}
+    template_dir = "attention"
+    launcher = LauncherSignature(
+        params="const ftgen_attention_problem* p, cudaStream_t stream",
+        args="p, stream",
+        selector_args=("p->batch", "p->heads", "p->seq_q", "p->seq_k"),
+    )
+
+    @property
+    def bench_refs(self) -> tuple:
+        """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`):
+        SDPA with the FLASH backend and with the cuDNN backend, each its own driver run. Imported here, not at the
+        top: ``python -m ftgen.families.attention.sdpa_ref`` runs that module as the driver."""
+        from .sdpa_ref import NAMES, SdpaRef
+
+        return tuple(SdpaRef(n) for n in NAMES)
+
+    # ---- shapes: seq_k is optional (default: seq) ---------------------------------------------
+    def normalize_shape(self, raw: Any, where: str, source: str | None = None) -> dict[str, int]:
+        if not isinstance(raw, dict):
+            raise SpecError(f"{raw!r} is not a mapping; an attention shape has keys batch, heads, seq (and optionally seq_k)",
+                            source=source, path=where)
+        for key in raw:
+            if key not in SHAPE_KEYS:
+                raise SpecError(f"unknown shape key {key!r}{suggest(key, SHAPE_KEYS)}; an attention shape has keys batch, "
+                                f"heads, seq (and optionally seq_k)", source=source, path=f"{where}.{key}")
+        out: dict[str, int] = {}
+        for key in SHAPE_KEYS[:3]:
+            if key not in raw:
+                raise SpecError(f"missing shape key {key!r}", source=source, path=where)
+            out[key] = positive_int(raw[key], f"{where}.{key}", source)
+        out["seq_k"] = positive_int(raw["seq_k"], f"{where}.seq_k", source) if "seq_k" in raw else out["seq"]
+        return out
+
+    def parse_shape_token(self, token: str) -> dict[str, int]:
+        token = token.strip()
+        parts = token.split("x")
+        if not all(p.isdigit() for p in parts) or len(parts) not in (3, 4):
+            raise SpecError(f"--shapes: {token!r} is not an attention shape; write batch x heads x seq (x seq_k) as "
+                            f"integers joined by 'x', e.g. 4x32x4096")
+        return self.normalize_shape(dict(zip(SHAPE_KEYS, (int(p) for p in parts))), f"--shapes {token}")
+
+    def format_shape(self, shape: Mapping[str, int]) -> str:
+        return "x".join(str(shape.get(k, shape["seq"])) for k in SHAPE_KEYS)
+
+    def bench_shapes(self, v: Variant, shapes: list[dict] | None) -> list[dict]:
+        out = super().bench_shapes(v, shapes)
+        for i, s in enumerate(out):
+            s.setdefault("seq_k", s["seq"])
+            reason = self.backend_of(v).shape_reason(v, s)
+            if reason:
+                raise SpecError(f"{reason} (variant {v.name})", path=f"shapes[{i}]")
+        return out

@@ -1,0 +1,332 @@
+"""The ``kmeans`` family: Lloyd iterations with the distance GEMM on the tensor cores.
+
+Two backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) and everything but the assign step:
+
+* ``mma`` (the default): hand-written ``mma.sync`` kernels, every precision and protection (below);
+* ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32, protection none or abft threadblock): the
+  assign step is a CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or ping-pong kernel,
+  persistent tile scheduler) whose epilogue takes the arg-min on the accumulator registers; protected, the same GEMM
+  computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the arg-min
+  (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``).
+
+One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
+centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
+m16n8k8 TF32 for ``tf32``/``tf32x3`` and m8n8k4 FP64 for ``fp64``, with the arg-min fused into its
+epilogue, looping over centroid tiles; the distance matrix is never written), **update** (the samples
+sorted by label, cluster sums in fp64 by work items in a fixed order, integer counts, then the new centroids;
+empty clusters keep theirs) and the
+convergence test (the largest centroid shift, decided on the device: once converged every later launch
+of the loop returns at once).
+
+Kernel names::
+
+    kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]       (mma)
+    kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_inj] (cutlass90)
+
+``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
+injection compiled in. The rules of the protection are modelled in :mod:`.model`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ...errors import SpecError
+from ..gemm import abft_model
+from ..base import (
+    SMEM_PER_SM,
+    PRECISION_CTYPE,
+    PRECISION_TAG,
+    SMEM_PER_BLOCK,
+    UNIT_ROUNDOFF,
+    Backend,
+    Family,
+    LauncherSignature,
+    Param,
+    Protection,
+    Source,
+    Variant,
+    power_of_two,
+    tile_multiples,
+)
+from . import model
+
+PRECISIONS = ("tf32", "tf32x3", "fp64")
+ABFT_LEVELS = {"threadblock": "tb"}
+# the tensor-core instruction of each precision: (M, N, K)
+MMA_SHAPE = {"tf32": (16, 8, 8), "tf32x3": (16, 8, 8), "fp64": (8, 8, 4)}
+
+PARAMS = (
+    Param("m_tb", int, (128,), "samples per threadblock tile", check=power_of_two, lo=16, hi=256),
+    Param("n_tb", int, (64,), "centroids per tile (one tile of the loop over centroids; the checksum strip)",
+          check=power_of_two, lo=8, hi=256),
+    Param("k_tb", int, (32,), "dimensions per k-tile of the shared-memory pipeline", check=power_of_two, lo=4, hi=64),
+    Param("m_w", int, (64,), "warp tile rows (samples)", check=power_of_two, lo=8, hi=128),
+    Param("n_w", int, (32,), "warp tile columns (centroids)", check=power_of_two, lo=8, hi=128),
+    Param("min_blocks", int, (0,), "resident assign blocks per SM the registers are capped for (0: the compiler's "
+          "choice; named _mb<N>)", lo=0, hi=16),
+)
+FP64_DEFAULTS = {"m_tb": 64, "n_tb": 64, "k_tb": 16, "m_w": 32, "n_w": 32, "min_blocks": 0}
+MAX_ACC_REGS = 128  # accumulator registers per thread (32-bit words)
+STAGES = 2  # cp.async double buffering
+
+
+class Geometry:
+    """Derived quantities of a variant, shared by the constraints and the templates."""
+
+    def __init__(self, v: Variant):
+        p = v.param_dict
+        self.MT, self.NT, self.KT, self.MW, self.NW = p["m_tb"], p["n_tb"], p["k_tb"], p["m_w"], p["n_w"]
+        self.min_blocks = p.get("min_blocks", 0)
+        self.mma_m, self.mma_n, self.mma_k = MMA_SHAPE[v.precision]
+        self.elem_bytes = 8 if v.precision == "fp64" else 4
+        self.vec = 16 // self.elem_bytes
+        self.warps_m = self.MT // self.MW if self.MW else 0
+        self.warps_n = self.NT // self.NW if self.NW else 0
+        self.warps = self.warps_m * self.warps_n
+        self.threads = self.warps * 32
+        self.FM = self.MW // self.mma_m
+        self.FN = self.NW // self.mma_n
+        self.acc_per_frag = self.mma_m * self.mma_n // 32
+        self.acc_words = self.FM * self.FN * self.acc_per_frag * (self.elem_bytes // 4)
+        self.pad = 4  # elements of padding per shared-memory row (conflict-free fragment loads)
+        self.ld = self.KT + self.pad
+        self.rows_per_thread = -(-self.MT // max(self.threads, 1))
+        abft = v.protection.scheme == "abft"
+        self.smem_bytes = (
+            STAGES * (self.MT + self.NT) * self.ld * self.elem_bytes  # tiles
+            + (STAGES * 2 * self.mma_n * self.ld * self.elem_bytes if abft else 0)  # the group's encodings' k-tiles
+            + (2 * self.warps_n * self.MT * self.elem_bytes + self.MT * self.elem_bytes + self.MT * 4
+               + 4 * self.MT * self.elem_bytes if abft else 0)  # verification
+            + self.warps_n * self.MT * (self.elem_bytes + 4) + self.MT * (self.elem_bytes + 4)  # arg-min
+            + 16
+        )
+
+
+def template_context(v: Variant) -> dict:
+    """What both backends' template (kmeans_variant.cu.j2) reads of a variant, besides the backend's own keys."""
+    prot = v.protection
+    abft = prot.scheme == "abft"
+    return {
+        **v.common_context(),
+        "T": PRECISION_CTYPE[v.precision],
+        "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
+        "abft": abft,
+        "detect": abft and prot.correct == "detect",
+        "inject": prot.injects,
+        "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
+        "lam": repr(model.LAMBDA),
+        "tf32": v.precision in ("tf32", "tf32x3"),
+        "tf32x3": v.precision == "tf32x3",
+    }
+
+
+def template_sources(v: Variant) -> tuple[Source, ...]:
+    """Both backends' sources. A protected variant's benchmark also compiles its unprotected twin (the same template with
+    protection none, in a translation unit of its own: the template specializes the kernels on protection at file level)."""
+    twin = (Source("kmeans_twin.cu.j2", "_twin.cu", "bench"),) if v.protection.enabled else ()
+    return (
+        Source("variant.h.j2", ".h", "header"),
+        Source("kmeans_variant.cu.j2", ".cu", "library"),
+        Source("bench.cu.j2", "_bench.cu", "bench"),
+    ) + twin
+
+
+class MmaBackend(Backend):
+    name = "mma"
+    precisions = PRECISIONS
+    levels = {"abft": ABFT_LEVELS}
+    params = PARAMS
+    requires = ("cublas",)  # the bench executable's vendor reference (cuBLAS SGEMM Lloyd iteration)
+    constraint_docs = (
+        "mma: m_tb % m_w == 0, n_tb % n_w == 0; m_w a multiple of the MMA M (16 tf32, 8 fp64), n_w of 8",
+        "mma: k_tb a multiple of the MMA K (8 tf32, 4 fp64)",
+        "mma: threads per block = (m_tb/m_w)*(n_tb/n_w)*32 in 32..1024",
+        f"mma: accumulators per thread <= {MAX_ACC_REGS} registers",
+        "mma: shared memory 2*(m_tb+n_tb)*(k_tb+4)*sizeof(T) (+ checksum and arg-min scratch) <= the arch's limit",
+    )
+
+    def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
+        if precision == "fp64":
+            return tuple(p.with_default(FP64_DEFAULTS[p.name]) for p in self.params)
+        return self.params
+
+    def constraints(self, v: Variant) -> list[str]:
+        g = Geometry(v)
+        r = tile_multiples(("m_tb", g.MT, "m_w", g.MW), ("n_tb", g.NT, "n_w", g.NW),
+                           ("m_w", g.MW, f"the {v.precision} MMA's M", g.mma_m), ("n_w", g.NW, "the MMA's N", g.mma_n),
+                           ("k_tb", g.KT, f"the {v.precision} MMA's K", g.mma_k))
+        if r:
+            return r
+        if not 32 <= g.threads <= 1024:
+            r.append(f"{g.threads} threads per block ((m_tb/m_w)*(n_tb/n_w)*32 must be 32..1024)")
+        if g.acc_words > MAX_ACC_REGS:
+            r.append(f"a warp tile of {g.MW}x{g.NW} needs {g.acc_words} accumulator registers per thread (at most {MAX_ACC_REGS})")
+        limit = min(SMEM_PER_BLOCK[a] for a in v.arch) if v.arch else SMEM_PER_BLOCK["sm_90"]
+        if g.smem_bytes > limit:
+            r.append(f"needs {g.smem_bytes} bytes of shared memory (more than {limit} on {', '.join(v.arch)})")
+        if g.min_blocks and g.min_blocks * g.threads > 2048:
+            r.append(f"min_blocks={g.min_blocks} blocks of {g.threads} threads exceed the 2048 resident threads of an SM")
+        if g.min_blocks and g.min_blocks * g.smem_bytes > SMEM_PER_SM["sm_90"]:
+            r.append(f"min_blocks={g.min_blocks} blocks of {g.smem_bytes} bytes of shared memory do not fit in one SM")
+        if v.protection.interval != 1:
+            r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
+        return r
+
+    def name_tokens(self, v: Variant) -> list[str]:
+        p = v.param_dict
+        tokens = [
+            "kmeans",
+            PRECISION_TAG[v.precision],
+            self.protection_token(v.protection),
+            f"{p['m_tb']}x{p['n_tb']}x{p['k_tb']}",
+            f"w{p['m_w']}x{p['n_w']}",
+        ]
+        if p.get("min_blocks"):
+            tokens.append(f"mb{p['min_blocks']}")
+        if v.protection.inject:
+            tokens.append("inj")
+        return tokens
+
+    def context(self, v: Variant) -> dict:
+        return {
+            **template_context(v),
+            "g": Geometry(v),
+            "c90": False,
+            # the unprotected twin's geometry (the benchmark's alternate timing: kmeans_twin.cu.j2)
+            "twin_g": Geometry(dataclasses.replace(v, protection=Protection())),
+        }
+
+    def sources(self, v: Variant) -> tuple[Source, ...]:
+        return template_sources(v)
+
+
+# ---- cutlass90: the assign step as a CUTLASS 3.x sm90 GEMM ------------------------------------------------------------
+ARCH90 = "sm_90a"
+SCHEDULES90 = ("ws-coop", "ws-pingpong")
+PARAMS90 = (
+    Param("backend", str, ("cutlass90",), "selects this backend (the assign GEMM on CUTLASS 3.x sm90 kernels, arch sm_90a)",
+          choices=("cutlass90",)),
+    Param("tile_m", int, (128,), "samples per CTA tile (ws-coop: 128 or 256; ws-pingpong: 64 or 128)", choices=(64, 128, 256)),
+    Param("tile_n", int, (128,), "columns per CTA tile (a wgmma N, a multiple of 32: the TMA's B tiles): centroids, or with "
+          "abft tile_n - 8 centroids and the check's 8 columns of references", choices=(64, 96, 128, 160, 192, 224, 256)),
+    Param("tile_k", int, (32,), "dimensions per pipeline stage (x 4 bytes: 64 or 128 bytes)", choices=(16, 32)),
+    Param("cluster_m", int, (1,), "thread-block cluster rows (CTAs sharing the centroid tile by TMA multicast)", choices=(1, 2)),
+    Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
+)
+MAX_ACC90 = 128  # fp32 accumulators per consumer thread
+
+
+ENC90 = 8  # the check's columns per GEMM tile: hi and lo of s_t and w_t, four zero columns (a wgmma N is a multiple of 8)
+# (a tile of 128 centroids and 8 such columns would be a wgmma N of 136, but CUTLASS's TMA tiles of B need a multiple of
+# 32 columns: the protected tile gives up 8 of its tile_n columns instead)
+
+
+class Cutlass90Backend(Backend):
+    name = "cutlass90"
+    precisions = ("tf32",)
+    levels = {"abft": ABFT_LEVELS}
+    params = PARAMS90
+    requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's vendor reference
+    # (without NDEBUG ptxas serializes the wgmma pipeline; the extended shapes: the wgmma N of 72 or 136 columns that a
+    # checked tile of 64 or 128 centroids and its 8 columns of references need)
+    compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
+    constraint_docs = (
+        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32; protection none or abft "
+        "threadblock (interval 1)",
+        "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; fp32 accumulators per consumer thread "
+        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90}; abft: tile_n - {ENC90} centroids per tile",
+    )
+
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        if precision not in self.precisions:
+            return (f"the kmeans cutlass90 backend takes precision tf32, not {precision} (tf32x3 and fp64: the mma backend, "
+                    f"without params backend)")
+        if protection.enabled and protection.scheme != "abft":
+            return (f"the kmeans cutlass90 backend takes protection none or abft, not {protection.scheme} (omit params "
+                    f"backend for the mma kernels)")
+        return None
+
+    def constraints(self, v: Variant) -> list[str]:
+        reason = self.protection_ok(v.precision, v.protection)
+        if reason:
+            return [reason]
+        if tuple(v.arch) != (ARCH90,):
+            return [f"arch {', '.join(v.arch)}: the kmeans cutlass90 backend builds for sm_90a only (wgmma exists only "
+                    f"there); write arch: [sm_90a], or omit params backend for the mma kernels"]
+        p = v.param_dict
+        tm, tn, sched = p["tile_m"], p["tile_n"], p["schedule"]
+        r = []
+        allowed = (128, 256) if sched == "ws-coop" else (64, 128)
+        if tm not in allowed:
+            r.append(f"tile_m={tm}: the {sched} schedule takes tile_m {' or '.join(map(str, allowed))}")
+        if v.protection.scheme == "abft" and v.protection.interval != 1:
+            r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
+        acc = (tm // 2 if sched == "ws-coop" else tm) * tn // 128
+        if acc > MAX_ACC90:
+            r.append(f"tile {tm}x{tn} with {sched}: {acc} fp32 accumulators per consumer thread (at most {MAX_ACC90}); "
+                     f"use a smaller tile")
+        return r
+
+    def name_tokens(self, v: Variant) -> list[str]:
+        p = v.param_dict
+        tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "cutlass90",
+                  f"{p['tile_m']}x{p['tile_n']}x{p['tile_k']}", f"c{p['cluster_m']}x1", p["schedule"]]
+        if v.protection.inject:
+            tokens.append("inj")
+        return tokens
+
+    def context(self, v: Variant) -> dict:
+        p = v.param_dict
+        return {
+            **template_context(v),
+            "c90": True,
+            "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
+            "cluster_m": p["cluster_m"],
+            "coop": p["schedule"] == "ws-coop",
+            # the check's encodings' scales and lambda: the gemm backend's 16-bit check (its NumPy model)
+            "scales": abft_model.abft16_scales(p["tile_n"] - ENC90),
+            "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
+        }
+
+    def sources(self, v: Variant) -> tuple[Source, ...]:
+        return template_sources(v)
+
+
+class KmeansFamily(Family):
+    name = "kmeans"
+    description = "Lloyd iterations: tensor-core distance GEMM with the arg-min fused, ABFT-protected; DMR-protected update"
+    shape_keys = ("samples", "dims", "clusters")
+    backends = (MmaBackend(), Cutlass90Backend())
+    default_shapes = ({"samples": 131072, "dims": 128, "clusters": 128}, {"samples": 100003, "dims": 100, "clusters": 1000})
+    campaign_shape = {"samples": 16384, "dims": 64, "clusters": 256}
+    template_dir = "kmeans"
+    launcher = LauncherSignature(
+        params="const ftgen_kmeans_problem* p, cudaStream_t stream",
+        args="p, stream",
+        selector_args=("p->samples", "p->dims", "p->clusters"),
+    )
+
+    def backend(self, precision, protection, params) -> str:
+        """``params: {backend: cutlass90}`` selects that backend; otherwise the mma kernels."""
+        if params.get("backend") == "cutlass90":
+            return "cutlass90"
+        return super().backend(precision, protection, params)
+
+    @property
+    def bench_refs(self) -> tuple:
+        """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`).
+        Imported here, not at the top: ``python -m ftgen.families.kmeans.flash_ref`` runs that module as the driver."""
+        from .flash_ref import FlashKmeansRef
+
+        return (FlashKmeansRef(),)
+
+    def normalize_shape(self, raw, where: str, source: str | None = None) -> dict[str, int]:
+        out = super().normalize_shape(raw, where, source)
+        if out["clusters"] > out["samples"]:
+            raise SpecError(
+                f"clusters={out['clusters']} is more than samples={out['samples']}; a kmeans shape needs clusters <= samples",
+                source=source,
+                path=f"{where}.clusters",
+            )
+        return out

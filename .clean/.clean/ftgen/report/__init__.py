@@ -1,0 +1,1 @@
+"""Reports: provenance of results, tables of rows."""

@@ -1,0 +1,95 @@
+"""Where a result came from: ftgen version and git state, GPU (name, UUID, clocks, power limit), driver, nvcc,
+the versions of the libraries the benches use (``ftgen.libraries``), argv, time."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from .. import __version__
+from ..build import nvcc_version
+from ..libraries import versions as library_versions
+
+
+def git_state(where: Path | None = None) -> dict:
+    where = where or Path(__file__).resolve().parents[2]
+    def run(*args):
+        try:
+            p = subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=20)
+            return p.stdout.strip() if p.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    env_sha = os.environ.get("FTGEN_GIT_SHA")
+    if env_sha:  # the launcher names the commit (a GPU machine's copy may carry a stale .git)
+        dirty = os.environ.get("FTGEN_GIT_DIRTY")
+        return {"sha": env_sha, "dirty": None if dirty is None else dirty not in ("0", "false", "")}
+    sha = run("rev-parse", "HEAD")
+    if sha is None:
+        return {"sha": None, "dirty": None}
+    dirty = run("status", "--porcelain", "--untracked-files=no")
+    return {"sha": sha, "dirty": bool(dirty)}
+
+
+_SMI_FIELDS = {
+    "uuid": "uuid",
+    "sm_clock_mhz": "clocks.sm",
+    "sm_clock_max_mhz": "clocks.max.sm",
+    "mem_clock_mhz": "clocks.mem",
+    "power_limit_w": "power.limit",
+    "temperature_c": "temperature.gpu",
+    "driver": "driver_version",
+}
+
+
+def gpu_state(index: int | None = None) -> dict:
+    """UUID, SM / memory clocks, power limit and temperature of the GPU a run uses, read by nvidia-smi at its start
+    (the first visible GPU unless ``index`` names one); empty where there is no GPU."""
+    cmd = ["nvidia-smi", f"--query-gpu={','.join(_SMI_FIELDS.values())}", "--format=csv,noheader,nounits"]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if index is not None:
+        cmd.append(f"--id={index}")
+    elif visible:
+        cmd.append(f"--id={visible}")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if p.returncode != 0 or not p.stdout.strip():
+        return {}
+    values = [v.strip() for v in p.stdout.strip().splitlines()[0].split(",")]
+    out: dict = {}
+    for key, value in zip(_SMI_FIELDS, values):
+        try:
+            out[key] = value if key in ("uuid", "driver") else float(value)
+        except ValueError:
+            out[key] = None
+    return out
+
+
+def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict:
+    g = git_state()
+    d = {
+        "ftgen_version": __version__,
+        "git_sha": g["sha"],
+        "git_dirty": g["dirty"],
+        "gpu": (gpu or {}).get("name"),
+        "sm_count": (gpu or {}).get("sm_count"),
+        "compute_capability": (gpu or {}).get("cc"),
+        "driver": (gpu or {}).get("driver") or None,
+        "cuda_runtime_api": (gpu or {}).get("runtime_api"),
+        "gpu_state": (state := gpu_state() if gpu else {}),
+        "nvcc": nvcc_version(),
+        "libraries": library_versions(),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "argv": list(argv if argv is not None else sys.argv),
+        "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if not d["driver"]:  # no executable reported it (a script timing a vendor library): nvidia-smi's
+        d["driver"] = state.get("driver")
+    d.update(extra)
+    return d

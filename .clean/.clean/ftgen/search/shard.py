@@ -1,0 +1,287 @@
+"""Sharding a search or a campaign over independent jobs, and merging their results files.
+
+A shard ``I/N`` (0 <= I < N) takes a deterministic part of the work, the same in every job that
+expands the same spec with the same flags, so N jobs on N hosts (a Slurm job array, Ray tasks)
+each write their own results file:
+
+- a search: the points (variant x shape) of each proposed batch, listed variant by variant, cut
+  into N contiguous blocks of nearly equal size (a variant's executable is built by one or two
+  shards, never by all). The strategy must propose without looking at measurements (``exhaustive``
+  and ``random`` do): every shard proposes the same batch.
+- a campaign: its chunks of trials (variant x distribution x clean/faulty x chunk of ``chunk``
+  trials, each with its own seed), dealt round-robin. A chunk's seed does not depend on the shard,
+  so the trials are the same whether run in one job or in N.
+
+``ftgen search SPEC --from a.jsonl b.jsonl ...`` merges the shards' files (:func:`merge_search`)
+without compiling or running anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import SpecError
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``--shard I/N`` -> (I, N)."""
+    try:
+        i_text, n_text = text.split("/")
+        i, n = int(i_text), int(n_text)
+    except (ValueError, AttributeError):
+        i = n = -1
+    if n < 1 or not 0 <= i < n:
+        raise SpecError(f"--shard: {str(text)[:40]!r} is not I/N with 0 <= I < N (e.g. 0/4; in a Slurm array "
+                        "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT with --array=0-(N-1))")
+    return i, n
+
+
+def shard_points(names: list[str], n_shapes: int, i: int, n: int) -> dict[str, list[int]]:
+    """Shard I of N of the points (variant, shape index) of ``names`` x ``n_shapes`` shapes: variant
+    name -> its shape indices in this shard (variants with none are left out)."""
+    total = len(names) * n_shapes
+    lo, hi = total * i // n, total * (i + 1) // n
+    out: dict[str, list[int]] = {}
+    for p in range(lo, hi):
+        out.setdefault(names[p // n_shapes], []).append(p % n_shapes)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Campaign chunks
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """``trials`` trials of one variant, distribution and clean/faulty run, from trial ``start``."""
+
+    kernel: str
+    dist: str
+    inject: int
+    start: int
+    trials: int
+    seed: int  # the chunk's own seed
+
+    @property
+    def key(self) -> str:
+        return f"{self.kernel}/{self.dist}/{'faulty' if self.inject else 'clean'}/{self.start}"
+
+    def argv(self, shape: str, extra: tuple[str, ...] = ()) -> list[str]:
+        return ["--trials", str(self.trials), "--inject", str(self.inject), "--shapes", shape, "--dist", self.dist,
+                "--seed", str(self.seed), "--no-timing", *extra]
+
+
+def campaign_chunks(kernels: list[str], *, trials: int, dists, seed: int, chunk: int = 250) -> list[Chunk]:
+    """Every chunk of a campaign, in the order ``ftgen.faults.campaign`` runs them and with the seeds it
+    gives them: run (dist i, inject) of a variant starts at seed + (2 i + inject) trials, and its chunk
+    from trial ``done`` at that plus ``done``."""
+    out = []
+    for k in kernels:
+        for i, d in enumerate(dists):
+            for inject in (0, 1):
+                base = seed + (2 * i + inject) * trials
+                for done in range(0, trials, chunk):
+                    out.append(Chunk(k, d, inject, done, min(chunk, trials - done), base + done))
+    return out
+
+
+def shard_chunks(chunks: list[Chunk], i: int, n: int) -> list[Chunk]:
+    return chunks[i::n]
+
+
+def chunk_rows(c: Chunk, shape: str, got: list[dict]) -> tuple[list[dict], list[dict]]:
+    """A chunk's executable rows -> (trial rows numbered within the whole run, error rows), as
+    ``ftgen.faults.run_trials`` reads them."""
+    rows, errors = [], []
+    for r in got:
+        if "trial" in r:
+            r["trial"] += c.start
+            rows.append(r)
+        elif not r.get("ok", True):
+            errors.append(r)
+        elif "skipped" in r:
+            errors.append({"kernel": c.kernel, "ok": False,
+                           "error": {"kind": "shape", "message": f"{c.kernel} does not run shape {shape}: {r['skipped']}"}})
+    return rows, errors
+
+
+# --------------------------------------------------------------------------------------------
+# Merging results files
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ResultsFile:
+    path: Path
+    provenance: dict
+    rows: list[dict] = field(default_factory=list)
+    extra: list[dict] = field(default_factory=list)  # lines that are no row: {"best": ...}, {"campaign": ...}
+
+
+def read_results(path: Path | str) -> ResultsFile:
+    """A results file (docs/architecture.md, results files): provenance first, then rows. Bad input is a SpecError."""
+    p = Path(path)
+    try:
+        lines = p.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        raise SpecError(f"--from: {p}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"--from: {p} is a directory; give results files (JSON lines)") from None
+    out = None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            if n == len(lines):  # a torn last line of a job that was killed while writing
+                continue
+            raise SpecError(f"--from: {p}:{n}: not a JSON line") from None
+        if not isinstance(d, dict):
+            raise SpecError(f"--from: {p}:{n}: not a JSON object")
+        if out is None:
+            if not isinstance(d.get("provenance"), dict):
+                raise SpecError(f"--from: {p}: the first line is no {{\"provenance\": ...}}; not an ftgen results file")
+            out = ResultsFile(p, d["provenance"])
+        elif "kernel" in d:
+            out.rows.append(d)
+        else:
+            out.extra.append(d)
+    if out is None:
+        raise SpecError(f"--from: {p} is empty")
+    return out
+
+
+@dataclass
+class Merged:
+    rows: list[dict]
+    gpu: dict
+    shapes: list[dict] | None  # the shapes the shards searched, when their provenance says
+    notes: list[str]
+
+
+def merge_search(paths: list[Path | str], family) -> Merged:
+    """The rows of several search results files (shards of one search) as one list: checks that they
+    ran on one GPU model and are distinct shards of one partition, drops repeated points."""
+    files = [read_results(p) for p in paths]
+    notes = _check_shards(files)
+    rows, seen = [], {}
+    for f in files:
+        for r in f.rows:
+            if r.get("kernel") is None:
+                key = ("rejected", json.dumps(r.get("point"), sort_keys=True))
+            else:
+                sh = r.get("shape")
+                key = (r["kernel"], family.format_shape(sh) if isinstance(sh, dict) else None)
+            if key in seen:
+                if key[0] != "rejected":
+                    notes.append(f"{key[0]} {key[1]}: in {seen[key]} and {f.path}; kept the first")
+                continue
+            seen[key] = f.path
+            rows.append(r)
+    shapes = None
+    for f in files:
+        if isinstance(f.provenance.get("shapes"), list):
+            shapes = f.provenance["shapes"]
+            break
+    gpu = {"name": files[0].provenance.get("gpu"), "driver": files[0].provenance.get("driver")}
+    return Merged(rows, gpu, shapes, notes)
+
+
+def _check_shards(files: list[ResultsFile]) -> list[str]:
+    """Files to merge: of one GPU model, distinct shards of one partition. Returns notes (a shard missing)."""
+    notes: list[str] = []
+    gpus = sorted({str(f.provenance.get("gpu")) for f in files})
+    if len(gpus) > 1:
+        raise SpecError("--from: the files ran on different GPUs (" + ", ".join(gpus) + "); merge the results of one GPU model")
+    shards: dict[str, Path] = {}
+    counts = set()
+    for f in files:
+        sh = f.provenance.get("shard")
+        if sh is None:
+            continue
+        if sh in shards:
+            raise SpecError(f"--from: {shards[sh]} and {f.path} are both shard {sh}")
+        shards[sh] = f.path
+        counts.add(str(sh).split("/")[-1])
+    whole = [f.path for f in files if f.provenance.get("shard") is None]
+    if shards and whole:
+        raise SpecError(f"--from: {whole[0]} is a whole run (no --shard) and {next(iter(shards.values()))} a shard; "
+                        "merge the shards of one run")
+    if len(counts) > 1:
+        raise SpecError(f"--from: shards of different partitions ({', '.join(sorted(shards))}); give the shards of one --shard I/N run")
+    if counts:
+        n = int(counts.pop())
+        missing = [f"{i}/{n}" for i in range(n) if f"{i}/{n}" not in shards]
+        if missing:
+            notes.append(f"shard(s) {', '.join(missing)} missing: their part is not in the merge")
+    return notes
+
+
+@dataclass
+class MergedCampaign:
+    rows: list[dict]  # per variant its error rows, then its trials in the order one job runs them
+    kernels: list[str]
+    gpu: dict
+    trials: int
+    dists: list[str]
+    shape: dict
+    notes: list[str]
+
+
+def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
+    """The rows of several campaign results files (shards of one campaign) as one campaign's: checks that
+    they ran the same campaign (trials, distributions, shape, seed) on one GPU model."""
+    files = [read_results(p) for p in paths]
+    notes = _check_shards(files)
+    for key in ("trials", "dists", "shape", "seed"):
+        vals = {json.dumps(f.provenance.get(key), sort_keys=True) for f in files}
+        if len(vals) > 1:
+            raise SpecError(f"--from: the files are of different campaigns ({key}: {', '.join(sorted(vals))})")
+    prov = files[0].provenance
+    if not isinstance(prov.get("trials"), int) or not isinstance(prov.get("dists"), list):
+        raise SpecError(f"--from: {files[0].path} is no campaign results file (its provenance has no trials and dists)")
+    dists = list(prov["dists"])
+    kernels: list[str] = []
+    trials: dict[tuple, dict] = {}
+    errors: dict[str, list[dict]] = {}
+    repeated = 0
+    for f in files:
+        for r in f.rows:
+            k = r.get("kernel")
+            if k not in kernels:
+                kernels.append(k)
+            if "trial" not in r:
+                if not r.get("ok", True):
+                    errors.setdefault(k, []).append(r)
+                continue
+            key = (k, r.get("dist"), int(bool(r.get("injected"))), r["trial"])
+            if key in trials:
+                repeated += 1
+                continue
+            trials[key] = r
+    if repeated:
+        notes.append(f"{repeated} trial(s) in more than one file (same variant, distribution, clean/faulty and number); kept the first")
+    order = {d: i for i, d in enumerate(dists)}
+    rows: list[dict] = []
+    for k in kernels:
+        rows += _dedup_errors(errors.get(k, []))
+        mine = [r for key, r in trials.items() if key[0] == k]
+        rows += sorted(mine, key=lambda r: (order.get(r.get("dist"), len(order)), int(bool(r.get("injected"))), r["trial"]))
+    gpu = {"name": prov.get("gpu"), "driver": prov.get("driver")}
+    return MergedCampaign(rows, kernels, gpu, prov["trials"], dists, prov.get("shape") or {}, notes)
+
+
+def _dedup_errors(errors: list[dict]) -> list[dict]:
+    """A variant's error rows; a shape it does not run, said by every shard, once."""
+    out, shape_said = [], False
+    for e in errors:
+        if (e.get("error") or {}).get("kind") == "shape":
+            if shape_said:
+                continue
+            shape_said = True
+        out.append(e)
+    return out

@@ -1,0 +1,194 @@
+"""Protected kernels as PyTorch ops: load a library built by ``ftgen build --lib`` and call its GEMM on torch tensors.
+
+    import ftgen.torch as ftt
+    lib = ftt.load("install/lib/libftgen_torch_gemm.so")       # registers the library under its name
+    y = torch.ops.ftgen.mm(a, b, lib, "tf32x3")                  # a @ b on the tensor cores, fp32-accurate, ABFT
+    model = ftt.protect(model, lib, precision="tf32x3")          # every nn.Linear -> FTLinear
+    ftt.report()                                                 # fault counters per op, read from the device now
+
+The op is a ``torch.library.custom_op`` (``ftgen::mm``) with a fake implementation (shapes for ``torch.compile``
+and meta tensors) and an autograd formula whose two products run through the same protected op. Fault counters
+stay on the device, accumulated by the library's handle per device, and are read when asked (``report``,
+``json_line``); ``set_policy`` says what an uncorrectable fault does (``warn``, ``raise``, or ``recompute``: rerun
+the call, which reads the counters after every call). torch is needed only here: ``import ftgen`` never imports it
+(``pip install ftgen[torch]``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from ..binding import FtgenLibError, Library
+from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
+
+__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "protect", "report",
+           "json_line", "reset", "set_policy", "inject", "POLICIES"]
+
+# precision -> (the library's entry-point tag, the torch dtype of its operands)
+PRECISIONS = {"tf32x3": ("tf32x3", torch.float32), "tf32": ("tf32", torch.float32), "fp32": ("f32", torch.float32),
+              "fp64": ("f64", torch.float64), "fp16": ("f16", torch.float16), "bf16": ("bf16", torch.bfloat16)}
+
+
+def load(path: str | Path, key: str | None = None) -> str:
+    """Load ``libftgen_<name>.so`` (its ``ftgen_<name>.json`` beside it or in ../lib); returns the key the ops take
+    (default: the library's name). Loading the same key again returns it without reloading."""
+    lib = Library(path)
+    key = key or lib.name
+    if key not in TELEMETRY.libs:
+        TELEMETRY.libs[key] = lib
+    return key
+
+
+def _entry(lib: Library, precision: str, b: Tensor) -> tuple[str, Tensor, int]:
+    """The entry point for b's layout, the B operand to pass and its leading dimension."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    base = f"gemm_{PRECISIONS[precision][0]}"
+    k, n = b.shape
+    rr, rc = base in lib.groups, f"{base}_rc" in lib.groups
+    if rr and b.is_contiguous():
+        return base, b, n
+    if rc and b.t().is_contiguous():  # B column-major: b.t() (n x k) row-major
+        return f"{base}_rc", b, k
+    if rr:
+        return base, b.contiguous(), n
+    if rc:
+        return f"{base}_rc", b.t().contiguous().t(), k
+    raise FtgenLibError(f"{lib.path.name} has no {precision} GEMM entry point ({base}); it has: {', '.join(lib.groups)}")
+
+
+def _run(lib: Library, group: str, a: Tensor, b: Tensor, ldb: int, out: Tensor) -> None:
+    m, k = a.shape
+    n = out.shape[1]
+    dev = a.device.index if a.device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(dev):
+        stream = torch.cuda.current_stream().cuda_stream
+        lib.call(group, dev, [m, n, k, 1.0, a.data_ptr(), k, b.data_ptr(), ldb, 0.0, out.data_ptr(), n], stream)
+
+
+@torch.library.custom_op("ftgen::mm", mutates_args=())
+def mm(a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
+    """a @ b through library `lib`'s protected GEMM of `precision` (2-D CUDA tensors of that precision's dtype)."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen::mm: no library loaded as {lib!r} (ftgen.torch.load)")
+    L = TELEMETRY.libs[lib]
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"ftgen::mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+    want = PRECISIONS.get(precision, (None, None))[1]
+    if a.dtype != want or b.dtype != want or not a.is_cuda or a.device != b.device:
+        raise ValueError(f"ftgen::mm: {precision} takes two {want} CUDA tensors on one device, not {a.dtype} on "
+                         f"{a.device} and {b.dtype} on {b.device}")
+    m, n = a.shape[0], b.shape[1]
+    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if m == 0 or n == 0:
+        return out
+    if a.shape[1] == 0:
+        return out.zero_()
+    a_c = a if a.is_contiguous() else a.contiguous()
+    group, bb, ldb = _entry(L, precision, b)
+    _run(L, group, a_c, bb, ldb, out)
+    stats = TELEMETRY.called(lib, "mm")
+    if TELEMETRY.policy_of("mm") == "recompute" and TELEMETRY.new_uncorrectable(lib, "mm") > 0:
+        stats.reruns += 1
+        _run(L, group, a_c, bb, ldb, out)
+        if TELEMETRY.new_uncorrectable(lib, "mm") > 0:
+            raise UncorrectableFault(f"{lib}:mm: uncorrectable twice in a row")
+    return out
+
+
+@mm.register_fake
+def _mm_fake(a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _mm_setup(ctx, inputs, output):
+    a, b, lib, precision = inputs
+    ctx.save_for_backward(a, b)
+    ctx.lib, ctx.precision = lib, precision
+
+
+def _mm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    ga = mm(grad, b.t(), ctx.lib, ctx.precision) if ctx.needs_input_grad[0] else None
+    gb = mm(a.t(), grad, ctx.lib, ctx.precision) if ctx.needs_input_grad[1] else None
+    return ga, gb, None, None
+
+
+mm.register_autograd(_mm_backward, setup_context=_mm_setup)
+
+
+class FTLinear(nn.Module):
+    """nn.Linear whose product runs through a protected GEMM: y = x W^T + b, W passed column-major where the library
+    has that entry point (no copy of the weight), else transposed once per call."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, lib: str, precision: str = "tf32x3",
+                 device=None, dtype=None):
+        super().__init__()
+        dtype = dtype or PRECISIONS[precision][1]
+        self.in_features, self.out_features, self.lib, self.precision = in_features, out_features, lib, precision
+        self.weight = nn.Parameter(torch.empty((out_features, in_features), device=device, dtype=dtype))
+        self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=dtype)) if bias else None
+        nn.Linear.reset_parameters(self)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, lib: str, precision: str = "tf32x3") -> "FTLinear":
+        """An FTLinear sharing `linear`'s parameters."""
+        m = cls.__new__(cls)
+        nn.Module.__init__(m)
+        m.in_features, m.out_features, m.lib, m.precision = linear.in_features, linear.out_features, lib, precision
+        m.weight, m.bias = linear.weight, linear.bias
+        return m
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = torch.ops.ftgen.mm(x.reshape(-1, self.in_features), self.weight.t(), self.lib, self.precision)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, " \
+               f"lib={self.lib!r}, precision={self.precision!r}"
+
+
+def protect(model: nn.Module, lib: str, precision: str = "tf32x3") -> nn.Module:
+    """Replace every nn.Linear of `model` (in place) by an FTLinear sharing its parameters; returns `model`."""
+    if isinstance(model, nn.Linear):
+        return FTLinear.from_linear(model, lib, precision)
+    for name, child in model.named_children():
+        setattr(model, name, protect(child, lib, precision))
+    return model
+
+
+def report(emit: bool = True) -> dict:
+    """Fault counters per op, read from the device now (see ftgen.torch.telemetry.Telemetry.report)."""
+    return TELEMETRY.report(emit)
+
+
+def json_line(step: int | None = None) -> str:
+    """The report as one JSON line (append one per step to a log; a Prometheus exporter can read the same dict)."""
+    return TELEMETRY.json_line(step)
+
+
+def set_policy(policy: str, op: str | None = None) -> None:
+    """What an uncorrectable fault does: warn (default), raise, or recompute; for one op ("mm") or all."""
+    TELEMETRY.set_policy(policy, op)
+
+
+def inject(lib: str, faults_per_call: int, seed: int = 0, device: int | None = None) -> None:
+    """Fault injection for testing: every later op of library `lib` on `device` (default: the current one) flips a
+    random bit of an accumulator in `faults_per_call` threadblocks of each GEMM launch; 0 stops it. The library must
+    have been built from a spec with `inject: true` (specs/gemm/torch_linear.yaml is); `report()` counts the faults
+    applied (`injected`) beside what the protection did with them."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen.torch.inject: no library loaded as {lib!r} (ftgen.torch.load)")
+    dev = torch.cuda.current_device() if device is None else device
+    with torch.cuda.device(dev):
+        TELEMETRY.libs[lib].inject(dev, faults_per_call, seed)
+
+
+def reset() -> None:
+    """Zero every handle's counters and the call counts."""
+    TELEMETRY.reset()

@@ -1,0 +1,991 @@
+// ftgen attention, mma backend: flash attention forward on mma.sync m16n8k16 (fp16 / bf16 in, fp32 accumulate)
+// with the protection levels of ftgen/families/attention/model.py (the NumPy model states every rule; the
+// thresholds below are its formulas).
+//
+// Thread block: BM / 16 warps, BM query rows of one (batch, head); each warp owns 16 rows, its Q fragments in
+// registers. Key / value tiles of BN keys are staged in shared memory (K as [key][dim], V as [key][dim]).
+// Accumulator layout of m16n8k16: lane t holds rows r = t / 4 and r + 8 and columns cq = 2 (t % 4), cq + 1 of
+// every n8 block; element e of a fragment is (row half e / 2, column cq + e % 2). A row's column groups
+// g = c % 8 are therefore thread-local: group g of the S tile is element e of every n8 block l (c = g + 8 l),
+// and the strided checksums (stride 8) are three more n8 blocks whose element e is the same group's checksum. The
+// second product has a fourth: the group magnitudes sum_l |V[c][g+8l]| (+1 in efta), whose P-weighted sum is the
+// scale of the O check's threshold (model.o_threshold, group_magnitudes).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "ftgen_attention.h"
+#include "ftgen_ft.cuh"
+
+namespace ftattn {
+
+enum Level { kLevelNone = 0, kLevelStrided = 1, kLevelSnvr = 2, kLevelEfta = 3 };
+
+// Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
+struct Rules {
+  float u_acc, u32, u_mufu, u_in, c_sqrt, c_const, p_floor, exp_tau;
+};
+
+// ---- 16-bit types ------------------------------------------------------------------------------
+
+template <class T>
+struct Half;
+template <>
+struct Half<__half> {
+  static constexpr bool kBf16 = false;
+  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+    __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ float lo(uint32_t x) { return __half2float(__ushort_as_half(static_cast<unsigned short>(x & 0xffffu))); }
+  static __device__ __forceinline__ float hi(uint32_t x) { return __half2float(__ushort_as_half(static_cast<unsigned short>(x >> 16))); }
+  static __host__ __device__ __forceinline__ __half from(float a) { return __float2half_rn(a); }
+  static __host__ __device__ __forceinline__ __half from_up(float a) { return __float2half_ru(a); }
+  static __host__ __device__ __forceinline__ float to(__half a) { return __half2float(a); }
+};
+template <>
+struct Half<__nv_bfloat16> {
+  static constexpr bool kBf16 = true;
+  static __device__ __forceinline__ uint32_t pack(float a, float b) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ float lo(uint32_t x) { return __uint_as_float((x & 0xffffu) << 16); }
+  static __device__ __forceinline__ float hi(uint32_t x) { return __uint_as_float(x & 0xffff0000u); }
+  static __host__ __device__ __forceinline__ __nv_bfloat16 from(float a) { return __float2bfloat16_rn(a); }
+  static __host__ __device__ __forceinline__ __nv_bfloat16 from_up(float a) { return __float2bfloat16_ru(a); }
+  static __host__ __device__ __forceinline__ float to(__nv_bfloat16 a) { return __bfloat162float(a); }
+};
+
+template <class T>
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float lg2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float finite_or_inf(float x) { return isnan(x) ? INFINITY : x; }
+
+// sum_l max(log2 p_l, F) over a group of 16-bit values p_l, with one lg2 per group instead of one per element: each
+// normal value is 2^e (1 + m), so the sum is sum_l e_l + log2 prod_l (1 + m_l) (a product of factors in [1, 2): no
+// underflow); a value below 2^F (F: the type's smallest normal exponent; zero and subnormals) contributes F. A
+// negative, infinite or NaN value makes the sum +inf (the check fails). The lg2 is the caller's (ex2/lg2.approx on
+// the device, log2 on the host).
+struct Log2Parts {
+  int exponents = 0;
+  float product = 1.f;
+  bool bad = false;
+  template <bool kBf16>
+  __host__ __device__ __forceinline__ void add(unsigned bits16) {
+    constexpr int kMantBits = kBf16 ? 7 : 10, kExpMax = kBf16 ? 255 : 31, kBias = kBf16 ? 127 : 15;
+    const int e = static_cast<int>((bits16 >> kMantBits) & kExpMax);
+    const unsigned m = bits16 & ((1u << kMantBits) - 1);
+    if ((bits16 >> 15) & 1u) {
+      bad = bad || e != 0 || m != 0;  // -0 is a zero
+      exponents += 1 - kBias;
+      return;
+    }
+    if (e == kExpMax) {
+      bad = true;
+      return;
+    }
+    if (e == 0) {  // below the smallest normal value: the floor
+      exponents += 1 - kBias;
+      return;
+    }
+    exponents += e - kBias;
+    product *= 1.f + static_cast<float>(m) / static_cast<float>(1u << kMantBits);
+  }
+};
+
+// snvr's duplicated row-sum accumulation (model._row_sum_differs): each lane runs l = alpha l + part and, on negated
+// operands, l' = alpha l' - part with the same fma; round-to-nearest is symmetric, so l' = -l exactly and any difference
+// is a fault of one copy (a NaN differs too). The negation keeps the two chains apart for the compiler. Host-callable
+// (tested against the model).
+__host__ __device__ __forceinline__ float row_sum_step(float alpha, float l, float part) { return fmaf(alpha, l, part); }
+__host__ __device__ __forceinline__ bool row_sum_differs(float l, float lneg) { return !(l == -lneg); }
+
+// ---- fault injection ---------------------------------------------------------------------------
+
+// The one fault planned for this thread (if any), found once per launch.
+struct ThreadFault {
+  int index;  // into faults / records; -1: none
+  int site, elem, step, kind, bit;
+  double offset;
+};
+
+__device__ __forceinline__ ThreadFault find_fault(const ftgen_attention_problem& p, long long block, int thread) {
+  ThreadFault f{-1, -1, 0, 0, 0, 0, 0.0};
+  for (int i = 0; i < p.fault_count; ++i) {
+    const ftgen::FaultSpec& s = p.faults[i];
+    if (s.block == block && s.thread == thread) {
+      f.index = i;
+      f.site = s.elem / FTGEN_ATTN_ELEMS_PER_SITE;
+      f.elem = s.elem % FTGEN_ATTN_ELEMS_PER_SITE;
+      f.step = s.step;
+      f.kind = s.kind;
+      f.bit = s.bit;
+      f.offset = s.offset;
+      break;
+    }
+  }
+  return f;
+}
+
+// Apply the thread's fault to `x` when it targets (site, elem, step); record it.
+__device__ __forceinline__ float maybe_fault(float x, const ThreadFault& f, const ftgen_attention_problem& p, int site, int elem,
+                                             int step, long long row, long long col) {
+  if (f.index < 0 || f.site != site || f.elem != elem || (site != FTGEN_ATTN_SITE_INV_L && f.step != step)) return x;
+  const float y = ftgen::apply_fault<float>(x, f.kind, f.bit, f.offset);
+  if (p.fault_records) {
+    ftgen::FaultRecord& r = p.fault_records[f.index];
+    const ftgen::FaultSpec& s = p.faults[f.index];
+    r.applied = 1;
+    r.block = s.block, r.thread = s.thread, r.elem = s.elem, r.step = s.step, r.bit = s.bit;
+    r.before = x;
+    r.after = y;
+    r.row = row;
+    r.col = col;
+  }
+  if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+  return y;
+}
+
+// The same for one 16-bit half of a packed register (`high`: the upper half); the bit is of the 16-bit value.
+template <class T>
+__device__ __forceinline__ uint32_t maybe_fault16(uint32_t x, bool high, const ThreadFault& f, const ftgen_attention_problem& p,
+                                                  int elem, int step, long long row, long long col) {
+  if (f.index < 0 || f.site != FTGEN_ATTN_SITE_P16 || f.elem != elem || f.step != step) return x;
+  const float before = high ? Half<T>::hi(x) : Half<T>::lo(x);
+  uint32_t y;
+  if (f.kind == ftgen::kOffset) {
+    const float v = static_cast<float>(before + f.offset);
+    y = high ? Half<T>::pack(Half<T>::lo(x), v) : Half<T>::pack(v, Half<T>::hi(x));
+  } else {
+    y = x ^ (1u << ((f.bit & 15) + (high ? 16 : 0)));
+  }
+  if (p.fault_records) {
+    ftgen::FaultRecord& r = p.fault_records[f.index];
+    const ftgen::FaultSpec& s = p.faults[f.index];
+    r.applied = 1;
+    r.block = s.block, r.thread = s.thread, r.elem = s.elem, r.step = s.step, r.bit = s.bit;
+    r.before = before;
+    r.after = high ? Half<T>::hi(y) : Half<T>::lo(y);
+    r.row = row;
+    r.col = col;
+  }
+  if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+  return y;
+}
+
+// ---- counters ------------------------------------------------------------------------------------
+
+struct Tally {
+  unsigned detected = 0, corrected = 0, recomputed = 0, uncorrectable = 0;
+  float max_score = 0.f;
+  __device__ __forceinline__ void score(float residual, float tau) {
+    const float s = fabsf(residual) / fmaxf(tau, 1e-30f);
+    if (s > max_score || isnan(s)) max_score = isnan(s) ? INFINITY : fmaxf(max_score, s);
+  }
+  __device__ __forceinline__ void flush(ftgen::FtCounters* c) const {
+    if (!c) return;
+    if (detected) atomicAdd(&c->detected, static_cast<unsigned long long>(detected));
+    if (corrected) atomicAdd(&c->corrected, static_cast<unsigned long long>(corrected));
+    if (recomputed) atomicAdd(&c->recomputed, static_cast<unsigned long long>(recomputed));
+    if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
+    if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+  }
+  // The fused kernel's counters, once per block (every thread calls it): a fault shows in several lanes (a row's
+  // four quad lanes) and at several checks (a wrong O element at every later tile until the block recomputes), so
+  // the block reports whether it detected, corrected, recomputed or gave up, once each; fault plans put at most one
+  // fault in a block, and the campaign's rule detected <= faults applied + false alarms holds per fault.
+  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
+    const int d = __syncthreads_or(detected > 0), co = __syncthreads_or(corrected > 0);
+    const int re = __syncthreads_or(recomputed > 0), un = __syncthreads_or(uncorrectable > 0);
+    if (!c) return;
+    if (threadIdx.x == 0) {
+      if (d) atomicAdd(&c->detected, 1ull);
+      if (co) atomicAdd(&c->corrected, 1ull);
+      if (re) atomicAdd(&c->recomputed, 1ull);
+      if (un) atomicAdd(&c->uncorrectable, 1ull);
+    }
+    if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+  }
+};
+
+// Position l (0..nl-1) of a single fault in a group from its residuals, or -1 (model._locate).
+__device__ __forceinline__ int locate(float r1, float r2, float tau2, int nl, float u32) {
+  if (!isfinite(r1) || !isfinite(r2) || !(fabsf(r1) > 2.f * tau2)) return -1;
+  const float ratio = r2 / r1;
+  if (!(fabsf(ratio) < 1e9f)) return -1;
+  const int j = __float2int_rn(ratio);
+  if (j < 1 || j > nl) return -1;
+  if (fabsf(r2 - j * r1) > tau2 + 4.f * (nl + 1) * u32 * fabsf(r2)) return -1;
+  return j - 1;
+}
+
+// The sum and the index-weighted sum (weights 1..N) of a stride-8 group: element e of the thread's N n8 blocks.
+template <int N>
+__device__ __forceinline__ void group_sums(const float (&acc)[N][4], int e, float& g1, float& g2) {
+  g1 = 0.f, g2 = 0.f;
+#pragma unroll
+  for (int l = 0; l < N; ++l) {
+    g1 += acc[l][e];
+    g2 = fmaf(static_cast<float>(l + 1), acc[l][e], g2);
+  }
+}
+
+// The one wrong element of group e: located from the residuals, else, where the residual is not finite and
+// `c1_finite`, the only non-finite element; -1 when neither (model._locate).
+template <int N>
+__device__ __forceinline__ int locate_group(const float (&acc)[N][4], int e, float r1, float r2, float tau2, float u32,
+                                            bool c1_finite) {
+  int pos = locate(r1, r2, tau2, N, u32);
+  if (pos < 0 && !isfinite(r1) && c1_finite) {  // an element made non-finite shows itself
+    int bad = 0;
+#pragma unroll
+    for (int l = 0; l < N; ++l)
+      if (!isfinite(acc[l][e])) { pos = l; ++bad; }
+    if (bad != 1) pos = -1;
+  }
+  return pos;
+}
+
+// Element pos of group e := `sum` minus the rest of the group.
+template <int N>
+__device__ __forceinline__ void correct_group(float (&acc)[N][4], int e, int pos, float sum) {
+  float others = 0.f;
+#pragma unroll
+  for (int l = 0; l < N; ++l)
+    if (l != pos) others += acc[l][e];
+#pragma unroll
+  for (int l = 0; l < N; ++l)
+    if (l == pos) acc[l][e] = sum - others;
+}
+
+// ---- the fused kernel ------------------------------------------------------------------------------
+
+template <class T_, int D_, int BM_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_>
+struct Config {
+  using T = T_;
+  static constexpr int D = D_, BM = BM_, BN = BN_;
+  static constexpr bool kCausal = CAUSAL_;
+  static constexpr int kLevel = LEVEL_;
+  static constexpr bool kInject = INJECT_;
+  static constexpr bool kStrided = LEVEL_ == kLevelStrided || LEVEL_ == kLevelEfta;
+  static constexpr bool kSnvr = LEVEL_ == kLevelSnvr || LEVEL_ == kLevelEfta;
+  static constexpr bool kUnified = LEVEL_ == kLevelEfta;
+  static constexpr bool kProtected = LEVEL_ != kLevelNone;
+  static constexpr int kWarps = BM / 16;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int NT = BN / 8;   // n8 blocks of an S tile
+  static constexpr int ND = D / 8;    // n8 blocks of O
+  static constexpr int KD = D / 16;   // k16 steps of Q K^T
+  static constexpr int KN = BN / 16;  // k16 steps of P V
+  static constexpr int CK = kStrided ? 24 : 0;   // checksum rows of K: hi, lo, weighted
+  static constexpr int CKV = kStrided ? 32 : 0;  // columns of V: hi, lo, weighted, magnitude
+  static constexpr int LDQ = D + 8;             // shared-memory row pitches (elements; +8: bank spread)
+  static constexpr int LDK = D + 8;
+  static constexpr int LDV = D + CKV + 8;
+  static constexpr int kSmemQ = BM * LDQ * 2;
+  static constexpr int kSmemK = (BN + CK) * LDK * 2;
+  static constexpr int kSmemV = BN * LDV * 2;
+  static constexpr int kSmemF = (BN + BM + 16) * 4;  // key norms, query norms, per-group scratch (sG)
+  static constexpr int kSmem = kSmemQ + kSmemK + kSmemV + kSmemF;
+  static_assert(D % 16 == 0 && BN % 16 == 0 && BM % 16 == 0, "tile shapes");
+};
+
+// Stage rows [r0, r0 + rows) of a [n][D] matrix into shared memory (pitch ld), zero past n.
+template <class C>
+__device__ __forceinline__ void stage(typename C::T* dst, int ld, const typename C::T* src, int r0, int rows, int n) {
+  constexpr int kVec = 8;  // 16-byte accesses
+  constexpr int kPerRow = C::D / kVec;
+  for (int i = threadIdx.x; i < rows * kPerRow; i += C::kThreads) {
+    const int r = i / kPerRow, c = (i % kPerRow) * kVec;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (r0 + r < n) val = *reinterpret_cast<const uint4*>(src + static_cast<long long>(r0 + r) * C::D + c);
+    *reinterpret_cast<uint4*>(dst + r * ld + c) = val;
+  }
+}
+
+// ---- the K / V encodings of the strided levels, once per launch ----------------------------------------
+// The checksum rows of K (hi, lo, weighted), the checksum and magnitude columns of V, the key norms and the per-group
+// scalars sG depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch,
+// head, key tile) into the workspace, and each block of flash_kernel stages them with the tile. Layout per tile: K
+// rows [24][D] and V columns [BN][32] of T, key norms [BN] and sG[0..15] as floats.
+template <class C>
+struct EncLayout {
+  static constexpr int kKBytes = 24 * C::D * 2;
+  static constexpr int kVBytes = C::BN * 32 * 2;
+  static constexpr int kNBytes = C::BN * 4;
+  static constexpr int kGBytes = 16 * 4;
+  static constexpr int kBytes = (kKBytes + kVBytes + kNBytes + kGBytes + 15) / 16 * 16;
+};
+
+template <class C>
+__host__ __device__ inline long long key_tiles(const ftgen_attention_problem& p) { return (p.seq_k + C::BN - 1) / C::BN; }
+
+template <class C>
+size_t flash_workspace(const ftgen_attention_problem* p) {
+  if (!C::kStrided) return 0;
+  return static_cast<size_t>(p->batch) * p->heads * key_tiles<C>(*p) * EncLayout<C>::kBytes;
+}
+
+template <class C>
+__device__ __forceinline__ const unsigned char* enc_of(const ftgen_attention_problem& p, int bh, int tile) {
+  return static_cast<const unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * EncLayout<C>::kBytes;
+}
+
+// Euclidean norms of `rows` staged rows of D elements (pitch ld), one thread a row.
+template <class C>
+__device__ __forceinline__ void row_norms(const typename C::T* s, int ld, int rows, float* out, int tid) {
+  using H = Half<typename C::T>;
+  for (int i = tid; i < rows; i += C::kThreads) {
+    float acc = 0.f;
+    for (int c = 0; c < C::D; ++c) {
+      const float x = H::to(s[i * ld + c]);
+      acc = fmaf(x, x, acc);
+    }
+    out[i] = sqrtf(acc);
+  }
+}
+
+// The V encodings of group g of one key (row `v` of D = 8 ND elements): out[0], out[1] the unit checksum
+// sum_l V[g+8l] (+1 in efta, the row-sum column) in fp32 split into a high and a low 16-bit half, out[2] the weighted
+// checksum sum_l (l+1) V[g+8l], out[3] the group magnitude sum_l |V[g+8l]| (+1 in efta) in fp32 rounded up (so that
+// it bounds; model.split16, strided_checksums, group_magnitudes). Returns |weighted| in fp32. Host-callable (tested
+// against the model).
+template <class T, int ND, bool kUnified>
+__host__ __device__ inline float encode_v_group(const T* v, int g, T out[4]) {
+  using H = Half<T>;
+  float s1 = kUnified ? 1.f : 0.f, s2 = 0.f, a1 = kUnified ? 1.f : 0.f;
+#pragma unroll
+  for (int l = 0; l < ND; ++l) {
+    const float x = H::to(v[g + 8 * l]);
+    s1 += x;
+    a1 += fabsf(x);
+    s2 = fmaf(static_cast<float>(l + 1), x, s2);
+  }
+  out[0] = H::from(s1);
+  out[1] = H::from(s1 - H::to(out[0]));
+  out[2] = H::from(s2);
+  out[3] = H::from_up(a1);
+  return fabsf(s2);
+}
+
+// The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[0..15]; sG zeroed by the caller).
+template <class C>
+__device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
+  using T = typename C::T;
+  using H = Half<T>;
+  // K checksums: rows BN + g (unit, high half), BN + 8 + g (low half), BN + 16 + g (weighted)
+  for (int i = tid; i < 8 * C::D; i += C::kThreads) {
+    const int g = i / C::D, c = i % C::D;
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int l = 0; l < C::NT; ++l) {
+      const float x = H::to(sK[(g + 8 * l) * C::LDK + c]);
+      s1 += x;
+      s2 = fmaf(static_cast<float>(l + 1), x, s2);
+    }
+    const T hi = H::from(s1);
+    sK[(C::BN + g) * C::LDK + c] = hi;
+    sK[(C::BN + 8 + g) * C::LDK + c] = H::from(s1 - H::to(hi));
+    sK[(C::BN + 16 + g) * C::LDK + c] = H::from(s2);
+    atomicAdd(&sG[g], s2 * s2);
+  }
+  row_norms<C>(sK, C::LDK, C::BN, sKn, tid);
+  // V: columns D + g, D + 8 + g, D + 16 + g, D + 24 + g of each key (encode_v_group)
+  for (int i = tid; i < C::BN * 8; i += C::kThreads) {
+    const int key = i / 8, g = i % 8;
+    T enc[4];
+    const float w = encode_v_group<T, C::ND, C::kUnified>(sV + key * C::LDV, g, enc);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) sV[key * C::LDV + C::D + 8 * c + g] = enc[c];
+    // non-negative floats order like their bit patterns
+    atomicMax(reinterpret_cast<int*>(&sG[8 + g]), __float_as_int(w));
+  }
+}
+
+// Copy `bytes` (a multiple of 16) from global to shared memory, 16 bytes a thread.
+template <class C>
+__device__ __forceinline__ void copy16(void* dst, const void* src, int bytes, int tid) {
+  for (int i = tid; i < bytes / 16; i += C::kThreads) reinterpret_cast<uint4*>(dst)[i] = __ldg(reinterpret_cast<const uint4*>(src) + i);
+}
+
+// Stage a tile's encodings from the workspace (what encode_tile left in shared memory).
+template <class C>
+__device__ __forceinline__ void load_encoding(const unsigned char* e, typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
+  using L = EncLayout<C>;
+  constexpr int kRowVec = C::D * 2 / 16;  // 16-byte vectors per K row
+  for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
+    const int rr = i / kRowVec, c = i % kRowVec;
+    reinterpret_cast<uint4*>(sK + (C::BN + rr) * C::LDK)[c] = __ldg(reinterpret_cast<const uint4*>(e) + i);
+  }
+  const uint4* v = reinterpret_cast<const uint4*>(e + L::kKBytes);
+  for (int i = tid; i < C::BN * 4; i += C::kThreads) {  // 32 values = four vectors per key
+    const int key = i / 4, c = i % 4;
+    reinterpret_cast<uint4*>(sV + key * C::LDV + C::D)[c] = __ldg(v + i);
+  }
+  copy16<C>(sKn, e + L::kKBytes + L::kVBytes, L::kNBytes, tid);
+  const float* g = reinterpret_cast<const float*>(e + L::kKBytes + L::kVBytes + L::kNBytes);
+  if (tid < 16) sG[tid] = __ldg(g + tid);
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_problem p) {
+  using T = typename C::T;
+  using L = EncLayout<C>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem + C::kSmemQ);
+  T* sV = reinterpret_cast<T*>(smem + C::kSmemQ + C::kSmemK);
+  float* sF = reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV);
+  float* sKn = sF;
+  float* sG = sF + C::BN + C::BM;
+  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;
+  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  stage<C>(sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
+  stage<C>(sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
+  if (tid < 16) sG[tid] = 0.f;
+  __syncthreads();
+  encode_tile<C>(sK, sV, sKn, sG, tid);
+  __syncthreads();
+  unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * L::kBytes;
+  constexpr int kRowVec = C::D * 2 / 16;
+  for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
+    const int rr = i / kRowVec, c = i % kRowVec;
+    reinterpret_cast<uint4*>(e)[i] = reinterpret_cast<const uint4*>(sK + (C::BN + rr) * C::LDK)[c];
+  }
+  uint4* v = reinterpret_cast<uint4*>(e + L::kKBytes);
+  for (int i = tid; i < C::BN * 4; i += C::kThreads) {
+    const int key = i / 4, c = i % 4;
+    v[i] = reinterpret_cast<const uint4*>(sV + key * C::LDV + C::D)[c];
+  }
+  float* kn = reinterpret_cast<float*>(e + L::kKBytes + L::kVBytes);
+  for (int i = tid; i < C::BN; i += C::kThreads) kn[i] = sKn[i];
+  if (tid < 16) kn[C::BN + tid] = sG[tid];
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_problem p, Rules rules) {
+  using T = typename C::T;
+  using H = Half<T>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sK = reinterpret_cast<T*>(smem + C::kSmemQ);
+  T* sV = reinterpret_cast<T*>(smem + C::kSmemQ + C::kSmemK);
+  float* sF = reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV);
+  float* sKn = sF;                 // [BN] key row norms
+  float* sQn = sF + C::BN;         // [BM] query row norms
+  float* sG = sF + C::BN + C::BM;  // [0..7] ||Kc2[g]||^2, [8..15] max_c |Vc2[c][g]|
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int r = lane / 4, cq = (lane % 4) * 2;
+  const int bh = blockIdx.y;  // batch * heads + head
+  const int m0 = blockIdx.x * C::BM;
+  const long long block = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
+  const T* Q = static_cast<const T*>(p.q) + static_cast<long long>(bh) * p.seq_q * C::D;
+  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  T* O = static_cast<T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D;
+  const float scale = p.scale > 0.f ? p.scale : rsqrtf(static_cast<float>(C::D));
+  const float sl2 = scale * 1.4426950408889634f;
+  const bool fix = !p.no_correct;
+  ThreadFault fault{-1, -1, 0, 0, 0, 0, 0.0};
+  if (C::kInject && p.faults) fault = find_fault(p, block, tid);
+  Tally tally;
+
+  // rows of this thread (h = 0, 1) in the sequence
+  const int qrow[2] = {m0 + warp * 16 + r, m0 + warp * 16 + r + 8};
+  int n_tiles = (p.seq_k + C::BN - 1) / C::BN;
+  if (C::kCausal) n_tiles = min(n_tiles, (min(m0 + C::BM, p.seq_q) + C::BN - 1) / C::BN);
+
+  // Q tile and its row norms
+  stage<C>(sQ, C::LDQ, Q, m0, C::BM, p.seq_q);
+  __syncthreads();
+  if (C::kStrided) row_norms<C>(sQ, C::LDQ, C::BM, sQn, tid);
+  uint32_t qf[C::KD][4];
+#pragma unroll
+  for (int kk = 0; kk < C::KD; ++kk) {
+    const T* base = sQ + (warp * 16 + r) * C::LDQ + kk * 16 + cq;
+    qf[kk][0] = *reinterpret_cast<const uint32_t*>(base);
+    qf[kk][1] = *reinterpret_cast<const uint32_t*>(base + 8 * C::LDQ);
+    qf[kk][2] = *reinterpret_cast<const uint32_t*>(base + 8);
+    qf[kk][3] = *reinterpret_cast<const uint32_t*>(base + 8 * C::LDQ + 8);
+  }
+  __syncthreads();
+  float qn[2] = {0.f, 0.f};
+  if (C::kStrided) {
+    qn[0] = sQn[warp * 16 + r];
+    qn[1] = sQn[warp * 16 + r + 8];
+  }
+
+  float o[C::ND][4];
+  float lsum[2], lfull[2], inv[2];
+  // snvr: the partial row sum's negated duplicate, accumulated from the same alpha and part (model._row_sum_differs)
+  float lneg[2];
+  bool done = false;
+  for (int attempt = 0; attempt < 2 && !done; ++attempt) {
+    const bool inj = C::kInject && attempt == 0;  // a recomputation runs without the planned fault
+    // the O checksum blocks: the unit checksum's high and low halves, the weighted one, and the P-weighted group
+    // magnitude sum_c p_c (sum_l |V[c][g+8l]| (+1)) that scales the check's threshold
+    float oc[4][4];
+    float m[2] = {-INFINITY, -INFINITY}, lb[2] = {0.f, 0.f};
+    float vmag2[2] = {0.f, 0.f};  // max_c |Vc2[c][g]| of this thread's two groups of O
+    bool redo = false;
+    lsum[0] = lsum[1] = 0.f;
+    lneg[0] = lneg[1] = 0.f;
+#pragma unroll
+    for (int n = 0; n < C::ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) oc[c][0] = oc[c][1] = oc[c][2] = oc[c][3] = 0.f;
+    int keys_seen = 0;
+
+    for (int j = 0; j < n_tiles; ++j) {
+      const int k0 = j * C::BN;
+      keys_seen += C::BN;
+      // this thread's planned fault falls in this tile: one branch around each site's injection code (the code is
+      // large and, predicated, would cost every thread of an injection build on every tile)
+      const bool hit = C::kInject && inj && fault.index >= 0 && fault.step == j;
+      __syncthreads();  // the previous tile's readers are done
+      stage<C>(sK, C::LDK, K, k0, C::BN, p.seq_k);
+      stage<C>(sV, C::LDV, V, k0, C::BN, p.seq_k);
+      if (C::kStrided) load_encoding<C>(enc_of<C>(p, bh, j), sK, sV, sKn, sG, tid);
+      __syncthreads();
+
+      // ---- GEMM I: S = Q K^T (and the checksum blocks) ----------------------------------------
+      float s[C::NT][4];
+      float sc[3][4];
+#pragma unroll
+      for (int n = 0; n < C::NT; ++n) {
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < C::KD; ++kk) {
+          const T* b = sK + (n * 8 + r) * C::LDK + kk * 16 + cq;
+          mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
+        }
+      }
+      if (hit) {
+#pragma unroll
+        for (int n = 0; n < C::NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[n][e] = maybe_fault(s[n][e], fault, p, FTGEN_ATTN_SITE_QK, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+      }
+      if (C::kStrided) {
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          sc[c][0] = sc[c][1] = sc[c][2] = sc[c][3] = 0.f;
+#pragma unroll
+          for (int kk = 0; kk < C::KD; ++kk) {
+            const T* b = sK + (C::BN + c * 8 + r) * C::LDK + kk * 16 + cq;
+            mma16816<T>(sc[c], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
+          }
+        }
+        // per element e: the group g = cq + e % 2 of row half e / 2 (model: s_threshold, _locate)
+        bool again = false;
+        const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(C::D)) + rules.c_const) +
+                           2.f * C::NT * rules.u32 + rules.u_in * rules.u_in;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int g = cq + (e & 1);
+          float g1, g2, kn = 0.f;
+          group_sums(s, e, g1, g2);
+#pragma unroll
+          for (int l = 0; l < C::NT; ++l) kn += sKn[g + 8 * l];
+          const float c1 = sc[0][e] + sc[1][e];
+          const float r1 = c1 - g1, r2 = sc[2][e] - g2;
+          const float tau = qn[e / 2] * kn * unit;
+          const float tau2 = tau * (C::NT + 1) + rules.u_in * qn[e / 2] * sqrtf(sG[g]);
+          tally.score(r1, tau);
+          if (!(fabsf(r1) <= tau)) {
+            ++tally.detected;
+            if (!fix) continue;
+            const int pos = locate_group(s, e, r1, r2, tau2, rules.u32, true);
+            if (pos >= 0) {
+              correct_group(s, e, pos, c1);
+              ++tally.corrected;
+            } else {
+              again = true;
+            }
+          }
+        }
+        if (__any_sync(0xffffffffu, again)) {  // not located: the warp recomputes its S tile
+          if (again) ++tally.recomputed;
+#pragma unroll
+          for (int n = 0; n < C::NT; ++n) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < C::KD; ++kk) {
+              const T* b = sK + (n * 8 + r) * C::LDK + kk * 16 + cq;
+              mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
+            }
+          }
+        }
+      }
+
+      // ---- mask, row max ------------------------------------------------------------------------
+#pragma unroll
+      for (int n = 0; n < C::NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + n * 8 + cq + (e & 1);
+          const bool ok = key < p.seq_k && (!C::kCausal || key <= qrow[e / 2]);
+          if (!ok) s[n][e] = -INFINITY;
+        }
+      float mt[2], mnew[2], alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float x = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < C::NT; ++n) x = fmaxf(x, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+        mt[h] = x;
+        mnew[h] = fmaxf(m[h], x);
+        if (hit) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
+        if (C::kSnvr) {
+          // the quad's four copies vote; a single corrupted copy is outvoted (model: rowmax)
+          const float b = __shfl_xor_sync(0xffffffffu, mnew[h], 1);
+          const float c = __shfl_xor_sync(0xffffffffu, mnew[h], 2);
+          const float d = __shfl_xor_sync(0xffffffffu, mnew[h], 3);
+          const bool same = mnew[h] == b && mnew[h] == c && mnew[h] == d;
+          if (!same && !(mnew[h] == b && mnew[h] == c) && !(mnew[h] == b && mnew[h] == d) && !(mnew[h] == c && mnew[h] == d)) {
+            // this copy is not in a majority of three
+            ++tally.detected;
+            if (fix) {
+              if (b == c && c == d) {
+                mnew[h] = b;
+                ++tally.corrected;
+              } else {
+                mnew[h] = fmaxf(m[h], mt[h]);
+                ++tally.recomputed;
+              }
+            }
+          }
+        }
+      }
+
+      // ---- exp, conversion, the exp check -------------------------------------------------------
+      uint32_t pk[C::NT][2];
+#pragma unroll
+      for (int n = 0; n < C::NT; ++n) {
+        float pv[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float mm = mnew[e / 2];
+          const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
+          pv[e] = ex2(x);
+          if (hit) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+        }
+        pk[n][0] = H::pack(pv[0], pv[1]);
+        pk[n][1] = H::pack(pv[2], pv[3]);
+        if (hit) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            pk[n][e / 2] = maybe_fault16<T>(pk[n][e / 2], e & 1, fault, p, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+        }
+      }
+      if (C::kSnvr) {
+        // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group
+        constexpr bool kBf16 = H::kBf16;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float mm = mnew[e / 2];
+          Log2Parts parts;
+          float xs = 0.f;
+#pragma unroll
+          for (int l = 0; l < C::NT; ++l) {
+            const uint32_t w = pk[l][e / 2];
+            parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
+            const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
+            xs += fmaxf(x, rules.p_floor);
+          }
+          const float res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
+          tally.score(res, rules.exp_tau);
+          if (!(fabsf(res) <= rules.exp_tau)) {
+            ++tally.detected;
+            if (fix) {  // recompute the group's exps
+#pragma unroll
+              for (int l = 0; l < C::NT; ++l) {
+                const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
+                const float pv = ex2(x);
+                const uint32_t w = pk[l][e / 2];
+                pk[l][e / 2] = (e & 1) ? H::pack(H::lo(w), pv) : H::pack(pv, H::hi(w));
+              }
+              ++tally.recomputed;
+            }
+          }
+        }
+      }
+
+      // ---- rescale factor, row sum ------------------------------------------------------------------
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float arg = m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2;
+        alpha[h] = ex2(arg);
+        if (hit) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
+        if (C::kSnvr) {
+          const float a = fmaxf(arg, -126.f);
+          const float ra = fmaxf(finite_or_inf(lg2(alpha[h])), -126.f) - a;
+          const float ta = 2.f * rules.u_mufu * 1.4426950408889634f * 1.01f + rules.u_mufu * (1.f + fabsf(a));
+          tally.score(ra, ta);
+          if (!(fabsf(ra) <= ta) || alpha[h] > 1.f) {
+            ++tally.detected;
+            if (fix) {
+              alpha[h] = ex2(arg);
+              ++tally.recomputed;
+            }
+          }
+          const float targ = mt[h] == -INFINITY ? -INFINITY : (mt[h] - mnew[h]) * sl2;
+          lb[h] = lb[h] * alpha[h] + ex2(targ);
+        }
+        float part = 0.f;
+#pragma unroll
+        for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
+        lsum[h] = row_sum_step(alpha[h], lsum[h], part);
+        if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
+        if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
+        m[h] = mnew[h];
+      }
+
+      // ---- GEMM II: O = diag(alpha) O + P V (and the checksum blocks) -------------------------------
+#pragma unroll
+      for (int n = 0; n < C::ND; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
+#pragma unroll
+      for (int kk = 0; kk < C::KN; ++kk) {
+        const uint32_t a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
+        const T* vb = sV + (kk * 16 + cq) * C::LDV + r;
+#pragma unroll
+        for (int n = 0; n < C::ND; ++n) {
+          const T* b = vb + n * 8;
+          const uint32_t b0 = H::pack(H::to(b[0]), H::to(b[C::LDV]));
+          const uint32_t b1 = H::pack(H::to(b[8 * C::LDV]), H::to(b[9 * C::LDV]));
+          mma16816<T>(o[n], a, b0, b1);
+        }
+      }
+      if (C::kStrided) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          oc[c][0] *= alpha[0];
+          oc[c][1] *= alpha[0];
+          oc[c][2] *= alpha[1];
+          oc[c][3] *= alpha[1];
+        }
+#pragma unroll
+        for (int kk = 0; kk < C::KN; ++kk) {
+          const uint32_t a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
+          const T* vb = sV + (kk * 16 + cq) * C::LDV + C::D + r;
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const T* b = vb + c * 8;
+            const uint32_t b0 = H::pack(H::to(b[0]), H::to(b[C::LDV]));
+            const uint32_t b1 = H::pack(H::to(b[8 * C::LDV]), H::to(b[9 * C::LDV]));
+            mma16816<T>(oc[c], a, b0, b1);
+          }
+        }
+#pragma unroll
+        for (int gi = 0; gi < 2; ++gi) vmag2[gi] = fmaxf(vmag2[gi], sG[8 + cq + gi]);
+      }
+      if (hit) {
+#pragma unroll
+        for (int n = 0; n < C::ND; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            o[n][e] = maybe_fault(o[n][e], fault, p, FTGEN_ATTN_SITE_O, n * 4 + e, j, qrow[e / 2], n * 8 + cq + (e & 1));
+      }
+      if (C::kStrided && !C::kUnified) {
+        // strided: the O checksums after every tile, unnormalized: the threshold's scale is the accumulated group
+        // magnitude oc[3] (model.o_threshold), the weighted checksum's rounding bound max |Vc2| times the running row sum
+        float lf[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
+          lf[h] = fmaxf(t + __shfl_xor_sync(0xffffffffu, t, 2), 1e-30f);
+        }
+        const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + (j + 1) + C::ND) +
+                           rules.u_in * rules.u_in;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float g1, g2;
+          group_sums(o, e, g1, g2);
+          const float c1 = oc[0][e] + oc[1][e];
+          const float r1 = c1 - g1, r2 = oc[2][e] - g2;
+          const float tau = oc[3][e] * unit;
+          const float tau2 = tau * (C::ND + 1) + rules.u_in * vmag2[e & 1] * lf[e / 2];
+          tally.score(r1, tau);
+          if (!(fabsf(r1) <= tau) || !isfinite(r1)) {
+            ++tally.detected;
+            if (!fix) continue;
+            const int pos = locate_group(o, e, r1, r2, tau2, rules.u32, isfinite(c1));
+            if (pos >= 0) {
+              correct_group(o, e, pos, c1);
+              ++tally.corrected;
+            } else {
+              redo = true;
+            }
+          }
+        }
+      }
+    }  // key tiles
+
+    // ---- row sum, 1/l, normalization, the unified verification ----------------------------------------
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
+      lfull[h] = t + __shfl_xor_sync(0xffffffffu, t, 2);
+      if (C::kSnvr) {
+        const int vis = C::kCausal ? min(p.seq_k, qrow[h] + 1) : p.seq_k;
+        const float tol = C::BN * rules.u_in + (n_tiles + 1) * 4.f * rules.u_mufu;
+        bool bad = !(lfull[h] >= lb[h] * (1.f - tol) && lfull[h] <= vis * (1.f + tol));
+        if (!C::kUnified) bad = bad || row_sum_differs(lsum[h], lneg[h]);  // this lane's copy or its duplicate is off
+        if (bad) {
+          ++tally.detected;
+          if (fix) redo = true;
+        }
+      }
+      inv[h] = 1.f / lfull[h];
+      if (C::kInject && inj && fault.index >= 0) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
+      if (C::kSnvr && !C::kUnified) {
+        const float ri = lfull[h] * inv[h] - 1.f;
+        if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
+          ++tally.detected;
+          if (fix) {
+            inv[h] = 1.f / lfull[h];
+            ++tally.recomputed;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < C::ND; ++n) {
+      o[n][0] *= inv[0];
+      o[n][1] *= inv[0];
+      o[n][2] *= inv[1];
+      o[n][3] *= inv[1];
+    }
+    if (C::kUnified) {
+      const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + n_tiles + 1 + C::ND) +
+                         rules.u_in * rules.u_in;
+      float r1[4], r2[4], c1[4], tau[4], tau2[4];
+      bool flagged[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float g1, g2;
+        group_sums(o, e, g1, g2);
+        c1[e] = (oc[0][e] + oc[1][e]) * inv[e / 2];
+        const float c2 = oc[2][e] * inv[e / 2];
+        r1[e] = c1[e] - g1 - 1.f;
+        r2[e] = c2 - g2;
+        // the P-weighted group magnitude, rescaled and normalized like O: sum_c w_c (1 + sum_l |V[c][g+8l]|)
+        tau[e] = oc[3][e] * inv[e / 2] * unit;
+        tau2[e] = tau[e] * (C::ND + 1) + rules.u_in * vmag2[e & 1];
+        tally.score(r1[e], tau[e]);
+        flagged[e] = !(fabsf(r1[e]) <= tau[e]) || !isfinite(r1[e]);  // a non-finite residual fails any threshold
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!flagged[2 * h] && !flagged[2 * h + 1]) continue;
+        ++tally.detected;
+        if (!fix) continue;
+        bool quiet[2];
+#pragma unroll
+        for (int gi = 0; gi < 2; ++gi) {
+          const int e = 2 * h + gi;
+          quiet[gi] = fabsf(r1[e]) > 2.f * tau2[e] && fabsf(r2[e]) <= tau2[e] + 4.f * (C::ND + 1) * rules.u32 * fabsf(oc[2][e] * inv[h]);
+        }
+        if (flagged[2 * h] && flagged[2 * h + 1] && quiet[0] && quiet[1]) {
+          // a row scale (row sum or 1/l): (O_c1 - sum O) = l_mma / l' in both groups; O is off by that factor
+          const float f = r1[2 * h] + 1.f;
+          if (isfinite(f) && f > 0.f && fabsf(r1[2 * h + 1] - r1[2 * h]) <= 2.f * (tau[2 * h] + tau[2 * h + 1]) + 1e-3f * f) {
+#pragma unroll
+            for (int n = 0; n < C::ND; ++n) {
+              o[n][2 * h] /= f;
+              o[n][2 * h + 1] /= f;
+            }
+            ++tally.corrected;
+            continue;
+          }
+        }
+        bool all_fixed = true;
+#pragma unroll
+        for (int gi = 0; gi < 2; ++gi) {
+          const int e = 2 * h + gi;
+          if (!flagged[e]) continue;
+          const int pos = locate_group(o, e, r1[e], r2[e], tau2[e], rules.u32, isfinite(c1[e]));
+          if (pos >= 0) {
+            correct_group(o, e, pos, c1[e] - 1.f);
+          } else if (!(quiet[gi] && !flagged[2 * h + 1 - gi])) {  // quiet alone: only the checksum is off
+            all_fixed = false;
+          }
+        }
+        if (all_fixed) ++tally.corrected;
+        else redo = true;
+      }
+    }
+    const int again = __syncthreads_or(redo ? 1 : 0);
+    if (again && attempt == 0) {
+      if (redo) ++tally.recomputed;
+      continue;  // the block's rows once more, without the planned fault
+    }
+    if (again && redo) ++tally.uncorrectable;
+    done = true;
+  }
+
+  // ---- store O -----------------------------------------------------------------------------------
+#pragma unroll
+  for (int n = 0; n < C::ND; ++n)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (qrow[h] < p.seq_q) {
+        const uint32_t w = H::pack(o[n][2 * h], o[n][2 * h + 1]);
+        *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[h]) * C::D + n * 8 + cq) = w;
+      }
+    }
+  if (C::kProtected) tally.flush_block(p.counters);
+}
+
+template <class C>
+cudaError_t launch_flash(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
+  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
+  if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
+  if (const cudaError_t e = ftgen::set_smem(flash_kernel<C>, C::kSmem); e != cudaSuccess) return e;
+  if (C::kStrided && !p->workspace) return cudaErrorInvalidValue;  // flash_workspace bytes for the encodings
+  if (C::kStrided) {
+    if (const cudaError_t e = ftgen::set_smem(encode_kv_kernel<C>, C::kSmem); e != cudaSuccess) return e;
+    encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * p->heads), C::kThreads, C::kSmem, stream>>>(*p);
+  }
+  const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
+  flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules);
+  return cudaGetLastError();
+}
+
+}  // namespace ftattn

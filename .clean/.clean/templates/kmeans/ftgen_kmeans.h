@@ -1,0 +1,60 @@
+// ftgen kmeans: the problem description every generated kmeans launcher takes.
+#pragma once
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+namespace ftgen {
+struct FtCounters;
+struct FaultSpec;
+struct FaultRecord;
+}  // namespace ftgen
+#endif
+
+// Where the planned faults of an injection build land (one site per launch).
+enum ftgen_kmeans_site {
+  FTGEN_KMEANS_SITE_ACC = 0,     // an accumulator of the distance GEMM, before its verification
+  FTGEN_KMEANS_SITE_ARGMIN = 1,  // the label the first arg-min copy of a thread chooses (made another one)
+  FTGEN_KMEANS_SITE_NORM = 2,    // the first copy of a squared norm: of sample `block`, or (block >= samples) of
+                                 // centroid block - samples in the first iteration
+  FTGEN_KMEANS_SITE_UPDATE = 3,  // the first copy of a cluster sum (elem < dims) or count (elem == dims)
+};
+
+// How a variant decomposes a problem: what fault plans need to know.
+struct ftgen_kmeans_geometry {
+  long long blocks;      // threadblocks of the assign launch (one per m_tb samples)
+  int threads;           // threads per assign block
+  int elems_per_thread;  // accumulators per thread of one centroid tile
+  int steps;             // centroid tiles (the assign loop)
+  int value_bits;        // bits of one element (32 or 64)
+};
+
+// A Lloyd loop: X (samples x dims, row-major) into C (clusters x dims, row-major; in: the initial
+// centroids, out: the final ones). Pointers are to the variant's element type (float for tf32 and
+// tf32x3, double for fp64). Every iteration assigns each sample to its nearest centroid (the lower
+// index on a tie) and moves every centroid to the mean of its samples; an empty cluster keeps its
+// centroid. The loop stops after max_iters iterations, or after the first iteration whose largest
+// squared centroid shift is at most tol * (mean squared centroid norm) when tol > 0 (decided on the
+// device: the launches after it return at once).
+struct ftgen_kmeans_problem {
+  int samples, dims, clusters;
+  const void* X;
+  void* C;
+  int* labels;        // samples: the last iteration's labels
+  int* counts;        // clusters: the last iteration's counts (may be null)
+  double* inertia;    // max_iters: sum of squared distances of each iteration's assignment (may be null)
+  int max_iters;
+  double tol;
+  int* iters_done;    // device int: iterations run (may be null)
+  void* workspace;    // device workspace of <kernel>_workspace(samples, dims, clusters) bytes
+  // Fault tolerance (read by protected variants only).
+  ftgen::FtCounters* counters;  // device pointer; may be null
+  double threshold;             // > 0 replaces the factor LAMBDA u (sqrt(dims) + sqrt(n_tb) + 1) of the derived
+                                // detection threshold of the distance GEMM (the scale stays)
+  // Fault injection (read only by variants built with inject: true), in the first iteration.
+  int fault_site;               // ftgen_kmeans_site
+  const ftgen::FaultSpec* faults;
+  ftgen::FaultRecord* fault_records;
+  int fault_count;
+  int no_correct;  // detect and count, but do not correct (campaigns: the effect of the faults)
+};

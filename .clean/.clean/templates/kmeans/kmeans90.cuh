@@ -1,0 +1,522 @@
+// ftgen kmeans, sm90: the assign step as a CUTLASS 3.x GEMM (TMA loads, wgmma TF32, warp-specialized) whose epilogue
+// takes the arg-min on the accumulator registers: per element d' = ||c_j||^2 - 2 x_i . c_j, the smallest per row of the
+// CTA tile with its column (the lower index on a tie), stored as one 64-bit key per (row, tile of centroids) -- the
+// distance's order-preserving bits above, the column below. No distance is written. A finishing kernel takes each row's
+// smallest key over the tiles: its label, and the inertia's term max(d' + ||x_i||^2, 0).
+// Protected (the threadblock ABFT, the model kmeans model.assign90): the GEMM's B is the packed centroid tiles, each
+// followed by its encodings, so the epilogue holds the reference checksums beside the accumulators and checks every row
+// before the arg-min (ArgMinDirect<8>); a fix kernel recomputes what the check could not correct in place.
+// Copied verbatim into every generated project. Do not edit the copies.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/collective/detail.hpp"
+#include "cutlass/epilogue/thread/linear_combination.h"
+#include "cutlass/epilogue/fusion/sm90_visitor_store_tma_warpspecialized.hpp"
+#include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+
+#include "ftgen_ft.cuh"
+#include "ftgen_rules.h"
+#include "ftgen_sm90.cuh"
+
+namespace ftgen_km90 {
+
+namespace fusion = cutlass::epilogue::fusion;
+
+// The order-preserving 32-bit image of a float (negative values reversed below the positive ones), and back
+__host__ __device__ inline uint32_t ordered(float d) {
+  uint32_t u;
+  memcpy(&u, &d, 4);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__host__ __device__ inline float unordered(uint32_t o) {
+  const uint32_t u = (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
+  float d;
+  memcpy(&d, &u, 4);
+  return d;
+}
+constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
+// (d + 0: -0 becomes +0, the two equal distances one key)
+__host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }
+
+// The check's rare path and the faults of inject builds
+struct CheckArgs {
+  double unit = 0;            // the threshold unit: lambda u (ceil(dims / 8) + centroids per tile + 1), or the spec's number
+  double rms_w = 1;           // the rms of the weights 1..centroids per tile (a full tile's)
+  double inv_se = 1, inv_sw = 1;  // 1 / the encodings' power-of-two scales
+  const float* xx = nullptr;      // ||x_i||^2, samples of them (the first stage's scale)
+  const float* tile_nc = nullptr; // per tile of centroids: the sum of their norms ||c_j|| (pack_kernel)
+  int samples = 0;
+  int online = 1;             // a located element corrected in place (else every detection recomputed)
+  int no_correct = 0;         // the campaigns' uncorrected run: detect and count, change nothing
+  int* flag_count = nullptr;  // (row, tile) units to recompute before the minimum over the tiles (fix_kernel)
+  int2* flags = nullptr;
+  int flag_capacity = 0;
+  ftgen::FtCounters* counters = nullptr;
+  // inject builds: the planned faults of the accumulator site, applied in the first iteration
+  const int* iter = nullptr;  // the loop's iteration counter (faults when 0)
+  int site_acc = 0;           // the launch's site is the accumulators
+  const ftgen::FaultSpec* faults = nullptr;
+  ftgen::FaultRecord* records = nullptr;
+  int fault_count = 0;
+};
+
+struct ArgMinArgs {
+  const float* cc = nullptr;  // ||c_j||^2, clusters of them
+  int clusters = 0;
+  uint64_t* keys = nullptr;   // the per-tile minima: (rows padded to the tile) x (tiles of centroids), m-major
+  long long rows_padded = 0;
+  CheckArgs check{};          // (kEnc > 0)
+};
+
+// The arg-min as an operator-style epilogue (CUTLASS's Sm90TmaWarpSpecializedAdapter, no shared memory, no visitor
+// tree; 10-12% faster than the same arg-min as an epilogue visitor tree, docs/kmeans.md) on the wgmma accumulator
+// registers in place. A consumer thread's accumulators are (V = tile N / 2 per 64-row wgmma, MM 64-row wgmmas, 1): in a
+// wgmma D fragment element v sits at column 8 (v / 4) + 2 (lane % 4) + v % 2 and at row lane / 4 + 8 ((v / 2) % 2) of
+// its warp's 16 (PTX ISA, wgmma .m64nNk8), so every element's column in the tile is a constant plus 2 (lane % 4), and
+// the four lanes of a quad hold a row: two shuffles reduce it. The rows' coordinates come from the MMA's partition.
+//
+// kEnc = 8 (the threadblock ABFT): the tile's last 8 columns are not centroids but the centroid tile's encodings (hi and
+// lo of se s_t, of sw w_t, four zero columns: pack_kernel), so the same wgmma computes the reference checksums r = x . s_t,
+// r' = x . w_t beside the accumulators. Before the arg-min reads them, per row, in two stages (model.assign90 with
+// prefilter, ftgen_rules::norm_prefilter_clean): the sum P1 of a over the centroid columns passes when
+// |P1 - r| <= unit max(||x|| sum ||c_j||, |r|) -- by Cauchy-Schwarz that scale bounds sum |a|, so the stage flags no row
+// the full rule's unweighted residual passes; any
+// other row gets the full rule on its sums of a, (j + 1) a and |a| against r, r' (ftgen_rules::abft16_unit_verdict, the
+// gemm backend's 16-bit check). A located element is corrected in place (r minus the row's other elements, summed anew
+// in double), any other detection (every one when correct: detect) queues the (row, tile) for fix_kernel, which
+// recomputes its minimum before finish_kernel.
+// kInject: the planned accumulator faults (block = the tile's row of tiles, step = its column, thread = the consumer
+// thread, elem = the accumulator) flip a bit of the register before the check, in the first iteration.
+template <int kEnc = 0, bool kInject = false>
+class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
+ public:
+  using EpilogueSchedule = cutlass::gemm::EpilogueDefault;
+  using DispatchPolicy = EpilogueSchedule;
+  using ElementC = void;
+  using ElementD = float;
+  using ElementAccumulator = float;
+  using ElementCompute = float;
+  using ElementOutput = float;
+  using ElementScalar = float;
+  using StrideC = cute::Stride<int64_t, cute::_1, int64_t>;
+  using StrideD = cute::Stride<int64_t, cute::_1, int64_t>;
+  using GmemTiledCopyC = void;
+  using GmemTiledCopyD = void;
+  // (the device adapter's name for the epilogue's thread operator: a type only, never applied)
+  using ThreadEpilogueOp = cutlass::epilogue::thread::LinearCombination<float, 1, float, float>;
+  struct SharedStorage {};
+  using TensorStorage = SharedStorage;
+  using Params = ArgMinArgs;
+  CUTLASS_HOST_DEVICE ArgMinDirect(Params const& p, SharedStorage const& = SharedStorage()) : params(p) {}
+  CUTLASS_DEVICE bool is_source_needed() { return false; }
+
+  template <class ProblemShapeMNKL, class BlockShapeMNK, class BlockCoordMNKL, class FrgEngine, class FrgLayout, class TiledMma,
+            class ResidueMNK>
+  CUTLASS_DEVICE void operator()(ProblemShapeMNKL problem_shape_mnkl, BlockShapeMNK blk_shape_MNK, BlockCoordMNKL blk_coord_mnkl,
+                                 cute::Tensor<FrgEngine, FrgLayout> const& acc_in, TiledMma tiled_mma, ResidueMNK, int thread_idx, char*) {
+    using namespace cute;
+    constexpr int W = size<1>(BlockShapeMNK{});  // the GEMM tile's columns
+    constexpr int NT = W - kEnc;                  // its centroids
+    constexpr int V = W / 2;                      // accumulators per 64-row wgmma
+    constexpr int MM = size<1>(FrgLayout{});      // 64-row wgmmas per thread
+    static_assert(size<0>(FrgLayout{}) == V && size<2>(FrgLayout{}) == 1 && NT % 8 == 0, "one wgmma D fragment across the tile");
+    auto& acc = const_cast<cute::Tensor<FrgEngine, FrgLayout>&>(acc_in);  // (the rare path corrects an element in place)
+    auto M = get<0>(problem_shape_mnkl);
+    auto N = get<1>(problem_shape_mnkl);
+    auto [m, n, k, l] = blk_coord_mnkl;
+    const int q = thread_idx % 4;  // the quad lane: its columns are 2 q + constants
+    const int j0 = int(n) * NT;    // the tile's first centroid
+    const int cols = min(NT, params.clusters - j0);
+    const float* cc = params.cc + j0;
+    Tensor cD = local_tile(make_identity_tensor(make_shape(M, N)), take<0, 2>(blk_shape_MNK), make_coord(m, n));
+    Tensor tCcD = tiled_mma.get_thread_slice(thread_idx).partition_C(cD);  // each accumulator's (row, column)
+    auto row_of = [&](int mm, int r) { return static_cast<long long>(get<0>(tCcD(2 * r, mm, 0))); };
+    auto col_of = [&](int v) { return 8 * (v / 4) + 2 * q + v % 2; };  // the element's column in the tile
+
+    if constexpr (kInject) inject(acc, int(m), int(n), thread_idx, j0, tCcD);
+    if constexpr (kEnc > 0) check(acc, cols, int(n), q, row_of, col_of);
+
+    // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its column (columns ascend along v for a row, so
+    // a strict < keeps the lower index on a tie)
+    float bv[MM][2];
+    int bx[MM][2];
+    const bool inside = cols == NT;  // (no column past the last centroid)
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      bv[mm][0] = bv[mm][1] = INFINITY;
+      bx[mm][0] = bx[mm][1] = 0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < NT / 2; ++v) {
+        const int r = (v / 2) % 2, c = col_of(v);
+        const float d = (inside || c < cols) ? fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), __ldg(cc + c)) : INFINITY;
+        if (d < bv[mm][r]) {
+          bv[mm][r] = d;
+          bx[mm][r] = c;
+        }
+      }
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 1; o <= 2; o <<= 1) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int mm = 0; mm < MM; ++mm) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          const float ov = __shfl_xor_sync(0xffffffffu, bv[mm][r], o);
+          const int ox = __shfl_xor_sync(0xffffffffu, bx[mm][r], o);
+          if (ov < bv[mm][r] || (ov == bv[mm][r] && ox < bx[mm][r])) {
+            bv[mm][r] = ov;
+            bx[mm][r] = ox;
+          }
+        }
+      }
+    }
+    if (q != 0) return;
+    uint64_t* keys = params.keys + static_cast<long long>(n) * params.rows_padded;
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) keys[row_of(mm, r)] = key(bv[mm][r], j0 + bx[mm][r]);
+    }
+  }
+
+ private:
+  // The threadblock ABFT of the tile (kEnc > 0), before the arg-min; see the class comment
+  template <class Acc, class RowOf, class ColOf>
+  CUTLASS_DEVICE void check(Acc& acc, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int MM = size<1>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    constexpr float kLo = 1.f / 2048.f;  // the low parts' scale (tf32_split)
+    CheckArgs const& p = params.check;
+    // the first stage's scale per row held: ||x_i|| sum ||c_j|| (rows past the samples: 0, their accumulators are 0)
+    float scale[MM][2];
+    const float nc = __ldg(p.tile_nc + tile);
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const long long row = row_of(mm, r);
+        scale[mm][r] = row < p.samples ? sqrtf(__ldg(p.xx + row)) * nc : 0.f;
+      }
+    }
+    float s1[MM][2], rs[MM][2];
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) s1[mm][r] = rs[mm][r] = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < V; ++v) {
+        const int r = (v / 2) % 2;
+        const float a = static_cast<float>(acc(v, mm, 0));
+        if (v < NT / 2) s1[mm][r] += a;                                    // a centroid's column
+        else if (v < NT / 2 + 4 && q == 0) rs[mm][r] += v % 2 ? a * kLo : a;  // lane 0 of the quad: s_t's hi, lo
+      }
+    }
+    float top = 0.f;
+    const float unit_f = static_cast<float>(p.unit);
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int o = 1; o <= 2; o <<= 1) {
+          s1[mm][r] += __shfl_xor_sync(0xffffffffu, s1[mm][r], o);
+          rs[mm][r] += __shfl_xor_sync(0xffffffffu, rs[mm][r], o);
+        }
+        // (every lane of the quad holds the same sums, so the same verdict)
+        const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se);
+        float score = 0.f;
+        if (ftgen_rules::norm_prefilter_clean(s1[mm][r], ref_f, scale[mm][r], unit_f, &score)) {
+          top = fmaxf(top, score);
+          continue;
+        }
+        full(acc, mm, r, s1[mm][r], static_cast<double>(rs[mm][r]) * p.inv_se, cols, tile, q, row_of, col_of);
+      }
+    }
+    if (p.counters) {  // the warp's largest clean score (the first stage's)
+      CUTLASS_PRAGMA_UNROLL
+      for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+      if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top, seen_);
+    }
+  }
+
+  // The full rule for a row the first stage did not pass (its quad only): the sums of (j + 1) a and |a| and the weighted
+  // reference, then the verdict; a detection to the rare path
+  template <class Acc, class RowOf, class ColOf>
+  CUTLASS_DEVICE void full(Acc& acc, int mm, int r, float P1, double ref, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    constexpr float kLo = 1.f / 2048.f;
+    CheckArgs const& p = params.check;
+    float sw = 0.f, sa = 0.f, rw = 0.f;
+    CUTLASS_PRAGMA_UNROLL
+    for (int v = 0; v < V; ++v) {
+      if ((v / 2) % 2 != r) continue;
+      const float a = static_cast<float>(acc(v, mm, 0));
+      if (v < NT / 2) {  // (its weight less 2 q, a constant; the 2 q sum is added below)
+        sw = fmaf(static_cast<float>(8 * (v / 4) + v % 2 + 1), a, sw);
+        sa += fabsf(a);
+      } else if (v < NT / 2 + 4 && q == 1) {  // lane 1 of the quad: w_t's hi, lo
+        rw += v % 2 ? a * kLo : a;
+      }
+    }
+    sw = fmaf(static_cast<float>(2 * q), P1, sw);
+    const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 1; o <= 2; o <<= 1) {
+      sw += __shfl_xor_sync(quad, sw, o);
+      sa += __shfl_xor_sync(quad, sa, o);
+      rw += __shfl_xor_sync(quad, rw, o);
+    }
+    const double rms_w = cols == NT ? p.rms_w : ftgen_rules::rms_weights(cols);  // (the last tile may be partial)
+    const double refw = static_cast<double>(rw) * p.inv_sw;
+    double score = 0.0;
+    const int verdict = ftgen_rules::abft16_unit_verdict(P1, sw, sa, ref, refw, p.unit, 0.0, rms_w, cols, &score);
+    if (verdict != -1) rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
+  }
+
+  // A detection (rare): count it; a located element (online) corrected in place, else the (row, tile) queued
+  template <class Acc, class RowOf, class ColOf>
+  CUTLASS_DEVICE void rare(Acc& acc, int verdict, int mm, int r, double ref, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    CheckArgs const& p = params.check;
+    const bool lead = q == 0;
+    if (lead && p.counters) atomicAdd(&p.counters->detected, 1ull);
+    if (p.no_correct) return;
+    if (p.online && verdict >= 0) {
+      double rest = 0.0;  // the row's other elements, summed anew
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < NT / 2; ++v)
+        if ((v / 2) % 2 == r && col_of(v) != verdict) rest += static_cast<double>(acc(v, mm, 0));
+      const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);  // (only the quad shares the row's verdict)
+      rest += __shfl_xor_sync(quad, rest, 1);
+      rest += __shfl_xor_sync(quad, rest, 2);
+      CUTLASS_PRAGMA_UNROLL
+      for (int v = 0; v < NT / 2; ++v)
+        if ((v / 2) % 2 == r && col_of(v) == verdict) acc(v, mm, 0) = static_cast<float>(ref - rest);
+      if (lead && p.counters) atomicAdd(&p.counters->corrected, 1ull);
+      return;
+    }
+    if (!lead) return;
+    const int slot = atomicAdd(p.flag_count, 1);
+    if (slot < p.flag_capacity) p.flags[slot] = make_int2(static_cast<int>(row_of(mm, r)), tile);
+    else if (p.counters) atomicAdd(&p.counters->uncorrectable, 1ull);
+  }
+
+  // The planned accumulator faults of this tile and thread (inject builds, first iteration)
+  template <class Acc, class Coords>
+  CUTLASS_DEVICE void inject(Acc& acc, int tm, int tn, int thread_idx, int j0, Coords const& tCcD) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    CheckArgs const& p = params.check;
+    if (!p.site_acc || p.iter == nullptr || *p.iter != 0) return;
+    for (int f = 0; f < p.fault_count; ++f) {
+      const ftgen::FaultSpec fs = p.faults[f];
+      if (fs.block != tm || fs.step != tn || fs.thread != thread_idx) continue;
+      const int e = fs.elem % int(size(acc));
+      float before = 0.f, after = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < int(size(acc)); ++i)
+        if (i == e) {
+          before = acc(i);
+          acc(i) = ftgen::apply_fault(before, fs.kind, fs.bit, fs.offset);
+          after = acc(i);
+        }
+      const int c = int(get<1>(tCcD(e))) - tn * 2 * V;  // the element's column in the tile
+      ftgen::FaultRecord& rec = p.records[f];
+      rec.applied = 1;
+      rec.block = tm;
+      rec.thread = thread_idx;
+      rec.elem = e;
+      rec.step = tn;
+      rec.bit = fs.kind == ftgen::kOffset ? -1 : (fs.bit & 31);
+      rec.before = before;
+      rec.after = after;
+      rec.row = static_cast<long long>(get<0>(tCcD(e)));
+      rec.col = c < NT ? j0 + c : -1;  // (-1: an encoding column, a reference checksum)
+      if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+    }
+  }
+
+  Params params;
+  // (the consumer threads keep one epilogue object over all their tiles of the persistent schedule)
+  float seen_ = 0.f;  // the largest score this lane has recorded
+};
+
+// The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
+// with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
+// fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
+template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
+          class Epilogue_ = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc_, kInject>>>
+struct AssignGemm {
+  using Epilogue = Epilogue_;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, float, cutlass::layout::RowMajor, 4, float, cutlass::layout::ColumnMajor, 4,
+      float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, cutlass::gemm::PersistentScheduler>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  static constexpr int kTileM = cute::size<0>(TileShape{});
+  static constexpr int kTileN = cute::size<1>(TileShape{});  // the GEMM's tile: kCentroids centroids, then kEnc encodings
+  static constexpr int kEnc = kEnc_;
+  static constexpr int kCentroids = kTileN - kEnc;
+
+  static long long rows_padded(int samples) { return (static_cast<long long>(samples) + kTileM - 1) / kTileM * kTileM; }
+  static int col_tiles(int clusters) { return (clusters + kCentroids - 1) / kCentroids; }
+  // the GEMM's N: the centroids, or the packed tiles
+  static int gemm_n(int clusters) { return kEnc ? col_tiles(clusters) * kTileN : clusters; }
+  // the keys' buffer: rows_padded x col_tiles
+  static size_t keys_bytes(int samples, int clusters) { return sizeof(uint64_t) * rows_padded(samples) * col_tiles(clusters); }
+
+  static typename Gemm::Arguments arguments(const float* X, long long ldx, const float* B, long long ldb, int samples, int dims, int clusters,
+                                            const float* cc, uint64_t* keys, const cutlass::KernelHardwareInfo& hw,
+                                            CheckArgs const& check = CheckArgs{}) {
+    typename Kernel::StrideA sa{};
+    typename Kernel::StrideB sb{};
+    cute::get<0>(sa) = ldx;
+    cute::get<0>(sb) = ldb;
+    typename Gemm::Arguments args{};
+    args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+    args.problem_shape = {samples, gemm_n(clusters), dims, 1};
+    args.mainloop.ptr_A = X;
+    args.mainloop.dA = sa;
+    args.mainloop.ptr_B = B;
+    args.mainloop.dB = sb;
+    const ArgMinArgs am{cc, clusters, keys, rows_padded(samples), check};
+    if constexpr (std::is_same_v<typename Epilogue::Arguments, ArgMinArgs>) args.epilogue = am;
+    else args.epilogue.thread = am;
+    args.hw_info = hw;
+    return args;
+  }
+};
+
+// ---- the kernels around the GEMM (internal linkage: a variant and its unprotected twin both include this header) ----
+namespace {
+
+// The packed B of the checked GEMM, once per iteration: per tile of NT centroids (W = NT + 8 rows of ld floats) its
+// centroids rounded to TF32 (zero rows past the last, zero columns past dims), then hi and lo of se s_t and of sw w_t (s_t, w_t: the sum
+// and the (j + 1)-weighted sum of the tile's centroids as the wgmma reads them, TF32, in double; ftgen_rules::tf32_split)
+// and four zero rows. A block per (tile, 32 columns): lanes along the columns, the 8 warps over the tile's rows. The
+// check's first stage also takes, per tile, the sum of its centroids' norms sqrt(cc_j) in fp32 (tile_nc).
+__global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
+                                                   float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged) {
+  if (converged && *converged) return;
+  __shared__ double part[2][8][32];
+  const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (blockIdx.y == 0 && warp == 1) {
+    float nc = 0.f;
+    for (int c = lane; c < nt && t * nt + c < clusters; c += 32) nc += sqrtf(cc[t * nt + c]);
+    for (int o = 16; o > 0; o >>= 1) nc += __shfl_xor_sync(0xffffffffu, nc, o);
+    if (lane == 0) tile_nc[t] = nc;
+  }
+  const int d = blockIdx.y * 32 + lane;
+  const int w = nt + 8;
+  double s = 0.0, ws = 0.0;
+  for (int c = warp; c < nt; c += 8) {
+    const int j = t * nt + c;
+    // (stored rounded: the wgmma reads exactly the values the encodings add up, whatever its own rounding of fp32 words
+    // does with ties)
+    const float x = ftgen_rules::tf32_round((j < clusters && d < dims) ? C[static_cast<long long>(j) * dims + d] : 0.f);
+    if (d < ld) cx[(static_cast<long long>(t) * w + c) * ld + d] = x;
+    s += x;
+    ws += (c + 1) * static_cast<double>(x);
+  }
+  part[0][warp][lane] = s;
+  part[1][warp][lane] = ws;
+  __syncthreads();
+  if (warp != 0 || d >= ld) return;
+  s = ws = 0.0;
+  for (int g = 0; g < 8; ++g) {
+    s += part[0][g][lane];
+    ws += part[1][g][lane];
+  }
+  float* e = cx + (static_cast<long long>(t) * w + nt) * ld + d;
+  float hi, lo;
+  ftgen_rules::tf32_split(s, se, &hi, &lo);
+  e[0] = hi;
+  e[ld] = lo;
+  ftgen_rules::tf32_split(ws, sw, &hi, &lo);
+  e[2 * ld] = hi;
+  e[3 * ld] = lo;
+  for (int z = 4; z < 8; ++z) e[z * ld] = 0.f;
+}
+
+// The queued (row, tile) units (the check's detections that were not corrected in place): each tile's minimum recomputed
+// from the operands as the wgmma reads them, the products summed in double; a block per unit, its threads over the
+// tile's centroids. Nothing to do unless the GEMM queued a unit.
+__global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, long long ldx, int samples, const float* __restrict__ cx, int ld,
+                                                  int dims, int nt, int clusters, const float* cc, uint64_t* keys, long long rows_padded,
+                                                  const int* flag_count, const int2* flags, int capacity, ftgen::FtCounters* counters) {
+  __shared__ uint64_t best[4];
+  const int units = min(*flag_count, capacity);
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int2 f = flags[u];
+    if (f.x >= samples) continue;  // (a fault in a tile's rows past the samples: no label reads its key)
+    const float* x = X + static_cast<long long>(f.x) * ldx;
+    uint64_t b = kNoKey;
+    for (int c = threadIdx.x; c < nt; c += blockDim.x) {
+      const int j = f.y * nt + c;
+      if (j >= clusters) break;
+      const float* y = cx + (static_cast<long long>(f.y) * (nt + 8) + c) * ld;
+      double a = 0.0;
+      for (int i = 0; i < dims; ++i) a = fma(ftgen_sm90::wgmma_operand(x[i]), ftgen_sm90::wgmma_operand(y[i]), a);
+      b = min(b, key(fmaf(-2.f, static_cast<float>(a), cc[j]), j));
+    }
+    for (int o = 16; o > 0; o >>= 1) b = min(b, __shfl_xor_sync(0xffffffffu, b, o));
+    if (threadIdx.x % 32 == 0) best[threadIdx.x / 32] = b;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < 4; ++w) b = min(b, best[w]);
+      keys[static_cast<long long>(f.y) * rows_padded + f.x] = min(best[0], b);
+      if (counters) atomicAdd(&counters->recomputed, 1ull);
+    }
+    __syncthreads();
+  }
+}
+
+// Each row's smallest key over the tiles of centroids: its label, and (inertia != null) the sum over the rows of
+// max(d' + ||x_i||^2, 0) in fp64 (a block's sum, one atomic per block). Nothing once *converged (null: never) is set.
+// flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
+__global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
+                              double* inertia, const int* converged, int* flag_count = nullptr) {
+  if (flag_count && blockIdx.x == 0 && threadIdx.x == 0) *flag_count = 0;
+  if (converged && *converged) return;
+  double part = 0;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < samples; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    uint64_t best = keys[i];
+    for (int t = 1; t < tiles; ++t) best = min(best, keys[t * rows_padded + i]);
+    labels[i] = static_cast<int>(best & 0xffffffffu);
+    part += fmax(static_cast<double>(unordered(static_cast<uint32_t>(best >> 32))) + static_cast<double>(xx[i]), 0.0);
+  }
+  if (inertia) {  // one atomic per block (atomics on one address serialize)
+    __shared__ double warps[32];
+    for (int o = 16; o; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+    if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = part;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) part += warps[w];
+      if (part != 0) atomicAdd(inertia, part);
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace ftgen_km90

@@ -1,0 +1,281 @@
+"""The attention family without a GPU: spec validation (bad specs exit 2 with a clear message and write nothing),
+names, shapes, the template context against the model, a golden source, nvcc compiles of a protected and an
+unprotected variant for sm_90, and the fp32 reference's row function run on the host against the NumPy model."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import REPO, golden_dir_check
+
+from ftgen import families
+from ftgen.build import find_nvcc
+from ftgen.cli import main
+from ftgen.codegen.emit import render_spec
+from ftgen.errors import SpecError
+from ftgen.families.attention import model as M
+from ftgen.spec import load_spec_text
+
+SMALL = """\
+name: attn_golden
+family: attention
+arch: [sm_90]
+precision: fp16
+protection: {scheme: abft, level: efta, inject: true}
+params: {head_dim: 64, causal: false}
+shapes: [{batch: 1, heads: 2, seq: 1000}]
+"""
+
+
+def _variants(text: str):
+    return load_spec_text(text, "t.yaml").variants
+
+
+def test_names_encode_every_parameter_and_the_backend_is_mma():
+    spec = textwrap.dedent("""\
+        name: t
+        family: attention
+        precision: [fp16, bf16]
+        protection: {scheme: [none, abft], level: efta, inject: true}
+        params: {head_dim: [64, 128], causal: [false, true]}
+        """)
+    names = sorted(v.name for v in _variants(spec))
+    assert "attn_f16_none_mma_d64_nc_64x64" in names
+    assert "attn_bf16_abft-efta_mma_d128_c_64x64_inj" in names
+    assert len(names) == 16 and all(v.backend == "mma" for v in _variants(spec))
+    dec = _variants("name: t\nfamily: attention\nprotection: {scheme: abft, level: decoupled}\n")
+    assert [v.name for v in dec] == ["attn_f16_abft-dec_mma_d64_nc_64x64"]
+
+
+@pytest.mark.parametrize("body,where,message", [
+    ("params: {head_dim: 96}", "params.head_dim", "96 is not one of 64, 128"),
+    ("params: {head_dim: 256}", "params.head_dim", "256 is not one of 64, 128"),
+    ("protection: {scheme: abft, level: unified}", "protection.level", "is not a protection level of family attention"),
+    ("precision: fp32", "precision", "allowed: fp16, bf16"),
+    ("params: {causal: 1}", "params.causal", "1 is not true or false"),
+    ("params: {block_n: 48}", "params.block_n", "48 is not one of 32, 64, 128"),
+])
+def test_bad_specs_name_the_field(body, where, message):
+    with pytest.raises(SpecError) as e:
+        load_spec_text(f"name: t\nfamily: attention\n{body}\n", "t.yaml")
+    assert where in str(e.value) and message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("protection: {scheme: abft, level: efta, threshold: 0.4}", "threshold: auto"),
+    ("protection: {scheme: abft, level: decoupled}\nparams: {block_n: 32}", "do not apply to the decoupled baseline"),
+    ("params: {head_dim: 128, block_n: 128}", "use block_n <= 64"),
+])
+def test_rejected_points_say_why(body, message):
+    with pytest.raises(SpecError) as e:
+        load_spec_text(f"name: t\nfamily: attention\n{body}\n", "t.yaml")
+    assert "no valid variant" in str(e.value) and message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("params: {head_dim: 96}", "params.head_dim: 96 is not one of 64, 128"),
+    ("protection: {scheme: abft, level: bogus}", "is not a protection level of family attention"),
+    ("params: {causal: true}\nshapes: [{batch: 1, heads: 2, seq: 512, seq_k: 1024}]", "causal attention needs seq_k = seq"),
+    ("shapes: [{batch: 1, heads: 2, sequence: 512}]", "unknown shape key 'sequence'"),
+])
+def test_bad_specs_exit_2_and_write_nothing(tmp_path, capsys, body, message):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(f"name: bad\nfamily: attention\narch: [sm_90]\n{body}\n")
+    out = tmp_path / "out"
+    assert main(["generate", str(spec), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+    assert not (out / "bad").exists()
+
+
+def test_shapes_seq_k_is_optional():
+    fam = families.get("attention")
+    assert fam.parse_shape_token("4x32x4096") == {"batch": 4, "heads": 32, "seq": 4096, "seq_k": 4096}
+    assert fam.parse_shape_token("1x8x1000x4097") == {"batch": 1, "heads": 8, "seq": 1000, "seq_k": 4097}
+    assert fam.format_shape({"batch": 1, "heads": 8, "seq": 1000, "seq_k": 1000}) == "1x8x1000x1000"
+    for bad in ("4x32", "4x32x0", "4xx32x1", "1x2x3x4x5"):
+        with pytest.raises(SpecError):
+            fam.parse_shape_token(bad)
+
+
+def test_the_kernels_thresholds_are_the_models():
+    fam = families.get("attention")
+    for prec in ("fp16", "bf16"):
+        (v,) = _variants(f"name: t\nfamily: attention\nprecision: {prec}\nprotection: {{scheme: abft, level: efta}}\n"
+                         f"params: {{block_n: 32}}\n")
+        t = fam.backend_of(v).context(v)["t"]
+        assert float(t["exp_tau"]) == M.exp_threshold(4, prec, M.P_FLOOR[prec])
+        assert float(t["u_in"]) == M.U_IN[prec] and float(t["p_floor"]) == M.P_FLOOR[prec]
+        assert float(t["c_sqrt"]) == M.C_SQRT and float(t["u_acc"]) == M.U_ACC
+
+
+def test_golden_sources():
+    files, manifest = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    (entry,) = manifest["variants"]
+    assert entry["kernel"] == "attn_f16_abft-efta_mma_d64_nc_64x64_inj" and entry["requires"] == []
+    mine = {rel.replace("/", "__"): text for rel, text in files.items()
+            if rel.startswith(entry["kernel"] + "/") or rel.split("/")[-1].startswith(("attention_", "ftgen_attention"))}
+    assert "common__attention_mma.cuh" in mine and "common__ftgen_attention_bench.h" in mine
+    golden_dir_check(REPO / "tests" / "golden" / "attention", mine)
+
+
+def test_injection_code_only_in_inject_builds():
+    files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    plain, _ = render_spec(load_spec_text(SMALL.replace("inject: true", "inject: false"), "golden.yaml"))
+    assert "kLevelEfta, true>" in files["attn_f16_abft-efta_mma_d64_nc_64x64_inj/attn_f16_abft-efta_mma_d64_nc_64x64_inj.cu"]
+    assert "kLevelEfta, false>" in plain["attn_f16_abft-efta_mma_d64_nc_64x64/attn_f16_abft-efta_mma_d64_nc_64x64.cu"]
+
+
+# ---- nvcc, no GPU ------------------------------------------------------------------------------------
+
+COMPILE_SPEC = """\
+name: attn_compile
+family: attention
+arch: [sm_90]
+variants:
+  - {precision: fp16, protection: {scheme: abft, level: efta, inject: true}, params: {head_dim: 64}}
+  - {precision: bf16, protection: {scheme: none}, params: {head_dim: 128, causal: true}}
+  - {precision: bf16, protection: {scheme: abft, level: decoupled, inject: true}, params: {head_dim: 64, causal: true}}
+"""
+
+
+@pytest.mark.compile
+def test_protected_and_unprotected_variants_compile_for_sm90(tmp_path):
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    files, manifest = render_spec(load_spec_text(COMPILE_SPEC, "c.yaml"))
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for v in manifest["variants"]:
+        name = v["kernel"]
+        cmd = [nvcc, "-std=c++17", "-O3", "-arch=sm_90", "-Xptxas", "-v", "-I", str(tmp_path / "common"), "-I",
+               str(tmp_path / name), "-c", str(tmp_path / name / f"{name}.cu"), "-o", str(tmp_path / f"{name}.o")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        if name.startswith("attn_f16_abft-efta_mma_d64"):
+            assert "0 bytes spill stores" in r.stderr  # the efta kernel's accumulators fit the registers (d 64)
+    # one bench (the adapter on the shared driver) compiles too
+    name = next(v["kernel"] for v in manifest["variants"] if "efta" in v["kernel"])
+    cmd = [nvcc, "-std=c++17", "-arch=sm_90", "-I", str(tmp_path / "common"), "-I", str(tmp_path / name), "-c",
+           str(tmp_path / name / f"{name}_bench.cu"), "-o", str(tmp_path / f"{name}_bench.o")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+REF_MAIN = r"""
+#include <cstdio>
+#include <vector>
+#include "ftgen_attention_ref.cuh"
+struct LoadF { __host__ __device__ float operator()(float x) const { return x; } };
+int main() {
+  int lq, lk, d, causal;
+  if (std::scanf("%d %d %d %d", &lq, &lk, &d, &causal) != 4) return 1;
+  std::vector<float> q(lq * d), k(lk * d), v(lk * d);
+  for (auto* a : {&q, &k, &v}) for (auto& x : *a) if (std::scanf("%f", &x) != 1) return 1;
+  ftattn_ref::RowTolerance r{0x1p-11, 0x1p-23, 0x1p-24, 0x1p-22, 3.2998316455372216, 16.0, 0x1p-25, false};
+  std::vector<double> out(d), sc(d), fl(d);
+  for (int i = 0; i < lq; ++i) {
+    const double tol = ftattn_ref::reference_row(&q[i * d], k.data(), v.data(), lk, d, causal != 0, i, 1.f / std::sqrt((float)d),
+                                                 r, LoadF(), out.data(), sc.data(), fl.data());
+    std::printf("%.17g", tol);
+    for (int t = 0; t < d; ++t) std::printf(" %.17g %.17g %.17g", out[t], sc[t], fl[t]);
+    std::printf("\n");
+  }
+}
+"""
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_fp32_reference_row_matches_the_models_fp64_reference(tmp_path, causal):
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    src = tmp_path / "ref_main.cu"
+    src.write_text(REF_MAIN)
+    exe = tmp_path / "ref_main"
+    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), str(src), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lq = lk = 37
+    d = 64
+    q, k, v = (M.round_to(a, "fp16") for a in M.inputs("outlier", lq, lk, d, seed=2))
+    data = f"{lq} {lk} {d} {int(causal)}\n" + " ".join(f"{x:.9g}" for a in (q, k, v) for x in a.ravel())
+    run = subprocess.run([str(exe)], input=data, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    rows = np.array([[float(x) for x in line.split()] for line in run.stdout.splitlines()])
+    ref, s = M.reference(q, k, v, causal)
+    tol = rows[:, 0]
+    out, sc, fl = rows[:, 1::3], rows[:, 2::3], rows[:, 3::3]
+    assert np.all(np.abs(out - ref) <= 1e-5 * s)  # fp32 logits, double sums: far inside any tolerance
+    assert np.allclose(sc, s, rtol=1e-5)
+    assert np.allclose(fl, M.output_floor(q, k, v, "fp16", causal), rtol=1e-5)  # fp32 logits: l to 1e-5
+    model_tol = M.output_tolerance(q, k, "fp16", lk, n_tiles=math.ceil(lk / 16))
+    if not causal:  # the model bounds the logits over all keys, the row function over the visible ones
+        assert np.allclose(tol, model_tol, rtol=1e-6)
+    assert np.all(tol <= model_tol * (1 + 1e-6)) and np.all(tol > 0)
+    json.dumps(tol.tolist())
+
+
+LOG2_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include "attention_mma.cuh"
+int main() {
+  int n, bf16;
+  if (std::scanf("%d %d", &n, &bf16) != 2) return 1;
+  ftattn::Log2Parts parts;
+  for (int i = 0; i < n; ++i) {
+    unsigned b;
+    if (std::scanf("%u", &b) != 1) return 1;
+    if (bf16) parts.add<true>(b); else parts.add<false>(b);
+  }
+  std::printf("%d %.9g\n", parts.bad ? 1 : 0, parts.exponents + std::log2(static_cast<double>(parts.product)));
+}
+"""
+
+
+@pytest.mark.compile
+def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
+    """The exp check takes sum_l max(log2 p_l, F) as exponents plus one log2 of the mantissas' product; compiled
+    for the host, it equals the model's element-wise clamped log2 sum, and a negative, infinite or NaN P fails."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "log2_main.cu").write_text(LOG2_MAIN)
+    exe = tmp_path / "log2_main"
+    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
+                        str(tmp_path / "log2_main.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    def run(bits, bf16):
+        out = subprocess.run([str(exe)], input=f"{len(bits)} {int(bf16)} " + " ".join(map(str, bits)),
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        return int(out[0]), float(out[1])
+
+    rng = np.random.default_rng(0)
+    for bf16, floor in ((False, M.P_FLOOR["fp16"]), (True, M.P_FLOOR["bf16"])):
+        for _ in range(6):
+            p = np.exp2(rng.uniform(-40 if not bf16 else -140, 0, 16)).astype(np.float32)
+            p[rng.random(16) < 0.2] = 0.0
+            if bf16:
+                vals = M.round_bf16(p)
+                bits = [int(b) >> 16 for b in vals.view(np.uint32)]
+            else:
+                vals = p.astype(np.float16)
+                bits = [int(b) for b in vals.view(np.uint16)]
+            with np.errstate(divide="ignore"):
+                want = float(np.maximum(np.log2(vals.astype(np.float64)), floor).sum())
+            bad, got = run(bits, bf16)
+            assert bad == 0 and abs(got - want) <= 1e-5, (bf16, got, want)
+    assert run([0x3C00, 0xBC00], False)[0] == 1  # a negative P
+    assert run([0x3C00, 0x7C00], False)[0] == 1  # +inf
+    assert run([0x3C00, 0x7FC0], True)[0] == 1   # NaN (bf16)
+    assert run([0x3C00, 0x8000], False) == (0, -14.0)  # -0 is a zero: the floor

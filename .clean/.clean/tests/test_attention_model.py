@@ -1,0 +1,190 @@
+"""The attention family's NumPy model: flash attention with an online softmax, and its protection levels
+(strided, snvr, efta, decoupled) on clean inputs and on single faults at every site."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ftgen.families.attention import model as M
+
+# which sites each level detects and corrects (the rest pass through it undetected by design)
+COVERS = {
+    "strided": {"qk", "o"},
+    "snvr": {"rowmax", "exp", "p16", "rowsum", "rescale", "inv_l"},
+    "efta": set(M.SITES),
+    "decoupled": set(M.SITES) - {"rescale"},  # no online softmax: nothing is rescaled
+}
+
+
+def _faults(site: str, row: int, tile: int, col: int):
+    """Bit flips (exponent bits included) and offsets of both signs at one place."""
+    bits = (14, 12, 10, 9) if site == "p16" else (30, 27, 25, 23, 22)
+    out = [M.Fault(site, row, tile, col, "bitflip", b) for b in bits]
+    out += [M.Fault(site, row, tile, col, "offset", offset=x) for x in (1.0, -0.3, 4.0)]
+    return out
+
+
+def _col(site: str) -> int:
+    return {"qk": 13, "exp": 13, "p16": 13, "o": 21}.get(site, 1)
+
+
+@pytest.mark.parametrize("kind", ["normal", "uniform", "outlier"])
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_clean_inputs_raise_nothing_and_match_the_reference(kind, precision, causal):
+    q, k, v = M.inputs(kind, 200, 200, 64, seed=11)
+    for level in M.LEVELS:
+        o, c = M.flash_forward(q, k, v, precision=precision, level=level, causal=causal)
+        assert c.detected == 0 and c.injected == 0, (level, c)
+        assert c.max_score < 1.0
+        assert M.max_error(o, q, k, v, precision, causal, normalized_p=level == "decoupled") <= 1.0, level
+
+
+@pytest.mark.parametrize("d,lq,lk", [(128, 97, 131), (64, 1, 70), (64, 64, 130)])
+def test_odd_lengths_head_dim_128_and_uneven_causal(d, lq, lk):
+    q, k, v = M.inputs("outlier", lq, lk, d, seed=5)
+    for causal in (False, True):
+        for level in M.LEVELS:
+            o, c = M.flash_forward(q, k, v, precision="fp16", level=level, causal=causal)
+            assert c.detected == 0, (level, causal, c)
+            assert M.max_error(o, q, k, v, "fp16", causal) <= 1.0
+
+
+def test_many_clean_seeds_keep_a_margin_below_every_threshold():
+    worst = 0.0
+    for seed in range(12):
+        for kind in ("normal", "uniform", "outlier"):
+            q, k, v = M.inputs(kind, 96, 192, 64, seed=seed)
+            _, c = M.flash_forward(q, k, v, precision="bf16" if seed % 2 else "fp16", level="efta", causal=seed % 3 == 0)
+            assert c.detected == 0
+            worst = max(worst, c.max_score)
+    assert worst < 0.9
+
+
+@pytest.mark.parametrize("site", M.SITES)
+def test_a_single_fault_at_each_site_is_detected_and_corrected_where_the_level_covers_it(site):
+    q, k, v = M.inputs("normal", 160, 160, 64, seed=3)
+    significant = 0
+    for f in _faults(site, row=70, tile=1, col=_col(site)):
+        o, c = M.flash_forward(q, k, v, precision="fp16", level="none", faults=[f])
+        assert c.injected == 1
+        significant += M.max_error(o, q, k, v, "fp16", False) > 1.0
+        for level, sites in COVERS.items():
+            # significant for this level: its output with correction off is beyond the tolerance
+            o1, _ = M.flash_forward(q, k, v, precision="fp16", level=level, faults=[f], correct=False)
+            bad = M.max_error(o1, q, k, v, "fp16", False) > 1.0
+            o2, c2 = M.flash_forward(q, k, v, precision="fp16", level=level, faults=[f])
+            err = M.max_error(o2, q, k, v, "fp16", False)
+            if site in sites:
+                assert err <= 1.0, (level, f, c2)  # corrected (in place or by recomputation) or insignificant
+                if bad:
+                    assert c2.detected >= 1 and c2.corrected + c2.recomputed >= 1 and c2.uncorrectable == 0, (level, f)
+            if c2.detected:
+                assert c2.corrected + c2.recomputed >= 1 or c2.uncorrectable >= 1
+    assert significant >= 2  # the fault list hits the output: the checks above are not vacuous
+
+
+@pytest.mark.parametrize("site", ["qk", "o", "exp", "rescale", "inv_l"])
+def test_bf16_and_causal_faults_are_caught_too(site):
+    q, k, v = M.inputs("outlier", 150, 150, 64, seed=8)
+    for f in _faults(site, row=130, tile=1, col=_col(site)):
+        o0, _ = M.flash_forward(q, k, v, precision="bf16", level="none", causal=True, faults=[f])
+        o, c = M.flash_forward(q, k, v, precision="bf16", level="efta", causal=True, faults=[f])
+        assert M.max_error(o, q, k, v, "bf16", True) <= 1.0, (f, c)
+        if M.max_error(o0, q, k, v, "bf16", True) > 1.0:
+            assert c.detected >= 1
+
+
+def test_correction_off_detects_but_leaves_the_fault():
+    q, k, v = M.inputs("normal", 128, 128, 64, seed=2)
+    f = M.Fault("o", row=10, tile=1, col=5, kind="offset", offset=4.0)
+    o, c = M.flash_forward(q, k, v, level="efta", faults=[f], correct=False)
+    assert c.detected == 1 and c.corrected == 0 and c.recomputed == 0
+    assert M.max_error(o, q, k, v, "fp16", False) > 1.0
+    o, c = M.flash_forward(q, k, v, level="efta", faults=[f])
+    assert c.corrected + c.recomputed == 1 and M.max_error(o, q, k, v, "fp16", False) <= 1.0
+
+
+def test_a_located_fault_is_corrected_in_place():
+    q, k, v = M.inputs("normal", 64, 128, 64, seed=4)
+    for site, col in (("qk", 37), ("o", 44)):
+        f = M.Fault(site, row=9, tile=1, col=col, kind="bitflip", bit=30)
+        o, c = M.flash_forward(q, k, v, level="strided", faults=[f])
+        assert (c.detected, c.corrected, c.recomputed) == (1, 1, 0), (site, c)
+        assert M.max_error(o, q, k, v, "fp16", False) <= 1.0
+
+
+def test_a_wrong_row_sum_inside_the_range_is_caught_by_snvrs_duplicate_and_by_efta():
+    """A wrong partial row sum inside the range [sum_j 2^{(m_j - m) s}, n_keys] passes the range check; snvr's
+    duplicated accumulation catches it (tests/test_attention_snvr_rowsum.py), efta its unified O check."""
+    q, k, v = M.inputs("normal", 128, 128, 64, seed=6)
+    f = M.Fault("rowsum", row=40, tile=1, col=2, kind="offset", offset=1.0)
+    for level in ("snvr", "efta"):
+        o, c = M.flash_forward(q, k, v, level=level, faults=[f])
+        assert c.detected >= 1 and M.max_error(o, q, k, v, "fp16", False) <= 1.0, level
+    # out of range (an exponent flip to a huge sum) both checks of snvr see it: one detection of the row
+    f = M.Fault("rowsum", row=40, tile=1, col=2, kind="bitflip", bit=27)
+    o, c = M.flash_forward(q, k, v, level="snvr", faults=[f])
+    assert c.detected == 1 and M.max_error(o, q, k, v, "fp16", False) <= 1.0
+
+
+def test_a_row_max_copy_is_outvoted_by_the_other_lanes():
+    q, k, v = M.inputs("uniform", 64, 192, 64, seed=9)
+    f = M.Fault("rowmax", row=3, tile=2, col=3, kind="offset", offset=-2.0)
+    o, c = M.flash_forward(q, k, v, level="snvr", faults=[f])
+    assert (c.detected, c.corrected) == (1, 1) and c.by_check == {"rowmax": 1}
+    assert M.max_error(o, q, k, v, "fp16", False) <= 1.0
+
+
+def _two_fault_coverage(stride: int, trials: int = 40) -> float:
+    """Share of two faults in one row of one tile (random columns) corrected in place."""
+    rng = np.random.default_rng(1)
+    q, k, v = M.inputs("normal", 64, 64, 64, seed=1)
+    fixed = 0
+    for _ in range(trials):
+        a, b = rng.choice(64, size=2, replace=False)
+        fs = [M.Fault("qk", 5, 0, int(a), "offset", offset=3.0), M.Fault("qk", 5, 0, int(b), "offset", offset=-5.0)]
+        o, c = M.flash_forward(q, k, v, level="strided", faults=fs, stride=stride)
+        assert M.max_error(o, q, k, v, "fp16", False) <= 1.0  # located, or the row recomputed
+        fixed += c.corrected == 2 and c.recomputed == 0
+    return fixed / trials
+
+
+def test_strided_checksums_locate_more_than_a_classic_checksum():
+    """Stride 8: two faults in one row are located unless their columns are 8 apart (7/8 of pairs); the
+    classic checksum (one per row of the tile: stride 1) cannot locate two and recomputes."""
+    strided, classic = _two_fault_coverage(8), _two_fault_coverage(1)
+    assert classic == 0.0
+    assert strided >= 0.75
+
+
+def test_decoupled_baseline_verifies_each_kernel():
+    q, k, v = M.inputs("normal", 96, 96, 64, seed=7)
+    for site in ("qk", "exp", "rowsum", "o"):
+        f = M.Fault(site, row=50, col=_col(site), kind="offset", offset=4.0)
+        o, c = M.flash_forward(q, k, v, level="decoupled", faults=[f])
+        assert c.detected == 1 and M.max_error(o, q, k, v, "fp16", False) <= 1.0, site
+
+
+def test_rounding_and_flips():
+    assert M.round_bf16(np.float32(1.0 + 2.0**-9))[()] == 1.0  # tie to even
+    assert M.round_bf16(np.float32(1.0 + 3 * 2.0**-9))[()] == np.float32(1.0 + 2.0**-7)
+    assert M.flip(1.0, 23) == 0.5 and M.flip(1.0, 30) == float("inf") or M.flip(1.0, 30) > 1e38
+    assert M.flip(1.0, 10, "fp16") == 0.5
+    with pytest.raises(ValueError):
+        M.flash_forward(*M.inputs("normal", 8, 8, 64), level="bogus")
+    with pytest.raises(ValueError):
+        M.flash_forward(*M.inputs("normal", 8, 8, 64), faults=[M.Fault("nowhere", 0)])
+
+
+def test_the_reference_is_softmax_attention():
+    q, k, v = M.inputs("normal", 5, 7, 8, seed=0)
+    ref, s = M.reference(q, k, v, causal=True)
+    for i in range(5):
+        vis = i + 2 + 1  # queries are the last 5 of 7 positions
+        logits = np.array([q[i].astype(np.float64) @ k[c].astype(np.float64) for c in range(vis)], dtype=np.float64) / np.sqrt(8)
+        w = np.exp(logits - logits.max())
+        w /= w.sum()
+        assert np.allclose(ref[i], w @ v[:vis].astype(np.float64), rtol=1e-12, atol=1e-12)
+        assert np.allclose(s[i], w @ np.abs(v[:vis].astype(np.float64)))

@@ -1,0 +1,162 @@
+"""GPU tests: a representative variant of every family x scheme, generated, built and run on a real GPU, with and
+without faults; verification, counters and campaign arithmetic checked on real rows. Marked `gpu`: skipped on a
+machine without one. Run them on an H100/H200 with
+
+    FTGEN_GPU_ARCH=sm_90 python -m pytest -m gpu -q tests/test_gpu.py
+
+(a few minutes on one GPU, most of it building the CUTLASS variants).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.gpu
+
+ARCH = os.environ.get("FTGEN_GPU_ARCH", "sm_90")
+
+SPECS = {
+    "gpu_gemm_simt": f"""
+name: gpu_gemm_simt
+family: gemm
+arch: [{ARCH}]
+precision: fp32
+variants:
+  - {{protection: {{scheme: none}}}}
+  - {{protection: {{scheme: abft, level: threadblock, inject: true}}}}
+  - {{protection: {{scheme: abft, level: thread, inject: true}}}}
+  - {{precision: fp64, protection: {{scheme: abft, level: threadblock, inject: true}}, params: {{m_tb: 64, n_tb: 64, k_tb: 8, m_w: 32, n_w: 32, m_t: 4, n_t: 8}}}}
+""",
+    "gpu_gemm_cutlass": f"""
+name: gpu_gemm_cutlass
+family: gemm
+arch: [{ARCH}]
+variants:
+  - {{precision: tf32x3, protection: {{scheme: abft, level: threadblock, inject: true}}, params: {{tb_m: 128, tb_n: 128, tb_k: 32, warp_m: 64, warp_n: 32, warp_k: 32, stages: 4, ref_checksums: concurrent}}}}
+  - {{precision: tf32, protection: {{scheme: tmr, level: kernel, inject: true}}}}
+  - {{precision: fp16, protection: {{scheme: tmr, level: threadblock, inject: true}}, params: {{tb_m: 64, tb_n: 64, tb_k: 32, warp_m: 32, warp_n: 32, warp_k: 32, inst_k: 16, align: 2}}}}
+""",
+    "gpu_fft": f"""
+name: gpu_fft
+family: fft
+arch: [{ARCH}]
+precision: [fp32, fp64]
+protection: {{scheme: [none, abft], level: two-sided-tb, inject: true}}
+params: {{logn: 12}}
+""",
+}
+SHAPES = {
+    "gpu_gemm_simt": "1024x1024x1024,1000x1234x777",
+    "gpu_gemm_cutlass": "1024x1024x1024,1000x1234x777",
+    "gpu_fft": "4096x1024,4096x1001",
+}
+
+
+def ftgen(*args, check=True, timeout=1800) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "ftgen.cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"ftgen {' '.join(args)}: exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [r for r in (json.loads(l) for l in path.read_text().splitlines() if l.strip()) if "kernel" in r]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("gpu")
+    out = {}
+    for name, text in SPECS.items():
+        spec = root / f"{name}.yaml"
+        spec.write_text(text)
+        ftgen("generate", str(spec), "-o", str(root / "gen"))
+        out[name] = root / "gen" / name
+    for name, project in out.items():
+        ftgen("build", str(project), "-j", str(os.cpu_count() or 4))
+    return out
+
+
+def check_rows(rows: list[dict], injected: bool) -> None:
+    assert rows, "no rows"
+    for r in rows:
+        where = f"{r['kernel']} {r.get('shape')}"
+        assert r.get("ok") is True, f"{where}: not ok: {r.get('error')}"
+        assert r["ms"]["median"] > 0 and r["ms"]["min"] <= r["ms"]["median"] <= r["ms"]["max"], where
+        if r.get("ref"):
+            assert r["ref"].get("alternated") is True, f"{where}: reference not timed alternately"
+        prot = r.get("protection") or {}
+        if prot.get("scheme", "none") == "none":
+            continue
+        assert r.get("false_alarms", 0) == 0, where
+        if injected and prot.get("inject"):
+            applied = r["faults_applied"]
+            assert applied > 0 and 0 < len(r["faults"]) <= r["faults_planned"], where  # one run's list
+            assert r["clean_false_alarms"] == 0, where
+            assert r["detected"] <= applied + r.get("false_alarms", 0), f"{where}: more detections than faults"
+            assert {"site", "position"} <= set(r["faults"][0]), where
+            assert "significant" in r, where
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_clean_and_faulty_rows_verify(built, name, tmp_path):
+    clean, faulty = tmp_path / "clean.jsonl", tmp_path / "faulty.jsonl"
+    ftgen("bench", str(built[name]), "--shapes", SHAPES[name], "--reps", "5", "--warmup", "2", "--json", str(clean))
+    check_rows(rows_of(clean), injected=False)
+    inj = "1" if name == "gpu_fft" else "8"
+    ftgen("bench", str(built[name]), "--kernels", "*_inj", "--shapes", SHAPES[name], "--inject", inj, "--reps", "5",
+          "--warmup", "2", "--json", str(faulty))
+    rows = rows_of(faulty)
+    check_rows(rows, injected=True)
+    if name == "gpu_fft":
+        assert all(r.get("fault_scope") == "launch" for r in rows if r.get("faults"))
+
+
+@pytest.mark.parametrize("name,kernels,shape", [
+    ("gpu_gemm_cutlass", "*tf32x3_abft*", "512x512x1024"),
+    ("gpu_gemm_simt", "gemm_f32_abft-tb*", "256x256x512"),
+    ("gpu_fft", "*f32_abft*", "4096x64"),
+])
+def test_campaign_arithmetic_on_real_trials(built, name, kernels, shape, tmp_path):
+    out = tmp_path / "campaign.jsonl"
+    spec = built[name].parent.parent / f"{name}.yaml"
+    ftgen("campaign", str(spec), "-o", str(built[name].parent), "--kernels", kernels, "--trials", "60", "--shape", shape,
+          "--seed", "3", "--json", str(out))
+    lines = [json.loads(l) for l in out.read_text().splitlines() if l.strip()]
+    summaries = [l["campaign"] for l in lines if "campaign" in l]
+    trials = [l for l in lines if "trial" in l]
+    assert summaries and trials
+    for s in summaries:
+        mine = [t for t in trials if t["kernel"] == s["kernel"]]
+        assert s["clean_trials"] + s["faulty_trials"] == len(mine)
+        assert s["corrected"] <= s["detected"] and s["corrected"] <= s["significant"] <= s["faulty_trials"]
+        if s["significant"]:
+            assert s["coverage"] == pytest.approx(s["corrected"] / s["significant"])
+        assert s["false_alarms"] == 0, s
+        assert not s.get("counter_violations"), s
+        assert {"rule", "tolerance", "max_clean_err"} <= set(s["significance"])
+
+
+def test_simt_abft_without_an_interval_runs_near_its_unprotected_tiling(tmp_path):
+    """interval: auto (the default) gives the measured fast configuration: within 25% of the same tiling unprotected."""
+    spec = tmp_path / "auto.yaml"
+    spec.write_text(f"name: gpu_auto\nfamily: gemm\narch: [{ARCH}]\nprecision: fp32\n"
+                    "protection: {scheme: [none, abft], level: threadblock}\n")
+    ftgen("generate", str(spec), "-o", str(tmp_path / "gen"))
+    ftgen("build", str(tmp_path / "gen" / "gpu_auto"), "-j", str(os.cpu_count() or 4))
+    out = tmp_path / "auto.jsonl"
+    ftgen("bench", str(tmp_path / "gen" / "gpu_auto"), "--shapes", "4096x4096x4096", "--reps", "20", "--warmup", "5",
+          "--json", str(out))
+    rows = rows_of(out)
+    check_rows(rows, injected=False)
+    by = {(r.get("protection") or {}).get("scheme", "none"): r["ms"]["median"] for r in rows}
+    assert by["abft"] <= 1.25 * by["none"], by

@@ -1,0 +1,143 @@
+"""The kmeans cutlass90 backend (ftgen/families/kmeans/family.py, templates/kmeans/kmeans90.cuh): the spec rules (sm_90a,
+tf32, protection none or abft threadblock; a clear exit-2 message otherwise), the names, what a build's source holds (the
+CUTLASS sm90 GEMM with the arg-min in its epilogue, the finishing kernel, the padded operands; protected, the packed
+centroid tiles with their encodings, the check and the fix; none of the mma kernels), the key's order (the host half of
+the device's packing: nearer first, the lower index on a tie), and (marked compile) the sm_90a builds without spills."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import compile_sm90a
+from ftgen.cli import main
+from ftgen.codegen.emit import render_spec
+from ftgen.errors import SpecError
+from ftgen.paths import cutlass_include_dir
+from ftgen.spec import load_spec_text
+
+C90 = "arch: [sm_90a]\nprecision: tf32\nparams: {backend: cutlass90%s}\nshapes:\n  - {samples: 1000, dims: 10, clusters: 7}\n"
+
+
+def spec_of(body: str):
+    return load_spec_text("name: t\nfamily: kmeans\n" + textwrap.dedent(body), "t.yaml")
+
+
+def test_cutlass90_is_chosen_by_its_param_with_its_name():
+    s = spec_of(C90 % ", tile_n: [128, 256], schedule: ws-coop")
+    assert not s.rejected and {v.backend for v in s.variants} == {"cutlass90"}
+    assert sorted(v.name for v in s.variants) == ["kmeans_tf32_none_cutlass90_128x128x32_c1x1_ws-coop",
+                                                  "kmeans_tf32_none_cutlass90_128x256x32_c1x1_ws-coop"]
+    # without the param: the mma kernels, as before
+    assert {v.backend for v in spec_of(C90.replace("params: {backend: cutlass90%s}\n", "")).variants} == {"mma"}
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (C90.replace("precision: tf32", "precision: fp64") % "", "takes precision tf32, not fp64"),
+        (C90 % "" + "protection: {scheme: abft, level: threadblock, interval: 2}\n", "verifies once per centroid tile"),
+        (C90.replace("sm_90a", "sm_90") % "", "builds for sm_90a only"),
+        (C90 % ", tile_m: 64", "the ws-coop schedule takes tile_m 128 or 256"),
+        (C90 % ", tile_m: 256, tile_n: 256", "fp32 accumulators per consumer thread"),
+    ],
+)
+def test_bad_cutlass90_specs_give_the_reason(body, message):
+    with pytest.raises(SpecError) as e:
+        spec_of(body)
+    assert message in str(e.value), str(e.value)
+
+
+def test_cli_refuses_a_bad_abft_cutlass90_spec_with_exit_2(tmp_path, capsys):
+    spec = tmp_path / "k.yaml"
+    spec.write_text("name: t\nfamily: kmeans\n" + C90 % ", tile_n: 100" + "protection: {scheme: abft, level: threadblock}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "tile_n" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+ABFT90 = C90 % ", tile_n: 160" + "protection: {scheme: abft, level: threadblock, inject: true}\n"
+
+
+def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
+    s = spec_of(ABFT90)
+    name = "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
+    assert [v.name for v in s.variants] == [name]
+    files, _ = render_spec(s)
+    src = files[f"{name}/{name}.cu"]
+    # 152 centroids and the check's 8 columns per GEMM tile; the epilogue with the check and the injection
+    assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_160, cute::_32>" in src and ", 8, true>;" in src
+    for piece in ("pack_kernel", "fix_kernel", "flag_count", "SCALE_E = -8, SCALE_W = -14", "ABFT16_LAMBDA = 0.5"):
+        assert piece in src, piece
+    assert "encode_kernel" not in src and "assign_kernel" not in src  # (the mma backend's)
+    # the unprotected twin: the same tiles, no check
+    twin = files[f"{name}/{name}_twin.cu"]
+    assert "cute::_160, cute::_32>" in twin and ", 0, false>;" in twin
+    assert "pack_kernel<<<" not in twin and "fix_kernel<<<" not in twin
+
+
+def test_a_build_holds_the_sm90_gemm_and_not_the_mma_kernels():
+    files, _ = render_spec(spec_of(C90 % ", schedule: ws-pingpong"))
+    name = "kmeans_tf32_none_cutlass90_128x128x32_c1x1_ws-pingpong"
+    src = files[f"{name}/{name}.cu"]
+    assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_128, cute::_32>" in src
+    assert "KernelTmaWarpSpecializedPingpong" in src
+    assert "finish_kernel" in src and "pad_rows_kernel" in src and "op.run(stream)" in src
+    for mma in ("assign_kernel", "mma.sync", "struct Smem"):
+        assert mma not in src, mma
+    assert "common/kmeans90.cuh" in files
+    # the update, norms and convergence are the mma backend's
+    for shared in ("count_kernel", "sums_kernel", "finalize_kernel", "converge_kernel", "norms_kernel"):
+        assert shared in src, shared
+
+
+def _key(d: float, col: int) -> int:
+    """The host twin of ftgen_km90::key: the order-preserving image of a float (-0 as +0) above the column."""
+    u = int((np.float32(d) + np.float32(0)).view(np.uint32))
+    o = (~u & 0xFFFFFFFF) if u & 0x80000000 else (u | 0x80000000)
+    return (o << 32) | int(col)
+
+
+def test_the_keys_order_is_the_nearest_first_then_the_lower_index():
+    rng = np.random.default_rng(3)
+    d = np.concatenate([rng.normal(0, 1e3, 200), rng.normal(0, 1e-3, 200), [0.0, -0.0, 1.0, 1.0, -5.0, -5.0]]).astype(np.float32)
+    cols = rng.integers(0, 1 << 20, d.size)
+    keys = [_key(x, c) for x, c in zip(d, cols)]
+    best = min(range(d.size), key=lambda i: keys[i])
+    nearest = np.flatnonzero(d == d.min())
+    assert d[best] == d.min() and cols[best] == cols[nearest].min()
+    assert sorted(range(d.size), key=lambda i: keys[i]) == sorted(range(d.size), key=lambda i: (float(d[i]), int(cols[i])))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("body", [C90 % "", ABFT90], ids=["none", "abft"])
+def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body):
+    from ftgen.codegen.emit import generate
+
+    spec = spec_of(body)
+    out = generate(spec, tmp_path / "gen")
+    v = spec.variants[0]
+    d = out.out_dir / v.name
+    from ftgen.families.kmeans.family import Cutlass90Backend
+
+    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.o", options=Cutlass90Backend.compile_options)
+    names = " ".join(entries)
+    for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel"):
+        assert kernel in names, kernel
+    for name, text in entries.items():
+        assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
+
+
+def test_the_reference_library_build_finds_cutlass_headers():
+    """The flash-kmeans driver builds the variant as a shared library outside CMake: a backend that requires CUTLASS gets
+    its include directory (the one ftgen build passes), a backend without it none."""
+    from ftgen.bench.ctypes_driver import include_flags
+
+    inc = cutlass_include_dir()
+    if inc is None:
+        pytest.skip("the nvidia-cutlass wheel is needed")
+    assert include_flags(("cublas", "cutlass")) == [f"-I{inc}"]
+    assert include_flags(("cublas",)) == []

@@ -1,0 +1,355 @@
+"""The GPU pool on the CPU: fake GPUs (UUIDs that fake executables read from CUDA_VISIBLE_DEVICES),
+fake executables that print JSON rows, crash, hang or say "no GPU" on one GPU. Every row lands once,
+failed runs are re-queued elsewhere, a GPU that keeps failing leaves the pool, rows name their GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import ftgen.faults as F
+from ftgen.bench import run_executable
+from ftgen.bench.pool import Gpu, GpuPool, PoolProgress, WorkItem, list_gpus, run_campaign, same_model, select_gpus
+from ftgen.cli import main
+from ftgen.errors import NoGpuError, SpecError
+from ftgen.search.shard import campaign_chunks, shard_chunks
+
+GPUS = [Gpu(i, f"GPU-fake-{i}", "NVIDIA H200", "580.1") for i in range(3)]
+
+# a benchmark executable: one row per run naming the device it saw; misbehaves on the GPU named in BAD_GPU
+FAKE = """#!{python}
+import json, os, sys, time
+dev = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+mode = {mode!r}
+if dev == {bad!r}:
+    if mode == "crash":
+        os.kill(os.getpid(), 9)
+    if mode == "hang":
+        time.sleep(60)
+    if mode == "nogpu":
+        sys.exit(4)
+kernel = os.path.basename(sys.argv[0])
+print("noise line")
+print(json.dumps({{"kernel": kernel, "ok": True, "dev": dev, "ms": {{"median": 1.0}}}}))
+"""
+
+
+def fake_exes(tmp_path: Path, n: int, mode: str = "", bad: str = "") -> list[WorkItem]:
+    items = []
+    for i in range(n):
+        exe = tmp_path / "bin" / f"k{i}"
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        exe.write_text(FAKE.format(python=sys.executable, mode=mode, bad=bad))
+        exe.chmod(0o755)
+        items.append(WorkItem(f"k{i}", exe, f"k{i}", [], timeout=20.0 if mode != "hang" else 2.0))
+    return items
+
+
+def test_every_row_lands_once_and_names_its_gpu(tmp_path):
+    items = fake_exes(tmp_path, 9)
+    spool = tmp_path / "rows.jsonl"
+    seen = []
+    pool = GpuPool(GPUS, spool=spool)
+    out = pool.run(items, on_done=lambda it, rows, g: seen.append((it.key, g.uuid)))
+    assert list(out) == [f"k{i}" for i in range(9)]
+    rows = [r for got in out.values() for r in got]
+    assert len(rows) == 9 and all(r["ok"] for r in rows)
+    for r in rows:  # the executable saw the GPU the row names
+        assert r["dev"] == r["gpu_uuid"] and r["gpu"] == "NVIDIA H200"
+    assert sorted(k for k, _ in seen) == sorted(out)
+    assert sum(pool.done_by.values()) == 9
+    lines = [json.loads(x) for x in spool.read_text().splitlines()]
+    assert sorted(x["kernel"] for x in lines) == sorted(out)
+
+
+@pytest.mark.parametrize("mode", ["crash", "hang", "nogpu"])
+def test_a_failing_gpu_is_reported_and_its_work_requeued(tmp_path, mode):
+    items = fake_exes(tmp_path, 8, mode, bad=GPUS[1].uuid)
+    logs = []
+    # one run that failed on gpu1 and then ran elsewhere is enough to send gpu1 out of the pool
+    pool = GpuPool(GPUS, log=logs.append, gpu_fail_limit=1)
+    out = pool.run(items)
+    rows = [r for got in out.values() for r in got]
+    assert len(rows) == 8 and all(r["ok"] for r in rows), rows
+    assert {r["gpu_uuid"] for r in rows} == {GPUS[0].uuid, GPUS[2].uuid} and pool.done_by["gpu1"] == 0
+    assert pool.retried >= 1 and any("re-queued" in x for x in logs)
+    assert list(pool.dead) == ["gpu1"] and any(x.startswith("gpu1 (GPU-fake-1) leaves the pool") for x in logs)
+    again = pool.run(fake_exes(tmp_path, 4))  # the next batch of a search: gpu1 stays out
+    assert all(r["gpu_uuid"] != GPUS[1].uuid for got in again.values() for r in got)
+
+
+def test_killing_an_executable_mid_run_loses_no_row(tmp_path):
+    """The first run of k0 waits to be killed from outside; the pool re-runs it and every row arrives once."""
+    marker = tmp_path / "pid"
+    exe = tmp_path / "victim" / "k0"
+    exe.parent.mkdir(parents=True)
+    exe.write_text(f"""#!{sys.executable}
+import json, os, time
+m = {str(marker)!r}
+if not os.path.exists(m):
+    print(json.dumps({{"kernel": "k0", "ok": True, "partial": True}}), flush=True)
+    open(m + ".tmp", "w").write(str(os.getpid())); os.replace(m + ".tmp", m)
+    time.sleep(60)
+print(json.dumps({{"kernel": "k0", "ok": True, "dev": os.environ.get("CUDA_VISIBLE_DEVICES")}}))
+""")
+    exe.chmod(0o755)
+    items = [WorkItem("k0", exe, "k0", [], 30.0)] + fake_exes(tmp_path, 4)[1:]
+
+    def killer():
+        for _ in range(300):
+            if marker.is_file():
+                os.kill(int(marker.read_text()), signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    out = GpuPool(GPUS[:2]).run(items)
+    t.join()
+    assert [len(v) for v in out.values()] == [1, 1, 1, 1]
+    assert not any(r.get("partial") for got in out.values() for r in got)  # the killed attempt's rows are dropped
+    assert items[0].attempts == 2
+
+
+def test_a_variant_that_crashes_everywhere_is_its_own_failure(tmp_path):
+    exe = tmp_path / "bad"
+    exe.write_text("#!/bin/sh\necho 'illegal address' >&2\nkill -9 $$\n")
+    exe.chmod(0o755)
+    items = [WorkItem("bad", exe, "bad", [], 10.0)] + fake_exes(tmp_path, 3)
+    pool = GpuPool(GPUS[:2])
+    out = pool.run(items)
+    assert len(out["bad"]) == 1 and out["bad"][0]["error"]["kind"] == "runtime" and "signal 9" in out["bad"][0]["error"]["message"]
+    assert items[0].attempts == 2 and set(items[0].failed_on) == {"gpu0", "gpu1"}  # tried on both GPUs
+    assert not pool.dead and all(out[f"k{i}"][0]["ok"] for i in range(1, 3))
+
+
+def test_single_gpu_retries_once_in_place(tmp_path):
+    exe = tmp_path / "bad"
+    exe.write_text("#!/bin/sh\nexit 139\n")
+    exe.chmod(0o755)
+    item = WorkItem("bad", exe, "bad", [], 10.0)
+    out = GpuPool([Gpu(None, None, "NVIDIA H200")]).run([item])
+    assert item.attempts == 2 and out["bad"][0]["error"]["kind"] == "runtime"
+    assert "gpu_uuid" not in out["bad"][0] and out["bad"][0]["gpu"] == "NVIDIA H200"
+
+
+def test_when_every_gpu_fails_the_run_says_so(tmp_path):
+    exe = tmp_path / "k"
+    exe.write_text("#!/bin/sh\nexit 4\n")
+    exe.chmod(0o755)
+    with pytest.raises(NoGpuError, match="every GPU left the pool"):
+        GpuPool(GPUS[:2]).run([WorkItem("k", exe, "k", [], 10.0)])
+
+
+def test_an_error_in_the_callback_stops_the_pool_and_is_raised(tmp_path):
+    items = fake_exes(tmp_path, 6)
+
+    def on_done(item, rows, gpu):
+        if item.key == "k2":
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        GpuPool(GPUS[:2]).run(items, on_done=on_done)
+
+
+def test_gpus_option_parsing(monkeypatch, tmp_path):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho '0, GPU-aaa, NVIDIA H200, 580.1'\necho '1, GPU-bbb, NVIDIA H200, 580.1'\n"
+                   "echo '2, GPU-ccc, NVIDIA H100 80GB HBM3, 580.1'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    gpus = list_gpus()
+    assert [(g.index, g.uuid, g.name) for g in gpus] == [(0, "GPU-aaa", "NVIDIA H200"), (1, "GPU-bbb", "NVIDIA H200"),
+                                                          (2, "GPU-ccc", "NVIDIA H100 80GB HBM3")]
+    assert select_gpus("all") == gpus
+    assert [g.index for g in select_gpus("0,2")] == [0, 2]
+    assert [g.index for g in select_gpus("GPU-bbb")] == [1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-ccc,1")  # a scheduler's share: what 'all' means
+    assert [g.index for g in select_gpus("all")] == [2, 1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-123")
+    with pytest.raises(SpecError, match="CUDA_VISIBLE_DEVICES"):
+        select_gpus("all")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    for bad in ("7", "0,0", "x", ","):
+        with pytest.raises(SpecError, match="--gpus"):
+            select_gpus(bad)
+    with pytest.raises(SpecError, match="differ"):
+        same_model(select_gpus("1,2"), "a search")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(CAMPAIGN_SPEC)
+    assert main(["search", str(spec), "--gpus", "9", "-o", str(tmp_path / "g")]) == 2
+    assert main(["search", str(spec), "--gpus", "0,2", "-o", str(tmp_path / "g")]) == 2
+
+
+def test_progress_lines_name_each_gpu(tmp_path, capsys):
+    items = fake_exes(tmp_path, 4)
+    prog = PoolProgress("ran", GPUS[:2], min_interval=0, tty=False)
+    with prog:
+        GpuPool(GPUS[:2], progress=prog).run(items)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 4 and lines[0].startswith("[1/4] ran ") and "ETA" in lines[0] and "gpu0" in lines[0] and "gpu1" in lines[0]
+    assert lines[-1].startswith("[4/4]") and "ETA" not in lines[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# campaigns on a pool
+
+TRIAL_EXE = """#!{python}
+import json, sys
+a = sys.argv[1:]
+arg = lambda f: a[a.index(f) + 1]
+n, seed, inject, dist = int(arg("--trials")), int(arg("--seed")), int(arg("--inject")), arg("--dist")
+k = __import__("os").path.basename(sys.argv[0])
+for t in range(n):
+    x = (seed * 6364136223846793005 + t * 1442695040888963407) % 2**32
+    print(json.dumps({{"trial": t, "kernel": k, "dist": dist, "injected": inject, "significant": bool(inject and x % 3),
+                      "detected": int(inject and x % 3 > 0 and x % 7 != 0), "ok": not (inject and x % 7 == 0), "score": x / 2**30,
+                      "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7}}))
+"""
+
+
+def test_campaign_chunks_follow_the_sequential_seeds(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(F, "run_executable", lambda exe, k, argv, timeout, meta=None: calls.append((k, argv)) or [])
+    F.campaign(tmp_path, [{"kernel": "a"}, {"kernel": "b"}], shape="64x64x64", trials=10, dists=("normal", "uniform"), seed=5, chunk=4)
+    chunks = campaign_chunks(["a", "b"], trials=10, dists=("normal", "uniform"), seed=5, chunk=4)
+    assert [(c.kernel, c.argv("64x64x64")) for c in chunks] == calls
+    parts = [shard_chunks(chunks, i, 3) for i in range(3)]
+    assert sorted(c.key for p in parts for c in p) == sorted(c.key for c in chunks) and max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_campaign_on_gpus_gives_the_same_trials_as_one_run(tmp_path):
+    exe = tmp_path / "bin" / "k"
+    exe.parent.mkdir()
+    exe.write_text(TRIAL_EXE.format(python=sys.executable))
+    exe.chmod(0o755)
+    kw = dict(shape="64x64x64", trials=9, dists=("normal", "uniform"), seed=3, chunk=4)
+    seq_rows, seq_summ = F.campaign(tmp_path, [{"kernel": "k"}], **kw)
+    chunks = campaign_chunks(["k"], trials=9, dists=kw["dists"], seed=3, chunk=4)
+    rows, summ = run_campaign(tmp_path, chunks, GpuPool(GPUS), shape=kw["shape"])
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rs]
+    assert strip(rows) == seq_rows and summ == seq_summ and len(rows) == 2 * 2 * 9
+    # shards: each its part of the trials, together all of them
+    parts = [run_campaign(tmp_path, shard_chunks(chunks, i, 2), GpuPool(GPUS[:1]), shape=kw["shape"])[0] for i in range(2)]
+    key = lambda r: (r["dist"], r["injected"], r["trial"])
+    assert sorted(map(key, strip(parts[0] + parts[1]))) == sorted(map(key, seq_rows))
+    assert sorted(strip(parts[0] + parts[1]), key=key) == sorted(seq_rows, key=key)
+
+
+def test_run_executable_passes_the_environment(tmp_path):
+    items = fake_exes(tmp_path, 1)
+    rows = run_executable(items[0].exe, "k0", [], 20, env={**os.environ, "CUDA_VISIBLE_DEVICES": "GPU-x"})
+    assert rows[0]["dev"] == "GPU-x"
+
+
+CAMPAIGN_SPEC = """
+name: camp
+family: gemm
+arch: [sm_90]
+variants:
+  - {precision: fp32, protection: {scheme: abft, level: threadblock, interval: 16, inject: true},
+     params: {m_tb: [64, 128], n_tb: 128, k_tb: 16, m_w: 32, n_w: 32, m_t: 4, n_t: 8, stages: 2}}
+"""
+
+
+@pytest.fixture
+def fake_host(monkeypatch, tmp_path):
+    """Three fake GPUs, a build that writes trial executables, GPU 0's info without a GPU."""
+    import ftgen.bench
+    import ftgen.bench.pool as P
+    import ftgen.build
+    from ftgen.build import BuildResult, load_manifest
+
+    def build(project, *, kernels=None, **kw):
+        r = BuildResult()
+        for v in load_manifest(project)["variants"]:
+            exe = Path(project) / "bin" / v["kernel"]
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            exe.write_text(TRIAL_EXE.format(python=sys.executable))
+            exe.chmod(0o755)
+            r.built.append(v["kernel"])
+        return r
+
+    monkeypatch.setattr(P, "list_gpus", lambda: list(GPUS))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(ftgen.build, "build", build)
+    monkeypatch.setattr(ftgen.bench, "gpu_info", lambda probe=None: {"name": "NVIDIA H200", "driver": "580.1"})
+    spec = tmp_path / "camp.yaml"
+    spec.write_text(CAMPAIGN_SPEC)
+    return spec
+
+
+def _trials(path):
+    from ftgen.search.shard import read_results
+
+    rows = [r for r in read_results(path).rows if "trial" in r]
+    return sorted(({k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rows),
+                  key=lambda r: (r["kernel"], r["dist"], r["injected"], r["trial"]))
+
+
+def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
+    """`campaign --gpus 0,1,2` and two `--shard` jobs give the trial rows of a plain campaign, same seed."""
+    base = ["campaign", str(fake_host), "--trials", "300", "--dists", "normal,uniform", "--seed", "7", "-o", str(tmp_path / "g")]
+    assert main(base + ["--json", str(tmp_path / "one.jsonl")]) == 0
+    assert main(base + ["--gpus", "0,1,2", "--json", str(tmp_path / "three.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "campaign: 3 GPU(s): gpu0 (NVIDIA H200, GPU-fake-0)" in err and "] ran " in err
+    one, three = _trials(tmp_path / "one.jsonl"), _trials(tmp_path / "three.jsonl")
+    assert len(one) == 2 * 2 * 2 * 300 and three == one
+    from ftgen.search.shard import read_results
+
+    r3 = read_results(tmp_path / "three.jsonl")
+    assert {r["gpu_uuid"] for r in r3.rows} == {g.uuid for g in GPUS}  # 2 x 8 chunks dealt over 3 GPUs
+    assert [g["uuid"] for g in r3.provenance["gpus"]] == [g.uuid for g in GPUS]
+    summ = lambda rf: [e["campaign"] for e in rf.extra if "campaign" in e]
+    assert summ(r3) == summ(read_results(tmp_path / "one.jsonl"))
+    for i in range(2):
+        assert main(base + ["--shard", f"{i}/2", "--json", str(tmp_path / f"s{i}.jsonl")]) == 0
+    parts = _trials(tmp_path / "s0.jsonl") + _trials(tmp_path / "s1.jsonl")
+    assert 0 < len(_trials(tmp_path / "s0.jsonl")) < len(one)
+    assert sorted(parts, key=lambda r: (r["kernel"], r["dist"], r["injected"], r["trial"])) == one
+    assert read_results(tmp_path / "s1.jsonl").provenance["shard"] == "1/2"
+    # the shards merged: the single run's trials, in its order, and its summaries
+    shards = [str(tmp_path / f"s{i}.jsonl") for i in (1, 0)]
+    assert main(["campaign", str(fake_host), "--from", *shards, "--json", str(tmp_path / "m.jsonl")]) == 0
+    m, single = read_results(tmp_path / "m.jsonl"), read_results(tmp_path / "one.jsonl")
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rs]
+    assert strip(m.rows) == single.rows and m.extra == single.extra and m.provenance["merged_from"] == shards
+    assert main(["campaign", str(fake_host), "--from", shards[0]]) == 0
+    assert "shard(s) 0/2 missing" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), "--from", shards[0], str(tmp_path / "one.jsonl")]) == 2
+    assert "a whole run (no --shard)" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), "--from", str(tmp_path / "one.jsonl"), str(tmp_path / "three.jsonl")]) == 0
+    assert "trial(s) in more than one file" in capsys.readouterr().err
+    search_file = tmp_path / "search.jsonl"
+    search_file.write_text(json.dumps({"provenance": {"gpu": "NVIDIA H200", "strategy": "exhaustive"}}) + "\n")
+    assert main(["campaign", str(fake_host), "--from", str(search_file)]) == 2
+    assert "no campaign results file" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), str(search_file)]) == 2 and "add --from" in capsys.readouterr().err
+
+
+def test_bench_command_on_gpus(fake_host, tmp_path, capsys):
+    from ftgen.search.shard import read_results
+
+    assert main(["generate", str(fake_host), "-o", str(tmp_path / "g")]) == 0
+    project = tmp_path / "g" / "camp"
+    import ftgen.build
+
+    ftgen.build.build(project)
+    for exe in (project / "bin").iterdir():  # a benchmark executable: one row per run
+        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
+    capsys.readouterr()
+    assert main(["bench", str(project), "--gpus", "all", "--json", str(tmp_path / "b.jsonl")]) == 0
+    rf = read_results(tmp_path / "b.jsonl")
+    assert sorted(r["kernel"] for r in rf.rows) == sorted(p.name for p in (project / "bin").iterdir())
+    assert all(r["dev"] == r["gpu_uuid"] and r["gpu"] == "NVIDIA H200" for r in rf.rows)
+    assert len(rf.provenance["gpus"]) == 3
+    assert "ETA" in capsys.readouterr().err

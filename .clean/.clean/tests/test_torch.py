@@ -1,0 +1,226 @@
+"""ftgen.torch: on the CPU (torch needed) the op's fake and meta paths, autograd, protect(), the entry-point choice
+and the telemetry against a stand-in library; on a GPU the protected GEMM itself (opcheck, every hidden shape against
+fp64, FTLinear against nn.Linear, torch.compile, counters). Skipped without torch (CI does not install it); on the GPU
+machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+torch = pytest.importorskip("torch")
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+import ftgen.torch as ftt  # noqa: E402  (after the skip: it imports torch)
+from ftgen import tolerance  # noqa: E402
+
+HIDDEN = [(1, 1, 1), (1000, 1234, 777), (4097, 3, 129), (17, 4096, 33), (256, 512, 1024)]
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("torchlib")
+    env = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/local/cuda/bin",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    cli = [sys.executable, "-m", "ftgen.cli"]
+    spec = REPO / "specs" / "gemm" / "torch_linear.yaml"
+    r = subprocess.run(cli + ["generate", str(spec), "-o", str(tmp / "gen")], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(cli + ["build", str(tmp / "gen" / "torch_linear"), "--lib", str(tmp / "inst")], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return ftt.load(tmp / "inst" / "lib" / "libftgen_torch_linear.so")
+
+
+def _check(out, a, b):
+    ref = a.double() @ b.double()
+    scale = a.double().abs() @ b.double().abs()
+    err = ((out.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
+    tol = tolerance.rule("tf32x3").tolerance(a.shape[1])
+    assert torch.isfinite(out).all() and err <= tol, (tuple(a.shape), tuple(b.shape), err, tol)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("m,n,k", HIDDEN)
+def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
+    a = torch.randn(m, k, device="cuda")
+    b = torch.randn(k, n, device="cuda")
+    _check(torch.ops.ftgen.mm(a, b, lib, "tf32x3"), a, b)
+    _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)  # B column-major: the _rc entry
+
+
+@pytest.mark.gpu
+@gpu
+def test_opcheck(lib):
+    a = torch.randn(64, 96, device="cuda", requires_grad=True)
+    b = torch.randn(96, 80, device="cuda", requires_grad=True)
+    torch.library.opcheck(torch.ops.ftgen.mm.default, (a, b, lib, "tf32x3"))
+
+
+@pytest.mark.gpu
+@gpu
+def test_bad_inputs_are_refused(lib):
+    a = torch.randn(4, 5, device="cuda")
+    with pytest.raises(ValueError, match="do not multiply"):
+        torch.ops.ftgen.mm(a, torch.randn(4, 5, device="cuda"), lib, "tf32x3")
+    with pytest.raises(ValueError, match="float32"):
+        torch.ops.ftgen.mm(a.double(), torch.randn(5, 3, device="cuda").double(), lib, "tf32x3")
+    with pytest.raises(Exception, match="no .*tf32 GEMM entry point|gemm_tf32"):
+        torch.ops.ftgen.mm(a, torch.randn(5, 3, device="cuda"), lib, "tf32")
+    with pytest.raises(ValueError, match="policy"):
+        ftt.set_policy("ignore")
+
+
+def _mlp(d=256):
+    return torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d)).cuda()
+
+
+@pytest.mark.gpu
+@gpu
+def test_ftlinear_and_protect_match_the_model_and_compile(lib):
+    torch.manual_seed(0)
+    model = _mlp()
+    x = torch.randn(8, 33, 256, device="cuda")
+    with torch.no_grad():
+        want = model(x)
+        prot = ftt.protect(model, lib)
+        assert isinstance(prot[0], ftt.FTLinear) and prot[0].weight is model[0].weight
+        got = prot(x)
+        compiled = torch.compile(prot)(x)
+    assert (got - want).abs().max().item() <= 1e-4 * want.abs().max().item()
+    # the compiled graph runs the same protected GEMMs; Inductor fuses bias + GELU, which rounds differently from eager
+    assert (compiled - got).abs().max().item() <= 1e-6 * got.abs().max().item()
+
+
+@pytest.mark.gpu
+@gpu
+def test_backward_runs_through_the_protected_op(lib):
+    a = torch.randn(64, 32, device="cuda", requires_grad=True)
+    b = torch.randn(32, 48, device="cuda", requires_grad=True)
+    torch.ops.ftgen.mm(a, b, lib, "tf32x3").sum().backward()
+    ga, gb = a.grad.clone(), b.grad.clone()
+    a.grad = b.grad = None
+    (a @ b).sum().backward()
+    assert torch.allclose(ga, a.grad, rtol=1e-5, atol=1e-5) and torch.allclose(gb, b.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@gpu
+def test_clean_calls_report_no_fault(lib):
+    ftt.reset()
+    a, b = torch.randn(512, 512, device="cuda"), torch.randn(512, 512, device="cuda")
+    for _ in range(5):
+        torch.ops.ftgen.mm(a, b, lib, "tf32x3")
+    rep = ftt.report(emit=False)[f"{lib}:mm"]
+    assert rep["calls"] == 5 and rep["detected"] == 0 and rep["uncorrectable"] == 0
+    assert '"ops"' in ftt.json_line(step=1)
+
+
+@pytest.mark.gpu
+@gpu
+def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib):
+    ftt.reset()
+    torch.manual_seed(3)
+    a, b = torch.randn(1024, 1536, device="cuda"), torch.randn(1536, 1024, device="cuda")
+    calls, per_call = 8, 4
+    ftt.inject(lib, per_call, seed=11)
+    try:
+        for _ in range(calls):
+            _check(torch.ops.ftgen.mm(a, b, lib, "tf32x3"), a, b)  # every faulty call's output within the fp32 rule
+            _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)
+    finally:
+        ftt.inject(lib, 0)
+    rep = ftt.report(emit=False)[f"{lib}:mm"]
+    assert rep["injected"] == 2 * calls * per_call, rep  # every planned fault applied (8 x 8 tiles: 4 distinct ones)
+    assert 0 < rep["detected"] <= rep["injected"] and rep["uncorrectable"] == 0, rep
+    assert rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
+    ftt.reset()
+    torch.ops.ftgen.mm(a, b, lib, "tf32x3")  # disarmed: nothing injected
+    assert ftt.report(emit=False)[f"{lib}:mm"]["injected"] == 0
+
+
+# ---- CPU (torch, no GPU) -----------------------------------------------------------------------------------------
+
+
+class StandInLib:
+    """The parts of ftgen.binding.Library the op and the telemetry use, with counters set by the test."""
+
+    def __init__(self, groups):
+        self.groups = {g: {} for g in groups}
+        self.path = type("P", (), {"name": "libftgen_standin.so"})()
+        self.count = {"injected": 0, "unlocated": 0, "detected": 0, "corrected": 0, "recomputed": 0, "uncorrectable": 0, "max_score": 0.0}
+
+    def devices(self):
+        return [0]
+
+    def counters(self, device):
+        return dict(self.count)
+
+    def reset(self, device, stream=0):
+        self.count = {k: 0 for k in self.count}
+
+
+def test_entry_point_follows_the_layout_of_b():
+    both, rr = StandInLib(["gemm_tf32x3", "gemm_tf32x3_rc"]), StandInLib(["gemm_tf32x3"])
+    b = torch.randn(5, 3)
+    assert ftt._entry(both, "tf32x3", b)[0] == "gemm_tf32x3"
+    g, bb, ldb = ftt._entry(both, "tf32x3", b.t().contiguous().t())  # a transposed weight: column-major B
+    assert g == "gemm_tf32x3_rc" and ldb == 5 and bb.t().is_contiguous()
+    g, bb, ldb = ftt._entry(rr, "tf32x3", torch.randn(3, 5).t())       # no _rc entry: a row-major copy
+    assert g == "gemm_tf32x3" and bb.is_contiguous() and ldb == 3
+    with pytest.raises(ftt.FtgenLibError, match="no fp16 GEMM entry point"):
+        ftt._entry(both, "fp16", b)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        ftt._entry(both, "int8", b)
+
+
+def test_fake_and_meta_paths_autograd_and_protect():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Sequential(torch.nn.Linear(16, 4)))
+    prot = ftt.protect(model.to("meta"), "standin")
+    assert isinstance(prot[0], ftt.FTLinear) and isinstance(prot[2][0], ftt.FTLinear)
+    x = torch.empty(5, 8, device="meta", requires_grad=True)
+    y = prot(x)
+    assert y.shape == (5, 4)
+    y.sum().backward()
+    assert x.grad.shape == (5, 8) and prot[0].weight.grad.shape == (16, 8)
+    assert torch.compile(prot, backend="eager")(torch.empty(3, 2, 8, device="meta")).shape == (3, 2, 4)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        assert torch.ops.ftgen.mm(torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
+
+
+def test_telemetry_reads_lazily_and_applies_the_policy():
+    from ftgen.torch.telemetry import Telemetry, UncorrectableFault
+
+    t = Telemetry()
+    lib = StandInLib(["gemm_tf32x3"])
+    t.libs["s"] = lib
+    for _ in range(3):
+        t.called("s", "mm")
+    lib.count.update(detected=2, corrected=2, max_score=7.5)
+    rep = t.report(emit=False)["s:mm"]
+    assert rep["calls"] == 3 and rep["detected"] == 2 and rep["corrected"] == 2 and rep["max_score"] == 7.5
+    lib.count["uncorrectable"] = 1
+    with pytest.warns(RuntimeWarning, match="1 uncorrectable"):
+        t.report(emit=False)
+    t.report(emit=False)  # the same fault is reported once
+    t.set_policy("raise", "mm")
+    lib.count["uncorrectable"] = 2
+    with pytest.raises(UncorrectableFault):
+        t.report(emit=False)
+    assert t.new_uncorrectable("s", "mm") == 0  # recompute's per-call read: nothing new since the last read
+    lib.count["uncorrectable"] = 3
+    assert t.new_uncorrectable("s", "mm") == 1
+    t.reset()
+    assert lib.count["detected"] == 0 and t.stats[("s", "mm")].calls == 0
+    assert '"step": 4' in t.json_line(step=4)
+    with pytest.raises(ValueError, match="policy"):
+        t.set_policy("ignore")
