@@ -1,1 +1,0 @@
-"""Reports: provenance of results, tables of rows."""
