@@ -159,17 +159,9 @@ __device__ __forceinline__ float maybe_fault(float x, const ThreadFault& f, cons
                                              int step, long long row, long long col) {
   if (f.index < 0 || f.site != site || f.elem != elem || (site != FTGEN_ATTN_SITE_INV_L && f.step != step)) return x;
   const float y = ftgen::apply_fault<float>(x, f.kind, f.bit, f.offset);
-  if (p.fault_records) {
-    ftgen::FaultRecord& r = p.fault_records[f.index];
-    const ftgen::FaultSpec& s = p.faults[f.index];
-    r.applied = 1;
-    r.block = s.block, r.thread = s.thread, r.elem = s.elem, r.step = s.step, r.bit = s.bit;
-    r.before = x;
-    r.after = y;
-    r.row = row;
-    r.col = col;
-  }
-  if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+  const ftgen::FaultSpec& s = p.faults[f.index];
+  ftgen::record_fault(p.fault_records ? p.fault_records + f.index : nullptr, p.counters, s.block, s.thread, s.elem, s.step, s.bit, x, y,
+                      row, col);
   return y;
 }
 
@@ -186,17 +178,9 @@ __device__ __forceinline__ uint32_t maybe_fault16(uint32_t x, bool high, const T
   } else {
     y = x ^ (1u << ((f.bit & 15) + (high ? 16 : 0)));
   }
-  if (p.fault_records) {
-    ftgen::FaultRecord& r = p.fault_records[f.index];
-    const ftgen::FaultSpec& s = p.faults[f.index];
-    r.applied = 1;
-    r.block = s.block, r.thread = s.thread, r.elem = s.elem, r.step = s.step, r.bit = s.bit;
-    r.before = before;
-    r.after = high ? Half<T>::hi(y) : Half<T>::lo(y);
-    r.row = row;
-    r.col = col;
-  }
-  if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+  const ftgen::FaultSpec& s = p.faults[f.index];
+  ftgen::record_fault(p.fault_records ? p.fault_records + f.index : nullptr, p.counters, s.block, s.thread, s.elem, s.step, s.bit, before,
+                      high ? Half<T>::hi(y) : Half<T>::lo(y), row, col);
   return y;
 }
 

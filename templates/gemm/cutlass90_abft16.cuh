@@ -152,19 +152,8 @@ struct FaultAccFetch : LeafNode<FaultArgs> {
         const float after = f.kind == ftgen::kOffset ? before + static_cast<float>(f.offset)
                                                      : __uint_as_float(__float_as_uint(before) ^ (1u << (f.bit & 31)));
         if (row < params->m && col < params->n) out[i] = static_cast<ElementAccumulator>(after);
-        ftgen::FaultRecord rec;
-        rec.applied = 1;
-        rec.block = f.block;
-        rec.thread = f.thread;
-        rec.elem = f.elem;
-        rec.step = f.step;
-        rec.bit = f.kind == ftgen::kOffset ? -1 : (f.bit & 31);
-        rec.before = static_cast<double>(before);
-        rec.after = static_cast<double>(after);
-        rec.row = row;
-        rec.col = col;
-        params->records[fault] = rec;
-        if (params->counters) atomicAdd(&params->counters->injected, 1ull);
+        ftgen::record_fault(params->records + fault, params->counters, f.block, f.thread, f.elem, f.step,
+                            f.kind == ftgen::kOffset ? -1 : (f.bit & 31), static_cast<double>(before), static_cast<double>(after), row, col);
       }
       return out;
     }

@@ -339,19 +339,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           acc(i) = ftgen::apply_fault(before, fs.kind, fs.bit, fs.offset);
           after = acc(i);
         }
-      const int c = int(get<1>(tCcD(e))) - tn * 2 * V;  // the element's column in the tile
-      ftgen::FaultRecord& rec = p.records[f];
-      rec.applied = 1;
-      rec.block = tm;
-      rec.thread = thread_idx;
-      rec.elem = e;
-      rec.step = tn;
-      rec.bit = fs.kind == ftgen::kOffset ? -1 : (fs.bit & 31);
-      rec.before = before;
-      rec.after = after;
-      rec.row = static_cast<long long>(get<0>(tCcD(e)));
-      rec.col = c < NT ? j0 + c : -1;  // (-1: an encoding column, a reference checksum)
-      if (p.counters) atomicAdd(&p.counters->injected, 1ull);
+      const int c = int(get<1>(tCcD(e))) - tn * 2 * V;  // the element's column in the tile (-1 below: an encoding column)
+      ftgen::record_fault(p.records + f, p.counters, tm, thread_idx, e, tn, fs.kind == ftgen::kOffset ? -1 : (fs.bit & 31), before, after,
+                          static_cast<long long>(get<0>(tCcD(e))), c < NT ? j0 + c : -1);
     }
   }
 

@@ -66,6 +66,27 @@ __device__ __forceinline__ void record_score(FtCounters* c, float score, float& 
   seen = score;
   atomicMax(&c->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(score))));
 }
+// A planned fault applied: its record (rec null: none asked for) and the launch's `injected` count (counters null: none).
+// The injection sites record through here, but for three: the FFT's (fault_applied, which its host emulator runs too),
+// the sm90 TMR's (the planned record, cutlass90_tmr.cuh) and the sm80 CUTLASS kernels' (cutlass_tmr.cuh apply_fault:
+// the record built whole and stored at once; field by field, ptxas spills in the TMR kernel level's inject build).
+__device__ __forceinline__ void record_fault(FaultRecord* rec, FtCounters* counters, int block, int thread, int elem, int step, int bit,
+                                    double before, double after, long long row, long long col) {
+  if (rec != nullptr) {
+    rec->applied = 1;
+    rec->block = block;
+    rec->thread = thread;
+    rec->elem = elem;
+    rec->step = step;
+    rec->bit = bit;
+    rec->before = before;
+    rec->after = after;
+    rec->row = row;
+    rec->col = col;
+  }
+  if (counters != nullptr) atomicAdd(&counters->injected, 1ull);
+}
+
 __host__ __device__ inline double score_from_bits(unsigned long long bits) {
   union {
     unsigned long long u;

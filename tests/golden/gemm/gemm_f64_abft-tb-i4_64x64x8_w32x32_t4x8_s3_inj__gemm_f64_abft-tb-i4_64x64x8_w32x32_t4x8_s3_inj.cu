@@ -520,14 +520,8 @@ __device__ __forceinline__ void maybe_inject(const Params& p, int fidx, int fste
   for (int i = 0; i < TMT; ++i)
 #pragma unroll
     for (int j = 0; j < TNT; ++j) acc[i][j] = (i == ei && j == ej) ? after : acc[i][j];
-  ftgen::FaultRecord& r = p.records[fidx];
-  r.applied = 1;
-  r.block = f.block, r.thread = f.thread, r.elem = f.elem, r.step = f.step, r.bit = f.bit;
-  r.before = static_cast<double>(before);
-  r.after = static_cast<double>(after);
-  r.row = m0 + tile_row(wm0, tm, ei);
-  r.col = n0 + tile_col(wn0, tn, ej);
-  atomicAdd(&p.counters->injected, 1ull);
+  ftgen::record_fault(p.records + fidx, p.counters, f.block, f.thread, f.elem, f.step, f.bit, static_cast<double>(before),
+                      static_cast<double>(after), m0 + tile_row(wm0, tm, ei), n0 + tile_col(wn0, tn, ej));
 }
 
 

@@ -227,19 +227,10 @@ __device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, double band,
     for (int f = 0; f < inj.count; ++f) {
       const ftgen::FaultSpec& fs = inj.faults[f];
       if (fs.block != unit0 + row) continue;
-      ftgen::FaultRecord& rec = inj.records[f];
-      rec.applied = 1;
-      rec.block = fs.block;
-      rec.thread = 0;
-      rec.elem = 0;
-      rec.step = 0;
-      rec.bit = fs.bit;
-      rec.before = s;
+      const T before = s;
       s = ftgen::apply_fault(s, fs.kind, fs.bit, fs.offset);
-      rec.after = s;
-      rec.row = row;
-      rec.col = unit0 ? 1 : 0;  // 0: a sample's norm, 1: a centroid's
-      count(counters ? &counters->injected : nullptr);
+      // (col 0: a sample's norm, 1: a centroid's)
+      ftgen::record_fault(inj.records + f, counters, fs.block, 0, 0, 0, fs.bit, before, s, row, unit0 ? 1 : 0);
     }
   }
   const double tol = band * fmax(fabs(static_cast<double>(s)), fabs(static_cast<double>(s2)));
@@ -630,18 +621,8 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
                   after = acc[xm][xn][xq];
                 }
           const int fm = e / (FN * ACC), fn = (e / ACC) % FN, q = e % ACC;
-          ftgen::FaultRecord& rec = a.inj.records[fsel];
-          rec.applied = 1;
-          rec.block = blockIdx.x;
-          rec.thread = tid;
-          rec.elem = e;
-          rec.step = ct;
-          rec.bit = fs.bit;
-          rec.before = before;
-          rec.after = after;
-          rec.row = row0 + wm * MW + fm * MMA_M + g + 8 * (q / 2);
-          rec.col = col0 + wn * NW + fn * MMA_N + 2 * t + (q & 1);
-          count(a.counters ? &a.counters->injected : nullptr);
+          ftgen::record_fault(a.inj.records + fsel, a.counters, blockIdx.x, tid, e, ct, fs.bit, before, after,
+                              row0 + wm * MW + fm * MMA_M + g + 8 * (q / 2), col0 + wn * NW + fn * MMA_N + 2 * t + (q & 1));
         }
       }
       // verification, before the arg-min reads the accumulators: the lanes holding this tile's columns of the
@@ -766,19 +747,9 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
               continue;
             // another label of the tile (past the clusters when the tile has only one): always a wrong one
             const int span = max(2, min(NT, a.clusters - col0));
-            ftgen::FaultRecord& rec = a.inj.records[f];
-            rec.applied = 1;
-            rec.block = blockIdx.x;
-            rec.thread = tid;
-            rec.elem = fs.elem;
-            rec.step = ct;
-            rec.bit = fs.bit;
-            rec.before = bi;
+            const int before = bi;
             bi = bi == INT_MAX ? col0 : col0 + (bi - col0 + 1 + (fs.bit & 0xff) % (span - 1)) % span;
-            rec.after = bi;
-            rec.row = row0 + row;
-            rec.col = bi;
-            count(a.counters ? &a.counters->injected : nullptr);
+            ftgen::record_fault(a.inj.records + f, a.counters, blockIdx.x, tid, fs.elem, ct, fs.bit, before, bi, row0 + row, bi);
           }
         }
         // DMR of the arg-min: the same rule scanning the columns backward
@@ -1165,26 +1136,19 @@ __global__ void update_check_kernel(double* sums, int* counts, int clusters, int
     for (int f = 0; f < inj.count; ++f) {
       const ftgen::FaultSpec& fs = inj.faults[f];
       if (fs.block != j) continue;
-      ftgen::FaultRecord& rec = inj.records[f];
-      rec.applied = 1;
-      rec.block = j;
-      rec.thread = 0;
-      rec.elem = fs.elem % (dims + 1);
-      rec.step = 0;
-      rec.bit = fs.bit;
-      if (rec.elem < dims) {
-        double& v = sums[static_cast<size_t>(j) * dims + rec.elem];
-        rec.before = v;
+      const int elem = fs.elem % (dims + 1);  // (dims: the count)
+      double before, after;
+      if (elem < dims) {
+        double& v = sums[static_cast<size_t>(j) * dims + elem];
+        before = v;
         v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
-        rec.after = v;
+        after = v;
       } else {
-        rec.before = counts[j];
+        before = counts[j];
         counts[j] = fs.kind == ftgen::kOffset ? counts[j] + static_cast<int>(fs.offset) : counts[j] ^ (1 << (fs.bit & 30));
-        rec.after = counts[j];
+        after = counts[j];
       }
-      rec.row = j;
-      rec.col = rec.elem;
-      count(counters ? &counters->injected : nullptr);
+      ftgen::record_fault(inj.records + f, counters, j, 0, elem, 0, fs.bit, before, after, j, elem);
     }
   }
   __syncthreads();
