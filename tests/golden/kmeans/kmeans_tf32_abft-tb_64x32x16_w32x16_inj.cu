@@ -279,9 +279,10 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
 // (norm_lanes) lanes takes rows in turn, lane l the dimensions l + lanes q, held in registers. The norm's two DMR copies
 // come from the same loaded values by different instructions -- a separate multiply and add, summed forward and reduced
 // from the widest shuffle down, against a fused multiply-add summed backward and reduced from the narrowest up -- so a
-// faulty instruction changes one copy (norm_verdict); a fault in a loaded value the two share reaches the update's
-// invariant through the column sums. The column partials (fp64) stay in the lanes over the rows, then one shared-memory
-// and one global atomic per dimension and block.
+// faulty instruction changes one copy (norm_verdict). A fault in a loaded value the two share is in the column sums too,
+// where the update's invariant sees it; the norm itself stays (it enters the inertia and the check's first-stage scale,
+// not the labels). The column partials (fp64) stay in the lanes over the rows, then one shared-memory and one global
+// atomic per dimension and block.
 constexpr int XS_R = 8;  // dimensions per lane at most (dims <= XS_R norm_lanes(dims))
 constexpr int XS_U = 4;  // rows per segment and pass (their loads issued together)
 template <int R>
