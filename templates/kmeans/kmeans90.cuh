@@ -198,7 +198,6 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int MM = size<1>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
-    constexpr float kLo = 1.f / 2048.f;  // the low parts' scale (tf32_split)
     CheckArgs const& p = params.check;
     // the first stage's scale per row held: ||x_i|| sum ||c_j|| (rows past the samples: 0, their accumulators are 0)
     float scale[MM][2];
@@ -259,7 +258,6 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     using namespace cute;
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
-    constexpr float kLo = 1.f / 2048.f;
     CheckArgs const& p = params.check;
     float s1 = 0.f, sw = 0.f, sa = 0.f, rw = 0.f;  // (s1: this lane's part of P1)
     CUTLASS_PRAGMA_UNROLL
@@ -275,7 +273,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       }
     }
     sw = fmaf(static_cast<float>(2 * q), s1, sw);
-    const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);
+    const unsigned quad = quad_mask();
     CUTLASS_PRAGMA_UNROLL
     for (int o = 1; o <= 2; o <<= 1) {
       sw += __shfl_xor_sync(quad, sw, o);
@@ -304,7 +302,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < NT / 2; ++v)
         if ((v / 2) % 2 == r && col_of(v) != verdict) rest += static_cast<double>(acc(v, mm, 0));
-      const unsigned quad = 0xfu << (threadIdx.x % 32 & ~3u);  // (only the quad shares the row's verdict)
+      const unsigned quad = quad_mask();  // (only the quad shares the row's verdict)
       rest += __shfl_xor_sync(quad, rest, 1);
       rest += __shfl_xor_sync(quad, rest, 2);
       CUTLASS_PRAGMA_UNROLL
@@ -344,6 +342,10 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
                           static_cast<long long>(get<0>(tCcD(e))), c < NT ? j0 + c : -1);
     }
   }
+
+  static constexpr float kLo = 1.f / 2048.f;  // the encodings' low parts' scale (tf32_split)
+  // The lanes of this thread's quad: the four that hold a row (the shuffles of a row's verdict, taken by its quad only)
+  CUTLASS_DEVICE static unsigned quad_mask() { return 0xfu << (threadIdx.x % 32 & ~3u); }
 
   Params params;
   // (the consumer threads keep one epilogue object over all their tiles of the persistent schedule)

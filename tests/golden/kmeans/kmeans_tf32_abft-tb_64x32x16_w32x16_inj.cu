@@ -246,6 +246,11 @@ __device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, double band,
   return s3;
 }
 
+// The lanes of this thread's segment of `lanes` (a power of two up to 32) consecutive lanes: a row's lanes
+__device__ __forceinline__ unsigned segment_mask(int lanes) {
+  return lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
+}
+
 // Squared norms of the rows of A, `lanes` (norm_lanes) lanes per row. Protected: computed twice (the second
 // copy walks the row backward, loading it again), the copies compared within their rounding band (norm_verdict).
 __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int lanes, T* out, const State* state,
@@ -256,7 +261,7 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
   // whole segments of `lanes` leave together (rows is the same for a segment), so the shuffles below see
   // only live lanes of their segment
   if (row >= rows) return;
-  const unsigned seg = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
+  const unsigned seg = segment_mask(lanes);
   const T* a = A + static_cast<size_t>(row) * dims;
   T s = 0;
   for (int d = lane; d < dims; d += lanes) s += a[d] * a[d];
@@ -292,7 +297,7 @@ __global__ void __launch_bounds__(256) x_stats_kernel(const T* __restrict__ X, i
   for (int i = threadIdx.x; i < 32 * XS_R; i += blockDim.x) red[0][i] = red[1][i] = 0.0;
   __syncthreads();
   const int lane = threadIdx.x % lanes, segs = blockDim.x / lanes;
-  const unsigned seg = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
+  const unsigned seg = segment_mask(lanes);
   const double band = norm_band(dims);
   const int stride = gridDim.x * segs;
   double cs[R], ca[R];

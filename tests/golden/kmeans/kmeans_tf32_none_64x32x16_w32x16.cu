@@ -127,6 +127,11 @@ int norm_lanes(int dims) {
   return l;
 }
 
+// The lanes of this thread's segment of `lanes` (a power of two up to 32) consecutive lanes: a row's lanes
+__device__ __forceinline__ unsigned segment_mask(int lanes) {
+  return lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
+}
+
 // Squared norms of the rows of A, `lanes` (norm_lanes) lanes per row. Protected: computed twice (the second
 // copy walks the row backward, loading it again), the copies compared within their rounding band (norm_verdict).
 __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int lanes, T* out, const State* state,
@@ -137,7 +142,7 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
   // whole segments of `lanes` leave together (rows is the same for a segment), so the shuffles below see
   // only live lanes of their segment
   if (row >= rows) return;
-  const unsigned seg = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << (threadIdx.x & 31 & ~(lanes - 1));
+  const unsigned seg = segment_mask(lanes);
   const T* a = A + static_cast<size_t>(row) * dims;
   T s = 0;
   for (int d = lane; d < dims; d += lanes) s += a[d] * a[d];
