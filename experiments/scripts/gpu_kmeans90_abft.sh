@@ -55,21 +55,4 @@ if has anchors; then
   ft 200 bench $proj --shapes $anchors --reps 30 --warmup 5 --json "$out/anchors.jsonl" > "$out/anchors.txt" 2>&1
   t anchors
 fi
-python3 - "$out" <<'PY'
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
-    for line in f.read_text().splitlines():
-        r = json.loads(line)
-        if "campaign" in r:
-            c = r["campaign"]
-            print(f.stem, {k: c.get(k) for k in ("significant", "corrected", "coverage", "false_alarms", "clean_trials", "max_clean_score",
-                                                  "counter_violations", "by_dist")})
-        if "shape" not in r or "kernel" not in r or "ms" not in r:
-            continue
-        s = "x".join(str(v) for v in r["shape"].values())
-        x = r.get("speedup_vs_refs") or {}
-        print(f.stem, r["kernel"][7:], s, round(r["ms"]["median"], 4), "flash", round(x.get("flash-kmeans", float("nan")), 3),
-              "cublas", round(x.get("cublas-lloyd", float("nan")), 3), "x_unprot", r.get("x_unprot"), "ok", r.get("ok"),
-              "agree", r.get("agreement"), "ft", {k: r.get(k) for k in ("injected", "detected", "corrected", "recomputed", "clean_false_alarms", "significant")},
-              "lloyd", r.get("lloyd_inertia_rel", ""))
-PY
+python3 experiments/scripts/kmeans_table.py "$out"

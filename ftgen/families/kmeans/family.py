@@ -193,6 +193,7 @@ class MmaBackend(Backend):
             **template_context(v),
             "g": Geometry(v),
             "c90": False,
+            "fused": False,
             # the unprotected twin's geometry (the benchmark's alternate timing: kmeans_twin.cu.j2)
             "twin_g": Geometry(dataclasses.replace(v, protection=Protection())),
         }
@@ -281,6 +282,7 @@ class Cutlass90Backend(Backend):
         return {
             **template_context(v),
             "c90": True,
+            "fused": False,
             "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
             "cluster_m": p["cluster_m"],
             "coop": p["schedule"] == "ws-coop",
@@ -293,11 +295,88 @@ class Cutlass90Backend(Backend):
         return template_sources(v)
 
 
+# ---- fused: one pass over X per iteration (small dims) -----------------------------------------------------------------
+FUSED_STRIP = 128  # centroids per strip: the columns one warp holds in registers at once (and the checksum's strip)
+FUSED_MAX_DIMS = 32  # the A fragments of four m16n8k8 k-steps stay in registers
+FUSED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+PARAMS_FUSED = (
+    Param("backend", str, ("fused",), "selects this backend (one pass over X per iteration: norms, mma.sync distances, "
+          "arg-min and the cluster sums; dims <= 32)", choices=("fused",)),
+    Param("warps", int, (8,), "warps per block (each takes 16 samples at a time over every centroid)", choices=(4, 8)),
+)
+
+
+class FusedBackend(Backend):
+    """Small dims (<= 32): a persistent kernel whose warps take 16 samples at a time, load them once, compute their norms,
+    their distances to every centroid with ``mma.sync`` m16n8k8 TF32 (the centroids as fragments in shared memory), the
+    arg-min, and add the samples into per-block cluster sums in shared memory (fp64), flushed once per block. Protected:
+    a row checksum per strip of 128 centroids (an extra n-block of the MMA: the strip's column sums, hi and lo TF32
+    parts) checked before the arg-min reads the accumulators; a flagged row recomputes its strip (``correct: detect``:
+    no in-place location); the norms, the arg-min and the cluster sums duplicated, the sums' invariants as the mma
+    backend's."""
+
+    name = "fused"
+    precisions = ("tf32",)
+    levels = {"abft": ABFT_LEVELS}
+    params = PARAMS_FUSED
+    requires = ("cublas",)  # the bench executable's vendor reference
+    compile_options = ("-Xptxas=-warn-spills",)
+    constraint_docs = (
+        "fused: chosen by params backend: fused; precision tf32; arch sm_80 or newer; protection none or abft threadblock "
+        "with correct: detect (a flagged row recomputes its strip); shapes with dims <= 32 (the launcher refuses others "
+        "with cudaErrorNotSupported)",
+    )
+
+    def protection_ok(self, precision: str, protection: Protection) -> str | None:
+        if precision not in self.precisions:
+            return (f"the kmeans fused backend takes precision tf32, not {precision} (tf32x3 and fp64: the mma backend, "
+                    f"without params backend)")
+        if protection.enabled and protection.scheme != "abft":
+            return f"the kmeans fused backend takes protection none or abft, not {protection.scheme}"
+        return None
+
+    def constraints(self, v: Variant) -> list[str]:
+        reason = self.protection_ok(v.precision, v.protection)
+        if reason:
+            return [reason]
+        bad = [a for a in v.arch if a not in FUSED_ARCHS]
+        if bad:
+            return [f"arch {', '.join(bad)}: the kmeans fused backend needs mma.sync TF32 (allowed: {', '.join(FUSED_ARCHS)})"]
+        r = []
+        if v.protection.scheme == "abft":
+            if v.protection.correct != "detect":
+                r.append("correct: the kmeans fused backend recomputes a flagged row's strip (it does not locate in place): "
+                         "write correct: detect")
+            if v.protection.interval != 1:
+                r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
+        return r
+
+    def name_tokens(self, v: Variant) -> list[str]:
+        tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "fused", f"w{v.param_dict['warps']}"]
+        if v.protection.inject:
+            tokens.append("inj")
+        return tokens
+
+    def context(self, v: Variant) -> dict:
+        return {
+            **template_context(v),
+            "c90": False,
+            "fused": True,
+            "warps": v.param_dict["warps"],
+            "strip": FUSED_STRIP,
+            "max_dims": FUSED_MAX_DIMS,
+            "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
+        }
+
+    def sources(self, v: Variant) -> tuple[Source, ...]:
+        return template_sources(v)
+
+
 class KmeansFamily(Family):
     name = "kmeans"
     description = "Lloyd iterations: tensor-core distance GEMM with the arg-min fused, ABFT-protected; DMR-protected update"
     shape_keys = ("samples", "dims", "clusters")
-    backends = (MmaBackend(), Cutlass90Backend())
+    backends = (MmaBackend(), Cutlass90Backend(), FusedBackend())
     default_shapes = ({"samples": 131072, "dims": 128, "clusters": 128}, {"samples": 100003, "dims": 100, "clusters": 1000})
     campaign_shape = {"samples": 16384, "dims": 64, "clusters": 256}
     template_dir = "kmeans"
@@ -308,9 +387,9 @@ class KmeansFamily(Family):
     )
 
     def backend(self, precision, protection, params) -> str:
-        """``params: {backend: cutlass90}`` selects that backend; otherwise the mma kernels."""
-        if params.get("backend") == "cutlass90":
-            return "cutlass90"
+        """``params: {backend: cutlass90 | fused}`` selects that backend; otherwise the mma kernels."""
+        if params.get("backend") in ("cutlass90", "fused"):
+            return params["backend"]
         return super().backend(precision, protection, params)
 
     @property
@@ -320,6 +399,10 @@ class KmeansFamily(Family):
         from .flash_ref import FlashKmeansRef
 
         return (FlashKmeansRef(),)
+
+    def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
+        """The fused backend runs dims <= 32 (its launcher refuses more); the others any shape."""
+        return {"dims": (1, FUSED_MAX_DIMS)} if self.backend_of(v).name == "fused" else {}
 
     def normalize_shape(self, raw, where: str, source: str | None = None) -> dict[str, int]:
         out = super().normalize_shape(raw, where, source)

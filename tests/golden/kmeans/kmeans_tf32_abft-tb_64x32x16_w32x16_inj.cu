@@ -116,6 +116,7 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const
 }
 // A fragment (16 x 8, row-major): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
 // B fragment (8 x 8, column-major = centroid rows): b0 (k = t, n = g), b1 (k = t + 4, n = g)
+// C fragment (16 x 8): c0 (g, 2 t), c1 (g, 2 t + 1), c2 (g + 8, 2 t), c3 (g + 8, 2 t + 1)
 struct FragA { uint32_t big[4]; };
 struct FragB { uint32_t big[2]; };
 __device__ __forceinline__ void load_a(FragA& f, const T* xs, int row, int k, int g, int t) {
@@ -382,6 +383,9 @@ __global__ void encode_kernel(const T* __restrict__ C, int clusters, int dims, T
   e[(MMA_N + 2 * j + 1) * dims + d] = static_cast<T>(s * s);
 }
 
+// (distance, label) nearer than (bv, bi): the smaller distance, the lower label on a tie
+__device__ __forceinline__ bool nearer(T v, int i, T bv, int bi) { return v < bv || (v == bv && i < bi); }
+
 // ---- assign: the distance GEMM with its verification and the fused arg-min ----------------------
 
 struct Smem {
@@ -399,8 +403,6 @@ struct Smem {
   T best_v[MT];               // the running nearest over the tiles done
   int best_i[MT];
 };
-
-__device__ __forceinline__ bool nearer(T v, int i, T bv, int bi) { return v < bv || (v == bv && i < bi); }
 
 // The row sums (and index-weighted sums) of the accumulators over the tile, reduced over the warp columns
 // into rsum[wn][row]; with `exclude`, each row leaves out the column `fix` located.
@@ -1135,7 +1137,7 @@ __global__ void __launch_bounds__(128) reduce_kernel(const double* part, const d
 // Per cluster: the DMR copies agree bit for bit (counts and sums: the same values added in the same order);
 // the counts and sums are added up for the invariants.
 __global__ void update_check_kernel(double* sums, int* counts, int clusters, int dims, const double* colstat,
-                                    double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj) {
+                                    double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj, int samples) {
   if (state->converged) return;
   const int j = blockIdx.x;
   if (inj.site == FTGEN_KMEANS_SITE_UPDATE && state->iter == 0 && threadIdx.x == 0) {
@@ -1163,6 +1165,7 @@ __global__ void update_check_kernel(double* sums, int* counts, int clusters, int
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     const double sa = sums[static_cast<size_t>(j) * dims + d];
     const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
+    (void)samples;
     if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
     atomicAdd(&colcheck[d], sa);
   }
@@ -1404,7 +1407,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     reduce_kernel<<<k, 128, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
-    update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
+    update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj, n);
     FT_LAUNCHED();
     update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();

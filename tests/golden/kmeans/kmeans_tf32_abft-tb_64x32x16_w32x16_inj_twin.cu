@@ -100,6 +100,7 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], const
 }
 // A fragment (16 x 8, row-major): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
 // B fragment (8 x 8, column-major = centroid rows): b0 (k = t, n = g), b1 (k = t + 4, n = g)
+// C fragment (16 x 8): c0 (g, 2 t), c1 (g, 2 t + 1), c2 (g + 8, 2 t), c3 (g + 8, 2 t + 1)
 struct FragA { uint32_t big[4]; };
 struct FragB { uint32_t big[2]; };
 __device__ __forceinline__ void load_a(FragA& f, const T* xs, int row, int k, int g, int t) {
@@ -157,6 +158,9 @@ __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int la
 }
 
 
+// (distance, label) nearer than (bv, bi): the smaller distance, the lower label on a tie
+__device__ __forceinline__ bool nearer(T v, int i, T bv, int bi) { return v < bv || (v == bv && i < bi); }
+
 // ---- assign: the distance GEMM with its verification and the fused arg-min ----------------------
 
 struct Smem {
@@ -167,8 +171,6 @@ struct Smem {
   T best_v[MT];               // the running nearest over the tiles done
   int best_i[MT];
 };
-
-__device__ __forceinline__ bool nearer(T v, int i, T bv, int bi) { return v < bv || (v == bv && i < bi); }
 
 // The row sums (and index-weighted sums) of the accumulators over the tile, reduced over the warp columns
 // into rsum[wn][row]; with `exclude`, each row leaves out the column `fix` located.
