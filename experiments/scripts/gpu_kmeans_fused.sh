@@ -10,11 +10,11 @@
 # campaign") picks the steps; "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
 #   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
-#   of the variant of the campaigns and the profile, default *fused_w8*; TRIALS: campaign trials per distribution, 1000)
+#   of the variant of the campaigns and the profile, default *fused_s64_w4*; TRIALS: campaign trials per distribution, 1000)
 set -u
 out=${1:?usage: gpu_kmeans_fused.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
-spec=specs/kmeans/fused_abft.yaml; gen=generated/kfused; proj=$gen/kmeans_fused_abft; kern=${KERNEL:-*fused_w8*}
+spec=specs/kmeans/fused_abft.yaml; gen=generated/kfused; proj=$gen/kmeans_fused_abft; kern=${KERNEL:-*fused_s64_w4*}
 trials=${TRIALS:-1000}
 gen_build $spec $gen $proj
 steps=" ${STEPS:-anchors inject shapes lloyd campaign} "

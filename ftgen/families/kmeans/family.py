@@ -296,13 +296,14 @@ class Cutlass90Backend(Backend):
 
 
 # ---- fused: one pass over X per iteration (small dims) -----------------------------------------------------------------
-FUSED_STRIP = 128  # centroids per strip: the columns one warp holds in registers at once (and the checksum's strip)
 FUSED_MAX_DIMS = 32  # the A fragments of four m16n8k8 k-steps stay in registers
 FUSED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 PARAMS_FUSED = (
     Param("backend", str, ("fused",), "selects this backend (one pass over X per iteration: norms, mma.sync distances, "
           "arg-min and the cluster sums; dims <= 32)", choices=("fused",)),
-    Param("warps", int, (8,), "warps per block (each takes 16 samples at a time over every centroid)", choices=(4, 8)),
+    Param("warps", int, (4,), "warps per block (each takes 16 samples at a time over every centroid)", choices=(4, 8)),
+    Param("strip", int, (64,), "centroids per strip: the accumulators a warp holds at once, and the checksum's strip",
+          choices=(64, 128)),
 )
 
 
@@ -310,7 +311,7 @@ class FusedBackend(Backend):
     """Small dims (<= 32): a persistent kernel whose warps take 16 samples at a time, load them once, compute their norms,
     their distances to every centroid with ``mma.sync`` m16n8k8 TF32 (the centroids as fragments in shared memory), the
     arg-min, and add the samples into per-block cluster sums in shared memory (fp64), flushed once per block. Protected:
-    a row checksum per strip of 128 centroids (an extra n-block of the MMA: the strip's column sums, hi and lo TF32
+    a row checksum per strip of 64 or 128 centroids (an extra n-block of the MMA: the strip's column sums, hi and lo TF32
     parts) checked before the arg-min reads the accumulators; a flagged row recomputes its strip (``correct: detect``:
     no in-place location); the norms, the arg-min and the cluster sums duplicated, the sums' invariants as the mma
     backend's."""
@@ -352,7 +353,8 @@ class FusedBackend(Backend):
         return r
 
     def name_tokens(self, v: Variant) -> list[str]:
-        tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "fused", f"w{v.param_dict['warps']}"]
+        p = v.param_dict
+        tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "fused", f"s{p['strip']}", f"w{p['warps']}"]
         if v.protection.inject:
             tokens.append("inj")
         return tokens
@@ -363,7 +365,7 @@ class FusedBackend(Backend):
             "c90": False,
             "fused": True,
             "warps": v.param_dict["warps"],
-            "strip": FUSED_STRIP,
+            "strip": v.param_dict["strip"],
             "max_dims": FUSED_MAX_DIMS,
             "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
         }
