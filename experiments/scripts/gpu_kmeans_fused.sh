@@ -7,7 +7,7 @@
 # (--inject 1: its own clean run, the uncorrected run, the corrected run), the spec's other shapes with and without
 # faults, the Lloyd loop against the fp64 loop, campaigns (1000 clean + 1000 single bit flips per distribution) at the
 # sites accumulator and argmin. A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd
-# campaign") picks the steps; "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
+# campaign") picks the steps; "metrics" adds Nsight Compute's sections of the fused kernel; "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
 #   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
 #   of the variant of the campaigns and the profile, default *fused_s64_w4*; TRIALS: campaign trials per distribution, 1000)
@@ -28,6 +28,16 @@ if has profile; then
     python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence 60
   done
   t profile
+fi
+if has metrics; then
+  # Nsight Compute's sections of the first fused_kernel launch (the variant's) at 2^20 x 8 x 128 and 2^20 x 32 x 128
+  exe=$(ls $proj/bin/$kern | head -n 1)
+  for s in 1048576x8x128 1048576x32x128; do
+    timeout 120 ncu --kernel-name regex:fused_kernel --launch-count 1 --section SpeedOfLight --section Occupancy --section SchedulerStats \
+      --section WarpStateStats --section LaunchStats "$exe" --shapes $s --reps 1 --warmup 0 > "$out/ncu_metrics_$s.txt" 2>&1
+    grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issued Warp|No Eligible|Warp Cycles Per Issued|Compute \(SM\) Th|Memory Throughput|Block Limit" "$out/ncu_metrics_$s.txt" | head -20
+  done
+  t metrics
 fi
 if has shapes; then
   # (flash-kmeans only at the anchors: its driver's start-up takes most of a step's time)
