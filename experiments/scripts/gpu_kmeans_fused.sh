@@ -6,15 +6,15 @@
 # flash-kmeans alternated in its driver on the same data; torch and flash-kmeans from .whl/) and with one fault per launch
 # (--inject 1: its own clean run, the uncorrected run, the corrected run), the spec's other shapes with and without
 # faults, the Lloyd loop against the fp64 loop, campaigns (1000 clean + 1000 single bit flips per distribution) at the
-# sites accumulator and argmin. A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd
+# sites accumulator, argmin, norm and update (and the accumulator at an odd shape). A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd
 # campaign") picks the steps; "metrics" adds Nsight Compute's sections of the fused kernel; "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
 #   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
-#   of the variant of the campaigns and the profile, default *fused_s64_w4*; TRIALS: campaign trials per distribution, 1000)
+#   of the variant of the campaigns and the profile, default *fused_s64_w8*; TRIALS: campaign trials per distribution, 1000)
 set -u
 out=${1:?usage: gpu_kmeans_fused.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
-spec=specs/kmeans/fused_abft.yaml; gen=generated/kfused; proj=$gen/kmeans_fused_abft; kern=${KERNEL:-*fused_s64_w4*}
+spec=specs/kmeans/fused_abft.yaml; gen=generated/kfused; proj=$gen/kmeans_fused_abft; kern=${KERNEL:-*fused_s64_w8*}
 trials=${TRIALS:-1000}
 gen_build $spec $gen $proj
 steps=" ${STEPS:-anchors inject shapes lloyd campaign} "
@@ -55,7 +55,7 @@ if has inject; then
 fi
 if has campaign; then
   # (the family's campaign shape has 64 dims: these are the fused backend's, and an odd one)
-  for site in accumulator argmin; do
+  for site in accumulator argmin norm update; do
     ft 90 campaign $spec -o $gen --kernels "$kern" --site $site --trials $trials --seed 7 --shape 16384x32x256 \
       --json "$out/campaign_$site.jsonl" > "$out/campaign_$site.txt" 2>&1
     tail -n 4 "$out/campaign_$site.txt"; t campaign $site
