@@ -1,13 +1,17 @@
 """The ``kmeans`` family: Lloyd iterations with the distance GEMM on the tensor cores.
 
-Two backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) and everything but the assign step:
+Three backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) and the norms, checks and convergence:
 
 * ``mma`` (the default): hand-written ``mma.sync`` kernels, every precision and protection (below);
 * ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32, protection none or abft threadblock): the
   assign step is a CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or ping-pong kernel,
   persistent tile scheduler) whose epilogue takes the arg-min on the accumulator registers; protected, the same GEMM
   computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the arg-min
-  (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``).
+  (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``);
+* ``fused`` (``params: {backend: fused}``, tf32, dims <= 32, protection none or abft threadblock with ``correct:
+  detect``): one pass over X per iteration -- norms, ``mma.sync`` distances against the centroids held as fragments
+  in shared memory, the arg-min and the cluster sums as exact fixed-point integers (:class:`FusedBackend`; the model
+  ``model.fx_update`` and ``model.argmin_checks``).
 
 One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
 centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
@@ -22,6 +26,7 @@ Kernel names::
 
     kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]       (mma)
     kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_inj] (cutlass90)
+    kmeans_tf32_<protection>_fused_s<strip>_w<warps>[_inj]                                         (fused)
 
 ``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
@@ -310,11 +315,12 @@ PARAMS_FUSED = (
 class FusedBackend(Backend):
     """Small dims (<= 32): a persistent kernel whose warps take 16 samples at a time, load them once, compute their norms,
     their distances to every centroid with ``mma.sync`` m16n8k8 TF32 (the centroids as fragments in shared memory), the
-    arg-min, and add the samples into per-block cluster sums in shared memory (fp64), flushed once per block. Protected:
-    a row checksum per strip of 64 or 128 centroids (an extra n-block of the MMA: the strip's column sums, hi and lo TF32
-    parts) checked before the arg-min reads the accumulators; a flagged row recomputes its strip (``correct: detect``:
-    no in-place location); the norms, the arg-min and the cluster sums duplicated, the sums' invariants as the mma
-    backend's."""
+    arg-min, and add the samples into per-block cluster sums in shared memory as exact fixed-point integers (two 32-bit
+    limbs: shared memory's only native atomic addition is 32-bit integer), flushed once per block. Protected: a row
+    checksum per strip of 64 or 128 centroids (an extra n-block of the MMA: the strip's column sums, hi and lo TF32
+    parts) checked before the arg-min reads the accumulators, a flagged row's strip recomputed (``correct: detect``: no
+    in-place location); the norms duplicated; the arg-min's value duplicated and its label's distance recomputed; the
+    sums and counts twice, compared exactly, and their invariants exact."""
 
     name = "fused"
     precisions = ("tf32",)

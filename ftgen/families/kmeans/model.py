@@ -478,3 +478,75 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
             if row_d[j] < best_v[i]:  # (strictly: the lower tile keeps a tie)
                 best_v[i], best_i[i] = row_d[j], j0 + j
     return best_i, verdicts, clean, counters
+
+
+# ---------------------------------------------------------------------------------------------
+# The fused backend (dims <= 32): exact fixed-point cluster sums and the arg-min's two checks
+# ---------------------------------------------------------------------------------------------
+
+LABEL_EPS = 2.0 ** -15  # the fused kernel's label check: |d'(label) recomputed - d'| <= LABEL_EPS (xx + cc)
+
+
+def fx_shift(xmax: float, samples: int) -> int:
+    """The fused update's fixed point of one dimension: x is added as rint(x 2^shift), shift = B - e with
+    B = 62 - bits(samples) and max |x| < 2^e, so that any sum of `samples` terms fits an int64 (the kernel's
+    fx_shift, clamped to a float's exponent range)."""
+    _, e = math.frexp(float(xmax))
+    return max(-126, min(127, 62 - int(samples).bit_length() - e))
+
+
+def fx_quantize(X) -> tuple[np.ndarray, np.ndarray]:
+    """X (float32) as the fused update's integers, per dimension, and each dimension's shift."""
+    X = np.asarray(X, np.float32)
+    shifts = np.array([fx_shift(np.abs(X[:, d]).max(initial=0.0), X.shape[0]) for d in range(X.shape[1])])
+    q = np.rint(np.ldexp(X.astype(np.float64), shifts[None, :])).astype(np.int64)  # (exact: x 2^shift is a float32)
+    return q, shifts
+
+
+def fx_update(X, labels, k: int, faults=(), counters: Counters | None = None):
+    """The fused update: cluster sums and counts as exact integers (so the order of the atomics does not matter),
+    twice; a fault (Fault(site='update', row=cluster, col=dimension or dims for the count, bit=...)) lands in copy 0.
+    The copies must agree exactly and the sums add up to X's column sums exactly, the counts to the samples; a
+    failure recomputes. Returns (sums in fp64, counts, detected)."""
+    counters = counters if counters is not None else Counters()
+    q, shifts = fx_quantize(X)
+    dims = q.shape[1]
+    sums = np.zeros((2, k, dims), np.int64)
+    for copy in range(2):
+        np.add.at(sums[copy], labels, q)
+    counts = np.stack([np.bincount(labels, minlength=k).astype(np.int64)] * 2)
+    colsum = q.sum(axis=0)
+    for f in faults:
+        if f.site != "update":
+            continue
+        if f.col < dims:
+            sums[0, f.row, f.col] = np.int64(np.uint64(sums[0, f.row, f.col].view(np.uint64) ^ np.uint64(1 << (f.bit & 63))).view(np.int64))
+        else:
+            counts[0, f.row] ^= 1 << (f.bit & 30)
+        counters.injected += 1
+    bad = (not np.array_equal(sums[0], sums[1]) or not np.array_equal(counts[0], counts[1])
+           or not np.array_equal(sums[0].sum(axis=0), colsum) or counts[0].sum() != len(labels))
+    if bad:
+        counters.detected += 1
+        counters.recomputed += 1
+        sums[0] = sums[1] = 0
+        np.add.at(sums[0], labels, q)
+        counts[0] = np.bincount(labels, minlength=k)
+    return np.ldexp(sums[0].astype(np.float64), -shifts[None, :]), counts[0], bad
+
+
+def label_distance_tf32(x, c) -> np.float32:
+    """d'(label) = ||c||^2 - 2 x . c as the fused kernel recomputes it: TF32 operands, exact products, an fp32 sum."""
+    xt, ct = round_tf32(np.asarray(x, np.float32)), round_tf32(np.asarray(c, np.float32))
+    dot = np.float32(0.0)
+    for a, b in zip(xt.astype(np.float64), ct.astype(np.float64)):
+        dot = np.float32(dot + np.float32(a * b))
+    return np.float32(np.float32(np.dot(c.astype(np.float64), c.astype(np.float64))) - np.float32(2.0) * dot)
+
+
+def argmin_checks(d: np.ndarray, value: float, label: int, recomputed: float, xx: float, cc_label: float) -> bool:
+    """The fused kernel's two checks of one row's arg-min (True: accepted). The value: the smallest d' equals the
+    second copy's largest -d' bit for bit. The label: its distance recomputed from the operands is the value within
+    LABEL_EPS (xx + cc) -- a label that passes is that close to the smallest distance, whatever its index."""
+    second = np.float32(-np.max(-np.asarray(d, np.float32)))
+    return bool(np.float32(value) == second and abs(float(recomputed) - float(value)) <= LABEL_EPS * (xx + cc_label))

@@ -19,6 +19,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace {
 
@@ -222,7 +223,7 @@ __device__ __forceinline__ U add_rn(U a, U b) {
 __host__ __device__ inline double norm_band(int dims) {
   return 2.0 * LAMBDA * (sizeof(T) == 4 ? 5.960464477539063e-08 : U64) * sqrt(static_cast<double>(dims));
 }
-__device__ T norm_verdict(T s, T s2, const T* a, int row, int dims, double band, const State* state, ftgen::FtCounters* counters,
+__device__ __forceinline__ T norm_verdict(T s, T s2, const T* a, int row, int dims, double band, const State* state, ftgen::FtCounters* counters,
                           const Inject& inj, int unit0) {
   if (inj.site == FTGEN_KMEANS_SITE_NORM && state->iter == 0) {
     for (int f = 0; f < inj.count; ++f) {
@@ -1137,7 +1138,7 @@ __global__ void __launch_bounds__(128) reduce_kernel(const double* part, const d
 // Per cluster: the DMR copies agree bit for bit (counts and sums: the same values added in the same order);
 // the counts and sums are added up for the invariants.
 __global__ void update_check_kernel(double* sums, int* counts, int clusters, int dims, const double* colstat,
-                                    double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj, int samples) {
+                                    double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj) {
   if (state->converged) return;
   const int j = blockIdx.x;
   if (inj.site == FTGEN_KMEANS_SITE_UPDATE && state->iter == 0 && threadIdx.x == 0) {
@@ -1165,7 +1166,6 @@ __global__ void update_check_kernel(double* sums, int* counts, int clusters, int
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     const double sa = sums[static_cast<size_t>(j) * dims + d];
     const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
-    (void)samples;
     if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
     atomicAdd(&colcheck[d], sa);
   }
@@ -1407,7 +1407,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     reduce_kernel<<<k, 128, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
-    update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj, n);
+    update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
     update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();

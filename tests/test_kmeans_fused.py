@@ -1,0 +1,184 @@
+"""The kmeans fused backend (params backend: fused; templates/kmeans/kmeans_variant.cu.j2, the fused pass): the spec rules
+(tf32, protection none or abft threadblock with correct: detect; a clear exit-2 message otherwise), the names, what a
+build's source holds (the one-pass kernel, its scale, pack and update kernels; none of the sorted update's), the shapes
+the library may dispatch to it (dims <= 32), the NumPy model of its exact fixed-point update and of its arg-min checks,
+and (marked compile) nvcc builds without spills or warnings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ptxas_entries
+from ftgen.cli import main
+from ftgen.codegen.emit import render_spec
+from ftgen.errors import SpecError
+from ftgen.families import get as get_family
+from ftgen.families.kmeans import model
+from ftgen.spec import load_spec_text
+
+FUSED = "arch: [sm_90]\nprecision: tf32\nparams: {backend: fused%s}\nshapes:\n  - {samples: 1000, dims: 10, clusters: 7}\n"
+ABFT = FUSED % ", strip: 64, warps: 4" + "protection: {scheme: abft, level: threadblock, correct: detect, inject: true}\n"
+NAME = "kmeans_tf32_abft-tb-detect_fused_s64_w4_inj"
+
+
+def spec_of(body: str):
+    return load_spec_text("name: t\nfamily: kmeans\n" + textwrap.dedent(body), "t.yaml")
+
+
+def test_fused_is_chosen_by_its_param_with_its_name():
+    s = spec_of(FUSED % ", strip: [64, 128], warps: 8")
+    assert {v.backend for v in s.variants} == {"fused"}
+    assert sorted(v.name for v in s.variants) == ["kmeans_tf32_none_fused_s128_w8", "kmeans_tf32_none_fused_s64_w8"]
+    assert [v.name for v in spec_of(ABFT).variants] == [NAME]
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (FUSED % "" + "protection: {scheme: abft, level: threadblock}\n", "write correct: detect"),
+        (FUSED.replace("precision: tf32", "precision: tf32x3") % "", "takes precision tf32, not tf32x3"),
+        (FUSED % "" + "protection: {scheme: abft, level: threadblock, correct: detect, interval: 2}\n", "verifies once per centroid tile"),
+        (FUSED % ", strip: 96", "strip"),
+        (FUSED % ", warps: 2", "warps"),
+    ],
+)
+def test_bad_fused_specs_give_the_reason(body, message):
+    with pytest.raises(SpecError) as e:
+        spec_of(body)
+    assert message in str(e.value), str(e.value)
+
+
+def test_cli_refuses_an_online_fused_spec_with_exit_2(tmp_path, capsys):
+    spec = tmp_path / "k.yaml"
+    spec.write_text("name: t\nfamily: kmeans\n" + FUSED % "" + "protection: {scheme: abft, level: threadblock}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "correct: detect" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_fused_variant_is_one_pass_with_its_checks():
+    files, _ = render_spec(spec_of(ABFT))
+    src = files[f"{NAME}/{NAME}.cu"]
+    for piece in ("fused_kernel", "fused_scale_kernel", "fused_pack_kernel", "fused_update_kernel", "norm_prefilter_clean",
+                  "fx_add", "LABEL_EPS = 0x1.0p-15f", "constexpr int STRIP = 64;", "update_invariant_kernel", "redo_update_kernel"):
+        assert piece in src, piece
+    for absent in ("count_kernel", "scan_kernel", "sums_kernel", "assign_kernel", "x_stats_kernel", "update_check_kernel"):
+        assert absent not in src, absent
+    twin = files[f"{NAME}/{NAME}_twin.cu"]
+    assert "fused_kernel" in twin and "ftgen_rules::norm_prefilter_clean(" not in twin and "fx_quant_b(" not in twin
+
+
+def test_the_library_dispatches_only_small_dims_to_it():
+    fam = get_family("kmeans")
+    (v,) = spec_of(ABFT).variants
+    assert fam.library_range(v) == {"dims": (1, 32)}
+    (mma,) = spec_of(FUSED.replace("params: {backend: fused%s}\n", "")).variants
+    assert fam.library_range(mma) == {}
+
+
+# ---- the NumPy model: exact fixed-point sums ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
+def test_fixed_point_sums_are_exact_and_in_any_order(dist):
+    rng = np.random.default_rng(3)
+    n, dims, k = 4000, 7, 13
+    X = {"normal": rng.standard_normal((n, dims)), "uniform": rng.uniform(-1, 1, (n, dims)),
+         "loguniform": np.sign(rng.uniform(-1, 1, (n, dims))) * 10.0 ** rng.uniform(-3, 3, (n, dims))}[dist].astype(np.float32)
+    labels = rng.integers(0, k, n)
+    q, shifts = model.fx_quantize(X)
+    assert np.abs(q).max() < 2 ** (62 - n.bit_length())  # any sum of n terms fits an int64
+    perm = rng.permutation(n)
+    a = np.zeros((k, dims), np.int64)
+    b = np.zeros((k, dims), np.int64)
+    np.add.at(a, labels, q)
+    np.add.at(b, labels[perm], q[perm])
+    assert np.array_equal(a, b)
+    sums, counts, bad = model.fx_update(X, labels, k)
+    assert not bad and np.array_equal(counts, np.bincount(labels, minlength=k))
+    exact = np.zeros((k, dims), np.float64)
+    np.add.at(exact, labels, X.astype(np.float64))
+    # each term is off by at most half a quantum 2^-shift: the mean by at most that
+    quantum = np.ldexp(1.0, -shifts)
+    assert np.all(np.abs(sums - exact) <= counts[:, None] * quantum[None, :] / 2 + 1e-300)
+
+
+def test_every_bit_flipped_in_a_sum_or_count_is_detected():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((500, 5)).astype(np.float32)
+    labels = rng.integers(0, 6, 500)
+    clean, _, _ = model.fx_update(X, labels, 6)
+    for bit in range(64):
+        c = model.Counters()
+        sums, _, bad = model.fx_update(X, labels, 6, faults=[model.Fault("update", row=bit % 6, col=bit % 5, bit=bit)], counters=c)
+        assert bad and c.detected == 1 and np.array_equal(sums, clean), bit
+    for bit in range(31):
+        _, counts, bad = model.fx_update(X, labels, 6, faults=[model.Fault("update", row=2, col=5, bit=bit)])
+        assert bad and np.array_equal(counts, np.bincount(labels, minlength=6)), bit
+
+
+# ---- the NumPy model: the arg-min's value and label checks -----------------------------------------------------------
+
+
+def test_the_label_check_bound_covers_the_recomputation():
+    """The kernel's label check compares d' from the MMA (exact TF32 products, fp32 sums) with d' recomputed from the
+    same TF32 operands in another fp32 order: the derived LABEL_EPS (xx + cc) must cover that with a margin."""
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    for dist in ("normal", "uniform", "loguniform"):
+        for _ in range(300):
+            dims = int(rng.integers(1, 33))
+            if dist == "loguniform":
+                x, c = (np.sign(rng.uniform(-1, 1, dims)) * 10.0 ** rng.uniform(-3, 3, dims) for _ in range(2))
+            else:
+                x, c = (rng.standard_normal(dims) if dist == "normal" else rng.uniform(-1, 1, dims) for _ in range(2))
+            x, c = x.astype(np.float32), c.astype(np.float32)
+            xt, ct = model.round_tf32(x).astype(np.float64), model.round_tf32(c).astype(np.float64)
+            cc = np.float32(np.dot(c.astype(np.float64), c.astype(np.float64)))
+            mma = np.float32(cc - np.float32(2.0) * np.float32(np.dot(xt, ct)))  # one rounding of the exact dot
+            rec = model.label_distance_tf32(x, c)
+            xx = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
+            worst = max(worst, abs(float(rec) - float(mma)) / (model.LABEL_EPS * (xx + float(cc))))
+    assert worst < 0.5, worst
+
+
+def test_the_arg_min_checks_accept_the_minimum_and_refuse_a_wrong_one():
+    d = np.array([3.0, 1.0, 2.0, 1.0 + 2.0 ** -22], np.float32)
+    xx, cc = 4.0, 1.0
+    assert model.argmin_checks(d, d[1], 1, d[1], xx, cc)
+    assert not model.argmin_checks(d, d[2], 2, d[2], xx, cc)  # a value that is not the smallest
+    assert not model.argmin_checks(d, d[1], 0, d[0], xx, cc)  # the smallest value with a label far from it
+    assert model.argmin_checks(d, d[1], 3, d[3], xx, cc)  # a near-tie's label: within the check's epsilon, allowed
+
+
+def _nvcc(root: Path, rel: str, arch: str) -> dict[str, str]:
+    nvcc = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+    d = str(Path(rel).parent)
+    cmd = [nvcc, "-std=c++17", "-O3", "-Xptxas", "-v", "-Xptxas=-warn-spills", f"-arch={arch}", "-I", str(root / d), "-I",
+           str(root / "common"), "-c", str(root / rel), "-o", os.devnull]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, f"{rel} ({arch}):\n{p.stdout}{p.stderr}"
+    assert "warning" not in p.stderr.lower(), p.stderr
+    return ptxas_entries(p.stderr, arch)
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch, twin", [("sm_90", True), ("sm_80", False)])
+def test_nvcc_compiles_the_fused_variant_without_spills(tmp_path, arch, twin):
+    files, _ = render_spec(spec_of(ABFT.replace("sm_90]", "sm_80, sm_90]")))
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for rel in [f"{NAME}/{NAME}.cu"] + ([f"{NAME}/{NAME}_twin.cu"] if twin else []):
+        entries = _nvcc(tmp_path, rel, arch)
+        fused = {n: t for n, t in entries.items() if "fused_kernel" in n}
+        assert len(fused) == 4, list(entries)  # one instance per k-step count (dims <= 8, 16, 24, 32)
+        for name, text in fused.items():
+            assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
