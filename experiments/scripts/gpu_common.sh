@@ -4,6 +4,10 @@
 #   t MSG                  prints MSG with the seconds since the script began
 #   ft SECONDS ARGS        runs `python3 -m ftgen.cli ARGS` for at most SECONDS or what is left (skipped under 20 s: rc 124)
 #   gen_build SPEC GEN P   the GPU's name into OUT/gpu.txt, SPEC generated under GEN, project P built (-j 16)
+#   kmeans_lloyd SHAPES    kmeans: 10 Lloyd iterations of $proj's $kern against the fp64 loop at SHAPES, i.i.d. data and
+#                          Gaussian blobs, into OUT/lloyd_{dist,blobs}.jsonl
+#   ncu_times EXE N SHAPE...  Nsight Compute's device time of EXE's first N kernels at each SHAPE (one launch, no warm-up),
+#                          into OUT/ncu_SHAPE.csv, summarized per kernel and in launch order (ncu_summary.py)
 #   big, odd               the 4096^3 / 8192^3 shapes and the odd ones
 ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
@@ -19,3 +23,18 @@ gen_build() {
   ft 300 build "$3" -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
 }
 big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
+ncu_times() {
+  local exe=$1 n=$2 s; shift 2
+  for s in "$@"; do
+    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c "$n" "$exe" --shapes "$s" --reps 1 \
+      --warmup 0 > "$out/ncu_$s.csv" 2> "$out/ncu_$s.err"
+    python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence "$n"
+  done
+}
+kmeans_lloyd() {
+  local data
+  for data in dist blobs; do
+    FTGEN_BENCH_REFS=none FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=$data ft 40 bench $proj --kernels "$kern" --shapes "$1" \
+      --reps 3 --warmup 1 --json "$out/lloyd_$data.jsonl" > "$out/lloyd_$data.txt" 2>&1
+  done
+}

@@ -21,12 +21,7 @@ steps=" ${STEPS:-anchors inject shapes lloyd campaign} "
 has() { [[ $steps == *" $1 "* ]]; }
 anchors=1048576x8x128,1048576x32x128
 if has profile; then
-  exe=$(ls $proj/bin/$kern | head -n 1)
-  for s in 1048576x8x128 1048576x32x128; do
-    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base -c 60 "$exe" --shapes $s --reps 1 \
-      --warmup 0 > "$out/ncu_$s.csv" 2> "$out/ncu_$s.err"
-    python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence 60
-  done
+  ncu_times "$(ls $proj/bin/$kern | head -n 1)" 60 1048576x8x128 1048576x32x128
   t profile
 fi
 if has metrics; then
@@ -65,10 +60,7 @@ if has campaign; then
   tail -n 4 "$out/campaign_odd.txt"; t campaign odd
 fi
 if has lloyd; then
-  for data in dist blobs; do
-    FTGEN_BENCH_REFS=none FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=$data ft 40 bench $proj --kernels "$kern" --shapes 65536x32x128,100003x29x300 \
-      --reps 3 --warmup 1 --json "$out/lloyd_$data.jsonl" > "$out/lloyd_$data.txt" 2>&1
-  done
+  kmeans_lloyd 65536x32x128,100003x29x300
   t lloyd
 fi
 python3 experiments/scripts/kmeans_table.py "$out"
