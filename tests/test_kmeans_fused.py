@@ -149,13 +149,28 @@ def test_the_label_check_bound_covers_the_recomputation():
     assert worst < 0.5, worst
 
 
+def test_the_arg_min_is_the_smallest_key_of_the_folded_accumulators():
+    """a'' = -d / 2 (negative, the nearest nearest zero): the smallest unsigned key is the nearest centroid, a distance
+    rounded below zero (a'' > 0) wins, and a near-tie within the key's 5 dropped bits goes to the lower place."""
+    d = np.array([3.0, 1.0, 2.0, 0.5, 7.0], np.float32)
+    key, second = model.argmin_keys(-d / 2)
+    assert key & 31 == 3 and (key & ~31) == (second & ~31)
+    key, _ = model.argmin_keys(-np.array([3.0, -1e-9, 0.5], np.float32) / 2)
+    assert key & 31 == 1
+    tie = np.array([1.0, np.nextafter(np.float32(1.0), np.float32(2.0))], np.float32)
+    key, _ = model.argmin_keys(-tie / 2)
+    assert key & 31 == 0
+
+
 def test_the_arg_min_checks_accept_the_minimum_and_refuse_a_wrong_one():
     d = np.array([3.0, 1.0, 2.0, 1.0 + 2.0 ** -22], np.float32)
+    a2 = -d / 2
     xx, cc = 4.0, 1.0
-    assert model.argmin_checks(d, d[1], 1, d[1], xx, cc)
-    assert not model.argmin_checks(d, d[2], 2, d[2], xx, cc)  # a value that is not the smallest
-    assert not model.argmin_checks(d, d[1], 0, d[0], xx, cc)  # the smallest value with a label far from it
-    assert model.argmin_checks(d, d[1], 3, d[3], xx, cc)  # a near-tie's label: within the check's epsilon, allowed
+    key, second = model.argmin_keys(a2)
+    assert model.argmin_checks(key, second, a2[key & 31], xx, cc)
+    assert not model.argmin_checks(key, int(np.float32(a2[2]).view(np.uint32)), a2[key & 31], xx, cc)  # a value not the smallest
+    assert not model.argmin_checks((key & ~31) | 0, second, a2[0], xx, cc)  # the smallest value with a label far from it
+    assert model.argmin_checks((key & ~31) | 3, second, a2[3], xx, cc)  # a near-tie's label: within the check's epsilon
 
 
 def _nvcc(root: Path, rel: str, arch: str) -> dict[str, str]:

@@ -536,7 +536,8 @@ def fx_update(X, labels, k: int, faults=(), counters: Counters | None = None):
 
 
 def label_distance_tf32(x, c) -> np.float32:
-    """d'(label) = ||c||^2 - 2 x . c as the fused kernel recomputes it: TF32 operands, exact products, an fp32 sum."""
+    """d'(label) = ||c||^2 - 2 x . c from TF32 operands, exact products, an fp32 sum (the fused kernel recomputes the
+    label's a'' = -d / 2 the same way, its norms folded in as TF32 parts)."""
     xt, ct = round_tf32(np.asarray(x, np.float32)), round_tf32(np.asarray(c, np.float32))
     dot = np.float32(0.0)
     for a, b in zip(xt.astype(np.float64), ct.astype(np.float64)):
@@ -544,9 +545,18 @@ def label_distance_tf32(x, c) -> np.float32:
     return np.float32(np.float32(np.dot(c.astype(np.float64), c.astype(np.float64))) - np.float32(2.0) * dot)
 
 
-def argmin_checks(d: np.ndarray, value: float, label: int, recomputed: float, xx: float, cc_label: float) -> bool:
-    """The fused kernel's two checks of one row's arg-min (True: accepted). The value: the smallest d' equals the
-    second copy's largest -d' bit for bit. The label: its distance recomputed from the operands is the value within
-    LABEL_EPS (xx + cc) -- a label that passes is that close to the smallest distance, whatever its index."""
-    second = np.float32(-np.max(-np.asarray(d, np.float32)))
-    return bool(np.float32(value) == second and abs(float(recomputed) - float(value)) <= LABEL_EPS * (xx + cc_label))
+def argmin_keys(a2: np.ndarray) -> tuple[int, int]:
+    """The fused kernel's arg-min over one row's a'' = -d / 2 (float32): the smallest key, the unsigned bits of a'' with
+    the column's place in the 5 low bits (here the column itself, < 32), and the second copy, the smallest bare bit
+    pattern. Returns (key, second)."""
+    bits = np.asarray(a2, np.float32).view(np.uint32)
+    keys = (bits & np.uint32(0xFFFFFFE0)) | np.arange(len(bits), dtype=np.uint32)
+    return int(keys.min()), int(bits.min())
+
+
+def argmin_checks(key: int, second: int, recomputed: float, xx: float, cc_label: float) -> bool:
+    """The fused kernel's two checks of one row's arg-min (True: accepted). The value: the key's value bits are the
+    second copy's. The label: its a'' recomputed from the operands is the key's within LABEL_EPS (xx + cc) / 2 -- a
+    label that passes is within LABEL_EPS (xx + cc) of the smallest distance, whatever its index."""
+    value = np.uint32(key & 0xFFFFFFE0).view(np.float32)
+    return bool((key & 0xFFFFFFE0) == (second & 0xFFFFFFE0) and abs(float(recomputed) - float(value)) <= 0.5 * LABEL_EPS * (xx + cc_label))
