@@ -81,6 +81,9 @@ def test_the_library_dispatches_only_small_dims_to_it():
     assert fam.library_range(v) == {"dims": (1, 32)}
     (mma,) = spec_of(FUSED.replace("params: {backend: fused%s}\n", "")).variants
     assert fam.library_range(mma) == {}
+    # a project of fused variants only gets the mma backend's default of the same protection as the library's fallback
+    fb = fam.library_fallback(v)
+    assert fb.backend == "mma" and fb.name == "kmeans_tf32_abft-tb-detect_128x64x32_w64x32" and fam.library_range(fb) == {}
 
 
 # ---- the NumPy model: exact fixed-point sums ---------------------------------------------------------------------

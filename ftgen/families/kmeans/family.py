@@ -412,6 +412,17 @@ class KmeansFamily(Family):
         """The fused backend runs dims <= 32 (its launcher refuses more); the others any shape."""
         return {"dims": (1, FUSED_MAX_DIMS)} if self.backend_of(v).name == "fused" else {}
 
+    def library_fallback(self, v: Variant) -> Variant | None:
+        """For a project of fused variants only: the mma backend's default variant of the same precision and protection
+        (without injection), which runs every shape."""
+        prot = dataclasses.replace(v.protection, inject=False)
+        mma = self.backend_named("mma")
+        params = tuple((p.name, p.default[0]) for p in mma.param_defs(v.precision, prot))
+        fb = Variant(self.name, v.precision, prot, params, v.arch, "mma")
+        if self.constraints(fb):
+            return None
+        return Variant(fb.family, fb.precision, fb.protection, fb.params, fb.arch, fb.backend, self.kernel_name(fb))
+
     def normalize_shape(self, raw, where: str, source: str | None = None) -> dict[str, int]:
         out = super().normalize_shape(raw, where, source)
         if out["clusters"] > out["samples"]:
