@@ -484,7 +484,7 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
 # The fused backend (dims <= 32): exact fixed-point cluster sums and the arg-min's two checks
 # ---------------------------------------------------------------------------------------------
 
-LABEL_EPS = 2.0 ** -15  # the fused kernel's label check: |d'(label) recomputed - d'| <= LABEL_EPS (xx + cc)
+LABEL_EPS = 2.0 ** -15  # the fused kernel's label check: the label's distance recomputed within LABEL_EPS (xx + cc)
 
 
 def fx_shift(xmax: float, samples: int) -> int:
