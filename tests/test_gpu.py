@@ -52,11 +52,20 @@ precision: [fp32, fp64]
 protection: {{scheme: [none, abft], level: two-sided-tb, inject: true}}
 params: {{logn: 12}}
 """,
+    "gpu_kmeans_fused": f"""
+name: gpu_kmeans_fused
+family: kmeans
+arch: [{ARCH}]
+precision: tf32
+params: {{backend: fused}}
+protection: [{{scheme: none}}, {{scheme: abft, level: threadblock, correct: detect, inject: true}}]
+""",
 }
 SHAPES = {
     "gpu_gemm_simt": "1024x1024x1024,1000x1234x777",
     "gpu_gemm_cutlass": "1024x1024x1024,1000x1234x777",
     "gpu_fft": "4096x1024,4096x1001",
+    "gpu_kmeans_fused": "65536x8x128,20011x29x300",
 }
 
 
@@ -73,17 +82,21 @@ def rows_of(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, Path]:
+def built(tmp_path_factory):
+    """name -> the project of SPECS[name], generated and built on first use (so `-k` builds only what it runs)."""
     root = tmp_path_factory.mktemp("gpu")
-    out = {}
-    for name, text in SPECS.items():
-        spec = root / f"{name}.yaml"
-        spec.write_text(text)
-        ftgen("generate", str(spec), "-o", str(root / "gen"))
-        out[name] = root / "gen" / name
-    for name, project in out.items():
-        ftgen("build", str(project), "-j", str(os.cpu_count() or 4))
-    return out
+    out: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in out:
+            spec = root / f"{name}.yaml"
+            spec.write_text(SPECS[name])
+            ftgen("generate", str(spec), "-o", str(root / "gen"))
+            ftgen("build", str(root / "gen" / name), "-j", str(os.cpu_count() or 4))
+            out[name] = root / "gen" / name
+        return out[name]
+
+    return get
 
 
 def check_rows(rows: list[dict], injected: bool) -> None:
@@ -110,10 +123,10 @@ def check_rows(rows: list[dict], injected: bool) -> None:
 @pytest.mark.parametrize("name", list(SPECS))
 def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     clean, faulty = tmp_path / "clean.jsonl", tmp_path / "faulty.jsonl"
-    ftgen("bench", str(built[name]), "--shapes", SHAPES[name], "--reps", "5", "--warmup", "2", "--json", str(clean))
+    ftgen("bench", str(built(name)), "--shapes", SHAPES[name], "--reps", "5", "--warmup", "2", "--json", str(clean))
     check_rows(rows_of(clean), injected=False)
     inj = "1" if name == "gpu_fft" else "8"
-    ftgen("bench", str(built[name]), "--kernels", "*_inj", "--shapes", SHAPES[name], "--inject", inj, "--reps", "5",
+    ftgen("bench", str(built(name)), "--kernels", "*_inj", "--shapes", SHAPES[name], "--inject", inj, "--reps", "5",
           "--warmup", "2", "--json", str(faulty))
     rows = rows_of(faulty)
     check_rows(rows, injected=True)
@@ -125,11 +138,13 @@ def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     ("gpu_gemm_cutlass", "*tf32x3_abft*", "512x512x1024"),
     ("gpu_gemm_simt", "gemm_f32_abft-tb*", "256x256x512"),
     ("gpu_fft", "*f32_abft*", "4096x64"),
+    ("gpu_kmeans_fused", "*abft*", "16384x32x256"),
 ])
 def test_campaign_arithmetic_on_real_trials(built, name, kernels, shape, tmp_path):
     out = tmp_path / "campaign.jsonl"
-    spec = built[name].parent.parent / f"{name}.yaml"
-    ftgen("campaign", str(spec), "-o", str(built[name].parent), "--kernels", kernels, "--trials", "60", "--shape", shape,
+    project = built(name)
+    spec = project.parent.parent / f"{name}.yaml"
+    ftgen("campaign", str(spec), "-o", str(project.parent), "--kernels", kernels, "--trials", "60", "--shape", shape,
           "--seed", "3", "--json", str(out))
     lines = [json.loads(l) for l in out.read_text().splitlines() if l.strip()]
     summaries = [l["campaign"] for l in lines if "campaign" in l]
