@@ -58,7 +58,9 @@ family: kmeans
 arch: [{ARCH}]
 precision: tf32
 params: {{backend: fused}}
-protection: [{{scheme: none}}, {{scheme: abft, level: threadblock, correct: detect, inject: true}}]
+variants:
+  - {{protection: {{scheme: none}}}}
+  - {{protection: {{scheme: abft, level: threadblock, correct: detect, inject: true}}}}
 """,
 }
 SHAPES = {
