@@ -111,6 +111,17 @@ __device__ __forceinline__ T apply_fault(T x, int kind, int bit, double offset) 
   }
 }
 
+// The current device and its SMs (persistent kernels' grids), the count looked up once per device
+inline cudaError_t device_sms(int& device, int& sms) {
+  static int cached[64] = {};
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < 0 || device >= 64) return cudaErrorInvalidDevice;
+  if (cached[device] == 0 && (e = cudaDeviceGetAttribute(&cached[device], cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) return e;
+  sms = cached[device];
+  return cudaSuccess;
+}
+
 // Opt `kernel` in to `bytes` of dynamic shared memory on the current device (needed above 48 KiB); once per kernel,
 // size and device in this process (launches from several host threads may ask at once).
 template <class Kernel>

@@ -12,6 +12,7 @@
 #include "cutlass/kernel_hardware_info.h"
 #include "cutlass/numeric_conversion.h"
 #include "cutlass/tfloat32.h"
+#include "ftgen_ft.cuh"  // device_sms
 
 namespace ftgen_sm90 {
 
@@ -47,16 +48,12 @@ __device__ __forceinline__ double wgmma_operand(X x) {
 
 inline int tiles_of(int extent, int tile) { return (extent + tile - 1) / tile; }
 
-// The current device and its SMs (the persistent schedulers' grids), looked up once per device
+// The current device and its SMs (the persistent schedulers' grids; ftgen::device_sms)
 inline cudaError_t hardware(cutlass::KernelHardwareInfo& hw) {
-  static int sms[64] = {};
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
-  if (sms[dev] == 0 && (e = cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return e;
+  int dev = 0, sms = 0;
+  if (const cudaError_t e = ftgen::device_sms(dev, sms); e != cudaSuccess) return e;
   hw.device_id = dev;
-  hw.sm_count = sms[dev];
+  hw.sm_count = sms;
   return cudaSuccess;
 }
 

@@ -1467,21 +1467,7 @@ inline size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 struct DeviceProps {
   int device = -1, sms = 0;
 };
-inline cudaError_t device_props(DeviceProps& out) {
-  static DeviceProps cached;
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  if (cached.device != dev) {
-    int sms = 0;
-    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return e;
-    cached.device = dev;
-    cached.sms = sms;
-  }
-  out = cached;
-  return cudaSuccess;
-}
+inline cudaError_t device_props(DeviceProps& out) { return ftgen::device_sms(out.device, out.sms); }
 
 // Two extra non-blocking streams and events for the concurrent copies (created once per device and process). prio: the
 // streams of ref_checksums: concurrent, s[0] at the device's greatest priority and s[1] at its least (the GEMM on one,

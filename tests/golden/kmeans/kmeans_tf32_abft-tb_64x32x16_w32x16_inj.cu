@@ -94,6 +94,29 @@ struct Inject {
   int no_correct;
 };
 
+// The update site's planned faults of cluster j (first iteration, thread 0 of the cluster's block), each recorded: an
+// element < dims of a sum by plant_sum(elem, fault, before, after) (the sums' storage is the caller's), elem == dims the
+// count, flipped or offset here.
+template <class PlantSum>
+__device__ void plant_update_faults(int j, int dims, int* counts, const State* state, ftgen::FtCounters* counters, const Inject& inj,
+                                    PlantSum plant_sum) {
+  if (inj.site != FTGEN_KMEANS_SITE_UPDATE || state->iter != 0 || threadIdx.x != 0) return;
+  for (int f = 0; f < inj.count; ++f) {
+    const ftgen::FaultSpec& fs = inj.faults[f];
+    if (fs.block != j) continue;
+    const int elem = fs.elem % (dims + 1);  // (dims: the count)
+    double before, after;
+    if (elem < dims) {
+      plant_sum(elem, fs, before, after);
+    } else {
+      before = counts[j];
+      counts[j] = fs.kind == ftgen::kOffset ? counts[j] + static_cast<int>(fs.offset) : counts[j] ^ (1 << (fs.bit & 30));
+      after = counts[j];
+    }
+    ftgen::record_fault(inj.records + f, counters, j, 0, elem, 0, fs.bit, before, after, j, elem);
+  }
+}
+
 __device__ __forceinline__ void count(unsigned long long* c, unsigned long long n = 1) {
   if (c) atomicAdd(c, n);
 }
@@ -1141,25 +1164,12 @@ __global__ void update_check_kernel(double* sums, int* counts, int clusters, int
                                     double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj) {
   if (state->converged) return;
   const int j = blockIdx.x;
-  if (inj.site == FTGEN_KMEANS_SITE_UPDATE && state->iter == 0 && threadIdx.x == 0) {
-    for (int f = 0; f < inj.count; ++f) {
-      const ftgen::FaultSpec& fs = inj.faults[f];
-      if (fs.block != j) continue;
-      const int elem = fs.elem % (dims + 1);  // (dims: the count)
-      double before, after;
-      if (elem < dims) {
-        double& v = sums[static_cast<size_t>(j) * dims + elem];
-        before = v;
-        v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
-        after = v;
-      } else {
-        before = counts[j];
-        counts[j] = fs.kind == ftgen::kOffset ? counts[j] + static_cast<int>(fs.offset) : counts[j] ^ (1 << (fs.bit & 30));
-        after = counts[j];
-      }
-      ftgen::record_fault(inj.records + f, counters, j, 0, elem, 0, fs.bit, before, after, j, elem);
-    }
-  }
+  plant_update_faults(j, dims, counts, state, counters, inj, [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
+    double& v = sums[static_cast<size_t>(j) * dims + elem];
+    before = v;
+    v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
+    after = v;
+  });
   __syncthreads();
   const int ca = counts[j], cb = counts[clusters + j];
   bool bad = ca != cb;
