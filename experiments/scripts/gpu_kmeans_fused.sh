@@ -7,7 +7,7 @@
 # (--inject 1: its own clean run, the uncorrected run, the corrected run), the spec's other shapes with and without
 # faults, the Lloyd loop against the fp64 loop, campaigns (1000 clean + 1000 single bit flips per distribution) at the
 # sites accumulator, argmin, norm and update (and the accumulator at an odd shape). A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd
-# campaign") picks the steps; "metrics" adds Nsight Compute's sections of the fused kernel; "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
+# campaign") picks the steps; "metrics" adds Nsight Compute's sections of the fused kernel; "source" its source counters (variant and twin); "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
 #   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
 #   of the variant of the campaigns and the profile, default *fused_s64_w8*; TRIALS: campaign trials per distribution, 1000)
@@ -33,6 +33,22 @@ if has metrics; then
     grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issued Warp|No Eligible|Warp Cycles Per Issued|Compute \(SM\) Th|Memory Throughput|Block Limit" "$out/ncu_metrics_$s.txt" | head -20
   done
   t metrics
+fi
+if has source; then
+  # Nsight Compute's source counters (instructions executed per source line and per SASS instruction) of the first
+  # fused_kernel launch of the variant and of its twin at 2^20 x 8 x 128 and 2^20 x 32 x 128
+  exe=$(ls $proj/bin/$kern | head -n 1)
+  for s in 1048576x8x128 1048576x32x128; do
+    for which in inj_cu twin_cu; do
+      rep="$out/src_${which%_cu}_$s"
+      timeout 150 ncu --kernel-name-base mangled --kernel-name "regex:${which}.*fused_kernel" --launch-count 1 --section SourceCounters \
+        --section SpeedOfLight --import-source yes -o "$rep" -f "$exe" --shapes $s --reps 1 --warmup 0 > "$rep.log" 2>&1
+      echo "source $which $s rc=$?"
+      for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source $what > "$rep.$what.csv" 2>> "$rep.log"; done
+      gzip -f "$rep.sass.csv"; rm -f "$rep.ncu-rep"
+    done
+  done
+  t source
 fi
 if has shapes; then
   # (flash-kmeans only at the anchors: its driver's start-up takes most of a step's time)
