@@ -18,7 +18,7 @@ from conftest import REPO, golden_dir_check
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
 from ftgen.families import get as get_family
-from ftgen.families.base import Protection, Variant
+from ftgen.families.base import SMEM_PER_BLOCK, Protection, Variant
 from ftgen.families.gemm import cutlass90 as c90
 from ftgen.paths import cutlass_include_dir
 from ftgen.spec import load_spec_text
@@ -120,6 +120,10 @@ def test_default_parameters_fit_every_precision():
         ({"scheduler": "streamk", "schedule": "ws-pingpong"}, "streamk needs schedule ws-coop"),
         ({"stages": 1}, "at least 2 stages"),
         ({"stages": 12, "tile_n": 256}, "use fewer stages"),
+        # 4 x 49152 + 32 KiB would fit; with the epilogue's 67584 bytes (128x256 ws-coop, fp32 C) it does not
+        ({"stages": 4, "tile_n": 256}, "use fewer stages"),
+        # as many as fit: one stage of 98304 bytes beside the epilogue, and CUTLASS needs two (a compile error before)
+        ({"tile_n": 256, "tile_k": 64}, "CUTLASS needs 2 stages at least"),
         ({"layout_b": "row"}, "the TF32 wgmma reads K-major operands only"),
         ({"precision": "tf32x3", "layout_a": "col"}, "tf32x3 takes layout_a row, layout_b col"),
     ],
@@ -131,6 +135,32 @@ def test_constraint_reasons(kw, expect):
     scheme = kw.pop("scheme", "none")
     reasons = B90.constraints(variant(prec, arch, scheme, **kw))
     assert any(expect in r for r in reasons), reasons
+
+
+# sizeof(CollectiveEpilogue::SharedStorage) and the builder's stage count (StageCountAutoCarveout) of the default TMA
+# epilogue, printed by a host program over the generated kernels' types (CUTLASS 4.2, sm_90a): (schedule, tile_m, tile_n,
+# C bytes, tile_k) -> (bytes, stages)
+EPILOGUE_SMEM_MEASURED = {
+    ("ws-pingpong", 128, 128, 4, 32): (34816, 6), ("ws-pingpong", 64, 64, 4, 32): (26624, 12),
+    ("ws-pingpong", 64, 128, 4, 32): (34816, 8), ("ws-pingpong", 64, 256, 4, 32): (34816, 4),
+    ("ws-pingpong", 128, 64, 4, 32): (34816, 8), ("ws-coop", 128, 64, 4, 32): (51200, 7),
+    ("ws-coop", 128, 128, 4, 32): (67584, 5), ("ws-coop", 128, 192, 4, 32): (67584, 4),
+    ("ws-coop", 128, 256, 4, 32): (67584, 3), ("ws-coop", 256, 64, 4, 32): (67584, 4),
+    ("ws-coop", 256, 128, 4, 32): (67584, 3), ("ws-pingpong", 64, 64, 2, 64): (13312, 13),
+    ("ws-pingpong", 64, 128, 2, 64): (17408, 8), ("ws-pingpong", 64, 256, 2, 64): (17408, 5),
+    ("ws-pingpong", 128, 64, 2, 64): (17408, 8), ("ws-pingpong", 128, 128, 2, 64): (17408, 6),
+    ("ws-coop", 128, 64, 2, 64): (25600, 8), ("ws-coop", 128, 128, 2, 64): (33792, 6),
+    ("ws-coop", 128, 192, 2, 64): (33792, 4), ("ws-coop", 128, 256, 2, 64): (33792, 4),
+    ("ws-coop", 256, 64, 2, 64): (33792, 4), ("ws-coop", 256, 128, 2, 64): (33792, 4),
+}
+
+
+@pytest.mark.parametrize("key", sorted(EPILOGUE_SMEM_MEASURED))
+def test_epilogue_shared_memory_is_the_builders(key):
+    schedule, tm, tn, cb, tk = key
+    epi, stages = EPILOGUE_SMEM_MEASURED[key]
+    assert c90.epilogue_smem(schedule, tm, tn, cb) == epi
+    assert (SMEM_PER_BLOCK["sm_90a"] - epi) // ((tm + tn) * tk * cb) == stages
 
 
 def test_16_bit_operands_take_any_layout():

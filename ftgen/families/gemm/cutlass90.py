@@ -146,9 +146,18 @@ MAX_ACC_PER_THREAD = 128
 # With promotion a consumer thread holds two sets (the wgmma's and the promoted one): at most 192 registers of them, which
 # admits 128x192 ws-coop and 64x192 ws-pingpong (96 + 96) and leaves 40+ registers for fragments and addresses.
 MAX_PROMOTED_ACC = 192
-# Shared memory the TMA epilogue keeps beside the mainloop stages (its C and D staging buffers): an
-# upper estimate used only to check explicit stage counts; stages: 0 lets the builder carve it out.
-EPILOGUE_SMEM = 32 * 1024
+
+
+def epilogue_smem(schedule: str, tile_m: int, tile_n: int, c_bytes: int) -> int:
+    """Bytes of shared memory the default TMA epilogue keeps beside the mainloop's stages, as CUTLASS 4.2's sm90 builder
+    sizes it (``sizeof(CollectiveEpilogue::SharedStorage)`` with ``EpilogueTileAuto``): subtiles of 32 columns and 128
+    rows (ws-coop with tile_m >= 128) or 64, of which C and D stage min(4, subtiles + 1), plus 512 elements of pipeline
+    storage. Measured for tf32 and bf16 tiles of both schedules (tests/test_cutlass90.py holds the table); the builder's
+    stage count is (SMEM_PER_BLOCK - this) // stage bytes, and CUTLASS refuses fewer than 2."""
+    epi_m = 128 if schedule == "ws-coop" and tile_m >= 128 else 64
+    subtiles = (tile_m // epi_m if tile_m >= epi_m else 1) * max(1, tile_n // 32)
+    return (min(4, subtiles + 1) * epi_m * 32 + 512) * c_bytes
+
 
 PARAMS = (
     Param("backend", str, ("cutlass90",), "selects this backend (Hopper CUTLASS 3.x kernels, arch sm_90a)", choices=("cutlass90",)),
@@ -379,7 +388,9 @@ class Cutlass90Backend(Backend):
         "tile_k x element bytes 64, 128 or 256",
         "cutlass90: fp32 accumulators per consumer thread (tile_m/2 or tile_m) x tile_n / 128 <= 128",
         "cutlass90: cluster_m x cluster_n <= 8 (portable cluster); streamk with ws-coop only",
-        "cutlass90: stages (explicit) >= 2 and stages x (tile_m + tile_n) x tile_k x element bytes + 32 KiB <= 227 KiB",
+        "cutlass90: stages x (tile_m + tile_n) x tile_k x element bytes + the epilogue's shared memory <= 227 KiB, with stages "
+        ">= 2 (explicit) or 2 (stages 0: as many as fit); the epilogue's: C and D subtiles of 32 columns x 128 (ws-coop, "
+        "tile_m >= 128) or 64 rows, min(4, subtiles + 1) of them, + 512 elements",
         "cutlass90: tf32 and tf32x3 take K-major operands (layout_a row, layout_b col)",
     )
 
@@ -478,15 +489,18 @@ class Cutlass90Backend(Backend):
             r.append(f"cluster {cm}x{cn} has {cm * cn} CTAs; a portable cluster has at most 8")
         if g.scheduler == "streamk" and g.schedule != "ws-coop":
             r.append("scheduler streamk needs schedule ws-coop (CUTLASS's ping-pong kernel has the persistent scheduler only)")
+        epi = epilogue_smem(g.schedule, tm, tn, 4 if v.precision in ("tf32", "tf32x3") else 2)
         if g.stages:
-            smem = g.stages * g.stage_bytes + EPILOGUE_SMEM
+            smem = g.stages * g.stage_bytes + epi
             if g.stages < 2:
                 r.append(f"stages={g.stages}: the TMA pipeline needs at least 2 stages (or 0: as many as fit)")
             elif smem > SMEM_PER_BLOCK[ARCH]:
-                r.append(f"stages={g.stages} x {g.stage_bytes} bytes + about {EPILOGUE_SMEM} for the epilogue = {smem} bytes "
-                         f"of shared memory; at most {SMEM_PER_BLOCK[ARCH]} on sm_90a: use fewer stages, stages: 0, or a smaller tile")
-        elif 2 * g.stage_bytes + EPILOGUE_SMEM > SMEM_PER_BLOCK[ARCH]:
-            r.append(f"two stages of {g.stage_bytes} bytes do not fit beside the epilogue in {SMEM_PER_BLOCK[ARCH]} bytes; use a smaller tile")
+                r.append(f"stages={g.stages} x {g.stage_bytes} bytes + {epi} for the epilogue = {smem} bytes of shared "
+                         f"memory; at most {SMEM_PER_BLOCK[ARCH]} on sm_90a: use fewer stages, stages: 0, or a smaller tile")
+        elif 2 * g.stage_bytes + epi > SMEM_PER_BLOCK[ARCH]:
+            r.append(f"stages=0 (as many as fit): two stages of {g.stage_bytes} bytes and the epilogue's {epi} take "
+                     f"{2 * g.stage_bytes + epi} bytes of shared memory, more than the {SMEM_PER_BLOCK[ARCH]} on sm_90a (CUTLASS "
+                     f"needs 2 stages at least); use a smaller tile_k or tile")
         if v.precision in ("tf32", "tf32x3") and (g.layout_a, g.layout_b) != ("row", "col"):
             r.append(f"layout_a={g.layout_a}, layout_b={g.layout_b}: the TF32 wgmma reads K-major operands only "
                      f"({v.precision} takes layout_a row, layout_b col)")
