@@ -554,8 +554,7 @@ MUTANTS = {
     # the TF32 split's low part not scaled up (the references lose the low part's bits)
     "tf32_split_lo_unscaled": ("*lo = tf32_round((xs - *hi) * 2048.f);", "*lo = tf32_round(xs - *hi);"),
     # the first stage's threshold on the norm scale alone (|r| dropped)
-    "prefilter_without_reference": ("const float tau = unit * fmaxf(scale, fabsf(r)), d = fabsf(P1 - r);",
-                                    "const float tau = unit * scale, d = fabsf(P1 - r);"),
+    "prefilter_without_reference": ("{ return unit * fmaxf(scale, fabsf(r)); }", "{ return unit * scale; }"),
     # the first stage with twice its threshold (units up to twice the unweighted threshold pass)
     "prefilter_doubled": ("if (!(d <= tau)) return false;", "if (!(d <= 2.f * tau)) return false;"),
     # the 16-bit check's unit without the wgmma steps
