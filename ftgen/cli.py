@@ -473,14 +473,18 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
             pool=pool,
             shard=shard,
         )
-    fails = {}
+    fails, outside = {}, 0
     for r in result.rows:
         if not r.get("ok"):
             k = (r.get("error") or {}).get("kind", "verification")
-            fails[k] = fails.get(k, 0) + 1
+            if k == "out of range":
+                outside += 1
+            else:
+                fails[k] = fails.get(k, 0) + 1
     _err(
         f"search: {len(result.evaluated)} variant(s) x {len(shape_list)} shape(s); compiled {result.compiled}, ran {result.ran}, "
         f"cache hits {result.cache_hits}; failures: {json.dumps(fails) if fails else 'none'}"
+        + (f"; {outside} point(s) outside their variant's shapes, not run" if outside else "")
         + (f"; {pool.retried} run(s) re-queued, GPU(s) left the pool: {', '.join(pool.dead) or 'none'}" if pool else "")
     )
     if result.project is not None:  # SM count, compute capability, L2 from a built executable

@@ -150,3 +150,57 @@ def test_dispatch_header_compiles(tmp_path, replay):
     assert "ftgen_replay_select" in text and "gemm_f32_none_128x128x8_w32x64_t8x8_s3(p, stream)" in text
     ok, log = S.check_dispatch_compiles(hdr, res.project)
     assert ok, log
+
+
+KMEANS_SPEC = """
+name: ranges
+family: kmeans
+arch: [sm_90]
+precision: tf32
+protection: {scheme: abft, level: threadblock, correct: detect}
+variants:
+  - params: {backend: fused, strip: 64, warps: 8}
+  - params: {m_tb: 64, n_tb: 64, k_tb: 16, m_w: 32, n_w: 32}
+shapes: [{samples: 65536, dims: 8, clusters: 128}, {samples: 65536, dims: 128, clusters: 128}]
+"""
+
+
+def test_a_variant_is_not_built_or_run_outside_its_shapes(tmp_path, monkeypatch):
+    """The fused kmeans backend runs dims <= 32 (library_range): at dims 128 the search records it as out of range and
+    runs only the other variant there; the winners come from the shapes each variant ran."""
+    built, ran = [], []
+
+    def fake_build(project, *, jobs=None, kernels=None, progress=None, **kw):
+        r = BuildResult()
+        for k in kernels.split(","):
+            built.append(k)
+            exe = Path(project) / "bin" / k
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            exe.write_text("#!/bin/sh\n")
+            r.built.append(k)
+        return r
+
+    def fake_run(exe, kernel, argv, timeout, meta=None):
+        shapes = argv[argv.index("--shapes") + 1].split(",")
+        ran.append((kernel, tuple(shapes)))
+        rows = []
+        for sh in shapes:
+            n, d, k = (int(x) for x in sh.split("x"))
+            ms = 0.1 if "fused" in kernel else 0.3
+            rows.append({"kernel": kernel, "shape": {"samples": n, "dims": d, "clusters": k}, "ms": {"median": ms}, "ok": True})
+        return rows
+
+    monkeypatch.setattr(S, "build", fake_build)
+    monkeypatch.setattr(S, "run_executable", fake_run)
+    spec = load_spec_text(KMEANS_SPEC, "ranges.yaml")
+    res = run_search(tmp_path, spec)
+    fused = next(v.name for v in spec.variants if "fused" in v.name)
+    other = next(v.name for v in spec.variants if "fused" not in v.name)
+    assert sorted(built) == sorted([fused, other])
+    assert (fused, ("65536x8x128",)) in ran and (other, ("65536x8x128", "65536x128x128")) in ran
+    assert not any(k == fused and "65536x128x128" in shapes for k, shapes in ran)
+    outside = [r for r in res.rows if (r.get("error") or {}).get("kind") == "out of range"]
+    assert len(outside) == 1 and outside[0]["kernel"] == fused and outside[0]["shape"]["dims"] == 128
+    assert "dims 1..32" in outside[0]["error"]["message"]
+    best = {s: r["kernel"] for s, r in res.best.items()}
+    assert best == {"65536x8x128": fused, "65536x128x128": other}

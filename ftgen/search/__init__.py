@@ -1,7 +1,8 @@
 """Search: which variant is fastest for each shape.
 
 The space is the spec's expansion, pruned by the family's constraints (rejected points are
-recorded with kind ``constraint``). A :class:`Strategy` proposes batches of variants; each batch
+recorded with kind ``constraint``); a variant is not built or run at the shapes outside its range
+(``library_range``, e.g. a backend for small dims only: rows of kind ``out of range``). A :class:`Strategy` proposes batches of variants; each batch
 is generated, built in parallel and then run, every candidate in its own process, on one GPU or
 on a pool of GPUs (:mod:`ftgen.bench.pool`); a shard evaluates its part of each batch
 (:mod:`.shard`). Results (failures too) go to a crash-safe cache keyed by GPU model, source hash,
@@ -173,6 +174,18 @@ def search(
             batch = [v for v in batch if mine.get(v.name)]
         else:
             mine = {v.name: list(range(len(shapes))) for v in batch}
+        # the shapes outside a variant's range: recorded, never built or run
+        outside: dict[str, list[dict]] = {}
+        for v in batch:
+            rng = fam.library_range(v)
+            out = [i for i in mine[v.name] if not _in_range(rng, shapes[i])]
+            if out:
+                mine[v.name] = [i for i in mine[v.name] if i not in out]
+                what = ", ".join(f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items())
+                outside[v.name] = [{"kernel": v.name, "ok": False, "shape": shapes[i],
+                                    "error": {"kind": "out of range", "message": f"runs {what} only; not run at {shape_strs[i]}"}}
+                                   for i in out]
+        batch = [v for v in batch if mine[v.name] or v.name in outside]
         search_spec.variants = list({v.name: v for v in search_spec.variants + batch}.values())
         gen = generate(search_spec, out_root, env)
         res.project = gen.out_dir
@@ -182,11 +195,14 @@ def search(
         need_build: list[str] = []
         pending: dict[str, list[int]] = {}
         for v in batch:
+            history[v.name] = list(outside.get(v.name, []))
+            if not mine[v.name]:
+                continue
             entry = manifest[v.name]
             ckey = ResultsCache.key("compile", entry["source_hash"], nvcc, entry["archs"])
             failed = cache.get(ckey)
             if failed is not None and not failed.get("ok", True):
-                history[v.name] = [dict(failed, shape=shapes[i]) for i in mine[v.name]]
+                history[v.name] += [dict(failed, shape=shapes[i]) for i in mine[v.name]]
                 res.cache_hits += len(mine[v.name])
                 continue
             rows, missing = [], []
@@ -198,7 +214,7 @@ def search(
                 else:
                     rows.append(row)
                     res.cache_hits += 1
-            history[v.name] = rows
+            history[v.name] += rows
             if missing:
                 pending[v.name] = missing
                 need_build.append(v.name)
@@ -211,7 +227,7 @@ def search(
                 entry = manifest[k]
                 row = {"kernel": k, "ok": False, "error": {"kind": "compile", "message": msg[-2000:]}}
                 cache.put(ResultsCache.key("compile", entry["source_hash"], nvcc, entry["archs"]), row)
-                history[k] = [dict(row, shape=shapes[i]) for i in mine[k]]
+                history[k] += [dict(row, shape=shapes[i]) for i in mine[k]]
                 pending.pop(k, None)
 
         def record(k: str, idx: list[int], got: list[dict], ran_on: dict) -> None:
@@ -251,6 +267,10 @@ def search(
         res.rows.extend(history.get(k, []))
     res.best = best_per_shape(fam, res.rows, shape_strs)
     return res
+
+
+def _in_range(rng: dict[str, tuple[int, int]], shape: dict) -> bool:
+    return all(lo <= shape[key] <= hi for key, (lo, hi) in rng.items())
 
 
 def search_project_name(name: str, shard: tuple[int, int] | None = None) -> str:
