@@ -1,5 +1,5 @@
 """The kmeans fused backend (params backend: fused; templates/kmeans/kmeans_variant.cu.j2, the fused pass): the spec rules
-(tf32, protection none or abft threadblock with correct: detect; a clear exit-2 message otherwise), the names, what a
+(tf32 or tf32x3, protection none or abft threadblock with correct: detect; a clear exit-2 message otherwise), the names, what a
 build's source holds (the one-pass kernel, its scale, pack and update kernels; none of the sorted update's), the shapes
 the library may dispatch to it (dims <= 32), the NumPy model of its exact fixed-point update and of its arg-min checks,
 and (marked compile) nvcc builds without spills or warnings."""
@@ -42,7 +42,7 @@ def test_fused_is_chosen_by_its_param_with_its_name():
     "body, message",
     [
         (FUSED % "" + "protection: {scheme: abft, level: threadblock}\n", "write correct: detect"),
-        (FUSED.replace("precision: tf32", "precision: tf32x3") % "", "takes precision tf32, not tf32x3"),
+        (FUSED.replace("precision: tf32", "precision: fp64") % "", "takes precision tf32 or tf32x3, not fp64"),
         (FUSED % "" + "protection: {scheme: abft, level: threadblock, correct: detect, interval: 2}\n", "verifies once per centroid tile"),
         (FUSED % ", strip: 96", "strip"),
         (FUSED % ", warps: 2", "warps"),
@@ -72,7 +72,18 @@ def test_a_fused_variant_is_one_pass_with_its_checks():
     for absent in ("count_kernel", "scan_kernel", "sums_kernel", "assign_kernel", "x_stats_kernel", "update_check_kernel"):
         assert absent not in src, absent
     twin = files[f"{NAME}/{NAME}_twin.cu"]
-    assert "fused_kernel" in twin and "ftgen_rules::norm_prefilter_clean(" not in twin and "fx_quant_b(" not in twin
+    assert "fused_kernel" in twin and "ftgen_rules::norm_prefilter_tau(" not in twin and "fx_quant_b(" not in twin
+    assert "ftgen_rules::norm_prefilter_tau(" in src and "constexpr int FRAG_PARTS = 1;" in src
+
+
+def test_a_tf32x3_variant_takes_the_three_products_and_exact_keys():
+    files, _ = render_spec(spec_of(ABFT.replace("precision: tf32", "precision: tf32x3")))
+    name = NAME.replace("tf32_", "tf32x3_")
+    src = files[f"{name}/{name}.cu"]
+    for piece in ("constexpr int FRAG_PARTS = 2;", "constexpr unsigned KEY_MASK = 0xffffffffu;", "mma(acc[nb], afr[ks], bw);",
+                  "mma(acc[nb], af[ks], bwr);", "fused_b_rem(", "if (bits < key) key = bits, place = 2 * nb + c;",
+                  "abft16_unit(3 * dims, 8, STRIP"):
+        assert piece in src, piece
 
 
 def test_the_library_dispatches_only_small_dims_to_it():
@@ -152,6 +163,37 @@ def test_the_label_check_bound_covers_the_recomputation():
     assert worst < 0.5, worst
 
 
+def test_the_label_check_bound_covers_the_tf32x3_recomputation():
+    """tf32x3: the MMA's a'' (three exact TF32 products per product, here summed exactly and rounded once) against the
+    recomputation (the same products in fp32, in the kernel's order): within half of LABEL_EPS (xx + cc), and far closer
+    to the fp64 value than the TF32 one is (the check is then an fp32-level one)."""
+    rng = np.random.default_rng(6)
+    worst, err3, err1 = 0.0, 0.0, 0.0
+    for dist in ("normal", "uniform", "loguniform"):
+        for _ in range(200):
+            dims = int(rng.integers(1, 33))
+            if dist == "loguniform":
+                x, c = (np.sign(rng.uniform(-1, 1, dims)) * 10.0 ** rng.uniform(-3, 3, dims) for _ in range(2))
+            else:
+                x, c = (rng.standard_normal(dims) if dist == "normal" else rng.uniform(-1, 1, dims) for _ in range(2))
+            x, c = x.astype(np.float32), c.astype(np.float32)
+            xb, cb = model.round_tf32(x), model.round_tf32(c)
+            xs, cs = model.round_tf32(x - xb), model.round_tf32(c - cb)
+            f = lambda a: a.astype(np.float64)  # noqa: E731
+            exact3 = float(np.dot(f(xb), f(cb)) + np.dot(f(xs), f(cb)) + np.dot(f(xb), f(cs)))
+            cc = np.float32(np.dot(f(c), f(c)))
+            mma = np.float32(cc - np.float32(2.0) * np.float32(exact3))
+            rec = model.label_distance_tf32x3(x, c)
+            xx = float(np.dot(f(x), f(x)))
+            scale = xx + float(cc)
+            worst = max(worst, abs(float(rec) - float(mma)) / (model.LABEL_EPS * scale))
+            true = float(np.dot(f(c), f(c)) - 2.0 * np.dot(f(x), f(c)))
+            err3 = max(err3, abs(float(rec) - true) / scale)
+            err1 = max(err1, abs(float(model.label_distance_tf32(x, c)) - true) / scale)
+    assert worst < 0.5, worst
+    assert err3 < 2.0 ** -19 and err1 > 2.0 ** -14, (err3, err1)
+
+
 def test_the_arg_min_is_the_smallest_key_of_the_folded_accumulators():
     """a'' = -d / 2 (negative, the nearest nearest zero): the smallest unsigned key is the nearest centroid, a distance
     rounded below zero (a'' > 0) wins, and a near-tie within the key's 5 dropped bits goes to the lower place."""
@@ -188,13 +230,15 @@ def _nvcc(root: Path, rel: str, arch: str) -> dict[str, str]:
 
 
 @pytest.mark.compile
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 @pytest.mark.parametrize("arch, twin", [("sm_90", True), ("sm_80", False)])
-def test_nvcc_compiles_the_fused_variant_without_spills(tmp_path, arch, twin):
-    files, _ = render_spec(spec_of(ABFT.replace("sm_90]", "sm_80, sm_90]")))
+def test_nvcc_compiles_the_fused_variant_without_spills(tmp_path, arch, twin, precision):
+    files, _ = render_spec(spec_of(ABFT.replace("sm_90]", "sm_80, sm_90]").replace("precision: tf32", f"precision: {precision}")))
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    for rel in [f"{NAME}/{NAME}.cu"] + ([f"{NAME}/{NAME}_twin.cu"] if twin else []):
+    name = NAME.replace("tf32_", f"{precision}_")
+    for rel in [f"{name}/{name}.cu"] + ([f"{name}/{name}_twin.cu"] if twin else []):
         entries = _nvcc(tmp_path, rel, arch)
         fused = {n: t for n, t in entries.items() if "fused_kernel" in n}
         assert len(fused) == 4, list(entries)  # one instance per k-step count (dims <= 8, 16, 24, 32)

@@ -9,12 +9,12 @@
 # sites accumulator, argmin, norm and update (and the accumulator at an odd shape). A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd
 # campaign") picks the steps; "metrics" adds Nsight Compute's sections of the fused kernel; "source" its source counters (variant and twin); "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
-#   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
+#   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (SPEC: specs/kmeans/fused_abft.yaml or fused_tf32x3.yaml; FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
 #   of the variant of the campaigns and the profile, default *fused_s64_w8*; TRIALS: campaign trials per distribution, 1000)
 set -u
 out=${1:?usage: gpu_kmeans_fused.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
-spec=specs/kmeans/fused_abft.yaml; gen=generated/kfused; proj=$gen/kmeans_fused_abft; kern=${KERNEL:-*fused_s64_w8*}
+spec=${SPEC:-specs/kmeans/fused_abft.yaml}; gen=generated/kfused; proj=$gen/$(sed -n "s/^name: //p" "$spec"); kern=${KERNEL:-*fused_s64_w8*}
 trials=${TRIALS:-1000}
 gen_build $spec $gen $proj
 steps=" ${STEPS:-anchors inject shapes lloyd campaign} "

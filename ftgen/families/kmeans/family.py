@@ -323,20 +323,20 @@ class FusedBackend(Backend):
     sums and counts twice, compared exactly, and their invariants exact."""
 
     name = "fused"
-    precisions = ("tf32",)
+    precisions = ("tf32", "tf32x3")
     levels = {"abft": ABFT_LEVELS}
     params = PARAMS_FUSED
     requires = ("cublas",)  # the bench executable's vendor reference
     compile_options = ("-Xptxas=-warn-spills",)
     constraint_docs = (
-        "fused: chosen by params backend: fused; precision tf32; arch sm_80 or newer; protection none or abft threadblock "
+        "fused: chosen by params backend: fused; precision tf32 or tf32x3 (three TF32 products per product); arch sm_80 or newer; protection none or abft threadblock "
         "with correct: detect (a flagged row recomputes its strip); shapes with dims <= 32 (the launcher refuses others "
         "with cudaErrorNotSupported)",
     )
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
         if precision not in self.precisions:
-            return (f"the kmeans fused backend takes precision tf32, not {precision} (tf32x3 and fp64: the mma backend, "
+            return (f"the kmeans fused backend takes precision tf32 or tf32x3, not {precision} (fp64: the mma backend, "
                     f"without params backend)")
         if protection.enabled and protection.scheme != "abft":
             return f"the kmeans fused backend takes protection none or abft, not {protection.scheme}"

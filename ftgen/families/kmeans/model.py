@@ -545,6 +545,19 @@ def label_distance_tf32(x, c) -> np.float32:
     return np.float32(np.float32(np.dot(c.astype(np.float64), c.astype(np.float64))) - np.float32(2.0) * dot)
 
 
+def label_distance_tf32x3(x, c) -> np.float32:
+    """The same for tf32x3: each product as the three TF32 products (big * big, big * small, small * big; small =
+    tf32(v - big)), each exact, added in fp32 in the kernel's order (small ones first)."""
+    x, c = np.asarray(x, np.float32), np.asarray(c, np.float32)
+    xb, cb = round_tf32(x), round_tf32(c)
+    xs, cs = round_tf32((x - xb).astype(np.float32)), round_tf32((c - cb).astype(np.float32))
+    dot = np.float32(0.0)
+    for ab, as_, bb, bs in zip(*(v.astype(np.float64) for v in (xb, xs, cb, cs))):
+        for term in (ab * bb, as_ * bb, ab * bs):
+            dot = np.float32(dot + np.float32(term))
+    return np.float32(np.float32(np.dot(c.astype(np.float64), c.astype(np.float64))) - np.float32(2.0) * dot)
+
+
 def argmin_keys(a2: np.ndarray) -> tuple[int, int]:
     """The fused kernel's arg-min over one row's a'' = -d / 2 (float32): the smallest key, the unsigned bits of a'' with
     the column's place in the 5 low bits (here the column itself, < 32), and the second copy, the smallest bare bit
