@@ -10,7 +10,8 @@
 # campaign") picks the steps; "metrics" adds Nsight Compute's sections of the fused kernel; "source" its source counters (variant and twin); "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
 #   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (SPEC: specs/kmeans/fused_abft.yaml or fused_tf32x3.yaml; FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
-#   of the variant of the campaigns and the profile, default *fused_s64_w8*; TRIALS: campaign trials per distribution, 1000)
+#   of the variant of the campaigns and the profile, default *fused_s64_w8*; TRIALS: campaign trials per distribution, 1000;
+#   CSHAPE / OSHAPE: the campaigns' shape and odd shape, default 16384x32x256 / 20011x29x300)
 set -u
 out=${1:?usage: gpu_kmeans_fused.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
@@ -67,11 +68,11 @@ fi
 if has campaign; then
   # (the family's campaign shape has 64 dims: these are the fused backend's, and an odd one)
   for site in accumulator argmin norm update; do
-    ft 90 campaign $spec -o $gen --kernels "$kern" --site $site --trials $trials --seed 7 --shape 16384x32x256 \
+    ft 90 campaign $spec -o $gen --kernels "$kern" --site $site --trials $trials --seed 7 --shape ${CSHAPE:-16384x32x256} \
       --json "$out/campaign_$site.jsonl" > "$out/campaign_$site.txt" 2>&1
     tail -n 4 "$out/campaign_$site.txt"; t campaign $site
   done
-  ft 90 campaign $spec -o $gen --kernels "$kern" --site accumulator --trials $trials --seed 8 --shape 20011x29x300 \
+  ft 90 campaign $spec -o $gen --kernels "$kern" --site accumulator --trials $trials --seed 8 --shape ${OSHAPE:-20011x29x300} \
     --json "$out/campaign_odd.jsonl" > "$out/campaign_odd.txt" 2>&1
   tail -n 4 "$out/campaign_odd.txt"; t campaign odd
 fi
