@@ -244,3 +244,48 @@ def test_nvcc_compiles_the_fused_variant_without_spills(tmp_path, arch, twin, pr
         assert len(fused) == 4, list(entries)  # one instance per k-step count (dims <= 8, 16, 24, 32)
         for name, text in fused.items():
             assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
+
+
+@pytest.mark.parametrize("precision, strip", [("tf32", 64), ("tf32x3", 128)])
+def test_the_shared_memory_rule_sends_shapes_that_do_not_fit_elsewhere(precision, strip):
+    """shape_fits: the fused kernel's shared memory for a shape against the block's limit; the library's plan and the
+    search apply it (the launcher would refuse the shape with cudaErrorNotSupported)."""
+    fam = get_family("kmeans")
+    (v,) = spec_of(ABFT.replace("strip: 64", f"strip: {strip}").replace("precision: tf32", f"precision: {precision}")).variants
+    fits, c_expr = fam.shape_fits(v)
+    assert fits({"samples": 1 << 20, "dims": 32, "clusters": 128})
+    assert not fits({"samples": 1 << 20, "dims": 32, "clusters": 1000})
+    assert fits({"samples": 1 << 20, "dims": 29, "clusters": 300}) == (precision == "tf32")  # as measured on the H200
+    assert "clusters" in c_expr and "dims" in c_expr and "<=" in c_expr
+    (mma,) = spec_of(ABFT.replace("backend: fused, strip: 64, warps: 4", "m_tb: 64")).variants
+    assert fam.shape_fits(mma) is None
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("precision, strip", [("tf32", 64), ("tf32x3", 128)])
+def test_the_shared_memory_rule_is_the_launchers(tmp_path, precision, strip):
+    """fused_smem_bytes (Python, and its C expression) against the template's fused_smem, compiled on the host."""
+    from ftgen.families.kmeans.family import fused_smem_bytes
+
+    (v,) = spec_of(ABFT.replace("strip: 64", f"strip: {strip}").replace("precision: tf32", f"precision: {precision}")).variants
+    files, _ = render_spec(spec_of(ABFT.replace("strip: 64", f"strip: {strip}").replace("precision: tf32", f"precision: {precision}")))
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    name = v.name
+    grid = [(d, k) for d in (1, 3, 8, 9, 17, 24, 25, 32) for k in (1, 7, 64, 65, 128, 300, 1000)]
+    expr = fused_smem_bytes(v, "dims", "clusters")
+    main = tmp_path / "probe.cu"
+    main.write_text(f'#include "{name}.cu"\n#include <cstdio>\nint main() {{\n'
+                    + "".join(f"  {{ const long long dims = {d}, clusters = {k}; std::printf(\"%zu %lld\\n\", fused_smem({d}, {k}), {expr}); }}\n"
+                              for d, k in grid) + "}\n")
+    nvcc = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+    exe = tmp_path / "probe"
+    p = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-I", str(tmp_path / name), "-I", str(tmp_path / "common"), "-o", str(exe),
+                        str(main)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True).stdout.split("\n")
+    assert len(out) > len(grid), out
+    for (d, k), line in zip(grid, out):
+        cpp, c_expr = (int(x) for x in line.split())
+        assert cpp == fused_smem_bytes(v, d, k) == c_expr, (d, k, line)

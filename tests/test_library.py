@@ -372,3 +372,40 @@ def test_a_cutlass90_tmr_library_plans_faults_over_the_kernels_tiles_and_copies(
     assert "+ 127) / 128) * ((n + 255) / 256) * 3;" in plan
     assert "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, 256, 128, (k + 63) / 64, 32," in plan
     assert plain == ""
+
+
+def test_a_shape_that_does_not_fit_a_variant_goes_elsewhere(tmp_path):
+    """The family's rule beyond the range (kmeans fused: the block's shared memory): the C dispatch's `runs` carries it,
+    and a shape a winner cannot hold goes to the nearest winner that can, else the fallback."""
+    spec = """
+name: lib_km
+family: kmeans
+arch: [sm_90a]
+precision: tf32x3
+protection: {scheme: abft, level: threadblock, correct: detect}
+variants:
+  - params: {backend: fused, strip: 64, warps: 8}
+  - params: {m_tb: 64, n_tb: 64, k_tb: 16, m_w: 32, n_w: 32}
+shapes: [{samples: 65536, dims: 32, clusters: 128}]
+"""
+    m = manifest_of(spec)
+    fused = next(v["kernel"] for v in m["variants"] if "fused" in v["kernel"])
+    mma = next(v["kernel"] for v in m["variants"] if "fused" not in v["kernel"])
+    shape = lambda n, d, k: {"samples": n, "dims": d, "clusters": k}  # noqa: E731
+    table = [{"shape": shape(65536, 32, 128), "kernel": fused, "ms": 0.1}, {"shape": shape(65536, 64, 128), "kernel": mma, "ms": 0.5}]
+    plan = plan_library(m, families.get("kmeans"), table, "H200")
+    (g,) = plan.groups
+    pick = lambda s: plan.variants[plan.select(g.name, s)].name  # noqa: E731
+    assert pick(shape(65536, 32, 128)) == fused
+    assert pick(shape(65536, 32, 256)) == mma  # 242704 bytes of shared memory: more than the block has
+    assert pick(shape(65536, 33, 128)) == mma  # past dims 32
+    assert plan.variants[g.fallback].name == mma
+    files = render_library(plan)
+    select_h = next(text for path, text in files.items() if path.endswith("_select.h"))
+    assert "clusters" in select_h and "<= 231424LL" in select_h
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc:  # the header is C99
+        (tmp_path / "sel.h").write_text(select_h)
+        (tmp_path / "sel.c").write_text('#include "sel.h"\nint main(void) { return 0; }\n')
+        p = subprocess.run([cc, "-std=c99", "-Wall", "-Werror", "-fsyntax-only", str(tmp_path / "sel.c")], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr

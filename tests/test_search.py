@@ -161,13 +161,15 @@ protection: {scheme: abft, level: threadblock, correct: detect}
 variants:
   - params: {backend: fused, strip: 64, warps: 8}
   - params: {m_tb: 64, n_tb: 64, k_tb: 16, m_w: 32, n_w: 32}
-shapes: [{samples: 65536, dims: 8, clusters: 128}, {samples: 65536, dims: 128, clusters: 128}]
+shapes: [{samples: 65536, dims: 8, clusters: 128}, {samples: 65536, dims: 128, clusters: 128},
+         {samples: 65536, dims: 32, clusters: 1000}]
 """
 
 
 def test_a_variant_is_not_built_or_run_outside_its_shapes(tmp_path, monkeypatch):
-    """The fused kmeans backend runs dims <= 32 (library_range): at dims 128 the search records it as out of range and
-    runs only the other variant there; the winners come from the shapes each variant ran."""
+    """The fused kmeans backend runs dims <= 32 (library_range) and what its shared memory holds (shape_fits): at dims
+    128 and at 32 x 1000 the search records it as out of range and runs only the other variant there; the winners come
+    from the shapes each variant ran."""
     built, ran = [], []
 
     def fake_build(project, *, jobs=None, kernels=None, progress=None, **kw):
@@ -197,10 +199,10 @@ def test_a_variant_is_not_built_or_run_outside_its_shapes(tmp_path, monkeypatch)
     fused = next(v.name for v in spec.variants if "fused" in v.name)
     other = next(v.name for v in spec.variants if "fused" not in v.name)
     assert sorted(built) == sorted([fused, other])
-    assert (fused, ("65536x8x128",)) in ran and (other, ("65536x8x128", "65536x128x128")) in ran
-    assert not any(k == fused and "65536x128x128" in shapes for k, shapes in ran)
+    assert (fused, ("65536x8x128",)) in ran and (other, ("65536x8x128", "65536x128x128", "65536x32x1000")) in ran
+    assert not any(k == fused and ("65536x128x128" in shapes or "65536x32x1000" in shapes) for k, shapes in ran)
     outside = [r for r in res.rows if (r.get("error") or {}).get("kind") == "out of range"]
-    assert len(outside) == 1 and outside[0]["kernel"] == fused and outside[0]["shape"]["dims"] == 128
-    assert "dims 1..32" in outside[0]["error"]["message"]
+    assert sorted((r["kernel"], r["shape"]["dims"]) for r in outside) == [(fused, 32), (fused, 128)]
+    assert all("dims 1..32" in r["error"]["message"] and "clusters" in r["error"]["message"] for r in outside)
     best = {s: r["kernel"] for s, r in res.best.items()}
-    assert best == {"65536x8x128": fused, "65536x128x128": other}
+    assert best == {"65536x8x128": fused, "65536x128x128": other, "65536x32x1000": other}

@@ -72,7 +72,7 @@ class LibraryPlan:
         keys = self.family.shape_keys
         best, best_d = g.fallback, -1.0
         for t in g.table:
-            if not _runs(g.ranges[t["variant"]], shape):
+            if not _runs(g.ranges[t["variant"]], shape) or not _fits(self.family, self.variants[t["variant"]], shape):
                 continue
             d = 0.0
             for key in keys:
@@ -85,6 +85,12 @@ class LibraryPlan:
 
 def _runs(rng: dict[str, tuple[int, int]], shape: dict) -> bool:
     return all(lo <= shape[key] <= hi for key, (lo, hi) in rng.items())
+
+
+def _fits(family, v: Variant, shape: dict) -> bool:
+    """The family's rule beyond the range (``Family.shape_fits``), if it has one for ``v``."""
+    rule = family.shape_fits(v)
+    return rule is None or rule[0](shape)
 
 
 def _covers(rng: dict[str, tuple[int, int]], legal: dict[str, tuple[int, int]]) -> bool:
@@ -177,11 +183,13 @@ def plan_library(manifest: dict, family: Family, table: list[dict] | None = None
         groups[gname].members.append(add(v))
     extra: list[str] = []
     for g in groups.values():
-        fb = next((v for v in order if family.library_group(v) == g.name and _covers(family.library_range(v), g.legal)), None)
+        fb = next((v for v in order if family.library_group(v) == g.name and _covers(family.library_range(v), g.legal)
+                   and family.shape_fits(v) is None), None)
         if fb is None:
             first = variants[g.members[0]]
             fb = family.library_fallback(first)
-            if fb is None or family.library_group(fb) != g.name or not _covers(family.library_range(fb), g.legal):
+            if (fb is None or family.library_group(fb) != g.name or not _covers(family.library_range(fb), g.legal)
+                    or family.shape_fits(fb) is not None):
                 raise SpecError(
                     f"the library's {g.name} entry has no variant that runs every legal shape and family {family.name} "
                     f"cannot make one; add such a variant to the spec"
@@ -199,7 +207,7 @@ def plan_library(manifest: dict, family: Family, table: list[dict] | None = None
             except SpecError:
                 continue
             for v in order:
-                if v.name in index and _runs(family.library_range(v), shape):
+                if v.name in index and _runs(family.library_range(v), shape) and _fits(family, v, shape):
                     table.append({"shape": shape, "kernel": v.name, "ms": None})
                     break
     for g in groups.values():
@@ -213,6 +221,11 @@ def plan_library(manifest: dict, family: Family, table: list[dict] | None = None
 def _c_range(rng: dict[str, tuple[int, int]]) -> str:
     parts = [f"{key} >= {lo}LL && {key} <= {hi}LL" for key, (lo, hi) in rng.items()]
     return " && ".join(parts) if parts else "1"
+
+
+def _c_runs(rng: dict[str, tuple[int, int]], rule) -> str:
+    """The C condition of a variant's shapes: its range, and the family's rule beyond it (as a C expression)."""
+    return _c_range(rng) if rule is None else f"{_c_range(rng)} && ({rule[1]})"
 
 
 def _legal_doc(legal: dict[str, tuple[int, int]]) -> str:
@@ -266,7 +279,7 @@ def render_library(plan: LibraryPlan, env: TemplateEnv | None = None) -> dict[st
             "members": g.members,
             "table": g.table,
             "fallback": g.fallback,
-            "runs": {i: _c_range(g.ranges[i]) for i in g.members},
+            "runs": {i: _c_runs(g.ranges[i], plan.family.shape_fits(plan.variants[i])) for i in g.members},
             "workspace": {i: g.entry.workspace.format(sym=plan.variants[i].symbol) for i in g.members},
             "call": {i: g.entry.call.replace("{launch}", plan.variants[i].symbol) for i in g.members},
             "faults": {i: plan.fault_plans.get(i, "") for i in g.members},

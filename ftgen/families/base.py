@@ -663,6 +663,12 @@ class Family:
         """Shapes ``v`` runs: shape key -> inclusive (lo, hi); keys not given take any legal value."""
         return {}
 
+    def shape_fits(self, v: Variant) -> tuple[Callable[[dict], bool], str] | None:
+        """A rule beyond ``library_range`` that ``v``'s shapes must meet (e.g. a shared-memory bound that depends on
+        several shape keys): a predicate over a shape dict and the same as a C expression over the shape keys (long
+        long); None: no rule. The library's dispatch and ``ftgen search`` apply it with the range."""
+        return None
+
     def library_legal(self, v: Variant) -> dict[str, tuple[int, int]]:
         """Shapes the entry point of ``v``'s group accepts (as library_range); its fallback variant must
         run all of them."""

@@ -2,7 +2,8 @@
 
 The space is the spec's expansion, pruned by the family's constraints (rejected points are
 recorded with kind ``constraint``); a variant is not built or run at the shapes outside its range
-(``library_range``, e.g. a backend for small dims only: rows of kind ``out of range``). A :class:`Strategy` proposes batches of variants; each batch
+(``library_range``, e.g. a backend for small dims only, and ``shape_fits``, e.g. a shared-memory bound: rows of kind
+``out of range``). A :class:`Strategy` proposes batches of variants; each batch
 is generated, built in parallel and then run, every candidate in its own process, on one GPU or
 on a pool of GPUs (:mod:`ftgen.bench.pool`); a shard evaluates its part of each batch
 (:mod:`.shard`). Results (failures too) go to a crash-safe cache keyed by GPU model, source hash,
@@ -177,11 +178,12 @@ def search(
         # the shapes outside a variant's range: recorded, never built or run
         outside: dict[str, list[dict]] = {}
         for v in batch:
-            rng = fam.library_range(v)
-            out = [i for i in mine[v.name] if not _in_range(rng, shapes[i])]
+            rng, rule = fam.library_range(v), fam.shape_fits(v)
+            out = [i for i in mine[v.name] if not _in_range(rng, shapes[i]) or (rule is not None and not rule[0](shapes[i]))]
             if out:
                 mine[v.name] = [i for i in mine[v.name] if i not in out]
                 what = ", ".join(f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items())
+                what += (" and " if what else "") + (f"shapes with {rule[1]}" if rule is not None else "")
                 outside[v.name] = [{"kernel": v.name, "ok": False, "shape": shapes[i],
                                     "error": {"kind": "out of range", "message": f"runs {what} only; not run at {shape_strs[i]}"}}
                                    for i in out]

@@ -302,6 +302,26 @@ class Cutlass90Backend(Backend):
 
 # ---- fused: one pass over X per iteration (small dims) -----------------------------------------------------------------
 FUSED_MAX_DIMS = 32  # the A fragments of four m16n8k8 k-steps stay in registers
+FUSED_STATIC_SMEM = 1024  # the fused kernel's static shared memory (the inertia's, the scales', the column sums'), at most
+
+
+def fused_smem_bytes(v: Variant, dims, clusters):
+    """The fused kernel's dynamic shared memory for a shape, as the template's fused_smem computes it: the column sums'
+    per-thread slots (protected, where registers cannot hold them), the fragments (tf32x3: words and remainders), the
+    sums (two 32-bit limbs per copy), the centroid norms, the counts and each strip's norm sum. ``dims`` and
+    ``clusters`` are numbers (returns bytes) or C names (returns the same as a C expression of long longs)."""
+    p = v.param_dict
+    strip, threads = p["strip"], 32 * p["warps"]
+    prot = v.protection.scheme == "abft"
+    nbf, copies, parts = strip // 8 + (1 if prot else 0), 2 if prot else 1, 2 if v.precision == "tf32x3" else 1
+    slot_ks = (4 if strip == 64 else 3) if prot else 0  # (fused_col_slots)
+    if isinstance(dims, int):
+        ks, strips = (dims + 7) // 8, (clusters + strip - 1) // strip
+        return ((16 * ks * threads if ks == slot_ks else 0) + 8 * parts * strips * nbf * (ks + 1) * 32 + 8 * copies * clusters * dims
+                + 4 * strips * strip + 4 * copies * clusters + 4 * strips)
+    ks, strips = f"(({dims} + 7) / 8)", f"(({clusters} + {strip - 1}) / {strip})"
+    return (f"(({ks} == {slot_ks} ? 16LL * {ks} * {threads} : 0LL) + 8LL * {parts} * {strips} * {nbf} * ({ks} + 1) * 32 + "
+            f"8LL * {copies} * {clusters} * {dims} + 4LL * {strips} * {strip} + 4LL * {copies} * {clusters} + 4LL * {strips})")
 FUSED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 PARAMS_FUSED = (
     Param("backend", str, ("fused",), "selects this backend (one pass over X per iteration: norms, mma.sync distances, "
@@ -411,6 +431,16 @@ class KmeansFamily(Family):
     def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
         """The fused backend runs dims <= 32 (its launcher refuses more); the others any shape."""
         return {"dims": (1, FUSED_MAX_DIMS)} if self.backend_of(v).name == "fused" else {}
+
+    def shape_fits(self, v: Variant):
+        """The fused backend's block holds the centroids' fragments and the sums in shared memory (fused_smem in the
+        template, mirrored by :func:`fused_smem_bytes`): a shape whose clusters x dims do not fit is refused by its
+        launcher (cudaErrorNotSupported), so the library and the search send it elsewhere."""
+        if self.backend_of(v).name != "fused":
+            return None
+        limit = min(SMEM_PER_BLOCK.get(a, SMEM_PER_BLOCK["sm_80"]) for a in v.arch) - FUSED_STATIC_SMEM
+        return (lambda shape: fused_smem_bytes(v, shape["dims"], shape["clusters"]) <= limit,
+                f"{fused_smem_bytes(v, 'dims', 'clusters')} <= {limit}LL")
 
     def library_fallback(self, v: Variant) -> Variant | None:
         """For a project of fused variants only: the mma backend's default variant of the same precision and protection
