@@ -141,25 +141,30 @@ def test_every_bit_flipped_in_a_sum_or_count_is_detected():
 # ---- the NumPy model: the arg-min's value and label checks -----------------------------------------------------------
 
 
-def test_the_label_check_bound_covers_the_recomputation():
-    """The kernel's label check compares d' from the MMA (exact TF32 products, fp32 sums) with d' recomputed from the
-    same TF32 operands in another fp32 order: the derived LABEL_EPS (xx + cc) must cover that with a margin."""
-    rng = np.random.default_rng(5)
-    worst = 0.0
+def _sample_pairs(seed: int, per_dist: int):
+    """(x, c) float32 pairs of 1..32 dims, per_dist each from normal, uniform and log-uniform (1e-3..1e3) values."""
+    rng = np.random.default_rng(seed)
     for dist in ("normal", "uniform", "loguniform"):
-        for _ in range(300):
+        for _ in range(per_dist):
             dims = int(rng.integers(1, 33))
             if dist == "loguniform":
                 x, c = (np.sign(rng.uniform(-1, 1, dims)) * 10.0 ** rng.uniform(-3, 3, dims) for _ in range(2))
             else:
                 x, c = (rng.standard_normal(dims) if dist == "normal" else rng.uniform(-1, 1, dims) for _ in range(2))
-            x, c = x.astype(np.float32), c.astype(np.float32)
-            xt, ct = model.round_tf32(x).astype(np.float64), model.round_tf32(c).astype(np.float64)
-            cc = np.float32(np.dot(c.astype(np.float64), c.astype(np.float64)))
-            mma = np.float32(cc - np.float32(2.0) * np.float32(np.dot(xt, ct)))  # one rounding of the exact dot
-            rec = model.label_distance_tf32(x, c)
-            xx = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
-            worst = max(worst, abs(float(rec) - float(mma)) / (model.LABEL_EPS * (xx + float(cc))))
+            yield x.astype(np.float32), c.astype(np.float32)
+
+
+def test_the_label_check_bound_covers_the_recomputation():
+    """The kernel's label check compares d' from the MMA (exact TF32 products, fp32 sums) with d' recomputed from the
+    same TF32 operands in another fp32 order: the derived LABEL_EPS (xx + cc) must cover that with a margin."""
+    worst = 0.0
+    for x, c in _sample_pairs(5, 300):
+        xt, ct = model.round_tf32(x).astype(np.float64), model.round_tf32(c).astype(np.float64)
+        cc = np.float32(np.dot(c.astype(np.float64), c.astype(np.float64)))
+        mma = np.float32(cc - np.float32(2.0) * np.float32(np.dot(xt, ct)))  # one rounding of the exact dot
+        rec = model.label_distance_tf32(x, c)
+        xx = float(np.dot(x.astype(np.float64), x.astype(np.float64)))
+        worst = max(worst, abs(float(rec) - float(mma)) / (model.LABEL_EPS * (xx + float(cc))))
     assert worst < 0.5, worst
 
 
@@ -167,29 +172,21 @@ def test_the_label_check_bound_covers_the_tf32x3_recomputation():
     """tf32x3: the MMA's a'' (three exact TF32 products per product, here summed exactly and rounded once) against the
     recomputation (the same products in fp32, in the kernel's order): within half of LABEL_EPS (xx + cc), and far closer
     to the fp64 value than the TF32 one is (the check is then an fp32-level one)."""
-    rng = np.random.default_rng(6)
     worst, err3, err1 = 0.0, 0.0, 0.0
-    for dist in ("normal", "uniform", "loguniform"):
-        for _ in range(200):
-            dims = int(rng.integers(1, 33))
-            if dist == "loguniform":
-                x, c = (np.sign(rng.uniform(-1, 1, dims)) * 10.0 ** rng.uniform(-3, 3, dims) for _ in range(2))
-            else:
-                x, c = (rng.standard_normal(dims) if dist == "normal" else rng.uniform(-1, 1, dims) for _ in range(2))
-            x, c = x.astype(np.float32), c.astype(np.float32)
-            xb, cb = model.round_tf32(x), model.round_tf32(c)
-            xs, cs = model.round_tf32(x - xb), model.round_tf32(c - cb)
-            f = lambda a: a.astype(np.float64)  # noqa: E731
-            exact3 = float(np.dot(f(xb), f(cb)) + np.dot(f(xs), f(cb)) + np.dot(f(xb), f(cs)))
-            cc = np.float32(np.dot(f(c), f(c)))
-            mma = np.float32(cc - np.float32(2.0) * np.float32(exact3))
-            rec = model.label_distance_tf32x3(x, c)
-            xx = float(np.dot(f(x), f(x)))
-            scale = xx + float(cc)
-            worst = max(worst, abs(float(rec) - float(mma)) / (model.LABEL_EPS * scale))
-            true = float(np.dot(f(c), f(c)) - 2.0 * np.dot(f(x), f(c)))
-            err3 = max(err3, abs(float(rec) - true) / scale)
-            err1 = max(err1, abs(float(model.label_distance_tf32(x, c)) - true) / scale)
+    for x, c in _sample_pairs(6, 200):
+        xb, cb = model.round_tf32(x), model.round_tf32(c)
+        xs, cs = model.round_tf32(x - xb), model.round_tf32(c - cb)
+        f = lambda a: a.astype(np.float64)  # noqa: E731
+        exact3 = float(np.dot(f(xb), f(cb)) + np.dot(f(xs), f(cb)) + np.dot(f(xb), f(cs)))
+        cc = np.float32(np.dot(f(c), f(c)))
+        mma = np.float32(cc - np.float32(2.0) * np.float32(exact3))
+        rec = model.label_distance_tf32x3(x, c)
+        xx = float(np.dot(f(x), f(x)))
+        scale = xx + float(cc)
+        worst = max(worst, abs(float(rec) - float(mma)) / (model.LABEL_EPS * scale))
+        true = float(np.dot(f(c), f(c)) - 2.0 * np.dot(f(x), f(c)))
+        err3 = max(err3, abs(float(rec) - true) / scale)
+        err1 = max(err1, abs(float(model.label_distance_tf32(x, c)) - true) / scale)
     assert worst < 0.5, worst
     assert err3 < 2.0 ** -19 and err1 > 2.0 ** -14, (err3, err1)
 
