@@ -72,7 +72,7 @@ class LibraryPlan:
         keys = self.family.shape_keys
         best, best_d = g.fallback, -1.0
         for t in g.table:
-            if not _runs(g.ranges[t["variant"]], shape) or not _fits(self.family, self.variants[t["variant"]], shape):
+            if not self.family.runs_shape(self.variants[t["variant"]], shape):
                 continue
             d = 0.0
             for key in keys:
@@ -83,22 +83,6 @@ class LibraryPlan:
         return best
 
 
-def _runs(rng: dict[str, tuple[int, int]], shape: dict) -> bool:
-    return all(lo <= shape[key] <= hi for key, (lo, hi) in rng.items())
-
-
-def _fits(family, v: Variant, shape: dict) -> bool:
-    """The family's rule beyond the range (``Family.shape_fits``), if it has one for ``v``."""
-    rule = family.shape_fits(v)
-    return rule is None or rule[0](shape)
-
-
-def _covers(rng: dict[str, tuple[int, int]], legal: dict[str, tuple[int, int]]) -> bool:
-    for key, (lo, hi) in rng.items():
-        llo, lhi = legal.get(key, (1, 2**31 - 1))
-        if lo > llo or hi < lhi:
-            return False
-    return True
 
 
 def variant_from_manifest(entry: dict) -> Variant:
@@ -183,13 +167,11 @@ def plan_library(manifest: dict, family: Family, table: list[dict] | None = None
         groups[gname].members.append(add(v))
     extra: list[str] = []
     for g in groups.values():
-        fb = next((v for v in order if family.library_group(v) == g.name and _covers(family.library_range(v), g.legal)
-                   and family.shape_fits(v) is None), None)
+        fb = next((v for v in order if family.library_group(v) == g.name and family.runs_every_legal_shape(v, g.legal)), None)
         if fb is None:
             first = variants[g.members[0]]
             fb = family.library_fallback(first)
-            if (fb is None or family.library_group(fb) != g.name or not _covers(family.library_range(fb), g.legal)
-                    or family.shape_fits(fb) is not None):
+            if fb is None or family.library_group(fb) != g.name or not family.runs_every_legal_shape(fb, g.legal):
                 raise SpecError(
                     f"the library's {g.name} entry has no variant that runs every legal shape and family {family.name} "
                     f"cannot make one; add such a variant to the spec"
@@ -207,7 +189,7 @@ def plan_library(manifest: dict, family: Family, table: list[dict] | None = None
             except SpecError:
                 continue
             for v in order:
-                if v.name in index and _runs(family.library_range(v), shape) and _fits(family, v, shape):
+                if v.name in index and family.runs_shape(v, shape):
                     table.append({"shape": shape, "kernel": v.name, "ms": None})
                     break
     for g in groups.values():

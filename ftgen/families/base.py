@@ -669,6 +669,21 @@ class Family:
         long); None: no rule. The library's dispatch and ``ftgen search`` apply it with the range."""
         return None
 
+    def runs_shape(self, v: Variant, shape: Mapping[str, int]) -> bool:
+        """Whether ``v`` runs ``shape``: inside its ``library_range`` and meeting its ``shape_fits`` rule."""
+        rule = self.shape_fits(v)
+        return all(lo <= shape[key] <= hi for key, (lo, hi) in self.library_range(v).items()) and (rule is None or rule[0](shape))
+
+    def runs_every_legal_shape(self, v: Variant, legal: Mapping[str, tuple[int, int]]) -> bool:
+        """Whether ``v``'s range covers ``legal`` (shape key -> inclusive range) with no rule beyond it: a fallback."""
+        if self.shape_fits(v) is not None:
+            return False
+        for key, (lo, hi) in self.library_range(v).items():
+            llo, lhi = legal.get(key, (1, 2**31 - 1))
+            if lo > llo or hi < lhi:
+                return False
+        return True
+
     def library_legal(self, v: Variant) -> dict[str, tuple[int, int]]:
         """Shapes the entry point of ``v``'s group accepts (as library_range); its fallback variant must
         run all of them."""

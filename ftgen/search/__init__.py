@@ -179,15 +179,13 @@ def search(
         outside: dict[str, list[dict]] = {}
         for v in batch:
             rng, rule = fam.library_range(v), fam.shape_fits(v)
-            out = [i for i in mine[v.name] if not _in_range(rng, shapes[i]) or (rule is not None and not rule[0](shapes[i]))]
+            out = [i for i in mine[v.name] if not fam.runs_shape(v, shapes[i])]
             if out:
                 mine[v.name] = [i for i in mine[v.name] if i not in out]
-                what = ", ".join(f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items())
-                what += (" and " if what else "") + (f"shapes with {rule[1]}" if rule is not None else "")
+                what = " and ".join([f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items()] + ([f"shapes with {rule[1]}"] if rule else []))
                 outside[v.name] = [{"kernel": v.name, "ok": False, "shape": shapes[i],
                                     "error": {"kind": "out of range", "message": f"runs {what} only; not run at {shape_strs[i]}"}}
                                    for i in out]
-        batch = [v for v in batch if mine[v.name] or v.name in outside]
         search_spec.variants = list({v.name: v for v in search_spec.variants + batch}.values())
         gen = generate(search_spec, out_root, env)
         res.project = gen.out_dir
@@ -269,10 +267,6 @@ def search(
         res.rows.extend(history.get(k, []))
     res.best = best_per_shape(fam, res.rows, shape_strs)
     return res
-
-
-def _in_range(rng: dict[str, tuple[int, int]], shape: dict) -> bool:
-    return all(lo <= shape[key] <= hi for key, (lo, hi) in rng.items())
 
 
 def search_project_name(name: str, shard: tuple[int, int] | None = None) -> str:

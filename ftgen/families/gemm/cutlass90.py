@@ -152,7 +152,7 @@ def epilogue_smem(schedule: str, tile_m: int, tile_n: int, c_bytes: int) -> int:
     """Bytes of shared memory the default TMA epilogue keeps beside the mainloop's stages, as CUTLASS 4.2's sm90 builder
     sizes it (``sizeof(CollectiveEpilogue::SharedStorage)`` with ``EpilogueTileAuto``): subtiles of 32 columns and 128
     rows (ws-coop with tile_m >= 128) or 64, of which C and D stage min(4, subtiles + 1), plus 512 elements of pipeline
-    storage. Measured for tf32 and bf16 tiles of both schedules (tests/test_cutlass90.py holds the table); the builder's
+    storage. Measured for tf32 and bf16 tiles of both schedules (tests/test_gemm_cutlass90.py holds the table); the builder's
     stage count is (SMEM_PER_BLOCK - this) // stage bytes, and CUTLASS refuses fewer than 2."""
     epi_m = 128 if schedule == "ws-coop" and tile_m >= 128 else 64
     subtiles = (tile_m // epi_m if tile_m >= epi_m else 1) * max(1, tile_n // 32)

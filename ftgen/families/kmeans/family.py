@@ -349,8 +349,8 @@ class FusedBackend(Backend):
     requires = ("cublas",)  # the bench executable's vendor reference
     compile_options = ("-Xptxas=-warn-spills",)
     constraint_docs = (
-        "fused: chosen by params backend: fused; precision tf32 or tf32x3 (three TF32 products per product); arch sm_80 or newer; protection none or abft threadblock "
-        "with correct: detect (a flagged row recomputes its strip); shapes with dims <= 32 (the launcher refuses others "
+        "fused: chosen by params backend: fused; precision tf32 or tf32x3 (three TF32 products per product); arch sm_80 or "
+        "newer; protection none or abft threadblock with correct: detect (a flagged row recomputes its strip); shapes with dims <= 32 (the launcher refuses others "
         "with cudaErrorNotSupported)",
     )
 
