@@ -269,6 +269,341 @@ __device__ __forceinline__ void correct_group(float (&acc)[N][4], int e, int pos
     if (l == pos) acc[l][e] = sum - others;
 }
 
+// ---- the steps every fused kernel shares (mma and wgmma backends) ----------------------------------------------
+// Both keep a tile's products in the m16n8 accumulator layout (the wgmma D fragment repeats it per warp): float
+// [n8 block][4] with element e at row half e / 2, column cq + e % 2, so every check below is thread-local but the
+// row max's vote and the row sums.
+
+// The per-row state of the online softmax: the running max, the thread's partial row sum, snvr's negated duplicate
+// of it (model._row_sum_differs) and the lower bound of the row sum from the tile maxima (model: rowsum range).
+struct Rows {
+  float m[2] = {-INFINITY, -INFINITY}, lsum[2] = {0.f, 0.f}, lneg[2] = {0.f, 0.f}, lb[2] = {0.f, 0.f};
+};
+
+// Where a tile's injected fault lands: the thread's planned fault, whether it falls in this tile (`hit`), the tile,
+// and the positions of the thread's rows and first column (for the fault record).
+struct At {
+  const ThreadFault& f;
+  const ftgen_attention_problem& p;
+  bool hit;
+  int j, k0, cq;
+  int qrow[2];
+};
+
+// The S check of the strided levels: each of the thread's four groups against the checksum blocks sc (unit high and
+// low halves, weighted) at model.s_threshold; a located fault is corrected in place. qn: the norms of the thread's
+// two rows; kn, kc2: per group g = cq, cq + 1 the sum of its keys' norms and ||Kc2[g]||^2. Returns whether a group
+// could not be located (the caller recomputes the product).
+template <int NT>
+__device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[3][4], const float (&qn)[2], const float (&kn)[2],
+                                        const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally) {
+  bool again = false;
+  const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 +
+                     rules.u_in * rules.u_in;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    float g1, g2;
+    group_sums(s, e, g1, g2);
+    const float c1 = sc[0][e] + sc[1][e];
+    const float r1 = c1 - g1, r2 = sc[2][e] - g2;
+    const float tau = qn[e / 2] * kn[e & 1] * unit;
+    const float tau2 = tau * (NT + 1) + rules.u_in * qn[e / 2] * sqrtf(kc2[e & 1]);
+    tally.score(r1, tau);
+    if (!(fabsf(r1) <= tau)) {
+      ++tally.detected;
+      if (!fix) continue;
+      const int pos = locate_group(s, e, r1, r2, tau2, rules.u32, true);
+      if (pos >= 0) {
+        correct_group(s, e, pos, c1);
+        ++tally.corrected;
+      } else {
+        again = true;
+      }
+    }
+  }
+  return again;
+}
+
+// One tile of the online softmax on the masked S tile: the row max (snvr: the quad's copies vote), the exps packed to
+// the 16-bit type in pk (snvr: checked per group in the log domain), the rescale factor alpha (snvr: checked against
+// its argument) and the row sums; the faults of the sites rowmax, exp, p16, rescale and rowsum are applied here.
+template <class C>
+__device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk)[C::NT][2], float (&alpha)[2], Rows& st, const At& at,
+                                             float sl2, const Rules& rules, bool fix, Tally& tally) {
+  using H = Half<typename C::T>;
+  const ThreadFault& fault = at.f;
+  const ftgen_attention_problem& p = at.p;
+  const bool hit = at.hit;
+  const int j = at.j, k0 = at.k0, cq = at.cq;
+  const int(&qrow)[2] = at.qrow;
+  float(&m)[2] = st.m;
+  float(&lsum)[2] = st.lsum;
+  float(&lneg)[2] = st.lneg;
+  float(&lb)[2] = st.lb;
+  float mt[2], mnew[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float x = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < C::NT; ++n) x = fmaxf(x, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+    mt[h] = x;
+    mnew[h] = fmaxf(m[h], x);
+    if (hit) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
+    if (C::kSnvr) {
+      // the quad's four copies vote; a single corrupted copy is outvoted (model: rowmax)
+      const float b = __shfl_xor_sync(0xffffffffu, mnew[h], 1);
+      const float c = __shfl_xor_sync(0xffffffffu, mnew[h], 2);
+      const float d = __shfl_xor_sync(0xffffffffu, mnew[h], 3);
+      const bool same = mnew[h] == b && mnew[h] == c && mnew[h] == d;
+      if (!same && !(mnew[h] == b && mnew[h] == c) && !(mnew[h] == b && mnew[h] == d) && !(mnew[h] == c && mnew[h] == d)) {
+        // this copy is not in a majority of three
+        ++tally.detected;
+        if (fix) {
+          if (b == c && c == d) {
+            mnew[h] = b;
+            ++tally.corrected;
+          } else {
+            mnew[h] = fmaxf(m[h], mt[h]);
+            ++tally.recomputed;
+          }
+        }
+      }
+    }
+  }
+
+  // ---- exp, conversion, the exp check -------------------------------------------------------
+#pragma unroll
+  for (int n = 0; n < C::NT; ++n) {
+    float pv[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float mm = mnew[e / 2];
+      const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
+      pv[e] = ex2(x);
+      if (hit) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+    }
+    pk[n][0] = H::pack(pv[0], pv[1]);
+    pk[n][1] = H::pack(pv[2], pv[3]);
+    if (hit) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        pk[n][e / 2] = maybe_fault16<typename C::T>(pk[n][e / 2], e & 1, fault, p, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+    }
+  }
+  if (C::kSnvr) {
+    // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group
+    constexpr bool kBf16 = H::kBf16;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float mm = mnew[e / 2];
+      Log2Parts parts;
+      float xs = 0.f;
+#pragma unroll
+      for (int l = 0; l < C::NT; ++l) {
+        const uint32_t w = pk[l][e / 2];
+        parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
+        const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
+        xs += fmaxf(x, rules.p_floor);
+      }
+      const float res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
+      tally.score(res, rules.exp_tau);
+      if (!(fabsf(res) <= rules.exp_tau)) {
+        ++tally.detected;
+        if (fix) {  // recompute the group's exps
+#pragma unroll
+          for (int l = 0; l < C::NT; ++l) {
+            const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
+            const float pv = ex2(x);
+            const uint32_t w = pk[l][e / 2];
+            pk[l][e / 2] = (e & 1) ? H::pack(H::lo(w), pv) : H::pack(pv, H::hi(w));
+          }
+          ++tally.recomputed;
+        }
+      }
+    }
+  }
+
+  // ---- rescale factor, row sum ------------------------------------------------------------------
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float arg = m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2;
+    alpha[h] = ex2(arg);
+    if (hit) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
+    if (C::kSnvr) {
+      const float a = fmaxf(arg, -126.f);
+      const float ra = fmaxf(finite_or_inf(lg2(alpha[h])), -126.f) - a;
+      const float ta = 2.f * rules.u_mufu * 1.4426950408889634f * 1.01f + rules.u_mufu * (1.f + fabsf(a));
+      tally.score(ra, ta);
+      if (!(fabsf(ra) <= ta) || alpha[h] > 1.f) {
+        ++tally.detected;
+        if (fix) {
+          alpha[h] = ex2(arg);
+          ++tally.recomputed;
+        }
+      }
+      const float targ = mt[h] == -INFINITY ? -INFINITY : (mt[h] - mnew[h]) * sl2;
+      lb[h] = lb[h] * alpha[h] + ex2(targ);
+    }
+    float part = 0.f;
+#pragma unroll
+    for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
+    lsum[h] = row_sum_step(alpha[h], lsum[h], part);
+    if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
+    if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
+    m[h] = mnew[h];
+  }
+}
+
+// The strided level's O check after every tile, unnormalized: the threshold's scale is the accumulated group
+// magnitude oc[3] (model.o_threshold), the weighted checksum's rounding bound max |Vc2| (vmag2) times the running row
+// sum. A located fault is corrected in place; returns whether one could not be (the caller recomputes the rows).
+template <int ND>
+__device__ __forceinline__ bool check_o_tile(float (&o)[ND][4], const float (&oc)[4][4], const float (&lsum)[2], int keys_seen, int j,
+                                             const float (&vmag2)[2], const Rules& rules, bool fix, Tally& tally) {
+  bool redo = false;
+  float lf[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
+    lf[h] = fmaxf(t + __shfl_xor_sync(0xffffffffu, t, 2), 1e-30f);
+  }
+  const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + (j + 1) + ND) +
+                     rules.u_in * rules.u_in;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    float g1, g2;
+    group_sums(o, e, g1, g2);
+    const float c1 = oc[0][e] + oc[1][e];
+    const float r1 = c1 - g1, r2 = oc[2][e] - g2;
+    const float tau = oc[3][e] * unit;
+    const float tau2 = tau * (ND + 1) + rules.u_in * vmag2[e & 1] * lf[e / 2];
+    tally.score(r1, tau);
+    if (!(fabsf(r1) <= tau) || !isfinite(r1)) {
+      ++tally.detected;
+      if (!fix) continue;
+      const int pos = locate_group(o, e, r1, r2, tau2, rules.u32, isfinite(c1));
+      if (pos >= 0) {
+        correct_group(o, e, pos, c1);
+        ++tally.corrected;
+      } else {
+        redo = true;
+      }
+    }
+  }
+  return redo;
+}
+
+// After the last tile: the row sums over the quad, snvr's checks of the row sum (its range, the lane's duplicate) and of
+// 1/l, the normalization of O, and efta's unified verification of O (the V checksum's +1 carries the row sum through
+// every rescale and the normalization). The fault of site inv_l is applied here (`inj`: this run injects). Located
+// faults are corrected in place; returns whether the rows must be recomputed.
+template <class C>
+__device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&oc)[4][4], const Rows& st, const float (&vmag2)[2],
+                                            int keys_seen, int n_tiles, const int (&qrow)[2], const ThreadFault& fault,
+                                            const ftgen_attention_problem& p, bool inj, const Rules& rules, bool fix, Tally& tally) {
+  const float(&lsum)[2] = st.lsum;
+  const float(&lneg)[2] = st.lneg;
+  const float(&lb)[2] = st.lb;
+  float lfull[2], inv[2];
+  bool redo = false;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
+    lfull[h] = t + __shfl_xor_sync(0xffffffffu, t, 2);
+    if (C::kSnvr) {
+      const int vis = C::kCausal ? min(p.seq_k, qrow[h] + 1) : p.seq_k;
+      const float tol = C::BN * rules.u_in + (n_tiles + 1) * 4.f * rules.u_mufu;
+      bool bad = !(lfull[h] >= lb[h] * (1.f - tol) && lfull[h] <= vis * (1.f + tol));
+      if (!C::kUnified) bad = bad || row_sum_differs(lsum[h], lneg[h]);  // this lane's copy or its duplicate is off
+      if (bad) {
+        ++tally.detected;
+        if (fix) redo = true;
+      }
+    }
+    inv[h] = 1.f / lfull[h];
+    if (C::kInject && inj && fault.index >= 0) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
+    if (C::kSnvr && !C::kUnified) {
+      const float ri = lfull[h] * inv[h] - 1.f;
+      if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
+        ++tally.detected;
+        if (fix) {
+          inv[h] = 1.f / lfull[h];
+          ++tally.recomputed;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < C::ND; ++n) {
+    o[n][0] *= inv[0];
+    o[n][1] *= inv[0];
+    o[n][2] *= inv[1];
+    o[n][3] *= inv[1];
+  }
+  if (C::kUnified) {
+    const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + n_tiles + 1 + C::ND) +
+                       rules.u_in * rules.u_in;
+    float r1[4], r2[4], c1[4], tau[4], tau2[4];
+    bool flagged[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float g1, g2;
+      group_sums(o, e, g1, g2);
+      c1[e] = (oc[0][e] + oc[1][e]) * inv[e / 2];
+      const float c2 = oc[2][e] * inv[e / 2];
+      r1[e] = c1[e] - g1 - 1.f;
+      r2[e] = c2 - g2;
+      // the P-weighted group magnitude, rescaled and normalized like O: sum_c w_c (1 + sum_l |V[c][g+8l]|)
+      tau[e] = oc[3][e] * inv[e / 2] * unit;
+      tau2[e] = tau[e] * (C::ND + 1) + rules.u_in * vmag2[e & 1];
+      tally.score(r1[e], tau[e]);
+      flagged[e] = !(fabsf(r1[e]) <= tau[e]) || !isfinite(r1[e]);  // a non-finite residual fails any threshold
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!flagged[2 * h] && !flagged[2 * h + 1]) continue;
+      ++tally.detected;
+      if (!fix) continue;
+      bool quiet[2];
+#pragma unroll
+      for (int gi = 0; gi < 2; ++gi) {
+        const int e = 2 * h + gi;
+        quiet[gi] = fabsf(r1[e]) > 2.f * tau2[e] && fabsf(r2[e]) <= tau2[e] + 4.f * (C::ND + 1) * rules.u32 * fabsf(oc[2][e] * inv[h]);
+      }
+      if (flagged[2 * h] && flagged[2 * h + 1] && quiet[0] && quiet[1]) {
+        // a row scale (row sum or 1/l): (O_c1 - sum O) = l_mma / l' in both groups; O is off by that factor
+        const float f = r1[2 * h] + 1.f;
+        if (isfinite(f) && f > 0.f && fabsf(r1[2 * h + 1] - r1[2 * h]) <= 2.f * (tau[2 * h] + tau[2 * h + 1]) + 1e-3f * f) {
+#pragma unroll
+          for (int n = 0; n < C::ND; ++n) {
+            o[n][2 * h] /= f;
+            o[n][2 * h + 1] /= f;
+          }
+          ++tally.corrected;
+          continue;
+        }
+      }
+      bool all_fixed = true;
+#pragma unroll
+      for (int gi = 0; gi < 2; ++gi) {
+        const int e = 2 * h + gi;
+        if (!flagged[e]) continue;
+        const int pos = locate_group(o, e, r1[e], r2[e], tau2[e], rules.u32, isfinite(c1[e]));
+        if (pos >= 0) {
+          correct_group(o, e, pos, c1[e] - 1.f);
+        } else if (!(quiet[gi] && !flagged[2 * h + 1 - gi])) {  // quiet alone: only the checksum is off
+          all_fixed = false;
+        }
+      }
+      if (all_fixed) ++tally.corrected;
+      else redo = true;
+    }
+  }
+  return redo;
+}
+
 // ---- the fused kernel ------------------------------------------------------------------------------
 
 template <class T_, int D_, int BM_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_>
@@ -474,7 +809,9 @@ __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_
 }
 
 template <class C>
-__global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_problem p, Rules rules) {
+__global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_problem p, Rules rules, const int* only) {
+  // only: where not null, a block runs only where only[block] is set (the wgmma backend's recomputation of flagged rows)
+  if (only && !only[static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x]) return;
   using T = typename C::T;
   using H = Half<T>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -528,20 +865,15 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   }
 
   float o[C::ND][4];
-  float lsum[2], lfull[2], inv[2];
-  // snvr: the partial row sum's negated duplicate, accumulated from the same alpha and part (model._row_sum_differs)
-  float lneg[2];
   bool done = false;
   for (int attempt = 0; attempt < 2 && !done; ++attempt) {
     const bool inj = C::kInject && attempt == 0;  // a recomputation runs without the planned fault
     // the O checksum blocks: the unit checksum's high and low halves, the weighted one, and the P-weighted group
     // magnitude sum_c p_c (sum_l |V[c][g+8l]| (+1)) that scales the check's threshold
     float oc[4][4];
-    float m[2] = {-INFINITY, -INFINITY}, lb[2] = {0.f, 0.f};
+    Rows st;
     float vmag2[2] = {0.f, 0.f};  // max_c |Vc2[c][g]| of this thread's two groups of O
     bool redo = false;
-    lsum[0] = lsum[1] = 0.f;
-    lneg[0] = lneg[1] = 0.f;
 #pragma unroll
     for (int n = 0; n < C::ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 #pragma unroll
@@ -590,33 +922,11 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           }
         }
         // per element e: the group g = cq + e % 2 of row half e / 2 (model: s_threshold, _locate)
-        bool again = false;
-        const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(C::D)) + rules.c_const) +
-                           2.f * C::NT * rules.u32 + rules.u_in * rules.u_in;
+        float kn[2] = {0.f, 0.f};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int g = cq + (e & 1);
-          float g1, g2, kn = 0.f;
-          group_sums(s, e, g1, g2);
-#pragma unroll
-          for (int l = 0; l < C::NT; ++l) kn += sKn[g + 8 * l];
-          const float c1 = sc[0][e] + sc[1][e];
-          const float r1 = c1 - g1, r2 = sc[2][e] - g2;
-          const float tau = qn[e / 2] * kn * unit;
-          const float tau2 = tau * (C::NT + 1) + rules.u_in * qn[e / 2] * sqrtf(sG[g]);
-          tally.score(r1, tau);
-          if (!(fabsf(r1) <= tau)) {
-            ++tally.detected;
-            if (!fix) continue;
-            const int pos = locate_group(s, e, r1, r2, tau2, rules.u32, true);
-            if (pos >= 0) {
-              correct_group(s, e, pos, c1);
-              ++tally.corrected;
-            } else {
-              again = true;
-            }
-          }
-        }
+        for (int l = 0; l < C::NT; ++l) kn[0] += sKn[cq + 8 * l], kn[1] += sKn[cq + 1 + 8 * l];
+        const float kc2[2] = {sG[cq], sG[cq + 1]};
+        const bool again = check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally);
         if (__any_sync(0xffffffffu, again)) {  // not located: the warp recomputes its S tile
           if (again) ++tally.recomputed;
 #pragma unroll
@@ -631,7 +941,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         }
       }
 
-      // ---- mask, row max ------------------------------------------------------------------------
+      // ---- mask, softmax --------------------------------------------------------------------------
 #pragma unroll
       for (int n = 0; n < C::NT; ++n)
 #pragma unroll
@@ -640,121 +950,9 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           const bool ok = key < p.seq_k && (!C::kCausal || key <= qrow[e / 2]);
           if (!ok) s[n][e] = -INFINITY;
         }
-      float mt[2], mnew[2], alpha[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float x = -INFINITY;
-#pragma unroll
-        for (int n = 0; n < C::NT; ++n) x = fmaxf(x, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-        mt[h] = x;
-        mnew[h] = fmaxf(m[h], x);
-        if (hit) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
-        if (C::kSnvr) {
-          // the quad's four copies vote; a single corrupted copy is outvoted (model: rowmax)
-          const float b = __shfl_xor_sync(0xffffffffu, mnew[h], 1);
-          const float c = __shfl_xor_sync(0xffffffffu, mnew[h], 2);
-          const float d = __shfl_xor_sync(0xffffffffu, mnew[h], 3);
-          const bool same = mnew[h] == b && mnew[h] == c && mnew[h] == d;
-          if (!same && !(mnew[h] == b && mnew[h] == c) && !(mnew[h] == b && mnew[h] == d) && !(mnew[h] == c && mnew[h] == d)) {
-            // this copy is not in a majority of three
-            ++tally.detected;
-            if (fix) {
-              if (b == c && c == d) {
-                mnew[h] = b;
-                ++tally.corrected;
-              } else {
-                mnew[h] = fmaxf(m[h], mt[h]);
-                ++tally.recomputed;
-              }
-            }
-          }
-        }
-      }
-
-      // ---- exp, conversion, the exp check -------------------------------------------------------
       uint32_t pk[C::NT][2];
-#pragma unroll
-      for (int n = 0; n < C::NT; ++n) {
-        float pv[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float mm = mnew[e / 2];
-          const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
-          pv[e] = ex2(x);
-          if (hit) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
-        }
-        pk[n][0] = H::pack(pv[0], pv[1]);
-        pk[n][1] = H::pack(pv[2], pv[3]);
-        if (hit) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            pk[n][e / 2] = maybe_fault16<T>(pk[n][e / 2], e & 1, fault, p, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
-        }
-      }
-      if (C::kSnvr) {
-        // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group
-        constexpr bool kBf16 = H::kBf16;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float mm = mnew[e / 2];
-          Log2Parts parts;
-          float xs = 0.f;
-#pragma unroll
-          for (int l = 0; l < C::NT; ++l) {
-            const uint32_t w = pk[l][e / 2];
-            parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
-            const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
-            xs += fmaxf(x, rules.p_floor);
-          }
-          const float res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
-          tally.score(res, rules.exp_tau);
-          if (!(fabsf(res) <= rules.exp_tau)) {
-            ++tally.detected;
-            if (fix) {  // recompute the group's exps
-#pragma unroll
-              for (int l = 0; l < C::NT; ++l) {
-                const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
-                const float pv = ex2(x);
-                const uint32_t w = pk[l][e / 2];
-                pk[l][e / 2] = (e & 1) ? H::pack(H::lo(w), pv) : H::pack(pv, H::hi(w));
-              }
-              ++tally.recomputed;
-            }
-          }
-        }
-      }
-
-      // ---- rescale factor, row sum ------------------------------------------------------------------
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float arg = m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2;
-        alpha[h] = ex2(arg);
-        if (hit) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
-        if (C::kSnvr) {
-          const float a = fmaxf(arg, -126.f);
-          const float ra = fmaxf(finite_or_inf(lg2(alpha[h])), -126.f) - a;
-          const float ta = 2.f * rules.u_mufu * 1.4426950408889634f * 1.01f + rules.u_mufu * (1.f + fabsf(a));
-          tally.score(ra, ta);
-          if (!(fabsf(ra) <= ta) || alpha[h] > 1.f) {
-            ++tally.detected;
-            if (fix) {
-              alpha[h] = ex2(arg);
-              ++tally.recomputed;
-            }
-          }
-          const float targ = mt[h] == -INFINITY ? -INFINITY : (mt[h] - mnew[h]) * sl2;
-          lb[h] = lb[h] * alpha[h] + ex2(targ);
-        }
-        float part = 0.f;
-#pragma unroll
-        for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
-        lsum[h] = row_sum_step(alpha[h], lsum[h], part);
-        if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
-        if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
-        m[h] = mnew[h];
-      }
+      float alpha[2];
+      softmax_tile<C>(s, pk, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally);
 
       // ---- GEMM II: O = diag(alpha) O + P V (and the checksum blocks) -------------------------------
 #pragma unroll
@@ -806,135 +1004,11 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           for (int e = 0; e < 4; ++e)
             o[n][e] = maybe_fault(o[n][e], fault, p, FTGEN_ATTN_SITE_O, n * 4 + e, j, qrow[e / 2], n * 8 + cq + (e & 1));
       }
-      if (C::kStrided && !C::kUnified) {
-        // strided: the O checksums after every tile, unnormalized: the threshold's scale is the accumulated group
-        // magnitude oc[3] (model.o_threshold), the weighted checksum's rounding bound max |Vc2| times the running row sum
-        float lf[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
-          lf[h] = fmaxf(t + __shfl_xor_sync(0xffffffffu, t, 2), 1e-30f);
-        }
-        const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + (j + 1) + C::ND) +
-                           rules.u_in * rules.u_in;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float g1, g2;
-          group_sums(o, e, g1, g2);
-          const float c1 = oc[0][e] + oc[1][e];
-          const float r1 = c1 - g1, r2 = oc[2][e] - g2;
-          const float tau = oc[3][e] * unit;
-          const float tau2 = tau * (C::ND + 1) + rules.u_in * vmag2[e & 1] * lf[e / 2];
-          tally.score(r1, tau);
-          if (!(fabsf(r1) <= tau) || !isfinite(r1)) {
-            ++tally.detected;
-            if (!fix) continue;
-            const int pos = locate_group(o, e, r1, r2, tau2, rules.u32, isfinite(c1));
-            if (pos >= 0) {
-              correct_group(o, e, pos, c1);
-              ++tally.corrected;
-            } else {
-              redo = true;
-            }
-          }
-        }
-      }
+      if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, j, vmag2, rules, fix, tally)) redo = true;
     }  // key tiles
 
     // ---- row sum, 1/l, normalization, the unified verification ----------------------------------------
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
-      lfull[h] = t + __shfl_xor_sync(0xffffffffu, t, 2);
-      if (C::kSnvr) {
-        const int vis = C::kCausal ? min(p.seq_k, qrow[h] + 1) : p.seq_k;
-        const float tol = C::BN * rules.u_in + (n_tiles + 1) * 4.f * rules.u_mufu;
-        bool bad = !(lfull[h] >= lb[h] * (1.f - tol) && lfull[h] <= vis * (1.f + tol));
-        if (!C::kUnified) bad = bad || row_sum_differs(lsum[h], lneg[h]);  // this lane's copy or its duplicate is off
-        if (bad) {
-          ++tally.detected;
-          if (fix) redo = true;
-        }
-      }
-      inv[h] = 1.f / lfull[h];
-      if (C::kInject && inj && fault.index >= 0) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
-      if (C::kSnvr && !C::kUnified) {
-        const float ri = lfull[h] * inv[h] - 1.f;
-        if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
-          ++tally.detected;
-          if (fix) {
-            inv[h] = 1.f / lfull[h];
-            ++tally.recomputed;
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int n = 0; n < C::ND; ++n) {
-      o[n][0] *= inv[0];
-      o[n][1] *= inv[0];
-      o[n][2] *= inv[1];
-      o[n][3] *= inv[1];
-    }
-    if (C::kUnified) {
-      const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + n_tiles + 1 + C::ND) +
-                         rules.u_in * rules.u_in;
-      float r1[4], r2[4], c1[4], tau[4], tau2[4];
-      bool flagged[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float g1, g2;
-        group_sums(o, e, g1, g2);
-        c1[e] = (oc[0][e] + oc[1][e]) * inv[e / 2];
-        const float c2 = oc[2][e] * inv[e / 2];
-        r1[e] = c1[e] - g1 - 1.f;
-        r2[e] = c2 - g2;
-        // the P-weighted group magnitude, rescaled and normalized like O: sum_c w_c (1 + sum_l |V[c][g+8l]|)
-        tau[e] = oc[3][e] * inv[e / 2] * unit;
-        tau2[e] = tau[e] * (C::ND + 1) + rules.u_in * vmag2[e & 1];
-        tally.score(r1[e], tau[e]);
-        flagged[e] = !(fabsf(r1[e]) <= tau[e]) || !isfinite(r1[e]);  // a non-finite residual fails any threshold
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (!flagged[2 * h] && !flagged[2 * h + 1]) continue;
-        ++tally.detected;
-        if (!fix) continue;
-        bool quiet[2];
-#pragma unroll
-        for (int gi = 0; gi < 2; ++gi) {
-          const int e = 2 * h + gi;
-          quiet[gi] = fabsf(r1[e]) > 2.f * tau2[e] && fabsf(r2[e]) <= tau2[e] + 4.f * (C::ND + 1) * rules.u32 * fabsf(oc[2][e] * inv[h]);
-        }
-        if (flagged[2 * h] && flagged[2 * h + 1] && quiet[0] && quiet[1]) {
-          // a row scale (row sum or 1/l): (O_c1 - sum O) = l_mma / l' in both groups; O is off by that factor
-          const float f = r1[2 * h] + 1.f;
-          if (isfinite(f) && f > 0.f && fabsf(r1[2 * h + 1] - r1[2 * h]) <= 2.f * (tau[2 * h] + tau[2 * h + 1]) + 1e-3f * f) {
-#pragma unroll
-            for (int n = 0; n < C::ND; ++n) {
-              o[n][2 * h] /= f;
-              o[n][2 * h + 1] /= f;
-            }
-            ++tally.corrected;
-            continue;
-          }
-        }
-        bool all_fixed = true;
-#pragma unroll
-        for (int gi = 0; gi < 2; ++gi) {
-          const int e = 2 * h + gi;
-          if (!flagged[e]) continue;
-          const int pos = locate_group(o, e, r1[e], r2[e], tau2[e], rules.u32, isfinite(c1[e]));
-          if (pos >= 0) {
-            correct_group(o, e, pos, c1[e] - 1.f);
-          } else if (!(quiet[gi] && !flagged[2 * h + 1 - gi])) {  // quiet alone: only the checksum is off
-            all_fixed = false;
-          }
-        }
-        if (all_fixed) ++tally.corrected;
-        else redo = true;
-      }
-    }
+    if (finish_rows<C>(o, oc, st, vmag2, keys_seen, n_tiles, qrow, fault, p, inj, rules, fix, tally)) redo = true;
     const int again = __syncthreads_or(redo ? 1 : 0);
     if (again && attempt == 0) {
       if (redo) ++tally.recomputed;
@@ -968,7 +1042,7 @@ cudaError_t launch_flash(const ftgen_attention_problem* p, const Rules& rules, c
     encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * p->heads), C::kThreads, C::kSmem, stream>>>(*p);
   }
   const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
-  flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules);
+  flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules, nullptr);
   return cudaGetLastError();
 }
 

@@ -10,6 +10,8 @@ Backends:
 * ``mma`` (:mod:`.mma`) -- flash attention on ``mma.sync`` m16n8k16 (the paper's layout), unprotected or with the
   protection levels ``strided``, ``snvr``, ``efta`` fused into the kernel, and the three-kernel ``decoupled``
   baseline (:mod:`.model` is the NumPy model of every level, and says what each checks).
+* ``wgmma`` (:mod:`.wgmma`, ``params: {backend: wgmma}``, arch ``sm_90a``) -- the same levels (but decoupled) on
+  Hopper's warpgroup MMA with TMA loads and warp specialization.
 
 Every variant exports ``<symbol>(const ftgen_attention_problem* p, cudaStream_t stream)``
 (``templates/attention/ftgen_attention.h``).
@@ -26,6 +28,7 @@ from typing import Any, Mapping
 from ...errors import SpecError
 from ..base import Family, LauncherSignature, Variant, positive_int, suggest
 from .mma import MmaBackend
+from .wgmma import WgmmaBackend
 
 SHAPE_KEYS = ("batch", "heads", "seq", "seq_k")
 
@@ -34,7 +37,7 @@ class AttentionFamily(Family):
     name = "attention"
     description = "fused attention forward (flash, online softmax) with strided ABFT, SNVR and EFTA unified verification"
     shape_keys = SHAPE_KEYS
-    backends = (MmaBackend(),)
+    backends = (MmaBackend(), WgmmaBackend())
     default_shapes = ({"batch": 4, "heads": 32, "seq": 4096, "seq_k": 4096}, {"batch": 2, "heads": 16, "seq": 1000, "seq_k": 1000})
     campaign_shape = {"batch": 1, "heads": 4, "seq": 1024, "seq_k": 1024}
     template_dir = "attention"
@@ -43,6 +46,12 @@ class AttentionFamily(Family):
         args="p, stream",
         selector_args=("p->batch", "p->heads", "p->seq_q", "p->seq_k"),
     )
+
+    def backend(self, precision, protection, params) -> str:
+        """``params: {backend: wgmma}`` selects the Hopper backend; otherwise the mma backend."""
+        if params.get("backend") == "wgmma":
+            return "wgmma"
+        return super().backend(precision, protection, params)
 
     @property
     def bench_refs(self) -> tuple:

@@ -137,6 +137,7 @@ class MmaBackend(Backend):
         d, bn = v["head_dim"], v["block_n"]
         return {
             **v.common_context(),
+            "backend": "mma",
             "T": PRECISION_CTYPE[prec],
             "is_bf16": prec == "bf16",
             "head_dim": d,

@@ -1,0 +1,606 @@
+// ftgen attention, wgmma backend: flash attention forward on Hopper's warpgroup MMA (sm_90a): TMA loads of Q, K and
+// V into a pipeline of shared-memory stages (one producer warp), two consumer warpgroups of 64 query rows each, the
+// products on wgmma (S = Q K^T from shared memory, O += P V with P from registers), the protection levels of
+// ftgen/families/attention/model.py in the same steps as the mma backend (attention_mma.cuh: softmax_tile,
+// check_s, check_o_tile, finish_rows).
+//
+// The wgmma accumulator fragment of an m64nN tile repeats the m16n8 layout per warp: warp w of the warpgroup holds
+// rows 16 w + lane / 4 and + 8, and element 4 n + e of a thread is column 8 n + 2 (lane % 4) + e % 2 of row half e / 2.
+// The stride-8 column groups of a product are therefore thread-local as on mma.sync, and the strided checksums are
+// products of their own: S's 24 checksum columns Q Kc^T (Kc: the unit checksum's high and low halves and the weighted
+// checksum of each group of K's rows, 24 x head_dim) and O's 32 checksum columns P Vc (Vc: the same of V's columns
+// plus the group magnitudes, key x 32), each one more wgmma of N = 24 / 32 whose element e of n8 block c lands in the
+// thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
+// (encode_kernel, from the mma backend's encode_tile) and travel through the pipeline with their K and V tiles.
+//
+// What a check cannot locate is recomputed: the S tile by the warpgroup at once; the rows of a warpgroup whose O
+// check fails are flagged in the workspace and recomputed after the kernel by the mma backend's unprotected fused
+// kernel (redo_flags), a launch whose blocks return at once where no row was flagged.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/cutlass.h>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/pipeline/pipeline.hpp>
+
+// CUTLASS's Hopper FMHA example (in the nvidia-cutlass wheel beside the include directory): its TMA tile loader and
+// the wgmma helpers (the register-sourced variant of a tiled MMA, the accumulator as an A operand).
+#include "../examples/88_hopper_fmha/collective/fmha_collective_load.hpp"
+#include "../examples/88_hopper_fmha/collective/fmha_common.hpp"
+
+#include "attention_mma.cuh"
+
+namespace ftattn {
+namespace wg {
+
+using namespace cute;
+namespace fc = cutlass::fmha::collective;
+
+template <class T>
+struct CuteOf;
+template <>
+struct CuteOf<__half> {
+  using type = cutlass::half_t;
+};
+template <>
+struct CuteOf<__nv_bfloat16> {
+  using type = cutlass::bfloat16_t;
+};
+
+template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_>
+struct Config {
+  using T = T_;
+  using E = typename CuteOf<T>::type;
+  static constexpr int D = D_, BN = BN_, BM = 128, WM = 64;  // two consumer warpgroups of 64 rows
+  static constexpr bool kCausal = CAUSAL_;
+  static constexpr int kLevel = LEVEL_;
+  static constexpr bool kInject = INJECT_;
+  static constexpr bool kStrided = LEVEL_ == kLevelStrided || LEVEL_ == kLevelEfta;
+  static constexpr bool kSnvr = LEVEL_ == kLevelSnvr || LEVEL_ == kLevelEfta;
+  static constexpr bool kUnified = LEVEL_ == kLevelEfta;
+  static constexpr bool kProtected = LEVEL_ != kLevelNone;
+  static constexpr int NT = BN / 8, ND = D / 8;
+  static constexpr int kStages = STAGES_;
+  static constexpr int kThreads = 384, kConsumers = 256;
+  // the mma backend's configuration of the same tile: its encode_tile computes Kc, Vc and the group scalars
+  using Enc = ftattn::Config<T, D, 64, BN, CAUSAL_, LEVEL_, false>;
+  // the recomputation of flagged rows: the mma backend's unprotected fused kernel (64 rows a block)
+  using Redo = ftattn::Config<T, D, 64, 64, CAUSAL_, kLevelNone, false>;
+
+  using RowStride = cute::tuple<int, _1, cute::tuple<int, int>>;  // (rows, columns, (batch, head)), rows contiguous
+  using ColStride = cute::tuple<_1, int, cute::tuple<int, int>>;
+  using Cluster = Shape<_1, _1, _1>;
+  template <class Tile, class StrideB>
+  using Mma = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E, RowStride, 8, E, StrideB, 8, float, Tile, Cluster,
+      cutlass::gemm::collective::StageCount<kStages>, cutlass::gemm::KernelTmaWarpSpecialized>::CollectiveOp;
+  using TileQK = Shape<_64, Int<BN>, Int<D>>;
+  using TilePV = Shape<_64, Int<D>, Int<BN>>;
+  using TileQKc = Shape<_64, _32, Int<D>>;  // 24 checksum rows and 8 of zeros (cute's TMA tiles want 32)
+  using TilePVc = Shape<_64, _32, Int<BN>>;
+  using MmaQK = Mma<TileQK, RowStride>;
+  using MmaPV = Mma<TilePV, ColStride>;  // B = V as (head_dim, keys)
+  using MmaQKc = Mma<TileQKc, RowStride>;
+  using MmaPVc = Mma<TilePVc, RowStride>;  // B = Vc^T (32, keys)
+  using TiledQK = typename MmaQK::TiledMma;
+  using TiledQKc = typename MmaQKc::TiledMma;
+  using TiledPV = decltype(fc::convert_to_gmma_rs(typename MmaPV::TiledMma{}));
+  using TiledPVc = decltype(fc::convert_to_gmma_rs(typename MmaPVc::TiledMma{}));
+  using LayoutQ = decltype(fc::unstageSmemLayout(typename MmaQK::SmemLayoutA{}, Int<2>{}));
+  using LayoutK = typename MmaQK::SmemLayoutB;
+  using LayoutV = typename MmaPV::SmemLayoutB;
+  using LayoutKc = typename MmaQKc::SmemLayoutB;
+  using LayoutVc = typename MmaPVc::SmemLayoutB;
+  using Pipe = cutlass::PipelineTmaAsync<kStages>;
+  using PipeQ = cutlass::PipelineTmaAsync<2>;
+  using TmaQ = typename MmaQK::Params::TMA_A;
+  using TmaK = typename MmaQK::Params::TMA_B;
+  using TmaV = typename MmaPV::Params::TMA_B;
+  using TmaKc = typename MmaQKc::Params::TMA_B;
+  using TmaVc = typename MmaPVc::Params::TMA_B;
+  static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = 32 * D * 2, kVcBytes = 32 * BN * 2;
+
+  struct Checksums {
+    union {
+      cute::array_aligned<E, cute::cosize_v<LayoutKc>, 1024> kc;
+      cute::array_aligned<E, cute::cosize_v<LayoutVc>, 1024> vc;
+    };
+  };
+  struct Smem {
+    cute::array_aligned<E, cute::cosize_v<LayoutQ>, 1024> q;
+    union {
+      cute::array_aligned<E, cute::cosize_v<LayoutK>, 1024> k;
+      cute::array_aligned<E, cute::cosize_v<LayoutV>, 1024> v;
+    };
+    std::conditional_t<kStrided, Checksums, char> c;
+    alignas(16) typename Pipe::SharedStorage pipe;
+    alignas(16) typename PipeQ::SharedStorage pipe_q;
+  };
+  static constexpr int kSmem = static_cast<int>(sizeof(Smem)) + 1024;  // + the alignment of the dynamic base
+
+  struct Params {
+    TmaQ tma_q;
+    TmaK tma_k;
+    TmaV tma_v;
+    TmaKc tma_kc;
+    TmaVc tma_vc;
+    ftgen_attention_problem p;
+    Rules rules;
+    int n_tiles, seq_pad;
+    const float* scal;  // per (batch * head, key tile): the group key-norm sums [8], ||Kc2[g]||^2 [8], max |Vc2| [8]
+    int* redo;          // per (batch * head, 64 query rows): recompute these rows
+  };
+};
+
+// ---- the workspace of the protected levels -----------------------------------------------------------------------
+// The strided levels' Kc [bh][tile * 32 + row][D] (rows 24-31 zero), Vc^T [bh][32][seq_pad] (T) and scalars [bh][tile][24] (float),
+// and every protected level's redo flags [bh][64-row block] (int, written by the kernel for every block of rows),
+// each 256-byte aligned.
+template <class C>
+struct Workspace {
+  size_t kc, vc, scal, redo, bytes;
+  __host__ __device__ explicit Workspace(const ftgen_attention_problem& p) {
+    const size_t bh = static_cast<size_t>(p.batch) * p.heads, tiles = (p.seq_k + C::BN - 1) / C::BN;
+    const auto up = [](size_t x) { return (x + 255) / 256 * 256; };
+    const size_t n = C::kStrided ? 1 : 0;
+    kc = 0;
+    vc = kc + n * up(bh * tiles * 32 * C::D * 2);
+    scal = vc + n * up(bh * 32 * tiles * C::BN * 2);
+    redo = scal + n * up(bh * tiles * 24 * 4);
+    bytes = redo + up(bh * ((p.seq_q + 63) / 64) * 4);
+  }
+};
+
+template <class C>
+size_t workspace(const ftgen_attention_problem* p) {
+  return C::kProtected ? Workspace<C>(*p).bytes : 0;
+}
+
+// The encodings of one key tile (the mma backend's encode_tile) into the workspace layout.
+template <class C>
+__global__ void __launch_bounds__(C::Enc::kThreads) encode_kernel(ftgen_attention_problem p) {
+  using Enc = typename C::Enc;
+  using T = typename C::T;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem + Enc::kSmemQ);
+  T* sV = reinterpret_cast<T*>(smem + Enc::kSmemQ + Enc::kSmemK);
+  float* sF = reinterpret_cast<float*>(smem + Enc::kSmemQ + Enc::kSmemK + Enc::kSmemV);
+  float* sKn = sF;
+  float* sG = sF + Enc::BN + Enc::BM;
+  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y, tiles = gridDim.x, seq_pad = tiles * C::BN;
+  const Workspace<C> w(p);
+  unsigned char* base = static_cast<unsigned char*>(p.workspace);
+  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  stage<Enc>(sK, Enc::LDK, K, tile * C::BN, C::BN, p.seq_k);
+  stage<Enc>(sV, Enc::LDV, V, tile * C::BN, C::BN, p.seq_k);
+  if (tid < 16) sG[tid] = 0.f;
+  __syncthreads();
+  encode_tile<Enc>(sK, sV, sKn, sG, tid);
+  __syncthreads();
+  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(bh) * tiles + tile) * 32 * C::D;
+  constexpr int kRowVec = C::D * 2 / 16;
+  for (int i = tid; i < 32 * kRowVec; i += Enc::kThreads) {
+    const int rr = i / kRowVec, c = i % kRowVec;
+    reinterpret_cast<uint4*>(kc)[i] = rr < 24 ? reinterpret_cast<const uint4*>(sK + (C::BN + rr) * Enc::LDK)[c] : make_uint4(0, 0, 0, 0);
+  }
+  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(bh) * 32 * seq_pad + tile * C::BN;
+  for (int i = tid; i < 32 * C::BN; i += Enc::kThreads) {
+    const int c = i / C::BN, key = i % C::BN;
+    vc[static_cast<long long>(c) * seq_pad + key] = sV[key * Enc::LDV + C::D + c];
+  }
+  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(bh) * tiles + tile) * 24;
+  if (tid < 8) {
+    float kn = 0.f;
+    for (int l = 0; l < C::NT; ++l) kn += sKn[tid + 8 * l];
+    sc[tid] = kn;
+  } else if (tid < 24) {
+    sc[tid] = sG[tid - 8];
+  }
+}
+
+// OR of a predicate over the `count` threads of named barrier `id`.
+__device__ __forceinline__ bool bar_or(bool pred, int id, int count) {
+  int r;
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n barrier.red.or.pred p, %2, %3, p;\n selp.s32 %0, 1, 0, p;\n}\n"
+      : "=r"(r)
+      : "r"(pred ? 1 : 0), "r"(id), "r"(count));
+  return r != 0;
+}
+
+// A fragment's registers as the [n8 block][4] array of the m16n8 layout.
+template <int N, class Frag>
+__device__ __forceinline__ float (&as_blocks(Frag& f))[N][4] {
+  return *reinterpret_cast<float(*)[N][4]>(raw_pointer_cast(f.data()));
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__ typename C::Params prm) {
+  using E = typename C::E;
+  using Pipe = typename C::Pipe;
+  using PipeQ = typename C::PipeQ;
+  extern __shared__ char smem_raw[];
+  auto& sm = *reinterpret_cast<typename C::Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const ftgen_attention_problem& p = prm.p;
+
+  const int warp_group = threadIdx.x / 128, warp_in_group = (threadIdx.x / 32) % 4;
+  const int lane_predicate = cute::elect_one_sync();
+  const int m_block = blockIdx.x, bh = blockIdx.y, b = bh / p.heads, h = bh % p.heads;
+  const int m_base = m_block * C::BM;
+  int n_tiles = prm.n_tiles;
+  if (C::kCausal) n_tiles = min(n_tiles, (min(m_base + C::BM, p.seq_q) + C::BN - 1) / C::BN);
+
+  if (threadIdx.x == 0) {
+    cute::prefetch_tma_descriptor(prm.tma_q.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(prm.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(prm.tma_v.get_tma_descriptor());
+    if constexpr (C::kStrided) {
+      cute::prefetch_tma_descriptor(prm.tma_kc.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(prm.tma_vc.get_tma_descriptor());
+    }
+  }
+  typename Pipe::Params pp;
+  pp.transaction_bytes = C::kKVBytes;
+  pp.is_leader = warp_group == 0 && warp_in_group == 0 && lane_predicate;
+  pp.num_consumers = C::kConsumers;
+  pp.role = warp_group == 0 ? (warp_in_group == 0 ? Pipe::ThreadCategory::Producer : Pipe::ThreadCategory::NonParticipant)
+                            : Pipe::ThreadCategory::Consumer;
+  typename PipeQ::Params pq;
+  pq.transaction_bytes = C::kQBytes;
+  pq.is_leader = pp.is_leader;
+  pq.num_consumers = 128;
+  pq.role = warp_group == 0 ? (warp_in_group == 0 ? PipeQ::ThreadCategory::Producer : PipeQ::ThreadCategory::NonParticipant)
+                            : PipeQ::ThreadCategory::Consumer;
+  Pipe pipe(sm.pipe, pp, Shape<_1, _1, _1>{});
+  PipeQ pipe_q(sm.pipe_q, pq, Shape<_1, _1, _1>{});
+  __syncthreads();
+
+  auto blk = make_coord(m_block, _0{}, make_coord(b, h));
+  if (warp_group == 0) {
+    // ---- producer: Q of both warpgroups, then K (with Kc) and V (with Vc) tile by tile -------------------------
+    cutlass::arch::warpgroup_reg_dealloc<24>();
+    if (warp_in_group != 0) return;
+    const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
+    fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q,
+                                                                                                      *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutQ>>*>(&sm.q)};
+    fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{
+        prm.tma_k, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutK>>*>(&sm.k)};
+    fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{
+        prm.tma_v, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutV>>*>(&sm.v)};
+    auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, 2);
+    auto state_k = load_k.init_state(_0{}, ps, typename C::TileQK{}, blk, n_tiles);
+    auto state_v = load_v.init_state(_0{}, ps, typename C::TilePV{}, blk, n_tiles);
+    typename cutlass::PipelineState<C::kStages> wr = cutlass::make_producer_start_state<Pipe>();
+    typename cutlass::PipelineState<2> wq = cutlass::make_producer_start_state<PipeQ>();
+    auto q_iter = cute::make_coord_iterator(Int<2>{});
+    auto k_iter = cute::make_coord_iterator(n_tiles);
+    int nq = 2, nk = n_tiles, nv = n_tiles;
+    if constexpr (C::kStrided) {
+      const auto ps_kc = make_shape(p.batch, p.heads, p.seq_q, prm.n_tiles * 32, static_cast<int>(C::D));
+      const auto ps_vc = make_shape(p.batch, p.heads, p.seq_q, prm.seq_pad, 32);
+      fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKc, typename C::TmaKc> load_kc{
+          prm.tma_kc, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutKc>>*>(&sm.c.kc)};
+      fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{
+          prm.tma_vc, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutVc>>*>(&sm.c.vc)};
+      auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileQKc{}, blk, n_tiles);
+      auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk, n_tiles);
+      int nkc = n_tiles, nvc = n_tiles;
+      const auto kv = [&](bool first) {
+        if (lane_predicate && nk > 0) pipe.producer_acquire(wr);
+        if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);
+        load_k.template step<false, false, false>(k_iter, state_k, wr, lane_predicate, nk);
+        load_kc.template step<false, true, false>(k_iter, state_kc, wr, lane_predicate, nkc);
+        if (first) load_q.step(q_iter, state_q, wq, lane_predicate, nq);
+        if (lane_predicate && nv > 0) pipe.producer_acquire(wr);
+        if (lane_predicate && nv > 0) pipe.producer_expect_transaction(wr, C::kVcBytes);
+        load_v.template step<false, false, false>(k_iter, state_v, wr, lane_predicate, nv);
+        load_vc.template step<true, true, false>(k_iter, state_vc, wr, lane_predicate, nvc);
+      };
+      load_q.step(q_iter, state_q, wq, lane_predicate, nq);
+      kv(true);
+      while (nk > 0) kv(false);
+    } else {
+      load_q.step(q_iter, state_q, wq, lane_predicate, nq);
+      load_k.template step<false>(k_iter, state_k, wr, lane_predicate, nk);
+      load_q.step(q_iter, state_q, wq, lane_predicate, nq);
+      load_v.template step<true>(k_iter, state_v, wr, lane_predicate, nv);
+      while (nk > 0) {
+        load_k.template step<false>(k_iter, state_k, wr, lane_predicate, nk);
+        load_v.template step<true>(k_iter, state_v, wr, lane_predicate, nv);
+      }
+    }
+    // keep the producer's barriers alive until the consumers are done with the last stages
+    if (lane_predicate) pipe.producer_tail(wr);
+    return;
+  }
+
+  // ---- consumers -------------------------------------------------------------------------------------------------
+  cutlass::arch::warpgroup_reg_alloc<240>();
+  const int ctid = threadIdx.x - 128, wg = ctid / 128, wtid = ctid % 128, warp = wtid / 32, lane = wtid % 32;
+  const int r = lane / 4, cq = (lane % 4) * 2;
+  const int wg_row0 = m_base + wg * C::WM;
+  const int qrow[2] = {wg_row0 + warp * 16 + r, wg_row0 + warp * 16 + r + 8};
+  const long long block = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
+  const float scale = p.scale > 0.f ? p.scale : rsqrtf(static_cast<float>(C::D));
+  const float sl2 = scale * 1.4426950408889634f;
+  const bool fix = !p.no_correct;
+  const Rules& rules = prm.rules;
+  ThreadFault fault{-1, -1, 0, 0, 0, 0, 0.0};
+  if (C::kInject && p.faults) fault = find_fault(p, block, ctid);
+  Tally tally;
+
+  typename C::TiledQK mma_qk;
+  typename C::TiledQKc mma_qkc;
+  typename C::TiledPV mma_pv;
+  typename C::TiledPVc mma_pvc;
+  auto thr_qk = mma_qk.get_thread_slice(wtid);
+  auto thr_qkc = mma_qkc.get_thread_slice(wtid);
+  auto thr_pv = mma_pv.get_thread_slice(wtid);
+  auto thr_pvc = mma_pvc.get_thread_slice(wtid);
+  Tensor sQ = make_tensor(make_smem_ptr(sm.q.data()), typename C::LayoutQ{});
+  Tensor sK = make_tensor(make_smem_ptr(sm.k.data()), typename C::LayoutK{});
+  Tensor sV = make_tensor(make_smem_ptr(sm.v.data()), typename C::LayoutV{});
+  Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));
+  Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));
+  Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sV));
+  Tensor acc_s = partition_fragment_C(mma_qk, Shape<_64, Int<C::BN>>{});
+  Tensor acc_o = partition_fragment_C(mma_pv, Shape<_64, Int<C::D>>{});
+  Tensor acc_sc = partition_fragment_C(mma_qkc, Shape<_64, _32>{});
+  Tensor acc_oc = partition_fragment_C(mma_pvc, Shape<_64, _32>{});
+  Tensor tOrP = make_fragment_like<E>(fc::convert_c_layout_to_a_layout(acc_s.layout(), shape<1>(typename C::TiledPV::LayoutA_TV{})));
+  static_assert(sizeof(acc_s) == sizeof(float) * 4 * C::NT && sizeof(acc_o) == sizeof(float) * 4 * C::ND, "fragment sizes");
+  static_assert(sizeof(tOrP) == sizeof(uint32_t) * 2 * C::NT, "P fragment size");
+  float(&s)[C::NT][4] = as_blocks<C::NT>(acc_s);
+  float(&o)[C::ND][4] = as_blocks<C::ND>(acc_o);
+  float(&sc)[4][4] = as_blocks<4>(acc_sc);
+  float(&oc)[4][4] = as_blocks<4>(acc_oc);
+  uint32_t(&pw)[C::NT][2] = *reinterpret_cast<uint32_t(*)[C::NT][2]>(raw_pointer_cast(tOrP.data()));
+
+  typename cutlass::PipelineState<C::kStages> rd;
+  typename cutlass::PipelineState<2> rq;
+  rq.advance(wg);
+  pipe_q.consumer_wait(rq);
+  const int qs = rq.index();
+
+  // the norms of the thread's two query rows (strided levels), the quad's four lanes each a quarter of head_dim
+  float qn[2] = {0.f, 0.f};
+  if constexpr (C::kStrided) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float acc = 0.f;
+      const int row = warp * 16 + r + 8 * hh;
+#pragma unroll 8
+      for (int k = lane % 4; k < C::D; k += 4) {
+        const float x = static_cast<float>(sQ(row, k, qs));
+        acc = fmaf(x, x, acc);
+      }
+      acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+      acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+      qn[hh] = sqrtf(acc);
+    }
+  }
+
+  Rows st;
+  float vmag2[2] = {0.f, 0.f};
+  bool redo = false;
+  clear(acc_o);
+  clear(acc_oc);
+  mma_pv.accumulate_ = GMMA::ScaleOut::One;
+  mma_pvc.accumulate_ = GMMA::ScaleOut::One;
+  int keys_seen = 0;
+  typename cutlass::PipelineState<C::kStages> v_prev;
+
+  // after tile jj's second product has completed: its O fault, the strided level's O check
+  const auto after_pv = [&](int jj) {
+    if (C::kInject && fault.index >= 0 && fault.step == jj) {
+#pragma unroll
+      for (int n = 0; n < C::ND; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          o[n][e] = maybe_fault(o[n][e], fault, p, FTGEN_ATTN_SITE_O, n * 4 + e, jj, qrow[e / 2], n * 8 + cq + (e & 1));
+    }
+    if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
+  };
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int k0 = j * C::BN;
+    keys_seen += C::BN;
+    const bool hit = C::kInject && fault.index >= 0 && fault.step == j;
+    float kn[2], kc2[2];
+    if constexpr (C::kStrided) {
+      const float* scj = prm.scal + (static_cast<long long>(bh) * prm.n_tiles + j) * 24;
+      kn[0] = __ldg(scj + cq), kn[1] = __ldg(scj + cq + 1);
+      kc2[0] = __ldg(scj + 8 + cq), kc2[1] = __ldg(scj + 8 + cq + 1);
+      vmag2[0] = fmaxf(vmag2[0], __ldg(scj + 16 + cq)), vmag2[1] = fmaxf(vmag2[1], __ldg(scj + 16 + cq + 1));
+    }
+
+    // ---- GEMM I: S = Q K^T (and the checksum columns) --------------------------------------------------------
+    pipe.consumer_wait(rd);
+    const int ks = rd.index();
+    warpgroup_fence_operand(acc_s);
+    warpgroup_fence_operand(acc_sc);
+    warpgroup_arrive();
+    fc::gemm_zero_acc(mma_qk, tSrQ(_, _, _, qs), tSrK(_, _, _, ks), acc_s);
+    if constexpr (C::kStrided) {
+      Tensor sKc = make_tensor(make_smem_ptr(sm.c.kc.data()), typename C::LayoutKc{});
+      fc::gemm_zero_acc(mma_qkc, thr_qkc.make_fragment_A(thr_qkc.partition_A(sQ))(_, _, _, qs),
+                        thr_qkc.make_fragment_B(thr_qkc.partition_B(sKc))(_, _, _, ks), acc_sc);
+    }
+    warpgroup_commit_batch();
+    auto k_state = rd;
+    ++rd;
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc_s);
+    warpgroup_fence_operand(acc_sc);
+    warpgroup_fence_operand(acc_o);
+    warpgroup_fence_operand(acc_oc);
+    if (j > 0) {
+      after_pv(j - 1);
+      pipe.consumer_release(v_prev);
+    }
+    if (hit) {
+#pragma unroll
+      for (int n = 0; n < C::NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[n][e] = maybe_fault(s[n][e], fault, p, FTGEN_ATTN_SITE_QK, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+    }
+    if constexpr (C::kStrided) {
+      const bool again = check_s(s, reinterpret_cast<const float(&)[3][4]>(sc), qn, kn, kc2, C::D, rules, fix, tally);
+      if (bar_or(again, 2 + wg, 128)) {  // not located: the warpgroup recomputes its S tile
+        if (again) ++tally.recomputed;
+        warpgroup_fence_operand(acc_s);
+        warpgroup_arrive();
+        fc::gemm_zero_acc(mma_qk, tSrQ(_, _, _, qs), tSrK(_, _, _, ks), acc_s);
+        warpgroup_commit_batch();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc_s);
+      }
+    }
+    pipe.consumer_release(k_state);
+
+    // ---- mask, softmax ------------------------------------------------------------------------------------
+    if (k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0)) {
+#pragma unroll
+      for (int n = 0; n < C::NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + n * 8 + cq + (e & 1);
+          if (!(key < p.seq_k && (!C::kCausal || key <= qrow[e / 2]))) s[n][e] = -INFINITY;
+        }
+    }
+    float alpha[2];
+    softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally);
+
+    // ---- GEMM II: O = diag(alpha) O + P V (and the checksum columns) ------------------------------------------
+#pragma unroll
+    for (int n = 0; n < C::ND; ++n) {
+      o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+    }
+    if constexpr (C::kStrided) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        oc[c][0] *= alpha[0], oc[c][1] *= alpha[0], oc[c][2] *= alpha[1], oc[c][3] *= alpha[1];
+      }
+    }
+    pipe.consumer_wait(rd);
+    const int vs = rd.index();
+    warpgroup_fence_operand(acc_o);
+    warpgroup_fence_operand(acc_oc);
+    warpgroup_fence_operand(tOrP);
+    warpgroup_arrive();
+    cute::gemm(mma_pv, tOrP, tOrV(_, _, _, vs), acc_o);
+    if constexpr (C::kStrided) {
+      Tensor sVc = make_tensor(make_smem_ptr(sm.c.vc.data()), typename C::LayoutVc{});
+      cute::gemm(mma_pvc, tOrP, thr_pvc.make_fragment_B(thr_pvc.partition_B(sVc))(_, _, _, vs), acc_oc);
+    }
+    warpgroup_commit_batch();
+    v_prev = rd;
+    ++rd;
+  }
+  warpgroup_wait<0>();
+  warpgroup_fence_operand(acc_o);
+  warpgroup_fence_operand(acc_oc);
+  if (n_tiles > 0) {
+    after_pv(n_tiles - 1);
+    pipe.consumer_release(v_prev);
+  }
+
+  // ---- row sums, 1/l, normalization, the unified verification --------------------------------------------------
+  if (finish_rows<C>(o, oc, st, vmag2, keys_seen, n_tiles, qrow, fault, p, C::kInject, rules, fix, tally)) redo = true;
+  if constexpr (C::kProtected) {
+    const bool any = bar_or(redo, 2 + wg, 128);
+    if (redo) ++tally.recomputed;
+    if (wtid == 0 && wg_row0 < p.seq_q) prm.redo[static_cast<long long>(bh) * ((p.seq_q + 63) / 64) + wg_row0 / 64] = any ? 1 : 0;
+  }
+
+  // ---- store O -----------------------------------------------------------------------------------------------
+  using H = Half<typename C::T>;
+  typename C::T* O = static_cast<typename C::T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D;
+#pragma unroll
+  for (int n = 0; n < C::ND; ++n)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh)
+      if (qrow[hh] < p.seq_q)
+        *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[hh]) * C::D + n * 8 + cq) = H::pack(o[n][2 * hh], o[n][2 * hh + 1]);
+
+  if constexpr (C::kProtected) {
+    // the counters once per warpgroup (Tally::flush_block over its 128 threads; a fault corrupts the rows of one
+    // warpgroup only). A barrier over both warpgroups' 256 threads (named barrier 1) hung on the GPU.
+    const int b = 2 + wg;
+    const bool d = bar_or(tally.detected > 0, b, 128), co = bar_or(tally.corrected > 0, b, 128);
+    const bool re = bar_or(tally.recomputed > 0, b, 128), un = bar_or(tally.uncorrectable > 0, b, 128);
+    if (p.counters) {
+      if (wtid == 0) {
+        if (d) atomicAdd(&p.counters->detected, 1ull);
+        if (co) atomicAdd(&p.counters->corrected, 1ull);
+        if (re) atomicAdd(&p.counters->recomputed, 1ull);
+        if (un) atomicAdd(&p.counters->uncorrectable, 1ull);
+      }
+      if (tally.max_score > 0.f) ftgen::record_score(p.counters, static_cast<double>(tally.max_score));
+    }
+  }
+}
+
+template <class C>
+cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
+  using E = typename C::E;
+  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
+  if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
+  if (C::kProtected && !p->workspace) return cudaErrorInvalidValue;  // workspace() bytes: encodings, redo flags
+  const int B = p->batch, Hh = p->heads, Lq = p->seq_q, Lk = p->seq_k, D = C::D;
+  const int tiles = (Lk + C::BN - 1) / C::BN, seq_pad = tiles * C::BN;
+  typename C::Params prm{};
+  prm.p = *p;
+  prm.rules = rules;
+  prm.n_tiles = tiles;
+  prm.seq_pad = seq_pad;
+  using RS = typename C::RowStride;
+  using CS = typename C::ColStride;
+  const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)}, dk{D, _1{}, make_tuple(Hh * Lk * D, Lk * D)};
+  const auto* q = static_cast<const E*>(p->q);
+  const auto* k = static_cast<const E*>(p->k);
+  const auto* v = static_cast<const E*>(p->v);
+  auto pqk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hh)), typename C::MmaQK::Arguments{q, dq, k, dk},
+                                               nullptr);
+  auto ppv = C::MmaPV::to_underlying_arguments(make_shape(Lq, D, Lk, make_shape(B, Hh)),
+                                               typename C::MmaPV::Arguments{k, dk, v, CS{_1{}, D, make_tuple(Hh * Lk * D, Lk * D)}}, nullptr);
+  prm.tma_q = pqk.tma_load_a;
+  prm.tma_k = pqk.tma_load_b;
+  prm.tma_v = ppv.tma_load_b;
+  if constexpr (C::kStrided) {
+    const Workspace<C> w(*p);
+    unsigned char* base = static_cast<unsigned char*>(p->workspace);
+    const auto* kc = reinterpret_cast<const E*>(base + w.kc);
+    const auto* vc = reinterpret_cast<const E*>(base + w.vc);
+    auto pkc = C::MmaQKc::to_underlying_arguments(
+        make_shape(Lq, tiles * 32, D, make_shape(B, Hh)),
+        typename C::MmaQKc::Arguments{q, dq, kc, RS{D, _1{}, make_tuple(Hh * tiles * 32 * D, tiles * 32 * D)}}, nullptr);
+    auto pvc = C::MmaPVc::to_underlying_arguments(
+        make_shape(Lq, 32, seq_pad, make_shape(B, Hh)),
+        typename C::MmaPVc::Arguments{q, dq, vc, RS{seq_pad, _1{}, make_tuple(Hh * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
+    prm.tma_kc = pkc.tma_load_b;
+    prm.tma_vc = pvc.tma_load_b;
+    prm.scal = reinterpret_cast<const float*>(base + w.scal);
+    using Enc = typename C::Enc;
+    if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, Enc::kSmem); e != cudaSuccess) return e;
+    encode_kernel<C><<<dim3(static_cast<unsigned>(tiles), B * Hh), Enc::kThreads, Enc::kSmem, stream>>>(*p);
+  }
+  if constexpr (C::kProtected) prm.redo = reinterpret_cast<int*>(static_cast<unsigned char*>(p->workspace) + Workspace<C>(*p).redo);
+  if (const cudaError_t e = ftgen::set_smem(kernel<C>, C::kSmem); e != cudaSuccess) return e;
+  kernel<C><<<dim3((Lq + C::BM - 1) / C::BM, B * Hh), C::kThreads, C::kSmem, stream>>>(prm);
+  if constexpr (C::kProtected) {
+    // the rows a warpgroup could not correct, recomputed by the mma backend's fused kernel (unprotected, no faults)
+    using R = typename C::Redo;
+    if (const cudaError_t e = ftgen::set_smem(flash_kernel<R>, R::kSmem); e != cudaSuccess) return e;
+    ftgen_attention_problem q2 = *p;
+    q2.faults = nullptr, q2.fault_records = nullptr, q2.fault_count = 0, q2.counters = nullptr;
+    flash_kernel<R><<<dim3((Lq + R::BM - 1) / R::BM, B * Hh), R::kThreads, R::kSmem, stream>>>(q2, rules, prm.redo);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace wg
+}  // namespace ftattn

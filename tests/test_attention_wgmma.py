@@ -1,0 +1,94 @@
+"""The attention family's wgmma backend without a GPU: selection by params backend, names, its constraints (sm_90a
+only, no decoupled level, stages that fit shared memory), bad specs exit 2, and an nvcc compile of an snvr variant
+with injection for sm_90a against the CUTLASS headers of the nvidia-cutlass wheel."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from ftgen.build import find_nvcc
+from ftgen.cli import main
+from ftgen.codegen.emit import render_spec
+from ftgen.errors import SpecError
+from ftgen.families.attention.wgmma import SMEM_LIMIT, auto_stages, smem_bytes
+from ftgen.paths import cutlass_include_dir
+from ftgen.spec import load_spec_text
+
+HEAD = "name: t\nfamily: attention\narch: [sm_90a]\n"
+
+
+def _variants(text: str):
+    return load_spec_text(HEAD + text, "t.yaml").variants
+
+
+def test_params_backend_selects_wgmma_and_the_name_says_so():
+    vs = _variants("precision: [fp16, bf16]\nprotection: {scheme: [none, abft], level: snvr, inject: true}\n"
+                   "params: {backend: wgmma, head_dim: [64, 128], causal: [false, true]}\n")
+    names = sorted(v.name for v in vs)
+    assert len(names) == 16 and all(v.backend == "wgmma" for v in vs)
+    assert "attn_f16_none_wgmma_d128_nc_128x128_s5" in names
+    assert "attn_bf16_abft-snvr_wgmma_d128_c_128x128_s5_inj" in names
+    (v,) = _variants("params: {backend: wgmma, head_dim: 64, block_n: 64, stages: 3}\n")
+    assert v.name == "attn_f16_none_wgmma_d64_nc_128x64_s3"
+
+
+def test_stages_auto_is_the_most_that_fit():
+    assert auto_stages(128, 128, False) == 5 and auto_stages(128, 128, True) == 4  # the checksum stages leave room for four
+    for d in (64, 128):
+        for bn in (64, 128):
+            for strided in (False, True):
+                n = auto_stages(d, bn, strided)
+                assert smem_bytes(d, bn, n, strided) <= SMEM_LIMIT
+                assert n == 5 or smem_bytes(d, bn, n + 1, strided) > SMEM_LIMIT
+
+
+@pytest.mark.parametrize("body,message", [
+    ("arch: [sm_90]\nparams: {backend: wgmma}", "builds for sm_90a only"),
+    ("protection: {scheme: abft, level: decoupled}\nparams: {backend: wgmma}", "decoupled baseline runs on the mma backend"),
+    ("protection: {scheme: abft, level: efta}\nparams: {backend: wgmma}", "does not run yet"),
+    ("protection: {scheme: abft, level: strided}\nparams: {backend: wgmma}", "does not run yet"),
+])
+def test_rejected_points_say_why(body, message):
+    text = (HEAD.replace("arch: [sm_90a]\n", "") if body.startswith("arch") else HEAD) + body + "\n"
+    with pytest.raises(SpecError) as e:
+        load_spec_text(text, "t.yaml")
+    assert message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("params: {backend: wgmma, block_n: 32}", "block_n 32: the wgmma backend takes 64, 128"),
+    ("params: {backend: wgmma, stages: 7}", "params.stages: 7 is not one of 0, 2, 3, 4, 5"),
+])
+def test_bad_specs_exit_2_and_write_nothing(tmp_path, capsys, body, message):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(HEAD.replace("name: t", "name: bad") + body + "\n")
+    out = tmp_path / "out"
+    assert main(["generate", str(spec), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+    assert not (out / "bad").exists()
+
+
+COMPILE_SPEC = HEAD + """\
+variants:
+  - {precision: bf16, protection: {scheme: abft, level: snvr, inject: true}, params: {backend: wgmma, head_dim: 128, causal: true}}
+"""
+
+
+@pytest.mark.compile
+def test_wgmma_variants_compile_for_sm90a(tmp_path):
+    nvcc, inc = find_nvcc(), cutlass_include_dir()
+    if nvcc is None or inc is None:
+        pytest.skip("nvcc or the CUTLASS headers (pip install nvidia-cutlass) not found")
+    files, manifest = render_spec(load_spec_text(COMPILE_SPEC, "c.yaml"))
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for v in manifest["variants"]:
+        name = v["kernel"]
+        cmd = [nvcc, "-std=c++17", "-O3", "-arch=sm_90a", "-DNDEBUG", "--expt-relaxed-constexpr", "-I", str(tmp_path / "common"),
+               "-I", str(tmp_path / name), "-I", str(inc), "-c", str(tmp_path / name / f"{name}.cu"), "-o", str(tmp_path / f"{name}.o")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
