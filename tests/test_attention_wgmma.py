@@ -4,16 +4,12 @@ with injection for sm_90a against the CUTLASS headers of the nvidia-cutlass whee
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
+from conftest import compile_sm90a
 
-from ftgen.build import find_nvcc
 from ftgen.cli import main
-from ftgen.codegen.emit import render_spec
 from ftgen.errors import SpecError
-from ftgen.families.attention.wgmma import SMEM_LIMIT, auto_stages, smem_bytes
-from ftgen.paths import cutlass_include_dir
+from ftgen.families.attention.wgmma import SMEM_LIMIT, WgmmaBackend, auto_stages, smem_bytes
 from ftgen.spec import load_spec_text
 
 HEAD = "name: t\nfamily: attention\narch: [sm_90a]\n"
@@ -79,16 +75,10 @@ variants:
 
 @pytest.mark.compile
 def test_wgmma_variants_compile_for_sm90a(tmp_path):
-    nvcc, inc = find_nvcc(), cutlass_include_dir()
-    if nvcc is None or inc is None:
-        pytest.skip("nvcc or the CUTLASS headers (pip install nvidia-cutlass) not found")
-    files, manifest = render_spec(load_spec_text(COMPILE_SPEC, "c.yaml"))
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    for v in manifest["variants"]:
-        name = v["kernel"]
-        cmd = [nvcc, "-std=c++17", "-O3", "-arch=sm_90a", "-DNDEBUG", "--expt-relaxed-constexpr", "-I", str(tmp_path / "common"),
-               "-I", str(tmp_path / name), "-I", str(inc), "-c", str(tmp_path / name / f"{name}.cu"), "-o", str(tmp_path / f"{name}.o")]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
+    from ftgen.codegen.emit import generate
+
+    spec = load_spec_text(COMPILE_SPEC, "c.yaml")
+    out = generate(spec, tmp_path / "gen")
+    for v in spec.variants:
+        d = out.out_dir / v.name
+        compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / f"{v.name}.o", options=WgmmaBackend.compile_options)

@@ -24,6 +24,7 @@ from ..families.base import (
     PRECISIONS,
     SCHEMES,
     Family,
+    Param,
     Protection,
     Variant,
     check_type,
@@ -351,6 +352,9 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
         else:
             defs = {p.name: p for p in family.param_defs(precision, prot)}
         unused = [k for k in params if k not in defs]
+        # the family checked each value against the union of its backends' parameters; the chosen backend's own
+        # definition judges it here (a value only another backend takes), where its constraints found nothing else
+        invalid = [r for r in (_backend_value_reason(pn, val, defs[pn], backend or family.name) for pn, val in params.items() if pn in defs) if r]
         full = {pname: params.get(pname, pdef.default[0]) for pname, pdef in defs.items()}
         # parameters the spec omitted take their default(s); several defaults expand too
         open_defaults = [(pn, pd.default) for pn, pd in defs.items() if pn not in params and len(pd.default) > 1]
@@ -368,7 +372,7 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
                 full2[pn] = val
             ordered = tuple((pn, full2[pn]) for pn in defs)
             v = Variant(family.name, precision, prot, ordered, tuple(archs), backend)
-            reasons = reasons_unused + family.constraints(v)
+            reasons = reasons_unused + (family.constraints(v) or invalid)
             if reasons:
                 rejected.append(Rejected({**point, "params": dict(ordered)}, reasons))
                 continue
@@ -392,6 +396,16 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
         raise SpecError("\n".join(lines), source=source, path="params")
 
     return Spec(source, name, family, tuple(archs), description, shapes, variants, rejected, raw)
+
+
+def _backend_value_reason(name: str, value: Any, pdef: Param, backend: str) -> str | None:
+    """Why the backend's own definition of parameter ``name`` refuses ``value``; None when it takes it."""
+    reason = pdef.validate(value)
+    if reason is None:
+        return None
+    if pdef.choices is not None and value not in pdef.choices:
+        return f"{name} {value}: the {backend} backend takes {', '.join(map(str, pdef.choices))}"
+    return f"{name} {value}: {reason} (the {backend} backend)"
 
 
 def _too_many(what: str, where: str, count: str, flag: str) -> str:

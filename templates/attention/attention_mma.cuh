@@ -201,21 +201,26 @@ struct Tally {
     if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
     if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
   }
-  // The fused kernel's counters, once per block (every thread calls it): a fault shows in several lanes (a row's
-  // four quad lanes) and at several checks (a wrong O element at every later tile until the block recomputes), so
-  // the block reports whether it detected, corrected, recomputed or gave up, once each; fault plans put at most one
-  // fault in a block, and the campaign's rule detected <= faults applied + false alarms holds per fault.
-  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
-    const int d = __syncthreads_or(detected > 0), co = __syncthreads_or(corrected > 0);
-    const int re = __syncthreads_or(recomputed > 0), un = __syncthreads_or(uncorrectable > 0);
+  // The fused kernel's counters, once per group of threads that share rows (every thread of it calls; `any` ORs a
+  // predicate over the group, `leader` is one thread of it): a fault shows in several lanes (a row's four quad lanes)
+  // and at several checks (a wrong O element at every later tile until the rows are recomputed), so the group reports
+  // whether it detected, corrected, recomputed or gave up, once each; fault plans put at most one fault in a block, and
+  // the campaign's rule detected <= faults applied + false alarms holds per fault.
+  template <class Or>
+  __device__ __forceinline__ void flush_group(ftgen::FtCounters* c, Or any, bool leader) const {
+    const bool d = any(detected > 0), co = any(corrected > 0), re = any(recomputed > 0), un = any(uncorrectable > 0);
     if (!c) return;
-    if (threadIdx.x == 0) {
+    if (leader) {
       if (d) atomicAdd(&c->detected, 1ull);
       if (co) atomicAdd(&c->corrected, 1ull);
       if (re) atomicAdd(&c->recomputed, 1ull);
       if (un) atomicAdd(&c->uncorrectable, 1ull);
     }
     if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+  }
+  // ... over the thread block (the mma kernel's group)
+  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
+    flush_group(c, [](bool x) { return __syncthreads_or(x) != 0; }, threadIdx.x == 0);
   }
 };
 
@@ -289,6 +294,52 @@ struct At {
   int j, k0, cq;
   int qrow[2];
 };
+
+// The thread's planned fault of `site` applied to its [n8 block][4] fragment x at tile j; col0: the column of the
+// fragment's first n8 block (the tile's first key for S, 0 for O). Callers branch on whether the fault is in the tile.
+template <int N>
+__device__ __forceinline__ void inject_blocks(float (&x)[N][4], const ThreadFault& f, const ftgen_attention_problem& p, int site, int j,
+                                              const int (&qrow)[2], int col0, int cq) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[n][e] = maybe_fault(x[n][e], f, p, site, n * 4 + e, j, qrow[e / 2], col0 + n * 8 + cq + (e & 1));
+}
+
+// S's keys past seq_k, and under a causal mask the keys after the row, set to -inf (k0: the tile's first key).
+template <bool kCausal, int NT>
+__device__ __forceinline__ void mask_tile(float (&s)[NT][4], int k0, int seq_k, const int (&qrow)[2], int cq) {
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = k0 + n * 8 + cq + (e & 1);
+      if (!(key < seq_k && (!kCausal || key <= qrow[e / 2]))) s[n][e] = -INFINITY;
+    }
+}
+
+// Row half h of every n8 block of x times a[h] (the rescale of O and its checksum blocks).
+template <int N>
+__device__ __forceinline__ void scale_rows(float (&x)[N][4], const float (&a)[2]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    x[n][0] *= a[0];
+    x[n][1] *= a[0];
+    x[n][2] *= a[1];
+    x[n][3] *= a[1];
+  }
+}
+
+// The thread's two rows of O (of the head's [seq_q][8 ND] output; rows past seq_q skipped) in the 16-bit type.
+template <class T, int ND>
+__device__ __forceinline__ void store_rows(T* O, const float (&o)[ND][4], const int (&qrow)[2], int seq_q, int cq) {
+#pragma unroll
+  for (int n = 0; n < ND; ++n)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (qrow[h] < seq_q)
+        *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[h]) * (8 * ND) + n * 8 + cq) = Half<T>::pack(o[n][2 * h], o[n][2 * h + 1]);
+}
 
 // The S check of the strided levels: each of the thread's four groups against the checksum blocks sc (unit high and
 // low halves, weighted) at model.s_threshold; a located fault is corrected in place. qn: the norms of the thread's
@@ -773,39 +824,59 @@ __device__ __forceinline__ void load_encoding(const unsigned char* e, typename C
   if (tid < 16) sG[tid] = __ldg(g + tid);
 }
 
+// The fused kernel's shared memory carved from the dynamic base: the Q tile, the K tile with its 24 checksum rows, the
+// V tile with its 32 checksum columns, then key norms [BN], query norms [BM] and the per-group scalars sG [16]
+// ([0..7] ||Kc2[g]||^2, [8..15] max_c |Vc2[c][g]|).
 template <class C>
-__global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_problem p) {
+struct Tiles {
+  typename C::T *sQ, *sK, *sV;
+  float *sKn, *sQn, *sG;
+  __device__ explicit Tiles(unsigned char* smem)
+      : sQ(reinterpret_cast<typename C::T*>(smem)),
+        sK(reinterpret_cast<typename C::T*>(smem + C::kSmemQ)),
+        sV(reinterpret_cast<typename C::T*>(smem + C::kSmemQ + C::kSmemK)),
+        sKn(reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV)),
+        sQn(sKn + C::BN),
+        sG(sKn + C::BN + C::BM) {}
+};
+
+// Key tile `tile` of (batch * head) `bh`: K and V staged into t.sK / t.sV and encoded there (encode_tile: the checksum
+// rows of K, the checksum columns of V, the key norms, sG). Every thread of the block calls it; the encodings are in
+// shared memory when it returns.
+template <class C>
+__device__ __forceinline__ void stage_and_encode(const ftgen_attention_problem& p, int bh, int tile, const Tiles<C>& t, int tid) {
   using T = typename C::T;
-  using L = EncLayout<C>;
-  extern __shared__ __align__(16) unsigned char smem[];
-  T* sK = reinterpret_cast<T*>(smem + C::kSmemQ);
-  T* sV = reinterpret_cast<T*>(smem + C::kSmemQ + C::kSmemK);
-  float* sF = reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV);
-  float* sKn = sF;
-  float* sG = sF + C::BN + C::BM;
-  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;
   const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
   const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
-  stage<C>(sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
-  stage<C>(sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
-  if (tid < 16) sG[tid] = 0.f;
+  stage<C>(t.sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
+  stage<C>(t.sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
+  if (tid < 16) t.sG[tid] = 0.f;
   __syncthreads();
-  encode_tile<C>(sK, sV, sKn, sG, tid);
+  encode_tile<C>(t.sK, t.sV, t.sKn, t.sG, tid);
   __syncthreads();
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_problem p) {
+  using L = EncLayout<C>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;
+  const Tiles<C> t(smem);
+  stage_and_encode<C>(p, bh, tile, t, tid);
   unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * L::kBytes;
   constexpr int kRowVec = C::D * 2 / 16;
   for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
     const int rr = i / kRowVec, c = i % kRowVec;
-    reinterpret_cast<uint4*>(e)[i] = reinterpret_cast<const uint4*>(sK + (C::BN + rr) * C::LDK)[c];
+    reinterpret_cast<uint4*>(e)[i] = reinterpret_cast<const uint4*>(t.sK + (C::BN + rr) * C::LDK)[c];
   }
   uint4* v = reinterpret_cast<uint4*>(e + L::kKBytes);
   for (int i = tid; i < C::BN * 4; i += C::kThreads) {
     const int key = i / 4, c = i % 4;
-    v[i] = reinterpret_cast<const uint4*>(sV + key * C::LDV + C::D)[c];
+    v[i] = reinterpret_cast<const uint4*>(t.sV + key * C::LDV + C::D)[c];
   }
   float* kn = reinterpret_cast<float*>(e + L::kKBytes + L::kVBytes);
-  for (int i = tid; i < C::BN; i += C::kThreads) kn[i] = sKn[i];
-  if (tid < 16) kn[C::BN + tid] = sG[tid];
+  for (int i = tid; i < C::BN; i += C::kThreads) kn[i] = t.sKn[i];
+  if (tid < 16) kn[C::BN + tid] = t.sG[tid];
 }
 
 template <class C>
@@ -815,13 +886,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   using T = typename C::T;
   using H = Half<T>;
   extern __shared__ __align__(16) unsigned char smem[];
-  T* sQ = reinterpret_cast<T*>(smem);
-  T* sK = reinterpret_cast<T*>(smem + C::kSmemQ);
-  T* sV = reinterpret_cast<T*>(smem + C::kSmemQ + C::kSmemK);
-  float* sF = reinterpret_cast<float*>(smem + C::kSmemQ + C::kSmemK + C::kSmemV);
-  float* sKn = sF;                 // [BN] key row norms
-  float* sQn = sF + C::BN;         // [BM] query row norms
-  float* sG = sF + C::BN + C::BM;  // [0..7] ||Kc2[g]||^2, [8..15] max_c |Vc2[c][g]|
+  const auto [sQ, sK, sV, sKn, sQn, sG] = Tiles<C>(smem);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int r = lane / 4, cq = (lane % 4) * 2;
@@ -904,13 +969,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
         }
       }
-      if (hit) {
-#pragma unroll
-        for (int n = 0; n < C::NT; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s[n][e] = maybe_fault(s[n][e], fault, p, FTGEN_ATTN_SITE_QK, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
-      }
+      if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
       if (C::kStrided) {
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
@@ -942,26 +1001,13 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       }
 
       // ---- mask, softmax --------------------------------------------------------------------------
-#pragma unroll
-      for (int n = 0; n < C::NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + n * 8 + cq + (e & 1);
-          const bool ok = key < p.seq_k && (!C::kCausal || key <= qrow[e / 2]);
-          if (!ok) s[n][e] = -INFINITY;
-        }
+      mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
       uint32_t pk[C::NT][2];
       float alpha[2];
       softmax_tile<C>(s, pk, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally);
 
       // ---- GEMM II: O = diag(alpha) O + P V (and the checksum blocks) -------------------------------
-#pragma unroll
-      for (int n = 0; n < C::ND; ++n) {
-        o[n][0] *= alpha[0];
-        o[n][1] *= alpha[0];
-        o[n][2] *= alpha[1];
-        o[n][3] *= alpha[1];
-      }
+      scale_rows(o, alpha);
 #pragma unroll
       for (int kk = 0; kk < C::KN; ++kk) {
         const uint32_t a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
@@ -975,13 +1021,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         }
       }
       if (C::kStrided) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          oc[c][0] *= alpha[0];
-          oc[c][1] *= alpha[0];
-          oc[c][2] *= alpha[1];
-          oc[c][3] *= alpha[1];
-        }
+        scale_rows(oc, alpha);
 #pragma unroll
         for (int kk = 0; kk < C::KN; ++kk) {
           const uint32_t a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
@@ -997,13 +1037,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) vmag2[gi] = fmaxf(vmag2[gi], sG[8 + cq + gi]);
       }
-      if (hit) {
-#pragma unroll
-        for (int n = 0; n < C::ND; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            o[n][e] = maybe_fault(o[n][e], fault, p, FTGEN_ATTN_SITE_O, n * 4 + e, j, qrow[e / 2], n * 8 + cq + (e & 1));
-      }
+      if (hit) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, j, qrow, 0, cq);
       if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, j, vmag2, rules, fix, tally)) redo = true;
     }  // key tiles
 
@@ -1018,16 +1052,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
     done = true;
   }
 
-  // ---- store O -----------------------------------------------------------------------------------
-#pragma unroll
-  for (int n = 0; n < C::ND; ++n)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (qrow[h] < p.seq_q) {
-        const uint32_t w = H::pack(o[n][2 * h], o[n][2 * h + 1]);
-        *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[h]) * C::D + n * 8 + cq) = w;
-      }
-    }
+  store_rows(O, o, qrow, p.seq_q, cq);
   if (C::kProtected) tally.flush_block(p.counters);
 }
 

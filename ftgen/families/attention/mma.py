@@ -68,16 +68,6 @@ PARAMS = (
 )
 
 
-def smem_bytes(head_dim: int, block_m: int, block_n: int, protected: bool) -> int:
-    """Shared memory of the fused kernel: the Q tile, the K tile with its 24 checksum rows and the V tile with its 32
-    checksum and magnitude columns."""
-    q = block_m * head_dim * 2
-    k = (block_n + (24 if protected else 0)) * (head_dim + 8) * 2
-    v = block_n * (head_dim + (32 if protected else 0) + 8) * 2
-    scratch = (block_n + 2 * block_m + 64) * 4
-    return q + k + v + scratch
-
-
 class MmaBackend(Backend):
     name = "mma"
     precisions = PRECISIONS
@@ -120,15 +110,23 @@ class MmaBackend(Backend):
                     f"(PyTorch) and bottom-right (FlashAttention) causal alignments differ otherwise")
         return None
 
+    def block_m(self, v: Variant) -> int:
+        """Query rows of a thread block."""
+        return v["block_m"]
+
+    def tile_tokens(self, v: Variant) -> list[str]:
+        """The name's tokens after the mask: the tile (and whatever else a backend's kernel is tuned by)."""
+        return [f"{self.block_m(v)}x{v['block_n']}"]
+
     def name_tokens(self, v: Variant) -> list[str]:
         return [
             "attn",
             PRECISION_TAG[v.precision],
             self.protection_token(v.protection),
-            "mma",
+            self.name,
             f"d{v['head_dim']}",
             "c" if v["causal"] else "nc",
-            f"{v['block_m']}x{v['block_n']}",
+            *self.tile_tokens(v),
         ] + (["inj"] if v.protection.inject else [])
 
     def context(self, v: Variant) -> dict:
@@ -142,9 +140,8 @@ class MmaBackend(Backend):
             "is_bf16": prec == "bf16",
             "head_dim": d,
             "causal": v["causal"],
-            "block_m": v["block_m"],
+            "block_m": self.block_m(v),
             "block_n": bn,
-            "warps": v["block_m"] // 16,
             "level": level,
             "protected": v.protection.enabled,
             "strided": level in ("strided", "efta"),
@@ -156,7 +153,6 @@ class MmaBackend(Backend):
             "site_codes": SITE_CODES,
             "site_mask": sum(1 << SITE_CODES[x] for x in COVERS[level]),
             "elem_per_site": ELEM_PER_SITE,
-            "smem_bytes": smem_bytes(d, v["block_m"], bn, level in ("strided", "efta")),
             # the model's threshold constants (model.s_threshold, o_threshold, exp_threshold, alpha_threshold) and
             # the bench's verification bound (model.output_tolerance, output_floor)
             "t": {

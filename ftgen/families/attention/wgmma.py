@@ -26,11 +26,11 @@ index of 128-row blocks.
 
 from __future__ import annotations
 
-from ..base import PRECISION_TAG, Param, Protection, Variant
-from .mma import HEAD_DIMS, LEVEL_TOKENS, PRECISIONS, MmaBackend
+from ..base import SMEM_PER_BLOCK, Param, Protection, Variant
+from .mma import HEAD_DIMS, LEVEL_TOKENS, MmaBackend
 
 ARCH = "sm_90a"
-SMEM_LIMIT = 232448  # bytes of shared memory a block may use on sm_90
+SMEM_LIMIT = SMEM_PER_BLOCK[ARCH]
 MAX_STAGES = 5
 BLOCK_M = 128
 # Levels whose kernels are written but hang on an H200 (bisected, not yet found: docs/attention.md); refused, so that a
@@ -52,6 +52,11 @@ def auto_stages(head_dim: int, block_n: int, strided: bool) -> int:
     while n > 2 and smem_bytes(head_dim, block_n, n, strided) > SMEM_LIMIT:
         n -= 1
     return n
+
+
+def _strided(v: Variant) -> bool:
+    """The level carries the strided checksums (and their shared-memory stages)."""
+    return v.protection.enabled and v.protection.level in ("strided", "efta")
 
 
 PARAMS = (
@@ -89,55 +94,25 @@ class WgmmaBackend(MmaBackend):
 
     @staticmethod
     def stages_of(v: Variant, strided: bool | None = None) -> int:
-        if strided is None:
-            strided = v.protection.enabled and v.protection.level in ("strided", "efta")
-        return v["stages"] or auto_stages(v["head_dim"], v["block_n"], strided)
+        """The variant's stages (`strided`: as if the level had the checksum stages or not; default: its level's)."""
+        return v["stages"] or auto_stages(v["head_dim"], v["block_n"], _strided(v) if strided is None else strided)
 
     def constraints(self, v: Variant) -> list[str]:
         r: list[str] = []
         if tuple(v.arch) != (ARCH,):
             r.append(f"arch {', '.join(v.arch)}: the wgmma backend builds for sm_90a only (wgmma, TMA and setmaxnreg exist "
                      f"only there); write arch: [sm_90a], or omit params backend for the mma kernels")
-        for prm in PARAMS:  # values other backends of the family take (the loader checks the family's union)
-            if prm.choices and v[prm.name] not in prm.choices:
-                r.append(f"{prm.name} {v[prm.name]}: the wgmma backend takes {', '.join(map(str, prm.choices))}")
-        if r:
-            return r
-        strided = v.protection.enabled and v.protection.level in ("strided", "efta")
-        need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), strided)
+        need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), _strided(v))
         if need > SMEM_LIMIT:
             r.append(f"stages {v['stages']} with head_dim {v['head_dim']} and block_n {v['block_n']} need {need} bytes of shared "
                      f"memory, more than the {SMEM_LIMIT} of a block on sm_90a: use fewer stages or stages: 0")
         return r
 
-    def name_tokens(self, v: Variant) -> list[str]:
-        return [
-            "attn",
-            PRECISION_TAG[v.precision],
-            self.protection_token(v.protection),
-            "wgmma",
-            f"d{v['head_dim']}",
-            "c" if v["causal"] else "nc",
-            f"{BLOCK_M}x{v['block_n']}",
-            f"s{self.stages_of(v)}",
-        ] + (["inj"] if v.protection.inject else [])
+    def tile_tokens(self, v: Variant) -> list[str]:
+        return [f"{BLOCK_M}x{v['block_n']}", f"s{self.stages_of(v)}"]
+
+    def block_m(self, v: Variant) -> int:
+        return BLOCK_M
 
     def context(self, v: Variant) -> dict:
-        ctx = super().context(_as_mma(v))
-        ctx.update(
-            backend="wgmma",
-            block_m=BLOCK_M,
-            stages=self.stages_of(v),
-            twin_stages=self.stages_of(v, strided=False),
-        )
-        return ctx
-
-
-def _as_mma(v: Variant) -> Variant:
-    """The variant's parameters as the mma backend's context reads them (block_m: the 128 rows of a block)."""
-    params = dict(v.params)
-    params["block_m"] = BLOCK_M
-    return Variant(v.family, v.precision, v.protection, tuple(params.items()), v.arch, v.backend, v.name)
-
-
-__all__ = ["WgmmaBackend", "PRECISIONS", "smem_bytes", "auto_stages"]
+        return {**super().context(v), "backend": "wgmma", "stages": self.stages_of(v), "twin_stages": self.stages_of(v, strided=False)}

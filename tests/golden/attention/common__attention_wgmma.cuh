@@ -7,15 +7,15 @@
 // The wgmma accumulator fragment of an m64nN tile repeats the m16n8 layout per warp: warp w of the warpgroup holds
 // rows 16 w + lane / 4 and + 8, and element 4 n + e of a thread is column 8 n + 2 (lane % 4) + e % 2 of row half e / 2.
 // The stride-8 column groups of a product are therefore thread-local as on mma.sync, and the strided checksums are
-// products of their own: S's 24 checksum columns Q Kc^T (Kc: the unit checksum's high and low halves and the weighted
-// checksum of each group of K's rows, 24 x head_dim) and O's 32 checksum columns P Vc (Vc: the same of V's columns
-// plus the group magnitudes, key x 32), each one more wgmma of N = 24 / 32 whose element e of n8 block c lands in the
-// thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
-// (encode_kernel, from the mma backend's encode_tile) and travel through the pipeline with their K and V tiles.
+// products of their own: S's checksum columns Q Kc^T (Kc: the unit checksum's high and low halves and the weighted
+// checksum of each group of K's rows, 24 x head_dim, padded with 8 rows of zeros) and O's 32 checksum columns P Vc
+// (Vc: the same of V's columns plus the group magnitudes), each one more wgmma of N = 32 whose element e of n8 block c
+// lands in the thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
+// (encode_kernel, the mma backend's stage_and_encode) and travel through the pipeline with their K and V tiles.
 //
-// What a check cannot locate is recomputed: the S tile by the warpgroup at once; the rows of a warpgroup whose O
-// check fails are flagged in the workspace and recomputed after the kernel by the mma backend's unprotected fused
-// kernel (redo_flags), a launch whose blocks return at once where no row was flagged.
+// What a check cannot locate is recomputed: the S tile by the warpgroup at once; the rows of a warpgroup whose O or
+// row-sum check fails are flagged in the workspace and recomputed after the kernel by the mma backend's unprotected
+// fused kernel (flash_kernel's `only` flags), a launch whose blocks return at once where no row was flagged.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -101,23 +101,27 @@ struct Config {
   using TmaVc = typename MmaPVc::Params::TMA_B;
   static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = 32 * D * 2, kVcBytes = 32 * BN * 2;
 
+  // the tiles as the TMA loaders take them (CollectiveLoadTma's storage type), 1024-byte aligned for the 128-byte swizzle
+  template <class Layout>
+  using Store = cute::array_aligned<E, cute::cosize_v<Layout>>;
   struct Checksums {
     union {
-      cute::array_aligned<E, cute::cosize_v<LayoutKc>, 1024> kc;
-      cute::array_aligned<E, cute::cosize_v<LayoutVc>, 1024> vc;
+      alignas(1024) Store<LayoutKc> kc;
+      alignas(1024) Store<LayoutVc> vc;
     };
   };
   struct Smem {
-    cute::array_aligned<E, cute::cosize_v<LayoutQ>, 1024> q;
+    alignas(1024) Store<LayoutQ> q;
     union {
-      cute::array_aligned<E, cute::cosize_v<LayoutK>, 1024> k;
-      cute::array_aligned<E, cute::cosize_v<LayoutV>, 1024> v;
+      alignas(1024) Store<LayoutK> k;
+      alignas(1024) Store<LayoutV> v;
     };
     std::conditional_t<kStrided, Checksums, char> c;
     alignas(16) typename Pipe::SharedStorage pipe;
     alignas(16) typename PipeQ::SharedStorage pipe_q;
   };
   static constexpr int kSmem = static_cast<int>(sizeof(Smem)) + 1024;  // + the alignment of the dynamic base
+  static_assert(kSmem <= 227 * 1024, "shared memory of a block on sm_90 (the backend's stages rule: wgmma.py smem_bytes)");
 
   struct Params {
     TmaQ tma_q;
@@ -163,22 +167,12 @@ __global__ void __launch_bounds__(C::Enc::kThreads) encode_kernel(ftgen_attentio
   using Enc = typename C::Enc;
   using T = typename C::T;
   extern __shared__ __align__(16) unsigned char smem[];
-  T* sK = reinterpret_cast<T*>(smem + Enc::kSmemQ);
-  T* sV = reinterpret_cast<T*>(smem + Enc::kSmemQ + Enc::kSmemK);
-  float* sF = reinterpret_cast<float*>(smem + Enc::kSmemQ + Enc::kSmemK + Enc::kSmemV);
-  float* sKn = sF;
-  float* sG = sF + Enc::BN + Enc::BM;
   const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y, tiles = gridDim.x, seq_pad = tiles * C::BN;
+  const Tiles<Enc> t(smem);
+  stage_and_encode<Enc>(p, bh, tile, t, tid);
+  const T *sK = t.sK, *sV = t.sV;
   const Workspace<C> w(p);
   unsigned char* base = static_cast<unsigned char*>(p.workspace);
-  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
-  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
-  stage<Enc>(sK, Enc::LDK, K, tile * C::BN, C::BN, p.seq_k);
-  stage<Enc>(sV, Enc::LDV, V, tile * C::BN, C::BN, p.seq_k);
-  if (tid < 16) sG[tid] = 0.f;
-  __syncthreads();
-  encode_tile<Enc>(sK, sV, sKn, sG, tid);
-  __syncthreads();
   T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(bh) * tiles + tile) * 32 * C::D;
   constexpr int kRowVec = C::D * 2 / 16;
   for (int i = tid; i < 32 * kRowVec; i += Enc::kThreads) {
@@ -193,10 +187,10 @@ __global__ void __launch_bounds__(C::Enc::kThreads) encode_kernel(ftgen_attentio
   float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(bh) * tiles + tile) * 24;
   if (tid < 8) {
     float kn = 0.f;
-    for (int l = 0; l < C::NT; ++l) kn += sKn[tid + 8 * l];
+    for (int l = 0; l < C::NT; ++l) kn += t.sKn[tid + 8 * l];
     sc[tid] = kn;
   } else if (tid < 24) {
-    sc[tid] = sG[tid - 8];
+    sc[tid] = t.sG[tid - 8];
   }
 }
 
@@ -263,12 +257,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     cutlass::arch::warpgroup_reg_dealloc<24>();
     if (warp_in_group != 0) return;
     const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
-    fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q,
-                                                                                                      *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutQ>>*>(&sm.q)};
-    fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{
-        prm.tma_k, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutK>>*>(&sm.k)};
-    fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{
-        prm.tma_v, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutV>>*>(&sm.v)};
+    fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q, sm.q};
+    fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{prm.tma_k, pipe, sm.k};
+    fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{prm.tma_v, pipe, sm.v};
     auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, 2);
     auto state_k = load_k.init_state(_0{}, ps, typename C::TileQK{}, blk, n_tiles);
     auto state_v = load_v.init_state(_0{}, ps, typename C::TilePV{}, blk, n_tiles);
@@ -280,10 +271,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     if constexpr (C::kStrided) {
       const auto ps_kc = make_shape(p.batch, p.heads, p.seq_q, prm.n_tiles * 32, static_cast<int>(C::D));
       const auto ps_vc = make_shape(p.batch, p.heads, p.seq_q, prm.seq_pad, 32);
-      fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKc, typename C::TmaKc> load_kc{
-          prm.tma_kc, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutKc>>*>(&sm.c.kc)};
-      fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{
-          prm.tma_vc, pipe, *reinterpret_cast<cute::array_aligned<E, cute::cosize_v<typename C::LayoutVc>>*>(&sm.c.vc)};
+      fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKc, typename C::TmaKc> load_kc{prm.tma_kc, pipe, sm.c.kc};
+      fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{prm.tma_vc, pipe, sm.c.vc};
       auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileQKc{}, blk, n_tiles);
       auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk, n_tiles);
       int nkc = n_tiles, nvc = n_tiles;
@@ -394,13 +383,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
 
   // after tile jj's second product has completed: its O fault, the strided level's O check
   const auto after_pv = [&](int jj) {
-    if (C::kInject && fault.index >= 0 && fault.step == jj) {
-#pragma unroll
-      for (int n = 0; n < C::ND; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          o[n][e] = maybe_fault(o[n][e], fault, p, FTGEN_ATTN_SITE_O, n * 4 + e, jj, qrow[e / 2], n * 8 + cq + (e & 1));
-    }
+    if (C::kInject && fault.index >= 0 && fault.step == jj) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
     if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
   };
 
@@ -440,13 +423,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       after_pv(j - 1);
       pipe.consumer_release(v_prev);
     }
-    if (hit) {
-#pragma unroll
-      for (int n = 0; n < C::NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          s[n][e] = maybe_fault(s[n][e], fault, p, FTGEN_ATTN_SITE_QK, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
-    }
+    if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
     if constexpr (C::kStrided) {
       const bool again = check_s(s, reinterpret_cast<const float(&)[3][4]>(sc), qn, kn, kc2, C::D, rules, fix, tally);
       if (bar_or(again, 2 + wg, 128)) {  // not located: the warpgroup recomputes its S tile
@@ -462,29 +439,13 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     pipe.consumer_release(k_state);
 
     // ---- mask, softmax ------------------------------------------------------------------------------------
-    if (k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0)) {
-#pragma unroll
-      for (int n = 0; n < C::NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + n * 8 + cq + (e & 1);
-          if (!(key < p.seq_k && (!C::kCausal || key <= qrow[e / 2]))) s[n][e] = -INFINITY;
-        }
-    }
+    if (k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0)) mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
     float alpha[2];
     softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally);
 
     // ---- GEMM II: O = diag(alpha) O + P V (and the checksum columns) ------------------------------------------
-#pragma unroll
-    for (int n = 0; n < C::ND; ++n) {
-      o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
-    }
-    if constexpr (C::kStrided) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        oc[c][0] *= alpha[0], oc[c][1] *= alpha[0], oc[c][2] *= alpha[1], oc[c][3] *= alpha[1];
-      }
-    }
+    scale_rows(o, alpha);
+    if constexpr (C::kStrided) scale_rows(oc, alpha);
     pipe.consumer_wait(rd);
     const int vs = rd.index();
     warpgroup_fence_operand(acc_o);
@@ -516,32 +477,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     if (wtid == 0 && wg_row0 < p.seq_q) prm.redo[static_cast<long long>(bh) * ((p.seq_q + 63) / 64) + wg_row0 / 64] = any ? 1 : 0;
   }
 
-  // ---- store O -----------------------------------------------------------------------------------------------
-  using H = Half<typename C::T>;
-  typename C::T* O = static_cast<typename C::T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D;
-#pragma unroll
-  for (int n = 0; n < C::ND; ++n)
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh)
-      if (qrow[hh] < p.seq_q)
-        *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[hh]) * C::D + n * 8 + cq) = H::pack(o[n][2 * hh], o[n][2 * hh + 1]);
-
-  if constexpr (C::kProtected) {
-    // the counters once per warpgroup (Tally::flush_block over its 128 threads; a fault corrupts the rows of one
-    // warpgroup only). A barrier over both warpgroups' 256 threads (named barrier 1) hung on the GPU.
-    const int b = 2 + wg;
-    const bool d = bar_or(tally.detected > 0, b, 128), co = bar_or(tally.corrected > 0, b, 128);
-    const bool re = bar_or(tally.recomputed > 0, b, 128), un = bar_or(tally.uncorrectable > 0, b, 128);
-    if (p.counters) {
-      if (wtid == 0) {
-        if (d) atomicAdd(&p.counters->detected, 1ull);
-        if (co) atomicAdd(&p.counters->corrected, 1ull);
-        if (re) atomicAdd(&p.counters->recomputed, 1ull);
-        if (un) atomicAdd(&p.counters->uncorrectable, 1ull);
-      }
-      if (tally.max_score > 0.f) ftgen::record_score(p.counters, static_cast<double>(tally.max_score));
-    }
-  }
+  // ---- store O, the counters --------------------------------------------------------------------------------
+  store_rows(static_cast<typename C::T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D, o, qrow, p.seq_q, cq);
+  // the counters once per warpgroup (a fault corrupts the rows of one warpgroup only); a barrier over both
+  // warpgroups' 256 threads (named barrier 1) hung on the GPU, the warpgroup's own (2, 3) work
+  if constexpr (C::kProtected) tally.flush_group(p.counters, [wg](bool x) { return bar_or(x, 2 + wg, 128); }, wtid == 0);
 }
 
 template <class C>
