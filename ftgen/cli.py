@@ -367,9 +367,15 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
     prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"], **({"gpus": [g.info() for g in gpus]} if gpus else {}))
     t0 = time.monotonic()
     done = [0]
+    so_far: list[dict] = []
 
     def on_rows(kernel, rows):
         done[0] += 1
+        so_far.extend(rows)
+        if json_out and json_out != "-":  # the rows so far on disk after each variant: a run cut short keeps them
+            from .bench import write_jsonl
+
+            write_jsonl(json_out, {**prov, "partial": f"{done[0]} of {len(built)} variants"} if done[0] < len(built) else prov, so_far)
         bad = sum(1 for r in rows if not r.get("ok"))
         left = len(built) - done[0]
         eta = f"  (ETA {secs((time.monotonic() - t0) / done[0] * left)})" if left else ""

@@ -43,8 +43,6 @@ def test_stages_auto_is_the_most_that_fit():
 @pytest.mark.parametrize("body,message", [
     ("arch: [sm_90]\nparams: {backend: wgmma}", "builds for sm_90a only"),
     ("protection: {scheme: abft, level: decoupled}\nparams: {backend: wgmma}", "decoupled baseline runs on the mma backend"),
-    ("protection: {scheme: abft, level: efta}\nparams: {backend: wgmma}", "does not run yet"),
-    ("protection: {scheme: abft, level: strided}\nparams: {backend: wgmma}", "does not run yet"),
 ])
 def test_rejected_points_say_why(body, message):
     text = (HEAD.replace("arch: [sm_90a]\n", "") if body.startswith("arch") else HEAD) + body + "\n"
@@ -69,7 +67,7 @@ def test_bad_specs_exit_2_and_write_nothing(tmp_path, capsys, body, message):
 
 COMPILE_SPEC = HEAD + """\
 variants:
-  - {precision: bf16, protection: {scheme: abft, level: snvr, inject: true}, params: {backend: wgmma, head_dim: 128, causal: true}}
+  - {precision: bf16, protection: {scheme: abft, level: efta, inject: true}, params: {backend: wgmma, head_dim: 128, causal: true}}
 """
 
 

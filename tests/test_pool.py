@@ -353,3 +353,32 @@ def test_bench_command_on_gpus(fake_host, tmp_path, capsys):
     assert all(r["dev"] == r["gpu_uuid"] and r["gpu"] == "NVIDIA H200" for r in rf.rows)
     assert len(rf.provenance["gpus"]) == 3
     assert "ETA" in capsys.readouterr().err
+
+
+def test_bench_writes_its_rows_as_each_variant_finishes(fake_host, tmp_path, monkeypatch, capsys):
+    """A bench cut short (its time limit, a hung variant) leaves the rows of the variants that finished on disk."""
+    import ftgen.bench as B
+    from ftgen.search.shard import read_results
+
+    assert main(["generate", str(fake_host), "-o", str(tmp_path / "g")]) == 0
+    project = tmp_path / "g" / "camp"
+    import ftgen.build
+
+    ftgen.build.build(project)
+    exes = sorted((project / "bin").iterdir())
+    for exe in exes:
+        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
+    out, seen, real = tmp_path / "b.jsonl", [], B.bench_project
+
+    def spy(project, variants, family, opts, on_rows=None, log=None):
+        def hook(kernel, rows):
+            on_rows(kernel, rows)
+            got = read_results(out)
+            seen.append((got.provenance.get("partial"), len(got.rows)))
+        return real(project, variants, family, opts, hook, log)
+
+    monkeypatch.setattr(B, "bench_project", spy)
+    assert main(["bench", str(project), "--json", str(out)]) == 0
+    n = len(exes)
+    assert n >= 2 and seen[0] == (f"1 of {n} variants", 1) and seen[-1] == (None, n)
+    assert "partial" not in read_results(out).provenance

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The attention wgmma backend on one GPU, in one call: OUT [STEPS] (default: build bench inject)
 #   build    generate SPEC (default experiments/specs/attention_wgmma_try.yaml) under generated/, build it (-j 16)
-#   bench    every variant clean, alternated with its twin and SDPA FLASH / cuDNN (REPS, default 20)
+#   bench    every variant clean, alternated with its twin and SDPA FLASH / cuDNN (REPS, default 20; EXE_TIMEOUT s each, 120)
 #   inject   the *_inj variants with one fault per launch
 #   probe    each built executable (PROBE_GLOB) alone at PROBE_SHAPE (default 1x2x512x512), 20 s each: exit code, last lines
 #   campaign ftgen campaign SPEC (TRIALS, default 200; DISTS, default normal,uniform,outliers)
@@ -14,12 +14,18 @@ proj=generated/$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv
 for step in ${*:-build bench inject}; do
   case $step in
     build) gen_build "$SPEC" generated "$proj" ;;
-    bench) ft 300 bench "$proj" --reps "${REPS:-20}" --warmup 5 --json "$out/clean.jsonl" > "$out/clean.txt" 2>&1; echo "bench rc $?"; t bench ;;
-    inject) ft 300 bench "$proj" --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --json "$out/inject.jsonl" > "$out/inject.txt" 2>&1
+    bench) ft 300 bench "$proj" --reps "${REPS:-20}" --warmup 5 --timeout "${EXE_TIMEOUT:-120}" --json "$out/clean.jsonl" > "$out/clean.txt" 2>&1; echo "bench rc $?"; t bench ;;
+    inject) ft 300 bench "$proj" --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --timeout "${EXE_TIMEOUT:-120}" --json "$out/inject.jsonl" > "$out/inject.txt" 2>&1
             echo "inject rc $?"; t inject ;;
-    probe) for exe in "$proj"/bin/${PROBE_GLOB:-*}; do
+    probe) hung=; for exe in "$proj"/bin/${PROBE_GLOB:-*}; do
              echo "== $(basename "$exe")"; timeout 20 "$exe" --shapes "${PROBE_SHAPE:-1x2x512x512}" --reps 3 --warmup 1 2>&1 | tail -n 4
-             echo "rc ${PIPESTATUS[0]}"; done > "$out/probe.txt"; t probe ;;
+             rc=${PIPESTATUS[0]}; echo "rc $rc"; [ "$rc" = 124 ] && [ -z "$hung" ] && hung=$exe; done > "$out/probe.txt"
+           # where the warps of the first hung launch wait (cuda-gdb attached to it)
+           if [ -n "$hung" ] && command -v cuda-gdb > /dev/null; then
+             "$hung" --shapes "${PROBE_SHAPE:-1x2x512x512}" --reps 3 --warmup 1 > /dev/null 2>&1 & pid=$!; sleep 6
+             timeout 60 cuda-gdb -p $pid -batch -ex "info cuda kernels" -ex "info cuda warps" -ex "info cuda lanes" > "$out/gdb.txt" 2>&1
+             kill -9 $pid 2> /dev/null; echo "== gdb of $(basename "$hung")" >> "$out/probe.txt"; head -c 3000 "$out/gdb.txt" >> "$out/probe.txt"
+           fi; t probe ;;
     campaign) ft 400 campaign "$SPEC" -o generated --trials "${TRIALS:-200}" --dists "${DISTS:-normal,uniform,outliers}" \
                 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1; echo "campaign rc $?"; t campaign ;;
   esac

@@ -295,15 +295,38 @@ struct At {
   int qrow[2];
 };
 
+// Element i (row-major) of a register fragment, read and written by selects: an index known only at run time would
+// otherwise put the fragment in local memory. A fault site reads its element once, faults it once (one inlined copy
+// of the fault and its record, not one per element: per-element copies made the protected kernels' code several times
+// larger than the instruction cache) and writes it back.
+template <class V, int N, int K>
+__device__ __forceinline__ V pick(const V (&x)[N][K], int i) {
+  V v = x[0][0];
+#pragma unroll
+  for (int k = 0; k < N * K; ++k)
+    if (k == i) v = x[k / K][k % K];
+  return v;
+}
+template <class V, int N, int K>
+__device__ __forceinline__ void put(V (&x)[N][K], int i, V v) {
+#pragma unroll
+  for (int k = 0; k < N * K; ++k)
+    if (k == i) x[k / K][k % K] = v;
+}
+// Entry h (0, 1) of a per-row pair, by a select for the same reason.
+template <class V>
+__device__ __forceinline__ V row_of(const V (&x)[2], int h) {
+  return h ? x[1] : x[0];
+}
+
 // The thread's planned fault of `site` applied to its [n8 block][4] fragment x at tile j; col0: the column of the
 // fragment's first n8 block (the tile's first key for S, 0 for O). Callers branch on whether the fault is in the tile.
 template <int N>
 __device__ __forceinline__ void inject_blocks(float (&x)[N][4], const ThreadFault& f, const ftgen_attention_problem& p, int site, int j,
                                               const int (&qrow)[2], int col0, int cq) {
-#pragma unroll
-  for (int n = 0; n < N; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) x[n][e] = maybe_fault(x[n][e], f, p, site, n * 4 + e, j, qrow[e / 2], col0 + n * 8 + cq + (e & 1));
+  if (f.index < 0 || f.site != site || f.step != j || f.elem >= 4 * N) return;
+  const int i = f.elem, e = i % 4;
+  put(x, i, maybe_fault(pick(x, i), f, p, site, i, j, row_of(qrow, e / 2), col0 + (i / 4) * 8 + cq + (e & 1)));
 }
 
 // S's keys past seq_k, and under a causal mask the keys after the row, set to -inf (k0: the tile's first key).
@@ -433,15 +456,25 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
       const float mm = mnew[e / 2];
       const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
       pv[e] = ex2(x);
-      if (hit) pv[e] = maybe_fault(pv[e], fault, p, FTGEN_ATTN_SITE_EXP, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
     }
     pk[n][0] = H::pack(pv[0], pv[1]);
     pk[n][1] = H::pack(pv[2], pv[3]);
-    if (hit) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        pk[n][e / 2] = maybe_fault16<typename C::T>(pk[n][e / 2], e & 1, fault, p, n * 4 + e, j, qrow[e / 2], k0 + n * 8 + cq + (e & 1));
+  }
+  if (hit && (fault.site == FTGEN_ATTN_SITE_EXP || fault.site == FTGEN_ATTN_SITE_P16) && fault.elem < 4 * C::NT) {
+    // element i's exp (recomputed: the same instruction on the same operands) faulted before its conversion, or its
+    // 16-bit value after it; word i / 2 of pk holds it, in the high half where i is odd
+    const int i = fault.elem, e = i % 4, key = k0 + (i / 4) * 8 + cq + (e & 1);
+    const uint32_t w = pick(pk, i / 2);
+    uint32_t y;
+    if (fault.site == FTGEN_ATTN_SITE_EXP) {
+      const float sv = pick(s, i), mm = row_of(mnew, e / 2);
+      const float x = (sv == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(sv, sl2, -mm * sl2);
+      const float pv = maybe_fault(ex2(x), fault, p, FTGEN_ATTN_SITE_EXP, i, j, row_of(qrow, e / 2), key);
+      y = (e & 1) ? H::pack(H::lo(w), pv) : H::pack(pv, H::hi(w));
+    } else {
+      y = maybe_fault16<typename C::T>(w, e & 1, fault, p, i, j, row_of(qrow, e / 2), key);
     }
+    put(pk, i / 2, y);
   }
   if (C::kSnvr) {
     // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group

@@ -13,9 +13,10 @@
 // lands in the thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
 // (encode_kernel, the mma backend's stage_and_encode) and travel through the pipeline with their K and V tiles.
 //
-// What a check cannot locate is recomputed: the S tile by the warpgroup at once; the rows of a warpgroup whose O or
-// row-sum check fails are flagged in the workspace and recomputed after the kernel by the mma backend's unprotected
-// fused kernel (flash_kernel's `only` flags), a launch whose blocks return at once where no row was flagged.
+// What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O or the
+// row sums) are flagged in the workspace and recomputed after the kernel by the mma backend's unprotected fused kernel
+// (flash_kernel's `only` flags), a launch whose blocks return at once where no row was flagged. The consumers share
+// no barrier: a warp's votes are __any_sync, and what a fault corrupts stays in the rows of one warp.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -104,11 +105,12 @@ struct Config {
   // the tiles as the TMA loaders take them (CollectiveLoadTma's storage type), 1024-byte aligned for the 128-byte swizzle
   template <class Layout>
   using Store = cute::array_aligned<E, cute::cosize_v<Layout>>;
+  // Kc and Vc each in stages of their own: a stage holds a K tile or a V tile at different times, but Kc's stage
+  // (32 x head_dim) and Vc's (32 x block_n) differ in size where head_dim != block_n, so a union of the two staged
+  // arrays would put one stage's Kc over a neighbouring stage's Vc
   struct Checksums {
-    union {
-      alignas(1024) Store<LayoutKc> kc;
-      alignas(1024) Store<LayoutVc> vc;
-    };
+    alignas(1024) Store<LayoutKc> kc;
+    alignas(1024) Store<LayoutVc> vc;
   };
   struct Smem {
     alignas(1024) Store<LayoutQ> q;
@@ -139,7 +141,7 @@ struct Config {
 
 // ---- the workspace of the protected levels -----------------------------------------------------------------------
 // The strided levels' Kc [bh][tile * 32 + row][D] (rows 24-31 zero), Vc^T [bh][32][seq_pad] (T) and scalars [bh][tile][24] (float),
-// and every protected level's redo flags [bh][64-row block] (int, written by the kernel for every block of rows),
+// and every protected level's redo flags [bh][64-row block] (int, cleared before the kernel, set where rows must be recomputed),
 // each 256-byte aligned.
 template <class C>
 struct Workspace {
@@ -192,16 +194,6 @@ __global__ void __launch_bounds__(C::Enc::kThreads) encode_kernel(ftgen_attentio
   } else if (tid < 24) {
     sc[tid] = t.sG[tid - 8];
   }
-}
-
-// OR of a predicate over the `count` threads of named barrier `id`.
-__device__ __forceinline__ bool bar_or(bool pred, int id, int count) {
-  int r;
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n barrier.red.or.pred p, %2, %3, p;\n selp.s32 %0, 1, 0, p;\n}\n"
-      : "=r"(r)
-      : "r"(pred ? 1 : 0), "r"(id), "r"(count));
-  return r != 0;
 }
 
 // A fragment's registers as the [n8 block][4] array of the m16n8 layout.
@@ -425,16 +417,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     }
     if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
     if constexpr (C::kStrided) {
-      const bool again = check_s(s, reinterpret_cast<const float(&)[3][4]>(sc), qn, kn, kc2, C::D, rules, fix, tally);
-      if (bar_or(again, 2 + wg, 128)) {  // not located: the warpgroup recomputes its S tile
-        if (again) ++tally.recomputed;
-        warpgroup_fence_operand(acc_s);
-        warpgroup_arrive();
-        fc::gemm_zero_acc(mma_qk, tSrQ(_, _, _, qs), tSrK(_, _, _, ks), acc_s);
-        warpgroup_commit_batch();
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(acc_s);
-      }
+      // not located: the thread's rows are recomputed after the kernel (a wgmma is the warpgroup's, so recomputing the
+      // tile at once would need the warpgroup to agree first)
+      if (check_s(s, reinterpret_cast<const float(&)[3][4]>(sc), qn, kn, kc2, C::D, rules, fix, tally)) redo = true;
     }
     pipe.consumer_release(k_state);
 
@@ -471,17 +456,17 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
 
   // ---- row sums, 1/l, normalization, the unified verification --------------------------------------------------
   if (finish_rows<C>(o, oc, st, vmag2, keys_seen, n_tiles, qrow, fault, p, C::kInject, rules, fix, tally)) redo = true;
-  if constexpr (C::kProtected) {
-    const bool any = bar_or(redo, 2 + wg, 128);
+  if constexpr (C::kProtected) {  // the flags are cleared before the launch; a warp sets its warpgroup's
     if (redo) ++tally.recomputed;
-    if (wtid == 0 && wg_row0 < p.seq_q) prm.redo[static_cast<long long>(bh) * ((p.seq_q + 63) / 64) + wg_row0 / 64] = any ? 1 : 0;
+    if (__any_sync(0xffffffffu, redo) && lane == 0 && wg_row0 < p.seq_q)
+      prm.redo[static_cast<long long>(bh) * ((p.seq_q + 63) / 64) + wg_row0 / 64] = 1;
   }
 
   // ---- store O, the counters --------------------------------------------------------------------------------
   store_rows(static_cast<typename C::T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D, o, qrow, p.seq_q, cq);
-  // the counters once per warpgroup (a fault corrupts the rows of one warpgroup only); a barrier over both
-  // warpgroups' 256 threads (named barrier 1) hung on the GPU, the warpgroup's own (2, 3) work
-  if constexpr (C::kProtected) tally.flush_group(p.counters, [wg](bool x) { return bar_or(x, 2 + wg, 128); }, wtid == 0);
+  // the counters once per warp: what a fault corrupts stays in one row (S, P, the row's scalars) or one element of O,
+  // and a row is one warp's (its quad's four lanes)
+  if constexpr (C::kProtected) tally.flush_group(p.counters, [](bool x) { return __any_sync(0xffffffffu, x) != 0; }, lane == 0);
 }
 
 template <class C>
@@ -528,7 +513,11 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
     if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, Enc::kSmem); e != cudaSuccess) return e;
     encode_kernel<C><<<dim3(static_cast<unsigned>(tiles), B * Hh), Enc::kThreads, Enc::kSmem, stream>>>(*p);
   }
-  if constexpr (C::kProtected) prm.redo = reinterpret_cast<int*>(static_cast<unsigned char*>(p->workspace) + Workspace<C>(*p).redo);
+  if constexpr (C::kProtected) {
+    const Workspace<C> w(*p);
+    prm.redo = reinterpret_cast<int*>(static_cast<unsigned char*>(p->workspace) + w.redo);
+    if (const cudaError_t e = cudaMemsetAsync(prm.redo, 0, w.bytes - w.redo, stream); e != cudaSuccess) return e;
+  }
   if (const cudaError_t e = ftgen::set_smem(kernel<C>, C::kSmem); e != cudaSuccess) return e;
   kernel<C><<<dim3((Lq + C::BM - 1) / C::BM, B * Hh), C::kThreads, C::kSmem, stream>>>(prm);
   if constexpr (C::kProtected) {
