@@ -279,3 +279,78 @@ def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
     assert run([0x3C00, 0x7C00], False)[0] == 1  # +inf
     assert run([0x3C00, 0x7FC0], True)[0] == 1   # NaN (bf16)
     assert run([0x3C00, 0x8000], False) == (0, -14.0)  # -0 is a zero: the floor
+
+
+CHECK_S_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include "attention_mma.cuh"
+// A thread's S tile (16 n8 blocks, four stride-8 groups) with exact checksum blocks, faults added, check_s run:
+// per case the return, the counts and the largest change left against the clean tile.
+int main() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  const ftattn::Rules rules{1e-6f, 6e-8f, 1e-6f, 1e-3f, 1.f, 1.f, -24.f, 1e-3f};
+  const float qn[2] = {1.f, 1.f}, kn[2] = {1.f, 1.f}, kc2[2] = {1.f, 1.f};
+  int ne, nl, fix;
+  while (std::scanf("%d %d", &ne, &fix) == 2) {
+    float s[16][4], clean[16][4], sc[3][4];
+    for (int l = 0; l < 16; ++l)
+      for (int e = 0; e < 4; ++e) clean[l][e] = s[l][e] = nd(rng);
+    for (int e = 0; e < 4; ++e) {
+      double c1 = 0, c2 = 0;
+      for (int l = 0; l < 16; ++l) c1 += s[l][e], c2 += (l + 1) * static_cast<double>(s[l][e]);
+      sc[0][e] = static_cast<float>(c1);
+      sc[1][e] = static_cast<float>(c1 - sc[0][e]);
+      sc[2][e] = static_cast<float>(c2);
+    }
+    for (int i = 0; i < ne; ++i) {  // faults: group e, position l, value added (nan: made NaN)
+      int e, l;
+      char v[32];
+      if (std::scanf("%d %d %31s", &e, &l, v) != 3) return 1;
+      s[l][e] = v[0] == 'n' ? NAN : s[l][e] + std::strtof(v, nullptr);
+    }
+    ftattn::Tally t;
+    const bool again = ftattn::check_s(s, sc, qn, kn, kc2, 64, rules, fix != 0, t);
+    float worst = 0.f;
+    for (int l = 0; l < 16; ++l)
+      for (int e = 0; e < 4; ++e) worst = std::fmax(worst, std::isnan(s[l][e]) ? INFINITY : std::fabs(s[l][e] - clean[l][e]));
+    std::printf("%d %u %u %.9g\n", again ? 1 : 0, t.detected, t.corrected, worst);
+  }
+}
+"""
+
+
+@pytest.mark.compile
+def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path):
+    """check_s (the strided levels' S check, shared by the mma and wgmma kernels) on the host: a single fault in a
+    group, at any group and position, bit-sized or NaN, is detected and corrected in place; one in each of two groups
+    too; two in one group are detected and not located (the caller recomputes); detect-only counts and leaves S."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "check_s.cu").write_text(CHECK_S_MAIN)
+    exe = tmp_path / "check_s"
+    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
+                        str(tmp_path / "check_s.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    cases = [("0 1", None)]
+    cases += [(f"1 1 {e} {l} {v}", "fixed") for e in range(4) for l in (0, 7, 15) for v in ("8", "-0.5", "1e6", "nan")]
+    cases += [("2 1 0 3 4 2 9 -2", "fixed2"), ("2 1 1 3 4 1 9 -2", "again"), ("1 0 2 5 8", "detect")]
+    run = subprocess.run([str(exe)], input="\n".join(c for c, _ in cases) + "\n", capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = [line.split() for line in run.stdout.splitlines()]
+    assert len(got) == len(cases)
+    for (case, want), (again, det, corr, worst) in zip(cases, got):
+        again, det, corr, worst = int(again), int(det), int(corr), float(worst)
+        if want is None:
+            assert (again, det, corr) == (0, 0, 0) and worst == 0, case
+        elif want == "fixed":
+            assert (again, det, corr) == (0, 1, 1) and worst < 1e-4, case
+        elif want == "fixed2":
+            assert (again, det, corr) == (0, 2, 2) and worst < 1e-4, case
+        elif want == "again":
+            assert again == 1 and det == 1 and corr == 0, case
+        else:
+            assert (again, det, corr) == (0, 1, 0) and worst == 8, case

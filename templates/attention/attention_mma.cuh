@@ -16,6 +16,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <cstring>
 #include <stdint.h>
 
 #include "ftgen_attention.h"
@@ -87,6 +88,15 @@ __device__ __forceinline__ float lg2(float x) {
   return y;
 }
 __device__ __forceinline__ float finite_or_inf(float x) { return isnan(x) ? INFINITY : x; }
+__host__ __device__ __forceinline__ float bits_as_float(unsigned u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
 
 // sum_l max(log2 p_l, F) over a group of 16-bit values p_l, with one lg2 per group instead of one per element: each
 // normal value is 2^e (1 + m), so the sum is sum_l e_l + log2 prod_l (1 + m_l) (a product of factors in [1, 2): no
@@ -97,26 +107,17 @@ struct Log2Parts {
   int exponents = 0;
   float product = 1.f;
   bool bad = false;
+  // Branch-free and without an int-to-float conversion (which issues on the exp's pipe): the mantissa factor 1 + m is
+  // the float whose exponent is 0 and whose leading mantissa bits are m, exactly.
   template <bool kBf16>
   __host__ __device__ __forceinline__ void add(unsigned bits16) {
     constexpr int kMantBits = kBf16 ? 7 : 10, kExpMax = kBf16 ? 255 : 31, kBias = kBf16 ? 127 : 15;
+    constexpr unsigned kInf = static_cast<unsigned>(kExpMax) << kMantBits;  // from here up: inf, NaN, negative
     const int e = static_cast<int>((bits16 >> kMantBits) & kExpMax);
-    const unsigned m = bits16 & ((1u << kMantBits) - 1);
-    if ((bits16 >> 15) & 1u) {
-      bad = bad || e != 0 || m != 0;  // -0 is a zero
-      exponents += 1 - kBias;
-      return;
-    }
-    if (e == kExpMax) {
-      bad = true;
-      return;
-    }
-    if (e == 0) {  // below the smallest normal value: the floor
-      exponents += 1 - kBias;
-      return;
-    }
-    exponents += e - kBias;
-    product *= 1.f + static_cast<float>(m) / static_cast<float>(1u << kMantBits);
+    exponents += (e > 0 ? e : 1) - kBias;  // zero and subnormals (e = 0): the floor
+    const float mant = bits_as_float(0x3f800000u | ((bits16 & ((1u << kMantBits) - 1)) << (23 - kMantBits)));
+    product *= e > 0 ? mant : 1.f;
+    bad = bad || (bits16 >= kInf && bits16 != 0x8000u);  // -0 is a zero
   }
 };
 
@@ -189,7 +190,7 @@ __device__ __forceinline__ uint32_t maybe_fault16(uint32_t x, bool high, const T
 struct Tally {
   unsigned detected = 0, corrected = 0, recomputed = 0, uncorrectable = 0;
   float max_score = 0.f;
-  __device__ __forceinline__ void score(float residual, float tau) {
+  __host__ __device__ __forceinline__ void score(float residual, float tau) {
     const float s = fabsf(residual) / fmaxf(tau, 1e-30f);
     if (s > max_score || isnan(s)) max_score = isnan(s) ? INFINITY : fmaxf(max_score, s);
   }
@@ -225,11 +226,15 @@ struct Tally {
 };
 
 // Position l (0..nl-1) of a single fault in a group from its residuals, or -1 (model._locate).
-__device__ __forceinline__ int locate(float r1, float r2, float tau2, int nl, float u32) {
+__host__ __device__ __forceinline__ int locate(float r1, float r2, float tau2, int nl, float u32) {
   if (!isfinite(r1) || !isfinite(r2) || !(fabsf(r1) > 2.f * tau2)) return -1;
   const float ratio = r2 / r1;
   if (!(fabsf(ratio) < 1e9f)) return -1;
+#ifdef __CUDA_ARCH__
   const int j = __float2int_rn(ratio);
+#else
+  const int j = static_cast<int>(rintf(ratio));  // to nearest, ties to even, as __float2int_rn
+#endif
   if (j < 1 || j > nl) return -1;
   if (fabsf(r2 - j * r1) > tau2 + 4.f * (nl + 1) * u32 * fabsf(r2)) return -1;
   return j - 1;
@@ -237,7 +242,7 @@ __device__ __forceinline__ int locate(float r1, float r2, float tau2, int nl, fl
 
 // The sum and the index-weighted sum (weights 1..N) of a stride-8 group: element e of the thread's N n8 blocks.
 template <int N>
-__device__ __forceinline__ void group_sums(const float (&acc)[N][4], int e, float& g1, float& g2) {
+__host__ __device__ __forceinline__ void group_sums(const float (&acc)[N][4], int e, float& g1, float& g2) {
   g1 = 0.f, g2 = 0.f;
 #pragma unroll
   for (int l = 0; l < N; ++l) {
@@ -272,6 +277,74 @@ __device__ __forceinline__ void correct_group(float (&acc)[N][4], int e, int pos
 #pragma unroll
   for (int l = 0; l < N; ++l)
     if (l == pos) acc[l][e] = sum - others;
+}
+
+// Entry e (0-3, known at run time) of a per-group quadruple, by selects.
+__host__ __device__ __forceinline__ float group_of(const float (&x)[4], int e) { return e == 0 ? x[0] : e == 1 ? x[1] : e == 2 ? x[2] : x[3]; }
+// Entry h (0, 1, known at run time) of a per-row pair, by a select.
+template <class V>
+__host__ __device__ __forceinline__ V row_of(const V (&x)[2], int h) {
+  return h ? x[1] : x[0];
+}
+
+// Group e (known at run time) of a [N][4] fragment against its checksums c1 (unit) and c2 (weighted): the residuals
+// recomputed as at detection (group_sums' order), the one wrong element located (locate_group) and set to c1 minus the
+// rest; false where it cannot be located. The group's elements are gathered and written back by selects, so a check's
+// correction is one copy of this code in a loop over its flagged groups (one per group made the fused kernels' code
+// several times larger than the instruction cache, for a path that runs only after a fault).
+template <int N>
+__host__ __device__ __forceinline__ bool fix_group(float (&acc)[N][4], int e, float c1, float c2, float tau2, float u32, bool c1_finite) {
+  float g[N], g1 = 0.f, g2 = 0.f;
+#pragma unroll
+  for (int l = 0; l < N; ++l) {
+    g[l] = e == 0 ? acc[l][0] : e == 1 ? acc[l][1] : e == 2 ? acc[l][2] : acc[l][3];
+    g1 += g[l];
+    g2 = fmaf(static_cast<float>(l + 1), g[l], g2);
+  }
+  const float r1 = c1 - g1, r2 = c2 - g2;
+  int pos = locate(r1, r2, tau2, N, u32);
+  if (pos < 0 && !isfinite(r1) && c1_finite) {  // an element made non-finite shows itself
+    int bad = 0;
+#pragma unroll
+    for (int l = 0; l < N; ++l)
+      if (!isfinite(g[l])) { pos = l; ++bad; }
+    if (bad != 1) pos = -1;
+  }
+  if (pos < 0) return false;
+  float others = 0.f;
+#pragma unroll
+  for (int l = 0; l < N; ++l)
+    if (l != pos) others += g[l];
+  const float v = c1 - others;
+#pragma unroll
+  for (int l = 0; l < N; ++l)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (l == pos && k == e) acc[l][k] = v;
+  return true;
+}
+
+// The correction pass of a check over its flagged groups (bit e of `flagged`): counts the detections, and with `fix`
+// each group's correction (fix_group with what `sums(e, c1, c2, tau2)` gives for group e, recomputed here so that no
+// per-group arrays stay live beside the accumulators) and the corrections; returns whether a group could not be located.
+template <int N, class Sums>
+__host__ __device__ __forceinline__ bool fix_flagged(float (&acc)[N][4], unsigned flagged, Sums sums, bool check_c1, float u32, bool fix, Tally& tally) {
+#ifdef __CUDA_ARCH__
+  tally.detected += __popc(flagged);
+#else
+  tally.detected += __builtin_popcount(flagged);
+#endif
+  if (!fix) return false;
+  bool failed = false;
+#pragma unroll 1
+  for (int e = 0; e < 4; ++e) {
+    if (!((flagged >> e) & 1u)) continue;
+    float c1, c2, tau2;
+    sums(e, c1, c2, tau2);
+    if (fix_group(acc, e, c1, c2, tau2, u32, !check_c1 || isfinite(c1))) ++tally.corrected;
+    else failed = true;
+  }
+  return failed;
 }
 
 // ---- the steps every fused kernel shares (mma and wgmma backends) ----------------------------------------------
@@ -312,11 +385,6 @@ __device__ __forceinline__ void put(V (&x)[N][K], int i, V v) {
 #pragma unroll
   for (int k = 0; k < N * K; ++k)
     if (k == i) x[k / K][k % K] = v;
-}
-// Entry h (0, 1) of a per-row pair, by a select for the same reason.
-template <class V>
-__device__ __forceinline__ V row_of(const V (&x)[2], int h) {
-  return h ? x[1] : x[0];
 }
 
 // The thread's planned fault of `site` applied to its [n8 block][4] fragment x at tile j; col0: the column of the
@@ -367,35 +435,29 @@ __device__ __forceinline__ void store_rows(T* O, const float (&o)[ND][4], const 
 // The S check of the strided levels: each of the thread's four groups against the checksum blocks sc (unit high and
 // low halves, weighted) at model.s_threshold; a located fault is corrected in place. qn: the norms of the thread's
 // two rows; kn, kc2: per group g = cq, cq + 1 the sum of its keys' norms and ||Kc2[g]||^2. Returns whether a group
-// could not be located (the caller recomputes the product).
+// could not be located (the caller recomputes). Host-callable: tests/test_attention_family.py runs it on faults.
 template <int NT>
-__device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[3][4], const float (&qn)[2], const float (&kn)[2],
-                                        const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally) {
-  bool again = false;
+__host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[3][4], const float (&qn)[2], const float (&kn)[2],
+                                                 const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally) {
   const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 +
                      rules.u_in * rules.u_in;
+  unsigned flagged = 0;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     float g1, g2;
     group_sums(s, e, g1, g2);
-    const float c1 = sc[0][e] + sc[1][e];
-    const float r1 = c1 - g1, r2 = sc[2][e] - g2;
+    const float r1 = sc[0][e] + sc[1][e] - g1;
     const float tau = qn[e / 2] * kn[e & 1] * unit;
-    const float tau2 = tau * (NT + 1) + rules.u_in * qn[e / 2] * sqrtf(kc2[e & 1]);
     tally.score(r1, tau);
-    if (!(fabsf(r1) <= tau)) {
-      ++tally.detected;
-      if (!fix) continue;
-      const int pos = locate_group(s, e, r1, r2, tau2, rules.u32, true);
-      if (pos >= 0) {
-        correct_group(s, e, pos, c1);
-        ++tally.corrected;
-      } else {
-        again = true;
-      }
-    }
+    if (!(fabsf(r1) <= tau)) flagged |= 1u << e;
   }
-  return again;
+  const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
+    const float q = row_of(qn, e >> 1);
+    c1 = group_of(sc[0], e) + group_of(sc[1], e);
+    c2 = group_of(sc[2], e);
+    tau2 = q * row_of(kn, e & 1) * unit * (NT + 1) + rules.u_in * q * sqrtf(row_of(kc2, e & 1));
+  };
+  return flagged && fix_flagged(s, flagged, sums, false, rules.u32, fix, tally);
 }
 
 // One tile of the online softmax on the masked S tile: the row max (snvr: the quad's copies vote), the exps packed to
@@ -488,8 +550,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
       for (int l = 0; l < C::NT; ++l) {
         const uint32_t w = pk[l][e / 2];
         parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
-        const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
-        xs += fmaxf(x, rules.p_floor);
+        // max(x, F) takes F where x is -inf (a masked key) or NaN (a fully masked row: -inf - -inf)
+        xs += fmaxf(fmaf(s[l][e], sl2, -mm * sl2), rules.p_floor);
       }
       const float res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
       tally.score(res, rules.exp_tau);
@@ -546,7 +608,6 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
 template <int ND>
 __device__ __forceinline__ bool check_o_tile(float (&o)[ND][4], const float (&oc)[4][4], const float (&lsum)[2], int keys_seen, int j,
                                              const float (&vmag2)[2], const Rules& rules, bool fix, Tally& tally) {
-  bool redo = false;
   float lf[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -555,28 +616,22 @@ __device__ __forceinline__ bool check_o_tile(float (&o)[ND][4], const float (&oc
   }
   const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + (j + 1) + ND) +
                      rules.u_in * rules.u_in;
+  unsigned flagged = 0;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     float g1, g2;
     group_sums(o, e, g1, g2);
-    const float c1 = oc[0][e] + oc[1][e];
-    const float r1 = c1 - g1, r2 = oc[2][e] - g2;
+    const float r1 = oc[0][e] + oc[1][e] - g1;
     const float tau = oc[3][e] * unit;
-    const float tau2 = tau * (ND + 1) + rules.u_in * vmag2[e & 1] * lf[e / 2];
     tally.score(r1, tau);
-    if (!(fabsf(r1) <= tau) || !isfinite(r1)) {
-      ++tally.detected;
-      if (!fix) continue;
-      const int pos = locate_group(o, e, r1, r2, tau2, rules.u32, isfinite(c1));
-      if (pos >= 0) {
-        correct_group(o, e, pos, c1);
-        ++tally.corrected;
-      } else {
-        redo = true;
-      }
-    }
+    if (!(fabsf(r1) <= tau) || !isfinite(r1)) flagged |= 1u << e;
   }
-  return redo;
+  const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
+    c1 = group_of(oc[0], e) + group_of(oc[1], e);
+    c2 = group_of(oc[2], e);
+    tau2 = group_of(oc[3], e) * unit * (ND + 1) + rules.u_in * row_of(vmag2, e & 1) * row_of(lf, e >> 1);
+  };
+  return flagged && fix_flagged(o, flagged, sums, true, rules.u32, fix, tally);
 }
 
 // After the last tile: the row sums over the quad, snvr's checks of the row sum (its range, the lane's duplicate) and of

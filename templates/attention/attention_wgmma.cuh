@@ -280,8 +280,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
         load_vc.template step<true, true, false>(k_iter, state_vc, wr, lane_predicate, nvc);
       };
       load_q.step(q_iter, state_q, wq, lane_predicate, nq);
-      kv(true);
-      while (nk > 0) kv(false);
+      bool first = true;  // the second warpgroup's Q after the first K tile, as below; one copy of the loads' code
+      do {
+        kv(first);
+        first = false;
+      } while (nk > 0);
     } else {
       load_q.step(q_iter, state_q, wq, lane_predicate, nq);
       load_k.template step<false>(k_iter, state_k, wr, lane_predicate, nk);
@@ -352,7 +355,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     for (int hh = 0; hh < 2; ++hh) {
       float acc = 0.f;
       const int row = warp * 16 + r + 8 * hh;
-#pragma unroll 8
+#pragma unroll 1  // once per block: a rolled loop keeps the swizzled addressing's code small
       for (int k = lane % 4; k < C::D; k += 4) {
         const float x = static_cast<float>(sQ(row, k, qs));
         acc = fmaf(x, x, acc);
