@@ -228,3 +228,19 @@ def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False, o
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-4000:]
     return ptxas_entries(p.stderr)
+
+
+def attention_host_program(tmp_path: Path, name: str, source: str) -> Path:
+    """A host program over the attention templates (their host-callable steps) compiled with nvcc; skips without
+    nvcc. Returns the executable."""
+    from ftgen.build import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    src, exe = tmp_path / f"{name}.cu", tmp_path / name
+    src.write_text(source)
+    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
+                        str(src), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return exe

@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import REPO, golden_dir_check
+from conftest import REPO, attention_host_program, golden_dir_check
 
 from ftgen import families
 from ftgen.build import find_nvcc
@@ -195,15 +195,7 @@ int main() {
 @pytest.mark.compile
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_fp32_reference_row_matches_the_models_fp64_reference(tmp_path, causal):
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    src = tmp_path / "ref_main.cu"
-    src.write_text(REF_MAIN)
-    exe = tmp_path / "ref_main"
-    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), str(src), "-o", str(exe)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = attention_host_program(tmp_path, "ref_main", REF_MAIN)
     lq = lk = 37
     d = 64
     q, k, v = (M.round_to(a, "fp16") for a in M.inputs("outlier", lq, lk, d, seed=2))
@@ -246,14 +238,7 @@ int main() {
 def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
     """The exp check takes sum_l max(log2 p_l, F) as exponents plus one log2 of the mantissas' product; compiled
     for the host, it equals the model's element-wise clamped log2 sum, and a negative, infinite or NaN P fails."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    (tmp_path / "log2_main.cu").write_text(LOG2_MAIN)
-    exe = tmp_path / "log2_main"
-    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
-                        str(tmp_path / "log2_main.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = attention_host_program(tmp_path, "log2_main", LOG2_MAIN)
 
     def run(bits, bf16):
         out = subprocess.run([str(exe)], input=f"{len(bits)} {int(bf16)} " + " ".join(map(str, bits)),
@@ -327,14 +312,7 @@ def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path
     """check_s (the strided levels' S check, shared by the mma and wgmma kernels) on the host: a single fault in a
     group, at any group and position, bit-sized or NaN, is detected and corrected in place; one in each of two groups
     too; two in one group are detected and not located (the caller recomputes); detect-only counts and leaves S."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    (tmp_path / "check_s.cu").write_text(CHECK_S_MAIN)
-    exe = tmp_path / "check_s"
-    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
-                        str(tmp_path / "check_s.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = attention_host_program(tmp_path, "check_s", CHECK_S_MAIN)
     cases = [("0 1", None)]
     cases += [(f"1 1 {e} {l} {v}", "fixed") for e in range(4) for l in (0, 7, 15) for v in ("8", "-0.5", "1e6", "nan")]
     cases += [("2 1 0 3 4 2 9 -2", "fixed2"), ("2 1 1 3 4 1 9 -2", "again"), ("1 0 2 5 8", "detect")]

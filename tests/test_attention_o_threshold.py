@@ -13,9 +13,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import attention_host_program
 
-from ftgen.build import find_nvcc
 from ftgen.families.attention import model as M
 
 LQ, LK, D, BC = 64, 256, 64, 64
@@ -146,14 +145,7 @@ int main() {
 def test_the_kernels_v_encodings_are_the_models(tmp_path):
     """encode_v_group (the kernel's V checksum and magnitude columns), compiled for the host: the magnitude column is
     model.group_magnitudes exactly, the checksums are the model's to the fp32 summation order."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    (tmp_path / "enc_main.cu").write_text(ENC_MAIN)
-    exe = tmp_path / "enc_main"
-    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
-                        str(tmp_path / "enc_main.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = attention_host_program(tmp_path, "enc_main", ENC_MAIN)
     keys = 24
     for precision in ("fp16", "bf16"):
         v = M.round_to(M.inputs("outlier", keys, keys, 64, seed=9)[2] * 3.0, precision)

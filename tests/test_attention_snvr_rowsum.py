@@ -11,9 +11,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import attention_host_program
 
-from ftgen.build import find_nvcc
 from ftgen.families.attention import model as M
 
 
@@ -133,14 +132,7 @@ int main() {
 def test_the_kernels_duplicated_row_sum_is_the_models(tmp_path):
     """The kernel's row_sum_step / row_sum_differs compiled for the host: the duplicate is exactly -l on clean
     sequences (the model's rule), and a flip of l that survives the later rescales shows."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    (tmp_path / "rowsum_main.cu").write_text(ROWSUM_MAIN)
-    exe = tmp_path / "rowsum_main"
-    r = subprocess.run([nvcc, "-std=c++17", "-I", str(REPO / "templates" / "attention"), "-I", str(REPO / "templates" / "common"),
-                        str(tmp_path / "rowsum_main.cu"), "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    exe = attention_host_program(tmp_path, "rowsum_main", ROWSUM_MAIN)
     rng = np.random.default_rng(1)
     for _ in range(15):
         n = int(rng.integers(1, 20))
