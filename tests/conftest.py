@@ -146,7 +146,8 @@ def fake_bench_executables(out: Path, variants: list[dict], rows_of) -> None:
 class RecordedDriver:
     """A bench reference (``ftgen.bench.ctypes_driver.DriverReference``, put after this class) with every check passed
     and its driver replaced by a script that prints ``lines`` (JSON objects, or plain text), writes ``stderr`` and exits
-    with ``code``; each run's argv, CUDA_VISIBLE_DEVICES and PYTHONPATH are appended to a log (:meth:`calls`)."""
+    with ``code``; each run's argv, CUDA_VISIBLE_DEVICES and PYTHONPATH are appended to a log (:meth:`calls`); its
+    ``prepare`` (the shared object's build ahead of the run) only records the variants (``prepared``)."""
 
     def record(self, folder: Path, lines, code: int = 0, stderr: str = "") -> None:
         import json
@@ -169,6 +170,9 @@ class RecordedDriver:
 
     def unavailable(self, variant):
         return None
+
+    def prepare(self, project, manifest, variant):
+        self.prepared = getattr(self, "prepared", []) + [variant["kernel"]]
 
     def command(self, project, variant, shapes, opts):
         import sys

@@ -195,6 +195,21 @@ def test_no_ref_and_inject_run_no_driver(project, tmp_path):
     assert all("refs" not in r for r in rows)
     rows = bench_project(out, variants[:1], family_with(flash), BenchOptions(inject=1), log=lambda m: None)
     assert all("--inject" in r["refs_missing"]["sdpa-flash"] for r in rows) and not flash.calls()
+    assert not hasattr(flash, "prepared")  # nothing built for drivers that do not run
+
+
+def test_the_drivers_shared_objects_are_built_first_once_a_variant(project, tmp_path):
+    """Before the executables run, each variant's shared object is built once (both SDPA references load the same
+    one), in parallel; the drivers then find it built."""
+    out, variants = project
+    flash = FakeDriver("sdpa-flash", tmp_path, [sdpa_line("sdpa-flash", BIG, 1.88843, 3.44)])
+    cudnn = FakeDriver("sdpa-cudnn", tmp_path, [sdpa_line("sdpa-cudnn", BIG, 1.21555, 3.42)])
+    logs: list[str] = []
+    bench_project(out, variants, family_with(flash, cudnn), BenchOptions(reps=10, seed=5), log=logs.append)
+    assert sorted(flash.prepared) == sorted(v["kernel"] for v in variants) and not hasattr(cudnn, "prepared")
+    built = [i for i, m in enumerate(logs) if "building the references' shared objects of 3 variant(s)" in m]
+    timed = [i for i, m in enumerate(logs) if "timed alternately" in m]
+    assert built and timed and built[0] < timed[0]
 
 
 def test_refusal_names_torchs_error_and_its_warnings():

@@ -188,7 +188,9 @@ def bench_project(
     (:mod:`ftgen.bench.refs`) run right after each, and their times join its rows (``refs``)."""
     from .refs import RefRunner
 
+    variants = list(variants)
     refs = RefRunner(project, family, opts, log)
+    refs.prepare(variants)
     rows: list[dict] = []
     for v in variants:
         exe = project / "bin" / v["kernel"]

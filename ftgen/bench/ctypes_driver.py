@@ -59,6 +59,12 @@ class DriverReference:
             return "nvcc not found: the driver compiles the variant's launcher into a shared object"
         return None
 
+    def prepare(self, project: Path, manifest: dict, variant: dict) -> None:
+        """Build the driver's shared object for ``variant`` (a manifest entry) ahead of its run, so that the driver
+        finds it built and its time limit covers the timing only: the driver module's ``build_shared_object`` (the
+        module is imported, torch is not). Raises what that raises (BuildError, SpecError)."""
+        importlib.import_module(self.driver).build_shared_object(project, manifest, variant)
+
     def command(self, project: Path, variant: dict, shapes: list[str], opts) -> list[str]:
         """The driver's command line for ``shapes`` (the executable's --shapes spelling) under ``opts`` (BenchOptions)."""
         argv = [sys.executable, "-m", self.driver, str(project), variant["kernel"], "--shapes", ",".join(shapes),

@@ -439,6 +439,7 @@ def bench_on_gpus(project: Path, variants: list[dict], family, opts, gpus: list[
 
     with pool_for(gpus) as pool:
         refs = RefRunner(project, family, opts, pool.log)
+        refs.prepare(variants)
         if refs.active:
             by_kernel = {v["kernel"]: v for v in variants}
 

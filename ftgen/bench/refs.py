@@ -100,6 +100,40 @@ class RefRunner:
             why = ref.unavailable(variant)
         return why
 
+    def prepare(self, variants: list[dict]) -> None:
+        """Build what the drivers will build (a reference's ``prepare``: ctypes drivers compile the variant into a
+        shared object, about a minute of nvcc for a CUTLASS variant) for every variant in parallel, one nvcc a core,
+        before the executables run: a driver would build its own inside its time limit, one variant after another.
+        One build per driver module and variant (the references of one module share it); a build that fails is left to
+        the driver, which meets the same error and says it in the rows."""
+        if not self.active:
+            return
+        jobs: dict[tuple[str, str], tuple] = {}
+        for v in variants:
+            for ref in self.refs:
+                if hasattr(ref, "prepare") and self.why_not(ref, v) is None:
+                    jobs.setdefault((getattr(ref, "driver", ref.name), v["kernel"]), (ref, v))
+        if not jobs:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..build import load_manifest
+        from ..errors import FtgenError
+
+        manifest = load_manifest(self.project)
+        workers = min(len(jobs), os.cpu_count() or 1)
+        self.log(f"bench: building the references' shared objects of {len(jobs)} variant(s), {workers} at a time")
+
+        def build(job) -> None:
+            ref, v = job
+            try:
+                ref.prepare(self.project, manifest, v)
+            except (FtgenError, OSError):
+                pass  # the driver meets it again and says why in the rows
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(build, jobs.values()))
+
     def add(self, variant: dict, rows: list[dict], env: dict[str, str] | None = None) -> None:
         """Merge the references of ``variant`` into its timed ``rows`` (in place)."""
         if not self.active:
