@@ -219,25 +219,41 @@ def test_the_fp32_reference_row_matches_the_models_fp64_reference(tmp_path, caus
 LOG2_MAIN = r"""
 #include <cmath>
 #include <cstdio>
+#include <cuda_fp16.h>
 #include "attention_mma.cuh"
+// The exp check's group sum as the kernel takes it: bf16 through Log2Parts, fp16 through ExpProduct16 (each pair of
+// values floored as one packed word, the product renormalized after every 8 factors but the last).
 int main() {
   int n, bf16;
   if (std::scanf("%d %d", &n, &bf16) != 2) return 1;
   ftattn::Log2Parts parts;
+  ftattn::ExpProduct16 prod;
   for (int i = 0; i < n; ++i) {
     unsigned b;
     if (std::scanf("%u", &b) != 1) return 1;
-    if (bf16) parts.add<true>(b); else parts.add<false>(b);
+    if (bf16) {
+      parts.add<true>(b);
+    } else {
+      const unsigned w = ftattn::ExpProduct16::floor2(b) & 0xffffu;  // the low half of a packed pair
+      prod.product *= __half2float(__ushort_as_half(static_cast<unsigned short>(w)));
+      if (i % 8 == 7 && i + 1 < n) prod.renormalize();
+    }
   }
-  std::printf("%d %.9g\n", parts.bad ? 1 : 0, parts.exponents + std::log2(static_cast<double>(parts.product)));
+  if (bf16)
+    std::printf("%d %.9g\n", parts.bad ? 1 : 0, parts.exponents + std::log2(static_cast<double>(parts.product)));
+  else {  // a sum that is not finite fails the kernel's check (lg2 of a negative product: NaN; of -0: -inf)
+    const double sum = prod.exponents + std::log2(static_cast<double>(prod.product));
+    std::printf("%d %.9g\n", prod.bad || !std::isfinite(sum) ? 1 : 0, sum);
+  }
 }
 """
 
 
 @pytest.mark.compile
 def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
-    """The exp check takes sum_l max(log2 p_l, F) as exponents plus one log2 of the mantissas' product; compiled
-    for the host, it equals the model's element-wise clamped log2 sum, and a negative, infinite or NaN P fails."""
+    """The exp check takes sum_l max(log2 p_l, F) as exponents plus one log2 of a product (bf16: of the mantissas;
+    fp16: of the floored values, renormalized); compiled for the host, it equals the model's element-wise clamped log2
+    sum, and a negative, infinite or NaN P fails (fp16: -0 too, as in the model)."""
     exe = attention_host_program(tmp_path, "log2_main", LOG2_MAIN)
 
     def run(bits, bf16):
@@ -263,7 +279,9 @@ def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
     assert run([0x3C00, 0xBC00], False)[0] == 1  # a negative P
     assert run([0x3C00, 0x7C00], False)[0] == 1  # +inf
     assert run([0x3C00, 0x7FC0], True)[0] == 1   # NaN (bf16)
-    assert run([0x3C00, 0x8000], False) == (0, -14.0)  # -0 is a zero: the floor
+    assert run([0x3C00, 0x8000], False)[0] == 1  # fp16: -0 keeps its sign bit through the floor and fails
+    assert run([0x3F80, 0x8000], True) == (0, -126.0)  # bf16: -0 is a zero, the floor
+    assert run([0x3C00] * 7 + [0x0000] * 9, False) == (0, -126.0)  # 9 values at the floor 2^-14: renormalized, no underflow
 
 
 CHECK_S_MAIN = r"""

@@ -185,6 +185,35 @@ __device__ __forceinline__ uint32_t maybe_fault16(uint32_t x, bool high, const T
   return y;
 }
 
+// The same sum for fp16 at a third of the work a value: F = -14, so the product of max(p_l, 2^-14) stays normal in fp32
+// for 8 factors (2^-112) and is renormalized after each 8 (its exponent moved into `exponents`); one lg2 per group.
+// The floor is taken on the raw 16-bit patterns of a packed pair (floor2: an unsigned max), so a value with its sign
+// bit set keeps it, -0 included, and makes the product negative (its lg2 NaN: the check fails); an infinite or NaN
+// value makes it infinite or NaN. Host-callable (tested against the model).
+struct ExpProduct16 {
+  float product = 1.f;
+  int exponents = 0;
+  bool bad = false;
+  static constexpr uint32_t kFloor2 = 0x04000400u;  // 2^-14 in both halves
+  static __host__ __device__ __forceinline__ uint32_t floor2(uint32_t w) {
+#ifdef __CUDA_ARCH__
+    return __vmaxu2(w, kFloor2);
+#else
+    const uint32_t lo = w & 0xffffu, hi = w >> 16;
+    return (lo > 0x0400u ? lo : 0x0400u) | (hi > 0x0400u ? hi : 0x0400u) << 16;
+#endif
+  }
+  __host__ __device__ __forceinline__ void renormalize() {
+    uint32_t b;
+    std::memcpy(&b, &product, sizeof b);
+    const int ex = static_cast<int>((b >> 23) & 0xffu);
+    bad = bad || ex == 0xff;
+    exponents += ex - 127;
+    b = (b & 0x807fffffu) | 0x3f800000u;  // the sign and the mantissa kept, the exponent 0
+    std::memcpy(&product, &b, sizeof b);
+  }
+};
+
 // ---- counters ------------------------------------------------------------------------------------
 
 struct Tally {
@@ -544,16 +573,28 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float mm = mnew[e / 2];
-      Log2Parts parts;
-      float xs = 0.f;
+      float xs = 0.f, res;
+      if constexpr (kBf16) {
+        Log2Parts parts;
 #pragma unroll
-      for (int l = 0; l < C::NT; ++l) {
-        const uint32_t w = pk[l][e / 2];
-        parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
-        // max(x, F) takes F where x is -inf (a masked key) or NaN (a fully masked row: -inf - -inf)
-        xs += fmaxf(fmaf(s[l][e], sl2, -mm * sl2), rules.p_floor);
+        for (int l = 0; l < C::NT; ++l) {
+          const uint32_t w = pk[l][e / 2];
+          parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
+          // max(x, F) takes F where x is -inf (a masked key) or NaN (a fully masked row: -inf - -inf)
+          xs += fmaxf(fmaf(s[l][e], sl2, -mm * sl2), rules.p_floor);
+        }
+        res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
+      } else {
+        ExpProduct16 prod;
+#pragma unroll
+        for (int l = 0; l < C::NT; ++l) {
+          const uint32_t w = ExpProduct16::floor2(pk[l][e / 2]);
+          prod.product *= (e & 1) ? H::hi(w) : H::lo(w);
+          if (l % 8 == 7 && l + 1 < C::NT) prod.renormalize();
+          xs += fmaxf(fmaf(s[l][e], sl2, -mm * sl2), rules.p_floor);
+        }
+        res = prod.bad ? INFINITY : static_cast<float>(prod.exponents) + lg2(prod.product) - xs;
       }
-      const float res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
       tally.score(res, rules.exp_tau);
       if (!(fabsf(res) <= rules.exp_tau)) {
         ++tally.detected;
