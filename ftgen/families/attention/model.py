@@ -513,9 +513,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
             with np.errstate(divide="ignore", invalid="ignore"):
                 lp = np.maximum(np.log2(p16), floor)
             xe = np.maximum(x, floor)
-            lp = np.where(np.isnan(lp), np.inf, lp)
-            if precision == "fp16":  # the kernel's product of floored bit patterns: -0 keeps its sign and fails too
-                lp = np.where(np.signbit(p16), np.inf, lp)
+            lp = np.where(np.isnan(lp) | (np.signbit(p16) & (precision == "fp16")), np.inf, lp)  # fp16: -0 fails
             re = _group_sums(lp, STRIDE)[0].astype(np.float64) - _group_sums(xe, STRIDE)[0]
             cnt.score(re, tau_e)
             for i, g in zip(*np.nonzero(~(np.abs(re) <= tau_e))):
