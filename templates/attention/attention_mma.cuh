@@ -416,6 +416,17 @@ __device__ __forceinline__ void put(V (&x)[N][K], int i, V v) {
     if (k == i) x[k / K][k % K] = v;
 }
 
+// The thread's planned fault of a per-row scalar `site` (elem: the row half h) applied to x[h] at step j, one copy of the
+// fault's code for both halves (callers branch on whether the fault is in the tile).
+__device__ __forceinline__ void inject_row(float (&x)[2], const ThreadFault& f, const ftgen_attention_problem& p, int site, int j,
+                                           const int (&qrow)[2]) {
+  if (f.index < 0 || f.site != site || f.elem > 1) return;
+  const int h = f.elem;
+  const float y = maybe_fault(row_of(x, h), f, p, site, h, j, row_of(qrow, h), -1);
+  if (h) x[1] = y;
+  else x[0] = y;
+}
+
 // The thread's planned fault of `site` applied to its [n8 block][4] fragment x at tile j; col0: the column of the
 // fragment's first n8 block (the tile's first key for S, 0 for O). Callers branch on whether the fault is in the tile.
 template <int N>
@@ -515,7 +526,10 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
     mt[h] = x;
     mnew[h] = fmaxf(m[h], x);
-    if (hit) mnew[h] = maybe_fault(mnew[h], fault, p, FTGEN_ATTN_SITE_ROWMAX, h, j, qrow[h], -1);
+  }
+  if (hit) inject_row(mnew, fault, p, FTGEN_ATTN_SITE_ROWMAX, j, qrow);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
     if (C::kSnvr) {
       // the quad's four copies vote; a single corrupted copy is outvoted (model: rowmax)
       const float b = __shfl_xor_sync(0xffffffffu, mnew[h], 1);
@@ -614,10 +628,11 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
 
   // ---- rescale factor, row sum ------------------------------------------------------------------
 #pragma unroll
+  for (int h = 0; h < 2; ++h) alpha[h] = ex2(m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2);
+  if (hit) inject_row(alpha, fault, p, FTGEN_ATTN_SITE_RESCALE, j, qrow);
+#pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float arg = m[h] == -INFINITY ? -INFINITY : (m[h] - mnew[h]) * sl2;
-    alpha[h] = ex2(arg);
-    if (hit) alpha[h] = maybe_fault(alpha[h], fault, p, FTGEN_ATTN_SITE_RESCALE, h, j, qrow[h], -1);
     if (C::kSnvr) {
       const float a = fmaxf(arg, -126.f);
       const float ra = fmaxf(finite_or_inf(lg2(alpha[h])), -126.f) - a;
@@ -638,9 +653,9 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
     for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
     lsum[h] = row_sum_step(alpha[h], lsum[h], part);
     if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
-    if (hit) lsum[h] = maybe_fault(lsum[h], fault, p, FTGEN_ATTN_SITE_ROWSUM, h, j, qrow[h], -1);
     m[h] = mnew[h];
   }
+  if (hit) inject_row(lsum, fault, p, FTGEN_ATTN_SITE_ROWSUM, j, qrow);
 }
 
 // The strided level's O check after every tile, unnormalized: the threshold's scale is the accumulated group
@@ -703,7 +718,10 @@ __device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&
       }
     }
     inv[h] = 1.f / lfull[h];
-    if (C::kInject && inj && fault.index >= 0) inv[h] = maybe_fault(inv[h], fault, p, FTGEN_ATTN_SITE_INV_L, h, 0, qrow[h], -1);
+  }
+  if (C::kInject && inj) inject_row(inv, fault, p, FTGEN_ATTN_SITE_INV_L, 0, qrow);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
     if (C::kSnvr && !C::kUnified) {
       const float ri = lfull[h] * inv[h] - 1.f;
       if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
