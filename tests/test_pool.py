@@ -336,16 +336,22 @@ def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
     assert main(["campaign", str(fake_host), str(search_file)]) == 2 and "add --from" in capsys.readouterr().err
 
 
+def _bench_project(spec, tmp_path):
+    """The fake host's spec generated and built, each executable a benchmark that prints one row per run."""
+    import ftgen.build
+
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    project = tmp_path / "g" / "camp"
+    ftgen.build.build(project)
+    for exe in (project / "bin").iterdir():
+        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
+    return project
+
+
 def test_bench_command_on_gpus(fake_host, tmp_path, capsys):
     from ftgen.search.shard import read_results
 
-    assert main(["generate", str(fake_host), "-o", str(tmp_path / "g")]) == 0
-    project = tmp_path / "g" / "camp"
-    import ftgen.build
-
-    ftgen.build.build(project)
-    for exe in (project / "bin").iterdir():  # a benchmark executable: one row per run
-        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
+    project = _bench_project(fake_host, tmp_path)
     capsys.readouterr()
     assert main(["bench", str(project), "--gpus", "all", "--json", str(tmp_path / "b.jsonl")]) == 0
     rf = read_results(tmp_path / "b.jsonl")
@@ -360,14 +366,8 @@ def test_bench_writes_its_rows_as_each_variant_finishes(fake_host, tmp_path, mon
     import ftgen.bench as B
     from ftgen.search.shard import read_results
 
-    assert main(["generate", str(fake_host), "-o", str(tmp_path / "g")]) == 0
-    project = tmp_path / "g" / "camp"
-    import ftgen.build
-
-    ftgen.build.build(project)
+    project = _bench_project(fake_host, tmp_path)
     exes = sorted((project / "bin").iterdir())
-    for exe in exes:
-        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
     out, seen, real = tmp_path / "b.jsonl", [], B.bench_project
 
     def spy(project, variants, family, opts, on_rows=None, log=None):

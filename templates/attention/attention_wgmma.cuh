@@ -50,17 +50,14 @@ struct CuteOf<__nv_bfloat16> {
 };
 
 template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_>
-struct Config {
+struct Config : Levels<LEVEL_> {
   using T = T_;
   using E = typename CuteOf<T>::type;
+  using L = Levels<LEVEL_>;
+  using L::kStrided;
   static constexpr int D = D_, BN = BN_, BM = 128, WM = 64;  // two consumer warpgroups of 64 rows
   static constexpr bool kCausal = CAUSAL_;
-  static constexpr int kLevel = LEVEL_;
   static constexpr bool kInject = INJECT_;
-  static constexpr bool kStrided = LEVEL_ == kLevelStrided || LEVEL_ == kLevelEfta;
-  static constexpr bool kSnvr = LEVEL_ == kLevelSnvr || LEVEL_ == kLevelEfta;
-  static constexpr bool kUnified = LEVEL_ == kLevelEfta;
-  static constexpr bool kProtected = LEVEL_ != kLevelNone;
   static constexpr int NT = BN / 8, ND = D / 8;
   static constexpr int kStages = STAGES_;
   static constexpr int kThreads = 384, kConsumers = 256;

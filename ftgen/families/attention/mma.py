@@ -49,6 +49,7 @@ from . import model as M
 PRECISIONS = ("fp16", "bf16")
 LEVEL_TOKENS = {"abft": {"strided": "strided", "snvr": "snvr", "efta": "efta", "decoupled": "dec"}}
 HEAD_DIMS = (64, 128)
+STRIDED_LEVELS = ("strided", "efta")  # the levels that carry the strided K / V checksums
 SITE_CODES = {site: i for i, site in enumerate(M.SITES)}
 ELEM_PER_SITE = 1024
 # the fault sites each level detects (model: the rest pass through it by design); fault plans draw from them
@@ -144,7 +145,7 @@ class MmaBackend(Backend):
             "block_n": bn,
             "level": level,
             "protected": v.protection.enabled,
-            "strided": level in ("strided", "efta"),
+            "strided": level in STRIDED_LEVELS,
             "snvr": level in ("snvr", "efta"),
             "unified": level == "efta",
             "decoupled": level == "decoupled",

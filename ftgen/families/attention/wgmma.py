@@ -27,7 +27,7 @@ index of 128-row blocks.
 from __future__ import annotations
 
 from ..base import SMEM_PER_BLOCK, Param, Protection, Variant
-from .mma import HEAD_DIMS, LEVEL_TOKENS, MmaBackend
+from .mma import HEAD_DIMS, LEVEL_TOKENS, STRIDED_LEVELS, MmaBackend
 
 ARCH = "sm_90a"
 SMEM_LIMIT = SMEM_PER_BLOCK[ARCH]
@@ -54,7 +54,7 @@ def auto_stages(head_dim: int, block_n: int, strided: bool) -> int:
 
 def _strided(v: Variant) -> bool:
     """The level carries the strided checksums (and their shared-memory stages)."""
-    return v.protection.enabled and v.protection.level in ("strided", "efta")
+    return v.protection.enabled and v.protection.level in STRIDED_LEVELS
 
 
 PARAMS = (

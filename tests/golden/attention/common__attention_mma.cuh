@@ -25,6 +25,15 @@
 namespace ftattn {
 
 enum Level { kLevelNone = 0, kLevelStrided = 1, kLevelSnvr = 2, kLevelEfta = 3 };
+// What a level computes, for the kernels' configurations.
+template <int LEVEL>
+struct Levels {
+  static constexpr int kLevel = LEVEL;
+  static constexpr bool kStrided = LEVEL == kLevelStrided || LEVEL == kLevelEfta;
+  static constexpr bool kSnvr = LEVEL == kLevelSnvr || LEVEL == kLevelEfta;
+  static constexpr bool kUnified = LEVEL == kLevelEfta;
+  static constexpr bool kProtected = LEVEL != kLevelNone;
+};
 
 // Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
 struct Rules {
@@ -280,32 +289,56 @@ __host__ __device__ __forceinline__ void group_sums(const float (&acc)[N][4], in
   }
 }
 
-// The one wrong element of group e: located from the residuals, else, where the residual is not finite and
+// The one wrong element of a group g[0..N): located from the residuals, else, where the residual is not finite and
 // `c1_finite`, the only non-finite element; -1 when neither (model._locate).
 template <int N>
-__device__ __forceinline__ int locate_group(const float (&acc)[N][4], int e, float r1, float r2, float tau2, float u32,
-                                            bool c1_finite) {
+__host__ __device__ __forceinline__ int locate_in(const float (&g)[N], float r1, float r2, float tau2, float u32, bool c1_finite) {
   int pos = locate(r1, r2, tau2, N, u32);
   if (pos < 0 && !isfinite(r1) && c1_finite) {  // an element made non-finite shows itself
     int bad = 0;
 #pragma unroll
     for (int l = 0; l < N; ++l)
-      if (!isfinite(acc[l][e])) { pos = l; ++bad; }
+      if (!isfinite(g[l])) { pos = l; ++bad; }
     if (bad != 1) pos = -1;
   }
   return pos;
 }
 
-// Element pos of group e := `sum` minus the rest of the group.
+// The corrected value of element pos of a group g: `sum` minus the rest of the group.
 template <int N>
-__device__ __forceinline__ void correct_group(float (&acc)[N][4], int e, int pos, float sum) {
+__host__ __device__ __forceinline__ float corrected_value(const float (&g)[N], int pos, float sum) {
   float others = 0.f;
 #pragma unroll
   for (int l = 0; l < N; ++l)
-    if (l != pos) others += acc[l][e];
+    if (l != pos) others += g[l];
+  return sum - others;
+}
+
+// Group e (known at compile time) of a [N][4] fragment as a group.
+template <int N>
+__device__ __forceinline__ void group_at(const float (&acc)[N][4], int e, float (&g)[N]) {
+#pragma unroll
+  for (int l = 0; l < N; ++l) g[l] = acc[l][e];
+}
+
+// locate_in on group e of a fragment.
+template <int N>
+__device__ __forceinline__ int locate_group(const float (&acc)[N][4], int e, float r1, float r2, float tau2, float u32,
+                                            bool c1_finite) {
+  float g[N];
+  group_at(acc, e, g);
+  return locate_in(g, r1, r2, tau2, u32, c1_finite);
+}
+
+// Element pos of group e := `sum` minus the rest of the group.
+template <int N>
+__device__ __forceinline__ void correct_group(float (&acc)[N][4], int e, int pos, float sum) {
+  float g[N];
+  group_at(acc, e, g);
+  const float v = corrected_value(g, pos, sum);
 #pragma unroll
   for (int l = 0; l < N; ++l)
-    if (l == pos) acc[l][e] = sum - others;
+    if (l == pos) acc[l][e] = v;
 }
 
 // Entry e (0-3, known at run time) of a per-group quadruple, by selects.
@@ -317,7 +350,7 @@ __host__ __device__ __forceinline__ V row_of(const V (&x)[2], int h) {
 }
 
 // Group e (known at run time) of a [N][4] fragment against its checksums c1 (unit) and c2 (weighted): the residuals
-// recomputed as at detection (group_sums' order), the one wrong element located (locate_group) and set to c1 minus the
+// recomputed as at detection (group_sums' order), the one wrong element located (locate_in) and set to c1 minus the
 // rest; false where it cannot be located. The group's elements are gathered and written back by selects, so a check's
 // correction is one copy of this code in a loop over its flagged groups (one per group made the fused kernels' code
 // several times larger than the instruction cache, for a path that runs only after a fault).
@@ -330,27 +363,33 @@ __host__ __device__ __forceinline__ bool fix_group(float (&acc)[N][4], int e, fl
     g1 += g[l];
     g2 = fmaf(static_cast<float>(l + 1), g[l], g2);
   }
-  const float r1 = c1 - g1, r2 = c2 - g2;
-  int pos = locate(r1, r2, tau2, N, u32);
-  if (pos < 0 && !isfinite(r1) && c1_finite) {  // an element made non-finite shows itself
-    int bad = 0;
-#pragma unroll
-    for (int l = 0; l < N; ++l)
-      if (!isfinite(g[l])) { pos = l; ++bad; }
-    if (bad != 1) pos = -1;
-  }
+  const int pos = locate_in(g, c1 - g1, c2 - g2, tau2, u32, c1_finite);
   if (pos < 0) return false;
-  float others = 0.f;
-#pragma unroll
-  for (int l = 0; l < N; ++l)
-    if (l != pos) others += g[l];
-  const float v = c1 - others;
+  const float v = corrected_value(g, pos, c1);
 #pragma unroll
   for (int l = 0; l < N; ++l)
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       if (l == pos && k == e) acc[l][k] = v;
   return true;
+}
+
+// The detection pass of a check: group e of the fragment against its unit checksum (high and low halves c_hi, c_lo)
+// at threshold tau(e), its score recorded; bit e of the result set where the residual exceeds it (`non_finite`: or is
+// not finite, however large the threshold).
+template <int N, class Tau>
+__host__ __device__ __forceinline__ unsigned flag_groups(const float (&acc)[N][4], const float (&c_hi)[4], const float (&c_lo)[4], Tau tau,
+                                                         bool non_finite, Tally& tally) {
+  unsigned flagged = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    float g1, g2;
+    group_sums(acc, e, g1, g2);
+    const float r1 = c_hi[e] + c_lo[e] - g1, t = tau(e);
+    tally.score(r1, t);
+    if (!(fabsf(r1) <= t) || (non_finite && !isfinite(r1))) flagged |= 1u << e;
+  }
+  return flagged;
 }
 
 // The correction pass of a check over its flagged groups (bit e of `flagged`): counts the detections, and with `fix`
@@ -481,16 +520,7 @@ __host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float 
                                                  const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally) {
   const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 +
                      rules.u_in * rules.u_in;
-  unsigned flagged = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    float g1, g2;
-    group_sums(s, e, g1, g2);
-    const float r1 = sc[0][e] + sc[1][e] - g1;
-    const float tau = qn[e / 2] * kn[e & 1] * unit;
-    tally.score(r1, tau);
-    if (!(fabsf(r1) <= tau)) flagged |= 1u << e;
-  }
+  const unsigned flagged = flag_groups(s, sc[0], sc[1], [&](int e) { return qn[e / 2] * kn[e & 1] * unit; }, false, tally);
   const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
     const float q = row_of(qn, e >> 1);
     c1 = group_of(sc[0], e) + group_of(sc[1], e);
@@ -672,16 +702,7 @@ __device__ __forceinline__ bool check_o_tile(float (&o)[ND][4], const float (&oc
   }
   const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + (j + 1) + ND) +
                      rules.u_in * rules.u_in;
-  unsigned flagged = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    float g1, g2;
-    group_sums(o, e, g1, g2);
-    const float r1 = oc[0][e] + oc[1][e] - g1;
-    const float tau = oc[3][e] * unit;
-    tally.score(r1, tau);
-    if (!(fabsf(r1) <= tau) || !isfinite(r1)) flagged |= 1u << e;
-  }
+  const unsigned flagged = flag_groups(o, oc[0], oc[1], [&](int e) { return oc[3][e] * unit; }, true, tally);
   const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
     c1 = group_of(oc[0], e) + group_of(oc[1], e);
     c2 = group_of(oc[2], e);
@@ -805,16 +826,13 @@ __device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&
 // ---- the fused kernel ------------------------------------------------------------------------------
 
 template <class T_, int D_, int BM_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_>
-struct Config {
+struct Config : Levels<LEVEL_> {
   using T = T_;
+  using L = Levels<LEVEL_>;
+  using L::kStrided;
   static constexpr int D = D_, BM = BM_, BN = BN_;
   static constexpr bool kCausal = CAUSAL_;
-  static constexpr int kLevel = LEVEL_;
   static constexpr bool kInject = INJECT_;
-  static constexpr bool kStrided = LEVEL_ == kLevelStrided || LEVEL_ == kLevelEfta;
-  static constexpr bool kSnvr = LEVEL_ == kLevelSnvr || LEVEL_ == kLevelEfta;
-  static constexpr bool kUnified = LEVEL_ == kLevelEfta;
-  static constexpr bool kProtected = LEVEL_ != kLevelNone;
   static constexpr int kWarps = BM / 16;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int NT = BN / 8;   // n8 blocks of an S tile
