@@ -4,6 +4,8 @@
 #   bench    every variant clean, alternated with its twin and SDPA FLASH / cuDNN (REPS, default 20; EXE_TIMEOUT s each, 120)
 #   inject   the *_inj variants with one fault per launch
 #   probe    each built executable (PROBE_GLOB) alone at PROBE_SHAPE (default 1x2x512x512), 20 s each: exit code, last lines
+#   profile  Nsight Compute's source counters of the first fused launch of each executable (PROFILE_GLOB) at PROFILE_SHAPE
+#            (default 1x16x4096x4096): instructions executed per source line and per SASS instruction (src_*.{cuda,sass}.csv in OUT/profile.tgz)
 #   campaign ftgen campaign SPEC (TRIALS, default 200; DISTS, default normal,uniform,outliers)
 # Prints a short table last; the JSON rows go under OUT.
 set -u
@@ -26,8 +28,16 @@ for step in ${*:-build bench inject}; do
              timeout 60 cuda-gdb -p $pid -batch -ex "info cuda kernels" -ex "info cuda warps" -ex "info cuda lanes" > "$out/gdb.txt" 2>&1
              kill -9 $pid 2> /dev/null; echo "== gdb of $(basename "$hung")" >> "$out/probe.txt"; head -c 3000 "$out/gdb.txt" >> "$out/probe.txt"
            fi; t probe ;;
+    profile) for exe in "$proj"/bin/${PROFILE_GLOB:-*}; do
+               rep="$out/src_$(basename "$exe")"
+               timeout 150 ncu --kernel-name-base demangled --kernel-name regex:'wg::kernel<' --launch-count 1 --section SourceCounters \
+                 --section SpeedOfLight --import-source yes -o "$rep" -f "$exe" --shapes "${PROFILE_SHAPE:-1x16x4096x4096}" --reps 1 \
+                 --warmup 0 > "$rep.log" 2>&1; echo "$(basename "$exe") rc $?"
+               for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
+               rm -f "$rep.ncu-rep"
+             done > "$out/profile.txt"; tar czf "$out/profile.tgz" -C "$out" $(cd "$out" && ls src_*) && rm -f "$out"/src_*; t profile ;;
     campaign) ft 400 campaign "$SPEC" -o generated --trials "${TRIALS:-200}" --dists "${DISTS:-normal,uniform,outliers}" \
                 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1; echo "campaign rc $?"; t campaign ;;
   esac
 done
-for f in probe clean inject campaign; do [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 25 "$out/$f.txt"; }; done
+for f in probe profile clean inject campaign; do [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 25 "$out/$f.txt"; }; done

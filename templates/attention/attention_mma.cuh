@@ -33,6 +33,10 @@ struct Levels {
   static constexpr bool kSnvr = LEVEL == kLevelSnvr || LEVEL == kLevelEfta;
   static constexpr bool kUnified = LEVEL == kLevelEfta;
   static constexpr bool kProtected = LEVEL != kLevelNone;
+  // the sites the level's faults are planned at (mma.py COVERS): the products' (qk, o) and the softmax's (rowmax, exp,
+  // p16, rowsum, rescale, inv_l); a kernel has no injection code for the others
+  static constexpr bool kProductSites = LEVEL != kLevelSnvr;
+  static constexpr bool kSoftmaxSites = LEVEL != kLevelStrided;
 };
 
 // Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
@@ -70,6 +74,12 @@ struct Half<__nv_bfloat16> {
   static __host__ __device__ __forceinline__ __nv_bfloat16 from_up(float a) { return __float2bfloat16_ru(a); }
   static __host__ __device__ __forceinline__ float to(__nv_bfloat16 a) { return __bfloat162float(a); }
 };
+
+// A packed pair w with its high (or low) half replaced by v in the 16-bit type of H.
+template <class H>
+__device__ __forceinline__ uint32_t pack_at(uint32_t w, bool high, float v) {
+  return high ? H::pack(H::lo(w), v) : H::pack(v, H::hi(w));
+}
 
 template <class T>
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
@@ -139,37 +149,33 @@ __host__ __device__ __forceinline__ bool row_sum_differs(float l, float lneg) { 
 
 // ---- fault injection ---------------------------------------------------------------------------
 
-// The one fault planned for this thread (if any), found once per launch.
+// The one fault planned for this thread (if any), found once per launch: its index and the step it lands in; the rest
+// of the plan is read from the fault list where the fault lands (in registers for the whole kernel it spilled the
+// accumulators of the fused kernels).
 struct ThreadFault {
   int index;  // into faults / records; -1: none
-  int site, elem, step, kind, bit;
-  double offset;
+  int step;
+  __device__ __forceinline__ const ftgen::FaultSpec& spec(const ftgen_attention_problem& p) const { return p.faults[index]; }
+  // the site and its element (valid with index >= 0)
+  __device__ __forceinline__ int site(const ftgen_attention_problem& p) const { return spec(p).elem / FTGEN_ATTN_ELEMS_PER_SITE; }
+  __device__ __forceinline__ int elem(const ftgen_attention_problem& p) const { return spec(p).elem % FTGEN_ATTN_ELEMS_PER_SITE; }
 };
+constexpr ThreadFault kNoFault{-1, -1};
 
 __device__ __forceinline__ ThreadFault find_fault(const ftgen_attention_problem& p, long long block, int thread) {
-  ThreadFault f{-1, -1, 0, 0, 0, 0, 0.0};
   for (int i = 0; i < p.fault_count; ++i) {
     const ftgen::FaultSpec& s = p.faults[i];
-    if (s.block == block && s.thread == thread) {
-      f.index = i;
-      f.site = s.elem / FTGEN_ATTN_ELEMS_PER_SITE;
-      f.elem = s.elem % FTGEN_ATTN_ELEMS_PER_SITE;
-      f.step = s.step;
-      f.kind = s.kind;
-      f.bit = s.bit;
-      f.offset = s.offset;
-      break;
-    }
+    if (s.block == block && s.thread == thread) return ThreadFault{i, s.step};
   }
-  return f;
+  return kNoFault;
 }
 
 // Apply the thread's fault to `x` when it targets (site, elem, step); record it.
 __device__ __forceinline__ float maybe_fault(float x, const ThreadFault& f, const ftgen_attention_problem& p, int site, int elem,
                                              int step, long long row, long long col) {
-  if (f.index < 0 || f.site != site || f.elem != elem || (site != FTGEN_ATTN_SITE_INV_L && f.step != step)) return x;
-  const float y = ftgen::apply_fault<float>(x, f.kind, f.bit, f.offset);
-  const ftgen::FaultSpec& s = p.faults[f.index];
+  if (f.index < 0 || f.site(p) != site || f.elem(p) != elem || (site != FTGEN_ATTN_SITE_INV_L && f.step != step)) return x;
+  const ftgen::FaultSpec& s = f.spec(p);
+  const float y = ftgen::apply_fault<float>(x, s.kind, s.bit, s.offset);
   ftgen::record_fault(p.fault_records ? p.fault_records + f.index : nullptr, p.counters, s.block, s.thread, s.elem, s.step, s.bit, x, y,
                       row, col);
   return y;
@@ -179,16 +185,11 @@ __device__ __forceinline__ float maybe_fault(float x, const ThreadFault& f, cons
 template <class T>
 __device__ __forceinline__ uint32_t maybe_fault16(uint32_t x, bool high, const ThreadFault& f, const ftgen_attention_problem& p,
                                                   int elem, int step, long long row, long long col) {
-  if (f.index < 0 || f.site != FTGEN_ATTN_SITE_P16 || f.elem != elem || f.step != step) return x;
+  if (f.index < 0 || f.site(p) != FTGEN_ATTN_SITE_P16 || f.elem(p) != elem || f.step != step) return x;
+  const ftgen::FaultSpec& s = f.spec(p);
   const float before = high ? Half<T>::hi(x) : Half<T>::lo(x);
-  uint32_t y;
-  if (f.kind == ftgen::kOffset) {
-    const float v = static_cast<float>(before + f.offset);
-    y = high ? Half<T>::pack(Half<T>::lo(x), v) : Half<T>::pack(v, Half<T>::hi(x));
-  } else {
-    y = x ^ (1u << ((f.bit & 15) + (high ? 16 : 0)));
-  }
-  const ftgen::FaultSpec& s = p.faults[f.index];
+  const uint32_t y = s.kind == ftgen::kOffset ? pack_at<Half<T>>(x, high, static_cast<float>(before + s.offset))
+                                              : x ^ (1u << ((s.bit & 15) + (high ? 16 : 0)));
   ftgen::record_fault(p.fault_records ? p.fault_records + f.index : nullptr, p.counters, s.block, s.thread, s.elem, s.step, s.bit, before,
                       high ? Half<T>::hi(y) : Half<T>::lo(y), row, col);
   return y;
@@ -228,17 +229,28 @@ struct ExpProduct16 {
 struct Tally {
   unsigned detected = 0, corrected = 0, recomputed = 0, uncorrectable = 0;
   float max_score = 0.f;
+  // the largest |residual| / threshold seen, NaN once a residual was NaN (reported as infinite): four instructions on
+  // the device (a floor of the threshold, an approximate reciprocal, a product, a NaN-propagating max), as it runs at
+  // every check of every tile
   __host__ __device__ __forceinline__ void score(float residual, float tau) {
+#ifdef __CUDA_ARCH__
+    float r, m;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaxf(tau, 1e-30f)));
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(max_score), "f"(fabsf(residual) * r));
+    max_score = m;
+#else
     const float s = fabsf(residual) / fmaxf(tau, 1e-30f);
-    if (s > max_score || isnan(s)) max_score = isnan(s) ? INFINITY : fmaxf(max_score, s);
+    max_score = isnan(s) || isnan(max_score) ? NAN : fmaxf(max_score, s);
+#endif
   }
+  __host__ __device__ __forceinline__ float reported_score() const { return isnan(max_score) ? INFINITY : max_score; }
   __device__ __forceinline__ void flush(ftgen::FtCounters* c) const {
     if (!c) return;
     if (detected) atomicAdd(&c->detected, static_cast<unsigned long long>(detected));
     if (corrected) atomicAdd(&c->corrected, static_cast<unsigned long long>(corrected));
     if (recomputed) atomicAdd(&c->recomputed, static_cast<unsigned long long>(recomputed));
     if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
-    if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+    if (!(max_score <= 0.f)) ftgen::record_score(c, static_cast<double>(reported_score()));
   }
   // The fused kernel's counters, once per group of threads that share rows (every thread of it calls; `any` ORs a
   // predicate over the group, `leader` is one thread of it): a fault shows in several lanes (a row's four quad lanes)
@@ -255,7 +267,7 @@ struct Tally {
       if (re) atomicAdd(&c->recomputed, 1ull);
       if (un) atomicAdd(&c->uncorrectable, 1ull);
     }
-    if (max_score > 0.f) ftgen::record_score(c, static_cast<double>(max_score));
+    if (!(max_score <= 0.f)) ftgen::record_score(c, static_cast<double>(reported_score()));
   }
   // ... over the thread block (the mma kernel's group)
   __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
@@ -459,8 +471,8 @@ __device__ __forceinline__ void put(V (&x)[N][K], int i, V v) {
 // fault's code for both halves (callers branch on whether the fault is in the tile).
 __device__ __forceinline__ void inject_row(float (&x)[2], const ThreadFault& f, const ftgen_attention_problem& p, int site, int j,
                                            const int (&qrow)[2]) {
-  if (f.index < 0 || f.site != site || f.elem > 1) return;
-  const int h = f.elem;
+  if (f.index < 0 || f.site(p) != site || f.elem(p) > 1) return;
+  const int h = f.elem(p);
   const float y = maybe_fault(row_of(x, h), f, p, site, h, j, row_of(qrow, h), -1);
   if (h) x[1] = y;
   else x[0] = y;
@@ -471,8 +483,8 @@ __device__ __forceinline__ void inject_row(float (&x)[2], const ThreadFault& f, 
 template <int N>
 __device__ __forceinline__ void inject_blocks(float (&x)[N][4], const ThreadFault& f, const ftgen_attention_problem& p, int site, int j,
                                               const int (&qrow)[2], int col0, int cq) {
-  if (f.index < 0 || f.site != site || f.step != j || f.elem >= 4 * N) return;
-  const int i = f.elem, e = i % 4;
+  if (f.index < 0 || f.site(p) != site || f.step != j || f.elem(p) >= 4 * N) return;
+  const int i = f.elem(p), e = i % 4;
   put(x, i, maybe_fault(pick(x, i), f, p, site, i, j, row_of(qrow, e / 2), col0 + (i / 4) * 8 + cq + (e & 1)));
 }
 
@@ -533,13 +545,14 @@ __host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float 
 // One tile of the online softmax on the masked S tile: the row max (snvr: the quad's copies vote), the exps packed to
 // the 16-bit type in pk (snvr: checked per group in the log domain), the rescale factor alpha (snvr: checked against
 // its argument) and the row sums; the faults of the sites rowmax, exp, p16, rescale and rowsum are applied here.
+// Returns whether an exp check failed (with `fix`): the caller recomputes the rows.
 template <class C>
-__device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk)[C::NT][2], float (&alpha)[2], Rows& st, const At& at,
+__device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk)[C::NT][2], float (&alpha)[2], Rows& st, const At& at,
                                              float sl2, const Rules& rules, bool fix, Tally& tally) {
   using H = Half<typename C::T>;
   const ThreadFault& fault = at.f;
   const ftgen_attention_problem& p = at.p;
-  const bool hit = at.hit;
+  const bool hit = C::kSoftmaxSites && at.hit;
   const int j = at.j, k0 = at.k0, cq = at.cq;
   const int(&qrow)[2] = at.qrow;
   float(&m)[2] = st.m;
@@ -547,6 +560,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   float(&lneg)[2] = st.lneg;
   float(&lb)[2] = st.lb;
   float mt[2], mnew[2];
+  bool recompute = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float x = -INFINITY;
@@ -583,75 +597,71 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   }
 
   // ---- exp, conversion, the exp check -------------------------------------------------------
+  // x = s sl2 - msl with the row max in the exp's units, 0 where the row has seen no key yet (every s -inf): a masked
+  // key's x is -inf (its exp 0), never NaN, with one FFMA an element. snvr sums max(x, F) per group as the exps are
+  // taken; S is not live past them (its registers go to the check and the second product), so a group that fails the
+  // exp check has its rows recomputed (the caller's).
+  float msl[2], xs[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) msl[h] = mnew[h] == -INFINITY ? 0.f : mnew[h] * sl2;
+  // the planned fault of element fi's exp (before its conversion) or of its 16-bit value (after it), taken before the
+  // exps, where S is the only tile live: the exp recomputed (the same instruction on the same operands) and faulted;
+  // fv is put in pk after the conversions (an exp's value rounded as any other, a 16-bit value's exact)
+  int fi = -1;
+  float fv = 0.f;
+  if (hit && (fault.site(p) == FTGEN_ATTN_SITE_EXP || fault.site(p) == FTGEN_ATTN_SITE_P16) && fault.elem(p) < 4 * C::NT) {
+    fi = fault.elem(p);
+    const int e = fi % 4, key = k0 + (fi / 4) * 8 + cq + (e & 1);
+    const float pv = ex2(fmaf(pick(s, fi), sl2, -row_of(msl, e / 2)));
+    fv = fault.site(p) == FTGEN_ATTN_SITE_EXP
+             ? maybe_fault(pv, fault, p, FTGEN_ATTN_SITE_EXP, fi, j, row_of(qrow, e / 2), key)
+             : H::lo(maybe_fault16<typename C::T>(H::pack(pv, 0.f), false, fault, p, fi, j, row_of(qrow, e / 2), key));
+  }
 #pragma unroll
   for (int n = 0; n < C::NT; ++n) {
     float pv[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float mm = mnew[e / 2];
-      const float x = (s[n][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[n][e], sl2, -mm * sl2);
+      const float x = fmaf(s[n][e], sl2, -msl[e / 2]);
       pv[e] = ex2(x);
+      if (C::kSnvr) xs[e] += fmaxf(x, rules.p_floor);  // max(x, F) takes F where x is -inf (a masked key)
     }
     pk[n][0] = H::pack(pv[0], pv[1]);
     pk[n][1] = H::pack(pv[2], pv[3]);
   }
-  if (hit && (fault.site == FTGEN_ATTN_SITE_EXP || fault.site == FTGEN_ATTN_SITE_P16) && fault.elem < 4 * C::NT) {
-    // element i's exp (recomputed: the same instruction on the same operands) faulted before its conversion, or its
-    // 16-bit value after it; word i / 2 of pk holds it, in the high half where i is odd
-    const int i = fault.elem, e = i % 4, key = k0 + (i / 4) * 8 + cq + (e & 1);
-    const uint32_t w = pick(pk, i / 2);
-    uint32_t y;
-    if (fault.site == FTGEN_ATTN_SITE_EXP) {
-      const float sv = pick(s, i), mm = row_of(mnew, e / 2);
-      const float x = (sv == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(sv, sl2, -mm * sl2);
-      const float pv = maybe_fault(ex2(x), fault, p, FTGEN_ATTN_SITE_EXP, i, j, row_of(qrow, e / 2), key);
-      y = (e & 1) ? H::pack(H::lo(w), pv) : H::pack(pv, H::hi(w));
-    } else {
-      y = maybe_fault16<typename C::T>(w, e & 1, fault, p, i, j, row_of(qrow, e / 2), key);
-    }
-    put(pk, i / 2, y);
-  }
+  if (fi >= 0) put(pk, fi / 2, pack_at<H>(pick(pk, fi / 2), fi & 1, fv));  // word fi / 2, its high half where fi is odd
   if (C::kSnvr) {
     // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group
-    constexpr bool kBf16 = H::kBf16;
+    float res[4];
+    if constexpr (H::kBf16) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float mm = mnew[e / 2];
-      float xs = 0.f, res;
-      if constexpr (kBf16) {
+      for (int e = 0; e < 4; ++e) {
         Log2Parts parts;
 #pragma unroll
-        for (int l = 0; l < C::NT; ++l) {
-          const uint32_t w = pk[l][e / 2];
-          parts.add<kBf16>((e & 1) ? (w >> 16) : (w & 0xffffu));
-          // max(x, F) takes F where x is -inf (a masked key) or NaN (a fully masked row: -inf - -inf)
-          xs += fmaxf(fmaf(s[l][e], sl2, -mm * sl2), rules.p_floor);
-        }
-        res = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs;
-      } else {
-        ExpProduct16 prod;
-#pragma unroll
-        for (int l = 0; l < C::NT; ++l) {
-          const uint32_t w = ExpProduct16::floor2(pk[l][e / 2]);
-          prod.product *= (e & 1) ? H::hi(w) : H::lo(w);
-          if (l % 8 == 7 && l + 1 < C::NT) prod.renormalize();
-          xs += fmaxf(fmaf(s[l][e], sl2, -mm * sl2), rules.p_floor);
-        }
-        res = prod.bad ? INFINITY : static_cast<float>(prod.exponents) + lg2(prod.product) - xs;
+        for (int l = 0; l < C::NT; ++l) parts.add<true>((e & 1) ? (pk[l][e / 2] >> 16) : (pk[l][e / 2] & 0xffffu));
+        res[e] = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs[e];
       }
-      tally.score(res, rules.exp_tau);
-      if (!(fabsf(res) <= rules.exp_tau)) {
-        ++tally.detected;
-        if (fix) {  // recompute the group's exps
+    } else {
 #pragma unroll
-          for (int l = 0; l < C::NT; ++l) {
-            const float x = (s[l][e] == -INFINITY || mm == -INFINITY) ? -INFINITY : fmaf(s[l][e], sl2, -mm * sl2);
-            const float pv = ex2(x);
-            const uint32_t w = pk[l][e / 2];
-            pk[l][e / 2] = (e & 1) ? H::pack(H::lo(w), pv) : H::pack(pv, H::hi(w));
-          }
-          ++tally.recomputed;
+      for (int k = 0; k < 2; ++k) {  // row half k: its words floored once, their halves to groups 2 k and 2 k + 1
+        ExpProduct16 lo, hi;
+#pragma unroll
+        for (int l = 0; l < C::NT; ++l) {
+          const uint32_t w = ExpProduct16::floor2(pk[l][k]);
+          lo.product *= H::lo(w);
+          hi.product *= H::hi(w);
+          if (l % 8 == 7 && l + 1 < C::NT) lo.renormalize(), hi.renormalize();
         }
+        res[2 * k] = lo.bad ? INFINITY : static_cast<float>(lo.exponents) + lg2(lo.product) - xs[2 * k];
+        res[2 * k + 1] = hi.bad ? INFINITY : static_cast<float>(hi.exponents) + lg2(hi.product) - xs[2 * k + 1];
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      tally.score(res[e], rules.exp_tau);
+      if (!(fabsf(res[e]) <= rules.exp_tau)) {
+        ++tally.detected;
+        if (fix) recompute = true;
       }
     }
   }
@@ -686,6 +696,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
     m[h] = mnew[h];
   }
   if (hit) inject_row(lsum, fault, p, FTGEN_ATTN_SITE_ROWSUM, j, qrow);
+  return recompute;
 }
 
 // The strided level's O check after every tile, unnormalized: the threshold's scale is the accumulated group
@@ -740,7 +751,7 @@ __device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&
     }
     inv[h] = 1.f / lfull[h];
   }
-  if (C::kInject && inj) inject_row(inv, fault, p, FTGEN_ATTN_SITE_INV_L, 0, qrow);
+  if (C::kInject && C::kSoftmaxSites && inj) inject_row(inv, fault, p, FTGEN_ATTN_SITE_INV_L, 0, qrow);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (C::kSnvr && !C::kUnified) {
@@ -1045,9 +1056,7 @@ __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_
 }
 
 template <class C>
-__global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_problem p, Rules rules, const int* only) {
-  // only: where not null, a block runs only where only[block] is set (the wgmma backend's recomputation of flagged rows)
-  if (only && !only[static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x]) return;
+__global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_problem p, Rules rules) {
   using T = typename C::T;
   using H = Half<T>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -1065,7 +1074,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   const float scale = p.scale > 0.f ? p.scale : rsqrtf(static_cast<float>(C::D));
   const float sl2 = scale * 1.4426950408889634f;
   const bool fix = !p.no_correct;
-  ThreadFault fault{-1, -1, 0, 0, 0, 0, 0.0};
+  ThreadFault fault = kNoFault;
   if (C::kInject && p.faults) fault = find_fault(p, block, tid);
   Tally tally;
 
@@ -1134,7 +1143,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
         }
       }
-      if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
+      if (C::kProductSites && hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
       if (C::kStrided) {
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
@@ -1169,7 +1178,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
       uint32_t pk[C::NT][2];
       float alpha[2];
-      softmax_tile<C>(s, pk, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally);
+      if (softmax_tile<C>(s, pk, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally)) redo = true;
 
       // ---- GEMM II: O = diag(alpha) O + P V (and the checksum blocks) -------------------------------
       scale_rows(o, alpha);
@@ -1202,7 +1211,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) vmag2[gi] = fmaxf(vmag2[gi], sG[8 + cq + gi]);
       }
-      if (hit) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, j, qrow, 0, cq);
+      if (C::kProductSites && hit) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, j, qrow, 0, cq);
       if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, j, vmag2, rules, fix, tally)) redo = true;
     }  // key tiles
 
@@ -1232,7 +1241,7 @@ cudaError_t launch_flash(const ftgen_attention_problem* p, const Rules& rules, c
     encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * p->heads), C::kThreads, C::kSmem, stream>>>(*p);
   }
   const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
-  flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules, nullptr);
+  flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules);
   return cudaGetLastError();
 }
 

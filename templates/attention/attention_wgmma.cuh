@@ -13,9 +13,9 @@
 // lands in the thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
 // (encode_kernel, the mma backend's stage_and_encode) and travel through the pipeline with their K and V tiles.
 //
-// What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O or the
-// row sums) are flagged in the workspace and recomputed after the kernel by the mma backend's unprotected fused kernel
-// (flash_kernel's `only` flags), a launch whose blocks return at once where no row was flagged. The consumers share
+// What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
+// or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
+// launch whose blocks return at once where neither warpgroup's rows were flagged. The consumers share
 // no barrier: a warp's votes are __any_sync, and what a fault corrupts stays in the rows of one warp.
 #pragma once
 
@@ -63,8 +63,8 @@ struct Config : Levels<LEVEL_> {
   static constexpr int kThreads = 384, kConsumers = 256;
   // the mma backend's configuration of the same tile: its encode_tile computes Kc, Vc and the group scalars
   using Enc = ftattn::Config<T, D, 64, BN, CAUSAL_, LEVEL_, false>;
-  // the recomputation of flagged rows: the mma backend's unprotected fused kernel (64 rows a block)
-  using Redo = ftattn::Config<T, D, 64, 64, CAUSAL_, kLevelNone, false>;
+  // the recomputation of flagged rows: this kernel unprotected, on the blocks with a flagged warpgroup
+  using Redo = Config<T_, D_, BN_, CAUSAL_, kLevelNone, false, STAGES_>;
 
   using RowStride = cute::tuple<int, _1, cute::tuple<int, int>>;  // (rows, columns, (batch, head)), rows contiguous
   using ColStride = cute::tuple<_1, int, cute::tuple<int, int>>;
@@ -132,7 +132,8 @@ struct Config : Levels<LEVEL_> {
     Rules rules;
     int n_tiles, seq_pad;
     const float* scal;  // per (batch * head, key tile): the group key-norm sums [8], ||Kc2[g]||^2 [8], max |Vc2| [8]
-    int* redo;          // per (batch * head, 64 query rows): recompute these rows
+    int* redo;  // per (batch * head, 64 query rows): protected, set where the rows must be recomputed; unprotected
+                // and not null, the blocks to run (a recomputation: the others return at once)
   };
 };
 
@@ -214,6 +215,13 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   const int m_base = m_block * C::BM;
   int n_tiles = prm.n_tiles;
   if (C::kCausal) n_tiles = min(n_tiles, (min(m_base + C::BM, p.seq_q) + C::BN - 1) / C::BN);
+  if constexpr (!C::kProtected) {
+    if (prm.redo) {  // a recomputation: the block runs where either of its warpgroups' rows are flagged
+      const int nb = (p.seq_q + 63) / 64;
+      const int* f = prm.redo + static_cast<long long>(bh) * nb + 2 * m_block;
+      if (!f[0] && (2 * m_block + 1 >= nb || !f[1])) return;
+    }
+  }
 
   if (threadIdx.x == 0) {
     cute::prefetch_tma_descriptor(prm.tma_q.get_tma_descriptor());
@@ -308,7 +316,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   const float sl2 = scale * 1.4426950408889634f;
   const bool fix = !p.no_correct;
   const Rules& rules = prm.rules;
-  ThreadFault fault{-1, -1, 0, 0, 0, 0, 0.0};
+  ThreadFault fault = kNoFault;
   if (C::kInject && p.faults) fault = find_fault(p, block, ctid);
   Tally tally;
 
@@ -345,17 +353,21 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   pipe_q.consumer_wait(rq);
   const int qs = rq.index();
 
-  // the norms of the thread's two query rows (strided levels), the quad's four lanes each a quarter of head_dim
+  // the norms of the thread's two query rows (strided levels), read from global memory (L2: the TMA has just loaded
+  // them), the quad's four lanes each a quarter of the row's 16-byte chunks; rows past seq_q have norm 0
   float qn[2] = {0.f, 0.f};
   if constexpr (C::kStrided) {
+    using H = Half<typename C::T>;
+    const uint4* qg = static_cast<const uint4*>(p.q) + static_cast<long long>(bh) * p.seq_q * (C::D / 8);
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       float acc = 0.f;
-      const int row = warp * 16 + r + 8 * hh;
-#pragma unroll 1  // once per block: a rolled loop keeps the swizzled addressing's code small
-      for (int k = lane % 4; k < C::D; k += 4) {
-        const float x = static_cast<float>(sQ(row, k, qs));
-        acc = fmaf(x, x, acc);
+      if (qrow[hh] < p.seq_q) {
+#pragma unroll
+        for (int i = 0; i < C::D / 32; ++i) {
+          const uint4 v = __ldg(qg + static_cast<long long>(qrow[hh]) * (C::D / 8) + lane % 4 + 4 * i);
+          for (const uint32_t w : {v.x, v.y, v.z, v.w}) acc = fmaf(H::lo(w), H::lo(w), fmaf(H::hi(w), H::hi(w), acc));
+        }
       }
       acc += __shfl_xor_sync(0xffffffffu, acc, 1);
       acc += __shfl_xor_sync(0xffffffffu, acc, 2);
@@ -373,10 +385,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   int keys_seen = 0;
   typename cutlass::PipelineState<C::kStages> v_prev;
 
-  // after tile jj's second product has completed: its O fault, the strided level's O check
-  const auto after_pv = [&](int jj) {
-    if (C::kInject && fault.index >= 0 && fault.step == jj) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
-    if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
+  // after tile jj's second product has completed, before O is next rescaled (where S is not live): its O fault, the
+  // strided level's O check (lsum: the row sums of tiles 0..jj)
+  const auto after_pv = [&](int jj, const float (&lsum)[2]) {
+    if (C::kInject && C::kProductSites && fault.index >= 0 && fault.step == jj)
+      inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
+    if (C::kStrided && !C::kUnified && check_o_tile(o, oc, lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
   };
 
   for (int j = 0; j < n_tiles; ++j) {
@@ -411,11 +425,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     warpgroup_fence_operand(acc_sc);
     warpgroup_fence_operand(acc_o);
     warpgroup_fence_operand(acc_oc);
-    if (j > 0) {
-      after_pv(j - 1);
-      pipe.consumer_release(v_prev);
-    }
-    if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
+    if (j > 0) pipe.consumer_release(v_prev);
+    if (C::kProductSites && hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
     if constexpr (C::kStrided) {
       // not located: the thread's rows are recomputed after the kernel (a wgmma is the warpgroup's, so recomputing the
       // tile at once would need the warpgroup to agree first)
@@ -426,9 +437,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     // ---- mask, softmax ------------------------------------------------------------------------------------
     if (k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0)) mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
     float alpha[2];
-    softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally);
+    const float lprev[2] = {st.lsum[0], st.lsum[1]};
+    if (softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally)) redo = true;
 
     // ---- GEMM II: O = diag(alpha) O + P V (and the checksum columns) ------------------------------------------
+    if (j > 0) after_pv(j - 1, lprev);
     scale_rows(o, alpha);
     if constexpr (C::kStrided) scale_rows(oc, alpha);
     pipe.consumer_wait(rd);
@@ -450,7 +463,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   warpgroup_fence_operand(acc_o);
   warpgroup_fence_operand(acc_oc);
   if (n_tiles > 0) {
-    after_pv(n_tiles - 1);
+    after_pv(n_tiles - 1, st.lsum);
     pipe.consumer_release(v_prev);
   }
 
@@ -469,25 +482,23 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   if constexpr (C::kProtected) tally.flush_group(p.counters, [](bool x) { return __any_sync(0xffffffffu, x) != 0; }, lane == 0);
 }
 
+// The parameters of configuration C's kernel for problem p: Q, K and V's TMA descriptors (the checksums' are the
+// launch's).
 template <class C>
-cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
+typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) {
   using E = typename C::E;
-  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
-  if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
-  if (C::kProtected && !p->workspace) return cudaErrorInvalidValue;  // workspace() bytes: encodings, redo flags
-  const int B = p->batch, Hh = p->heads, Lq = p->seq_q, Lk = p->seq_k, D = C::D;
-  const int tiles = (Lk + C::BN - 1) / C::BN, seq_pad = tiles * C::BN;
+  const int B = p.batch, Hh = p.heads, Lq = p.seq_q, Lk = p.seq_k, D = C::D;
   typename C::Params prm{};
-  prm.p = *p;
+  prm.p = p;
   prm.rules = rules;
-  prm.n_tiles = tiles;
-  prm.seq_pad = seq_pad;
+  prm.n_tiles = (Lk + C::BN - 1) / C::BN;
+  prm.seq_pad = prm.n_tiles * C::BN;
   using RS = typename C::RowStride;
   using CS = typename C::ColStride;
   const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)}, dk{D, _1{}, make_tuple(Hh * Lk * D, Lk * D)};
-  const auto* q = static_cast<const E*>(p->q);
-  const auto* k = static_cast<const E*>(p->k);
-  const auto* v = static_cast<const E*>(p->v);
+  const auto* q = static_cast<const E*>(p.q);
+  const auto* k = static_cast<const E*>(p.k);
+  const auto* v = static_cast<const E*>(p.v);
   auto pqk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hh)), typename C::MmaQK::Arguments{q, dq, k, dk},
                                                nullptr);
   auto ppv = C::MmaPV::to_underlying_arguments(make_shape(Lq, D, Lk, make_shape(B, Hh)),
@@ -495,7 +506,23 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
   prm.tma_q = pqk.tma_load_a;
   prm.tma_k = pqk.tma_load_b;
   prm.tma_v = ppv.tma_load_b;
+  return prm;
+}
+
+template <class C>
+cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
+  using E = typename C::E;
+  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
+  if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
+  if (C::kProtected && !p->workspace) return cudaErrorInvalidValue;  // workspace() bytes: encodings, redo flags
+  const int B = p->batch, Hh = p->heads, Lq = p->seq_q, D = C::D;
+  typename C::Params prm = params<C>(*p, rules);
+  const int tiles = prm.n_tiles, seq_pad = prm.seq_pad;
+  const dim3 grid((Lq + C::BM - 1) / C::BM, B * Hh);
   if constexpr (C::kStrided) {
+    using RS = typename C::RowStride;
+    const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)};
+    const auto* q = static_cast<const E*>(p->q);
     const Workspace<C> w(*p);
     unsigned char* base = static_cast<unsigned char*>(p->workspace);
     const auto* kc = reinterpret_cast<const E*>(base + w.kc);
@@ -519,14 +546,17 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
     if (const cudaError_t e = cudaMemsetAsync(prm.redo, 0, w.bytes - w.redo, stream); e != cudaSuccess) return e;
   }
   if (const cudaError_t e = ftgen::set_smem(kernel<C>, C::kSmem); e != cudaSuccess) return e;
-  kernel<C><<<dim3((Lq + C::BM - 1) / C::BM, B * Hh), C::kThreads, C::kSmem, stream>>>(prm);
+  kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(prm);
   if constexpr (C::kProtected) {
-    // the rows a warpgroup could not correct, recomputed by the mma backend's fused kernel (unprotected, no faults)
+    // the rows a warpgroup could not correct, recomputed by this kernel unprotected (no faults), block by block where
+    // flagged: the others return at once
     using R = typename C::Redo;
-    if (const cudaError_t e = ftgen::set_smem(flash_kernel<R>, R::kSmem); e != cudaSuccess) return e;
     ftgen_attention_problem q2 = *p;
     q2.faults = nullptr, q2.fault_records = nullptr, q2.fault_count = 0, q2.counters = nullptr;
-    flash_kernel<R><<<dim3((Lq + R::BM - 1) / R::BM, B * Hh), R::kThreads, R::kSmem, stream>>>(q2, rules, prm.redo);
+    typename R::Params rp = params<R>(q2, rules);
+    rp.redo = prm.redo;
+    if (const cudaError_t e = ftgen::set_smem(kernel<R>, R::kSmem); e != cudaSuccess) return e;
+    kernel<R><<<grid, R::kThreads, R::kSmem, stream>>>(rp);
   }
   return cudaGetLastError();
 }

@@ -347,8 +347,7 @@ def split16(c, precision: str):
 
 def _group_sums(a, stride: int):
     """a (rows, n) -> (sum_l a[:, g + stride l], sum_l (l + 1) a[:, g + stride l]), each (rows, stride)."""
-    rows, n = a.shape
-    nl = n // stride
+    rows, nl = a.shape[0], a.shape[1] // stride
     b = a.reshape(rows, nl, stride).astype(np.float32)
     w = np.arange(1, nl + 1, dtype=np.float32)[None, :, None]
     return b.sum(axis=1, dtype=np.float32), (b * w).sum(axis=1, dtype=np.float32)

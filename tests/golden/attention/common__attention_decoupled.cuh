@@ -229,10 +229,10 @@ __device__ void softmax_row(const volatile float* S, typename C::T* P, int i, in
   if (faulty) inv = maybe_fault(inv, f, p, FTGEN_ATTN_SITE_INV_L, 0, 1, i, -1);
   for (int c = lane; c < lk; c += 32) {
     float e = visible<C>(i, c, lk) ? ex2(fmaf(S[c], sl2, -mx * sl2)) : 0.f;
-    if (faulty && f.index >= 0 && f.site == FTGEN_ATTN_SITE_EXP && f.elem == c / 32)  // the same faulty exp (recorded above)
-      e = ftgen::apply_fault<float>(e, f.kind, f.bit, f.offset);
+    if (faulty && f.index >= 0 && f.site(p) == FTGEN_ATTN_SITE_EXP && f.elem(p) == c / 32)  // the same faulty exp (recorded above)
+      e = ftgen::apply_fault<float>(e, f.spec(p).kind, f.spec(p).bit, f.spec(p).offset);
     float v = e * inv;
-    if (faulty && f.site == FTGEN_ATTN_SITE_P16 && f.elem == c / 32) {
+    if (faulty && f.index >= 0 && f.site(p) == FTGEN_ATTN_SITE_P16 && f.elem(p) == c / 32) {
       const uint32_t w = maybe_fault16<typename C::T>(H::pack(v, 0.f), false, f, p, c / 32, 1, i, c);
       v = H::lo(w);
     }
@@ -251,7 +251,7 @@ __global__ void softmax_kernel(ftgen_attention_problem p, DecoupledWorkspace ws,
   const long long row = static_cast<long long>(bh) * p.seq_q + i;
   const float* S = ws.S + row * lk;
   T* P = static_cast<T*>(ws.P) + row * lk;
-  ThreadFault f{-1, -1, 0, 0, 0, 0, 0.0};
+  ThreadFault f = kNoFault;
   if (C::kInject && p.faults) f = find_fault(p, static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x, threadIdx.x);
   softmax_row<C>(S, P, i, lk, sl2, f, p, C::kInject);
   __syncwarp();
@@ -277,7 +277,7 @@ __global__ void softmax_kernel(ftgen_attention_problem p, DecoupledWorkspace ws,
   if (__any_sync(0xffffffffu, differ)) {
     if (lane == 0) ++tally.detected;
     if (!p.no_correct) {
-      const ThreadFault none{-1, -1, 0, 0, 0, 0, 0.0};
+      const ThreadFault none = kNoFault;
       softmax_row<C>(vS, P, i, lk, sl2, none, p, false);  // the third copy agrees with the second
       if (lane == 0) ++tally.recomputed;
     }
