@@ -6,7 +6,8 @@
 #   probe    each built executable (PROBE_GLOB) alone at PROBE_SHAPE (default 1x2x512x512), 20 s each: exit code, last lines
 #   profile  Nsight Compute's source counters of the first fused launch of each executable (PROFILE_GLOB) at PROFILE_SHAPE
 #            (default 1x16x4096x4096): instructions executed per source line and per SASS instruction (src_*.{cuda,sass}.csv in OUT/profile.tgz)
-#   campaign ftgen campaign SPEC (TRIALS, default 200; DISTS, default normal,uniform,outliers)
+#   campaign ftgen campaign SPEC (CAMPAIGN_KERNELS: a --kernels filter; TRIALS, default 200; DISTS, default
+#            normal,uniform,outliers)
 # Prints a short table last; the JSON rows go under OUT.
 set -u
 out=$1; shift; mkdir -p "$out"
@@ -36,7 +37,8 @@ for step in ${*:-build bench inject}; do
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
                rm -f "$rep.ncu-rep"
              done > "$out/profile.txt"; tar czf "$out/profile.tgz" -C "$out" $(cd "$out" && ls src_*) && rm -f "$out"/src_*; t profile ;;
-    campaign) ft 400 campaign "$SPEC" -o generated --trials "${TRIALS:-200}" --dists "${DISTS:-normal,uniform,outliers}" \
+    campaign) ft 400 campaign "$SPEC" -o generated ${CAMPAIGN_KERNELS:+--kernels "$CAMPAIGN_KERNELS"} --trials "${TRIALS:-200}" \
+                --dists "${DISTS:-normal,uniform,outliers}" \
                 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1; echo "campaign rc $?"; t campaign ;;
   esac
 done
