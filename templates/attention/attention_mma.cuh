@@ -754,7 +754,7 @@ __device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&
   if (C::kInject && C::kSoftmaxSites && inj) inject_row(inv, fault, p, FTGEN_ATTN_SITE_INV_L, 0, qrow);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if (C::kSnvr && !C::kUnified) {
+    if (C::kSnvr) {  // efta too: a wrong 1/l large enough to overflow O's threshold would pass the unified check
       const float ri = lfull[h] * inv[h] - 1.f;
       if (!(fabsf(ri) <= 4.f * rules.u_mufu)) {
         ++tally.detected;

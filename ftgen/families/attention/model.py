@@ -580,7 +580,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
                 return _recompute_block(qb, kpad, vpad, r0, lq, lk, causal, precision, bc)
     inv = np.repeat((np.float32(1.0) / l_row.astype(np.float32))[:, None], LANES, axis=1).astype(np.float32)
     fx.apply(inv, "inv_l", 0, r0, r0 + rows, lambda f: (f.row - r0, f.col))
-    if snvr and not unified:
+    if snvr:  # efta too: a wrong 1/l large enough to overflow O's threshold would pass the unified check
         ri = l_row[:, None] * inv - 1.0
         for i, ln in zip(*np.nonzero(~(np.abs(ri) <= 4.0 * U_MUFU))):
             if correct:
