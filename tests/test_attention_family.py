@@ -290,7 +290,7 @@ CHECK_S_MAIN = r"""
 #include <random>
 #include "attention_mma.cuh"
 // A thread's S tile (16 n8 blocks, four stride-8 groups) with exact checksum blocks, faults added, check_s run:
-// per case the return, the counts and the largest change left against the clean tile.
+// per case the return, the counts, the largest change left against the clean tile and the reported score.
 int main() {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 3.f);
@@ -319,7 +319,7 @@ int main() {
     float worst = 0.f;
     for (int l = 0; l < 16; ++l)
       for (int e = 0; e < 4; ++e) worst = std::fmax(worst, std::isnan(s[l][e]) ? INFINITY : std::fabs(s[l][e] - clean[l][e]));
-    std::printf("%d %u %u %.9g\n", again ? 1 : 0, t.detected, t.corrected, worst);
+    std::printf("%d %u %u %.9g %.9g\n", again ? 1 : 0, t.detected, t.corrected, worst, t.reported_score());
   }
 }
 """
@@ -329,7 +329,8 @@ int main() {
 def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path):
     """check_s (the strided levels' S check, shared by the mma and wgmma kernels) on the host: a single fault in a
     group, at any group and position, bit-sized or NaN, is detected and corrected in place; one in each of two groups
-    too; two in one group are detected and not located (the caller recomputes); detect-only counts and leaves S."""
+    too; two in one group are detected and not located (the caller recomputes); detect-only counts and leaves S. The
+    score (the largest |residual| / threshold) is under 1 on the clean tile, over 1 with a fault, infinite with NaN."""
     exe = attention_host_program(tmp_path, "check_s", CHECK_S_MAIN)
     cases = [("0 1", None)]
     cases += [(f"1 1 {e} {l} {v}", "fixed") for e in range(4) for l in (0, 7, 15) for v in ("8", "-0.5", "1e6", "nan")]
@@ -338,8 +339,9 @@ def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path
     assert run.returncode == 0, run.stderr
     got = [line.split() for line in run.stdout.splitlines()]
     assert len(got) == len(cases)
-    for (case, want), (again, det, corr, worst) in zip(cases, got):
-        again, det, corr, worst = int(again), int(det), int(corr), float(worst)
+    for (case, want), (again, det, corr, worst, score) in zip(cases, got):
+        again, det, corr, worst, score = int(again), int(det), int(corr), float(worst), float(score)
+        assert (score == math.inf) == case.endswith("nan") and (score < 1) == (want is None), (case, score)
         if want is None:
             assert (again, det, corr) == (0, 0, 0) and worst == 0, case
         elif want == "fixed":
