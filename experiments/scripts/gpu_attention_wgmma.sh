@@ -5,7 +5,8 @@
 #   inject   the *_inj variants with one fault per launch
 #   probe    each built executable (PROBE_GLOB) alone at PROBE_SHAPE (default 1x2x512x512), 20 s each: exit code, last lines
 #   profile  Nsight Compute's source counters of the first fused launch of each executable (PROFILE_GLOB) at PROFILE_SHAPE
-#            (default 1x16x4096x4096): instructions executed per source line and per SASS instruction (src_*.{cuda,sass}.csv in OUT/profile.tgz)
+#            (default 1x16x4096x4096): instructions executed per SASS instruction and per source line (src_*.sass.csv,
+#            src_*.lines.txt by ncu_lines.py, in OUT/profile.tgz; the top lines in profile.txt)
 #   campaign ftgen campaign SPEC (CAMPAIGN_KERNELS: a --kernels filter; TRIALS, default 200; DISTS, default
 #            normal,uniform,outliers)
 # Prints a short table last; the JSON rows go under OUT.
@@ -36,6 +37,11 @@ for step in ${*:-build bench inject}; do
                  --warmup 0 > "$rep.log" 2>&1; echo "$(basename "$exe") rc $?"
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
                rm -f "$rep.ncu-rep"
+               # per source line: the executable's cubins disassembled with their line tables (ncu_lines.py)
+               x=$(mktemp -d); (cd "$x" && cuobjdump -xelf all "$(readlink -f "$exe")" > /dev/null 2>&1)
+               for c in "$x"/*.cubin; do nvdisasm -g -c "$c"; done > "$x/dis.txt" 2>> "$rep.log"
+               python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top 30 > "$rep.lines.txt" 2>&1
+               head -n 13 "$rep.lines.txt"; rm -rf "$x"
              done > "$out/profile.txt"; tar czf "$out/profile.tgz" -C "$out" $(cd "$out" && ls src_*) && rm -f "$out"/src_*; t profile ;;
     campaign) ft 400 campaign "$SPEC" -o generated ${CAMPAIGN_KERNELS:+--kernels "$CAMPAIGN_KERNELS"} --trials "${TRIALS:-200}" \
                 --dists "${DISTS:-normal,uniform,outliers}" \
