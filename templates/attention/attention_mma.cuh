@@ -33,10 +33,6 @@ struct Levels {
   static constexpr bool kSnvr = LEVEL == kLevelSnvr || LEVEL == kLevelEfta;
   static constexpr bool kUnified = LEVEL == kLevelEfta;
   static constexpr bool kProtected = LEVEL != kLevelNone;
-  // the sites the level's faults are planned at (mma.py COVERS): the products' (qk, o) and the softmax's (rowmax, exp,
-  // p16, rowsum, rescale, inv_l); a kernel has no injection code for the others
-  static constexpr bool kProductSites = LEVEL != kLevelSnvr;
-  static constexpr bool kSoftmaxSites = LEVEL != kLevelStrided;
 };
 
 // Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
@@ -552,7 +548,7 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   using H = Half<typename C::T>;
   const ThreadFault& fault = at.f;
   const ftgen_attention_problem& p = at.p;
-  const bool hit = C::kSoftmaxSites && at.hit;
+  const bool hit = at.hit;
   const int j = at.j, k0 = at.k0, cq = at.cq;
   const int(&qrow)[2] = at.qrow;
   float(&m)[2] = st.m;
@@ -751,7 +747,7 @@ __device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&
     }
     inv[h] = 1.f / lfull[h];
   }
-  if (C::kInject && C::kSoftmaxSites && inj) inject_row(inv, fault, p, FTGEN_ATTN_SITE_INV_L, 0, qrow);
+  if (C::kInject && inj) inject_row(inv, fault, p, FTGEN_ATTN_SITE_INV_L, 0, qrow);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (C::kSnvr) {  // efta too: a wrong 1/l large enough to overflow O's threshold would pass the unified check
@@ -1143,7 +1139,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
           mma16816<T>(s[n], qf[kk], *reinterpret_cast<const uint32_t*>(b), *reinterpret_cast<const uint32_t*>(b + 8));
         }
       }
-      if (C::kProductSites && hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
+      if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
       if (C::kStrided) {
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
@@ -1211,7 +1207,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) vmag2[gi] = fmaxf(vmag2[gi], sG[8 + cq + gi]);
       }
-      if (C::kProductSites && hit) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, j, qrow, 0, cq);
+      if (hit) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, j, qrow, 0, cq);
       if (C::kStrided && !C::kUnified && check_o_tile(o, oc, st.lsum, keys_seen, j, vmag2, rules, fix, tally)) redo = true;
     }  // key tiles
 

@@ -388,8 +388,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   // after tile jj's second product has completed, before O is next rescaled (where S is not live): its O fault, the
   // strided level's O check (lsum: the row sums of tiles 0..jj)
   const auto after_pv = [&](int jj, const float (&lsum)[2]) {
-    if (C::kInject && C::kProductSites && fault.index >= 0 && fault.step == jj)
-      inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
+    if (C::kInject && fault.index >= 0 && fault.step == jj) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
     if (C::kStrided && !C::kUnified && check_o_tile(o, oc, lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
   };
 
@@ -426,7 +425,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     warpgroup_fence_operand(acc_o);
     warpgroup_fence_operand(acc_oc);
     if (j > 0) pipe.consumer_release(v_prev);
-    if (C::kProductSites && hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
+    if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
     if constexpr (C::kStrided) {
       // not located: the thread's rows are recomputed after the kernel (a wgmma is the warpgroup's, so recomputing the
       // tile at once would need the warpgroup to agree first)
