@@ -4,12 +4,14 @@
 #   bench    every variant clean, alternated with its twin and SDPA FLASH / cuDNN (REPS, default 20; EXE_TIMEOUT s each, 120)
 #   inject   the *_inj variants with one fault per launch
 #   probe    each built executable (PROBE_GLOB) alone at PROBE_SHAPE (default 1x2x512x512), 20 s each: exit code, last lines
-#   profile  Nsight Compute's source counters of the first fused launch of each executable (PROFILE_GLOB) at PROFILE_SHAPE
+#   profile  Nsight Compute's source counters of the first launch of PROFILE_KERNEL (a regex of the demangled name, default
+#            the fused kernel, wg::kernel<; wg::encode_kernel for the K / V encoding) of each executable (PROFILE_GLOB) at PROFILE_SHAPE
 #            (default 1x16x4096x4096): instructions executed per SASS instruction and per source line (src_*.sass.csv,
 #            src_*.lines.txt by ncu_lines.py, in OUT/profile.tgz; the top lines in profile.txt)
 #   campaign ftgen campaign SPEC (CAMPAIGN_KERNELS: a --kernels filter; TRIALS, default 200; DISTS, default
 #            normal,uniform,outliers)
-# Prints a short table last; the JSON rows go under OUT.
+# Prints a short table last; the JSON rows go under OUT. For figures of record set FTGEN_GIT_SHA and FTGEN_GIT_DIRTY
+# (the device copy's .git may be stale: its headers would name an older commit).
 set -u
 out=$1; shift; mkdir -p "$out"
 . experiments/scripts/gpu_common.sh
@@ -32,7 +34,7 @@ for step in ${*:-build bench inject}; do
            fi; t probe ;;
     profile) for exe in "$proj"/bin/${PROFILE_GLOB:-*}; do
                rep="$out/src_$(basename "$exe")"
-               timeout 150 ncu --kernel-name-base demangled --kernel-name regex:'wg::kernel<' --launch-count 1 --section SourceCounters \
+               timeout 150 ncu --kernel-name-base demangled --kernel-name regex:"${PROFILE_KERNEL:-wg::kernel<}" --launch-count 1 --section SourceCounters \
                  --section SpeedOfLight --import-source yes -o "$rep" -f "$exe" --shapes "${PROFILE_SHAPE:-1x16x4096x4096}" --reps 1 \
                  --warmup 0 > "$rep.log" 2>&1; echo "$(basename "$exe") rc $?"
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
