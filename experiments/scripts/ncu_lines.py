@@ -25,6 +25,12 @@ LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
 OPCODE = re.compile(r"(?:@!?U?P\w+\s+)?([A-Z0-9_]+)")
 
 
+def opcode(text: str) -> str:
+    """The opcode of one SASS instruction's text (its predicate skipped), or "?"."""
+    m = OPCODE.match(text.strip())
+    return m.group(1) if m else "?"
+
+
 def functions(dis: str) -> dict[str, list[tuple[int, str, tuple[str, int] | None]]]:
     """name -> [(address, opcode, (file, line) or None)] for every .text section of nvdisasm -g output."""
     out: dict[str, list] = {}
@@ -41,8 +47,7 @@ def functions(dis: str) -> dict[str, list[tuple[int, str, tuple[str, int] | None
             continue
         m = INSN.search(raw)
         if m and cur is not None:
-            op = OPCODE.match(m.group(2).strip())
-            out[cur].append((int(m.group(1), 16), op.group(1) if op else "?", where))
+            out[cur].append((int(m.group(1), 16), opcode(m.group(2)), where))
     return out
 
 
@@ -72,7 +77,7 @@ def main() -> int:
     ap.add_argument("--root", default="")
     a = ap.parse_args()
     rows = report(Path(a.sass))
-    ops = [(OPCODE.match(r["Source"].strip()) or OPCODE.match("?")).group(1) if r["Source"].strip() else "?" for r in rows]
+    ops = [opcode(r["Source"]) for r in rows]
     fns = functions(Path(a.dis).read_text())
     name = match(fns, ops)
     base = int(rows[0]["Address"], 16)

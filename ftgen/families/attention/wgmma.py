@@ -11,9 +11,9 @@ serialize wgmma) and arch ``sm_90a``.
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
 (:mod:`.mma`, :mod:`.model`), step for step the same device functions: the strided checksums are two more wgmma
 products (S's checksum columns ``Q Kc^T``, 24 rows of Kc padded to 32, and O's ``P Vc``, 32 columns), encoded once
-per launch and loaded by TMA with their K and V tiles. Rows where a check could not correct (S, O or the row sums) are
-flagged in the workspace and recomputed after the kernel by the mma backend's unprotected fused kernel (a launch
-whose blocks return at once where nothing was flagged); the consumers share no barrier (every vote is a warp's).
+per launch and loaded by TMA with their K and V tiles. Rows where a check could not correct (S, O, the exps or the row
+sums) are flagged in the workspace and recomputed after the kernel by the same kernel unprotected (a launch whose
+blocks return at once where nothing was flagged); the consumers share no barrier (every vote is a warp's).
 
 Kernel names::
 

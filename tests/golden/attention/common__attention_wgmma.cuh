@@ -481,8 +481,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   if constexpr (C::kProtected) tally.flush_group(p.counters, [](bool x) { return __any_sync(0xffffffffu, x) != 0; }, lane == 0);
 }
 
-// The parameters of configuration C's kernel for problem p: Q, K and V's TMA descriptors (the checksums' are the
-// launch's).
+// The parameters of configuration C's kernel for problem p: Q, K and V's TMA descriptors and, in the protected
+// configurations, the workspace's parts (the checksums' descriptors and scalars, the redo flags).
 template <class C>
 typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) {
   using E = typename C::E;
@@ -492,6 +492,7 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
   prm.rules = rules;
   prm.n_tiles = (Lk + C::BN - 1) / C::BN;
   prm.seq_pad = prm.n_tiles * C::BN;
+  const int tiles = prm.n_tiles, seq_pad = prm.seq_pad;
   using RS = typename C::RowStride;
   using CS = typename C::ColStride;
   const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)}, dk{D, _1{}, make_tuple(Hh * Lk * D, Lk * D)};
@@ -505,43 +506,41 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
   prm.tma_q = pqk.tma_load_a;
   prm.tma_k = pqk.tma_load_b;
   prm.tma_v = ppv.tma_load_b;
+  if constexpr (C::kProtected) {
+    const Workspace<C> w(p);
+    unsigned char* base = static_cast<unsigned char*>(p.workspace);
+    prm.redo = reinterpret_cast<int*>(base + w.redo);
+    if constexpr (C::kStrided) {
+      const auto* kc = reinterpret_cast<const E*>(base + w.kc);
+      const auto* vc = reinterpret_cast<const E*>(base + w.vc);
+      auto pkc = C::MmaQKc::to_underlying_arguments(
+          make_shape(Lq, tiles * 32, D, make_shape(B, Hh)),
+          typename C::MmaQKc::Arguments{q, dq, kc, RS{D, _1{}, make_tuple(Hh * tiles * 32 * D, tiles * 32 * D)}}, nullptr);
+      auto pvc = C::MmaPVc::to_underlying_arguments(
+          make_shape(Lq, 32, seq_pad, make_shape(B, Hh)),
+          typename C::MmaPVc::Arguments{q, dq, vc, RS{seq_pad, _1{}, make_tuple(Hh * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
+      prm.tma_kc = pkc.tma_load_b;
+      prm.tma_vc = pvc.tma_load_b;
+      prm.scal = reinterpret_cast<const float*>(base + w.scal);
+    }
+  }
   return prm;
 }
 
 template <class C>
 cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
-  using E = typename C::E;
   if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
   if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
   if (C::kProtected && !p->workspace) return cudaErrorInvalidValue;  // workspace() bytes: encodings, redo flags
-  const int B = p->batch, Hh = p->heads, Lq = p->seq_q, D = C::D;
-  typename C::Params prm = params<C>(*p, rules);
-  const int tiles = prm.n_tiles, seq_pad = prm.seq_pad;
-  const dim3 grid((Lq + C::BM - 1) / C::BM, B * Hh);
+  const typename C::Params prm = params<C>(*p, rules);
+  const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
   if constexpr (C::kStrided) {
-    using RS = typename C::RowStride;
-    const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)};
-    const auto* q = static_cast<const E*>(p->q);
-    const Workspace<C> w(*p);
-    unsigned char* base = static_cast<unsigned char*>(p->workspace);
-    const auto* kc = reinterpret_cast<const E*>(base + w.kc);
-    const auto* vc = reinterpret_cast<const E*>(base + w.vc);
-    auto pkc = C::MmaQKc::to_underlying_arguments(
-        make_shape(Lq, tiles * 32, D, make_shape(B, Hh)),
-        typename C::MmaQKc::Arguments{q, dq, kc, RS{D, _1{}, make_tuple(Hh * tiles * 32 * D, tiles * 32 * D)}}, nullptr);
-    auto pvc = C::MmaPVc::to_underlying_arguments(
-        make_shape(Lq, 32, seq_pad, make_shape(B, Hh)),
-        typename C::MmaPVc::Arguments{q, dq, vc, RS{seq_pad, _1{}, make_tuple(Hh * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
-    prm.tma_kc = pkc.tma_load_b;
-    prm.tma_vc = pvc.tma_load_b;
-    prm.scal = reinterpret_cast<const float*>(base + w.scal);
     using Enc = typename C::Enc;
     if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, Enc::kSmem); e != cudaSuccess) return e;
-    encode_kernel<C><<<dim3(static_cast<unsigned>(tiles), B * Hh), Enc::kThreads, Enc::kSmem, stream>>>(*p);
+    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * p->heads), Enc::kThreads, Enc::kSmem, stream>>>(*p);
   }
-  if constexpr (C::kProtected) {
+  if constexpr (C::kProtected) {  // the redo flags (the workspace's last part) cleared
     const Workspace<C> w(*p);
-    prm.redo = reinterpret_cast<int*>(static_cast<unsigned char*>(p->workspace) + w.redo);
     if (const cudaError_t e = cudaMemsetAsync(prm.redo, 0, w.bytes - w.redo, stream); e != cudaSuccess) return e;
   }
   if (const cudaError_t e = ftgen::set_smem(kernel<C>, C::kSmem); e != cudaSuccess) return e;
