@@ -11,7 +11,7 @@
 // checksum of each group of K's rows, 24 x head_dim, padded with 8 rows of zeros) and O's 32 checksum columns P Vc
 // (Vc: the same of V's columns plus the group magnitudes), each one more wgmma of N = 32 whose element e of n8 block c
 // lands in the thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
-// (encode_kernel, the mma backend's stage_and_encode) and travel through the pipeline with their K and V tiles.
+// (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel through the pipeline with their K and V tiles.
 //
 // What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
 // or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
@@ -61,8 +61,6 @@ struct Config : Levels<LEVEL_> {
   static constexpr int NT = BN / 8, ND = D / 8;
   static constexpr int kStages = STAGES_;
   static constexpr int kThreads = 384, kConsumers = 256;
-  // the mma backend's configuration of the same tile: its encode_tile computes Kc, Vc and the group scalars
-  using Enc = ftattn::Config<T, D, 64, BN, CAUSAL_, LEVEL_, false>;
   // the recomputation of flagged rows: this kernel unprotected, on the blocks with a flagged warpgroup
   using Redo = Config<T_, D_, BN_, CAUSAL_, kLevelNone, false, STAGES_>;
 
@@ -161,36 +159,111 @@ size_t workspace(const ftgen_attention_problem* p) {
   return C::kProtected ? Workspace<C>(*p).bytes : 0;
 }
 
-// The encodings of one key tile (the mma backend's encode_tile) into the workspace layout.
+// The encodings of one key tile into the workspace layout, what the mma backend's encode_tile computes, laid out for
+// speed: the K and V tiles staged by cp.async, every copy of a thread in flight at once (kEncThreads threads, a K / V
+// row padded by 16 bytes so that the column-group reads of V hit distinct banks), the group scalars reduced in a warp
+// before one shared atomic each, the key norms by a warp per key, and Vc^T staged in shared memory and stored in rows.
+constexpr int kEncThreads = 256;
 template <class C>
-__global__ void __launch_bounds__(C::Enc::kThreads) encode_kernel(ftgen_attention_problem p) {
-  using Enc = typename C::Enc;
+struct EncSmem {
+  static constexpr int LD = C::D + 8;    // halves a staged row
+  static constexpr int LDT = C::BN + 8;  // halves a row of Vc^T (the 8 groups' rows of a column on distinct banks)
+  static constexpr int kTile = C::BN * LD;
+  typename C::T k[kTile], v[kTile], vct[32 * LDT];
+  float kn[C::BN], g[16];  // key norms; sum_c Kc2[g][c]^2 [0..7], max_key |Vc2[g]| [8..15]
+};
+
+template <class C>
+__global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_problem p) {
   using T = typename C::T;
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y, tiles = gridDim.x, seq_pad = tiles * C::BN;
-  const Tiles<Enc> t(smem);
-  stage_and_encode<Enc>(p, bh, tile, t, tid);
-  const T *sK = t.sK, *sV = t.sV;
+  using H = Half<T>;
+  using S = EncSmem<C>;
+  constexpr int D = C::D, BN = C::BN, LD = S::LD, LDT = S::LDT, kVec = D / 8;  // 16-byte vectors a row
+  extern __shared__ char smem_raw[];  // the fused kernel's declaration: one dynamic shared array per translation unit
+  S& sm = *reinterpret_cast<S*>(smem_raw);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, tile = blockIdx.x, bh = blockIdx.y, tiles = gridDim.x;
+  const int seq_pad = tiles * BN, k0 = tile * BN;
   const Workspace<C> w(p);
   unsigned char* base = static_cast<unsigned char*>(p.workspace);
-  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(bh) * tiles + tile) * 32 * C::D;
-  constexpr int kRowVec = C::D * 2 / 16;
-  for (int i = tid; i < 32 * kRowVec; i += Enc::kThreads) {
-    const int rr = i / kRowVec, c = i % kRowVec;
-    reinterpret_cast<uint4*>(kc)[i] = rr < 24 ? reinterpret_cast<const uint4*>(sK + (C::BN + rr) * Enc::LDK)[c] : make_uint4(0, 0, 0, 0);
+
+  // ---- stage K and V by cp.async (16 bytes each, all in flight at once; keys past seq_k zero-filled) ---------------
+  const T* kg = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * D;
+  const T* vg = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * D;
+  for (int e = tid; e < BN * kVec; e += kEncThreads) {
+    const int key = e / kVec, c = (e % kVec) * 8;
+    const bool in = k0 + key < p.seq_k;
+    const long long off = in ? static_cast<long long>(k0 + key) * D + c : 0;  // a zero-fill reads nothing
+    const auto copy16 = [&](T* dst, const T* src) {
+      const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + key * LD + c));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src + off), "r"(in ? 16 : 0));
+    };
+    copy16(sm.k, kg);
+    copy16(sm.v, vg);
   }
-  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(bh) * 32 * seq_pad + tile * C::BN;
-  for (int i = tid; i < 32 * C::BN; i += Enc::kThreads) {
-    const int c = i / C::BN, key = i % C::BN;
-    vc[static_cast<long long>(c) * seq_pad + key] = sV[key * Enc::LDV + C::D + c];
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  if (tid < 16) sm.g[tid] = 0.f;
+  __syncthreads();
+
+  // ---- Kc: rows g (unit, high half), 8 + g (low half), 16 + g (weighted), 24..31 zero; sum_c Kc2[g][c]^2 -------------
+  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(bh) * tiles + tile) * 32 * D;
+  static_assert(D % 32 == 0 && 8 * D % kEncThreads == 0, "a warp's items share their group");
+  for (int i = tid; i < 8 * D; i += kEncThreads) {
+    const int g = i / D, c = i % D;
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int l = 0; l < C::NT; ++l) {
+      const float x = H::to(sm.k[(g + 8 * l) * LD + c]);
+      s1 += x;
+      s2 = fmaf(static_cast<float>(l + 1), x, s2);
+    }
+    const T hi = H::from(s1);
+    kc[g * D + c] = hi;
+    kc[(8 + g) * D + c] = H::from(s1 - H::to(hi));
+    kc[(16 + g) * D + c] = H::from(s2);
+    kc[(24 + g) * D + c] = H::from(0.f);
+    float q = s2 * s2;
+#pragma unroll
+    for (int o = 16; o; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
+    if (lane == 0) atomicAdd(&sm.g[g], q);
+  }
+  // ---- key norms: a warp per key, each lane a slice of the row -----------------------------------------------------
+  for (int key = warp; key < BN; key += kEncThreads / 32) {
+    float a = 0.f;
+    for (int c = lane; c < D; c += 32) {
+      const float x = H::to(sm.k[key * LD + c]);
+      a = fmaf(x, x, a);
+    }
+#pragma unroll
+    for (int o = 16; o; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+    if (lane == 0) sm.kn[key] = sqrtf(a);
+  }
+  // ---- V: the four encodings of each (key, group) into Vc^T (rows 8 c + g); max_key |Vc2[g]| ------------------------
+  static_assert(BN * 8 % kEncThreads == 0, "whole warps of (key, group) items");
+  for (int i = tid; i < BN * 8; i += kEncThreads) {
+    const int key = i / 8, g = i % 8;
+    T enc[4];
+    float m = encode_v_group<T, C::ND, C::kUnified>(sm.v + key * LD, g, enc);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) sm.vct[(8 * c + g) * LDT + key] = enc[c];
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));  // the lanes of one group: g = lane % 8
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+    if (lane < 8) atomicMax(reinterpret_cast<int*>(&sm.g[8 + g]), __float_as_int(m));  // non-negative floats order as ints
+  }
+  __syncthreads();
+
+  // ---- Vc^T rows and the tile's scalars ---------------------------------------------------------------------------
+  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(bh) * 32 * seq_pad + k0;
+  for (int i = tid; i < 32 * BN / 8; i += kEncThreads) {
+    const int r = i / (BN / 8), c = i % (BN / 8);
+    *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) = *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8);
   }
   float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(bh) * tiles + tile) * 24;
   if (tid < 8) {
     float kn = 0.f;
-    for (int l = 0; l < C::NT; ++l) kn += t.sKn[tid + 8 * l];
+    for (int l = 0; l < C::NT; ++l) kn += sm.kn[tid + 8 * l];
     sc[tid] = kn;
   } else if (tid < 24) {
-    sc[tid] = t.sG[tid - 8];
+    sc[tid] = sm.g[tid - 8];
   }
 }
 
@@ -535,9 +608,9 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
   const typename C::Params prm = params<C>(*p, rules);
   const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
   if constexpr (C::kStrided) {
-    using Enc = typename C::Enc;
-    if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, Enc::kSmem); e != cudaSuccess) return e;
-    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * p->heads), Enc::kThreads, Enc::kSmem, stream>>>(*p);
+    constexpr int kEncSmem = static_cast<int>(sizeof(EncSmem<C>));
+    if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, kEncSmem); e != cudaSuccess) return e;
+    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * p->heads), kEncThreads, kEncSmem, stream>>>(*p);
   }
   if constexpr (C::kProtected) {  // the redo flags (the workspace's last part) cleared
     const Workspace<C> w(*p);
