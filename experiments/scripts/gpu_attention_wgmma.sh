@@ -8,6 +8,8 @@
 #            the fused kernel, wg::kernel<; wg::encode_kernel for the K / V encoding) of each executable (PROFILE_GLOB) at PROFILE_SHAPE
 #            (default 1x16x4096x4096): instructions executed per SASS instruction and per source line (src_*.sass.csv,
 #            src_*.lines.txt by ncu_lines.py, in OUT/profile.tgz; the top lines in profile.txt)
+#   times    Nsight Compute's device time per kernel of each executable (PROFILE_GLOB) at PROFILE_SHAPE: its first
+#            TIMES_COUNT (default 40) launches, one bench launch (ncu_times: OUT/ncu_SHAPE.csv and a summary per kernel)
 #   campaign ftgen campaign SPEC (CAMPAIGN_KERNELS: a --kernels filter; TRIALS, default 200; DISTS, default
 #            normal,uniform,outliers)
 # Prints a short table last; the JSON rows go under OUT. For figures of record set FTGEN_GIT_SHA and FTGEN_GIT_DIRTY
@@ -35,8 +37,9 @@ for step in ${*:-build bench inject}; do
     profile) for exe in "$proj"/bin/${PROFILE_GLOB:-*}; do
                rep="$out/src_$(basename "$exe")"
                timeout 150 ncu --kernel-name-base demangled --kernel-name regex:"${PROFILE_KERNEL:-wg::kernel<}" --launch-count 1 --section SourceCounters \
-                 --section SpeedOfLight --import-source yes -o "$rep" -f "$exe" --shapes "${PROFILE_SHAPE:-1x16x4096x4096}" --reps 1 \
+                 --section SpeedOfLight --section WarpStateStats --import-source yes -o "$rep" -f "$exe" --shapes "${PROFILE_SHAPE:-1x16x4096x4096}" --reps 1 \
                  --warmup 0 > "$rep.log" 2>&1; echo "$(basename "$exe") rc $?"
+               ncu -i "$rep.ncu-rep" --page details --section WarpStateStats --section SpeedOfLight > "$rep.details.txt" 2>> "$rep.log"
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
                rm -f "$rep.ncu-rep"
                # per source line: the executable's cubins disassembled with their line tables (ncu_lines.py)
@@ -45,9 +48,11 @@ for step in ${*:-build bench inject}; do
                python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top 30 > "$rep.lines.txt" 2>&1
                head -n 13 "$rep.lines.txt"; rm -rf "$x"
              done > "$out/profile.txt"; tar czf "$out/profile.tgz" -C "$out" $(cd "$out" && ls src_*) && rm -f "$out"/src_*; t profile ;;
+    times) for exe in "$proj"/bin/${PROFILE_GLOB:-*}; do echo "== $(basename "$exe")"; ncu_times "$exe" "${TIMES_COUNT:-40}" "${PROFILE_SHAPE:-1x16x4096x4096}"; done \
+             > "$out/times.txt" 2>&1; t times ;;
     campaign) ft 400 campaign "$SPEC" -o generated ${CAMPAIGN_KERNELS:+--kernels "$CAMPAIGN_KERNELS"} --trials "${TRIALS:-200}" \
                 --dists "${DISTS:-normal,uniform,outliers}" \
                 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1; echo "campaign rc $?"; t campaign ;;
   esac
 done
-for f in probe profile clean inject campaign; do [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 25 "$out/$f.txt"; }; done
+for f in probe profile times clean inject campaign; do [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 25 "$out/$f.txt"; }; done

@@ -75,6 +75,7 @@ def main() -> int:
     ap.add_argument("--per", type=float, default=0.0)
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--root", default="")
+    ap.add_argument("--by", choices=("executed", "stalls"), default="executed", help="the order of the lines")
     a = ap.parse_args()
     rows = report(Path(a.sass))
     ops = [opcode(r["Source"]) for r in rows]
@@ -90,7 +91,8 @@ def main() -> int:
     total, samples = sum(executed.values()) or 1, sum(stalls.values()) or 1
     print(f"{name}: {len(rows)} instructions, {total} executed, {samples} stall samples")
     texts: dict[str, list[str]] = {}
-    for w, n in executed.most_common(a.top):
+    for w, _ in (executed if a.by == "executed" else stalls).most_common(a.top):
+        n = executed[w]
         text = ""
         if w:
             p = Path(a.root + w[0]) if a.root else Path(w[0])
