@@ -24,10 +24,23 @@ def test_params_backend_selects_wgmma_and_the_name_says_so():
                    "params: {backend: wgmma, head_dim: [64, 128], causal: [false, true]}\n")
     names = sorted(v.name for v in vs)
     assert len(names) == 16 and all(v.backend == "wgmma" for v in vs)
-    assert "attn_f16_none_wgmma_d128_nc_128x128_s5" in names
-    assert "attn_bf16_abft-snvr_wgmma_d128_c_128x128_s5_inj" in names
-    (v,) = _variants("params: {backend: wgmma, head_dim: 64, block_n: 64, stages: 3}\n")
-    assert v.name == "attn_f16_none_wgmma_d64_nc_128x64_s3"
+    assert "attn_f16_none_wgmma_d128_nc_128x128_s5_pp" in names
+    assert "attn_bf16_abft-snvr_wgmma_d128_c_128x128_s5_pp_inj" in names
+    (v,) = _variants("params: {backend: wgmma, head_dim: 64, block_n: 64, stages: 3, schedule: lockstep}\n")
+    assert v.name == "attn_f16_none_wgmma_d64_nc_128x64_s3_ls"
+
+
+def test_the_schedule_reaches_the_kernel_and_its_twin(tmp_path):
+    """schedule: pingpong / lockstep is the Config's last argument in the variant and in the bench's twin."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(HEAD + "protection: {scheme: abft, level: efta}\nparams: {backend: wgmma, schedule: [pingpong, lockstep]}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    for tag, flag in (("pp", "true"), ("ls", "false")):
+        d = tmp_path / "g" / "t" / f"attn_f16_abft-efta_wgmma_d64_nc_128x128_s5_{tag}"
+        variant = (d / f"{d.name}.cu").read_text()
+        bench = next(d.glob("*bench*.cu")).read_text()
+        assert f"ftattn::kLevelEfta, false, 5, {flag}>" in variant
+        assert f"kLevelNone, false, 5, {flag}>" in bench
 
 
 def test_stages_auto_is_the_most_that_fit():

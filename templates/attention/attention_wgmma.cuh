@@ -38,6 +38,9 @@ namespace wg {
 using namespace cute;
 namespace fc = cutlass::fmha::collective;
 
+// the consumers' turn barriers (named barriers kTurnBar and kTurnBar + 1; 0 is __syncthreads', 1-7 CUTLASS's reserved)
+constexpr int kTurnBar = 8;
+
 template <class T>
 struct CuteOf;
 template <>
@@ -49,7 +52,7 @@ struct CuteOf<__nv_bfloat16> {
   using type = cutlass::bfloat16_t;
 };
 
-template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_>
+template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_, bool PINGPONG_>
 struct Config : Levels<LEVEL_> {
   using T = T_;
   using E = typename CuteOf<T>::type;
@@ -60,9 +63,11 @@ struct Config : Levels<LEVEL_> {
   static constexpr bool kInject = INJECT_;
   static constexpr int NT = BN / 8, ND = D / 8;
   static constexpr int kStages = STAGES_;
+  // the consumers take turns at the tensor cores (ping-pong): see kernel()
+  static constexpr bool kPingPong = PINGPONG_;
   static constexpr int kThreads = 384, kConsumers = 256;
   // the recomputation of flagged rows: this kernel unprotected, on the blocks with a flagged warpgroup
-  using Redo = Config<T_, D_, BN_, CAUSAL_, kLevelNone, false, STAGES_>;
+  using Redo = Config<T_, D_, BN_, CAUSAL_, kLevelNone, false, STAGES_, PINGPONG_>;
 
   using RowStride = cute::tuple<int, _1, cute::tuple<int, int>>;  // (rows, columns, (batch, head)), rows contiguous
   using ColStride = cute::tuple<_1, int, cute::tuple<int, int>>;
@@ -465,6 +470,29 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     if (C::kStrided && !C::kUnified && check_o_tile(o, oc, lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
   };
 
+  // Ping-pong (FlashAttention-3's schedule, kPingPong): the consumers take turns issuing their products, a turn being
+  // one warpgroup's O += P V of tile j - 1 and S = Q K^T of tile j, so that while one warpgroup's products run on the
+  // tensor cores the other does its softmax and checks (without turns both tend to wait for their products at the
+  // same time, then compete for the issue slots). Named barrier kTurnBar + w opens warpgroup w's turn: its 128 threads
+  // bar.sync, the other's 128 bar.arrive as their turn ends. Warpgroup 1 opens warpgroup 0's first turn; its own last
+  // arrival, which nobody would wait for, is left out. A turn begins once its operands have arrived, and every warp
+  // reconverges before a barrier (bar.sync is aligned).
+  const auto turn_begin = [&] {
+    if constexpr (C::kPingPong) {
+      __syncwarp();
+      asm volatile("bar.sync %0, 256;" ::"r"(kTurnBar + wg) : "memory");
+    }
+  };
+  const auto turn_end = [&] {
+    if constexpr (C::kPingPong) {
+      __syncwarp();
+      asm volatile("bar.arrive %0, 256;" ::"r"(kTurnBar + 1 - wg) : "memory");
+    }
+  };
+  if (wg == 1) turn_end();
+  if (n_tiles > 0) pipe.consumer_wait(rd);  // K of the first tile
+  turn_begin();
+
   for (int j = 0; j < n_tiles; ++j) {
     const int k0 = j * C::BN;
     keys_seen += C::BN;
@@ -477,8 +505,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       vmag2[0] = fmaxf(vmag2[0], __ldg(scj + 16 + cq)), vmag2[1] = fmaxf(vmag2[1], __ldg(scj + 16 + cq + 1));
     }
 
-    // ---- GEMM I: S = Q K^T (and the checksum columns) --------------------------------------------------------
-    pipe.consumer_wait(rd);
+    // ---- GEMM I: S = Q K^T (and the checksum columns); K has arrived ---------------------------------------------
     const int ks = rd.index();
     warpgroup_fence_operand(acc_s);
     warpgroup_fence_operand(acc_sc);
@@ -490,6 +517,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
                         thr_qkc.make_fragment_B(thr_qkc.partition_B(sKc))(_, _, _, ks), acc_sc);
     }
     warpgroup_commit_batch();
+    turn_end();
     auto k_state = rd;
     ++rd;
     warpgroup_wait<0>();
@@ -518,6 +546,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     if constexpr (C::kStrided) scale_rows(oc, alpha);
     pipe.consumer_wait(rd);
     const int vs = rd.index();
+    auto v_state = rd;
+    ++rd;
+    if (j + 1 < n_tiles) pipe.consumer_wait(rd);  // K of the next tile, before the turn
+    turn_begin();
     warpgroup_fence_operand(acc_o);
     warpgroup_fence_operand(acc_oc);
     warpgroup_fence_operand(tOrP);
@@ -528,9 +560,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       cute::gemm(mma_pvc, tOrP, thr_pvc.make_fragment_B(thr_pvc.partition_B(sVc))(_, _, _, vs), acc_oc);
     }
     warpgroup_commit_batch();
-    v_prev = rd;
-    ++rd;
+    v_prev = v_state;
   }
+  if (wg == 0) turn_end();
   warpgroup_wait<0>();
   warpgroup_fence_operand(acc_o);
   warpgroup_fence_operand(acc_oc);

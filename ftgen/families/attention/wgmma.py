@@ -17,7 +17,9 @@ blocks return at once where nothing was flagged); the consumers share no barrier
 
 Kernel names::
 
-    attn_<prec>_<protection>_wgmma_d<head_dim>_<c|nc>_128x<block_n>_s<stages>[_inj]
+    attn_<prec>_<protection>_wgmma_d<head_dim>_<c|nc>_128x<block_n>_s<stages>_<pp|ls>[_inj]
+
+(``pp``: the consumers take turns at the tensor cores, ``schedule: pingpong``; ``ls``: ``schedule: lockstep``).
 
 Fault injection as on the mma backend, with ``thread`` the consumer thread (0-255: warpgroup ``thread / 128``,
 rows ``64 (thread / 128) + 16 warp + lane / 4`` and ``+ 8`` of the block's 128) and ``block`` the linear block
@@ -32,6 +34,8 @@ from .mma import HEAD_DIMS, LEVEL_TOKENS, STRIDED_LEVELS, MmaBackend
 ARCH = "sm_90a"
 SMEM_LIMIT = SMEM_PER_BLOCK[ARCH]
 MAX_STAGES = 5
+SCHEDULES = ("pingpong", "lockstep")
+SCHEDULE_TOKENS = {"pingpong": "pp", "lockstep": "ls"}
 BLOCK_M = 128
 
 
@@ -63,6 +67,9 @@ PARAMS = (
     Param("causal", bool, (False,), "causal mask (query i sees keys c <= i; needs seq_k = seq)"),
     Param("block_n", int, (128,), "keys per tile", choices=(64, 128)),
     Param("stages", int, (0,), "K / V pipeline stages in shared memory (0: the most that fit, at most 5)", choices=(0, 2, 3, 4, 5)),
+    Param("schedule", str, ("pingpong",), "how the two consumer warpgroups share the tensor cores: pingpong (they take turns "
+          "issuing their products, so one's softmax and checks run during the other's products) or lockstep (no turns)",
+          choices=SCHEDULES),
 )
 
 
@@ -104,10 +111,11 @@ class WgmmaBackend(MmaBackend):
         return r
 
     def tile_tokens(self, v: Variant) -> list[str]:
-        return [f"{BLOCK_M}x{v['block_n']}", f"s{self.stages_of(v)}"]
+        return [f"{BLOCK_M}x{v['block_n']}", f"s{self.stages_of(v)}", SCHEDULE_TOKENS[v["schedule"]]]
 
     def block_m(self, v: Variant) -> int:
         return BLOCK_M
 
     def context(self, v: Variant) -> dict:
-        return {**super().context(v), "backend": "wgmma", "stages": self.stages_of(v), "twin_stages": self.stages_of(v, strided=False)}
+        return {**super().context(v), "backend": "wgmma", "stages": self.stages_of(v), "twin_stages": self.stages_of(v, strided=False),
+                "pingpong": v["schedule"] == "pingpong"}
