@@ -5,7 +5,9 @@ A thread block of three warpgroups takes 128 query rows of one (batch, head): on
 V tile by tile by TMA into a pipeline of ``stages`` shared-memory stages; two consumer warpgroups of 64 rows each
 compute ``S = Q K^T`` on wgmma from shared memory, the online softmax in registers, and ``O += P V`` on wgmma with P
 from registers (CUTLASS's Hopper FMHA example supplies the TMA tile loader and the register-sourced MMA; the kernel
-is ``templates/attention/attention_wgmma.cuh``). Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas
+is ``templates/attention/attention_wgmma.cuh``). ``schedule: pingpong`` (the default) has the two consumers take turns
+issuing their products (named barriers), so that one's softmax and checks run while the other's products do;
+``lockstep`` runs them without turns. Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas
 serialize wgmma) and arch ``sm_90a``.
 
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
