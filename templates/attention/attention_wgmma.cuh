@@ -15,8 +15,9 @@
 //
 // What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
 // or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
-// launch whose blocks return at once where neither warpgroup's rows were flagged. The consumers share
-// no barrier: a warp's votes are __any_sync, and what a fault corrupts stays in the rows of one warp.
+// launch whose blocks return at once where neither warpgroup's rows were flagged. No vote crosses a warp (a warp's
+// votes are __any_sync, and what a fault corrupts stays in the rows of one warp); the consumers' only barriers are the
+// ping-pong schedule's turns, at fixed points of the loop.
 #pragma once
 
 #include <cute/tensor.hpp>

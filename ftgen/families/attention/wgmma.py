@@ -15,7 +15,8 @@ The wgmma accumulator repeats the m16n8 layout per warp, so the protection level
 products (S's checksum columns ``Q Kc^T``, 24 rows of Kc padded to 32, and O's ``P Vc``, 32 columns), encoded once
 per launch and loaded by TMA with their K and V tiles. Rows where a check could not correct (S, O, the exps or the row
 sums) are flagged in the workspace and recomputed after the kernel by the same kernel unprotected (a launch whose
-blocks return at once where nothing was flagged); the consumers share no barrier (every vote is a warp's).
+blocks return at once where nothing was flagged); every vote is a warp's (the consumers' only barriers are the
+ping-pong turns).
 
 Kernel names::
 
