@@ -7,7 +7,9 @@
 #   profile  Nsight Compute's source counters of the first launch of PROFILE_KERNEL (a regex of the demangled name, default
 #            the fused kernel, wg::kernel<; wg::encode_kernel for the K / V encoding) of each executable (PROFILE_GLOB) at PROFILE_SHAPE
 #            (default 1x16x4096x4096): instructions executed per SASS instruction and per source line (src_*.sass.csv,
-#            src_*.lines.txt by ncu_lines.py, in OUT/profile.tgz; the top lines in profile.txt)
+#            src_*.lines.txt by ncu_lines.py, in OUT/profile.tgz; the top lines in profile.txt). Where no cubin came out
+#            of the executable (cuobjdump's message in src_*.log), join src_*.sass.csv here: nvcc -cubin -lineinfo of the
+#            variant's .cu with the build's flags, nvdisasm -g -c of it, ncu_lines.py on the two
 #   times    Nsight Compute's device time per kernel of each executable (PROFILE_GLOB) at PROFILE_SHAPE: its first
 #            TIMES_COUNT (default 40) launches, one bench launch (ncu_times: OUT/ncu_SHAPE.csv and a summary per kernel)
 #   campaign ftgen campaign SPEC (CAMPAIGN_KERNELS: a --kernels filter; TRIALS, default 200; DISTS, default
@@ -43,7 +45,7 @@ for step in ${*:-build bench inject}; do
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
                rm -f "$rep.ncu-rep"
                # per source line: the executable's cubins disassembled with their line tables (ncu_lines.py)
-               x=$(mktemp -d); (cd "$x" && cuobjdump -xelf all "$(readlink -f "$exe")" > /dev/null 2>&1)
+               x=$(mktemp -d); (cd "$x" && cuobjdump -xelf all "$(readlink -f "$exe")") >> "$rep.log" 2>&1
                for c in "$x"/*.cubin; do nvdisasm -g -c "$c"; done > "$x/dis.txt" 2>> "$rep.log"
                python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top 30 > "$rep.lines.txt" 2>&1
                head -n 13 "$rep.lines.txt"; rm -rf "$x"
