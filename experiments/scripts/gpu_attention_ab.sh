@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# A/B of the attention kernel headers on the device machine, on one GPU in one call: the same spec built once per
+# version (A: the working tree's templates; B, C, ...: the *.cuh of DIR_B, DIR_C, ... copied over the generated ones),
+# then the listed kernels benched in turn (A, B, ..., A, B, ...) for REPS rounds (default 3), without the SDPA
+# references, with INJECT faults per launch (default 0: clean). Two H200s can differ by 5-8% on the protected kernels,
+# so versions are compared here, on one GPU, never across calls. Usage:
+#   mkdir -p ab/b && git show BRANCH:templates/attention/attention_wgmma.cuh > ab/b/attention_wgmma.cuh
+#   bash experiments/scripts/gpu_attention_ab.sh OUT ab/b[:ab/c...] [SPEC] [KERNELS] [SHAPES]
+# Files: OUT/ab_{A,B,...}_<round>.jsonl (ftgen bench JSON lines); the table (median ms and x the version's own
+# unprotected twin, '!' where a row failed verification or raised a false alarm) is printed last.
+set -uo pipefail
+out=${1:?output dir}
+dirs=${2:?directories with the headers of B, C, ... (colon-separated)}
+spec=${3:-experiments/specs/attention_wgmma_schedule.yaml}
+kernels=${4:-*_pp*}
+shapes=${5:-4x32x4096,4x16x4096}
+# the carried wheels (nvidia-cutlass: the CUTLASS headers the wgmma backend needs) into /tmp/site, as gpu_common.sh does
+ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
+gpu_start "$out"
+proj=$(spec_project "$spec")
+IFS=: read -r -a dir_list <<< "$dirs"
+letters=(B C D E F G H)
+versions=(A)
+for i in "${!dir_list[@]}"; do versions+=("${letters[$i]}"); done
+per_build=$(( (16 + ${#versions[@]} - 1) / ${#versions[@]} ))  # of the 16 cores
+for i in "${!versions[@]}"; do  # the versions build at the same time
+  v=${versions[$i]}
+  (
+    export FTGEN_CACHE_DIR=/tmp/ab-cache-$v
+    headers=""
+    [ "$i" -gt 0 ] && headers=${dir_list[$((i - 1))]}
+    build_version "$spec" /tmp/ab-$v "$headers" -j "$per_build" --kernels "$kernels" > "$out/build_$v.log" 2>&1
+  ) &
+done
+fail=0
+for job in $(jobs -p); do wait "$job" || fail=1; done
+[ $fail = 0 ] || { tail -n 30 "$out"/build_*.log; exit 3; }
+for rep in $(seq 1 "${REPS:-3}"); do
+  for v in "${versions[@]}"; do
+    FTGEN_BENCH_REFS=none FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" \
+      --inject "${INJECT:-0}" --reps 10 --warmup 3 --json "$out/ab_${v}_$rep.jsonl" > /dev/null 2>&1
+    echo "$v round $rep rc=$?"
+  done
+done
+python3 - "$out" "${versions[@]}" <<'PY'
+import glob, json, statistics, sys
+out, versions = sys.argv[1], sys.argv[2:]
+cell = {}
+for v in versions:
+    for f in sorted(glob.glob(f"{out}/ab_{v}_*.jsonl")):
+        for line in open(f):
+            r = json.loads(line)
+            if "kernel" not in r:
+                continue
+            key = (r["kernel"], "x".join(str(r["shape"][d]) for d in ("batch", "heads", "seq")))
+            c = cell.setdefault(key, {}).setdefault(v, {"ms": [], "x": [], "ok": True})
+            c["ms"].append(r["ms"]["median"])
+            if r.get("x_unprot"):
+                c["x"].append(r["x_unprot"])
+            c["ok"] &= bool(r.get("ok")) and not r.get("false_alarms")
+print(f"{'kernel':52s} {'shape':11s} " + " ".join(f"{v + ' ms':>9s} {'x twin':>7s}" for v in versions))
+for (k, s), byv in sorted(cell.items()):
+    parts = []
+    for v in versions:
+        c = byv.get(v)
+        if not c:
+            parts.append(f"{'-':>9s} {'-':>7s}")
+            continue
+        x = f"{statistics.median(c['x']):7.3f}" if c["x"] else f"{'-':>7s}"
+        parts.append(f"{statistics.median(c['ms']):8.4f}{' ' if c['ok'] else '!'} {x}")
+    print(f"{k:52s} {s:11s} " + " ".join(parts))
+PY
