@@ -11,7 +11,8 @@
 // checksum of each group of K's rows, 24 x head_dim, padded with 8 rows of zeros) and O's 32 checksum columns P Vc
 // (Vc: the same of V's columns plus the group magnitudes), each one more wgmma of N = 32 whose element e of n8 block c
 // lands in the thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
-// (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel through the pipeline with their K and V tiles.
+// (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel through the pipeline
+// with their K and V tiles.
 //
 // What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
 // or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cutlass.h>
 #include <cutlass/gemm/collective/collective_builder.hpp>
@@ -39,8 +41,9 @@ namespace wg {
 using namespace cute;
 namespace fc = cutlass::fmha::collective;
 
-// the consumers' turn barriers (named barriers kTurnBar and kTurnBar + 1; 0 is __syncthreads', 1-7 CUTLASS's reserved)
-constexpr int kTurnBar = 8;
+// the consumers' turn barriers: named barriers kTurnBar and kTurnBar + 1, CUTLASS's first ones for users (0 is
+// __syncthreads', 1-7 CUTLASS's reserved)
+constexpr int kTurnBar = static_cast<int>(cutlass::arch::ReservedNamedBarriers::FirstUserBarrier);
 
 template <class T>
 struct CuteOf;
