@@ -4,7 +4,7 @@
 # then the listed kernels benched in turn (A, B, ..., A, B, ...) for REPS rounds (default 3), without the SDPA
 # references, with INJECT faults per launch (default 0: clean). Two H200s can differ by 5-8% on the protected kernels,
 # so versions are compared here, on one GPU, never across calls. Usage:
-#   mkdir -p ab/b && git show BRANCH:templates/attention/attention_wgmma.cuh > ab/b/attention_wgmma.cuh
+#   mkdir -p ab/b && for f in attention_wgmma.cuh attention_mma.cuh; do git show BRANCH:templates/attention/$f > ab/b/$f; done
 #   bash experiments/scripts/gpu_attention_ab.sh OUT ab/b[:ab/c...] [SPEC] [KERNELS] [SHAPES]   (carry ab and .whl)
 # Files: OUT/ab_{A,B,...}_<round>.jsonl (ftgen bench JSON lines); the table (median ms and x the version's own
 # unprotected twin, '!' where a row failed verification or raised a false alarm) is printed last.
