@@ -15,23 +15,7 @@ shapes=${5:-4096x4096x4096,8192x8192x8192}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
 proj=$(spec_project "$spec")
-IFS=: read -r -a dir_list <<< "$dirs"
-letters=(B C D E F G H)
-versions=(A)
-for i in "${!dir_list[@]}"; do versions+=("${letters[$i]}"); done
-per_build=$(( (16 + ${#versions[@]} - 1) / ${#versions[@]} ))  # of the 16 cores
-for i in "${!versions[@]}"; do  # the versions build at the same time
-  v=${versions[$i]}
-  (
-    export FTGEN_CACHE_DIR=/tmp/ab-cache-$v
-    headers=""
-    [ "$i" -gt 0 ] && headers=${dir_list[$((i - 1))]}
-    build_version "$spec" /tmp/ab-$v "$headers" -j "$per_build" --kernels "$kernels" > "$out/build_$v.log" 2>&1
-  ) &
-done
-fail=0
-for job in $(jobs -p); do wait "$job" || fail=1; done
-[ $fail = 0 ] || { tail -n 30 "$out"/build_*.log; exit 3; }
+build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
 for rep in $(seq 1 "${REPS:-3}"); do
   for v in "${versions[@]}"; do
     FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" --inject "${INJECT:-16}" \

@@ -35,3 +35,27 @@ build_version() {
   if [ -n "$headers" ]; then cp "$headers"/*.cuh "$dir/$proj/common/" || return 1; fi
   python3 -m ftgen.cli build "$dir/$proj" "$@" || return 3
 }
+
+# `build_versions OUT DIRS SPEC KERNELS`: the versions of an A/B, A (the working tree's templates) and B, C, ... (the
+# *.cuh of the colon-separated DIRS copied over the generated ones), SPEC's KERNELS generated under /tmp/ab-<V> and built
+# at the same time, the 16 cores shared (FTGEN_CACHE_DIR /tmp/ab-cache-<V>; logs in OUT/build_<V>.log). Sets `versions`
+# (A B ...); returns 3 where a build failed, the logs' tails printed.
+build_versions() {
+  local out=$1 dirs=$2 spec=$3 kernels=$4 i v per_build fail=0 job
+  local -a dir_list letters=(B C D E F G H)
+  IFS=: read -r -a dir_list <<< "$dirs"
+  versions=(A)
+  for i in "${!dir_list[@]}"; do versions+=("${letters[$i]}"); done
+  per_build=$(( (16 + ${#versions[@]} - 1) / ${#versions[@]} ))
+  for i in "${!versions[@]}"; do
+    v=${versions[$i]}
+    (
+      export FTGEN_CACHE_DIR=/tmp/ab-cache-$v
+      local headers=""
+      [ "$i" -gt 0 ] && headers=${dir_list[$((i - 1))]}
+      build_version "$spec" /tmp/ab-$v "$headers" -j "$per_build" --kernels "$kernels" > "$out/build_$v.log" 2>&1
+    ) &
+  done
+  for job in $(jobs -p); do wait "$job" || fail=1; done
+  [ $fail = 0 ] || { tail -n 30 "$out"/build_*.log; return 3; }
+}
