@@ -20,13 +20,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
 proj=$(spec_project "$spec")
 build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
-for rep in $(seq 1 "${REPS:-3}"); do
-  for v in "${versions[@]}"; do
-    FTGEN_BENCH_REFS=none FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" \
-      --inject "${INJECT:-0}" --reps 10 --warmup 3 --json "$out/ab_${v}_$rep.jsonl" > /dev/null 2>&1
-    echo "$v round $rep rc=$?"
-  done
-done
+FTGEN_BENCH_REFS=none bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-0}"
 python3 - "$out" "${versions[@]}" <<'PY'
 import glob, json, statistics, sys
 out, versions = sys.argv[1], sys.argv[2:]

@@ -16,13 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
 gpu_start "$out"
 proj=$(spec_project "$spec")
 build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
-for rep in $(seq 1 "${REPS:-3}"); do
-  for v in "${versions[@]}"; do
-    FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" --inject "${INJECT:-16}" \
-      --reps 10 --warmup 3 --json "$out/ab_${v}_$rep.jsonl" > /dev/null 2>&1
-    echo "$v round $rep rc=$?"
-  done
-done
+bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-16}"
 # the table: per kernel and shape, each version's median x its unprotected kernel (paired) over the rounds, and
 # whether every row verified without a false alarm ('!' where not)
 python3 - "$out" "${versions[@]}" <<'PY'

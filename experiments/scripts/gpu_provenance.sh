@@ -59,3 +59,18 @@ build_versions() {
   for job in $(jobs -p); do wait "$job" || fail=1; done
   [ $fail = 0 ] || { tail -n 30 "$out"/build_*.log; return 3; }
 }
+
+# `bench_rounds OUT PROJ KERNELS SHAPES [ftgen bench options...]`: REPS rounds (default 3) of `ftgen bench` of each of
+# `versions` (build_versions') in turn, A, B, ..., A, B, ... (FTGEN_CACHE_DIR /tmp/ab-cache-<V>), rows into
+# OUT/ab_<V>_<round>.jsonl
+bench_rounds() {
+  local out=$1 proj=$2 kernels=$3 shapes=$4 rep v
+  shift 4
+  for rep in $(seq 1 "${REPS:-3}"); do
+    for v in "${versions[@]}"; do
+      FTGEN_CACHE_DIR=/tmp/ab-cache-$v ft bench /tmp/ab-$v/$proj --kernels "$kernels" --shapes "$shapes" "$@" --reps 10 --warmup 3 \
+        --json "$out/ab_${v}_$rep.jsonl" > /dev/null 2>&1
+      echo "$v round $rep rc=$?"
+    done
+  done
+}
