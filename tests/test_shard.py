@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -134,9 +135,16 @@ def test_search_on_a_pool_of_gpus(tmp_path, replay):
     keyed by the GPU model so a repeated search on either GPU runs nothing."""
     _, one = search(tmp_path, "one")
     seen = set()
+    # each GPU's first run waits for the other's first: both take work whatever the threads' scheduling (a loaded
+    # machine once let one worker drain the queue alone)
+    both_started = threading.Barrier(2, timeout=30)
 
     def runner(exe, kernel, argv, timeout, env=None):
-        seen.add(env["CUDA_VISIBLE_DEVICES"])
+        dev = env["CUDA_VISIBLE_DEVICES"]
+        first = dev not in seen
+        seen.add(dev)
+        if first:
+            both_started.wait()
         return replay.run(exe, kernel, argv, timeout)
 
     gpus = [Gpu(i, f"GPU-fake-{i}", GPU["name"], GPU["driver"]) for i in range(2)]
