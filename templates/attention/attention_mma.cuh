@@ -269,6 +269,22 @@ struct Tally {
   __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
     flush_group(c, [](bool x) { return __syncthreads_or(x) != 0; }, threadIdx.x == 0);
   }
+  // ... over a warp (the wgmma kernel's group; every lane calls): each counter's ballot elects the lowest lane that
+  // has it, so every lane reads every ballot. (flush_group's warp votes, whose results only lane 0 read, were moved
+  // by ptxas into lane 0's branch, where they saw lane 0 alone: the strided level's recomputations went uncounted
+  // unless lane 0 had one.)
+  __device__ __forceinline__ void flush_warp(ftgen::FtCounters* c) const {
+    constexpr unsigned kAll = 0xffffffffu;
+    const unsigned lane = threadIdx.x % 32;
+    const unsigned bd = __ballot_sync(kAll, detected > 0), bc = __ballot_sync(kAll, corrected > 0),
+                   br = __ballot_sync(kAll, recomputed > 0), bu = __ballot_sync(kAll, uncorrectable > 0);
+    if (!c) return;
+    if (bd && lane == static_cast<unsigned>(__ffs(bd) - 1)) atomicAdd(&c->detected, 1ull);
+    if (bc && lane == static_cast<unsigned>(__ffs(bc) - 1)) atomicAdd(&c->corrected, 1ull);
+    if (br && lane == static_cast<unsigned>(__ffs(br) - 1)) atomicAdd(&c->recomputed, 1ull);
+    if (bu && lane == static_cast<unsigned>(__ffs(bu) - 1)) atomicAdd(&c->uncorrectable, 1ull);
+    if (!(max_score <= 0.f)) ftgen::record_score(c, static_cast<double>(reported_score()));
+  }
 };
 
 // Position l (0..nl-1) of a single fault in a group from its residuals, or -1 (model._locate).

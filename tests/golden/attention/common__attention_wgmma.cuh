@@ -587,7 +587,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   store_rows(static_cast<typename C::T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D, o, qrow, p.seq_q, cq);
   // the counters once per warp: what a fault corrupts stays in one row (S, P, the row's scalars) or one element of O,
   // and a row is one warp's (its quad's four lanes)
-  if constexpr (C::kProtected) tally.flush_group(p.counters, [](bool x) { return __any_sync(0xffffffffu, x) != 0; }, lane == 0);
+  if constexpr (C::kProtected) tally.flush_warp(p.counters);
 }
 
 // The parameters of configuration C's kernel for problem p: Q, K and V's TMA descriptors and, in the protected
