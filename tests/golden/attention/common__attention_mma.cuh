@@ -270,9 +270,9 @@ struct Tally {
     flush_group(c, [](bool x) { return __syncthreads_or(x) != 0; }, threadIdx.x == 0);
   }
   // ... over a warp (the wgmma kernel's group; every lane calls): each counter's ballot elects the lowest lane that
-  // has it, so every lane reads every ballot. (flush_group's warp votes, whose results only lane 0 read, were moved
-  // by ptxas into lane 0's branch, where they saw lane 0 alone: the strided level's recomputations went uncounted
-  // unless lane 0 had one.)
+  // has it, so every lane reads every ballot. (With flush_group's warp votes, whose results only lane 0 read, ptxas
+  // recomputed the vote on `recomputed` -- the predicate the kernel had voted on already, for its redo flag -- inside
+  // lane 0's branch, where it saw lane 0 alone: a recomputation counted only where lane 0 had one.)
   __device__ __forceinline__ void flush_warp(ftgen::FtCounters* c) const {
     constexpr unsigned kAll = 0xffffffffu;
     const unsigned lane = threadIdx.x % 32;
