@@ -98,6 +98,13 @@ def test_summary_judges_significance_by_the_rule_and_never_counts_a_wrong_output
     assert (s["significant"], s["detected"], s["corrected"]) == (5, 4, 2)
     assert s["coverage"] == 2 / 5 and s["detected_not_corrected"] == 2
     assert s["counter_violations"] == 1 and counters_violated(bogus) and not counters_violated(alarms_ok)
+    # a detection must end corrected, recomputed or uncorrectable: one that reports none of them is flagged (the wgmma
+    # attention kernels once lost their recomputations on the way to the row)
+    unaccounted = row(1, unc=1e-2, err=3e-7, detected=1, corrected=0, recomputed=0, uncorrectable=0)
+    assert counters_violated(unaccounted)
+    assert not counters_violated(row(1, unc=1e-2, err=3e-7, detected=1, corrected=0, recomputed=1, uncorrectable=0))
+    s2 = summarize("k", clean + [good, unaccounted])
+    assert (s2["significant"], s2["corrected"], s2["counter_violations"]) == (2, 1, 1)
     assert s["max_residual_rel_err"] == 3e-5  # the missed fault (small, also undetected, left 3e-6)
     assert s["max_corrected_rel_err"] == 3e-7
     at = s["coverage_at"]

@@ -138,7 +138,8 @@ const char* cudaGetErrorString(cudaError_t) { return "stand-in error"; }
 
 # A protected kernel on an m x n shape with one fault unit per element. FAKE_MODE scripts what its
 # runs report: ok | nan (a NaN error, as from a NaN in the reference) | overcount (more detections
-# than faults) | clean_alarm (a detection without a fault).
+# than faults) | unaccounted (detections neither corrected, recomputed nor uncorrectable) | clean_alarm (a
+# detection without a fault).
 FAKE_ADAPTER = r"""
 #include <cmath>
 #include <cstdlib>
@@ -199,7 +200,7 @@ class Scripted final : public ftgen::BenchProblem {
     const unsigned long long n = plan.size();
     c.counters.injected = n;
     c.counters.detected = n + (mode_ == "overcount" ? 3 : 0);
-    c.counters.corrected = rq.no_correct ? 0 : n;
+    c.counters.corrected = rq.no_correct || mode_ == "unaccounted" ? 0 : n;
     c.counters.max_score_bits = 0;
     if (rq.no_correct) {  // each fault left one element beyond tolerance
       c.bad = static_cast<long long>(n);
@@ -340,6 +341,7 @@ def test_offset_faults_are_listed_by_offset(scripted):
 @pytest.mark.parametrize("mode, inject, what", [
     ("nan", "0", None),                       # a NaN error (e.g. a NaN in the reference) fails the row
     ("overcount", "2", "counter_error"),      # detected > applied + false alarms
+    ("unaccounted", "2", "counter_error"),    # detections that end neither corrected, recomputed nor uncorrectable
     ("clean_alarm", "0", None),               # a detection on clean data
     ("clean_alarm", "2", None),               # ... also in an injection row's clean run
 ])

@@ -88,8 +88,14 @@ def _applied(r: dict) -> int:
 
 def counters_violated(r: dict) -> bool:
     """A trial whose counters break detected <= faults applied + false alarms (the false alarms of its own clean
-    run where the row carries them). Such a trial is flagged and never counted as corrected."""
-    return int(r.get("detected") or 0) > _applied(r) + int(r.get("clean_false_alarms") or 0)
+    run where the row carries them), or that detected something and reports it neither corrected, recomputed nor
+    uncorrectable (where the row carries those counters: every detection must end in one of them). Such a trial is
+    flagged and never counted as corrected."""
+    detected = int(r.get("detected") or 0)
+    if detected > _applied(r) + int(r.get("clean_false_alarms") or 0):
+        return True
+    outcomes = [k for k in ("corrected", "recomputed", "uncorrectable") if k in r]
+    return detected > 0 and bool(outcomes) and sum(int(r.get(k) or 0) for k in outcomes) == 0
 
 
 def significance(rows: list[dict]) -> dict:

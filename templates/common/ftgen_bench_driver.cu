@@ -167,9 +167,13 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
           // output units beyond tolerance without correction: the faults that mattered
           row.integer("significant", unc.bad).num("uncorrected_err", unc.nonfinite ? INFINITY : unc.max_rel);
         }
-        // counters: a detection is an applied fault or a false alarm; more is a counting error
+        // counters: a detection is an applied fault or a false alarm; more is a counting error. And every
+        // detection ends corrected, recomputed or uncorrectable: a run that reports none of them lost a count
         if (static_cast<long long>(faulty.c.detected) > faulty.applied + false_alarms) {
           row.str("counter_error", "detected > faults applied + false alarms");
+          ok = false;
+        } else if (faulty.c.detected > 0 && faulty.c.corrected + faulty.c.recomputed + faulty.c.uncorrectable == 0) {
+          row.str("counter_error", "detections neither corrected, recomputed nor uncorrectable");
           ok = false;
         }
       }
