@@ -619,6 +619,14 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
         err = failed[0].get("error")
         raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: "
                          f"{err.get('message') if isinstance(err, dict) else err}")
+    # a kernel whose counters break the rules (more detections than faults and false alarms, or a detection that ended
+    # neither corrected, recomputed nor uncorrectable) miscounts: its flagged trials are not counted as corrected, and
+    # the campaign fails after writing everything
+    broken = [x for x in summaries if x.get("counter_violations")]
+    if broken:
+        raise FtgenError("counters broke the rules in " + "; ".join(
+            f"{x['kernel']}: {x['counter_violations']} trial(s) (first: {x['flagged_trials'][:5]})" for x in broken)
+            + " -- detected > faults applied + false alarms, or a detection neither corrected, recomputed nor uncorrectable")
 
 
 # --------------------------------------------------------------------------------------------

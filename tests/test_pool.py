@@ -287,6 +287,24 @@ def fake_host(monkeypatch, tmp_path):
     return spec
 
 
+# the same trials, each detection reported neither corrected, recomputed nor uncorrectable
+BAD_COUNTS_EXE = TRIAL_EXE.replace('"fault": {{"bit": x % 32}}', '"fault": {{"bit": x % 32}}, "corrected": 0, "recomputed": 0, "uncorrectable": 0')
+
+
+def test_a_campaign_whose_counters_break_the_rules_fails(fake_host, tmp_path, monkeypatch, capsys):
+    """Detections that end neither corrected, recomputed nor uncorrectable are a counting error: the campaign writes its
+    rows and summaries, flags the trials, and exits non-zero naming the kernel."""
+    from ftgen.search.shard import read_results
+
+    assert BAD_COUNTS_EXE != TRIAL_EXE
+    monkeypatch.setattr(sys.modules[__name__], "TRIAL_EXE", BAD_COUNTS_EXE)
+    out = tmp_path / "bad.jsonl"
+    assert main(["campaign", str(fake_host), "--trials", "20", "--dists", "normal", "-o", str(tmp_path / "g"), "--json", str(out)]) == 1
+    assert "counters broke the rules" in capsys.readouterr().err
+    summ = [e["campaign"] for e in read_results(out).extra if "campaign" in e]
+    assert summ and all(s["counter_violations"] > 0 and s["corrected"] == 0 for s in summ)
+
+
 def _trials(path):
     from ftgen.search.shard import read_results
 
