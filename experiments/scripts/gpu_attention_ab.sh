@@ -21,31 +21,4 @@ gpu_start "$out"
 proj=$(spec_project "$spec")
 build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
 FTGEN_BENCH_REFS=none bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-0}"
-python3 - "$out" "${versions[@]}" <<'PY'
-import glob, json, statistics, sys
-out, versions = sys.argv[1], sys.argv[2:]
-cell = {}
-for v in versions:
-    for f in sorted(glob.glob(f"{out}/ab_{v}_*.jsonl")):
-        for line in open(f):
-            r = json.loads(line)
-            if "kernel" not in r:
-                continue
-            key = (r["kernel"], "x".join(str(r["shape"][d]) for d in ("batch", "heads", "seq")))
-            c = cell.setdefault(key, {}).setdefault(v, {"ms": [], "x": [], "ok": True})
-            c["ms"].append(r["ms"]["median"])
-            if r.get("x_unprot"):
-                c["x"].append(r["x_unprot"])
-            c["ok"] &= bool(r.get("ok")) and not r.get("false_alarms")
-print(f"{'kernel':52s} {'shape':11s} " + " ".join(f"{v + ' ms':>9s} {'x twin':>7s}" for v in versions))
-for (k, s), byv in sorted(cell.items()):
-    parts = []
-    for v in versions:
-        c = byv.get(v)
-        if not c:
-            parts.append(f"{'-':>9s} {'-':>7s}")
-            continue
-        x = f"{statistics.median(c['x']):7.3f}" if c["x"] else f"{'-':>7s}"
-        parts.append(f"{statistics.median(c['ms']):8.4f}{' ' if c['ok'] else '!'} {x}")
-    print(f"{k:52s} {s:11s} " + " ".join(parts))
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/ab_table.py" "$out" --shape-keys batch,heads,seq "${versions[@]}"

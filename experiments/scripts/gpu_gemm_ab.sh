@@ -17,28 +17,6 @@ gpu_start "$out"
 proj=$(spec_project "$spec")
 build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
 bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-16}"
-# the table: per kernel and shape, each version's median x its unprotected kernel (paired) over the rounds, and
-# whether every row verified without a false alarm ('!' where not)
-python3 - "$out" "${versions[@]}" <<'PY'
-import glob, json, re, statistics, sys
-out, versions = sys.argv[1], sys.argv[2:]
-cell = {}
-for v in versions:
-    for f in sorted(glob.glob(f"{out}/ab_{v}_*.jsonl")):
-        for line in open(f):
-            r = json.loads(line)
-            if "kernel" not in r or "paired" not in r:
-                continue
-            # the kernel's name without its tiling (kept: level, layouts, reference checksums, injection)
-            key = (re.sub(r"_cutlass_.*?_sw\d+", "", r["kernel"]), "x".join(str(r["shape"][d]) for d in "mnk"))
-            c = cell.setdefault(key, {}).setdefault(v, {"x": [], "ok": True})
-            c["x"].append(r["paired"]["x_unprotected"])
-            c["ok"] &= bool(r.get("ok")) and not r.get("false_alarms")
-print(f"{'kernel':46s} {'shape':16s} " + " ".join(f"{v:>8s}" for v in versions))
-for (k, s), byv in sorted(cell.items()):
-    parts = []
-    for v in versions:
-        c = byv.get(v)
-        parts.append(f"{statistics.median(c['x']):7.3f}{' ' if c['ok'] else '!'}" if c else f"{'-':>8s}")
-    print(f"{k:46s} {s:16s} " + " ".join(parts))
-PY
+# the table (ab_table.py): per kernel and shape (the name without its tiling), each version's median ms and x its
+# unprotected kernel over the rounds, '!' where a row failed verification or raised a false alarm
+python3 "$(dirname "${BASH_SOURCE[0]}")/ab_table.py" "$out" --shape-keys m,n,k --drop '_cutlass_.*?_sw\d+' "${versions[@]}"
