@@ -52,6 +52,26 @@ precision: [fp32, fp64]
 protection: {{scheme: [none, abft], level: two-sided-tb, inject: true}}
 params: {{logn: 12}}
 """,
+    "gpu_gemm_cutlass90": """
+name: gpu_gemm_cutlass90
+family: gemm
+arch: [sm_90a]
+protection: {scheme: abft, level: threadblock, inject: true}
+params: {backend: cutlass90, scheduler: persistent, cluster_m: 2, tile_m: 128, tile_n: 128}
+variants:
+  - {precision: bf16, params: {schedule: ws-pingpong}}
+  - {precision: tf32x3, params: {schedule: ws-coop}}
+""",
+    "gpu_attention_wgmma": """
+name: gpu_attention_wgmma
+family: attention
+arch: [sm_90a]
+precision: fp16
+params: {backend: wgmma, head_dim: 64}
+variants:
+  - {protection: {scheme: none}}
+  - {protection: {scheme: abft, level: [strided, efta], inject: true}}
+""",
     "gpu_kmeans_fused": f"""
 name: gpu_kmeans_fused
 family: kmeans
@@ -67,6 +87,8 @@ SHAPES = {
     "gpu_gemm_simt": "1024x1024x1024,1000x1234x777",
     "gpu_gemm_cutlass": "1024x1024x1024,1000x1234x777",
     "gpu_fft": "4096x1024,4096x1001",
+    "gpu_gemm_cutlass90": "1024x1024x1024,1000x1234x777",
+    "gpu_attention_wgmma": "2x8x1024,1x4x1000",
     "gpu_kmeans_fused": "65536x8x128,20011x29x300",
 }
 
@@ -90,6 +112,8 @@ def built(tmp_path_factory):
     out: dict[str, Path] = {}
 
     def get(name: str) -> Path:
+        if "arch: [sm_90a]" in SPECS[name] and not ARCH.startswith("sm_90"):
+            pytest.skip(f"{name} needs a Hopper GPU (sm_90a); FTGEN_GPU_ARCH is {ARCH}")
         if name not in out:
             spec = root / f"{name}.yaml"
             spec.write_text(SPECS[name])
@@ -127,7 +151,7 @@ def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     clean, faulty = tmp_path / "clean.jsonl", tmp_path / "faulty.jsonl"
     ftgen("bench", str(built(name)), "--shapes", SHAPES[name], "--reps", "5", "--warmup", "2", "--json", str(clean))
     check_rows(rows_of(clean), injected=False)
-    inj = "1" if name == "gpu_fft" else "8"
+    inj = "1" if name in ("gpu_fft", "gpu_attention_wgmma") else "8"
     ftgen("bench", str(built(name)), "--kernels", "*_inj", "--shapes", SHAPES[name], "--inject", inj, "--reps", "5",
           "--warmup", "2", "--json", str(faulty))
     rows = rows_of(faulty)
@@ -141,6 +165,8 @@ def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     ("gpu_gemm_simt", "gemm_f32_abft-tb*", "256x256x512"),
     ("gpu_fft", "*f32_abft*", "4096x64"),
     ("gpu_kmeans_fused", "*abft*", "16384x32x256"),
+    ("gpu_gemm_cutlass90", "*bf16_abft*", "512x512x1024"),
+    ("gpu_attention_wgmma", "*strided*", "1x4x1024"),
 ])
 def test_campaign_arithmetic_on_real_trials(built, name, kernels, shape, tmp_path):
     out = tmp_path / "campaign.jsonl"
