@@ -6,7 +6,8 @@ protected GEMMs (bit flips in their accumulators) and the fault report printed b
     python examples/protected_mlp.py generated/torch_linear/install/lib/libftgen_torch_linear.so
 
 Needs torch (`pip install ftgen[torch]`) and a GPU. The unprotected model runs plain fp32 (cuBLAS SGEMM; TF32 off,
-torch's default), which is what the protected model's tf32x3 matches in accuracy.
+torch's default), which is what the protected model's tf32x3 matches in accuracy. With `--precision bf16` (a library
+of specs/gemm/torch_linear90.yaml, Hopper) both models run in bf16, the unprotected one on cuBLAS's bf16 GEMM.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import ftgen.torch as ftt
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("lib", help="libftgen_<name>.so built from specs/gemm/torch_linear.yaml")
+    ap.add_argument("lib", help="libftgen_<name>.so built from specs/gemm/torch_linear.yaml (or torch_linear90.yaml)")
+    ap.add_argument("--precision", choices=("tf32x3", "bf16"), default="tf32x3")
     ap.add_argument("--batch", type=int, default=8192)
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=20)
@@ -33,14 +35,16 @@ def main() -> None:
     lib = ftt.load(a.lib)
     torch.manual_seed(0)
     h = a.hidden
-    model = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, h)).cuda().eval()
-    prot = ftt.protect(copy.deepcopy(model), lib, precision="tf32x3")
-    x = torch.randn(a.batch, h, device="cuda")
+    dtype = torch.float32 if a.precision == "tf32x3" else torch.bfloat16
+    model = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, h)).cuda().eval().to(dtype)
+    prot = ftt.protect(copy.deepcopy(model), lib, precision=a.precision)
+    x = torch.randn(a.batch, h, device="cuda").to(dtype)
     with torch.no_grad():
         ref = model.double()(x.double())
-        model.float()
+        model.to(dtype)
         y0, y1 = model(x), prot(x)
-        for name, y in (("cuBLAS fp32", y0), ("ftgen tf32x3 + ABFT", y1)):
+        unprot = "cuBLAS fp32" if a.precision == "tf32x3" else "cuBLAS bf16"
+        for name, y in ((unprot, y0), (f"ftgen {a.precision} + ABFT", y1)):
             print(f"{name:22s} max |y - y_fp64| / max |y_fp64| = {((y.double() - ref).abs().max() / ref.abs().max()).item():.3g}")
         compiled = torch.compile(prot)
         print("torch.compile of the protected model: same output:", torch.equal(compiled(x), y1))

@@ -1,7 +1,9 @@
 """ftgen.torch: on the CPU (torch needed) the op's fake and meta paths, autograd, protect(), the entry-point choice
 and the telemetry against a stand-in library; on a GPU the protected GEMM itself (opcheck, every hidden shape against
 fp64, FTLinear against nn.Linear, torch.compile, counters). Skipped without torch (CI does not install it); on the GPU
-machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py
+machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py. FTGEN_TORCH_SPEC names the library's spec (default
+specs/gemm/torch_linear.yaml; specs/gemm/torch_linear90.yaml: the Hopper kernels, bf16 included); FTGEN_TORCH_LIB a
+library already built from it (libftgen_<name>.so), which the tests then load instead of building one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import REPO
 
@@ -25,24 +28,27 @@ HIDDEN = [(1, 1, 1), (1000, 1234, 777), (4097, 3, 129), (17, 4096, 33), (256, 51
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
+    if os.environ.get("FTGEN_TORCH_LIB"):
+        return ftt.load(os.environ["FTGEN_TORCH_LIB"])
     tmp = tmp_path_factory.mktemp("torchlib")
     env = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/local/cuda/bin",
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     cli = [sys.executable, "-m", "ftgen.cli"]
-    spec = REPO / "specs" / "gemm" / "torch_linear.yaml"
+    spec = REPO / os.environ.get("FTGEN_TORCH_SPEC", "specs/gemm/torch_linear.yaml")
+    name = yaml.safe_load(spec.read_text())["name"]
     r = subprocess.run(cli + ["generate", str(spec), "-o", str(tmp / "gen")], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run(cli + ["build", str(tmp / "gen" / "torch_linear"), "--lib", str(tmp / "inst")], capture_output=True,
+    r = subprocess.run(cli + ["build", str(tmp / "gen" / name), "--lib", str(tmp / "inst")], capture_output=True,
                        text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    return ftt.load(tmp / "inst" / "lib" / "libftgen_torch_linear.so")
+    return ftt.load(tmp / "inst" / "lib" / f"libftgen_{name}.so")
 
 
-def _check(out, a, b):
+def _check(out, a, b, precision="tf32x3"):
     ref = a.double() @ b.double()
     scale = a.double().abs() @ b.double().abs()
     err = ((out.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
-    tol = tolerance.rule("tf32x3").tolerance(a.shape[1])
+    tol = tolerance.rule(precision).tolerance(a.shape[1])
     assert torch.isfinite(out).all() and err <= tol, (tuple(a.shape), tuple(b.shape), err, tol)
 
 
@@ -54,6 +60,19 @@ def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
     b = torch.randn(k, n, device="cuda")
     _check(torch.ops.ftgen.mm(a, b, lib, "tf32x3"), a, b)
     _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)  # B column-major: the _rc entry
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("m,n,k", HIDDEN)
+def test_bf16_mm_meets_the_bf16_rule_where_the_library_has_it(lib, m, n, k):
+    """bf16 operands, fp32 accumulation, bf16 output: within the bf16 rule against fp64 of the same operands."""
+    if not any(g.startswith("gemm_bf16") for g in ftt.TELEMETRY.libs[lib].groups):
+        pytest.skip("the library has no bf16 GEMM")
+    a = torch.randn(m, k, device="cuda").bfloat16()
+    b = torch.randn(k, n, device="cuda").bfloat16()
+    _check(torch.ops.ftgen.mm(a, b, lib, "bf16"), a, b, "bf16")
+    _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "bf16"), a, b, "bf16")
 
 
 @pytest.mark.gpu

@@ -6,7 +6,8 @@
 # attention: the attention demo clean and with one fault per launch, odd lengths included
 # sdpa:      torch SDPA FLASH and cuDNN at the same shapes and the seed's 16k shapes (experiments/scripts/sdpa_time.py)
 # attention_campaign: the attention campaign (ATTN_TRIALS, ATTN_DISTS, ATTN_KERNELS)
-# torch:     tests/test_torch.py and examples/protected_mlp.py (ftgen.torch)
+# torch:     tests/test_torch.py and examples/protected_mlp.py (ftgen.torch) on the library of TORCH_SPEC (default
+#            specs/gemm/torch_linear.yaml), built once; TORCH_PRECISIONS: the example's precisions (default tf32x3)
 # gpu_tests: pytest -m gpu tests/test_gpu.py
 # kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
 #            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
@@ -61,10 +62,15 @@ for phase in "$@"; do
       python3 experiments/scripts/flash_kmeans_time.py "$out/kmeans/flash_kmeans_after.jsonl" ${km//,/ } 2>> "$log" | tail -n 6 ;;
     torch)  # ftgen.torch: its GPU tests and the example (torch is on the device machine; the library is built here)
       mkdir -p "$out/torch"
-      FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py > "$out/torch/pytest_torch.txt" 2>&1
+      tspec=${TORCH_SPEC:-specs/gemm/torch_linear.yaml}
+      tname=$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$tspec")
+      ft generate "$tspec" -o $gen >> "$log" 2>&1 && ft build $gen/$tname --lib >> "$log" 2>&1; echo "build $tname rc $?" | tee -a "$log"
+      tlib=$gen/$tname/install/lib/libftgen_$tname.so
+      FTGEN_TORCH_LIB=$tlib FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py > "$out/torch/pytest_torch.txt" 2>&1
       tail -n 15 "$out/torch/pytest_torch.txt"
-      ft generate specs/gemm/torch_linear.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_linear --lib >> "$log" 2>&1
-      python3 examples/protected_mlp.py $gen/torch_linear/install/lib/libftgen_torch_linear.so 2>&1 | tee "$out/torch/example.txt" | tail -n 8 ;;
+      for prec in ${TORCH_PRECISIONS:-tf32x3}; do
+        python3 examples/protected_mlp.py "$tlib" --precision "$prec" 2>&1 | tee "$out/torch/example_$prec.txt" | tail -n 8
+      done ;;
     gpu_tests)  # the GPU test suite of every family x scheme
       mkdir -p "$out/all"
       FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py > "$out/all/pytest_gpu.txt" 2>&1
