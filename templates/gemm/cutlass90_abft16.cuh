@@ -44,7 +44,10 @@
 #include "ftgen_ft.cuh"
 #include "ftgen_rules.h"
 
+// Every generated variant compiles its own copy of what follows; internal linkage keeps the copies of two variants
+// apart when both are linked into one library.
 namespace ftgen_abft16 {
+namespace {
 
 namespace fusion = cutlass::epilogue::fusion;
 constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
@@ -557,4 +560,5 @@ inline int reserved_sms(int sms, long long tiles, int cluster) {
   return (tiles + rest - 1) / rest == (tiles + all - 1) / all ? r : 0;
 }
 
+}  // namespace
 }  // namespace ftgen_abft16
