@@ -6,8 +6,8 @@ protected GEMMs (bit flips in their accumulators) and the fault report printed b
     python examples/protected_mlp.py generated/torch_linear/install/lib/libftgen_torch_linear.so
 
 Needs torch (`pip install ftgen[torch]`) and a GPU. The unprotected model runs plain fp32 (cuBLAS SGEMM; TF32 off,
-torch's default), which is what the protected model's tf32x3 matches in accuracy. With `--precision bf16` (a library
-of specs/gemm/torch_linear90.yaml, Hopper) both models run in bf16, the unprotected one on cuBLAS's bf16 GEMM.
+torch's default), which is what the protected model's tf32x3 matches in accuracy. With `--precision bf16` or `fp16` (a
+library of specs/gemm/torch_linear90.yaml, Hopper) both models run in that type, the unprotected one on cuBLAS.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import ftgen.torch as ftt
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("lib", help="libftgen_<name>.so built from specs/gemm/torch_linear.yaml (or torch_linear90.yaml)")
-    ap.add_argument("--precision", choices=("tf32x3", "bf16"), default="tf32x3")
+    ap.add_argument("--precision", choices=("tf32x3", "bf16", "fp16"), default="tf32x3")
     ap.add_argument("--batch", type=int, default=8192)
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=20)
@@ -35,7 +35,7 @@ def main() -> None:
     lib = ftt.load(a.lib)
     torch.manual_seed(0)
     h = a.hidden
-    dtype = torch.float32 if a.precision == "tf32x3" else torch.bfloat16
+    dtype = {"tf32x3": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
     model = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, h)).cuda().eval().to(dtype)
     prot = ftt.protect(copy.deepcopy(model), lib, precision=a.precision)
     x = torch.randn(a.batch, h, device="cuda").to(dtype)
@@ -43,7 +43,7 @@ def main() -> None:
         ref = model.double()(x.double())
         model.to(dtype)
         y0, y1 = model(x), prot(x)
-        unprot = "cuBLAS fp32" if a.precision == "tf32x3" else "cuBLAS bf16"
+        unprot = "cuBLAS fp32" if a.precision == "tf32x3" else f"cuBLAS {a.precision}"
         for name, y in ((unprot, y0), (f"ftgen {a.precision} + ABFT", y1)):
             print(f"{name:22s} max |y - y_fp64| / max |y_fp64| = {((y.double() - ref).abs().max() / ref.abs().max()).item():.3g}")
         compiled = torch.compile(prot)

@@ -44,9 +44,11 @@ def lib(tmp_path_factory):
     return ftt.load(tmp / "inst" / "lib" / f"libftgen_{name}.so")
 
 
-def _check(out, a, b, precision="tf32x3"):
+def _check(out, a, b, precision="tf32x3", bias=None):
     ref = a.double() @ b.double()
     scale = a.double().abs() @ b.double().abs()
+    if bias is not None:
+        ref, scale = ref + bias.double(), scale + bias.double().abs()
     err = ((out.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
     tol = tolerance.rule(precision).tolerance(a.shape[1])
     assert torch.isfinite(out).all() and err <= tol, (tuple(a.shape), tuple(b.shape), err, tol)
@@ -64,15 +66,32 @@ def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
 
 @pytest.mark.gpu
 @gpu
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
 @pytest.mark.parametrize("m,n,k", HIDDEN)
-def test_bf16_mm_meets_the_bf16_rule_where_the_library_has_it(lib, m, n, k):
-    """bf16 operands, fp32 accumulation, bf16 output: within the bf16 rule against fp64 of the same operands."""
-    if not any(g.startswith("gemm_bf16") for g in ftt.TELEMETRY.libs[lib].groups):
-        pytest.skip("the library has no bf16 GEMM")
-    a = torch.randn(m, k, device="cuda").bfloat16()
-    b = torch.randn(k, n, device="cuda").bfloat16()
-    _check(torch.ops.ftgen.mm(a, b, lib, "bf16"), a, b, "bf16")
-    _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "bf16"), a, b, "bf16")
+def test_16bit_mm_meets_its_rule_where_the_library_has_it(lib, precision, m, n, k):
+    """16-bit operands, fp32 accumulation, 16-bit output: within the precision's rule against fp64 of the operands."""
+    if not any(g.startswith(f"gemm_{ftt.PRECISIONS[precision][0]}") for g in ftt.TELEMETRY.libs[lib].groups):
+        pytest.skip(f"the library has no {precision} GEMM")
+    dt = ftt.PRECISIONS[precision][1]
+    a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
+    _check(torch.ops.ftgen.mm(a, b, lib, precision), a, b, precision)
+    _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, precision), a, b, precision)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["tf32x3", "bf16", "fp16"])
+@pytest.mark.parametrize("m,n,k", HIDDEN)
+def test_addmm_takes_the_bias_through_the_gemm(lib, precision, m, n, k):
+    """a @ b + bias with one rounding (beta C = the broadcast bias), both layouts of b, within the precision's rule."""
+    if not any(g.startswith(f"gemm_{ftt.PRECISIONS[precision][0]}") for g in ftt.TELEMETRY.libs[lib].groups):
+        pytest.skip(f"the library has no {precision} GEMM")
+    dt = ftt.PRECISIONS[precision][1]
+    a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
+    bias = (4 * torch.randn(n, device="cuda")).to(dt)
+    _check(torch.ops.ftgen.addmm(bias, a, b, lib, precision), a, b, precision, bias)
+    _check(torch.ops.ftgen.addmm(bias, a, b.t().contiguous().t(), lib, precision), a, b, precision, bias)
+    assert torch.equal(torch.ops.ftgen.addmm(bias, a[:, :0], b[:0], lib, precision), bias.expand(m, n))  # k = 0
 
 
 @pytest.mark.gpu
@@ -81,6 +100,8 @@ def test_opcheck(lib):
     a = torch.randn(64, 96, device="cuda", requires_grad=True)
     b = torch.randn(96, 80, device="cuda", requires_grad=True)
     torch.library.opcheck(torch.ops.ftgen.mm.default, (a, b, lib, "tf32x3"))
+    bias = torch.randn(80, device="cuda", requires_grad=True)
+    torch.library.opcheck(torch.ops.ftgen.addmm.default, (bias, a, b, lib, "tf32x3"))
 
 
 @pytest.mark.gpu
@@ -128,6 +149,13 @@ def test_backward_runs_through_the_protected_op(lib):
     a.grad = b.grad = None
     (a @ b).sum().backward()
     assert torch.allclose(ga, a.grad, rtol=1e-5, atol=1e-5) and torch.allclose(gb, b.grad, rtol=1e-5, atol=1e-5)
+    bias = torch.randn(48, device="cuda", requires_grad=True)
+    a.grad = b.grad = None
+    (torch.ops.ftgen.addmm(bias, a, b, lib, "tf32x3") ** 2).sum().backward()
+    got = (a.grad.clone(), b.grad.clone(), bias.grad.clone())
+    a.grad = b.grad = bias.grad = None
+    ((a @ b + bias) ** 2).sum().backward()
+    assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-4) for g, w in zip(got, (a.grad, b.grad, bias.grad)))
 
 
 @pytest.mark.gpu
@@ -208,12 +236,13 @@ def test_fake_and_meta_paths_autograd_and_protect():
     y = prot(x)
     assert y.shape == (5, 4)
     y.sum().backward()
-    assert x.grad.shape == (5, 8) and prot[0].weight.grad.shape == (16, 8)
+    assert x.grad.shape == (5, 8) and prot[0].weight.grad.shape == (16, 8) and prot[0].bias.grad.shape == (16,)
     assert torch.compile(prot, backend="eager")(torch.empty(3, 2, 8, device="meta")).shape == (3, 2, 4)
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode():
         assert torch.ops.ftgen.mm(torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
+        assert torch.ops.ftgen.addmm(torch.empty(2), torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
 
 
 def test_telemetry_reads_lazily_and_applies_the_policy():

@@ -3,11 +3,12 @@
     import ftgen.torch as ftt
     lib = ftt.load("install/lib/libftgen_torch_gemm.so")       # registers the library under its name
     y = torch.ops.ftgen.mm(a, b, lib, "tf32x3")                  # a @ b on the tensor cores, fp32-accurate, ABFT
+    y = torch.ops.ftgen.addmm(bias, a, b, lib, "tf32x3")         # a @ b + bias, rounded once (FTLinear's op)
     model = ftt.protect(model, lib, precision="tf32x3")          # every nn.Linear -> FTLinear
     ftt.report()                                                 # fault counters per op, read from the device now
 
-The op is a ``torch.library.custom_op`` (``ftgen::mm``) with a fake implementation (shapes for ``torch.compile``
-and meta tensors) and an autograd formula whose two products run through the same protected op. Fault counters
+The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``) with a fake implementation (shapes for
+``torch.compile`` and meta tensors) and an autograd formula whose products run through the same protected op. Fault counters
 stay on the device, accumulated by the library's handle per device, and are read when asked (``report``,
 ``json_line``); ``set_policy`` says what an uncorrectable fault does (``warn``, ``raise``, or ``recompute``: rerun
 the call, which reads the counters after every call). torch is needed only here: ``import ftgen`` never imports it
@@ -24,7 +25,7 @@ from torch import Tensor, nn
 from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
-__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "protect", "report",
+__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "protect", "report",
            "json_line", "reset", "set_policy", "inject", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
@@ -60,47 +61,74 @@ def _entry(lib: Library, precision: str, b: Tensor) -> tuple[str, Tensor, int]:
     raise FtgenLibError(f"{lib.path.name} has no {precision} GEMM entry point ({base}); it has: {', '.join(lib.groups)}")
 
 
-def _run(lib: Library, group: str, a: Tensor, b: Tensor, ldb: int, out: Tensor) -> None:
+def _run(lib: Library, group: str, a: Tensor, b: Tensor, ldb: int, out: Tensor, beta: float) -> None:
     m, k = a.shape
     n = out.shape[1]
     dev = a.device.index if a.device.index is not None else torch.cuda.current_device()
     with torch.cuda.device(dev):
         stream = torch.cuda.current_stream().cuda_stream
-        lib.call(group, dev, [m, n, k, 1.0, a.data_ptr(), k, b.data_ptr(), ldb, 0.0, out.data_ptr(), n], stream)
+        lib.call(group, dev, [m, n, k, 1.0, a.data_ptr(), k, b.data_ptr(), ldb, beta, out.data_ptr(), n], stream)
 
 
-@torch.library.custom_op("ftgen::mm", mutates_args=())
-def mm(a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
-    """a @ b through library `lib`'s protected GEMM of `precision` (2-D CUDA tensors of that precision's dtype)."""
+def _protected(op: str, a: Tensor, b: Tensor, lib: str, precision: str, bias: Tensor | None) -> Tensor:
+    """a @ b (+ bias, broadcast over the rows, through the GEMM's beta C: one rounding) on library `lib`."""
     if lib not in TELEMETRY.libs:
-        raise KeyError(f"ftgen::mm: no library loaded as {lib!r} (ftgen.torch.load)")
+        raise KeyError(f"ftgen::{op}: no library loaded as {lib!r} (ftgen.torch.load)")
     L = TELEMETRY.libs[lib]
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"ftgen::mm: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+        raise ValueError(f"ftgen::{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
     want = PRECISIONS.get(precision, (None, None))[1]
     if a.dtype != want or b.dtype != want or not a.is_cuda or a.device != b.device:
-        raise ValueError(f"ftgen::mm: {precision} takes two {want} CUDA tensors on one device, not {a.dtype} on "
+        raise ValueError(f"ftgen::{op}: {precision} takes two {want} CUDA tensors on one device, not {a.dtype} on "
                          f"{a.device} and {b.dtype} on {b.device}")
     m, n = a.shape[0], b.shape[1]
-    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if bias is not None and (bias.shape != (n,) or bias.dtype != want or bias.device != a.device):
+        raise ValueError(f"ftgen::{op}: bias must be a {want} vector of {n} on {a.device}, not {tuple(bias.shape)} "
+                         f"{bias.dtype} on {bias.device}")
+
+    def fresh() -> Tensor:
+        return torch.empty((m, n), dtype=a.dtype, device=a.device) if bias is None else bias.expand(m, n).contiguous()
+
+    out = fresh()
     if m == 0 or n == 0:
         return out
     if a.shape[1] == 0:
-        return out.zero_()
+        return out.zero_() if bias is None else out
+    beta = 0.0 if bias is None else 1.0
     a_c = a if a.is_contiguous() else a.contiguous()
     group, bb, ldb = _entry(L, precision, b)
-    _run(L, group, a_c, bb, ldb, out)
+    _run(L, group, a_c, bb, ldb, out, beta)
     stats = TELEMETRY.called(lib, "mm")
     if TELEMETRY.policy_of("mm") == "recompute" and TELEMETRY.new_uncorrectable(lib, "mm") > 0:
         stats.reruns += 1
-        _run(L, group, a_c, bb, ldb, out)
+        if bias is not None:
+            out.copy_(bias.expand(m, n))
+        _run(L, group, a_c, bb, ldb, out, beta)
         if TELEMETRY.new_uncorrectable(lib, "mm") > 0:
             raise UncorrectableFault(f"{lib}:mm: uncorrectable twice in a row")
     return out
 
 
+@torch.library.custom_op("ftgen::mm", mutates_args=())
+def mm(a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
+    """a @ b through library `lib`'s protected GEMM of `precision` (2-D CUDA tensors of that precision's dtype)."""
+    return _protected("mm", a, b, lib, precision, None)
+
+
+@torch.library.custom_op("ftgen::addmm", mutates_args=())
+def addmm(bias: Tensor, a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
+    """a @ b + bias (a vector over the columns) through the same GEMM, the bias taken in as beta C: the result is
+    rounded to the precision's type once, as a fused bias epilogue rounds it (counted as the library's `mm`)."""
+    return _protected("addmm", a, b, lib, precision, bias)
+
+
 @mm.register_fake
 def _mm_fake(a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+@addmm.register_fake
+def _addmm_fake(bias: Tensor, a: Tensor, b: Tensor, lib: str, precision: str) -> Tensor:
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
@@ -117,7 +145,20 @@ def _mm_backward(ctx, grad):
     return ga, gb, None, None
 
 
+def _addmm_setup(ctx, inputs, output):
+    _mm_setup(ctx, inputs[1:], output)
+
+
+def _addmm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    ga = mm(grad, b.t(), ctx.lib, ctx.precision) if ctx.needs_input_grad[1] else None
+    gb = mm(a.t(), grad, ctx.lib, ctx.precision) if ctx.needs_input_grad[2] else None
+    gbias = grad.sum(0) if ctx.needs_input_grad[0] else None
+    return gbias, ga, gb, None, None
+
+
 mm.register_autograd(_mm_backward, setup_context=_mm_setup)
+addmm.register_autograd(_addmm_backward, setup_context=_addmm_setup)
 
 
 class FTLinear(nn.Module):
@@ -143,9 +184,11 @@ class FTLinear(nn.Module):
         return m
 
     def forward(self, x: Tensor) -> Tensor:
-        y = torch.ops.ftgen.mm(x.reshape(-1, self.in_features), self.weight.t(), self.lib, self.precision)
-        if self.bias is not None:
-            y = y + self.bias
+        x2 = x.reshape(-1, self.in_features)
+        if self.bias is None:
+            y = torch.ops.ftgen.mm(x2, self.weight.t(), self.lib, self.precision)
+        else:  # the bias through the GEMM's beta C: one rounding, as nn.Linear's fused bias
+            y = torch.ops.ftgen.addmm(self.bias, x2, self.weight.t(), self.lib, self.precision)
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
