@@ -89,9 +89,11 @@ def test_addmm_takes_the_bias_through_the_gemm(lib, precision, m, n, k):
     dt = ftt.PRECISIONS[precision][1]
     a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
     bias = (4 * torch.randn(n, device="cuda")).to(dt)
+    keep = bias.clone()
     _check(torch.ops.ftgen.addmm(bias, a, b, lib, precision), a, b, precision, bias)
     _check(torch.ops.ftgen.addmm(bias, a, b.t().contiguous().t(), lib, precision), a, b, precision, bias)
     assert torch.equal(torch.ops.ftgen.addmm(bias, a[:, :0], b[:0], lib, precision), bias.expand(m, n))  # k = 0
+    assert torch.equal(bias, keep), "the bias was written"
 
 
 @pytest.mark.gpu
@@ -238,6 +240,10 @@ def test_fake_and_meta_paths_autograd_and_protect():
     y.sum().backward()
     assert x.grad.shape == (5, 8) and prot[0].weight.grad.shape == (16, 8) and prot[0].bias.grad.shape == (16,)
     assert torch.compile(prot, backend="eager")(torch.empty(3, 2, 8, device="meta")).shape == (3, 2, 4)
+    half = ftt.protect(torch.nn.Linear(8, 16).to("meta", torch.bfloat16), "standin", precision="bf16")
+    xh = torch.empty(5, 8, device="meta", dtype=torch.bfloat16, requires_grad=True)
+    half(xh).sum().backward()  # the 16-bit FTLinear's addmm: its fake path and autograd
+    assert xh.grad.shape == (5, 8) and half.weight.grad.shape == (16, 8) and half.bias.grad.shape == (16,)
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode():

@@ -86,10 +86,9 @@ def _protected(op: str, a: Tensor, b: Tensor, lib: str, precision: str, bias: Te
         raise ValueError(f"ftgen::{op}: bias must be a {want} vector of {n} on {a.device}, not {tuple(bias.shape)} "
                          f"{bias.dtype} on {bias.device}")
 
-    def fresh() -> Tensor:
-        return torch.empty((m, n), dtype=a.dtype, device=a.device) if bias is None else bias.expand(m, n).contiguous()
-
-    out = fresh()
+    out = torch.empty((m, n), dtype=a.dtype, device=a.device)  # never a view of an input (the bias of 1 x 1 would be)
+    if bias is not None:
+        out.copy_(bias.expand(m, n))
     if m == 0 or n == 0:
         return out
     if a.shape[1] == 0:
@@ -185,10 +184,14 @@ class FTLinear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x2 = x.reshape(-1, self.in_features)
-        if self.bias is None:
-            y = torch.ops.ftgen.mm(x2, self.weight.t(), self.lib, self.precision)
-        else:  # the bias through the GEMM's beta C: one rounding, as nn.Linear's fused bias
+        if self.bias is not None and PRECISIONS[self.precision][1].itemsize == 2:
+            # a 16-bit output: the bias through the GEMM's beta C, one rounding as nn.Linear's fused bias (added after
+            # the GEMM's rounding it would double the output's error); wider types add it after, which costs less
             y = torch.ops.ftgen.addmm(self.bias, x2, self.weight.t(), self.lib, self.precision)
+        else:
+            y = torch.ops.ftgen.mm(x2, self.weight.t(), self.lib, self.precision)
+            if self.bias is not None:
+                y = y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
