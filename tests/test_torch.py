@@ -64,16 +64,21 @@ def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
     _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)  # B column-major: the _rc entry
 
 
+def _operands(lib, precision, m, n, k):
+    """Random a (m x k) and b (k x n) of the precision's type; skips where the library has no such GEMM."""
+    if not any(g.startswith(f"gemm_{ftt.PRECISIONS[precision][0]}") for g in ftt.TELEMETRY.libs[lib].groups):
+        pytest.skip(f"the library has no {precision} GEMM")
+    dt = ftt.PRECISIONS[precision][1]
+    return torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
+
+
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 @pytest.mark.parametrize("m,n,k", HIDDEN)
 def test_16bit_mm_meets_its_rule_where_the_library_has_it(lib, precision, m, n, k):
     """16-bit operands, fp32 accumulation, 16-bit output: within the precision's rule against fp64 of the operands."""
-    if not any(g.startswith(f"gemm_{ftt.PRECISIONS[precision][0]}") for g in ftt.TELEMETRY.libs[lib].groups):
-        pytest.skip(f"the library has no {precision} GEMM")
-    dt = ftt.PRECISIONS[precision][1]
-    a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
+    a, b = _operands(lib, precision, m, n, k)
     _check(torch.ops.ftgen.mm(a, b, lib, precision), a, b, precision)
     _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, precision), a, b, precision)
 
@@ -84,11 +89,8 @@ def test_16bit_mm_meets_its_rule_where_the_library_has_it(lib, precision, m, n, 
 @pytest.mark.parametrize("m,n,k", HIDDEN)
 def test_addmm_takes_the_bias_through_the_gemm(lib, precision, m, n, k):
     """a @ b + bias with one rounding (beta C = the broadcast bias), both layouts of b, within the precision's rule."""
-    if not any(g.startswith(f"gemm_{ftt.PRECISIONS[precision][0]}") for g in ftt.TELEMETRY.libs[lib].groups):
-        pytest.skip(f"the library has no {precision} GEMM")
-    dt = ftt.PRECISIONS[precision][1]
-    a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
-    bias = (4 * torch.randn(n, device="cuda")).to(dt)
+    a, b = _operands(lib, precision, m, n, k)
+    bias = (4 * torch.randn(n, device="cuda")).to(a.dtype)
     keep = bias.clone()
     _check(torch.ops.ftgen.addmm(bias, a, b, lib, precision), a, b, precision, bias)
     _check(torch.ops.ftgen.addmm(bias, a, b.t().contiguous().t(), lib, precision), a, b, precision, bias)
