@@ -50,6 +50,18 @@ FFT = textwrap.dedent(
       - {n: 1024, batch: 64}
     """
 )
+ATTN = textwrap.dedent(
+    """
+    name: lib-attn
+    family: attention
+    arch: [sm_90a]
+    precision: [fp16, bf16]
+    protection: {scheme: abft, level: efta}
+    params: {backend: wgmma, head_dim: [64, 128], causal: [false, true]}
+    shapes:
+      - {batch: 1, heads: 4, seq: 1024}
+    """
+)
 HIDDEN_GEMM = [(1, 1, 1), (1000, 1234, 777), (4097, 3, 129), (17, 4096, 33)]
 CONSUMER = REPO / "tests" / "data" / "lib_consumer"
 ENV = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/local/cuda/bin", "PYTHONPATH": str(REPO)}
@@ -235,6 +247,27 @@ def test_rendering_is_deterministic_and_rewrites_only_changes(tmp_path):
     hdr = (lib / "ftgen_lib_demo.h").read_text()
     assert 'extern "C"' in hdr and "cuda" not in hdr.split("#include")[1].split("\n")[0]
     assert "int ftgen_lib_demo_gemm_f32(ftgen_lib_demo_t handle, int m, int n, int k, double alpha" in hdr
+
+
+def test_an_attention_library_has_an_entry_point_per_type_head_dim_and_mask(tmp_path):
+    """Attention variants are chosen by shape only, so the library groups them by element type, head dim and mask; an
+    entry point takes the sizes and the four tensors, sizes its workspace by the variant's own function over the
+    problem, and refuses a causal call with seq_k != seq_q or a misaligned pointer."""
+    g = generate(load_spec_text(ATTN, "lib.yaml"), tmp_path)
+    plan = write_library(g.out_dir, json.loads((g.out_dir / "manifest.json").read_text()), families.get("attention"))
+    assert sorted(gr.name for gr in plan.groups) == sorted(
+        f"attention_{t}_d{d}{c}" for t in ("f16", "bf16") for d in (64, 128) for c in ("", "_causal"))
+    lib = g.out_dir / "lib"
+    hdr = (lib / "ftgen_lib_attn.h").read_text()
+    assert ("int ftgen_lib_attn_attention_bf16_d128_causal(ftgen_lib_attn_t handle, int batch, int heads, int seq_q, int "
+            "seq_k, float scale, const void* Q, const void* K, const void* V, void* O,") in hdr
+    src = (lib / "ftgen_lib_attn.cu").read_text()
+    causal = src[src.index("int ftgen_lib_attn_attention_f16_d64_causal("):]
+    assert "seq_k == seq_q" in causal.split("{")[1] and "((size_t)O & 15) == 0" in causal.split("{")[1]
+    assert "_workspace(&static_cast<const ftgen_attention_problem&>(ftgen_attention_problem{batch, heads, seq_q, seq_k, 128}))" in src
+    desc = json.loads((lib / "ftgen_lib_attn.json").read_text())
+    g64 = next(gr for gr in desc["groups"] if gr["name"] == "attention_f16_d64")
+    assert [n for _, n in g64["params"]] == ["batch", "heads", "seq_q", "seq_k", "scale", "Q", "K", "V", "O"]
 
 
 # ---- built, installed, found and called from C ------------------------------------------------

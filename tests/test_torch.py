@@ -44,6 +44,22 @@ def lib(tmp_path_factory):
     return ftt.load(tmp / "inst" / "lib" / f"libftgen_{name}.so")
 
 
+@pytest.fixture(scope="module")
+def attn_lib(tmp_path_factory):
+    """The attention library of specs/attention/torch_attention.yaml (or FTGEN_TORCH_ATTN_LIB, already built)."""
+    if os.environ.get("FTGEN_TORCH_ATTN_LIB"):
+        return ftt.load(os.environ["FTGEN_TORCH_ATTN_LIB"])
+    tmp = tmp_path_factory.mktemp("attnlib")
+    env = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/local/cuda/bin",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    cli = [sys.executable, "-m", "ftgen.cli"]
+    for args in (["generate", str(REPO / "specs" / "attention" / "torch_attention.yaml"), "-o", str(tmp / "gen")],
+                 ["build", str(tmp / "gen" / "torch_attention"), "--lib", str(tmp / "inst")]):
+        r = subprocess.run(cli + args, capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+    return ftt.load(tmp / "inst" / "lib" / "libftgen_torch_attention.so")
+
+
 def _check(out, a, b, precision="tf32x3", bias=None):
     ref = a.double() @ b.double()
     scale = a.double().abs() @ b.double().abs()
@@ -197,6 +213,40 @@ def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib):
     assert ftt.report(emit=False)[f"{lib}:mm"]["injected"] == 0
 
 
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("b,h,lq,lk,d", [(2, 4, 1000, 1000, 64), (1, 8, 4097, 4097, 128), (1, 2, 512, 768, 64), (1, 1, 1, 1, 128)])
+def test_attention_matches_sdpa_in_fp32(attn_lib, dtype, causal, b, h, lq, lk, d):
+    """Every element within four roundings of the 16-bit type (P and O are rounded to it) of max |O| against torch's
+    SDPA in fp32 on the same inputs; no detection on clean inputs."""
+    if causal and lq != lk:
+        pytest.skip("causal attention needs seq_k == seq_q")
+    torch.manual_seed(b * 1000 + lq)
+    q, k, v = (torch.randn(b, h, n, d, device="cuda").to(dtype) for n in (lq, lk, lk))
+    ftt.reset()
+    o = torch.ops.ftgen.attention(q, k, v, attn_lib, causal)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    u = 2.0**-11 if dtype == torch.float16 else 2.0**-8
+    err = ((o.float() - ref).abs().max() / ref.abs().max()).item()
+    assert o.shape == q.shape and o.dtype == dtype and torch.isfinite(o).all() and err <= 4 * u, (err, 4 * u)
+    rep = ftt.report(emit=False)[f"{attn_lib}:attention"]
+    assert rep["calls"] == 1 and rep["detected"] == 0 and rep["uncorrectable"] == 0, rep
+
+
+@pytest.mark.gpu
+@gpu
+def test_attention_refuses_what_it_cannot_run(attn_lib):
+    q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16)
+    with pytest.raises(ValueError, match="causal needs seq_k == seq_q"):
+        torch.ops.ftgen.attention(q, q[:, :, :32], q[:, :, :32], attn_lib, True)
+    with pytest.raises(ftt.FtgenLibError, match="no entry point attention_f16_d96"):
+        torch.ops.ftgen.attention(*(torch.randn(1, 2, 64, 96, device="cuda", dtype=torch.float16),) * 3, attn_lib)
+    with pytest.raises(ValueError, match="float16 or bfloat16"):
+        torch.ops.ftgen.attention(q.float(), q.float(), q.float(), attn_lib)
+
+
 # ---- CPU (torch, no GPU) -----------------------------------------------------------------------------------------
 
 
@@ -251,6 +301,8 @@ def test_fake_and_meta_paths_autograd_and_protect():
     with FakeTensorMode():
         assert torch.ops.ftgen.mm(torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
         assert torch.ops.ftgen.addmm(torch.empty(2), torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
+        q = torch.empty(2, 3, 5, 64, dtype=torch.float16)
+        assert torch.ops.ftgen.attention(q, q, q, "standin", True).shape == (2, 3, 5, 64)
 
 
 def test_telemetry_reads_lazily_and_applies_the_policy():

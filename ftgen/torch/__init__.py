@@ -4,6 +4,7 @@
     lib = ftt.load("install/lib/libftgen_torch_gemm.so")       # registers the library under its name
     y = torch.ops.ftgen.mm(a, b, lib, "tf32x3")                  # a @ b on the tensor cores, fp32-accurate, ABFT
     y = torch.ops.ftgen.addmm(bias, a, b, lib, "tf32x3")         # a @ b + bias, rounded once (FTLinear's op)
+    o = torch.ops.ftgen.attention(q, k, v, attn_lib, True)       # flash attention of an attention library (forward)
     model = ftt.protect(model, lib, precision="tf32x3")          # every nn.Linear -> FTLinear
     ftt.report()                                                 # fault counters per op, read from the device now
 
@@ -25,7 +26,7 @@ from torch import Tensor, nn
 from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
-__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "protect", "report",
+__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "protect", "report",
            "json_line", "reset", "set_policy", "inject", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
@@ -158,6 +159,70 @@ def _addmm_backward(ctx, grad):
 
 mm.register_autograd(_mm_backward, setup_context=_mm_setup)
 addmm.register_autograd(_addmm_backward, setup_context=_addmm_setup)
+
+
+# the attention library's element types: torch dtype -> the entry points' tag
+ATTENTION_TYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def attention_group(lib: Library, q: Tensor, causal: bool) -> str:
+    """The entry point of `lib` that runs q's type, head dim and mask (`attention_<f16|bf16>_d<head_dim>[_causal]`)."""
+    if q.dtype not in ATTENTION_TYPES:
+        raise ValueError(f"ftgen::attention: q, k and v must be float16 or bfloat16, not {q.dtype}")
+    group = f"attention_{ATTENTION_TYPES[q.dtype]}_d{q.shape[-1]}{'_causal' if causal else ''}"
+    if group not in lib.groups:
+        raise FtgenLibError(f"{lib.path.name} has no entry point {group} (type, head dim {q.shape[-1]}, "
+                            f"{'causal' if causal else 'not causal'}); it has: {', '.join(lib.groups)}")
+    return group
+
+
+@torch.library.custom_op("ftgen::attention", mutates_args=())
+def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, scale: float = 0.0) -> Tensor:
+    """softmax(scale q k^T [+ causal mask]) v for every (batch, head) through library `lib`'s protected attention
+    (``ftgen build --lib`` of an attention spec): q (batch, heads, seq_q, head_dim), k and v (batch, heads, seq_k,
+    head_dim), float16 or bfloat16 CUDA tensors; scale 0 means 1 / sqrt(head_dim); causal: query i sees keys <= i
+    (seq_k == seq_q). Forward only (there is no backward kernel). Counted as the library's `attention` op."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen::attention: no library loaded as {lib!r} (ftgen.torch.load)")
+    L = TELEMETRY.libs[lib]
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape != v.shape or q.shape[:2] != k.shape[:2] \
+            or q.shape[3] != k.shape[3]:
+        raise ValueError(f"ftgen::attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want q (batch, "
+                         "heads, seq_q, head_dim) and k, v (batch, heads, seq_k, head_dim)")
+    if not (q.dtype == k.dtype == v.dtype) or not q.is_cuda or not (q.device == k.device == v.device):
+        raise ValueError(f"ftgen::attention: q, k and v must be CUDA tensors of one type on one device, not {q.dtype} on "
+                         f"{q.device}, {k.dtype} on {k.device}, {v.dtype} on {v.device}")
+    if causal and k.shape[2] != q.shape[2]:
+        raise ValueError(f"ftgen::attention: causal needs seq_k == seq_q (got {q.shape[2]} and {k.shape[2]})")
+    group = attention_group(L, q, causal)
+    b, h, lq, _ = q.shape
+    lk = k.shape[2]
+    qc, kc, vc = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v))
+    out = torch.empty_like(qc)
+    if out.numel() == 0:
+        return out
+    if lk == 0:
+        return out.zero_()
+    dev = q.device.index if q.device.index is not None else torch.cuda.current_device()
+
+    def run() -> None:
+        with torch.cuda.device(dev):
+            args = [b, h, lq, lk, float(scale), qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), out.data_ptr()]
+            L.call(group, dev, args, torch.cuda.current_stream().cuda_stream)
+
+    run()
+    stats = TELEMETRY.called(lib, "attention")
+    if TELEMETRY.policy_of("attention") == "recompute" and TELEMETRY.new_uncorrectable(lib, "attention") > 0:
+        stats.reruns += 1
+        run()
+        if TELEMETRY.new_uncorrectable(lib, "attention") > 0:
+            raise UncorrectableFault(f"{lib}:attention: uncorrectable twice in a row")
+    return out
+
+
+@attention.register_fake
+def _attention_fake(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, scale: float = 0.0) -> Tensor:
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
 class FTLinear(nn.Module):

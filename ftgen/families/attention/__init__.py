@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ...errors import SpecError
-from ..base import Family, LauncherSignature, Variant, positive_int, suggest
+from ..base import Family, LauncherSignature, LibraryEntry, Variant, positive_int, suggest
 from .mma import MmaBackend
 from .wgmma import WgmmaBackend
 
@@ -98,3 +98,31 @@ class AttentionFamily(Family):
             if reason:
                 raise SpecError(f"{reason} (variant {v.name})", path=f"shapes[{i}]")
         return out
+
+    # ---- the shared library (ftgen build --lib) -------------------------------------------------
+    def library_group(self, v: Variant) -> str:
+        """One entry point per element type, head dim and mask: the dispatcher selects by shape only."""
+        return f"attention_{'f16' if v.precision == 'fp16' else 'bf16'}_d{v['head_dim']}{'_causal' if v['causal'] else ''}"
+
+    def library_entry(self, v: Variant) -> LibraryEntry:
+        d, causal = v["head_dim"], v["causal"]
+        # the tensors' names are capitals: the library's entry point has a local `v` (the chosen variant)
+        aligned = " && ".join(f"((size_t){x} & 15) == 0" for x in ("Q", "K", "V", "O"))
+        return LibraryEntry(
+            params="int batch, int heads, int seq_q, int seq_k, float scale, const void* Q, const void* K, const void* V, "
+                   "void* O",
+            shape=("batch", "heads", "seq_q", "seq_k"),
+            legal=f"batch >= 1 && heads >= 1 && seq_q >= 1 && seq_k >= 1{' && seq_k == seq_q' if causal else ''} && "
+                  f"Q && K && V && O && {aligned}",
+            problem_type="ftgen_attention_problem",
+            fill=f"P.batch = batch, P.heads = heads, P.seq_q = seq_q, P.seq_k = seq_k, P.head_dim = {d}, P.scale = scale, "
+                 "P.q = Q, P.k = K, P.v = V, P.o = O;",
+            workspace_params="int batch, int heads, int seq_q, int seq_k",
+            # the problem's sizes as an aggregate (the other fields zero), alive for the call
+            workspace=f"{{sym}}_workspace(&static_cast<const ftgen_attention_problem&>(ftgen_attention_problem{{{{batch, heads, "
+                      f"seq_q, seq_k, {d}}}}}))",
+            doc=(f"O = softmax(scale Q K^T{' + causal mask (query i sees keys <= i; seq_k == seq_q)' if causal else ''}) V "
+                 f"for every (batch, head): Q and O [batch][heads][seq_q][{d}], K and V [batch][heads][seq_k][{d}], "
+                 f"contiguous {'__half' if v.precision == 'fp16' else '__nv_bfloat16'}, 16-byte aligned device pointers; "
+                 "scale 0 means 1 / sqrt(head_dim)"),
+        )
