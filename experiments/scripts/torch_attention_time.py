@@ -1,0 +1,63 @@
+"""ftgen::attention (a protected attention library through ftgen.torch) against torch SDPA's FLASH and cuDNN backends
+on the same inputs, alternated, CUDA events, median of REPS; one JSON line per shape and a short table.
+
+    python experiments/scripts/torch_attention_time.py LIB OUT.jsonl [BxHxLxD ...] [--causal] [--reps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import ftgen.torch as ftt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lib")
+    ap.add_argument("out")
+    ap.add_argument("shapes", nargs="*", default=["4x32x4096x128", "4x16x4096x64"])
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--reps", type=int, default=20)
+    a = ap.parse_args()
+    lib = ftt.load(a.lib)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    with open(a.out, "w") as out:
+        for token in a.shapes:
+            b, h, n, d = (int(x) for x in token.split("x"))
+            q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
+            runs = {"ftgen": lambda: torch.ops.ftgen.attention(q, k, v, lib, a.causal)}
+            for name, backend in (("sdpa-flash", SDPBackend.FLASH_ATTENTION), ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION)):
+                def run(backend=backend):
+                    with sdpa_kernel(backend):
+                        return sdpa(q, k, v, is_causal=a.causal)
+                runs[name] = run
+            ref = runs["sdpa-flash"]().float()
+            err = ((runs["ftgen"]().float() - ref).abs().max() / ref.abs().max()).item()
+            times = {name: [] for name in runs}
+            for _ in range(3):
+                for f in runs.values():
+                    f()
+            for _ in range(a.reps):
+                for name, f in runs.items():
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    f()
+                    e.record()
+                    e.synchronize()
+                    times[name].append(s.elapsed_time(e))
+            med = {name: statistics.median(t) for name, t in times.items()}
+            row = {"shape": token, "causal": a.causal, "ms": med, "err_vs_flash": err,
+                   "x_flash": med["sdpa-flash"] / med["ftgen"], "x_cudnn": med["sdpa-cudnn"] / med["ftgen"],
+                   "counters": ftt.report(emit=False)}
+            out.write(json.dumps(row) + "\n")
+            print(f"{token:16s} causal={a.causal!s:5s} ftgen {med['ftgen']:.3f} ms  flash {med['sdpa-flash']:.3f}  "
+                  f"cudnn {med['sdpa-cudnn']:.3f}  x flash {row['x_flash']:.3f}  x cudnn {row['x_cudnn']:.3f}  err {err:.2e}")
+
+
+if __name__ == "__main__":
+    main()
