@@ -1,5 +1,5 @@
 """ftgen::attention (a protected attention library through ftgen.torch) against torch SDPA's FLASH and cuDNN backends
-on the same inputs, alternated, CUDA events, median of REPS; one JSON line per shape and a short table.
+on the same inputs, alternated, CUDA events, median of REPS; a provenance line, one JSON line per shape, a short table.
 
     python experiments/scripts/torch_attention_time.py LIB OUT.jsonl [BxHxLxD ...] [--causal] [--reps N]
 """
@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import ftgen.torch as ftt
+from ftgen.report.provenance import provenance
 
 
 def main() -> None:
@@ -26,7 +28,10 @@ def main() -> None:
     a = ap.parse_args()
     lib = ftt.load(a.lib)
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    gpu = {"name": torch.cuda.get_device_name(), "driver": None}
     with open(a.out, "w") as out:
+        out.write(json.dumps({"provenance": provenance(gpu, sys.argv, python_libraries={
+            "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()})}) + "\n")
         for token in a.shapes:
             b, h, n, d = (int(x) for x in token.split("x"))
             q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
