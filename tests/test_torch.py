@@ -332,3 +332,35 @@ def test_telemetry_reads_lazily_and_applies_the_policy():
     assert '"step": 4' in t.json_line(step=4)
     with pytest.raises(ValueError, match="policy"):
         t.set_policy("ignore")
+
+
+def test_the_recompute_policy_reruns_once_and_raises_on_a_second_failure(monkeypatch):
+    """ftgen.torch._with_policy (every op's call path): one rerun when a call leaves an uncorrectable fault under the
+    recompute policy, an UncorrectableFault when the rerun leaves one too, no rerun under the other policies."""
+    from ftgen.torch.telemetry import Telemetry, UncorrectableFault
+
+    t = Telemetry()
+    lib = StandInLib(["gemm_tf32x3"])
+    t.libs["s"] = lib
+    monkeypatch.setattr(ftt, "TELEMETRY", t)
+    runs = []
+
+    def faulty(n):  # each run adds n uncorrectable faults
+        def run():
+            runs.append(1)
+            lib.count["uncorrectable"] += n
+        return run
+
+    ftt._with_policy("s", "mm", faulty(1))
+    assert len(runs) == 1  # warn (default): no rerun
+    t.set_policy("recompute", "mm")
+    t.new_uncorrectable("s", "mm")  # what was reported before
+    runs.clear()
+    ftt._with_policy("s", "mm", faulty(0))
+    assert len(runs) == 1
+    lib.count["uncorrectable"] += 1  # the next call's first run leaves one, its rerun none
+    ftt._with_policy("s", "mm", faulty(0))
+    assert len(runs) == 3 and t.stats[("s", "mm")].reruns == 1
+    with pytest.raises(UncorrectableFault, match="twice in a row"):
+        ftt._with_policy("s", "mm", faulty(1))
+

@@ -8,11 +8,12 @@
     model = ftt.protect(model, lib, precision="tf32x3")          # every nn.Linear -> FTLinear
     ftt.report()                                                 # fault counters per op, read from the device now
 
-The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``) with a fake implementation (shapes for
-``torch.compile`` and meta tensors) and an autograd formula whose products run through the same protected op. Fault counters
-stay on the device, accumulated by the library's handle per device, and are read when asked (``report``,
-``json_line``); ``set_policy`` says what an uncorrectable fault does (``warn``, ``raise``, or ``recompute``: rerun
-the call, which reads the counters after every call). torch is needed only here: ``import ftgen`` never imports it
+The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``, ``ftgen::attention``) with a fake
+implementation (shapes for ``torch.compile`` and meta tensors); the GEMMs have an autograd formula whose products run
+through the same protected op (attention is forward only). Fault counters stay on the device, accumulated by the
+library's handle per device, and are read when asked (``report``, ``json_line``); ``set_policy`` says what an
+uncorrectable fault does (``warn``, ``raise``, or ``recompute``: rerun the call, which reads the counters after every
+call). torch is needed only here: ``import ftgen`` never imports it
 (``pip install ftgen[torch]``).
 """
 
@@ -26,8 +27,8 @@ from torch import Tensor, nn
 from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
-__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "protect", "report",
-           "json_line", "reset", "set_policy", "inject", "POLICIES"]
+__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "protect",
+           "report", "json_line", "reset", "set_policy", "inject", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
 PRECISIONS = {"tf32x3": ("tf32x3", torch.float32), "tf32": ("tf32", torch.float32), "fp32": ("f32", torch.float32),
@@ -94,19 +95,31 @@ def _protected(op: str, a: Tensor, b: Tensor, lib: str, precision: str, bias: Te
         return out
     if a.shape[1] == 0:
         return out.zero_() if bias is None else out
-    beta = 0.0 if bias is None else 1.0
     a_c = a if a.is_contiguous() else a.contiguous()
     group, bb, ldb = _entry(L, precision, b)
-    _run(L, group, a_c, bb, ldb, out, beta)
-    stats = TELEMETRY.called(lib, "mm")
-    if TELEMETRY.policy_of("mm") == "recompute" and TELEMETRY.new_uncorrectable(lib, "mm") > 0:
-        stats.reruns += 1
-        if bias is not None:
+    first = True
+
+    def run() -> None:
+        nonlocal first
+        if bias is not None and not first:  # a rerun: C holds the last result, beta C must be the bias again
             out.copy_(bias.expand(m, n))
-        _run(L, group, a_c, bb, ldb, out, beta)
-        if TELEMETRY.new_uncorrectable(lib, "mm") > 0:
-            raise UncorrectableFault(f"{lib}:mm: uncorrectable twice in a row")
+        first = False
+        _run(L, group, a_c, bb, ldb, out, 0.0 if bias is None else 1.0)
+
+    _with_policy(lib, "mm", run)
     return out
+
+
+def _with_policy(lib: str, op: str, run) -> None:
+    """Run a call, count it under `op`, and under the recompute policy run it once more when it left an uncorrectable
+    fault (a second one raises)."""
+    run()
+    stats = TELEMETRY.called(lib, op)
+    if TELEMETRY.policy_of(op) == "recompute" and TELEMETRY.new_uncorrectable(lib, op) > 0:
+        stats.reruns += 1
+        run()
+        if TELEMETRY.new_uncorrectable(lib, op) > 0:
+            raise UncorrectableFault(f"{lib}:{op}: uncorrectable twice in a row")
 
 
 @torch.library.custom_op("ftgen::mm", mutates_args=())
@@ -162,14 +175,14 @@ addmm.register_autograd(_addmm_backward, setup_context=_addmm_setup)
 
 
 # the attention library's element types: torch dtype -> the entry points' tag
-ATTENTION_TYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+_ATTENTION_TYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
-def attention_group(lib: Library, q: Tensor, causal: bool) -> str:
+def _attention_group(lib: Library, q: Tensor, causal: bool) -> str:
     """The entry point of `lib` that runs q's type, head dim and mask (`attention_<f16|bf16>_d<head_dim>[_causal]`)."""
-    if q.dtype not in ATTENTION_TYPES:
+    if q.dtype not in _ATTENTION_TYPES:
         raise ValueError(f"ftgen::attention: q, k and v must be float16 or bfloat16, not {q.dtype}")
-    group = f"attention_{ATTENTION_TYPES[q.dtype]}_d{q.shape[-1]}{'_causal' if causal else ''}"
+    group = f"attention_{_ATTENTION_TYPES[q.dtype]}_d{q.shape[-1]}{'_causal' if causal else ''}"
     if group not in lib.groups:
         raise FtgenLibError(f"{lib.path.name} has no entry point {group} (type, head dim {q.shape[-1]}, "
                             f"{'causal' if causal else 'not causal'}); it has: {', '.join(lib.groups)}")
@@ -194,7 +207,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, s
                          f"{q.device}, {k.dtype} on {k.device}, {v.dtype} on {v.device}")
     if causal and k.shape[2] != q.shape[2]:
         raise ValueError(f"ftgen::attention: causal needs seq_k == seq_q (got {q.shape[2]} and {k.shape[2]})")
-    group = attention_group(L, q, causal)
+    group = _attention_group(L, q, causal)
     b, h, lq, _ = q.shape
     lk = k.shape[2]
     qc, kc, vc = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v))
@@ -210,13 +223,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, s
             args = [b, h, lq, lk, float(scale), qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), out.data_ptr()]
             L.call(group, dev, args, torch.cuda.current_stream().cuda_stream)
 
-    run()
-    stats = TELEMETRY.called(lib, "attention")
-    if TELEMETRY.policy_of("attention") == "recompute" and TELEMETRY.new_uncorrectable(lib, "attention") > 0:
-        stats.reruns += 1
-        run()
-        if TELEMETRY.new_uncorrectable(lib, "attention") > 0:
-            raise UncorrectableFault(f"{lib}:attention: uncorrectable twice in a row")
+    _with_policy(lib, "attention", run)
     return out
 
 
