@@ -3,7 +3,8 @@ and the telemetry against a stand-in library; on a GPU the protected GEMM itself
 fp64, FTLinear against nn.Linear, torch.compile, counters). Skipped without torch (CI does not install it); on the GPU
 machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py. FTGEN_TORCH_SPEC names the library's spec (default
 specs/gemm/torch_linear.yaml; specs/gemm/torch_linear90.yaml: the Hopper kernels, bf16 included); FTGEN_TORCH_LIB a
-library already built from it (libftgen_<name>.so), which the tests then load instead of building one.
+library already built from it (libftgen_<name>.so), which the tests then load instead of building one;
+FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library (specs/attention/torch_attention.yaml).
 """
 
 from __future__ import annotations
@@ -26,38 +27,31 @@ from ftgen import tolerance  # noqa: E402
 HIDDEN = [(1, 1, 1), (1000, 1234, 777), (4097, 3, 129), (17, 4096, 33), (256, 512, 1024)]
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    if os.environ.get("FTGEN_TORCH_LIB"):
-        return ftt.load(os.environ["FTGEN_TORCH_LIB"])
-    tmp = tmp_path_factory.mktemp("torchlib")
+def _library(tmp_path_factory, env_lib: str, env_spec: str, spec: str):
+    """The library named by environment variable `env_lib` (already built), else one generated and built here from
+    the spec named by `env_spec` (default `spec`, relative to the repository)."""
+    if os.environ.get(env_lib):
+        return ftt.load(os.environ[env_lib])
+    tmp = tmp_path_factory.mktemp("lib")
     env = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/local/cuda/bin",
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
-    cli = [sys.executable, "-m", "ftgen.cli"]
-    spec = REPO / os.environ.get("FTGEN_TORCH_SPEC", "specs/gemm/torch_linear.yaml")
-    name = yaml.safe_load(spec.read_text())["name"]
-    r = subprocess.run(cli + ["generate", str(spec), "-o", str(tmp / "gen")], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run(cli + ["build", str(tmp / "gen" / name), "--lib", str(tmp / "inst")], capture_output=True,
-                       text=True, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
+    path = REPO / os.environ.get(env_spec, spec)
+    name = yaml.safe_load(path.read_text())["name"]
+    for args in (["generate", str(path), "-o", str(tmp / "gen")], ["build", str(tmp / "gen" / name), "--lib", str(tmp / "inst")]):
+        r = subprocess.run([sys.executable, "-m", "ftgen.cli", *args], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
     return ftt.load(tmp / "inst" / "lib" / f"libftgen_{name}.so")
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return _library(tmp_path_factory, "FTGEN_TORCH_LIB", "FTGEN_TORCH_SPEC", "specs/gemm/torch_linear.yaml")
 
 
 @pytest.fixture(scope="module")
 def attn_lib(tmp_path_factory):
     """The attention library of specs/attention/torch_attention.yaml (or FTGEN_TORCH_ATTN_LIB, already built)."""
-    if os.environ.get("FTGEN_TORCH_ATTN_LIB"):
-        return ftt.load(os.environ["FTGEN_TORCH_ATTN_LIB"])
-    tmp = tmp_path_factory.mktemp("attnlib")
-    env = {**os.environ, "PATH": os.environ.get("PATH", "") + ":/usr/local/cuda/bin",
-           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
-    cli = [sys.executable, "-m", "ftgen.cli"]
-    for args in (["generate", str(REPO / "specs" / "attention" / "torch_attention.yaml"), "-o", str(tmp / "gen")],
-                 ["build", str(tmp / "gen" / "torch_attention"), "--lib", str(tmp / "inst")]):
-        r = subprocess.run(cli + args, capture_output=True, text=True, env=env)
-        assert r.returncode == 0, r.stderr[-3000:]
-    return ftt.load(tmp / "inst" / "lib" / "libftgen_torch_attention.so")
+    return _library(tmp_path_factory, "FTGEN_TORCH_ATTN_LIB", "FTGEN_TORCH_ATTN_SPEC", "specs/attention/torch_attention.yaml")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
