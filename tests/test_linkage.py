@@ -40,6 +40,8 @@ def _non_template_kernels(path: Path, anon: bool = False, seen: set | None = Non
     seen.add((path, anon))
     raw = path.read_text()
     includes = {m.start(): m.group(1) for m in re.finditer(r'#include\s+"([^"]+)"', raw)}
+    # Jinja blanked (positions kept for the includes): a namespace named by the template (`namespace {{ ns }} {`, a
+    # name per variant) then reads as anonymous, which is what it is for linkage
     text = _JINJA.sub(lambda m: " " * len(m.group(0)), raw)
     text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     # strings blanked except the include names (kept in `includes`)
