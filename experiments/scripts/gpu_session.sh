@@ -68,7 +68,7 @@ for phase in "$@"; do
       tname=$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['name'])" "$tspec")
       ft generate "$tspec" -o $gen >> "$log" 2>&1 && ft build $gen/$tname --lib >> "$log" 2>&1; echo "build $tname rc $?" | tee -a "$log"
       tlib=$gen/$tname/install/lib/libftgen_$tname.so
-      FTGEN_TORCH_LIB=$tlib FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py > "$out/torch/pytest_torch.txt" 2>&1
+      FTGEN_TORCH_LIB=$tlib FTGEN_GPU_ARCH=sm_90 python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py -k "not attention" > "$out/torch/pytest_torch.txt" 2>&1
       tail -n 15 "$out/torch/pytest_torch.txt"
       for prec in ${TORCH_PRECISIONS:-tf32x3}; do
         python3 examples/protected_mlp.py "$tlib" --precision "$prec" 2>&1 | tee "$out/torch/example_$prec.txt" | tail -n 8
