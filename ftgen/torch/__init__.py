@@ -89,21 +89,16 @@ def _protected(op: str, a: Tensor, b: Tensor, lib: str, precision: str, bias: Te
                          f"{bias.dtype} on {bias.device}")
 
     out = torch.empty((m, n), dtype=a.dtype, device=a.device)  # never a view of an input (the bias of 1 x 1 would be)
-    if bias is not None:
-        out.copy_(bias.expand(m, n))
     if m == 0 or n == 0:
         return out
     if a.shape[1] == 0:
-        return out.zero_() if bias is None else out
+        return out.zero_() if bias is None else out.copy_(bias.expand(m, n))
     a_c = a if a.is_contiguous() else a.contiguous()
     group, bb, ldb = _entry(L, precision, b)
-    first = True
 
     def run() -> None:
-        nonlocal first
-        if bias is not None and not first:  # a rerun: C holds the last result, beta C must be the bias again
+        if bias is not None:  # beta C is the bias, on a rerun too (C then holds the last result)
             out.copy_(bias.expand(m, n))
-        first = False
         _run(L, group, a_c, bb, ldb, out, 0.0 if bias is None else 1.0)
 
     _with_policy(lib, "mm", run)

@@ -395,9 +395,9 @@ class KmeansProblem final : public ftgen::BenchProblem {
     if (count_bad) c.max_rel = std::fmax(c.max_rel, 2.0 * c.tolerance);
     // the inertia: the sum of the labels' bands (each term's rounding) plus the rounding of the two fp64 sums of n
     // terms themselves (the kernel's partials and the reference's one atomic a sample, each in its own order:
-    // lambda sqrt(n) u of the sum, u = 2^-53 whatever the distances' precision). Without the second term an fp64
-    // variant failed now and then on the order of the reference's additions alone (131072 x 8 x 64, normal data: the
-    // bands sum to about 1.5e-8, and 131072 additions into a sum of 5.8e5 move it by about 1e-8, one standard deviation).
+    // lambda sqrt(n) u of the sum, u = 2^-53 whatever the distances' precision). For fp64 distances the second term
+    // is of the bands' order: at 131072 x 8 x 64 (normal data) the bands sum to about 1.5e-8 of the inertia, and the
+    // order of 131072 additions alone moves an fp64 sum by about 1e-8 (one standard deviation).
     const double inertia_tol =
         s.band_sum + 2.0 * v_.lambda * std::sqrt(static_cast<double>(n_)) * 0x1.0p-53 * std::fmax(std::fabs(inertia), s.inertia_own);
     const bool inertia_ok = std::fabs(inertia - s.inertia_own) <= inertia_tol;

@@ -248,16 +248,16 @@ struct Tally {
     if (uncorrectable) atomicAdd(&c->uncorrectable, static_cast<unsigned long long>(uncorrectable));
     if (!(max_score <= 0.f)) ftgen::record_score(c, static_cast<double>(reported_score()));
   }
-  // The fused kernel's counters, once per group of threads that share rows (every thread of it calls; `any` ORs a
-  // predicate over the group, `leader` is one thread of it): a fault shows in several lanes (a row's four quad lanes)
-  // and at several checks (a wrong O element at every later tile until the rows are recomputed), so the group reports
-  // whether it detected, corrected, recomputed or gave up, once each; fault plans put at most one fault in a block, and
-  // the campaign's rule detected <= faults applied + false alarms holds per fault.
-  template <class Or>
-  __device__ __forceinline__ void flush_group(ftgen::FtCounters* c, Or any, bool leader) const {
-    const bool d = any(detected > 0), co = any(corrected > 0), re = any(recomputed > 0), un = any(uncorrectable > 0);
+  // The fused kernel's counters, once per group of threads that share rows (every thread of it calls): a fault shows in
+  // several lanes (a row's four quad lanes) and at several checks (a wrong O element at every later tile until the rows
+  // are recomputed), so the group reports whether it detected, corrected, recomputed or gave up, once each; fault plans
+  // put at most one fault in a block, and the campaign's rule detected <= faults applied + false alarms holds per fault.
+  // The mma kernel's group is the thread block.
+  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
+    const bool d = __syncthreads_or(detected > 0) != 0, co = __syncthreads_or(corrected > 0) != 0,
+               re = __syncthreads_or(recomputed > 0) != 0, un = __syncthreads_or(uncorrectable > 0) != 0;
     if (!c) return;
-    if (leader) {
+    if (threadIdx.x == 0) {
       if (d) atomicAdd(&c->detected, 1ull);
       if (co) atomicAdd(&c->corrected, 1ull);
       if (re) atomicAdd(&c->recomputed, 1ull);
@@ -265,14 +265,10 @@ struct Tally {
     }
     if (!(max_score <= 0.f)) ftgen::record_score(c, static_cast<double>(reported_score()));
   }
-  // ... over the thread block (the mma kernel's group)
-  __device__ __forceinline__ void flush_block(ftgen::FtCounters* c) const {
-    flush_group(c, [](bool x) { return __syncthreads_or(x) != 0; }, threadIdx.x == 0);
-  }
-  // ... over a warp (the wgmma kernel's group; every lane calls): each counter's ballot elects the lowest lane that
-  // has it, so every lane reads every ballot. (With flush_group's warp votes, whose results only lane 0 read, ptxas
-  // recomputed the vote on `recomputed` -- the predicate the kernel had voted on already, for its redo flag -- inside
-  // lane 0's branch, where it saw lane 0 alone: a recomputation counted only where lane 0 had one.)
+  // The wgmma kernel's group is a warp (every lane calls). Each counter's ballot elects the lowest lane that has it, so
+  // every lane reads every ballot: a vote whose result only lane 0 reads is not enough, since ptxas (CUDA 13.0) may
+  // recompute it inside lane 0's branch -- it did for `recomputed`, the predicate the kernel had voted on already for its
+  // redo flag, and the vote then saw lane 0 alone.
   __device__ __forceinline__ void flush_warp(ftgen::FtCounters* c) const {
     constexpr unsigned kAll = 0xffffffffu;
     const unsigned lane = threadIdx.x % 32;
