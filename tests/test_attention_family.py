@@ -93,14 +93,21 @@ def test_bad_specs_exit_2_and_write_nothing(tmp_path, capsys, body, message):
     assert not (out / "bad").exists()
 
 
-def test_shapes_seq_k_is_optional():
+def test_shapes_seq_k_and_kv_heads_are_optional():
     fam = families.get("attention")
-    assert fam.parse_shape_token("4x32x4096") == {"batch": 4, "heads": 32, "seq": 4096, "seq_k": 4096}
-    assert fam.parse_shape_token("1x8x1000x4097") == {"batch": 1, "heads": 8, "seq": 1000, "seq_k": 4097}
+    assert fam.parse_shape_token("4x32x4096") == {"batch": 4, "heads": 32, "seq": 4096, "seq_k": 4096, "kv_heads": 32}
+    assert fam.parse_shape_token("1x8x1000x4097") == {"batch": 1, "heads": 8, "seq": 1000, "seq_k": 4097, "kv_heads": 8}
+    assert fam.parse_shape_token("1x8x1000x4097x2") == {"batch": 1, "heads": 8, "seq": 1000, "seq_k": 4097, "kv_heads": 2}
+    # the executables' form: kv_heads only where it groups heads (rows of ungrouped shapes keep their four numbers)
     assert fam.format_shape({"batch": 1, "heads": 8, "seq": 1000, "seq_k": 1000}) == "1x8x1000x1000"
-    for bad in ("4x32", "4x32x0", "4xx32x1", "1x2x3x4x5"):
+    assert fam.format_shape({"batch": 1, "heads": 8, "seq": 1000, "seq_k": 1000, "kv_heads": 8}) == "1x8x1000x1000"
+    assert fam.format_shape(fam.parse_shape_token("1x8x1000x4097x2")) == "1x8x1000x4097x2"
+    for bad in ("4x32", "4x32x0", "4xx32x1", "1x2x3x4x5x6", "1x8x100x100x3", "1x8x100x100x0", "1x8x100x100x16"):
         with pytest.raises(SpecError):
             fam.parse_shape_token(bad)
+    with pytest.raises(SpecError, match="kv_heads 3 does not divide heads 8") as e:
+        fam.normalize_shape({"batch": 1, "heads": 8, "seq": 64, "kv_heads": 3}, "shapes[0]")
+    assert e.value.path == "shapes[0].kv_heads"
 
 
 def test_the_kernels_thresholds_are_the_models():

@@ -252,7 +252,7 @@ def test_rendering_is_deterministic_and_rewrites_only_changes(tmp_path):
 def test_an_attention_library_has_an_entry_point_per_type_head_dim_and_mask(tmp_path):
     """Attention variants are chosen by shape only, so the library groups them by element type, head dim and mask; an
     entry point takes the sizes and the four tensors, sizes its workspace by the variant's own function over the
-    problem, and refuses a causal call with seq_k != seq_q or a misaligned pointer."""
+    problem, and refuses a causal call with seq_k != seq_q, kv_heads that do not divide heads, or a misaligned pointer."""
     g = generate(load_spec_text(ATTN, "lib.yaml"), tmp_path)
     plan = write_library(g.out_dir, json.loads((g.out_dir / "manifest.json").read_text()), families.get("attention"))
     assert sorted(gr.name for gr in plan.groups) == sorted(
@@ -260,14 +260,17 @@ def test_an_attention_library_has_an_entry_point_per_type_head_dim_and_mask(tmp_
     lib = g.out_dir / "lib"
     hdr = (lib / "ftgen_lib_attn.h").read_text()
     assert ("int ftgen_lib_attn_attention_bf16_d128_causal(ftgen_lib_attn_t handle, int batch, int heads, int seq_q, int "
-            "seq_k, float scale, const void* Q, const void* K, const void* V, void* O,") in hdr
+            "seq_k, int kv_heads, float scale, const void* Q, const void* K, const void* V, void* O,") in hdr
     src = (lib / "ftgen_lib_attn.cu").read_text()
     causal = src[src.index("int ftgen_lib_attn_attention_f16_d64_causal("):]
-    assert "seq_k == seq_q" in causal.split("{")[1] and "((size_t)O & 15) == 0" in causal.split("{")[1]
-    assert "_workspace(&static_cast<const ftgen_attention_problem&>(ftgen_attention_problem{batch, heads, seq_q, seq_k, 128}))" in src
+    legal = causal.split("{")[1]
+    assert "seq_k == seq_q" in legal and "((size_t)O & 15) == 0" in legal and "heads % kv_heads == 0" in legal
+    assert "P.kv_heads = kv_heads" in causal.split("\n}\n")[0]
+    assert ("_workspace(&static_cast<const ftgen_attention_problem&>(ftgen_attention_shape(batch, heads, seq_q, seq_k, kv_heads, "
+            "128)))") in src
     desc = json.loads((lib / "ftgen_lib_attn.json").read_text())
     g64 = next(gr for gr in desc["groups"] if gr["name"] == "attention_f16_d64")
-    assert [n for _, n in g64["params"]] == ["batch", "heads", "seq_q", "seq_k", "scale", "Q", "K", "V", "O"]
+    assert [n for _, n in g64["params"]] == ["batch", "heads", "seq_q", "seq_k", "kv_heads", "scale", "Q", "K", "V", "O"]
 
 
 # ---- built, installed, found and called from C ------------------------------------------------

@@ -211,17 +211,22 @@ def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib):
 @gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("b,h,lq,lk,d", [(2, 4, 1000, 1000, 64), (1, 8, 4097, 4097, 128), (1, 2, 512, 768, 64), (1, 1, 1, 1, 128)])
-def test_attention_matches_sdpa_in_fp32(attn_lib, dtype, causal, b, h, lq, lk, d):
+@pytest.mark.parametrize("b,h,hk,lq,lk,d", [(2, 4, 4, 1000, 1000, 64), (1, 8, 8, 4097, 4097, 128), (1, 2, 2, 512, 768, 64),
+                                             (1, 1, 1, 1, 1, 128), (2, 8, 2, 1000, 1000, 64), (1, 32, 8, 4097, 4097, 128),
+                                             (1, 6, 1, 300, 700, 128)])
+def test_attention_matches_sdpa_in_fp32(attn_lib, dtype, causal, b, h, hk, lq, lk, d):
     """Every element within four roundings of the 16-bit type (P and O are rounded to it) of max |O| against torch's
-    SDPA in fp32 on the same inputs; no detection on clean inputs."""
+    SDPA in fp32 on the same inputs (grouped-query shapes: K / V with hk < h heads, SDPA's enable_gqa); no detection
+    on clean inputs."""
     if causal and lq != lk:
         pytest.skip("causal attention needs seq_k == seq_q")
-    torch.manual_seed(b * 1000 + lq)
-    q, k, v = (torch.randn(b, h, n, d, device="cuda").to(dtype) for n in (lq, lk, lk))
+    torch.manual_seed(b * 1000 + lq + hk)
+    q = torch.randn(b, h, lq, d, device="cuda").to(dtype)
+    k, v = (torch.randn(b, hk, lk, d, device="cuda").to(dtype) for _ in range(2))
     ftt.reset()
     o = torch.ops.ftgen.attention(q, k, v, attn_lib, causal)
-    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    kr, vr = (t.float().repeat_interleave(h // hk, dim=1) for t in (k, v))  # query head i reads K / V head i // (h / hk)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), kr, vr, is_causal=causal)
     u = 2.0**-11 if dtype == torch.float16 else 2.0**-8
     err = ((o.float() - ref).abs().max() / ref.abs().max()).item()
     assert o.shape == q.shape and o.dtype == dtype and torch.isfinite(o).all() and err <= 4 * u, (err, 4 * u)
@@ -235,6 +240,9 @@ def test_attention_refuses_what_it_cannot_run(attn_lib):
     q = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16)
     with pytest.raises(ValueError, match="causal needs seq_k == seq_q"):
         torch.ops.ftgen.attention(q, q[:, :, :32], q[:, :, :32], attn_lib, True)
+    k3 = torch.randn(1, 3, 64, 64, device="cuda", dtype=torch.float16)
+    with pytest.raises(ValueError, match="kv_heads a divisor of heads"):
+        torch.ops.ftgen.attention(torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float16), k3, k3, attn_lib)
     with pytest.raises(ftt.FtgenLibError, match="no entry point attention_f16_d96"):
         torch.ops.ftgen.attention(*(torch.randn(1, 2, 64, 96, device="cuda", dtype=torch.float16),) * 3, attn_lib)
     with pytest.raises(ValueError, match="float16 or bfloat16"):
@@ -297,6 +305,8 @@ def test_fake_and_meta_paths_autograd_and_protect():
         assert torch.ops.ftgen.addmm(torch.empty(2), torch.empty(4, 6), torch.empty(6, 2), "standin", "tf32x3").shape == (4, 2)
         q = torch.empty(2, 3, 5, 64, dtype=torch.float16)
         assert torch.ops.ftgen.attention(q, q, q, "standin", True).shape == (2, 3, 5, 64)
+        kv = torch.empty(2, 1, 7, 64, dtype=torch.float16)  # grouped-query: one K / V head for three query heads
+        assert torch.ops.ftgen.attention(q, kv, kv, "standin").shape == (2, 3, 5, 64)
 
 
 def test_telemetry_reads_lazily_and_applies_the_policy():

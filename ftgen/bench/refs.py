@@ -141,16 +141,15 @@ class RefRunner:
         rows_t = [r for r in rows if timed(r)]
         if not rows_t:
             return
-        keys = self.family.shape_keys
         shapes = list(dict.fromkeys(self.family.format_shape(r["shape"]) for r in rows_t))
-        lines: dict[str, dict[tuple, dict]] = {}
+        lines: dict[str, dict[str, dict]] = {}
         reasons: dict[str, str] = {}
         for ref in self.refs:
             why = self.why_not(ref, variant)
             n = 0
             if why is None:
                 got, why = self.drive(ref, variant, shapes, env)
-                lines[ref.name] = {tuple(g["shape"].get(k) for k in keys): g for g in got}
+                lines[ref.name] = {self.family.format_shape(g["shape"]): g for g in got}
                 n = sum(1 for g in got if finite_ms(g.get("ms")) and not g.get("unavailable"))
                 if got:
                     self.log(f"bench: {ref.name} timed alternately with {variant['kernel']} at {n} of {len(shapes)} "
@@ -160,7 +159,7 @@ class RefRunner:
                 if not n:
                     self._say(ref.name, why)
         for r in rows_t:
-            key = tuple(r["shape"].get(k) for k in keys)
+            key = self.family.format_shape(r["shape"])
             merge(r, [ref.name for ref in self.refs], {name: got.get(key) for name, got in lines.items()}, reasons)
 
     def drive(self, ref, variant: dict, shapes: list[str], env: dict[str, str] | None) -> tuple[list[dict], str | None]:

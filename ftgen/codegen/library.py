@@ -30,7 +30,7 @@ from ..templating import TemplateEnv
 
 LIB_DIR = "lib"
 TABLE_FILE = "dispatch.json"
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 
 def lib_name(spec_name: str) -> str:

@@ -187,16 +187,18 @@ def _attention_group(lib: Library, q: Tensor, causal: bool) -> str:
 @torch.library.custom_op("ftgen::attention", mutates_args=())
 def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, scale: float = 0.0) -> Tensor:
     """softmax(scale q k^T [+ causal mask]) v for every (batch, head) through library `lib`'s protected attention
-    (``ftgen build --lib`` of an attention spec): q (batch, heads, seq_q, head_dim), k and v (batch, heads, seq_k,
-    head_dim), float16 or bfloat16 CUDA tensors; scale 0 means 1 / sqrt(head_dim); causal: query i sees keys <= i
-    (seq_k == seq_q). Forward only (there is no backward kernel). Counted as the library's `attention` op."""
+    (``ftgen build --lib`` of an attention spec): q (batch, heads, seq_q, head_dim), k and v (batch, kv_heads, seq_k,
+    head_dim), float16 or bfloat16 CUDA tensors; kv_heads divides heads (grouped-query attention: query head h reads
+    K / V head h / (heads / kv_heads), as SDPA's ``enable_gqa=True``); scale 0 means 1 / sqrt(head_dim); causal: query
+    i sees keys <= i (seq_k == seq_q). Forward only (there is no backward kernel). Counted as the library's
+    `attention` op."""
     if lib not in TELEMETRY.libs:
         raise KeyError(f"ftgen::attention: no library loaded as {lib!r} (ftgen.torch.load)")
     L = TELEMETRY.libs[lib]
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape != v.shape or q.shape[:2] != k.shape[:2] \
-            or q.shape[3] != k.shape[3]:
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape != v.shape or q.shape[0] != k.shape[0] \
+            or q.shape[3] != k.shape[3] or k.shape[1] < 1 or q.shape[1] % k.shape[1]:
         raise ValueError(f"ftgen::attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: want q (batch, "
-                         "heads, seq_q, head_dim) and k, v (batch, heads, seq_k, head_dim)")
+                         "heads, seq_q, head_dim) and k, v (batch, kv_heads, seq_k, head_dim), kv_heads a divisor of heads")
     if not (q.dtype == k.dtype == v.dtype) or not q.is_cuda or not (q.device == k.device == v.device):
         raise ValueError(f"ftgen::attention: q, k and v must be CUDA tensors of one type on one device, not {q.dtype} on "
                          f"{q.device}, {k.dtype} on {k.device}, {v.dtype} on {v.device}")
@@ -204,7 +206,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, s
         raise ValueError(f"ftgen::attention: causal needs seq_k == seq_q (got {q.shape[2]} and {k.shape[2]})")
     group = _attention_group(L, q, causal)
     b, h, lq, _ = q.shape
-    lk = k.shape[2]
+    hk, lk = k.shape[1], k.shape[2]
     qc, kc, vc = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v))
     out = torch.empty_like(qc)
     if out.numel() == 0:
@@ -215,7 +217,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, s
 
     def run() -> None:
         with torch.cuda.device(dev):
-            args = [b, h, lq, lk, float(scale), qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), out.data_ptr()]
+            args = [b, h, lq, lk, hk, float(scale), qc.data_ptr(), kc.data_ptr(), vc.data_ptr(), out.data_ptr()]
             L.call(group, dev, args, torch.cuda.current_stream().cuda_stream)
 
     _with_policy(lib, "attention", run)

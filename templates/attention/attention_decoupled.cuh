@@ -75,8 +75,8 @@ template <class C>
 __global__ void encode_kernel(ftgen_attention_problem p, DecoupledWorkspace ws) {
   using H = Half<typename C::T>;
   const int bh = blockIdx.y;
-  const auto* K = static_cast<const typename C::T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
-  const auto* V = static_cast<const typename C::T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const auto* K = static_cast<const typename C::T*>(p.k) + ftgen_attention_kv_bh(&p, bh) * p.seq_k * C::D;
+  const auto* V = static_cast<const typename C::T*>(p.v) + ftgen_attention_kv_bh(&p, bh) * p.seq_k * C::D;
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t < C::D) {
     double s1 = 0, s2 = 0, a = 0;
@@ -117,8 +117,8 @@ __global__ void product_kernel(ftgen_attention_problem p, DecoupledWorkspace ws)
   __shared__ float sa[C::TILE][C::TILE + 1], sb[C::TILE][C::TILE + 1];
   const T* A = PV ? static_cast<const T*>(ws.P) + static_cast<long long>(bh) * rows * depth
                   : static_cast<const T*>(p.q) + static_cast<long long>(bh) * rows * depth;
-  const T* B = PV ? static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D
-                  : static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* B = PV ? static_cast<const T*>(p.v) + ftgen_attention_kv_bh(&p, bh) * p.seq_k * C::D
+                  : static_cast<const T*>(p.k) + ftgen_attention_kv_bh(&p, bh) * p.seq_k * C::D;
   float acc = 0.f;
   for (int t0 = 0; t0 < depth; t0 += C::TILE) {
     const int ta = t0 + threadIdx.x, tb = t0 + threadIdx.y;
@@ -160,7 +160,7 @@ __global__ void check_s_kernel(ftgen_attention_problem p, DecoupledWorkspace ws,
   const int lk = p.seq_k;
   float* S = ws.S + (static_cast<long long>(bh) * p.seq_q + i) * lk;
   const auto* q = static_cast<const typename C::T*>(p.q) + (static_cast<long long>(bh) * p.seq_q + i) * C::D;
-  const auto* K = static_cast<const typename C::T*>(p.k) + static_cast<long long>(bh) * lk * C::D;
+  const auto* K = static_cast<const typename C::T*>(p.k) + ftgen_attention_kv_bh(&p, bh) * lk * C::D;
   const double* kc = ws.kc + static_cast<long long>(bh) * 3 * C::D;
   double c1 = 0, c2 = 0, bnd = 0, g1 = 0, g2 = 0;
   for (int d = lane; d < C::D; d += 32) {
@@ -297,7 +297,7 @@ __global__ void check_o_kernel(ftgen_attention_problem p, DecoupledWorkspace ws,
   const long long row = static_cast<long long>(bh) * p.seq_q + i;
   float* Or = ws.O + row * C::D;
   const T* P = static_cast<const T*>(ws.P) + row * lk;
-  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * lk * C::D;
+  const T* V = static_cast<const T*>(p.v) + ftgen_attention_kv_bh(&p, bh) * lk * C::D;
   const double* vc = ws.vc + static_cast<long long>(bh) * lk * 3;
   double c1 = 0, c2 = 0, mag = 0, g1 = 0, g2 = 0;
   for (int c = lane; c < lk; c += 32) {
@@ -347,7 +347,7 @@ __global__ void check_o_kernel(ftgen_attention_problem p, DecoupledWorkspace ws,
 
 template <class C>
 cudaError_t launch_decoupled(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
-  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1 || !p->workspace) return cudaErrorInvalidValue;
+  if (p->head_dim != C::D || !ftgen_attention_shape_ok(p) || !p->workspace) return cudaErrorInvalidValue;
   if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
   const DecoupledWorkspace ws = carve<C>(p);
   const int bh = p->batch * p->heads;

@@ -887,7 +887,7 @@ __device__ __forceinline__ void stage(typename C::T* dst, int ld, const typename
 // ---- the K / V encodings of the strided levels, once per launch ----------------------------------------
 // The checksum rows of K (hi, lo, weighted), the checksum and magnitude columns of V, the key norms and the per-group
 // scalars sG depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch,
-// head, key tile) into the workspace, and each block of flash_kernel stages them with the tile. Layout per tile: K
+// K / V head, key tile) into the workspace (grouped query heads share them), and each block of flash_kernel stages them with the tile. Layout per tile: K
 // rows [24][D] and V columns [BN][32] of T, key norms [BN] and sG[0..15] as floats.
 template <class C>
 struct EncLayout {
@@ -904,12 +904,12 @@ __host__ __device__ inline long long key_tiles(const ftgen_attention_problem& p)
 template <class C>
 size_t flash_workspace(const ftgen_attention_problem* p) {
   if (!C::kStrided) return 0;
-  return static_cast<size_t>(p->batch) * p->heads * key_tiles<C>(*p) * EncLayout<C>::kBytes;
+  return static_cast<size_t>(p->batch) * ftgen_attention_kv_heads(p) * key_tiles<C>(*p) * EncLayout<C>::kBytes;
 }
 
 template <class C>
-__device__ __forceinline__ const unsigned char* enc_of(const ftgen_attention_problem& p, int bh, int tile) {
-  return static_cast<const unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * EncLayout<C>::kBytes;
+__device__ __forceinline__ const unsigned char* enc_of(const ftgen_attention_problem& p, long long kv, int tile) {
+  return static_cast<const unsigned char*>(p.workspace) + (kv * key_tiles<C>(p) + tile) * EncLayout<C>::kBytes;
 }
 
 // Euclidean norms of `rows` staged rows of D elements (pitch ld), one thread a row.
@@ -1024,7 +1024,7 @@ struct Tiles {
         sG(sKn + C::BN + C::BM) {}
 };
 
-// Key tile `tile` of (batch * head) `bh`: K and V staged into t.sK / t.sV and encoded there (encode_tile: the checksum
+// Key tile `tile` of K / V head `bh` (batch * kv_heads + kv head): K and V staged into t.sK / t.sV and encoded there (encode_tile: the checksum
 // rows of K, the checksum columns of V, the key norms, sG). Every thread of the block calls it; the encodings are in
 // shared memory when it returns.
 template <class C>
@@ -1044,7 +1044,7 @@ template <class C>
 __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_problem p) {
   using L = EncLayout<C>;
   extern __shared__ __align__(16) unsigned char smem[];
-  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;
+  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;  // bh: the K / V index
   const Tiles<C> t(smem);
   stage_and_encode<C>(p, bh, tile, t, tid);
   unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * L::kBytes;
@@ -1075,9 +1075,10 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
   const int bh = blockIdx.y;  // batch * heads + head
   const int m0 = blockIdx.x * C::BM;
   const long long block = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
+  const long long kv = ftgen_attention_kv_bh(&p, bh);  // the K / V head
   const T* Q = static_cast<const T*>(p.q) + static_cast<long long>(bh) * p.seq_q * C::D;
-  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
-  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* K = static_cast<const T*>(p.k) + kv * p.seq_k * C::D;
+  const T* V = static_cast<const T*>(p.v) + kv * p.seq_k * C::D;
   T* O = static_cast<T*>(p.o) + static_cast<long long>(bh) * p.seq_q * C::D;
   const float scale = p.scale > 0.f ? p.scale : rsqrtf(static_cast<float>(C::D));
   const float sl2 = scale * 1.4426950408889634f;
@@ -1136,7 +1137,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       __syncthreads();  // the previous tile's readers are done
       stage<C>(sK, C::LDK, K, k0, C::BN, p.seq_k);
       stage<C>(sV, C::LDV, V, k0, C::BN, p.seq_k);
-      if (C::kStrided) load_encoding<C>(enc_of<C>(p, bh, j), sK, sV, sKn, sG, tid);
+      if (C::kStrided) load_encoding<C>(enc_of<C>(p, kv, j), sK, sV, sKn, sG, tid);
       __syncthreads();
 
       // ---- GEMM I: S = Q K^T (and the checksum blocks) ----------------------------------------
@@ -1240,13 +1241,14 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 
 template <class C>
 cudaError_t launch_flash(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
-  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
+  if (p->head_dim != C::D || !ftgen_attention_shape_ok(p)) return cudaErrorInvalidValue;
   if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
   if (const cudaError_t e = ftgen::set_smem(flash_kernel<C>, C::kSmem); e != cudaSuccess) return e;
   if (C::kStrided && !p->workspace) return cudaErrorInvalidValue;  // flash_workspace bytes for the encodings
   if (C::kStrided) {
     if (const cudaError_t e = ftgen::set_smem(encode_kv_kernel<C>, C::kSmem); e != cudaSuccess) return e;
-    encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * p->heads), C::kThreads, C::kSmem, stream>>>(*p);
+    encode_kv_kernel<C><<<dim3(static_cast<unsigned>(key_tiles<C>(*p)), p->batch * ftgen_attention_kv_heads(p)), C::kThreads, C::kSmem,
+                         stream>>>(*p);
   }
   const dim3 grid((p->seq_q + C::BM - 1) / C::BM, p->batch * p->heads);
   flash_kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(*p, rules);

@@ -145,20 +145,22 @@ struct Config : Levels<LEVEL_> {
 };
 
 // ---- the workspace of the protected levels -----------------------------------------------------------------------
-// The strided levels' Kc [bh][tile * 32 + row][D] (rows 24-31 zero), Vc^T [bh][32][seq_pad] (T) and scalars [bh][tile][24] (float),
-// and every protected level's redo flags [bh][64-row block] (int, cleared before the kernel, set where rows must be recomputed),
+// The strided levels' Kc [kv][tile * 32 + row][D] (rows 24-31 zero), Vc^T [kv][32][seq_pad] (T) and scalars [kv][tile][24] (float)
+// per K / V head (kv = batch * kv_heads + kv head: grouped query heads share them), and every protected level's redo flags
+// [bh][64-row block] (int, cleared before the kernel, set where rows must be recomputed),
 // each 256-byte aligned.
 template <class C>
 struct Workspace {
   size_t kc, vc, scal, redo, bytes;
   __host__ __device__ explicit Workspace(const ftgen_attention_problem& p) {
     const size_t bh = static_cast<size_t>(p.batch) * p.heads, tiles = (p.seq_k + C::BN - 1) / C::BN;
+    const size_t kv = static_cast<size_t>(p.batch) * ftgen_attention_kv_heads(&p);
     const auto up = [](size_t x) { return (x + 255) / 256 * 256; };
     const size_t n = C::kStrided ? 1 : 0;
     kc = 0;
-    vc = kc + n * up(bh * tiles * 32 * C::D * 2);
-    scal = vc + n * up(bh * 32 * tiles * C::BN * 2);
-    redo = scal + n * up(bh * tiles * 24 * 4);
+    vc = kc + n * up(kv * tiles * 32 * C::D * 2);
+    scal = vc + n * up(kv * 32 * tiles * C::BN * 2);
+    redo = scal + n * up(kv * tiles * 24 * 4);
     bytes = redo + up(bh * ((p.seq_q + 63) / 64) * 4);
   }
 };
@@ -190,6 +192,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   constexpr int D = C::D, BN = C::BN, LD = S::LD, LDT = S::LDT, kVec = D / 8;  // 16-byte vectors a row
   extern __shared__ char smem_raw[];  // the fused kernel's declaration: one dynamic shared array per translation unit
   S& sm = *reinterpret_cast<S*>(smem_raw);
+  // bh: the K / V index (batch * kv_heads + kv head)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, tile = blockIdx.x, bh = blockIdx.y, tiles = gridDim.x;
   const int seq_pad = tiles * BN, k0 = tile * BN;
   const Workspace<C> w(p);
@@ -294,6 +297,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   const int warp_group = threadIdx.x / 128, warp_in_group = (threadIdx.x / 32) % 4;
   const int lane_predicate = cute::elect_one_sync();
   const int m_block = blockIdx.x, bh = blockIdx.y, b = bh / p.heads, h = bh % p.heads;
+  const int kvh = ftgen_attention_kv_heads(&p), kv = static_cast<int>(ftgen_attention_kv_bh(&p, bh));  // K / V head
   const int m_base = m_block * C::BM;
   int n_tiles = prm.n_tiles;
   if (C::kCausal) n_tiles = min(n_tiles, (min(m_base + C::BM, p.seq_q) + C::BN - 1) / C::BN);
@@ -331,29 +335,31 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   __syncthreads();
 
   auto blk = make_coord(m_block, _0{}, make_coord(b, h));
+  auto blk_kv = make_coord(m_block, _0{}, make_coord(b, kv % kvh));  // K, V and their checksums: the K / V head
   if (warp_group == 0) {
     // ---- producer: Q of both warpgroups, then K (with Kc) and V (with Vc) tile by tile -------------------------
     cutlass::arch::warpgroup_reg_dealloc<24>();
     if (warp_in_group != 0) return;
     const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
+    const auto ps_kv = make_shape(p.batch, kvh, p.seq_q, p.seq_k, static_cast<int>(C::D));
     fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q, sm.q};
     fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{prm.tma_k, pipe, sm.k};
     fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{prm.tma_v, pipe, sm.v};
     auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, 2);
-    auto state_k = load_k.init_state(_0{}, ps, typename C::TileQK{}, blk, n_tiles);
-    auto state_v = load_v.init_state(_0{}, ps, typename C::TilePV{}, blk, n_tiles);
+    auto state_k = load_k.init_state(_0{}, ps_kv, typename C::TileQK{}, blk_kv, n_tiles);
+    auto state_v = load_v.init_state(_0{}, ps_kv, typename C::TilePV{}, blk_kv, n_tiles);
     typename cutlass::PipelineState<C::kStages> wr = cutlass::make_producer_start_state<Pipe>();
     typename cutlass::PipelineState<2> wq = cutlass::make_producer_start_state<PipeQ>();
     auto q_iter = cute::make_coord_iterator(Int<2>{});
     auto k_iter = cute::make_coord_iterator(n_tiles);
     int nq = 2, nk = n_tiles, nv = n_tiles;
     if constexpr (C::kStrided) {
-      const auto ps_kc = make_shape(p.batch, p.heads, p.seq_q, prm.n_tiles * 32, static_cast<int>(C::D));
-      const auto ps_vc = make_shape(p.batch, p.heads, p.seq_q, prm.seq_pad, 32);
+      const auto ps_kc = make_shape(p.batch, kvh, p.seq_q, prm.n_tiles * 32, static_cast<int>(C::D));
+      const auto ps_vc = make_shape(p.batch, kvh, p.seq_q, prm.seq_pad, 32);
       fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKc, typename C::TmaKc> load_kc{prm.tma_kc, pipe, sm.c.kc};
       fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{prm.tma_vc, pipe, sm.c.vc};
-      auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileQKc{}, blk, n_tiles);
-      auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk, n_tiles);
+      auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileQKc{}, blk_kv, n_tiles);
+      auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk_kv, n_tiles);
       int nkc = n_tiles, nvc = n_tiles;
       const auto kv = [&](bool first) {
         if (lane_predicate && nk > 0) pipe.producer_acquire(wr);
@@ -503,7 +509,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     const bool hit = C::kInject && fault.index >= 0 && fault.step == j;
     float kn[2], kc2[2];
     if constexpr (C::kStrided) {
-      const float* scj = prm.scal + (static_cast<long long>(bh) * prm.n_tiles + j) * 24;
+      const float* scj = prm.scal + (static_cast<long long>(kv) * prm.n_tiles + j) * 24;
       kn[0] = __ldg(scj + cq), kn[1] = __ldg(scj + cq + 1);
       kc2[0] = __ldg(scj + 8 + cq), kc2[1] = __ldg(scj + 8 + cq + 1);
       vmag2[0] = fmaxf(vmag2[0], __ldg(scj + 16 + cq)), vmag2[1] = fmaxf(vmag2[1], __ldg(scj + 16 + cq + 1));
@@ -595,7 +601,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
 template <class C>
 typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) {
   using E = typename C::E;
-  const int B = p.batch, Hh = p.heads, Lq = p.seq_q, Lk = p.seq_k, D = C::D;
+  const int B = p.batch, Hh = p.heads, Hk = ftgen_attention_kv_heads(&p), Lq = p.seq_q, Lk = p.seq_k, D = C::D;
   typename C::Params prm{};
   prm.p = p;
   prm.rules = rules;
@@ -604,16 +610,20 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
   const int tiles = prm.n_tiles, seq_pad = prm.seq_pad;
   using RS = typename C::RowStride;
   using CS = typename C::ColStride;
-  const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)}, dk{D, _1{}, make_tuple(Hh * Lk * D, Lk * D)};
+  const RS dq{D, _1{}, make_tuple(Hh * Lq * D, Lq * D)}, dk{D, _1{}, make_tuple(Hk * Lk * D, Lk * D)};
   const auto* q = static_cast<const E*>(p.q);
   const auto* k = static_cast<const E*>(p.k);
   const auto* v = static_cast<const E*>(p.v);
+  // Q's descriptor over (batch, heads), K's and V's (and their checksums') over (batch, kv_heads): each a problem of
+  // its own, of which one operand's descriptor is kept
   auto pqk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hh)), typename C::MmaQK::Arguments{q, dq, k, dk},
                                                nullptr);
-  auto ppv = C::MmaPV::to_underlying_arguments(make_shape(Lq, D, Lk, make_shape(B, Hh)),
-                                               typename C::MmaPV::Arguments{k, dk, v, CS{_1{}, D, make_tuple(Hh * Lk * D, Lk * D)}}, nullptr);
+  auto pk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hk)), typename C::MmaQK::Arguments{q, dk, k, dk},
+                                              nullptr);
+  auto ppv = C::MmaPV::to_underlying_arguments(make_shape(Lq, D, Lk, make_shape(B, Hk)),
+                                               typename C::MmaPV::Arguments{k, dk, v, CS{_1{}, D, make_tuple(Hk * Lk * D, Lk * D)}}, nullptr);
   prm.tma_q = pqk.tma_load_a;
-  prm.tma_k = pqk.tma_load_b;
+  prm.tma_k = pk.tma_load_b;
   prm.tma_v = ppv.tma_load_b;
   if constexpr (C::kProtected) {
     const Workspace<C> w(p);
@@ -623,11 +633,11 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
       const auto* kc = reinterpret_cast<const E*>(base + w.kc);
       const auto* vc = reinterpret_cast<const E*>(base + w.vc);
       auto pkc = C::MmaQKc::to_underlying_arguments(
-          make_shape(Lq, tiles * 32, D, make_shape(B, Hh)),
-          typename C::MmaQKc::Arguments{q, dq, kc, RS{D, _1{}, make_tuple(Hh * tiles * 32 * D, tiles * 32 * D)}}, nullptr);
+          make_shape(Lq, tiles * 32, D, make_shape(B, Hk)),
+          typename C::MmaQKc::Arguments{q, dk, kc, RS{D, _1{}, make_tuple(Hk * tiles * 32 * D, tiles * 32 * D)}}, nullptr);
       auto pvc = C::MmaPVc::to_underlying_arguments(
-          make_shape(Lq, 32, seq_pad, make_shape(B, Hh)),
-          typename C::MmaPVc::Arguments{q, dq, vc, RS{seq_pad, _1{}, make_tuple(Hh * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
+          make_shape(Lq, 32, seq_pad, make_shape(B, Hk)),
+          typename C::MmaPVc::Arguments{q, dk, vc, RS{seq_pad, _1{}, make_tuple(Hk * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
       prm.tma_kc = pkc.tma_load_b;
       prm.tma_vc = pvc.tma_load_b;
       prm.scal = reinterpret_cast<const float*>(base + w.scal);
@@ -638,7 +648,7 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
 
 template <class C>
 cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStream_t stream) {
-  if (p->head_dim != C::D || p->seq_q < 1 || p->seq_k < 1 || p->batch < 1 || p->heads < 1) return cudaErrorInvalidValue;
+  if (p->head_dim != C::D || !ftgen_attention_shape_ok(p)) return cudaErrorInvalidValue;
   if (C::kCausal && p->seq_k != p->seq_q) return cudaErrorInvalidValue;
   if (C::kProtected && !p->workspace) return cudaErrorInvalidValue;  // workspace() bytes: encodings, redo flags
   const typename C::Params prm = params<C>(*p, rules);
@@ -646,7 +656,7 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
   if constexpr (C::kStrided) {
     constexpr int kEncSmem = static_cast<int>(sizeof(EncSmem<C>));
     if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, kEncSmem); e != cudaSuccess) return e;
-    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * p->heads), kEncThreads, kEncSmem, stream>>>(*p);
+    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * ftgen_attention_kv_heads(p)), kEncThreads, kEncSmem, stream>>>(*p);
   }
   if constexpr (C::kProtected) {  // the redo flags (the workspace's last part) cleared
     const Workspace<C> w(*p);

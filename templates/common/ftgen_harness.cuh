@@ -162,7 +162,8 @@ inline double parse_double(const char* flag, const char* s) {
   return v;
 }
 
-inline std::vector<std::vector<long long>> parse_shapes(const char* s, int nkeys, const char* keys) {
+// Shapes of nkeys numbers each, or of at least min_keys where min_keys > 0 (the trailing keys are optional).
+inline std::vector<std::vector<long long>> parse_shapes(const char* s, int nkeys, const char* keys, int min_keys = 0) {
   std::vector<std::vector<long long>> out;
   std::string all(s);
   size_t pos = 0;
@@ -179,8 +180,11 @@ inline std::vector<std::vector<long long>> parse_shapes(const char* s, int nkeys
         if (x == std::string::npos) break;
         p = x + 1;
       }
-      if (static_cast<int>(dims.size()) != nkeys)
-        bad_arg("--shapes: '%s' has %zu numbers, expected %d (%s)", tok.c_str(), dims.size(), nkeys, keys);
+      const int lo = min_keys > 0 ? min_keys : nkeys, got = static_cast<int>(dims.size());
+      if (got < lo || got > nkeys) {
+        if (lo == nkeys) bad_arg("--shapes: '%s' has %zu numbers, expected %d (%s)", tok.c_str(), dims.size(), nkeys, keys);
+        bad_arg("--shapes: '%s' has %zu numbers, expected %d to %d (%s)", tok.c_str(), dims.size(), lo, nkeys, keys);
+      }
       out.push_back(dims);
     }
     if (comma == std::string::npos) break;
@@ -190,16 +194,16 @@ inline std::vector<std::vector<long long>> parse_shapes(const char* s, int nkeys
   return out;
 }
 
-inline Args parse_args(int argc, char** argv, int nkeys, const char* keys, const char* default_shapes) {
+inline Args parse_args(int argc, char** argv, int nkeys, const char* keys, const char* default_shapes, int min_keys = 0) {
   Args a;
-  a.shapes = parse_shapes(default_shapes, nkeys, keys);
+  a.shapes = parse_shapes(default_shapes, nkeys, keys, min_keys);
   for (int i = 1; i < argc; ++i) {
     std::string f = argv[i];
     auto need = [&](void) -> const char* {
       if (i + 1 >= argc) bad_arg("%s needs a value", f.c_str());
       return argv[++i];
     };
-    if (f == "--shapes") a.shapes = parse_shapes(need(), nkeys, keys);
+    if (f == "--shapes") a.shapes = parse_shapes(need(), nkeys, keys, min_keys);
     else if (f == "--reps") a.reps = static_cast<int>(parse_int("--reps", need(), 1));
     else if (f == "--warmup") a.warmup = static_cast<int>(parse_int("--warmup", need(), 0));
     else if (f == "--inject") a.inject = static_cast<int>(parse_int("--inject", need(), 0));

@@ -1,9 +1,10 @@
 """``attention``: fused multi-head attention forward, ``O = softmax(scale Q K^T [causal]) V`` per (batch, head),
 with the end-to-end fault tolerance of FT-Transformer (EFTA).
 
-Q, K, V and O are ``[batch, heads, seq, head_dim]`` (K and V ``[batch, heads, seq_k, head_dim]``) in fp16 or
-bf16, accumulated in fp32; the scale is ``1 / sqrt(head_dim)``. Shapes are ``{batch, heads, seq}`` and an
-optional ``seq_k`` (keys; default ``seq``): ``--shapes 4x32x4096`` or ``4x32x4096x8192``.
+Q and O are ``[batch, heads, seq, head_dim]``, K and V ``[batch, kv_heads, seq_k, head_dim]``, in fp16 or bf16,
+accumulated in fp32; the scale is ``1 / sqrt(head_dim)``. Shapes are ``{batch, heads, seq}`` with optional ``seq_k``
+(keys; default ``seq``) and ``kv_heads`` (grouped-query attention: a divisor of ``heads``, query head h reading K / V
+head h / (heads / kv_heads); default ``heads``): ``--shapes 4x32x4096``, ``4x32x4096x8192`` or ``4x32x4096x4096x8``.
 
 Backends:
 
@@ -30,7 +31,7 @@ from ..base import Family, LauncherSignature, LibraryEntry, Variant, positive_in
 from .mma import MmaBackend
 from .wgmma import WgmmaBackend
 
-SHAPE_KEYS = ("batch", "heads", "seq", "seq_k")
+SHAPE_KEYS = ("batch", "heads", "seq", "seq_k", "kv_heads")
 
 
 class AttentionFamily(Family):
@@ -44,7 +45,7 @@ class AttentionFamily(Family):
     launcher = LauncherSignature(
         params="const ftgen_attention_problem* p, cudaStream_t stream",
         args="p, stream",
-        selector_args=("p->batch", "p->heads", "p->seq_q", "p->seq_k"),
+        selector_args=("p->batch", "p->heads", "p->seq_q", "p->seq_k", "ftgen_attention_kv_heads(p)"),
     )
 
     def backend(self, precision, protection, params) -> str:
@@ -62,38 +63,48 @@ class AttentionFamily(Family):
 
         return tuple(SdpaRef(n) for n in NAMES)
 
-    # ---- shapes: seq_k is optional (default: seq) ---------------------------------------------
+    # ---- shapes: seq_k (default: seq) and kv_heads (default: heads) are optional ----------------
     def normalize_shape(self, raw: Any, where: str, source: str | None = None) -> dict[str, int]:
+        keys = "batch, heads, seq (and optionally seq_k, kv_heads)"
         if not isinstance(raw, dict):
-            raise SpecError(f"{raw!r} is not a mapping; an attention shape has keys batch, heads, seq (and optionally seq_k)",
-                            source=source, path=where)
+            raise SpecError(f"{raw!r} is not a mapping; an attention shape has keys {keys}", source=source, path=where)
         for key in raw:
             if key not in SHAPE_KEYS:
-                raise SpecError(f"unknown shape key {key!r}{suggest(key, SHAPE_KEYS)}; an attention shape has keys batch, "
-                                f"heads, seq (and optionally seq_k)", source=source, path=f"{where}.{key}")
+                raise SpecError(f"unknown shape key {key!r}{suggest(key, SHAPE_KEYS)}; an attention shape has keys {keys}",
+                                source=source, path=f"{where}.{key}")
         out: dict[str, int] = {}
         for key in SHAPE_KEYS[:3]:
             if key not in raw:
                 raise SpecError(f"missing shape key {key!r}", source=source, path=where)
             out[key] = positive_int(raw[key], f"{where}.{key}", source)
         out["seq_k"] = positive_int(raw["seq_k"], f"{where}.seq_k", source) if "seq_k" in raw else out["seq"]
+        kvh = positive_int(raw["kv_heads"], f"{where}.kv_heads", source) if "kv_heads" in raw else out["heads"]
+        if out["heads"] % kvh:
+            raise SpecError(f"kv_heads {kvh} does not divide heads {out['heads']}: grouped-query attention shares each K / V "
+                            f"head among heads / kv_heads query heads", source=source, path=f"{where}.kv_heads")
+        out["kv_heads"] = kvh
         return out
 
     def parse_shape_token(self, token: str) -> dict[str, int]:
         token = token.strip()
         parts = token.split("x")
-        if not all(p.isdigit() for p in parts) or len(parts) not in (3, 4):
-            raise SpecError(f"--shapes: {token!r} is not an attention shape; write batch x heads x seq (x seq_k) as "
-                            f"integers joined by 'x', e.g. 4x32x4096")
+        if not all(p.isdigit() for p in parts) or len(parts) not in (3, 4, 5):
+            raise SpecError(f"--shapes: {token!r} is not an attention shape; write batch x heads x seq (x seq_k (x kv_heads)) "
+                            f"as integers joined by 'x', e.g. 4x32x4096 or 4x32x4096x4096x8")
         return self.normalize_shape(dict(zip(SHAPE_KEYS, (int(p) for p in parts))), f"--shapes {token}")
 
     def format_shape(self, shape: Mapping[str, int]) -> str:
-        return "x".join(str(shape.get(k, shape["seq"])) for k in SHAPE_KEYS)
+        """batch x heads x seq x seq_k, and x kv_heads where it is not heads (the form the executables and rows take)."""
+        dims = [shape["batch"], shape["heads"], shape["seq"], shape.get("seq_k", shape["seq"])]
+        if shape.get("kv_heads", shape["heads"]) != shape["heads"]:
+            dims.append(shape["kv_heads"])
+        return "x".join(str(d) for d in dims)
 
     def bench_shapes(self, v: Variant, shapes: list[dict] | None) -> list[dict]:
         out = super().bench_shapes(v, shapes)
         for i, s in enumerate(out):
             s.setdefault("seq_k", s["seq"])
+            s.setdefault("kv_heads", s["heads"])
             reason = self.backend_of(v).shape_reason(v, s)
             if reason:
                 raise SpecError(f"{reason} (variant {v.name})", path=f"shapes[{i}]")
@@ -109,20 +120,21 @@ class AttentionFamily(Family):
         # the tensors' names are capitals: the library's entry point has a local `v` (the chosen variant)
         aligned = " && ".join(f"((size_t){x} & 15) == 0" for x in ("Q", "K", "V", "O"))
         return LibraryEntry(
-            params="int batch, int heads, int seq_q, int seq_k, float scale, const void* Q, const void* K, const void* V, "
-                   "void* O",
-            shape=("batch", "heads", "seq_q", "seq_k"),
+            params="int batch, int heads, int seq_q, int seq_k, int kv_heads, float scale, const void* Q, const void* K, "
+                   "const void* V, void* O",
+            shape=("batch", "heads", "seq_q", "seq_k", "kv_heads"),
             legal=f"batch >= 1 && heads >= 1 && seq_q >= 1 && seq_k >= 1{' && seq_k == seq_q' if causal else ''} && "
-                  f"Q && K && V && O && {aligned}",
+                  f"kv_heads >= 1 && kv_heads <= heads && heads % kv_heads == 0 && Q && K && V && O && {aligned}",
             problem_type="ftgen_attention_problem",
-            fill=f"P.batch = batch, P.heads = heads, P.seq_q = seq_q, P.seq_k = seq_k, P.head_dim = {d}, P.scale = scale, "
-                 "P.q = Q, P.k = K, P.v = V, P.o = O;",
-            workspace_params="int batch, int heads, int seq_q, int seq_k",
-            # the problem's sizes as an aggregate (the other fields zero), alive for the call
-            workspace=f"{{sym}}_workspace(&static_cast<const ftgen_attention_problem&>(ftgen_attention_problem{{{{batch, heads, "
-                      f"seq_q, seq_k, {d}}}}}))",
+            fill=f"P.batch = batch, P.heads = heads, P.seq_q = seq_q, P.seq_k = seq_k, P.kv_heads = kv_heads, P.head_dim = {d}, "
+                 "P.scale = scale, P.q = Q, P.k = K, P.v = V, P.o = O;",
+            workspace_params="int batch, int heads, int seq_q, int seq_k, int kv_heads",
+            # the problem's sizes (the other fields zero), alive for the call
+            workspace=f"{{sym}}_workspace(&static_cast<const ftgen_attention_problem&>(ftgen_attention_shape(batch, heads, "
+                      f"seq_q, seq_k, kv_heads, {d})))",
             doc=(f"O = softmax(scale Q K^T{' + causal mask (query i sees keys <= i; seq_k == seq_q)' if causal else ''}) V "
-                 f"for every (batch, head): Q and O [batch][heads][seq_q][{d}], K and V [batch][heads][seq_k][{d}], "
-                 f"contiguous {'__half' if v.precision == 'fp16' else '__nv_bfloat16'}, 16-byte aligned device pointers; "
-                 "scale 0 means 1 / sqrt(head_dim)"),
+                 f"for every (batch, head): Q and O [batch][heads][seq_q][{d}], K and V [batch][kv_heads][seq_k][{d}] "
+                 "(grouped-query attention: query head h reads K / V head h / (heads / kv_heads); kv_heads = heads "
+                 f"without grouping), contiguous {'__half' if v.precision == 'fp16' else '__nv_bfloat16'}, 16-byte aligned "
+                 "device pointers; scale 0 means 1 / sqrt(head_dim)"),
         )

@@ -160,8 +160,8 @@ FTGEN_REF_API void ftgen_ref_close(void* h) { delete handle(h); }
 // Set a shape up and fill its input sets as the benchmark executable does (its rotation of sets over 3x L2, its
 // seed and distribution): the number of sets, or 0 where the adapter skips the shape (ftgen_ref_skip says why).
 FTGEN_REF_API int ftgen_ref_setup(void* h, long long batch, long long heads, long long seq, long long seq_k,
-                                  unsigned long long seed, int dist) {
-  const std::vector<long long> shape{batch, heads, seq, seq_k};
+                                  long long kv_heads, unsigned long long seed, int dist) {
+  const std::vector<long long> shape{batch, heads, seq, seq_k, kv_heads};
   Problem& p = handle(h)->problem;
   const int sets = ftgen::rotation_count(ftgen::require_device(), p.set_bytes(shape));
   handle(h)->skip.clear();
@@ -172,7 +172,7 @@ FTGEN_REF_API int ftgen_ref_setup(void* h, long long batch, long long heads, lon
 }
 FTGEN_REF_API const char* ftgen_ref_skip(void* h) { return handle(h)->skip.c_str(); }
 // The device buffer `what` (0: Q, 1: K, 2: V, 3: O) of input set `set`, as the adapter passes it to the launcher:
-// [batch, heads, seq (K, V: seq_k), head_dim], contiguous.
+// [batch, heads, seq, head_dim] (K, V: [batch, kv_heads, seq_k, head_dim]), contiguous.
 FTGEN_REF_API void* ftgen_ref_buffer(void* h, int set, int what) {
   g_capture = true;
   handle(h)->problem.launch(set);
@@ -206,7 +206,7 @@ class Shim(drv.Shim):
     Q, K, V, O = range(4)  # ftgen_ref_buffer's `what`
     _SIGS = {
         "setup": ([ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong,
-                   ctypes.c_ulonglong, ctypes.c_int], ctypes.c_int),
+                   ctypes.c_longlong, ctypes.c_ulonglong, ctypes.c_int], ctypes.c_int),
         "skip": ([ctypes.c_void_p], ctypes.c_char_p),
         "buffer": ([ctypes.c_void_p, ctypes.c_int, ctypes.c_int], ctypes.c_void_p),
         "is_bf16": ([], ctypes.c_int),
@@ -278,25 +278,27 @@ def time_shape(torch, shim: Shim, h: int, shape: dict, names: list[str], *, reps
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     b, heads, seq, seq_k = shape["batch"], shape["heads"], shape["seq"], shape["seq_k"]
-    sets = shim.setup(h, b, heads, seq, seq_k, seed, dist)
+    kv_heads = shape.get("kv_heads", heads)
+    sets = shim.setup(h, b, heads, seq, seq_k, kv_heads, seed, dist)
     if sets <= 0:
         why = (shim.skip(h) or b"").decode(errors="replace") or "no reason given"
         return {n: {"unavailable": f"the attention bench adapter skips this shape: {why}"} for n in names}
 
-    def view(set_: int, what: int, rows: int):
-        arr = drv.DeviceArray(shim.buffer(h, set_, what), (b, heads, rows, head_dim), "<i2")
+    def view(set_: int, what: int, hs: int, rows: int):
+        arr = drv.DeviceArray(shim.buffer(h, set_, what), (b, hs, rows, head_dim), "<i2")
         return torch.as_tensor(arr, device="cuda").view(dtype)
 
-    qs = [view(s, Shim.Q, seq) for s in range(sets)]
-    ks = [view(s, Shim.K, seq_k) for s in range(sets)]
-    vs = [view(s, Shim.V, seq_k) for s in range(sets)]
-    o_kernel = view(0, Shim.O, seq)
+    qs = [view(s, Shim.Q, heads, seq) for s in range(sets)]
+    ks = [view(s, Shim.K, kv_heads, seq_k) for s in range(sets)]
+    vs = [view(s, Shim.V, kv_heads, seq_k) for s in range(sets)]
+    o_kernel = view(0, Shim.O, heads, seq)
+    gqa = {"enable_gqa": True} if kv_heads != heads else {}  # grouped query heads (torch >= 2.5)
     shim.launch(h, 0)
     torch.cuda.synchronize()
 
     def call(backend, s: int):
         with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(qs[s], ks[s], vs[s], is_causal=causal)
+            return F.scaled_dot_product_attention(qs[s], ks[s], vs[s], is_causal=causal, **gqa)
 
     out: dict[str, dict] = {}
     checks: dict[str, dict] = {}
@@ -312,7 +314,8 @@ def time_shape(torch, shim: Shim, h: int, shape: dict, names: list[str], *, reps
         except oom as e:
             out[name] = {"unavailable": f"out of GPU memory in SDPA: {str(e).splitlines()[0][:300]}"}
             continue
-        except RuntimeError as e:  # the forced backend does not take this shape, type or GPU
+        except (RuntimeError, TypeError) as e:  # the forced backend does not take this shape, type or GPU (TypeError:
+            # a torch without enable_gqa)
             out[name] = {"unavailable": f"SDPA's {BACKENDS[name]} backend refuses this shape: {refusal(e, caught)}"}
             continue
         check = agreement(torch, got, o_kernel, vs[0], tolerance)

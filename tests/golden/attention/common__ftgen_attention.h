@@ -12,7 +12,9 @@ struct FaultRecord;
 #endif
 
 // O = softmax(scale * Q K^T [+ causal mask]) V for every (batch, head). Q and O are [batch][heads][seq_q][head_dim],
-// K and V [batch][heads][seq_k][head_dim], contiguous, in the variant's element type (__half or __nv_bfloat16).
+// K and V [batch][kv_heads][seq_k][head_dim], contiguous, in the variant's element type (__half or __nv_bfloat16).
+// Grouped-query attention: kv_heads divides heads and query head h reads K / V head h / (heads / kv_heads), as torch's
+// scaled_dot_product_attention(..., enable_gqa=True) does; kv_heads 0 means kv_heads = heads.
 // Causal: query i sees keys c <= i (seq_k == seq_q).
 struct ftgen_attention_problem {
   int batch, heads, seq_q, seq_k;
@@ -31,7 +33,34 @@ struct ftgen_attention_problem {
   ftgen::FaultRecord* fault_records;
   int fault_count;
   int no_correct;  // campaigns only: detect and count, but do not correct
+  int kv_heads;    // K / V heads (a divisor of heads); 0: heads (last, so that {batch, heads, seq_q, seq_k, ...} still reads)
 };
+
+#if defined(__CUDACC__)
+#define FTGEN_ATTN_HD __host__ __device__
+#else
+#define FTGEN_ATTN_HD
+#endif
+// The K / V heads of a problem, and the K / V index of bh = batch * heads + head.
+static inline FTGEN_ATTN_HD int ftgen_attention_kv_heads(const struct ftgen_attention_problem* p) {
+  return p->kv_heads > 0 ? p->kv_heads : p->heads;
+}
+static inline FTGEN_ATTN_HD long long ftgen_attention_kv_bh(const struct ftgen_attention_problem* p, long long bh) {
+  const int kvh = ftgen_attention_kv_heads(p);
+  return bh / p->heads * kvh + bh % p->heads / (p->heads / kvh);
+}
+// A problem of these sizes, every other field zero (what a workspace query needs).
+static inline struct ftgen_attention_problem ftgen_attention_shape(int batch, int heads, int seq_q, int seq_k, int kv_heads,
+                                                                   int head_dim) {
+  struct ftgen_attention_problem p = {0};
+  p.batch = batch, p.heads = heads, p.seq_q = seq_q, p.seq_k = seq_k, p.kv_heads = kv_heads, p.head_dim = head_dim;
+  return p;
+}
+// The problem's shape is one the kernels take (head_dim aside): sizes >= 1, kv_heads 0 or a divisor of heads.
+static inline FTGEN_ATTN_HD int ftgen_attention_shape_ok(const struct ftgen_attention_problem* p) {
+  return p->batch >= 1 && p->heads >= 1 && p->seq_q >= 1 && p->seq_k >= 1 && p->kv_heads >= 0 &&
+         (p->kv_heads == 0 || (p->kv_heads <= p->heads && p->heads % p->kv_heads == 0));
+}
 
 // The fault sites of the attention kernels (FaultSpec::elem / 1024).
 enum ftgen_attention_site {

@@ -2,7 +2,8 @@
 // rest). A generated <variant>_bench.cu describes its kernel in an AttnVariant and hands the adapter to
 // ftgen::bench_main.
 //
-// Shapes batch x heads x seq x seq_k. Inputs random (the driver's distributions) in the 16-bit type; the reference
+// Shapes batch x heads x seq x seq_k [x kv_heads] (grouped-query attention: kv_heads K / V heads, a divisor of heads;
+// without it, kv_heads = heads). Inputs random (the driver's distributions) in the 16-bit type; the reference
 // is the fp32 kernel of ftgen_attention_ref.cuh (one thread per query row, K / V tiles shared), with the error of every output element
 // measured as |O - O_ref| / (sum_c w_c |V_c| * tol_row + floor) against 1 (tol_row: the model's output tolerance of
 // the row, floor: the element's absolute floor, model.output_floor); the output is poisoned with NaN before every
@@ -60,8 +61,9 @@ __global__ void __launch_bounds__(64) reference_kernel(ftgen_attention_problem p
   const int bh = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
   const bool live = i < p.seq_q;
   const long long row = static_cast<long long>(bh) * p.seq_q + i;
-  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * D;
-  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * D;
+  const long long kv = ftgen_attention_kv_bh(&p, bh);
+  const T* K = static_cast<const T*>(p.k) + kv * p.seq_k * D;
+  const T* V = static_cast<const T*>(p.v) + kv * p.seq_k * D;
   float q[D];
   for (int t = 0; t < D; ++t) q[t] = live ? ftattn::Half<T>::to(static_cast<const T*>(p.q)[row * D + t]) : 0.f;
   const float s = p.scale > 0.f ? p.scale : 1.f / sqrtf(static_cast<float>(D));
@@ -121,7 +123,8 @@ template <class T>
 class AttentionProblem final : public ftgen::BenchProblem {
  public:
   explicit AttentionProblem(const AttnVariant& v) : v_(v) {
-    t_ = ftgen::BenchTraits::of(v, "batch,heads,seq,seq_k", "batch x heads x seq x seq_k");
+    t_ = ftgen::BenchTraits::of(v, "batch,heads,seq,seq_k,kv_heads", "batch x heads x seq x seq_k [x kv_heads]");
+    t_.min_shape_keys = 4;  // kv_heads optional: heads
     t_.exact_fault_accounting = false;  // a fault masked by the mask (a key beyond seq) or a skipped tile is not applied
     t_.fault_site = "attention";        // without --site each fault has its own site (fault_site_of)
     t_.output_unit = "element";
@@ -130,17 +133,23 @@ class AttentionProblem final : public ftgen::BenchProblem {
   const ftgen::BenchTraits& traits() const override { return t_; }
 
   size_t set_bytes(const std::vector<long long>& s) const override {
-    return static_cast<size_t>(s[0] * s[1]) * (s[2] + 2 * s[3]) * v_.head_dim * sizeof(T);
+    const long long kvh = s.size() > 4 ? s[4] : s[1];
+    return static_cast<size_t>(s[0]) * (s[1] * s[2] + 2 * kvh * s[3]) * v_.head_dim * sizeof(T);
   }
   bool setup(const std::vector<long long>& s, int sets, std::string& skip) override {
     b_ = static_cast<int>(s[0]), h_ = static_cast<int>(s[1]), lq_ = static_cast<int>(s[2]), lk_ = static_cast<int>(s[3]);
+    kvh_ = s.size() > 4 ? static_cast<int>(s[4]) : h_;
     if (v_.causal && lq_ != lk_) {
       skip = "causal attention needs seq_k = seq";
       return false;
     }
+    if (kvh_ > h_ || h_ % kvh_) {
+      skip = "kv_heads must divide heads";
+      return false;
+    }
     sets_ = sets;
-    const size_t bh = static_cast<size_t>(b_) * h_, d = v_.head_dim;
-    q_elems_ = bh * lq_ * d, kv_elems_ = bh * lk_ * d;
+    const size_t d = v_.head_dim;
+    q_elems_ = static_cast<size_t>(b_) * h_ * lq_ * d, kv_elems_ = static_cast<size_t>(b_) * kvh_ * lk_ * d;
     ftgen_attention_problem probe = problem(0, nullptr, false, false);
     const size_t ws = v_.workspace(&probe);
     if (ws) {
@@ -299,7 +308,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
   T* o(int i) const { return O_.ptr + static_cast<size_t>(i % sets_) * q_elems_; }
   ftgen_attention_problem problem(int set, T* out, bool faults, bool no_correct) const {
     ftgen_attention_problem q{};
-    q.batch = b_, q.heads = h_, q.seq_q = lq_, q.seq_k = lk_, q.head_dim = v_.head_dim, q.scale = 0.f;
+    q.batch = b_, q.heads = h_, q.seq_q = lq_, q.seq_k = lk_, q.head_dim = v_.head_dim, q.scale = 0.f, q.kv_heads = kvh_;
     const int s = sets_ ? set % sets_ : 0;
     q.q = Q_.ptr ? Q_.ptr + static_cast<size_t>(s) * q_elems_ : nullptr;
     q.k = K_.ptr ? K_.ptr + static_cast<size_t>(s) * kv_elems_ : nullptr;
@@ -316,7 +325,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
 
   AttnVariant v_;
   ftgen::BenchTraits t_;
-  int b_ = 0, h_ = 0, lq_ = 0, lk_ = 0, sets_ = 1;
+  int b_ = 0, h_ = 0, lq_ = 0, lk_ = 0, kvh_ = 0, sets_ = 1;
   int site_only_ = -1;  // --site (-1: each fault's site drawn from the seed among the level's sites)
   size_t q_elems_ = 0, kv_elems_ = 0;
   DeviceBuffer<T> Q_, K_, V_, O_, out_;

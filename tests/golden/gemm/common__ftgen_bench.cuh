@@ -22,6 +22,7 @@ struct BenchTraits {
   const char* meta = "";            // JSON members naming the variant (kernel, family, precision, ...)
   const char* shape_keys = "";      // JSON keys of one shape, comma separated ("m,n,k")
   const char* shape_usage = "";     // the same for --help ("m x n x k")
+  int min_shape_keys = 0;           // > 0: a shape may leave the keys past this many out (the family defaults them)
   const char* default_shapes = "";  // --shapes default
   bool is_protected = false;        // a protection scheme other than none
   bool inject_built = false;        // built with fault injection

@@ -295,7 +295,7 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
 int bench_main(BenchProblem& p, int argc, char** argv) {
   const BenchTraits& t = p.traits();
   const int rank = static_cast<int>(split_keys(t.shape_keys).size());
-  Args args = parse_args(argc, argv, rank, t.shape_usage, t.default_shapes);
+  Args args = parse_args(argc, argv, rank, t.shape_usage, t.default_shapes, t.min_shape_keys);
   row_context().meta = t.meta;
   if ((args.inject > 0 || args.trials > 0) && !t.is_protected)
     bad_arg("--inject/--trials: %s is not protected (protection.scheme: none)", t.name);
