@@ -271,6 +271,21 @@ def test_an_attention_library_has_an_entry_point_per_type_head_dim_and_mask(tmp_
     desc = json.loads((lib / "ftgen_lib_attn.json").read_text())
     g64 = next(gr for gr in desc["groups"] if gr["name"] == "attention_f16_d64")
     assert [n for _, n in g64["params"]] == ["batch", "heads", "seq_q", "seq_k", "kv_heads", "scale", "Q", "K", "V", "O"]
+    assert desc["inject"] == [] and "ftgen_lib_attn_inject" in src  # no variant with injection: the library refuses it
+
+
+def test_an_attention_library_plans_faults_as_the_bench_does(tmp_path):
+    """An inject build's entry point plans a call's faults over the variant's launch geometry and gives each a site of
+    its level through the bench's own function (ftgen_attention_faults.h), which the variant's header brings in."""
+    g = generate(load_spec_text(ATTN.replace("level: efta}", "level: efta, inject: true}"), "lib.yaml"), tmp_path)
+    plan = write_library(g.out_dir, json.loads((g.out_dir / "manifest.json").read_text()), families.get("attention"))
+    assert sorted(plan.fault_plans) == list(range(len(plan.variants)))
+    src = (g.out_dir / "lib" / "ftgen_lib_attn.cu").read_text()
+    causal = src[src.index("int ftgen_lib_attn_attention_f16_d64_causal("):].split("\n}\n")[0]
+    assert "_geometry(&P, &blocks, &threads, &steps);" in causal
+    assert "ftattn_faults::assign_sites(plan, fseed, ftattn_faults::Layout{64, 128, 128, 255, true, false}" in causal
+    header = next(p for p in g.out_dir.glob("attn_f16_abft-efta_wgmma_d64_c_*/*.h"))
+    assert '#include "ftgen_attention_faults.h"' in header.read_text()
 
 
 # ---- built, installed, found and called from C ------------------------------------------------

@@ -4,7 +4,8 @@ fp64, FTLinear against nn.Linear, torch.compile, counters). Skipped without torc
 machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py. FTGEN_TORCH_SPEC names the library's spec (default
 specs/gemm/torch_linear.yaml; specs/gemm/torch_linear90.yaml: the Hopper kernels, bf16 included); FTGEN_TORCH_LIB a
 library already built from it (libftgen_<name>.so), which the tests then load instead of building one;
-FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library (specs/attention/torch_attention.yaml).
+FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library (specs/attention/torch_attention.yaml),
+FTGEN_TORCH_ATTN_INJ_SPEC / FTGEN_TORCH_ATTN_INJ_LIB for the one with injection built in (torch_attention_inject.yaml).
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def lib(tmp_path_factory):
 def attn_lib(tmp_path_factory):
     """The attention library of specs/attention/torch_attention.yaml (or FTGEN_TORCH_ATTN_LIB, already built)."""
     return _library(tmp_path_factory, "FTGEN_TORCH_ATTN_LIB", "FTGEN_TORCH_ATTN_SPEC", "specs/attention/torch_attention.yaml")
+
+
+@pytest.fixture(scope="module")
+def attn_inj_lib(tmp_path_factory):
+    """The attention library with injection built in (specs/attention/torch_attention_inject.yaml, or
+    FTGEN_TORCH_ATTN_INJ_LIB, already built)."""
+    return _library(tmp_path_factory, "FTGEN_TORCH_ATTN_INJ_LIB", "FTGEN_TORCH_ATTN_INJ_SPEC",
+                    "specs/attention/torch_attention_inject.yaml")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
@@ -232,6 +241,34 @@ def test_attention_matches_sdpa_in_fp32(attn_lib, dtype, causal, b, h, hk, lq, l
     assert o.shape == q.shape and o.dtype == dtype and torch.isfinite(o).all() and err <= 4 * u, (err, 4 * u)
     rep = ftt.report(emit=False)[f"{attn_lib}:attention"]
     assert rep["calls"] == 1 and rep["detected"] == 0 and rep["uncorrectable"] == 0, rep
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("h,hk,d", [(8, 8, 64), (8, 2, 128)])
+def test_attention_injected_faults_are_counted_and_the_outputs_stay_correct(attn_inj_lib, h, hk, d):
+    """ftgen.torch.inject through an attention library: one bit flip per call at a site the efta level covers; every
+    call's output stays within four 16-bit roundings of SDPA in fp32, the flips are counted (applied, detected), none
+    is left uncorrectable, and the detections are all corrected or recomputed; disarmed, nothing is injected."""
+    torch.manual_seed(h + d)
+    q = torch.randn(1, h, 1024, d, device="cuda").half()
+    k, v = (torch.randn(1, hk, 1024, d, device="cuda").half() for _ in range(2))
+    kr, vr = (t.float().repeat_interleave(h // hk, dim=1) for t in (k, v))
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), kr, vr)
+    ftt.reset()
+    ftt.inject(attn_inj_lib, 1, seed=d)
+    calls = 40
+    for _ in range(calls):
+        o = torch.ops.ftgen.attention(q, k, v, attn_inj_lib)
+        err = ((o.float() - ref).abs().max() / ref.abs().max()).item()
+        assert torch.isfinite(o).all() and err <= 4 * 2.0**-11, err
+    ftt.inject(attn_inj_lib, 0)
+    rep = ftt.report(emit=False)[f"{attn_inj_lib}:attention"]
+    assert rep["calls"] == calls and 0 < rep["injected"] <= calls and rep["detected"] > 0, rep
+    assert rep["uncorrectable"] == 0 and rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
+    ftt.reset()
+    torch.ops.ftgen.attention(q, k, v, attn_inj_lib)
+    assert ftt.report(emit=False)[f"{attn_inj_lib}:attention"]["injected"] == 0
 
 
 @pytest.mark.gpu

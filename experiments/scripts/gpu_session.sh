@@ -9,7 +9,8 @@
 # torch:     tests/test_torch.py and examples/protected_mlp.py (ftgen.torch) on the library of TORCH_SPEC (default
 #            specs/gemm/torch_linear.yaml), built once; TORCH_PRECISIONS: the example's precisions (default tf32x3)
 # torch_attention: the attention library of specs/attention/torch_attention.yaml through ftgen.torch: its tests
-#            (tests/test_torch.py -k attention) and experiments/scripts/torch_attention_time.py against SDPA
+#            (tests/test_torch.py -k attention; injection on the library of torch_attention_inject.yaml) and
+#            experiments/scripts/torch_attention_time.py against SDPA
 # gpu_tests: pytest -m gpu tests/test_gpu.py
 # kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
 #            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
@@ -77,7 +78,10 @@ for phase in "$@"; do
       mkdir -p "$out/torch"
       ft generate specs/attention/torch_attention.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_attention --lib >> "$log" 2>&1
       echo "build torch_attention rc $?" | tee -a "$log"
+      ft generate specs/attention/torch_attention_inject.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_attention_inject --lib >> "$log" 2>&1
+      echo "build torch_attention_inject rc $?" | tee -a "$log"
       alib=$gen/torch_attention/install/lib/libftgen_torch_attention.so
+      FTGEN_TORCH_ATTN_INJ_LIB=$gen/torch_attention_inject/install/lib/libftgen_torch_attention_inject.so \
       FTGEN_TORCH_ATTN_LIB=$alib python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py -k attention > "$out/torch/pytest_attn.txt" 2>&1
       tail -n 3 "$out/torch/pytest_attn.txt"
       python3 experiments/scripts/torch_attention_time.py "$alib" "$out/torch/attn_time.jsonl" 4x32x4096x128 4x16x4096x64 2>> "$log"

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "attention_mma.cuh"
+#include "ftgen_attention_faults.h"
 #include "ftgen_attention_ref.cuh"
 #include "ftgen_bench.cuh"
 
@@ -242,40 +243,8 @@ class AttentionProblem final : public ftgen::BenchProblem {
     const ftgen_attention_problem q = problem(0, nullptr, false, false);
     v_.geometry(&q, &blocks, &threads, &steps);
     std::vector<ftgen::FaultSpec> plan = ftgen::plan_faults(count, seed, blocks, threads, 1, steps, 32, a.inject_kind, a.bit, a.offset);
-    std::vector<int> sites;
-    for (int s = 0; s < 8; ++s)
-      if (v_.sites >> s & 1) sites.push_back(s);
-    if (sites.empty()) sites.push_back(FTGEN_ATTN_SITE_QK);
-    unsigned long long h = seed ^ 0xA77E57ull;
-    const auto next = [&h](unsigned long long n) {
-      h = h * 6364136223846793005ull + 1442695040888963407ull;
-      return static_cast<int>((h >> 33) % (n ? n : 1));
-    };
-    const int d = v_.head_dim, lq = lq_, lk = lk_, bh = b_ * h_;
-    for (auto& f : plan) {
-      const int site = site_only_ >= 0 ? site_only_ : sites[next(sites.size())];
-      int elems = 2;
-      if (v_.decoupled) {
-        // step 0: S (the product grid of S), 1: the softmax (8 rows per block), 2: O (the product grid of O)
-        const bool soft = site != FTGEN_ATTN_SITE_QK && site != FTGEN_ATTN_SITE_O;
-        f.step = site == FTGEN_ATTN_SITE_QK ? 0 : soft ? 1 : 2;
-        const long long grid = site == FTGEN_ATTN_SITE_QK ? static_cast<long long>((lk + 15) / 16) * ((lq + 15) / 16) * bh
-                               : soft ? static_cast<long long>((lq + 7) / 8) * bh
-                                      : static_cast<long long>((d + 15) / 16) * ((lq + 15) / 16) * bh;
-        f.block = static_cast<int>(f.block % grid);
-        elems = site == FTGEN_ATTN_SITE_EXP || site == FTGEN_ATTN_SITE_P16 ? (lk + 31) / 32 : 1;
-      } else {
-        if (site == FTGEN_ATTN_SITE_QK || site == FTGEN_ATTN_SITE_EXP || site == FTGEN_ATTN_SITE_P16) elems = 4 * (v_.block_n / 8);
-        if (site == FTGEN_ATTN_SITE_O) elems = 4 * (d / 8);
-        if (v_.causal) {  // a causal block sees the tiles up to its last row
-          const int bx = static_cast<int>(f.block % ((lq + v_.block_m - 1) / v_.block_m));
-          const int tiles = (std::min((bx + 1) * v_.block_m, lq) + v_.block_n - 1) / v_.block_n;
-          f.step %= std::max(tiles, 1);
-        }
-      }
-      f.elem = site * FTGEN_ATTN_ELEMS_PER_SITE + next(elems);
-      if (site == FTGEN_ATTN_SITE_P16 && a.bit < 0) f.bit %= 16;
-    }
+    const ftattn_faults::Layout lay{v_.head_dim, v_.block_m, v_.block_n, v_.sites, v_.causal, v_.decoupled};
+    ftattn_faults::assign_sites(plan, seed, lay, site_only_, a.bit >= 0, lq_, lk_, static_cast<long long>(b_) * h_);
     return plan;
   }
   std::string fault_members(const ftgen::FaultRecord& f) const override { return ftgen::record_members(ftgen::Json(), f); }

@@ -115,6 +115,20 @@ class AttentionFamily(Family):
         """One entry point per element type, head dim and mask: the dispatcher selects by shape only."""
         return f"attention_{'f16' if v.precision == 'fp16' else 'bf16'}_d{v['head_dim']}{'_causal' if v['causal'] else ''}"
 
+    def library_fault_plan(self, v: Variant) -> str:
+        # faults as the bench plans them (ftgen_attention_faults.h): the launch's blocks, consumer threads and key
+        # tiles, one bit flip each at a site the level covers
+        if not v.protection.injects:
+            return ""
+        c = self.backend_of(v).context(v)
+        layout = ", ".join(str(x) for x in (c["head_dim"], c["block_m"], c["block_n"], c["site_mask"])) + \
+            f", {'true' if c['causal'] else 'false'}, {'true' if c['decoupled'] else 'false'}"
+        return ("int threads = 0, steps = 0;\n"
+                "{sym}_geometry(&P, &blocks, &threads, &steps);\n"
+                "plan = ftgen::plan_faults(handle->inject_n, fseed, blocks, threads, 1, steps, 32, ftgen::kBitflip, -1, 0.0);\n"
+                f"ftattn_faults::assign_sites(plan, fseed, ftattn_faults::Layout{{{layout}}}, -1, false, seq_q, seq_k, "
+                "(long long)batch * heads);")
+
     def library_entry(self, v: Variant) -> LibraryEntry:
         d, causal = v["head_dim"], v["causal"]
         # the tensors' names are capitals: the library's entry point has a local `v` (the chosen variant)

@@ -2,6 +2,9 @@
 // Attention forward, fp16, head_dim 64, non-causal, protection abft-efta.
 #pragma once
 #include "ftgen_attention.h"
+#ifdef __cplusplus
+#include "ftgen_attention_faults.h"  // where a planned fault lands (the library's fault injection plans with it)
+#endif
 
 #ifdef __cplusplus
 extern "C" {
