@@ -359,3 +359,33 @@ def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path
             assert again == 1 and det == 1 and corr == 0, case
         else:
             assert (again, det, corr) == (0, 1, 0) and worst == 8, case
+
+
+SHAPES_MAIN = r"""
+#include <cstdio>
+#include "ftgen_harness.cuh"
+int main(int argc, char** argv) {
+  // the attention bench's shapes: batch x heads x seq x seq_k [x kv_heads]
+  const auto shapes = ftgen::parse_shapes(argv[1], 5, "batch x heads x seq x seq_k [x kv_heads]", 4);
+  for (const auto& s : shapes) std::printf("%zu\n", s.size());
+}
+"""
+
+
+@pytest.mark.compile
+def test_the_bench_takes_an_optional_kv_heads(tmp_path):
+    """The executables' --shapes: four numbers, or five with kv_heads; fewer or more exit 2 naming the range."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "m.cu").write_text(SHAPES_MAIN)
+    common = REPO / "templates" / "common"
+    exe = tmp_path / "m"
+    r = subprocess.run([nvcc, "-std=c++17", "-I", str(common), str(tmp_path / "m.cu"), "-o", str(exe)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ok = subprocess.run([str(exe), "4x32x4096x4096,4x32x4096x4096x8"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.split() == ["4", "5"], ok.stderr
+    for bad in ("4x32x4096", "4x32x4096x4096x8x1"):
+        r = subprocess.run([str(exe), bad], capture_output=True, text=True)
+        assert r.returncode == 2 and "expected 4 to 5" in r.stderr, (bad, r.stderr)
