@@ -887,7 +887,8 @@ __device__ __forceinline__ void stage(typename C::T* dst, int ld, const typename
 // ---- the K / V encodings of the strided levels, once per launch ----------------------------------------
 // The checksum rows of K (hi, lo, weighted), the checksum and magnitude columns of V, the key norms and the per-group
 // scalars sG depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch,
-// K / V head, key tile) into the workspace (grouped query heads share them), and each block of flash_kernel stages them with the tile. Layout per tile: K
+// K / V head, key tile) into the workspace (grouped query heads share them), and each block of flash_kernel stages
+// them with the tile. Layout per tile: K
 // rows [24][D] and V columns [BN][32] of T, key norms [BN] and sG[0..15] as floats.
 template <class C>
 struct EncLayout {
@@ -1024,14 +1025,14 @@ struct Tiles {
         sG(sKn + C::BN + C::BM) {}
 };
 
-// Key tile `tile` of K / V head `bh` (batch * kv_heads + kv head): K and V staged into t.sK / t.sV and encoded there (encode_tile: the checksum
-// rows of K, the checksum columns of V, the key norms, sG). Every thread of the block calls it; the encodings are in
-// shared memory when it returns.
+// Key tile `tile` of K / V head `kv` (batch * kv_heads + kv head): K and V staged into t.sK / t.sV and encoded there
+// (encode_tile: the checksum rows of K, the checksum columns of V, the key norms, sG). Every thread of the block calls
+// it; the encodings are in shared memory when it returns.
 template <class C>
-__device__ __forceinline__ void stage_and_encode(const ftgen_attention_problem& p, int bh, int tile, const Tiles<C>& t, int tid) {
+__device__ __forceinline__ void stage_and_encode(const ftgen_attention_problem& p, long long kv, int tile, const Tiles<C>& t, int tid) {
   using T = typename C::T;
-  const T* K = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * C::D;
-  const T* V = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * C::D;
+  const T* K = static_cast<const T*>(p.k) + kv * p.seq_k * C::D;
+  const T* V = static_cast<const T*>(p.v) + kv * p.seq_k * C::D;
   stage<C>(t.sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
   stage<C>(t.sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
   if (tid < 16) t.sG[tid] = 0.f;
@@ -1044,10 +1045,10 @@ template <class C>
 __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_problem p) {
   using L = EncLayout<C>;
   extern __shared__ __align__(16) unsigned char smem[];
-  const int tid = threadIdx.x, tile = blockIdx.x, bh = blockIdx.y;  // bh: the K / V index
+  const int tid = threadIdx.x, tile = blockIdx.x, kv = blockIdx.y;  // kv: batch * kv_heads + K / V head
   const Tiles<C> t(smem);
-  stage_and_encode<C>(p, bh, tile, t, tid);
-  unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(bh) * key_tiles<C>(p) + tile) * L::kBytes;
+  stage_and_encode<C>(p, kv, tile, t, tid);
+  unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(kv) * key_tiles<C>(p) + tile) * L::kBytes;
   constexpr int kRowVec = C::D * 2 / 16;
   for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
     const int rr = i / kRowVec, c = i % kRowVec;

@@ -192,15 +192,15 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   constexpr int D = C::D, BN = C::BN, LD = S::LD, LDT = S::LDT, kVec = D / 8;  // 16-byte vectors a row
   extern __shared__ char smem_raw[];  // the fused kernel's declaration: one dynamic shared array per translation unit
   S& sm = *reinterpret_cast<S*>(smem_raw);
-  // bh: the K / V index (batch * kv_heads + kv head)
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, tile = blockIdx.x, bh = blockIdx.y, tiles = gridDim.x;
+  // kv: the K / V index (batch * kv_heads + kv head)
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, tile = blockIdx.x, kv = blockIdx.y, tiles = gridDim.x;
   const int seq_pad = tiles * BN, k0 = tile * BN;
   const Workspace<C> w(p);
   unsigned char* base = static_cast<unsigned char*>(p.workspace);
 
   // ---- stage K and V by cp.async (16 bytes each, all in flight at once; keys past seq_k zero-filled) ---------------
-  const T* kg = static_cast<const T*>(p.k) + static_cast<long long>(bh) * p.seq_k * D;
-  const T* vg = static_cast<const T*>(p.v) + static_cast<long long>(bh) * p.seq_k * D;
+  const T* kg = static_cast<const T*>(p.k) + static_cast<long long>(kv) * p.seq_k * D;
+  const T* vg = static_cast<const T*>(p.v) + static_cast<long long>(kv) * p.seq_k * D;
   for (int e = tid; e < BN * kVec; e += kEncThreads) {
     const int key = e / kVec, c = (e % kVec) * 8;
     const bool in = k0 + key < p.seq_k;
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   __syncthreads();
 
   // ---- Kc: rows g (unit, high half), 8 + g (low half), 16 + g (weighted), 24..31 zero; sum_c Kc2[g][c]^2 -------------
-  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(bh) * tiles + tile) * 32 * D;
+  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(kv) * tiles + tile) * 32 * D;
   static_assert(D % 32 == 0 && 8 * D % kEncThreads == 0, "a warp's items share their group");
   for (int i = tid; i < 8 * D; i += kEncThreads) {
     const int g = i / D, c = i % D;
@@ -264,12 +264,12 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   __syncthreads();
 
   // ---- Vc^T rows and the tile's scalars ---------------------------------------------------------------------------
-  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(bh) * 32 * seq_pad + k0;
+  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * 32 * seq_pad + k0;
   for (int i = tid; i < 32 * BN / 8; i += kEncThreads) {
     const int r = i / (BN / 8), c = i % (BN / 8);
     *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) = *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8);
   }
-  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(bh) * tiles + tile) * 24;
+  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * 24;
   if (tid < 8) {
     float kn = 0.f;
     for (int l = 0; l < C::NT; ++l) kn += sm.kn[tid + 8 * l];
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileQKc{}, blk_kv, n_tiles);
       auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk_kv, n_tiles);
       int nkc = n_tiles, nvc = n_tiles;
-      const auto kv = [&](bool first) {
+      const auto load_tiles = [&](bool first) {
         if (lane_predicate && nk > 0) pipe.producer_acquire(wr);
         if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);
         load_k.template step<false, false, false>(k_iter, state_k, wr, lane_predicate, nk);
@@ -375,7 +375,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       load_q.step(q_iter, state_q, wq, lane_predicate, nq);
       bool first = true;  // the second warpgroup's Q after the first K tile, as below; one copy of the loads' code
       do {
-        kv(first);
+        load_tiles(first);
         first = false;
       } while (nk > 0);
     } else {
