@@ -144,14 +144,14 @@ class AttentionProblem final : public ftgen::BenchProblem {
       skip = "causal attention needs seq_k = seq";
       return false;
     }
-    if (kvh_ > h_ || h_ % kvh_) {
-      skip = "kv_heads must divide heads";
-      return false;
-    }
     sets_ = sets;
     const size_t d = v_.head_dim;
     q_elems_ = static_cast<size_t>(b_) * h_ * lq_ * d, kv_elems_ = static_cast<size_t>(b_) * kvh_ * lk_ * d;
     ftgen_attention_problem probe = problem(0, nullptr, false, false);
+    if (!ftgen_attention_shape_ok(&probe)) {
+      skip = "kv_heads must divide heads";
+      return false;
+    }
     const size_t ws = v_.workspace(&probe);
     if (ws) {
       void* w = nullptr;
