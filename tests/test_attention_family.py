@@ -389,3 +389,63 @@ def test_the_bench_takes_an_optional_kv_heads(tmp_path):
     for bad in ("4x32x4096", "4x32x4096x4096x8x1"):
         r = subprocess.run([str(exe), bad], capture_output=True, text=True)
         assert r.returncode == 2 and "expected 4 to 5" in r.stderr, (bad, r.stderr)
+
+
+SITES_MAIN = r"""
+#include <cstdio>
+#include <cstdlib>
+#include "ftgen_attention_faults.h"
+// argv: head_dim block_m block_n site_mask causal decoupled lq lk bh site_only bit_given count seed
+int main(int argc, char** argv) {
+  if (argc != 14) return 1;
+  int a[13];
+  for (int i = 0; i < 12; ++i) a[i] = std::atoi(argv[i + 1]);
+  const unsigned long long seed = std::strtoull(argv[13], nullptr, 10);
+  const ftattn_faults::Layout lay{a[0], a[1], a[2], a[3], a[4] != 0, a[5] != 0};
+  const int lq = a[6], lk = a[7], bh = a[8];
+  const long long blocks = a[5] ? 1000000 : static_cast<long long>((lq + a[1] - 1) / a[1]) * bh;
+  auto plan = ftgen::plan_faults(a[11], seed, blocks, 256, 1, (lk + a[2] - 1) / a[2], 32, ftgen::kBitflip, -1, 0.0);
+  ftattn_faults::assign_sites(plan, seed, lay, a[9], a[10] != 0, lq, lk, bh);
+  for (const auto& f : plan) std::printf("%d %d %d %d %d\n", f.block, f.step, f.elem / FTGEN_ATTN_ELEMS_PER_SITE,
+                                         f.elem % FTGEN_ATTN_ELEMS_PER_SITE, f.bit);
+}
+"""
+
+
+@pytest.mark.compile
+def test_fault_sites_stay_in_the_level_and_its_fragments(tmp_path):
+    """The fault plan the bench and the library share (ftgen_attention_faults.h): each fault at a site of the level's
+    mask (or the one asked for), an element inside that site's fragment, a key tile the causal block reaches, a p16
+    flip inside the 16-bit value, and for the decoupled baseline a block of its step's grid; the same seed, the same
+    plan."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "s.cu").write_text(SITES_MAIN)
+    exe = tmp_path / "s"
+    inc = [f"-I{REPO / 'templates' / d}" for d in ("common", "attention")]
+    r = subprocess.run([nvcc, "-std=c++17", *inc, str(tmp_path / "s.cu"), "-o", str(exe)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    def plan(*args):
+        out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, check=True).stdout
+        return [tuple(int(x) for x in line.split()) for line in out.splitlines()]
+
+    d, bm, bn, lq, lk, bh = 128, 128, 128, 1000, 1000, 4
+    mask = (1 << 0) | (1 << 2) | (1 << 6)  # qk, exp, o
+    got = plan(d, bm, bn, mask, 1, 0, lq, lk, bh, -1, 0, 24, 7)
+    assert len(got) == 24 and got == plan(d, bm, bn, mask, 1, 0, lq, lk, bh, -1, 0, 24, 7)
+    assert {site for _, _, site, _, _ in got} <= {0, 2, 6} and len({site for _, _, site, _, _ in got}) > 1
+    for block, step, site, elem, _ in got:
+        assert 0 <= elem < (4 * d // 8 if site == 6 else 4 * bn // 8)
+        bx = block % ((lq + bm - 1) // bm)
+        assert step < (min((bx + 1) * bm, lq) + bn - 1) // bn  # the tiles a causal block sees
+    p16 = plan(d, bm, bn, 255, 0, 0, lq, lk, bh, 3, 0, 30, 11)
+    assert {s for _, _, s, _, _ in p16} == {3} and all(bit < 16 for *_, bit in p16)
+    assert any(bit >= 16 for *_, bit in plan(d, bm, bn, 255, 0, 0, lq, lk, bh, 0, 0, 30, 11))  # 32-bit sites keep theirs
+    dec = plan(64, 64, 64, 255, 0, 1, 300, 200, 2, -1, 0, 40, 5)
+    for block, step, site, elem, _ in dec:
+        grid = {0: ((200 + 15) // 16) * ((300 + 15) // 16) * 2, 1: ((300 + 7) // 8) * 2, 2: (64 // 16) * ((300 + 15) // 16) * 2}
+        assert step == (0 if site == 0 else 2 if site == 6 else 1) and 0 <= block < grid[step]
+        assert elem < ((200 + 31) // 32 if site in (2, 3) else 1)
