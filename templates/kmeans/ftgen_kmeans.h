@@ -20,6 +20,13 @@ enum ftgen_kmeans_site {
   FTGEN_KMEANS_SITE_UPDATE = 3,  // the first copy of a cluster sum (elem < dims) or count (elem == dims)
 };
 
+// Where the initial centroids come from (ftgen_kmeans_init.h): C as given, or samples of X chosen by the problem's seed
+enum ftgen_kmeans_init {
+  FTGEN_KMEANS_INIT_GIVEN = 0,     // C holds them
+  FTGEN_KMEANS_INIT_RANDOM = 1,    // clusters distinct samples, uniformly
+  FTGEN_KMEANS_INIT_PLUSPLUS = 2,  // kmeans++ (D^2 weighting): O(samples dims clusters), a pass over X per centroid
+};
+
 // How a variant decomposes a problem: what fault plans need to know.
 struct ftgen_kmeans_geometry {
   long long blocks;      // threadblocks of the assign launch (one per m_tb samples)
@@ -30,12 +37,13 @@ struct ftgen_kmeans_geometry {
 };
 
 // A Lloyd loop: X (samples x dims, row-major) into C (clusters x dims, row-major; in: the initial
-// centroids, out: the final ones). Pointers are to the variant's element type (float for tf32 and
-// tf32x3, double for fp64). Every iteration assigns each sample to its nearest centroid (the lower
-// index on a tie) and moves every centroid to the mean of its samples; an empty cluster keeps its
-// centroid. The loop stops after max_iters iterations, or after the first iteration whose largest
-// squared centroid shift is at most tol * (mean squared centroid norm) when tol > 0 (decided on the
-// device: the launches after it return at once).
+// centroids unless `init` chooses them, out: the final ones, or with max_iters 0 the initial ones).
+// Pointers are to the variant's element type (float for tf32 and tf32x3, double for fp64). Every
+// iteration assigns each sample to its nearest centroid (the lower index on a tie) and moves every
+// centroid to the mean of its samples; an empty cluster keeps its centroid. The loop stops after
+// max_iters iterations, or after the first iteration whose largest squared centroid shift is at most
+// tol * (mean squared centroid norm) when tol > 0 (decided on the device: the launches after it
+// return at once).
 struct ftgen_kmeans_problem {
   int samples, dims, clusters;
   const void* X;
@@ -57,4 +65,7 @@ struct ftgen_kmeans_problem {
   ftgen::FaultRecord* fault_records;
   int fault_count;
   int no_correct;  // detect and count, but do not correct (campaigns: the effect of the faults)
+  // The initial centroids (ftgen_kmeans_init; 0: C as given) and the seed of their choice.
+  int init;
+  unsigned long long seed;
 };

@@ -15,6 +15,10 @@
 // fp64 inertia of the kernel's labels within the sum of their bands and the two fp64 sums' own rounding.
 // FTGEN_KMEANS_ITERS=N (> 1) also checks the Lloyd loop iteration by iteration: N iterations of the
 // kernel against an fp64 loop from the same C0, the inertia of every iteration within 1e-4 (relative).
+// FTGEN_KMEANS_INIT=random|kmeans++ lets the kernel choose C0 (its launch with max_iters 0, by a seed of the
+// run's), timed once (init_ms), and checks the choice against the host reference of ftgen_kmeans_init.h:
+// every centroid bit for bit the reference's sample (kmeans++ up to samples x dims x clusters = 2^31, the
+// reference's cost; beyond it, each centroid a row of X is not checked).
 // Faults (inject builds) land at the site FTGEN_KMEANS_SITE names: accumulator (default), argmin, norm
 // or update.
 // Vendor reference timed alternately: a cuBLAS Lloyd iteration in the variant's storage type (SGEMM for
@@ -30,6 +34,7 @@
 
 #include "ftgen_bench.cuh"
 #include "ftgen_kmeans.h"
+#include "ftgen_kmeans_init.h"
 
 namespace ftkmeans_bench {
 
@@ -277,6 +282,12 @@ class KmeansProblem final : public ftgen::BenchProblem {
       if (*end || v < 1 || v > 1000) ftgen::bad_arg("FTGEN_KMEANS_ITERS: '%s' is not an integer in 1..1000", iters);
       iters_ = static_cast<int>(v);
     }
+    const char* init = std::getenv("FTGEN_KMEANS_INIT");
+    if (init && *init) {
+      if (!std::strcmp(init, "random")) init_ = FTGEN_KMEANS_INIT_RANDOM;
+      else if (!std::strcmp(init, "kmeans++")) init_ = FTGEN_KMEANS_INIT_PLUSPLUS;
+      else if (std::strcmp(init, "strided")) ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of strided, random, kmeans++", init);
+    }
     t_ = ftgen::BenchTraits::of(v, "samples,dims,clusters", "samples x dims x clusters");
     t_.exact_fault_accounting = true;
     t_.verify_runs = 1;
@@ -332,10 +343,56 @@ class KmeansProblem final : public ftgen::BenchProblem {
       FT_LAUNCH_CHECK();
       init_centroids_kernel<T><<<grid_of(c_elems_), 256>>>(x(i), n_, d_, k_, C0_.ptr + i * c_elems_);
       FT_LAUNCH_CHECK();
+      if (init_ != FTGEN_KMEANS_INIT_GIVEN) choose_initial(i, seed * 7 + i);
     }
     FT_CUDA(cudaMemcpy(C_.ptr, C0_.ptr, c_elems_ * sets_ * sizeof(T), cudaMemcpyDeviceToDevice));
   }
-  std::string shape_members() const override { return ftgen::Json().str("data", blobs_ ? "blobs" : "dist").body(); }
+  std::string shape_members() const override {
+    ftgen::Json j;
+    j.str("data", blobs_ ? "blobs" : "dist").str("init", init_ == FTGEN_KMEANS_INIT_RANDOM ? "random" : init_ == FTGEN_KMEANS_INIT_PLUSPLUS ? "kmeans++" : "strided");
+    if (init_ != FTGEN_KMEANS_INIT_GIVEN) {
+      j.num("init_ms", init_ms_).str("init_check", init_check_);
+    }
+    return j.body();
+  }
+
+  // The kernel's own choice of C0 for input set i (FTGEN_KMEANS_INIT): its launch with max_iters 0, timed on set 0, and
+  // checked there against the host reference (ftgen_kmeans_init.h): each centroid, bit for bit, the reference's sample
+  void choose_initial(int i, unsigned long long seed) {
+    ftgen_kmeans_problem q = problem(i, C0_.ptr + i * c_elems_, false, false);
+    q.max_iters = 0;
+    q.init = init_;
+    q.seed = seed;
+    cudaEvent_t e0, e1;
+    FT_CUDA(cudaEventCreate(&e0));
+    FT_CUDA(cudaEventCreate(&e1));
+    FT_CUDA(cudaEventRecord(e0));
+    launch_checked(q);
+    FT_CUDA(cudaEventRecord(e1));
+    FT_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    FT_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    FT_CUDA(cudaEventDestroy(e0));
+    FT_CUDA(cudaEventDestroy(e1));
+    if (i != 0) return;
+    init_ms_ = ms;
+    init_ok_ = true;
+    const double work = static_cast<double>(n_) * d_ * k_;
+    if (init_ == FTGEN_KMEANS_INIT_PLUSPLUS && work > 2147483648.0) {
+      init_check_ = "skipped (samples x dims x clusters > 2^31)";
+      return;
+    }
+    std::vector<T> hx(x_elems_), hc(c_elems_);
+    FT_CUDA(cudaMemcpy(hx.data(), x(0), x_elems_ * sizeof(T), cudaMemcpyDeviceToHost));
+    FT_CUDA(cudaMemcpy(hc.data(), C0_.ptr, c_elems_ * sizeof(T), cudaMemcpyDeviceToHost));
+    const std::vector<long long> ref = init_ == FTGEN_KMEANS_INIT_RANDOM ? ftkm_reference_random(n_, k_, seed)
+                                                                         : ftkm_reference_plusplus(hx.data(), n_, d_, k_, seed);
+    long long wrong = 0;
+    for (int t = 0; t < k_; ++t)
+      wrong += std::memcmp(hc.data() + static_cast<size_t>(t) * d_, hx.data() + static_cast<size_t>(ref[t]) * d_, sizeof(T) * d_) != 0;
+    init_check_ = wrong == 0 ? "ok" : "FAILED: " + std::to_string(wrong) + " of " + std::to_string(k_) + " centroids are not the reference's samples";
+    init_ok_ = wrong == 0;
+  }
 
   void prepare_reference() override {
     ref_label_.alloc(n_), ref_best_.alloc(n_);
@@ -401,7 +458,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     const double inertia_tol =
         s.band_sum + 2.0 * v_.lambda * std::sqrt(static_cast<double>(n_)) * 0x1.0p-53 * std::fmax(std::fabs(inertia), s.inertia_own);
     const bool inertia_ok = std::fabs(inertia - s.inertia_own) <= inertia_tol;
-    c.extra_ok = inertia_ok && s.invalid == 0;
+    c.extra_ok = inertia_ok && s.invalid == 0 && init_ok_;
     if (!rq.has_faults())
       c.extra = ftgen::Json()
                     .num("agreement", 1.0 - static_cast<double>(s.disagree) / n_)
@@ -551,6 +608,10 @@ class KmeansProblem final : public ftgen::BenchProblem {
   int site_ = FTGEN_KMEANS_SITE_ACC;
   bool blobs_ = false;
   int iters_ = 1;  // iterations of the Lloyd loop check
+  int init_ = FTGEN_KMEANS_INIT_GIVEN;  // FTGEN_KMEANS_INIT: who chooses C0
+  float init_ms_ = 0;
+  std::string init_check_ = "-";
+  bool init_ok_ = true;
   int n_ = 0, d_ = 0, k_ = 0, sets_ = 1, tile_rows_ = 1;
   size_t x_elems_ = 0, c_elems_ = 0;
   DeviceBuffer<T> X_, C_, C0_, c_out_, G_, v_cc_;

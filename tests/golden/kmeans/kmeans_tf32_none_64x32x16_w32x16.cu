@@ -10,6 +10,7 @@
 // Protection: none.
 #include "kmeans_tf32_none_64x32x16_w32x16.h"
 #include "ftgen_ft.cuh"
+#include "ftgen_kmeans_init.cuh"
 
 #include <algorithm>
 #include <cfloat>
@@ -680,7 +681,8 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
-  return off;
+  // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
+  return std::max(off, ftkm_init::workspace_bytes(samples, clusters));
 }
 
 // the counts' shared-memory histogram: at most this much shared memory per block, and this many blocks
@@ -706,8 +708,8 @@ extern "C" void kmeans_tf32_none_64x32x16_w32x16_geometry(int samples, int dims,
 }
 
 extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_problem* p, cudaStream_t stream) {
-  if (!p || p->samples < 1 || p->dims < 1 || p->clusters < 1 || p->clusters > p->samples || p->max_iters < 1 || !p->X ||
-      !p->C || !p->labels || !p->workspace)
+  if (!p || p->samples < 1 || p->dims < 1 || p->clusters < 1 || p->clusters > p->samples || p->max_iters < 0 || !p->X ||
+      !p->C || !p->labels || !p->workspace || p->init < FTGEN_KMEANS_INIT_GIVEN || p->init > FTGEN_KMEANS_INIT_PLUSPLUS)
     return cudaErrorInvalidValue;
   const int n = p->samples, dims = p->dims, k = p->clusters;
   Work w;
@@ -718,6 +720,11 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
              INJECT ? p->fault_count : 0, p->no_correct};
   ftgen::FtCounters* counters = PROTECTED ? p->counters : nullptr;
   cudaError_t err;
+  // the initial centroids: samples of X chosen by the seed (ftgen_kmeans_init.cuh; a protected variant checks the copies)
+  if (p->init != FTGEN_KMEANS_INIT_GIVEN &&
+      (err = ftkm_init::run<T>(p->init, X, n, dims, k, p->seed, static_cast<unsigned char*>(p->workspace), C, PROTECTED, counters, stream)) != cudaSuccess)
+    return err;
+  if (p->max_iters == 0) return cudaSuccess;
   const size_t smem = sizeof(Smem);
   if ((err = ftgen::set_smem(assign_kernel, static_cast<int>(smem))) != cudaSuccess) return err;
 #define FT_TRY(call)                          \

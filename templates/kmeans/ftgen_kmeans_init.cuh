@@ -1,0 +1,286 @@
+// ftgen kmeans: the device side of the initial centroids (ftgen_kmeans_init.h says what is chosen).
+//
+// random    a key per sample (ftkm_key), CUB's radix sort of (key, index) pairs, the first `clusters` indices'
+//           rows copied into C.
+// kmeans++  per centroid t: one pass over X (dist_kernel: each sample's squared distance to centroid t in fp64, its
+//           D^2 the minimum over the chosen ones, a partial sum per block of kRows samples, every sum in a fixed
+//           order), then one warp (pick_kernel) finds the next centroid from the partials and the D^2 of one block
+//           and copies its row into C: 2 clusters launches, each pass reading X once (about 110 us at 2^20 x 128
+//           floats on an H200; O(samples dims clusters) in all, as every kmeans++).
+// Either way the centroids are rows of X copied bit for bit; a protected variant copies them again from the chosen
+// indices and compares (verify_kernel): a fault in the choice can only choose another sample, a fault in the copy is
+// detected and repaired.
+// The scratch overlays the start of the launch's workspace (the launch uses it before anything else does).
+#pragma once
+
+#include <cub/cub.cuh>
+
+#include "ftgen_ft.cuh"
+#include "ftgen_kmeans.h"
+#include "ftgen_kmeans_init.h"
+
+namespace ftkm_init {
+
+constexpr int kRows = 2048;     // samples per block of the kmeans++ pass (one partial sum each)
+constexpr int kThreads = 256;   // threads of the pass's blocks
+
+inline size_t align256(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
+__host__ __device__ inline int blocks_of(int n) { return (n + kRows - 1) / kRows; }
+
+// CUB's scratch for the sort of n (key, index) pairs
+inline size_t sort_temp_bytes(int n) {
+  size_t bytes = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+                                  static_cast<const int*>(nullptr), static_cast<int*>(nullptr), n);
+  return bytes;
+}
+
+// The scratch, carved in order: the chosen indices (clusters), then random's keys and indices (twice) and CUB's
+// scratch, or kmeans++'s D^2, partial sums and current centroid
+struct Scratch {
+  long long* chosen;
+  uint64_t *keys, *keys_out;
+  int *vals, *vals_out;
+  void* temp;
+  size_t temp_bytes;
+  double *d2, *part;
+  long long* cur;
+};
+inline size_t carve(int n, int k, unsigned char* base, Scratch* s) {
+  size_t off = 0;
+  auto take = [&](size_t bytes) -> unsigned char* {
+    unsigned char* p = base ? base + off : nullptr;
+    off += align256(bytes);
+    return p;
+  };
+  Scratch tmp;
+  Scratch& o = s ? *s : tmp;
+  o.chosen = reinterpret_cast<long long*>(take(sizeof(long long) * k));
+  const size_t common = off;
+  o.keys = reinterpret_cast<uint64_t*>(take(sizeof(uint64_t) * n));
+  o.keys_out = reinterpret_cast<uint64_t*>(take(sizeof(uint64_t) * n));
+  o.vals = reinterpret_cast<int*>(take(sizeof(int) * n));
+  o.vals_out = reinterpret_cast<int*>(take(sizeof(int) * n));
+  o.temp_bytes = sort_temp_bytes(n);
+  o.temp = take(o.temp_bytes);
+  const size_t random_end = off;
+  off = common;  // (kmeans++'s pieces overlay random's)
+  o.d2 = reinterpret_cast<double*>(take(sizeof(double) * n));
+  o.part = reinterpret_cast<double*>(take(sizeof(double) * blocks_of(n)));
+  o.cur = reinterpret_cast<long long*>(take(sizeof(long long)));
+  return std::max(off, random_end);
+}
+// the workspace bytes the initial centroids need (the launch's workspace is at least this)
+inline size_t workspace_bytes(int n, int k) { return carve(n, k, nullptr, nullptr); }
+
+template <class T>
+__global__ void key_kernel(int n, uint64_t seed, uint64_t* keys, int* vals) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    keys[i] = ftkm_key(seed, static_cast<uint64_t>(i));
+    vals[i] = i;
+  }
+}
+
+// C[t] = X[idx[t]] for t < k (a warp per centroid); chosen[t] = idx[t] (idx null: chosen is the list)
+template <class T>
+__global__ void gather_kernel(const T* __restrict__ X, int d, int k, const int* idx, long long* chosen, T* C) {
+  const int warps = gridDim.x * blockDim.x / 32, lane = threadIdx.x % 32;
+  for (int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32; t < k; t += warps) {
+    const long long i = idx[t];
+    if (lane == 0) chosen[t] = i;
+    for (int j = lane; j < d; j += 32) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(i) * d + j];
+  }
+}
+
+// kmeans++'s first centroid: the uniform draw 0
+template <class T>
+__global__ void first_kernel(const T* __restrict__ X, int n, int d, uint64_t seed, long long* cur, long long* chosen, T* C) {
+  const long long i = ftkm_uniform_index(seed, 0, n);
+  if (threadIdx.x == 0) *cur = i, chosen[0] = i;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) C[j] = X[static_cast<size_t>(i) * d + j];
+}
+
+// One pass: D^2 of every sample against the current centroid (row *cur of X), and one partial sum of D^2 per block.
+// G lanes per sample (along the dimensions), the block's kRows samples in order; every sum in a fixed order.
+template <class T, int G>
+__global__ void __launch_bounds__(kThreads) dist_kernel(const T* __restrict__ X, int n, int d, const long long* cur, double* d2, double* part,
+                                                        bool first) {
+  __shared__ double warp_sum[kThreads / 32];
+  const T* c = X + static_cast<size_t>(*cur) * d;
+  const int lane = threadIdx.x % 32, g = lane % G, warp = threadIdx.x / 32;
+  const int r0 = blockIdx.x * kRows, r1 = min(n, r0 + kRows);
+  constexpr int kPerPass = kThreads / G;  // samples per pass of the block
+  double acc = 0.0;                       // (the group leader's samples, in order)
+  for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += kPerPass) {
+    double s = 0.0;
+    if (r < r1) {
+      const T* x = X + static_cast<size_t>(r) * d;
+      for (int j = g; j < d; j += G) {
+        const double e = static_cast<double>(x[j]) - static_cast<double>(__ldg(c + j));
+        s = fma(e, e, s);
+      }
+    }
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (r < r1 && g == 0) {
+      const double v = first ? s : fmin(d2[r], s);
+      d2[r] = v;
+      acc += v;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) warp_sum[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double b = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) b += warp_sum[w];
+    part[blockIdx.x] = b;
+  }
+}
+
+// The lanes' contiguous chunks of v[0, m): each lane's sum, their inclusive scan over the lanes and the exclusive one
+// (every sum in a fixed order)
+__device__ inline void chunk_scan(const double* v, int m, int lane, int& lo, int& hi, double& sum, double& incl, double& excl) {
+  const int per = (m + 31) / 32;
+  lo = min(m, lane * per), hi = min(m, lo + per);
+  sum = 0.0;
+  for (int i = lo; i < hi; ++i) sum += v[i];
+  incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const double up = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += up;
+  }
+  excl = __shfl_up_sync(0xffffffffu, incl, 1);
+  if (lane == 0) excl = 0.0;
+}
+
+// Centroid t: the first sample whose running sum of D^2 exceeds u_t times the total, found by one warp from the
+// blocks' partials, then within that block from its samples' D^2 (ftgen_kmeans_init.h); its row into C[t]
+template <class T>
+__global__ void pick_kernel(const T* __restrict__ X, int n, int d, const double* d2, const double* part, uint64_t seed, int t, long long* cur,
+                            long long* chosen, T* C) {
+  const int lane = threadIdx.x;
+  const int nb = blocks_of(n);
+  int lo, hi;
+  double sum, incl, excl;
+  chunk_scan(part, nb, lane, lo, hi, sum, incl, excl);
+  const double total = __shfl_sync(0xffffffffu, incl, 31);
+  const double u = ftkm_uniform(seed, static_cast<uint64_t>(t));
+  long long pick;
+  if (total > 0.0) {
+    const double target = u * total;
+    // the block: the first lane whose inclusive sum exceeds the target (else the last lane with a positive chunk), then
+    // that lane's partials in order
+    unsigned over = __ballot_sync(0xffffffffu, incl > target);
+    const int L = over ? __ffs(over) - 1 : 31 - __clz(__ballot_sync(0xffffffffu, sum > 0.0) | 1u);
+    int b = -1;
+    double base = 0.0;
+    if (lane == L) {
+      double run = excl;
+      int last = -1;
+      for (int i = lo; i < hi; ++i) {
+        if (part[i] > 0.0) last = i;
+        if (run + part[i] > target) {
+          b = i;
+          break;
+        }
+        run += part[i];
+      }
+      if (b < 0) b = last, run -= last >= 0 ? part[last] : 0.0;
+      base = run;
+    }
+    b = __shfl_sync(0xffffffffu, b, L);
+    base = __shfl_sync(0xffffffffu, base, L);
+    // the sample: the block's D^2 in the lanes' chunks, scanned
+    const int r0 = b * kRows, rows = min(n, r0 + kRows) - r0;
+    chunk_scan(d2 + r0, rows, lane, lo, hi, sum, incl, excl);
+    over = __ballot_sync(0xffffffffu, base + incl > target);
+    const int L2 = over ? __ffs(over) - 1 : 31 - __clz(__ballot_sync(0xffffffffu, sum > 0.0) | 1u);
+    long long i_pick = -1;
+    if (lane == L2) {
+      double run = base + excl;
+      int last = -1;
+      for (int i = lo; i < hi; ++i) {
+        const double v = d2[r0 + i];
+        if (v > 0.0) last = i;
+        run += v;
+        if (run > target) {
+          i_pick = r0 + i;
+          break;
+        }
+      }
+      if (i_pick < 0) i_pick = last >= 0 ? r0 + last : r0;
+    }
+    pick = __shfl_sync(0xffffffffu, i_pick, L2);
+  } else {
+    pick = ftkm_uniform_index(seed, static_cast<uint64_t>(t), n);
+  }
+  if (lane == 0) *cur = pick, chosen[t] = pick;
+  for (int j = lane; j < d; j += 32) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(pick) * d + j];
+}
+
+__device__ inline bool same_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
+__device__ inline bool same_bits(double a, double b) { return __double_as_longlong(a) == __double_as_longlong(b); }
+
+// The protected variants' second copy: each centroid compared with its sample's row, bit for bit; a difference (a
+// fault in the first copy) is counted, detected and corrected, and the row copied again
+template <class T>
+__global__ void verify_kernel(const T* __restrict__ X, int n, int d, int k, const long long* chosen, T* C, ftgen::FtCounters* counters) {
+  const int warps = gridDim.x * blockDim.x / 32, lane = threadIdx.x % 32;
+  for (int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32; t < k; t += warps) {
+    const long long i = chosen[t];
+    if (i < 0 || i >= n) continue;  // (never: the kernels above choose in range)
+    bool diff = false;
+    for (int j = lane; j < d; j += 32) {
+      const T x = X[static_cast<size_t>(i) * d + j];
+      T& c = C[static_cast<size_t>(t) * d + j];
+      if (!same_bits(x, c)) c = x, diff = true;
+    }
+    if (__any_sync(0xffffffffu, diff) && lane == 0 && counters) {
+      atomicAdd(&counters->detected, 1ull);
+      atomicAdd(&counters->corrected, 1ull);
+    }
+  }
+}
+
+template <class T, int G>
+cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, const Scratch& s, T* C, cudaStream_t stream) {
+  first_kernel<T><<<1, 128, 0, stream>>>(X, n, d, seed, s.cur, s.chosen, C);
+  for (int t = 0; t < k; ++t) {
+    dist_kernel<T, G><<<blocks_of(n), kThreads, 0, stream>>>(X, n, d, s.cur, s.d2, s.part, t == 0);
+    if (t + 1 < k) pick_kernel<T><<<1, 32, 0, stream>>>(X, n, d, s.d2, s.part, seed, t + 1, s.cur, s.chosen, C);
+  }
+  return cudaGetLastError();
+}
+
+// The initial centroids into C (k x d) by `method` (ftgen_kmeans_init), the scratch at `base`; a protected variant
+// (counters: where its second copy's differences go) checks the copies
+template <class T>
+cudaError_t run(int method, const T* X, int n, int d, int k, uint64_t seed, unsigned char* base, T* C, bool checked, ftgen::FtCounters* counters,
+                cudaStream_t stream) {
+  Scratch s;
+  carve(n, k, base, &s);
+  cudaError_t err = cudaSuccess;
+  if (method == FTGEN_KMEANS_INIT_RANDOM) {
+    key_kernel<T><<<min((n + 255) / 256, 4096), 256, 0, stream>>>(n, seed, s.keys, s.vals);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    size_t bytes = s.temp_bytes;
+    if ((err = cub::DeviceRadixSort::SortPairs(s.temp, bytes, s.keys, s.keys_out, s.vals, s.vals_out, n, 0, 64, stream)) != cudaSuccess) return err;
+    gather_kernel<T><<<min((k + 7) / 8, 4096), 256, 0, stream>>>(X, d, k, s.vals_out, s.chosen, C);
+    err = cudaGetLastError();
+  } else if (method == FTGEN_KMEANS_INIT_PLUSPLUS) {
+    err = d >= 32 ? plusplus_passes<T, 32>(X, n, d, k, seed, s, C, stream)
+        : d >= 16 ? plusplus_passes<T, 16>(X, n, d, k, seed, s, C, stream)
+        : d >= 8  ? plusplus_passes<T, 8>(X, n, d, k, seed, s, C, stream)
+                  : plusplus_passes<T, 4>(X, n, d, k, seed, s, C, stream);
+  } else {
+    return cudaErrorInvalidValue;
+  }
+  if (err != cudaSuccess || !checked) return err;
+  verify_kernel<T><<<min((k + 7) / 8, 4096), 256, 0, stream>>>(X, n, d, k, s.chosen, C, counters);
+  return cudaGetLastError();
+}
+
+}  // namespace ftkm_init
