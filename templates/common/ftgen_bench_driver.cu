@@ -124,8 +124,8 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
     emit_row(row);
     return true;
   }
-  row.members(p.shape_members());
   p.fill(args.seed, args.dist);
+  row.members(p.shape_members());  // (after fill: a problem may describe what its inputs turned out to be)
   std::vector<FaultSpec> plan;
   if (args.inject > 0) plan = p.plan_faults(args.inject, fault_seed(args, shape, args.seed), args);
   bool ok = true;

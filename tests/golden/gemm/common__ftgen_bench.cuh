@@ -94,7 +94,7 @@ class BenchProblem {
   virtual bool setup(const std::vector<long long>& shape, int sets, std::string& skip_reason) = 0;
   virtual size_t set_bytes(const std::vector<long long>& shape) const = 0;
   virtual void fill(unsigned long long seed, int dist) = 0;
-  // JSON members describing the set-up shape beyond the shape itself (e.g. an FFT plan).
+  // JSON members describing the set-up shape beyond the shape itself (e.g. an FFT plan), after fill.
   virtual std::string shape_members() const { return ""; }
   // The reference of input set 0 (after fill).
   virtual void prepare_reference() = 0;
