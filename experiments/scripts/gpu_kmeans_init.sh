@@ -1,33 +1,36 @@
 #!/usr/bin/env bash
 # The kmeans initial centroids on one GPU, in one call (<= 9 minutes): experiments/specs/kmeans_init.yaml built (-j 16);
-# per method (random, kmeans++) every variant at small shapes with the Lloyd loop (10 iterations against the fp64 loop,
-# i.i.d. data and Gaussian blobs), each C0 checked against the host reference; then the choice's time at the anchors
-# (2^20 x 128 x 1024, 2^20 x 8 x 128) on the cutlass90 variant. A short table last.
+# per method (random, kmeans++) every variant with the Lloyd loop (10 iterations against the fp64 loop) from the
+# kernel's C0 at small shapes (the fused variant at dims <= 32 only), fp64 also on Gaussian blobs (tf32's loop misses
+# 1e-4 there whatever the start: docs/kmeans.md), clusters = samples in one iteration; each C0 checked against the host
+# reference; then the choice's time at two anchors (2^20 x 128 x 1024, 2^20 x 8 x 128) on the cutlass90 variant. Every
+# row into OUT/init.jsonl, the logs into OUT/log.txt; a short table last.
 #   bash experiments/scripts/gpu_kmeans_init.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 out=${1:?usage: gpu_kmeans_init.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh
 spec=experiments/specs/kmeans_init.yaml; gen=generated/kinit; proj=$gen/kmeans_init
 gen_build $spec $gen $proj
-small=65536x32x128,20011x100x300,4099x17x1,5000x8x5000
+parts=$(mktemp -d)
+b() { local tag=$1 s=$2; shift 2; FTGEN_BENCH_REFS=none ft "$s" bench $proj --reps 3 --warmup 1 --json "$parts/$tag.jsonl" "$@" >> "$out/log.txt" 2>&1; }
 for m in random kmeans++; do
-  tag=${m//+/p}
-  FTGEN_KMEANS_INIT=$m FTGEN_KMEANS_ITERS=10 FTGEN_BENCH_REFS=none ft 90 bench $proj --shapes $small --reps 3 --warmup 1 \
-    --json "$out/init_${tag}_dist.jsonl" > "$out/init_${tag}_dist.txt" 2>&1
-  FTGEN_KMEANS_INIT=$m FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=blobs FTGEN_BENCH_REFS=none ft 60 bench $proj --shapes 65536x32x128 --reps 3 \
-    --warmup 1 --json "$out/init_${tag}_blobs.jsonl" > "$out/init_${tag}_blobs.txt" 2>&1
-  FTGEN_KMEANS_INIT=$m FTGEN_BENCH_REFS=none ft 90 bench $proj --kernels '*cutlass90*' --shapes 1048576x128x1024,1048576x8x128 --reps 3 \
-    --warmup 1 --json "$out/init_${tag}_anchors.jsonl" > "$out/init_${tag}_anchors.txt" 2>&1
+  export FTGEN_KMEANS_INIT=$m
+  FTGEN_KMEANS_ITERS=10 b "$m-loop" 90 --kernels '*[0-9]_w*' --shapes 65536x32x128,20011x100x300,4099x17x1
+  FTGEN_KMEANS_ITERS=10 b "$m-loop-fused" 40 --kernels '*fused*' --shapes 65536x32x128,4099x17x1
+  FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=blobs b "$m-blobs" 40 --kernels '*f64*' --shapes 65536x32x128
+  b "$m-all" 60 --kernels '*[0-9]_w*' --shapes 5000x8x5000
+  b "$m-anchors" 90 --kernels '*cutlass90*' --shapes 1048576x128x1024,1048576x8x128
   t "$m"
 done
-python3 - "$out" <<'P'
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("init_*.jsonl")):
-    for line in f.read_text().splitlines():
-        r = json.loads(line)
-        if "kernel" not in r or "shape" not in r:
-            continue
-        s = r["shape"]
-        print(f.stem, r["kernel"][7:40], "x".join(str(s[k]) for k in ("samples", "dims", "clusters")), s.get("init"), "init_ms", s.get("init_ms"),
-              s.get("init_check"), "lloyd", r.get("lloyd_inertia_rel"), "ok", r.get("ok"), r.get("error", "")[:80] if not r.get("ok") else "")
+unset FTGEN_KMEANS_INIT
+for f in "$parts"/*.jsonl; do cat "$f"; done > "$out/init.jsonl"
+python3 - "$out/init.jsonl" <<'P'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "kernel" not in r or "shape" not in r:
+        continue
+    s = r["shape"]
+    print(r["kernel"][7:42], "x".join(str(s[k]) for k in ("samples", "dims", "clusters")), r.get("data"), r.get("init"), "init_ms", r.get("init_ms"),
+          r.get("init_check"), "lloyd", r.get("lloyd_inertia_rel"), "ok", r.get("ok"), "" if r.get("ok") else str(r.get("error"))[:120])
 P

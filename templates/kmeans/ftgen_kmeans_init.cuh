@@ -21,7 +21,7 @@
 
 namespace ftkm_init {
 
-constexpr int kRows = 2048;     // samples per block of the kmeans++ pass (one partial sum each)
+constexpr int kRows = 256;      // samples per block of the kmeans++ pass (one partial sum each; many blocks keep loads in flight)
 constexpr int kThreads = 256;   // threads of the pass's blocks
 
 inline size_t align256(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
