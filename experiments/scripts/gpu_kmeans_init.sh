@@ -15,10 +15,11 @@ parts=$(mktemp -d)
 b() { local tag=$1 s=$2; shift 2; FTGEN_BENCH_REFS=none ft "$s" bench $proj --reps 3 --warmup 1 --json "$parts/$tag.jsonl" "$@" >> "$out/log.txt" 2>&1; }
 for m in random kmeans++; do
   export FTGEN_KMEANS_INIT=$m
-  FTGEN_KMEANS_ITERS=10 b "$m-loop" 90 --kernels '*[0-9]_w*' --shapes 65536x32x128,20011x100x300,4099x17x1
+  FTGEN_KMEANS_ITERS=10 b "$m-loop" 60 --kernels '*_w*x*' --shapes 65536x32x128,20011x100x300,4099x17x1
+  FTGEN_KMEANS_ITERS=10 b "$m-loop-c90" 40 --kernels '*cutlass90*' --shapes 65536x32x128,20011x100x300,4099x17x1
   FTGEN_KMEANS_ITERS=10 b "$m-loop-fused" 40 --kernels '*fused*' --shapes 65536x32x128,4099x17x1
   FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=blobs b "$m-blobs" 40 --kernels '*f64*' --shapes 65536x32x128
-  b "$m-all" 60 --kernels '*[0-9]_w*' --shapes 5000x8x5000
+  b "$m-all" 60 --kernels '*_w*x*' --shapes 5000x8x5000
   b "$m-anchors" 90 --kernels '*cutlass90*' --shapes 1048576x128x1024,1048576x8x128
   t "$m"
 done
