@@ -11,7 +11,7 @@ import json
 import threading
 from pathlib import Path
 
-ABI_VERSION = 4  # the C interface this binding speaks (accumulating counters, fault injection, attention's kv_heads)
+ABI_VERSION = 5  # the C interface this binding speaks (accumulating counters, fault injection, attention's kv_heads, kmeans' init)
 
 _SCALARS = {
     "int": ctypes.c_int,

@@ -30,7 +30,7 @@ from ..templating import TemplateEnv
 
 LIB_DIR = "lib"
 TABLE_FILE = "dispatch.json"
-ABI_VERSION = 4
+ABI_VERSION = 5  # 5: ftgen_kmeans_problem gained init and seed
 
 
 def lib_name(spec_name: str) -> str:
