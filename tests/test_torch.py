@@ -5,7 +5,8 @@ machine: FTGEN_GPU_ARCH=sm_90 python -m pytest tests/test_torch.py. FTGEN_TORCH_
 specs/gemm/torch_linear.yaml; specs/gemm/torch_linear90.yaml: the Hopper kernels, bf16 included); FTGEN_TORCH_LIB a
 library already built from it (libftgen_<name>.so), which the tests then load instead of building one;
 FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library (specs/attention/torch_attention.yaml),
-FTGEN_TORCH_ATTN_INJ_SPEC / FTGEN_TORCH_ATTN_INJ_LIB for the one with injection built in (torch_attention_inject.yaml).
+FTGEN_TORCH_ATTN_INJ_SPEC / FTGEN_TORCH_ATTN_INJ_LIB for the one with injection built in (torch_attention_inject.yaml),
+FTGEN_TORCH_KM_SPEC / FTGEN_TORCH_KM_LIB for the kmeans library (specs/kmeans/torch_kmeans.yaml).
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def attn_inj_lib(tmp_path_factory):
     FTGEN_TORCH_ATTN_INJ_LIB, already built)."""
     return _library(tmp_path_factory, "FTGEN_TORCH_ATTN_INJ_LIB", "FTGEN_TORCH_ATTN_INJ_SPEC",
                     "specs/attention/torch_attention_inject.yaml")
+
+
+@pytest.fixture(scope="module")
+def km_lib(tmp_path_factory):
+    """The kmeans library of specs/kmeans/torch_kmeans.yaml (or FTGEN_TORCH_KM_LIB, already built)."""
+    return _library(tmp_path_factory, "FTGEN_TORCH_KM_LIB", "FTGEN_TORCH_KM_SPEC", "specs/kmeans/torch_kmeans.yaml")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
@@ -286,6 +293,92 @@ def test_attention_refuses_what_it_cannot_run(attn_lib):
         torch.ops.ftgen.attention(q.float(), q.float(), q.float(), attn_lib)
 
 
+KM_TYPES = {"tf32": torch.float32, "tf32x3": torch.float32, "fp64": torch.float64}
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3", "fp64"])
+@pytest.mark.parametrize("init", ["random", "kmeans++"])
+def test_kmeans_chooses_the_models_initial_centroids(km_lib, precision, init):
+    """max_iters 0: the centroids the library chooses are, bit for bit, the rows of x the NumPy model picks."""
+    from ftgen.families.kmeans import model
+
+    g = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.randn(20011, 29, device="cuda", dtype=KM_TYPES[precision], generator=g)
+    c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, 300, km_lib, precision, 0, init=init, seed=5)
+    idx = model.init_random(20011, 300, 5) if init == "random" else model.init_plusplus(x.cpu().numpy(), 300, 5)
+    assert torch.equal(c, x[torch.as_tensor(idx, device="cuda")])
+    assert inertia.numel() == 0 and int(iters) == 0
+
+
+def _lloyd64(x, c0, iters):
+    """The fp64 Lloyd loop from c0: each iteration's inertia (nearest-centroid distances), empty clusters kept."""
+    X, C, out = x.double(), c0.double().clone(), []
+    for _ in range(iters):
+        d = torch.cdist(X, C) ** 2
+        best, lab = d.min(1)
+        out.append(best.sum().item())
+        sums = torch.zeros_like(C).index_add_(0, lab, X)
+        cnt = torch.bincount(lab, minlength=C.shape[0]).double()
+        C = torch.where(cnt[:, None] > 0, sums / cnt.clamp(min=1)[:, None], C)
+    return out
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision,rel", [("tf32", 1e-4), ("tf32x3", 1e-6), ("fp64", 1e-10)])
+@pytest.mark.parametrize("n,d,k", [(65536, 32, 128), (20011, 64, 300), (4099, 17, 1)])
+def test_kmeans_loop_matches_an_fp64_loop(km_lib, precision, rel, n, d, k):
+    """10 iterations from given centroids: every iteration's inertia within `rel` of the fp64 loop's; the centroids the
+    fp64 means of the returned labels."""
+    g = torch.Generator(device="cuda").manual_seed(n + d)
+    x = torch.randn(n, d, device="cuda", dtype=KM_TYPES[precision], generator=g)
+    c0 = x[:: n // k][:k].clone()
+    c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, k, km_lib, precision, 10, init="given", c0=c0)
+    ref = _lloyd64(x, c0, 10)
+    assert int(iters) == 10
+    for got, want in zip(inertia.tolist(), ref):
+        assert abs(got - want) <= rel * want, (got, want)
+    lab = labels.long()
+    assert lab.min() >= 0 and lab.max() < k
+    cnt = torch.bincount(lab, minlength=k)
+    sums = torch.zeros(k, d, dtype=torch.float64, device="cuda").index_add_(0, lab, x.double())
+    means = sums / cnt.clamp(min=1)[:, None]
+    err = ((c.double() - means).abs() / means.abs().clamp(min=1e-3))[cnt > 0].max().item()
+    assert err <= (1e-5 if x.dtype == torch.float32 else 1e-12), err
+
+
+@pytest.mark.gpu
+@gpu
+def test_kmeans_stops_when_the_centroids_settle_and_counts_no_fault(km_lib):
+    g = torch.Generator(device="cuda").manual_seed(1)
+    centres = 20.0 * torch.eye(16, device="cuda")
+    x = (centres[torch.randint(0, 16, (40000,), device="cuda", generator=g)]
+         + 0.05 * torch.randn(40000, 16, device="cuda", generator=g))
+    ftt.reset()
+    c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, 16, km_lib, "tf32", 50, tol=1e-8, init="kmeans++", seed=2)
+    n_it = int(iters)
+    assert 1 <= n_it < 50 and (inertia[n_it:] == 0).all()
+    assert torch.bincount(labels.long(), minlength=16).min() > 2000  # kmeans++ put one centroid in each blob
+    r = ftt.report(emit=False)[f"{km_lib}:kmeans"]
+    assert r["calls"] == 1 and r["detected"] == 0 and r["uncorrectable"] == 0
+
+
+@pytest.mark.gpu
+@gpu
+def test_kmeans_refuses_what_it_cannot_run(km_lib):
+    x = torch.randn(100, 8, device="cuda")
+    with pytest.raises(ValueError, match="init 'given' needs c0"):
+        torch.ops.ftgen.kmeans(x, 5, km_lib, "tf32", 3, init="given")
+    with pytest.raises(ValueError, match="clusters 101 must be in 1..samples"):
+        torch.ops.ftgen.kmeans(x, 101, km_lib, "tf32", 3)
+    with pytest.raises(ValueError, match="float64 CUDA tensor for fp64"):
+        torch.ops.ftgen.kmeans(x, 5, km_lib, "fp64", 3)
+    with pytest.raises(ValueError, match="init 'kmeans' is not one of"):
+        torch.ops.ftgen.kmeans(x, 5, km_lib, "tf32", 3, init="kmeans")
+
+
 # ---- CPU (torch, no GPU) -----------------------------------------------------------------------------------------
 
 
@@ -344,6 +437,9 @@ def test_fake_and_meta_paths_autograd_and_protect():
         assert torch.ops.ftgen.attention(q, q, q, "standin", True).shape == (2, 3, 5, 64)
         kv = torch.empty(2, 1, 7, 64, dtype=torch.float16)  # grouped-query: one K / V head for three query heads
         assert torch.ops.ftgen.attention(q, kv, kv, "standin").shape == (2, 3, 5, 64)
+        c, labels, inertia, iters = torch.ops.ftgen.kmeans(torch.empty(100, 8), 5, "standin", "tf32", 7)
+        assert c.shape == (5, 8) and labels.shape == (100,) and labels.dtype == torch.int32
+        assert inertia.shape == (7,) and inertia.dtype == torch.float64 and iters.shape == (1,)
 
 
 def test_telemetry_reads_lazily_and_applies_the_policy():

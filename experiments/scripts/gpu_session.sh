@@ -11,6 +11,7 @@
 # torch_attention: the attention library of specs/attention/torch_attention.yaml through ftgen.torch: its tests
 #            (tests/test_torch.py -k attention; injection on the library of torch_attention_inject.yaml) and
 #            experiments/scripts/torch_attention_time.py against SDPA
+# torch_kmeans: the kmeans library of specs/kmeans/torch_kmeans.yaml through ftgen.torch: tests/test_torch.py -k kmeans
 # gpu_tests: pytest -m gpu tests/test_gpu.py
 # kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
 #            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
@@ -86,6 +87,13 @@ for phase in "$@"; do
       tail -n 3 "$out/torch/pytest_attn.txt"
       python3 experiments/scripts/torch_attention_time.py "$alib" "$out/torch/attn_time.jsonl" 4x32x4096x128 4x16x4096x64 2>> "$log"
       python3 experiments/scripts/torch_attention_time.py "$alib" "$out/torch/attn_time_causal.jsonl" 4x32x4096x128 --causal 2>> "$log" ;;
+    torch_kmeans)  # ftgen::kmeans: the library of specs/kmeans/torch_kmeans.yaml through ftgen.torch, its GPU tests
+      mkdir -p "$out/torch"
+      ft generate specs/kmeans/torch_kmeans.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_kmeans --lib -j 16 >> "$log" 2>&1
+      echo "build torch_kmeans rc $?" | tee -a "$log"
+      FTGEN_TORCH_KM_LIB=$gen/torch_kmeans/install/lib/libftgen_torch_kmeans.so python3 -m pytest -q -p no:cacheprovider -rA \
+        tests/test_torch.py -k kmeans > "$out/torch/pytest_kmeans.txt" 2>&1
+      tail -n 25 "$out/torch/pytest_kmeans.txt" ;;
     gpu_tests)  # the GPU test suite of every family x scheme
       mkdir -p "$out/all"
       FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py > "$out/all/pytest_gpu.txt" 2>&1

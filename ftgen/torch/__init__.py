@@ -5,12 +5,13 @@
     y = torch.ops.ftgen.mm(a, b, lib, "tf32x3")                  # a @ b on the tensor cores, fp32-accurate, ABFT
     y = torch.ops.ftgen.addmm(bias, a, b, lib, "tf32x3")         # a @ b + bias, rounded once (FTLinear's op)
     o = torch.ops.ftgen.attention(q, k, v, attn_lib, True)       # flash attention of an attention library (forward)
+    c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, 1024, km_lib, "tf32", 20)  # Lloyd from kmeans++ centroids
     model = ftt.protect(model, lib, precision="tf32x3")          # every nn.Linear -> FTLinear
     ftt.report()                                                 # fault counters per op, read from the device now
 
-The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``, ``ftgen::attention``) with a fake
-implementation (shapes for ``torch.compile`` and meta tensors); the GEMMs have an autograd formula whose products run
-through the same protected op (attention is forward only). Fault counters stay on the device, accumulated by the
+The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``, ``ftgen::attention``, ``ftgen::kmeans``)
+with a fake implementation (shapes for ``torch.compile`` and meta tensors); the GEMMs have an autograd formula whose
+products run through the same protected op (attention is forward only, kmeans has no gradient). Fault counters stay on the device, accumulated by the
 library's handle per device, and are read when asked (``report``, ``json_line``); ``set_policy`` says what an
 uncorrectable fault does (``warn``, ``raise``, or ``recompute``: rerun the call, which reads the counters after every
 call). torch is needed only here: ``import ftgen`` never imports it
@@ -20,6 +21,7 @@ call). torch is needed only here: ``import ftgen`` never imports it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -27,7 +29,7 @@ from torch import Tensor, nn
 from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
-__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "protect",
+__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "kmeans", "protect",
            "report", "json_line", "reset", "set_policy", "inject", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
@@ -227,6 +229,68 @@ def attention(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, s
 @attention.register_fake
 def _attention_fake(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = False, scale: float = 0.0) -> Tensor:
     return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+# kmeans: where the initial centroids come from (ftgen_kmeans_init) and the element type of each precision
+_KMEANS_INIT = {"given": 0, "random": 1, "kmeans++": 2}
+_KMEANS_TYPES = {"tf32": torch.float32, "tf32x3": torch.float32, "fp64": torch.float64}
+
+
+@torch.library.custom_op("ftgen::kmeans", mutates_args=())
+def kmeans(x: Tensor, clusters: int, lib: str, precision: str = "tf32", max_iters: int = 20, tol: float = 0.0,
+           init: str = "kmeans++", c0: Optional[Tensor] = None, seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Lloyd's k-means of x (samples, dims) into `clusters` centroids through library `lib`'s protected iteration
+    (``ftgen build --lib`` of a kmeans spec; precision tf32 or tf32x3 on float32 tensors, fp64 on float64). The
+    initial centroids: c0 (clusters, dims) with init "given", else samples of x chosen by seed ("random": uniformly,
+    "kmeans++": D^2 weighting; docs/kmeans.md). At most max_iters iterations (0: the initial centroids only), fewer
+    when the largest squared centroid shift is at most tol times the mean squared centroid norm (tol > 0; decided on
+    the device). Returns (centroids (clusters, dims), labels (samples,) int32 of the last assignment, inertia
+    (max_iters,) float64 of each iteration's assignment (0 past convergence), iterations run (1,) int32). Counted
+    as the library's `kmeans` op."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen::kmeans: no library loaded as {lib!r} (ftgen.torch.load)")
+    L = TELEMETRY.libs[lib]
+    want = _KMEANS_TYPES.get(precision)
+    if want is None:
+        raise ValueError(f"ftgen::kmeans: precision {precision!r} is not one of {', '.join(_KMEANS_TYPES)}")
+    if init not in _KMEANS_INIT:
+        raise ValueError(f"ftgen::kmeans: init {init!r} is not one of {', '.join(_KMEANS_INIT)}")
+    if x.dim() != 2 or x.dtype != want or not x.is_cuda or x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"ftgen::kmeans: x must be a non-empty (samples, dims) {want} CUDA tensor for {precision}, not "
+                         f"{tuple(x.shape)} {x.dtype} on {x.device}")
+    n, d = x.shape
+    if not 1 <= clusters <= n or max_iters < 0 or not 0 <= seed < 2**63:
+        raise ValueError(f"ftgen::kmeans: clusters {clusters} must be in 1..samples ({n}), max_iters {max_iters} >= 0, "
+                         f"seed {seed} in 0..2^63-1")
+    if init == "given" and (c0 is None or c0.shape != (clusters, d) or c0.dtype != want or c0.device != x.device):
+        raise ValueError(f"ftgen::kmeans: init 'given' needs c0 of shape ({clusters}, {d}), {want}, on {x.device}")
+    group = f"kmeans_{precision}"
+    if group not in L.groups:
+        raise FtgenLibError(f"{L.path.name} has no entry point {group}; it has: {', '.join(L.groups)}")
+    xc = x if x.is_contiguous() else x.contiguous()
+    C = c0.contiguous().clone() if init == "given" else torch.empty((clusters, d), dtype=want, device=x.device)
+    labels = torch.empty(n, dtype=torch.int32, device=x.device)
+    inertia = torch.zeros(max_iters, dtype=torch.float64, device=x.device)
+    iters = torch.zeros(1, dtype=torch.int32, device=x.device)
+    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
+
+    def run() -> None:
+        with torch.cuda.device(dev):
+            if init == "given":
+                C.copy_(c0)  # (a rerun starts again from c0)
+            args = [n, d, clusters, xc.data_ptr(), C.data_ptr(), labels.data_ptr(), 0, inertia.data_ptr() if max_iters else 0,
+                    max_iters, float(tol), _KMEANS_INIT[init], seed, iters.data_ptr()]
+            L.call(group, dev, args, torch.cuda.current_stream().cuda_stream)
+
+    _with_policy(lib, "kmeans", run)
+    return C, labels, inertia, iters
+
+
+@kmeans.register_fake
+def _kmeans_fake(x: Tensor, clusters: int, lib: str, precision: str = "tf32", max_iters: int = 20, tol: float = 0.0,
+                 init: str = "kmeans++", c0: Optional[Tensor] = None, seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    return (x.new_empty((clusters, x.shape[1])), x.new_empty((x.shape[0],), dtype=torch.int32),
+            x.new_empty((max_iters,), dtype=torch.float64), x.new_empty((1,), dtype=torch.int32))
 
 
 class FTLinear(nn.Module):

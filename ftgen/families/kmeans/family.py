@@ -47,6 +47,7 @@ from ..base import (
     Backend,
     Family,
     LauncherSignature,
+    LibraryEntry,
     Param,
     Protection,
     Source,
@@ -427,6 +428,29 @@ class KmeansFamily(Family):
         from .flash_ref import FlashKmeansRef
 
         return (FlashKmeansRef(),)
+
+    def library_entry(self, v: Variant) -> LibraryEntry:
+        """One entry point per precision (``kmeans_<precision>``): the Lloyd loop's arguments as C scalars and device
+        pointers (ftgen_kmeans.h's problem without its fault fields), the workspace sized by the chosen variant."""
+        elem = "double" if v.precision == "fp64" else "float"
+        return LibraryEntry(
+            params="int samples, int dims, int clusters, const void* X, void* C, int* labels, int* counts, double* inertia, "
+                   "int max_iters, double tol, int init, unsigned long long seed, int* iters_done",
+            shape=("samples", "dims", "clusters"),
+            legal="samples >= 1 && dims >= 1 && clusters >= 1 && clusters <= samples && max_iters >= 0 && init >= 0 && init <= 2 "
+                  "&& X && C && labels",
+            problem_type="ftgen_kmeans_problem",
+            fill="P.samples = samples, P.dims = dims, P.clusters = clusters, P.X = X, P.C = C, P.labels = labels, P.counts = counts, "
+                 "P.inertia = inertia, P.max_iters = max_iters, P.tol = tol, P.init = init, P.seed = seed, P.iters_done = iters_done;",
+            workspace_params="int samples, int dims, int clusters",
+            workspace="{sym}_workspace(samples, dims, clusters)",
+            doc=(f"a Lloyd loop over X [samples][dims] into C [clusters][dims] ({elem}, row-major device arrays): C in the "
+                 "initial centroids (init 0), or chosen from X by init 1 (random samples) or 2 (kmeans++) with seed; out "
+                 "the centroids after max_iters iterations (fewer when the largest squared centroid shift is at most tol "
+                 "times the mean squared centroid norm, tol > 0), or with max_iters 0 the initial ones; labels [samples] "
+                 "the last assignment; counts [clusters], inertia [max_iters] (each iteration's) and iters_done (the "
+                 "iterations run) may be null"),
+        )
 
     def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
         """The fused backend runs dims <= 32 (its launcher refuses more); the others any shape."""
