@@ -327,19 +327,21 @@ def _lloyd64(x, c0, iters):
 
 @pytest.mark.gpu
 @gpu
-@pytest.mark.parametrize("precision,rel", [("tf32", 1e-4), ("tf32x3", 1e-6), ("fp64", 1e-10)])
+@pytest.mark.parametrize("precision,first,loop", [("tf32", 1e-4, 5e-4), ("tf32x3", 1e-6, 1e-4), ("fp64", 1e-10, 1e-10)])
 @pytest.mark.parametrize("n,d,k", [(65536, 32, 128), (20011, 64, 300), (4099, 17, 1)])
-def test_kmeans_loop_matches_an_fp64_loop(km_lib, precision, rel, n, d, k):
-    """10 iterations from given centroids: every iteration's inertia within `rel` of the fp64 loop's; the centroids the
-    fp64 means of the returned labels."""
+def test_kmeans_loop_matches_an_fp64_loop(km_lib, precision, first, loop, n, d, k):
+    """10 iterations from given centroids against the fp64 loop: the first iteration's inertia within `first` (the same
+    C0: only the labels' rounding bands differ), every later one within `loop` (the issue's 1e-4 for tf32x3; a near
+    tie decided the other way moves the rest of the loop, and tf32's bands are 2^13 times fp32's: docs/kmeans.md);
+    the centroids the fp64 means of the returned labels."""
     g = torch.Generator(device="cuda").manual_seed(n + d)
     x = torch.randn(n, d, device="cuda", dtype=KM_TYPES[precision], generator=g)
     c0 = x[:: n // k][:k].clone()
     c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, k, km_lib, precision, 10, init="given", c0=c0)
     ref = _lloyd64(x, c0, 10)
     assert int(iters) == 10
-    for got, want in zip(inertia.tolist(), ref):
-        assert abs(got - want) <= rel * want, (got, want)
+    for it, (got, want) in enumerate(zip(inertia.tolist(), ref)):
+        assert abs(got - want) <= (first if it == 0 else loop) * want, (it, got, want)
     lab = labels.long()
     assert lab.min() >= 0 and lab.max() < k
     cnt = torch.bincount(lab, minlength=k)
