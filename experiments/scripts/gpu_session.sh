@@ -26,6 +26,9 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 [ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
 ft() { python3 -m ftgen.cli "$@"; }
+# the provenance line of a phase without bench rows (ftgen's results header: commit, GPU state, driver, nvcc, libraries)
+prov_header() { python3 -c "import json, sys; from ftgen.bench import gpu_info; from ftgen.report.provenance import provenance
+print(json.dumps({'provenance': provenance(gpu_info(), sys.argv[1:])}))" "$@"; }
 gen=generated/session
 log="$out/log.txt"
 km=1048576x128x1024,1048576x8x128,1048576x32x128,1048576x128x128
@@ -91,6 +94,7 @@ for phase in "$@"; do
       mkdir -p "$out/torch"
       ft generate specs/kmeans/torch_kmeans.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_kmeans --lib -j 16 >> "$log" 2>&1
       echo "build torch_kmeans rc $?" | tee -a "$log"
+      prov_header tests/test_torch.py -k kmeans > "$out/torch/provenance_kmeans.jsonl"
       FTGEN_TORCH_KM_LIB=$gen/torch_kmeans/install/lib/libftgen_torch_kmeans.so python3 -m pytest -q -p no:cacheprovider -rA \
         tests/test_torch.py -k kmeans > "$out/torch/pytest_kmeans.txt" 2>&1
       tail -n 25 "$out/torch/pytest_kmeans.txt" ;;
