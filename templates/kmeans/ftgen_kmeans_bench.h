@@ -17,8 +17,8 @@
 // kernel against an fp64 loop from the same C0, the inertia of every iteration within 1e-4 (relative).
 // FTGEN_KMEANS_INIT=random|kmeans++ lets the kernel choose C0 (its launch with max_iters 0, by a seed of the
 // run's), timed once (init_ms), and checks the choice against the host reference of ftgen_kmeans_init.h:
-// every centroid bit for bit the reference's sample (kmeans++ up to samples x dims x clusters = 2^31, the
-// reference's cost; beyond it, each centroid a row of X is not checked).
+// every centroid bit for bit the reference's sample (kmeans++ only up to samples x dims x clusters = 2^31:
+// the host reference's cost; beyond it the row says the check was skipped).
 // Faults (inject builds) land at the site FTGEN_KMEANS_SITE names: accumulator (default), argmin, norm
 // or update.
 // Vendor reference timed alternately: a cuBLAS Lloyd iteration in the variant's storage type (SGEMM for

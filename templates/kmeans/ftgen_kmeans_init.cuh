@@ -5,8 +5,8 @@
 // kmeans++  per centroid t: one pass over X (dist_kernel: each sample's squared distance to centroid t in fp64, its
 //           D^2 the minimum over the chosen ones, a partial sum per block of kRows samples, every sum in a fixed
 //           order), then one warp (pick_kernel) finds the next centroid from the partials and the D^2 of one block
-//           and copies its row into C: 2 clusters launches, each pass reading X once (about 110 us at 2^20 x 128
-//           floats on an H200; O(samples dims clusters) in all, as every kmeans++).
+//           and copies its row into C: 2 clusters launches, each pass reading X once (O(samples dims clusters) in
+//           all, as every kmeans++).
 // Either way the centroids are rows of X copied bit for bit; a protected variant copies them again from the chosen
 // indices and compares (verify_kernel): a fault in the choice can only choose another sample, a fault in the copy is
 // detected and repaired.
