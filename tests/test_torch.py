@@ -6,7 +6,8 @@ specs/gemm/torch_linear.yaml; specs/gemm/torch_linear90.yaml: the Hopper kernels
 library already built from it (libftgen_<name>.so), which the tests then load instead of building one;
 FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library (specs/attention/torch_attention.yaml),
 FTGEN_TORCH_ATTN_INJ_SPEC / FTGEN_TORCH_ATTN_INJ_LIB for the one with injection built in (torch_attention_inject.yaml),
-FTGEN_TORCH_KM_SPEC / FTGEN_TORCH_KM_LIB for the kmeans library (specs/kmeans/torch_kmeans.yaml).
+FTGEN_TORCH_KM_SPEC / FTGEN_TORCH_KM_LIB for the kmeans library (specs/kmeans/torch_kmeans.yaml) and
+FTGEN_TORCH_KM_INJ_SPEC / FTGEN_TORCH_KM_INJ_LIB for the one with injection built in (torch_kmeans_inject.yaml).
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ def attn_inj_lib(tmp_path_factory):
 def km_lib(tmp_path_factory):
     """The kmeans library of specs/kmeans/torch_kmeans.yaml (or FTGEN_TORCH_KM_LIB, already built)."""
     return _library(tmp_path_factory, "FTGEN_TORCH_KM_LIB", "FTGEN_TORCH_KM_SPEC", "specs/kmeans/torch_kmeans.yaml")
+
+
+@pytest.fixture(scope="module")
+def km_inj_lib(tmp_path_factory):
+    """The kmeans library with injection built in (specs/kmeans/torch_kmeans_inject.yaml, or FTGEN_TORCH_KM_INJ_LIB)."""
+    return _library(tmp_path_factory, "FTGEN_TORCH_KM_INJ_LIB", "FTGEN_TORCH_KM_INJ_SPEC", "specs/kmeans/torch_kmeans_inject.yaml")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
@@ -365,6 +372,36 @@ def test_kmeans_stops_when_the_centroids_settle_and_counts_no_fault(km_lib):
     assert torch.bincount(labels.long(), minlength=16).min() > 2000  # kmeans++ put one centroid in each blob
     r = ftt.report(emit=False)[f"{km_lib}:kmeans"]
     assert r["calls"] == 1 and r["detected"] == 0 and r["uncorrectable"] == 0
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision,rel", [("tf32", 1e-4), ("fp64", 1e-12)])
+def test_kmeans_injected_faults_are_counted_and_the_outputs_stay_correct(km_inj_lib, precision, rel):
+    """One bit flip per call in the distance GEMM's accumulators (ftgen.torch.inject): every flip applied and counted,
+    none uncorrectable, and each call's assignment as good as the fp64 nearest centroids (its inertia within `rel`) with
+    its centroids the fp64 means of its labels."""
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(65536, 32, device="cuda", dtype=KM_TYPES[precision], generator=g)
+    c0 = x[::512].clone()
+    X, C0 = x.double(), c0.double()
+    best = (torch.cdist(X, C0) ** 2).min(1).values.sum().item()
+    ftt.reset()
+    ftt.inject(km_inj_lib, 1, seed=3)
+    try:
+        for _ in range(12):
+            c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, 128, km_inj_lib, precision, 1, init="given", c0=c0)
+            lab = labels.long()
+            got = ((X - C0[lab]) ** 2).sum().item()
+            assert got <= best * (1 + rel), (got, best)
+            cnt = torch.bincount(lab, minlength=128)
+            means = torch.zeros(128, 32, dtype=torch.float64, device="cuda").index_add_(0, lab, X) / cnt.clamp(min=1)[:, None]
+            means = torch.where(cnt[:, None] > 0, means, C0)
+            assert ((c.double() - means).abs() / means.abs().clamp(min=1e-3)).max().item() <= (1e-5 if precision == "tf32" else 1e-12)
+    finally:
+        ftt.inject(km_inj_lib, 0)
+    r = ftt.report(emit=False)[f"{km_inj_lib}:kmeans"]
+    assert r["calls"] == 12 and r["injected"] == 12 and r["uncorrectable"] == 0 and r["detected"] <= 12
 
 
 @pytest.mark.gpu

@@ -12,6 +12,7 @@
 #            (tests/test_torch.py -k attention; injection on the library of torch_attention_inject.yaml) and
 #            experiments/scripts/torch_attention_time.py against SDPA
 # torch_kmeans: the kmeans library of specs/kmeans/torch_kmeans.yaml through ftgen.torch: tests/test_torch.py -k kmeans
+# torch_kmeans_inject: ftgen.torch.inject on the kmeans library with injection built in (torch_kmeans_inject.yaml)
 # gpu_tests: pytest -m gpu tests/test_gpu.py
 # kmeans:    the kmeans demo at the flash-kmeans anchor shapes and awkward shapes, with faults, the Lloyd loop,
 #            and flash-kmeans timed in the same call (experiments/scripts/flash_kmeans_time.py; carry .whl)
@@ -98,6 +99,14 @@ for phase in "$@"; do
       FTGEN_TORCH_KM_LIB=$gen/torch_kmeans/install/lib/libftgen_torch_kmeans.so python3 -m pytest -q -p no:cacheprovider -rA \
         tests/test_torch.py -k kmeans > "$out/torch/pytest_kmeans.txt" 2>&1
       tail -n 25 "$out/torch/pytest_kmeans.txt" ;;
+    torch_kmeans_inject)  # ftgen.torch.inject on the kmeans library of specs/kmeans/torch_kmeans_inject.yaml
+      mkdir -p "$out/torch"
+      ft generate specs/kmeans/torch_kmeans_inject.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_kmeans_inject --lib -j 16 >> "$log" 2>&1
+      echo "build torch_kmeans_inject rc $?" | tee -a "$log"
+      prov_header tests/test_torch.py -k kmeans_injected > "$out/torch/provenance_kmeans_inject.jsonl"
+      FTGEN_TORCH_KM_INJ_LIB=$gen/torch_kmeans_inject/install/lib/libftgen_torch_kmeans_inject.so python3 -m pytest -q -p no:cacheprovider \
+        -rA tests/test_torch.py -k kmeans_injected > "$out/torch/pytest_kmeans_inject.txt" 2>&1
+      tail -n 8 "$out/torch/pytest_kmeans_inject.txt" ;;
     gpu_tests)  # the GPU test suite of every family x scheme
       mkdir -p "$out/all"
       FTGEN_GPU_ARCH=sm_90 python3 -m pytest -m gpu -q -p no:cacheprovider -rA tests/test_gpu.py > "$out/all/pytest_gpu.txt" 2>&1

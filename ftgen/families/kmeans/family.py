@@ -452,6 +452,17 @@ class KmeansFamily(Family):
                  "iterations run) may be null"),
         )
 
+    def library_fault_plan(self, v: Variant) -> str:
+        # faults as the bench plans them at its default site (the distance GEMM's accumulators, in the first
+        # iteration): over the variant's geometry, one bit flip each
+        if not v.protection.injects:
+            return ""
+        return ("ftgen_kmeans_geometry g;\n"
+                "{sym}_geometry(samples, dims, clusters, &g);\n"
+                "blocks = g.blocks;\n"
+                "plan = ftgen::plan_faults(handle->inject_n, fseed, g.blocks, g.threads, g.elems_per_thread, g.steps, "
+                "g.value_bits, ftgen::kBitflip, -1, 0.0);")
+
     def library_range(self, v: Variant) -> dict[str, tuple[int, int]]:
         """The fused backend runs dims <= 32 (its launcher refuses more); the others any shape."""
         return {"dims": (1, FUSED_MAX_DIMS)} if self.backend_of(v).name == "fused" else {}
