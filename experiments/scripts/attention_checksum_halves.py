@@ -1,0 +1,80 @@
+"""Would the efta checks keep their coverage with half the checksum columns? The strided checksums of K (the S check)
+and of V (the O check) are fp32 sums split into two 16-bit halves (hi, lo), so that the products Q Kc^T and P Vc see
+them to u_in^2; dropping the lo halves saves 8 of K's 24 checksum rows and 8 of V's 32 checksum columns (a lever on
+the wgmma kernel's instruction count, docs/attention.md), but the checksum then carries its own 16-bit rounding, so
+each threshold must grow by u_in times the magnitudes it sums: u_in ||q|| sum_l ||k_l|| for S, u_in times the row's
+P-weighted group magnitude for O. This runs the NumPy model of the kernel (ftgen.families.attention.model) both ways
+on the same inputs and the same single bit flips of an S or O accumulator: per distribution and site, the significant
+faults (the uncorrected output beyond the tolerance) and those detected and ending within the tolerance, and the clean
+runs' detections.
+
+    python experiments/scripts/attention_checksum_halves.py [trials] [seq] [head_dim]
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ftgen.families.attention import model as M
+
+_split16, _s_threshold, _o_threshold = M.split16, M.s_threshold, M.o_threshold
+
+
+def hi_only(on: bool) -> None:
+    """Switch the model between the two halves (as built) and the hi half alone with the grown thresholds."""
+    if not on:
+        M.split16, M.s_threshold, M.o_threshold = _split16, _s_threshold, _o_threshold
+        return
+    M.split16 = lambda c, precision: (M.round_to(c, precision), np.zeros_like(np.asarray(c, dtype=np.float32)))
+    M.s_threshold = lambda qnorm, kgn, d, nl, precision: _s_threshold(qnorm, kgn, d, nl, precision) + M.U_IN[precision] * qnorm * kgn
+    M.o_threshold = lambda mag, n_keys, n_tiles, nl, precision: (_o_threshold(mag, n_keys, n_tiles, nl, precision)
+                                                                + M.U_IN[precision] * mag)
+
+
+def main() -> int:
+    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    seq = int(sys.argv[2]) if len(sys.argv) > 2 else 256
+    d = int(sys.argv[3]) if len(sys.argv) > 3 else 128
+    bc = 128
+    schemes = ("hi+lo", "hi")
+    total = {(s, site): [0, 0] for s in schemes for site in ("qk", "o")}
+    clean = {s: 0 for s in schemes}
+    for dist in ("normal", "uniform", "outlier"):
+        rng = np.random.default_rng({"normal": 11, "uniform": 12, "outlier": 13}[dist])
+        q, k, v = M.inputs(dist, seq, seq, d, seed=int(rng.integers(1 << 31)))
+        for s in schemes:
+            hi_only(s == "hi")
+            clean[s] += M.flash_forward(q, k, v, level="efta", bc=bc)[1].detected
+        res = {(s, site): [0, 0] for s in schemes for site in ("qk", "o")}
+        for site in ("qk", "o"):
+            for _ in range(trials):
+                q, k, v = M.inputs(dist, seq, seq, d, seed=int(rng.integers(1 << 31)))
+                col = int(rng.integers(bc if site == "qk" else d))
+                f = M.Fault(site, row=int(rng.integers(seq)), tile=int(rng.integers(seq // bc)), col=col, kind="bitflip",
+                            bit=int(rng.integers(32)))
+                hi_only(False)
+                ou, _ = M.flash_forward(q, k, v, level="efta", faults=[f], correct=False, bc=bc)
+                if not M.max_error(ou, q, k, v, "fp16", False) > 1.0:
+                    continue
+                for s in schemes:
+                    hi_only(s == "hi")
+                    oc, c = M.flash_forward(q, k, v, level="efta", faults=[f], bc=bc)
+                    res[(s, site)][1] += 1
+                    res[(s, site)][0] += c.detected >= 1 and M.max_error(oc, q, k, v, "fp16", False) <= 1.0
+        hi_only(False)
+        for key, (a, b) in res.items():
+            total[key][0] += a
+            total[key][1] += b
+        print(f"{dist}: " + ", ".join(f"{s} {site} {res[(s, site)][0]}/{res[(s, site)][1]}" for s in schemes for site in ("qk", "o")),
+              flush=True)
+    print(f"all ({trials} flips per distribution and site, seq {seq}, head dim {d}, fp16, efta, block_n {bc}):")
+    for s in schemes:
+        print(f"  {s}: " + ", ".join(f"{site} {total[(s, site)][0]}/{total[(s, site)][1]} = "
+                                     f"{total[(s, site)][0] / max(total[(s, site)][1], 1):.4f}" for site in ("qk", "o"))
+              + f"; clean detections {clean[s]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
