@@ -268,7 +268,7 @@ def kmeans(x: Tensor, clusters: int, lib: str, precision: str = "tf32", max_iter
     if group not in L.groups:
         raise FtgenLibError(f"{L.path.name} has no entry point {group}; it has: {', '.join(L.groups)}")
     xc = x if x.is_contiguous() else x.contiguous()
-    C = c0.contiguous().clone() if init == "given" else torch.empty((clusters, d), dtype=want, device=x.device)
+    C = torch.empty((clusters, d), dtype=want, device=x.device)
     labels = torch.empty(n, dtype=torch.int32, device=x.device)
     inertia = torch.zeros(max_iters, dtype=torch.float64, device=x.device)
     iters = torch.zeros(1, dtype=torch.int32, device=x.device)
@@ -277,7 +277,7 @@ def kmeans(x: Tensor, clusters: int, lib: str, precision: str = "tf32", max_iter
     def run() -> None:
         with torch.cuda.device(dev):
             if init == "given":
-                C.copy_(c0)  # (a rerun starts again from c0)
+                C.copy_(c0)  # (C in: the initial centroids; a rerun starts from c0 again)
             args = [n, d, clusters, xc.data_ptr(), C.data_ptr(), labels.data_ptr(), 0, inertia.data_ptr() if max_iters else 0,
                     max_iters, float(tol), _KMEANS_INIT[init], seed, iters.data_ptr()]
             L.call(group, dev, args, torch.cuda.current_stream().cuda_stream)
