@@ -46,35 +46,22 @@ def _library(tmp_path_factory, env_lib: str, env_spec: str, spec: str):
     return ftt.load(tmp / "inst" / "lib" / f"libftgen_{name}.so")
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return _library(tmp_path_factory, "FTGEN_TORCH_LIB", "FTGEN_TORCH_SPEC", "specs/gemm/torch_linear.yaml")
+def _library_fixture(env: str, spec: str):
+    """A module fixture: the library of `spec` (relative to the repository), or of the spec named by `<env>_SPEC`, built
+    here; or the one `<env>_LIB` names, already built."""
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory):
+        return _library(tmp_path_factory, f"{env}_LIB", f"{env}_SPEC", spec)
+
+    return fixture
 
 
-@pytest.fixture(scope="module")
-def attn_lib(tmp_path_factory):
-    """The attention library of specs/attention/torch_attention.yaml (or FTGEN_TORCH_ATTN_LIB, already built)."""
-    return _library(tmp_path_factory, "FTGEN_TORCH_ATTN_LIB", "FTGEN_TORCH_ATTN_SPEC", "specs/attention/torch_attention.yaml")
-
-
-@pytest.fixture(scope="module")
-def attn_inj_lib(tmp_path_factory):
-    """The attention library with injection built in (specs/attention/torch_attention_inject.yaml, or
-    FTGEN_TORCH_ATTN_INJ_LIB, already built)."""
-    return _library(tmp_path_factory, "FTGEN_TORCH_ATTN_INJ_LIB", "FTGEN_TORCH_ATTN_INJ_SPEC",
-                    "specs/attention/torch_attention_inject.yaml")
-
-
-@pytest.fixture(scope="module")
-def km_lib(tmp_path_factory):
-    """The kmeans library of specs/kmeans/torch_kmeans.yaml (or FTGEN_TORCH_KM_LIB, already built)."""
-    return _library(tmp_path_factory, "FTGEN_TORCH_KM_LIB", "FTGEN_TORCH_KM_SPEC", "specs/kmeans/torch_kmeans.yaml")
-
-
-@pytest.fixture(scope="module")
-def km_inj_lib(tmp_path_factory):
-    """The kmeans library with injection built in (specs/kmeans/torch_kmeans_inject.yaml, or FTGEN_TORCH_KM_INJ_LIB)."""
-    return _library(tmp_path_factory, "FTGEN_TORCH_KM_INJ_LIB", "FTGEN_TORCH_KM_INJ_SPEC", "specs/kmeans/torch_kmeans_inject.yaml")
+lib = _library_fixture("FTGEN_TORCH", "specs/gemm/torch_linear.yaml")
+attn_lib = _library_fixture("FTGEN_TORCH_ATTN", "specs/attention/torch_attention.yaml")
+attn_inj_lib = _library_fixture("FTGEN_TORCH_ATTN_INJ", "specs/attention/torch_attention_inject.yaml")
+km_lib = _library_fixture("FTGEN_TORCH_KM", "specs/kmeans/torch_kmeans.yaml")
+km_inj_lib = _library_fixture("FTGEN_TORCH_KM_INJ", "specs/kmeans/torch_kmeans_inject.yaml")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
