@@ -46,10 +46,12 @@ dimensions and pointers): 4 or 2 bytes x (M'K' + K'N' + M'N') on top of CUTLASS'
 Kernel names (every parameter is encoded)::
 
     gemm_<prec>_none_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x<cluster_n>_<schedule>
-        _<scheduler>_s<stages|auto>_sw<swizzle>_<a><b>[_p<promote>]
+        _<scheduler>_s<stages|auto>_sw<swizzle>_<a><b>[_p<promote>][_b0]
 
 ``<schedule>`` is ``ws-coop`` or ``ws-pingpong``, ``<scheduler>`` ``persistent`` or ``streamk``,
-``<a><b>`` the layouts of A and B (``r``/``c``). Example:
+``<a><b>`` the layouts of A and B (``r``/``c``), ``_b0`` (``beta0: 1``) a second kernel for beta == 0 whose epilogue
+has no C source: the default epilogue stages C tiles beside D's (e.g. 66 KB of tf32 128x256 tiles), which a call with
+beta == 0 never reads, and without them the builder fits one more main-loop stage. Example:
 ``gemm_tf32_none_cutlass90_128x256x32_c2x1_ws-coop_persistent_sauto_sw1_rc``.
 
 Build: ``-DNDEBUG`` is a compile option of every variant (CUTLASS's device-side assertions left in
@@ -174,6 +176,8 @@ PARAMS = (
     Param("layout_b", str, ("col",), "layout of B (K x N)", choices=("row", "col")),
     Param("promote", int, (0,), "k-tiles between promotions of the wgmma accumulators into fp32 registers (0: none, the "
           "wgmma accumulates the whole K; abft: 1)", choices=PROMOTE),
+    Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
+          "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
 )
 
 _PREC_DEFAULTS = {"tf32": {}, "tf32x3": {}, "fp16": {"tile_k": 64}, "bf16": {"tile_k": 64}}
@@ -256,6 +260,9 @@ class Geometry:
         self.promote = p["promote"]
         # wgmma instructions between promotions (CUTLASS's mma_promotion_interval)
         self.promote_mmas = self.promote * self.tile[2] // WGMMA_K[v.precision]
+        # a second kernel without a C source for beta == 0 (the unprotected GEMM, gemm90: the twin, and the tf32x3 check's
+        # GEMM, which always runs with beta == 0)
+        self.beta0 = bool(p["beta0"])
 
 
 def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None, c_source: bool = True) -> str:
@@ -527,7 +534,7 @@ class Cutlass90Backend(Backend):
             f"s{g.stages}" if g.stages else "sauto",
             f"sw{g.swizzle}",
             f"{g.layout_a[0]}{g.layout_b[0]}",
-        ] + ([f"p{g.promote}"] if g.promote else []) + ((["evt"] if g.abft16 else ["conc"]) if g.abft else []) + (
+        ] + ([f"p{g.promote}"] if g.promote else []) + (["b0"] if g.beta0 else []) + ((["evt"] if g.abft16 else ["conc"]) if g.abft else []) + (
             ["inj"] if v.protection.injects else [])
 
     def context(self, v: Variant) -> dict:
@@ -543,6 +550,7 @@ class Cutlass90Backend(Backend):
             "max_attempts": MAX_ATTEMPTS,
             **((self._abft16_context(v) if g.abft16 else self._abft_context(v)) if g.abft else {}),
             "op_kernel": cutlass90_operation(v, "Kernel"),
+            "op_kernel_noc": cutlass90_operation(v, "KernelNoC", c_source=False) if g.beta0 else "",
             "ElementAB": ta,
             "ElementC": tc,
             "ElementAcc": tacc,

@@ -8,6 +8,7 @@
 // workspace), so every product gets big*small + small*big + big*big.
 #include "gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws-coop_persistent_sauto_sw1_rc.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -153,18 +154,20 @@ inline Shape kernel_shape(int m, int n, int k) {
 
 using ftgen_sm90::hardware;
 
-inline typename Gemm::Arguments arguments(Shape s, float alpha, float beta, const EA* A, long long lda, const EA* B, long long ldb, EC* C,
-                                          long long ldc, const cutlass::KernelHardwareInfo& hw) {
-  StrideA sa{};
-  StrideB sb{};
-  StrideC sc{};
-  StrideD sd{};
+// The arguments of one launch of G (Gemm, or GemmNoC: its C pointer is not read)
+template <class G = Gemm>
+inline typename G::Arguments arguments(Shape s, float alpha, float beta, const EA* A, long long lda, const EA* B, long long ldb, EC* C,
+                                       long long ldc, const cutlass::KernelHardwareInfo& hw) {
+  typename G::GemmKernel::StrideA sa{};
+  typename G::GemmKernel::StrideB sb{};
+  typename G::GemmKernel::StrideC sc{};
+  typename G::GemmKernel::StrideD sd{};
   // CUTLASS's modes: A (M, K, L), B (N, K, L), C and D (M, N, L); the unit stride is static
   cute::get<0>(sa) = lda;
   cute::get<0>(sb) = ldb;
   cute::get<0>(sc) = ldc;
   cute::get<0>(sd) = ldc;
-  typename Gemm::Arguments args{};
+  typename G::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   args.problem_shape = {s.m, s.n, s.k, 1};
   args.mainloop.ptr_A = A;
@@ -195,8 +198,26 @@ inline Layout layout(int m, int n, int k, const cutlass::KernelHardwareInfo& hw)
   l.c = l.b + section(sizeof(EA) * size_t(s.k) * size_t(s.n));
   l.cutlass = l.c + section(sizeof(EC) * size_t(s.m) * size_t(s.n));
   const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? s.k : s.m, nullptr, kRowB ? s.n : s.k, nullptr, s.n, hw);
-  l.total = l.cutlass + section(Gemm::get_workspace_size(args));
+  size_t cutlass_ws = Gemm::get_workspace_size(args);
+  l.total = l.cutlass + section(cutlass_ws);
   return l;
+}
+
+// can_implement, initialize (CUTLASS's workspace at `cutlass_ws`) and run of one launch of G
+template <class G>
+inline cudaError_t run_op(const typename G::Arguments& args, char* cutlass_ws, cudaStream_t stream) {
+  if (G::can_implement(args) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
+  G op;
+  cudaError_t e;
+  if (op.initialize(args, cutlass_ws, stream) != cutlass::Status::kSuccess) {
+    e = cudaGetLastError();
+    return e != cudaSuccess ? e : cudaErrorInvalidValue;
+  }
+  if (op.run(stream) != cutlass::Status::kSuccess) {
+    e = cudaGetLastError();
+    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+  }
+  return cudaGetLastError();
 }
 
 inline bool aligned(const void* p, long long cols, long long ld) {
@@ -277,19 +298,10 @@ extern "C" cudaError_t gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persist
     ldc = s.n;
   }
 
-  const typename Gemm::Arguments args =
-      arguments(s, static_cast<float>(p->alpha), static_cast<float>(p->beta), A, lda, B, ldb, C, ldc, hw);
-  if (Gemm::can_implement(args) != cutlass::Status::kSuccess) return cudaErrorInvalidValue;
-  Gemm op;
-  if (op.initialize(args, ws ? ws + lay.cutlass : nullptr, stream) != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? e : cudaErrorInvalidValue;
-  }
-  if (op.run(stream) != cutlass::Status::kSuccess) {
-    e = cudaGetLastError();
-    return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-  }
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  const float alpha = static_cast<float>(p->alpha), beta = static_cast<float>(p->beta);
+  char* const cutlass_ws = ws ? ws + lay.cutlass : nullptr;
+  e = run_op<Gemm>(arguments(s, alpha, beta, A, lda, B, ldb, C, ldc, hw), cutlass_ws, stream);
+  if (e != cudaSuccess) return e;
   if (!c_direct) {
     unpad_kernel<EC><<<grid2d(m, n), 256, 0, stream>>>(C, ldc, m, n, static_cast<EC*>(p->C), p->ldc);
     e = cudaGetLastError();
