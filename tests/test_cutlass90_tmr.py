@@ -169,7 +169,7 @@ def test_the_kernel_level_is_one_batched_launch_with_shared_operands(rendered):
     assert "args.epilogue.ptr_C = csrc;" in cu and cu.count("cute::get<2>(args.epilogue.dC) = 0;") == 1
     # one launch of the sm90 kernel for the copies
     body = cu.split('extern "C" cudaError_t ' + rendered["kernel"]["v"].symbol + "(", 1)[1]
-    assert body.count("run_gemm(") == 1 and "for (int c = 0; c < kCopies; ++c) {\n    typename Gemm::Arguments" not in body
+    assert body.count("run_op<Gemm>(") == 1 and "for (int c = 0; c < kCopies; ++c) {\n    typename Gemm::Arguments" not in body
 
 
 def test_the_multikernel_level_is_three_launches_on_the_callers_stream(rendered):
@@ -177,7 +177,7 @@ def test_the_multikernel_level_is_three_launches_on_the_callers_stream(rendered)
     assert "constexpr bool kBatched = false;" in cu
     body = cu.split('extern "C" cudaError_t ' + rendered["multi_inj"]["v"].symbol + "(", 1)[1]
     assert "for (int c = 0; c < kCopies; ++c) {\n    typename Gemm::Arguments args" in body
-    assert "run_gemm(args, ws + lay.cutlass, stream)" in body  # one CUTLASS workspace, one stream
+    assert "run_op<Gemm>(args, ws + lay.cutlass, stream)" in body  # one CUTLASS workspace, one stream
     assert "args.problem_shape = {s.m, s.n, s.k, kCopies};" not in body
     # copy 0 is C itself where beta == 0 and TMA can write it (the vote then writes only where copy 0 loses)
     assert "if (beta0 && c_direct) {\n    d[0] = static_cast<EC*>(p->C);" in body

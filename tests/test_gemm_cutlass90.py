@@ -83,7 +83,8 @@ def test_default_name_encodes_every_parameter():
 def test_every_parameter_changes_the_name():
     base = variant("fp16")
     alternatives = {"tile_m": 256, "tile_n": 64, "tile_k": 32, "cluster_m": 2, "cluster_n": 2, "schedule": "ws-pingpong",
-                    "scheduler": "streamk", "stages": 4, "swizzle": 8, "layout_a": "col", "layout_b": "row", "promote": 2}
+                    "scheduler": "streamk", "stages": 4, "swizzle": 8, "layout_a": "col", "layout_b": "row", "promote": 2,
+                    "beta0": 1}
     assert set(alternatives) | {"backend"} == {p.name for p in c90.PARAMS}  # backend has one value
     names = {base.name}
     for key, value in alternatives.items():
@@ -245,6 +246,29 @@ def test_emission_goes_through_cutlass_library_and_is_deterministic():
     assert "90a" in cmake
 
 
+def test_beta0_adds_a_kernel_without_c_for_beta_zero():
+    """beta0: 1 emits the variant's kernel a second time with a void C (no C tiles in its epilogue's shared memory) and
+    the launcher takes it exactly when beta == 0; without it the one kernel runs every call."""
+    spec = spec_text("""
+        precision: tf32
+        variants:
+          - params: {backend: cutlass90, tile_n: 256, beta0: [0, 1]}
+        shapes: [{m: 64, n: 64, k: 64}]
+        """)
+    files, _ = render_spec(load_spec_text(spec, "b0.yaml"))
+    lib = {p: t for p, t in files.items() if p.endswith(".cu") and not p.endswith("_bench.cu")}
+    with_b0 = next(t for p, t in lib.items() if p.endswith("_b0.cu"))
+    without = next(t for p, t in lib.items() if p.endswith("_sw1_rc.cu"))
+    assert "struct KernelNoC :" in with_b0 and "struct KernelNoC :" not in without
+    noc = with_b0[with_b0.index("struct KernelNoC :") - 3000:with_b0.index("struct KernelNoC :")]
+    assert "float, float,\n    void, cutlass::layout::RowMajor, 4," in noc  # the epilogue's C element
+    body = with_b0[with_b0.index("cudaError_t gemm_tf32"):]
+    assert "if (p->beta == 0.0)\n    e = run_op<GemmNoC>(arguments<GemmNoC>(" in body
+    assert "run_op<GemmNoC>" not in without and without.count("e = run_op<Gemm>(arguments(") == 1
+    # the workspace covers both kernels
+    assert "std::max(cutlass_ws, GemmNoC::get_workspace_size(" in with_b0
+
+
 def test_bench_is_the_cutlass_adapter_with_the_derived_tolerance():
     files, _ = render_spec(load_spec_text(GOLDEN, "g.yaml"))
     bench = next(t for p, t in files.items() if p.endswith("_bench.cu") and "tf32x3" in p)
@@ -314,7 +338,7 @@ def test_tf32x3_split_keeps_specials():
 BUILD_SPEC = spec_text(
     """
     variants:
-      - {precision: tf32, params: {backend: cutlass90, tile_n: 256, cluster_m: 2}}
+      - {precision: tf32, params: {backend: cutlass90, tile_n: 256, cluster_m: 2, beta0: 1}}
       - {precision: bf16, params: {backend: cutlass90, schedule: ws-pingpong, cluster_n: 2}}
     shapes: [{m: 4096, n: 4096, k: 4096}, {m: 1000, n: 1234, k: 777}]
     """,
@@ -338,7 +362,7 @@ def test_tf32_and_bf16_variants_build_for_sm90a(tmp_path):
     proj = out / "build_cutlass90"
     manifest = json.loads((proj / "manifest.json").read_text())
     names = [v["kernel"] for v in manifest["variants"]]
-    assert names == ["gemm_tf32_none_cutlass90_128x256x32_c2x1_ws-coop_persistent_sauto_sw1_rc",
+    assert names == ["gemm_tf32_none_cutlass90_128x256x32_c2x1_ws-coop_persistent_sauto_sw1_rc_b0",
                      "gemm_bf16_none_cutlass90_128x128x64_c1x2_ws-pingpong_persistent_sauto_sw1_rc"]
     jobs = str(min(2, os.cpu_count() or 1))
     assert main(["build", str(proj), "-j", jobs]) == 0

@@ -2,10 +2,10 @@
 # beta0 on the cutlass90 backend, one call on one H200 (<= 9 minutes): experiments/specs/gemm_cutlass90_beta0.yaml
 # generated and built (-j 16), then ROUNDS (default 3) rounds of: the unprotected variants (tf32, tf32x3) and the
 # tf32x3 ABFT variants with 16 faults per launch at 4096^3 and 8192^3 (each row: the variant, its unprotected twin and
-# cuBLAS alternated), one round at the odd shapes; a table of the medians over the rounds last, JSON lines under OUT.
+# cuBLAS alternated), one round at the odd shapes; a table of the rounds last; the JSON lines and logs in OUT/beta0.tgz.
 #   bash experiments/scripts/gpu_beta0.sh OUT   (wheels in .whl/; FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
-out=${1:?usage: gpu_beta0.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
+top=${1:?usage: gpu_beta0.sh OUT}; mkdir -p "$top/beta0"; top=$(cd "$top" && pwd); out=$top/beta0; cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
 spec=experiments/specs/gemm_cutlass90_beta0.yaml; gen=generated/beta0; proj=$gen/gemm_cutlass90_beta0
 gen_build $spec $gen $proj
@@ -39,3 +39,4 @@ for (k, sh), v in sorted(acc.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     print(f"{k:72s} {sh:15s} {xs:24s} {tw:7.3f} {statistics.median(a[2] for a in v):.4f}")
 print(f"rows failed: {len(bad)}", *bad[:10], sep="\n")
 PY
+tar czf "$top/beta0.tgz" -C "$top" beta0 && rm -rf "$out"
