@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# beta0 on the cutlass90 backend, one call on one H200 (<= 9 minutes): experiments/specs/gemm_cutlass90_beta0.yaml
-# generated and built (-j 16), then ROUNDS (default 3) rounds of: the unprotected variants (tf32, tf32x3) and the
-# tf32x3 ABFT variants with 16 faults per launch at 4096^3 and 8192^3 (each row: the variant, its unprotected twin and
-# cuBLAS alternated), one round at the odd shapes; a table of the rounds last; the JSON lines and logs in OUT/beta0.tgz.
-#   bash experiments/scripts/gpu_beta0.sh OUT   (wheels in .whl/; FTGEN_GIT_SHA/DIRTY where the copy has no .git)
+# GEMM variants side by side in rounds, one call on one H200 (<= 9 minutes): SPEC (default
+# experiments/specs/gemm_cutlass90_beta0.yaml) generated and built (-j 16), then ROUNDS (default 3) rounds of: the
+# unprotected variants and the variants with injection built in with 16 faults per launch at 4096^3 and 8192^3 (each
+# row: the variant, its unprotected twin and cuBLAS alternated), one round at the odd shapes; a table of the rounds
+# last; the JSON lines and logs in OUT/TAG.tgz (TAG: the spec's name).
+#   bash experiments/scripts/gpu_gemm_rounds.sh OUT   (wheels in .whl/; FTGEN_GIT_SHA/DIRTY where the copy has no .git)
+#   SPEC=experiments/specs/gemm_tf32x3_strips64.yaml bash experiments/scripts/gpu_gemm_rounds.sh OUT
 set -u
-top=${1:?usage: gpu_beta0.sh OUT}; mkdir -p "$top/beta0"; top=$(cd "$top" && pwd); out=$top/beta0; cd "$(dirname "$0")/../.." || exit 1
+top=${1:?usage: gpu_gemm_rounds.sh OUT}; cd "$(dirname "$0")/../.." || exit 1
+spec=${SPEC:-experiments/specs/gemm_cutlass90_beta0.yaml}; tag=$(sed -n "s/^name: //p" "$spec")
+mkdir -p "$top/$tag"; top=$(cd "$top" && pwd); out=$top/$tag
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build, big, odd
-spec=experiments/specs/gemm_cutlass90_beta0.yaml; gen=generated/beta0; proj=$gen/gemm_cutlass90_beta0
+gen=generated/rounds; proj=$gen/$tag
 gen_build $spec $gen $proj
 for r in $(seq 1 "${ROUNDS:-3}"); do
   ft 60 bench $proj --kernels '*_none_*' --shapes $big --reps 30 --warmup 5 --json "$out/none_$r.jsonl" > "$out/none_$r.txt" 2>&1
@@ -30,7 +34,7 @@ for p in sorted(out.glob("*.jsonl")):
             bad.append((p.name, r["kernel"], sh, r.get("error") or r.get("max_rel_err")))
         if p.name.startswith("odd") or not r.get("ms"):
             continue
-        k = r["kernel"].replace("gemm_", "").replace("_cutlass90", "").replace("_ws-coop_persistent_sauto", "")
+        k = r["kernel"].replace("gemm_", "").replace("_cutlass90", "").replace("_ws-coop_persistent_sauto", "").replace("_i16x8x8", "")
         acc[(k, sh)].append((r["speedup_vs_ref"], r.get("x_unprot"), r["ms"]["median"], r["ref"]["ms"]))
 print(f"{'kernel':72s} {'shape':15s} {'x ref (rounds)':24s} {'x twin':7s} ms")
 for (k, sh), v in sorted(acc.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -39,4 +43,4 @@ for (k, sh), v in sorted(acc.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     print(f"{k:72s} {sh:15s} {xs:24s} {tw:7.3f} {statistics.median(a[2] for a in v):.4f}")
 print(f"rows failed: {len(bad)}", *bad[:10], sep="\n")
 PY
-tar czf "$top/beta0.tgz" -C "$top" beta0 && rm -rf "$out"
+tar czf "$top/$tag.tgz" -C "$top" "$tag" && rm -rf "$out"
