@@ -31,6 +31,7 @@ from ftgen.codegen.emit import render_spec
 from ftgen.errors import SpecError
 from ftgen.families import get as get_family
 from ftgen.families.base import Protection
+from ftgen.families.gemm import abft_model
 from ftgen.families.gemm import cutlass as sm80
 from ftgen.families.gemm import cutlass90 as c90
 from ftgen.paths import cutlass_include_dir
@@ -138,6 +139,20 @@ def test_the_shipped_spec_is_the_protected_tf32x3_variant():
 # ---------------------------------------------------------------------------------------------
 # the check's descriptor: an sm80 tf32x3 variant of the cutlass backend (ref_checksums: concurrent)
 # ---------------------------------------------------------------------------------------------
+
+
+def test_abft_cols_64_makes_the_descriptors_warp_columns_and_strips_64_wide_at_lambda_1():
+    v = load(ABFT % ("", ", abft_cols: 64")).variants[0]
+    assert v.name.endswith("_conc64")
+    d = c90.abft_descriptor(v)
+    assert CUT.constraints(d) == []
+    g = sm80.Geometry(d)
+    assert (g.tb, g.warp, g.threads) == ((128, 128, 32), (64, 64, 32), 128)
+    assert sm80.abft_strip_cols(d) == 64 and sm80.abft_strip_unit(d) == 1.0 * 2.0**-24
+    assert abft_model.abft_concurrent_check(64)["lam"] == 1.0 and abft_model.abft_concurrent_check(32)["lam"] == 1.5
+    # the other variants of the backend keep 32
+    with pytest.raises(SpecError, match="abft_cols=64: the strip width of the tf32x3 threadblock ABFT"):
+        load(ABFT.replace("tf32x3", "bf16") % ("", ", abft_cols: 64"))
 
 
 def test_the_descriptor_is_the_demos_concurrent_variant():

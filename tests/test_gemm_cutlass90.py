@@ -85,11 +85,21 @@ def test_every_parameter_changes_the_name():
     alternatives = {"tile_m": 256, "tile_n": 64, "tile_k": 32, "cluster_m": 2, "cluster_n": 2, "schedule": "ws-pingpong",
                     "scheduler": "streamk", "stages": 4, "swizzle": 8, "layout_a": "col", "layout_b": "row", "promote": 2,
                     "beta0": 1}
-    assert set(alternatives) | {"backend"} == {p.name for p in c90.PARAMS}  # backend has one value
+    # backend has one value; abft_cols names the tf32x3 ABFT's strips (below)
+    assert set(alternatives) | {"backend", "abft_cols"} == {p.name for p in c90.PARAMS}
     names = {base.name}
     for key, value in alternatives.items():
         names.add(variant("fp16", **{key: value}).name)
     assert len(names) == len(alternatives) + 1
+    prot = Protection("abft", "threadblock", interval=1024)
+    defs = B90.param_defs("tf32x3", prot)
+    named = set()
+    for cols in (32, 64):
+        p = {d.name: d.default[0] for d in defs} | {"abft_cols": cols}
+        v = Variant("gemm", "tf32x3", prot, tuple((d.name, p[d.name]) for d in defs), ("sm_90a",), "cutlass90")
+        assert B90.constraints(v) == []
+        named.add(B90.kernel_name(v))
+    assert len(named) == 2 and any(n.endswith("_conc64") for n in named)
 
 
 def test_default_parameters_fit_every_precision():

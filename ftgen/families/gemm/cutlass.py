@@ -88,7 +88,7 @@ from ..base import (
     Variant,
     power_of_two,
 )
-from .abft_model import ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_STRIP_LAMBDA, ABFT_STRIP_UNIT_PRECISION
+from .abft_model import ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_STRIP_LAMBDA, ABFT_STRIP_UNIT_PRECISION, abft_strip_lambda
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -109,8 +109,9 @@ ABFT_PRECISIONS = ("tf32x3", "fp64")
 ABFT_LAMBDA = 2.0
 ABFT_UNIT = 2.0**-23
 # ref_checksums: concurrent checks each row per warp column (a checksum strip of warp_n columns with its own encodings
-# and reference rows) at its own threshold: lambda ABFT_STRIP_LAMBDA = 1.5 on the unit roundoff of fp32 sums
-# (abft_model.abft_concurrent_check; docs/gemm-abft.md: the clean margin and the coverage it gives)
+# and reference rows) at its own threshold: lambda ABFT_STRIP_LAMBDA = 1.5 on the unit roundoff of fp32 sums for strips
+# of 32 columns, 1.0 for 64 (abft_model.abft_strip_lambda, abft_concurrent_check; docs/gemm-abft.md: the clean margin
+# and the coverage they give)
 ABFT_STRIP_UNIT = UNIT_ROUNDOFF[ABFT_STRIP_UNIT_PRECISION]
 # fp64 (templates/gemm/cutlass_abft64.cuh): the check after the GEMM in double, once per launch (abft_model.abft_fp64_check)
 ABFT64_ONCE_INTERVAL = 1024
@@ -248,10 +249,11 @@ def abft_strip_cols(v: Variant) -> int:
 
 def abft_strip_unit(v: Variant) -> float:
     """The threshold unit (lambda x unit roundoff) of the check per strip: fp64's ABFT64_LAMBDA x 2^-53,
-    ABFT_STRIP_LAMBDA x ABFT_STRIP_UNIT with ref_checksums: concurrent, ABFT_LAMBDA x ABFT_UNIT otherwise."""
+    abft_strip_lambda(strip columns) x ABFT_STRIP_UNIT with ref_checksums: concurrent (1.5 for 32 columns, 1.0 for 64),
+    ABFT_LAMBDA x ABFT_UNIT otherwise."""
     if v.precision == "fp64":
         return ABFT64_LAMBDA * UNIT_ROUNDOFF["fp64"]
-    return ABFT_STRIP_LAMBDA * ABFT_STRIP_UNIT if abft_concurrent(v) else ABFT_LAMBDA * ABFT_UNIT
+    return abft_strip_lambda(abft_strip_cols(v)) * ABFT_STRIP_UNIT if abft_concurrent(v) else ABFT_LAMBDA * ABFT_UNIT
 
 
 # --------------------------------------------------------------------------------------------

@@ -74,8 +74,9 @@ emulated in NumPy. The check runs once, after the whole K: ``interval`` must be 
 is checked and corrected there, then C = C' + beta C (fp32 fma); alpha == 0: the unprotected kernel (no products to
 check). Injection (``inject: true``): a planned bit flip of an accumulator's partial sum at a k-iteration of the
 descriptor's tiles (computed beforehand in double, ``abft_fault_error_kernel``) is added, alpha x its error, to the C
-element by ``abft_obs_kernel`` before its sums. Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and ``_conc``
-(the concurrent design), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
+element by ``abft_obs_kernel`` before its sums. ``abft_cols: 64`` makes the strips 64 columns wide (the descriptor's
+warp tiles 64x64: half the reference columns, at lambda 1.0). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
+``_conc`` (the concurrent design; ``_conc64`` with 64-column strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
 parameters (the bench's ``x_unprot``). The check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's
 accumulation over a whole K is not (its error grows like k u): ABFT variants promote the wgmma accumulators into fp32
 registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
@@ -176,6 +177,8 @@ PARAMS = (
     Param("layout_b", str, ("col",), "layout of B (K x N)", choices=("row", "col")),
     Param("promote", int, (0,), "k-tiles between promotions of the wgmma accumulators into fp32 registers (0: none, the "
           "wgmma accumulates the whole K; abft: 1)", choices=PROMOTE),
+    Param("abft_cols", int, (32,), "columns of a checksum strip of the tf32x3 threadblock ABFT (32: 2 reference columns "
+          "per 32, 6.25% of the products, lambda 1.5; 64: half of them, lambda 1.0)", choices=(32, 64)),
     Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
           "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
 )
@@ -217,12 +220,13 @@ ABFT_DESCRIPTOR = {"tb_m": 128, "tb_n": 128, "tb_k": 32, "warp_m": 64, "warp_n":
 def abft_descriptor(v: Variant) -> Variant:
     """The sm80 ``cutlass`` tf32x3 variant (ref_checksums: concurrent) whose types describe the check of the cutlass90
     ABFT variant ``v``: tiles, warp columns, strips, fault units, threshold (its GEMM is never launched; its main loop
-    recomputes a tile only where the second launch's row list is full). Same layouts and protection as ``v``."""
+    recomputes a tile only where the second launch's row list is full). Same layouts and protection as ``v``; its warp
+    columns (the strips) are ``v``'s ``abft_cols``."""
     cb = sm80.CutlassBackend()
     prot = v.protection
     defs = cb.param_defs("tf32x3", prot)
     p = {d.name: d.default[0] for d in defs}
-    p.update(ABFT_DESCRIPTOR, layout_a=v.get("layout_a"), layout_b=v.get("layout_b"))
+    p.update(ABFT_DESCRIPTOR, layout_a=v.get("layout_a"), layout_b=v.get("layout_b"), warp_n=v.get("abft_cols"))
     d = Variant("gemm", "tf32x3", prot, tuple((x.name, p[x.name]) for x in defs), ("sm_90",), "cutlass")
     return Variant(d.family, d.precision, d.protection, d.params, d.arch, d.backend, cb.kernel_name(d))
 
@@ -487,6 +491,9 @@ class Cutlass90Backend(Backend):
             r.append(f"promote={g.promote} with tile {tm}x{tn} ({g.schedule}): promotion keeps a second set of {g.acc_elems} "
                      f"fp32 accumulators per consumer thread ({2 * g.acc_elems}, at most {MAX_PROMOTED_ACC}); use a smaller "
                      f"tile (e.g. 128x192 ws-coop) or promote: 0")
+        if v.get("abft_cols") != 32 and not (g.abft and not g.abft16):
+            r.append(f"abft_cols={v.get('abft_cols')}: the strip width of the tf32x3 threadblock ABFT; other variants take "
+                     f"32 (omit it)")
         if g.abft and not g.abft16 and not g.promote:
             r.append("promote=0 with abft: the check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's "
                      "accumulation over the whole K is not (clean runs raise false alarms); use promote 1, 2 or 4 (the default "
@@ -522,6 +529,7 @@ class Cutlass90Backend(Backend):
     def name_tokens(self, v: Variant) -> list[str]:
         g = Geometry(v)
         tm, tn, tk = g.tile
+        p_cols = v.get("abft_cols")
         return [
             "gemm",
             PRECISION_TAG[v.precision],
@@ -534,7 +542,8 @@ class Cutlass90Backend(Backend):
             f"s{g.stages}" if g.stages else "sauto",
             f"sw{g.swizzle}",
             f"{g.layout_a[0]}{g.layout_b[0]}",
-        ] + ([f"p{g.promote}"] if g.promote else []) + (["b0"] if g.beta0 else []) + ((["evt"] if g.abft16 else ["conc"]) if g.abft else []) + (
+        ] + ([f"p{g.promote}"] if g.promote else []) + (["b0"] if g.beta0 else []) + (
+            (["evt"] if g.abft16 else ["conc" if p_cols == 32 else f"conc{p_cols}"]) if g.abft else []) + (
             ["inj"] if v.protection.injects else [])
 
     def context(self, v: Variant) -> dict:
