@@ -8,7 +8,9 @@
 # accumulator campaign (1000 clean + 1000 single bit flips per distribution) at the campaign shape and an odd one.
 # A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd campaign") picks the steps;
 # "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and twin) at 2^20 x 8 x 128
-# and 2^20 x 128 x 1024, with the first launches in order.
+# and 2^20 x 128 x 1024, with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
+# and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
+# two shapes (OUT/stalls_<which>_<shape>.txt).
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
 #   glob of the variant of the campaigns and the profile, default *128x160x32*)
 set -u
@@ -22,6 +24,20 @@ anchors=1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024
 if has profile; then
   ncu_times "$(ls $proj/bin/$kern | head -n 1)" 120 1048576x8x128 1048576x128x1024
   t profile
+fi
+if has stalls; then
+  exe=$(ls $proj/bin/$kern | head -n 1)
+  for s in 1048576x8x128 1048576x128x1024; do
+    for which in ILi8E ILi0E; do
+      timeout 150 ncu --kernel-name-base mangled --kernel-name "regex:ArgMinDirect$which" --launch-count 1 --section WarpStateStats \
+        --section SchedulerStats --section InstructionStats --section LaunchStats --section Occupancy --section SpeedOfLight \
+        "$exe" --shapes $s --reps 1 --warmup 0 > "$out/stalls_${which}_$s.txt" 2>&1
+      echo "stalls $which $s rc=$?"
+      grep -E "Duration|Registers Per|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|Executed Instructions  |Dynamic Shared|Achieved Occ" \
+        "$out/stalls_${which}_$s.txt" | head -30
+    done
+  done
+  t stalls
 fi
 if has campaign; then
   ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
