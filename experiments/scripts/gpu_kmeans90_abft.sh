@@ -10,7 +10,8 @@
 # "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and twin) at 2^20 x 8 x 128
 # and 2^20 x 128 x 1024, with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
 # and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
-# two shapes (OUT/stalls_<which>_<shape>.txt).
+# two shapes (OUT/stalls_<which>_<shape>.txt); "source" their source counters at 2^20 x 128 x 1024 (instructions executed
+# per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz).
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
 #   glob of the variant of the campaigns and the profile, default *128x160x32*)
 set -u
@@ -38,6 +39,18 @@ if has stalls; then
     done
   done
   t stalls
+fi
+if has source; then
+  exe=$(ls $proj/bin/$kern | head -n 1)
+  for which in ILi8E ILi0E; do
+    rep="$out/src_$which"
+    timeout 200 ncu --kernel-name-base mangled --kernel-name "regex:ArgMinDirect$which" --launch-count 1 --section SourceCounters \
+      --section SpeedOfLight --import-source yes -o "$rep" -f "$exe" --shapes 1048576x128x1024 --reps 1 --warmup 0 > "$rep.log" 2>&1
+    echo "source $which rc=$?"
+    for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source $what > "$rep.$what.csv" 2>> "$rep.log"; done
+    gzip -f "$rep.sass.csv" "$rep.cuda.csv"; rm -f "$rep.ncu-rep"
+  done
+  t source
 fi
 if has campaign; then
   ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
