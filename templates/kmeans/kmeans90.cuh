@@ -147,24 +147,54 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     if constexpr (kInject) inject(acc, int(m), int(n), thread_idx, j0, tCcD);
     if constexpr (kEnc > 0) check(acc, cols, int(n), q, row_of, col_of);
 
-    // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its column (columns ascend along v for a row, so
-    // a strict < keeps the lower index on a tie)
+    // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its element v (columns ascend along v for a row,
+    // so a strict < keeps the lower index on a tie); the element's column once per row after the loop. A full tile takes
+    // its columns' norms two at a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q + {0, 1}, at
+    // constant offsets from one address) and tests no column; the last, partial tile of centroids tests each.
     float bv[MM][2];
     int bx[MM][2];
-    const bool inside = cols == NT;  // (no column past the last centroid)
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       bv[mm][0] = bv[mm][1] = INFINITY;
       bx[mm][0] = bx[mm][1] = 0;
+    }
+    if (cols == NT) {
+      const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
+      CUTLASS_PRAGMA_UNROLL
+      for (int g = 0; g < NT / 8; ++g) {
+        const float2 c2 = __ldg(ccq + 4 * g);
+        CUTLASS_PRAGMA_UNROLL
+        for (int mm = 0; mm < MM; ++mm) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            const int v = 4 * g + e, r = e / 2;
+            const float d = fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), e % 2 ? c2.y : c2.x);
+            if (d < bv[mm][r]) {
+              bv[mm][r] = d;
+              bx[mm][r] = v;
+            }
+          }
+        }
+      }
+    } else {
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < NT / 2; ++v) {
         const int r = (v / 2) % 2, c = col_of(v);
-        const float d = (inside || c < cols) ? fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), __ldg(cc + c)) : INFINITY;
-        if (d < bv[mm][r]) {
-          bv[mm][r] = d;
-          bx[mm][r] = c;
+        const float n2 = c < cols ? __ldg(cc + c) : INFINITY;
+        CUTLASS_PRAGMA_UNROLL
+        for (int mm = 0; mm < MM; ++mm) {
+          const float d = c < cols ? fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), n2) : INFINITY;
+          if (d < bv[mm][r]) {
+            bv[mm][r] = d;
+            bx[mm][r] = v;
+          }
         }
       }
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      bx[mm][0] = col_of(bx[mm][0]);
+      bx[mm][1] = col_of(bx[mm][1]);
     }
     CUTLASS_PRAGMA_UNROLL
     for (int o = 1; o <= 2; o <<= 1) {
