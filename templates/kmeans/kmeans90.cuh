@@ -45,6 +45,11 @@ __host__ __device__ inline float unordered(uint32_t o) {
   memcpy(&d, &u, 4);
   return d;
 }
+// n copies of v from p on (the norms past the last centroid)
+template <class T>
+__global__ void fill_kernel(T* p, int n, T v) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) p[i] = v;
+}
 constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
 // (d + 0: -0 becomes +0, the two equal distances one key)
 __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }
@@ -148,9 +153,10 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     if constexpr (kEnc > 0) check(acc, cols, int(n), q, row_of, col_of);
 
     // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its element v (columns ascend along v for a row,
-    // so a strict < keeps the lower index on a tie); the element's column once per row after the loop. A full tile takes
-    // its columns' norms two at a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q + {0, 1}, at
-    // constant offsets from one address) and tests no column; the last, partial tile of centroids tests each.
+    // so a strict < keeps the lower index on a tie); the element's column once per row after the loop. The norms two at
+    // a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q + {0, 1}, at constant offsets from one
+    // address), no column tested: params.cc holds +inf past the last centroid up to the last tile's end, whose columns'
+    // accumulators are 0 (B's rows past the centroids are zeros), so their d' is +inf and never the smallest.
     float bv[MM][2];
     int bx[MM][2];
     CUTLASS_PRAGMA_UNROLL
@@ -158,32 +164,16 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       bv[mm][0] = bv[mm][1] = INFINITY;
       bx[mm][0] = bx[mm][1] = 0;
     }
-    if (cols == NT) {
-      const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
+    const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
+    CUTLASS_PRAGMA_UNROLL
+    for (int g = 0; g < NT / 8; ++g) {
+      const float2 c2 = __ldg(ccq + 4 * g);
       CUTLASS_PRAGMA_UNROLL
-      for (int g = 0; g < NT / 8; ++g) {
-        const float2 c2 = __ldg(ccq + 4 * g);
+      for (int mm = 0; mm < MM; ++mm) {
         CUTLASS_PRAGMA_UNROLL
-        for (int mm = 0; mm < MM; ++mm) {
-          CUTLASS_PRAGMA_UNROLL
-          for (int e = 0; e < 4; ++e) {
-            const int v = 4 * g + e, r = e / 2;
-            const float d = fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), e % 2 ? c2.y : c2.x);
-            if (d < bv[mm][r]) {
-              bv[mm][r] = d;
-              bx[mm][r] = v;
-            }
-          }
-        }
-      }
-    } else {
-      CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < NT / 2; ++v) {
-        const int r = (v / 2) % 2, c = col_of(v);
-        const float n2 = c < cols ? __ldg(cc + c) : INFINITY;
-        CUTLASS_PRAGMA_UNROLL
-        for (int mm = 0; mm < MM; ++mm) {
-          const float d = c < cols ? fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), n2) : INFINITY;
+        for (int e = 0; e < 4; ++e) {
+          const int v = 4 * g + e, r = e / 2;
+          const float d = fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), e % 2 ? c2.y : c2.x);
           if (d < bv[mm][r]) {
             bv[mm][r] = d;
             bx[mm][r] = v;
