@@ -11,7 +11,8 @@
 # and 2^20 x 128 x 1024, with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
 # and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
 # two shapes (OUT/stalls_<which>_<shape>.txt); "source" their source counters at 2^20 x 128 x 1024 (instructions executed
-# per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz).
+# per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz); "quick" every shape of the spec
+# without flash-kmeans, then the anchors with it, 10 reps each, clean (OUT/shapes.jsonl, OUT/anchors.jsonl).
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
 #   glob of the variant of the campaigns and the profile, default *128x160x32*)
 set -u
@@ -51,6 +52,10 @@ if has source; then
     gzip -f "$rep.sass.csv" "$rep.cuda.csv"; rm -f "$rep.ncu-rep"
   done
   t source
+fi
+if has quick; then
+  FTGEN_BENCH_REFS=none ft 70 bench $proj --reps 10 --warmup 3 --json "$out/shapes.jsonl" > "$out/shapes.txt" 2>&1; t shapes
+  ft 110 bench $proj --shapes $anchors --reps 10 --warmup 3 --json "$out/anchors.jsonl" > "$out/anchors.txt" 2>&1; t anchors
 fi
 if has campaign; then
   ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
