@@ -132,6 +132,8 @@ def test_the_shipped_spec_is_the_protected_tf32x3_variant():
     v = s.variants[0]
     assert v.backend == "cutlass90" and v.precision == "tf32x3" and v.protection.scheme == "abft" and v.protection.inject
     assert v.name.endswith("_conc_inj")
+    # promote 4 and beta0 (the check's GEMM on the kernel without C): its compile test below builds that kernel too
+    assert "_p4_b0_conc" in v.name
     shapes = {(x["m"], x["n"], x["k"]) for x in s.shapes}
     assert {(4096,) * 3, (8192,) * 3, (1, 1, 1), (1000, 1234, 777), (4097, 3, 129), (17, 4096, 33)} <= shapes
 

@@ -348,7 +348,7 @@ def test_tf32x3_split_keeps_specials():
 BUILD_SPEC = spec_text(
     """
     variants:
-      - {precision: tf32, params: {backend: cutlass90, tile_n: 256, cluster_m: 2, beta0: 1}}
+      - {precision: tf32, params: {backend: cutlass90, tile_n: 256, cluster_m: 2}}
       - {precision: bf16, params: {backend: cutlass90, schedule: ws-pingpong, cluster_n: 2}}
     shapes: [{m: 4096, n: 4096, k: 4096}, {m: 1000, n: 1234, k: 777}]
     """,
@@ -372,7 +372,7 @@ def test_tf32_and_bf16_variants_build_for_sm90a(tmp_path):
     proj = out / "build_cutlass90"
     manifest = json.loads((proj / "manifest.json").read_text())
     names = [v["kernel"] for v in manifest["variants"]]
-    assert names == ["gemm_tf32_none_cutlass90_128x256x32_c2x1_ws-coop_persistent_sauto_sw1_rc_b0",
+    assert names == ["gemm_tf32_none_cutlass90_128x256x32_c2x1_ws-coop_persistent_sauto_sw1_rc",
                      "gemm_bf16_none_cutlass90_128x128x64_c1x2_ws-pingpong_persistent_sauto_sw1_rc"]
     jobs = str(min(2, os.cpu_count() or 1))
     assert main(["build", str(proj), "-j", jobs]) == 0
