@@ -519,7 +519,7 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&C, sizeof(float) * s.k * static_cast<size_t>(s.d)));
     CK(cudaMalloc(&xx, sizeof(float) * s.n));
     CK(cudaMalloc(&cc, sizeof(float) * (s.k + 256)));  // (ArgMinDirect reads a whole tile's norms: +inf past the last)
-    ftgen_km90::fill_kernel<<<1, 256>>>(cc + s.k, 256, INFINITY);
+    ftgen::fill_value_kernel<float><<<1, 256>>>(cc + s.k, 256, INFINITY);
     CK(cudaMalloc(&D, sizeof(float) * s.n * static_cast<size_t>(s.k)));
     fill_kernel<<<4096, 256>>>(X, static_cast<long long>(s.n) * s.d, 12345u + s.d, 1.f);
     centroids_kernel<<<1024, 256>>>(X, s.d, s.k, s.n / s.k, C);

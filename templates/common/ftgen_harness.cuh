@@ -326,11 +326,6 @@ inline void fill_random(T* p, size_t n, unsigned long long seed, int dist, cudaS
   FT_LAUNCH_CHECK();
 }
 
-template <class T>
-__global__ void fill_value_kernel(T* p, size_t n, T value) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = value;
-}
-
 // Poison an output with NaN so that unwritten elements fail verification.
 template <class T>
 inline void poison(T* p, size_t n, cudaStream_t s = 0) {

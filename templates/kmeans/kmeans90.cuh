@@ -45,11 +45,6 @@ __host__ __device__ inline float unordered(uint32_t o) {
   memcpy(&d, &u, 4);
   return d;
 }
-// n copies of v from p on (the norms past the last centroid)
-template <class T>
-__global__ void fill_kernel(T* p, int n, T v) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) p[i] = v;
-}
 constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
 // (d + 0: -0 becomes +0, the two equal distances one key)
 __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }

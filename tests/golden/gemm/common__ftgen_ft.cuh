@@ -219,4 +219,10 @@ inline std::vector<FaultSpec> plan_faults(int n, unsigned long long seed, long l
   return plan;
 }
 
+// n copies of value from p on (a grid-stride loop: any grid)
+template <class T>
+__global__ void fill_value_kernel(T* p, size_t n, T value) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = value;
+}
+
 }  // namespace ftgen
