@@ -11,7 +11,9 @@
 # and 2^20 x 128 x 1024, with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
 # and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
 # two shapes (OUT/stalls_<which>_<shape>.txt); "source" their source counters at 2^20 x 128 x 1024 (instructions executed
-# per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz); "quick" every shape of the spec
+# per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz); "memk" Nsight Compute's memory and
+# warp-state sections of X's pass and the update's sums and reduction at 2^20 x 128 x 1024 (OUT/memk.txt); "normsite" a
+# campaign of faults in X's norms (300 + 300 per distribution at 65536 x 128 x 256); "quick" every shape of the spec
 # without flash-kmeans, then the anchors with it, 10 reps each, clean (OUT/shapes.jsonl, OUT/anchors.jsonl).
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
 #   glob of the variant of the campaigns and the profile, default *128x160x32*)
@@ -41,6 +43,14 @@ if has stalls; then
   done
   t stalls
 fi
+if has memk; then  # the memory-bound kernels of the iteration (X's pass, the update's sums and reduction) at 2^20 x 128 x 1024
+  exe=$(ls $proj/bin/$kern | head -n 1)
+  timeout 200 ncu --kernel-name regex:"^(x_stats_kernel|norms_kernel|sums_kernel|reduce_kernel)" --launch-count 10 --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats --section Occupancy \
+    "$exe" --shapes 1048576x128x1024 --reps 1 --warmup 0 > "$out/memk.txt" 2>&1
+  echo "memk rc=$?"; grep -E "^  [a-z_]+kernel|Duration|Memory Throughput|DRAM Throughput|Achieved Occ|Registers Per|Grid Size|Block Size" "$out/memk.txt" | head -80
+  t memk
+fi
 if has source; then
   exe=$(ls $proj/bin/$kern | head -n 1)
   for which in ILi8E ILi0E; do
@@ -56,6 +66,11 @@ fi
 if has quick; then
   FTGEN_BENCH_REFS=none ft 70 bench $proj --reps 10 --warmup 3 --json "$out/shapes.jsonl" > "$out/shapes.txt" 2>&1; t shapes
   ft 110 bench $proj --shapes $anchors --reps 10 --warmup 3 --json "$out/anchors.jsonl" > "$out/anchors.txt" 2>&1; t anchors
+fi
+if has normsite; then  # faults in X's norms (site norm: X's pass, 16-byte loads at dims 128), 300 + 300 per distribution
+  ft 90 campaign $spec -o $gen --kernels "$kern" --site norm --trials 300 --seed 9 --shape 65536x128x256 --json "$out/campaign_norm.jsonl" \
+    > "$out/campaign_norm.txt" 2>&1
+  tail -n 6 "$out/campaign_norm.txt"; t campaign norm
 fi
 if has campaign; then
   ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1

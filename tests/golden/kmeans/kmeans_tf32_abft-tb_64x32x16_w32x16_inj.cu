@@ -383,6 +383,109 @@ cudaError_t x_stats(const T* X, int rows, int dims, int lanes, T* out, double* c
   return cudaGetLastError();
 }
 
+// X's pass with 16-byte loads (fp32 X whose rows are 16-byte multiples at a 16-byte aligned base, dims <= XV_MAX), in
+// place of x_stats_kernel (protected) or norms_kernel over X (unprotected). A lane takes V consecutive float4 of a row
+// (one 16V-byte run), a segment of `lanes` lanes (the power of two covering dims / 4V) a row, the block's segments rows
+// in turn, U rows per segment in flight. Protected: the norm twice as x_stats_kernel forms it (a separate multiply and
+// add summed forward and reduced from the widest shuffle down, against a fused multiply-add summed backward and reduced
+// from the narrowest up; norm_verdict), and X's column sums of x and |x| in fp64 in the lanes, reduced over the warp's
+// segments by shuffles and over the warps in shared memory, then one global atomic per dimension and block. Against
+// the scalar kernels (experiments/scripts/kmeans_xstats_probe.cu, H200, 2^20 samples): protected 413 -> 166 us at dims
+// 128, 277 -> 66 at 32, 88 -> 20 at 8; unprotected 190 -> 135, 172 -> 41, 47 -> 12 (X read once: 128 / 39 / 12 us).
+constexpr int XV_MAX = 256;
+constexpr int XV_THREADS = 256;
+template <int V, int U>
+__global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __restrict__ X, int rows, int dims, int lanes, float* out,
+                                                                double* colstat, const State* state, ftgen::FtCounters* counters,
+                                                                Inject inj) {
+  const int lane = threadIdx.x % lanes, segs = XV_THREADS / lanes, d4 = dims / 4;
+  const unsigned seg = segment_mask(lanes);
+  const int stride = gridDim.x * segs;
+  const float4* const X4 = reinterpret_cast<const float4*>(X);
+  __shared__ double red[XV_THREADS / 32][2][XV_MAX];
+  const double band = norm_band(dims);
+  double cs[4 * V], ca[4 * V];
+#pragma unroll
+  for (int q = 0; q < 4 * V; ++q) cs[q] = ca[q] = 0.0;
+  // (the loop's bounds are the same for a segment's lanes: its shuffles see only live lanes of the segment)
+  for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += U * stride) {
+    float4 v[U][V];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int q = 0; q < V; ++q) {
+        const int row = row0 + u * stride, d = lane * V + q;
+        v[u][q] = row < rows && d < d4 ? __ldg(X4 + static_cast<size_t>(row) * d4 + d) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int row = row0 + u * stride;
+      float s = 0.f;
+      float s2 = 0.f;
+#pragma unroll
+      for (int q = 0; q < V; ++q) {
+        const float e[4] = {v[u][q].x, v[u][q].y, v[u][q].z, v[u][q].w};
+        const float4 b = v[u][V - 1 - q];
+        const float f[4] = {b.w, b.z, b.y, b.x};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          s = add_rn(s, mul_rn(e[t], e[t]));
+          s2 = fmaf(f[t], f[t], s2);
+          const double x = e[t];
+          cs[4 * q + t] += x;
+          ca[4 * q + t] += fabs(x);
+        }
+      }
+      for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
+      for (int o = 1; o < lanes; o <<= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
+      if (lane == 0 && row < rows) out[row] = norm_verdict(s, s2, X + static_cast<size_t>(row) * dims, row, dims, band, state, counters, inj, 0);
+    }
+  }
+  // the column sums: over the warp's segments (lanes l, l + lanes, ... hold the same columns), then over the warps
+#pragma unroll
+  for (int q = 0; q < 4 * V; ++q)
+    for (int o = lanes; o < 32; o <<= 1) {
+      cs[q] += __shfl_xor_sync(0xffffffffu, cs[q], o);
+      ca[q] += __shfl_xor_sync(0xffffffffu, ca[q], o);
+    }
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 < static_cast<unsigned>(lanes))
+#pragma unroll
+    for (int q = 0; q < 4 * V; ++q) {
+      const int d = 4 * V * lane + q;
+      if (d < XV_MAX) red[warp][0][d] = cs[q], red[warp][1][d] = ca[q];
+    }
+  __syncthreads();
+  for (int d = threadIdx.x; d < dims; d += XV_THREADS) {
+    double a = 0.0, b = 0.0;
+    for (int w = 0; w < XV_THREADS / 32; ++w) a += red[w][0][d], b += red[w][1][d];
+    atomicAdd(&colstat[d], a);
+    atomicAdd(&colstat[dims + d], b);
+  }
+}
+
+// X's pass with 16-byte loads where it applies (x_pass_vec_kernel; false: the caller runs the scalar kernels). V: 4
+// float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V is 4 and protected (the lanes' column
+// sums take the registers), else 4; the grid four blocks per SM protected (their column sums end in global atomics),
+// else up to 2048 (the measured best of each, experiments/scripts/kmeans_xstats_probe.cu).
+bool x_pass_vec(const T* X, int rows, int dims, T* out, double* colstat, const State* state, ftgen::FtCounters* counters, const Inject& inj,
+                cudaStream_t stream, cudaError_t& err) {
+  if (dims % 4 != 0 || dims > XV_MAX || reinterpret_cast<uintptr_t>(X) % 16 != 0) return false;
+  const float* const Xf = reinterpret_cast<const float*>(X);
+  float* const outf = reinterpret_cast<float*>(out);
+  const int V = dims >= 64 ? 4 : dims >= 8 ? 2 : 1;
+  const int lanes = norm_lanes((dims / 4 + V - 1) / V);
+  int device = 0, sms = 0;
+  if ((err = ftgen::device_sms(device, sms)) != cudaSuccess) return true;
+  (void)device;
+  const size_t want = (static_cast<size_t>(rows) * lanes + XV_THREADS - 1) / XV_THREADS;
+  const int grid = static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, 4 * static_cast<size_t>(sms))));
+  if (V == 4) x_pass_vec_kernel<4, 2><<<grid, XV_THREADS, 0, stream>>>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj);
+  else if (V == 2) x_pass_vec_kernel<2, 4><<<grid, XV_THREADS, 0, stream>>>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj);
+  else x_pass_vec_kernel<1, 4><<<grid, XV_THREADS, 0, stream>>>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj);
+  err = cudaGetLastError();
+  return true;
+}
 // The encodings of every centroid tile, in fp64, stored as T: s_t = e^T C_t, w_t = (1..NT)^T C_t,
 // q_t = e^T (C_t o C_t), and s_t o s_t (the last two scale the threshold). Grouped as the assign kernel's
 // reference fragments read them: per group of GT tiles, 2 MMA_N rows of dims (s, w of each tile; then q, s^2
@@ -1381,7 +1484,9 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
   const int nl = norm_lanes(dims);
   FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
-  if (dims <= nl * XS_R) {  // X's norms and column statistics in one pass
+  if (x_pass_vec(X, n, dims, w.xx, w.colstat, w.state, counters, inj, stream, err)) {  // X's norms and column statistics, 16-byte loads
+    FT_TRY(err);
+  } else if (dims <= nl * XS_R) {  // X's norms and column statistics in one pass
     FT_TRY(x_stats(X, n, dims, nl, w.xx, w.colstat, w.state, counters, inj, stream));
   } else {
     const int rows_per_block = 2048;
