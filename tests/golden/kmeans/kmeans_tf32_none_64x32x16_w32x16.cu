@@ -616,24 +616,48 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
 }
 
 // One block per cluster: its items' partial sums added in a fixed order into sums (copy 0; protected: copy 1 from partb,
-// in the same order). With dims at most half the block, G = blockDim / dims groups take the items in turn (group g:
-// items g, g + G, ...), then the groups' sums are added in group order; else the threads stride over the dimensions and
-// add the items in item order.
-__global__ void __launch_bounds__(128) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters, int dims,
-                                                     double* sums, const State* state) {
+// in the same order). G = REDUCE_THREADS / dims groups (1 where dims > REDUCE_THREADS / 2: the threads then stride over
+// the dimensions) take the items in turn (group g: items g, g + G, ...), each thread into REDUCE_ILP running sums by
+// item (item j of the thread to sum j % REDUCE_ILP, so that loads of that many items are in flight), added in sum order,
+// then the groups' sums in group order. The clusters are far from even (i.i.d. data in 128 dimensions from every
+// (samples / clusters)-th sample: the largest 25x the mean), and the block of the largest cluster sets the kernel's time:
+// one group of 128 threads adding one item at a time took 143 us at 2^20 x 128 x 1024 protected (both copies from
+// memory), 16 us for the twin's one copy.
+constexpr int REDUCE_THREADS = 512;
+constexpr int REDUCE_ILP = 4;
+__global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
+                                                                int dims, double* sums, const State* state) {
   if (state->converged) return;
   const int j = blockIdx.x;
   const int i0 = item_off[j], i1 = item_off[j + 1];
-  const int groups = static_cast<int>(blockDim.x) / dims;
+  const int groups = max(1, REDUCE_THREADS / dims);
+  // the items of group g from item i0 + g, every `groups`-th, in REDUCE_ILP running sums; both copies alike
+  auto items = [&](int g, int d, double& ta, double& tb) {
+    double a[REDUCE_ILP], b[REDUCE_ILP];
+#pragma unroll
+    for (int u = 0; u < REDUCE_ILP; ++u) a[u] = b[u] = 0.0;
+    int it = i0 + g;
+    for (; it + (REDUCE_ILP - 1) * groups < i1; it += REDUCE_ILP * groups)
+#pragma unroll
+      for (int u = 0; u < REDUCE_ILP; ++u) {
+        a[u] += part[static_cast<size_t>(it + u * groups) * dims + d];
+        if (PROTECTED) b[u] += partb[static_cast<size_t>(it + u * groups) * dims + d];
+      }
+#pragma unroll
+    for (int u = 0; u < REDUCE_ILP - 1; ++u)  // (fewer than REDUCE_ILP items left)
+      if (it + u * groups < i1) {
+        a[u] += part[static_cast<size_t>(it + u * groups) * dims + d];
+        if (PROTECTED) b[u] += partb[static_cast<size_t>(it + u * groups) * dims + d];
+      }
+    ta = tb = 0.0;
+#pragma unroll
+    for (int u = 0; u < REDUCE_ILP; ++u) ta += a[u], tb += b[u];
+  };
   if (groups >= 2) {
-    __shared__ double red[2][128];
+    __shared__ double red[2][REDUCE_THREADS];
     const int g = threadIdx.x / dims, d = threadIdx.x % dims;
     double sa = 0, sb = 0;
-    if (g < groups)
-      for (int it = i0 + g; it < i1; it += groups) {
-        sa += part[static_cast<size_t>(it) * dims + d];
-        if (PROTECTED) sb += partb[static_cast<size_t>(it) * dims + d];
-      }
+    if (g < groups) items(g, d, sa, sb);
     red[0][threadIdx.x] = sa;
     red[1][threadIdx.x] = sb;
     __syncthreads();
@@ -647,12 +671,9 @@ __global__ void __launch_bounds__(128) reduce_kernel(const double* part, const d
     if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + threadIdx.x] = sb;
     return;
   }
-  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
-    double sa = 0, sb = 0;
-    for (int it = i0; it < i1; ++it) {
-      sa += part[static_cast<size_t>(it) * dims + d];
-      if (PROTECTED) sb += partb[static_cast<size_t>(it) * dims + d];
-    }
+  for (int d = threadIdx.x; d < dims; d += REDUCE_THREADS) {
+    double sa, sb;
+    items(0, d, sa, sb);
     sums[static_cast<size_t>(j) * dims + d] = sa;
     if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + d] = sb;
   }
@@ -847,7 +868,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     FT_LAUNCHED();
     sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
-    reduce_kernel<<<k, 128, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
+    reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
     finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
     FT_LAUNCHED();
