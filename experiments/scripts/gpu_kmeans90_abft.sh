@@ -12,8 +12,9 @@
 # and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
 # two shapes (OUT/stalls_<which>_<shape>.txt); "source" their source counters at 2^20 x 128 x 1024 (instructions executed
 # per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz); "memk" Nsight Compute's memory and
-# warp-state sections of X's pass and the update's sums and reduction at 2^20 x 128 x 1024 (OUT/memk.txt); "normsite" a
-# campaign of faults in X's norms (300 + 300 per distribution at 65536 x 128 x 256); "quick" every shape of the spec
+# warp-state sections of X's pass and the update's sums and reduction at 2^20 x 128 x 1024 (OUT/memk.txt); "sites" the
+# campaigns of the sites SITES (default "norm update": X's norms, the update's sums; 300 + 300 per distribution at
+# 65536 x 128 x 256); "quick" every shape of the spec
 # without flash-kmeans, then the anchors with it, 10 reps each, clean (OUT/shapes.jsonl, OUT/anchors.jsonl).
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
 #   glob of the variant of the campaigns and the profile, default *128x160x32*)
@@ -67,10 +68,12 @@ if has quick; then
   FTGEN_BENCH_REFS=none ft 70 bench $proj --reps 10 --warmup 3 --json "$out/shapes.jsonl" > "$out/shapes.txt" 2>&1; t shapes
   ft 110 bench $proj --shapes $anchors --reps 10 --warmup 3 --json "$out/anchors.jsonl" > "$out/anchors.txt" 2>&1; t anchors
 fi
-if has normsite; then  # faults in X's norms (site norm: X's pass, 16-byte loads at dims 128), 300 + 300 per distribution
-  ft 90 campaign $spec -o $gen --kernels "$kern" --site norm --trials 300 --seed 9 --shape 65536x128x256 --json "$out/campaign_norm.jsonl" \
-    > "$out/campaign_norm.txt" 2>&1
-  tail -n 6 "$out/campaign_norm.txt"; t campaign norm
+if has sites; then  # campaigns at the sites SITES (default: norm update), 300 + 300 per distribution at 65536 x 128 x 256
+  for site in ${SITES:-norm update}; do
+    ft 90 campaign $spec -o $gen --kernels "$kern" --site $site --trials 300 --seed 9 --shape 65536x128x256 \
+      --json "$out/campaign_$site.jsonl" > "$out/campaign_$site.txt" 2>&1
+    tail -n 4 "$out/campaign_$site.txt"; t campaign $site
+  done
 fi
 if has campaign; then
   ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1

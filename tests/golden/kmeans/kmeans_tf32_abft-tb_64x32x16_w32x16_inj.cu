@@ -1219,6 +1219,63 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restric
   }
 }
 
+// sums_kernel with 16-byte loads (fp32 X of 16-byte rows at a 16-byte aligned base): lane l of a group of `lanes` (the
+// power of two covering dims / 4, at most 32) takes float4 l (then l + lanes, ...) of a row, the warp's 32 / lanes groups
+// rows in turn, SUMV_U rows a group in flight; the item's row indices are loaded once (two a lane) and passed by
+// shuffles, so a row's load waits on no index load. The same sums in the same order in both copies (bit for bit); the
+// groups added as sums_kernel adds them. Against sums_kernel's four 4-byte loads a lane and row behind an index load:
+// measured in the iteration (docs/kmeans.md).
+constexpr int SUMV_U = 4;
+__global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* __restrict__ X, int dims, int lanes, const int* idx,
+                                                                  const int* offs, const int* item_off, const int* item_cluster,
+                                                                  int clusters, double* part, double* partb, const State* state) {
+  static_assert(CHUNK == 64, "two row indices a lane");
+  if (state->converged) return;
+  const int it = blockIdx.x * SUM_WARPS + (threadIdx.x >> 5);
+  if (it >= item_off[clusters]) return;  // (warp-uniform)
+  const int lane = threadIdx.x & 31, groups = 32 / lanes, sub = lane / lanes, dl = lane % lanes, d4 = dims / 4;
+  const int j = item_cluster[it];
+  const int r0 = offs[j] + (it - item_off[j]) * CHUNK, rows = min(offs[j + 1], r0 + CHUNK) - r0;
+  const int ia = lane < rows ? idx[r0 + lane] : 0, ib = 32 + lane < rows ? idx[r0 + 32 + lane] : 0;
+  const float4* const X4 = reinterpret_cast<const float4*>(X);
+  for (int c0 = 0; c0 < d4; c0 += lanes) {
+    const int c = c0 + dl;  // this lane's float4 of a row
+    double sa[4] = {0.0, 0.0, 0.0, 0.0};
+    double sb[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int t0 = 0; t0 < rows; t0 += groups * SUMV_U) {  // (warp-uniform: every lane takes part in the shuffles)
+      float4 v[SUMV_U];
+#pragma unroll
+      for (int u = 0; u < SUMV_U; ++u) {
+        const int t = t0 + u * groups + sub;  // the item's row of this group
+        const int xa = __shfl_sync(0xffffffffu, ia, t & 31), xb = __shfl_sync(0xffffffffu, ib, t & 31);
+        v[u] = t < rows && c < d4 ? __ldg(X4 + static_cast<size_t>(t < 32 ? xa : xb) * d4 + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int u = 0; u < SUMV_U; ++u) {
+        const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const double x = e[q];  // (a row past the item adds zeros: both copies alike)
+          sa[q] += x;
+          sb[q] = dmr_add(sb[q], x);
+        }
+      }
+    }
+    for (int o = 16; o >= lanes; o >>= 1)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        sa[q] += __shfl_xor_sync(0xffffffffu, sa[q], o);
+        sb[q] = dmr_add(sb[q], __shfl_xor_sync(0xffffffffu, sb[q], o));
+      }
+    if (sub == 0 && c < d4)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        part[static_cast<size_t>(it) * dims + 4 * c + q] = sa[q];
+        partb[static_cast<size_t>(it) * dims + 4 * c + q] = sb[q];
+      }
+  }
+}
+
 // One block per cluster: its items' partial sums added in a fixed order into sums (copy 0; protected: copy 1 from partb,
 // in the same order). G = REDUCE_THREADS / dims groups (1 where dims > REDUCE_THREADS / 2: the threads then stride over
 // the dimensions) take the items in turn (group g: items g, g + G, ...), each thread into REDUCE_ILP running sums by
@@ -1546,7 +1603,11 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     else
       scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, false);
     FT_LAUNCHED();
-    sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
+    if (dims % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0)  // 16-byte loads
+      sums_vec_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, norm_lanes(dims / 4), w.idx, w.offs, w.item_off, w.item_cluster, k,
+                                                               w.part, partb, w.state);
+    else
+      sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
     reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
