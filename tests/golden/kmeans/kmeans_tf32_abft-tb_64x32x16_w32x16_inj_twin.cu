@@ -678,7 +678,7 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // then the groups' sums in group order. The clusters are far from even (i.i.d. data in 128 dimensions from every
 // (samples / clusters)-th sample: the largest 25x the mean), and the block of the largest cluster sets the kernel's time
 // (one group of 128 threads adding one item at a time: 143 us at 2^20 x 128 x 1024 protected, 16 us for the twin's one
-// copy).
+// copy; this form 82 and 9 -- why the protected build's is still 9x the twin's is open, docs/kmeans.md).
 constexpr int REDUCE_THREADS = 512;
 constexpr int REDUCE_ILP = 4;
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
@@ -693,21 +693,12 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
 #pragma unroll
     for (int u = 0; u < REDUCE_ILP; ++u) a[u] = b[u] = 0.0;
     int it = i0 + g;
-    for (; it + (REDUCE_ILP - 1) * groups < i1; it += REDUCE_ILP * groups) {
-      // the loads first, then the additions (written as one chain of load-add pairs, the protected build's SASS loaded
-      // each value into the register the previous addition had just read: one load in flight, 86 us against 9)
-      double va[REDUCE_ILP], vb[REDUCE_ILP];
+    for (; it + (REDUCE_ILP - 1) * groups < i1; it += REDUCE_ILP * groups)
 #pragma unroll
       for (int u = 0; u < REDUCE_ILP; ++u) {
-        va[u] = __ldg(part + static_cast<size_t>(it + u * groups) * dims + d);
-        vb[u] = PROTECTED ? __ldg(partb + static_cast<size_t>(it + u * groups) * dims + d) : 0.0;
+        a[u] += part[static_cast<size_t>(it + u * groups) * dims + d];
+        if (PROTECTED) b[u] += partb[static_cast<size_t>(it + u * groups) * dims + d];
       }
-#pragma unroll
-      for (int u = 0; u < REDUCE_ILP; ++u) {
-        a[u] += va[u];
-        if (PROTECTED) b[u] += vb[u];
-      }
-    }
 #pragma unroll
     for (int u = 0; u < REDUCE_ILP - 1; ++u)  // (fewer than REDUCE_ILP items left)
       if (it + u * groups < i1) {
