@@ -144,8 +144,22 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     auto row_of = [&](int mm, int r) { return static_cast<long long>(get<0>(tCcD(2 * r, mm, 0))); };
     auto col_of = [&](int v) { return 8 * (v / 4) + 2 * q + v % 2; };  // the element's column in the tile
 
+    // the check's loads first (the rows' squared norms, the tile's sum of centroid norms), so that their latency
+    // overlaps the planned faults' lookup and the first stage's sums instead of following them
+    float xx[MM][2] = {}, nc = 0.f;
+    if constexpr (kEnc > 0) {
+      nc = __ldg(params.check.tile_nc + int(n));
+      CUTLASS_PRAGMA_UNROLL
+      for (int mm = 0; mm < MM; ++mm) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          const long long row = row_of(mm, r);
+          xx[mm][r] = row < params.check.samples ? __ldg(params.check.xx + row) : 0.f;
+        }
+      }
+    }
     if constexpr (kInject) inject(acc, int(m), int(n), thread_idx, j0, tCcD);
-    if constexpr (kEnc > 0) check(acc, cols, int(n), q, row_of, col_of);
+    if constexpr (kEnc > 0) check(acc, cols, int(n), q, xx, nc, row_of, col_of);
 
     // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its element v (columns ascend along v for a row,
     // so a strict < keeps the lower index on a tie); the element's column once per row after the loop. The norms two at
@@ -207,23 +221,21 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
 
  private:
   // The threadblock ABFT of the tile (kEnc > 0), before the arg-min; see the class comment
-  template <class Acc, class RowOf, class ColOf>
-  CUTLASS_DEVICE void check(Acc& acc, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+  // xx: the squared norms of the rows held (0 past the samples), nc: the tile's sum of centroid norms (operator() loads
+  // them before the faults' lookup)
+  template <class Acc, int MM, class RowOf, class ColOf>
+  CUTLASS_DEVICE void check(Acc& acc, int cols, int tile, int q, const float (&xx)[MM][2], float nc, RowOf const& row_of, ColOf const& col_of) {
     using namespace cute;
     constexpr int V = size<0>(typename Acc::layout_type{});
-    constexpr int MM = size<1>(typename Acc::layout_type{});
+    static_assert(MM == size<1>(typename Acc::layout_type{}), "the rows held");
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
     // the first stage's scale per row held: ||x_i|| sum ||c_j|| (rows past the samples: 0, their accumulators are 0)
     float scale[MM][2];
-    const float nc = __ldg(p.tile_nc + tile);
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const long long row = row_of(mm, r);
-        scale[mm][r] = row < p.samples ? sqrtf(__ldg(p.xx + row)) * nc : 0.f;
-      }
+      for (int r = 0; r < 2; ++r) scale[mm][r] = sqrtf(xx[mm][r]) * nc;
     }
     float s1[MM][2], rs[MM][2];
     CUTLASS_PRAGMA_UNROLL
@@ -339,7 +351,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
-    if (!p.site_acc || p.iter == nullptr || *p.iter != 0) return;
+    if (!p.site_acc || p.fault_count == 0 || p.iter == nullptr || *p.iter != 0) return;  // (no load of the counter without faults)
     for (int f = 0; f < p.fault_count; ++f) {
       const ftgen::FaultSpec fs = p.faults[f];
       if (fs.block != tm || fs.step != tn || fs.thread != thread_idx) continue;
