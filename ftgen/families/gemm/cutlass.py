@@ -144,15 +144,16 @@ PARAMS = (
           "prepass; workspace: 16 bytes more per row, block column and warp column, the encodings and reference rows "
           "per warp column)",
           choices=("fused", "prepass", "concurrent")),
-    Param("abft_cols", int, (ABFT64_STRIP_COLS,), "fp64 abft: columns per checksum strip of the check after the GEMM (each "
-          "strip adds 2 columns to the reference GEMM: 32 costs 4x the reference work of 128 and sees smaller faults "
-          "beside large elements; docs/gemm-hopper.md)", choices=(32, 64, 128)),
-)
+    Param("abft_cols", int, (ABFT64_STRIP_COLS,), "abft: columns per checksum strip (each strip adds 2 columns to the "
+          "reference GEMM). fp64: 32, 64 or 128 (the default; 32 costs 4x the reference work of 128 and sees smaller faults "
+          "beside large elements; docs/gemm-hopper.md). tf32x3 with ref_checksums: concurrent: 0 (the default: the warp "
+          "column, lambda 1.5) or whole warp columns dividing tb_n, e.g. 128 (one strip per tile: a quarter of the "
+          "reference GEMM of 32-column strips, lambda 0.6; docs/gemm-abft.md)", choices=(0, 32, 64, 128, 256)))
 
 # Defaults that fit each precision (the tuple above holds the tf32 ones): CutlassBackend.param_defs.
 _PREC_DEFAULTS = {
     "tf32": {},
-    "tf32x3": {},
+    "tf32x3": {"abft_cols": 0},
     "fp16": {"inst_k": 16, "align": 8},
     "bf16": {"inst_k": 16, "align": 8},
     "fp64": {"tb_m": 64, "tb_n": 64, "tb_k": 16, "warp_m": 32, "warp_n": 32, "warp_k": 16, "inst_m": 8, "inst_k": 4, "align": 1},
@@ -234,17 +235,24 @@ def abft_prepass(v: Variant) -> bool:
     return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") in ("prepass", "concurrent")
 
 
+def _default_cols(precision: str) -> int:
+    """abft_cols's default for the precision (tf32x3: 0, the warp column)."""
+    return _PREC_DEFAULTS.get(precision, {}).get("abft_cols", ABFT64_STRIP_COLS)
+
+
 def abft_concurrent(v: Variant) -> bool:
     """ref_checksums: concurrent: the pre-pass beside the GEMM on a second stream, the check after both."""
     return v.protection.scheme == "abft" and v.get("ref_checksums", "fused") == "concurrent"
 
 
 def abft_strip_cols(v: Variant) -> int:
-    """Columns of a checksum strip of the threadblock ABFT: fp64's ABFT64_STRIP_COLS, a warp column (warp_n) with
-    ref_checksums: concurrent, the tile's tb_n otherwise."""
+    """Columns of a checksum strip of the threadblock ABFT: fp64's abft_cols; with ref_checksums: concurrent, tf32x3's
+    abft_cols (whole warp columns) or, where that is 0, the warp column (warp_n); the tile's tb_n otherwise."""
     if v.precision == "fp64":
         return v.get("abft_cols", ABFT64_STRIP_COLS)
-    return v.get("warp_n") if abft_concurrent(v) else v.get("tb_n")
+    if abft_concurrent(v):
+        return v.get("abft_cols", 0) or v.get("warp_n")
+    return v.get("tb_n")
 
 
 def abft_strip_unit(v: Variant) -> float:
@@ -481,8 +489,20 @@ class CutlassBackend(Backend):
         if lvl == "abft" and v.precision == "fp64" and not abft_concurrent(v):
             r.append(f"ref_checksums: {v.get('ref_checksums')}: fp64 abft has the concurrent design only (the check after "
                      f"the GEMM, every sum in double; fused and prepass keep fp32 sums); use ref_checksums: concurrent")
-        if v.get("abft_cols", ABFT64_STRIP_COLS) != ABFT64_STRIP_COLS and not (lvl == "abft" and v.precision == "fp64"):
-            r.append(f"abft_cols applies to fp64 abft only (the strips of its check after the GEMM); leave it at {ABFT64_STRIP_COLS}")
+        cols = v.get("abft_cols", ABFT64_STRIP_COLS)
+        if lvl == "abft" and v.precision == "fp64":
+            if cols not in (32, 64, 128):
+                r.append(f"abft_cols={cols}: fp64 abft's strips are 32, 64 or 128 columns")
+        elif lvl == "abft" and v.precision == "tf32x3":
+            if cols and not abft_concurrent(v):
+                r.append(f"abft_cols={cols}: the strips of ref_checksums: concurrent's check; the other designs check the "
+                         f"tile's tb_n columns (leave abft_cols at 0)")
+            elif cols and (cols % g.warp[1] or g.tb[1] % cols):
+                r.append(f"abft_cols={cols}: a checksum strip is whole warp columns of warp_n={g.warp[1]} and divides "
+                         f"tb_n={g.tb[1]} (0: the warp column)")
+        elif cols != _default_cols(v.precision):
+            r.append(f"abft_cols applies to fp64 and tf32x3 abft only (the strips of their checks); leave it at "
+                     f"{_default_cols(v.precision)}")
         if v.get("ref_checksums", "fused") != "fused" and lvl != "abft":
             r.append(f"ref_checksums: {v.get('ref_checksums')} applies to abft only (the reference checksums of threadblock ABFT)")
         if g.coop_teams and lvl != "cooperative":
@@ -518,7 +538,7 @@ class CutlassBackend(Backend):
             tokens.append(f"teams{g.coop_teams}")
         if abft_prepass(v):
             tokens.append("conc" if abft_concurrent(v) else "prepass")
-        if g.level == "abft" and v.precision == "fp64":
+        if g.level == "abft" and (v.precision == "fp64" or (abft_concurrent(v) and abft_strip_cols(v) != g.warp[1])):
             tokens.append(f"cs{abft_strip_cols(v)}")
         if v.protection.inject:
             tokens.append("inj")
