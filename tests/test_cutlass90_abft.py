@@ -152,6 +152,12 @@ def test_abft_cols_64_makes_the_descriptors_warp_columns_and_strips_64_wide_at_l
     assert (g.tb, g.warp, g.threads) == ((128, 128, 32), (64, 64, 32), 128)
     assert sm80.abft_strip_cols(d) == 64 and sm80.abft_strip_unit(d) == 1.0 * 2.0**-24
     assert abft_model.abft_concurrent_check(64)["lam"] == 1.0 and abft_model.abft_concurrent_check(32)["lam"] == 1.5
+    # 128: the descriptor's 32-column warp tiles, one strip per 128-column tile at lambda 0.6
+    w = load(ABFT % ("", ", abft_cols: 128")).variants[0]
+    assert w.name.endswith("_conc128")
+    d = c90.abft_descriptor(w)
+    assert CUT.constraints(d) == [] and sm80.Geometry(d).warp == (64, 32, 32)
+    assert sm80.abft_strip_cols(d) == 128 and sm80.abft_strip_unit(d) == 0.6 * 2.0**-24
     # the other variants of the backend keep 32
     with pytest.raises(SpecError, match="abft_cols=64: the strip width of the tf32x3 threadblock ABFT"):
         load(ABFT.replace("tf32x3", "bf16") % ("", ", abft_cols: 64"))
@@ -171,8 +177,10 @@ def test_the_descriptor_is_the_demos_concurrent_variant():
     # the demo's protected variant has the same parameters (its checked geometry, measured on the H200)
     demo = load_spec_text((REPO / "specs" / "gemm" / "demo.yaml").read_text(), "demo.yaml")
     prot = next(x for x in demo.variants if x.protection.scheme == "abft")
-    same = {k: x for k, x in prot.params if k not in ("layout_b",)}
-    assert same == {k: x for k, x in d.params if k not in ("layout_b",)}
+    same = {k: x for k, x in prot.params if k not in ("layout_b", "abft_cols")}
+    assert same == {k: x for k, x in d.params if k not in ("layout_b", "abft_cols")}
+    # but for its strips: one per 128-column tile (abft_cols 0: the widest calibrated), where cutlass90 keeps 32 by default
+    assert sm80.abft_strip_cols(prot) == 128 and sm80.abft_strip_unit(prot) == 0.6 * 2.0**-24
 
 
 # ---------------------------------------------------------------------------------------------

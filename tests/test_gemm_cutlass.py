@@ -94,7 +94,23 @@ def test_every_parameter_changes_the_name():
 
     f64 = {c: f64_abft(c) for c in (32, 64, 128)}
     assert len(set(f64.values())) == 3 and f64[32].endswith("_conc_cs32")
-    assert any("abft_cols applies to fp64 abft only" in r for r in CUT.constraints(variant(abft_cols=32)))
+    assert any("abft_cols applies to fp64 and tf32x3 abft only" in r for r in CUT.constraints(variant(abft_cols=32)))
+    # tf32x3 concurrent: 0 is the widest calibrated strip that fits the tiles; the name says the strip where it is not
+    # the warp column; a strip is whole warp columns dividing tb_n
+    p3 = {d.name: d.default[0] for d in CUT.param_defs("tf32x3", prot)} | {"ref_checksums": "concurrent"}
+
+    def f32_abft(**kw):
+        return Variant("gemm", "tf32x3", prot, tuple((p3 | kw).items()), ("sm_90",), "cutlass")
+
+    assert p3["abft_cols"] == 0 and (p3["tb_n"], p3["warp_n"]) == (128, 64)
+    assert gc.abft_strip_cols(f32_abft()) == 128 and gc.abft_strip_cols(f32_abft(warp_n=32, tb_n=64)) == 64
+    assert gc.abft_strip_cols(f32_abft(warp_n=32, abft_cols=32)) == 32 and gc.abft_strip_unit(f32_abft()) == 0.6 * 2.0**-24
+    t3 = {c: CUT.kernel_name(f32_abft(warp_n=32, abft_cols=c)) for c in (0, 32, 64, 128)}
+    assert t3[0] == t3[128] and t3[32].endswith("_conc") and t3[64].endswith("_conc_cs64") and t3[128].endswith("_conc_cs128")
+    assert all(CUT.constraints(f32_abft(warp_n=32, abft_cols=c)) == [] for c in (0, 32, 64, 128))
+    assert any("whole warp columns of warp_n=64" in r for r in CUT.constraints(f32_abft(abft_cols=32)))
+    assert any("divides tb_n=128" in r for r in CUT.constraints(f32_abft(warp_n=32, abft_cols=256)))
+    assert any("the strips of ref_checksums: concurrent" in r for r in CUT.constraints(f32_abft(ref_checksums="prepass", abft_cols=128)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,7 +496,8 @@ def test_tf32x3_names_tolerance_and_protection():
     assert CUT.kernel_name(pre) == CUT.kernel_name(a).replace("_rr_inj", "_rr_prepass_inj") and CUT.constraints(pre) == []
     conc = Variant(a.family, a.precision, a.protection, tuple((k, "concurrent" if k == "ref_checksums" else x) for k, x in a.params),
                    a.arch, "cutlass")
-    assert CUT.kernel_name(conc) == CUT.kernel_name(a).replace("_rr_inj", "_rr_conc_inj") and CUT.constraints(conc) == []
+    # (its strips: the widest calibrated that fits, here the 128-column tile)
+    assert CUT.kernel_name(conc) == CUT.kernel_name(a).replace("_rr_inj", "_rr_conc_cs128_inj") and CUT.constraints(conc) == []
     assert gc.abft_prepass(conc) and gc.abft_concurrent(conc) and not gc.abft_concurrent(pre)
     for ref in ("prepass", "concurrent"):
         tmr = variant(level="kernel", ref_checksums=ref)

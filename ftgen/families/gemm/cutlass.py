@@ -88,7 +88,8 @@ from ..base import (
     Variant,
     power_of_two,
 )
-from .abft_model import ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_STRIP_LAMBDA, ABFT_STRIP_UNIT_PRECISION, abft_strip_lambda
+from .abft_model import (ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_STRIP_LAMBDA, ABFT_STRIP_LAMBDAS, ABFT_STRIP_UNIT_PRECISION,
+                         abft_strip_lambda)
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -146,9 +147,9 @@ PARAMS = (
           choices=("fused", "prepass", "concurrent")),
     Param("abft_cols", int, (ABFT64_STRIP_COLS,), "abft: columns per checksum strip (each strip adds 2 columns to the "
           "reference GEMM). fp64: 32, 64 or 128 (the default; 32 costs 4x the reference work of 128 and sees smaller faults "
-          "beside large elements; docs/gemm-hopper.md). tf32x3 with ref_checksums: concurrent: 0 (the default: the warp "
-          "column, lambda 1.5) or whole warp columns dividing tb_n, e.g. 128 (one strip per tile: a quarter of the "
-          "reference GEMM of 32-column strips, lambda 0.6; docs/gemm-abft.md)", choices=(0, 32, 64, 128, 256)))
+          "beside large elements; docs/gemm-hopper.md). tf32x3 with ref_checksums: concurrent: whole warp columns dividing "
+          "tb_n -- 32 (lambda 1.5), 64 (1.0) or 128 (0.6: a quarter of the reference GEMM of 32-column strips, the same "
+          "coverage); 0 (the default): the widest of these that fits the tiles (docs/gemm-abft.md)", choices=(0, 32, 64, 128, 256)))
 
 # Defaults that fit each precision (the tuple above holds the tf32 ones): CutlassBackend.param_defs.
 _PREC_DEFAULTS = {
@@ -251,8 +252,18 @@ def abft_strip_cols(v: Variant) -> int:
     if v.precision == "fp64":
         return v.get("abft_cols", ABFT64_STRIP_COLS)
     if abft_concurrent(v):
-        return v.get("abft_cols", 0) or v.get("warp_n")
+        return v.get("abft_cols", 0) or abft_auto_strip(v.get("warp_n"), v.get("tb_n"))
     return v.get("tb_n")
+
+
+def abft_auto_strip(warp_n: int, tb_n: int) -> int:
+    """tf32x3's abft_cols: 0 -- the widest strip with a calibrated lambda (abft_model.ABFT_STRIP_LAMBDAS: 128, 64, 32
+    columns) that is whole warp columns and divides tb_n; the warp column where none is. The widest costs the fewest
+    reference columns and, at its lambda, detects as much (docs/gemm-abft.md)."""
+    for cols in sorted(ABFT_STRIP_LAMBDAS, reverse=True):
+        if cols % warp_n == 0 and tb_n % cols == 0:
+            return cols
+    return warp_n
 
 
 def abft_strip_unit(v: Variant) -> float:
@@ -499,7 +510,7 @@ class CutlassBackend(Backend):
                          f"tile's tb_n columns (leave abft_cols at 0)")
             elif cols and (cols % g.warp[1] or g.tb[1] % cols):
                 r.append(f"abft_cols={cols}: a checksum strip is whole warp columns of warp_n={g.warp[1]} and divides "
-                         f"tb_n={g.tb[1]} (0: the warp column)")
+                         f"tb_n={g.tb[1]} (0: the widest that does)")
         elif cols != _default_cols(v.precision):
             r.append(f"abft_cols applies to fp64 and tf32x3 abft only (the strips of their checks); leave it at "
                      f"{_default_cols(v.precision)}")

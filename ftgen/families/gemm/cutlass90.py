@@ -75,8 +75,9 @@ is checked and corrected there, then C = C' + beta C (fp32 fma); alpha == 0: the
 check). Injection (``inject: true``): a planned bit flip of an accumulator's partial sum at a k-iteration of the
 descriptor's tiles (computed beforehand in double, ``abft_fault_error_kernel``) is added, alpha x its error, to the C
 element by ``abft_obs_kernel`` before its sums. ``abft_cols: 64`` makes the strips 64 columns wide (the descriptor's
-warp tiles 64x64: half the reference columns, at lambda 1.0). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
-``_conc`` (the concurrent design; ``_conc64`` with 64-column strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
+warp tiles 64x64: half the reference columns, at lambda 1.0), ``abft_cols: 128`` one strip per 128-column tile (a
+quarter, at lambda 0.6). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
+``_conc`` (the concurrent design; ``_conc64`` / ``_conc128`` with wider strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
 parameters (the bench's ``x_unprot``). The check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's
 accumulation over a whole K is not (its error grows like k u): ABFT variants promote the wgmma accumulators into fp32
 registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
@@ -178,7 +179,8 @@ PARAMS = (
     Param("promote", int, (0,), "k-tiles between promotions of the wgmma accumulators into fp32 registers (0: none, the "
           "wgmma accumulates the whole K; abft: 1)", choices=PROMOTE),
     Param("abft_cols", int, (32,), "columns of a checksum strip of the tf32x3 threadblock ABFT (32: 2 reference columns "
-          "per 32, 6.25% of the products, lambda 1.5; 64: half of them, lambda 1.0)", choices=(32, 64)),
+          "per 32, 6.25% of the products, lambda 1.5; 64: half of them, lambda 1.0; 128: a quarter, lambda 0.6)",
+          choices=(32, 64, 128)),
     Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
           "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
 )
@@ -221,12 +223,14 @@ def abft_descriptor(v: Variant) -> Variant:
     """The sm80 ``cutlass`` tf32x3 variant (ref_checksums: concurrent) whose types describe the check of the cutlass90
     ABFT variant ``v``: tiles, warp columns, strips, fault units, threshold (its GEMM is never launched; its main loop
     recomputes a tile only where the second launch's row list is full). Same layouts and protection as ``v``; its warp
-    columns (the strips) are ``v``'s ``abft_cols``."""
+    strips are ``v``'s ``abft_cols`` columns (its warp columns 64 wide for strips of 64, else 32)."""
     cb = sm80.CutlassBackend()
     prot = v.protection
     defs = cb.param_defs("tf32x3", prot)
     p = {d.name: d.default[0] for d in defs}
-    p.update(ABFT_DESCRIPTOR, layout_a=v.get("layout_a"), layout_b=v.get("layout_b"), warp_n=v.get("abft_cols"))
+    cols = v.get("abft_cols")
+    p.update(ABFT_DESCRIPTOR, layout_a=v.get("layout_a"), layout_b=v.get("layout_b"), warp_n=64 if cols == 64 else 32,
+             abft_cols=cols)
     d = Variant("gemm", "tf32x3", prot, tuple((x.name, p[x.name]) for x in defs), ("sm_90",), "cutlass")
     return Variant(d.family, d.precision, d.protection, d.params, d.arch, d.backend, cb.kernel_name(d))
 
