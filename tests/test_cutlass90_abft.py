@@ -152,12 +152,9 @@ def test_abft_cols_64_makes_the_descriptors_warp_columns_and_strips_64_wide_at_l
     assert (g.tb, g.warp, g.threads) == ((128, 128, 32), (64, 64, 32), 128)
     assert sm80.abft_strip_cols(d) == 64 and sm80.abft_strip_unit(d) == 1.0 * 2.0**-24
     assert abft_model.abft_concurrent_check(64)["lam"] == 1.0 and abft_model.abft_concurrent_check(32)["lam"] == 1.5
-    # 128: the descriptor's 32-column warp tiles, one strip per 128-column tile at lambda 0.6
-    w = load(ABFT % ("", ", abft_cols: 128")).variants[0]
-    assert w.name.endswith("_conc128")
-    d = c90.abft_descriptor(w)
-    assert CUT.constraints(d) == [] and sm80.Geometry(d).warp == (64, 32, 32)
-    assert sm80.abft_strip_cols(d) == 128 and sm80.abft_strip_unit(d) == 0.6 * 2.0**-24
+    # not 128 (its lambda 0.6 is the sm80 accumulation's; measured on sm90: a false alarm at 4097x3x129)
+    with pytest.raises(SpecError, match="abft_cols"):
+        load(ABFT % ("", ", abft_cols: 128"))
     # the other variants of the backend keep 32
     with pytest.raises(SpecError, match="abft_cols=64: the strip width of the tf32x3 threadblock ABFT"):
         load(ABFT.replace("tf32x3", "bf16") % ("", ", abft_cols: 64"))

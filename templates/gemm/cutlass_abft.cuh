@@ -29,7 +29,7 @@
 // ref_checksums: concurrent (FTGEN_ABFT_CONCURRENT, with one checkpoint per tile): the same pre-pass on a second stream
 // beside the GEMM, which stores each tile's row sums; abft_check_kernel compares after both and the second launch
 // corrects (inject builds: each planned fault's error worked out before the GEMM, abft_fault_error_kernel). Its
-// checksum strips are FTGEN_ABFT_STRIP_N columns (the warp column: kStrips strips per tile): encodings, reference rows,
+// checksum strips are FTGEN_ABFT_STRIP_N columns (whole warp columns: kStrips strips per tile): encodings, reference rows,
 // the check, the location (j in 1..strip width) and the recomputation of a row are per (row, strip), a `unit`, with
 // the strip's own threshold (sqrt(strip width), its lambda: AbftParams::unit).
 //
@@ -336,8 +336,8 @@ struct AbftShape {
 };
 
 // The checksum strips of a tile: kStrips strips of kCols = kN / kStrips columns, each kParts whole warp columns (1 strip:
-// the tile's tb_n columns, as abft_kernel and the prepass design check them; kWarpsN strips: one per warp column, the
-// concurrent design). A check is per unit, a (row, strip) pair u = s kM + rl: its sums over the strip's warp columns,
+// the tile's tb_n columns, as abft_kernel and the prepass design check them; the concurrent design: tb_n /
+// FTGEN_ABFT_STRIP_N strips, one tile-wide strip by default). A check is per unit, a (row, strip) pair u = s kM + rl: its sums over the strip's warp columns,
 // its reference rows r, r' (of the strip's encodings), its threshold (sqrt(kCols)), its located column (in the strip:
 // weights 1..kCols, ftgen_rules::abft_strip_local) and, where it is not located, its recomputation.
 template <class K, int kStrips_>

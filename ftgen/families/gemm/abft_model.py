@@ -17,8 +17,8 @@ them with the GEMM: per split-K slice, verification segment (INTERVAL k-tiles) a
 REF_SUB_K elements of k a product in the variant's precision, then cumulative sums over the slice's
 segments in double (abft_prepass_reference); the verification compares against those.
 
-ref_checksums: concurrent (CUTLASS tf32x3, one verification per tile) checks every row per warp column: strips of
-warp_n columns, each with its own r, r' and threshold, at its own lambda (abft_concurrent_check); a fault is located
+ref_checksums: concurrent (CUTLASS tf32x3, one verification per tile) checks every row per strip of whole warp
+columns (32, 64 or 128), each with its own r, r' and threshold, at its own lambda (abft_concurrent_check); a fault is located
 within its strip and a row that cannot be located is recomputed over that strip (recompute='row').
 """
 
@@ -43,9 +43,9 @@ ABFT_LAMBDA_WARP = 4.0
 ABFT_LAMBDA_THREAD = 6.0
 
 # ref_checksums: concurrent (the CUTLASS backend's tf32x3 threadblock ABFT with one verification per tile): each row is
-# checked per warp column, a strip of warp_n columns with its own encodings B e, B w (w = 1..warp_n) and reference rows,
-# at lambda ABFT_STRIP_LAMBDA on the unit roundoff of fp32 sums (2^-24, ABFT_STRIP_UNIT_PRECISION). In the model's
-# terms: abft_gemm_model(..., **abft_concurrent_check(warp_n)). docs/gemm-abft.md ("Detection at the fp32-level rule")
+# checked per strip of `cols` columns (whole warp columns) with its own encodings B e, B w (w = 1..cols) and reference
+# rows, at lambda abft_strip_lambda(cols) on the unit roundoff of fp32 sums (2^-24, ABFT_STRIP_UNIT_PRECISION). In the
+# model's terms: abft_gemm_model(..., **abft_concurrent_check(cols)). docs/gemm-abft.md ("Detection at the fp32-level rule")
 # derives the strip and lambda: on 32-column strips the largest clean score of the fp32 emulation is 0.61-0.64 at
 # lambda 1.5 (margin 1.6x; the GPU's residuals are about 0.7x the emulation's) and 99.95% of the faults that are
 # significant under ftgen.tolerance's fp32-level rule are detected, against 96% for 128-column strips at the other

@@ -109,10 +109,10 @@ COPIES = 3
 ABFT_PRECISIONS = ("tf32x3", "fp64")
 ABFT_LAMBDA = 2.0
 ABFT_UNIT = 2.0**-23
-# ref_checksums: concurrent checks each row per warp column (a checksum strip of warp_n columns with its own encodings
-# and reference rows) at its own threshold: lambda ABFT_STRIP_LAMBDA = 1.5 on the unit roundoff of fp32 sums for strips
-# of 32 columns, 1.0 for 64 (abft_model.abft_strip_lambda, abft_concurrent_check; docs/gemm-abft.md: the clean margin
-# and the coverage they give)
+# ref_checksums: concurrent checks each row per checksum strip of abft_cols columns (whole warp columns, with its own
+# encodings and reference rows; by default the widest calibrated strip that fits, 128 on 128-column tiles) at its own
+# threshold: lambda 1.5 on the unit roundoff of fp32 sums for strips of 32 columns, 1.0 for 64, 0.6 for 128
+# (abft_model.abft_strip_lambda, abft_concurrent_check; docs/gemm-abft.md: the margin and the coverage they give)
 ABFT_STRIP_UNIT = UNIT_ROUNDOFF[ABFT_STRIP_UNIT_PRECISION]
 # fp64 (templates/gemm/cutlass_abft64.cuh): the check after the GEMM in double, once per launch (abft_model.abft_fp64_check)
 ABFT64_ONCE_INTERVAL = 1024
@@ -139,8 +139,8 @@ PARAMS = (
           "(carried in the main loop from the A fragments of the tensor cores), prepass (a pre-pass kernel per "
           "checkpoint; the main loop is the unprotected one; workspace: 8 bytes per row, block column and checkpoint) "
           "or concurrent (the pre-pass on a second stream while the GEMM runs, the GEMM storing each tile's row sums, a "
-          "check kernel after both that checks each row per warp column against that warp column's own reference (strips "
-          "of warp_n columns, lambda 1.5 on fp32's unit roundoff), corrects located faults in C and has a row of a strip "
+          "check kernel after both that checks each row per strip of abft_cols columns against that strip's own reference "
+          "(whole warp columns; lambda 1.5 on fp32's unit roundoff for 32, 0.6 for 128), corrects located faults in C and has a row of a strip "
           "it cannot locate recomputed from A and B; where a tile has one checkpoint, beta = 0 and alpha != 0, else as "
           "prepass; workspace: 16 bytes more per row, block column and warp column, the encodings and reference rows "
           "per warp column)",

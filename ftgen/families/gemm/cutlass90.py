@@ -75,9 +75,8 @@ is checked and corrected there, then C = C' + beta C (fp32 fma); alpha == 0: the
 check). Injection (``inject: true``): a planned bit flip of an accumulator's partial sum at a k-iteration of the
 descriptor's tiles (computed beforehand in double, ``abft_fault_error_kernel``) is added, alpha x its error, to the C
 element by ``abft_obs_kernel`` before its sums. ``abft_cols: 64`` makes the strips 64 columns wide (the descriptor's
-warp tiles 64x64: half the reference columns, at lambda 1.0), ``abft_cols: 128`` one strip per 128-column tile (a
-quarter, at lambda 0.6). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
-``_conc`` (the concurrent design; ``_conc64`` / ``_conc128`` with wider strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
+warp tiles 64x64: half the reference columns, at lambda 1.0). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
+``_conc`` (the concurrent design; ``_conc64`` with 64-column strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
 parameters (the bench's ``x_unprot``). The check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's
 accumulation over a whole K is not (its error grows like k u): ABFT variants promote the wgmma accumulators into fp32
 registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
@@ -179,8 +178,8 @@ PARAMS = (
     Param("promote", int, (0,), "k-tiles between promotions of the wgmma accumulators into fp32 registers (0: none, the "
           "wgmma accumulates the whole K; abft: 1)", choices=PROMOTE),
     Param("abft_cols", int, (32,), "columns of a checksum strip of the tf32x3 threadblock ABFT (32: 2 reference columns "
-          "per 32, 6.25% of the products, lambda 1.5; 64: half of them, lambda 1.0; 128: a quarter, lambda 0.6)",
-          choices=(32, 64, 128)),
+          "per 32, 6.25% of the products, lambda 1.5; 64: half of them, lambda 1.0). Not 128: the sm90 accumulation's "
+          "noise exceeds its lambda 0.6 at narrow shapes (docs/gemm-hopper.md)", choices=(32, 64)),
     Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
           "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
 )

@@ -61,7 +61,7 @@ constexpr bool kAbftPrepass = FTGEN_ABFT_PREPASS != 0;
 #endif
 constexpr bool kAbftConcurrent = FTGEN_ABFT_CONCURRENT != 0;
 #ifndef FTGEN_ABFT_STRIP_N
-#define FTGEN_ABFT_STRIP_N 0  // ref_checksums: concurrent: columns of a checksum strip (the warp column; 0: the tile's tb_n)
+#define FTGEN_ABFT_STRIP_N 0  // ref_checksums: concurrent: columns of a checksum strip (whole warp columns; 0: the tile's tb_n)
 #endif
 constexpr int kAbftStripN = FTGEN_ABFT_STRIP_N;
 static_assert(!kAbftConcurrent || kAbftPrepass, "ref_checksums: concurrent runs the pre-pass kernels");
@@ -1634,7 +1634,7 @@ struct Runner {
   static int const kSmemRecompute = int(sizeof(RecomputeStorage<K, MLCopy>));
   static int const kSmemTb = int(sizeof(SharedStorage<K, MLTb>));
   static int const kSmemAbft = int(sizeof(AbftStorage<K, MLCopy>));
-  // ref_checksums: concurrent: its checksum strips per tile (one per warp column with FTGEN_ABFT_STRIP_N = warp_n), and
+  // ref_checksums: concurrent: its checksum strips per tile (tb_n / FTGEN_ABFT_STRIP_N, whole warp columns each), and
   // the shared memory of the kernels that check them (the GEMM itself keeps kSmemAbft: abft_once_kernel's kDefer)
   static int const kConcStrips = kAbftConcurrent && kAbftStripN > 0 ? K::Shape::kN / kAbftStripN : 1;
   static int const kSmemAbftConc = int(sizeof(AbftStorage<K, MLCopy, kConcStrips>));
