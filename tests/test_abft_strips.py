@@ -240,6 +240,20 @@ def test_clean_data_is_never_flagged_at_lambda_1_5(lib, dist, m, k, n):
     assert rate1 <= 2e-3, (rate1, worst1)
 
 
+def _plant(b: Block, rng) -> tuple[int, int]:
+    """One bit flip of a partial sum (a random k-iteration boundary, a random bit) of a random element of b's tile
+    column block, planted in b.C as the campaign plans them: its (row, column), or (-1, -1) where the flip is not finite
+    (b.C then unchanged)."""
+    i, j = int(rng.integers(b.m)), int(rng.integers(b.n))
+    step = int(rng.integers(1, b.k // KT + 1)) * KT
+    part = np.float32(np.dot(b.A[i, :step], b.B[:step, j]))
+    delta = float(flip(part, int(rng.integers(32)))) - float(part)
+    if not math.isfinite(delta):
+        return -1, -1
+    b.C[i, j] = np.float32(float(b.clean[i, j]) + delta)
+    return i, j
+
+
 def _faults(lib, dist: str, seed: int, mats: int = 4, per: int = 450, m: int = 128, k: int = 1024):
     """Single bit flips of a partial sum (a random k-iteration boundary, a random bit) of random elements, as the
     campaign plans them: [(significant, detected by the strips' check, located at the right tile column, corrected
@@ -258,13 +272,9 @@ def _faults(lib, dist: str, seed: int, mats: int = 4, per: int = 450, m: int = 1
         wide.unit = np.float32(gc.ABFT_LAMBDA * gc.ABFT_UNIT * (math.sqrt(k) + math.sqrt(TB_N) + 1.0))
         wide.rms_w = np.float32(math.sqrt((TB_N + 1.0) * (2.0 * TB_N + 1.0) / 6.0))
         for _ in range(per):
-            i, j = int(rng.integers(m)), int(rng.integers(TB_N))
-            step = int(rng.integers(1, k // KT + 1)) * KT
-            part = np.float32(np.dot(b.A[i, :step], b.B[:step, j]))
-            delta = float(flip(part, int(rng.integers(32)))) - float(part)
-            if not math.isfinite(delta):
+            i, j = _plant(b, rng)
+            if i < 0:
                 continue
-            b.C[i, j] = np.float32(float(b.clean[i, j]) + delta)
             significant = abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol
             s = j // WARP_N
             _, clean1, v, _, _ = b.check_row(lib, i)[s]
@@ -470,13 +480,9 @@ def test_one_strip_per_tile_at_lambda_0_6_detects_as_much(lib):
                 for _, _, v, _, sc2 in b.check_row(lib, i):
                     assert v in (None, -1), (dist, i, sc2)  # no clean unit flagged by the full rule
             for _ in range(450):
-                i, j = int(rng.integers(m)), int(rng.integers(TB_N))
-                step = int(rng.integers(1, k // KT + 1)) * KT
-                part = np.float32(np.dot(b.A[i, :step], b.B[:step, j]))
-                delta = float(flip(part, int(rng.integers(32)))) - float(part)
-                if not math.isfinite(delta):
+                i, j = _plant(b, rng)
+                if i < 0:
                     continue
-                b.C[i, j] = np.float32(float(b.clean[i, j]) + delta)
                 if abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol:
                     _, _, v, _, _ = b.check_row(lib, i)[0]
                     sig, det = sig + 1, det + (v is not None and v != -1)
