@@ -668,68 +668,56 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
   }
 }
 
-// One block per cluster: its items' partial sums added in a fixed order into sums (copy 0; protected: copy 1 from partb,
-// in the same order). G = REDUCE_THREADS / dims groups (1 where dims > REDUCE_THREADS / 2: the threads then stride over
-// the dimensions) take the items in turn (group g: items g, g + G, ...), each thread into REDUCE_ILP running sums by
-// item (item j of the thread to sum j % REDUCE_ILP, so that loads of that many items are in flight), added in sum order,
-// then the groups' sums in group order. The clusters are far from even (i.i.d. data in 128 dimensions from every
-// (samples / clusters)-th sample: the largest 25x the mean), and the block of the largest cluster sets the kernel's time
-// (one group of 128 threads adding one item at a time: 143 us at 2^20 x 128 x 1024 protected, 16 us for the twin's one
-// copy; this form 82 and 9 -- why the protected build's is still 9x the twin's is open, docs/kmeans.md).
+// One block per cluster: its items' partial sums added in a fixed order into sums (copy 0 from part; protected: copy 1
+// from partb, by the block's other half of threads, in the same order). Per copy, G = (its threads) / dims groups (1
+// where dims is more than half its threads: the threads then stride over the dimensions) take the items in turn (group
+// g: items g, g + G, ...), each thread into REDUCE_ILP running sums by item (item j of the thread to sum j % REDUCE_ILP,
+// so that loads of that many items are in flight), added in sum order, then the groups' sums in group order. The
+// clusters are far from even (i.i.d. data in 128 dimensions from every (samples / clusters)-th sample: the largest 25x
+// the mean), and the block of the largest cluster sets the kernel's time. A thread reads one copy: where one thread
+// added both copies, ptxas scheduled each addition right after its load and reused the register, one load in flight
+// (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing).
 constexpr int REDUCE_THREADS = 512;
 constexpr int REDUCE_ILP = 4;
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
                                                                 int dims, double* sums, const State* state) {
   if (state->converged) return;
+  constexpr int kPer = REDUCE_THREADS / (PROTECTED ? 2 : 1);  // threads per copy
   const int j = blockIdx.x;
+  const int copy = static_cast<int>(threadIdx.x) / kPer, t = static_cast<int>(threadIdx.x) % kPer;
+  const double* const src = copy ? partb : part;
+  double* const out = sums + (static_cast<size_t>(copy) * clusters + j) * dims;
   const int i0 = item_off[j], i1 = item_off[j + 1];
-  const int groups = max(1, REDUCE_THREADS / dims);
-  // the items of group g from item i0 + g, every `groups`-th, in REDUCE_ILP running sums; both copies alike
-  auto items = [&](int g, int d, double& ta, double& tb) {
-    double a[REDUCE_ILP], b[REDUCE_ILP];
+  const int groups = max(1, kPer / dims);
+  // the items of group g from item i0 + g, every `groups`-th, in REDUCE_ILP running sums
+  auto items = [&](int g, int d) {
+    double a[REDUCE_ILP];
 #pragma unroll
-    for (int u = 0; u < REDUCE_ILP; ++u) a[u] = b[u] = 0.0;
+    for (int u = 0; u < REDUCE_ILP; ++u) a[u] = 0.0;
     int it = i0 + g;
     for (; it + (REDUCE_ILP - 1) * groups < i1; it += REDUCE_ILP * groups)
 #pragma unroll
-      for (int u = 0; u < REDUCE_ILP; ++u) {
-        a[u] += part[static_cast<size_t>(it + u * groups) * dims + d];
-        if (PROTECTED) b[u] += partb[static_cast<size_t>(it + u * groups) * dims + d];
-      }
+      for (int u = 0; u < REDUCE_ILP; ++u) a[u] += src[static_cast<size_t>(it + u * groups) * dims + d];
 #pragma unroll
     for (int u = 0; u < REDUCE_ILP - 1; ++u)  // (fewer than REDUCE_ILP items left)
-      if (it + u * groups < i1) {
-        a[u] += part[static_cast<size_t>(it + u * groups) * dims + d];
-        if (PROTECTED) b[u] += partb[static_cast<size_t>(it + u * groups) * dims + d];
-      }
-    ta = tb = 0.0;
+      if (it + u * groups < i1) a[u] += src[static_cast<size_t>(it + u * groups) * dims + d];
+    double s = 0.0;
 #pragma unroll
-    for (int u = 0; u < REDUCE_ILP; ++u) ta += a[u], tb += b[u];
+    for (int u = 0; u < REDUCE_ILP; ++u) s += a[u];
+    return s;
   };
   if (groups >= 2) {
-    __shared__ double red[2][REDUCE_THREADS];
-    const int g = threadIdx.x / dims, d = threadIdx.x % dims;
-    double sa = 0, sb = 0;
-    if (g < groups) items(g, d, sa, sb);
-    red[0][threadIdx.x] = sa;
-    red[1][threadIdx.x] = sb;
+    __shared__ double red[REDUCE_THREADS];
+    const int g = t / dims, d = t % dims;
+    red[threadIdx.x] = g < groups ? items(g, d) : 0.0;
     __syncthreads();
-    if (threadIdx.x >= static_cast<unsigned>(dims)) return;
-    sa = sb = 0;
-    for (int h = 0; h < groups; ++h) {
-      sa += red[0][h * dims + threadIdx.x];
-      if (PROTECTED) sb += red[1][h * dims + threadIdx.x];
-    }
-    sums[static_cast<size_t>(j) * dims + threadIdx.x] = sa;
-    if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + threadIdx.x] = sb;
+    if (t >= dims) return;
+    double s = 0.0;
+    for (int h = 0; h < groups; ++h) s += red[copy * kPer + h * dims + t];
+    out[t] = s;
     return;
   }
-  for (int d = threadIdx.x; d < dims; d += REDUCE_THREADS) {
-    double sa, sb;
-    items(0, d, sa, sb);
-    sums[static_cast<size_t>(j) * dims + d] = sa;
-    if (PROTECTED) sums[static_cast<size_t>(clusters + j) * dims + d] = sb;
-  }
+  for (int d = t; d < dims; d += kPer) out[d] = items(0, d);
 }
 
 
