@@ -342,7 +342,7 @@ def compiled(tmp_path_factory):
         d = g.out_dir / v.name
         key = f"{v.protection.level}-plain" if v.protection.level == "kernel" and not v.protection.inject else v.protection.level
         if v.protection.scheme == "abft":
-            key = "abft-prepass" if v.name.endswith("_prepass_inj") else "abft-conc" if v.name.endswith("_conc_inj") else "abft"
+            key = "abft-prepass" if v.name.endswith("_prepass_inj") else "abft-conc" if "_conc" in v.name else "abft"
         jobs[key] = (d / f"{v.name}.cu", d, out / f"{v.name}.o")
     first = spec.variants[0]
     jobs["bench"] = (g.out_dir / first.name / f"{first.name}_bench.cu", g.out_dir / first.name, out / "bench.o")

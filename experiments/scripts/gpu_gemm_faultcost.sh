@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the time of a launch with faults goes on the concurrent design (device machine): the online injection build of
-# specs/gemm/abft_tc_concurrent.yaml ('*rr_conc_inj') and its no-injection build, one version per directory of
+# specs/gemm/abft_tc_concurrent.yaml ('*rr_conc_cs128_inj') and its no-injection build, one version per directory of
 # HEADERS (':'-separated; empty entry or none = the working tree's headers; e.g. HEADERS=":ab/prev"), at SHAPE (default
 # 4096x4096x4096):
 #   1. paired x the unprotected kernel for each ';'-separated fault argument set of CASES (default: 16 faults that change
@@ -25,12 +25,12 @@ IFS=: read -r -a hdirs <<< "${HEADERS:-}"
 [ ${#hdirs[@]} = 0 ] && hdirs=("")
 for v in "${!hdirs[@]}"; do
   (FTGEN_CACHE_DIR=/tmp/cost-cache-$v build_version "$spec" /tmp/cost-$v "${hdirs[$v]}" -j $((16 / ${#hdirs[@]})) --arch sm_90 \
-     --kernels '*rr_conc_inj,*rr_conc' > "$out/build_$v.log" 2>&1) &
+     --kernels '*rr_conc_cs128_inj,*rr_conc_cs128' > "$out/build_$v.log" 2>&1) &
 done
 fail=0
 for job in $(jobs -p); do wait "$job" || fail=1; done
 [ $fail = 0 ] || { tail -n 30 "$out"/build_*.log; exit 3; }
-bin() { echo /tmp/cost-$1/$proj/bin/gemm_tf32x3_abft-tb-i1024_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr_conc$2; }
+bin() { echo /tmp/cost-$1/$proj/bin/gemm_tf32x3_abft-tb-i1024_cutlass_128x128x32_w64x32x32_i16x8x8_s4_a4_sw8_rr_conc_cs128$2; }
 IFS=';' read -r -a cases <<< "${CASES:---inject 16 --inject-kind offset --offset 1e-30;--inject 16 --bit 0;--inject 16 --bit 30;--inject 16 --bit 20;--inject 16;--inject 1;--inject 0}"
 for rep in $(seq 1 "${ROUNDS:-3}"); do
   for c in "${cases[@]}" "no injection code"; do
@@ -71,7 +71,7 @@ done
 if [ "${VERIFY:-1}" = 1 ]; then  # version 0's injection builds verified (cuBLAS) with faults, odd shapes and SHAPE
   for nf in 16 8; do
     shapes=$shape; [ $nf = 8 ] && shapes=1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
-    FTGEN_CACHE_DIR=/tmp/cost-cache-0 python3 -m ftgen.cli bench /tmp/cost-0/$proj --kernels '*rr_conc_inj' --shapes "$shapes" \
+    FTGEN_CACHE_DIR=/tmp/cost-cache-0 python3 -m ftgen.cli bench /tmp/cost-0/$proj --kernels '*rr_conc_cs128_inj' --shapes "$shapes" \
       --inject $nf --reps 2 --warmup 1 --json "$out/verify_f$nf.jsonl" > /dev/null 2> "$out/verify_f$nf.err"
     echo "verify, $nf faults per launch: rc=$?"
   done

@@ -199,7 +199,7 @@ tc-concurrent)
   for rep in $(seq 1 "${ROUNDS:-2}"); do
     for nf in 16 1; do
       for side in serial high low; do
-        FTGEN_ABFT_SIDE=$side ft bench $gen/gemm_abft_tc_concurrent --kernels '*_prepass_inj,*rr_conc_inj' \
+        FTGEN_ABFT_SIDE=$side ft bench $gen/gemm_abft_tc_concurrent --kernels '*_prepass_inj,*rr_conc_cs128_inj' \
           --shapes 4096x4096x4096,8192x8192x8192 --inject $nf --reps 10 --warmup 3 \
           --json "$out/tcconc_side_${side}_f${nf}_$rep.jsonl" > /dev/null 2>> "$out/tcconc_side.err"
         echo "side $side faults $nf round $rep rc=$?"
@@ -233,7 +233,7 @@ tc-concurrent-ab)
   # CAMPAIGN=0: none). AB_DIR may list several directories (B:C:...)
   abk='*rr_conc*'; odd=1x1x1,1000x1234x777,257x129x1031,130x131x129,2048x2048x2048
   INJECT=16 REPS=${REPS:-3} bash experiments/scripts/gpu_gemm_ab.sh "$out/ab_f16" "${AB_DIR:-ab/prev}" specs/gemm/abft_tc_concurrent.yaml "$abk" 4096x4096x4096,8192x8192x8192
-  FTGEN_CACHE_DIR=/tmp/ab-cache-A ft bench /tmp/ab-A/gemm_abft_tc_concurrent --kernels '*rr_conc_inj' --shapes $odd --inject 8 --reps 3 \
+  FTGEN_CACHE_DIR=/tmp/ab-cache-A ft bench /tmp/ab-A/gemm_abft_tc_concurrent --kernels '*rr_conc_cs128_inj' --shapes $odd --inject 8 --reps 3 \
     --warmup 1 --json "$out/tcconc_ab_check_inject.jsonl" > /dev/null 2> "$out/tcconc_ab_check_inject.err"
   echo "odd shapes with faults rc=$?"; summary "$out/tcconc_ab_check_inject.jsonl"
   INJECT=1 REPS=${REPS:-3} bash experiments/scripts/gpu_gemm_ab.sh "$out/ab_f1" "${AB_DIR:-ab/prev}" specs/gemm/abft_tc_concurrent.yaml "$abk" 4096x4096x4096,8192x8192x8192

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One significant fault per launch on the concurrent design (device machine): the online and detect injection builds
-# of specs/gemm/abft_tc_concurrent.yaml ('*rr_conc_inj'), version A with the working tree's headers and B with those
+# of specs/gemm/abft_tc_concurrent.yaml ('*rr_conc_cs128_inj'), version A with the working tree's headers and B with those
 # in AB_DIR (default ab/prev), run directly with --inject 1 and each of the ';'-separated argument sets of CASES
 # (default "--bit 29;--bit 20": exponent bit 29 scales the element's partial sum by 2^64 or 2^-64, mantissa bit 20 gives
 # an error that is detected but may be too small to locate, the tile then recomputed), ROUNDS rounds (default 2), at
@@ -16,7 +16,7 @@ for v in A B; do
     export FTGEN_CACHE_DIR=/tmp/onefault-cache-$v
     headers=""
     [ $v = B ] && headers=${AB_DIR:-ab/prev}
-    build_version specs/gemm/abft_tc_concurrent.yaml /tmp/onefault-$v "$headers" -j 8 --kernels '*rr_conc_inj' > "$out/build_$v.log" 2>&1
+    build_version specs/gemm/abft_tc_concurrent.yaml /tmp/onefault-$v "$headers" -j 8 --kernels '*rr_conc_cs128_inj' > "$out/build_$v.log" 2>&1
   ) &
 done
 wait
@@ -24,7 +24,7 @@ IFS=';' read -r -a cases <<< "${CASES:---bit 29;--bit 20}"
 for rep in $(seq 1 "${ROUNDS:-2}"); do
   for c in "${cases[@]}"; do
     for v in A B; do
-      for k in /tmp/onefault-$v/gemm_abft_tc_concurrent/bin/*rr_conc_inj; do
+      for k in /tmp/onefault-$v/gemm_abft_tc_concurrent/bin/*rr_conc_cs128_inj; do
         # shellcheck disable=SC2086
         "$k" --shapes 4096x4096x4096,8192x8192x8192 --inject 1 $c --reps 10 --warmup 3 | grep '"kernel"' |
           sed "s/^{/{\"version\": \"$v\", \"fault\": \"$c\", \"round\": $rep, /" >> "$out/onefault.jsonl"
