@@ -19,7 +19,12 @@ os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
 
 import pytest  # noqa: E402
 
+from ftgen.build import cuda_tool_dirs  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
+# cuobjdump and nvdisasm from the dev extra's NVIDIA wheels where the CUDA toolkit has none: the SASS tests find them on
+# PATH (and cuobjdump finds nvdisasm there)
+os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", "")] + cuda_tool_dirs())
 
 
 def pytest_addoption(parser):

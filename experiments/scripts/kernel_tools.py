@@ -4,8 +4,8 @@ SASS of a cubin (cuobjdump) as functions of (address, instruction) pairs."""
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ftgen.build import find_nvcc  # noqa: E402
+from ftgen.build import cuda_tool_dirs, find_cuda_tool, find_nvcc  # noqa: E402
 from ftgen.codegen.emit import render_spec  # noqa: E402
 from ftgen.paths import cutlass_include_dir  # noqa: E402
 from ftgen.spec import load_spec_text  # noqa: E402
@@ -30,11 +30,10 @@ def tools(need_dump: bool = True) -> tuple[str, str | None]:
     nvcc = find_nvcc()
     if not nvcc:
         raise SystemExit("needs nvcc (the CUDA toolkit)")
-    dump = shutil.which("cuobjdump") or str(Path(nvcc).with_name("cuobjdump"))
-    if not Path(dump).is_file():
-        if need_dump:
-            raise SystemExit("needs cuobjdump (the CUDA toolkit)")
-        dump = None
+    dump = find_cuda_tool("cuobjdump")
+    if dump is None and need_dump:
+        raise SystemExit("needs cuobjdump (the CUDA toolkit, or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", "")] + cuda_tool_dirs())  # (cuobjdump runs nvdisasm)
     return nvcc, dump
 
 

@@ -69,6 +69,31 @@ def find_nvcc() -> str | None:
     return None
 
 
+def cuda_tool_dirs() -> list[str]:
+    """The bin folders of the NVIDIA CUDA tools installed from PyPI into this Python (the dev extra's
+    nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm: <site-packages>/nvidia/cu*/bin), for machines whose CUDA toolkit
+    lacks them. cuobjdump runs nvdisasm, so both go on PATH (tests/conftest.py)."""
+    try:
+        import nvidia  # (a namespace package of NVIDIA's wheels)
+    except ImportError:
+        return []
+    dirs = []
+    for root in getattr(nvidia, "__path__", []):
+        for d in sorted(Path(root).glob("cu*/bin")) + sorted(Path(root).glob("cuda_*/bin")):
+            if any((d / t).is_file() for t in ("cuobjdump", "nvdisasm")) and str(d) not in dirs:
+                dirs.append(str(d))
+    return dirs
+
+
+def find_cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit program (cuobjdump, nvdisasm): on PATH, beside nvcc, or from cuda_tool_dirs()."""
+    nvcc = find_nvcc()
+    for cand in [shutil.which(name), str(Path(nvcc).with_name(name)) if nvcc else None] + [str(Path(d) / name) for d in cuda_tool_dirs()]:
+        if cand and Path(cand).is_file():
+            return cand
+    return None
+
+
 _NVCC_VERSION: dict[str, str | None] = {}
 
 
