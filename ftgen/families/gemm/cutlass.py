@@ -143,7 +143,7 @@ PARAMS = (
           "(whole warp columns; lambda 1.5 on fp32's unit roundoff for 32, 0.6 for 128), corrects located faults in C and has a row of a strip "
           "it cannot locate recomputed from A and B; where a tile has one checkpoint, beta = 0 and alpha != 0, else as "
           "prepass; workspace: 16 bytes more per row, block column and warp column, the encodings and reference rows "
-          "per warp column)",
+          "per strip)",
           choices=("fused", "prepass", "concurrent")),
     Param("abft_cols", int, (ABFT64_STRIP_COLS,), "abft: columns per checksum strip (each strip adds 2 columns to the "
           "reference GEMM). fp64: 32, 64 or 128 (the default; 32 costs 4x the reference work of 128 and sees smaller faults "
@@ -237,7 +237,7 @@ def abft_prepass(v: Variant) -> bool:
 
 
 def _default_cols(precision: str) -> int:
-    """abft_cols's default for the precision (tf32x3: 0, the warp column)."""
+    """abft_cols's default for the precision (tf32x3: 0, the widest calibrated strip; fp64: ABFT64_STRIP_COLS)."""
     return _PREC_DEFAULTS.get(precision, {}).get("abft_cols", ABFT64_STRIP_COLS)
 
 
@@ -248,7 +248,7 @@ def abft_concurrent(v: Variant) -> bool:
 
 def abft_strip_cols(v: Variant) -> int:
     """Columns of a checksum strip of the threadblock ABFT: fp64's abft_cols; with ref_checksums: concurrent, tf32x3's
-    abft_cols (whole warp columns) or, where that is 0, the warp column (warp_n); the tile's tb_n otherwise."""
+    abft_cols (whole warp columns) or, where that is 0, abft_auto_strip; the tile's tb_n otherwise."""
     if v.precision == "fp64":
         return v.get("abft_cols", ABFT64_STRIP_COLS)
     if abft_concurrent(v):
