@@ -8,7 +8,7 @@
 # accumulator campaign (1000 clean + 1000 single bit flips per distribution) at the campaign shape and an odd one.
 # A short table last; JSON lines under OUT. STEPS (default "anchors inject shapes lloyd campaign") picks the steps;
 # "profile" adds Nsight Compute's per-kernel device time of KERNEL's executable (variant and twin) at 2^20 x 8 x 128
-# and 2^20 x 128 x 1024, with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
+# and 2^20 x 128 x 1024 (or the shapes PSHAPES), with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
 # and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
 # two shapes (OUT/stalls_<which>_<shape>.txt); "source" their source counters at 2^20 x 128 x 1024 (instructions executed
 # per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz); "memk" Nsight Compute's memory and
@@ -27,7 +27,7 @@ steps=" ${STEPS:-anchors inject shapes lloyd campaign} "
 has() { [[ $steps == *" $1 "* ]]; }
 anchors=1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024
 if has profile; then
-  ncu_times "$(ls $proj/bin/$kern | head -n 1)" 120 1048576x8x128 1048576x128x1024
+  ncu_times "$(ls $proj/bin/$kern | head -n 1)" 120 ${PSHAPES:-1048576x8x128 1048576x128x1024}
   t profile
 fi
 if has stalls; then

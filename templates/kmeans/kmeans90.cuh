@@ -433,12 +433,14 @@ namespace {
 // The packed B of the checked GEMM, once per iteration: per tile of NT centroids (W = NT + 8 rows of ld floats) its
 // centroids rounded to TF32 (zero rows past the last, zero columns past dims), then hi and lo of se s_t and of sw w_t (s_t, w_t: the sum
 // and the (j + 1)-weighted sum of the tile's centroids as the wgmma reads them, TF32, in double; ftgen_rules::tf32_split)
-// and four zero rows. A block per (tile, 32 columns): lanes along the columns, the 8 warps over the tile's rows. The
-// check's first stage also takes, per tile, the sum of its centroids' norms sqrt(cc_j) in fp32 (tile_nc).
-__global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
+// and four zero rows. A block per (tile, 32 columns): lanes along the columns, the PACK_WARPS warps over the tile's rows
+// (there are few blocks: 4 at 128 centroids and 128 dimensions). The check's first stage also takes, per tile, the sum of
+// its centroids' norms sqrt(cc_j) in fp32 (tile_nc).
+constexpr int PACK_WARPS = 32;
+__global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
                                                    float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged) {
   if (converged && *converged) return;
-  __shared__ double part[2][8][32];
+  __shared__ double part[2][PACK_WARPS][32];
   const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (blockIdx.y == 0 && warp == 1) {
     float nc = 0.f;
@@ -449,7 +451,7 @@ __global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, 
   const int d = blockIdx.y * 32 + lane;
   const int w = nt + 8;
   double s = 0.0, ws = 0.0;
-  for (int c = warp; c < nt; c += 8) {
+  for (int c = warp; c < nt; c += PACK_WARPS) {
     const int j = t * nt + c;
     // (stored rounded: the wgmma reads exactly the values the encodings add up, whatever its own rounding of fp32 words
     // does with ties)
@@ -463,7 +465,7 @@ __global__ void __launch_bounds__(256) pack_kernel(const float* __restrict__ C, 
   __syncthreads();
   if (warp != 0 || d >= ld) return;
   s = ws = 0.0;
-  for (int g = 0; g < 8; ++g) {
+  for (int g = 0; g < PACK_WARPS; ++g) {
     s += part[0][g][lane];
     ws += part[1][g][lane];
   }

@@ -95,17 +95,19 @@ struct Inject {
   int no_correct;
 };
 
-// The update site's planned faults of cluster j (first iteration, thread 0 of the cluster's block), each recorded: an
-// element < dims of a sum by plant_sum(elem, fault, before, after) (the sums' storage is the caller's), elem == dims the
-// count, flipped or offset here.
+// The update site's planned faults of cluster j (first iteration, thread 0 of the block), each recorded: an element < dims
+// of a sum by plant_sum(elem, fault, before, after) (the sums' storage is the caller's), elem == dims the count, flipped
+// or offset here. A block that owns only the dimensions [d0, d1) of the cluster (and its count where own_count) plants
+// only the faults there, so that each fault is planted once by the block that checks it.
 template <class PlantSum>
 __device__ void plant_update_faults(int j, int dims, int* counts, const State* state, ftgen::FtCounters* counters, const Inject& inj,
-                                    PlantSum plant_sum) {
+                                    PlantSum plant_sum, int d0 = 0, int d1 = 1 << 30, bool own_count = true) {
   if (inj.site != FTGEN_KMEANS_SITE_UPDATE || state->iter != 0 || threadIdx.x != 0) return;
   for (int f = 0; f < inj.count; ++f) {
     const ftgen::FaultSpec& fs = inj.faults[f];
     if (fs.block != j) continue;
     const int elem = fs.elem % (dims + 1);  // (dims: the count)
+    if (elem < dims ? (elem < d0 || elem >= d1) : !own_count) continue;
     double before, after;
     if (elem < dims) {
       plant_sum(elem, fs, before, after);
@@ -404,9 +406,11 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
   const float4* const X4 = reinterpret_cast<const float4*>(X);
   __shared__ double red[XV_THREADS / 32][2][XV_MAX];
   const double band = norm_band(dims);
-  double cs[4 * V], ca[4 * V];
+  // (the sums of |x| in fp32, the lane's few hundred terms then added in fp64: they only scale the invariant's band)
+  double cs[4 * V];
+  float ca[4 * V];
 #pragma unroll
-  for (int q = 0; q < 4 * V; ++q) cs[q] = ca[q] = 0.0;
+  for (int q = 0; q < 4 * V; ++q) cs[q] = 0.0, ca[q] = 0.f;
   // (the loop's bounds are the same for a segment's lanes: its shuffles see only live lanes of the segment)
   for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += U * stride) {
     float4 v[U][V];
@@ -431,9 +435,8 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
         for (int t = 0; t < 4; ++t) {
           s = add_rn(s, mul_rn(e[t], e[t]));
           s2 = fmaf(f[t], f[t], s2);
-          const double x = e[t];
-          cs[4 * q + t] += x;
-          ca[4 * q + t] += fabs(x);
+          cs[4 * q + t] += static_cast<double>(e[t]);
+          ca[4 * q + t] += fabsf(e[t]);
         }
       }
       for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
@@ -453,7 +456,7 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 #pragma unroll
     for (int q = 0; q < 4 * V; ++q) {
       const int d = 4 * V * lane + q;
-      if (d < XV_MAX) red[warp][0][d] = cs[q], red[warp][1][d] = ca[q];
+      if (d < XV_MAX) red[warp][0][d] = cs[q], red[warp][1][d] = static_cast<double>(ca[q]);
     }
   __syncthreads();
   for (int d = threadIdx.x; d < dims; d += XV_THREADS) {
@@ -1284,8 +1287,9 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // clusters are far from even (i.i.d. data in 128 dimensions from every (samples / clusters)-th sample: the largest 25x
 // the mean), and the block of the largest cluster sets the kernel's time. A thread reads one copy: where one thread
 // added both copies, ptxas scheduled each addition right after its load and reused the register, one load in flight
-// (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing).
-constexpr int REDUCE_THREADS = 512;
+// (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
+// copy gets the twin's 512 threads (half of them: 42 us; the largest cluster's items per thread set the time).
+constexpr int REDUCE_THREADS = PROTECTED ? 1024 : 512;
 constexpr int REDUCE_ILP = 4;
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
                                                                 int dims, double* sums, const State* state) {
@@ -1328,36 +1332,61 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
   for (int d = t; d < dims; d += kPer) out[d] = items(0, d);
 }
 
-// Per cluster: the DMR copies agree bit for bit (counts and sums: the same values added in the same order);
-// the counts and sums are added up for the invariants.
-__global__ void update_check_kernel(double* sums, int* counts, int clusters, int dims, const double* colstat,
-                                    double* colcheck, State* state, ftgen::FtCounters* counters, Inject inj) {
+// The DMR copies agree bit for bit (counts and sums: the same values added in the same order); the counts and sums are
+// added up for the invariants. A block per 32 dimensions (its lanes) and UPDATE_CHECK_CLUSTERS clusters (its warps in
+// turn), the warps' column sums added in shared memory, one atomic per block and dimension: one block per cluster with
+// an atomic per element (clusters x dims atomics on dims addresses) took 22 us at 1024 clusters x 128 dims.
+constexpr int UPDATE_CHECK_CLUSTERS = 32;
+__global__ void __launch_bounds__(256) update_check_kernel(double* sums, int* counts, int clusters, int dims, double* colcheck, State* state,
+                                                           ftgen::FtCounters* counters, Inject inj) {
   if (state->converged) return;
-  const int j = blockIdx.x;
-  plant_update_faults(j, dims, counts, state, counters, inj, [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
-    double& v = sums[static_cast<size_t>(j) * dims + elem];
-    before = v;
-    v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
-    after = v;
-  });
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, d0 = blockIdx.x * 32, d = d0 + lane;
+  const int j0 = blockIdx.y * UPDATE_CHECK_CLUSTERS, j1 = min(clusters, j0 + UPDATE_CHECK_CLUSTERS);
+  for (int j = j0; j < j1; ++j)
+    plant_update_faults(
+        j, dims, counts, state, counters, inj,
+        [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
+          double& v = sums[static_cast<size_t>(j) * dims + elem];
+          before = v;
+          v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
+          after = v;
+        },
+        d0, d0 + 32, blockIdx.x == 0);
   __syncthreads();
-  const int ca = counts[j], cb = counts[clusters + j];
-  bool bad = ca != cb;
-  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
-    const double sa = sums[static_cast<size_t>(j) * dims + d];
-    const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
-    if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
-    atomicAdd(&colcheck[d], sa);
+  bool bad = false;
+  double s = 0.0;
+  if (d < dims)
+    for (int j = j0 + warp; j < j1; j += 8) {
+      const double sa = sums[static_cast<size_t>(j) * dims + d];
+      const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
+      if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
+      s += sa;
+    }
+  long long total = 0;  // (the counts: the first block of dimensions)
+  if (blockIdx.x == 0 && threadIdx.x < UPDATE_CHECK_CLUSTERS && j0 + static_cast<int>(threadIdx.x) < j1) {
+    const int ca = counts[j0 + threadIdx.x], cb = counts[clusters + j0 + threadIdx.x];
+    if (ca != cb) bad = true;
+    total = ca;
   }
-  if (threadIdx.x == 0) atomicAdd(&state->total, static_cast<unsigned long long>(static_cast<long long>(ca)));
-  if (bad) atomicOr(&state->update_bad, 1);
+  __shared__ double red[8][32];
+  red[warp][lane] = s;
+  static_assert(UPDATE_CHECK_CLUSTERS <= 32, "the counts in warp 0");
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr(&state->update_bad, 1);
+  if (warp != 0) return;
+  if (blockIdx.x == 0 && lane == 0) atomicAdd(&state->total, static_cast<unsigned long long>(total));
+  if (d >= dims) return;
+  for (int w = 1; w < 8; ++w) s += red[w][lane];
+  atomicAdd(&colcheck[d], s);
 }
 
 // The invariants: the counts add up to the number of samples; per dimension the cluster sums add up to
 // the column sum of X within 2 LAMBDA u64 (sqrt(n) + sqrt(k)) sum|x_d|. A failure (or a DMR mismatch)
-// has the update recomputed.
+// has the update recomputed: this block clears the first copy's sums and counts (rare: no kernel of its own) for
+// redo_update_kernel's atomics.
 __global__ void update_invariant_kernel(int samples, int clusters, int dims, const double* colstat, const double* colcheck,
-                                        State* state, ftgen::FtCounters* counters, Inject inj) {
+                                        double* sums, int* counts, State* state, ftgen::FtCounters* counters, Inject inj) {
   if (state->converged) return;
   __shared__ int bad;
   if (threadIdx.x == 0) bad = state->update_bad || state->total != static_cast<unsigned long long>(samples);
@@ -1373,9 +1402,15 @@ __global__ void update_invariant_kernel(int samples, int clusters, int dims, con
       if (!inj.no_correct) atomicAdd(&counters->recomputed, 1ull);
     }
   }
+  if (!bad || inj.no_correct) return;  // (block-uniform)
+  const size_t n = static_cast<size_t>(clusters) * dims;
+  for (size_t e = threadIdx.x; e < n; e += blockDim.x) {
+    sums[e] = 0;
+    if (e < static_cast<size_t>(clusters)) counts[e] = 0;
+  }
 }
 
-// The update recomputed when its checks failed (first copy only, into the arrays redo_clear_kernel cleared):
+// The update recomputed when its checks failed (first copy only, into the arrays update_invariant_kernel cleared):
 // cluster sums (fp64) and counts by atomics, one thread per element of X.
 __global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
                                    int* counts, const State* state) {
@@ -1389,14 +1424,6 @@ __global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, i
   }
 }
 
-__global__ void redo_clear_kernel(double* sums, int* counts, int clusters, int dims, const State* state) {
-  if (state->converged || !state->update_bad) return;
-  const size_t n = static_cast<size_t>(clusters) * dims;
-  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    sums[e] = 0;
-    if (e < static_cast<size_t>(clusters)) counts[e] = 0;
-  }
-}
 
 // New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
 // The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test.
@@ -1599,13 +1626,12 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
-    update_check_kernel<<<k, 128, 0, stream>>>(w.sums, w.counts, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
+    update_check_kernel<<<dim3((dims + 31) / 32, (k + UPDATE_CHECK_CLUSTERS - 1) / UPDATE_CHECK_CLUSTERS), 256, 0, stream>>>(
+        w.sums, w.counts, k, dims, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
-    update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
+    update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.sums, w.counts, w.state, counters, inj);
     FT_LAUNCHED();
-    // (the redo kernels return at once unless the checks failed: small grids, striding)
-    redo_clear_kernel<<<std::min(grid_for(static_cast<size_t>(k) * dims, 256), 264), 256, 0, stream>>>(w.sums, w.counts, k, dims, w.state);
-    FT_LAUNCHED();
+    // (the redo kernel returns at once unless the checks failed: a small grid, striding)
     redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
     FT_LAUNCHED();
     finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);

@@ -679,8 +679,9 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // clusters are far from even (i.i.d. data in 128 dimensions from every (samples / clusters)-th sample: the largest 25x
 // the mean), and the block of the largest cluster sets the kernel's time. A thread reads one copy: where one thread
 // added both copies, ptxas scheduled each addition right after its load and reused the register, one load in flight
-// (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing).
-constexpr int REDUCE_THREADS = 512;
+// (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
+// copy gets the twin's 512 threads (half of them: 42 us; the largest cluster's items per thread set the time).
+constexpr int REDUCE_THREADS = PROTECTED ? 1024 : 512;
 constexpr int REDUCE_ILP = 4;
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
                                                                 int dims, double* sums, const State* state) {
