@@ -473,8 +473,8 @@ __global__ void count_kernel(const int* labels, int samples, int clusters, int* 
 
 // One block: offs = the exclusive scan of the counts (offs[clusters] = samples), item_off = that of the work
 // items per cluster (ceil(count / CHUNK)), chunk_off = that of the reduction's chunks per cluster (ceil(items /
-// REDUCE_CHUNK), at least one), item_cluster and chunk_cluster = the cluster of every item and chunk; the cursors and
-// the chunk counters cleared.
+// REDUCE_CHUNK)), item_cluster and chunk_cluster = the cluster of every item and chunk; the cursors and the chunk counters
+// cleared.
 __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clusters, int* offs, int* item_off, int* item_cluster,
                                                     int* chunk_off, int* chunk_cluster, int* chunk_done, int* cursor, const State* state) {
   if (state->converged) return;
@@ -488,8 +488,7 @@ __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clust
     const int j = base + tid;
     const int c = j < clusters ? counts[j] : 0;
     const int items = (c + CHUNK - 1) / CHUNK;
-    // (an empty cluster gets one chunk of no items: its block writes its zero sums)
-    int v[Q] = {c, items, j < clusters ? max(1, (items + REDUCE_CHUNK - 1) / REDUCE_CHUNK) : 0};
+    int v[Q] = {c, items, (items + REDUCE_CHUNK - 1) / REDUCE_CHUNK};
     int incl[Q];
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
