@@ -69,10 +69,6 @@ struct Work {
   int* item_off;    // clusters + 1: each cluster's first work item of the sums
   int* item_cluster;  // max_items: the cluster of each work item
   double* part;     // copies x max_items x dims: the partial sums of the work items
-  int* chunk_off;   // clusters + 1: each cluster's first chunk of REDUCE_CHUNK items (the reduction's blocks)
-  int* chunk_cluster;  // max_chunks: the cluster of each chunk
-  int* chunk_done;  // clusters: chunks of the cluster added (the reduction's last block of a cluster adds them up)
-  double* cpart;    // copies x max_chunks x dims: the chunks' sums (clusters of more than one chunk)
   double* colcheck; // dims: the cluster sums added up
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
@@ -449,7 +445,6 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
 // (the second copy reads X again) into its own partial sums; both copies add the same values in the same order,
 // so they must agree bit for bit (the checks below).
 constexpr int CHUNK = 64;       // samples per work item of the sums
-constexpr int REDUCE_CHUNK = 32;  // work items per block of the reduction (reduce_kernel)
 constexpr int SUM_WARPS = 8;    // warps (one item each) per block of sums_kernel
 constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
 
@@ -475,26 +470,22 @@ __global__ void count_kernel(const int* labels, int samples, int clusters, int* 
 }
 
 // One block: offs = the exclusive scan of the counts (offs[clusters] = samples), item_off = that of the work
-// items per cluster (ceil(count / CHUNK)), chunk_off = that of the reduction's chunks per cluster (ceil(items /
-// REDUCE_CHUNK)), item_cluster and chunk_cluster = the cluster of every item and chunk; the cursors and the chunk counters
-// cleared.
+// items per cluster (ceil(count / CHUNK)), item_cluster = the cluster of every item; the cursors cleared.
 __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clusters, int* offs, int* item_off, int* item_cluster,
-                                                    int* chunk_off, int* chunk_cluster, int* chunk_done, int* cursor, const State* state) {
+                                                    int* cursor, const State* state) {
   if (state->converged) return;
-  constexpr int Q = 3;  // the scans: samples, items, chunks
-  __shared__ int wsum[Q][32];
-  __shared__ int carry[Q];
+  __shared__ int wsum[2][32];
+  __shared__ int carry[2];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (tid < Q) carry[tid] = 0;
+  if (tid == 0) carry[0] = carry[1] = 0;
   __syncthreads();
   for (int base = 0; base < clusters; base += blockDim.x) {
     const int j = base + tid;
     const int c = j < clusters ? counts[j] : 0;
-    const int items = (c + CHUNK - 1) / CHUNK;
-    int v[Q] = {c, items, (items + REDUCE_CHUNK - 1) / REDUCE_CHUNK};
-    int incl[Q];
+    int v[2] = {c, (c + CHUNK - 1) / CHUNK};
+    int incl[2];
 #pragma unroll
-    for (int q = 0; q < Q; ++q) {
+    for (int q = 0; q < 2; ++q) {
       int x = v[q];
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
@@ -507,7 +498,7 @@ __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clust
     __syncthreads();
     if (warp == 0) {
 #pragma unroll
-      for (int q = 0; q < Q; ++q) {
+      for (int q = 0; q < 2; ++q) {
         int x = lane < static_cast<int>(blockDim.x >> 5) ? wsum[q][lane] : 0;
 #pragma unroll
         for (int o = 1; o < 32; o <<= 1) {
@@ -521,25 +512,23 @@ __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clust
     if (j < clusters) {
       offs[j] = carry[0] + (warp ? wsum[0][warp - 1] : 0) + incl[0] - v[0];
       item_off[j] = carry[1] + (warp ? wsum[1][warp - 1] : 0) + incl[1] - v[1];
-      chunk_off[j] = carry[2] + (warp ? wsum[2][warp - 1] : 0) + incl[2] - v[2];
       cursor[j] = 0;
-      chunk_done[j] = 0;
     }
     __syncthreads();
-    if (tid < Q) carry[tid] += wsum[tid][(blockDim.x >> 5) - 1];
+    if (tid == 0) {
+      carry[0] += wsum[0][(blockDim.x >> 5) - 1];
+      carry[1] += wsum[1][(blockDim.x >> 5) - 1];
+    }
     __syncthreads();
   }
   if (tid == 0) {
     offs[clusters] = carry[0];
     item_off[clusters] = carry[1];
-    chunk_off[clusters] = carry[2];
   }
   __syncthreads();
   for (int j = tid; j < clusters; j += blockDim.x) {
     const int end = j + 1 < clusters ? item_off[j + 1] : carry[1];
     for (int it = item_off[j]; it < end; ++it) item_cluster[it] = j;
-    const int cend = j + 1 < clusters ? chunk_off[j + 1] : carry[2];
-    for (int ch = chunk_off[j]; ch < cend; ++ch) chunk_cluster[ch] = j;
   }
 }
 
@@ -682,49 +671,57 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
   }
 }
 
-// The items' partial sums added into the cluster sums in a fixed order, both copies alike (copy 1 from partb: the same
-// order, so clean copies are bitwise equal): a block per chunk of REDUCE_CHUNK consecutive items of a cluster (scan_kernel
-// lists them), a thread per (copy, dimension) adding the chunk's items in item order; a cluster of one chunk writes its
-// sums, else the chunks' sums go to cpart and the cluster's last chunk to finish (a counter per cluster) adds them in
-// chunk order. The clusters are far from even (i.i.d. data in 128 dimensions from every (samples / clusters)-th sample:
-// the largest 25x the mean), and with a block per cluster the largest cluster's block set the time, reading its items
-// through one SM: 12 us unprotected and 77 us protected (two copies, at 1/3 the rate) at 2^20 x 128 x 128.
-constexpr int REDUCE_THREADS = 256;
-__global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off,
-                                                                const int* chunk_off, const int* chunk_cluster, int* chunk_done,
-                                                                double* cpart, size_t cpart_copy, int clusters, int dims, double* sums,
-                                                                const State* state) {
+// One block per cluster: its items' partial sums added in a fixed order into sums (copy 0 from part; protected: copy 1
+// from partb, by the block's other half of threads, in the same order). Per copy, G = (its threads) / dims groups (1
+// where dims is more than half its threads: the threads then stride over the dimensions) take the items in turn (group
+// g: items g, g + G, ...), each thread into REDUCE_ILP running sums by item (item j of the thread to sum j % REDUCE_ILP,
+// so that loads of that many items are in flight), added in sum order, then the groups' sums in group order. The
+// clusters are far from even (i.i.d. data in 128 dimensions from every (samples / clusters)-th sample: the largest 25x
+// the mean), and the block of the largest cluster sets the kernel's time. A thread reads one copy: where one thread
+// added both copies, ptxas scheduled each addition right after its load and reused the register, one load in flight
+// (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
+// copy gets the twin's 512 threads (half of them: 42 us; the largest cluster's items per thread set the time).
+constexpr int REDUCE_THREADS = PROTECTED ? 1024 : 512;
+constexpr int REDUCE_ILP = 4;
+__global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
+                                                                int dims, double* sums, const State* state) {
   if (state->converged) return;
-  constexpr int kCopies = PROTECTED ? 2 : 1;
-  const int c = blockIdx.x;
-  if (c >= chunk_off[clusters]) return;
-  const int j = chunk_cluster[c], c0 = chunk_off[j], chunks = chunk_off[j + 1] - c0;
-  const int i0 = item_off[j] + (c - c0) * REDUCE_CHUNK, i1 = min(item_off[j + 1], i0 + REDUCE_CHUNK);
-  for (int e = threadIdx.x; e < kCopies * dims; e += REDUCE_THREADS) {
-    const int copy = e / dims, d = e % dims;
-    const double* const src = copy ? partb : part;
+  constexpr int kPer = REDUCE_THREADS / (PROTECTED ? 2 : 1);  // threads per copy
+  const int j = blockIdx.x;
+  const int copy = static_cast<int>(threadIdx.x) / kPer, t = static_cast<int>(threadIdx.x) % kPer;
+  const double* const src = copy ? partb : part;
+  double* const out = sums + (static_cast<size_t>(copy) * clusters + j) * dims;
+  const int i0 = item_off[j], i1 = item_off[j + 1];
+  const int groups = max(1, kPer / dims);
+  // the items of group g from item i0 + g, every `groups`-th, in REDUCE_ILP running sums
+  auto items = [&](int g, int d) {
+    double a[REDUCE_ILP];
+#pragma unroll
+    for (int u = 0; u < REDUCE_ILP; ++u) a[u] = 0.0;
+    int it = i0 + g;
+    for (; it + (REDUCE_ILP - 1) * groups < i1; it += REDUCE_ILP * groups)
+#pragma unroll
+      for (int u = 0; u < REDUCE_ILP; ++u) a[u] += src[static_cast<size_t>(it + u * groups) * dims + d];
+#pragma unroll
+    for (int u = 0; u < REDUCE_ILP - 1; ++u)  // (fewer than REDUCE_ILP items left)
+      if (it + u * groups < i1) a[u] += src[static_cast<size_t>(it + u * groups) * dims + d];
     double s = 0.0;
-#pragma unroll 8
-    for (int it = i0; it < i1; ++it) s += src[static_cast<size_t>(it) * dims + d];
-    if (chunks == 1) sums[(static_cast<size_t>(copy) * clusters + j) * dims + d] = s;
-    else cpart[copy * cpart_copy + static_cast<size_t>(c) * dims + d] = s;
-  }
-  if (chunks == 1) return;
-  __shared__ int last;
-  __threadfence();  // (the chunk's sums visible before its count)
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&chunk_done[j], 1) == chunks - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int e = threadIdx.x; e < kCopies * dims; e += REDUCE_THREADS) {
-    const int copy = e / dims, d = e % dims;
-    const double* const src = cpart + copy * cpart_copy + static_cast<size_t>(c0) * dims + d;
+#pragma unroll
+    for (int u = 0; u < REDUCE_ILP; ++u) s += a[u];
+    return s;
+  };
+  if (groups >= 2) {
+    __shared__ double red[REDUCE_THREADS];
+    const int g = t / dims, d = t % dims;
+    red[threadIdx.x] = g < groups ? items(g, d) : 0.0;
+    __syncthreads();
+    if (t >= dims) return;
     double s = 0.0;
-#pragma unroll 8
-    for (int q = 0; q < chunks; ++q) s += __ldcg(src + static_cast<size_t>(q) * dims);  // (from L2: other blocks wrote them)
-    sums[(static_cast<size_t>(copy) * clusters + j) * dims + d] = s;
+    for (int h = 0; h < groups; ++h) s += red[copy * kPer + h * dims + t];
+    out[t] = s;
+    return;
   }
+  for (int d = t; d < dims; d += kPer) out[d] = items(0, d);
 }
 
 
@@ -794,8 +791,6 @@ size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 
 // Work items of the sums at most: one per CHUNK samples, plus one partial item per cluster.
 size_t max_items(int samples, int clusters) { return static_cast<size_t>(samples) / CHUNK + clusters; }
-// the reduction's chunks, at most
-size_t max_chunks(int samples, int clusters) { return max_items(samples, clusters) / REDUCE_CHUNK + clusters; }
 
 // The workspace, carved in order (every piece 256-byte aligned).
 size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) {
@@ -822,11 +817,6 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  const size_t chunks = max_chunks(samples, clusters);
-  o.chunk_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
-  o.chunk_cluster = reinterpret_cast<int*>(take(sizeof(int) * chunks));
-  o.chunk_done = reinterpret_cast<int*>(take(sizeof(int) * clusters));
-  o.cpart = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * chunks * dims));
   o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
@@ -913,8 +903,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const
     FT_LAUNCHED();
     count_kernel<<<count_grid, 256, hist ? hist_smem : 0, stream>>>(p->labels, n, k, w.counts, w.state, hist);
     FT_LAUNCHED();
-    scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.chunk_off, w.chunk_cluster, w.chunk_done,
-                                        w.cursor, w.state);
+    scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state);
     FT_LAUNCHED();
     if (local_scatter)
       scatter_kernel<<<static_cast<int>((static_cast<size_t>(n) + 256 * SCATTER_ITEMS - 1) / (256 * SCATTER_ITEMS)), 256,
@@ -928,8 +917,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const
     else
       sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
-    reduce_kernel<<<static_cast<int>(max_chunks(n, k)), REDUCE_THREADS, 0, stream>>>(
-        w.part, partb, w.item_off, w.chunk_off, w.chunk_cluster, w.chunk_done, w.cpart, max_chunks(n, k) * dims, k, dims, w.sums, w.state);
+    reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
     finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
     FT_LAUNCHED();
