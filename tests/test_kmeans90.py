@@ -1,5 +1,5 @@
 """The kmeans cutlass90 backend (ftgen/families/kmeans/family.py, templates/kmeans/kmeans90.cuh): the spec rules (sm_90a,
-tf32, protection none or abft threadblock; a clear exit-2 message otherwise), the names, what a build's source holds (the
+tf32 or tf32x3, protection none or abft threadblock; a clear exit-2 message otherwise), the names, what a build's source holds (the
 CUTLASS sm90 GEMM with the arg-min in its epilogue, the finishing kernel, the padded operands; protected, the packed
 centroid tiles with their encodings, the check and the fix; none of the mma kernels), the key's order (the host half of
 the device's packing: nearer first, the lower index on a tie), and (marked compile) the sm_90a builds without spills."""
@@ -37,7 +37,9 @@ def test_cutlass90_is_chosen_by_its_param_with_its_name():
 @pytest.mark.parametrize(
     "body, message",
     [
-        (C90.replace("precision: tf32", "precision: fp64") % "", "takes precision tf32, not fp64"),
+        (C90.replace("precision: tf32", "precision: fp64") % "", "takes precision tf32 or tf32x3, not fp64"),
+        (C90.replace("precision: tf32", "precision: tf32x3") % ", tile_n: 224", "a second, promoted set"),
+        (C90.replace("precision: tf32", "precision: tf32x3") % ", tile_k: 16", "use tile_k 32"),
         (C90 % "" + "protection: {scheme: abft, level: threadblock, interval: 2}\n", "verifies once per centroid tile"),
         (C90.replace("sm_90a", "sm_90") % "", "builds for sm_90a only"),
         (C90 % ", tile_m: 64", "the ws-coop schedule takes tile_m 128 or 256"),
@@ -79,6 +81,55 @@ def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
     assert "pack_kernel<<<" not in twin and "fix_kernel<<<" not in twin
 
 
+X3 = C90.replace("precision: tf32", "precision: tf32x3") % ", tile_n: 160" + "protection: {scheme: abft, level: threadblock, inject: true}\n"
+
+
+def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
+    s = spec_of(X3)
+    name = "kmeans_tf32x3_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
+    assert [v.name for v in s.variants] == [name]
+    files, _ = render_spec(s)
+    src = files[f"{name}/{name}.cu"]
+    # the promoted mainloop (the explicit epilogue, then kPromote), K = 3 ld: X split once per launch, the packed B split
+    assert "ftgen_km90::DirectEpilogue<8, true>, true>;" in src and "constexpr int KPARTS = 3;" in src
+    for piece in ("const int ld = padded_dims(dims), kk = KPARTS * ld;", "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)",
+                  "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, kk, n, w.cx, kk, kk,"):
+        assert piece in src, piece
+    twin = files[f"{name}/{name}_twin.cu"]
+    assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, true);" in twin
+    assert "PromotedMainloop" in files["common/kmeans90.cuh"]
+    # tf32 keeps the builder's mainloop and K = ld
+    tf32_files, _ = render_spec(spec_of(ABFT90))
+    t = "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
+    assert ", 8, true>;" in tf32_files[f"{t}/{t}.cu"] and "constexpr int KPARTS = 1;" in tf32_files[f"{t}/{t}.cu"]
+
+
+def _split_rows(x: np.ndarray, b_side: bool) -> np.ndarray:
+    """The host twin of pad_rows_kernel's tf32x3 split: [lo | hi | hi] (X) or [hi | lo | hi] (the centroids)."""
+    def tf32(v):  # round to nearest even at 13 dropped bits, as ftgen_rules::tf32_round
+        u = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+        u = (u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)
+        return u.astype(np.uint32).view(np.float32)
+    hi = tf32(x)
+    lo = tf32((x - hi).astype(np.float32))
+    return np.concatenate([hi, lo, hi] if b_side else [lo, hi, hi], axis=1)
+
+
+def test_the_tripled_k_products_are_fp32_accurate():
+    """x_lo c_hi + x_hi c_lo + x_hi c_hi, the products of the split rows, against fp64: within fp32's rounding where one
+    TF32 product is 2^-11 off."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(64, 128)).astype(np.float32)
+    c = rng.normal(size=(32, 128)).astype(np.float32)
+    exact = x.astype(np.float64) @ c.astype(np.float64).T
+    x3, c3 = _split_rows(x, False).astype(np.float64), _split_rows(c, True).astype(np.float64)
+    three = x3 @ c3.T
+    one = x3[:, 128:256] @ c3[:, :128].T  # (x_hi c_hi: TF32)
+    scale = np.abs(x).astype(np.float64) @ np.abs(c).astype(np.float64).T
+    assert np.max(np.abs(three - exact) / scale) < 2.0 ** -20
+    assert np.max(np.abs(one - exact) / scale) > 2.0 ** -14
+
+
 def test_a_build_holds_the_sm90_gemm_and_not_the_mma_kernels():
     files, _ = render_spec(spec_of(C90 % ", schedule: ws-pingpong"))
     name = "kmeans_tf32_none_cutlass90_128x128x32_c1x1_ws-pingpong"
@@ -113,7 +164,7 @@ def test_the_keys_order_is_the_nearest_first_then_the_lower_index():
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("body", [C90 % "", ABFT90], ids=["none", "abft"])
+@pytest.mark.parametrize("body", [C90 % "", ABFT90, X3], ids=["none", "abft", "tf32x3-abft"])
 def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body):
     from ftgen.codegen.emit import generate
 

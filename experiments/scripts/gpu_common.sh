@@ -3,7 +3,8 @@
 # the call; 15 s are kept for the table.
 #   t MSG                  prints MSG with the seconds since the script began
 #   ft SECONDS ARGS        runs `python3 -m ftgen.cli ARGS` for at most SECONDS or what is left (skipped under 20 s: rc 124)
-#   gen_build SPEC GEN P   the GPU's name into OUT/gpu.txt, SPEC generated under GEN, project P built (-j 16)
+#   gen_build SPEC GEN P   the GPU's name into OUT/gpu.txt, SPEC generated under GEN, project P built (-j 16; only the
+#                          variants BUILD_KERNELS names, where set)
 #   kmeans_lloyd SHAPES    kmeans: 10 Lloyd iterations of $proj's $kern against the fp64 loop at SHAPES, i.i.d. data and
 #                          Gaussian blobs, into OUT/lloyd_{dist,blobs}.jsonl
 #   ncu_times EXE N SHAPE...  Nsight Compute's device time of EXE's first N kernels at each SHAPE (one launch, no warm-up),
@@ -23,7 +24,7 @@ ft() { local s=$1; shift; local c; c=$(cap "$s"); if [ "$c" -lt 20 ]; then echo 
 gen_build() {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
   python3 -m ftgen.cli generate "$1" -o "$2" > "$out/generate.txt" 2>&1; echo "generate rc $?"
-  ft 300 build "$3" -j 16 > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
+  ft 300 build "$3" -j 16 ${BUILD_KERNELS:+--kernels "$BUILD_KERNELS"} > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
 }
 big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
 ncu_times() {

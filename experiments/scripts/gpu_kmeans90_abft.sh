@@ -17,11 +17,14 @@
 # 65536 x 128 x 256); "quick" every shape of the spec
 # without flash-kmeans, then the anchors with it, 10 reps each, clean (OUT/shapes.jsonl, OUT/anchors.jsonl).
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
-#   glob of the variant of the campaigns and the profile, default *128x160x32*)
+#   glob of the variant of the campaigns and the profile, default *128x160x32*; SPEC: the spec, default
+#   specs/kmeans/cutlass90_abft.yaml (specs/kmeans/cutlass90_tf32x3.yaml: tf32x3); BUILD_KERNELS: build only these;
+#   TRIALS: the campaign's trials per distribution, default 1000)
 set -u
 out=${1:?usage: gpu_kmeans90_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
-spec=specs/kmeans/cutlass90_abft.yaml; gen=generated/k90a; proj=$gen/kmeans_cutlass90_abft; kern=${KERNEL:-*128x160x32*}
+spec=${SPEC:-specs/kmeans/cutlass90_abft.yaml}; gen=generated/k90a; kern=${KERNEL:-*128x160x32*}
+proj=$gen/$(sed -n 's/^name: *//p' "$spec")
 gen_build $spec $gen $proj
 steps=" ${STEPS:-anchors inject shapes lloyd campaign} "
 has() { [[ $steps == *" $1 "* ]]; }
@@ -76,7 +79,7 @@ if has sites; then  # campaigns at the sites SITES (default: norm update), 300 +
   done
 fi
 if has campaign; then
-  ft 120 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
+  ft 120 campaign $spec -o $gen --kernels "$kern" --trials ${TRIALS:-1000} --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
   tail -n 8 "$out/campaign.txt"; t campaign
   ft 90 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 8 --shape 20011x100x300 --json "$out/campaign_odd.jsonl" > "$out/campaign_odd.txt" 2>&1
   tail -n 8 "$out/campaign_odd.txt"; t campaign odd

@@ -379,21 +379,42 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   float seen_ = 0.f;  // the largest score this lane has recorded
 };
 
+// The product's epilogue: the arg-min (and with kEnc the check) on the accumulator registers
+template <int kEnc = 0, bool kInject = false>
+using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject>>;
+
+// A mainloop the collective builder chose, rebuilt on CUTLASS's FP8 dispatch policy: the same TMA loads, shared-memory
+// layouts and wgmma, and the wgmma's partial sums added into a second set of fp32 registers every
+// mma_promotion_interval wgmmas (round to nearest: the wgmma's own accumulation truncates, its error growing like the
+// number of k-steps; docs/gemm-hopper.md)
+template <class Built>
+using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
+    cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Built::DispatchPolicy::Stages, typename Built::DispatchPolicy::ClusterShape,
+                                                         typename Built::DispatchPolicy::Schedule>,
+    typename Built::TileShape, typename Built::ElementA, typename Built::StrideA, typename Built::ElementB, typename Built::StrideB,
+    typename Built::TiledMma, typename Built::GmemTiledCopyA, typename Built::SmemLayoutAtomA, typename Built::SmemCopyAtomA,
+    typename Built::TransformA, typename Built::GmemTiledCopyB, typename Built::SmemLayoutAtomB, typename Built::SmemCopyAtomB,
+    typename Built::TransformB>;
+
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
 // with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
 // fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
+// kPromote (tf32x3: the operands split over a tripled K, split_rows_kernel and pack_kernel): the accumulators promoted
+// every k-tile (PromotedMainloop).
 template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
-          class Epilogue_ = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc_, kInject>>>
+          class Epilogue_ = DirectEpilogue<kEnc_, kInject>, bool kPromote = false>
 struct AssignGemm {
   using Epilogue = Epilogue_;
-  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, float, cutlass::layout::RowMajor, 4, float, cutlass::layout::ColumnMajor, 4,
       float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
+  using Mainloop = std::conditional_t<kPromote, PromotedMainloop<BuiltMainloop>, BuiltMainloop>;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   static constexpr int kTileM = cute::size<0>(TileShape{});
+  static constexpr int kTileK = cute::size<2>(TileShape{});
   static constexpr int kTileN = cute::size<1>(TileShape{});  // the GEMM's tile: kCentroids centroids, then kEnc encodings
   static constexpr int kEnc = kEnc_;
   static constexpr int kCentroids = kTileN - kEnc;
@@ -419,6 +440,7 @@ struct AssignGemm {
     args.mainloop.dA = sa;
     args.mainloop.ptr_B = B;
     args.mainloop.dB = sb;
+    if constexpr (kPromote) args.mainloop.mma_promotion_interval = kTileK / 8;  // (every k-tile: 8, the TF32 wgmma's k)
     const ArgMinArgs am{cc, clusters, keys, rows_padded(samples), check};
     if constexpr (std::is_same_v<typename Epilogue::Arguments, ArgMinArgs>) args.epilogue = am;
     else args.epilogue.thread = am;
@@ -438,7 +460,8 @@ namespace {
 // its centroids' norms sqrt(cc_j) in fp32 (tile_nc).
 constexpr int PACK_WARPS = 32;
 __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
-                                                   float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged) {
+                                                   float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged,
+                                                   int parts = 1) {
   if (converged && *converged) return;
   __shared__ double part[2][PACK_WARPS][32];
   const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -450,15 +473,23 @@ __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __re
   }
   const int d = blockIdx.y * 32 + lane;
   const int w = nt + 8;
+  const long long L = static_cast<long long>(parts) * ld;  // a row of the packed B
   double s = 0.0, ws = 0.0;
   for (int c = warp; c < nt; c += PACK_WARPS) {
     const int j = t * nt + c;
     // (stored rounded: the wgmma reads exactly the values the encodings add up, whatever its own rounding of fp32 words
-    // does with ties)
-    const float x = ftgen_rules::tf32_round((j < clusters && d < dims) ? C[static_cast<long long>(j) * dims + d] : 0.f);
-    if (d < ld) cx[(static_cast<long long>(t) * w + c) * ld + d] = x;
-    s += x;
-    ws += (c + 1) * static_cast<double>(x);
+    // does with ties; tf32x3 (parts 3): the centroid's TF32 word and remainder, [hi | lo | hi] along the tripled K)
+    const float v = (j < clusters && d < dims) ? C[static_cast<long long>(j) * dims + d] : 0.f;
+    const float x = ftgen_rules::tf32_round(v);
+    const float r = parts == 3 ? ftgen_rules::tf32_round(v - x) : 0.f;
+    if (d < ld) {
+      float* row = cx + (static_cast<long long>(t) * w + c) * L + d;
+      row[0] = x;
+      if (parts == 3) row[ld] = r, row[2 * ld] = x;
+    }
+    const double y = static_cast<double>(x) + r;  // (the value the products see)
+    s += y;
+    ws += (c + 1) * y;
   }
   part[0][warp][lane] = s;
   part[1][warp][lane] = ws;
@@ -469,15 +500,15 @@ __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __re
     s += part[0][g][lane];
     ws += part[1][g][lane];
   }
-  float* e = cx + (static_cast<long long>(t) * w + nt) * ld + d;
-  float hi, lo;
-  ftgen_rules::tf32_split(s, se, &hi, &lo);
-  e[0] = hi;
-  e[ld] = lo;
-  ftgen_rules::tf32_split(ws, sw, &hi, &lo);
-  e[2 * ld] = hi;
-  e[3 * ld] = lo;
-  for (int z = 4; z < 8; ++z) e[z * ld] = 0.f;
+  // (tf32x3: each encoding row [v | 0 | v], a TF32 value and no remainder)
+  float* e = cx + (static_cast<long long>(t) * w + nt) * L + d;
+  float v[8] = {};
+  ftgen_rules::tf32_split(s, se, &v[0], &v[1]);
+  ftgen_rules::tf32_split(ws, sw, &v[2], &v[3]);
+  for (int z = 0; z < 8; ++z) {
+    e[z * L] = v[z];
+    if (parts == 3) e[z * L + ld] = 0.f, e[z * L + 2 * ld] = v[z];
+  }
 }
 
 // The queued (row, tile) units (the check's detections that were not corrected in place): each tile's minimum recomputed

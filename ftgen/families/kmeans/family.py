@@ -3,11 +3,12 @@
 Three backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) and the norms, checks and convergence:
 
 * ``mma`` (the default): hand-written ``mma.sync`` kernels, every precision and protection (below);
-* ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32, protection none or abft threadblock): the
-  assign step is a CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or ping-pong kernel,
-  persistent tile scheduler) whose epilogue takes the arg-min on the accumulator registers; protected, the same GEMM
-  computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the arg-min
-  (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``);
+* ``cutlass90`` (``params: {backend: cutlass90}``, arch ``sm_90a``, tf32 or tf32x3, protection none or abft
+  threadblock): the assign step is a CUTLASS 3.x sm90 GEMM (TMA loads, TF32 wgmma, warp-specialized cooperative or
+  ping-pong kernel, persistent tile scheduler) whose epilogue takes the arg-min on the accumulator registers; protected,
+  the same GEMM computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the
+  arg-min (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``); tf32x3 splits both operands over a tripled K
+  (x_lo c_hi + x_hi c_lo + x_hi c_hi) and promotes the accumulators every k-tile;
 * ``fused`` (``params: {backend: fused}``, tf32, dims <= 32, protection none or abft threadblock with ``correct:
   detect``): one pass over X per iteration -- norms, ``mma.sync`` distances against the centroids held as fragments
   in shared memory, the arg-min and the cluster sums as exact fixed-point integers (:class:`FusedBackend`; the model
@@ -222,6 +223,10 @@ PARAMS90 = (
     Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
 )
 MAX_ACC90 = 128  # fp32 accumulators per consumer thread
+# tf32x3 promotes the wgmma's partial sums every k-tile into a second set of fp32 registers (the wgmma's accumulation
+# truncates: its error grows like the number of k-steps, which the tripled K multiplies by 3): both sets in 192
+# registers, as the gemm backend's promoted kernels (gemm/cutlass90.py, MAX_PROMOTED_ACC)
+MAX_PROMOTED_ACC90 = 96
 
 
 ENC90 = 8  # the check's columns per GEMM tile: hi and lo of s_t and w_t, four zero columns (a wgmma N is a multiple of 8)
@@ -231,7 +236,7 @@ ENC90 = 8  # the check's columns per GEMM tile: hi and lo of s_t and w_t, four z
 
 class Cutlass90Backend(Backend):
     name = "cutlass90"
-    precisions = ("tf32",)
+    precisions = ("tf32", "tf32x3")
     levels = {"abft": ABFT_LEVELS}
     params = PARAMS90
     requires = ("cublas", "cutlass")  # cuBLAS: the bench executable's vendor reference
@@ -239,15 +244,16 @@ class Cutlass90Backend(Backend):
     # checked tile of 64 or 128 centroids and its 8 columns of references need)
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
-        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32; protection none or abft "
-        "threadblock (interval 1)",
+        "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32 or tf32x3 (the operands split "
+        "over a tripled K, the accumulators promoted every k-tile); protection none or abft threadblock (interval 1)",
         "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; fp32 accumulators per consumer thread "
-        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90}; abft: tile_n - {ENC90} centroids per tile",
+        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90} (tf32x3: <= {MAX_PROMOTED_ACC90}, tile_k 32); abft: "
+        f"tile_n - {ENC90} centroids per tile",
     )
 
     def protection_ok(self, precision: str, protection: Protection) -> str | None:
         if precision not in self.precisions:
-            return (f"the kmeans cutlass90 backend takes precision tf32, not {precision} (tf32x3 and fp64: the mma backend, "
+            return (f"the kmeans cutlass90 backend takes precision tf32 or tf32x3, not {precision} (fp64: the mma backend, "
                     f"without params backend)")
         if protection.enabled and protection.scheme != "abft":
             return (f"the kmeans cutlass90 backend takes protection none or abft, not {protection.scheme} (omit params "
@@ -273,6 +279,13 @@ class Cutlass90Backend(Backend):
         if acc > MAX_ACC90:
             r.append(f"tile {tm}x{tn} with {sched}: {acc} fp32 accumulators per consumer thread (at most {MAX_ACC90}); "
                      f"use a smaller tile")
+        elif v.precision == "tf32x3" and acc > MAX_PROMOTED_ACC90:
+            r.append(f"tile {tm}x{tn} with {sched} in tf32x3: {acc} fp32 accumulators per consumer thread, and tf32x3 keeps "
+                     f"a second, promoted set (at most {MAX_PROMOTED_ACC90} each); use a smaller tile (e.g. 128x160 or "
+                     f"128x192 ws-coop)")
+        if v.precision == "tf32x3" and p["tile_k"] != 32:
+            r.append(f"tile_k={p['tile_k']} in tf32x3: the accumulators are promoted every k-tile of 32 (four wgmmas); "
+                     f"use tile_k 32")
         return r
 
     def name_tokens(self, v: Variant) -> list[str]:
