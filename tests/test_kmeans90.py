@@ -15,6 +15,7 @@ from conftest import compile_sm90a
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
 from ftgen.errors import SpecError
+from ftgen.families.kmeans.model import split3
 from ftgen.paths import cutlass_include_dir
 from ftgen.spec import load_spec_text
 
@@ -104,17 +105,6 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
     assert ", 8, true>;" in tf32_files[f"{t}/{t}.cu"] and "constexpr int KPARTS = 1;" in tf32_files[f"{t}/{t}.cu"]
 
 
-def _split_rows(x: np.ndarray, b_side: bool) -> np.ndarray:
-    """The host twin of pad_rows_kernel's tf32x3 split: [lo | hi | hi] (X) or [hi | lo | hi] (the centroids)."""
-    def tf32(v):  # round to nearest even at 13 dropped bits, as ftgen_rules::tf32_round
-        u = v.astype(np.float32).view(np.uint32).astype(np.uint64)
-        u = (u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)
-        return u.astype(np.uint32).view(np.float32)
-    hi = tf32(x)
-    lo = tf32((x - hi).astype(np.float32))
-    return np.concatenate([hi, lo, hi] if b_side else [lo, hi, hi], axis=1)
-
-
 def test_the_tripled_k_products_are_fp32_accurate():
     """x_lo c_hi + x_hi c_lo + x_hi c_hi, the products of the split rows, against fp64: within fp32's rounding where one
     TF32 product is 2^-11 off."""
@@ -122,7 +112,7 @@ def test_the_tripled_k_products_are_fp32_accurate():
     x = rng.normal(size=(64, 128)).astype(np.float32)
     c = rng.normal(size=(32, 128)).astype(np.float32)
     exact = x.astype(np.float64) @ c.astype(np.float64).T
-    x3, c3 = _split_rows(x, False).astype(np.float64), _split_rows(c, True).astype(np.float64)
+    x3, c3 = split3(x, False).astype(np.float64), split3(c, True).astype(np.float64)
     three = x3 @ c3.T
     one = x3[:, 128:256] @ c3[:, :128].T  # (x_hi c_hi: TF32)
     scale = np.abs(x).astype(np.float64) @ np.abs(c).astype(np.float64).T

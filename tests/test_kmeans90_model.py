@@ -37,21 +37,22 @@ def test_clean_data_raise_no_alarm_with_a_wide_margin(dist, dims, k):
     assert m.check_labels(X, C, labels, "tf32")[1] == 0
 
 
-def _trials(dist: str, trials: int, lam: float | None = None, prefilter: bool = False):
+def _trials(dist: str, trials: int, lam: float | None = None, prefilter: bool = False, tf32x3: bool = False):
     """Single bit flips, half of them in the accumulator of a row's nearest centroid (where a flip can change the
-    label), bits 16..31: per trial (significant: labels outside their band without correction, detected, labels outside
-    their band after correction)."""
+    label), bits 16..31 (tf32x3, whose fp32 band makes smaller faults significant: 8..31): per trial (significant:
+    labels outside their band without correction, detected, labels outside their band after correction)."""
     X, C, rng = data(dist, 256, 64, 200, seed=11)
-    kw = ({} if lam is None else {"lam": lam}) | ({"prefilter": True} if prefilter else {})
+    kw = ({} if lam is None else {"lam": lam}) | ({"prefilter": True} if prefilter else {}) | ({"tf32x3": True} if tf32x3 else {})
+    prec = "tf32x3" if tf32x3 else "tf32"
     clean_labels = m.assign90(X, C, **kw)[0]
     out = []
     for t in range(trials):
         i = int(rng.integers(X.shape[0]))
         j = int(clean_labels[i]) if t % 2 == 0 else int(rng.integers(C.shape[0]))
-        fault = [(i, j, int(rng.integers(16, 32)))]
+        fault = [(i, j, int(rng.integers(8 if tf32x3 else 16, 32)))]
         uncorrected = m.assign90(X, C, faults=fault, correct=False, **kw)[0]
         labels, verdicts, _, _ = m.assign90(X, C, faults=fault, **kw)
-        out.append((m.check_labels(X, C, uncorrected, "tf32")[1] > 0, bool(verdicts), m.check_labels(X, C, labels, "tf32")[1]))
+        out.append((m.check_labels(X, C, uncorrected, prec)[1] > 0, bool(verdicts), m.check_labels(X, C, labels, prec)[1]))
     return out
 
 
@@ -111,3 +112,31 @@ def test_the_norm_bound_is_an_upper_bound_of_the_sums():
     unit = 1e-6
     assert not m.norm_prefilter_clean(10.0, 0.0, 1.0, 1.0, unit) and m.norm_prefilter_clean(1e-7, 0.0, 1.0, 1.0, unit)
     assert not m.norm_prefilter_clean(float("nan"), 0.0, 1.0, 1.0, unit)
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform", "blobs"])
+def test_tf32x3_over_a_tripled_k_is_clean_and_within_the_fp32_band(dist):
+    """tf32x3 on the cutlass90 backend (model.split3: the operands over a tripled K, the encodings [v | 0 | v]): clean data
+    raise no alarm (as the kernel runs it, the first stage included), and the labels are within fp32's band, where
+    tf32's are not always."""
+    X, C, _ = data(dist, 512, 100, 300, seed=9)
+    for prefilter in (False, True):
+        labels, verdicts, clean, counters = m.assign90(X, C, tf32x3=True, prefilter=prefilter)
+        assert verdicts == {} and counters.detected == 0 and clean < 0.1, clean
+        assert m.check_labels(X, C, labels, "tf32x3")[1] == 0
+
+
+def test_tf32x3_labels_are_the_fp64_labels_where_tf32_decides_near_ties_otherwise():
+    X = np.random.default_rng(9).standard_normal((4096, 100)).astype(np.float32)
+    C = X[np.random.default_rng(10).choice(4096, 300, replace=False)].copy()
+    assert m.check_labels(X, C, m.assign90(X, C)[0], "tf32")[0] < 1.0
+    assert m.check_labels(X, C, m.assign90(X, C, tf32x3=True)[0], "tf32x3")[0] == 1.0
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
+def test_tf32x3_every_significant_fault_is_detected_and_corrected(dist):
+    out = _trials(dist, 80, prefilter=True, tf32x3=True)
+    significant = [o for o in out if o[0]]
+    assert len(significant) >= 5, len(significant)
+    assert all(detected for _, detected, _ in significant)
+    assert all(outside == 0 for _, _, outside in out)

@@ -406,6 +406,16 @@ def refs90(Xt, E, n_tb: int):
     return ((R[:, 0::4] + R[:, 1::4] * lo).astype(np.float64) / se, (R[:, 2::4] + R[:, 3::4] * lo).astype(np.float64) / sw)
 
 
+def split3(V, b_side: bool) -> np.ndarray:
+    """tf32x3 on the cutlass90 backend: an operand split over a tripled K as the kernel writes it (pad_rows_kernel,
+    pack_kernel), hi = tf32(v), lo = tf32(v - hi): [lo | hi | hi] for X, [hi | lo | hi] for the centroids (b_side), so
+    that the product of the split rows is x_lo c_hi + x_hi c_lo + x_hi c_hi."""
+    V = np.asarray(V, np.float32)
+    hi = round_tf32(V)
+    lo = round_tf32((V - hi).astype(np.float32))
+    return np.concatenate([hi, lo, hi] if b_side else [lo, hi, hi], axis=1)
+
+
 def norm_prefilter_clean(P1: float, r: float, nx: float, nc: float, unit: float) -> bool:
     """The first stage of the cutlass90 check (ftgen_rules::norm_prefilter_clean): a unit is clean when
     |P1 - r| <= unit max(nx nc, |r|), nx = ||x_i||, nc = the sum of ||c_j|| over the tile. By Cauchy-Schwarz nx nc bounds
@@ -418,7 +428,7 @@ def norm_prefilter_clean(P1: float, r: float, nx: float, nc: float, unit: float)
 
 
 def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float = _g.ABFT16_LAMBDA, online: bool = True,
-             prefilter: bool = False):
+             prefilter: bool = False, tf32x3: bool = False):
     """The sm90 assign step with the gemm backend's 16-bit check transplanted to TF32 operands, as the cutlass90 kernel
     runs it: the accumulators acc = X C^T of the operands as the wgmma reads them (TF32, fp32 sums WGMMA_K_TF32 at a
     time), faults applied to them (each (row, col, bit)); per row and tile of n_tb centroids the epilogue's sums (a,
@@ -429,12 +439,23 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     other detection (and every one with online False: correct: detect) has the (row, tile)'s distances recomputed from
     the exact products (the kernel's fix before the minimum over the tiles). correct False: nothing is changed (the
     campaigns' uncorrected run). prefilter: the first stage (`norm_prefilter_clean`, as the kernel runs it) decides clean
-    units, the full rule the rest. Returns (labels, verdicts {(row, tile): verdict}, largest clean score, counters)."""
+    units, the full rule the rest. tf32x3: the operands split over a tripled K (`split3`; the encodings of the values the
+    products see, each encoding row [v | 0 | v]) and the unit counting the three products' k-steps. Returns (labels,
+    verdicts {(row, tile): verdict}, largest clean score, counters)."""
     X = np.asarray(X, np.float32)
     C = np.asarray(C, np.float32)
     n, dims = X.shape
     k = C.shape[0]
-    Xt, Ct = round_tf32(X), round_tf32(C)
+    if tf32x3:
+        Xt, Ct = split3(X, False), split3(C, True)
+        Cv = Ct[:, :dims] + Ct[:, dims:2 * dims]  # (the values the products see: c_hi + c_lo, exact in fp32)
+        E = encode90(Cv, n_tb)
+        E = np.concatenate([E, np.zeros_like(E), E], axis=1)
+        ksum = 3 * dims
+    else:
+        Xt, Ct = round_tf32(X), round_tf32(C)
+        E = encode90(Ct, n_tb)
+        ksum = dims
     X64, C64 = Xt.astype(np.float64), Ct.astype(np.float64)
     acc = _g.wgmma_acc(X64, C64.T, WGMMA_K_TF32)
     for row, col, bit in faults:
@@ -442,8 +463,8 @@ def assign90(X, C, n_tb: int = 128, faults=(), correct: bool = True, lam: float 
     cc = (C * C).sum(axis=1, dtype=np.float32)
     nx = np.sqrt((X * X).sum(axis=1, dtype=np.float32))
     exact = X64 @ C64.T
-    r, rw = refs90(Xt, encode90(Ct, n_tb), n_tb)
-    unit = _g.abft16_unit(dims, WGMMA_K_TF32, n_tb, lam)
+    r, rw = refs90(Xt, E, n_tb)
+    unit = _g.abft16_unit(ksum, WGMMA_K_TF32, n_tb, lam)
     tiles = -(-k // n_tb)
     best_v = np.full(n, np.inf)
     best_i = np.zeros(n, dtype=np.int64)
