@@ -65,19 +65,22 @@ def test_cli_refuses_a_bad_abft_cutlass90_spec_with_exit_2(tmp_path, capsys):
 ABFT90 = C90 % ", tile_n: 160" + "protection: {scheme: abft, level: threadblock, inject: true}\n"
 
 
-def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
-    s = spec_of(ABFT90)
-    name = "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
+def rendered(body: str, name: str) -> tuple[str, str, dict]:
+    """The spec's one variant, which must be `name`: its source, its twin's and every file of the project."""
+    s = spec_of(body)
     assert [v.name for v in s.variants] == [name]
     files, _ = render_spec(s)
-    src = files[f"{name}/{name}.cu"]
+    return files[f"{name}/{name}.cu"], files[f"{name}/{name}_twin.cu"], files
+
+
+def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
+    src, twin, _ = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
     # 152 centroids and the check's 8 columns per GEMM tile; the epilogue with the check and the injection
     assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_160, cute::_32>" in src and ", 8, true>;" in src
     for piece in ("pack_kernel", "fix_kernel", "flag_count", "SCALE_E = -8, SCALE_W = -14", "ABFT16_LAMBDA = 0.5"):
         assert piece in src, piece
     assert "encode_kernel" not in src and "assign_kernel" not in src  # (the mma backend's)
     # the unprotected twin: the same tiles, no check
-    twin = files[f"{name}/{name}_twin.cu"]
     assert "cute::_160, cute::_32>" in twin and ", 0, false>;" in twin
     assert "pack_kernel<<<" not in twin and "fix_kernel<<<" not in twin
 
@@ -86,23 +89,17 @@ X3 = C90.replace("precision: tf32", "precision: tf32x3") % ", tile_n: 160" + "pr
 
 
 def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
-    s = spec_of(X3)
-    name = "kmeans_tf32x3_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
-    assert [v.name for v in s.variants] == [name]
-    files, _ = render_spec(s)
-    src = files[f"{name}/{name}.cu"]
+    src, twin, files = rendered(X3, "kmeans_tf32x3_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
     # the promoted mainloop (the explicit epilogue, then kPromote), K = 3 ld: X split once per launch, the packed B split
     assert "ftgen_km90::DirectEpilogue<8, true>, true>;" in src and "constexpr int KPARTS = 3;" in src
     for piece in ("const int ld = padded_dims(dims), kk = KPARTS * ld;", "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)",
                   "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, kk, n, w.cx, kk, kk,"):
         assert piece in src, piece
-    twin = files[f"{name}/{name}_twin.cu"]
     assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, true);" in twin
     assert "PromotedMainloop" in files["common/kmeans90.cuh"]
     # tf32 keeps the builder's mainloop and K = ld
-    tf32_files, _ = render_spec(spec_of(ABFT90))
-    t = "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj"
-    assert ", 8, true>;" in tf32_files[f"{t}/{t}.cu"] and "constexpr int KPARTS = 1;" in tf32_files[f"{t}/{t}.cu"]
+    tf32 = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")[0]
+    assert ", 8, true>;" in tf32 and "constexpr int KPARTS = 1;" in tf32
 
 
 def test_the_tripled_k_products_are_fp32_accurate():
