@@ -399,7 +399,7 @@ using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
 // with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
 // fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
-// kPromote (tf32x3: the operands split over a tripled K, split_rows_kernel and pack_kernel): the accumulators promoted
+// kPromote (tf32x3: the operands split over a tripled K, pad_rows_kernel and pack_kernel): the accumulators promoted
 // every k-tile (PromotedMainloop).
 template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
           class Epilogue_ = DirectEpilogue<kEnc_, kInject>, bool kPromote = false>

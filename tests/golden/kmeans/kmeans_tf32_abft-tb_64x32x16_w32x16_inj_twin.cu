@@ -680,19 +680,19 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // the mean), and the block of the largest cluster sets the kernel's time. A thread reads one copy: where one thread
 // added both copies, ptxas scheduled each addition right after its load and reused the register, one load in flight
 // (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
-// copy gets the twin's 512 threads (half of them: 42 us; the largest cluster's items per thread set the time).
-constexpr int REDUCE_THREADS = PROTECTED ? 1024 : 512;
+// copy gets the twin's REDUCE_COPY_THREADS (half of them: 42 us; the largest cluster's items per thread set the time).
+constexpr int REDUCE_COPY_THREADS = 512;
+constexpr int REDUCE_THREADS = REDUCE_COPY_THREADS * (PROTECTED ? 2 : 1);
 constexpr int REDUCE_ILP = 4;
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
                                                                 int dims, double* sums, const State* state) {
   if (state->converged) return;
-  constexpr int kPer = REDUCE_THREADS / (PROTECTED ? 2 : 1);  // threads per copy
   const int j = blockIdx.x;
-  const int copy = static_cast<int>(threadIdx.x) / kPer, t = static_cast<int>(threadIdx.x) % kPer;
+  const int copy = static_cast<int>(threadIdx.x) / REDUCE_COPY_THREADS, t = static_cast<int>(threadIdx.x) % REDUCE_COPY_THREADS;
   const double* const src = copy ? partb : part;
   double* const out = sums + (static_cast<size_t>(copy) * clusters + j) * dims;
   const int i0 = item_off[j], i1 = item_off[j + 1];
-  const int groups = max(1, kPer / dims);
+  const int groups = max(1, REDUCE_COPY_THREADS / dims);
   // the items of group g from item i0 + g, every `groups`-th, in REDUCE_ILP running sums
   auto items = [&](int g, int d) {
     double a[REDUCE_ILP];
@@ -717,11 +717,11 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
     __syncthreads();
     if (t >= dims) return;
     double s = 0.0;
-    for (int h = 0; h < groups; ++h) s += red[copy * kPer + h * dims + t];
+    for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
     out[t] = s;
     return;
   }
-  for (int d = t; d < dims; d += kPer) out[d] = items(0, d);
+  for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
 }
 
 
