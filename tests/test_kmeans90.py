@@ -90,13 +90,18 @@ X3 = C90.replace("precision: tf32", "precision: tf32x3") % ", tile_n: 160" + "pr
 
 def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
     src, twin, files = rendered(X3, "kmeans_tf32x3_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
-    # the promoted mainloop (the explicit epilogue, then kPromote), K = 3 ld: X split once per launch, the packed B split
+    # the split mainloop (the explicit epilogue, then kPromote), K = 3 lp (parts of whole k-tiles): X read as it is (A's
+    # ld columns, split in registers), the packed B split per iteration
     assert "ftgen_km90::DirectEpilogue<8, true>, true>;" in src and "constexpr int KPARTS = 3;" in src
-    for piece in ("const int ld = padded_dims(dims), kk = KPARTS * ld;", "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)",
-                  "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, kk, n, w.cx, kk, kk,"):
+    for piece in ("const int ld = padded_dims(dims), lp = part_dims(dims), kk = KPARTS * lp;",
+                  "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)", "Assign::arguments(Xg, ld, w.cx, kk, n, kk, k, w.cc, w.keys, hw, check, ld)",
+                  "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, ld, n, w.cx, lp, KPARTS, ld,",
+                  "bool operands_copied(int dims) { return padded_dims(dims) != dims; }"):
         assert piece in src, piece
-    assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, true);" in twin
-    assert "PromotedMainloop" in files["common/kmeans90.cuh"]
+    assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, KPARTS);" in twin
+    header = files["common/kmeans90.cuh"]
+    assert "using Mainloop = std::conditional_t<kPromote, SplitAMainloop<BuiltMainloop>, BuiltMainloop>;" in header
+    assert "t % params.part_tiles" in header and "rs_op_selector" in header
     # tf32 keeps the builder's mainloop and K = ld
     tf32 = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")[0]
     assert ", 8, true>;" in tf32 and "constexpr int KPARTS = 1;" in tf32

@@ -396,11 +396,224 @@ using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
     typename Built::TransformA, typename Built::GmemTiledCopyB, typename Built::SmemLayoutAtomB, typename Built::SmemCopyAtomB,
     typename Built::TransformB>;
 
+// tf32x3's mainloop: the GEMM over the tripled K (three parts of part_tiles k-tiles: x_lo c_hi, x_hi c_lo, x_hi c_hi),
+// with X read as it is -- one fp32 copy, not three. B is the packed [c_hi | c_lo | c_hi] (parts part_tiles k-tiles
+// apart); A's TMA reads k-tile (t mod part_tiles) of X (its ka columns, zeros past them), and the consumers split it in
+// registers as they load it from shared memory -- hi = tf32(x) for the parts 1 and 2, lo = tf32(x - hi) for part 0, the
+// split pad_rows_kernel wrote before -- and issue the wgmma with A from registers. Every k-tile's partial sums are added
+// into the fp32 accumulators (round to nearest), as PromotedMainloop does every k-tile: the same products in the same
+// order, so the same sums. kOverlap: the next k-tile's A loaded and split while the current wgmmas run (two register
+// buffers).
+template <class Built, bool kOverlap = true>
+struct SplitAMainloop : PromotedMainloop<Built> {
+  using Base = PromotedMainloop<Built>;
+  using typename Base::DispatchPolicy;
+  using typename Base::TileShape;
+  using typename Base::ElementA;
+  using typename Base::StrideA;
+  using typename Base::ElementB;
+  using typename Base::StrideB;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+  using typename Base::ElementAccumulator;
+  using AtomLayoutMNK = std::conditional_t<std::is_same_v<typename DispatchPolicy::Schedule, cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
+                                           cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>, cute::Layout<cute::Shape<cute::_1, cute::_1, cute::_1>>>;
+  // the TF32 wgmma with A from registers, of the built tile's N
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape, cute::GMMA::Major::K, cute::GMMA::Major::K>(),
+      AtomLayoutMNK{}));
+  static_assert(cute::size<2>(TileShape{}) == 32, "tf32x3: k-tiles of 32");
+
+  struct Arguments : Base::Arguments {
+    int ka = 0;          // A's columns (the TMA reads zeros past them)
+    int part_tiles = 1;  // k-tiles per part of the tripled K
+  };
+  struct Params : Base::Params {
+    int ka = 0;
+    int part_tiles = 1;
+  };
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
+    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
+    (void)N;
+    (void)K;
+    cute::Tensor a = cute::make_tensor(args.ptr_A, cute::make_layout(cute::make_shape(M, args.ka, L), args.dA));
+    p.tma_load_a = cute::make_tma_copy_A_sm90(typename Base::GmemTiledCopyA{}, a, SmemLayoutA{}(cute::_, cute::_, cute::Int<0>{}), TileShape{},
+                                              typename DispatchPolicy::ClusterShape{});
+    p.ka = args.ka;
+    p.part_tiles = args.part_tiles;
+    return p;
+  }
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
+    (void)M;
+    (void)N;
+    (void)L;
+    return Base::can_implement(problem_shape, args) && args.ka % 4 == 0 && args.ka <= args.part_tiles * 32 && K == 3 * args.part_tiles * 32;
+  }
+
+  // (A's tiles over its own ka columns; B's over the problem's K)
+  template <class ProblemShape_MNKL>
+  CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
+    auto [M, N, K, L] = problem_shape_MNKL;
+    cute::Tensor mA = params.tma_load_a.get_tma_tensor(cute::make_shape(M, params.ka, L));
+    cute::Tensor mB = params.tma_load_b.get_tma_tensor(cute::make_shape(N, K, L));
+    return cute::make_tuple(cute::local_tile(mA, TileShape{}, cute::make_coord(cute::_, cute::_, cute::_), cute::Step<cute::_1, cute::Underscore, cute::_1>{}),
+                            cute::local_tile(mB, TileShape{}, cute::make_coord(cute::_, cute::_, cute::_), cute::Step<cute::Underscore, cute::_1, cute::_1>{}));
+  }
+
+  // The producer: k-tile t of the tripled K is B's k-tile t and A's k-tile t mod part_tiles
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState write, cute::tuple<TensorA, TensorB> const& inputs,
+                           BlockCoord const& blk, KTileIterator k_tile_iter, int k_tile_count, int, uint32_t block_rank_in_cluster,
+                           TensorStorage& smem) {
+    using namespace cute;
+    if (!elect_one_sync()) return;
+    Tensor sA = make_tensor(make_smem_ptr(smem.smem_A.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(smem.smem_B.data()), SmemLayoutB{});
+    using Cluster = typename DispatchPolicy::ClusterShape;
+    constexpr uint32_t cx = get<0>(Cluster{});
+    const uint32_t bx = block_rank_in_cluster % cx, by = block_rank_in_cluster / cx;
+    auto tma_a = params.tma_load_a.get_slice(by);
+    auto tma_b = params.tma_load_b.get_slice(bx);
+    auto [m, n, k, l] = blk;
+    (void)k;
+    Tensor tAgA = tma_a.partition_S(get<0>(inputs)(_, _, m, _, l));
+    Tensor tAsA = tma_a.partition_D(sA);
+    Tensor tBgB = tma_b.partition_S(get<1>(inputs)(_, _, n, _, l));
+    Tensor tBsB = tma_b.partition_D(sB);
+    uint16_t mask_a = 0, mask_b = 0;
+    auto blocks = Layout<Cluster>{};
+    if constexpr (is_same_v<typename Base::GmemTiledCopyA, SM90_TMA_LOAD_MULTICAST>)
+      for (int j = 0; j < size<1>(blocks); ++j) mask_a |= uint16_t(1) << blocks(bx, j, Int<0>{});
+    if constexpr (is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>)
+      for (int i = 0; i < size<0>(blocks); ++i) mask_b |= uint16_t(1) << blocks(i, by, Int<0>{});
+    int t = static_cast<int>(*k_tile_iter);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count, ++t, ++write) {
+      pipeline.producer_acquire(write);
+      auto* bar = pipeline.producer_get_barrier(write);
+      const int s = write.index();
+      copy(params.tma_load_a.with(*bar, mask_a), tAgA(_, _, _, t % params.part_tiles), tAsA(_, _, _, s));
+      copy(params.tma_load_b.with(*bar, mask_b), tBgB(_, _, _, t), tBsB(_, _, _, s));
+    }
+  }
+
+  // The consumers: per k-tile, A from shared memory into registers and split, four wgmmas (A from registers) into
+  // partial sums, added into accum once they complete; the stage released then
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState read, FrgTensorC& accum, int k_tile_count, int thread_idx, TensorStorage& smem,
+                          Params const& params) {
+    using namespace cute;
+    Tensor sA = make_tensor(make_smem_ptr(smem.smem_A.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(smem.smem_B.data()), SmemLayoutB{});
+    constexpr int kGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    const int wg = __shfl_sync(0xffffffffu, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thr = tiled_mma.get_thread_slice(thread_idx);
+    auto grp = tiled_mma.get_slice(make_layout(Int<kGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{})(wg));
+    Tensor tCrB = grp.make_fragment_B(grp.partition_B(sB));            // (MMA, N, K, PIPE) descriptors
+    Tensor rA0 = thr.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA, M, K) registers
+    Tensor rA1 = make_fragment_like(rA0);
+    auto copy_a = make_tiled_copy_A(Copy_Atom<AutoVectorizingCopy, cutlass::tfloat32_t>{}, tiled_mma);
+    auto thr_copy = copy_a.get_thread_slice(thread_idx);
+    Tensor tsA = thr_copy.partition_S(sA);                             // (CPY, M, K, PIPE)
+    Tensor part = make_fragment_like(accum);                           // one k-tile's partial sums
+    const int per_part = params.part_tiles;
+    // A's k-tile t from stage s into r, split for its part
+    auto load_a = [&](auto& r, int s, int t) {
+      Tensor view = thr_copy.retile_D(r);
+      copy(copy_a, tsA(_, _, _, s), view);
+      const bool lo = t < per_part;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(r); ++i) {
+        const float x = __uint_as_float(r(i).raw());
+        const float hi = ftgen_rules::tf32_round(x);
+        r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(lo ? ftgen_rules::tf32_round(x - hi) : hi));
+      }
+    };
+    auto issue = [&](auto& r, int s) {
+      warpgroup_fence_operand(r);
+      warpgroup_fence_operand(part);
+      warpgroup_arrive();
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      CUTLASS_PRAGMA_UNROLL
+      for (int kb = 0; kb < size<2>(r); ++kb) {
+        cute::gemm(tiled_mma, r(_, _, kb), tCrB(_, _, kb, s), part);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+    };
+    auto retire = [&](PipelineState& st) {
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(part);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+      pipeline.consumer_release(st);
+      ++st;
+    };
+    clear(accum);
+    warpgroup_fence_operand(accum);
+    int t = 0;
+    if (k_tile_count > 0) {
+      pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
+      load_a(rA0, read.index(), t);
+    }
+    PipelineState next = read;
+    ++next;
+    if constexpr (kOverlap) {
+      // two k-tiles an iteration: rA0 then rA1, each loading the other's next while its wgmmas run
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (; k_tile_count > 0; k_tile_count -= 2) {
+        issue(rA0, read.index());
+        if (k_tile_count > 1) {
+          pipeline.consumer_wait(next, pipeline.consumer_try_wait(next));
+          load_a(rA1, next.index(), t + 1);
+          ++next;
+        }
+        retire(read);
+        if (k_tile_count == 1) break;
+        issue(rA1, read.index());
+        if (k_tile_count > 2) {
+          pipeline.consumer_wait(next, pipeline.consumer_try_wait(next));
+          load_a(rA0, next.index(), t + 2);
+          ++next;
+        }
+        retire(read);
+        t += 2;
+      }
+    } else {
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (; k_tile_count > 0; --k_tile_count) {
+        issue(rA0, read.index());
+        retire(read);
+        ++t;
+        if (k_tile_count > 1) {
+          pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
+          load_a(rA0, read.index(), t);
+        }
+      }
+    }
+    warpgroup_fence_operand(accum);
+  }
+
+  // (every stage is released in mma)
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
+};
+
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
 // with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
 // fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
-// kPromote (tf32x3: the operands split over a tripled K, pad_rows_kernel and pack_kernel): the accumulators promoted
-// every k-tile (PromotedMainloop).
+// kPromote (tf32x3: the operands split over a tripled K, A in registers and B by pack_kernel): SplitAMainloop, the
+// accumulators promoted every k-tile.
 template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
           class Epilogue_ = DirectEpilogue<kEnc_, kInject>, bool kPromote = false>
 struct AssignGemm {
@@ -410,7 +623,7 @@ struct AssignGemm {
       float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
-  using Mainloop = std::conditional_t<kPromote, PromotedMainloop<BuiltMainloop>, BuiltMainloop>;
+  using Mainloop = std::conditional_t<kPromote, SplitAMainloop<BuiltMainloop>, BuiltMainloop>;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   static constexpr int kTileM = cute::size<0>(TileShape{});
@@ -428,7 +641,7 @@ struct AssignGemm {
 
   static typename Gemm::Arguments arguments(const float* X, long long ldx, const float* B, long long ldb, int samples, int dims, int clusters,
                                             const float* cc, uint64_t* keys, const cutlass::KernelHardwareInfo& hw,
-                                            CheckArgs const& check = CheckArgs{}) {
+                                            CheckArgs const& check = CheckArgs{}, int ka = 0) {
     typename Kernel::StrideA sa{};
     typename Kernel::StrideB sb{};
     cute::get<0>(sa) = ldx;
@@ -440,7 +653,11 @@ struct AssignGemm {
     args.mainloop.dA = sa;
     args.mainloop.ptr_B = B;
     args.mainloop.dB = sb;
-    if constexpr (kPromote) args.mainloop.mma_promotion_interval = kTileK / 8;  // (every k-tile: 8, the TF32 wgmma's k)
+    if constexpr (kPromote) {  // (dims: the tripled K; ka: X's columns, ldx or fewer)
+      args.mainloop.mma_promotion_interval = kTileK / 8;  // (every k-tile: 8, the TF32 wgmma's k)
+      args.mainloop.ka = ka;
+      args.mainloop.part_tiles = dims / (3 * kTileK);
+    }
     const ArgMinArgs am{cc, clusters, keys, rows_padded(samples), check};
     if constexpr (std::is_same_v<typename Epilogue::Arguments, ArgMinArgs>) args.epilogue = am;
     else args.epilogue.thread = am;
@@ -513,9 +730,10 @@ __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __re
 
 // The queued (row, tile) units (the check's detections that were not corrected in place): each tile's minimum recomputed
 // from the operands as the wgmma reads them, the products summed in double; a block per unit, its threads over the
-// tile's centroids. Nothing to do unless the GEMM queued a unit.
-__global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, long long ldx, int samples, const float* __restrict__ cx, int ld,
-                                                  int dims, int nt, int clusters, const float* cc, uint64_t* keys, long long rows_padded,
+// tile's centroids. The packed centroids' rows hold parts x lp words (tf32x3, parts 3: [c_hi | c_lo | c_hi] against
+// X's [x_lo | x_hi | x_hi]); X's rows their first dims words. Nothing to do unless the GEMM queued a unit.
+__global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, long long ldx, int samples, const float* __restrict__ cx, int lp,
+                                                  int parts, int dims, int nt, int clusters, const float* cc, uint64_t* keys, long long rows_padded,
                                                   const int* flag_count, const int2* flags, int capacity, ftgen::FtCounters* counters) {
   __shared__ uint64_t best[4];
   const int units = min(*flag_count, capacity);
@@ -527,9 +745,16 @@ __global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, l
     for (int c = threadIdx.x; c < nt; c += blockDim.x) {
       const int j = f.y * nt + c;
       if (j >= clusters) break;
-      const float* y = cx + (static_cast<long long>(f.y) * (nt + 8) + c) * ld;
+      const float* y = cx + (static_cast<long long>(f.y) * (nt + 8) + c) * parts * lp;
       double a = 0.0;
-      for (int i = 0; i < dims; ++i) a = fma(ftgen_sm90::wgmma_operand(x[i]), ftgen_sm90::wgmma_operand(y[i]), a);
+      if (parts == 3) {
+        for (int i = 0; i < dims; ++i) {
+          const float v = x[i], hi = ftgen_rules::tf32_round(v), lo = ftgen_rules::tf32_round(v - hi);
+          a = fma(static_cast<double>(hi), static_cast<double>(y[lp + i]) + y[2 * lp + i], fma(static_cast<double>(lo), y[i], a));
+        }
+      } else {
+        for (int i = 0; i < dims; ++i) a = fma(ftgen_sm90::wgmma_operand(x[i]), ftgen_sm90::wgmma_operand(y[i]), a);
+      }
       b = min(b, key(fmaf(-2.f, static_cast<float>(a), cc[j]), j));
     }
     for (int o = 16; o > 0; o >>= 1) b = min(b, __shfl_xor_sync(0xffffffffu, b, o));
