@@ -399,12 +399,11 @@ using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
 // tf32x3's mainloop: the GEMM over the tripled K (three parts of part_tiles k-tiles: x_lo c_hi, x_hi c_lo, x_hi c_hi),
 // with X read as it is -- one fp32 copy, not three. B is the packed [c_hi | c_lo | c_hi] (parts part_tiles k-tiles
 // apart); A's TMA reads k-tile (t mod part_tiles) of X (its ka columns, zeros past them), and the consumers split it in
-// registers as they load it from shared memory -- hi = tf32(x) for the parts 1 and 2, lo = tf32(x - hi) for part 0, the
-// split pad_rows_kernel wrote before -- and issue the wgmma with A from registers. Every k-tile's partial sums are added
-// into the fp32 accumulators (round to nearest), as PromotedMainloop does every k-tile: the same products in the same
-// order, so the same sums. kOverlap: the next k-tile's A loaded and split while the current wgmmas run (two register
-// buffers).
-template <class Built, bool kOverlap = true>
+// registers as they load it from shared memory -- hi = tf32(x) for the parts 1 and 2, lo = tf32(x - hi) for part 0 --
+// and issue the wgmma with A from registers. The next k-tile's A is loaded and split while the current k-tile's wgmmas
+// run (two register buffers), and the wgmma's partial sums (its accumulation truncates) are added into the fp32
+// accumulators (round to nearest) every two k-tiles (PromotedMainloop's promotion interval 2).
+template <class Built>
 struct SplitAMainloop : PromotedMainloop<Built> {
   using Base = PromotedMainloop<Built>;
   using typename Base::DispatchPolicy;
@@ -507,8 +506,8 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     }
   }
 
-  // The consumers: per k-tile, A from shared memory into registers and split, four wgmmas (A from registers) into
-  // partial sums, added into accum once they complete; the stage released then
+  // The consumers: per k-tile, A from shared memory into registers and split, four wgmmas (A from registers) into the
+  // partial sums, a stage released once its wgmmas complete
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState read, FrgTensorC& accum, int k_tile_count, int thread_idx, TensorStorage& smem,
                           Params const& params) {
@@ -540,11 +539,12 @@ struct SplitAMainloop : PromotedMainloop<Built> {
         r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(lo ? ftgen_rules::tf32_round(x - hi) : hi));
       }
     };
-    auto issue = [&](auto& r, int s) {
+    // one k-tile's wgmmas into part (zero: part starts from zero)
+    auto issue = [&](auto& r, int s, bool zero) {
       warpgroup_fence_operand(r);
       warpgroup_fence_operand(part);
       warpgroup_arrive();
-      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      tiled_mma.accumulate_ = zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
       CUTLASS_PRAGMA_UNROLL
       for (int kb = 0; kb < size<2>(r); ++kb) {
         cute::gemm(tiled_mma, r(_, _, kb), tCrB(_, _, kb, s), part);
@@ -552,7 +552,8 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       }
       warpgroup_commit_batch();
     };
-    auto retire = [&](PipelineState& st) {
+    // part into accum (round to nearest), once the wgmmas are done; their stage released
+    auto promote = [&](PipelineState& st) {
       warpgroup_wait<0>();
       warpgroup_fence_operand(part);
       CUTLASS_PRAGMA_UNROLL
@@ -560,47 +561,35 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       pipeline.consumer_release(st);
       ++st;
     };
+    auto next_a = [&](auto& r, int t) {  // k-tile t's stage awaited, its A into r
+      pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
+      load_a(r, read.index(), t);
+    };
+    PipelineState oldest = read;  // the oldest stage not yet released
     clear(accum);
     warpgroup_fence_operand(accum);
+    if (k_tile_count > 0) next_a(rA0, 0);
+    // two k-tiles an iteration into part, then part into accum: k-tile t's wgmmas (A in rA0) issued, k-tile t + 1's A
+    // loaded into rA1 while they run, its wgmmas issued behind them; once t's are done (its stage released, rA0 free)
+    // k-tile t + 2's A into rA0 while t + 1's run
     int t = 0;
-    if (k_tile_count > 0) {
-      pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
-      load_a(rA0, read.index(), t);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; t + 2 <= k_tile_count; t += 2) {
+      issue(rA0, read.index(), true);
+      ++read;
+      next_a(rA1, t + 1);
+      issue(rA1, read.index(), false);
+      ++read;
+      warpgroup_wait<1>();
+      pipeline.consumer_release(oldest);
+      ++oldest;
+      if (t + 2 < k_tile_count) next_a(rA0, t + 2);
+      promote(oldest);
     }
-    PipelineState next = read;
-    ++next;
-    if constexpr (kOverlap) {
-      // two k-tiles an iteration: rA0 then rA1, each loading the other's next while its wgmmas run
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (; k_tile_count > 0; k_tile_count -= 2) {
-        issue(rA0, read.index());
-        if (k_tile_count > 1) {
-          pipeline.consumer_wait(next, pipeline.consumer_try_wait(next));
-          load_a(rA1, next.index(), t + 1);
-          ++next;
-        }
-        retire(read);
-        if (k_tile_count == 1) break;
-        issue(rA1, read.index());
-        if (k_tile_count > 2) {
-          pipeline.consumer_wait(next, pipeline.consumer_try_wait(next));
-          load_a(rA0, next.index(), t + 2);
-          ++next;
-        }
-        retire(read);
-        t += 2;
-      }
-    } else {
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (; k_tile_count > 0; --k_tile_count) {
-        issue(rA0, read.index());
-        retire(read);
-        ++t;
-        if (k_tile_count > 1) {
-          pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
-          load_a(rA0, read.index(), t);
-        }
-      }
+    if (t < k_tile_count) {  // an odd k-tile count: the last k-tile alone (its A in rA0)
+      issue(rA0, read.index(), true);
+      ++read;
+      promote(oldest);
     }
     warpgroup_fence_operand(accum);
   }
