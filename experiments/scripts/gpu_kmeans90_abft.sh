@@ -19,7 +19,7 @@
 #   bash experiments/scripts/gpu_kmeans90_abft.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the
 #   glob of the variant of the campaigns and the profile, default *128x160x32*; SPEC: the spec, default
 #   specs/kmeans/cutlass90_abft.yaml (specs/kmeans/cutlass90_tf32x3.yaml: tf32x3); BUILD_KERNELS: build only these;
-#   TRIALS: the campaign's trials per distribution, default 1000)
+#   TRIALS: the campaign's trials per distribution, default 1000; CAMPAIGN_SECONDS: each campaign's time limit)
 set -u
 out=${1:?usage: gpu_kmeans90_abft.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
@@ -79,9 +79,9 @@ if has sites; then  # campaigns at the sites SITES (default: norm update), 300 +
   done
 fi
 if has campaign; then
-  ft 120 campaign $spec -o $gen --kernels "$kern" --trials ${TRIALS:-1000} --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
+  ft ${CAMPAIGN_SECONDS:-120} campaign $spec -o $gen --kernels "$kern" --trials ${TRIALS:-1000} --seed 7 --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1
   tail -n 8 "$out/campaign.txt"; t campaign
-  ft 90 campaign $spec -o $gen --kernels "$kern" --trials 1000 --seed 8 --shape 20011x100x300 --json "$out/campaign_odd.jsonl" > "$out/campaign_odd.txt" 2>&1
+  ft ${CAMPAIGN_SECONDS:-90} campaign $spec -o $gen --kernels "$kern" --trials ${TRIALS:-1000} --seed 8 --shape 20011x100x300 --json "$out/campaign_odd.jsonl" > "$out/campaign_odd.txt" 2>&1
   tail -n 8 "$out/campaign_odd.txt"; t campaign odd
 fi
 if has inject; then
