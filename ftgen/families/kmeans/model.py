@@ -407,9 +407,9 @@ def refs90(Xt, E, n_tb: int):
 
 
 def split3(V, b_side: bool) -> np.ndarray:
-    """tf32x3 on the cutlass90 backend: an operand split over a tripled K as the kernel writes it (pad_rows_kernel,
-    pack_kernel), hi = tf32(v), lo = tf32(v - hi): [lo | hi | hi] for X, [hi | lo | hi] for the centroids (b_side), so
-    that the product of the split rows is x_lo c_hi + x_hi c_lo + x_hi c_hi."""
+    """tf32x3 on the cutlass90 backend: an operand split over a tripled K as the kernel forms it (X in registers by
+    the mainloop, SplitAMainloop; the centroids by pack_kernel), hi = tf32(v), lo = tf32(v - hi): [lo | hi | hi] for X,
+    [hi | lo | hi] for the centroids (b_side), so that the product of the split rows is x_lo c_hi + x_hi c_lo + x_hi c_hi."""
     V = np.asarray(V, np.float32)
     hi = round_tf32(V)
     lo = round_tf32((V - hi).astype(np.float32))
