@@ -402,8 +402,8 @@ using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
 // registers as they load it from shared memory -- hi = tf32(x) for the parts 1 and 2, lo = tf32(x - hi) for part 0 --
 // and issue the wgmma with A from registers. The next k-tile's A is loaded and split while the current k-tile's wgmmas
 // run (two register buffers), and the wgmma's partial sums (its accumulation truncates) are added into the fp32
-// accumulators (round to nearest) every two k-tiles (PromotedMainloop's promotion interval 2).
-template <class Built>
+// accumulators (round to nearest) every kPromote k-tiles (as PromotedMainloop's promotion interval).
+template <class Built, int kPromote = 4>
 struct SplitAMainloop : PromotedMainloop<Built> {
   using Base = PromotedMainloop<Built>;
   using typename Base::DispatchPolicy;
@@ -425,6 +425,7 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       cute::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape, cute::GMMA::Major::K, cute::GMMA::Major::K>(),
       AtomLayoutMNK{}));
   static_assert(cute::size<2>(TileShape{}) == 32, "tf32x3: k-tiles of 32");
+  static_assert(kPromote == 2 || kPromote == 4, "the partial sums promoted every 2 or 4 k-tiles");
 
   struct Arguments : Base::Arguments {
     int ka = 0;          // A's columns (the TMA reads zeros past them)
@@ -569,10 +570,38 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     clear(accum);
     warpgroup_fence_operand(accum);
     if (k_tile_count > 0) next_a(rA0, 0);
-    // two k-tiles an iteration into part, then part into accum: k-tile t's wgmmas (A in rA0) issued, k-tile t + 1's A
-    // loaded into rA1 while they run, its wgmmas issued behind them; once t's are done (its stage released, rA0 free)
-    // k-tile t + 2's A into rA0 while t + 1's run
+    // kPromote k-tiles an iteration into part, then part into accum: k-tile t's wgmmas (A in rA0) issued, k-tile t + 1's
+    // A loaded into rA1 while they run and its wgmmas issued behind them; once t's are done (its stage released, rA0
+    // free) k-tile t + 2's A into rA0 while t + 1's run, and so on; the k-tiles past the last whole group in pairs,
+    // then one
     int t = 0;
+    if constexpr (kPromote == 4) {
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (; t + 4 <= k_tile_count; t += 4) {
+        issue(rA0, read.index(), true);
+        ++read;
+        next_a(rA1, t + 1);
+        issue(rA1, read.index(), false);
+        ++read;
+        warpgroup_wait<1>();
+        pipeline.consumer_release(oldest);
+        ++oldest;
+        next_a(rA0, t + 2);
+        issue(rA0, read.index(), false);
+        ++read;
+        warpgroup_wait<1>();
+        pipeline.consumer_release(oldest);
+        ++oldest;
+        next_a(rA1, t + 3);
+        issue(rA1, read.index(), false);
+        ++read;
+        warpgroup_wait<1>();
+        pipeline.consumer_release(oldest);
+        ++oldest;
+        if (t + 4 < k_tile_count) next_a(rA0, t + 4);
+        promote(oldest);
+      }
+    }
     CUTLASS_PRAGMA_NO_UNROLL
     for (; t + 2 <= k_tile_count; t += 2) {
       issue(rA0, read.index(), true);
