@@ -9,7 +9,7 @@ Three backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) an
   the same GEMM computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the
   arg-min (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``); tf32x3 splits both operands over a tripled K
   (x_lo c_hi + x_hi c_lo + x_hi c_hi; X split in registers as the mainloop loads it, the centroids packed per iteration)
-  and promotes the accumulators every two k-tiles;
+  and promotes the accumulators every four k-tiles;
 * ``fused`` (``params: {backend: fused}``, tf32, dims <= 32, protection none or abft threadblock with ``correct:
   detect``): one pass over X per iteration -- norms, ``mma.sync`` distances against the centroids held as fragments
   in shared memory, the arg-min and the cluster sums as exact fixed-point integers (:class:`FusedBackend`; the model
@@ -224,7 +224,7 @@ PARAMS90 = (
     Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
 )
 MAX_ACC90 = 128  # fp32 accumulators per consumer thread
-# tf32x3 promotes the wgmma's partial sums every two k-tiles into a second set of fp32 registers (the wgmma's accumulation
+# tf32x3 promotes the wgmma's partial sums every four k-tiles into a second set of fp32 registers (the wgmma's accumulation
 # truncates: its error grows like the number of k-steps, which the tripled K multiplies by 3): both sets in 192
 # registers, as the gemm backend's promoted kernels (gemm/cutlass90.py, MAX_PROMOTED_ACC)
 MAX_PROMOTED_ACC90 = 96
@@ -246,7 +246,7 @@ class Cutlass90Backend(Backend):
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
         "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32 or tf32x3 (the operands split "
-        "over a tripled K, X split in registers, the accumulators promoted every two k-tiles); protection none or abft "
+        "over a tripled K, X split in registers, the accumulators promoted every four k-tiles); protection none or abft "
         "threadblock (interval 1)",
         "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; fp32 accumulators per consumer thread "
         f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90} (tf32x3: <= {MAX_PROMOTED_ACC90}, tile_k 32); abft: "
