@@ -100,8 +100,9 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
         assert piece in src, piece
     assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, KPARTS);" in twin
     header = files["common/kmeans90.cuh"]
-    assert "using Mainloop = std::conditional_t<kPromote, SplitAMainloop<BuiltMainloop>, BuiltMainloop>;" in header
-    assert "t % params.part_tiles" in header and "rs_op_selector" in header
+    assert "std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0, true>, BuiltMainloop>;" in header
+    shared = files["common/ftgen_sm90.cuh"]
+    assert "t % params.part_tiles" in shared and "rs_op_selector" in shared
     # tf32 keeps the builder's mainloop and K = ld
     tf32 = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")[0]
     assert ", 8, true>;" in tf32 and "constexpr int KPARTS = 1;" in tf32

@@ -1,14 +1,19 @@
 // ftgen, CUTLASS 3.x sm90 kernels (the gemm and kmeans cutlass90 backends): what the pieces around the sm90 GEMMs share
 // -- the tile's accumulator layout (which output element a consumer thread's accumulator holds: the fault units of
-// injection), the operands as the wgmma reads them (recomputations in double), and the plumbing of ftgen's own epilogue
-// pieces. Copied verbatim into every generated project. Do not edit the copies.
+// injection), the operands as the wgmma reads them (recomputations in double), the plumbing of ftgen's own epilogue
+// pieces, and the mainloops tf32x3 runs on (accumulator promotion, A split in registers). Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 
+#include "cute/tensor.hpp"
 #include "cutlass/cuda_host_adapter.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/kernel_hardware_info.h"
 #include "cutlass/numeric_conversion.h"
 #include "cutlass/tfloat32.h"
@@ -74,6 +79,293 @@ struct PassThrough {
                                               cutlass::CudaHostAdapter* = nullptr) {
     return cutlass::Status::kSuccess;
   }
+};
+
+// fp32 rounded to TF32 (to nearest, ties away; truncated where rounding up would overflow): low 13 bits zero, so the
+// wgmma reads it exactly. Not finite: unchanged.
+__host__ __device__ inline float tf32_big(float x) {
+  if (!isfinite(x)) return x;
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  uint32_t ub = (bits + 0x1000u) & 0xffffe000u, tb = bits & 0xffffe000u;
+  float up, trunc;
+  memcpy(&up, &ub, 4);
+  memcpy(&trunc, &tb, 4);
+  return isfinite(up) ? up : trunc;
+}
+// what tf32x3 adds to big: x - big (exact in fp32) rounded to TF32 in turn; 0 for a value that is not finite
+__host__ __device__ inline float tf32_small(float x, float big) { return isfinite(x) ? tf32_big(x - big) : 0.f; }
+// tf32_big of a finite value below the overflow (ftgen_rules::tf32_round)
+__device__ __forceinline__ float tf32_round_finite(float x) { return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u); }
+
+// A mainloop the collective builder chose, rebuilt on CUTLASS's FP8 dispatch policy: the same TMA loads, shared-memory
+// layouts and wgmma, and the wgmma's partial sums added into a second set of fp32 registers every
+// mma_promotion_interval wgmmas (round to nearest: the wgmma's own accumulation truncates, its error growing like the
+// number of k-steps; docs/gemm-hopper.md)
+template <class Built>
+using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
+    cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<Built::DispatchPolicy::Stages, typename Built::DispatchPolicy::ClusterShape,
+                                                         typename Built::DispatchPolicy::Schedule>,
+    typename Built::TileShape, typename Built::ElementA, typename Built::StrideA, typename Built::ElementB, typename Built::StrideB,
+    typename Built::TiledMma, typename Built::GmemTiledCopyA, typename Built::SmemLayoutAtomA, typename Built::SmemCopyAtomA,
+    typename Built::TransformA, typename Built::GmemTiledCopyB, typename Built::SmemLayoutAtomB, typename Built::SmemCopyAtomB,
+    typename Built::TransformB>;
+
+// tf32x3's mainloop (fp32-accurate products from TF32 wgmmas): one GEMM over a tripled K of three parts of part_tiles
+// k-tiles each, A's k-tiles split as [big | big | big] but for its small part kSmallPart, B the caller's split copy
+// whose parts pair with them (kmeans: A = X as [lo | hi | hi], B = [c_hi | c_lo | c_hi]; gemm: A as [big | small |
+// big], B as [small; big; big]), with A read as it is -- one fp32 copy, not three. A's TMA reads k-tile (t mod
+// part_tiles) of A (its ka columns, zeros past them) for k-tile t of the tripled K; the consumers split it in registers
+// as they load it from shared memory -- big = tf32(a) (to nearest; truncated where rounding up would overflow), small
+// = tf32(a - big) -- and issue the wgmma with A from registers. The next k-tile's A is loaded and split while the
+// current k-tile's wgmmas run (two register buffers). The wgmma's accumulation truncates, so with kPromote its partial
+// sums are added into the fp32 accumulators (round to nearest) every kPromote k-tiles (1, 2 or 4; as PromotedMainloop's
+// promotion interval); kPromote 0: the wgmma accumulates the whole K. The k-tile's part comes from its place in the
+// work tile's K: the persistent tile schedulers only (each work tile runs the whole K from its first k-tile).
+// kFinite: the data are finite and far from fp32's overflow (kmeans), the split without tf32_big's guards.
+template <class Built, int kPromote = 4, int kSmallPart = 0, bool kFinite = false>
+struct SplitAMainloop : PromotedMainloop<Built> {
+  using Base = PromotedMainloop<Built>;
+  using typename Base::DispatchPolicy;
+  using typename Base::TileShape;
+  using typename Base::ElementA;
+  using typename Base::StrideA;
+  using typename Base::ElementB;
+  using typename Base::StrideB;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+  using typename Base::ElementAccumulator;
+  using AtomLayoutMNK = std::conditional_t<std::is_same_v<typename DispatchPolicy::Schedule, cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
+                                           cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>, cute::Layout<cute::Shape<cute::_1, cute::_1, cute::_1>>>;
+  // the TF32 wgmma with A from registers, of the built tile's N
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape, cute::GMMA::Major::K, cute::GMMA::Major::K>(),
+      AtomLayoutMNK{}));
+  static_assert(cute::size<2>(TileShape{}) == 32, "tf32x3: k-tiles of 32");
+  static_assert(kPromote == 0 || kPromote == 1 || kPromote == 2 || kPromote == 4, "promotion every 1, 2 or 4 k-tiles, or none");
+  static_assert(kSmallPart >= 0 && kSmallPart < 3, "the small part: one of the three");
+
+  struct Arguments : Base::Arguments {
+    int ka = 0;          // A's columns (the TMA reads zeros past them)
+    int part_tiles = 1;  // k-tiles per part of the tripled K
+  };
+  struct Params : Base::Params {
+    int ka = 0;
+    int part_tiles = 1;
+  };
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(problem_shape, args, workspace);
+    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
+    (void)N;
+    (void)K;
+    cute::Tensor a = cute::make_tensor(args.ptr_A, cute::make_layout(cute::make_shape(M, args.ka, L), args.dA));
+    p.tma_load_a = cute::make_tma_copy_A_sm90(typename Base::GmemTiledCopyA{}, a, SmemLayoutA{}(cute::_, cute::_, cute::Int<0>{}), TileShape{},
+                                              typename DispatchPolicy::ClusterShape{});
+    p.ka = args.ka;
+    p.part_tiles = args.part_tiles;
+    return p;
+  }
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
+    (void)M;
+    (void)N;
+    (void)L;
+    return Base::can_implement(problem_shape, args) && args.ka % 4 == 0 && args.ka <= args.part_tiles * 32 && K == 3 * args.part_tiles * 32;
+  }
+
+  // (A's tiles over its own ka columns; B's over the problem's K)
+  template <class ProblemShape_MNKL>
+  CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
+    auto [M, N, K, L] = problem_shape_MNKL;
+    cute::Tensor mA = params.tma_load_a.get_tma_tensor(cute::make_shape(M, params.ka, L));
+    cute::Tensor mB = params.tma_load_b.get_tma_tensor(cute::make_shape(N, K, L));
+    return cute::make_tuple(cute::local_tile(mA, TileShape{}, cute::make_coord(cute::_, cute::_, cute::_), cute::Step<cute::_1, cute::Underscore, cute::_1>{}),
+                            cute::local_tile(mB, TileShape{}, cute::make_coord(cute::_, cute::_, cute::_), cute::Step<cute::Underscore, cute::_1, cute::_1>{}));
+  }
+
+  // The producer: k-tile t of the tripled K is B's k-tile t and A's k-tile t mod part_tiles
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState write, cute::tuple<TensorA, TensorB> const& inputs,
+                           BlockCoord const& blk, KTileIterator k_tile_iter, int k_tile_count, int, uint32_t block_rank_in_cluster,
+                           TensorStorage& smem) {
+    using namespace cute;
+    if (!elect_one_sync()) return;
+    Tensor sA = make_tensor(make_smem_ptr(smem.smem_A.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(smem.smem_B.data()), SmemLayoutB{});
+    using Cluster = typename DispatchPolicy::ClusterShape;
+    constexpr uint32_t cx = get<0>(Cluster{});
+    const uint32_t bx = block_rank_in_cluster % cx, by = block_rank_in_cluster / cx;
+    auto tma_a = params.tma_load_a.get_slice(by);
+    auto tma_b = params.tma_load_b.get_slice(bx);
+    auto [m, n, k, l] = blk;
+    (void)k;
+    Tensor tAgA = tma_a.partition_S(get<0>(inputs)(_, _, m, _, l));
+    Tensor tAsA = tma_a.partition_D(sA);
+    Tensor tBgB = tma_b.partition_S(get<1>(inputs)(_, _, n, _, l));
+    Tensor tBsB = tma_b.partition_D(sB);
+    uint16_t mask_a = 0, mask_b = 0;
+    auto blocks = Layout<Cluster>{};
+    if constexpr (is_same_v<typename Base::GmemTiledCopyA, SM90_TMA_LOAD_MULTICAST>)
+      for (int j = 0; j < size<1>(blocks); ++j) mask_a |= uint16_t(1) << blocks(bx, j, Int<0>{});
+    if constexpr (is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>)
+      for (int i = 0; i < size<0>(blocks); ++i) mask_b |= uint16_t(1) << blocks(i, by, Int<0>{});
+    int t = static_cast<int>(*k_tile_iter);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k_tile_count > 0; --k_tile_count, ++t, ++write) {
+      pipeline.producer_acquire(write);
+      auto* bar = pipeline.producer_get_barrier(write);
+      const int s = write.index();
+      copy(params.tma_load_a.with(*bar, mask_a), tAgA(_, _, _, t % params.part_tiles), tAsA(_, _, _, s));
+      copy(params.tma_load_b.with(*bar, mask_b), tBgB(_, _, _, t), tBsB(_, _, _, s));
+    }
+  }
+
+  // The consumers: per k-tile, A from shared memory into registers and split, four wgmmas (A from registers) into the
+  // partial sums, a stage released once its wgmmas complete
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState read, FrgTensorC& accum, int k_tile_count, int thread_idx, TensorStorage& smem,
+                          Params const& params) {
+    using namespace cute;
+    Tensor sA = make_tensor(make_smem_ptr(smem.smem_A.data()), SmemLayoutA{});
+    Tensor sB = make_tensor(make_smem_ptr(smem.smem_B.data()), SmemLayoutB{});
+    constexpr int kGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    const int wg = __shfl_sync(0xffffffffu, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thr = tiled_mma.get_thread_slice(thread_idx);
+    auto grp = tiled_mma.get_slice(make_layout(Int<kGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{})(wg));
+    Tensor tCrB = grp.make_fragment_B(grp.partition_B(sB));            // (MMA, N, K, PIPE) descriptors
+    Tensor rA0 = thr.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA, M, K) registers
+    Tensor rA1 = make_fragment_like(rA0);
+    auto copy_a = make_tiled_copy_A(Copy_Atom<AutoVectorizingCopy, cutlass::tfloat32_t>{}, tiled_mma);
+    auto thr_copy = copy_a.get_thread_slice(thread_idx);
+    Tensor tsA = thr_copy.partition_S(sA);                             // (CPY, M, K, PIPE)
+    Tensor part = make_fragment_like(accum);                           // the partial sums between promotions
+    const int per_part = params.part_tiles;
+    // A's k-tile t from stage s into r, split for its part
+    auto load_a = [&](auto& r, int s, int t) {
+      Tensor view = thr_copy.retile_D(r);
+      copy(copy_a, tsA(_, _, _, s), view);
+      const bool small = t >= kSmallPart * per_part && t < (kSmallPart + 1) * per_part;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(r); ++i) {
+        const float x = __uint_as_float(r(i).raw());
+        float v;
+        if constexpr (kFinite) {
+          const float big = tf32_round_finite(x);
+          v = small ? tf32_round_finite(x - big) : big;
+        } else {
+          const float big = tf32_big(x);
+          v = small ? tf32_small(x, big) : big;
+        }
+        r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(v));
+      }
+    };
+    // one k-tile's wgmmas into acc (zero: acc starts from zero)
+    auto issue = [&](auto& r, int s, bool zero, auto& acc) {
+      warpgroup_fence_operand(r);
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      tiled_mma.accumulate_ = zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+      CUTLASS_PRAGMA_UNROLL
+      for (int kb = 0; kb < size<2>(r); ++kb) {
+        cute::gemm(tiled_mma, r(_, _, kb), tCrB(_, _, kb, s), acc);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+    };
+    PipelineState oldest = read;  // the oldest stage not yet released
+    auto release = [&] {
+      pipeline.consumer_release(oldest);
+      ++oldest;
+    };
+    // k-tile t: its wgmmas (A in cur) issued into acc; with after_previous the previous k-tile's awaited (their stage
+    // released, their A registers -- other -- free); the next k-tile's stage awaited and its A loaded into other while
+    // these run
+    auto tile = [&](auto& cur, auto& other, int t, bool zero, bool after_previous, auto& acc) {
+      issue(cur, read.index(), zero, acc);
+      ++read;
+      if (after_previous) {
+        warpgroup_wait<1>();
+        release();
+      }
+      if (t + 1 < k_tile_count) {
+        pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
+        load_a(other, read.index(), t + 1);
+      }
+    };
+    // part into accum (round to nearest), once the wgmmas are done; the last k-tile's stage released
+    auto promote = [&] {
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(part);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i);
+      release();
+    };
+    warpgroup_fence_operand(accum);
+    if (k_tile_count > 0) {
+      pipeline.consumer_wait(read, pipeline.consumer_try_wait(read));
+      load_a(rA0, read.index(), 0);
+    }
+    // The k-tiles in groups whose shape is fixed at compile time (the promotion and the waits are then unconditional in
+    // the loop body: under a run-time condition ptxas serialized every wgmma); the A buffers alternate, a group of an
+    // even number of k-tiles starting in rA0
+    int t = 0;
+    if constexpr (kPromote == 0) {  // into accum directly; the first k-tile alone, then pairs, then one
+      if (k_tile_count > 0) {
+        tile(rA0, rA1, 0, true, false, accum);
+        t = 1;
+      }
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (; t + 2 <= k_tile_count; t += 2) {
+        tile(rA1, rA0, t, false, true, accum);
+        tile(rA0, rA1, t + 1, false, true, accum);
+      }
+      if (t < k_tile_count) tile(rA1, rA0, t, false, true, accum);
+      if (k_tile_count > 0) {
+        warpgroup_wait<0>();
+        release();
+      }
+    } else {
+      clear(accum);
+      if constexpr (kPromote == 4) {
+        CUTLASS_PRAGMA_NO_UNROLL
+        for (; t + 4 <= k_tile_count; t += 4) {
+          tile(rA0, rA1, t, true, false, part);
+          tile(rA1, rA0, t + 1, false, true, part);
+          tile(rA0, rA1, t + 2, false, true, part);
+          tile(rA1, rA0, t + 3, false, true, part);
+          promote();
+        }
+      }
+      CUTLASS_PRAGMA_NO_UNROLL
+      for (; t + 2 <= k_tile_count; t += 2) {  // (kPromote 2, or what is left of 4: a pair into part; kPromote 1: two)
+        tile(rA0, rA1, t, true, false, part);
+        if constexpr (kPromote == 1) {
+          promote();
+          tile(rA1, rA0, t + 1, true, false, part);
+        } else {
+          tile(rA1, rA0, t + 1, false, true, part);
+        }
+        promote();
+      }
+      if (t < k_tile_count) {  // one k-tile left (its A in rA0)
+        tile(rA0, rA1, t, true, false, part);
+        promote();
+      }
+    }
+    warpgroup_fence_operand(accum);
+  }
+
+  // (every stage is released in mma)
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
 };
 
 }  // namespace ftgen_sm90
