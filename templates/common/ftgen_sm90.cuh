@@ -82,19 +82,17 @@ struct PassThrough {
 };
 
 // fp32 rounded to TF32 (to nearest, ties away; truncated where rounding up would overflow): low 13 bits zero, so the
-// wgmma reads it exactly. Not finite: unchanged.
-__host__ __device__ inline float tf32_big(float x) {
-  if (!isfinite(x)) return x;
-  uint32_t bits;
-  memcpy(&bits, &x, 4);
-  uint32_t ub = (bits + 0x1000u) & 0xffffe000u, tb = bits & 0xffffe000u;
-  float up, trunc;
-  memcpy(&up, &ub, 4);
-  memcpy(&trunc, &tb, 4);
-  return isfinite(up) ? up : trunc;
+// wgmma reads it exactly. Not finite: unchanged. (Selects, no branches: the mainloop splits 16 values a k-tile.)
+__device__ __forceinline__ float tf32_big(float x) {
+  const uint32_t bits = __float_as_uint(x);
+  const float up = __uint_as_float((bits + 0x1000u) & 0xffffe000u), trunc = __uint_as_float(bits & 0xffffe000u);
+  return isfinite(x) ? (isfinite(up) ? up : trunc) : x;
 }
 // what tf32x3 adds to big: x - big (exact in fp32) rounded to TF32 in turn; 0 for a value that is not finite
-__host__ __device__ inline float tf32_small(float x, float big) { return isfinite(x) ? tf32_big(x - big) : 0.f; }
+__device__ __forceinline__ float tf32_small(float x, float big) {
+  const float d = x - big;  // (finite x: |d| at most half a TF32 step of x, so its rounding cannot overflow)
+  return isfinite(x) ? __uint_as_float((__float_as_uint(d) + 0x1000u) & 0xffffe000u) : 0.f;
+}
 // tf32_big of a finite value below the overflow (ftgen_rules::tf32_round)
 __device__ __forceinline__ float tf32_round_finite(float x) { return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u); }
 
@@ -244,7 +242,8 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     Tensor tCrB = grp.make_fragment_B(grp.partition_B(sB));            // (MMA, N, K, PIPE) descriptors
     Tensor rA0 = thr.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA, M, K) registers
     Tensor rA1 = make_fragment_like(rA0);
-    auto copy_a = make_tiled_copy_A(Copy_Atom<AutoVectorizingCopy, cutlass::tfloat32_t>{}, tiled_mma);
+    // (ldmatrix: each 32-bit word as two 16-bit halves, the m16n8k8 TF32 A fragment of each warp's 16 rows)
+    auto copy_a = make_tiled_copy_A(Copy_Atom<SM75_U32x4_LDSM_N, cutlass::tfloat32_t>{}, tiled_mma);
     auto thr_copy = copy_a.get_thread_slice(thread_idx);
     Tensor tsA = thr_copy.partition_S(sA);                             // (CPY, M, K, PIPE)
     Tensor part = make_fragment_like(accum);                           // the partial sums between promotions
