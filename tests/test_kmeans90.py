@@ -100,7 +100,7 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
         assert piece in src, piece
     assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, KPARTS);" in twin
     header = files["common/kmeans90.cuh"]
-    assert "std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0, true>, BuiltMainloop>;" in header
+    assert "std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0>, BuiltMainloop>;" in header
     shared = files["common/ftgen_sm90.cuh"]
     assert "t % params.part_tiles" in shared and "rs_op_selector" in shared
     # tf32 keeps the builder's mainloop and K = ld

@@ -270,10 +270,6 @@ class Geometry:
         # a second kernel without a C source for beta == 0 (the unprotected GEMM, gemm90: the twin, and the tf32x3 check's
         # GEMM, which always runs with beta == 0)
         self.beta0 = bool(p["beta0"])
-        # tf32x3 on the persistent scheduler: A read as it is and split in registers by the mainloop
-        # (ftgen_sm90::SplitAMainloop, which takes a k-tile's part from its place in the whole K); stream-K work units
-        # start inside the K, so there A is split into a copy of three parts as B is
-        self.split_a = v.precision == "tf32x3" and self.scheduler == "persistent"
 
 
 def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None, c_source: bool = True) -> str:
@@ -292,9 +288,7 @@ def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None, c_
         if not c_arg.search(text):  # pragma: no cover - guards against a changed emitter
             raise FtgenError("unexpected cutlass_library output: no C element in the epilogue's builder")
         text = c_arg.sub(lambda mm: mm.group(1) + "void" + mm.group(3), text, count=1)
-    if g.split_a:
-        text = _split_mainloop(text, alias, g.promote)
-    elif g.promote:
+    if g.promote:
         text = _promoted_mainloop(text, alias)
     return text
 
@@ -360,27 +354,6 @@ def _replace_fusion(text: str, fusion: str) -> str:
             break
         i += 1
     return text[:at] + fusion + text[i + 1:]
-
-
-def _built_mainloop(text: str, alias: str) -> tuple[str, str, str]:
-    """The emitted kernel split around its mainloop's CollectiveBuilder: (text before, the builder's ``using`` renamed to
-    ``<alias>_mainloop_built``, text after)."""
-    built = f"using {alias}_mainloop =\n  typename cutlass::gemm::collective::CollectiveBuilder<"
-    if built not in text:  # pragma: no cover - guards against a changed emitter
-        raise FtgenError(f"unexpected cutlass_library output: no {alias}_mainloop built by CollectiveBuilder")
-    head, tail = text.split(built, 1)
-    end = tail.index(">::CollectiveOp;") + len(">::CollectiveOp;")
-    return head, f"using {alias}_mainloop_built =\n  typename cutlass::gemm::collective::CollectiveBuilder<" + tail[:end], tail[end:]
-
-
-def _split_mainloop(text: str, alias: str, promote: int) -> str:
-    """The emitted tf32x3 kernel with the builder's mainloop (over the tripled K) replaced by ftgen_sm90's
-    SplitAMainloop over its types: A's small part is the second ([big | small | big]), promoted every ``promote``
-    k-tiles (0: none)."""
-    head, built, rest = _built_mainloop(text, alias)
-    split = (f"\n\n// A split in registers by the mainloop (ftgen_sm90.cuh), the wgmma partial sums promoted every {promote} k-tile(s)\n"
-             f"using {alias}_mainloop = ftgen_sm90::SplitAMainloop<{alias}_mainloop_built, {promote}, 1>;")
-    return head + built + split + rest
 
 
 def _promoted_mainloop(text: str, alias: str) -> str:
@@ -596,7 +569,6 @@ class Cutlass90Backend(Backend):
             "ElementEpi": tepi,
             "BenchT": _BENCH_TYPES[v.precision],
             "split3": v.precision == "tf32x3",
-            "split_a": g.split_a,
             # the bench's reference takes the tf32 operands rounded as CUTLASS's converter rounds them (see above)
             "tf32_truncate": False,
             "tol": tolerance(v.precision),

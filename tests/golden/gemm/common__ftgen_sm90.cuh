@@ -81,21 +81,8 @@ struct PassThrough {
   }
 };
 
-// fp32 rounded to TF32 (to nearest, ties away; truncated where rounding up would overflow): low 13 bits zero, so the
-// wgmma reads it exactly. Not finite: unchanged.
-__host__ __device__ inline float tf32_big(float x) {
-  if (!isfinite(x)) return x;
-  uint32_t bits;
-  memcpy(&bits, &x, 4);
-  uint32_t ub = (bits + 0x1000u) & 0xffffe000u, tb = bits & 0xffffe000u;
-  float up, trunc;
-  memcpy(&up, &ub, 4);
-  memcpy(&trunc, &tb, 4);
-  return isfinite(up) ? up : trunc;
-}
-// what tf32x3 adds to big: x - big (exact in fp32) rounded to TF32 in turn; 0 for a value that is not finite
-__host__ __device__ inline float tf32_small(float x, float big) { return isfinite(x) ? tf32_big(x - big) : 0.f; }
-// tf32_big of a finite value below the overflow (ftgen_rules::tf32_round)
+// fp32 rounded to TF32 (to nearest, ties away) as the wgmma reads it exactly; a finite value below fp32's overflow
+// (ftgen_rules::tf32_round)
 __device__ __forceinline__ float tf32_round_finite(float x) { return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u); }
 
 // A mainloop the collective builder chose, rebuilt on CUTLASS's FP8 dispatch policy: the same TMA loads, shared-memory
@@ -113,17 +100,17 @@ using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
 
 // tf32x3's mainloop (fp32-accurate products from TF32 wgmmas): one GEMM over a tripled K of three parts of part_tiles
 // k-tiles each, A's k-tiles split as [big | big | big] but for its small part kSmallPart, B the caller's split copy
-// whose parts pair with them (kmeans: A = X as [lo | hi | hi], B = [c_hi | c_lo | c_hi]; gemm: A as [big | small |
-// big], B as [small; big; big]), with A read as it is -- one fp32 copy, not three. A's TMA reads k-tile (t mod
-// part_tiles) of A (its ka columns, zeros past them) for k-tile t of the tripled K; the consumers split it in registers
-// as they load it from shared memory -- big = tf32(a) (to nearest; truncated where rounding up would overflow), small
-// = tf32(a - big) -- and issue the wgmma with A from registers. The next k-tile's A is loaded and split while the
-// current k-tile's wgmmas run (two register buffers). The wgmma's accumulation truncates, so with kPromote its partial
-// sums are added into the fp32 accumulators (round to nearest) every kPromote k-tiles (1, 2 or 4; as PromotedMainloop's
-// promotion interval); kPromote 0: the wgmma accumulates the whole K. The k-tile's part comes from its place in the
+// whose parts pair with them (kmeans: A = X as [lo | hi | hi], B = [c_hi | c_lo | c_hi]), with A read as it is -- one
+// fp32 copy, not three. A's TMA reads k-tile (t mod part_tiles) of A (its ka columns, zeros past them) for k-tile t of
+// the tripled K; the consumers load their A fragments from shared memory (ldmatrix) and split them in registers --
+// big = tf32(a), small = tf32(a - big), for finite data below fp32's overflow -- and issue the wgmma with A from
+// registers. The next k-tile's A is loaded and split while the current k-tile's wgmmas run (two register buffers). The
+// wgmma's accumulation truncates, so its partial sums are added into the fp32 accumulators (round to nearest) every
+// kPromote k-tiles (2 or 4; as PromotedMainloop's promotion interval). The k-tile's part comes from its place in the
 // work tile's K: the persistent tile schedulers only (each work tile runs the whole K from its first k-tile).
-// kFinite: the data are finite and far from fp32's overflow (kmeans), the split without tf32_big's guards.
-template <class Built, int kPromote = 4, int kSmallPart = 0, bool kFinite = false>
+// Measured on the gemm backend's 128x128 tiles (docs/gemm-hopper.md, "Tried and rejected"), where the main loop sets
+// the time, the split in registers made the GEMM about twice as slow as copies of the split operands.
+template <class Built, int kPromote = 4, int kSmallPart = 0>
 struct SplitAMainloop : PromotedMainloop<Built> {
   using Base = PromotedMainloop<Built>;
   using typename Base::DispatchPolicy;
@@ -145,7 +132,7 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       cute::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape, cute::GMMA::Major::K, cute::GMMA::Major::K>(),
       AtomLayoutMNK{}));
   static_assert(cute::size<2>(TileShape{}) == 32, "tf32x3: k-tiles of 32");
-  static_assert(kPromote == 0 || kPromote == 1 || kPromote == 2 || kPromote == 4, "promotion every 1, 2 or 4 k-tiles, or none");
+  static_assert(kPromote == 2 || kPromote == 4, "promotion every 2 or 4 k-tiles");
   static_assert(kSmallPart >= 0 && kSmallPart < 3, "the small part: one of the three");
 
   struct Arguments : Base::Arguments {
@@ -244,7 +231,8 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     Tensor tCrB = grp.make_fragment_B(grp.partition_B(sB));            // (MMA, N, K, PIPE) descriptors
     Tensor rA0 = thr.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA, M, K) registers
     Tensor rA1 = make_fragment_like(rA0);
-    auto copy_a = make_tiled_copy_A(Copy_Atom<AutoVectorizingCopy, cutlass::tfloat32_t>{}, tiled_mma);
+    // (ldmatrix: each 32-bit word as two 16-bit halves, the m16n8k8 TF32 A fragment of each warp's 16 rows)
+    auto copy_a = make_tiled_copy_A(Copy_Atom<SM75_U32x4_LDSM_N, cutlass::tfloat32_t>{}, tiled_mma);
     auto thr_copy = copy_a.get_thread_slice(thread_idx);
     Tensor tsA = thr_copy.partition_S(sA);                             // (CPY, M, K, PIPE)
     Tensor part = make_fragment_like(accum);                           // the partial sums between promotions
@@ -257,15 +245,8 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(r); ++i) {
         const float x = __uint_as_float(r(i).raw());
-        float v;
-        if constexpr (kFinite) {
-          const float big = tf32_round_finite(x);
-          v = small ? tf32_round_finite(x - big) : big;
-        } else {
-          const float big = tf32_big(x);
-          v = small ? tf32_small(x, big) : big;
-        }
-        r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(v));
+        const float big = tf32_round_finite(x);
+        r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(small ? tf32_round_finite(x - big) : big));
       }
     };
     // one k-tile's wgmmas into acc (zero: acc starts from zero)
@@ -286,11 +267,11 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       pipeline.consumer_release(oldest);
       ++oldest;
     };
-    // k-tile t: its wgmmas (A in cur) issued into acc; with after_previous the previous k-tile's awaited (their stage
+    // k-tile t: its wgmmas (A in cur) issued into part; with after_previous the previous k-tile's awaited (their stage
     // released, their A registers -- other -- free); the next k-tile's stage awaited and its A loaded into other while
     // these run
-    auto tile = [&](auto& cur, auto& other, int t, bool zero, bool after_previous, auto& acc) {
-      issue(cur, read.index(), zero, acc);
+    auto tile = [&](auto& cur, auto& other, int t, bool zero, bool after_previous) {
+      issue(cur, read.index(), zero, part);
       ++read;
       if (after_previous) {
         warpgroup_wait<1>();
@@ -318,48 +299,26 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     // the loop body: under a run-time condition ptxas serialized every wgmma); the A buffers alternate, a group of an
     // even number of k-tiles starting in rA0
     int t = 0;
-    if constexpr (kPromote == 0) {  // into accum directly; the first k-tile alone, then pairs, then one
-      if (k_tile_count > 0) {
-        tile(rA0, rA1, 0, true, false, accum);
-        t = 1;
-      }
+    clear(accum);
+    if constexpr (kPromote == 4) {
       CUTLASS_PRAGMA_NO_UNROLL
-      for (; t + 2 <= k_tile_count; t += 2) {
-        tile(rA1, rA0, t, false, true, accum);
-        tile(rA0, rA1, t + 1, false, true, accum);
-      }
-      if (t < k_tile_count) tile(rA1, rA0, t, false, true, accum);
-      if (k_tile_count > 0) {
-        warpgroup_wait<0>();
-        release();
-      }
-    } else {
-      clear(accum);
-      if constexpr (kPromote == 4) {
-        CUTLASS_PRAGMA_NO_UNROLL
-        for (; t + 4 <= k_tile_count; t += 4) {
-          tile(rA0, rA1, t, true, false, part);
-          tile(rA1, rA0, t + 1, false, true, part);
-          tile(rA0, rA1, t + 2, false, true, part);
-          tile(rA1, rA0, t + 3, false, true, part);
-          promote();
-        }
-      }
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (; t + 2 <= k_tile_count; t += 2) {  // (kPromote 2, or what is left of 4: a pair into part; kPromote 1: two)
-        tile(rA0, rA1, t, true, false, part);
-        if constexpr (kPromote == 1) {
-          promote();
-          tile(rA1, rA0, t + 1, true, false, part);
-        } else {
-          tile(rA1, rA0, t + 1, false, true, part);
-        }
+      for (; t + 4 <= k_tile_count; t += 4) {
+        tile(rA0, rA1, t, true, false);
+        tile(rA1, rA0, t + 1, false, true);
+        tile(rA0, rA1, t + 2, false, true);
+        tile(rA1, rA0, t + 3, false, true);
         promote();
       }
-      if (t < k_tile_count) {  // one k-tile left (its A in rA0)
-        tile(rA0, rA1, t, true, false, part);
-        promote();
-      }
+    }
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; t + 2 <= k_tile_count; t += 2) {  // (kPromote 2, or what is left of 4: a pair into part)
+      tile(rA0, rA1, t, true, false);
+      tile(rA1, rA0, t + 1, false, true);
+      promote();
+    }
+    if (t < k_tile_count) {  // one k-tile left (its A in rA0)
+      tile(rA0, rA1, t, true, false);
+      promote();
     }
     warpgroup_fence_operand(accum);
   }

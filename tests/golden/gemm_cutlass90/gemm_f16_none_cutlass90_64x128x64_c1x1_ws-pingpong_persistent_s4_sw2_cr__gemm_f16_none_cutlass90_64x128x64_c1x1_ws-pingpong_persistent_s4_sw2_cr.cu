@@ -79,8 +79,6 @@ constexpr int kAlign = 8;      // elements per 16 bytes: TMA's alignment of addr
 constexpr bool kRowA = false;  // A row-major (K contiguous)
 constexpr bool kRowB = true;  // B row-major (N contiguous)
 constexpr bool kSplit3 = false;  // tf32x3: the split operands over a tripled K
-constexpr bool kSplitA = false;  // tf32x3, persistent: A read as it is and split by the mainloop, B split
-constexpr int kTileK = 64;
 constexpr int kSwizzle = 2;   // the tile scheduler's max_swizzle_size
 
 inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a; }
@@ -116,17 +114,16 @@ __global__ void unpad_kernel(const T* src, long long ld_src, int rows, int cols,
 // ---- host side -------------------------------------------------------------------------------
 
 // The problem the kernel runs: contiguous extents rounded up to kAlign (A: K or M, B: N or K, C: N);
-// the tripled K of tf32x3 is 3 * k, with kSplitA three parts of whole k-tiles (ka: A's columns as the kernel reads them).
+// the tripled K of tf32x3 is 3 * k.
 struct Shape {
-  int m, n, k, ka;
+  int m, n, k;
 };
 inline Shape kernel_shape(int m, int n, int k) {
-  Shape s{m, n, k, k};
+  Shape s{m, n, k};
   if (!kRowA) s.m = static_cast<int>(round_up(m, kAlign));
   if (kRowA || !kRowB) s.k = static_cast<int>(round_up(k, kAlign));
   s.n = static_cast<int>(round_up(n, kAlign));
-  s.ka = s.k;
-  if (kSplit3) s.k = kSplitA ? static_cast<int>(3 * round_up(k, kTileK)) : 3 * s.k;
+  if (kSplit3) s.k *= 3;
   return s;
 }
 
@@ -172,7 +169,7 @@ inline Layout layout(int m, int n, int k, const cutlass::KernelHardwareInfo& hw)
   const Shape s = kernel_shape(m, n, k);
   Layout l;
   l.a = 0;
-  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(kSplitA ? s.ka : s.k));
+  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(s.k));
   l.c = l.b + section(sizeof(EA) * size_t(s.k) * size_t(s.n));
   l.cutlass = l.c + section(sizeof(EC) * size_t(s.m) * size_t(s.n));
   const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? s.k : s.m, nullptr, kRowB ? s.n : s.k, nullptr, s.n, hw);

@@ -44,7 +44,7 @@ using Kernel_epilogue =
     >
   >::CollectiveOp;
 
-using Kernel_mainloop_built =
+using Kernel_mainloop =
   typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
     float, cutlass::layout::RowMajor, 4,
@@ -55,9 +55,6 @@ using Kernel_mainloop_built =
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Kernel_epilogue::SharedStorage))>,
     cutlass::gemm::KernelTmaWarpSpecializedCooperative
   >::CollectiveOp;
-
-// A split in registers by the mainloop (ftgen_sm90.cuh), the wgmma partial sums promoted every 0 k-tile(s)
-using Kernel_mainloop = ftgen_sm90::SplitAMainloop<Kernel_mainloop_built, 0, 1>;
 
 // Kernel (cutlass_library)
 using Kernel_base = cutlass::gemm::kernel::GemmUniversal<
@@ -84,8 +81,6 @@ constexpr int kAlign = 4;      // elements per 16 bytes: TMA's alignment of addr
 constexpr bool kRowA = true;  // A row-major (K contiguous)
 constexpr bool kRowB = false;  // B row-major (N contiguous)
 constexpr bool kSplit3 = true;  // tf32x3: the split operands over a tripled K
-constexpr bool kSplitA = true;  // tf32x3, persistent: A read as it is and split by the mainloop, B split
-constexpr int kTileK = 32;
 constexpr int kSwizzle = 1;   // the tile scheduler's max_swizzle_size
 
 inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a; }
@@ -117,7 +112,14 @@ __global__ void unpad_kernel(const T* src, long long ld_src, int rows, int cols,
   }
 }
 
-using ftgen_sm90::tf32_big;  // fp32 rounded to TF32 as the wgmma reads it exactly
+// fp32 rounded to TF32 (to nearest, ties away; truncated where rounding up would overflow): low 13 bits zero, so the
+// wgmma reads it exactly. Not finite: unchanged.
+__device__ __forceinline__ float tf32_big(float x) {
+  if (!isfinite(x)) return x;
+  const unsigned bits = __float_as_uint(x);
+  const float up = __uint_as_float((bits + 0x1000u) & 0xffffe000u);
+  return isfinite(up) ? up : __uint_as_float(bits & 0xffffe000u);
+}
 
 // The split of a K-major operand (rows x cols, K = cols, leading dimension ld) into rows_dst rows of 3 * kp: three K
 // segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
@@ -137,17 +139,16 @@ __global__ void split3_kernel(const float* src, long long ld, int rows, int cols
 // ---- host side -------------------------------------------------------------------------------
 
 // The problem the kernel runs: contiguous extents rounded up to kAlign (A: K or M, B: N or K, C: N);
-// the tripled K of tf32x3 is 3 * k, with kSplitA three parts of whole k-tiles (ka: A's columns as the kernel reads them).
+// the tripled K of tf32x3 is 3 * k.
 struct Shape {
-  int m, n, k, ka;
+  int m, n, k;
 };
 inline Shape kernel_shape(int m, int n, int k) {
-  Shape s{m, n, k, k};
+  Shape s{m, n, k};
   if (!kRowA) s.m = static_cast<int>(round_up(m, kAlign));
   if (kRowA || !kRowB) s.k = static_cast<int>(round_up(k, kAlign));
   s.n = static_cast<int>(round_up(n, kAlign));
-  s.ka = s.k;
-  if (kSplit3) s.k = kSplitA ? static_cast<int>(3 * round_up(k, kTileK)) : 3 * s.k;
+  if (kSplit3) s.k *= 3;
   return s;
 }
 
@@ -181,8 +182,6 @@ inline typename G::Arguments arguments(Shape s, float alpha, float beta, const E
   args.epilogue.dD = sd;
   args.hw_info = hw;
   args.scheduler.max_swizzle_size = kSwizzle;
-  args.mainloop.ka = s.ka;
-  args.mainloop.part_tiles = s.k / (3 * kTileK);
   return args;
 }
 
@@ -195,7 +194,7 @@ inline Layout layout(int m, int n, int k, const cutlass::KernelHardwareInfo& hw)
   const Shape s = kernel_shape(m, n, k);
   Layout l;
   l.a = 0;
-  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(kSplitA ? s.ka : s.k));
+  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(s.k));
   l.c = l.b + section(sizeof(EA) * size_t(s.k) * size_t(s.n));
   l.cutlass = l.c + section(sizeof(EC) * size_t(s.m) * size_t(s.n));
   const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? s.k : s.m, nullptr, kRowB ? s.n : s.k, nullptr, s.n, hw);
@@ -247,18 +246,10 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
   const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
   const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
-  // A row-major as it is (split by the mainloop: [big | small | big] along K), else a copy with rows of ka; B column-major
-  // split into [small; big; big], parts of kp = whole k-tiles
+  // A row-major: [big | small | big] along K; B column-major: [small; big; big]
   const long long kp = s.k / 3;
-  o.B = b;
-  o.ldb = 3 * kp;
+  split3_kernel<<<grid2d(a_rows_k, kp), 256, 0, stream>>>(static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, a_rows_k, kp, 1);
   split3_kernel<<<grid2d(b_rows_k, kp), 256, 0, stream>>>(static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, b_rows_k, kp, 0);
-  if (!aligned(p->A, a_cols, p->lda)) {
-    pad_kernel<EA><<<grid2d(a_rows_k, s.ka), 256, 0, stream>>>(o.A, p->lda, a_rows, a_cols, a, s.ka, a_rows_k);
-    o.A = a;
-    o.lda = s.ka;
-  }
-  return cudaGetLastError();
   o.A = a;
   o.B = b;
   o.lda = a_ld;
