@@ -14,11 +14,6 @@ dirs=${2:?directories with the headers of B, C, ... (colon-separated)}
 spec=${3:-experiments/specs/attention_wgmma_schedule.yaml}
 kernels=${4:-*_pp*}
 shapes=${5:-4x32x4096,4x16x4096}
-# the carried wheels (nvidia-cutlass: the CUTLASS headers the wgmma backend needs) into /tmp/site, as gpu_common.sh does
-ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
+# (the carried wheels: nvidia-cutlass, the CUTLASS headers the wgmma backend needs)
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-gpu_start "$out"
-proj=$(spec_project "$spec")
-build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
-FTGEN_BENCH_REFS=none bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-0}"
-python3 "$(dirname "${BASH_SOURCE[0]}")/ab_table.py" "$out" --shape-keys batch,heads,seq "${versions[@]}"
+header_ab "$out" "$dirs" "$spec" "$kernels" "$shapes" batch,heads,seq

@@ -12,10 +12,5 @@ dirs=${2:?directories with the headers of B, C, ... (colon-separated)}
 spec=${3:-specs/kmeans/cutlass90_tf32x3.yaml}
 kernels=${4:-*}
 shapes=${5:-1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024}
-ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_provenance.sh"
-gpu_start "$out"
-proj=$(spec_project "$spec")
-build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
-FTGEN_BENCH_REFS=none bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-0}"
-python3 "$(dirname "${BASH_SOURCE[0]}")/ab_table.py" "$out" --shape-keys samples,dims,clusters "${versions[@]}"
+header_ab "$out" "$dirs" "$spec" "$kernels" "$shapes" samples,dims,clusters

@@ -74,3 +74,17 @@ bench_rounds() {
     done
   done
 }
+
+# `header_ab OUT DIRS SPEC KERNELS SHAPES SHAPE_KEYS`: an A/B of template headers in one call (gpu_attention_ab.sh,
+# gpu_kmeans_ab.sh): the carried wheels into /tmp/site, the versions built (build_versions), REPS rounds of each without
+# the vendor references and with INJECT faults per launch (default 0), the table (ab_table.py; SHAPE_KEYS: the shape's
+# keys in order). Exits 3 where a build failed.
+header_ab() {
+  local out=$1 dirs=$2 spec=$3 kernels=$4 shapes=$5 keys=$6 proj
+  ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
+  gpu_start "$out"
+  proj=$(spec_project "$spec")
+  build_versions "$out" "$dirs" "$spec" "$kernels" || exit 3
+  FTGEN_BENCH_REFS=none bench_rounds "$out" "$proj" "$kernels" "$shapes" --inject "${INJECT:-0}"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/ab_table.py" "$out" --shape-keys "$keys" "${versions[@]}"
+}
