@@ -18,6 +18,7 @@
 #include "cutlass/numeric_conversion.h"
 #include "cutlass/tfloat32.h"
 #include "ftgen_ft.cuh"  // device_sms
+#include "ftgen_rules.h"  // tf32_round
 
 namespace ftgen_sm90 {
 
@@ -80,10 +81,6 @@ struct PassThrough {
     return cutlass::Status::kSuccess;
   }
 };
-
-// fp32 rounded to TF32 (to nearest, ties away) as the wgmma reads it exactly; a finite value below fp32's overflow
-// (ftgen_rules::tf32_round)
-__device__ __forceinline__ float tf32_round_finite(float x) { return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u); }
 
 // A mainloop the collective builder chose, rebuilt on CUTLASS's FP8 dispatch policy: the same TMA loads, shared-memory
 // layouts and wgmma, and the wgmma's partial sums added into a second set of fp32 registers every
@@ -245,8 +242,8 @@ struct SplitAMainloop : PromotedMainloop<Built> {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(r); ++i) {
         const float x = __uint_as_float(r(i).raw());
-        const float big = tf32_round_finite(x);
-        r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(small ? tf32_round_finite(x - big) : big));
+        const float big = ftgen_rules::tf32_round(x);
+        r(i) = cutlass::tfloat32_t::bitcast(__float_as_uint(small ? ftgen_rules::tf32_round(x - big) : big));
       }
     };
     // one k-tile's wgmmas into acc (zero: acc starts from zero)

@@ -428,7 +428,6 @@ struct AssignGemm {
     args.mainloop.ptr_B = B;
     args.mainloop.dB = sb;
     if constexpr (kPromote) {  // (dims: the tripled K; ka: X's columns, ldx or fewer)
-      args.mainloop.mma_promotion_interval = kTileK / 8;  // (every k-tile: 8, the TF32 wgmma's k)
       args.mainloop.ka = ka;
       args.mainloop.part_tiles = dims / (3 * kTileK);
     }
