@@ -358,7 +358,8 @@ def _replace_fusion(text: str, fusion: str) -> str:
 
 def _promoted_mainloop(text: str, alias: str) -> str:
     """The emitted kernel with its mainloop collective rebuilt on CUTLASS's FP8 dispatch policy (accumulator promotion)
-    from the types the builder chose: the same TMA loads, shared-memory layouts and wgmma, one more fp32 register set."""
+    from the types the builder chose (``ftgen_sm90::PromotedMainloop``, templates/common/ftgen_sm90.cuh): the same TMA
+    loads, shared-memory layouts and wgmma, one more fp32 register set."""
     built = f"using {alias}_mainloop =\n  typename cutlass::gemm::collective::CollectiveBuilder<"
     if built not in text:  # pragma: no cover - guards against a changed emitter
         raise FtgenError(f"unexpected cutlass_library output: no {alias}_mainloop built by CollectiveBuilder")
@@ -367,13 +368,7 @@ def _promoted_mainloop(text: str, alias: str) -> str:
     b = f"{alias}_mainloop_built"
     promoted = (
         f"\n\n// the builder's mainloop on the FP8 dispatch policy: wgmma partial sums promoted into fp32 registers\n"
-        f"using {alias}_mainloop = cutlass::gemm::collective::CollectiveMma<\n"
-        f"    cutlass::gemm::MainloopSm90TmaGmmaWarpSpecializedFP8<{b}::DispatchPolicy::Stages,\n"
-        f"        typename {b}::DispatchPolicy::ClusterShape, typename {b}::DispatchPolicy::Schedule>,\n"
-        f"    typename {b}::TileShape, typename {b}::ElementA, typename {b}::StrideA, typename {b}::ElementB,\n"
-        f"    typename {b}::StrideB, typename {b}::TiledMma,\n"
-        f"    typename {b}::GmemTiledCopyA, typename {b}::SmemLayoutAtomA, typename {b}::SmemCopyAtomA, typename {b}::TransformA,\n"
-        f"    typename {b}::GmemTiledCopyB, typename {b}::SmemLayoutAtomB, typename {b}::SmemCopyAtomB, typename {b}::TransformB>;"
+        f"using {alias}_mainloop = ftgen_sm90::PromotedMainloop<{b}>;"
     )
     return head + f"using {b} =\n  typename cutlass::gemm::collective::CollectiveBuilder<" + tail[:end] + promoted + tail[end:]
 
