@@ -6,7 +6,8 @@
 #   gen_build SPEC GEN P   the GPU's name into OUT/gpu.txt, SPEC generated under GEN, project P built (-j 16; only the
 #                          variants BUILD_KERNELS names, where set)
 #   kmeans_lloyd SHAPES    kmeans: 10 Lloyd iterations of $proj's $kern against the fp64 loop at SHAPES, i.i.d. data and
-#                          Gaussian blobs, into OUT/lloyd_{dist,blobs}.jsonl
+#                          Gaussian blobs, into OUT/lloyd_{dist,blobs}.jsonl; then both loops to convergence (tol
+#                          LLOYD_TOL, default 1e-8, at most 300 iterations) into OUT/lloyd_conv_{dist,blobs}.jsonl
 #   ncu_times EXE N SHAPE...  Nsight Compute's device time of EXE's first N kernels at each SHAPE (one launch, no warm-up),
 #                          into OUT/ncu_SHAPE.csv, summarized per kernel and in launch order (ncu_summary.py); caches
 #                          not flushed between kernels (NCU_CACHE=all flushes them, Nsight Compute's default: a kernel
@@ -40,5 +41,7 @@ kmeans_lloyd() {
   for data in dist blobs; do
     FTGEN_BENCH_REFS=none FTGEN_KMEANS_ITERS=10 FTGEN_KMEANS_DATA=$data ft 40 bench $proj --kernels "$kern" --shapes "$1" \
       --reps 3 --warmup 1 --json "$out/lloyd_$data.jsonl" > "$out/lloyd_$data.txt" 2>&1
+    FTGEN_BENCH_REFS=none FTGEN_KMEANS_ITERS=300 FTGEN_KMEANS_TOL=${LLOYD_TOL:-1e-8} FTGEN_KMEANS_DATA=$data ft 90 bench $proj \
+      --kernels "$kern" --shapes "$1" --reps 3 --warmup 1 --json "$out/lloyd_conv_$data.jsonl" > "$out/lloyd_conv_$data.txt" 2>&1
   done
 }

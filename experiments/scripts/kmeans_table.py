@@ -18,4 +18,6 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
         print(f.stem, r["kernel"][7:], s, round(r["ms"]["median"], 4), "flash", round(x.get("flash-kmeans", float("nan")), 3),
               "cublas", round(x.get("cublas-lloyd", float("nan")), 3), "x_unprot", r.get("x_unprot"), "ok", r.get("ok"),
               "agree", r.get("agreement"), "ft", {k: r.get(k) for k in ("injected", "detected", "corrected", "recomputed", "clean_false_alarms", "significant")},
-              "lloyd", r.get("lloyd_inertia_rel", ""))
+              "lloyd", r.get("lloyd_inertia_rel", ""),
+              *(("iters", r["lloyd_iters"], r["lloyd_iters_ref"], "final", r["lloyd_final_inertia_rel"], "lloyd_ok", r["lloyd_ok"])
+                if "lloyd_iters_ref" in r else ()))

@@ -15,6 +15,10 @@
 // fp64 inertia of the kernel's labels within the sum of their bands and the two fp64 sums' own rounding.
 // FTGEN_KMEANS_ITERS=N (> 1) also checks the Lloyd loop iteration by iteration: N iterations of the
 // kernel against an fp64 loop from the same C0, the inertia of every iteration within 1e-4 (relative).
+// With FTGEN_KMEANS_TOL=t (> 0) both loops run to convergence instead (at most N iterations; converged after
+// the first iteration whose largest squared centroid shift is at most t times the mean squared centroid
+// norm, the kernel's own rule): their iteration counts within one, their final inertias within 1e-4; the
+// largest difference over the iterations both ran is reported beside.
 // FTGEN_KMEANS_INIT=random|kmeans++ lets the kernel choose C0 (its launch with max_iters 0, by a seed of the
 // run's), timed once (init_ms), and checks the choice against the host reference of ftgen_kmeans_init.h:
 // every centroid bit for bit the reference's sample (kmeans++ only up to samples x dims x clusters = 2^31:
@@ -282,6 +286,13 @@ class KmeansProblem final : public ftgen::BenchProblem {
       if (*end || v < 1 || v > 1000) ftgen::bad_arg("FTGEN_KMEANS_ITERS: '%s' is not an integer in 1..1000", iters);
       iters_ = static_cast<int>(v);
     }
+    const char* tol = std::getenv("FTGEN_KMEANS_TOL");
+    if (tol && *tol) {
+      char* end = nullptr;
+      tol_ = std::strtod(tol, &end);
+      if (*end || !(tol_ > 0 && tol_ < 1)) ftgen::bad_arg("FTGEN_KMEANS_TOL: '%s' is not a number in (0, 1)", tol);
+      if (iters_ < 2) ftgen::bad_arg("FTGEN_KMEANS_TOL needs FTGEN_KMEANS_ITERS (the most iterations), 2..1000");
+    }
     const char* init = std::getenv("FTGEN_KMEANS_INIT");
     if (init && *init) {
       if (!std::strcmp(init, "random")) init_ = FTGEN_KMEANS_INIT_RANDOM;
@@ -470,48 +481,82 @@ class KmeansProblem final : public ftgen::BenchProblem {
                     .boolean("inertia_ok", inertia_ok)
                     .body();
     if (!rq.has_faults() && iters_ > 1) {
-      const double rel = lloyd_check();
-      const bool lloyd_ok = rel <= kLloydInertiaRel;
+      const LloydResult r = lloyd_check();
+      ftgen::Json j;
+      j.integer("lloyd_iters", r.iters).num("lloyd_inertia_rel", r.worst_rel);
+      bool lloyd_ok = r.worst_rel <= kLloydInertiaRel;
+      if (tol_ > 0) {
+        lloyd_ok = std::abs(r.iters - r.iters_ref) <= 1 && r.final_rel <= kLloydInertiaRel;
+        j.num("lloyd_tol", tol_).integer("lloyd_iters_ref", r.iters_ref).num("lloyd_final_inertia_rel", r.final_rel);
+      }
       c.extra_ok = c.extra_ok && lloyd_ok;
-      c.extra += "," + ftgen::Json().integer("lloyd_iters", iters_).num("lloyd_inertia_rel", rel).boolean("lloyd_ok", lloyd_ok).body();
+      c.extra += "," + j.boolean("lloyd_ok", lloyd_ok).body();
     }
     c.counters = counters_.download()[0];
     if (faults) c.records = table_.download();
     return c;
   }
 
-  // The Lloyd loop, iteration by iteration (FTGEN_KMEANS_ITERS > 1): the kernel's loop of that many
-  // iterations against an fp64 loop from the same C0 (the reference assign, fp64 means, empty clusters
-  // keep their centroid). Returns the largest relative difference of the iterations' inertias.
-  double lloyd_check() {
+  // The Lloyd loop (FTGEN_KMEANS_ITERS > 1): the kernel's loop against an fp64 loop from the same C0 (the
+  // reference assign, fp64 means, empty clusters keep their centroid), either both for iters_ iterations or
+  // (FTGEN_KMEANS_TOL) both to convergence under the kernel's rule, each stopping on its own.
+  struct LloydResult {
+    int iters = 0, iters_ref = 0;  // iterations run by the kernel's loop and by the reference's
+    double worst_rel = 0;          // the largest relative difference of the inertias of the iterations both ran
+    double final_rel = 0;          // that of the two loops' last iterations
+  };
+  LloydResult lloyd_check() {
     const size_t ce = c_elems_;
     DeviceBuffer<double> inertia(iters_), Cr(ce), sums(ce), abssums(ce), scale(ce), best(n_);
-    DeviceBuffer<int> lab(n_), hist(k_);
+    DeviceBuffer<int> lab(n_), hist(k_), done(1);
+    inertia.zero(), done.zero();
     FT_CUDA(cudaMemcpy(c_out_.ptr, C0_.ptr, ce * sizeof(T), cudaMemcpyDeviceToDevice));
     ftgen_kmeans_problem q = problem(0, c_out_.ptr, false, false);
     q.max_iters = iters_;
+    q.tol = tol_;
     q.inertia = inertia.ptr;
+    q.iters_done = done.ptr;
     launch_checked(q);
     widen_kernel<T><<<grid_of(ce), 256>>>(C0_.ptr, Cr.ptr, ce);
     FT_LAUNCH_CHECK();
-    std::vector<double> ref(iters_);
+    std::vector<double> ref;
+    std::vector<double> before = Cr.download();
     for (int it = 0; it < iters_; ++it) {
       ref_assign_kernel<T, double><<<(n_ + 127) / 128, 128>>>(x(0), Cr.ptr, n_, d_, k_, lab.ptr, best.ptr);
       FT_LAUNCH_CHECK();
       const std::vector<double> b = best.download();
       double sum = 0;
       for (double v : b) sum += v;
-      ref[it] = sum;
+      ref.push_back(sum);
       sums.zero(), abssums.zero(), hist.zero();
       ref_sums_kernel<T><<<grid_of(x_elems_), 256>>>(x(0), lab.ptr, n_, d_, sums.ptr, abssums.ptr);
       histogram_kernel<<<(n_ + 255) / 256, 256>>>(lab.ptr, n_, hist.ptr);
       ref_means_kernel<double><<<grid_of(ce), 256>>>(Cr.ptr, sums.ptr, abssums.ptr, hist.ptr, k_, d_, Cr.ptr, scale.ptr);
       FT_LAUNCH_CHECK();
+      if (tol_ > 0) {  // the kernel's rule: the largest squared shift against tol x the mean squared norm
+        const std::vector<double> after = Cr.download();
+        double shift = 0, norm2 = 0;
+        for (int j = 0; j < k_; ++j) {
+          double sh = 0;
+          for (int d = 0; d < d_; ++d) {
+            const size_t e = static_cast<size_t>(j) * d_ + d;
+            sh += (after[e] - before[e]) * (after[e] - before[e]);
+            norm2 += after[e] * after[e];
+          }
+          shift = std::max(shift, sh);
+        }
+        before = after;
+        if (shift <= tol_ * norm2 / k_) break;
+      }
     }
+    LloydResult r;
+    r.iters_ref = static_cast<int>(ref.size());
+    r.iters = tol_ > 0 ? done.download()[0] : iters_;
     const std::vector<double> got = inertia.download();
-    double worst = 0;
-    for (int it = 0; it < iters_; ++it) worst = std::max(worst, std::fabs(got[it] - ref[it]) / std::max(ref[it], 1e-300));
-    return worst;
+    const auto rel = [](double a, double b) { return std::fabs(a - b) / std::max(b, 1e-300); };
+    for (int it = 0; it < std::min(r.iters, r.iters_ref); ++it) r.worst_rel = std::max(r.worst_rel, rel(got[it], ref[it]));
+    r.final_rel = r.iters > 0 ? rel(got[r.iters - 1], ref.back()) : INFINITY;
+    return r;
   }
 
   std::vector<ftgen::FaultSpec> plan_faults(int count, unsigned long long seed, const ftgen::Args& a) override {
@@ -607,7 +652,8 @@ class KmeansProblem final : public ftgen::BenchProblem {
   cublasHandle_t h_ = nullptr;
   int site_ = FTGEN_KMEANS_SITE_ACC;
   bool blobs_ = false;
-  int iters_ = 1;  // iterations of the Lloyd loop check
+  int iters_ = 1;  // iterations of the Lloyd loop check (with tol_: the most)
+  double tol_ = 0;  // FTGEN_KMEANS_TOL: the Lloyd loop check runs to convergence
   int init_ = FTGEN_KMEANS_INIT_GIVEN;  // FTGEN_KMEANS_INIT: who chooses C0
   float init_ms_ = 0;
   std::string init_check_ = "-";
