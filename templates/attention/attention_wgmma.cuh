@@ -7,10 +7,12 @@
 // The wgmma accumulator fragment of an m64nN tile repeats the m16n8 layout per warp: warp w of the warpgroup holds
 // rows 16 w + lane / 4 and + 8, and element 4 n + e of a thread is column 8 n + 2 (lane % 4) + e % 2 of row half e / 2.
 // The stride-8 column groups of a product are therefore thread-local as on mma.sync, and the strided checksums are
-// products of their own: S's checksum columns Q Kc^T (Kc: the unit checksum's high and low halves and the weighted
-// checksum of each group of K's rows, 24 x head_dim, padded with 8 rows of zeros) and O's 32 checksum columns P Vc
-// (Vc: the same of V's columns plus the group magnitudes), each one more wgmma of N = 32 whose element e of n8 block c
-// lands in the thread that holds group cq + e % 2. Kc and Vc (stored transposed, 32 x keys) are encoded once per launch
+// products: S's checksum columns Q Kc^T (Kc: the unit checksum's high and low halves and the weighted checksum of each
+// group of K's rows, 24 x head_dim) and O's 32 checksum columns P Vc (Vc: the same of V's columns plus the group
+// magnitudes), whose element e of n8 block c lands in the thread that holds group cq + e % 2. Kc's rows follow their
+// tile's keys in a copy of K (K', in the workspace, with 8 rows of zeros), so S and its checksum columns are one wgmma
+// of N = block_n + 32;
+// Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V. K' and Vc are encoded once per launch
 // (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel through the pipeline
 // with their K and V tiles.
 //
@@ -80,40 +82,39 @@ struct Config : Levels<LEVEL_> {
   using Mma = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E, RowStride, 8, E, StrideB, 8, float, Tile, Cluster,
       cutlass::gemm::collective::StageCount<kStages>, cutlass::gemm::KernelTmaWarpSpecialized>::CollectiveOp;
-  using TileQK = Shape<_64, Int<BN>, Int<D>>;
+  // the strided levels' K tile carries its checksum rows after its BN keys (Kc: the unit checksum's high and low
+  // halves and the weighted checksum of each group of the tile's keys, 24 rows, and 8 of zeros: the builder's TMA for a
+  // tile of BN + 24 rows fails cute's divisibility checks), so S and its checksum columns are one wgmma of N = BN + 32
+  // (the workspace's K', written by encode_kernel)
+  static constexpr int kKcRows = kStrided ? 32 : 0, BNS = BN + kKcRows;
+  using TileQK = Shape<_64, Int<BNS>, Int<D>>;
+  using TileP = Shape<_64, Int<BN>, Int<D>>;  // S without its checksum columns: the layout of P
   using TilePV = Shape<_64, Int<D>, Int<BN>>;
-  using TileQKc = Shape<_64, _32, Int<D>>;  // 24 checksum rows and 8 of zeros (cute's TMA tiles want 32)
   using TilePVc = Shape<_64, _32, Int<BN>>;
   using MmaQK = Mma<TileQK, RowStride>;
   using MmaPV = Mma<TilePV, ColStride>;  // B = V as (head_dim, keys)
-  using MmaQKc = Mma<TileQKc, RowStride>;
   using MmaPVc = Mma<TilePVc, RowStride>;  // B = Vc^T (32, keys)
   using TiledQK = typename MmaQK::TiledMma;
-  using TiledQKc = typename MmaQKc::TiledMma;
+  using TiledP = typename Mma<TileP, RowStride>::TiledMma;
   using TiledPV = decltype(fc::convert_to_gmma_rs(typename MmaPV::TiledMma{}));
   using TiledPVc = decltype(fc::convert_to_gmma_rs(typename MmaPVc::TiledMma{}));
   using LayoutQ = decltype(fc::unstageSmemLayout(typename MmaQK::SmemLayoutA{}, Int<2>{}));
   using LayoutK = typename MmaQK::SmemLayoutB;
   using LayoutV = typename MmaPV::SmemLayoutB;
-  using LayoutKc = typename MmaQKc::SmemLayoutB;
   using LayoutVc = typename MmaPVc::SmemLayoutB;
   using Pipe = cutlass::PipelineTmaAsync<kStages>;
   using PipeQ = cutlass::PipelineTmaAsync<2>;
   using TmaQ = typename MmaQK::Params::TMA_A;
   using TmaK = typename MmaQK::Params::TMA_B;
   using TmaV = typename MmaPV::Params::TMA_B;
-  using TmaKc = typename MmaQKc::Params::TMA_B;
   using TmaVc = typename MmaPVc::Params::TMA_B;
-  static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = 32 * D * 2, kVcBytes = 32 * BN * 2;
+  static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = kKcRows * D * 2, kVcBytes = 32 * BN * 2;
 
   // the tiles as the TMA loaders take them (CollectiveLoadTma's storage type), 1024-byte aligned for the 128-byte swizzle
   template <class Layout>
   using Store = cute::array_aligned<E, cute::cosize_v<Layout>>;
-  // Kc and Vc each in stages of their own: a stage holds a K tile or a V tile at different times, but Kc's stage
-  // (32 x head_dim) and Vc's (32 x block_n) differ in size where head_dim != block_n, so a union of the two staged
-  // arrays would put one stage's Kc over a neighbouring stage's Vc
+  // Vc in stages of its own (a stage holds a K' tile or a V tile at different times; Vc travels with V)
   struct Checksums {
-    alignas(1024) Store<LayoutKc> kc;
     alignas(1024) Store<LayoutVc> vc;
   };
   struct Smem {
@@ -133,7 +134,6 @@ struct Config : Levels<LEVEL_> {
     TmaQ tma_q;
     TmaK tma_k;
     TmaV tma_v;
-    TmaKc tma_kc;
     TmaVc tma_vc;
     ftgen_attention_problem p;
     Rules rules;
@@ -145,20 +145,21 @@ struct Config : Levels<LEVEL_> {
 };
 
 // ---- the workspace of the protected levels -----------------------------------------------------------------------
-// The strided levels' Kc [kv][tile * 32 + row][D] (rows 24-31 zero), Vc^T [kv][32][seq_pad] (T) and scalars [kv][tile][24] (float)
+// The strided levels' K' [kv][tile * (BN + 32) + row][D] (a tile's BN keys, zeros past seq_k, then its 32 Kc rows), Vc^T
+// [kv][32][seq_pad] (T) and scalars [kv][tile][24] (float)
 // per K / V head (kv = batch * kv_heads + kv head: grouped query heads share them), and every protected level's redo flags
 // [bh][64-row block] (int, cleared before the kernel, set where rows must be recomputed),
 // each 256-byte aligned.
 template <class C>
 struct Workspace {
-  size_t kc, vc, scal, redo, bytes;
+  size_t kp, vc, scal, redo, bytes;
   __host__ __device__ explicit Workspace(const ftgen_attention_problem& p) {
     const size_t bh = static_cast<size_t>(p.batch) * p.heads, tiles = (p.seq_k + C::BN - 1) / C::BN;
     const size_t kv = static_cast<size_t>(p.batch) * ftgen_attention_kv_heads(&p);
     const auto up = [](size_t x) { return (x + 255) / 256 * 256; };
     const size_t n = C::kStrided ? 1 : 0;
-    kc = 0;
-    vc = kc + n * up(kv * tiles * 32 * C::D * 2);
+    kp = 0;
+    vc = kp + n * up(kv * tiles * C::BNS * C::D * 2);
     scal = vc + n * up(kv * 32 * tiles * C::BN * 2);
     redo = scal + n * up(kv * tiles * 24 * 4);
     bytes = redo + up(bh * ((p.seq_q + 63) / 64) * 4);
@@ -216,8 +217,14 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   if (tid < 16) sm.g[tid] = 0.f;
   __syncthreads();
 
-  // ---- Kc: rows g (unit, high half), 8 + g (low half), 16 + g (weighted), 24..31 zero; sum_c Kc2[g][c]^2 -------------
-  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(kv) * tiles + tile) * 32 * D;
+  // ---- K': the tile's keys as staged, then Kc: rows g (unit, high half), 8 + g (low half), 16 + g (weighted), 24..31
+  // zero; sum_c Kc2[g][c]^2 ------------------------------------------------------------------------------------------
+  T* kp = reinterpret_cast<T*>(base + w.kp) + (static_cast<long long>(kv) * tiles + tile) * C::BNS * D;
+  for (int e = tid; e < BN * kVec; e += kEncThreads) {
+    const int key = e / kVec, c = (e % kVec) * 8;
+    *reinterpret_cast<uint4*>(kp + key * D + c) = *reinterpret_cast<const uint4*>(sm.k + key * LD + c);
+  }
+  T* kc = kp + BN * D;
   static_assert(D % 32 == 0 && 8 * D % kEncThreads == 0, "a warp's items share their group");
   for (int i = tid; i < 8 * D; i += kEncThreads) {
     const int g = i / D, c = i % D;
@@ -314,7 +321,6 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     cute::prefetch_tma_descriptor(prm.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(prm.tma_v.get_tma_descriptor());
     if constexpr (C::kStrided) {
-      cute::prefetch_tma_descriptor(prm.tma_kc.get_tma_descriptor());
       cute::prefetch_tma_descriptor(prm.tma_vc.get_tma_descriptor());
     }
   }
@@ -337,16 +343,18 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   auto blk = make_coord(m_block, _0{}, make_coord(b, h));
   auto blk_kv = make_coord(m_block, _0{}, make_coord(b, kv % kvh));  // K, V and their checksums: the K / V head
   if (warp_group == 0) {
-    // ---- producer: Q of both warpgroups, then K (with Kc) and V (with Vc) tile by tile -------------------------
+    // ---- producer: Q of both warpgroups, then K (K' with Kc) and V (with Vc) tile by tile -----------------------
     cutlass::arch::warpgroup_reg_dealloc<24>();
     if (warp_in_group != 0) return;
     const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
+    // K' (strided levels) holds each tile's BN keys and Kc rows: BNS rows a tile
     const auto ps_kv = make_shape(p.batch, kvh, p.seq_q, p.seq_k, static_cast<int>(C::D));
+    const auto ps_k = make_shape(p.batch, kvh, p.seq_q, C::kStrided ? prm.n_tiles * C::BNS : p.seq_k, static_cast<int>(C::D));
     fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q, sm.q};
     fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{prm.tma_k, pipe, sm.k};
     fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{prm.tma_v, pipe, sm.v};
     auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, 2);
-    auto state_k = load_k.init_state(_0{}, ps_kv, typename C::TileQK{}, blk_kv, n_tiles);
+    auto state_k = load_k.init_state(_0{}, ps_k, typename C::TileQK{}, blk_kv, n_tiles);
     auto state_v = load_v.init_state(_0{}, ps_kv, typename C::TilePV{}, blk_kv, n_tiles);
     typename cutlass::PipelineState<C::kStages> wr = cutlass::make_producer_start_state<Pipe>();
     typename cutlass::PipelineState<2> wq = cutlass::make_producer_start_state<PipeQ>();
@@ -354,18 +362,14 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     auto k_iter = cute::make_coord_iterator(n_tiles);
     int nq = 2, nk = n_tiles, nv = n_tiles;
     if constexpr (C::kStrided) {
-      const auto ps_kc = make_shape(p.batch, kvh, p.seq_q, prm.n_tiles * 32, static_cast<int>(C::D));
       const auto ps_vc = make_shape(p.batch, kvh, p.seq_q, prm.seq_pad, 32);
-      fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKc, typename C::TmaKc> load_kc{prm.tma_kc, pipe, sm.c.kc};
       fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{prm.tma_vc, pipe, sm.c.vc};
-      auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileQKc{}, blk_kv, n_tiles);
       auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk_kv, n_tiles);
-      int nkc = n_tiles, nvc = n_tiles;
+      int nvc = n_tiles;
       const auto load_tiles = [&](bool first) {
         if (lane_predicate && nk > 0) pipe.producer_acquire(wr);
-        if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);
-        load_k.template step<false, false, false>(k_iter, state_k, wr, lane_predicate, nk);
-        load_kc.template step<false, true, false>(k_iter, state_kc, wr, lane_predicate, nkc);
+        if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);  // K' has BNS rows
+        load_k.template step<false, true, false>(k_iter, state_k, wr, lane_predicate, nk);
         if (first) load_q.step(q_iter, state_q, wq, lane_predicate, nq);
         if (lane_predicate && nv > 0) pipe.producer_acquire(wr);
         if (lane_predicate && nv > 0) pipe.producer_expect_transaction(wr, C::kVcBytes);
@@ -409,11 +413,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   Tally tally;
 
   typename C::TiledQK mma_qk;
-  typename C::TiledQKc mma_qkc;
   typename C::TiledPV mma_pv;
   typename C::TiledPVc mma_pvc;
   auto thr_qk = mma_qk.get_thread_slice(wtid);
-  auto thr_qkc = mma_qkc.get_thread_slice(wtid);
   auto thr_pv = mma_pv.get_thread_slice(wtid);
   auto thr_pvc = mma_pvc.get_thread_slice(wtid);
   Tensor sQ = make_tensor(make_smem_ptr(sm.q.data()), typename C::LayoutQ{});
@@ -422,16 +424,15 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));
   Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));
   Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sV));
-  Tensor acc_s = partition_fragment_C(mma_qk, Shape<_64, Int<C::BN>>{});
+  Tensor acc_s = partition_fragment_C(mma_qk, Shape<_64, Int<C::BNS>>{});  // S, then (strided) its checksum columns
   Tensor acc_o = partition_fragment_C(mma_pv, Shape<_64, Int<C::D>>{});
-  Tensor acc_sc = partition_fragment_C(mma_qkc, Shape<_64, _32>{});
   Tensor acc_oc = partition_fragment_C(mma_pvc, Shape<_64, _32>{});
-  Tensor tOrP = make_fragment_like<E>(fc::convert_c_layout_to_a_layout(acc_s.layout(), shape<1>(typename C::TiledPV::LayoutA_TV{})));
-  static_assert(sizeof(acc_s) == sizeof(float) * 4 * C::NT && sizeof(acc_o) == sizeof(float) * 4 * C::ND, "fragment sizes");
+  Tensor tOrP = make_fragment_like<E>(fc::convert_c_layout_to_a_layout(partition_fragment_C(typename C::TiledP{}, Shape<_64, Int<C::BN>>{}).layout(),
+                                                                     shape<1>(typename C::TiledPV::LayoutA_TV{})));
+  static_assert(sizeof(acc_s) == sizeof(float) * C::BNS / 2 && sizeof(acc_o) == sizeof(float) * 4 * C::ND, "fragment sizes");
   static_assert(sizeof(tOrP) == sizeof(uint32_t) * 2 * C::NT, "P fragment size");
   float(&s)[C::NT][4] = as_blocks<C::NT>(acc_s);
   float(&o)[C::ND][4] = as_blocks<C::ND>(acc_o);
-  float(&sc)[4][4] = as_blocks<4>(acc_sc);
   float(&oc)[4][4] = as_blocks<4>(acc_oc);
   uint32_t(&pw)[C::NT][2] = *reinterpret_cast<uint32_t(*)[C::NT][2]>(raw_pointer_cast(tOrP.data()));
 
@@ -515,24 +516,17 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       vmag2[0] = fmaxf(vmag2[0], __ldg(scj + 16 + cq)), vmag2[1] = fmaxf(vmag2[1], __ldg(scj + 16 + cq + 1));
     }
 
-    // ---- GEMM I: S = Q K^T (and the checksum columns); K has arrived ---------------------------------------------
+    // ---- GEMM I: S = Q K^T (strided: with the checksum columns, K' = [K; Kc]); K has arrived ----------------------
     const int ks = rd.index();
     warpgroup_fence_operand(acc_s);
-    warpgroup_fence_operand(acc_sc);
     warpgroup_arrive();
     fc::gemm_zero_acc(mma_qk, tSrQ(_, _, _, qs), tSrK(_, _, _, ks), acc_s);
-    if constexpr (C::kStrided) {
-      Tensor sKc = make_tensor(make_smem_ptr(sm.c.kc.data()), typename C::LayoutKc{});
-      fc::gemm_zero_acc(mma_qkc, thr_qkc.make_fragment_A(thr_qkc.partition_A(sQ))(_, _, _, qs),
-                        thr_qkc.make_fragment_B(thr_qkc.partition_B(sKc))(_, _, _, ks), acc_sc);
-    }
     warpgroup_commit_batch();
     turn_end();
     auto k_state = rd;
     ++rd;
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc_s);
-    warpgroup_fence_operand(acc_sc);
     warpgroup_fence_operand(acc_o);
     warpgroup_fence_operand(acc_oc);
     if (j > 0) pipe.consumer_release(v_prev);
@@ -540,7 +534,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     if constexpr (C::kStrided) {
       // not located: the thread's rows are recomputed after the kernel (a wgmma is the warpgroup's, so recomputing the
       // tile at once would need the warpgroup to agree first)
-      if (check_s(s, reinterpret_cast<const float(&)[3][4]>(sc), qn, kn, kc2, C::D, rules, fix, tally)) redo = true;
+      // the checksum columns: n8 blocks NT.. of the same fragment (unit high, unit low, weighted)
+      const float(&sc)[3][4] = *reinterpret_cast<const float(*)[3][4]>(&as_blocks<C::BNS / 8>(acc_s)[C::NT]);
+      if (check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally)) redo = true;
     }
     pipe.consumer_release(k_state);
 
@@ -618,7 +614,13 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
   // its own, of which one operand's descriptor is kept
   auto pqk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hh)), typename C::MmaQK::Arguments{q, dq, k, dk},
                                                nullptr);
-  auto pk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hk)), typename C::MmaQK::Arguments{q, dk, k, dk},
+  // K's descriptor: of K' (the workspace's K tiles with their checksum rows) for the strided levels
+  const Workspace<C> w(p);
+  unsigned char* base = static_cast<unsigned char*>(p.workspace);
+  const auto* kp = C::kStrided ? reinterpret_cast<const E*>(base + w.kp) : k;
+  const int lk = C::kStrided ? tiles * C::BNS : Lk;
+  const RS dkp{D, _1{}, make_tuple(Hk * lk * D, lk * D)};
+  auto pk = C::MmaQK::to_underlying_arguments(make_shape(Lq, lk, D, make_shape(B, Hk)), typename C::MmaQK::Arguments{q, dkp, kp, dkp},
                                               nullptr);
   auto ppv = C::MmaPV::to_underlying_arguments(make_shape(Lq, D, Lk, make_shape(B, Hk)),
                                                typename C::MmaPV::Arguments{k, dk, v, CS{_1{}, D, make_tuple(Hk * Lk * D, Lk * D)}}, nullptr);
@@ -626,19 +628,12 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
   prm.tma_k = pk.tma_load_b;
   prm.tma_v = ppv.tma_load_b;
   if constexpr (C::kProtected) {
-    const Workspace<C> w(p);
-    unsigned char* base = static_cast<unsigned char*>(p.workspace);
     prm.redo = reinterpret_cast<int*>(base + w.redo);
     if constexpr (C::kStrided) {
-      const auto* kc = reinterpret_cast<const E*>(base + w.kc);
       const auto* vc = reinterpret_cast<const E*>(base + w.vc);
-      auto pkc = C::MmaQKc::to_underlying_arguments(
-          make_shape(Lq, tiles * 32, D, make_shape(B, Hk)),
-          typename C::MmaQKc::Arguments{q, dk, kc, RS{D, _1{}, make_tuple(Hk * tiles * 32 * D, tiles * 32 * D)}}, nullptr);
       auto pvc = C::MmaPVc::to_underlying_arguments(
           make_shape(Lq, 32, seq_pad, make_shape(B, Hk)),
           typename C::MmaPVc::Arguments{q, dk, vc, RS{seq_pad, _1{}, make_tuple(Hk * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
-      prm.tma_kc = pkc.tma_load_b;
       prm.tma_vc = pvc.tma_load_b;
       prm.scal = reinterpret_cast<const float*>(base + w.scal);
     }

@@ -11,9 +11,10 @@ issuing their products (named barriers), so that one's softmax and checks run wh
 serialize wgmma) and arch ``sm_90a``.
 
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
-(:mod:`.mma`, :mod:`.model`), step for step the same device functions: the strided checksums are two more wgmma
-products (S's checksum columns ``Q Kc^T``, 24 rows of Kc padded to 32, and O's ``P Vc``, 32 columns), encoded once
-per launch and loaded by TMA with their K and V tiles. Rows where a check could not correct (S, O, the exps or the row
+(:mod:`.mma`, :mod:`.model`), step for step the same device functions: S's strided checksum columns ``Q Kc^T`` come
+from the same wgmma as S (Kc's 24 rows, padded to 32, follow their tile's keys in a copy of K in the workspace, so the
+product has N = block_n + 32), O's ``P Vc`` (32 columns) is one more wgmma; both encoded once per launch and loaded by TMA with
+their K and V tiles. Rows where a check could not correct (S, O, the exps or the row
 sums) are flagged in the workspace and recomputed after the kernel by the same kernel unprotected (a launch whose
 blocks return at once where nothing was flagged); every vote is a warp's (the consumers' only barriers are the
 ping-pong turns).
@@ -43,9 +44,8 @@ BLOCK_M = 128
 
 
 def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool) -> int:
-    """Shared memory of the kernel: two Q tiles of 64 rows, `stages` K / V stages and, for the strided levels, a
-    checksum stage each (Kc: 32 x head_dim and Vc: 32 x block_n, both in every stage), the pipelines' barriers and the
-    base's alignment."""
+    """Shared memory of the kernel: two Q tiles of 64 rows, `stages` K / V stages and, for the strided levels, Kc's 32
+    rows with each K tile and a Vc stage (32 x block_n) each, the pipelines' barriers and the base's alignment."""
     q = 2 * 64 * head_dim * 2
     stage = block_n * head_dim * 2 + (32 * (head_dim + block_n) * 2 if strided else 0)
     return q + stages * stage + 1024 + 256
@@ -81,7 +81,8 @@ class WgmmaBackend(MmaBackend):
     levels = {"abft": {k: v for k, v in LEVEL_TOKENS["abft"].items() if k != "decoupled"}}
     params = PARAMS
     requires = ("cutlass",)
-    compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")
+    # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED: wgmma tiles of N = block_n + 32 (S with its checksum columns)
+    compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
         "wgmma: chosen by params backend: wgmma; arch sm_90a only; head_dim 64 or 128; block_n 64 or 128; 128 query rows "
         "a block (two consumer warpgroups)",
