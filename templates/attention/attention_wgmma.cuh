@@ -58,6 +58,16 @@ struct CuteOf<__nv_bfloat16> {
   using type = cutlass::bfloat16_t;
 };
 
+// A staged swizzled shared-memory layout (the collective builder's: tile modes, then stages) with its stages kStride
+// elements apart.
+template <int kStride, class L>
+constexpr auto restaged(L const& staged) {
+  const auto b = staged.layout_b();
+  return make_composed_layout(staged.layout_a(), staged.offset(),
+                              make_layout(make_shape(shape<0>(b), shape<1>(b), Int<size<2>(decltype(b){})>{}),
+                                          make_stride(stride<0>(b), stride<1>(b), Int<kStride>{})));
+}
+
 template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_, bool PINGPONG_>
 struct Config : Levels<LEVEL_> {
   using T = T_;
@@ -100,7 +110,10 @@ struct Config : Levels<LEVEL_> {
   using TiledPVc = decltype(fc::convert_to_gmma_rs(typename MmaPVc::TiledMma{}));
   using LayoutQ = decltype(fc::unstageSmemLayout(typename MmaQK::SmemLayoutA{}, Int<2>{}));
   using LayoutK = typename MmaQK::SmemLayoutB;
-  using LayoutV = typename MmaPV::SmemLayoutB;
+  // V's stages at K's stage stride: a stage holds a K tile or a V tile at different times, so the two staged arrays
+  // share their storage, and with K' (BNS rows) larger than V a V stage at V's own stride would overlap the end of
+  // the K' tile of the stage before it
+  using LayoutV = decltype(restaged<BNS * D>(typename MmaPV::SmemLayoutB{}));
   using LayoutVc = typename MmaPVc::SmemLayoutB;
   using Pipe = cutlass::PipelineTmaAsync<kStages>;
   using PipeQ = cutlass::PipelineTmaAsync<2>;
@@ -127,6 +140,8 @@ struct Config : Levels<LEVEL_> {
     alignas(16) typename Pipe::SharedStorage pipe;
     alignas(16) typename PipeQ::SharedStorage pipe_q;
   };
+  static_assert(cute::cosize_v<LayoutK> == kStages * BNS * D && cute::cosize_v<LayoutV> <= cute::cosize_v<LayoutK>,
+                "K and V stages kStride = BNS x D elements apart");
   static constexpr int kSmem = static_cast<int>(sizeof(Smem)) + 1024;  // + the alignment of the dynamic base
   static_assert(kSmem <= 227 * 1024, "shared memory of a block on sm_90 (the backend's stages rule: wgmma.py smem_bytes)");
 
