@@ -11,10 +11,9 @@
 // group of K's rows, 24 x head_dim) and O's 32 checksum columns P Vc (Vc: the same of V's columns plus the group
 // magnitudes), whose element e of n8 block c lands in the thread that holds group cq + e % 2. Kc's rows follow their
 // tile's keys in a copy of K (K', in the workspace, with 8 rows of zeros), so S and its checksum columns are one wgmma
-// of N = block_n + 32;
-// Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V. K' and Vc are encoded once per launch
-// (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel through the pipeline
-// with their K and V tiles.
+// of N = block_n + 32; Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V. K' and Vc are
+// encoded once per launch (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel
+// through the pipeline with their K and V tiles.
 //
 // What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
 // or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
