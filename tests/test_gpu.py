@@ -203,3 +203,22 @@ def test_simt_abft_without_an_interval_runs_near_its_unprotected_tiling(tmp_path
     check_rows(rows, injected=False)
     by = {(r.get("protection") or {}).get("scheme", "none"): r["ms"]["median"] for r in rows}
     assert by["abft"] <= 1.25 * by["none"], by
+
+
+def test_kmeans_lloyd_to_convergence_follows_the_fp64_loop(tmp_path, monkeypatch):
+    """The bench's Lloyd check to convergence (FTGEN_KMEANS_TOL): fp64 on Gaussian blobs from k-means++ converges at
+    the fp64 reference loop's iteration (within one) and to its inertia (1e-4); the row says both loops' counts."""
+    spec = tmp_path / "lloyd.yaml"
+    spec.write_text(f"name: gpu_lloyd\nfamily: kmeans\narch: [{ARCH}]\nprecision: fp64\nprotection: {{scheme: none}}\n")
+    ftgen("generate", str(spec), "-o", str(tmp_path / "gen"))
+    ftgen("build", str(tmp_path / "gen" / "gpu_lloyd"), "-j", str(os.cpu_count() or 4))
+    for k, v in {"FTGEN_KMEANS_ITERS": "300", "FTGEN_KMEANS_TOL": "1e-8", "FTGEN_KMEANS_DATA": "blobs",
+                 "FTGEN_KMEANS_INIT": "kmeans++", "FTGEN_BENCH_REFS": "none"}.items():
+        monkeypatch.setenv(k, v)
+    out = tmp_path / "lloyd.jsonl"
+    ftgen("bench", str(tmp_path / "gen" / "gpu_lloyd"), "--shapes", "65536x32x128", "--reps", "1", "--warmup", "1",
+          "--json", str(out))
+    (row,) = rows_of(out)
+    assert row["ok"] is True and row["lloyd_ok"] is True, row
+    assert abs(row["lloyd_iters"] - row["lloyd_iters_ref"]) <= 1 and 1 < row["lloyd_iters"] < 300, row
+    assert row["lloyd_final_inertia_rel"] <= 1e-4 and row["lloyd_tol"] == 1e-8, row
