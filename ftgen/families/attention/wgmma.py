@@ -1,12 +1,13 @@
 """The ``wgmma`` backend of ``attention``: flash attention forward on Hopper's warpgroup MMA (sm_90a only), chosen by
 ``params: {backend: wgmma}``.
 
-A thread block of three warpgroups takes 128 query rows of one (batch, head): one producer warp loads Q, then K and
-V tile by tile by TMA into a pipeline of ``stages`` shared-memory stages; two consumer warpgroups of 64 rows each
-compute ``S = Q K^T`` on wgmma from shared memory, the online softmax in registers, and ``O += P V`` on wgmma with P
+A thread block takes ``block_m`` query rows of one (batch, head): one producer warp loads Q, then K and V tile by
+tile by TMA into a pipeline of ``stages`` shared-memory stages; ``block_m / 64`` consumer warpgroups of 64 rows each
+(two, or three with 160 registers each instead of 240) compute ``S = Q K^T`` on wgmma from shared memory, the online softmax in registers, and ``O += P V`` on wgmma with P
 from registers (CUTLASS's Hopper FMHA example supplies the TMA tile loader and the register-sourced MMA; the kernel
 is ``templates/attention/attention_wgmma.cuh``). ``schedule: pingpong`` (the default) has the two consumers take turns
-issuing their products (named barriers), so that one's softmax and checks run while the other's products do;
+issuing their products (named barriers, round the consumers), so that one's softmax and checks run while another's
+products do;
 ``lockstep`` runs them without turns. Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas
 serialize wgmma) and arch ``sm_90a``.
 
@@ -21,13 +22,13 @@ ping-pong turns).
 
 Kernel names::
 
-    attn_<prec>_<protection>_wgmma_d<head_dim>_<c|nc>_128x<block_n>_s<stages>_<pp|ls>[_inj]
+    attn_<prec>_<protection>_wgmma_d<head_dim>_<c|nc>_<block_m>x<block_n>_s<stages>_<pp|ls>[_inj]
 
 (``pp``: the consumers take turns at the tensor cores, ``schedule: pingpong``; ``ls``: ``schedule: lockstep``).
 
-Fault injection as on the mma backend, with ``thread`` the consumer thread (0-255: warpgroup ``thread / 128``,
-rows ``64 (thread / 128) + 16 warp + lane / 4`` and ``+ 8`` of the block's 128) and ``block`` the linear block
-index of 128-row blocks.
+Fault injection as on the mma backend, with ``thread`` the consumer thread (0 to 2 block_m - 1: warpgroup ``thread /
+128``, rows ``64 (thread / 128) + 16 warp + lane / 4`` and ``+ 8`` of the block's block_m) and ``block`` the linear
+block index of block_m-row blocks.
 """
 
 from __future__ import annotations
@@ -40,21 +41,22 @@ SMEM_LIMIT = SMEM_PER_BLOCK[ARCH]
 MAX_STAGES = 5
 SCHEDULES = ("pingpong", "lockstep")
 SCHEDULE_TOKENS = {"pingpong": "pp", "lockstep": "ls"}
-BLOCK_M = 128
+BLOCK_MS = (128, 192)
 
 
-def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool) -> int:
-    """Shared memory of the kernel: two Q tiles of 64 rows, `stages` K / V stages and, for the strided levels, Kc's 32
-    rows with each K tile and a Vc stage (32 x block_n) each, the pipelines' barriers and the base's alignment."""
-    q = 2 * 64 * head_dim * 2
+def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool, block_m: int = 128) -> int:
+    """Shared memory of the kernel: a Q tile of 64 rows per consumer, `stages` K / V stages and, for the strided
+    levels, Kc's 32 rows with each K tile and a Vc stage (32 x block_n) each, the pipelines' barriers and the base's
+    alignment."""
+    q = block_m * head_dim * 2
     stage = block_n * head_dim * 2 + (32 * (head_dim + block_n) * 2 if strided else 0)
     return q + stages * stage + 1024 + 256
 
 
-def auto_stages(head_dim: int, block_n: int, strided: bool) -> int:
+def auto_stages(head_dim: int, block_n: int, strided: bool, block_m: int = 128) -> int:
     """The most stages (at most five, CUTLASS's FMHA default) whose shared memory fits a block."""
     n = MAX_STAGES
-    while n > 2 and smem_bytes(head_dim, block_n, n, strided) > SMEM_LIMIT:
+    while n > 2 and smem_bytes(head_dim, block_n, n, strided, block_m) > SMEM_LIMIT:
         n -= 1
     return n
 
@@ -68,10 +70,12 @@ PARAMS = (
     Param("backend", str, ("wgmma",), "selects this backend (Hopper wgmma and TMA, arch sm_90a)", choices=("wgmma",)),
     Param("head_dim", int, (64,), "head dimension d", choices=HEAD_DIMS),
     Param("causal", bool, (False,), "causal mask (query i sees keys c <= i; needs seq_k = seq)"),
+    Param("block_m", int, (128,), "query rows per block: 64 per consumer warpgroup (128: two with 240 registers each; "
+          "192: three with 160 each, head_dim 64)", choices=BLOCK_MS),
     Param("block_n", int, (128,), "keys per tile", choices=(64, 128)),
     Param("stages", int, (0,), "K / V pipeline stages in shared memory (0: the most that fit, at most 5)", choices=(0, 2, 3, 4, 5)),
     Param("schedule", str, ("pingpong",), "how the two consumer warpgroups share the tensor cores: pingpong (they take turns "
-          "issuing their products, so one's softmax and checks run during the other's products) or lockstep (no turns)",
+          "issuing their products, so one's softmax and checks run during another's products) or lockstep (no turns)",
           choices=SCHEDULES),
 )
 
@@ -84,8 +88,8 @@ class WgmmaBackend(MmaBackend):
     # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED: wgmma tiles of N = block_n + 32 (S with its checksum columns)
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
-        "wgmma: chosen by params backend: wgmma; arch sm_90a only; head_dim 64 or 128; block_n 64 or 128; 128 query rows "
-        "a block (two consumer warpgroups)",
+        "wgmma: chosen by params backend: wgmma; arch sm_90a only; head_dim 64 or 128; block_n 64 or 128; block_m 128 "
+        "(two consumer warpgroups) or 192 (three, head_dim 64 only: 160 registers each)",
         "wgmma: causal needs seq_k = seq",
         "wgmma abft: levels snvr, strided and efta (the decoupled baseline is the mma backend's); correct online or "
         "detect; threshold auto; interval 1",
@@ -101,24 +105,27 @@ class WgmmaBackend(MmaBackend):
     @staticmethod
     def stages_of(v: Variant, strided: bool | None = None) -> int:
         """The variant's stages (`strided`: as if the level had the checksum stages or not; default: its level's)."""
-        return v["stages"] or auto_stages(v["head_dim"], v["block_n"], _strided(v) if strided is None else strided)
+        return v["stages"] or auto_stages(v["head_dim"], v["block_n"], _strided(v) if strided is None else strided, v["block_m"])
 
     def constraints(self, v: Variant) -> list[str]:
         r: list[str] = []
         if tuple(v.arch) != (ARCH,):
             r.append(f"arch {', '.join(v.arch)}: the wgmma backend builds for sm_90a only (wgmma, TMA and setmaxnreg exist "
                      f"only there); write arch: [sm_90a], or omit params backend for the mma kernels")
-        need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), _strided(v))
+        if v["block_m"] == 192 and v["head_dim"] != 64:
+            r.append(f"block_m 192 with head_dim {v['head_dim']}: three consumer warpgroups have 160 registers each, too few "
+                     f"for head_dim {v['head_dim']}'s output tile; use block_m 128, or head_dim 64")
+        need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), _strided(v), v["block_m"])
         if need > SMEM_LIMIT:
             r.append(f"stages {v['stages']} with head_dim {v['head_dim']} and block_n {v['block_n']} need {need} bytes of shared "
                      f"memory, more than the {SMEM_LIMIT} of a block on sm_90a: use fewer stages or stages: 0")
         return r
 
     def tile_tokens(self, v: Variant) -> list[str]:
-        return [f"{BLOCK_M}x{v['block_n']}", f"s{self.stages_of(v)}", SCHEDULE_TOKENS[v["schedule"]]]
+        return [f"{v['block_m']}x{v['block_n']}", f"s{self.stages_of(v)}", SCHEDULE_TOKENS[v["schedule"]]]
 
     def block_m(self, v: Variant) -> int:
-        return BLOCK_M
+        return v["block_m"]
 
     def context(self, v: Variant) -> dict:
         return {**super().context(v), "backend": "wgmma", "stages": self.stages_of(v), "twin_stages": self.stages_of(v, strided=False),
