@@ -39,8 +39,20 @@ def test_the_schedule_reaches_the_kernel_and_its_twin(tmp_path):
         d = tmp_path / "g" / "t" / f"attn_f16_abft-efta_wgmma_d64_nc_128x128_s5_{tag}"
         variant = (d / f"{d.name}.cu").read_text()
         bench = next(d.glob("*bench*.cu")).read_text()
-        assert f"ftattn::kLevelEfta, false, 5, {flag}>" in variant
-        assert f"kLevelNone, false, 5, {flag}>" in bench
+        assert f"ftattn::kLevelEfta, false, 5, {flag}, 2>" in variant
+        assert f"kLevelNone, false, 5, {flag}, 2>" in bench
+
+
+def test_block_m_192_is_three_consumer_warpgroups_in_the_kernel_and_its_twin(tmp_path):
+    """block_m: 192 is the Config's consumer warpgroup count (3) in the variant and its bench twin; the name says 192."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(HEAD + "protection: {scheme: abft, level: efta}\nparams: {backend: wgmma, block_m: 192, block_n: 64}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    (d,) = (tmp_path / "g" / "t").glob("attn_*")
+    assert d.name == "attn_f16_abft-efta_wgmma_d64_nc_192x64_s5_pp"
+    assert "ftattn::kLevelEfta, false, 5, true, 3>" in (d / f"{d.name}.cu").read_text()
+    assert "kLevelNone, false, 5, true, 3>" in next(d.glob("*bench*.cu")).read_text()
+    assert smem_bytes(64, 64, 5, True, 192) == smem_bytes(64, 64, 5, True) + 64 * 64 * 2  # a third Q tile
 
 
 def test_stages_auto_is_the_most_that_fit():
@@ -56,6 +68,7 @@ def test_stages_auto_is_the_most_that_fit():
 @pytest.mark.parametrize("body,message", [
     ("arch: [sm_90]\nparams: {backend: wgmma}", "builds for sm_90a only"),
     ("protection: {scheme: abft, level: decoupled}\nparams: {backend: wgmma}", "decoupled baseline runs on the mma backend"),
+    ("params: {backend: wgmma, head_dim: 128, block_m: 192}", "block_m 192 with head_dim 128"),
 ])
 def test_rejected_points_say_why(body, message):
     text = (HEAD.replace("arch: [sm_90a]\n", "") if body.startswith("arch") else HEAD) + body + "\n"

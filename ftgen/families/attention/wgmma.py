@@ -74,7 +74,7 @@ PARAMS = (
           "192: three with 160 each, head_dim 64)", choices=BLOCK_MS),
     Param("block_n", int, (128,), "keys per tile", choices=(64, 128)),
     Param("stages", int, (0,), "K / V pipeline stages in shared memory (0: the most that fit, at most 5)", choices=(0, 2, 3, 4, 5)),
-    Param("schedule", str, ("pingpong",), "how the two consumer warpgroups share the tensor cores: pingpong (they take turns "
+    Param("schedule", str, ("pingpong",), "how the consumer warpgroups share the tensor cores: pingpong (they take turns "
           "issuing their products, so one's softmax and checks run during another's products) or lockstep (no turns)",
           choices=SCHEDULES),
 )

@@ -1,5 +1,5 @@
 // ftgen attention, wgmma backend: flash attention forward on Hopper's warpgroup MMA (sm_90a): TMA loads of Q, K and
-// V into a pipeline of shared-memory stages (one producer warp), two consumer warpgroups of 64 query rows each, the
+// V into a pipeline of shared-memory stages (one producer warp), two or three consumer warpgroups of 64 query rows each, the
 // products on wgmma (S = Q K^T from shared memory, O += P V with P from registers), the protection levels of
 // ftgen/families/attention/model.py in the same steps as the mma backend (attention_mma.cuh: softmax_tile,
 // check_s, check_o_tile, finish_rows).
@@ -17,7 +17,7 @@
 //
 // What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
 // or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
-// launch whose blocks return at once where neither warpgroup's rows were flagged. No vote crosses a warp (a warp's
+// launch whose blocks return at once where no warpgroup's rows were flagged. No vote crosses a warp (a warp's
 // votes are __any_sync, and what a fault corrupts stays in the rows of one warp); the consumers' only barriers are the
 // ping-pong schedule's turns, at fixed points of the loop.
 #pragma once
@@ -42,7 +42,7 @@ namespace wg {
 using namespace cute;
 namespace fc = cutlass::fmha::collective;
 
-// the consumers' turn barriers: named barriers kTurnBar and kTurnBar + 1, CUTLASS's first ones for users (0 is
+// the consumers' turn barriers: named barriers kTurnBar + w for consumer w, CUTLASS's first ones for users (0 is
 // __syncthreads', 1-7 CUTLASS's reserved)
 constexpr int kTurnBar = static_cast<int>(cutlass::arch::ReservedNamedBarriers::FirstUserBarrier);
 
@@ -67,22 +67,27 @@ constexpr auto restaged(L const& staged) {
                                           make_stride(stride<0>(b), stride<1>(b), Int<kStride>{})));
 }
 
-template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_, bool PINGPONG_>
+template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_, bool PINGPONG_, int WGS_ = 2>
 struct Config : Levels<LEVEL_> {
   using T = T_;
   using E = typename CuteOf<T>::type;
   using L = Levels<LEVEL_>;
   using L::kStrided;
-  static constexpr int D = D_, BN = BN_, BM = 128, WM = 64;  // two consumer warpgroups of 64 rows
+  // kWgs consumer warpgroups of 64 rows (two, or three: more warps to hide the softmax's and the checks' latencies
+  // behind the others' products, in fewer registers each)
+  static constexpr int kWgs = WGS_, D = D_, BN = BN_, WM = 64, BM = kWgs * WM;
+  static_assert(kWgs == 2 || kWgs == 3, "two or three consumer warpgroups");
   static constexpr bool kCausal = CAUSAL_;
   static constexpr bool kInject = INJECT_;
   static constexpr int NT = BN / 8, ND = D / 8;
   static constexpr int kStages = STAGES_;
   // the consumers take turns at the tensor cores (ping-pong): see kernel()
   static constexpr bool kPingPong = PINGPONG_;
-  static constexpr int kThreads = 384, kConsumers = 256;
+  static constexpr int kThreads = 128 * (kWgs + 1), kConsumers = 128 * kWgs;
+  // setmaxnreg: the producer warpgroup's and each consumer's registers (a block's 64K: 24 + 2 x 240, 24 + 3 x 160)
+  static constexpr int kProducerRegs = 24, kConsumerRegs = kWgs == 2 ? 240 : 160;
   // the recomputation of flagged rows: this kernel unprotected, on the blocks with a flagged warpgroup
-  using Redo = Config<T_, D_, BN_, CAUSAL_, kLevelNone, false, STAGES_, PINGPONG_>;
+  using Redo = Config<T_, D_, BN_, CAUSAL_, kLevelNone, false, STAGES_, PINGPONG_, WGS_>;
 
   using RowStride = cute::tuple<int, _1, cute::tuple<int, int>>;  // (rows, columns, (batch, head)), rows contiguous
   using ColStride = cute::tuple<_1, int, cute::tuple<int, int>>;
@@ -107,7 +112,7 @@ struct Config : Levels<LEVEL_> {
   using TiledP = typename Mma<TileP, RowStride>::TiledMma;
   using TiledPV = decltype(fc::convert_to_gmma_rs(typename MmaPV::TiledMma{}));
   using TiledPVc = decltype(fc::convert_to_gmma_rs(typename MmaPVc::TiledMma{}));
-  using LayoutQ = decltype(fc::unstageSmemLayout(typename MmaQK::SmemLayoutA{}, Int<2>{}));
+  using LayoutQ = decltype(fc::unstageSmemLayout(typename MmaQK::SmemLayoutA{}, Int<kWgs>{}));
   using LayoutK = typename MmaQK::SmemLayoutB;
   // V's stages at K's stage stride: a stage holds a K tile or a V tile at different times, so the two staged arrays
   // share their storage, and with K' (BNS rows) larger than V a V stage at V's own stride would overlap the end of
@@ -115,7 +120,7 @@ struct Config : Levels<LEVEL_> {
   using LayoutV = decltype(restaged<BNS * D>(typename MmaPV::SmemLayoutB{}));
   using LayoutVc = typename MmaPVc::SmemLayoutB;
   using Pipe = cutlass::PipelineTmaAsync<kStages>;
-  using PipeQ = cutlass::PipelineTmaAsync<2>;
+  using PipeQ = cutlass::PipelineTmaAsync<kWgs>;  // a Q tile of 64 rows per consumer
   using TmaQ = typename MmaQK::Params::TMA_A;
   using TmaK = typename MmaQK::Params::TMA_B;
   using TmaV = typename MmaPV::Params::TMA_B;
@@ -323,10 +328,13 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   int n_tiles = prm.n_tiles;
   if (C::kCausal) n_tiles = min(n_tiles, (min(m_base + C::BM, p.seq_q) + C::BN - 1) / C::BN);
   if constexpr (!C::kProtected) {
-    if (prm.redo) {  // a recomputation: the block runs where either of its warpgroups' rows are flagged
+    if (prm.redo) {  // a recomputation: the block runs where any of its warpgroups' rows are flagged
       const int nb = (p.seq_q + 63) / 64;
-      const int* f = prm.redo + static_cast<long long>(bh) * nb + 2 * m_block;
-      if (!f[0] && (2 * m_block + 1 >= nb || !f[1])) return;
+      const int* f = prm.redo + static_cast<long long>(bh) * nb;
+      bool any = false;
+#pragma unroll
+      for (int w = 0; w < C::kWgs; ++w) any |= C::kWgs * m_block + w < nb && f[C::kWgs * m_block + w];
+      if (!any) return;
     }
   }
 
@@ -357,8 +365,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   auto blk = make_coord(m_block, _0{}, make_coord(b, h));
   auto blk_kv = make_coord(m_block, _0{}, make_coord(b, kv % kvh));  // K, V and their checksums: the K / V head
   if (warp_group == 0) {
-    // ---- producer: Q of both warpgroups, then K (K' with Kc) and V (with Vc) tile by tile -----------------------
-    cutlass::arch::warpgroup_reg_dealloc<24>();
+    // ---- producer: Q of every consumer, then K (K' with Kc) and V (with Vc) tile by tile -------------------------
+    cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
     if (warp_in_group != 0) return;
     const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
     // K' (strided levels) holds each tile's BN keys and Kc rows: BNS rows a tile
@@ -367,14 +375,14 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q, sm.q};
     fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{prm.tma_k, pipe, sm.k};
     fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{prm.tma_v, pipe, sm.v};
-    auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, 2);
+    auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, C::kWgs);
     auto state_k = load_k.init_state(_0{}, ps_k, typename C::TileQK{}, blk_kv, n_tiles);
     auto state_v = load_v.init_state(_0{}, ps_kv, typename C::TilePV{}, blk_kv, n_tiles);
     typename cutlass::PipelineState<C::kStages> wr = cutlass::make_producer_start_state<Pipe>();
-    typename cutlass::PipelineState<2> wq = cutlass::make_producer_start_state<PipeQ>();
-    auto q_iter = cute::make_coord_iterator(Int<2>{});
+    typename cutlass::PipelineState<C::kWgs> wq = cutlass::make_producer_start_state<PipeQ>();
+    auto q_iter = cute::make_coord_iterator(Int<C::kWgs>{});
     auto k_iter = cute::make_coord_iterator(n_tiles);
-    int nq = 2, nk = n_tiles, nv = n_tiles;
+    int nq = C::kWgs, nk = n_tiles, nv = n_tiles;
     if constexpr (C::kStrided) {
       const auto ps_vc = make_shape(p.batch, kvh, p.seq_q, prm.seq_pad, 32);
       fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{prm.tma_vc, pipe, sm.c.vc};
@@ -384,14 +392,14 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
         if (lane_predicate && nk > 0) pipe.producer_acquire(wr);
         if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);  // K' has BNS rows
         load_k.template step<false, true, false>(k_iter, state_k, wr, lane_predicate, nk);
-        if (first) load_q.step(q_iter, state_q, wq, lane_predicate, nq);
+        while (first && nq > 0) load_q.step(q_iter, state_q, wq, lane_predicate, nq);
         if (lane_predicate && nv > 0) pipe.producer_acquire(wr);
         if (lane_predicate && nv > 0) pipe.producer_expect_transaction(wr, C::kVcBytes);
         load_v.template step<false, false, false>(k_iter, state_v, wr, lane_predicate, nv);
         load_vc.template step<true, true, false>(k_iter, state_vc, wr, lane_predicate, nvc);
       };
       load_q.step(q_iter, state_q, wq, lane_predicate, nq);
-      bool first = true;  // the second warpgroup's Q after the first K tile, as below; one copy of the loads' code
+      bool first = true;  // the other warpgroups' Q after the first K tile, as below; one copy of the loads' code
       do {
         load_tiles(first);
         first = false;
@@ -399,7 +407,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     } else {
       load_q.step(q_iter, state_q, wq, lane_predicate, nq);
       load_k.template step<false>(k_iter, state_k, wr, lane_predicate, nk);
-      load_q.step(q_iter, state_q, wq, lane_predicate, nq);
+      while (nq > 0) load_q.step(q_iter, state_q, wq, lane_predicate, nq);
       load_v.template step<true>(k_iter, state_v, wr, lane_predicate, nv);
       while (nk > 0) {
         load_k.template step<false>(k_iter, state_k, wr, lane_predicate, nk);
@@ -412,7 +420,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   }
 
   // ---- consumers -------------------------------------------------------------------------------------------------
-  cutlass::arch::warpgroup_reg_alloc<240>();
+  cutlass::arch::warpgroup_reg_alloc<C::kConsumerRegs>();
   const int ctid = threadIdx.x - 128, wg = ctid / 128, wtid = ctid % 128, warp = wtid / 32, lane = wtid % 32;
   const int r = lane / 4, cq = (lane % 4) * 2;
   const int wg_row0 = m_base + wg * C::WM;
@@ -451,7 +459,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   uint32_t(&pw)[C::NT][2] = *reinterpret_cast<uint32_t(*)[C::NT][2]>(raw_pointer_cast(tOrP.data()));
 
   typename cutlass::PipelineState<C::kStages> rd;
-  typename cutlass::PipelineState<2> rq;
+  typename cutlass::PipelineState<C::kWgs> rq;
   rq.advance(wg);
   pipe_q.consumer_wait(rq);
   const int qs = rq.index();
@@ -497,11 +505,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
 
   // Ping-pong (FlashAttention-3's schedule, kPingPong): the consumers take turns issuing their products, a turn being
   // one warpgroup's O += P V of tile j - 1 and S = Q K^T of tile j, so that while one warpgroup's products run on the
-  // tensor cores the other does its softmax and checks (without turns both tend to wait for their products at the
-  // same time, then compete for the issue slots). Named barrier kTurnBar + w opens warpgroup w's turn: its 128 threads
-  // bar.sync, the other's 128 bar.arrive as their turn ends. Warpgroup 1 opens warpgroup 0's first turn; its own last
-  // arrival, which nobody would wait for, is left out. A turn begins once its operands have arrived, and every warp
-  // reconverges before a barrier (bar.sync is aligned).
+  // tensor cores the others do their softmax and checks (without turns they tend to wait for their products at the
+  // same time, then compete for the issue slots). Turns go round the consumers: named barrier kTurnBar + w opens
+  // warpgroup w's turn, its 128 threads bar.sync, the previous warpgroup's 128 (w - 1, cyclically) bar.arrive as
+  // their turn ends. The last warpgroup opens the first one's first turn; the others arrive once more after the loop,
+  // so that every warpgroup's n_tiles + 1 turns are opened. A turn begins once its operands have arrived, and every
+  // warp reconverges before a barrier (bar.sync is aligned).
   const auto turn_begin = [&] {
     if constexpr (C::kPingPong) {
       __syncwarp();
@@ -511,10 +520,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   const auto turn_end = [&] {
     if constexpr (C::kPingPong) {
       __syncwarp();
-      asm volatile("bar.arrive %0, 256;" ::"r"(kTurnBar + 1 - wg) : "memory");
+      asm volatile("bar.arrive %0, 256;" ::"r"(kTurnBar + (wg + 1) % C::kWgs) : "memory");
     }
   };
-  if (wg == 1) turn_end();
+  if (wg == C::kWgs - 1) turn_end();
   if (n_tiles > 0) pipe.consumer_wait(rd);  // K of the first tile
   turn_begin();
 
@@ -582,7 +591,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     warpgroup_commit_batch();
     v_prev = v_state;
   }
-  if (wg == 0) turn_end();
+  if (wg != C::kWgs - 1) turn_end();
   warpgroup_wait<0>();
   warpgroup_fence_operand(acc_o);
   warpgroup_fence_operand(acc_oc);
