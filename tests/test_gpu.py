@@ -71,6 +71,7 @@ params: {backend: wgmma, head_dim: 64}
 variants:
   - {protection: {scheme: none}}
   - {protection: {scheme: abft, level: [strided, efta], inject: true}}
+  - {protection: {scheme: [none, abft], level: snvr, inject: true}, params: {block_m: 192}}
 """,
     "gpu_kmeans_fused": f"""
 name: gpu_kmeans_fused
@@ -166,7 +167,7 @@ def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     ("gpu_fft", "*f32_abft*", "4096x64"),
     ("gpu_kmeans_fused", "*abft*", "16384x32x256"),
     ("gpu_gemm_cutlass90", "*bf16_abft*", "512x512x1024"),
-    ("gpu_attention_wgmma", "*strided*", "1x4x1024"),
+    ("gpu_attention_wgmma", "*abft*", "1x4x1024"),
 ])
 def test_campaign_arithmetic_on_real_trials(built, name, kernels, shape, tmp_path):
     out = tmp_path / "campaign.jsonl"
