@@ -45,7 +45,7 @@ for step in ${*:-build bench inject}; do
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
                rm -f "$rep.ncu-rep"
                # per source line: the executable's cubins disassembled with their line tables (ncu_lines.py)
-               x=$(mktemp -d); (cd "$x" && cuobjdump -xelf all "$(readlink -f "$exe")") >> "$rep.log" 2>&1
+               x=$(mktemp -d); abs=$(readlink -f "$exe"); (cd "$x" && cuobjdump -xelf all "$abs") >> "$rep.log" 2>&1
                for c in "$x"/*.cubin; do nvdisasm -g -c "$c"; done > "$x/dis.txt" 2>> "$rep.log"
                python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top 30 > "$rep.lines.txt" 2>&1
                head -n 13 "$rep.lines.txt"; rm -rf "$x"
