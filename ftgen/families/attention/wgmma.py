@@ -44,19 +44,20 @@ SCHEDULE_TOKENS = {"pingpong": "pp", "lockstep": "ls"}
 BLOCK_MS = (128, 192)
 
 
-def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool, block_m: int = 128) -> int:
+def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool, block_m: int = 128, row_sums: bool = False) -> int:
     """Shared memory of the kernel: a Q tile of 64 rows per consumer, `stages` K / V stages and, for the strided
-    levels, Kc's 32 rows with each K tile and a Vc stage (32 x block_n) each, the pipelines' barriers and the base's
-    alignment."""
+    levels, Kc's 32 rows with each K tile and a Vc stage (32 x block_n, or 48 x block_n where `row_sums`: efta's row sums
+    from the tensor cores) each, the pipelines' barriers and the base's alignment."""
     q = block_m * head_dim * 2
-    stage = block_n * head_dim * 2 + (32 * (head_dim + block_n) * 2 if strided else 0)
+    vc_rows = 48 if row_sums else 32
+    stage = block_n * head_dim * 2 + ((32 * head_dim + vc_rows * block_n) * 2 if strided else 0)
     return q + stages * stage + 1024 + 256
 
 
-def auto_stages(head_dim: int, block_n: int, strided: bool, block_m: int = 128) -> int:
+def auto_stages(head_dim: int, block_n: int, strided: bool, block_m: int = 128, row_sums: bool = False) -> int:
     """The most stages (at most five, CUTLASS's FMHA default) whose shared memory fits a block."""
     n = MAX_STAGES
-    while n > 2 and smem_bytes(head_dim, block_n, n, strided, block_m) > SMEM_LIMIT:
+    while n > 2 and smem_bytes(head_dim, block_n, n, strided, block_m, row_sums) > SMEM_LIMIT:
         n -= 1
     return n
 
@@ -64,6 +65,11 @@ def auto_stages(head_dim: int, block_n: int, strided: bool, block_m: int = 128) 
 def _strided(v: Variant) -> bool:
     """The level carries the strided checksums (and their shared-memory stages)."""
     return v.protection.enabled and v.protection.level in STRIDED_LEVELS
+
+
+def _row_sums(v: Variant) -> bool:
+    """The level takes its row sums from the tensor cores (efta: Vc's stages hold 16 rows of ones more)."""
+    return v.protection.enabled and v.protection.level == "efta"
 
 
 PARAMS = (
@@ -105,7 +111,8 @@ class WgmmaBackend(MmaBackend):
     @staticmethod
     def stages_of(v: Variant, strided: bool | None = None) -> int:
         """The variant's stages (`strided`: as if the level had the checksum stages or not; default: its level's)."""
-        return v["stages"] or auto_stages(v["head_dim"], v["block_n"], _strided(v) if strided is None else strided, v["block_m"])
+        s = _strided(v) if strided is None else strided
+        return v["stages"] or auto_stages(v["head_dim"], v["block_n"], s, v["block_m"], s and _row_sums(v))
 
     def constraints(self, v: Variant) -> list[str]:
         r: list[str] = []
@@ -115,7 +122,7 @@ class WgmmaBackend(MmaBackend):
         if v["block_m"] == 192 and v["head_dim"] != 64:
             r.append(f"block_m 192 with head_dim {v['head_dim']}: three consumer warpgroups have 160 registers each, too few "
                      f"for head_dim {v['head_dim']}'s output tile; use block_m 128, or head_dim 64")
-        need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), _strided(v), v["block_m"])
+        need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), _strided(v), v["block_m"], _row_sums(v))
         if need > SMEM_LIMIT:
             r.append(f"stages {v['stages']} with head_dim {v['head_dim']} and block_n {v['block_n']} need {need} bytes of shared "
                      f"memory, more than the {SMEM_LIMIT} of a block on sm_90a: use fewer stages or stages: 0")

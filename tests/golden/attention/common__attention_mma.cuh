@@ -33,6 +33,9 @@ struct Levels {
   static constexpr bool kSnvr = LEVEL == kLevelSnvr || LEVEL == kLevelEfta;
   static constexpr bool kUnified = LEVEL == kLevelEfta;
   static constexpr bool kProtected = LEVEL != kLevelNone;
+  // the row sums from the tensor cores (P times columns of ones beside O's checksum columns: the wgmma backend's efta)
+  // rather than the softmax's additions; a configuration that does so says so
+  static constexpr bool kRowSumTc = false;
 };
 
 // Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
@@ -696,14 +699,16 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
       const float targ = mt[h] == -INFINITY ? -INFINITY : (mt[h] - mnew[h]) * sl2;
       lb[h] = lb[h] * alpha[h] + ex2(targ);
     }
-    float part = 0.f;
+    if constexpr (!C::kRowSumTc) {  // else the caller's product P [V | 1] sums the row (its row-sum fault is there)
+      float part = 0.f;
 #pragma unroll
-    for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
-    lsum[h] = row_sum_step(alpha[h], lsum[h], part);
-    if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
+      for (int n = 0; n < C::NT; ++n) part += H::lo(pk[n][h]) + H::hi(pk[n][h]);
+      lsum[h] = row_sum_step(alpha[h], lsum[h], part);
+      if (C::kSnvr && !C::kUnified) lneg[h] = row_sum_step(alpha[h], lneg[h], -part);
+    }
     m[h] = mnew[h];
   }
-  if (hit) inject_row(lsum, fault, p, FTGEN_ATTN_SITE_ROWSUM, j, qrow);
+  if (!C::kRowSumTc && hit) inject_row(lsum, fault, p, FTGEN_ATTN_SITE_ROWSUM, j, qrow);
   return recompute;
 }
 
@@ -730,12 +735,14 @@ __device__ __forceinline__ bool check_o_tile(float (&o)[ND][4], const float (&oc
   return flagged && fix_flagged(o, flagged, sums, true, rules.u32, fix, tally);
 }
 
-// After the last tile: the row sums over the quad, snvr's checks of the row sum (its range, the lane's duplicate) and of
-// 1/l, the normalization of O, and efta's unified verification of O (the V checksum's +1 carries the row sum through
-// every rescale and the normalization). The fault of site inv_l is applied here (`inj`: this run injects). Located
-// faults are corrected in place; returns whether the rows must be recomputed.
-template <class C>
-__device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&oc)[4][4], const Rows& st, const float (&vmag2)[2],
+// After the last tile: the row sums over the quad (C::kRowSumTc: the row sum's columns of oc, from block 4, in every lane),
+// snvr's checks of the row sum (its range, the lane's duplicate) and of 1/l, the normalization of O, and efta's
+// unified verification of O (the V checksum's +1 carries the row sum through every rescale and the normalization; with
+// the row sum from the tensor cores, its column and the +1 are two accumulations of it). The fault of site inv_l is
+// applied here (`inj`: this run injects). Located faults are corrected in place; returns whether the rows must be
+// recomputed.
+template <class C, int NOC>
+__device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&oc)[NOC][4], const Rows& st, const float (&vmag2)[2],
                                             int keys_seen, int n_tiles, const int (&qrow)[2], const ThreadFault& fault,
                                             const ftgen_attention_problem& p, bool inj, const Rules& rules, bool fix, Tally& tally) {
   const float(&lsum)[2] = st.lsum;
@@ -745,8 +752,13 @@ __device__ __forceinline__ bool finish_rows(float (&o)[C::ND][4], const float (&
   bool redo = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
-    lfull[h] = t + __shfl_xor_sync(0xffffffffu, t, 2);
+    if constexpr (C::kRowSumTc) {
+      static_assert(NOC > 4, "the row sum's columns follow O's four checksum blocks");
+      lfull[h] = oc[4][2 * h];
+    } else {
+      const float t = lsum[h] + __shfl_xor_sync(0xffffffffu, lsum[h], 1);
+      lfull[h] = t + __shfl_xor_sync(0xffffffffu, t, 2);
+    }
     if (C::kSnvr) {
       const int vis = C::kCausal ? min(p.seq_k, qrow[h] + 1) : p.seq_k;
       const float tol = C::BN * rules.u_in + (n_tiles + 1) * 4.f * rules.u_mufu;

@@ -11,7 +11,8 @@
 // group of K's rows, 24 x head_dim) and O's 32 checksum columns P Vc (Vc: the same of V's columns plus the group
 // magnitudes), whose element e of n8 block c lands in the thread that holds group cq + e % 2. Kc's rows follow their
 // tile's keys in a copy of K (K', in the workspace, with 8 rows of zeros), so S and its checksum columns are one wgmma
-// of N = block_n + 32; Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V. K' and Vc are
+// of N = block_n + 32; Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V (efta: 48, its
+// rows 32-47 ones, so that the same product gives each thread the row sums of its two rows). K' and Vc are
 // encoded once per launch (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel
 // through the pipeline with their K and V tiles.
 //
@@ -101,13 +102,19 @@ struct Config : Levels<LEVEL_> {
   // tile of BN + 24 rows fails cute's divisibility checks), so S and its checksum columns are one wgmma of N = BN + 32
   // (the workspace's K', written by encode_kernel)
   static constexpr int kKcRows = kStrided ? 32 : 0, BNS = BN + kKcRows;
+  // efta's row sums from the tensor cores: Vc^T's rows 32-47 are ones, so that P Vc^T's columns 32-47 are P's row sums,
+  // in every lane of a quad (columns cq and cq + 1 of n8 blocks 4 and 5), accumulated and rescaled with O's checksums;
+  // the softmax sums no P. (The unified check compares them with the row sum the unit checksum's +1 carries.) 16 rows,
+  // not 8: the builder's TMA for a Vc tile of 40 rows fails cute's divisibility checks, as K' of block_n + 24 does.
+  static constexpr bool kRowSumTc = L::kUnified;
+  static constexpr int kVcRows = kRowSumTc ? 48 : 32;
   using TileQK = Shape<_64, Int<BNS>, Int<D>>;
   using TileP = Shape<_64, Int<BN>, Int<D>>;  // S without its checksum columns: the layout of P
   using TilePV = Shape<_64, Int<D>, Int<BN>>;
-  using TilePVc = Shape<_64, _32, Int<BN>>;
+  using TilePVc = Shape<_64, Int<kVcRows>, Int<BN>>;
   using MmaQK = Mma<TileQK, RowStride>;
   using MmaPV = Mma<TilePV, ColStride>;  // B = V as (head_dim, keys)
-  using MmaPVc = Mma<TilePVc, RowStride>;  // B = Vc^T (32, keys)
+  using MmaPVc = Mma<TilePVc, RowStride>;  // B = Vc^T (kVcRows, keys)
   using TiledQK = typename MmaQK::TiledMma;
   using TiledP = typename Mma<TileP, RowStride>::TiledMma;
   using TiledPV = decltype(fc::convert_to_gmma_rs(typename MmaPV::TiledMma{}));
@@ -125,7 +132,8 @@ struct Config : Levels<LEVEL_> {
   using TmaK = typename MmaQK::Params::TMA_B;
   using TmaV = typename MmaPV::Params::TMA_B;
   using TmaVc = typename MmaPVc::Params::TMA_B;
-  static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = kKcRows * D * 2, kVcBytes = 32 * BN * 2;
+  static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = kKcRows * D * 2,
+                            kVcBytes = kVcRows * BN * 2;
 
   // the tiles as the TMA loaders take them (CollectiveLoadTma's storage type), 1024-byte aligned for the 128-byte swizzle
   template <class Layout>
@@ -179,7 +187,7 @@ struct Workspace {
     const size_t n = C::kStrided ? 1 : 0;
     kp = 0;
     vc = kp + n * up(kv * tiles * C::BNS * C::D * 2);
-    scal = vc + n * up(kv * 32 * tiles * C::BN * 2);
+    scal = vc + n * up(kv * C::kVcRows * tiles * C::BN * 2);
     redo = scal + n * up(kv * tiles * 24 * 4);
     bytes = redo + up(bh * ((p.seq_q + 63) / 64) * 4);
   }
@@ -290,10 +298,13 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   __syncthreads();
 
   // ---- Vc^T rows and the tile's scalars ---------------------------------------------------------------------------
-  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * 32 * seq_pad + k0;
-  for (int i = tid; i < 32 * BN / 8; i += kEncThreads) {
-    const int r = i / (BN / 8), c = i % (BN / 8);
-    *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) = *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8);
+  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * C::kVcRows * seq_pad + k0;
+  const T one = H::from(1.f);
+  const uint32_t ones = static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(&one)) * 0x10001u;
+  for (int i = tid; i < C::kVcRows * BN / 8; i += kEncThreads) {
+    const int r = i / (BN / 8), c = i % (BN / 8);  // rows 32..: the row sums' ones
+    *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) =
+        r < 32 ? *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8) : make_uint4(ones, ones, ones, ones);
   }
   float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * 24;
   if (tid < 8) {
@@ -384,7 +395,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     auto k_iter = cute::make_coord_iterator(n_tiles);
     int nq = C::kWgs, nk = n_tiles, nv = n_tiles;
     if constexpr (C::kStrided) {
-      const auto ps_vc = make_shape(p.batch, kvh, p.seq_q, prm.seq_pad, 32);
+      const auto ps_vc = make_shape(p.batch, kvh, p.seq_q, prm.seq_pad, static_cast<int>(C::kVcRows));
       fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{prm.tma_vc, pipe, sm.c.vc};
       auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk_kv, n_tiles);
       int nvc = n_tiles;
@@ -448,14 +459,14 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sV));
   Tensor acc_s = partition_fragment_C(mma_qk, Shape<_64, Int<C::BNS>>{});  // S, then (strided) its checksum columns
   Tensor acc_o = partition_fragment_C(mma_pv, Shape<_64, Int<C::D>>{});
-  Tensor acc_oc = partition_fragment_C(mma_pvc, Shape<_64, _32>{});
+  Tensor acc_oc = partition_fragment_C(mma_pvc, Shape<_64, Int<C::kVcRows>>{});
   Tensor tOrP = make_fragment_like<E>(fc::convert_c_layout_to_a_layout(partition_fragment_C(typename C::TiledP{}, Shape<_64, Int<C::BN>>{}).layout(),
                                                                      shape<1>(typename C::TiledPV::LayoutA_TV{})));
   static_assert(sizeof(acc_s) == sizeof(float) * C::BNS / 2 && sizeof(acc_o) == sizeof(float) * 4 * C::ND, "fragment sizes");
   static_assert(sizeof(tOrP) == sizeof(uint32_t) * 2 * C::NT, "P fragment size");
   float(&s)[C::NT][4] = as_blocks<C::NT>(acc_s);
   float(&o)[C::ND][4] = as_blocks<C::ND>(acc_o);
-  float(&oc)[4][4] = as_blocks<4>(acc_oc);
+  float(&oc)[C::kVcRows / 8][4] = as_blocks<C::kVcRows / 8>(acc_oc);  // O's checksum blocks (efta: then the row sums)
   uint32_t(&pw)[C::NT][2] = *reinterpret_cast<uint32_t(*)[C::NT][2]>(raw_pointer_cast(tOrP.data()));
 
   typename cutlass::PipelineState<C::kStages> rd;
@@ -496,11 +507,21 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   int keys_seen = 0;
   typename cutlass::PipelineState<C::kStages> v_prev;
 
-  // after tile jj's second product has completed, before O is next rescaled (where S is not live): its O fault, the
-  // strided level's O check (lsum: the row sums of tiles 0..jj)
+  // after tile jj's second product has completed, before O is next rescaled (where S is not live): its O fault (and,
+  // with the row sums on the tensor cores, its row-sum fault: the thread's copy in its row sum column), the strided
+  // level's O check (lsum: the row sums of tiles 0..jj)
   const auto after_pv = [&](int jj, const float (&lsum)[2]) {
-    if (C::kInject && fault.index >= 0 && fault.step == jj) inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
-    if (C::kStrided && !C::kUnified && check_o_tile(o, oc, lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
+    if (C::kInject && fault.index >= 0 && fault.step == jj) {
+      inject_blocks(o, fault, p, FTGEN_ATTN_SITE_O, jj, qrow, 0, cq);
+      if constexpr (C::kRowSumTc) {
+        float l[2] = {oc[4][0], oc[4][2]};
+        inject_row(l, fault, p, FTGEN_ATTN_SITE_ROWSUM, jj, qrow);
+        oc[4][0] = l[0], oc[4][2] = l[1];
+      }
+    }
+    if constexpr (C::kStrided && !C::kUnified) {
+      if (check_o_tile(o, oc, lsum, keys_seen, jj, vmag2, rules, fix, tally)) redo = true;
+    }
   };
 
   // Ping-pong (FlashAttention-3's schedule, kPingPong): the consumers take turns issuing their products, a turn being
@@ -655,8 +676,9 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
     if constexpr (C::kStrided) {
       const auto* vc = reinterpret_cast<const E*>(base + w.vc);
       auto pvc = C::MmaPVc::to_underlying_arguments(
-          make_shape(Lq, 32, seq_pad, make_shape(B, Hk)),
-          typename C::MmaPVc::Arguments{q, dk, vc, RS{seq_pad, _1{}, make_tuple(Hk * 32 * seq_pad, 32 * seq_pad)}}, nullptr);
+          make_shape(Lq, static_cast<int>(C::kVcRows), seq_pad, make_shape(B, Hk)),
+          typename C::MmaPVc::Arguments{q, dk, vc, RS{seq_pad, _1{}, make_tuple(Hk * C::kVcRows * seq_pad, C::kVcRows * seq_pad)}},
+          nullptr);
       prm.tma_vc = pvc.tma_load_b;
       prm.scal = reinterpret_cast<const float*>(base + w.scal);
     }
