@@ -299,8 +299,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
 
   // ---- Vc^T rows and the tile's scalars ---------------------------------------------------------------------------
   T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * C::kVcRows * seq_pad + k0;
-  const T one = H::from(1.f);
-  const uint32_t ones = static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(&one)) * 0x10001u;
+  const uint32_t ones = H::pack(1.f, 1.f);
   for (int i = tid; i < C::kVcRows * BN / 8; i += kEncThreads) {
     const int r = i / (BN / 8), c = i % (BN / 8);  // rows 32..: the row sums' ones
     *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) =
