@@ -3,22 +3,21 @@
 
 A thread block takes ``block_m`` query rows of one (batch, head): one producer warp loads Q, then K and V tile by
 tile by TMA into a pipeline of ``stages`` shared-memory stages; ``block_m / 64`` consumer warpgroups of 64 rows each
-(two, or three with 160 registers each instead of 240) compute ``S = Q K^T`` on wgmma from shared memory, the online softmax in registers, and ``O += P V`` on wgmma with P
-from registers (CUTLASS's Hopper FMHA example supplies the TMA tile loader and the register-sourced MMA; the kernel
-is ``templates/attention/attention_wgmma.cuh``). ``schedule: pingpong`` (the default) has the two consumers take turns
-issuing their products (named barriers, round the consumers), so that one's softmax and checks run while another's
-products do;
-``lockstep`` runs them without turns. Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas
-serialize wgmma) and arch ``sm_90a``.
+(two, or three with 160 registers each instead of 240) compute ``S = Q K^T`` on wgmma from shared memory, the online
+softmax in registers, and ``O += P V`` on wgmma with P from registers (CUTLASS's Hopper FMHA example supplies the TMA
+tile loader and the register-sourced MMA; the kernel is ``templates/attention/attention_wgmma.cuh``).
+``schedule: pingpong`` (the default) has the consumers take turns issuing their products (named barriers, round the
+consumers), so that one's softmax and checks run while another's products do; ``lockstep`` runs them without turns.
+Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas serialize wgmma) and arch ``sm_90a``.
 
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
 (:mod:`.mma`, :mod:`.model`), step for step the same device functions: S's strided checksum columns ``Q Kc^T`` come
 from the same wgmma as S (Kc's 24 rows, padded to 32, follow their tile's keys in a copy of K in the workspace, so the
-product has N = block_n + 32), O's ``P Vc`` (32 columns; efta 48, its last 16 the row sums, from rows of ones) is one more wgmma; both encoded once per launch and loaded by TMA with
-their K and V tiles. Rows where a check could not correct (S, O, the exps or the row
-sums) are flagged in the workspace and recomputed after the kernel by the same kernel unprotected (a launch whose
-blocks return at once where nothing was flagged); every vote is a warp's (the consumers' only barriers are the
-ping-pong turns).
+product has N = block_n + 32), O's ``P Vc`` (32 columns; efta 48, its last 16 the row sums, from rows of ones) is one
+more wgmma; both encoded once per launch and loaded by TMA with their K and V tiles. Rows where a check could not
+correct (S, O, the exps or the row sums) are flagged in the workspace and recomputed after the kernel by the same
+kernel unprotected (a launch whose blocks return at once where nothing was flagged); every vote is a warp's (the
+consumers' only barriers are the ping-pong turns).
 
 Kernel names::
 
