@@ -117,6 +117,7 @@ def test_the_kernels_thresholds_are_the_models():
                          f"params: {{block_n: 32}}\n")
         t = fam.backend_of(v).context(v)["t"]
         assert float(t["exp_tau"]) == M.exp_threshold(4, prec, M.P_FLOOR[prec])
+        assert float(t["exp_tau_fast"]) == M.exp_fast_threshold(4, prec) and float(t["exp_fast_msl"]) == M.EXP_FAST_MSL
         assert float(t["u_in"]) == M.U_IN[prec] and float(t["p_floor"]) == M.P_FLOOR[prec]
         assert float(t["c_sqrt"]) == M.C_SQRT and float(t["u_acc"]) == M.U_ACC
 

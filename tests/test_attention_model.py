@@ -129,6 +129,36 @@ def test_a_wrong_row_sum_inside_the_range_is_caught_by_snvrs_duplicate_and_by_ef
     assert c.detected == 1 and M.max_error(o, q, k, v, "fp16", False) <= 1.0
 
 
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_efta_exp_check_fast_path_sees_what_the_floored_check_sees(precision, monkeypatch):
+    """efta's exp check without the floor, its x side from the S check's group sums (exp_fast_groups): taken on most
+    groups of i.i.d. inputs, silent on clean ones, and every significant exp fault detected and repaired with it as
+    with the floored check (turned on everywhere by an |msl| bound of -1). Their thresholds differ by the fast path's
+    rounding terms, so a flip of a few percent of one exp may be seen by one and not the other: never a significant one."""
+    monkeypatch.setattr(M, "EXP_FAST_PRECISIONS", ("fp16", "bf16"))  # the algorithm holds for both
+    q, k, v = M.inputs("normal", 128, 384, 128, seed=4)
+    _, c = M.flash_forward(q, k, v, precision=precision, level="efta", bc=128)
+    assert c.detected == 0 and c.max_score < 0.5
+    assert c.fast_exp_groups >= 0.9 * 128 * 3 * M.STRIDE
+    rng = np.random.default_rng(7)
+    faults = [M.Fault(site, int(rng.integers(128)), int(rng.integers(3)), int(rng.integers(128)), "bitflip",
+                      int(rng.integers(16 if site == "p16" else 32))) for site in ("exp", "p16") * 20]
+    faults += [M.Fault("p16", 9, 1, 33, "offset", offset=x) for x in (-0.01, 0.003, 1.0)]
+    significant = 0
+    for f in faults:
+        o, _ = M.flash_forward(q, k, v, precision=precision, level="efta", bc=128, faults=[f], correct=False)
+        bad = M.max_error(o, q, k, v, precision, False) > 1.0
+        significant += bad
+        for msl in (M.EXP_FAST_MSL, -1.0):
+            monkeypatch.setattr(M, "EXP_FAST_MSL", msl)
+            o, c = M.flash_forward(q, k, v, precision=precision, level="efta", bc=128, faults=[f])
+            assert M.max_error(o, q, k, v, precision, False) <= 1.0, (f, msl)
+            if bad:
+                assert c.by_check.get("exp", 0) >= 1, (f, msl)
+        monkeypatch.setattr(M, "EXP_FAST_MSL", 64.0)
+    assert significant >= 3
+
+
 def test_a_row_max_copy_is_outvoted_by_the_other_lanes():
     q, k, v = M.inputs("uniform", 64, 192, 64, seed=9)
     f = M.Fault("rowmax", row=3, tile=2, col=3, kind="offset", offset=-2.0)

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <cstring>
+#include <type_traits>
 #include <stdint.h>
 
 #include "ftgen_attention.h"
@@ -36,11 +37,14 @@ struct Levels {
   // the row sums from the tensor cores (P times columns of ones beside O's checksum columns: the wgmma backend's efta)
   // rather than the softmax's additions; a configuration that does so says so
   static constexpr bool kRowSumTc = false;
+  // the exp check's fast path (softmax_tile): a configuration whose S check hands its group sums on says so
+  static constexpr bool kExpFast = false;
 };
 
 // Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
 struct Rules {
   float u_acc, u32, u_mufu, u_in, c_sqrt, c_const, p_floor, exp_tau;
+  float exp_tau_fast, exp_fast_msl;  // the exp check's fast path: model.exp_fast_threshold, EXP_FAST_MSL
 };
 
 // ---- 16-bit types ------------------------------------------------------------------------------
@@ -223,6 +227,14 @@ struct ExpProduct16 {
   }
 };
 
+// ExpProduct16::renormalize on registers (a product, its exponents, the flag of an infinite or NaN product).
+__device__ __forceinline__ void renormalize(float& product, int& exponents, bool& bad) {
+  const uint32_t b = __float_as_uint(product), ex = (b >> 23) & 0xffu;
+  bad = bad || ex == 0xffu;
+  exponents += static_cast<int>(ex) - 127;
+  product = __uint_as_float((b & 0x807fffffu) | 0x3f800000u);
+}
+
 // ---- counters ------------------------------------------------------------------------------------
 
 struct Tally {
@@ -402,12 +414,13 @@ __host__ __device__ __forceinline__ bool fix_group(float (&acc)[N][4], int e, fl
 // not finite, however large the threshold).
 template <int N, class Tau>
 __host__ __device__ __forceinline__ unsigned flag_groups(const float (&acc)[N][4], const float (&c_hi)[4], const float (&c_lo)[4], Tau tau,
-                                                         bool non_finite, Tally& tally) {
+                                                         bool non_finite, Tally& tally, float* sums_out = nullptr) {
   unsigned flagged = 0;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     float g1, g2;
     group_sums(acc, e, g1, g2);
+    if (sums_out) sums_out[e] = g1;
     const float r1 = c_hi[e] + c_lo[e] - g1, t = tau(e);
     tally.score(r1, t);
     if (!(fabsf(r1) <= t) || (non_finite && !isfinite(r1))) flagged |= 1u << e;
@@ -537,13 +550,17 @@ __device__ __forceinline__ void store_rows(T* O, const float (&o)[ND][4], const 
 // The S check of the strided levels: each of the thread's four groups against the checksum blocks sc (unit high and
 // low halves, weighted) at model.s_threshold; a located fault is corrected in place. qn: the norms of the thread's
 // two rows; kn, kc2: per group g = cq, cq + 1 the sum of its keys' norms and ||Kc2[g]||^2. Returns whether a group
-// could not be located (the caller recomputes). Host-callable: tests/test_attention_family.py runs it on faults.
+// could not be located (the caller recomputes). With `gsums`, the four group sums of S as checked go there and
+// `*flagged_out` says which groups the check flagged (the exp check's fast path takes the others' sums). Host-callable:
+// tests/test_attention_family.py runs it on faults.
 template <int NT>
 __host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[3][4], const float (&qn)[2], const float (&kn)[2],
-                                                 const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally) {
+                                                 const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally,
+                                                 float* gsums = nullptr, unsigned* flagged_out = nullptr) {
   const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 +
                      rules.u_in * rules.u_in;
-  const unsigned flagged = flag_groups(s, sc[0], sc[1], [&](int e) { return qn[e / 2] * kn[e & 1] * unit; }, false, tally);
+  const unsigned flagged = flag_groups(s, sc[0], sc[1], [&](int e) { return qn[e / 2] * kn[e & 1] * unit; }, false, tally, gsums);
+  if (flagged_out) *flagged_out = flagged;
   const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
     const float q = row_of(qn, e >> 1);
     c1 = group_of(sc[0], e) + group_of(sc[1], e);
@@ -556,10 +573,12 @@ __host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float 
 // One tile of the online softmax on the masked S tile: the row max (snvr: the quad's copies vote), the exps packed to
 // the 16-bit type in pk (snvr: checked per group in the log domain), the rescale factor alpha (snvr: checked against
 // its argument) and the row sums; the faults of the sites rowmax, exp, p16, rescale and rowsum are applied here.
-// Returns whether an exp check failed (with `fix`): the caller recomputes the rows.
+// Returns whether an exp check failed (with `fix`): the caller recomputes the rows. With C::kExpFast, `sg` holds the S
+// check's group sums of this tile and `fast_tile` says that no key of it is masked and the S check flagged no group.
 template <class C>
 __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk)[C::NT][2], float (&alpha)[2], Rows& st, const At& at,
-                                             float sl2, const Rules& rules, bool fix, Tally& tally) {
+                                             float sl2, const Rules& rules, bool fix, Tally& tally, const float* sg = nullptr,
+                                             bool fast_tile = false) {
   using H = Half<typename C::T>;
   const ThreadFault& fault = at.f;
   const ftgen_attention_problem& p = at.p;
@@ -570,13 +589,17 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   float(&lsum)[2] = st.lsum;
   float(&lneg)[2] = st.lneg;
   float(&lb)[2] = st.lb;
-  float mt[2], mnew[2];
+  float mt[2], mnew[2], smin[2];  // smin: the thread's smallest score per row half (the exp check's fast path)
   bool recompute = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float x = -INFINITY;
+    float x = -INFINITY, y = INFINITY;
 #pragma unroll
-    for (int n = 0; n < C::NT; ++n) x = fmaxf(x, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+    for (int n = 0; n < C::NT; ++n) {
+      x = fmaxf(x, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+      if (C::kExpFast) y = fminf(y, fminf(s[n][2 * h], s[n][2 * h + 1]));
+    }
+    smin[h] = y;
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
     mt[h] = x;
@@ -628,23 +651,85 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
              ? maybe_fault(pv, fault, p, FTGEN_ATTN_SITE_EXP, fi, j, row_of(qrow, e / 2), key)
              : H::lo(maybe_fault16<typename C::T>(H::pack(pv, 0.f), false, fault, p, fi, j, row_of(qrow, e / 2), key));
   }
+  // The exp check's p side, sum_l max(log2 p16_l, F), for fp16 (ExpProduct16: the floored values multiplied, an lg2 per
+  // group) accumulates in the exp loop, whose time the exps' MUFU throughput sets: the floors, conversions and
+  // products issue beside them (measured: the same work after the loop cost 3-4% more). bf16's Log2Parts runs after it.
+  // bf16's fast path (C::kExpFast; model.exp_fast_groups, exp_fast_threshold), decided per thread before the exps:
+  // where every x of the thread's four groups is at least -13 (from its smallest score), no key of the tile is masked,
+  // the S check flagged no group and |msl| <= EXP_FAST_MSL, no floor acts, so the x side sum_l x_l is fma(sl2, g1,
+  // -NT msl) from the S check's group sum g1, and the p side is the product, as fp16's (a value a fault made smaller
+  // than 2^-14 is floored there and still leaves a residual of at least 1).
+  bool fast = false;
+  if constexpr (C::kExpFast)
+    fast = fast_tile && fabsf(msl[0]) <= rules.exp_fast_msl && fabsf(msl[1]) <= rules.exp_fast_msl &&
+           fmaf(smin[0], sl2, -msl[0]) >= -13.f && fmaf(smin[1], sl2, -msl[1]) >= -13.f;  // model.EXP_FAST_LOG2
+  constexpr uint32_t kFloor2 = H::kBf16 ? 0x38803880u : ExpProduct16::kFloor2;  // 2^-14 in both halves
+  // group e's product (row half e / 2, the words' low halves for even e, high for odd) and the exponents moved out of
+  // it: ExpProduct16's, in registers
+  float prod[4] = {1.f, 1.f, 1.f, 1.f};
+  int pexp[4] = {0, 0, 0, 0};
+  bool pbad = false;
+  const auto exps = [&](auto sum_x, auto mul_p) {
 #pragma unroll
-  for (int n = 0; n < C::NT; ++n) {
-    float pv[4];
+    for (int n = 0; n < C::NT; ++n) {
+      float pv[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float x = fmaf(s[n][e], sl2, -msl[e / 2]);
-      pv[e] = ex2(x);
-      if (C::kSnvr) xs[e] += fmaxf(x, rules.p_floor);  // max(x, F) takes F where x is -inf (a masked key)
+      for (int e = 0; e < 4; ++e) {
+        const float x = fmaf(s[n][e], sl2, -msl[e / 2]);
+        pv[e] = ex2(x);
+        if (decltype(sum_x)::value) xs[e] += fmaxf(x, rules.p_floor);  // max(x, F) takes F where x is -inf (a masked key)
+      }
+      pk[n][0] = H::pack(pv[0], pv[1]);
+      pk[n][1] = H::pack(pv[2], pv[3]);
+      if constexpr (decltype(mul_p)::value) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const uint32_t w = __vmaxu2(pk[n][k], kFloor2);
+          prod[2 * k] *= H::lo(w);
+          prod[2 * k + 1] *= H::hi(w);
+        }
+        if (n % 8 == 7 && n + 1 < C::NT)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) renormalize(prod[e], pexp[e], pbad);
+      }
     }
-    pk[n][0] = H::pack(pv[0], pv[1]);
-    pk[n][1] = H::pack(pv[2], pv[3]);
+  };
+  using kSnvr = std::integral_constant<bool, C::kSnvr>;
+  using kNo = std::false_type;
+  if constexpr (!H::kBf16) exps(kSnvr{}, kSnvr{});
+  else if (fast) exps(kNo{}, kNo{});
+  else exps(kSnvr{}, kNo{});
+  if (fi >= 0) {  // word fi / 2, its high half where fi is odd; fp16's product has the value before the fault
+    const uint32_t before = pick(pk, fi / 2), after = pack_at<H>(before, fi & 1, fv);
+    put(pk, fi / 2, after);
+    if (C::kSnvr && !H::kBf16) {
+      const uint32_t b = __vmaxu2(before, kFloor2), a = __vmaxu2(after, kFloor2);
+      const float ratio = (fi & 1) ? H::hi(a) / H::hi(b) : H::lo(a) / H::lo(b);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) prod[e] *= e == fi % 4 ? ratio : 1.f;  // selects: an index would put prod in memory
+    }
   }
-  if (fi >= 0) put(pk, fi / 2, pack_at<H>(pick(pk, fi / 2), fi & 1, fv));  // word fi / 2, its high half where fi is odd
   if (C::kSnvr) {
     // per group: sum_l max(log2 p16_l, F) - sum_l max(x_l, F) (model: exp_threshold), one lg2 per group
-    float res[4];
-    if constexpr (H::kBf16) {
+    float res[4], tau = rules.exp_tau;
+    if (H::kBf16 && fast) {  // the product after the loop, beside the exps it spilled registers (the values are >= 2^-13)
+#pragma unroll
+      for (int n = 0; n < C::NT; ++n) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) prod[2 * k] *= H::lo(pk[n][k]), prod[2 * k + 1] *= H::hi(pk[n][k]);
+        if (n % 8 == 7 && n + 1 < C::NT)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) renormalize(prod[e], pexp[e], pbad);
+      }
+    }
+    if (!H::kBf16 || fast) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float xside = C::kExpFast && fast ? fmaf(sl2, sg[e], -static_cast<float>(C::NT) * msl[e / 2]) : xs[e];
+        res[e] = pbad ? INFINITY : static_cast<float>(pexp[e]) + lg2(prod[e]) - xside;
+      }
+      if (C::kExpFast && fast) tau = rules.exp_tau_fast;
+    } else if constexpr (H::kBf16) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         Log2Parts parts;
@@ -652,25 +737,11 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
         for (int l = 0; l < C::NT; ++l) parts.add<true>((e & 1) ? (pk[l][e / 2] >> 16) : (pk[l][e / 2] & 0xffffu));
         res[e] = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs[e];
       }
-    } else {
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {  // row half k: its words floored once, their halves to groups 2 k and 2 k + 1
-        ExpProduct16 lo, hi;
-#pragma unroll
-        for (int l = 0; l < C::NT; ++l) {
-          const uint32_t w = ExpProduct16::floor2(pk[l][k]);
-          lo.product *= H::lo(w);
-          hi.product *= H::hi(w);
-          if (l % 8 == 7 && l + 1 < C::NT) lo.renormalize(), hi.renormalize();
-        }
-        res[2 * k] = lo.bad ? INFINITY : static_cast<float>(lo.exponents) + lg2(lo.product) - xs[2 * k];
-        res[2 * k + 1] = hi.bad ? INFINITY : static_cast<float>(hi.exponents) + lg2(hi.product) - xs[2 * k + 1];
-      }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      tally.score(res[e], rules.exp_tau);
-      if (!(fabsf(res[e]) <= rules.exp_tau)) {
+      tally.score(res[e], tau);
+      if (!(fabsf(res[e]) <= tau)) {
         ++tally.detected;
         if (fix) recompute = true;
       }

@@ -167,6 +167,8 @@ class MmaBackend(Backend):
                 "p_floor": repr(M.P_FLOOR[prec]),
                 "log2e": repr(M.LOG2E),
                 "exp_tau": repr(M.exp_threshold(bn // M.STRIDE, prec, M.P_FLOOR[prec])),
+                "exp_tau_fast": repr(M.exp_fast_threshold(bn // M.STRIDE, prec)),
+                "exp_fast_msl": repr(M.EXP_FAST_MSL),
                 "sqrt_d": repr(math.sqrt(d)),
             },
         }

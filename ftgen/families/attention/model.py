@@ -64,6 +64,14 @@ ETA = {"fp16": 2.0**-25, "bf16": 2.0**-126}
 # log2 of the smallest normal value of the P type: smaller probabilities are clamped in the exp check (their
 # contribution to a row is below the type's resolution)
 P_FLOOR = {"fp16": -14.0, "bf16": -126.0}
+# efta's exp check without the floor (exp_fast_threshold): taken where every x_l of the group is at least EXP_FAST_LOG2
+# (so in [-13, 0] and every exp a normal 16-bit value) and the row max in the exp's units, msl, is at most EXP_FAST_MSL in
+# magnitude (the x side's cancellation, below)
+EXP_FAST_LOG2 = -13.0
+EXP_FAST_MSL = 64.0
+# the precisions whose kernels take it: bf16, whose floored check (exponents and mantissas apart, F = -126) costs a few
+# operations a score more; fp16's floored product runs beside the exps for free (docs/attention.md)
+EXP_FAST_PRECISIONS = ("bf16",)
 LOG2E = 1.0 / math.log(2.0)
 
 
@@ -150,6 +158,7 @@ class Fault:
 @dataclass
 class Counters(ModelCounters):
     by_check: dict = field(default_factory=dict)
+    fast_exp_groups: int = 0  # efta's exp checks that took the fast path (exp_fast_groups)
 
     def hit(self, check: str, fixed: str) -> None:
         self.detected += 1
@@ -311,6 +320,26 @@ def exp_threshold(nl: int, precision: str, floor: float):
     return nl * ((U_IN[precision] + 2.0 * U_MUFU) * LOG2E * 1.01 + U_MUFU * (1.0 + abs(floor)))
 
 
+def exp_fast_threshold(nl: int, precision: str):
+    """Threshold of efta's exp check where no exp of the group is floored: ``sum_l log2 p_l - x_side`` with the x side
+    ``fma(sl2, g1, -nl msl)`` from the S check's group sum ``g1 = sum_l s_l`` instead of ``sum_l max(x_l, F)``. Beside
+    exp_threshold's terms (|log2 p| <= 14 here): each x_l = fma(s_l, sl2, -msl) rounds by u32 |x_l| <= 14 u32, the x side's
+    fma by u32 |x side| <= 14 nl u32, and g1's sequential sum by (nl - 1) u32 sum_l |s_l| with sl2 |s_l| <= 14 + |msl|."""
+    return (nl * ((U_IN[precision] + 2.0 * U_MUFU) * LOG2E * 1.01 + U_MUFU * 15.0)
+            + U32 * (2.0 * 14.0 * nl + (nl - 1) * nl * (14.0 + EXP_FAST_MSL)))
+
+
+def exp_fast_groups(x, msl, sflag, row_valid, stride: int):
+    """Where efta's exp check takes its fast path (exp_fast_threshold), per row and group, decided before the exps (a
+    fault of an exp or of its 16-bit value comes after): every key of the row's tile visible (no mask), the group's S
+    check passed (``sflag`` False: its g1 is the sum of the scores exponentiated), every x_l of the group >=
+    EXP_FAST_LOG2 and |msl| <= EXP_FAST_MSL. The kernel decides per thread (its four groups) and key tile; any such
+    granularity gives the same verdicts within the thresholds."""
+    rows, nl = x.shape[0], x.shape[1] // stride
+    low = x.reshape(rows, nl, stride).min(axis=1) >= EXP_FAST_LOG2
+    return low & ~sflag & row_valid[:, None] & (np.abs(msl) <= EXP_FAST_MSL)[:, None]
+
+
 def alpha_threshold(arg):
     """Threshold of ``log2(alpha) - arg`` for alpha = exp2(arg): 2 ulp of the exp, lg2's 2 ulp of |arg|."""
     return 2.0 * U_MUFU * LOG2E * 1.01 + U_MUFU * (1.0 + np.abs(arg))
@@ -395,6 +424,8 @@ def flash_forward(q, k, v, *, precision: str = "fp16", level: str = "none", caus
     uncorrected output). ``stride`` is the checksum stride of the first product (8: strided; 1: the classic
     scheme, one checksum per row of the tile); the second product's stride is always 8."""
     if level == "decoupled":
+        from .model_decoupled import decoupled_forward  # here: that module builds on this one
+
         return decoupled_forward(q, k, v, precision=precision, causal=causal, faults=faults, correct=correct, scale=scale)
     if level not in LEVELS:
         raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
@@ -464,6 +495,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
             res1 = sc1 - g1
             res2 = sc2.astype(np.float64) - g2
             cnt.score(res1, tau)
+            sflag = ~(np.abs(res1) <= tau)
             for i, g in zip(*np.nonzero(~(np.abs(res1) <= tau))):
                 pos = _locate(float(res1[i, g]), float(res2[i, g]), float(tau2[i, g]), nl_s)
                 if pos < 0 and not np.isfinite(res1[i, g]):
@@ -514,6 +546,18 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
             xe = np.maximum(x, floor)
             lp = np.where(np.isnan(lp) | (np.signbit(p16) & (precision == "fp16")), np.inf, lp)  # fp16: -0 fails
             re = _group_sums(lp, STRIDE)[0].astype(np.float64) - _group_sums(xe, STRIDE)[0]
+            tau_e = np.full(re.shape, tau_e)
+            if unified and stride == STRIDE and precision in EXP_FAST_PRECISIONS:
+                # the fast path: no floor, the x side from the S check's group sums (exp_fast_groups)
+                msl = (m_new[:, 0] * sl2).astype(np.float32)
+                fast = exp_fast_groups(x, msl, sflag, valid.all(axis=1), STRIDE)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    lpf = np.log2(p16.astype(np.float64))
+                lpf = np.where(np.isnan(lpf) | np.signbit(p16), np.inf, lpf)
+                xf = (sl2 * g1.astype(np.float64) - (bc // STRIDE) * msl[:, None].astype(np.float64)).astype(np.float32)
+                re = np.where(fast, _group_sums(lpf, STRIDE)[0].astype(np.float64) - xf, re)
+                tau_e = np.where(fast, exp_fast_threshold(bc // STRIDE, precision), tau_e)
+                cnt.fast_exp_groups += int(fast.sum())
             cnt.score(re, tau_e)
             for i, g in zip(*np.nonzero(~(np.abs(re) <= tau_e))):
                 cols = np.arange(g, bc, STRIDE)
@@ -675,96 +719,6 @@ def _check_o(o, oc1, oc2, mag, mag2, n_keys, n_tiles, nl, precision, cnt, correc
         done[i] = True
         recompute = True
     return recompute
-
-
-# --------------------------------------------------------------------------------------------
-# The decoupled baseline: ABFT GEMM, DMR softmax, ABFT GEMM
-# --------------------------------------------------------------------------------------------
-
-
-def decoupled_forward(q, k, v, *, precision="fp16", causal=False, faults=(), correct=True, scale=None):
-    """Three kernels over a materialized L x L score matrix: S = Q K^T with classic row checksums (K's row
-    sum and weighted row sum; locate, correct), the softmax twice (a mismatch: a third time), O = P V with
-    classic row checksums of V. Fault sites: qk (S), rowmax, exp, p16, rowsum, inv_l (the first softmax
-    copy), o (O); ``tile`` is ignored."""
-    q, k, v = (round_to(a, precision) for a in (q, k, v))
-    lq, d = q.shape
-    lk = k.shape[0]
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    sl2 = np.float32(scale * LOG2E)
-    cnt = Counters()
-    fx = _Faults([Fault(f.site, f.row, 0, f.col, f.kind, f.bit, f.offset) for f in faults], precision, cnt)
-    # ---- kernel 1: S with classic checksums
-    s = (q @ k.T).astype(np.float32)
-    fx.apply(s, "qk", 0, 0, lq, lambda f: (f.row, f.col))
-    kc1 = k.astype(np.float64).sum(axis=0)
-    kc2 = (k.astype(np.float64) * np.arange(1, lk + 1)[:, None]).sum(axis=0)
-    r1 = (q.astype(np.float64) @ kc1) - s.sum(axis=1, dtype=np.float64)
-    r2 = (q.astype(np.float64) @ kc2) - (s.astype(np.float64) * np.arange(1, lk + 1)).sum(axis=1)
-    bnd = np.abs(q.astype(np.float64)) @ np.abs(k.astype(np.float64)).T
-    tau = bnd.sum(axis=1) * (2 * U_ACC * (C_SQRT * math.sqrt(d) + C_CONST) + lk * U32)
-    cnt.score(r1, tau)
-    for i in np.nonzero(~(np.abs(r1) <= tau))[0]:
-        pos = _locate(float(r1[i]), float(r2[i]), float(tau[i]) * (lk + 1), lk)
-        if not correct:
-            cnt.hit("qk", "none")
-        elif pos >= 0:
-            s[i, pos] = np.float32(q[i].astype(np.float64) @ kc1 - np.delete(s[i], pos).sum(dtype=np.float64))
-            cnt.hit("qk", "corrected")
-        else:
-            s[i] = (q[i] @ k.T).astype(np.float32)
-            cnt.hit("qk", "recomputed")
-    # ---- kernel 2: softmax, twice
-    def softmax(faulty: bool):
-        f = fx if faulty else _Faults((), precision, Counters())
-        ss = np.where(causal_mask(lq, lk), s, -np.inf) if causal else s.copy()
-        mx = ss.max(axis=1).astype(np.float32)
-        f.apply(mx, "rowmax", 0, 0, lq, lambda t: t.row)
-        with np.errstate(over="ignore", invalid="ignore"):
-            p = np.exp2((ss * sl2 - mx[:, None] * sl2)).astype(np.float32)
-        f.apply(p, "exp", 0, 0, lq, lambda t: (t.row, t.col))
-        ls = p.sum(axis=1, dtype=np.float32)
-        f.apply(ls, "rowsum", 0, 0, lq, lambda t: t.row)
-        inv = (np.float32(1.0) / ls).astype(np.float32)
-        f.apply(inv, "inv_l", 0, 0, lq, lambda t: t.row)
-        pn = round_to(p * inv[:, None], precision)
-        f.apply(pn, "p16", 0, 0, lq, lambda t: (t.row, t.col))
-        return pn
-    p1 = softmax(True)
-    p2 = softmax(False)
-    bad_rows = np.nonzero(~np.all((p1 == p2) | (np.isnan(p1) & np.isnan(p2)), axis=1))[0]
-    for i in bad_rows:
-        if correct:
-            p1[i] = p2[i]  # the third copy agrees with the second
-            cnt.hit("softmax", "recomputed")
-        else:
-            cnt.hit("softmax", "none")
-    # ---- kernel 3: O with classic checksums
-    o = (p1 @ v).astype(np.float32)
-    fx.apply(o, "o", 0, 0, lq, lambda f: (f.row, f.col))
-    vc1 = v.astype(np.float64).sum(axis=1)
-    vc2 = (v.astype(np.float64) * np.arange(1, d + 1)[None, :]).sum(axis=1)
-    r1 = p1.astype(np.float64) @ vc1 - o.sum(axis=1, dtype=np.float64)
-    r2 = p1.astype(np.float64) @ vc2 - (o.astype(np.float64) * np.arange(1, d + 1)).sum(axis=1)
-    mag = p1.astype(np.float64) @ np.abs(v.astype(np.float64)).sum(axis=1)
-    tau = mag * (2 * U_ACC * (C_SQRT * math.sqrt(lk) + C_CONST) + d * U32)
-    cnt.score(r1, tau)
-    for i in np.nonzero(~(np.abs(r1) <= tau))[0]:
-        pos = _locate(float(r1[i]), float(r2[i]), float(tau[i]) * (d + 1), d)
-        if not correct:
-            cnt.hit("o", "none")
-        elif pos >= 0:
-            o[i, pos] = np.float32(p1[i].astype(np.float64) @ vc1 - np.delete(o[i], pos).sum(dtype=np.float64))
-            cnt.hit("o", "corrected")
-        else:
-            o[i] = (p1[i] @ v).astype(np.float32)
-            cnt.hit("o", "recomputed")
-    return o, cnt
-
-
-# --------------------------------------------------------------------------------------------
-# Inputs
-# --------------------------------------------------------------------------------------------
 
 
 def inputs(kind: str, lq: int, lk: int, d: int, seed: int = 0):

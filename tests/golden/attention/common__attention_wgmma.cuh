@@ -107,6 +107,8 @@ struct Config : Levels<LEVEL_> {
   // the softmax sums no P. (The unified check compares them with the row sum the unit checksum's +1 carries.) 16 rows,
   // not 8: the builder's TMA for a Vc tile of 40 rows fails cute's divisibility checks, as K' of block_n + 24 does.
   static constexpr bool kRowSumTc = L::kUnified;
+  // bf16's exp check takes the S check's group sums where no exp is floored (softmax_tile)
+  static constexpr bool kExpFast = L::kUnified && std::is_same_v<T_, __nv_bfloat16>;
   static constexpr int kVcRows = kRowSumTc ? 48 : 32;
   using TileQK = Shape<_64, Int<BNS>, Int<D>>;
   using TileP = Shape<_64, Int<BN>, Int<D>>;  // S without its checksum columns: the layout of P
@@ -551,7 +553,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     const int k0 = j * C::BN;
     keys_seen += C::BN;
     const bool hit = C::kInject && fault.index >= 0 && fault.step == j;
-    float kn[2], kc2[2];
+    float kn[2], kc2[2], sg[4];  // sg: the S check's group sums (the exp check's fast path)
+    unsigned sflag = 1;
     if constexpr (C::kStrided) {
       const float* scj = prm.scal + (static_cast<long long>(kv) * prm.n_tiles + j) * 24;
       kn[0] = __ldg(scj + cq), kn[1] = __ldg(scj + cq + 1);
@@ -579,15 +582,18 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       // tile at once would need the warpgroup to agree first)
       // the checksum columns: n8 blocks NT.. of the same fragment (unit high, unit low, weighted)
       const float(&sc)[3][4] = *reinterpret_cast<const float(*)[3][4]>(&as_blocks<C::BNS / 8>(acc_s)[C::NT]);
-      if (check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally)) redo = true;
+      if (check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally, sg, &sflag)) redo = true;
     }
     pipe.consumer_release(k_state);
 
     // ---- mask, softmax ------------------------------------------------------------------------------------
-    if (k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0)) mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
+    const bool masked = k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0);
+    if (masked) mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
     float alpha[2];
     const float lprev[2] = {st.lsum[0], st.lsum[1]};
-    if (softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally)) redo = true;
+    if (softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally, sg,
+                        !masked && sflag == 0))
+      redo = true;
 
     // ---- GEMM II: O = diag(alpha) O + P V (and the checksum columns) ------------------------------------------
     if (j > 0) after_pv(j - 1, lprev);
