@@ -47,32 +47,17 @@ import numpy as np
 
 from ...tolerance import C_CONST, C_SQRT
 from ..base import ModelCounters
+from .rules import (ETA, EXP_FAST_LOG2, EXP_FAST_MSL, LOG2E, P_FLOOR, U32, U_ACC, U_IN, U_MUFU, alpha_threshold,
+                    exp_fast_threshold, exp_threshold, o_threshold, s_threshold)
 
 LEVELS = ("none", "strided", "snvr", "efta", "decoupled")
 SITES = ("qk", "rowmax", "exp", "p16", "rowsum", "rescale", "o", "inv_l")
 STRIDE = 8  # the n8 block of mma.sync m16n8k16: a thread's columns repeat every 8
 LANES = 4   # threads sharing a row of the accumulator
 
-U_ACC = 2.0**-23  # fp32 accumulation of the tensor cores (truncating)
-U32 = 2.0**-24    # fp32 arithmetic on the CUDA cores
-U_MUFU = 2.0**-22  # ex2.approx / lg2.approx / rcp.approx relative error bound (2 ulp)
-U_IN = {"fp16": 2.0**-11, "bf16": 2.0**-8}  # rounding of P and of the checksum halves into the input type
-# absolute rounding error of a value below the 16-bit type's normal range, where u_in no longer bounds it
-# relatively: half the spacing of fp16's subnormals; bf16 has fp32's exponent range, and ex2.approx.ftz and the
-# fp32 arithmetic before the conversion flush results below 2^-126 to zero
-ETA = {"fp16": 2.0**-25, "bf16": 2.0**-126}
-# log2 of the smallest normal value of the P type: smaller probabilities are clamped in the exp check (their
-# contribution to a row is below the type's resolution)
-P_FLOOR = {"fp16": -14.0, "bf16": -126.0}
-# efta's exp check without the floor (exp_fast_threshold): taken where every x_l of the group is at least EXP_FAST_LOG2
-# (so in [-13, 0] and every exp a normal 16-bit value) and the row max in the exp's units, msl, is at most EXP_FAST_MSL in
-# magnitude (the x side's cancellation, below)
-EXP_FAST_LOG2 = -13.0
-EXP_FAST_MSL = 64.0
 # the precisions whose kernels take it: bf16, whose floored check (exponents and mantissas apart, F = -126) costs a few
 # operations a score more; fp16's floored product runs beside the exps for free (docs/attention.md)
 EXP_FAST_PRECISIONS = ("bf16",)
-LOG2E = 1.0 / math.log(2.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,28 +265,6 @@ def output_floor(q, k, v, precision: str, causal: bool, scale: float | None = No
     return ETA[precision] * (1.0 + (a + n * s) / l)
 
 
-def s_threshold(qnorm, kgroup_norm, d: int, nl: int, precision: str):
-    """Threshold of ``S_c1[i, g] - sum_l S[i, g + 8l]`` for row norms ``qnorm`` (rows, 1) and the group's
-    sum of key norms ``sum_l ||K[g + 8l]||`` (1, groups): B = ||q|| sum_l ||k_l|| bounds every sum_d |q||k|
-    involved (Cauchy-Schwarz); each side accumulates over d in fp32 (the tolerance rule's bound), the group
-    sum adds nl roundings, the checksum's encoding in fp32 nl more and its split into two 16-bit halves
-    leaves u_in^2 of it."""
-    b = qnorm * kgroup_norm
-    return b * (2.0 * U_ACC * (C_SQRT * math.sqrt(d) + C_CONST) + 2.0 * nl * U32 + U_IN[precision] ** 2)
-
-
-def o_threshold(mag, n_keys: int, n_tiles: int, nl: int, precision: str):
-    """Threshold of the O residual per (row, group). ``mag`` is the row's P-weighted group magnitude
-    ``sum_c p_c A[c, g]`` with ``A[c, g] = sum_l |V[c, g + 8l]|`` (+1 with the row-sum column), carried through the
-    same rescales (and, after the loop, the same 1/l) as O and its checksum; :func:`group_magnitudes` encodes A
-    and the second product accumulates it as one more n8 block. Every term of both sides of the check is a
-    P-weighted sum of V's elements of the group or of its checksum, so ``mag`` bounds the magnitudes whose roundings
-    the residual holds: fp32 accumulation over all keys (the rule's bound), one rounding per rescale and per group
-    element, and the checksum halves' u_in^2. The weights are the row's own, so a large |V| at a key the row
-    barely sees adds its weight's share, not its whole size."""
-    return mag * (2.0 * U_ACC * (C_SQRT * math.sqrt(n_keys) + C_CONST + n_tiles + nl) + U_IN[precision] ** 2)
-
-
 def group_magnitudes(v, ones: float, precision: str) -> np.ndarray:
     """V (keys, d) -> A (keys, 8): ``A[c, g] = ones + sum_l |V[c, g + 8l]|`` summed in fp32 in the kernel's order
     (l = 0, 1, ...), rounded up into the 16-bit type (the B operand of the magnitude block of the second product;
@@ -314,21 +277,6 @@ def group_magnitudes(v, ones: float, precision: str) -> np.ndarray:
     return round_up_to(a, precision)
 
 
-def exp_threshold(nl: int, precision: str, floor: float):
-    """Threshold of ``sum_l max(log2 p_l, F) - sum_l max(x_l, F)`` over a group of nl elements: each p is
-    exp2(x) to 2 ulp, then rounded into the P type (u_in), and lg2 errs by 2 ulp of |log2 p| <= |F|."""
-    return nl * ((U_IN[precision] + 2.0 * U_MUFU) * LOG2E * 1.01 + U_MUFU * (1.0 + abs(floor)))
-
-
-def exp_fast_threshold(nl: int, precision: str):
-    """Threshold of efta's exp check where no exp of the group is floored: ``sum_l log2 p_l - x_side`` with the x side
-    ``fma(sl2, g1, -nl msl)`` from the S check's group sum ``g1 = sum_l s_l`` instead of ``sum_l max(x_l, F)``. Beside
-    exp_threshold's terms (|log2 p| <= 14 here): each x_l = fma(s_l, sl2, -msl) rounds by u32 |x_l| <= 14 u32, the x side's
-    fma by u32 |x side| <= 14 nl u32, and g1's sequential sum by (nl - 1) u32 sum_l |s_l| with sl2 |s_l| <= 14 + |msl|."""
-    return (nl * ((U_IN[precision] + 2.0 * U_MUFU) * LOG2E * 1.01 + U_MUFU * 15.0)
-            + U32 * (2.0 * 14.0 * nl + (nl - 1) * nl * (14.0 + EXP_FAST_MSL)))
-
-
 def exp_fast_groups(x, msl, sflag, row_valid, stride: int):
     """Where efta's exp check takes its fast path (exp_fast_threshold), per row and group, decided before the exps (a
     fault of an exp or of its 16-bit value comes after): every key of the row's tile visible (no mask), the group's S
@@ -338,11 +286,6 @@ def exp_fast_groups(x, msl, sflag, row_valid, stride: int):
     rows, nl = x.shape[0], x.shape[1] // stride
     low = x.reshape(rows, nl, stride).min(axis=1) >= EXP_FAST_LOG2
     return low & ~sflag & row_valid[:, None] & (np.abs(msl) <= EXP_FAST_MSL)[:, None]
-
-
-def alpha_threshold(arg):
-    """Threshold of ``log2(alpha) - arg`` for alpha = exp2(arg): 2 ulp of the exp, lg2's 2 ulp of |arg|."""
-    return 2.0 * U_MUFU * LOG2E * 1.01 + U_MUFU * (1.0 + np.abs(arg))
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,8 +367,6 @@ def flash_forward(q, k, v, *, precision: str = "fp16", level: str = "none", caus
     uncorrected output). ``stride`` is the checksum stride of the first product (8: strided; 1: the classic
     scheme, one checksum per row of the tile); the second product's stride is always 8."""
     if level == "decoupled":
-        from .model_decoupled import decoupled_forward  # here: that module builds on this one
-
         return decoupled_forward(q, k, v, precision=precision, causal=causal, faults=faults, correct=correct, scale=scale)
     if level not in LEVELS:
         raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
@@ -719,6 +660,96 @@ def _check_o(o, oc1, oc2, mag, mag2, n_keys, n_tiles, nl, precision, cnt, correc
         done[i] = True
         recompute = True
     return recompute
+
+
+# --------------------------------------------------------------------------------------------
+# The decoupled baseline: ABFT GEMM, DMR softmax, ABFT GEMM
+# --------------------------------------------------------------------------------------------
+
+
+def decoupled_forward(q, k, v, *, precision="fp16", causal=False, faults=(), correct=True, scale=None):
+    """Three kernels over a materialized L x L score matrix: S = Q K^T with classic row checksums (K's row
+    sum and weighted row sum; locate, correct), the softmax twice (a mismatch: a third time), O = P V with
+    classic row checksums of V. Fault sites: qk (S), rowmax, exp, p16, rowsum, inv_l (the first softmax
+    copy), o (O); ``tile`` is ignored."""
+    q, k, v = (round_to(a, precision) for a in (q, k, v))
+    lq, d = q.shape
+    lk = k.shape[0]
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    sl2 = np.float32(scale * LOG2E)
+    cnt = Counters()
+    fx = _Faults([Fault(f.site, f.row, 0, f.col, f.kind, f.bit, f.offset) for f in faults], precision, cnt)
+    # ---- kernel 1: S with classic checksums
+    s = (q @ k.T).astype(np.float32)
+    fx.apply(s, "qk", 0, 0, lq, lambda f: (f.row, f.col))
+    kc1 = k.astype(np.float64).sum(axis=0)
+    kc2 = (k.astype(np.float64) * np.arange(1, lk + 1)[:, None]).sum(axis=0)
+    r1 = (q.astype(np.float64) @ kc1) - s.sum(axis=1, dtype=np.float64)
+    r2 = (q.astype(np.float64) @ kc2) - (s.astype(np.float64) * np.arange(1, lk + 1)).sum(axis=1)
+    bnd = np.abs(q.astype(np.float64)) @ np.abs(k.astype(np.float64)).T
+    tau = bnd.sum(axis=1) * (2 * U_ACC * (C_SQRT * math.sqrt(d) + C_CONST) + lk * U32)
+    cnt.score(r1, tau)
+    for i in np.nonzero(~(np.abs(r1) <= tau))[0]:
+        pos = _locate(float(r1[i]), float(r2[i]), float(tau[i]) * (lk + 1), lk)
+        if not correct:
+            cnt.hit("qk", "none")
+        elif pos >= 0:
+            s[i, pos] = np.float32(q[i].astype(np.float64) @ kc1 - np.delete(s[i], pos).sum(dtype=np.float64))
+            cnt.hit("qk", "corrected")
+        else:
+            s[i] = (q[i] @ k.T).astype(np.float32)
+            cnt.hit("qk", "recomputed")
+    # ---- kernel 2: softmax, twice
+    def softmax(faulty: bool):
+        f = fx if faulty else _Faults((), precision, Counters())
+        ss = np.where(causal_mask(lq, lk), s, -np.inf) if causal else s.copy()
+        mx = ss.max(axis=1).astype(np.float32)
+        f.apply(mx, "rowmax", 0, 0, lq, lambda t: t.row)
+        with np.errstate(over="ignore", invalid="ignore"):
+            p = np.exp2((ss * sl2 - mx[:, None] * sl2)).astype(np.float32)
+        f.apply(p, "exp", 0, 0, lq, lambda t: (t.row, t.col))
+        ls = p.sum(axis=1, dtype=np.float32)
+        f.apply(ls, "rowsum", 0, 0, lq, lambda t: t.row)
+        inv = (np.float32(1.0) / ls).astype(np.float32)
+        f.apply(inv, "inv_l", 0, 0, lq, lambda t: t.row)
+        pn = round_to(p * inv[:, None], precision)
+        f.apply(pn, "p16", 0, 0, lq, lambda t: (t.row, t.col))
+        return pn
+    p1 = softmax(True)
+    p2 = softmax(False)
+    bad_rows = np.nonzero(~np.all((p1 == p2) | (np.isnan(p1) & np.isnan(p2)), axis=1))[0]
+    for i in bad_rows:
+        if correct:
+            p1[i] = p2[i]  # the third copy agrees with the second
+            cnt.hit("softmax", "recomputed")
+        else:
+            cnt.hit("softmax", "none")
+    # ---- kernel 3: O with classic checksums
+    o = (p1 @ v).astype(np.float32)
+    fx.apply(o, "o", 0, 0, lq, lambda f: (f.row, f.col))
+    vc1 = v.astype(np.float64).sum(axis=1)
+    vc2 = (v.astype(np.float64) * np.arange(1, d + 1)[None, :]).sum(axis=1)
+    r1 = p1.astype(np.float64) @ vc1 - o.sum(axis=1, dtype=np.float64)
+    r2 = p1.astype(np.float64) @ vc2 - (o.astype(np.float64) * np.arange(1, d + 1)).sum(axis=1)
+    mag = p1.astype(np.float64) @ np.abs(v.astype(np.float64)).sum(axis=1)
+    tau = mag * (2 * U_ACC * (C_SQRT * math.sqrt(lk) + C_CONST) + d * U32)
+    cnt.score(r1, tau)
+    for i in np.nonzero(~(np.abs(r1) <= tau))[0]:
+        pos = _locate(float(r1[i]), float(r2[i]), float(tau[i]) * (d + 1), d)
+        if not correct:
+            cnt.hit("o", "none")
+        elif pos >= 0:
+            o[i, pos] = np.float32(p1[i].astype(np.float64) @ vc1 - np.delete(o[i], pos).sum(dtype=np.float64))
+            cnt.hit("o", "corrected")
+        else:
+            o[i] = (p1[i] @ v).astype(np.float32)
+            cnt.hit("o", "recomputed")
+    return o, cnt
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
 
 
 def inputs(kind: str, lq: int, lk: int, d: int, seed: int = 0):
