@@ -109,10 +109,6 @@ struct Config : Levels<LEVEL_> {
   static constexpr bool kRowSumTc = L::kUnified;
   // bf16's exp check takes the S check's group sums where no exp is floored (softmax_tile)
   static constexpr bool kExpFast = L::kUnified && std::is_same_v<T_, __nv_bfloat16>;
-  // fp16 efta checks S on residuals its exp loop takes, where the subtractions issue beside the exps (check_s_sums),
-  // where no key of the tile is masked (a masked tile is checked and corrected before the softmax, as the strided
-  // level's); bf16's fast path needs the sums before the exps
-  static constexpr bool kSLate = L::kUnified && !kExpFast;
   static constexpr int kVcRows = kRowSumTc ? 48 : 32;
   using TileQK = Shape<_64, Int<BNS>, Int<D>>;
   using TileP = Shape<_64, Int<BN>, Int<D>>;  // S without its checksum columns: the layout of P
@@ -557,9 +553,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
     const int k0 = j * C::BN;
     keys_seen += C::BN;
     const bool hit = C::kInject && fault.index >= 0 && fault.step == j;
-    float kn[2], kc2[2], sg[4];  // sg: the S check's group sums (bf16's fast exp check) or residuals (the late S check)
+    float kn[2], kc2[2], sg[4];  // sg: the S check's group sums (the exp check's fast path)
     unsigned sflag = 1;
-    const bool masked = k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0);
     if constexpr (C::kStrided) {
       const float* scj = prm.scal + (static_cast<long long>(kv) * prm.n_tiles + j) * 24;
       kn[0] = __ldg(scj + cq), kn[1] = __ldg(scj + cq + 1);
@@ -587,24 +582,18 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
       // tile at once would need the warpgroup to agree first)
       // the checksum columns: n8 blocks NT.. of the same fragment (unit high, unit low, weighted)
       const float(&sc)[3][4] = *reinterpret_cast<const float(*)[3][4]>(&as_blocks<C::BNS / 8>(acc_s)[C::NT]);
-      if (!C::kSLate || masked) {
-        if (check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally, sg, &sflag)) redo = true;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) sg[e] = sc[0][e] + sc[1][e];  // the residuals' start (the weighted block unused)
-      }
+      if (check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally, sg, &sflag)) redo = true;
     }
     pipe.consumer_release(k_state);
 
     // ---- mask, softmax ------------------------------------------------------------------------------------
+    const bool masked = k0 + C::BN > p.seq_k || (C::kCausal && k0 + C::BN - 1 > wg_row0);
     if (masked) mask_tile<C::kCausal>(s, k0, p.seq_k, qrow, cq);
     float alpha[2];
     const float lprev[2] = {st.lsum[0], st.lsum[1]};
     if (softmax_tile<C>(s, pw, alpha, st, At{fault, p, hit, j, k0, cq, {qrow[0], qrow[1]}}, sl2, rules, fix, tally, sg,
-                        !masked && (C::kSLate || sflag == 0)))
+                        !masked && sflag == 0))
       redo = true;
-    if constexpr (C::kSLate)
-      if (!masked && check_s_sums<C::NT>(sg, qn, kn, C::D, rules, fix, tally)) redo = true;
 
     // ---- GEMM II: O = diag(alpha) O + P V (and the checksum columns) ------------------------------------------
     if (j > 0) after_pv(j - 1, lprev);

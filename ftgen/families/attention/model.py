@@ -422,13 +422,6 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
         # ---- GEMM I with the strided K checksums -------------------------------------------------
         s = (qb @ kt.T).astype(np.float32)
         fx.apply(s, "qk", j, r0, r0 + rows, lambda f: (f.row - r0, f.col))
-        valid = np.arange(c0, c0 + bc)[None, :] < lk
-        if causal:
-            valid = valid & causal_mask(lq, lk, r0, c0, rows, bc)
-        row_ok = np.broadcast_to(valid, s.shape).all(axis=1)  # no key of the row's tile masked
-        # efta in fp16 checks S's unmasked rows after the exps (the kernel takes the sums beside them): a flagged group
-        # recomputes the rows, S being gone; masked rows are checked and corrected before the softmax
-        late = unified and stride == STRIDE and precision not in EXP_FAST_PRECISIONS
         if strided:
             c1, c2 = strided_checksums(kt, stride)
             hi, lo = split16(c1, precision)
@@ -445,11 +438,6 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
             cnt.score(res1, tau)
             sflag = ~(np.abs(res1) <= tau)
             for i, g in zip(*np.nonzero(~(np.abs(res1) <= tau))):
-                if late and row_ok[i]:
-                    cnt.hit("qk", "recomputed" if correct else "none")
-                    if correct:
-                        return _recompute_block(qb, kpad, vpad, r0, lq, lk, causal, precision, bc)
-                    continue
                 pos = _locate(float(res1[i, g]), float(res2[i, g]), float(tau2[i, g]), nl_s)
                 if pos < 0 and not np.isfinite(res1[i, g]):
                     pos = _nonfinite_at(s[i], g, stride, nl_s)
@@ -462,6 +450,9 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
                     s[i] = (qb[i] @ kt.T).astype(np.float32)
                     cnt.hit("qk", "recomputed")
         # ---- mask, row max -------------------------------------------------------------------------
+        valid = np.arange(c0, c0 + bc)[None, :] < lk
+        if causal:
+            valid = valid & causal_mask(lq, lk, r0, c0, rows, bc)
         s = np.where(valid, s, -np.inf).astype(np.float32)
         mt = s.max(axis=1)  # quad-reduced tile max of each row
         m_old = m.copy()
@@ -500,7 +491,7 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
             if unified and stride == STRIDE and precision in EXP_FAST_PRECISIONS:
                 # the fast path: no floor, the x side from the S check's group sums (exp_fast_groups)
                 msl = (m_new[:, 0] * sl2).astype(np.float32)
-                fast = exp_fast_groups(x, msl, sflag, row_ok, STRIDE)
+                fast = exp_fast_groups(x, msl, sflag, valid.all(axis=1), STRIDE)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     lpf = np.log2(p16.astype(np.float64))
                 lpf = np.where(np.isnan(lpf) | np.signbit(p16), np.inf, lpf)

@@ -39,8 +39,6 @@ struct Levels {
   static constexpr bool kRowSumTc = false;
   // the exp check's fast path (softmax_tile): a configuration whose S check hands its group sums on says so
   static constexpr bool kExpFast = false;
-  // the S check on group sums taken in the exp loop (check_s_sums): a configuration whose kernel does so says so
-  static constexpr bool kSLate = false;
 };
 
 // Threshold constants of the model (rendered by the variant from ftgen.families.attention.model).
@@ -556,14 +554,11 @@ __device__ __forceinline__ void store_rows(T* O, const float (&o)[ND][4], const 
 // `*flagged_out` says which groups the check flagged (the exp check's fast path takes the others' sums). Host-callable:
 // tests/test_attention_family.py runs it on faults.
 template <int NT>
-__host__ __device__ __forceinline__ float s_unit(int D, const Rules& rules) {  // model.s_threshold over ||q|| sum_l ||k_l||
-  return 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 + rules.u_in * rules.u_in;
-}
-template <int NT>
 __host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[3][4], const float (&qn)[2], const float (&kn)[2],
                                                  const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally,
                                                  float* gsums = nullptr, unsigned* flagged_out = nullptr) {
-  const float unit = s_unit<NT>(D, rules);
+  const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 +
+                     rules.u_in * rules.u_in;
   const unsigned flagged = flag_groups(s, sc[0], sc[1], [&](int e) { return qn[e / 2] * kn[e & 1] * unit; }, false, tally, gsums);
   if (flagged_out) *flagged_out = flagged;
   const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
@@ -575,40 +570,14 @@ __host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float 
   return flagged && fix_flagged(s, flagged, sums, false, rules.u32, fix, tally);
 }
 
-// check_s's detection on residuals r = c1 - sum_l S[g + 8 l] taken elsewhere (c1: the unit checksum, its halves
-// added; the group's elements subtracted from it one by one, which the threshold's 2 NT u32 covers): the wgmma efta
-// kernel takes them in its exp loop, where the
-// additions issue beside the exps (model: the late S check). S is gone by then, so a flagged group is not corrected in
-// place: returns whether one was flagged (with `fix` the caller recomputes the rows). Host-callable.
-template <int NT>
-__host__ __device__ __forceinline__ bool check_s_sums(const float (&r)[4], const float (&qn)[2], const float (&kn)[2], int D,
-                                                      const Rules& rules, bool fix, Tally& tally) {
-  const float unit = s_unit<NT>(D, rules);
-  unsigned flagged = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const float r1 = r[e], t = qn[e / 2] * kn[e & 1] * unit;
-    tally.score(r1, t);
-    if (!(fabsf(r1) <= t)) flagged |= 1u << e;
-  }
-#ifdef __CUDA_ARCH__
-  tally.detected += __popc(flagged);
-#else
-  tally.detected += __builtin_popcount(flagged);
-#endif
-  return fix && flagged;
-}
-
 // One tile of the online softmax on the masked S tile: the row max (snvr: the quad's copies vote), the exps packed to
 // the 16-bit type in pk (snvr: checked per group in the log domain), the rescale factor alpha (snvr: checked against
 // its argument) and the row sums; the faults of the sites rowmax, exp, p16, rescale and rowsum are applied here.
 // Returns whether an exp check failed (with `fix`): the caller recomputes the rows. With C::kExpFast, `sg` holds the S
-// check's group sums of this tile and `fast_tile` says that no key of it is masked and the S check flagged no group;
-// with C::kSLate (and no C::kExpFast) `sg` holds the unit checksums c1 of an unmasked tile (`fast_tile`), from which
-// the exp loop subtracts the group's scores, leaving the residuals there (the caller checks them: check_s_sums).
+// check's group sums of this tile and `fast_tile` says that no key of it is masked and the S check flagged no group.
 template <class C>
 __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk)[C::NT][2], float (&alpha)[2], Rows& st, const At& at,
-                                             float sl2, const Rules& rules, bool fix, Tally& tally, float* sg = nullptr,
+                                             float sl2, const Rules& rules, bool fix, Tally& tally, const float* sg = nullptr,
                                              bool fast_tile = false) {
   using H = Half<typename C::T>;
   const ThreadFault& fault = at.f;
@@ -700,17 +669,12 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   float prod[4] = {1.f, 1.f, 1.f, 1.f};
   int pexp[4] = {0, 0, 0, 0};
   bool pbad = false;
-  float g1[4];  // C::kSLate: the S check's residuals, taken beside the exps
-  if constexpr (C::kSLate)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) g1[e] = sg[e];
   const auto exps = [&](auto sum_x, auto mul_p) {
 #pragma unroll
     for (int n = 0; n < C::NT; ++n) {
       float pv[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        if (C::kSLate) g1[e] -= s[n][e];
         const float x = fmaf(s[n][e], sl2, -msl[e / 2]);
         pv[e] = ex2(x);
         if (decltype(sum_x)::value) xs[e] += fmaxf(x, rules.p_floor);  // max(x, F) takes F where x is -inf (a masked key)
@@ -735,9 +699,6 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   if constexpr (!H::kBf16) exps(kSnvr{}, kSnvr{});
   else if (fast) exps(kNo{}, kNo{});
   else exps(kSnvr{}, kNo{});
-  if constexpr (C::kSLate)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) sg[e] = g1[e];
   if (fi >= 0) {  // word fi / 2, its high half where fi is odd; fp16's product has the value before the fault
     const uint32_t before = pick(pk, fi / 2), after = pack_at<H>(before, fi & 1, fv);
     put(pk, fi / 2, after);
