@@ -653,12 +653,12 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   }
   // The exp check's p side, sum_l max(log2 p16_l, F), for fp16 (ExpProduct16: the floored values multiplied, an lg2 per
   // group) accumulates in the exp loop, whose time the exps' MUFU throughput sets: the floors, conversions and
-  // products issue beside them (measured: the same work after the loop cost 3-4% more). bf16's Log2Parts runs after it.
+  // products issue beside them (measured: the same work after the loop cost 3-5% more). bf16's Log2Parts runs after it.
   // bf16's fast path (C::kExpFast; model.exp_fast_groups, exp_fast_threshold), decided per thread before the exps:
   // where every x of the thread's four groups is at least -13 (from its smallest score), no key of the tile is masked,
   // the S check flagged no group and |msl| <= EXP_FAST_MSL, no floor acts, so the x side sum_l x_l is fma(sl2, g1,
-  // -NT msl) from the S check's group sum g1, and the p side is the product, as fp16's (a value a fault made smaller
-  // than 2^-14 is floored there and still leaves a residual of at least 1).
+  // -NT msl) from the S check's group sum g1, and the p side is the plain product (a value a fault made smaller
+  // moves the sum by its log; a zero or a flushed subnormal makes it -inf or moves it by 127).
   bool fast = false;
   if constexpr (C::kExpFast)
     fast = fast_tile && fabsf(msl[0]) <= rules.exp_fast_msl && fabsf(msl[1]) <= rules.exp_fast_msl &&
