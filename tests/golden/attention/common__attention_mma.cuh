@@ -203,37 +203,34 @@ __device__ __forceinline__ uint32_t maybe_fault16(uint32_t x, bool high, const T
 // The floor is taken on the raw 16-bit patterns of a packed pair (floor2: an unsigned max), so a value with its sign
 // bit set keeps it, -0 included, and makes the product negative (its lg2 NaN: the check fails); an infinite or NaN
 // value makes it infinite or NaN. Host-callable (tested against the model).
+// A product's exponent moved into `exponents` (the sign and the mantissa kept, the exponent 0); `bad` set where the
+// product is infinite or NaN. On loose registers too (softmax_tile keeps four products beside the exps).
+__host__ __device__ __forceinline__ void renormalize(float& product, int& exponents, bool& bad) {
+  uint32_t b;
+  std::memcpy(&b, &product, sizeof b);
+  const int ex = static_cast<int>((b >> 23) & 0xffu);
+  bad = bad || ex == 0xff;
+  exponents += ex - 127;
+  b = (b & 0x807fffffu) | 0x3f800000u;
+  std::memcpy(&product, &b, sizeof b);
+}
+
 struct ExpProduct16 {
   float product = 1.f;
   int exponents = 0;
   bool bad = false;
-  static constexpr uint32_t kFloor2 = 0x04000400u;  // 2^-14 in both halves
-  static __host__ __device__ __forceinline__ uint32_t floor2(uint32_t w) {
+  static constexpr uint32_t kFloor2 = 0x04000400u;  // 2^-14 in both halves (fp16; bf16's is 0x38803880u)
+  // each 16-bit half of w raised to the pattern's (an unsigned max: a value with its sign bit set keeps it)
+  static __host__ __device__ __forceinline__ uint32_t floor2(uint32_t w, uint32_t pattern = kFloor2) {
 #ifdef __CUDA_ARCH__
-    return __vmaxu2(w, kFloor2);
+    return __vmaxu2(w, pattern);
 #else
-    const uint32_t lo = w & 0xffffu, hi = w >> 16;
-    return (lo > 0x0400u ? lo : 0x0400u) | (hi > 0x0400u ? hi : 0x0400u) << 16;
+    const uint32_t lo = w & 0xffffu, hi = w >> 16, plo = pattern & 0xffffu, phi = pattern >> 16;
+    return (lo > plo ? lo : plo) | (hi > phi ? hi : phi) << 16;
 #endif
   }
-  __host__ __device__ __forceinline__ void renormalize() {
-    uint32_t b;
-    std::memcpy(&b, &product, sizeof b);
-    const int ex = static_cast<int>((b >> 23) & 0xffu);
-    bad = bad || ex == 0xff;
-    exponents += ex - 127;
-    b = (b & 0x807fffffu) | 0x3f800000u;  // the sign and the mantissa kept, the exponent 0
-    std::memcpy(&product, &b, sizeof b);
-  }
+  __host__ __device__ __forceinline__ void renormalize() { ::ftattn::renormalize(product, exponents, bad); }
 };
-
-// ExpProduct16::renormalize on registers (a product, its exponents, the flag of an infinite or NaN product).
-__device__ __forceinline__ void renormalize(float& product, int& exponents, bool& bad) {
-  const uint32_t b = __float_as_uint(product), ex = (b >> 23) & 0xffu;
-  bad = bad || ex == 0xffu;
-  exponents += static_cast<int>(ex) - 127;
-  product = __uint_as_float((b & 0x807fffffu) | 0x3f800000u);
-}
 
 // ---- counters ------------------------------------------------------------------------------------
 
@@ -684,7 +681,7 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
       if constexpr (decltype(mul_p)::value) {
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-          const uint32_t w = __vmaxu2(pk[n][k], kFloor2);
+          const uint32_t w = ExpProduct16::floor2(pk[n][k], kFloor2);
           prod[2 * k] *= H::lo(w);
           prod[2 * k + 1] *= H::hi(w);
         }
@@ -703,7 +700,7 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
     const uint32_t before = pick(pk, fi / 2), after = pack_at<H>(before, fi & 1, fv);
     put(pk, fi / 2, after);
     if (C::kSnvr && !H::kBf16) {
-      const uint32_t b = __vmaxu2(before, kFloor2), a = __vmaxu2(after, kFloor2);
+      const uint32_t b = ExpProduct16::floor2(before, kFloor2), a = ExpProduct16::floor2(after, kFloor2);
       const float ratio = (fi & 1) ? H::hi(a) / H::hi(b) : H::lo(a) / H::lo(b);
 #pragma unroll
       for (int e = 0; e < 4; ++e) prod[e] *= e == fi % 4 ? ratio : 1.f;  // selects: an index would put prod in memory
