@@ -154,10 +154,12 @@ def test_a_crashed_driver_is_a_reason_not_a_failure(project, tmp_path):
         assert r["refs"] == {} and r["ok"] is True  # a reference that fails is not the kernel's failure
 
 
-def test_the_family_registers_both_references():
+def test_the_family_registers_both_references_and_the_decoupled_baseline():
+    from ftgen.families.attention.decoupled_ref import DecoupledRef
+
     refs = AttentionFamily().bench_refs
-    assert [r.name for r in refs] == ["sdpa-flash", "sdpa-cudnn"]
-    assert all(isinstance(r, sdpa_ref.SdpaRef) for r in refs)
+    assert [r.name for r in refs] == ["sdpa-flash", "sdpa-cudnn", "decoupled"]
+    assert all(isinstance(r, sdpa_ref.SdpaRef) for r in refs[:2]) and isinstance(refs[2], DecoupledRef)
 
 
 def test_without_torch_rows_say_why(project, monkeypatch):
@@ -166,12 +168,15 @@ def test_without_torch_rows_say_why(project, monkeypatch):
     monkeypatch.setattr(sdpa_ref, "_importable", lambda m: m != "torch")
     monkeypatch.setattr(sdpa_ref.SdpaRef, "command", lambda *a: pytest.fail("the driver must not run"))
     logs: list[str] = []
-    rows = bench_project(out, variants[:2], AttentionFamily(), BenchOptions(), log=logs.append)
-    assert len(rows) == 4
+    rows = bench_project(out, variants, AttentionFamily(), BenchOptions(), log=logs.append)
+    assert len(rows) == 6
     for r in rows:
         assert r["refs"] == {} and r["speedup_vs_refs"] == {} and "ref_timings" not in r
-        assert set(r["refs_missing"]) == {"sdpa-flash", "sdpa-cudnn"}
-        assert all("torch is not installed" in why for why in r["refs_missing"].values())
+        assert set(r["refs_missing"]) == {"sdpa-flash", "sdpa-cudnn", "decoupled"}
+        assert all("torch is not installed" in r["refs_missing"][n] for n in ("sdpa-flash", "sdpa-cudnn"))
+    # the decoupled baseline is timed beside protected variants only (two unprotected, then efta)
+    assert "is unprotected" in rows[0]["refs_missing"]["decoupled"]
+    assert "torch is not installed" in rows[4]["refs_missing"]["decoupled"]
     for name in ("sdpa-flash", "sdpa-cudnn"):
         assert len([m for m in logs if f"{name} not timed" in m]) == 1  # said once per run
 

@@ -57,11 +57,13 @@ class AttentionFamily(Family):
     @property
     def bench_refs(self) -> tuple:
         """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`):
-        SDPA with the FLASH backend and with the cuDNN backend, each its own driver run. Imported here, not at the
-        top: ``python -m ftgen.families.attention.sdpa_ref`` runs that module as the driver."""
+        SDPA with the FLASH backend and with the cuDNN backend, each its own driver run, and beside protected variants
+        the decoupled baseline (:mod:`.decoupled_ref`). Imported here, not at the top: ``python -m
+        ftgen.families.attention.sdpa_ref`` runs that module as the driver."""
+        from .decoupled_ref import DecoupledRef
         from .sdpa_ref import NAMES, SdpaRef
 
-        return tuple(SdpaRef(n) for n in NAMES)
+        return (*(SdpaRef(n) for n in NAMES), DecoupledRef())
 
     # ---- shapes: seq_k (default: seq) and kv_heads (default: heads) are optional ----------------
     def normalize_shape(self, raw: Any, where: str, source: str | None = None) -> dict[str, int]:
