@@ -13,7 +13,8 @@
 #   times    Nsight Compute's device time per kernel of each executable (PROFILE_GLOB) at PROFILE_SHAPE: its first
 #            TIMES_COUNT (default 40) launches, one bench launch (ncu_times: OUT/ncu_SHAPE.csv and a summary per kernel)
 #   campaign ftgen campaign SPEC (CAMPAIGN_KERNELS: a --kernels filter; TRIALS, default 200; DISTS, default
-#            normal,uniform,outliers)
+#            normal,uniform,outliers; CAMPAIGN_SITES: space-separated fault sites, one campaign each with every fault at
+#            that site, into OUT/campaign_SITE.*, instead of one campaign over the level's sites)
 # Prints a short table last; the JSON rows go under OUT. For figures of record set FTGEN_GIT_SHA and FTGEN_GIT_DIRTY
 # (the device copy's .git may be stale: its headers would name an older commit).
 set -u
@@ -52,9 +53,13 @@ for step in ${*:-build bench inject}; do
              done > "$out/profile.txt"; tar czf "$out/profile.tgz" -C "$out" $(cd "$out" && ls src_*) && rm -f "$out"/src_*; t profile ;;
     times) for exe in "$proj"/bin/${PROFILE_GLOB:-*}; do echo "== $(basename "$exe")"; ncu_times "$exe" "${TIMES_COUNT:-40}" "${PROFILE_SHAPE:-1x16x4096x4096}"; done \
              > "$out/times.txt" 2>&1; t times ;;
-    campaign) ft 400 campaign "$SPEC" -o generated ${CAMPAIGN_KERNELS:+--kernels "$CAMPAIGN_KERNELS"} --trials "${TRIALS:-200}" \
-                --dists "${DISTS:-normal,uniform,outliers}" \
-                --json "$out/campaign.jsonl" > "$out/campaign.txt" 2>&1; echo "campaign rc $?"; t campaign ;;
+    campaign) for site in ${CAMPAIGN_SITES:-all}; do
+                tag=${site/#all/}; tag=${tag:+_$tag}
+                ft 400 campaign "$SPEC" -o generated ${CAMPAIGN_KERNELS:+--kernels "$CAMPAIGN_KERNELS"} --trials "${TRIALS:-200}" \
+                  --dists "${DISTS:-normal,uniform,outliers}" $([ "$site" = all ] || echo "--site $site") \
+                  --json "$out/campaign$tag.jsonl" > "$out/campaign$tag.txt" 2>&1; echo "campaign$tag rc $?"; t "campaign$tag"
+              done ;;
   esac
 done
-for f in probe profile times clean inject campaign; do [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 25 "$out/$f.txt"; }; done
+for f in probe profile times clean inject campaign campaign_{qk,rowmax,exp,p16,rowsum,rescale,o,inv_l}; do
+  [ -f "$out/$f.txt" ] && { echo "== $f"; tail -n 25 "$out/$f.txt"; }; done
