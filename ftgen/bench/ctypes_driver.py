@@ -108,6 +108,35 @@ def variant_entry(project: Path, kernel: str, family: str, ref: str) -> tuple[di
     raise SpecError(f"{project}: no variant {kernel[:80]!r} (it has {names}{' ...' if len(manifest['variants']) > 4 else ''})")
 
 
+def driver_parser(module: str, description: str, family: str, shapes_help: str):
+    """The command line every reference driver takes (``python -m MODULE PROJECT KERNEL --shapes ...`` and the
+    executable's --reps, --warmup, --seed and --dist); a driver adds its own flags to it."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    p.add_argument("project", help=f"the generated {family} project (ftgen generate; ftgen build)")
+    p.add_argument("kernel", help="the variant's name")
+    p.add_argument("--shapes", required=True, help=shapes_help)
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions [default: the executable's]")
+    p.add_argument("--warmup", type=int, default=None, help="untimed rounds [default: the executable's]")
+    p.add_argument("--seed", type=int, default=None, help="the executable's --seed [default: its default]")
+    p.add_argument("--dist", default=None, choices=("normal", "uniform", "loguniform", "outliers"),
+                   help="the executable's --dist [default: normal]")
+    return p
+
+
+def run_settings(args, shim) -> dict:
+    """The driver's flags resolved against the executable's defaults (read from its shim): ``dist`` (the name),
+    ``dist_code``, ``seed``, ``reps``, ``warmup``; SpecError for a distribution the executable does not know."""
+    name = args.dist or "normal"
+    code = shim.dist(name.encode())
+    if code < 0:
+        raise SpecError(f"--dist: the executable knows no distribution {name!r}")
+    return {"dist": name, "dist_code": code, "seed": args.seed if args.seed is not None else shim.default_seed(),
+            "reps": args.reps if args.reps is not None else shim.default_reps(),
+            "warmup": args.warmup if args.warmup is not None else shim.default_warmup()}
+
+
 def check_run_args(args) -> None:
     """The driver's --reps, --warmup and --seed (None: the executable's default); SpecError when out of range."""
     if args.reps is not None and args.reps < 1:

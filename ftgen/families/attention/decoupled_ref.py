@@ -25,7 +25,6 @@ them, 2 on bad input, 1 on anything else.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -149,21 +148,11 @@ def _emit(line: dict) -> None:
     sdpa_ref._emit(NAME, line)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m {DRIVER}",
-                                description="Time the decoupled baseline (three protected kernels over an L x L score "
-                                            "matrix) alternately with an attention variant on its benchmark's data "
-                                            "(one JSON line per shape).")
-    p.add_argument("project", help="the generated attention project (ftgen generate; ftgen build)")
-    p.add_argument("kernel", help="the variant's name")
-    p.add_argument("--shapes", required=True,
-                   help="comma-separated batch x heads x seq (x seq_k), e.g. 4x32x4096 or 2x16x1000x2000")
-    p.add_argument("--reps", type=int, default=None, help="timed repetitions [default: the executable's]")
-    p.add_argument("--warmup", type=int, default=None, help="untimed rounds [default: the executable's]")
-    p.add_argument("--seed", type=int, default=None, help="the executable's --seed [default: its default]")
-    p.add_argument("--dist", default=None, choices=("normal", "uniform", "loguniform", "outliers"),
-                   help="the executable's --dist [default: normal]")
-    return p
+def _parser():
+    return drv.driver_parser(DRIVER, "Time the decoupled baseline (three protected kernels over an L x L score matrix) "
+                                     "alternately with an attention variant on its benchmark's data (one JSON line per "
+                                     "shape).", "attention",
+                             "comma-separated batch x heads x seq (x seq_k), e.g. 4x32x4096 or 2x16x1000x2000")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,15 +181,10 @@ def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], args) -
         raise SpecError(f"{entry['kernel']}: the decoupled baseline's shared object is not of the variant's "
                                  f"precision, head dimension and mask; remove {Path(project) / OUT} and run again")
     precision = "bf16" if bf16 else "fp16"
-    dist_name = args.dist or "normal"
-    dist = kernel.dist(dist_name.encode())
-    if dist < 0:
-        raise SpecError(f"--dist: the executable knows no distribution {dist_name!r}")
-    seed = args.seed if args.seed is not None else kernel.default_seed()
-    reps = args.reps if args.reps is not None else kernel.default_reps()
-    warmup = args.warmup if args.warmup is not None else kernel.default_warmup()
+    run = drv.run_settings(args, kernel)
+    seed, reps, warmup, dist = run["seed"], run["reps"], run["warmup"], run["dist_code"]
     dtype = torch.bfloat16 if bf16 else torch.float16
-    detail = {"seed": seed, "dist": dist_name, "dtype": precision, "versions": versions,
+    detail = {"seed": seed, "dist": run["dist"], "dtype": precision, "versions": versions,
               "baseline": baseline_spec(manifest, entry)["variants"][0],
               "archs": drv.built_archs(project, manifest, entry), "gpu": torch.cuda.get_device_name()}
     hk, hb = kernel.open(), base.open()

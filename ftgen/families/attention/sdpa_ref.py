@@ -44,7 +44,6 @@ Exit code 0 when it printed its lines, 2 on bad input (a message, no traceback),
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import sys
@@ -350,22 +349,12 @@ def _emit(name: str, line: dict) -> None:
     print(json.dumps({"ref": name, **line}), flush=True)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m {DRIVER}",
-                                description="Time torch's scaled_dot_product_attention (FLASH and cuDNN backends) "
-                                            "alternately with an attention variant on its benchmark's data (one JSON "
-                                            "line per shape and reference).")
-    p.add_argument("project", help="the generated attention project (ftgen generate; ftgen build)")
-    p.add_argument("kernel", help="the variant's name")
-    p.add_argument("--shapes", required=True,
-                   help="comma-separated batch x heads x seq (x seq_k), e.g. 4x32x4096 or 2x16x1000x2000")
+def _parser():
+    p = drv.driver_parser(DRIVER, "Time torch's scaled_dot_product_attention (FLASH and cuDNN backends) alternately with "
+                                  "an attention variant on its benchmark's data (one JSON line per shape and reference).",
+                          "attention", "comma-separated batch x heads x seq (x seq_k), e.g. 4x32x4096 or 2x16x1000x2000")
     p.add_argument("--refs", default=",".join(NAMES), help=f"the references to time, comma-separated [default: "
                                                            f"{','.join(NAMES)}]")
-    p.add_argument("--reps", type=int, default=None, help="timed repetitions [default: the executable's]")
-    p.add_argument("--warmup", type=int, default=None, help="untimed rounds [default: the executable's]")
-    p.add_argument("--seed", type=int, default=None, help="the executable's --seed [default: its default]")
-    p.add_argument("--dist", default=None, choices=("normal", "uniform", "loguniform", "outliers"),
-                   help="the executable's --dist [default: normal]")
     return p
 
 
@@ -417,15 +406,10 @@ def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], names: 
             or head_dim != params.get("head_dim")):
         raise SpecError(f"{entry['kernel']}: the shared object ({precision}, head_dim {head_dim}, causal {causal}) is not "
                         f"the manifest's variant; re-generate the project")
-    dist_name = args.dist or "normal"
-    dist = shim.dist(dist_name.encode())
-    if dist < 0:
-        raise SpecError(f"--dist: the executable knows no distribution {dist_name!r}")
-    seed = args.seed if args.seed is not None else shim.default_seed()
-    reps = args.reps if args.reps is not None else shim.default_reps()
-    warmup = args.warmup if args.warmup is not None else shim.default_warmup()
+    run = drv.run_settings(args, shim)
+    seed, reps, warmup, dist = run["seed"], run["reps"], run["warmup"], run["dist_code"]
     dtype = torch.bfloat16 if bf16 else torch.float16
-    detail = {"seed": seed, "dist": dist_name, "dtype": precision, "versions": versions,
+    detail = {"seed": seed, "dist": run["dist"], "dtype": precision, "versions": versions,
               "archs": drv.built_archs(project, manifest, entry), "gpu": torch.cuda.get_device_name()}
     oom = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
     h = shim.open()

@@ -37,7 +37,6 @@ when it printed its lines, 2 on bad input (a message, no traceback), 1 on anythi
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
@@ -48,7 +47,6 @@ from ...bench import ctypes_driver as drv
 from ...bench.ctypes_driver import DeviceArray as _DeviceArray
 from ...bench.ctypes_driver import importable as _importable
 from ...bench.ctypes_driver import version as _version
-from ...errors import SpecError
 
 NAME = "flash-kmeans"
 DRIVER = "ftgen.families.kmeans.flash_ref"  # this module, run with python -m
@@ -222,19 +220,10 @@ def _emit(line: dict) -> None:
     print(json.dumps({"ref": NAME, **line}), flush=True)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ftgen.families.kmeans.flash_ref",
-                                description="Time flash-kmeans alternately with a kmeans variant on its benchmark's data "
-                                            "(one JSON line per shape).")
-    p.add_argument("project", help="the generated kmeans project (ftgen generate; ftgen build)")
-    p.add_argument("kernel", help="the variant's name")
-    p.add_argument("--shapes", required=True, help="comma-separated samples x dims x clusters, e.g. 1048576x128x1024")
-    p.add_argument("--reps", type=int, default=None, help="timed repetitions [default: the executable's]")
-    p.add_argument("--warmup", type=int, default=None, help="untimed rounds [default: the executable's]")
-    p.add_argument("--seed", type=int, default=None, help="the executable's --seed [default: its default]")
-    p.add_argument("--dist", default=None, choices=("normal", "uniform", "loguniform", "outliers"),
-                   help="the executable's --dist [default: normal]")
-    return p
+def _parser():
+    return drv.driver_parser("ftgen.families.kmeans.flash_ref", "Time flash-kmeans alternately with a kmeans variant on "
+                             "its benchmark's data (one JSON line per shape).", "kmeans",
+                             "comma-separated samples x dims x clusters, e.g. 1048576x128x1024")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,15 +248,10 @@ def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], args) -
     if shim.elem_bytes() != 4:
         _emit({"unavailable": f"{entry['kernel']} stores {shim.elem_bytes()}-byte elements; flash-kmeans takes fp32"})
         return 0
-    dist_name = args.dist or "normal"
-    dist = shim.dist(dist_name.encode())
-    if dist < 0:
-        raise SpecError(f"--dist: the executable knows no distribution {dist_name!r}")
-    seed = args.seed if args.seed is not None else shim.default_seed()
-    reps = args.reps if args.reps is not None else shim.default_reps()
-    warmup = args.warmup if args.warmup is not None else shim.default_warmup()
+    run = drv.run_settings(args, shim)
+    seed, reps, warmup, dist = run["seed"], run["reps"], run["warmup"], run["dist_code"]
     data = "blobs" if os.environ.get("FTGEN_KMEANS_DATA") == "blobs" else "dist"
-    detail = {"seed": seed, "dist": dist_name, "data": data, "versions": versions,
+    detail = {"seed": seed, "dist": run["dist"], "data": data, "versions": versions,
               "archs": _built_archs(project, manifest, entry), "gpu": torch.cuda.get_device_name()}
     oom = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
     h = shim.open()
