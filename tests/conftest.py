@@ -253,3 +253,30 @@ def attention_host_program(tmp_path: Path, name: str, source: str) -> Path:
                         str(src), "-o", str(exe)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return exe
+
+
+def gpu_attention_bench(tmp_path: Path, name: str, variants: str, bench_args: list[str], env_extra: dict | None = None
+                        ) -> list[dict]:
+    """On a GPU: an attention spec of ``variants`` (YAML lines under ``variants:``) for FTGEN_GPU_ARCH (default sm_90)
+    at 2x8x1024, generated, built and benched (``ftgen bench`` with ``bench_args``) in subprocesses; its rows."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from ftgen.codegen.emit import generate
+    from ftgen.spec import load_spec_text
+
+    arch = os.environ.get("FTGEN_GPU_ARCH", "sm_90")
+    spec = f"name: {name}\nfamily: attention\narch: [{arch}]\nvariants:\n{textwrap.indent(textwrap.dedent(variants).strip(), '  ')}\n" \
+           "shapes:\n  - {batch: 2, heads: 8, seq: 1024}\n"
+    out = generate(load_spec_text(spec, f"{name}.yaml"), tmp_path).out_dir
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **(env_extra or {})}
+    b = subprocess.run([sys.executable, "-m", "ftgen.cli", "build", str(out)], cwd=REPO, capture_output=True, text=True, env=env)
+    assert b.returncode == 0, b.stderr[-2000:]
+    js = tmp_path / "bench.jsonl"
+    p = subprocess.run([sys.executable, "-m", "ftgen.cli", "bench", str(out), *bench_args, "--json", str(js)], cwd=REPO,
+                       capture_output=True, text=True, env=env, timeout=1200)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return [json.loads(x) for x in js.read_text().splitlines()[1:]]

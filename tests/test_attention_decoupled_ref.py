@@ -10,14 +10,13 @@ bench` rows with the baseline timed alternately.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, gpu_attention_bench
 from ftgen.bench import BenchOptions
 from ftgen.codegen.emit import generate
 from ftgen.families.attention import decoupled_ref, sdpa_ref
@@ -147,26 +146,10 @@ def test_bench_rows_carry_the_decoupled_baseline_on_a_gpu(tmp_path):
                                                     "protection": {"scheme": "abft", "level": "efta"}})
     if why:
         pytest.skip(why)
-    arch = os.environ.get("FTGEN_GPU_ARCH", "sm_90")
-    spec = textwrap.dedent(f"""
-        name: attn_dec_gpu
-        family: attention
-        arch: [{arch}]
-        variants:
-          - {{precision: fp16, protection: {{scheme: abft, level: efta}}, params: {{head_dim: 64}}}}
-        shapes:
-          - {{batch: 2, heads: 8, seq: 1024}}
-    """)
-    out = generate(load_spec_text(spec, "attn_dec_gpu.yaml"), tmp_path).out_dir
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           "FTGEN_BENCH_REFS": "decoupled"}
-    b = subprocess.run([sys.executable, "-m", "ftgen.cli", "build", str(out)], cwd=REPO, capture_output=True, text=True, env=env)
-    assert b.returncode == 0, b.stderr[-2000:]
-    js = tmp_path / "bench.jsonl"
-    p = subprocess.run([sys.executable, "-m", "ftgen.cli", "bench", str(out), "--reps", "10", "--json", str(js)], cwd=REPO,
-                       capture_output=True, text=True, env=env, timeout=1200)
-    assert p.returncode == 0, p.stderr[-3000:]
-    (row,) = [json.loads(x) for x in js.read_text().splitlines()[1:]]
+    rows = gpu_attention_bench(tmp_path, "attn_dec_gpu", """
+        - {precision: fp16, protection: {scheme: abft, level: efta}, params: {head_dim: 64}}
+    """, ["--reps", "10"], {"FTGEN_BENCH_REFS": "decoupled"})
+    (row,) = rows
     assert "decoupled" in row["refs"], row.get("refs_missing")
     t = row["ref_timings"]["decoupled"]
     assert t["agreement"] >= sdpa_ref.AGREEMENT_FLOOR and t["alternated"] is True

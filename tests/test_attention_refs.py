@@ -12,7 +12,6 @@ shared object (the variant and the C shim around the attention bench adapter) bu
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RecordedDriver, fake_bench_executables
+from conftest import REPO, RecordedDriver, fake_bench_executables, gpu_attention_bench
 from ftgen.bench import BenchOptions, bench_project
 from ftgen.bench import ctypes_driver
 from ftgen.codegen.emit import generate
@@ -343,25 +342,9 @@ def test_driver_and_bench_on_a_gpu(tmp_path):
     why = sdpa_ref.SdpaRef("sdpa-flash").unavailable({"kernel": "k", "precision": "fp16"})
     if why:
         pytest.skip(why)
-    arch = os.environ.get("FTGEN_GPU_ARCH", "sm_90")
-    spec = textwrap.dedent(f"""
-        name: attn_refs_gpu
-        family: attention
-        arch: [{arch}]
-        variants:
-          - {{precision: fp16, protection: {{scheme: none}}, params: {{head_dim: 64, causal: [false, true]}}}}
-        shapes:
-          - {{batch: 2, heads: 8, seq: 1024}}
-    """)
-    out = generate(load_spec_text(spec, "attn_refs_gpu.yaml"), tmp_path).out_dir
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    b = subprocess.run([sys.executable, "-m", "ftgen.cli", "build", str(out)], cwd=REPO, capture_output=True, text=True, env=env)
-    assert b.returncode == 0, b.stderr[-2000:]
-    js = tmp_path / "bench.jsonl"
-    p = subprocess.run([sys.executable, "-m", "ftgen.cli", "bench", str(out), "--shapes", "2x8x1024", "--reps", "20",
-                        "--json", str(js)], cwd=REPO, capture_output=True, text=True, env=env, timeout=1200)
-    assert p.returncode == 0, p.stderr[-3000:]
-    rows = [json.loads(x) for x in js.read_text().splitlines()[1:]]
+    rows = gpu_attention_bench(tmp_path, "attn_refs_gpu", """
+        - {precision: fp16, protection: {scheme: none}, params: {head_dim: 64, causal: [false, true]}}
+    """, ["--shapes", "2x8x1024", "--reps", "20"])
     assert len(rows) == 2
     for r in rows:
         assert "sdpa-flash" in r["refs"], r.get("refs_missing")
