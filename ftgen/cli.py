@@ -332,7 +332,11 @@ def bench_flags(f):
 @click.option("--kernels", default=None, help="Only variants whose names match this glob [default: all].")
 @click.option("--json", "json_out", default=None, help="Write results (JSON lines with provenance) to PATH, or - for stdout.")
 @click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
-def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site, no_ref, timeout, kernels, json_out, gpus_text) -> None:
+@click.option("--refs", "refs_text", default=None,
+              help="References timed beside the variants outside the executable (kmeans: flash-kmeans; attention: "
+                   "sdpa-flash, sdpa-cudnn, decoupled), comma-separated, or none [default: all, or FTGEN_BENCH_REFS].")
+def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site, no_ref, timeout, kernels, json_out, gpus_text,
+          refs_text) -> None:
     """Run the built variants, verify them against the vendor library and print a table.
 
     Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
@@ -350,6 +354,11 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
         raise SpecError(f"{project}/manifest.json: family {manifest['spec']['family'][:40]!r} is not known to this ftgen; re-generate the project")
     family = families.get(manifest["spec"]["family"])
     opts = _bench_options(shapes, family, reps, warmup, inject, inject_kind, seed, dist, no_ref, timeout, site)
+    if refs_text is not None:
+        from .bench.refs import check_chosen
+
+        check_chosen(family, refs_text)
+        opts.refs = refs_text
     variants = select_variants(manifest, kernels)
     built = [v for v in variants if binary_path(project, v["kernel"]).is_file()]
     if not built:

@@ -176,6 +176,23 @@ def test_no_ref_inject_and_the_environment_limit_the_drivers(project, tmp_path, 
     rows = bench_project(out, variants[:1], family_with(drv), BenchOptions(), log=lambda m: None)
     assert rows[0]["refs"]["flash-kmeans"] == 1.75
     assert drv.calls() and all(c["argv"][1] == variants[0]["kernel"] for c in drv.calls())
+    # `ftgen bench --refs` (BenchOptions.refs) takes precedence over the environment
+    rows = bench_project(out, variants[:1], family_with(drv), BenchOptions(refs="none"), log=lambda m: None)
+    assert all("--refs=none" in r["refs_missing"]["flash-kmeans"] for r in rows)
+    monkeypatch.setenv(ENV, "none")
+    rows = bench_project(out, variants[:1], family_with(drv), BenchOptions(refs="flash-kmeans"), log=lambda m: None)
+    assert rows[0]["refs"]["flash-kmeans"] == 1.75
+
+
+def test_bench_refs_flag_names_only_the_familys_references(project, capsys):
+    from ftgen.cli import main
+
+    out, _ = project
+    for text, says in (("sdpa-flash", "'sdpa-flash' is not a reference of this family (it has flash-kmeans; or none)"),
+                       (",", "--refs: name the references")):
+        assert main(["bench", str(out), "--refs", text]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err, err
 
 
 def test_rows_without_timing_are_left_alone():

@@ -29,6 +29,7 @@ class BenchOptions:
     seed: int | None = None
     dist: str | None = None
     no_ref: bool = False
+    refs: str | None = None  # the references timed outside the executable (refs.selected); None: all, or FTGEN_BENCH_REFS
     timeout: float = 600.0
     extra: tuple[str, ...] = ()
 

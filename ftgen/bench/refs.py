@@ -20,7 +20,8 @@ Every timed row of the variant then carries, beside the executable's ``ref`` (it
 * ``refs_missing``: ``{name: why}`` for each reference of the family without a time for the row.
 
 A reference that could not be timed is never given a number. ``--no-ref`` runs none and adds nothing;
-``FTGEN_BENCH_REFS`` (``none``, or the names to run, comma-separated) limits which run; rows of a run with
+`ftgen bench --refs` (or else ``FTGEN_BENCH_REFS``; ``none``, or the names to run, comma-separated) limits which run;
+rows of a run with
 ``--inject`` get no driver's times (the executable times the kernel with its faults, a driver without).
 """
 
@@ -55,15 +56,30 @@ def timed(row: dict) -> bool:
             and "error" not in row and "skipped" not in row)
 
 
-def selected(name: str) -> str | None:
-    """Why ``FTGEN_BENCH_REFS`` leaves reference ``name`` out; None when it runs."""
-    text = os.environ.get(ENV)
+def selected(name: str, chosen: str | None = None) -> str | None:
+    """Why reference ``name`` is left out: by ``chosen`` (`ftgen bench --refs`: ``none``, or the names to run,
+    comma-separated), else by ``FTGEN_BENCH_REFS`` (the same spelling); None when it runs."""
+    text, where = (chosen, "--refs") if chosen is not None else (os.environ.get(ENV), ENV)
     if text is None:
         return None
     names = {t.strip() for t in text.split(",") if t.strip()}
     if name in names:
         return None
-    return f"not run ({ENV}={text.strip()[:80] or 'none'})"
+    return f"not run ({where}={text.strip()[:80] or 'none'})"
+
+
+def check_chosen(family, text: str) -> None:
+    """`ftgen bench --refs`: ``none`` or names of the family's references; SpecError (exit 2) otherwise."""
+    from ..errors import SpecError
+
+    known = [r.name for r in family_refs(family)]
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise SpecError(f"--refs: name the references to time ({', '.join(known) or 'this family has none'}), or none")
+    for n in names:
+        if n != "none" and n not in known:
+            raise SpecError(f"--refs: {n[:60]!r} is not a reference of this family (it has "
+                            f"{', '.join(known) or 'none'}; or none)")
 
 
 class RefRunner:
@@ -93,7 +109,7 @@ class RefRunner:
         self.log(f"bench: {name} not timed: {why}; rows carry refs without it (refs_missing says why)")
 
     def why_not(self, ref, variant: dict) -> str | None:
-        why = selected(ref.name)
+        why = selected(ref.name, self.opts.refs)
         if why is None and self.opts.inject:
             why = "not timed in a run with --inject (the executable times the kernel with its faults, the driver without)"
         if why is None:
