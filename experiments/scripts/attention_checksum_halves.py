@@ -8,7 +8,7 @@ on the same inputs and the same single bit flips of an S or O accumulator: per d
 faults (the uncorrected output beyond the tolerance) and those detected and ending within the tolerance, and the clean
 runs' detections.
 
-    python experiments/scripts/attention_checksum_halves.py [trials] [seq] [head_dim]
+    python experiments/scripts/attention_checksum_halves.py [trials] [seq] [head_dim] [fp16|bf16]
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def main() -> int:
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     seq = int(sys.argv[2]) if len(sys.argv) > 2 else 256
     d = int(sys.argv[3]) if len(sys.argv) > 3 else 128
+    precision = sys.argv[4] if len(sys.argv) > 4 else "fp16"
     bc = 128
     schemes = ("hi+lo", "hi")
     total = {(s, site): [0, 0] for s in schemes for site in ("qk", "o")}
@@ -45,7 +46,7 @@ def main() -> int:
         q, k, v = M.inputs(dist, seq, seq, d, seed=int(rng.integers(1 << 31)))
         for s in schemes:
             hi_only(s == "hi")
-            clean[s] += M.flash_forward(q, k, v, level="efta", bc=bc)[1].detected
+            clean[s] += M.flash_forward(q, k, v, precision=precision, level="efta", bc=bc)[1].detected
         res = {(s, site): [0, 0] for s in schemes for site in ("qk", "o")}
         for site in ("qk", "o"):
             for _ in range(trials):
@@ -54,21 +55,21 @@ def main() -> int:
                 f = M.Fault(site, row=int(rng.integers(seq)), tile=int(rng.integers(seq // bc)), col=col, kind="bitflip",
                             bit=int(rng.integers(32)))
                 hi_only(False)
-                ou, _ = M.flash_forward(q, k, v, level="efta", faults=[f], correct=False, bc=bc)
-                if not M.max_error(ou, q, k, v, "fp16", False) > 1.0:
+                ou, _ = M.flash_forward(q, k, v, precision=precision, level="efta", faults=[f], correct=False, bc=bc)
+                if not M.max_error(ou, q, k, v, precision, False) > 1.0:
                     continue
                 for s in schemes:
                     hi_only(s == "hi")
-                    oc, c = M.flash_forward(q, k, v, level="efta", faults=[f], bc=bc)
+                    oc, c = M.flash_forward(q, k, v, precision=precision, level="efta", faults=[f], bc=bc)
                     res[(s, site)][1] += 1
-                    res[(s, site)][0] += c.detected >= 1 and M.max_error(oc, q, k, v, "fp16", False) <= 1.0
+                    res[(s, site)][0] += c.detected >= 1 and M.max_error(oc, q, k, v, precision, False) <= 1.0
         hi_only(False)
         for key, (a, b) in res.items():
             total[key][0] += a
             total[key][1] += b
         print(f"{dist}: " + ", ".join(f"{s} {site} {res[(s, site)][0]}/{res[(s, site)][1]}" for s in schemes for site in ("qk", "o")),
               flush=True)
-    print(f"all ({trials} flips per distribution and site, seq {seq}, head dim {d}, fp16, efta, block_n {bc}):")
+    print(f"all ({trials} flips per distribution and site, seq {seq}, head dim {d}, {precision}, efta, block_n {bc}):")
     for s in schemes:
         print(f"  {s}: " + ", ".join(f"{site} {total[(s, site)][0]}/{total[(s, site)][1]} = "
                                      f"{total[(s, site)][0] / max(total[(s, site)][1], 1):.4f}" for site in ("qk", "o"))
