@@ -19,10 +19,9 @@ Every timed row of the variant then carries, beside the executable's ``ref`` (it
 * ``ref_timings``: ``{name: the driver's line}`` (min, max, reps, the kernel's time in that pairing, versions, ...);
 * ``refs_missing``: ``{name: why}`` for each reference of the family without a time for the row.
 
-A reference that could not be timed is never given a number. ``--no-ref`` runs none and adds nothing;
-`ftgen bench --refs` (or else ``FTGEN_BENCH_REFS``; ``none``, or the names to run, comma-separated) limits which run;
-rows of a run with
-``--inject`` get no driver's times (the executable times the kernel with its faults, a driver without).
+A reference that could not be timed is never given a number. ``--no-ref`` runs none and adds nothing; `ftgen bench
+--refs` (or else ``FTGEN_BENCH_REFS``; ``none``, or the names to run, comma-separated) limits which run; rows of a run
+with ``--inject`` get no driver's times (the executable times the kernel with its faults, a driver without).
 """
 
 from __future__ import annotations
