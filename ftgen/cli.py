@@ -572,10 +572,10 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
     gpus = []
     if merge:
-        rows, summaries, variants, gpu, trials, dist_list, shape = merge_campaign_files(s, results, chosen, _err)
+        if site:
+            raise SpecError("--site: a merge takes the site the shards' files name (campaign --from without --site)")
+        rows, summaries, variants, gpu, trials, dist_list, shape, site = merge_campaign_files(s, results, chosen, _err)
     else:
-        if site and (gpus_text or shard_text):
-            raise SpecError("--site: a campaign on a pool of GPUs or in shards takes the family's default site for now; run it on one GPU")
         g = _generate(s, out_root)
         _remember(g.out_dir, out_root)
         _err(f"campaign: {g.out_dir}")
@@ -588,7 +588,8 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
         gpus = gpus_option(gpus_text, "campaign", _err)
         if gpus or shard:  # the trials in chunks over a pool of GPUs: the same chunks and seeds as one run
             rows, summaries = campaign_on_gpus(g.out_dir, variants, gpus, gpu, shard, trials=trials, dists=dist_list, seed=seed,
-                                               shape=fam.format_shape(shape), timeout=timeout, spec_name=s.source, log=_err)
+                                               shape=fam.format_shape(shape), timeout=timeout, spec_name=s.source, log=_err,
+                                               extra=("--site", site) if site else ())
         else:
             rows, summaries = do_campaign(
                 g.out_dir, variants, shape=fam.format_shape(shape), trials=trials, dists=dist_list, seed=seed,
@@ -604,6 +605,7 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     extra += [{"campaign": summ} for summ in summaries]
     if json_out:
         more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {}),
+                **({"site": site} if site else {}),
                 **({"merged_from": list(results)} if merge else {})}
         write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape, seed=seed, **more), rows, extra)
     if plot_out:

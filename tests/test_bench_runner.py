@@ -132,12 +132,3 @@ def test_site_reaches_the_executables():
     argv = opts.argv(families.get("gemm"))
     assert argv[argv.index("--site") + 1] == "argmin"
     assert "--site" not in _bench_options(None, families.get("gemm"), None, None, 0, None, None, None, False, 60.0).argv(families.get("gemm"))
-
-
-def test_campaign_site_with_gpus_is_refused(tmp_path, capsys):
-    from ftgen.cli import main
-
-    spec = tmp_path / "s.yaml"
-    spec.write_text("name: s\nfamily: gemm\nprecision: fp32\nprotection: {scheme: abft, level: threadblock, inject: true}\n")
-    assert main(["campaign", str(spec), "-o", str(tmp_path / "o"), "--site", "argmin", "--shard", "0/2"]) == 2
-    assert "--site" in capsys.readouterr().err and not (tmp_path / "o").exists()

@@ -212,7 +212,7 @@ for t in range(n):
     x = (seed * 6364136223846793005 + t * 1442695040888963407) % 2**32
     print(json.dumps({{"trial": t, "kernel": k, "dist": dist, "injected": inject, "significant": bool(inject and x % 3),
                       "detected": int(inject and x % 3 > 0 and x % 7 != 0), "ok": not (inject and x % 7 == 0), "score": x / 2**30,
-                      "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7}}))
+                      "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7, **({{"site_arg": arg("--site")}} if "--site" in a else {{}})}}))
 """
 
 
@@ -400,3 +400,26 @@ def test_bench_writes_its_rows_as_each_variant_finishes(fake_host, tmp_path, mon
     n = len(exes)
     assert n >= 2 and seen[0] == (f"1 of {n} variants", 1) and seen[-1] == (None, n)
     assert "partial" not in read_results(out).provenance
+
+
+def test_campaign_site_on_gpus_in_shards_and_merged(fake_host, tmp_path, capsys):
+    """`campaign --site` reaches every executable on a pool and in shards, the files name the site, and a merge
+    refuses shards of different sites."""
+    from ftgen.search.shard import read_results
+
+    base = ["campaign", str(fake_host), "--trials", "40", "--dists", "normal", "--seed", "7", "-o", str(tmp_path / "g")]
+    assert main(base + ["--site", "argmin", "--gpus", "0,1,2", "--json", str(tmp_path / "pool.jsonl")]) == 0
+    pool = read_results(tmp_path / "pool.jsonl")
+    assert pool.provenance["site"] == "argmin" and all(r["site_arg"] == "argmin" for r in pool.rows if "trial" in r)
+    for i in range(2):
+        assert main(base + ["--site", "argmin", "--shard", f"{i}/2", "--json", str(tmp_path / f"s{i}.jsonl")]) == 0
+    assert main(base + ["--shard", "1/2", "--json", str(tmp_path / "plain1.jsonl")]) == 0
+    capsys.readouterr()
+    merged = tmp_path / "m.jsonl"
+    assert main(["campaign", str(fake_host), "--from", str(tmp_path / "s0.jsonl"), str(tmp_path / "s1.jsonl"), "--json", str(merged)]) == 0
+    m = read_results(merged)
+    assert m.provenance["site"] == "argmin" and _trials(merged) == _trials(tmp_path / "pool.jsonl")
+    assert main(["campaign", str(fake_host), "--from", str(tmp_path / "s0.jsonl"), str(tmp_path / "plain1.jsonl")]) == 2
+    assert "different campaigns (site" in capsys.readouterr().err
+    assert main(["campaign", str(fake_host), "--site", "argmin", "--from", str(tmp_path / "s0.jsonl")]) == 2
+    assert "a merge takes the site" in capsys.readouterr().err

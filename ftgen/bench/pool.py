@@ -376,15 +376,15 @@ class PoolProgress(LineProgress):
 
 
 def run_campaign(project: Path, chunks, pool: GpuPool, *, shape: str, timeout: float = 900.0, spec_name: str = "",
-                 binary: Callable[[Path, str], Path] | None = None) -> tuple[list[dict], list[dict]]:
+                 binary: Callable[[Path, str], Path] | None = None, extra: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
     """Run campaign chunks (:func:`ftgen.search.shard.campaign_chunks`, all or one shard's) on the pool's
-    GPUs. Returns (all rows, one summary per variant) as ``ftgen.faults.campaign`` does: per variant its
+    GPUs (``extra``: further executable flags, e.g. ``--site NAME``). Returns (all rows, one summary per variant) as ``ftgen.faults.campaign`` does: per variant its
     error rows, then its trial rows in chunk order, whatever GPU ran them."""
     from ..faults import summarize
     from ..search.shard import chunk_rows
 
     binary = binary or (lambda proj, k: proj / "bin" / k)
-    items = [WorkItem(c.key, binary(project, c.kernel), c.kernel, c.argv(shape), timeout) for c in chunks]
+    items = [WorkItem(c.key, binary(project, c.kernel), c.kernel, c.argv(shape, extra), timeout) for c in chunks]
     got = pool.run(items)
     all_rows: list[dict] = []
     summaries: list[dict] = []
@@ -406,7 +406,7 @@ def run_campaign(project: Path, chunks, pool: GpuPool, *, shape: str, timeout: f
 
 def campaign_on_gpus(project: Path, variants: list[dict], gpus: list[Gpu], gpu: dict, shard: tuple[int, int] | None, *,
                      trials: int, dists, seed: int, shape: str, timeout: float, spec_name: str,
-                     log: Callable[[str], None]) -> tuple[list[dict], list[dict]]:
+                     log: Callable[[str], None], extra: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
     """`campaign --gpus / --shard`: the campaign's chunks (one shard's), on ``gpus`` or else the default GPU
     (``gpu``, its info), with per-GPU progress. Returns (rows, summaries) as ``ftgen.faults.campaign``."""
     from ..search.shard import campaign_chunks, shard_chunks
@@ -416,7 +416,7 @@ def campaign_on_gpus(project: Path, variants: list[dict], gpus: list[Gpu], gpu: 
         chunks = shard_chunks(chunks, *shard)
         log(f"campaign: shard {shard[0]}/{shard[1]}: {len(chunks)} chunk(s) of trials")
     with pool_for(gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]) as pool:
-        out = run_campaign(project, chunks, pool, shape=shape, timeout=timeout, spec_name=spec_name)
+        out = run_campaign(project, chunks, pool, shape=shape, timeout=timeout, spec_name=spec_name, extra=extra)
     if pool.retried or pool.dead:
         log(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
     return out

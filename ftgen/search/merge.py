@@ -119,7 +119,7 @@ def merge_search_files(s, results, shape_list, out_root: str, json_out, log: Cal
 
 
 def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
-    """`campaign --from`: (rows, summaries, variants, gpu, trials, dists, shape) of the merged shards, the
+    """`campaign --from`: (rows, summaries, variants, gpu, trials, dists, shape, site) of the merged shards, the
     campaign's settings read from the files."""
     from ..faults import summarize
     from .shard import merge_campaign
@@ -133,4 +133,4 @@ def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
         raise SpecError(f"--from: {len(strangers)} kernel(s) in the files are no campaign variants of {s.source}: "
                         f"{', '.join(strangers[:5])}; give the spec the shards ran")
     summaries = [summarize(k, [r for r in m.rows if r.get("kernel") == k and "trial" in r], s.source) for k in m.kernels]
-    return m.rows, summaries, [{"kernel": k} for k in m.kernels], m.gpu, m.trials, m.dists, m.shape
+    return m.rows, summaries, [{"kernel": k} for k in m.kernels], m.gpu, m.trials, m.dists, m.shape, m.site

@@ -230,14 +230,15 @@ class MergedCampaign:
     dists: list[str]
     shape: dict
     notes: list[str]
+    site: str | None = None  # the fault site of every trial (campaign --site), or None: the family's sites
 
 
 def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
     """The rows of several campaign results files (shards of one campaign) as one campaign's: checks that
-    they ran the same campaign (trials, distributions, shape, seed) on one GPU model."""
+    they ran the same campaign (trials, distributions, shape, seed, fault site) on one GPU model."""
     files = [read_results(p) for p in paths]
     notes = _check_shards(files)
-    for key in ("trials", "dists", "shape", "seed"):
+    for key in ("trials", "dists", "shape", "seed", "site"):
         vals = {json.dumps(f.provenance.get(key), sort_keys=True) for f in files}
         if len(vals) > 1:
             raise SpecError(f"--from: the files are of different campaigns ({key}: {', '.join(sorted(vals))})")
@@ -272,7 +273,7 @@ def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
         mine = [r for key, r in trials.items() if key[0] == k]
         rows += sorted(mine, key=lambda r: (order.get(r.get("dist"), len(order)), int(bool(r.get("injected"))), r["trial"]))
     gpu = {"name": prov.get("gpu"), "driver": prov.get("driver")}
-    return MergedCampaign(rows, kernels, gpu, prov["trials"], dists, prov.get("shape") or {}, notes)
+    return MergedCampaign(rows, kernels, gpu, prov["trials"], dists, prov.get("shape") or {}, notes, prov.get("site"))
 
 
 def _dedup_errors(errors: list[dict]) -> list[dict]:
