@@ -109,12 +109,10 @@ def time_shape(torch, kernel: sdpa_ref.Shim, hk: int, base: sdpa_ref.Shim, hb: i
     kv_heads = shape.get("kv_heads", heads)
     sets = kernel.setup(hk, b, heads, seq, seq_k, kv_heads, seed, dist)
     if sets <= 0:
-        why = (kernel.skip(hk) or b"").decode(errors="replace") or "no reason given"
-        return {"unavailable": f"the attention bench adapter skips this shape: {why}"}
+        return {"unavailable": f"the attention bench adapter skips this shape: {kernel.skip_reason(hk)}"}
     base_sets = base.setup(hb, b, heads, seq, seq_k, kv_heads, seed, dist)
     if base_sets <= 0:
-        why = (base.skip(hb) or b"").decode(errors="replace") or "no reason given"
-        return {"unavailable": f"the decoupled baseline cannot run this shape: {why}"}
+        return {"unavailable": f"the decoupled baseline cannot run this shape: {base.skip_reason(hb)}"}
 
     def view(shim, h: int, what: int, hs: int, rows: int):
         arr = drv.DeviceArray(shim.buffer(h, 0, what), (b, hs, rows, head_dim), "<i2")
@@ -123,14 +121,13 @@ def time_shape(torch, kernel: sdpa_ref.Shim, hk: int, base: sdpa_ref.Shim, hb: i
     kernel.launch(hk, 0)
     base.launch(hb, 0)
     torch.cuda.synchronize()
-    same = all(bool(torch.equal(view(kernel, hk, w, kv_heads, seq_k), view(base, hb, w, kv_heads, seq_k)))
-               for w in (sdpa_ref.Shim.K, sdpa_ref.Shim.V)) and bool(
-        torch.equal(view(kernel, hk, sdpa_ref.Shim.Q, heads, seq), view(base, hb, sdpa_ref.Shim.Q, heads, seq)))
-    if not same:
+    S = sdpa_ref.Shim
+    inputs = ((S.Q, heads, seq), (S.K, kv_heads, seq_k), (S.V, kv_heads, seq_k))
+    if not all(bool(torch.equal(view(kernel, hk, *x), view(base, hb, *x))) for x in inputs):
         return {"unavailable": "the two adapters' inputs differ (the same seed and distribution should give the same "
                                "values): no valid pairing"}
-    check = sdpa_ref.agreement(torch, view(base, hb, sdpa_ref.Shim.O, heads, seq), view(kernel, hk, sdpa_ref.Shim.O, heads, seq),
-                               view(kernel, hk, sdpa_ref.Shim.V, kv_heads, seq_k), tolerance)
+    check = sdpa_ref.agreement(torch, view(base, hb, S.O, heads, seq), view(kernel, hk, S.O, heads, seq),
+                               view(kernel, hk, S.V, kv_heads, seq_k), tolerance)
     if not check["agreement"] >= sdpa_ref.AGREEMENT_FLOOR:
         return {**check, "unavailable": (
             f"the decoupled baseline's output agrees with the kernel's on {check['agreement']:.4f} of "
@@ -162,14 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], args) -> int:
-    reason = DecoupledRef().unavailable(entry)
-    torch = None
-    if reason is None:
-        torch, versions = sdpa_ref._reference()
-        if torch is None:
-            reason = versions
-    if reason is None and torch.cuda.current_stream().cuda_stream != 0:
-        reason = "torch's current stream is not the default stream the adapters launch on"
+    torch, versions, reason = sdpa_ref.torch_or_reason(DecoupledRef().unavailable(entry))
     if reason is not None:
         _emit({"unavailable": reason})
         return 0
@@ -178,8 +168,8 @@ def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], args) -
     bf16 = bool(kernel.is_bf16())
     head_dim = kernel.head_dim()
     if (bool(base.is_bf16()), base.head_dim(), bool(base.causal())) != (bf16, head_dim, bool(kernel.causal())):
-        raise SpecError(f"{entry['kernel']}: the decoupled baseline's shared object is not of the variant's "
-                                 f"precision, head dimension and mask; remove {Path(project) / OUT} and run again")
+        raise SpecError(f"{entry['kernel']}: the decoupled baseline's shared object is not of the variant's precision, "
+                        f"head dimension and mask; remove {Path(project) / OUT} and run again")
     precision = "bf16" if bf16 else "fp16"
     run = drv.run_settings(args, kernel)
     seed, reps, warmup, dist = run["seed"], run["reps"], run["warmup"], run["dist_code"]

@@ -213,6 +213,10 @@ class Shim(drv.Shim):
         "causal": ([], ctypes.c_int),
     }
 
+    def skip_reason(self, h: int) -> str:
+        """Why the adapter skipped the shape its last setup was given."""
+        return (self.skip(h) or b"").decode(errors="replace") or "no reason given"
+
 
 # --------------------------------------------------------------------------------------------
 # The driver
@@ -236,6 +240,20 @@ def _reference():
     except Exception:  # noqa: BLE001 - a version is detail, not a condition
         cudnn = None
     return torch, {"torch": torch.__version__, "cudnn": cudnn}
+
+
+def torch_or_reason(reason: str | None) -> tuple:
+    """(torch, versions, None) where a driver may time on this machine, else (None, None, why): ``reason`` (the
+    reference's own checks), torch or its GPU missing, or a current stream other than the default one the adapters
+    launch on."""
+    if reason is not None:
+        return None, None, reason
+    torch, versions = _reference()
+    if torch is None:
+        return None, None, versions
+    if torch.cuda.current_stream().cuda_stream != 0:
+        return None, None, "torch's current stream is not the default stream the adapter launches on"
+    return torch, versions, None
 
 
 def refusal(error: BaseException, caught) -> str:
@@ -280,8 +298,7 @@ def time_shape(torch, shim: Shim, h: int, shape: dict, names: list[str], *, reps
     kv_heads = shape.get("kv_heads", heads)
     sets = shim.setup(h, b, heads, seq, seq_k, kv_heads, seed, dist)
     if sets <= 0:
-        why = (shim.skip(h) or b"").decode(errors="replace") or "no reason given"
-        return {n: {"unavailable": f"the attention bench adapter skips this shape: {why}"} for n in names}
+        return {n: {"unavailable": f"the attention bench adapter skips this shape: {shim.skip_reason(h)}"} for n in names}
 
     def view(set_: int, what: int, hs: int, rows: int):
         arr = drv.DeviceArray(shim.buffer(h, set_, what), (b, hs, rows, head_dim), "<i2")
@@ -384,14 +401,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(project: Path, manifest: dict, entry: dict, shapes: list[dict], names: list[str], args) -> int:
-    reason = SdpaRef(names[0]).unavailable(entry)
-    torch = None
-    if reason is None:
-        torch, versions = _reference()
-        if torch is None:
-            reason = versions
-    if reason is None and torch.cuda.current_stream().cuda_stream != 0:
-        reason = "torch's current stream is not the default stream the adapter launches on"
+    torch, versions, reason = torch_or_reason(SdpaRef(names[0]).unavailable(entry))
     if reason is not None:
         for n in names:
             _emit(n, {"unavailable": reason})
