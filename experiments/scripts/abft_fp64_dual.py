@@ -15,15 +15,9 @@ import numpy as np
 from ftgen import tolerance
 from ftgen.families.gemm import abft_model as g
 
+from abft_fp64_strips import draw  # (this folder: the script's directory is on sys.path)
+
 M, K, N, KT = 128, 1024, 128, 16
-
-
-def draw(rng, shape, dist):
-    if dist == "normal":
-        return rng.standard_normal(shape)
-    if dist == "uniform":
-        return rng.uniform(-1, 1, shape)
-    return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(-3, 3, shape)  # log-uniform
 
 
 def within(C, exact, S, tol) -> bool:
