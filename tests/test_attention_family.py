@@ -119,6 +119,7 @@ def test_the_kernels_thresholds_are_the_models():
         assert float(t["exp_tau"]) == M.exp_threshold(4, prec, M.P_FLOOR[prec])
         assert float(t["exp_tau_fast"]) == M.exp_fast_threshold(4, prec) and float(t["exp_fast_msl"]) == M.EXP_FAST_MSL
         assert float(t["u_in"]) == M.U_IN[prec] and float(t["p_floor"]) == M.P_FLOOR[prec]
+        assert float(t["exp_band"]) == M.exp_band_relief(prec) and (M.exp_band_relief(prec) > 0) == (prec == "fp16")
         assert float(t["c_sqrt"]) == M.C_SQRT and float(t["u_acc"]) == M.U_ACC
 
 
@@ -236,6 +237,7 @@ int main() {
   if (std::scanf("%d %d", &n, &bf16) != 2) return 1;
   ftattn::Log2Parts parts;
   ftattn::ExpProduct16 prod;
+  int band = 0;  // fp16: the values below the normal range that the threshold counts where the group fails it
   for (int i = 0; i < n; ++i) {
     unsigned b;
     if (std::scanf("%u", &b) != 1) return 1;
@@ -245,13 +247,14 @@ int main() {
       const unsigned w = ftattn::ExpProduct16::floor2(b) & 0xffffu;  // the low half of a packed pair
       prod.product *= __half2float(__ushort_as_half(static_cast<unsigned short>(w)));
       if (i % 8 == 7 && i + 1 < n) prod.renormalize();
+      band += ftattn::ExpProduct16::band(b);
     }
   }
   if (bf16)
-    std::printf("%d %.9g\n", parts.bad ? 1 : 0, parts.exponents + std::log2(static_cast<double>(parts.product)));
+    std::printf("%d %.9g 0\n", parts.bad ? 1 : 0, parts.exponents + std::log2(static_cast<double>(parts.product)));
   else {  // a sum that is not finite fails the kernel's check (lg2 of a negative product: NaN; of -0: -inf)
     const double sum = prod.exponents + std::log2(static_cast<double>(prod.product));
-    std::printf("%d %.9g\n", prod.bad || !std::isfinite(sum) ? 1 : 0, sum);
+    std::printf("%d %.9g %d\n", prod.bad || !std::isfinite(sum) ? 1 : 0, sum, band);
   }
 }
 """
@@ -264,9 +267,12 @@ def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
     sum, and a negative, infinite or NaN P fails (fp16: -0 too, as in the model)."""
     exe = attention_host_program(tmp_path, "log2_main", LOG2_MAIN)
 
+    bands = []
+
     def run(bits, bf16):
         out = subprocess.run([str(exe)], input=f"{len(bits)} {int(bf16)} " + " ".join(map(str, bits)),
                              capture_output=True, text=True, timeout=30).stdout.split()
+        bands.append(int(out[2]))
         return int(out[0]), float(out[1])
 
     rng = np.random.default_rng(0)
@@ -284,12 +290,15 @@ def test_the_kernels_group_log2_sum_is_the_models_clamped_log2_sum(tmp_path):
                 want = float(np.maximum(np.log2(vals.astype(np.float64)), floor).sum())
             bad, got = run(bits, bf16)
             assert bad == 0 and abs(got - want) <= 1e-5, (bf16, got, want)
+            assert bands[-1] == int(M.exp_band_count(vals[None, :], 1, "bf16" if bf16 else "fp16").sum())
     assert run([0x3C00, 0xBC00], False)[0] == 1  # a negative P
     assert run([0x3C00, 0x7C00], False)[0] == 1  # +inf
     assert run([0x3C00, 0x7FC0], True)[0] == 1   # NaN (bf16)
     assert run([0x3C00, 0x8000], False)[0] == 1  # fp16: -0 keeps its sign bit through the floor and fails
     assert run([0x3F80, 0x8000], True) == (0, -126.0)  # bf16: -0 is a zero, the floor
-    assert run([0x3C00] * 7 + [0x0000] * 9, False) == (0, -126.0)  # 9 values at the floor 2^-14: renormalized, no underflow
+    assert run([0x3C00] * 7 + [0x0000] * 9, False) == (0, -135.0)  # 9 values at the floor 2^-15: renormalized, no underflow
+    assert run([0x0000, 0x0400], False) == (0, -29.0)  # fp16: an exp of 0 flipped to 2^-14 stands above the floor
+    assert run([0x0200, 0x03FF, 0x83FF, 0x0400, 0x01FF], False)[0] == 1 and bands[-1] == 3  # the band, either sign
 
 
 CHECK_S_MAIN = r"""

@@ -218,3 +218,33 @@ def test_the_reference_is_softmax_attention():
         w /= w.sum()
         assert np.allclose(ref[i], w @ v[:vis].astype(np.float64), rtol=1e-12, atol=1e-12)
         assert np.allclose(s[i], w @ np.abs(v[:vis].astype(np.float64)))
+
+
+@pytest.mark.parametrize("level", ["snvr", "efta"])
+def test_an_exp_of_zero_flipped_to_the_smallest_normal_is_caught_beside_an_outlier(level, monkeypatch):
+    """fp16: a P of exactly 0 whose exponent bit 10 flips becomes 2^-14, fp16's smallest normal value; with a V of
+    10^4 at that key the output moves past its tolerance. The exp check floors both sides one binade lower (P_FLOOR),
+    so the flipped value stands above the floor and the group is recomputed; with the floor at 2^-14 the exp check
+    does not see it."""
+    q, k, v = M.inputs("normal", 64, 128, 64, seed=3)
+    k[37] = -40.0 * q[5] / np.linalg.norm(q[5])  # row 5's score at key 37: far below its max, P = 0
+    v[37] = 1.0e4
+    f = M.Fault("p16", 5, 0, 37, "bitflip", 10)
+    o0, _ = M.flash_forward(q, k, v, precision="fp16", level="none", faults=[f])
+    assert M.max_error(o0, q, k, v, "fp16", False) > 1.0  # significant
+    o, c = M.flash_forward(q, k, v, precision="fp16", level=level, faults=[f])
+    assert c.by_check.get("exp", 0) >= 1 and M.max_error(o, q, k, v, "fp16", False) <= 1.0
+    monkeypatch.setitem(M.P_FLOOR, "fp16", -14.0)  # the floor at fp16's smallest normal value
+    _, c = M.flash_forward(q, k, v, precision="fp16", level=level, faults=[f])
+    assert c.by_check.get("exp", 0) == 0
+
+
+def test_values_below_the_normal_range_widen_a_failing_groups_threshold_only():
+    """exp_band_relief: what the floored check's threshold adds per fp16 value in [2^-15, 2^-14) when a group fails it:
+    their rounding (up to 2^-10 relative) beyond the u_in the threshold counts; nothing for bf16."""
+    assert M.exp_band_relief("fp16") == pytest.approx((2.0**-10 - 2.0**-11) * M.LOG2E * 1.01)
+    assert M.exp_band_relief("bf16") == 0.0
+    bits = [0x0200, 0x0400, 0x0000, 0x01FF, 0x83FF, 0x3C00, 0x03FF, 0x0100]  # 2^-15, 2^-14, 0, below 2^-15, ...
+    p = np.array([bits], dtype=np.uint16).view(np.float16).astype(np.float32)
+    assert M.exp_band_count(p, 1, "fp16").tolist() == [[3]]  # 2^-15, -(2^-14 - 2^-24), 2^-14 - 2^-24
+    assert M.exp_band_count(p, 1, "bf16").tolist() == [[0]]

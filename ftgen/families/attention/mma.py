@@ -169,6 +169,7 @@ class MmaBackend(Backend):
                 "exp_tau": repr(M.exp_threshold(bn // M.STRIDE, prec, M.P_FLOOR[prec])),
                 "exp_tau_fast": repr(M.exp_fast_threshold(bn // M.STRIDE, prec)),
                 "exp_fast_msl": repr(M.EXP_FAST_MSL),
+                "exp_band": repr(M.exp_band_relief(prec)),
                 "sqrt_d": repr(math.sqrt(d)),
             },
         }

@@ -47,8 +47,9 @@ import numpy as np
 
 from ...tolerance import C_CONST, C_SQRT
 from ..base import ModelCounters
-from .rules import (ETA, EXP_FAST_LOG2, EXP_FAST_MSL, LOG2E, P_FLOOR, U32, U_ACC, U_IN, U_MUFU, alpha_threshold,
-                    exp_fast_threshold, exp_threshold, o_threshold, s_threshold)
+from .rules import (ETA, EXP_FAST_LOG2, EXP_FAST_MSL, LOG2E, P_FLOOR, U32, U_ACC, U_IN, U_MUFU,
+                    alpha_threshold, exp_band_count, exp_band_relief, exp_fast_threshold, exp_threshold, o_threshold,
+                    s_threshold)
 
 LEVELS = ("none", "strided", "snvr", "efta", "decoupled")
 SITES = ("qk", "rowmax", "exp", "p16", "rowsum", "rescale", "o", "inv_l")
@@ -499,6 +500,11 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
                 re = np.where(fast, _group_sums(lpf, STRIDE)[0].astype(np.float64) - xf, re)
                 tau_e = np.where(fast, exp_fast_threshold(bc // STRIDE, precision), tau_e)
                 cnt.fast_exp_groups += int(fast.sum())
+            else:
+                fast = np.zeros(re.shape, dtype=bool)
+            # a floored group over its threshold is judged again with its values below the normal range counted
+            relief = exp_band_relief(precision) * exp_band_count(p16, STRIDE, precision)
+            tau_e = np.where(~(np.abs(re) <= tau_e) & ~fast, tau_e + relief, tau_e)
             cnt.score(re, tau_e)
             for i, g in zip(*np.nonzero(~(np.abs(re) <= tau_e))):
                 cols = np.arange(g, bc, STRIDE)

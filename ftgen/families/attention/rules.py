@@ -18,9 +18,16 @@ U_IN = {"fp16": 2.0**-11, "bf16": 2.0**-8}  # rounding of P and of the checksum 
 # relatively: half the spacing of fp16's subnormals; bf16 has fp32's exponent range, and ex2.approx.ftz and the
 # fp32 arithmetic before the conversion flush results below 2^-126 to zero
 ETA = {"fp16": 2.0**-25, "bf16": 2.0**-126}
-# log2 of the smallest normal value of the P type: smaller probabilities are clamped in the exp check (their
-# contribution to a row is below the type's resolution)
-P_FLOOR = {"fp16": -14.0, "bf16": -126.0}
+# log2 of the floor of the exp check: smaller probabilities are clamped on both sides of it (their contribution to a
+# row is below the type's resolution). bf16: its smallest normal value. fp16: one binade below its smallest normal,
+# 2^-14, so that an exp of 0 flipped to 2^-14 (exponent bit 10) stands above the floor; at the smallest normal such a
+# flip was invisible to the check, and with an outlier V it moves an output past the tolerance. The product of eight
+# floored factors stays in fp32's normal range (ExpProduct16 renormalizes after every eight).
+P_FLOOR = {"fp16": -15.0, "bf16": -126.0}
+# fp16 values in the binade [2^-15, 2^-14) below the normal range round by ETA absolutely, up to 2 U_IN relatively:
+# exp_threshold counts U_IN per value, and a group that fails it is judged again with exp_band_relief for each such
+# value (the kernel counts them only then)
+EXP_BAND = {"fp16": (2.0**-15, 2.0**-14)}
 # efta's exp check without the floor (exp_fast_threshold): taken where every x_l of the group is at least EXP_FAST_LOG2
 # (so in [-13, 0] and every exp a normal 16-bit value) and the row max in the exp's units, msl, is at most EXP_FAST_MSL in
 # magnitude (the x side's cancellation, below)
@@ -55,6 +62,25 @@ def exp_threshold(nl: int, precision: str, floor: float):
     """Threshold of ``sum_l max(log2 p_l, F) - sum_l max(x_l, F)`` over a group of nl elements: each p is
     exp2(x) to 2 ulp, then rounded into the P type (u_in), and lg2 errs by 2 ulp of |log2 p| <= |F|."""
     return nl * ((U_IN[precision] + 2.0 * U_MUFU) * LOG2E * 1.01 + U_MUFU * (1.0 + abs(floor)))
+
+
+def exp_band_relief(precision: str) -> float:
+    """What exp_threshold adds for each value of the group in the binade below the normal range (EXP_BAND): the rounding
+    of such a value, ETA / 2^P_FLOOR relative at most, beyond the U_IN that exp_threshold counts for it; 0 where the P
+    type has no such binade."""
+    if precision not in EXP_BAND:
+        return 0.0
+    return (ETA[precision] * 2.0 ** -P_FLOOR[precision] - U_IN[precision]) * LOG2E * 1.01
+
+
+def exp_band_count(p16, stride: int, precision: str):
+    """Per (row, group of the stride): how many values of P lie in EXP_BAND (none where the type has no band)."""
+    if precision not in EXP_BAND:
+        return np.zeros((p16.shape[0], stride), dtype=np.int64)
+    lo, hi = EXP_BAND[precision]
+    a = np.abs(p16)
+    inband = ((a >= lo) & (a < hi)).astype(np.int64)
+    return inband.reshape(p16.shape[0], -1, stride).sum(axis=1)
 
 
 def exp_fast_threshold(nl: int, precision: str):

@@ -45,6 +45,7 @@ struct Levels {
 struct Rules {
   float u_acc, u32, u_mufu, u_in, c_sqrt, c_const, p_floor, exp_tau;
   float exp_tau_fast, exp_fast_msl;  // the exp check's fast path: model.exp_fast_threshold, EXP_FAST_MSL
+  float exp_band;  // fp16: what the exp check's threshold adds per value below the normal range (model.exp_band_relief)
 };
 
 // ---- 16-bit types ------------------------------------------------------------------------------
@@ -219,7 +220,9 @@ struct ExpProduct16 {
   float product = 1.f;
   int exponents = 0;
   bool bad = false;
-  static constexpr uint32_t kFloor2 = 0x04000400u;  // 2^-14 in both halves (fp16; bf16's is 0x38803880u)
+  static constexpr uint32_t kFloor2 = 0x02000200u;  // 2^-15 in both halves (fp16: model.P_FLOOR; bf16's is 0x38803880u)
+  // fp16 values of the binade below the normal range, [2^-15, 2^-14) (model.EXP_BAND): bits 0x0200-0x03ff
+  static __host__ __device__ __forceinline__ int band(uint32_t half) { return (half & 0x7e00u) == 0x0200u; }
   // each 16-bit half of w raised to the pattern's (an unsigned max: a value with its sign bit set keeps it)
   static __host__ __device__ __forceinline__ uint32_t floor2(uint32_t w, uint32_t pattern = kFloor2) {
 #ifdef __CUDA_ARCH__
@@ -660,7 +663,7 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
   if constexpr (C::kExpFast)
     fast = fast_tile && fabsf(msl[0]) <= rules.exp_fast_msl && fabsf(msl[1]) <= rules.exp_fast_msl &&
            fmaf(smin[0], sl2, -msl[0]) >= -13.f && fmaf(smin[1], sl2, -msl[1]) >= -13.f;  // model.EXP_FAST_LOG2
-  constexpr uint32_t kFloor2 = H::kBf16 ? 0x38803880u : ExpProduct16::kFloor2;  // 2^-14 in both halves
+  constexpr uint32_t kFloor2 = H::kBf16 ? 0x38803880u : ExpProduct16::kFloor2;  // bf16: 2^-14 in both halves
   // group e's product (row half e / 2, the words' low halves for even e, high for odd) and the exponents moved out of
   // it: ExpProduct16's, in registers
   float prod[4] = {1.f, 1.f, 1.f, 1.f};
@@ -737,8 +740,15 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      tally.score(res[e], tau);
-      if (!(fabsf(res[e]) <= tau)) {
+      float t = tau;
+      if (!H::kBf16 && !(fabsf(res[e]) <= t)) {  // (rare) judged again with its values below the normal range counted
+        int band = 0;
+#pragma unroll
+        for (int n = 0; n < C::NT; ++n) band += ExpProduct16::band((e & 1) ? (pk[n][e / 2] >> 16) : (pk[n][e / 2] & 0xffffu));
+        t = fmaf(static_cast<float>(band), rules.exp_band, t);
+      }
+      tally.score(res[e], t);
+      if (!(fabsf(res[e]) <= t)) {
         ++tally.detected;
         if (fix) recompute = true;
       }
