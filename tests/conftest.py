@@ -34,6 +34,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("--update-golden"):
         os.environ["FTGEN_UPDATE_GOLDEN"] = "1"
+    # xdist (3.7 on) hands out the units of --dist loadscope and loadfile those with the most tests first unless told
+    # otherwise; the order that pytest_collection_modifyitems gives them is the one meant here
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
 
 
 def _has_gpu() -> bool:
@@ -47,6 +51,11 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # The modules with nvcc tests first (each keeps its order), the others after them: under xdist's loadfile (`make
+    # test`) the workers start on the long compiles and the many short modules fill in at the end, so that no worker
+    # idles while another finishes a long compile.
+    compiles = {item.nodeid.split("::")[0] for item in items if "compile" in item.keywords}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in compiles)
     skip_gpu = pytest.mark.skip(reason="no CUDA GPU on this machine")
     has_gpu = _has_gpu()
     has_nvcc = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
@@ -205,24 +214,30 @@ def load_gemm_spec(body: str, **kw):
 
 
 def ptxas_entries(stderr: str, arch: str = "sm_90a") -> dict[str, str]:
-    """ptxas -v's report per entry function (mangled name: its lines joined), from nvcc's stderr."""
+    """ptxas -v's report per entry function of `arch` (mangled name: its lines joined), from nvcc's stderr (which may hold
+    the reports of other archs too)."""
     import re
 
     entries: dict[str, str] = {}
     cur = None
     for line in stderr.splitlines():
-        m = re.search(rf"Compiling entry function '(\w+)' for '{arch}'", line)
+        m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
         if m:
-            cur = m.group(1)
-            entries[cur] = ""
+            cur = m.group(1) if m.group(2) == arch else None
+            if cur:
+                entries[cur] = ""
         elif cur:
             entries[cur] += line + " "
     return entries
 
 
-def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False, options=()) -> dict[str, str]:
+def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False, device_only: bool = False,
+                  options=()) -> dict[str, str]:
     """nvcc of `src` for sm_90a with CUTLASS's headers (-DNDEBUG, ptxas -v, the backend's `options`; `-c` unless `link`),
-    asserted to succeed; ptxas' report per entry function. Skips the test without nvcc or the nvidia-cutlass wheel."""
+    asserted to succeed; ptxas' report per entry function. `device_only`: `-cubin`, the device code alone (nvcc's
+    device pass, which parses and instantiates the host code too, and ptxas; no host compiler run), for a test that reads
+    ptxas' report of a translation unit that another test builds in full for the same backend and precision. Skips the
+    test without nvcc or the nvidia-cutlass wheel."""
     import shutil
     import subprocess
 
@@ -232,7 +247,7 @@ def compile_sm90a(src, includes, out, *, opt: str = "-O3", link: bool = False, o
     if nvcc is None or inc is None:
         pytest.skip("nvcc and the CUTLASS headers are needed")
     cmd = [nvcc, "-std=c++17", opt, "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode", "arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           *options, *(f"-I{d}" for d in includes), f"-I{inc}", *([] if link else ["-c"]),
+           *options, *(f"-I{d}" for d in includes), f"-I{inc}", *(["-cubin"] if device_only else [] if link else ["-c"]),
            str(src), "-o", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-4000:]

@@ -43,13 +43,30 @@ SPEC = textwrap.dedent(
 )
 
 
-def _nvcc_ptxas(nvcc: str, root: Path, rel: str, arch: str) -> str:
+def _nvcc_ptxas(nvcc: str, root: Path, rel: str, *archs: str, device_only: bool = False) -> dict[str, str]:
+    """nvcc -c of one translation unit for every arch of `archs` in one run (the host code compiled once), asserted to
+    succeed; nvcc's stderr per arch: with one arch all of it, with more ptxas' report of each (the lines from its first
+    entry function on). `device_only` (one arch): -cubin, the device code alone (nvcc's device pass, which parses the
+    host code too, and ptxas), for the kernels of the hook-split and cluster plans, whose tests read ptxas' report
+    (test_nvcc_compiles_every_level_for_sm80_and_sm90 builds each precision in full)."""
     d = str(Path(rel).parent)
-    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xptxas", "-v", f"-arch={arch}", "-I", str(root / d), "-I", str(root / "common"),
-           "-c", str(root / rel), "-o", os.devnull]
+    gencode = [f"-gencode=arch=compute_{a[3:]},code=[{a},compute_{a[3:]}]" for a in archs]
+    if device_only:
+        assert len(archs) == 1
+        gencode = [f"-gencode=arch=compute_{archs[0][3:]},code={archs[0]}"]
+    cmd = [nvcc, "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-Xptxas", "-v", *gencode, "-I", str(root / d), "-I", str(root / "common"),
+           "-cubin" if device_only else "-c", str(root / rel), "-o", os.devnull]
     p = subprocess.run(cmd, capture_output=True, text=True)
-    assert p.returncode == 0, f"{rel} ({arch}):\n{p.stdout}{p.stderr}"
-    return p.stderr
+    assert p.returncode == 0, f"{rel} ({', '.join(archs)}):\n{p.stdout}{p.stderr}"
+    if len(archs) == 1:
+        return {archs[0]: p.stderr}
+    logs, cur = dict.fromkeys(archs, ""), None
+    for line in p.stderr.splitlines(keepends=True):
+        m = re.search(r"Compiling entry function '\S+' for '(\w+)'", line)
+        cur = m.group(1) if m else cur
+        if cur:
+            logs[cur] += line
+    return logs
 
 
 def test_nvcc_compiles_every_level_for_sm80_and_sm90(tmp_path):
@@ -59,11 +76,12 @@ def test_nvcc_compiles_every_level_for_sm80_and_sm90(tmp_path):
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    jobs = [(rel, arch) for rel in files if re.search(r"_k\d+\.cu$", rel) for arch in ("sm_80", "sm_90")]
+    jobs = [(rel, "sm_80", "sm_90") for rel in files if re.search(r"_k\d+\.cu$", rel)]
     first = s.variants[0].name
     jobs += [(f"{first}/{first}.cu", "sm_90"), (f"{first}/{first}_bench.cu", "sm_90")]
     with ThreadPoolExecutor(max_workers=2) as ex:
-        logs = dict(zip(jobs, ex.map(lambda j: _nvcc_ptxas(nvcc, tmp_path, *j), jobs)))
+        logs = {(j[0], arch): log for j, per_arch in zip(jobs, ex.map(lambda j: _nvcc_ptxas(nvcc, tmp_path, *j), jobs))
+                for arch, log in per_arch.items()}
     for (rel, arch), log in logs.items():
         if not re.search(r"_k\d+\.cu$", rel):
             continue
@@ -119,7 +137,7 @@ def test_nvcc_compiles_the_cluster_plans(tmp_path):
     first = s.variants[0].name  # its launcher (size table, info) and bench executable
     more = [f"{first}/{first}.cu", f"{first}/{first}_bench.cu"]
     with ThreadPoolExecutor(max_workers=2) as ex:
-        logs = list(ex.map(lambda rel: _nvcc_ptxas(nvcc, tmp_path, rel, "sm_90"), jobs + more))
+        logs = list(ex.map(lambda rel: _nvcc_ptxas(nvcc, tmp_path, rel, "sm_90", device_only=rel in jobs)["sm_90"], jobs + more))
     # 2^15: one kernel, the last launch of 4 inside it, no workspace
     assert "{ 15, 1, 4, 0, {" in files[more[0]].replace("\n", " ")
     for rel, log in zip(jobs, logs):
@@ -162,7 +180,7 @@ def test_nvcc_hook_kernel_builds_keep_the_launch_kernels_of_the_build_without_in
         src = files[kern[v]]
         assert src.count("__global__") == 4 and "kh_" in src and "cudaStreamWaitEvent(stream, aux->join, 0)" in src, v
     with ThreadPoolExecutor(max_workers=2) as ex:
-        logs = dict(zip(names, ex.map(lambda v: _nvcc_ptxas(nvcc, tmp_path, kern[v], "sm_90"), names)))
+        logs = dict(zip(names, ex.map(lambda v: _nvcc_ptxas(nvcc, tmp_path, kern[v], "sm_90", device_only=True)["sm_90"], names)))
 
     def launch_kernels(log: str) -> dict[str, tuple[int, int]]:
         """{k_L_I: (registers, spill store bytes)} of the launches' kernels (not kh_*, not the rare paths' calls)"""

@@ -157,8 +157,11 @@ def test_the_keys_order_is_the_nearest_first_then_the_lower_index():
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("body", [C90 % "", ABFT90, X3], ids=["none", "abft", "tf32x3-abft"])
-def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body):
+@pytest.mark.parametrize("body, full", [(C90 % "", True), (ABFT90, False), (X3, True)], ids=["none", "abft", "tf32x3-abft"])
+def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body, full):
+    """Built in full (host and device code) once per precision and protection code path: the tf32 unprotected variant and
+    the tf32x3 protected one (the protected launcher, the same template as tf32's); the tf32 protected variant device code
+    only (its kernels, ptxas' report)."""
     from ftgen.codegen.emit import generate
 
     spec = spec_of(body)
@@ -167,7 +170,8 @@ def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body)
     d = out.out_dir / v.name
     from ftgen.families.kmeans.family import Cutlass90Backend
 
-    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.o", options=Cutlass90Backend.compile_options)
+    entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / ("v.o" if full else "v.cubin"),
+                            device_only=not full, options=Cutlass90Backend.compile_options)
     names = " ".join(entries)
     for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel"):
         assert kernel in names, kernel
