@@ -738,19 +738,31 @@ __device__ __forceinline__ bool softmax_tile(float (&s)[C::NT][4], uint32_t (&pk
         res[e] = parts.bad ? INFINITY : static_cast<float>(parts.exponents) + lg2(parts.product) - xs[e];
       }
     }
+    // the hot path takes no branch per group: a group over tau is scored in the rare branch, where fp16 judges it again
+    // with its values below the normal range counted (one threshold, one reciprocal for the four groups' scores)
+    bool over[4], any = false;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float t = tau;
-      if (!H::kBf16 && !(fabsf(res[e]) <= t)) {  // (rare) judged again with its values below the normal range counted
-        int band = 0;
+      over[e] = !(fabsf(res[e]) <= tau);
+      any |= over[e];
+      tally.score(over[e] ? 0.f : res[e], tau);
+    }
+    if (any) {
 #pragma unroll
-        for (int n = 0; n < C::NT; ++n) band += ExpProduct16::band((e & 1) ? (pk[n][e / 2] >> 16) : (pk[n][e / 2] & 0xffffu));
-        t = fmaf(static_cast<float>(band), rules.exp_band, t);
-      }
-      tally.score(res[e], t);
-      if (!(fabsf(res[e]) <= t)) {
-        ++tally.detected;
-        if (fix) recompute = true;
+      for (int e = 0; e < 4; ++e) {
+        if (!over[e]) continue;
+        float t = tau;
+        if constexpr (!H::kBf16) {
+          int band = 0;
+#pragma unroll
+          for (int n = 0; n < C::NT; ++n) band += ExpProduct16::band((e & 1) ? (pk[n][e / 2] >> 16) : (pk[n][e / 2] & 0xffffu));
+          t = fmaf(static_cast<float>(band), rules.exp_band, tau);
+        }
+        tally.score(res[e], t);
+        if (!(fabsf(res[e]) <= t)) {
+          ++tally.detected;
+          if (fix) recompute = true;
+        }
       }
     }
   }
