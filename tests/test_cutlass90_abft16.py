@@ -40,6 +40,8 @@ def test_abft_16bit_is_accepted_with_its_token(prec, tag):
     assert not s.rejected and [v.backend for v in s.variants] == ["cutlass90"]
     v = s.variants[0]
     assert v.name == f"gemm_{tag}_abft-tb-i1024_cutlass90_128x256x64_c1x1_ws-coop_persistent_sauto_sw1_rc_evt_inj"
+    (rc,) = load(ABFT16 % (prec, ", inject: true", ", abft_locate: recompute")).variants
+    assert rc.name == v.name.replace("_evt_", "_evtrecomp_")
     geo = c90.Geometry(v)
     assert geo.abft16 and geo.promote == 0 and geo.threads == 256  # fault units: the threads holding the accumulators
     assert B90.protection_ok(prec, Protection("abft", "threadblock", interval=1024)) is None
@@ -57,6 +59,9 @@ def test_abft_16bit_is_accepted_with_its_token(prec, tag):
         (ABFT16 % ("bf16", ", interval: 64", ""), "checks once, after the whole K"),
         (ABFT16 % ("tf32", "", ""), "implemented for tf32x3, bf16, fp16 only, not tf32"),
         (ABFT16 % ("bf16", ", level: warp", ""), "level"),
+        ("precision: tf32x3\nprotection: {scheme: abft, level: threadblock}\nparams: {backend: cutlass90, promote: 1, "
+         "abft_locate: recompute}\n", "abft_locate=recompute: how the bf16 / fp16 threadblock ABFT repairs"),
+        (ABFT16 % ("bf16", "", ", abft_locate: nearest"), "abft_locate"),
     ],
 )
 def test_bad_16bit_abft_specs_exit_2_with_a_reason(tmp_path, capsys, body, message):
@@ -143,6 +148,33 @@ def test_the_model_is_clean_on_clean_data_and_corrects_every_significant_fault(p
     assert significant > 10 and corrected == significant, (corrected, significant)
 
 
+@pytest.mark.parametrize("prec", ["bf16", "fp16"])
+def test_without_the_weighted_sums_every_significant_fault_is_detected_and_its_row_recomputed(prec):
+    """abft_locate: recompute: the verdict on the unweighted residual alone detects the significant faults the weighted
+    check detects (experiments/scripts/abft16_locate.py at scale), each recomputed, and clean data stays clean."""
+    rng = np.random.default_rng(5)
+    m, k, n, cols = 24, 384, 200, 128
+    A, B = _draw(rng, (m, k), "loguniform", prec), _draw(rng, (k, n), "loguniform", prec)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    tol = tolerance.tolerance(prec, k)
+    D, verdicts, clean, _ = g.abft16_check(A, B, cols=cols, precision=prec, locate=False)
+    assert not verdicts and clean < 0.5
+    significant = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for _ in range(60):
+            fault = [(int(rng.integers(m)), int(rng.integers(n)), "bit", int(rng.integers(10, 31)))]
+            Du, _, _, _ = g.abft16_check(A, B, cols=cols, precision=prec, faults=fault, correct=False)
+            if np.nanmax(np.abs(Du - exact) / scale) <= tol:
+                continue
+            significant += 1
+            _, weighted, _, _ = g.abft16_check(A, B, cols=cols, precision=prec, faults=fault)
+            D, verdicts, _, counters = g.abft16_check(A, B, cols=cols, precision=prec, faults=fault, locate=False)
+            assert set(verdicts) == set(weighted) and set(verdicts.values()) == {-2}, (verdicts, weighted)
+            assert counters["recomputed"] == 1 and np.max(np.abs(D - exact) / scale) <= tol
+    assert significant > 10
+
+
 def test_a_large_fault_is_located_and_corrected_in_place():
     rng = np.random.default_rng(3)
     A, B = _draw(rng, (8, 512), "normal", "bf16"), _draw(rng, (512, 256), "normal", "bf16")
@@ -154,12 +186,13 @@ def test_a_large_fault_is_located_and_corrected_in_place():
 
 
 @pytest.mark.compile
-def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path):
+@pytest.mark.parametrize("locate", ["weighted", "recompute"])
+def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path, locate):
     """Device code only (-cubin: ptxas' report is what it is checked by; nvcc's device pass parses and instantiates the
     host code too): the cutlass90 backend's bf16 build in full is test_gemm_cutlass90's `ftgen build`."""
     from ftgen.codegen.emit import generate
 
-    spec = load_spec_text(spec_text(ABFT16 % ("bf16", ", inject: true", "")), "t.yaml")
+    spec = load_spec_text(spec_text(ABFT16 % ("bf16", ", inject: true", f", abft_locate: {locate}")), "t.yaml")
     out = generate(spec, tmp_path / "gen")
     v = spec.variants[0]
     d = out.out_dir / v.name

@@ -85,8 +85,9 @@ def test_every_parameter_changes_the_name():
     alternatives = {"tile_m": 256, "tile_n": 64, "tile_k": 32, "cluster_m": 2, "cluster_n": 2, "schedule": "ws-pingpong",
                     "scheduler": "streamk", "stages": 4, "swizzle": 8, "layout_a": "col", "layout_b": "row", "promote": 2,
                     "beta0": 1}
-    # backend has one value; abft_cols names the tf32x3 ABFT's strips (below)
-    assert set(alternatives) | {"backend", "abft_cols"} == {p.name for p in c90.PARAMS}
+    # backend has one value; abft_cols names the tf32x3 ABFT's strips (below), abft_locate the 16-bit ABFT's repair
+    # (test_cutlass90_abft16.py)
+    assert set(alternatives) | {"backend", "abft_cols", "abft_locate"} == {p.name for p in c90.PARAMS}
     names = {base.name}
     for key, value in alternatives.items():
         names.add(variant("fp16", **{key: value}).name)

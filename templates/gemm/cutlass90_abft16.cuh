@@ -17,7 +17,8 @@
 //   verify    a thread per (row, strip) unit: d = P1 - alpha r, dw = PW - alpha r' against tau = lambda u (k / kw +
 //             cols + 1) max(PA, |alpha r|) (u = 2^-24; kw the wgmma's k: the accumulation is not round to nearest, its
 //             error grows with the number of wgmma steps) and tau_w (ftgen_rules::abft16_unit_verdict)
-//   locate    only with certainty (|d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w)
+//   locate    only with certainty (|d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w); abft_locate:
+//             recompute has no weighted sums (SumFusion, E's and R's rows of B w dropped): every detection is unlocated
 //   correct   online: the located element recomputed from A's row and B's column in double, rounded to the output
 //             type; not located (or correct: detect): the unit's row of the strip recomputed (abft16_fix_kernel)
 //
@@ -209,6 +210,24 @@ using CheckFusionBeta = fusion::Sm90TopologicalVisitor<
     fusion::Sm90Compute<AbsFn, float, float, kRound>, RowPartial<TileShape>, fusion::Sm90SrcFetch<ElementC>,
     fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, float, kRound>>;
 
+// abft_locate: recompute: the unweighted sums only: 0 the accumulators, 1 alpha, 2 c = alpha acc, 3 its row partial P1,
+// 4 |c|, 5 its row partial PA, 6 D = c in the output type
+template <class TileShape, class ElementD, class Leaf>
+using SumFusion = fusion::Sm90TopologicalVisitor<
+    float, cute::tuple<cute::seq<>, cute::seq<>, cute::seq<1, 0>, cute::seq<2>, cute::seq<2>, cute::seq<4>, cute::seq<2>>, Leaf,
+    fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
+    fusion::Sm90Compute<AbsFn, float, float, kRound>, RowPartial<TileShape>,
+    fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD, float, kRound>>;
+
+// ... beta != 0: 6 C, 7 beta, 8 D = beta C + c in the output type (one rounding)
+template <class TileShape, class ElementD, class ElementC, class Leaf>
+using SumFusionBeta = fusion::Sm90TopologicalVisitor<
+    float, cute::tuple<cute::seq<>, cute::seq<>, cute::seq<1, 0>, cute::seq<2>, cute::seq<2>, cute::seq<4>, cute::seq<>, cute::seq<>,
+                       cute::seq<7, 6, 2>>,
+    Leaf, fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, RowPartial<TileShape>,
+    fusion::Sm90Compute<AbsFn, float, float, kRound>, RowPartial<TileShape>, fusion::Sm90SrcFetch<ElementC>,
+    fusion::Sm90ScalarBroadcast<float>, fusion::Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, float, kRound>>;
+
 // The arguments of CheckFusion's nodes (in topological order; nodes without arguments: {})
 template <class Fusion, class LeafArgs>
 typename Fusion::Arguments check_arguments(LeafArgs const& leaf, float alpha, float* P1, float* PW, float* PA, int64_t parts) {
@@ -243,6 +262,34 @@ typename Fusion::Arguments check_arguments_beta(LeafArgs const& leaf, float alph
       {}};                                          // D
 }
 
+// ... and SumFusion's (PW unused)
+template <class Fusion, class LeafArgs>
+typename Fusion::Arguments sum_arguments(LeafArgs const& leaf, float alpha, float* P1, float*, float* PA, int64_t parts) {
+  return typename Fusion::Arguments{
+      leaf,                                         // acc
+      {{alpha}},                                    // alpha
+      {},                                           // c
+      {P1, 0.f, {cute::_1{}, cute::_0{}, parts}},  // P1
+      {},                                           // |c|
+      {PA, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PA
+      {}};                                          // D
+}
+// ... and SumFusionBeta's
+template <class Fusion, class LeafArgs>
+typename Fusion::Arguments sum_arguments_beta(LeafArgs const& leaf, float alpha, float beta, float* P1, float*, float* PA,
+                                              int64_t parts) {
+  return typename Fusion::Arguments{
+      leaf,                                         // acc
+      {{alpha}},                                    // alpha
+      {},                                           // c
+      {P1, 0.f, {cute::_1{}, cute::_0{}, parts}},  // P1
+      {},                                           // |c|
+      {PA, 0.f, {cute::_1{}, cute::_0{}, parts}},  // PA
+      {},                                           // C
+      {{beta}},                                     // beta
+      {}};                                          // D
+}
+
 // ---- the encodings of B ---------------------------------------------------------------------------------------------
 
 // The bits of the low part's shift: the 16-bit type's significand (bf16 8, fp16 11)
@@ -262,24 +309,29 @@ struct EncParams {
   void* E;        // rows_e x lde of the 16-bit type
 };
 
-// One k row's split sums into E: hi and lo of se (B e)_kk, of sw (B w)_kk
-template <class EA>
+// One k row's split sums into E: hi and lo of se (B e)_kk, and (kRows 4: abft_locate weighted) of sw (B w)_kk
+template <int kRows, class EA>
 __device__ __forceinline__ void abft16_store_enc(EA* E, long long lde, int s, int kk, float se, float sw, float scale_e, float scale_w) {
   constexpr float kLo = float(1 << lo_shift<EA>());
-  const float xe = se * scale_e, xw = sw * scale_w;
-  const EA he = static_cast<EA>(xe), hw = static_cast<EA>(xw);
-  EA* e = E + static_cast<long long>(4 * s) * lde + kk;
+  const float xe = se * scale_e;
+  const EA he = static_cast<EA>(xe);
+  EA* e = E + static_cast<long long>(kRows * s) * lde + kk;
   e[0] = he;
   e[lde] = static_cast<EA>((xe - static_cast<float>(he)) * kLo);
-  e[2 * lde] = hw;
-  e[3 * lde] = static_cast<EA>((xw - static_cast<float>(hw)) * kLo);
+  if constexpr (kRows == 4) {
+    const float xw = sw * scale_w;
+    const EA hw = static_cast<EA>(xw);
+    e[2 * lde] = hw;
+    e[3 * lde] = static_cast<EA>((xw - static_cast<float>(hw)) * kLo);
+  }
 }
 
-// E[(4 s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and of sw (B w)_kk over strip s; rows past 4 strips zero.
+// E[(kEncRows s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and (kEncRows 4) of sw (B w)_kk over strip s; rows
+// past kEncRows strips zero.
 // The kernel's B is TMA-aligned (16-byte rows, lde = k a multiple of 8), so every load is 16 bytes. Row-major B: a
 // thread per (k row, strip) reads its row's columns 8 at a time. Column-major B: a block per (256 k rows, strip), a warp
 // per group of columns (every 8th), its lanes along k, 8 k rows each; the groups' sums added in shared memory.
-template <class EA, bool kRowB>
+template <class EA, bool kRowB, int kEncRows>
 __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
   const EA* __restrict__ B = static_cast<const EA*>(p.B);
   EA* E = static_cast<EA*>(p.E);
@@ -304,7 +356,7 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
         for (int t = 0; t < kV; ++t) add(e[t], j + t);
       }
       for (; j < j1; ++j) add(row[j], j);
-      abft16_store_enc(E, p.lde, s, kk, se, sw, p.se, p.sw);
+      abft16_store_enc<kEncRows>(E, p.lde, s, kk, se, sw, p.se, p.sw);
     }
   } else {
     constexpr int kGroups = 8, kRows = 32 * kV;  // warps (column groups), k rows per block
@@ -343,20 +395,21 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
         e += part[0][q][threadIdx.x];
         w += part[1][q][threadIdx.x];
       }
-      if (kk < p.lde) abft16_store_enc(E, p.lde, s, static_cast<int>(kk), e, w, p.se, p.sw);
+      if (kk < p.lde) abft16_store_enc<kEncRows>(E, p.lde, s, static_cast<int>(kk), e, w, p.se, p.sw);
       __syncthreads();  // (part is the next item's)
     }
   }
-  const long long pad = static_cast<long long>(p.rows_e - 4 * p.strips) * p.lde;
-  for (long long x = blockIdx.x * 256ll + threadIdx.x; x < pad; x += 256ll * gridDim.x) E[4ll * p.strips * p.lde + x] = static_cast<EA>(0.f);
+  const long long pad = static_cast<long long>(p.rows_e - kEncRows * p.strips) * p.lde;
+  for (long long x = blockIdx.x * 256ll + threadIdx.x; x < pad; x += 256ll * gridDim.x)
+    E[static_cast<long long>(kEncRows) * p.strips * p.lde + x] = static_cast<EA>(0.f);
 }
 
 // ---- the check and the corrections -----------------------------------------------------------------------------------
 
 struct CheckParams {
-  const float *P1, *PW, *PA;  // [strip][row], rows of mpad
+  const float *P1, *PW, *PA;  // [strip][row], rows of mpad (PW: null where abft_locate is recompute)
   long long mpad;
-  const float* R;             // m x ldr: per strip {hi, lo} of r, {hi, lo} of r'
+  const float* R;             // m x ldr: per strip {hi, lo} of r, and where PW is given {hi, lo} of r'
   long long ldr;
   int m, n, cols, strips;
   double alpha, unit, fixed, rms_w;
@@ -376,13 +429,16 @@ __global__ void __launch_bounds__(256) abft16_check_kernel(CheckParams p) {
   for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
     const int i = static_cast<int>(x % p.m), s = static_cast<int>(x / p.m);
     const long long at = static_cast<long long>(s) * p.mpad + i;
-    const float* r4 = p.R + static_cast<long long>(i) * p.ldr + 4 * s;
+    // without the weighted sums (abft_locate: recompute) the weighted residual and its reference are zero: the verdict
+    // is the unweighted residual's, and a detection is not located
+    const bool weighted = p.PW != nullptr;
+    const float* r4 = p.R + static_cast<long long>(i) * p.ldr + (weighted ? 4 : 2) * s;
     const double r = (static_cast<double>(r4[0]) + static_cast<double>(r4[1]) * p.lo) * p.inv_se;
-    const double rw = (static_cast<double>(r4[2]) + static_cast<double>(r4[3]) * p.lo) * p.inv_sw;
+    const double rw = weighted ? (static_cast<double>(r4[2]) + static_cast<double>(r4[3]) * p.lo) * p.inv_sw : 0.0;
     const int cols = min(p.cols, p.n - s * p.cols);
     double score = 0.0;
-    int verdict = ftgen_rules::abft16_unit_verdict(__ldg(p.P1 + at), __ldg(p.PW + at), __ldg(p.PA + at), p.alpha * r, p.alpha * rw,
-                                                   p.unit, p.fixed, p.rms_w, cols, &score);
+    int verdict = ftgen_rules::abft16_unit_verdict(__ldg(p.P1 + at), weighted ? __ldg(p.PW + at) : 0.f, __ldg(p.PA + at), p.alpha * r,
+                                                   p.alpha * rw, p.unit, p.fixed, p.rms_w, cols, &score);
     top = fmax(top, score);
     if (verdict == -1) continue;
     unsigned detected = 0, uncorrectable = 0;

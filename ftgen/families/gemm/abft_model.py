@@ -181,13 +181,15 @@ def strip_sums(c, j0: int, j1: int):
 
 
 def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int = 16, lam: float = ABFT16_LAMBDA,
-                 faults=(), online: bool = True, correct: bool = True):
+                 faults=(), online: bool = True, correct: bool = True, locate: bool = True):
     """The 16-bit check end to end on 16-bit operands A (m x k), B (k x n): the GEMM's fp32 accumulators (exact products
     summed in fp32, kw at a time), faults applied to them as the epilogue's leaf applies them (each a (row, col, kind,
     value): 'bit' flips that bit of the fp32 value, 'offset' adds it), the epilogue's sums per strip in fp32, the
     references, the verdicts and the corrections. Returns (D as float32 after the 16-bit rounding and the corrections,
     verdicts {(row, strip): verdict}, largest clean-unit score, counters). online False: a detection recomputes the unit's
-    row (correct: detect); correct False: nothing is corrected (the campaigns' uncorrected run)."""
+    row (correct: detect); correct False: nothing is corrected (the campaigns' uncorrected run); locate False
+    (abft_locate: recompute): no weighted sums, the verdict on the unweighted residual alone (its weighted residual and
+    reference zero), every detection recomputes the unit's row."""
     m, k = A.shape
     n = B.shape[1]
     A64, B64 = A.astype(_np.float64), B.astype(_np.float64)
@@ -209,8 +211,8 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
         j0, j1 = s * cols, min(n, (s + 1) * cols)
         P1, PW, PA = strip_sums(c, j0, j1)
         for i in range(m):
-            v, score = abft16_verdict(float(P1[i]), float(PW[i]), float(PA[i]), alpha * r[i, s], alpha * rw[i, s], unit,
-                                      j1 - j0)
+            pw, arw = (float(PW[i]), alpha * rw[i, s]) if locate else (0.0, 0.0)
+            v, score = abft16_verdict(float(P1[i]), pw, float(PA[i]), alpha * r[i, s], arw, unit, j1 - j0)
             if v == -1:
                 clean = max(clean, score)
                 continue

@@ -94,7 +94,10 @@ lambda 2^-24 (k / kw + cols + 1) max(sum |c|, |alpha r|) (the wgmma's accumulati
 with the weighted sum and corrects (a located element recomputed; an unlocated row of the strip recomputed). A reads
 K-major (``layout_a: row``). Injection (``inject: true``): the epilogue's leaf flips the planned bit of the planned
 accumulator as it reads it (fault units: the kernel's tiles and the threads that hold their accumulators). Name token
-``evt``; the accumulators are not promoted (``promote`` 0).
+``evt``; the accumulators are not promoted (``promote`` 0). ``abft_locate: recompute`` (token ``evtrecomp``) drops the
+weighted sums (the epilogue's w c partials, B w's encodings and R's two columns of it a strip): a flagged unit's row of
+the strip is recomputed; detection is then the unweighted residual's alone (on the model the weighted one detected no
+significant fault it missed: experiments/scripts/abft16_locate.py).
 
 TMR (``protection: {scheme: tmr, level: kernel | multikernel}``, tf32, fp16, bf16; templates/gemm/cutlass90_tmr.cuh,
 docs/gemm-hopper.md): three copies of the unchanged sm90 GEMM, then the cutlass backend's vote kernel
@@ -142,6 +145,7 @@ TMA_BYTES = 16  # TMA: 16-byte aligned addresses and strides
 # then adds them into a second fp32 register set with FADD (CUTLASS's FP8 mainloop, MainloopSm90TmaGmmaWarpSpecializedFP8,
 # with its mma_promotion_interval = p x the wgmmas of one k-tile): the truncation then acts on p k-tiles' partial sums only.
 PROMOTE = (0, 1, 2, 4)
+ABFT16_LOCATE = ("weighted", "recompute")  # how the 16-bit check repairs a flagged unit (param abft_locate)
 # A consumer warp group holds its part of the tile's fp32 accumulators in registers; the kernels give
 # consumer warp groups 232 (ping-pong) / 240 (cooperative) registers per thread, of which at most 128
 # accumulators leave room for the fragments and addresses.
@@ -182,6 +186,10 @@ PARAMS = (
           "noise exceeds its lambda 0.6 at narrow shapes (docs/gemm-hopper.md)", choices=(32, 64)),
     Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
           "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
+    Param("abft_locate", str, ("weighted",), "how the bf16 / fp16 threadblock ABFT repairs a flagged (row, strip) unit: "
+          "weighted (a weighted checksum locates one element, corrected in place; the epilogue sums w c too and the "
+          "reference GEMM has 4 columns a strip) or recompute (the unit's row of the strip recomputed: no weighted sums, 2 "
+          "reference columns a strip)", choices=ABFT16_LOCATE),
 )
 
 _PREC_DEFAULTS = {"tf32": {}, "tf32x3": {}, "fp16": {"tile_k": 64}, "bf16": {"tile_k": 64}}
@@ -516,6 +524,9 @@ class Cutlass90Backend(Backend):
         if v.precision in ("tf32", "tf32x3") and (g.layout_a, g.layout_b) != ("row", "col"):
             r.append(f"layout_a={g.layout_a}, layout_b={g.layout_b}: the TF32 wgmma reads K-major operands only "
                      f"({v.precision} takes layout_a row, layout_b col)")
+        if v.get("abft_locate") != "weighted" and not g.abft16:
+            r.append(f"abft_locate={v.get('abft_locate')}: how the bf16 / fp16 threadblock ABFT repairs a flagged unit; "
+                     f"other variants take weighted (omit it)")
         if g.abft16 and g.layout_a != "row":
             r.append(f"layout_a={g.layout_a} with abft ({v.precision}): the check's reference GEMM reads A K-major; use "
                      f"layout_a row")
@@ -541,7 +552,8 @@ class Cutlass90Backend(Backend):
             f"sw{g.swizzle}",
             f"{g.layout_a[0]}{g.layout_b[0]}",
         ] + ([f"p{g.promote}"] if g.promote else []) + (["b0"] if g.beta0 else []) + (
-            (["evt"] if g.abft16 else ["conc" if p_cols == 32 else f"conc{p_cols}"]) if g.abft else []) + (
+            (["evt" if v.get("abft_locate") == "weighted" else "evtrecomp"] if g.abft16 else
+             ["conc" if p_cols == 32 else f"conc{p_cols}"]) if g.abft else []) + (
             ["inj"] if v.protection.injects else [])
 
     def context(self, v: Variant) -> dict:
@@ -606,10 +618,13 @@ class Cutlass90Backend(Backend):
         leaf = "ftgen_abft16::FaultAccFetch" if prot.injects else "cutlass::epilogue::fusion::Sm90AccFetch"
         cols = tn
         se_log2, sw_log2 = abft_model.abft16_scales(cols)
+        locate = v.get("abft_locate") == "weighted"
+        fusion = "CheckFusion" if locate else "SumFusion"
         return {
-            "abft16_fusion": f"ftgen_abft16::CheckFusion<{tile}, {_CTYPES[v.precision][1]}, {leaf}>",
+            "abft16_locate": locate,
+            "abft16_fusion": f"ftgen_abft16::{fusion}<{tile}, {_CTYPES[v.precision][1]}, {leaf}>",
             "op_kernel_chk": cutlass90_operation(v, "KernelChk", fusion="ChkFusion", c_source=False),
-            "abft16_fusion_beta": f"ftgen_abft16::CheckFusionBeta<{tile}, {_CTYPES[v.precision][1]}, {_CTYPES[v.precision][1]}, {leaf}>",
+            "abft16_fusion_beta": f"ftgen_abft16::{fusion}Beta<{tile}, {_CTYPES[v.precision][1]}, {_CTYPES[v.precision][1]}, {leaf}>",
             "op_kernel_chk_beta": cutlass90_operation(v, "KernelChkBeta", fusion="ChkFusionBeta"),
             "op_ref": abft16_ref_operation(v, "KernelRef"),
             "abft16_cols": cols,

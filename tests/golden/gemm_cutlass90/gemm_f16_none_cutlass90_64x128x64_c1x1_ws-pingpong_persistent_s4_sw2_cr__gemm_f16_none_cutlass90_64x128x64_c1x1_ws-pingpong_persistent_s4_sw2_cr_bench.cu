@@ -6,7 +6,7 @@
 #include "ftgen_gemm_cutlass_bench.h"
 #include "gemm_f16_none_cutlass90_64x128x64_c1x1_ws-pingpong_persistent_s4_sw2_cr.h"
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_f16_none_cutlass90_64x128x64_c1x1_ws-pingpong_persistent_s4_sw2_cr","family":"gemm","precision":"fp16","protection":{"scheme":"none","inject":false},"params":{"backend":"cutlass90","tile_m":64,"tile_n":128,"tile_k":64,"cluster_m":1,"cluster_n":1,"schedule":"ws-pingpong","scheduler":"persistent","stages":4,"swizzle":2,"layout_a":"col","layout_b":"row","promote":0,"abft_cols":32,"beta0":0},"backend":"cutlass90")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_f16_none_cutlass90_64x128x64_c1x1_ws-pingpong_persistent_s4_sw2_cr","family":"gemm","precision":"fp16","protection":{"scheme":"none","inject":false},"params":{"backend":"cutlass90","tile_m":64,"tile_n":128,"tile_k":64,"cluster_m":1,"cluster_n":1,"schedule":"ws-pingpong","scheduler":"persistent","stages":4,"swizzle":2,"layout_a":"col","layout_b":"row","promote":0,"abft_cols":32,"beta0":0,"abft_locate":"weighted"},"backend":"cutlass90")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 
 // ---- tolerance: ftgen.tolerance's rule for the delivered precision, u (c1 sqrt(k) + c0) + io ----

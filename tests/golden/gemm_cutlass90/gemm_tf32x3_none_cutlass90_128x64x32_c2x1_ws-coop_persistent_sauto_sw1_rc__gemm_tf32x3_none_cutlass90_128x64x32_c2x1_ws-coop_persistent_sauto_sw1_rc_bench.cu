@@ -6,7 +6,7 @@
 #include "ftgen_gemm_cutlass_bench.h"
 #include "gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws-coop_persistent_sauto_sw1_rc.h"
 
-static const char* kMeta = R"FTJSON("kernel":"gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws-coop_persistent_sauto_sw1_rc","family":"gemm","precision":"tf32x3","protection":{"scheme":"none","inject":false},"params":{"backend":"cutlass90","tile_m":128,"tile_n":64,"tile_k":32,"cluster_m":2,"cluster_n":1,"schedule":"ws-coop","scheduler":"persistent","stages":0,"swizzle":1,"layout_a":"row","layout_b":"col","promote":0,"abft_cols":32,"beta0":0},"backend":"cutlass90")FTJSON";
+static const char* kMeta = R"FTJSON("kernel":"gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws-coop_persistent_sauto_sw1_rc","family":"gemm","precision":"tf32x3","protection":{"scheme":"none","inject":false},"params":{"backend":"cutlass90","tile_m":128,"tile_n":64,"tile_k":32,"cluster_m":2,"cluster_n":1,"schedule":"ws-coop","scheduler":"persistent","stages":0,"swizzle":1,"layout_a":"row","layout_b":"col","promote":0,"abft_cols":32,"beta0":0,"abft_locate":"weighted"},"backend":"cutlass90")FTJSON";
 static const char* kDefaultShapes = "100x70x33";
 
 // ---- tolerance: ftgen.tolerance's rule for the delivered precision, u (c1 sqrt(k) + c0) + io ----
