@@ -262,9 +262,9 @@ typename Fusion::Arguments check_arguments_beta(LeafArgs const& leaf, float alph
       {}};                                          // D
 }
 
-// ... and SumFusion's (PW unused)
+// ... and SumFusion's
 template <class Fusion, class LeafArgs>
-typename Fusion::Arguments sum_arguments(LeafArgs const& leaf, float alpha, float* P1, float*, float* PA, int64_t parts) {
+typename Fusion::Arguments sum_arguments(LeafArgs const& leaf, float alpha, float* P1, float* PA, int64_t parts) {
   return typename Fusion::Arguments{
       leaf,                                         // acc
       {{alpha}},                                    // alpha
@@ -276,7 +276,7 @@ typename Fusion::Arguments sum_arguments(LeafArgs const& leaf, float alpha, floa
 }
 // ... and SumFusionBeta's
 template <class Fusion, class LeafArgs>
-typename Fusion::Arguments sum_arguments_beta(LeafArgs const& leaf, float alpha, float beta, float* P1, float*, float* PA,
+typename Fusion::Arguments sum_arguments_beta(LeafArgs const& leaf, float alpha, float beta, float* P1, float* PA,
                                               int64_t parts) {
   return typename Fusion::Arguments{
       leaf,                                         // acc
