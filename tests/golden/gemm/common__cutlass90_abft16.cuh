@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
       CUTLASS_PRAGMA_UNROLL
       for (int t = 0; t < kV; ++t) {
         part[0][g][lane * kV + t] = se[t];
-        part[1][g][lane * kV + t] = sw[t];
+        if constexpr (kEncRows == 4) part[1][g][lane * kV + t] = sw[t];
       }
       __syncthreads();
       const long long kk = base + threadIdx.x;
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
       CUTLASS_PRAGMA_UNROLL
       for (int q = 0; q < kGroups; ++q) {
         e += part[0][q][threadIdx.x];
-        w += part[1][q][threadIdx.x];
+        if constexpr (kEncRows == 4) w += part[1][q][threadIdx.x];
       }
       if (kk < p.lde) abft16_store_enc<kEncRows>(E, p.lde, s, static_cast<int>(kk), e, w, p.se, p.sw);
       __syncthreads();  // (part is the next item's)
