@@ -54,7 +54,7 @@ def test_names_encode_every_parameter_and_the_backend_is_mma():
 
 @pytest.mark.parametrize("body,where,message", [
     ("params: {head_dim: 96}", "params.head_dim", "96 is not one of 64, 128"),
-    ("params: {head_dim: 256}", "params.head_dim", "256 is not one of 64, 128"),
+    ("params: {head_dim: 256}", "params", "head_dim 256: the mma backend takes 64, 128"),  # 256: the wgmma backend's
     ("protection: {scheme: abft, level: unified}", "protection.level", "is not a protection level of family attention"),
     ("precision: fp32", "precision", "allowed: fp16, bf16"),
     ("params: {causal: 1}", "params.causal", "1 is not true or false"),

@@ -55,6 +55,18 @@ def test_block_m_192_is_three_consumer_warpgroups_in_the_kernel_and_its_twin(tmp
     assert smem_bytes(64, 64, 5, True, 192) == smem_bytes(64, 64, 5, True) + 64 * 64 * 2  # a third Q tile
 
 
+def test_head_dim_256_takes_block_n_64_and_the_stages_that_fit():
+    """head_dim 256 (block_n 64): its stages fit shared memory at every level, and the name says d256."""
+    vs = _variants("protection: {scheme: [none, abft], level: [snvr, strided, efta]}\n"
+                   "params: {backend: wgmma, head_dim: 256, block_n: 64}\n")
+    names = sorted(v.name for v in vs)
+    assert "attn_f16_abft-efta_wgmma_d256_nc_128x64_s2_pp" in names and "attn_f16_none_wgmma_d256_nc_128x64_s5_pp" in names
+    assert "attn_f16_abft-strided_wgmma_d256_nc_128x64_s3_pp" in names
+    for strided in (False, True):
+        for row_sums in (False, True):
+            assert smem_bytes(256, 64, auto_stages(256, 64, strided, 128, row_sums), strided, 128, row_sums) <= SMEM_LIMIT
+
+
 def test_stages_auto_is_the_most_that_fit():
     assert auto_stages(128, 128, False) == 5 and auto_stages(128, 128, True) == 4  # the checksum stages leave room for four
     # efta's Vc stages carry 16 rows of ones more (its row sums): three stages at head_dim 128, in the name too
@@ -74,6 +86,8 @@ def test_stages_auto_is_the_most_that_fit():
     ("arch: [sm_90]\nparams: {backend: wgmma}", "builds for sm_90a only"),
     ("protection: {scheme: abft, level: decoupled}\nparams: {backend: wgmma}", "decoupled baseline runs on the mma backend"),
     ("params: {backend: wgmma, head_dim: 128, block_m: 192}", "block_m 192 with head_dim 128"),
+    ("params: {backend: wgmma, head_dim: 256}", "head_dim 256 with block_n 128"),
+    ("params: {head_dim: 256}", "head_dim 256: the mma backend takes 64, 128"),
 ])
 def test_rejected_points_say_why(body, message):
     text = (HEAD.replace("arch: [sm_90a]\n", "") if body.startswith("arch") else HEAD) + body + "\n"

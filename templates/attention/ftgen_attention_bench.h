@@ -52,12 +52,12 @@ struct Identity {
   __host__ __device__ float operator()(float x) const { return x; }
 };
 
-// One thread per query row, 64 rows per block sharing K / V tiles of 32 keys in shared memory (as float); the
-// steps of ftgen_attention_ref.cuh in the order reference_row takes them.
+// One thread per query row, 64 rows per block sharing K / V tiles of 32 keys (16 at head_dim 256: 48 KB of static
+// shared memory) in shared memory (as float); the steps of ftgen_attention_ref.cuh in the order reference_row takes them.
 template <class T, int D>
 __global__ void __launch_bounds__(64) reference_kernel(ftgen_attention_problem p, bool causal, ftattn_ref::RowTolerance r,
                                                         float* ref, float* scale, float* tol, float* floor) {
-  constexpr int kRows = 64, kKeys = 32;
+  constexpr int kRows = 64, kKeys = D > 128 ? 16 : 32;
   __shared__ float sk[kKeys][D], sv[kKeys][D];
   const int bh = blockIdx.y, i = blockIdx.x * kRows + threadIdx.x;
   const bool live = i < p.seq_q;
@@ -120,7 +120,8 @@ __global__ void compare_kernel(const T* out, const float* ref, const float* scal
 // the fault sites' names (FTGEN_ATTN_SITE_* order), as rows and --site spell them
 inline const char* const kAttnSites[8] = {"qk", "rowmax", "exp", "p16", "rowsum", "rescale", "o", "inv_l"};
 
-template <class T>
+// D: the variant's head_dim (the reference and compare kernels are instantiated for it alone).
+template <class T, int D>
 class AttentionProblem final : public ftgen::BenchProblem {
  public:
   explicit AttentionProblem(const AttnVariant& v) : v_(v) {
@@ -188,10 +189,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
     tol_.alloc(rows);
     const ftgen_attention_problem q = problem(0, nullptr, false, false);
     const dim3 grid((lq_ + 63) / 64, b_ * h_);
-    if (v_.head_dim == 64)
-      reference_kernel<T, 64><<<grid, 64>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr, floor_.ptr);
-    else
-      reference_kernel<T, 128><<<grid, 64>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr, floor_.ptr);
+    reference_kernel<T, D><<<grid, 64>>>(q, v_.causal, v_.tol, ref_.ptr, scale_.ptr, tol_.ptr, floor_.ptr);
     FT_LAUNCH_CHECK();
     FT_CUDA(cudaDeviceSynchronize());
   }
@@ -207,10 +205,7 @@ class AttentionProblem final : public ftgen::BenchProblem {
     FT_CUDA(cudaDeviceSynchronize());
     DeviceBuffer<Accum> acc(1);
     acc.zero();
-    if (v_.head_dim == 64)
-      compare_kernel<T, 64><<<1024, 256>>>(out_.ptr, ref_.ptr, scale_.ptr, tol_.ptr, floor_.ptr, q_elems_, acc.ptr);
-    else
-      compare_kernel<T, 128><<<1024, 256>>>(out_.ptr, ref_.ptr, scale_.ptr, tol_.ptr, floor_.ptr, q_elems_, acc.ptr);
+    compare_kernel<T, D><<<1024, 256>>>(out_.ptr, ref_.ptr, scale_.ptr, tol_.ptr, floor_.ptr, q_elems_, acc.ptr);
     FT_LAUNCH_CHECK();
     const Accum a = acc.download()[0];
     ftgen::RunCheck c;

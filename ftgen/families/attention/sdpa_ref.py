@@ -111,7 +111,7 @@ SHIM = r"""// {{ name }}: the attention bench adapter of this variant behind a C
 #define FTGEN_REF_API extern "C" __attribute__((visibility("default")))
 
 namespace {
-using Problem = ftattn_bench::AttentionProblem<{{ T }}>;
+using Problem = ftattn_bench::AttentionProblem<{{ T }}, {{ head_dim }}>;
 
 // The adapter passes its buffers only to the launcher: while g_capture is set, this launcher records the problem it
 // is given (the Q, K, V and O of a set) and launches nothing; otherwise it is the variant's.

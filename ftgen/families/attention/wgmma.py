@@ -41,6 +41,7 @@ MAX_STAGES = 5
 SCHEDULES = ("pingpong", "lockstep")
 SCHEDULE_TOKENS = {"pingpong": "pp", "lockstep": "ls"}
 BLOCK_MS = (128, 192)
+HEAD_DIMS_WGMMA = HEAD_DIMS + (256,)  # 256 with block_n 64: O's 64 x 256 tile is 128 accumulators a thread
 
 
 def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool, block_m: int = 128, row_sums: bool = False) -> int:
@@ -73,7 +74,7 @@ def _row_sums(v: Variant) -> bool:
 
 PARAMS = (
     Param("backend", str, ("wgmma",), "selects this backend (Hopper wgmma and TMA, arch sm_90a)", choices=("wgmma",)),
-    Param("head_dim", int, (64,), "head dimension d", choices=HEAD_DIMS),
+    Param("head_dim", int, (64,), "head dimension d (256: block_n 64)", choices=HEAD_DIMS_WGMMA),
     Param("causal", bool, (False,), "causal mask (query i sees keys c <= i; needs seq_k = seq)"),
     Param("block_m", int, (128,), "query rows per block: 64 per consumer warpgroup (128: two with 240 registers each; "
           "192: three with 160 each, head_dim 64)", choices=BLOCK_MS),
@@ -93,8 +94,8 @@ class WgmmaBackend(MmaBackend):
     # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED: wgmma tiles of N = block_n + 32 (S with its checksum columns)
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
-        "wgmma: chosen by params backend: wgmma; arch sm_90a only; head_dim 64 or 128; block_n 64 or 128; block_m 128 "
-        "(two consumer warpgroups) or 192 (three, head_dim 64 only: 160 registers each)",
+        "wgmma: chosen by params backend: wgmma; arch sm_90a only; head_dim 64, 128 or 256 (block_n 64); block_n 64 or 128; "
+        "block_m 128 (two consumer warpgroups) or 192 (three, head_dim 64 only: 160 registers each)",
         "wgmma: causal needs seq_k = seq",
         "wgmma abft: levels snvr, strided and efta (the decoupled baseline is the mma backend's); correct online or "
         "detect; threshold auto; interval 1",
@@ -121,6 +122,9 @@ class WgmmaBackend(MmaBackend):
         if v["block_m"] == 192 and v["head_dim"] != 64:
             r.append(f"block_m 192 with head_dim {v['head_dim']}: three consumer warpgroups have 160 registers each, too few "
                      f"for head_dim {v['head_dim']}'s output tile; use block_m 128, or head_dim 64")
+        if v["head_dim"] == 256 and v["block_n"] != 64:
+            r.append(f"head_dim 256 with block_n {v['block_n']}: a consumer warpgroup's O tile (64 x 256) is 128 accumulators "
+                     f"a thread, and S of block_n {v['block_n']} keys does not fit beside it; use block_n 64")
         need = smem_bytes(v["head_dim"], v["block_n"], self.stages_of(v), _strided(v), v["block_m"], _row_sums(v))
         if need > SMEM_LIMIT:
             r.append(f"stages {v['stages']} with head_dim {v['head_dim']} and block_n {v['block_n']} need {need} bytes of shared "

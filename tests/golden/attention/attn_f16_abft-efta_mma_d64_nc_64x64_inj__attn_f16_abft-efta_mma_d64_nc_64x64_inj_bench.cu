@@ -33,6 +33,6 @@ int main(int argc, char** argv) {
   v.geometry = attn_f16_abft_efta_mma_d64_nc_64x64_inj_geometry;
   v.launch = attn_f16_abft_efta_mma_d64_nc_64x64_inj;
   v.launch_twin = launch_twin;
-  ftattn_bench::AttentionProblem<Element> p(v);
+  ftattn_bench::AttentionProblem<Element, 64> p(v);
   return ftgen::bench_main(p, argc, argv);
 }
