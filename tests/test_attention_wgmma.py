@@ -60,7 +60,7 @@ def test_head_dim_256_takes_block_n_64_and_the_stages_that_fit():
     vs = _variants("protection: {scheme: [none, abft], level: [snvr, strided, efta]}\n"
                    "params: {backend: wgmma, head_dim: 256, block_n: 64}\n")
     names = sorted(v.name for v in vs)
-    assert "attn_f16_abft-efta_wgmma_d256_nc_128x64_s2_pp" in names and "attn_f16_none_wgmma_d256_nc_128x64_s5_pp" in names
+    assert "attn_f16_abft-efta_wgmma_d256_nc_128x64_s3_pp" in names and "attn_f16_none_wgmma_d256_nc_128x64_s5_pp" in names
     assert "attn_f16_abft-strided_wgmma_d256_nc_128x64_s3_pp" in names
     for strided in (False, True):
         for row_sums in (False, True):
@@ -125,3 +125,19 @@ def test_wgmma_variants_compile_for_sm90a(tmp_path):
     for v in spec.variants:
         d = out.out_dir / v.name
         compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / f"{v.name}.o", options=WgmmaBackend.compile_options)
+
+
+@pytest.mark.compile
+def test_efta_at_head_dim_256_compiles_with_the_softmax_row_sums(tmp_path):
+    """efta at head_dim 256 sums the rows in the softmax (no ones in Vc): three stages, its shared storage within a
+    block's (the kernel's static_assert), the device code alone."""
+    from ftgen.codegen.emit import generate
+
+    spec = load_spec_text(HEAD + "precision: fp16\nprotection: {scheme: abft, level: efta, inject: true}\n"
+                          "params: {backend: wgmma, head_dim: 256, block_n: 64}\n", "c.yaml")
+    out = generate(spec, tmp_path / "gen")
+    (v,) = spec.variants
+    assert v.name == "attn_f16_abft-efta_wgmma_d256_nc_128x64_s3_pp_inj"
+    d = out.out_dir / v.name
+    compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / "v.cubin", device_only=True,
+                  options=WgmmaBackend.compile_options)

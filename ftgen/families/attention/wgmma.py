@@ -13,8 +13,8 @@ Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas serialize wgmma) and
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
 (:mod:`.mma`, :mod:`.model`), step for step the same device functions: S's strided checksum columns ``Q Kc^T`` come
 from the same wgmma as S (Kc's 24 rows, padded to 32, follow their tile's keys in a copy of K in the workspace, so the
-product has N = block_n + 32), O's ``P Vc`` (32 columns; efta 48, its last 16 the row sums, from rows of ones) is one
-more wgmma; both encoded once per launch and loaded by TMA with their K and V tiles. Rows where a check could not
+product has N = block_n + 32), O's ``P Vc`` (32 columns; efta 48 up to head_dim 128, its last 16 the row sums, from
+rows of ones) is one more wgmma; both encoded once per launch and loaded by TMA with their K and V tiles. Rows where a check could not
 correct (S, O, the exps or the row sums) are flagged in the workspace and recomputed after the kernel by the same
 kernel unprotected (a launch whose blocks return at once where nothing was flagged); every vote is a warp's (the
 consumers' only barriers are the ping-pong turns).
@@ -68,8 +68,9 @@ def _strided(v: Variant) -> bool:
 
 
 def _row_sums(v: Variant) -> bool:
-    """The level takes its row sums from the tensor cores (efta: Vc's stages hold 16 rows of ones more)."""
-    return v.protection.enabled and v.protection.level == "efta"
+    """The level takes its row sums from the tensor cores (efta up to head_dim 128: Vc's stages hold 16 rows of ones
+    more; at 256 the softmax sums them, which leaves efta the stages strided has)."""
+    return v.protection.enabled and v.protection.level == "efta" and v["head_dim"] <= 128
 
 
 PARAMS = (

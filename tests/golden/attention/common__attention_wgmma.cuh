@@ -106,7 +106,9 @@ struct Config : Levels<LEVEL_> {
   // in every lane of a quad (columns cq and cq + 1 of n8 blocks 4 and 5), accumulated and rescaled with O's checksums;
   // the softmax sums no P. (The unified check compares them with the row sum the unit checksum's +1 carries.) 16 rows,
   // not 8: the builder's TMA for a Vc tile of 40 rows fails cute's divisibility checks, as K' of block_n + 24 does.
-  static constexpr bool kRowSumTc = L::kUnified;
+  // At head_dim 256 the softmax sums the rows (as snvr's and the mma backend's efta do): the ones' 16 rows a stage
+  // would cost efta its third stage, and their 8 accumulators a thread would sit beside O's 128.
+  static constexpr bool kRowSumTc = L::kUnified && D_ <= 128;
   // bf16's exp check takes the S check's group sums where no exp is floored (softmax_tile)
   static constexpr bool kExpFast = L::kUnified && std::is_same_v<T_, __nv_bfloat16>;
   static constexpr int kVcRows = kRowSumTc ? 48 : 32;
