@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The attention wgmma backend on one GPU, in one call: OUT [STEPS] (default: build bench inject)
 #   build    generate SPEC (default experiments/specs/attention_wgmma_try.yaml) under generated/, build it (-j 16)
-#   bench    every variant clean, alternated with its twin and SDPA FLASH / cuDNN (REPS, default 20; EXE_TIMEOUT s each, 120)
-#   inject   the *_inj variants with one fault per launch
+#   bench    every variant clean, alternated with its twin and SDPA FLASH / cuDNN (REPS, default 20; EXE_TIMEOUT s each, 120;
+#            the step at most BENCH_SECONDS, 300)
+#   inject   the *_inj variants with one fault per launch (at most BENCH_SECONDS)
 #   probe    each built executable (PROBE_GLOB) alone at PROBE_SHAPE (default 1x2x512x512), 20 s each: exit code, last lines
 #   profile  Nsight Compute's source counters of the first launch of PROFILE_KERNEL (a regex of the demangled name, default
 #            the fused kernel, wg::kernel<; wg::encode_kernel for the K / V encoding) of each executable (PROFILE_GLOB) at PROFILE_SHAPE
@@ -25,8 +26,8 @@ proj=generated/$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv
 for step in ${*:-build bench inject}; do
   case $step in
     build) gen_build "$SPEC" generated "$proj" ;;
-    bench) ft 300 bench "$proj" --reps "${REPS:-20}" --warmup 5 --timeout "${EXE_TIMEOUT:-120}" --json "$out/clean.jsonl" > "$out/clean.txt" 2>&1; echo "bench rc $?"; t bench ;;
-    inject) ft 300 bench "$proj" --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --timeout "${EXE_TIMEOUT:-120}" --json "$out/inject.jsonl" > "$out/inject.txt" 2>&1
+    bench) ft "${BENCH_SECONDS:-300}" bench "$proj" --reps "${REPS:-20}" --warmup 5 --timeout "${EXE_TIMEOUT:-120}" --json "$out/clean.jsonl" > "$out/clean.txt" 2>&1; echo "bench rc $?"; t bench ;;
+    inject) ft "${BENCH_SECONDS:-300}" bench "$proj" --kernels '*_inj' --inject 1 --reps "${REPS:-20}" --warmup 5 --timeout "${EXE_TIMEOUT:-120}" --json "$out/inject.jsonl" > "$out/inject.txt" 2>&1
             echo "inject rc $?"; t inject ;;
     probe) hung=; for exe in "$proj"/bin/${PROBE_GLOB:-*}; do
              echo "== $(basename "$exe")"; timeout 20 "$exe" --shapes "${PROBE_SHAPE:-1x2x512x512}" --reps 3 --warmup 1 2>&1 | tail -n 4
