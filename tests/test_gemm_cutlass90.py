@@ -193,7 +193,8 @@ def test_16_bit_operands_take_any_layout():
         ("precision: tf32\nparams: {backend: cutlass90, schedule: basic}\n", "[sm_90a]", "is not one of ws-coop, ws-pingpong"),
         ("precision: fp64\nparams: {backend: cutlass90}\n", "[sm_90a]", "not fp64"),
         ("precision: tf32\nprotection: {scheme: tmr, level: threadblock}\nparams: {backend: cutlass90}\n", "[sm_90a]", "level 'threadblock'"),
-        ("precision: tf32\nparams: {backend: simt}\n", "[sm_90a]", "'simt' is not one of cutlass (cutlass backend)"),
+        ("precision: tf32\nparams: {backend: simt}\n", "[sm_90a]", "the simt backend takes precision fp32, fp64, not tf32"),
+        ("precision: tf32\nparams: {backend: cublas}\n", "[sm_90a]", "'cublas' is not a backend of family gemm (its backends: simt, cutlass, cutlass90)"),
     ],
 )
 def test_bad_specs_exit_2_with_a_reason(tmp_path, capsys, body, arch, message):

@@ -113,6 +113,28 @@ def test_names_encode_every_parameter_and_are_unique():
     assert all("-" not in v.symbol for v in s.variants)
 
 
+@pytest.mark.parametrize(
+    "family, arch, precision, extra, default, other",
+    [
+        ("gemm", "sm_90", "fp64", "", "simt", "cutlass"),
+        ("attention", "sm_90a", "fp16", ", head_dim: 128", "mma", "wgmma"),
+        ("kmeans", "sm_90a", "tf32", "", "mma", "cutlass90"),
+    ],
+)
+def test_backend_names_any_backend_of_the_family_the_default_included(family, arch, precision, extra, default, other):
+    body = f"name: t\nfamily: {family}\narch: [{arch}]\nprecision: {precision}\n"
+    plain = load_spec_text(body + (f"params: {{{extra[2:]}}}\n" if extra else ""), "specs/x.yaml")
+    named = load_spec_text(body + f"params: {{backend: {default}{extra}}}\n", "specs/x.yaml")
+    # naming the default backend changes nothing: the same variants, the same names
+    assert [v.name for v in named.variants] == [v.name for v in plain.variants]
+    assert {v.backend for v in named.variants} == {default}
+    # a list of backends searches over them (each point keeps only what its backend takes)
+    both = load_spec_text(body + f"params: {{backend: [{default}, {other}]{extra}}}\n", "specs/x.yaml")
+    assert {v.backend for v in both.variants} == {default, other}
+    message = err(body + "params: {backend: nope}\n")
+    assert "params.backend" in message and f"'nope' is not a backend of family {family} (its backends: " in message
+
+
 def test_simt_threadblock_abft_takes_prepass_references_unless_the_spec_says_fused():
     tb = spec(base=BASE + "protection: {scheme: abft, level: threadblock}\n").variants[0]
     assert tb.get("ref_checksums") == "prepass" and tb.name.endswith("_prepass")

@@ -484,9 +484,16 @@ class Family:
         return b
 
     def backend(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> str:
-        """Name of the backend of a point of the space."""
+        """Name of the backend of a point of the space: the one ``params: {backend: ...}`` names (any of the family's,
+        the default one included), else the first that offers (precision, protection)."""
+        if params.get("backend") in self.backend_names:
+            return params["backend"]
         b = self.select_backend(precision, protection)
         return b.name if b else ""
+
+    @property
+    def backend_names(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.backends)
 
     # ---- parameters -----------------------------------------------------------------------
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
@@ -495,12 +502,17 @@ class Family:
         return b.param_defs(precision, protection) if b else ()
 
     def param_names(self) -> list[str]:
-        """Every parameter any backend knows (for unknown-key detection)."""
-        return list(dict.fromkeys(p.name for b in self.backends for p in b.params))
+        """Every parameter any backend knows (for unknown-key detection); ``backend`` where there are several."""
+        names = [p.name for b in self.backends for p in b.params] + (["backend"] if len(self.backends) > 1 else [])
+        return list(dict.fromkeys(names))
 
     def param_reason(self, name: str, value: Any) -> str | None:
         """Reason why no backend with parameter ``name`` accepts ``value``; None when one does (each
-        backend's constraints then judge the value for its own variants)."""
+        backend's constraints then judge the value for its own variants). ``backend`` takes the name of any of the
+        family's backends."""
+        if name == "backend":
+            return None if value in self.backend_names else (
+                f"{value!r} is not a backend of family {self.name} (its backends: {', '.join(self.backend_names)})")
         reasons = []
         for b in self.backends:
             for p in b.params:

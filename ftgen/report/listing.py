@@ -21,6 +21,9 @@ def print_family(console, d: dict) -> None:
     click.echo(f"  precisions: {', '.join(d.get('precisions', []))}")
     click.echo(f"  shape keys: {', '.join(d.get('shape_keys', []))}")
     backends = d.get("backends")
+    if isinstance(backends, list) and len(backends) > 1:
+        click.echo(f"  backends: {', '.join(str(b.get('name')) for b in backends)} (`params: {{backend: NAME}}` selects one, "
+                   "a list searches over them; without it the first that offers the precision and scheme)")
     if isinstance(backends, list) and backends:
         for b in backends:
             t = Table(title=f"{d['family']} backend {b.get('name')}", title_justify="left", header_style="bold")

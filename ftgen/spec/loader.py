@@ -351,7 +351,8 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
             defs = {p.name: p for p in family.backend_named(backend).param_defs(precision, prot)}
         else:
             defs = {p.name: p for p in family.param_defs(precision, prot)}
-        unused = [k for k in params if k not in defs]
+        # `backend` naming the backend that runs the point is its selector, whether or not that backend declares it
+        unused = [k for k in params if k not in defs and not (k == "backend" and params[k] == backend)]
         # the family checked each value against the union of its backends' parameters; the chosen backend's own
         # definition judges it here (a value only another backend takes), where its constraints found nothing else
         invalid = [r for r in (_backend_value_reason(pn, val, defs[pn], backend or family.name) for pn, val in params.items() if pn in defs) if r]

@@ -48,12 +48,6 @@ class AttentionFamily(Family):
         selector_args=("p->batch", "p->heads", "p->seq_q", "p->seq_k", "ftgen_attention_kv_heads(p)"),
     )
 
-    def backend(self, precision, protection, params) -> str:
-        """``params: {backend: wgmma}`` selects the Hopper backend; otherwise the mma backend."""
-        if params.get("backend") == "wgmma":
-            return "wgmma"
-        return super().backend(precision, protection, params)
-
     @property
     def bench_refs(self) -> tuple:
         """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`):

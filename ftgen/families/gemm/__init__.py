@@ -37,12 +37,6 @@ class GemmFamily(Family):
         selector_args=("p->m", "p->n", "p->k"),
     )
 
-    def backend(self, precision, protection, params) -> str:
-        """``params: {backend: cutlass90 | cutlass}`` selects that backend; otherwise precision and scheme decide."""
-        if params.get("backend") in ("cutlass90", "cutlass"):
-            return params["backend"]
-        return super().backend(precision, protection, params)
-
     # ---- the shared library ---------------------------------------------------------------
     # Rows per launch of the library's entry point: taller problems run as row blocks (C[r0:r1] =
     # alpha A[r0:r1] B + beta C[r0:r1]), so no variant meets a grid limit (65535 blocks in y) at any legal M;

@@ -430,12 +430,6 @@ class KmeansFamily(Family):
         selector_args=("p->samples", "p->dims", "p->clusters"),
     )
 
-    def backend(self, precision, protection, params) -> str:
-        """``params: {backend: cutlass90 | fused}`` selects that backend; otherwise the mma kernels."""
-        if params.get("backend") in ("cutlass90", "fused"):
-            return params["backend"]
-        return super().backend(precision, protection, params)
-
     @property
     def bench_refs(self) -> tuple:
         """References `ftgen bench` times outside the executables, beside each variant (:mod:`ftgen.bench.refs`).
