@@ -465,8 +465,7 @@ class Family:
     def auto_interval(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> int:
         """``interval: auto`` resolved by the backend of (precision, protection) -- the one ``params: {backend: ...}``
         names, where it names one of this family's; 1 where none offers it."""
-        named = [b for b in self.backends if b.name == params.get("backend")]
-        b = named[0] if named else self.select_backend(precision, protection)
+        b = self.backend_for(precision, protection, params)
         return b.auto_interval(protection, params) if b is not None and precision in b.precisions else 1
 
     def backend_named(self, name: str) -> Backend:
@@ -483,12 +482,16 @@ class Family:
             raise KeyError(f"family {self.name} has no backend for {v.precision} {v.protection.scheme}")
         return b
 
+    def backend_for(self, precision: str, protection: Protection, params: Mapping[str, Any] | None) -> Backend | None:
+        """The backend of a point of the space: the one ``params: {backend: ...}`` names (any of the family's, the
+        default one included), else the first that offers (precision, protection) (`select_backend`)."""
+        if params and params.get("backend") in self.backend_names:
+            return self.backend_named(params["backend"])
+        return self.select_backend(precision, protection)
+
     def backend(self, precision: str, protection: Protection, params: Mapping[str, Any]) -> str:
-        """Name of the backend of a point of the space: the one ``params: {backend: ...}`` names (any of the family's,
-        the default one included), else the first that offers (precision, protection)."""
-        if params.get("backend") in self.backend_names:
-            return params["backend"]
-        b = self.select_backend(precision, protection)
+        """Name of the backend of a point of the space (`backend_for`)."""
+        b = self.backend_for(precision, protection, params)
         return b.name if b else ""
 
     @property
@@ -535,8 +538,7 @@ class Family:
             return f"scheme {protection.scheme!r} is not available for family {self.name} (available: {', '.join(self.schemes)})"
         if protection.enabled and protection.level not in levels:
             return f"level {protection.level!r} is not a {protection.scheme} level of family {self.name} (allowed: {', '.join(levels)})"
-        named = [b for b in self.backends if params and b.name == params.get("backend")]
-        b = named[0] if named else self.select_backend(precision, protection)
+        b = self.backend_for(precision, protection, params)
         return b.protection_ok(precision, protection) if b else None
 
     # ---- constraints and names ------------------------------------------------------------
