@@ -452,8 +452,6 @@ constexpr int PACK_WARPS = 32;
 __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
                                                    float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged,
                                                    int parts = 1) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (converged && *converged) return;
   __shared__ double part[2][PACK_WARPS][32];
   const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -510,8 +508,6 @@ __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __re
 __global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, long long ldx, int samples, const float* __restrict__ cx, int lp,
                                                   int parts, int dims, int nt, int clusters, const float* cc, uint64_t* keys, long long rows_padded,
                                                   const int* flag_count, const int2* flags, int capacity, ftgen::FtCounters* counters) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   __shared__ uint64_t best[4];
   const int units = min(*flag_count, capacity);
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -551,8 +547,6 @@ __global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, l
 // flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
 __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
                               double* inertia, const int* converged, int* flag_count = nullptr) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (flag_count && blockIdx.x == 0 && threadIdx.x == 0) *flag_count = 0;
   if (converged && *converged) return;
   double part = 0;

@@ -5,9 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
-#include <utility>
 #include <vector>
 
 namespace ftgen {
@@ -144,69 +142,6 @@ inline cudaError_t set_smem(Kernel kernel, int bytes) {
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess) done.push_back(key);
   return e;
-}
-
-// ---- programmatic dependent launch (sm_90 and later) ------------------------------------------------
-// A kernel launched with launch_dependent() may be scheduled while the kernel before it in the stream is still
-// finishing, so that its launch and its blocks' start overlap that kernel's tail. Such a kernel must call pdl_wait()
-// before it reads or writes global memory: it returns once every kernel before it has completed and its writes are
-// visible. pdl_trigger() lets the next dependent launch begin once every block of this kernel has started (without
-// it: when they have exited). Both are no-ops when the kernel is compiled for an architecture before sm_90.
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-// Whether `kernel` runs as a dependent launch on the current device: its code was compiled for sm_90 or later (so its
-// pdl_wait() is compiled in: a kernel JIT-compiled from older PTX has none), and FTGEN_PDL is not 0 (the switch for
-// A/B runs). Once per kernel and device in this process.
-inline bool pdl_allowed(const void* kernel) {
-  static const bool off = [] {
-    const char* e = std::getenv("FTGEN_PDL");
-    return e && e[0] == '0' && e[1] == 0;
-  }();
-  if (off) return false;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  struct Known {
-    const void* kernel;
-    int device;
-    bool allowed;
-  };
-  static std::mutex lock;
-  static std::vector<Known> known;
-  const std::lock_guard<std::mutex> hold(lock);
-  for (const Known& k : known)
-    if (k.kernel == kernel && k.device == device) return k.allowed;
-  cudaFuncAttributes a{};
-  const bool allowed = cudaFuncGetAttributes(&a, kernel) == cudaSuccess && a.binaryVersion >= 90 && a.ptxVersion >= 90;
-  (void)cudaGetLastError();
-  known.push_back({kernel, device, allowed});
-  return allowed;
-}
-
-// kernel<<<grid, block, smem, stream>>>(args...) as a programmatic dependent launch where pdl_allowed(kernel), else
-// as an ordinary launch; the launch's error. The kernel calls pdl_wait() first (above).
-template <class... Params, class... Args>
-inline cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                    Args&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_allowed(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // cp.async (sm_80+) for the kernels' shared-memory pipelines: src_size 0 zero-fills the destination.

@@ -181,8 +181,6 @@ __device__ __forceinline__ void mma_square(float (&c)[ACC], const FragA& a, cons
 // A block's threads stride over the elements of its rows (coalesced); with blockDim a multiple of dims
 // (dims <= blockDim, see column_stats_threads) every thread keeps to one dimension, else one per pass.
 __global__ void column_stats_kernel(const T* __restrict__ X, int samples, int dims, int rows_per_block, double* colstat) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   const size_t e0 = static_cast<size_t>(blockIdx.x) * rows_per_block * dims;
   const size_t e1 = min(static_cast<size_t>(samples) * dims, e0 + static_cast<size_t>(rows_per_block) * dims);
   if (blockDim.x % dims == 0) {
@@ -285,8 +283,6 @@ __device__ __forceinline__ unsigned segment_mask(int lanes) {
 // copy walks the row backward, loading it again), the copies compared within their rounding band (norm_verdict).
 __global__ void norms_kernel(const T* __restrict__ A, int rows, int dims, int lanes, T* out, const State* state,
                              ftgen::FtCounters* counters, Inject inj, int unit0) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   const int lane = threadIdx.x % lanes;
   const int row = (blockIdx.x * blockDim.x + threadIdx.x) / lanes;
@@ -325,8 +321,6 @@ constexpr int XS_U = 4;  // rows per segment and pass (their loads issued togeth
 template <int R>
 __global__ void __launch_bounds__(256) x_stats_kernel(const T* __restrict__ X, int rows, int dims, int lanes, T* out, double* colstat,
                                                       const State* state, ftgen::FtCounters* counters, Inject inj) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   __shared__ double red[2][32 * XS_R];
   for (int i = threadIdx.x; i < 32 * XS_R; i += blockDim.x) red[0][i] = red[1][i] = 0.0;
   __syncthreads();
@@ -406,8 +400,6 @@ template <int V, int U>
 __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __restrict__ X, int rows, int dims, int lanes, float* out,
                                                                 double* colstat, const State* state, ftgen::FtCounters* counters,
                                                                 Inject inj) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   const int lane = threadIdx.x % lanes, segs = XV_THREADS / lanes, d4 = dims / 4;
   const unsigned seg = segment_mask(lanes);
   const int stride = gridDim.x * segs;
@@ -502,8 +494,6 @@ bool x_pass_vec(const T* X, int rows, int dims, T* out, double* colstat, const S
 // reference fragments read them: per group of GT tiles, 2 MMA_N rows of dims (s, w of each tile; then q, s^2
 // of each tile); the tiles past the last of the last group are zero. One block column per tile of the groups.
 __global__ void encode_kernel(const T* __restrict__ C, int clusters, int dims, T* enc, const State* state) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   const int tile = blockIdx.x;
   const int d = blockIdx.y * blockDim.x + threadIdx.x;
@@ -597,8 +587,6 @@ struct AssignArgs {
 };
 
 __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (a.state->converged) return;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
@@ -1055,8 +1043,6 @@ constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
 
 // Counts per cluster (both copies when protected), in a shared-memory histogram when `hist` (clusters small).
 __global__ void count_kernel(const int* labels, int samples, int clusters, int* counts, const State* state, bool hist) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   extern __shared__ int scnt[];
   constexpr int copies = PROTECTED ? 2 : 1;
@@ -1080,8 +1066,6 @@ __global__ void count_kernel(const int* labels, int samples, int clusters, int* 
 // items per cluster (ceil(count / CHUNK)), item_cluster = the cluster of every item; the cursors cleared.
 __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clusters, int* offs, int* item_off, int* item_cluster,
                                                     int* cursor, const State* state) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   __shared__ int wsum[2][32];
   __shared__ int carry[2];
@@ -1147,8 +1131,6 @@ __global__ void __launch_bounds__(1024) scan_kernel(const int* counts, int clust
 constexpr int SCATTER_ITEMS = 8;
 __global__ void scatter_kernel(const int* labels, int samples, int clusters, const int* offs, int* cursor, int* idx,
                                const State* state, bool local) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   if (local) {
     extern __shared__ int sh[];  // 2 x clusters: the block's count, then its base, per cluster
@@ -1199,8 +1181,6 @@ __device__ __forceinline__ double dmr_add(double a, double b) {
 __global__ void __launch_bounds__(SUM_WARPS * 32) sums_kernel(const T* __restrict__ X, int dims, int lanes, const int* idx,
                                                               const int* offs, const int* item_off, const int* item_cluster,
                                                               int clusters, double* part, double* partb, const State* state) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   const int it = blockIdx.x * SUM_WARPS + (threadIdx.x >> 5);
   if (it >= item_off[clusters]) return;
@@ -1252,8 +1232,6 @@ constexpr int SUMV_U = 4;
 __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* __restrict__ X, int dims, int lanes, const int* idx,
                                                                   const int* offs, const int* item_off, const int* item_cluster,
                                                                   int clusters, double* part, double* partb, const State* state) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   static_assert(CHUNK == 64, "two row indices a lane");
   if (state->converged) return;
   const int it = blockIdx.x * SUM_WARPS + (threadIdx.x >> 5);
@@ -1316,8 +1294,6 @@ constexpr int REDUCE_THREADS = REDUCE_COPY_THREADS * (PROTECTED ? 2 : 1);
 constexpr int REDUCE_ILP = 4;
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
                                                                 int dims, double* sums, const State* state) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   const int j = blockIdx.x;
   const int copy = static_cast<int>(threadIdx.x) / REDUCE_COPY_THREADS, t = static_cast<int>(threadIdx.x) % REDUCE_COPY_THREADS;
@@ -1363,8 +1339,6 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
 constexpr int UPDATE_CHECK_CLUSTERS = 32;
 __global__ void __launch_bounds__(256) update_check_kernel(double* sums, int* counts, int clusters, int dims, double* colcheck, State* state,
                                                            ftgen::FtCounters* counters, Inject inj) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, d0 = blockIdx.x * 32, d = d0 + lane;
   const int j0 = blockIdx.y * UPDATE_CHECK_CLUSTERS, j1 = min(clusters, j0 + UPDATE_CHECK_CLUSTERS);
@@ -1413,8 +1387,6 @@ __global__ void __launch_bounds__(256) update_check_kernel(double* sums, int* co
 // redo_update_kernel's atomics.
 __global__ void update_invariant_kernel(int samples, int clusters, int dims, const double* colstat, const double* colcheck,
                                         double* sums, int* counts, State* state, ftgen::FtCounters* counters, Inject inj) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   __shared__ int bad;
   if (threadIdx.x == 0) bad = state->update_bad || state->total != static_cast<unsigned long long>(samples);
@@ -1442,8 +1414,6 @@ __global__ void update_invariant_kernel(int samples, int clusters, int dims, con
 // cluster sums (fp64) and counts by atomics, one thread per element of X.
 __global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
                                    int* counts, const State* state) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged || !state->update_bad) return;
   const size_t n = static_cast<size_t>(samples) * dims;
   for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -1459,8 +1429,6 @@ __global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, i
 // The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test.
 __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int clusters, int dims, int* counts_out,
                                 double* shift, State* state, bool need_norm) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   __shared__ double red[2][32];
   const int j = blockIdx.x;
@@ -1499,8 +1467,6 @@ __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int
 
 // The convergence test: the largest squared shift against tol * (mean squared centroid norm).
 __global__ void converge_kernel(const double* shift, int clusters, double tol, State* state, int* iters_done) {
-  ftgen::pdl_trigger();
-  ftgen::pdl_wait();
   if (state->converged) return;
   __shared__ double m[32];
   double mx = 0;
@@ -1635,37 +1601,43 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
-    FT_TRY(ftgen::launch_dependent(encode_kernel, dim3((tiles + GT - 1) / GT * GT, (dims + 127) / 128), 128, 0, stream, C, k, dims, w.enc,
-                                   w.state));
+    encode_kernel<<<dim3((tiles + GT - 1) / GT * GT, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);
+    FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
                   p->threshold, inj};
     (void)tiles;
-    FT_TRY(ftgen::launch_dependent(assign_kernel, (n + MT - 1) / MT, THREADS, smem, stream, aa));
-    FT_TRY(ftgen::launch_dependent(count_kernel, count_grid, 256, hist ? hist_smem : 0, stream, p->labels, n, k, w.counts, w.state, hist));
-    FT_TRY(ftgen::launch_dependent(scan_kernel, 1, 1024, 0, stream, w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state));
+    assign_kernel<<<(n + MT - 1) / MT, THREADS, smem, stream>>>(aa);
+    FT_LAUNCHED();
+    count_kernel<<<count_grid, 256, hist ? hist_smem : 0, stream>>>(p->labels, n, k, w.counts, w.state, hist);
+    FT_LAUNCHED();
+    scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state);
+    FT_LAUNCHED();
     if (local_scatter)
-      FT_TRY(ftgen::launch_dependent(scatter_kernel, static_cast<int>((static_cast<size_t>(n) + 256 * SCATTER_ITEMS - 1) / (256 * SCATTER_ITEMS)),
-                                     256, 2 * sizeof(int) * k, stream, p->labels, n, k, w.offs, w.cursor, w.idx, w.state, true));
+      scatter_kernel<<<static_cast<int>((static_cast<size_t>(n) + 256 * SCATTER_ITEMS - 1) / (256 * SCATTER_ITEMS)), 256,
+                       2 * sizeof(int) * k, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, true);
     else
-      FT_TRY(ftgen::launch_dependent(scatter_kernel, std::min(grid_for(n, 256), 4096), 256, 0, stream, p->labels, n, k, w.offs, w.cursor,
-                                     w.idx, w.state, false));
+      scatter_kernel<<<std::min(grid_for(n, 256), 4096), 256, 0, stream>>>(p->labels, n, k, w.offs, w.cursor, w.idx, w.state, false);
+    FT_LAUNCHED();
     if (dims % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0)  // 16-byte loads
-      FT_TRY(ftgen::launch_dependent(sums_vec_kernel, sum_grid, SUM_WARPS * 32, 0, stream, X, dims, norm_lanes(dims / 4), w.idx, w.offs,
-                                     w.item_off, w.item_cluster, k, w.part, partb, w.state));
+      sums_vec_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, norm_lanes(dims / 4), w.idx, w.offs, w.item_off, w.item_cluster, k,
+                                                               w.part, partb, w.state);
     else
-      FT_TRY(ftgen::launch_dependent(sums_kernel, sum_grid, SUM_WARPS * 32, 0, stream, X, dims, nl, w.idx, w.offs, w.item_off,
-                                     w.item_cluster, k, w.part, partb, w.state));
-    FT_TRY(ftgen::launch_dependent(reduce_kernel, k, REDUCE_THREADS, 0, stream, w.part, partb, w.item_off, k, dims, w.sums, w.state));
-    FT_TRY(ftgen::launch_dependent(update_check_kernel, dim3((dims + 31) / 32, (k + UPDATE_CHECK_CLUSTERS - 1) / UPDATE_CHECK_CLUSTERS), 256,
-                                   0, stream, w.sums, w.counts, k, dims, w.colcheck, w.state, counters, inj));
-    FT_TRY(ftgen::launch_dependent(update_invariant_kernel, 1, 256, 0, stream, n, k, dims, w.colstat, w.colcheck, w.sums, w.counts, w.state,
-                                   counters, inj));
+      sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
+    FT_LAUNCHED();
+    reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
+    FT_LAUNCHED();
+    update_check_kernel<<<dim3((dims + 31) / 32, (k + UPDATE_CHECK_CLUSTERS - 1) / UPDATE_CHECK_CLUSTERS), 256, 0, stream>>>(
+        w.sums, w.counts, k, dims, w.colcheck, w.state, counters, inj);
+    FT_LAUNCHED();
+    update_invariant_kernel<<<1, 256, 0, stream>>>(n, k, dims, w.colstat, w.colcheck, w.sums, w.counts, w.state, counters, inj);
+    FT_LAUNCHED();
     // (the redo kernel returns at once unless the checks failed: a small grid, striding)
-    FT_TRY(ftgen::launch_dependent(redo_update_kernel, std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream, X,
-                                   p->labels, n, dims, w.sums, w.counts, w.state));
-    FT_TRY(ftgen::launch_dependent(finalize_kernel, k, 128, 0, stream, C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state,
-                                   p->tol > 0));
-    FT_TRY(ftgen::launch_dependent(converge_kernel, 1, 256, 0, stream, w.shift, k, p->tol, w.state, p->iters_done));
+    redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
+    FT_LAUNCHED();
+    finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
+    FT_LAUNCHED();
+    converge_kernel<<<1, 256, 0, stream>>>(w.shift, k, p->tol, w.state, p->iters_done);
+    FT_LAUNCHED();
   }
 #undef FT_TRY
 #undef FT_LAUNCHED
