@@ -1,6 +1,6 @@
-"""Fuzz: a few hundred mutated specs per run (seeded). Every one is accepted (exit 0) or refused
-with a message (exit 2): no traceback, no internal error, nothing written when refused. A sample
-of accepted specs is compiled (marked `compile`)."""
+"""Fuzz: a thousand mutated specs per run (seeded), from a GEMM, an FFT, a k-means and an attention spec. Every one is
+accepted (exit 0) or refused with a message (exit 2): no traceback, no internal error, nothing written when refused. A
+sample of accepted specs is compiled (marked `compile`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 from ftgen.cli import main
 
 SEED = int(os.environ.get("FTGEN_FUZZ_SEED", "20260"))
-CASES = int(os.environ.get("FTGEN_FUZZ_CASES", "500"))
+CASES = int(os.environ.get("FTGEN_FUZZ_CASES", "1000"))
 
 BASES = [
     {
@@ -36,6 +36,25 @@ BASES = [
         "protection": {"scheme": "none"},
         "params": {"direction": "forward", "logn": 0},
         "shapes": [{"n": 256, "batch": 64}],
+    },
+    {
+        "name": "fz_kmeans",
+        "family": "kmeans",
+        "arch": ["sm_90a"],
+        "precision": "tf32",
+        "protection": {"scheme": "abft", "level": "threadblock", "correct": "online", "inject": True},
+        "variants": [{"params": {"backend": "cutlass90", "tile_m": 128, "tile_n": 160, "tile_k": 32, "schedule": "ws-coop"}},
+                     {"params": {"backend": "fused", "strip": 64, "warps": 8}, "protection": {"correct": "detect"}}],
+        "shapes": [{"samples": 1000, "dims": 10, "clusters": 7}],
+    },
+    {
+        "name": "fz_attention",
+        "family": "attention",
+        "arch": ["sm_90a"],
+        "precision": "fp16",
+        "protection": {"scheme": "abft", "level": "efta", "threshold": "auto", "inject": True},
+        "params": {"backend": "wgmma", "head_dim": 64, "causal": False, "block_n": 128, "schedule": "pingpong"},
+        "shapes": [{"batch": 1, "heads": 2, "seq": 128, "seq_k": 128, "kv_heads": 1}],
     },
 ]
 
