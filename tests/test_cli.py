@@ -206,7 +206,8 @@ def test_list_per_backend_structured(capsys, monkeypatch):
              "params": [{"name": "stages", "type": "int", "choices": [2, 3, 4, 5, 6], "range": None, "default": 3, "doc": "pipeline"},
                         {"name": "m_tb", "type": "int", "choices": None, "range": [16, 256], "default": 128, "doc": "rows"}]},
             {"name": "cutlass", "precisions": ["tf32"], "schemes": {"tmr": ["kernel"]}, "requires": ["cutlass"],
-             "params": [{"name": "stages", "type": "int", "choices": None, "range": [2, 8], "default": 3, "doc": "stages"}]},
+             "params": [{"name": "stages", "type": "int", "choices": None, "range": [2, 8], "default": 3, "doc": "stages"},
+                        {"name": "teams", "type": "int", "choices": None, "range": [0, None], "default": 0, "doc": "teams"}]},
         ],
         "constraints": ["c1"],
     }
@@ -216,6 +217,7 @@ def test_list_per_backend_structured(capsys, monkeypatch):
     out = cap.out
     simt, cutlass = out.index("backend simt"), out.index("backend cutlass")
     assert "2, 3, 4, 5, 6" in out[simt:cutlass] and "16 .. 256" in out[simt:cutlass] and "2 .. 8" in out[cutlass:]
+    assert ">= 0" in out[cutlass:] and "None" not in out  # a range open above
     assert "requires: cutlass" in out and "c1" in out
     rc, cap = _run(capsys, "list", "gemm", "--json")
     assert json.loads(cap.out) == [desc]

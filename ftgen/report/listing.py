@@ -34,7 +34,7 @@ def print_family(console, d: dict) -> None:
                     allowed = ", ".join(map(str, prm["choices"]))
                 elif prm.get("range"):
                     lo, hi = prm["range"]
-                    allowed = f"{lo} .. {hi}"
+                    allowed = f">= {lo}" if hi is None else f"<= {hi}" if lo is None else f"{lo} .. {hi}"
                 else:
                     allowed = "-"
                 default = prm.get("default")
