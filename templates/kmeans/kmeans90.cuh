@@ -45,6 +45,9 @@ __host__ __device__ inline float unordered(uint32_t o) {
   memcpy(&d, &u, 4);
   return d;
 }
+// The arg-min and the check's row sums run as independent chains per row held: 2 x kChainGroups of them (the column's
+// parity and its 8-column group's index mod kChainGroups), so that consecutive steps do not wait on each other
+constexpr int kChainGroups = 2;
 constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
 // (d + 0: -0 becomes +0, the two equal distances one key)
 __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }
@@ -161,17 +164,27 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     if constexpr (kInject) inject(acc, int(m), int(n), thread_idx, j0, tCcD);
     if constexpr (kEnc > 0) check(acc, cols, int(n), q, xx, nc, row_of, col_of);
 
-    // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its element v (columns ascend along v for a row,
-    // so a strict < keeps the lower index on a tie); the element's column once per row after the loop. The norms two at
-    // a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q + {0, 1}, at constant offsets from one
-    // address), no column tested: params.cc holds +inf past the last centroid up to the last tile's end, whose columns'
-    // accumulators are 0 (B's rows past the centroids are zeros), so their d' is +inf and never the smallest.
-    float bv[MM][2];
-    int bx[MM][2];
+    // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its element v, in independent chains a row
+    // (kChainGroups: the element's column parity and its 8-column group's index), so that consecutive compare-and-select
+    // steps do not wait on each other; columns ascend along v within a chain, so a strict < keeps the lower index on a
+    // tie, and the chains merge with the lower v on a tie (v ascends with the column for a row). The element's column
+    // once per row after the merge. The norms two at a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q
+    // + {0, 1}, at constant offsets from one address), no column tested: params.cc holds +inf past the last centroid up
+    // to the last tile's end, whose columns' accumulators are 0 (B's rows past the centroids are zeros), so their d' is
+    // +inf and never the smallest.
+    constexpr int kG = NT / 8 >= 2 * kChainGroups ? kChainGroups : 1;  // (a tile of one or few groups: by parity only)
+    float bv[MM][2][2 * kG];
+    int bx[MM][2][2 * kG];
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
-      bv[mm][0] = bv[mm][1] = INFINITY;
-      bx[mm][0] = bx[mm][1] = 0;
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 0; c < 2 * kG; ++c) {
+          bv[mm][r][c] = INFINITY;
+          bx[mm][r][c] = 0;
+        }
+      }
     }
     const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
     CUTLASS_PRAGMA_UNROLL
@@ -181,19 +194,32 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       for (int mm = 0; mm < MM; ++mm) {
         CUTLASS_PRAGMA_UNROLL
         for (int e = 0; e < 4; ++e) {
-          const int v = 4 * g + e, r = e / 2;
+          const int v = 4 * g + e, r = e / 2, c = 2 * (g % kG) + e % 2;
           const float d = fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), e % 2 ? c2.y : c2.x);
-          if (d < bv[mm][r]) {
-            bv[mm][r] = d;
-            bx[mm][r] = v;
+          if (d < bv[mm][r][c]) {
+            bv[mm][r][c] = d;
+            bx[mm][r][c] = v;
           }
         }
       }
     }
+    float bvr[MM][2];
+    int bxr[MM][2];
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
-      bx[mm][0] = col_of(bx[mm][0]);
-      bx[mm][1] = col_of(bx[mm][1]);
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        bvr[mm][r] = bv[mm][r][0];
+        bxr[mm][r] = bx[mm][r][0];
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 1; c < 2 * kG; ++c) {
+          if (bv[mm][r][c] < bvr[mm][r] || (bv[mm][r][c] == bvr[mm][r] && bx[mm][r][c] < bxr[mm][r])) {
+            bvr[mm][r] = bv[mm][r][c];
+            bxr[mm][r] = bx[mm][r][c];
+          }
+        }
+        bxr[mm][r] = col_of(bxr[mm][r]);
+      }
     }
     CUTLASS_PRAGMA_UNROLL
     for (int o = 1; o <= 2; o <<= 1) {
@@ -201,11 +227,11 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       for (int mm = 0; mm < MM; ++mm) {
         CUTLASS_PRAGMA_UNROLL
         for (int r = 0; r < 2; ++r) {
-          const float ov = __shfl_xor_sync(0xffffffffu, bv[mm][r], o);
-          const int ox = __shfl_xor_sync(0xffffffffu, bx[mm][r], o);
-          if (ov < bv[mm][r] || (ov == bv[mm][r] && ox < bx[mm][r])) {
-            bv[mm][r] = ov;
-            bx[mm][r] = ox;
+          const float ov = __shfl_xor_sync(0xffffffffu, bvr[mm][r], o);
+          const int ox = __shfl_xor_sync(0xffffffffu, bxr[mm][r], o);
+          if (ov < bvr[mm][r] || (ov == bvr[mm][r] && ox < bxr[mm][r])) {
+            bvr[mm][r] = ov;
+            bxr[mm][r] = ox;
           }
         }
       }
@@ -215,7 +241,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) keys[row_of(mm, r)] = key(bv[mm][r], j0 + bx[mm][r]);
+      for (int r = 0; r < 2; ++r) keys[row_of(mm, r)] = key(bvr[mm][r], j0 + bxr[mm][r]);
     }
   }
 
@@ -240,14 +266,24 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     float s1[MM][2], rs[MM][2];
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
+      float part[2][2 * kChainGroups] = {};  // (independent partial sums per row: see kChainGroups)
       CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) s1[mm][r] = rs[mm][r] = 0.f;
+      for (int r = 0; r < 2; ++r) rs[mm][r] = 0.f;
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < V; ++v) {
         const int r = (v / 2) % 2;
         const float a = static_cast<float>(acc(v, mm, 0));
-        if (v < NT / 2) s1[mm][r] += a;                                    // a centroid's column
+        if (v < NT / 2) part[r][2 * ((v / 4) % kChainGroups) + v % 2] += a;  // a centroid's column
         else if (v < NT / 2 + 4 && q == 0) rs[mm][r] += v % 2 ? a * kLo : a;  // lane 0 of the quad: s_t's hi, lo
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int w = 1; w < 2 * kChainGroups; w <<= 1) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int c = 0; c + w < 2 * kChainGroups; c += 2 * w) part[r][c] += part[r][c + w];
+        }
+        s1[mm][r] = part[r][0];
       }
     }
     float top = 0.f;
