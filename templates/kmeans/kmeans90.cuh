@@ -287,6 +287,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       }
     }
     float top = 0.f;
+    unsigned todo[MM] = {};  // per 64-row wgmma, the rows held (bit r) the first stage did not pass
     const float unit_f = static_cast<float>(p.unit);
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
@@ -304,7 +305,19 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           top = fmaxf(top, score);
           continue;
         }
-        full(acc, mm, r, s1[mm][r], static_cast<double>(rs[mm][r]) * p.inv_se, cols, tile, q, row_of, col_of);
+        todo[mm] |= 1u << r;
+      }
+    }
+    // the rows the first stage did not pass: the full rule, one inlined copy per 64-row wgmma with the row held a
+    // run-time value (the cold code stays small beside the hot epilogue)
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      if (!todo[mm]) continue;
+#pragma unroll 1
+      for (int r = 0; r < 2; ++r) {
+        if (!(todo[mm] >> r & 1u)) continue;
+        const float P1 = r ? s1[mm][1] : s1[mm][0], rr = r ? rs[mm][1] : rs[mm][0];
+        full(acc, mm, r, P1, static_cast<double>(rr) * p.inv_se, cols, tile, q, row_of, col_of);
       }
     }
     if (p.counters) {  // the warp's largest clean score (the first stage's)
@@ -392,14 +405,14 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       const ftgen::FaultSpec fs = p.faults[f];
       if (fs.block != tm || fs.step != tn || fs.thread != thread_idx) continue;
       const int e = fs.elem % int(size(acc));
-      float before = 0.f, after = 0.f;
+      // the element read by selects, faulted once, written back by selects (one inlined fault per site, not one per
+      // accumulator: the cold code stays small beside the hot epilogue)
+      float before = 0.f;
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < int(size(acc)); ++i)
-        if (i == e) {
-          before = acc(i);
-          acc(i) = ftgen::apply_fault(before, fs.kind, fs.bit, fs.offset);
-          after = acc(i);
-        }
+      for (int i = 0; i < int(size(acc)); ++i) before = i == e ? static_cast<float>(acc(i)) : before;
+      const float after = ftgen::apply_fault(before, fs.kind, fs.bit, fs.offset);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < int(size(acc)); ++i) acc(i) = i == e ? after : acc(i);
       const int c = int(get<1>(tCcD(e))) - tn * 2 * V;  // the element's column in the tile (-1 below: an encoding column)
       ftgen::record_fault(p.records + f, p.counters, tm, thread_idx, e, tn, fs.kind == ftgen::kOffset ? -1 : (fs.bit & 31), before, after,
                           static_cast<long long>(get<0>(tCcD(e))), c < NT ? j0 + c : -1);
