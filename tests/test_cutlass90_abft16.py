@@ -202,6 +202,8 @@ def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path, locate):
         assert kernel in names, kernel
     for name, text in entries.items():
         assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
+        if "KernelChk" in name:  # (the fault leaf's arguments by value: a pointer to them put them on the stack)
+            assert " 0 bytes stack frame" in text, (name, text)
 
 
 # ---- GPU (sm_90a): the shipped spec's bench with faults (skipped without a GPU) ------------------------------------
