@@ -127,8 +127,23 @@ struct FaultArgs {
   ftgen_sm90::Geometry geo{};
 };
 
+// The planned fault `fault` applied to the value `before` of C's element (row, col) and recorded: the value the
+// epilogue goes on with (unchanged outside C: a partial tile's padding). Out of line, scalars in and out, so that the
+// fault's code appears once in the kernel instead of once per element of every unrolled epilogue subtile (cold code
+// that the hot epilogue would otherwise jump across).
+// (Everything by value: a pointer to the epilogue's arguments would put them in local memory for the whole kernel.)
+__device__ __noinline__ float apply_planned(const ftgen::FaultSpec* faults, ftgen::FaultRecord* records, ftgen::FtCounters* counters, int m, int n,
+                                            int fault, float before, long long row, long long col) {
+  const ftgen::FaultSpec f = faults[fault];
+  const float after = f.kind == ftgen::kOffset ? before + static_cast<float>(f.offset) : __uint_as_float(__float_as_uint(before) ^ (1u << (f.bit & 31)));
+  ftgen::record_fault(records + fault, counters, f.block, f.thread, f.elem, f.step, f.kind == ftgen::kOffset ? -1 : (f.bit & 31),
+                      static_cast<double>(before), static_cast<double>(after), row, col);
+  return row < m && col < n ? after : before;
+}
+
 // The epilogue's leaf in inject builds: the accumulators, the planned fault applied to its element as the epilogue reads
-// it. A fault outside C (a partial tile's padding) is recorded as applied and changes nothing.
+// it (found by comparisons, read and written back by selects, applied by apply_planned). A fault outside C (a partial
+// tile's padding) is recorded as applied and changes nothing.
 struct FaultAccFetch : LeafNode<FaultArgs> {
   using LeafNode::LeafNode;
 
@@ -147,18 +162,19 @@ struct FaultAccFetch : LeafNode<FaultArgs> {
       cutlass::Array<ElementAccumulator, FragmentSize> out = frg_acc;
       if (fault < 0) return out;
       auto c = tCc(cute::_, cute::_, cute::_, epi_m, epi_n);
+      int hit = -1;
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < FragmentSize; ++i) {
         auto crd = c(epi_v * FragmentSize + i);
-        if (static_cast<long long>(cute::get<0>(crd)) != row || static_cast<long long>(cute::get<1>(crd)) != col) continue;
-        const ftgen::FaultSpec f = params->faults[fault];
-        const float before = static_cast<float>(out[i]);
-        const float after = f.kind == ftgen::kOffset ? before + static_cast<float>(f.offset)
-                                                     : __uint_as_float(__float_as_uint(before) ^ (1u << (f.bit & 31)));
-        if (row < params->m && col < params->n) out[i] = static_cast<ElementAccumulator>(after);
-        ftgen::record_fault(params->records + fault, params->counters, f.block, f.thread, f.elem, f.step,
-                            f.kind == ftgen::kOffset ? -1 : (f.bit & 31), static_cast<double>(before), static_cast<double>(after), row, col);
+        if (static_cast<long long>(cute::get<0>(crd)) == row && static_cast<long long>(cute::get<1>(crd)) == col) hit = i;
       }
+      if (hit < 0) return out;
+      float before = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < FragmentSize; ++i) before = i == hit ? static_cast<float>(out[i]) : before;
+      const auto after = static_cast<ElementAccumulator>(apply_planned(params->faults, params->records, params->counters, params->m, params->n, fault, before, row, col));
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < FragmentSize; ++i) out[i] = i == hit ? after : out[i];
       return out;
     }
   };
