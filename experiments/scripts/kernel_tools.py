@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO))
 
 from ftgen.build import cuda_tool_dirs, find_cuda_tool, find_nvcc  # noqa: E402
 from ftgen.codegen.emit import render_spec  # noqa: E402
+from ftgen.templating import TemplateEnv  # noqa: E402
 from ftgen.paths import cutlass_include_dir  # noqa: E402
 from ftgen.spec import load_spec_text  # noqa: E402
 
@@ -46,6 +47,15 @@ def write_variants(family: str, arch: str, variants: list[str], root: Path) -> l
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return sorted(root / rel for rel in files if rel.endswith(".cu"))
+
+
+def variant_options(family: str, arch: str, variants: list[str]) -> dict[str, list[str]]:
+    """Each variant's compile options as ftgen build passes them (the backend's: e.g. -DNDEBUG for the sm90 kernels,
+    without which ptxas serializes the wgmma), by the variant's directory name."""
+    body = "\n".join(f"  - {v}" for v in variants)
+    spec = load_spec_text(f"name: inspect\nfamily: {family}\narch: [{arch}]\nvariants:\n{body}\n", "inspect.yaml")
+    env = TemplateEnv()
+    return {v.name: list(spec.family.emit(v, env, shapes=spec.shapes).compile_options) for v in spec.variants}
 
 
 def extra_includes() -> list[Path]:
