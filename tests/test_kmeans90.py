@@ -163,8 +163,9 @@ def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body,
     """Built in full (host and device code) once per precision and protection code path: the tf32 unprotected variant and
     the tf32x3 protected one (the protected launcher, the same template as tf32's); the tf32 protected variant device code
     only (its kernels, ptxas' report), at 128x224, the widest tile of the product's (112 accumulators a thread). The GEMM
-    has no stack frame either: the epilogue's fault site and full rule are kept small (a fault faulted by a predicated
-    copy per accumulator put 64 bytes of stack frame and 128 bytes of spills in this kernel)."""
+    has no stack frame either: the epilogue's fault site and full rule are kept small (a fault applied by a predicated
+    copy per accumulator, with the full rule inlined once per row held, put 64 bytes of stack frame and 128 bytes of
+    spills in this kernel)."""
     from ftgen.codegen.emit import generate
 
     spec = spec_of(body)
