@@ -236,15 +236,12 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         }
       }
     }
-    // (lane 0 of each quad stores its rows' keys: a predicated block, no early return, so that the epilogue ends
-    // converged -- ws-buffered issues the next tile's wgmmas right after it)
-    if (q == 0) {
-      uint64_t* keys = params.keys + static_cast<long long>(n) * params.rows_padded;
+    if (q != 0) return;
+    uint64_t* keys = params.keys + static_cast<long long>(n) * params.rows_padded;
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
-      for (int mm = 0; mm < MM; ++mm) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int r = 0; r < 2; ++r) keys[row_of(mm, r)] = key(bvr[mm][r], j0 + bxr[mm][r]);
-      }
+      for (int r = 0; r < 2; ++r) keys[row_of(mm, r)] = key(bvr[mm][r], j0 + bxr[mm][r]);
     }
   }
 
@@ -435,311 +432,22 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
 template <int kEnc = 0, bool kInject = false>
 using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject>>;
 
-// The ping-pong kernel with the turns on the main loop only (schedule ws-overlap). CUTLASS's ping-pong kernel orders its
-// two consumer warp groups' main loops and, again, their epilogues (the second through the same ordered barrier), so a
-// warp group's next main loop waits for the other's epilogue: with an epilogue as long as the main loop -- the arg-min
-// and the check here, 1-1.5 us a 64 x 224 tile against about 1 us of wgmma -- the tensor cores idle for one epilogue in
-// two, and the cooperative kernel (both warp groups on one tile, the tensor cores idle for the whole epilogue) is
-// faster. This kernel keeps only the main loop's turns: warp group w issues its tile's wgmmas after the other's are
-// issued, then runs its epilogue while the other's main loop runs. The epilogue uses no shared memory and stores its
-// keys directly (ArgMinDirect), so the epilogues need no order. Everything but operator() (arguments, parameters, grid,
-// shared storage) is CUTLASS's ping-pong kernel's; the static persistent scheduler only.
-template <class Base>
-struct OverlapPingpong : Base {
-  using typename Base::Params;
-  using typename Base::SharedStorage;
-  using typename Base::CollectiveMainloop;
-  using typename Base::CollectiveEpilogue;
-  using typename Base::TileScheduler;
-  using typename Base::TiledMma;
-  using typename Base::TileShape;
-  using typename Base::ClusterShape;
-  using MainloopPipeline = typename CollectiveMainloop::MainloopPipeline;
-  using PipelineState = typename CollectiveMainloop::PipelineState;
-  using MmaTurns = cutlass::OrderedSequenceBarrier<1, 2>;  // (one stage per warp group: its main loop)
-  static_assert(!Base::IsSchedDynamicPersistent, "the static persistent scheduler");
-  static_assert(sizeof(typename MmaTurns::SharedStorage) <= sizeof(typename SharedStorage::PipelineStorage::MathWarpGroupOrderBarrierStorage),
-                "the turns' barriers in the ping-pong kernel's storage of its order barrier");
-
-  CUTLASS_DEVICE void operator()(Params const& params, char* smem_buf) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using namespace cute;
-    SharedStorage& storage = *reinterpret_cast<SharedStorage*>(smem_buf);
-    const int thread_idx = static_cast<int>(threadIdx.x);
-    const int warp_idx = cutlass::canonical_warp_idx_sync();
-    const int warp_group = cutlass::canonical_warp_group_idx();  // 0: the producer, 1 and 2: the consumers
-    const int wg_thread_idx = thread_idx % cutlass::NumThreadsPerWarpGroup;
-    const int lane_predicate = cute::elect_one_sync();
-    const uint32_t block_rank_in_cluster = cute::block_rank_in_cluster();
-    if (warp_idx == 0 && lane_predicate) CollectiveMainloop::prefetch_tma_descriptors(params.mainloop);
-
-    typename MainloopPipeline::Params pipe_params;
-    if (warp_group == 0 && warp_idx == 0) pipe_params.role = MainloopPipeline::ThreadCategory::Producer;
-    if (warp_group > 0) pipe_params.role = MainloopPipeline::ThreadCategory::Consumer;
-    pipe_params.is_leader = wg_thread_idx == 0;
-    pipe_params.num_consumers = cutlass::NumThreadsPerWarpGroup;  // (a stage is one warp group's)
-    pipe_params.num_producers = Base::NumProducerThreads;
-    pipe_params.transaction_bytes = params.mainloop.tma_transaction_bytes;
-    MainloopPipeline pipeline(storage.pipelines.mainloop, pipe_params, ClusterShape{});
-
-    typename MmaTurns::Params turn_params;
-    turn_params.group_id = warp_group > 0 ? warp_group - 1 : 0;  // (the producer does not take turns)
-    turn_params.group_size = cutlass::NumThreadsPerWarpGroup;
-    MmaTurns turns(*reinterpret_cast<typename MmaTurns::SharedStorage*>(&storage.pipelines.math_wg_order), turn_params);
-
-    auto problem_shape_MNKL = append<4>(params.problem_shape, Int<1>{});
-    TiledMma tiled_mma;
-    auto blk_shape = TileShape{};
-    CollectiveMainloop mainloop;
-    auto load_inputs = mainloop.load_init(problem_shape_MNKL, params.mainloop);
-    Tensor gA_mkl = get<0>(load_inputs);
-    Tensor gB_nkl = get<1>(load_inputs);
-    const int k_tile_count = static_cast<int>(size<3>(gA_mkl));
-
-    TileScheduler scheduler{params.scheduler};
-    PipelineState read_state;  // (a consumer's)
-    if (warp_group == 2) {     // the second consumer starts at the second tile and its stages
-      scheduler.advance_to_next_work();
-      read_state.advance(k_tile_count);
-    }
-    auto work = scheduler.initial_work_tile_info(ClusterShape{});
-    auto coord = [&](auto const& w) {
-      return make_coord(idx2crd(w.M_idx, shape<2>(gA_mkl)), idx2crd(w.N_idx, shape<2>(gB_nkl)), _, idx2crd(w.L_idx, shape<4>(gB_nkl)));
-    };
-    // the pipeline's and the turns' barriers initialized before any use, in every CTA of the cluster
-    if constexpr (size(ClusterShape{}) > 1) {
-      cute::cluster_arrive_relaxed();
-      cute::cluster_wait();
-    } else {
-      __syncthreads();
-    }
-
-    if (warp_group == 0) {
-      cutlass::arch::warpgroup_reg_dealloc<Base::LoadRegisterRequirement>();
-      if (warp_idx != 0) return;  // one warp loads
-      cutlass::arch::wait_on_dependent_grids();
-      PipelineState write_state = cutlass::make_producer_start_state<MainloopPipeline>();
-      const int lane = cutlass::canonical_lane_idx();
-      while (work.is_valid()) {
-        mainloop.load(params.mainloop, pipeline, write_state, load_inputs, coord(work), cute::make_coord_iterator(shape<3>(gA_mkl)),
-                      k_tile_count, lane, block_rank_in_cluster, storage.tensors.mainloop);
-        write_state.advance(k_tile_count);
-        scheduler.advance_to_next_work();
-        work = scheduler.get_current_work();
-      }
-      mainloop.load_tail(pipeline, write_state);
-      return;
-    }
-
-    cutlass::arch::warpgroup_reg_alloc<Base::MmaRegisterRequirement>();
-    CollectiveEpilogue epilogue(params.epilogue, storage.tensors.epilogue);
-    while (work.is_valid()) {
-      auto blk_coord = coord(work);
-      Tensor accumulators = partition_fragment_C(tiled_mma, take<0, 2>(blk_shape));
-      turns.wait();  // the other warp group's wgmmas are issued
-      mainloop.mma(pipeline, read_state, accumulators, k_tile_count, wg_thread_idx, storage.tensors.mainloop, params.mainloop);
-      turns.arrive();
-      mainloop.mma_tail(pipeline, read_state, k_tile_count);
-      read_state.advance(2 * k_tile_count);  // (the other warp group's tile between)
-      // the epilogue, beside the other warp group's main loop (ArgMinDirect's operator(); its residue argument unused)
-      epilogue(problem_shape_MNKL, blk_shape, blk_coord, accumulators, tiled_mma, make_coord(0, 0, 0), wg_thread_idx, nullptr);
-      scheduler.advance_to_next_work(2);
-      work = scheduler.get_current_work();
-    }
-#else
-    (void)params;
-    (void)smem_buf;
-#endif
-  }
-};
-
-// The cooperative kernel with two sets of accumulators (schedule ws-buffered): both consumer warp groups hold a tile, as
-// in CUTLASS's cooperative kernel, but a tile's wgmmas are issued into one set while the epilogue (the arg-min and the
-// check) reads the other, the previous tile's: the tensor cores run beside the epilogue instead of waiting for it. The
-// wgmmas of a tile are issued as their stages arrive; past the first kHold k-tiles each issue waits for the batch kHold
-// back and releases its stage, so at most kHold stages stay held through the epilogue and the producer fills the others
-// with the next tile's. After the epilogue every batch is waited for and the held stages released; the sets swap roles
-// from tile to tile (the loop unrolled by two: two copies of the epilogue in the code, as a copy of one set into the other
-// would read registers the next tile's wgmmas take as input, and ptxas waits for those). Everything but operator() is
-// CUTLASS's cooperative kernel's; the static persistent scheduler only.
-template <class Base>
-struct BufferedCooperative : Base {
-  using typename Base::Params;
-  using typename Base::SharedStorage;
-  using typename Base::CollectiveMainloop;
-  using typename Base::CollectiveEpilogue;
-  using typename Base::TileScheduler;
-  using typename Base::TiledMma;
-  using typename Base::TileShape;
-  using typename Base::ClusterShape;
-  using MainloopPipeline = typename CollectiveMainloop::MainloopPipeline;
-  using PipelineState = typename CollectiveMainloop::PipelineState;
-  static constexpr int kStages = CollectiveMainloop::DispatchPolicy::Stages;
-  // k-tiles a tile keeps in flight through the epilogue: the stages but the four of the next tile's k-tiles at dims <= 128
-  static constexpr int kHold = kStages - 4 >= 1 ? kStages - 4 : 1;
-  static_assert(!Base::IsSchedDynamicPersistent, "the static persistent scheduler");
-  static_assert(size(TiledMma{}) == 2 * cutlass::NumThreadsPerWarpGroup, "two consumer warp groups on a tile");
-
-  CUTLASS_DEVICE void operator()(Params const& params, char* smem_buf) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using namespace cute;
-    SharedStorage& storage = *reinterpret_cast<SharedStorage*>(smem_buf);
-    const int thread_idx = static_cast<int>(threadIdx.x);
-    const int warp_idx = cutlass::canonical_warp_idx_sync();
-    const int warp_group = cutlass::canonical_warp_group_idx();  // 0: the producer, 1 and 2: the consumers
-    const int lane_predicate = cute::elect_one_sync();
-    const uint32_t block_rank_in_cluster = cute::block_rank_in_cluster();
-    if (warp_idx == 0 && lane_predicate) CollectiveMainloop::prefetch_tma_descriptors(params.mainloop);
-
-    typename MainloopPipeline::Params pipe_params;
-    if (warp_group == 0 && warp_idx == 0) pipe_params.role = MainloopPipeline::ThreadCategory::Producer;
-    if (warp_group > 0) pipe_params.role = MainloopPipeline::ThreadCategory::Consumer;
-    pipe_params.is_leader = thread_idx % cutlass::NumThreadsPerWarpGroup == 0;
-    pipe_params.num_consumers = size(TiledMma{});
-    pipe_params.num_producers = Base::NumProducerThreads;
-    pipe_params.transaction_bytes = params.mainloop.tma_transaction_bytes;
-    MainloopPipeline pipeline(storage.pipelines.mainloop, pipe_params, ClusterShape{});
-
-    auto problem_shape_MNKL = append<4>(params.problem_shape, Int<1>{});
-    TiledMma tiled_mma;
-    auto blk_shape = TileShape{};
-    CollectiveMainloop mainloop;
-    auto load_inputs = mainloop.load_init(problem_shape_MNKL, params.mainloop);
-    Tensor gA_mkl = get<0>(load_inputs);
-    Tensor gB_nkl = get<1>(load_inputs);
-    const int k_tile_count = static_cast<int>(size<3>(gA_mkl));
-    TileScheduler scheduler{params.scheduler};
-    auto work = scheduler.initial_work_tile_info(ClusterShape{});
-    auto coord = [&](auto const& w) {
-      return make_coord(idx2crd(w.M_idx, shape<2>(gA_mkl)), idx2crd(w.N_idx, shape<2>(gB_nkl)), _, idx2crd(w.L_idx, shape<4>(gB_nkl)));
-    };
-    if constexpr (size(ClusterShape{}) > 1) {
-      cute::cluster_arrive_relaxed();
-      cute::cluster_wait();
-    } else {
-      __syncthreads();
-    }
-
-    if (warp_group == 0) {
-      cutlass::arch::warpgroup_reg_dealloc<Base::LoadRegisterRequirement>();
-      if (warp_idx != 0) return;  // one warp loads
-      cutlass::arch::wait_on_dependent_grids();
-      PipelineState write_state = cutlass::make_producer_start_state<MainloopPipeline>();
-      const int lane = cutlass::canonical_lane_idx();
-      while (work.is_valid()) {
-        mainloop.load(params.mainloop, pipeline, write_state, load_inputs, coord(work), cute::make_coord_iterator(shape<3>(gA_mkl)),
-                      k_tile_count, lane, block_rank_in_cluster, storage.tensors.mainloop);
-        write_state.advance(k_tile_count);
-        scheduler.advance_to_next_work();
-        work = scheduler.get_current_work();
-      }
-      mainloop.load_tail(pipeline, write_state);
-      return;
-    }
-
-    cutlass::arch::warpgroup_reg_alloc<Base::MmaRegisterRequirement>();
-    const int mma_thread_idx = thread_idx % size(TiledMma{});
-    // this warp group's A and B operands in every stage (as the collective's mma() partitions them)
-    Tensor sA = make_tensor(make_smem_ptr(storage.tensors.mainloop.smem_A.data()), typename CollectiveMainloop::SmemLayoutA{});
-    Tensor sB = make_tensor(make_smem_ptr(storage.tensors.mainloop.smem_B.data()), typename CollectiveMainloop::SmemLayoutB{});
-    auto thread_mma = tiled_mma.get_slice(__shfl_sync(0xffffffffu, mma_thread_idx / cutlass::NumThreadsPerWarpGroup, 0) * cutlass::NumThreadsPerWarpGroup);
-    Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));
-    Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));
-    PipelineState read_state, release_state;
-    // the wgmmas of a tile's k_tiles k-tiles (0: none) into acc, at most kHold batches left in flight (two loops, so that
-    // every wait is unconditional: a wait under a branch beside wgmmas in flight makes ptxas serialize them)
-    auto issue_one = [&](auto& acc) {
-      auto token = pipeline.consumer_try_wait(read_state);
-      pipeline.consumer_wait(read_state, token);
-      const int stage = read_state.index();
-      warpgroup_arrive();
-      CUTLASS_PRAGMA_UNROLL
-      for (int kb = 0; kb < size<2>(tCrA); ++kb) {
-        cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
-        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
-      }
-      warpgroup_commit_batch();
-      ++read_state;
-    };
-    auto issue = [&](auto& acc, int k_tiles) {
-      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
-      warpgroup_fence_operand(acc);
-      const int held = min(k_tiles, kHold);
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (int k = 0; k < held; ++k) issue_one(acc);
-      CUTLASS_PRAGMA_NO_UNROLL
-      for (int k = held; k < k_tiles; ++k) {
-        issue_one(acc);
-        warpgroup_wait<kHold>();
-        pipeline.consumer_release(release_state);
-        ++release_state;
-      }
-      warpgroup_fence_operand(acc);
-    };
-    // every batch complete, the held stages released
-    auto drain = [&](auto& acc) {
-      warpgroup_wait<0>();
-      warpgroup_fence_operand(acc);
-      while (release_state.count() != read_state.count()) {
-        pipeline.consumer_release(release_state);
-        ++release_state;
-      }
-    };
-    CollectiveEpilogue epilogue(params.epilogue, storage.tensors.epilogue);
-    Tensor acc0 = partition_fragment_C(tiled_mma, take<0, 2>(blk_shape));
-    Tensor acc1 = partition_fragment_C(tiled_mma, take<0, 2>(blk_shape));
-    // one tile: the next tile's wgmmas into nxt, the epilogue of cur beside them (ArgMinDirect's operator(); its residue
-    // argument unused), then the wgmmas waited for -- on every path, the last tile's too (no wgmma then), so that no
-    // branch leaves wgmmas in flight (ptxas would wait for them there and serialize every wgmma); false after the last
-    auto step = [&](auto& cur, auto& nxt) {
-      scheduler.advance_to_next_work();
-      auto following = scheduler.get_current_work();
-      issue(nxt, following.is_valid() ? k_tile_count : 0);
-      epilogue(problem_shape_MNKL, blk_shape, coord(work), cur, tiled_mma, make_coord(0, 0, 0), mma_thread_idx, nullptr);
-      drain(nxt);
-      work = following;
-      return work.is_valid();
-    };
-    if (!work.is_valid()) return;
-    issue(acc0, k_tile_count);
-    drain(acc0);
-    while (step(acc0, acc1) && step(acc1, acc0)) {
-    }
-#else
-    (void)params;
-    (void)smem_buf;
-#endif
-  }
-};
-
-// The schedule tag of BufferedCooperative (its main loop built for CUTLASS's cooperative schedule)
-struct KernelBufferedCooperative {};
-
-// The schedule tag of OverlapPingpong (its main loop built for CUTLASS's ping-pong schedule)
-struct KernelOverlapPingpong {};
-
 // The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
 // with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
 // fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
 // kPromote (tf32x3: the operands split over a tripled K, A in registers and B by pack_kernel): ftgen_sm90's
 // SplitAMainloop, X's lo in the first part, the accumulators promoted every four k-tiles.
-template <class TileShape, class ClusterShape, class KernelSchedule_, int kEnc_ = 0, bool kInject = false,
+template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
           class Epilogue_ = DirectEpilogue<kEnc_, kInject>, bool kPromote = false>
 struct AssignGemm {
   using Epilogue = Epilogue_;
-  static constexpr bool kOverlap = std::is_same_v<KernelSchedule_, KernelOverlapPingpong>;
-  static constexpr bool kBuffered = std::is_same_v<KernelSchedule_, KernelBufferedCooperative>;
-  using KernelSchedule = std::conditional_t<kOverlap, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
-                                            std::conditional_t<kBuffered, cutlass::gemm::KernelTmaWarpSpecializedCooperative, KernelSchedule_>>;
   using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, float, cutlass::layout::RowMajor, 4, float, cutlass::layout::ColumnMajor, 4,
       float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       KernelSchedule>::CollectiveOp;
   using Mainloop = std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0>, BuiltMainloop>;
-  using BuiltKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, cutlass::gemm::PersistentScheduler>;
-  using Kernel = std::conditional_t<kOverlap, OverlapPingpong<BuiltKernel>,
-                                    std::conditional_t<kBuffered, BufferedCooperative<BuiltKernel>, BuiltKernel>>;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, cutlass::gemm::PersistentScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   static constexpr int kTileM = cute::size<0>(TileShape{});
   static constexpr int kTileK = cute::size<2>(TileShape{});

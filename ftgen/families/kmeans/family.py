@@ -212,19 +212,16 @@ class MmaBackend(Backend):
 
 # ---- cutlass90: the assign step as a CUTLASS 3.x sm90 GEMM ------------------------------------------------------------
 ARCH90 = "sm_90a"
-SCHEDULES90 = ("ws-coop", "ws-pingpong", "ws-overlap", "ws-buffered")
+SCHEDULES90 = ("ws-coop", "ws-pingpong")
 PARAMS90 = (
     Param("backend", str, ("cutlass90",), "selects this backend (the assign GEMM on CUTLASS 3.x sm90 kernels, arch sm_90a)",
           choices=("cutlass90",)),
-    Param("tile_m", int, (128,), "samples per CTA tile (ws-coop, ws-buffered: 128 or 256; ws-pingpong, ws-overlap: 64 or 128)",
-          choices=(64, 128, 256)),
+    Param("tile_m", int, (128,), "samples per CTA tile (ws-coop: 128 or 256; ws-pingpong: 64 or 128)", choices=(64, 128, 256)),
     Param("tile_n", int, (128,), "columns per CTA tile (a wgmma N, a multiple of 32: the TMA's B tiles): centroids, or with "
           "abft tile_n - 8 centroids and the check's 8 columns of references", choices=(64, 96, 128, 160, 192, 224, 256)),
     Param("tile_k", int, (32,), "dimensions per pipeline stage (x 4 bytes: 64 or 128 bytes)", choices=(16, 32)),
     Param("cluster_m", int, (1,), "thread-block cluster rows (CTAs sharing the centroid tile by TMA multicast)", choices=(1, 2)),
-    Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative, ping-pong, ping-pong with turns on the "
-          "main loop only (ws-overlap: one warp group's epilogue beside the other's main loop), or cooperative with two sets of "
-          "accumulators (ws-buffered: a tile's epilogue beside the next tile's wgmmas)", choices=SCHEDULES90),
+    Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
 )
 MAX_ACC90 = 128  # fp32 accumulators per consumer thread
 # tf32x3 promotes the wgmma's partial sums every four k-tiles into a second set of fp32 registers (the wgmma's accumulation
@@ -251,9 +248,8 @@ class Cutlass90Backend(Backend):
         "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; precision tf32 or tf32x3 (the operands split "
         "over a tripled K, X split in registers, the accumulators promoted every four k-tiles); protection none or abft "
         "threadblock (interval 1)",
-        "cutlass90: ws-coop and ws-buffered tile_m 128 or 256, ws-pingpong and ws-overlap tile_m 64 or 128; fp32 accumulators per consumer thread "
-        f"(tile_m/2 (ws-coop, ws-buffered: twice) or tile_m) x tile_n / 128 <= {MAX_ACC90} (tf32x3: <= {MAX_PROMOTED_ACC90}, tile_k 32, "
-        f"ws-coop or ws-pingpong); abft: "
+        "cutlass90: ws-coop tile_m 128 or 256, ws-pingpong tile_m 64 or 128; fp32 accumulators per consumer thread "
+        f"(tile_m/2 (ws-coop) or tile_m) x tile_n / 128 <= {MAX_ACC90} (tf32x3: <= {MAX_PROMOTED_ACC90}, tile_k 32); abft: "
         f"tile_n - {ENC90} centroids per tile",
     )
 
@@ -276,23 +272,19 @@ class Cutlass90Backend(Backend):
         p = v.param_dict
         tm, tn, sched = p["tile_m"], p["tile_n"], p["schedule"]
         r = []
-        coop = sched in ("ws-coop", "ws-buffered")
-        allowed = (128, 256) if coop else (64, 128)
+        allowed = (128, 256) if sched == "ws-coop" else (64, 128)
         if tm not in allowed:
             r.append(f"tile_m={tm}: the {sched} schedule takes tile_m {' or '.join(map(str, allowed))}")
         if v.protection.scheme == "abft" and v.protection.interval != 1:
             r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
-        acc = (tm // 2 if coop else tm) * tn // 128 * (2 if sched == "ws-buffered" else 1)
+        acc = (tm // 2 if sched == "ws-coop" else tm) * tn // 128
         if acc > MAX_ACC90:
-            r.append(f"tile {tm}x{tn} with {sched}: {acc} fp32 accumulators per consumer thread (at most {MAX_ACC90}"
-                     f"{'; ws-buffered keeps two sets' if sched == 'ws-buffered' else ''}); use a smaller tile")
+            r.append(f"tile {tm}x{tn} with {sched}: {acc} fp32 accumulators per consumer thread (at most {MAX_ACC90}); "
+                     f"use a smaller tile")
         elif v.precision == "tf32x3" and acc > MAX_PROMOTED_ACC90:
             r.append(f"tile {tm}x{tn} with {sched} in tf32x3: {acc} fp32 accumulators per consumer thread, and tf32x3 keeps "
                      f"a second, promoted set (at most {MAX_PROMOTED_ACC90} each); use a smaller tile (e.g. 128x160 or "
                      f"128x192 ws-coop)")
-        if v.precision == "tf32x3" and sched in ("ws-overlap", "ws-buffered"):
-            r.append(f"schedule={sched} in tf32x3: the {sched} kernel takes the tf32 main loop (tf32x3 splits X in its own); "
-                     f"use ws-coop or ws-pingpong")
         if v.precision == "tf32x3" and p["tile_k"] != 32:
             r.append(f"tile_k={p['tile_k']} in tf32x3: the mainloop splits X and promotes the accumulators in k-tiles of 32 (four wgmmas); "
                      f"use tile_k 32")
@@ -314,9 +306,7 @@ class Cutlass90Backend(Backend):
             "fused": False,
             "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
             "cluster_m": p["cluster_m"],
-            "coop": p["schedule"] in ("ws-coop", "ws-buffered"),
-            "buffered": p["schedule"] == "ws-buffered",
-            "overlap": p["schedule"] == "ws-overlap",
+            "coop": p["schedule"] == "ws-coop",
             # the check's encodings' scales and lambda: the gemm backend's 16-bit check (its NumPy model)
             "scales": abft_model.abft16_scales(p["tile_n"] - ENC90),
             "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
