@@ -97,6 +97,19 @@ def golden_dir_check(root: Path, texts: dict[str, str]) -> None:
     assert not stale, f"golden files that nothing emits any more in {root}: {stale}; run pytest --update-golden"
 
 
+def without_copied_headers(files: dict[str, str]) -> dict[str, str]:
+    """The emitted files (relative path -> text) without the project's ``common/`` headers, each asserted to be a
+    verbatim copy of its template (``templates/common/`` or a family's folder): the generator copies them, so a golden
+    file of one would only repeat the template."""
+    for rel, text in files.items():
+        if rel.startswith("common/"):
+            name = rel.split("/", 1)[1]
+            sources = [p for p in (REPO / "templates").glob(f"*/{name}") if p.is_file()]
+            assert len(sources) == 1, f"{rel}: {len(sources)} templates of that name: {sources}"
+            assert text == sources[0].read_text(), f"{rel} is not a verbatim copy of {sources[0]}"
+    return {rel: text for rel, text in files.items() if not rel.startswith("common/")}
+
+
 def draw(rng, shape, dist: str, decades: float = 3.0):
     """Random test data of one of the campaign distributions (normal, uniform, loguniform: 10^-decades .. 10^decades,
     random sign; the benches draw fp16 over 1.5 decades each way)."""

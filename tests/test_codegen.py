@@ -7,7 +7,8 @@ import os
 import textwrap
 from pathlib import Path
 
-from conftest import REPO, golden_dir_check
+import pytest
+from conftest import REPO, golden_dir_check, without_copied_headers
 from ftgen.codegen.emit import generate, render_spec
 from ftgen.spec import load_spec_text
 
@@ -65,8 +66,18 @@ def test_manifest_lists_variants_with_parameters_and_hashes(tmp_path):
 def test_golden_sources():
     files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
     golden_dir_check(REPO / "tests" / "golden" / "gemm", {
-        rel.replace("/", "__"): text for rel, text in files.items()
-        if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt"))})  # common/ too: the shared and family headers
+        rel.replace("/", "__"): text for rel, text in without_copied_headers(files).items()
+        if rel.endswith((".cu", ".h", ".cuh", "CMakeLists.txt"))})
+
+
+def test_the_common_headers_are_copies_of_their_templates():
+    """The golden files leave out common/: its headers must be the templates' own text (an edit on the way fails)."""
+    files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
+    assert "common/ftgen_ft.cuh" in files and "common/cutlass_abft.cuh" in files
+    assert not any(rel.startswith("common/") for rel in without_copied_headers(files))
+    files["common/ftgen_ft.cuh"] += "// edited\n"
+    with pytest.raises(AssertionError, match="verbatim copy"):
+        without_copied_headers(files)
 
 
 def test_injection_code_only_in_inject_builds():
