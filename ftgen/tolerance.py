@@ -30,7 +30,10 @@ s = |alpha| |A| |B| + |beta| |C_0| (element-wise magnitudes), where
 * ``u_out``: one rounding of the output into a narrower type (fp16 2^-11, bf16 2^-8 output; else 0).
 
 The same tolerance decides a verification row's pass/fail and, in fault campaigns, which faults are
-*significant* (the output of the same fault with correction switched off is beyond it).
+*significant* (the output of the same fault with correction switched off is beyond it). For a campaign's rows
+(:func:`for_row`) the rule is the one of the precision delivered to the caller's data: tf32 with its input rounding
+(a fault whose error stays under what tf32's rounding of fp32 inputs leaves anyway does not change what a tf32 result
+is worth), the others as above (their benches' inputs are the rounded data the caller gives, or fp32-level products).
 """
 
 from __future__ import annotations
@@ -121,9 +124,10 @@ def depth_of(row: dict) -> int | None:
 
 
 def for_row(row: dict) -> tuple[str, float] | None:
-    """(rule description, tolerance) for a result row of a precision and depth the rule covers, else None."""
+    """(rule description, tolerance) of the delivered precision for a result row of a precision and depth the rule
+    covers, else None: the campaigns' significance (tf32: against the unrounded data, its input rounding counted)."""
     prec, k = row.get("precision"), depth_of(row)
     if prec not in _DELIVERED or k is None:
         return None
-    r = rule(prec)
+    r = rule(prec, rounded_reference=prec != "tf32")
     return r.describe(), r.tolerance(k)

@@ -83,7 +83,7 @@ def test_abft_needs_the_accumulators_promoted():
 @pytest.mark.parametrize(
     "precision, prot, expect",
     [
-        ("tf32", Protection("abft", "threadblock", interval=1024), "implemented for tf32x3, bf16, fp16 only, not tf32"),
+        ("tf32", Protection("abft", "warp", interval=1024), "level threadblock only"),
         ("tf32x3", Protection("abft", "warp", interval=1024), "level threadblock only"),
         ("tf32x3", Protection("abft", "threadblock", interval=16), "checks once, after the whole K"),
         ("tf32x3", Protection("tmr", "kernel"), "tmr on the cutlass90 backend takes precision tf32, fp16, bf16"),
@@ -109,7 +109,7 @@ def test_the_backend_offers_what_it_builds():
 @pytest.mark.parametrize(
     "body, message",
     [
-        ((ABFT % ("", "")).replace("tf32x3", "tf32"), "tf32x3"),
+        ((ABFT % ("", "")).replace("tf32x3", "tf32").replace("threadblock", "warp"), "level threadblock only"),
         ((ABFT % ("", ", layout_a: col")).replace("tf32x3", "fp16"), "the check's reference GEMM reads A K-major"),
         (ABFT % (", interval: 64", ""), "checks once, after the whole K"),
         (ABFT % ("", ", layout_a: col"), "tf32x3 takes layout_a row, layout_b col"),

@@ -93,6 +93,10 @@ def test_context_and_rows():
     assert t == tol.tolerance("fp32", 1024) and desc.startswith("fp32:")
     assert tol.for_row({"precision": "fp32", "shape": {"n": 1024, "batch": 4}}) is None  # no depth: not this rule
     assert tol.for_row({"precision": "fp8", "shape": {"k": 4}}) is None
+    # a campaign of tf32 rows judges significance by what tf32 delivers on the caller's fp32 data: its input rounding
+    desc, t = tol.for_row({"precision": "tf32", "shape": {"m": 8, "n": 8, "k": 1024}})
+    assert t == tol.tolerance("tf32", 1024, rounded_reference=False) > tol.tolerance("tf32", 1024) and "2^2" not in desc
+    assert "+2*0.000488281" in desc
 
 
 def test_a_rule_1000x_looser_would_let_the_tf32_result_through(monkeypatch):

@@ -1,26 +1,28 @@
-// ftgen gemm, cutlass90 backend: threadblock ABFT for bf16 / fp16 (16-bit operands and output, fp32 accumulation), the
-// check on the fp32 accumulators before the epilogue rounds them. Copied verbatim into every generated project. Do not
-// edit the copies.
+// ftgen gemm, cutlass90 backend: threadblock ABFT on the fp32 accumulators for the single-pass precisions (bf16 / fp16:
+// 16-bit operands and output; tf32: fp32 operands the wgmma reads as TF32, fp32 output), the check on the accumulators
+// before the epilogue writes them. Copied verbatim into every generated project. Do not edit the copies.
 //
 // The rules are abft_model's (ftgen/families/gemm/abft_model.py, abft16_check):
 //
-//   epilogue  the variant's sm90 GEMM with an epilogue visitor tree (CheckFusion) that stores, besides D = c rounded to
-//             the 16-bit type (c = alpha acc, fp32), per row and CTA tile of columns (the checksum strip) the fp32
-//             sums P1 = sum_j c_j, PW = sum_j w_j c_j (w_j = the column's place in its tile + 1) and PA = sum_j |c_j|:
+//   epilogue  the variant's sm90 GEMM with an epilogue visitor tree (CheckFusion) that stores, besides D = c in the output
+//             type (c = alpha acc, fp32), per row and CTA tile of columns (the checksum strip) the fp32 sums
+//             P1 = sum_j c_j, PW = sum_j w_j c_j (w_j = the column's place in its tile + 1) and PA = sum_j |c_j|:
 //             three Sm90ColReduction partials that are never reduced across tiles; beta != 0: CheckFusionBeta, whose
 //             D = alpha acc + beta C is rounded once (the corrections add beta C as it was before the GEMM)
-//   encode    per k row and strip: B e and B w (fp32 sums of the 16-bit values), each scaled by a power of two and split
-//             into a high and a low 16-bit part (the low part scaled up by 2^kLoShift), the rows of E (abft16_enc_kernel)
+//   encode    per k row and strip: B e and B w (fp32 sums of B's values as the wgmma reads them), each scaled by a
+//             power of two and split into a high and a low part of the operand type (the low part scaled up by
+//             2^kLoShift; tf32: both parts rounded to TF32 as the wgmma rounds), the rows of E (abft16_enc_kernel)
 //   refs      R = A E on the tensor cores (the variant's A, a stream-K sm90 GEMM into fp32); r and r' of a unit are its
-//             high plus its low product, scaled back (the split keeps 16 (bf16) or 22 (fp16) significant bits: its
-//             rounding is far below the threshold)
+//             high plus its low product, scaled back (the split keeps 16 (bf16) or 22 (fp16, tf32) significant bits:
+//             its rounding is far below the threshold). A is rounded by the same wgmma as in the checked GEMM.
 //   verify    a thread per (row, strip) unit: d = P1 - alpha r, dw = PW - alpha r' against tau = lambda u (k / kw +
 //             cols + 1) max(PA, |alpha r|) (u = 2^-24; kw the wgmma's k: the accumulation is not round to nearest, its
 //             error grows with the number of wgmma steps) and tau_w (ftgen_rules::abft16_unit_verdict)
 //   locate    only with certainty (|d| > 2 tau_w, j = rint(dw / d) in 1..cols, |dw - j d| <= tau_w); abft_locate:
 //             recompute has no weighted sums (SumFusion, E's and R's rows of B w dropped): every detection is unlocated
-//   correct   online: the located element recomputed from A's row and B's column in double, rounded to the output
-//             type; not located (or correct: detect): the unit's row of the strip recomputed (abft16_fix_kernel)
+//   correct   online: the located element recomputed from A's row and B's column in double (the operands as the
+//             wgmma reads them), written in the output type; not located (or correct: detect): the unit's row of the
+//             strip recomputed (abft16_fix_kernel)
 //
 // The encodings and the reference GEMM run on a second stream of low priority beside the GEMM; the check after both.
 // Inject builds: the epilogue's leaf (FaultAccFetch) flips the planned bit of the planned accumulator (or adds the
@@ -32,6 +34,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
@@ -308,10 +311,22 @@ typename Fusion::Arguments sum_arguments_beta(LeafArgs const& leaf, float alpha,
 
 // ---- the encodings of B ---------------------------------------------------------------------------------------------
 
-// The bits of the low part's shift: the 16-bit type's significand (bf16 8, fp16 11)
+// The bits of the low part's shift: the operand type's significand (bf16 8, fp16 11, tf32 (fp32 storage) 11)
 template <class E>
 constexpr int lo_shift() {
-  return std::is_same<E, cutlass::half_t>::value ? 11 : 8;
+  return std::is_same<E, cutlass::bfloat16_t>::value ? 8 : 11;
+}
+
+// An operand's value as the wgmma reads it (tf32: the fp32 word rounded to TF32), and a value written as an operand
+// (tf32: rounded to TF32, so that the wgmma reads it unchanged)
+template <class EA>
+__device__ __forceinline__ float operand_value(EA x) {
+  return static_cast<float>(ftgen_sm90::wgmma_operand(x));
+}
+template <class EA>
+__device__ __forceinline__ EA to_operand(float x) {
+  if constexpr (std::is_same<EA, float>::value) return operand_value(x);
+  else return static_cast<EA>(x);
 }
 
 struct EncParams {
@@ -322,7 +337,7 @@ struct EncParams {
   long long lde;  // E: rows of lde (>= k) elements, K contiguous
   int rows_e;     // E's rows: 4 strips, rounded up (the rest zero)
   float se, sw;   // the power-of-two scales of B e and B w (their 16-bit parts stay in range)
-  void* E;        // rows_e x lde of the 16-bit type
+  void* E;        // rows_e x lde of the operand type
 };
 
 // One k row's split sums into E: hi and lo of se (B e)_kk, and (kRows 4: abft_locate weighted) of sw (B w)_kk
@@ -330,28 +345,29 @@ template <int kRows, class EA>
 __device__ __forceinline__ void abft16_store_enc(EA* E, long long lde, int s, int kk, float se, float sw, float scale_e, float scale_w) {
   constexpr float kLo = float(1 << lo_shift<EA>());
   const float xe = se * scale_e;
-  const EA he = static_cast<EA>(xe);
+  const EA he = to_operand<EA>(xe);
   EA* e = E + static_cast<long long>(kRows * s) * lde + kk;
   e[0] = he;
-  e[lde] = static_cast<EA>((xe - static_cast<float>(he)) * kLo);
+  e[lde] = to_operand<EA>((xe - static_cast<float>(he)) * kLo);
   if constexpr (kRows == 4) {
     const float xw = sw * scale_w;
-    const EA hw = static_cast<EA>(xw);
+    const EA hw = to_operand<EA>(xw);
     e[2 * lde] = hw;
-    e[3 * lde] = static_cast<EA>((xw - static_cast<float>(hw)) * kLo);
+    e[3 * lde] = to_operand<EA>((xw - static_cast<float>(hw)) * kLo);
   }
 }
 
 // E[(kEncRows s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and (kEncRows 4) of sw (B w)_kk over strip s; rows
 // past kEncRows strips zero.
-// The kernel's B is TMA-aligned (16-byte rows, lde = k a multiple of 8), so every load is 16 bytes. Row-major B: a
-// thread per (k row, strip) reads its row's columns 8 at a time. Column-major B: a block per (256 k rows, strip), a warp
-// per group of columns (every 8th), its lanes along k, 8 k rows each; the groups' sums added in shared memory.
+// The kernel's B is TMA-aligned (16-byte rows, lde = k a multiple of kV = 16 bytes of elements), so every load is 16
+// bytes. Row-major B: a thread per (k row, strip) reads its row's columns kV at a time. Column-major B: a block per
+// (32 kV k rows, strip), a warp per group of columns (every 8th), its lanes along k, kV k rows each; the groups' sums
+// added in shared memory.
 template <class EA, bool kRowB, int kEncRows>
 __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
   const EA* __restrict__ B = static_cast<const EA*>(p.B);
   EA* E = static_cast<EA*>(p.E);
-  constexpr int kV = 8;  // 16-byte vectors
+  constexpr int kV = 16 / int(sizeof(EA));  // 16-byte vectors
   if constexpr (kRowB) {
     const long long units = p.lde * p.strips;
     for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
@@ -359,7 +375,7 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
       const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
       float se = 0.f, sw = 0.f;
       auto add = [&](EA x, int j) {  // column j's element into B e and B w
-        const float b = static_cast<float>(x);
+        const float b = operand_value(x);
         se += b;
         sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
       };
@@ -392,7 +408,7 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
           const float w = static_cast<float>(j - j0 + 1);
           CUTLASS_PRAGMA_UNROLL
           for (int t = 0; t < kV; ++t) {
-            const float b = static_cast<float>(e[t]);
+            const float b = operand_value(e[t]);
             se[t] += b;
             sw[t] = fmaf(w, b, sw[t]);
           }
@@ -404,14 +420,16 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
         if constexpr (kEncRows == 4) part[1][g][lane * kV + t] = sw[t];
       }
       __syncthreads();
-      const long long kk = base + threadIdx.x;
-      float e = 0.f, w = 0.f;
-      CUTLASS_PRAGMA_UNROLL
-      for (int q = 0; q < kGroups; ++q) {
-        e += part[0][q][threadIdx.x];
-        if constexpr (kEncRows == 4) w += part[1][q][threadIdx.x];
+      for (int t = threadIdx.x; t < kRows; t += 256) {  // (kRows: 256 for 16-bit B, 128 for tf32)
+        const long long kk = base + t;
+        float e = 0.f, w = 0.f;
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < kGroups; ++q) {
+          e += part[0][q][t];
+          if constexpr (kEncRows == 4) w += part[1][q][t];
+        }
+        if (kk < p.lde) abft16_store_enc<kEncRows>(E, p.lde, s, static_cast<int>(kk), e, w, p.se, p.sw);
       }
-      if (kk < p.lde) abft16_store_enc<kEncRows>(E, p.lde, s, static_cast<int>(kk), e, w, p.se, p.sw);
       __syncthreads();  // (part is the next item's)
     }
   }

@@ -138,6 +138,11 @@ def to16(x, precision: str):
     return b.astype(_np.uint32).view(_np.float32)
 
 
+def out_type(x, precision: str):
+    """float values as the check's GEMM writes its output: rounded to bf16 / fp16, unchanged for tf32 (fp32 C)."""
+    return _np.asarray(x, dtype=_np.float32) if precision == "tf32" else to16(x, precision)
+
+
 def abft16_encode(B, cols: int, precision: str, sums=_np.float32):
     """E (rows 4 per strip, k columns: hi and lo of se B e, hi and lo of sw B w) as the encode kernel writes it, the
     sums in `sums` (fp32: the gemm kernel's; fp64: the kmeans cutlass90 kernel's), each rounded to fp32 once."""
@@ -182,10 +187,10 @@ def strip_sums(c, j0: int, j1: int):
 
 def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int = 16, lam: float = ABFT16_LAMBDA,
                  faults=(), online: bool = True, correct: bool = True, locate: bool = True):
-    """The 16-bit check end to end on 16-bit operands A (m x k), B (k x n): the GEMM's fp32 accumulators (exact products
-    summed in fp32, kw at a time), faults applied to them as the epilogue's leaf applies them (each a (row, col, kind,
+    """The 16-bit check end to end on 16-bit operands A (m x k), B (k x n) (precision tf32: fp32 values rounded to TF32,
+    kw 8, an fp32 output): the GEMM's fp32 accumulators (exact products summed in fp32, kw at a time), faults applied to them as the epilogue's leaf applies them (each a (row, col, kind,
     value): 'bit' flips that bit of the fp32 value, 'offset' adds it), the epilogue's sums per strip in fp32, the
-    references, the verdicts and the corrections. Returns (D as float32 after the 16-bit rounding and the corrections,
+    references, the verdicts and the corrections. Returns (D as float32 after the output's rounding and the corrections,
     verdicts {(row, strip): verdict}, largest clean-unit score, counters). online False: a detection recomputes the unit's
     row (correct: detect); correct False: nothing is corrected (the campaigns' uncorrected run); locate False
     (abft_locate: recompute): no weighted sums, the verdict on the unweighted residual alone (its weighted residual and
@@ -201,7 +206,7 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
             acc[row, col] = _np.float32(acc[row, col] + _np.float32(value))
     with _np.errstate(over="ignore", invalid="ignore"):
         c = (_np.float32(alpha) * acc).astype(_np.float32)
-        D = to16(c, precision)
+        D = out_type(c, precision)
     r, rw = abft16_refs(A, abft16_encode(B, cols, precision), cols, precision)
     unit = abft16_unit(k, kw, cols, lam)
     strips = -(-n // cols)
@@ -221,11 +226,11 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
             if not correct:
                 continue
             if v >= 0 and online:
-                D[i, j0 + v] = to16(_np.float32(alpha * exact[i, j0 + v]), precision)
+                D[i, j0 + v] = out_type(_np.float32(alpha * exact[i, j0 + v]), precision)
                 counters["corrected"] += 1
             else:
                 counters["uncorrectable"] += 1
-                D[i, j0:j1] = to16((alpha * exact[i, j0:j1]).astype(_np.float32), precision)
+                D[i, j0:j1] = out_type((alpha * exact[i, j0:j1]).astype(_np.float32), precision)
                 counters["recomputed"] += 1
                 counters["corrected"] += 1
     return D, verdicts, clean, counters

@@ -1,5 +1,5 @@
 """The ``cutlass90`` backend of ``gemm``: Hopper-native CUTLASS 3.x kernels (sm_90a only), unprotected, with TMR
-(tf32, fp16, bf16: levels kernel and multikernel) or (tf32x3, bf16, fp16) with threadblock ABFT.
+(tf32, fp16, bf16: levels kernel and multikernel) or (tf32x3, tf32, bf16, fp16) with threadblock ABFT.
 
 Chosen by ``params: {backend: cutlass90}`` (the other gemm backends keep their selection by
 precision and scheme). Each variant is a ``cutlass::gemm::kernel::GemmUniversal`` whose C++ is
@@ -83,12 +83,12 @@ registers every ``promote`` k-tiles (default 1; 0 is refused), which measured th
 (docs/gemm-hopper.md). FTGEN_ABFT_LAMBDA (environment, read once by the launcher) replaces the check's lambda on 2^-24:
 a calibration knob, not needed by the measured variants.
 
-bf16 / fp16 threadblock ABFT (templates/gemm/cutlass90_abft16.cuh; the model: abft_model.abft16_check): the check reads
-the fp32 accumulators before the epilogue rounds them. The variant's kernel is emitted a second time (``KernelChk``) with
+bf16 / fp16 / tf32 threadblock ABFT (templates/gemm/cutlass90_abft16.cuh; the model: abft_model.abft16_check; called
+"the 16-bit check" after its first precisions): the check reads the fp32 accumulators before the epilogue writes them. The variant's kernel is emitted a second time (``KernelChk``) with
 an epilogue visitor tree in place of LinearCombination that also stores, per row and CTA tile of columns (the checksum
 strip: ``tile_n`` columns), the fp32 sums of c = alpha acc, w c (w: the column's place in the tile + 1) and |c|; a third
 time (``KernelChkBeta``) for beta != 0, its tree reading C (D = alpha acc + beta C, one rounding). On a second stream, the
-encodings of B (B e, B w per strip, split into 16-bit high and low parts) and the reference GEMM R = A E (``KernelRef``: a
+encodings of B (B e, B w per strip, split into high and low parts of the operand type; tf32: both rounded to TF32) and the reference GEMM R = A E (``KernelRef``: a
 stream-K ws-coop kernel into fp32) run beside the GEMM; after both, a thread per (row, strip) checks against
 lambda 2^-24 (k / kw + cols + 1) max(sum |c|, |alpha r|) (the wgmma's accumulation error grows with its k steps), locates
 with the weighted sum and corrects (a located element recomputed; an unlocated row of the strip recomputed). A reads
@@ -97,7 +97,10 @@ accumulator as it reads it (fault units: the kernel's tiles and the threads that
 ``evt``; the accumulators are not promoted (``promote`` 0). ``abft_locate: recompute`` (token ``evtrecomp``) drops the
 weighted sums (the epilogue's w c partials, B w's encodings and R's two columns of it a strip): a flagged unit's row of
 the strip is recomputed; detection is then the unweighted residual's alone (on the model the weighted one detected no
-significant fault it missed: experiments/scripts/abft16_locate.py).
+significant fault it missed: experiments/scripts/abft16_locate.py). tf32: the same check with kw = 8; its
+significant faults are those beyond what tf32 delivers (ftgen.tolerance: input rounding counted, ``for_row``): a check
+of a whole tile's columns sees every one of those on the model, but not every fault beyond fp32's level, which is
+tf32x3's business (experiments/scripts/abft_tf32_model.py).
 
 TMR (``protection: {scheme: tmr, level: kernel | multikernel}``, tf32, fp16, bf16; templates/gemm/cutlass90_tmr.cuh,
 docs/gemm-hopper.md): three copies of the unchanged sm90 GEMM, then the cutlass backend's vote kernel
@@ -186,7 +189,7 @@ PARAMS = (
           "noise exceeds its lambda 0.6 at narrow shapes (docs/gemm-hopper.md)", choices=(32, 64)),
     Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
           "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
-    Param("abft_locate", str, ("weighted",), "how the bf16 / fp16 threadblock ABFT repairs a flagged (row, strip) unit: "
+    Param("abft_locate", str, ("weighted",), "how the tf32 / bf16 / fp16 threadblock ABFT repairs a flagged (row, strip) unit: "
           "weighted (a weighted checksum locates one element, corrected in place; the epilogue sums w c too and the "
           "reference GEMM has 4 columns a strip) or recompute (the unit's row of the strip recomputed: no weighted sums, 2 "
           "reference columns a strip)", choices=ABFT16_LOCATE),
@@ -212,11 +215,12 @@ TMR_ONCE_INTERVAL = 1024
 COPIES = 3
 
 # ---- threadblock ABFT: the cutlass backend's ref_checksums: concurrent check around the sm90 GEMM -----------------------
-ABFT_PRECISIONS = ("tf32x3", "bf16", "fp16")  # (tf32: its operands are rounded, the check's reference is not)
-# bf16 / fp16: the check on the fp32 accumulators, sums in the epilogue (templates/gemm/cutlass90_abft16.cuh)
-ABFT16_PRECISIONS = ("bf16", "fp16")
-# The reference GEMM R = A E of the 16-bit check (a stream-K sm90 GEMM into fp32): its tile, cluster and schedule
-ABFT16_REF_TILE = (128, 64, 64)
+ABFT_PRECISIONS = ("tf32x3", "tf32", "bf16", "fp16")
+# The single-pass precisions: the check on the fp32 accumulators, sums in the epilogue (templates/gemm/cutlass90_abft16.cuh,
+# "the 16-bit check" after its first precisions; tf32's operands are fp32 words the wgmma reads as TF32)
+ABFT16_PRECISIONS = ("tf32", "bf16", "fp16")
+# The reference GEMM R = A E of that check (a stream-K sm90 GEMM into fp32): its tile per precision (k: 128 bytes a row)
+ABFT16_REF_TILE = {"tf32": (128, 64, 32), "bf16": (128, 64, 64), "fp16": (128, 64, 64)}
 # The check runs once per launch, after the whole K (the concurrent design's one checkpoint per tile): an interval of at
 # least the cutlass backend's auto value, which a spec that names none gets (family auto_interval: the cutlass backend)
 ABFT_ONCE_INTERVAL = 1024
@@ -306,7 +310,7 @@ def abft16_ref_operation(v: Variant, alias: str) -> str:
     contiguous), R in fp32, on an ABFT16_REF_TILE ws-coop stream-K kernel (a tall, narrow GEMM: stream-K spreads its k
     over the SMs)."""
     g = Geometry(v)
-    return _emit(v.precision, alias, ABFT16_REF_TILE, (1, 1), 0, "ws-coop", "streamk", g.layout_a, "col", "fp32")
+    return _emit(v.precision, alias, ABFT16_REF_TILE[v.precision], (1, 1), 0, "ws-coop", "streamk", g.layout_a, "col", "fp32")
 
 
 def _emit(precision: str, alias: str, tile, cluster, stages: int, schedule: str, scheduler: str, layout_a: str,
@@ -396,8 +400,8 @@ class Cutlass90Backend(Backend):
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills")
     constraint_docs = (
         "cutlass90: chosen by params backend: cutlass90; arch sm_90a only; protection none, tmr (below), or abft at level "
-        "threadblock for tf32x3, bf16 and fp16 (correct online or detect, threshold auto or a number, interval >= 1024: checked "
-        "once, after the GEMM; bf16 / fp16: layout_a row)",
+        "threadblock for tf32x3, tf32, bf16 and fp16 (correct online or detect, threshold auto or a number, interval >= 1024: checked "
+        "once, after the GEMM; tf32 / bf16 / fp16: layout_a row)",
         "cutlass90 tmr: precision tf32, fp16 or bf16; level kernel (interval 1) or multikernel (interval >= 1024: voted "
         "once, after the GEMM); correct online; threshold auto",
         "cutlass90: precision tf32, tf32x3, fp16 or bf16 (no fp64: the sm90 builder has no FP64 wgmma path)",
@@ -434,9 +438,8 @@ class Cutlass90Backend(Backend):
                     f"threadblock, tf32x3), not {protection.scheme}; for {protection.scheme} use the cutlass backend "
                     f"(omit params backend)")
         if precision not in ABFT_PRECISIONS:
-            return (f"abft on the cutlass90 backend is implemented for {', '.join(ABFT_PRECISIONS)} only, not {precision} "
-                    f"(tf32: its operands are rounded, the check's reference is not); use precision tf32x3 (fp32-accurate), "
-                    f"or the cutlass backend (omit params backend)")
+            return (f"abft on the cutlass90 backend is implemented for {', '.join(ABFT_PRECISIONS)} only, not {precision}; "
+                    f"for fp64 use the cutlass backend (omit params backend)")
         if protection.level != "threadblock":
             return f"abft on the cutlass90 backend has level threadblock only, not {protection.level!r}"
         if protection.interval < ABFT_ONCE_INTERVAL:
@@ -525,7 +528,7 @@ class Cutlass90Backend(Backend):
             r.append(f"layout_a={g.layout_a}, layout_b={g.layout_b}: the TF32 wgmma reads K-major operands only "
                      f"({v.precision} takes layout_a row, layout_b col)")
         if v.get("abft_locate") != "weighted" and not g.abft16:
-            r.append(f"abft_locate={v.get('abft_locate')}: how the bf16 / fp16 threadblock ABFT repairs a flagged unit; "
+            r.append(f"abft_locate={v.get('abft_locate')}: how the tf32 / bf16 / fp16 threadblock ABFT repairs a flagged unit; "
                      f"other variants take weighted (omit it)")
         if g.abft16 and g.layout_a != "row":
             r.append(f"layout_a={g.layout_a} with abft ({v.precision}): the check's reference GEMM reads A K-major; use "
@@ -609,7 +612,7 @@ class Cutlass90Backend(Backend):
 
     @staticmethod
     def _abft16_context(v: Variant) -> dict:
-        """The 16-bit ABFT variant's context: the checked kernel (the variant's, its epilogue the check's visitor tree),
+        """The single-pass (16-bit check) ABFT variant's context: the checked kernel (the variant's, its epilogue the check's visitor tree),
         the reference GEMM, the check's constants (abft_model.abft16_check)."""
         g = Geometry(v)
         prot = v.protection
