@@ -149,6 +149,7 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
         const Combined faulty = run_all(p, &plan, false);
         false_alarms = faulty.kernel_false_alarms >= 0 ? faulty.kernel_false_alarms : clean_fa;
         shown = faulty.c;
+        if (faulty.tolerance != clean.tolerance) row.num("tolerance_injected", faulty.tolerance);  // (tf32: its delivered rule)
         row.num("max_rel_err_injected", faulty.max_rel)
             .integer("faults_planned", faulty.planned)
             .integer("faults_applied", faulty.applied)

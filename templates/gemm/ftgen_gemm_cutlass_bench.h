@@ -278,7 +278,10 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     ftgen::RunCheck out;
     out.counters = counters_.download()[0];
     if (faults) out.records = table_.download();
-    out.tolerance = v_.tolerance(k_);
+    // A run with faults is held to the rule of the precision delivered (ftgen.tolerance.for_row, the campaigns'
+    // significance): tf32's with its input rounding, where a clean run is held to the rounded operands' fp32-level rule
+    // too. A fault under what tf32's rounding of fp32 data leaves anyway is not what a tf32 check must see.
+    out.tolerance = faults && has_unrounded_ ? v_.tolerance_unrounded(k_) : v_.tolerance(k_);
     const ftgen::ErrorStats e = ftgen::compare_device(c_out_.ptr, ref_[r].ptr, scale_[r].ptr, c_elems_, 1e-30, out.tolerance);
     out.max_rel = e.nonfinite ? INFINITY : e.max_rel;
     out.bad = e.bad + e.nonfinite;
