@@ -237,7 +237,8 @@ def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path, prec, loca
 
 
 @pytest.mark.gpu
-def test_on_the_gpu_faults_are_corrected_and_clean_runs_raise_no_alarm(tmp_path):
+@pytest.mark.parametrize("spec, tile", [("cutlass90_abft16", "128x256x64"), ("cutlass90_abft_tf32", "128x256x32")])
+def test_on_the_gpu_faults_are_corrected_and_clean_runs_raise_no_alarm(tmp_path, spec, tile):
     """python -m pytest -m gpu tests/test_cutlass90_abft16.py on an H100/H200: generate, build, bench with 8 faults per
     launch at odd shapes; every row verified (beta = 0 and beta != 0), every planned fault applied, no false alarm."""
     import json
@@ -249,11 +250,11 @@ def test_on_the_gpu_faults_are_corrected_and_clean_runs_raise_no_alarm(tmp_path)
         p = subprocess.run([sys.executable, "-m", "ftgen.cli", *args], capture_output=True, text=True, env=env, timeout=1800)
         assert p.returncode == 0, f"ftgen {' '.join(args)}: exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
 
-    ftgen("generate", str(REPO / "specs" / "gemm" / "cutlass90_abft16.yaml"), "-o", str(tmp_path))
-    proj = tmp_path / "gemm_cutlass90_abft16"
-    ftgen("build", str(proj), "--kernels", "*128x256x64*")
+    ftgen("generate", str(REPO / "specs" / "gemm" / f"{spec}.yaml"), "-o", str(tmp_path))
+    proj = tmp_path / f"gemm_{spec}"
+    ftgen("build", str(proj), "--kernels", f"*{tile}*")
     out = tmp_path / "rows.jsonl"
-    ftgen("bench", str(proj), "--kernels", "*128x256x64*", "--inject", "8", "--shapes", "512x512x1024,1000x1234x777,17x4096x33,1x1x1",
+    ftgen("bench", str(proj), "--kernels", f"*{tile}*", "--inject", "8", "--shapes", "512x512x1024,1000x1234x777,17x4096x33,1x1x1",
           "--reps", "3", "--warmup", "1", "--json", str(out))
     rows = [r for r in (json.loads(x) for x in out.read_text().splitlines() if x.strip()) if "kernel" in r]
     assert len(rows) == 8
