@@ -7,7 +7,8 @@ protected GEMMs (bit flips in their accumulators) and the fault report printed b
 
 Needs torch (`pip install ftgen[torch]`) and a GPU. The unprotected model runs plain fp32 (cuBLAS SGEMM; TF32 off,
 torch's default), which is what the protected model's tf32x3 matches in accuracy. With `--precision bf16` or `fp16` (a
-library of specs/gemm/torch_linear90.yaml, Hopper) both models run in that type, the unprotected one on cuBLAS.
+library of specs/gemm/torch_linear90.yaml, Hopper) both models run in that type, the unprotected one on cuBLAS; with
+`--precision tf32` (the same library) both run fp32 data on TF32 tensor cores, the unprotected one with TF32 allowed.
 """
 
 from __future__ import annotations
@@ -24,18 +25,18 @@ import ftgen.torch as ftt
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("lib", help="libftgen_<name>.so built from specs/gemm/torch_linear.yaml (or torch_linear90.yaml)")
-    ap.add_argument("--precision", choices=("tf32x3", "bf16", "fp16"), default="tf32x3")
+    ap.add_argument("--precision", choices=("tf32x3", "tf32", "bf16", "fp16"), default="tf32x3")
     ap.add_argument("--batch", type=int, default=8192)
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--faults", type=int, default=8, help="bit flips per GEMM launch in the faulty passes")
     ap.add_argument("--faulty-passes", type=int, default=10)
     a = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"  # the unprotected model's like-for-like GEMM
     lib = ftt.load(a.lib)
     torch.manual_seed(0)
     h = a.hidden
-    dtype = {"tf32x3": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
+    dtype = {"tf32x3": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
     model = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, h)).cuda().eval().to(dtype)
     prot = ftt.protect(copy.deepcopy(model), lib, precision=a.precision)
     x = torch.randn(a.batch, h, device="cuda").to(dtype)
@@ -43,7 +44,7 @@ def main() -> None:
         ref = model.double()(x.double())
         model.to(dtype)
         y0, y1 = model(x), prot(x)
-        unprot = "cuBLAS fp32" if a.precision == "tf32x3" else f"cuBLAS {a.precision}"
+        unprot = {"tf32x3": "cuBLAS fp32", "tf32": "cuBLAS TF32"}.get(a.precision, f"cuBLAS {a.precision}")
         for name, y in ((unprot, y0), (f"ftgen {a.precision} + ABFT", y1)):
             print(f"{name:22s} max |y - y_fp64| / max |y_fp64| = {((y.double() - ref).abs().max() / ref.abs().max()).item():.3g}")
         compiled = torch.compile(prot)

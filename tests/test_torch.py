@@ -70,7 +70,8 @@ def _check(out, a, b, precision="tf32x3", bias=None):
     if bias is not None:
         ref, scale = ref + bias.double(), scale + bias.double().abs()
     err = ((out.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
-    tol = tolerance.rule(precision).tolerance(a.shape[1])
+    # (tf32 rounds the fp32 operands it is given: its rule with the input rounding, against fp64 of the unrounded data)
+    tol = tolerance.rule(precision, rounded_reference=precision != "tf32").tolerance(a.shape[1])
     assert torch.isfinite(out).all() and err <= tol, (tuple(a.shape), tuple(b.shape), err, tol)
 
 
@@ -94,10 +95,11 @@ def _operands(lib, precision, m, n, k):
 
 @pytest.mark.gpu
 @gpu
-@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+@pytest.mark.parametrize("precision", ["bf16", "fp16", "tf32"])
 @pytest.mark.parametrize("m,n,k", HIDDEN)
 def test_16bit_mm_meets_its_rule_where_the_library_has_it(lib, precision, m, n, k):
-    """16-bit operands, fp32 accumulation, 16-bit output: within the precision's rule against fp64 of the operands."""
+    """16-bit operands, fp32 accumulation, 16-bit output: within the precision's rule against fp64 of the operands (tf32:
+    fp32 operands rounded by the kernel, fp32 output: tf32's rule against fp64 of the fp32 data)."""
     a, b = _operands(lib, precision, m, n, k)
     _check(torch.ops.ftgen.mm(a, b, lib, precision), a, b, precision)
     _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, precision), a, b, precision)
@@ -196,16 +198,17 @@ def test_clean_calls_report_no_fault(lib):
 
 @pytest.mark.gpu
 @gpu
-def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib):
-    ftt.reset()
+@pytest.mark.parametrize("precision", ["tf32x3", "tf32"])
+def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib, precision):
     torch.manual_seed(3)
-    a, b = torch.randn(1024, 1536, device="cuda"), torch.randn(1536, 1024, device="cuda")
+    a, b = _operands(lib, precision, 1024, 1536, 1024)
+    ftt.reset()
     calls, per_call = 8, 4
     ftt.inject(lib, per_call, seed=11)
     try:
         for _ in range(calls):
-            _check(torch.ops.ftgen.mm(a, b, lib, "tf32x3"), a, b)  # every faulty call's output within the fp32 rule
-            _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, "tf32x3"), a, b)
+            _check(torch.ops.ftgen.mm(a, b, lib, precision), a, b, precision)  # every faulty call within the rule
+            _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, precision), a, b, precision)
     finally:
         ftt.inject(lib, 0)
     rep = ftt.report(emit=False)[f"{lib}:mm"]
@@ -213,7 +216,7 @@ def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib):
     assert 0 < rep["detected"] <= rep["injected"] and rep["uncorrectable"] == 0, rep
     assert rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
     ftt.reset()
-    torch.ops.ftgen.mm(a, b, lib, "tf32x3")  # disarmed: nothing injected
+    torch.ops.ftgen.mm(a, b, lib, precision)  # disarmed: nothing injected
     assert ftt.report(emit=False)[f"{lib}:mm"]["injected"] == 0
 
 
