@@ -84,23 +84,24 @@ registers every ``promote`` k-tiles (default 1; 0 is refused), which measured th
 a calibration knob, not needed by the measured variants.
 
 bf16 / fp16 / tf32 threadblock ABFT (templates/gemm/cutlass90_abft16.cuh; the model: abft_model.abft16_check; called
-"the 16-bit check" after its first precisions): the check reads the fp32 accumulators before the epilogue writes them. The variant's kernel is emitted a second time (``KernelChk``) with
-an epilogue visitor tree in place of LinearCombination that also stores, per row and CTA tile of columns (the checksum
-strip: ``tile_n`` columns), the fp32 sums of c = alpha acc, w c (w: the column's place in the tile + 1) and |c|; a third
-time (``KernelChkBeta``) for beta != 0, its tree reading C (D = alpha acc + beta C, one rounding). On a second stream, the
-encodings of B (B e, B w per strip, split into high and low parts of the operand type; tf32: both rounded to TF32) and the reference GEMM R = A E (``KernelRef``: a
-stream-K ws-coop kernel into fp32) run beside the GEMM; after both, a thread per (row, strip) checks against
-lambda 2^-24 (k / kw + cols + 1) max(sum |c|, |alpha r|) (the wgmma's accumulation error grows with its k steps), locates
-with the weighted sum and corrects (a located element recomputed; an unlocated row of the strip recomputed). A reads
-K-major (``layout_a: row``). Injection (``inject: true``): the epilogue's leaf flips the planned bit of the planned
-accumulator as it reads it (fault units: the kernel's tiles and the threads that hold their accumulators). Name token
-``evt``; the accumulators are not promoted (``promote`` 0). ``abft_locate: recompute`` (token ``evtrecomp``) drops the
-weighted sums (the epilogue's w c partials, B w's encodings and R's two columns of it a strip): a flagged unit's row of
-the strip is recomputed; detection is then the unweighted residual's alone (on the model the weighted one detected no
-significant fault it missed: experiments/scripts/abft16_locate.py). tf32: the same check with kw = 8; its
-significant faults are those beyond what tf32 delivers (ftgen.tolerance: input rounding counted, ``for_row``): a check
-of a whole tile's columns sees every one of those on the model, but not every fault beyond fp32's level, which is
-tf32x3's business (experiments/scripts/abft_tf32_model.py).
+"the 16-bit check" after its first precisions): the check reads the fp32 accumulators before the epilogue writes them.
+The variant's kernel is emitted a second time (``KernelChk``) with an epilogue visitor tree in place of
+LinearCombination that also stores, per row and CTA tile of columns (the checksum strip: ``tile_n`` columns), the fp32
+sums of c = alpha acc, w c (w: the column's place in the tile + 1) and |c|; a third time (``KernelChkBeta``) for
+beta != 0, its tree reading C (D = alpha acc + beta C, one rounding). On a second stream, the encodings of B (B e, B w per
+strip, split into high and low parts of the operand type; tf32: both rounded to TF32) and the reference GEMM R = A E
+(``KernelRef``: a stream-K ws-coop kernel into fp32) run beside the GEMM; after both, a thread per (row, strip) checks
+against lambda 2^-24 (k / kw + cols + 1) max(sum |c|, |alpha r|) (the wgmma's accumulation error grows with its k
+steps), locates with the weighted sum and corrects (a located element recomputed; an unlocated row of the strip
+recomputed). A reads K-major (``layout_a: row``). Injection (``inject: true``): the epilogue's leaf flips the planned
+bit of the planned accumulator as it reads it (fault units: the kernel's tiles and the threads that hold their
+accumulators). Name token ``evt``; the accumulators are not promoted (``promote`` 0). ``abft_locate: recompute`` (token
+``evtrecomp``) drops the weighted sums (the epilogue's w c partials, B w's encodings and R's two columns of it a strip):
+a flagged unit's row of the strip is recomputed; detection is then the unweighted residual's alone (on the model the
+weighted one detected no significant fault it missed: experiments/scripts/abft16_locate.py). tf32: the same check with
+kw = 8; its significant faults are those beyond what tf32 delivers (ftgen.tolerance: input rounding counted,
+``for_row``): a check of a whole tile's columns sees every one of those on the model, but not every fault beyond fp32's
+level, which is tf32x3's business (experiments/scripts/abft_tf32_model.py).
 
 TMR (``protection: {scheme: tmr, level: kernel | multikernel}``, tf32, fp16, bf16; templates/gemm/cutlass90_tmr.cuh,
 docs/gemm-hopper.md): three copies of the unchanged sm90 GEMM, then the cutlass backend's vote kernel
@@ -612,8 +613,8 @@ class Cutlass90Backend(Backend):
 
     @staticmethod
     def _abft16_context(v: Variant) -> dict:
-        """The single-pass (16-bit check) ABFT variant's context: the checked kernel (the variant's, its epilogue the check's visitor tree),
-        the reference GEMM, the check's constants (abft_model.abft16_check)."""
+        """The accumulator check's variant context (tf32, bf16, fp16): the checked kernel (the variant's, its epilogue the
+        check's visitor tree), the reference GEMM, the check's constants (abft_model.abft16_check)."""
         g = Geometry(v)
         prot = v.protection
         tm, tn, tk = g.tile
