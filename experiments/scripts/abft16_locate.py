@@ -34,15 +34,11 @@ def main(faults: int) -> None:
             for _ in range(max(1, faults // 20)):
                 A = g.to16(draw(rng, (M, K), dist, decades=1.5), prec)
                 B = g.to16(draw(rng, (K, N), dist, decades=1.5), prec)
-                A64, B64 = A.astype(np.float64), B.astype(np.float64)
-                exact, scale = A64 @ B64, np.abs(A64) @ np.abs(B64)
-                acc0 = g.wgmma_acc(A64, B64, 16)
-                r, rw = g.abft16_refs(A, g.abft16_encode(B, COLS, prec), COLS, prec)
-                unit = g.abft16_unit(K, 16, COLS)
+                exact, scale, acc0, r, rw, unit = g.abft16_problem(A, B, COLS, prec, 16)
                 for _ in range(20):
                     i, j, bit = int(rng.integers(M)), int(rng.integers(N)), int(rng.integers(0, 32))
                     acc = acc0.copy()
-                    acc[i, j] = np.array([acc[i, j]], np.float32).view(np.uint32).__xor__(np.uint32(1 << bit)).view(np.float32)[0]
+                    acc[i, j] = g.flip32(acc[i, j], bit)
                     with np.errstate(all="ignore"):
                         err = np.abs(g.to16(acc[i:i + 1, j:j + 1], prec)[0, 0] - exact[i, j]) / scale[i, j]
                         s = j // COLS

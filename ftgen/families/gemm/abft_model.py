@@ -177,6 +177,19 @@ def wgmma_acc(A64, B64, kw: int):
     return acc
 
 
+def abft16_problem(A, B, cols: int, precision: str, kw: int):
+    """The accumulator check's ingredients for operands A, B as the wgmma reads them: (A B and |A||B| in double, the
+    wgmma's fp32 accumulators, the references r and r' per row and strip, the threshold unit)."""
+    A64, B64 = A.astype(_np.float64), B.astype(_np.float64)
+    r, rw = abft16_refs(A, abft16_encode(B, cols, precision), cols, precision)
+    return A64 @ B64, _np.abs(A64) @ _np.abs(B64), wgmma_acc(A64, B64, kw), r, rw, abft16_unit(A.shape[1], kw, cols)
+
+
+def flip32(x, bit: int):
+    """The fp32 value x with bit `bit` of its 32-bit word flipped (the accumulator faults of the models)."""
+    return _np.array([x], _np.float32).view(_np.uint32).__xor__(_np.uint32(1 << int(bit))).view(_np.float32)[0]
+
+
 def strip_sums(c, j0: int, j1: int):
     """The epilogue's fp32 partials of columns j0..j1 per row: sum c, sum (j + 1) c (j: the column in the strip), sum |c|."""
     w = _np.arange(1, j1 - j0 + 1, dtype=_np.float32)
@@ -201,7 +214,7 @@ def abft16_check(A, B, *, cols: int, precision: str, alpha: float = 1.0, kw: int
     acc = wgmma_acc(A64, B64, kw)
     for row, col, kind, value in faults:
         if kind == "bit":
-            acc[row, col] = _np.array([acc[row, col]], _np.float32).view(_np.uint32).__xor__(_np.uint32(1 << int(value))).view(_np.float32)[0]
+            acc[row, col] = flip32(acc[row, col], value)
         else:
             acc[row, col] = _np.float32(acc[row, col] + _np.float32(value))
     with _np.errstate(over="ignore", invalid="ignore"):
