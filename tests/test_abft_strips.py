@@ -105,10 +105,6 @@ def lib(tmp_path_factory):
 # ---- data: a tile column block of C = A B with the references of its strips ------------------------------------------
 
 
-def flip(x, bit: int) -> np.float32:
-    return np.array([x], dtype=np.float32).view(np.uint32).__xor__(np.uint32(1 << bit)).view(np.float32)[0]
-
-
 class Block:
     """C = A B (fp32) over one tile column block of n columns, checked per strip of `cols` columns with threshold unit
     `lam_u` (lambda x unit roundoff): the float reference rows of the tensor-core pre-pass (fp32 products of A and the
@@ -247,7 +243,7 @@ def _plant(b: Block, rng) -> tuple[int, int]:
     i, j = int(rng.integers(b.m)), int(rng.integers(b.n))
     step = int(rng.integers(1, b.k // KT + 1)) * KT
     part = np.float32(np.dot(b.A[i, :step], b.B[:step, j]))
-    delta = float(flip(part, int(rng.integers(32)))) - float(part)
+    delta = float(g.flip32(part, int(rng.integers(32)))) - float(part)
     if not math.isfinite(delta):
         return -1, -1
     b.C[i, j] = np.float32(float(b.clean[i, j]) + delta)

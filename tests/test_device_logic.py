@@ -108,10 +108,6 @@ def lib(tmp_path_factory):
 # ---- data: one checksum strip of a GEMM, as the NumPy model sees it -----------------------------------------
 
 
-def flip(x: np.float32, bit: int) -> np.float32:
-    return np.array([x], dtype=np.float32).view(np.uint32).__xor__(np.uint32(1 << bit)).view(np.float32)[0]
-
-
 class Strip:
     """A (rows x cols) strip of C = A B in fp32 with its reference checksums r, r', r2 (in double, from the model's
     encodings of B), the clean C kept beside the faulty one."""
@@ -172,7 +168,7 @@ def plant(s: Strip, rng, n: int = 1, bits=range(23, 31), limit: float = 1e30):
     rows = rng.choice(s.C.shape[0], size=n, replace=False)
     for i in rows:
         j = int(rng.integers(s.cols))
-        s.C[i, j] = flip(s.C[i, j], int(rng.choice(list(bits))))
+        s.C[i, j] = g.flip32(s.C[i, j], int(rng.choice(list(bits))))
         if abs(float(s.C[i, j])) < limit and abs(float(s.C[i, j]) - float(s.clean[i, j])) > 1e3 * s.model_row(i)[4]:
             out.append((int(i), j))
         else:

@@ -57,10 +57,6 @@ def gemm_tiles(A, B):
     return out
 
 
-def flip32(x, bit):
-    return np.array([x], np.float32).view(np.uint32).__xor__(np.uint32(1 << bit)).view(np.float32)[0]
-
-
 def check_strip(c, r, rw, cols, lam, u_out):
     """(kind, col, score) of one row c (float64) of a strip: abft_model's classification at this threshold."""
     w = np.arange(1, cols + 1, dtype=np.float64)
@@ -102,7 +98,7 @@ def main() -> int:
                             worst = max(worst, score)
                     for _ in range(faults):
                         i, j, s, bit = int(rng.integers(M)), int(rng.integers(N)), int(rng.integers(K // KT)), int(rng.integers(32))
-                        err = float(flip32(tiles[s][i, j], bit)) - float(tiles[s][i, j])
+                        err = float(g.flip32(tiles[s][i, j], bit)) - float(tiles[s][i, j])
                         final = np.float32(tiles[-1][i, j] + np.float32(err)) if math.isfinite(err) else np.float32(np.inf)
                         row = C[i].copy()
                         with np.errstate(over="ignore", invalid="ignore"):
