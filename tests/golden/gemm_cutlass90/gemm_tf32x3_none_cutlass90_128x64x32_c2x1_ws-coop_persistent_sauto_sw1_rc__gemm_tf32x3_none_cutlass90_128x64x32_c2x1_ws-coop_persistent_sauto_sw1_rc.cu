@@ -86,28 +86,44 @@ constexpr int kSwizzle = 1;   // the tile scheduler's max_swizzle_size
 inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a; }
 
 // ---- device helpers: zero-padded copies (and the tf32x3 split) -----------------------------------
-// Rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no divisions per element).
+// A thread copies one column of kCopyRows rows at a time, all loads before the stores (eight in flight: a copy of one
+// element per thread and block waited one memory latency per element and ran at a tenth of the bandwidth at odd shapes
+// of a few MB). Groups of rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no
+// divisions per element).
+constexpr int kCopyRows = 8;
 inline dim3 grid2d(long long rows, long long cols) {
-  const long long x = (cols + 255) / 256, y = rows;
+  const long long x = (cols + 255) / 256, y = (rows + kCopyRows - 1) / kCopyRows;
   return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535));
 }
 
 // dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it
 template <class T>
-__global__ void pad_kernel(const T* src, long long ld_src, int rows, int cols, T* dst, long long ld_dst, long long rows_dst) {
-  for (long long r = blockIdx.y; r < rows_dst; r += gridDim.y) {
+__global__ void pad_kernel(const T* __restrict__ src, long long ld_src, int rows, int cols, T* __restrict__ dst, long long ld_dst,
+                           long long rows_dst) {
+  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
     for (long long c = blockIdx.x * 256ll + threadIdx.x; c < ld_dst; c += 256ll * gridDim.x) {
-      dst[r * ld_dst + c] = (r < rows && c < cols) ? src[r * ld_src + c] : static_cast<T>(0.f);
+      T v[kCopyRows];
+#pragma unroll
+      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < rows && c < cols) ? src[(r0 + i) * ld_src + c] : static_cast<T>(0.f);
+#pragma unroll
+      for (int i = 0; i < kCopyRows; ++i)
+        if (r0 + i < rows_dst) dst[(r0 + i) * ld_dst + c] = v[i];
     }
   }
 }
 
 // dst (rows x cols, leading dimension ld_dst) = the same part of src (leading dimension ld_src)
 template <class T>
-__global__ void unpad_kernel(const T* src, long long ld_src, int rows, int cols, T* dst, long long ld_dst) {
-  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+__global__ void unpad_kernel(const T* __restrict__ src, long long ld_src, int rows, int cols, T* __restrict__ dst, long long ld_dst) {
+  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < rows; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
     for (long long c = blockIdx.x * 256ll + threadIdx.x; c < cols; c += 256ll * gridDim.x) {
-      dst[r * ld_dst + c] = src[r * ld_src + c];
+      T v[kCopyRows];
+#pragma unroll
+      for (int i = 0; i < kCopyRows; ++i)
+        if (r0 + i < rows) v[i] = src[(r0 + i) * ld_src + c];
+#pragma unroll
+      for (int i = 0; i < kCopyRows; ++i)
+        if (r0 + i < rows) dst[(r0 + i) * ld_dst + c] = v[i];
     }
   }
 }
@@ -123,15 +139,22 @@ __device__ __forceinline__ float tf32_big(float x) {
 
 // The split of a K-major operand (rows x cols, K = cols, leading dimension ld) into rows_dst rows of 3 * kp: three K
 // segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
-__global__ void split3_kernel(const float* src, long long ld, int rows, int cols, float* dst, long long rows_dst, long long kp, int small_seg) {
-  for (long long r = blockIdx.y; r < rows_dst; r += gridDim.y) {
-    float* out = dst + r * 3 * kp;
+__global__ void split3_kernel(const float* __restrict__ src, long long ld, int rows, int cols, float* __restrict__ dst, long long rows_dst,
+                              long long kp, int small_seg) {
+  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
     for (long long c = blockIdx.x * 256ll + threadIdx.x; c < kp; c += 256ll * gridDim.x) {
-      const float x = (r < rows && c < cols) ? src[r * ld + c] : 0.f;
-      const float big = tf32_big(x), small = isfinite(x) ? x - big : 0.f;
-      out[c] = small_seg == 0 ? small : big;
-      out[kp + c] = small_seg == 1 ? small : big;
-      out[2 * kp + c] = big;
+      float v[kCopyRows];
+#pragma unroll
+      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < rows && c < cols) ? src[(r0 + i) * ld + c] : 0.f;
+#pragma unroll
+      for (int i = 0; i < kCopyRows; ++i) {
+        if (r0 + i >= rows_dst) break;
+        float* out = dst + (r0 + i) * 3 * kp;
+        const float big = tf32_big(v[i]), small = isfinite(v[i]) ? v[i] - big : 0.f;
+        out[c] = small_seg == 0 ? small : big;
+        out[kp + c] = small_seg == 1 ? small : big;
+        out[2 * kp + c] = big;
+      }
     }
   }
 }
