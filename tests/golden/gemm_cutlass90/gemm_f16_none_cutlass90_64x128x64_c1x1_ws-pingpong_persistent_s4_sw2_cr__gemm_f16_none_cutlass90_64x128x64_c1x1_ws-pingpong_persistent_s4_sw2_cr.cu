@@ -89,25 +89,49 @@ inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a
 // of a few MB). Groups of rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no
 // divisions per element).
 constexpr int kCopyRows = 8;
-inline dim3 grid2d(long long rows, long long cols) {
+inline dim3 grid2d(long long rows, long long cols, unsigned jobs = 1) {
   const long long x = (cols + 255) / 256, y = (rows + kCopyRows - 1) / kCopyRows;
-  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535));
+  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535), jobs);
 }
 
-// dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it
+// One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
+// for the tf32x3 split, dst holds rows_dst rows of three K segments of ld_dst, `small_seg` the one of the small parts.
 template <class T>
-__global__ void pad_kernel(const T* __restrict__ src, long long ld_src, int rows, int cols, T* __restrict__ dst, long long ld_dst,
-                           long long rows_dst) {
-  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
-    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < ld_dst; c += 256ll * gridDim.x) {
+struct PadJob {
+  const T* src;
+  long long ld_src;
+  int rows, cols;
+  T* dst;
+  long long ld_dst, rows_dst;
+  int small_seg;
+};
+// A's and B's copies in one launch (blockIdx.z: 0 a, 1 b; a launch of one job has gridDim.z 1): a call at an odd shape
+// is then the copies, the GEMM and the copy back, three launches.
+template <class T>
+inline dim3 grid_pads(const PadJob<T>& a, const PadJob<T>& b) {
+  const dim3 ga = grid2d(a.rows_dst, a.ld_dst), gb = grid2d(b.rows_dst, b.ld_dst);
+  return dim3(ga.x > gb.x ? ga.x : gb.x, ga.y > gb.y ? ga.y : gb.y, 2);
+}
+
+template <class T>
+__global__ void pad_kernel(PadJob<T> a, PadJob<T> b) {
+  const PadJob<T> j = blockIdx.z == 0 ? a : b;
+  const T* __restrict__ src = j.src;
+  T* __restrict__ dst = j.dst;
+  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < j.rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < j.ld_dst; c += 256ll * gridDim.x) {
       T v[kCopyRows];
 #pragma unroll
-      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < rows && c < cols) ? src[(r0 + i) * ld_src + c] : static_cast<T>(0.f);
+      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < j.rows && c < j.cols) ? src[(r0 + i) * j.ld_src + c] : static_cast<T>(0.f);
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i)
-        if (r0 + i < rows_dst) dst[(r0 + i) * ld_dst + c] = v[i];
+        if (r0 + i < j.rows_dst) dst[(r0 + i) * j.ld_dst + c] = v[i];
     }
   }
+}
+template <class T>
+inline void pad(const PadJob<T>& j, cudaStream_t stream) {
+  pad_kernel<T><<<grid2d(j.rows_dst, j.ld_dst), 256, 0, stream>>>(j, j);
 }
 
 // dst (rows x cols, leading dimension ld_dst) = the same part of src (leading dimension ld_src)
@@ -237,8 +261,9 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
   const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
   const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
-  pad_kernel<EA><<<grid2d(a_rows_k, a_ld), 256, 0, stream>>>(o.A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k);
-  pad_kernel<EA><<<grid2d(b_rows_k, b_ld), 256, 0, stream>>>(o.B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k);
+  const PadJob<EA> ja{o.A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k, 0};
+  const PadJob<EA> jb{o.B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k, 0};
+  pad_kernel<EA><<<grid_pads(ja, jb), 256, 0, stream>>>(ja, jb);
   o.A = a;
   o.B = b;
   o.lda = a_ld;
@@ -280,7 +305,7 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
   if (!c_direct) {
     EC* c = reinterpret_cast<EC*>(ws + lay.c);
     if (p->beta != 0.0) {
-      pad_kernel<EC><<<grid2d(s.m, s.n), 256, 0, stream>>>(C, p->ldc, m, n, c, s.n, s.m);
+      pad(PadJob<EC>{C, p->ldc, m, n, c, s.n, s.m, 0}, stream);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     C = c;

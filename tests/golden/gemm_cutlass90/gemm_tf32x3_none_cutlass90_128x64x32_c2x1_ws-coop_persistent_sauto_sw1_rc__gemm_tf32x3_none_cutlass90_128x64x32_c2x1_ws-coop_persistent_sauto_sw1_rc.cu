@@ -91,25 +91,49 @@ inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a
 // of a few MB). Groups of rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no
 // divisions per element).
 constexpr int kCopyRows = 8;
-inline dim3 grid2d(long long rows, long long cols) {
+inline dim3 grid2d(long long rows, long long cols, unsigned jobs = 1) {
   const long long x = (cols + 255) / 256, y = (rows + kCopyRows - 1) / kCopyRows;
-  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535));
+  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535), jobs);
 }
 
-// dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it
+// One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
+// for the tf32x3 split, dst holds rows_dst rows of three K segments of ld_dst, `small_seg` the one of the small parts.
 template <class T>
-__global__ void pad_kernel(const T* __restrict__ src, long long ld_src, int rows, int cols, T* __restrict__ dst, long long ld_dst,
-                           long long rows_dst) {
-  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
-    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < ld_dst; c += 256ll * gridDim.x) {
+struct PadJob {
+  const T* src;
+  long long ld_src;
+  int rows, cols;
+  T* dst;
+  long long ld_dst, rows_dst;
+  int small_seg;
+};
+// A's and B's copies in one launch (blockIdx.z: 0 a, 1 b; a launch of one job has gridDim.z 1): a call at an odd shape
+// is then the copies, the GEMM and the copy back, three launches.
+template <class T>
+inline dim3 grid_pads(const PadJob<T>& a, const PadJob<T>& b) {
+  const dim3 ga = grid2d(a.rows_dst, a.ld_dst), gb = grid2d(b.rows_dst, b.ld_dst);
+  return dim3(ga.x > gb.x ? ga.x : gb.x, ga.y > gb.y ? ga.y : gb.y, 2);
+}
+
+template <class T>
+__global__ void pad_kernel(PadJob<T> a, PadJob<T> b) {
+  const PadJob<T> j = blockIdx.z == 0 ? a : b;
+  const T* __restrict__ src = j.src;
+  T* __restrict__ dst = j.dst;
+  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < j.rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
+    for (long long c = blockIdx.x * 256ll + threadIdx.x; c < j.ld_dst; c += 256ll * gridDim.x) {
       T v[kCopyRows];
 #pragma unroll
-      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < rows && c < cols) ? src[(r0 + i) * ld_src + c] : static_cast<T>(0.f);
+      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < j.rows && c < j.cols) ? src[(r0 + i) * j.ld_src + c] : static_cast<T>(0.f);
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i)
-        if (r0 + i < rows_dst) dst[(r0 + i) * ld_dst + c] = v[i];
+        if (r0 + i < j.rows_dst) dst[(r0 + i) * j.ld_dst + c] = v[i];
     }
   }
+}
+template <class T>
+inline void pad(const PadJob<T>& j, cudaStream_t stream) {
+  pad_kernel<T><<<grid2d(j.rows_dst, j.ld_dst), 256, 0, stream>>>(j, j);
 }
 
 // dst (rows x cols, leading dimension ld_dst) = the same part of src (leading dimension ld_src)
@@ -137,22 +161,26 @@ __device__ __forceinline__ float tf32_big(float x) {
   return isfinite(up) ? up : __uint_as_float(bits & 0xffffe000u);
 }
 
-// The split of a K-major operand (rows x cols, K = cols, leading dimension ld) into rows_dst rows of 3 * kp: three K
-// segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
-__global__ void split3_kernel(const float* __restrict__ src, long long ld, int rows, int cols, float* __restrict__ dst, long long rows_dst,
-                              long long kp, int small_seg) {
-  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
+// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of 3 * kp (kp =
+// ld_dst): three K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
+// blockIdx.z picks the job, as in pad_kernel.
+__global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
+  const PadJob<float> j = blockIdx.z == 0 ? a : b;
+  const float* __restrict__ src = j.src;
+  float* __restrict__ dst = j.dst;
+  const long long kp = j.ld_dst;
+  for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < j.rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
     for (long long c = blockIdx.x * 256ll + threadIdx.x; c < kp; c += 256ll * gridDim.x) {
       float v[kCopyRows];
 #pragma unroll
-      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < rows && c < cols) ? src[(r0 + i) * ld + c] : 0.f;
+      for (int i = 0; i < kCopyRows; ++i) v[i] = (r0 + i < j.rows && c < j.cols) ? src[(r0 + i) * j.ld_src + c] : 0.f;
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i) {
-        if (r0 + i >= rows_dst) break;
+        if (r0 + i >= j.rows_dst) break;
         float* out = dst + (r0 + i) * 3 * kp;
         const float big = tf32_big(v[i]), small = isfinite(v[i]) ? v[i] - big : 0.f;
-        out[c] = small_seg == 0 ? small : big;
-        out[kp + c] = small_seg == 1 ? small : big;
+        out[c] = j.small_seg == 0 ? small : big;
+        out[kp + c] = j.small_seg == 1 ? small : big;
         out[2 * kp + c] = big;
       }
     }
@@ -271,8 +299,9 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
   // A row-major: [big | small | big] along K; B column-major: [small; big; big]
   const long long kp = s.k / 3;
-  split3_kernel<<<grid2d(a_rows_k, kp), 256, 0, stream>>>(static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, a_rows_k, kp, 1);
-  split3_kernel<<<grid2d(b_rows_k, kp), 256, 0, stream>>>(static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, b_rows_k, kp, 0);
+  const PadJob<float> ja{static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, kp, a_rows_k, 1};
+  const PadJob<float> jb{static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, kp, b_rows_k, 0};
+  split3_kernel<<<grid_pads(ja, jb), 256, 0, stream>>>(ja, jb);
   o.A = a;
   o.B = b;
   o.lda = a_ld;
@@ -314,7 +343,7 @@ extern "C" cudaError_t gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persist
   if (!c_direct) {
     EC* c = reinterpret_cast<EC*>(ws + lay.c);
     if (p->beta != 0.0) {
-      pad_kernel<EC><<<grid2d(s.m, s.n), 256, 0, stream>>>(C, p->ldc, m, n, c, s.n, s.m);
+      pad(PadJob<EC>{C, p->ldc, m, n, c, s.n, s.m, 0}, stream);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     C = c;
