@@ -91,9 +91,9 @@ inline long long round_up(long long x, long long a) { return (x + a - 1) / a * a
 // of a few MB). Groups of rows over blockIdx.y, columns over blockIdx.x * 256 + threadIdx.x, both grid-stride (no
 // divisions per element).
 constexpr int kCopyRows = 8;
-inline dim3 grid2d(long long rows, long long cols, unsigned jobs = 1) {
+inline dim3 grid2d(long long rows, long long cols) {
   const long long x = (cols + 255) / 256, y = (rows + kCopyRows - 1) / kCopyRows;
-  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535), jobs);
+  return dim3(static_cast<unsigned>(x < 32 ? x : 32), static_cast<unsigned>(y < 65535 ? y : 65535));
 }
 
 // One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
