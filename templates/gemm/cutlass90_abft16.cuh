@@ -498,7 +498,7 @@ __global__ void __launch_bounds__(256) abft16_check_kernel(CheckParams p) {
 
 template <class EA, class EC>
 struct FixParams {
-  const EA* A;
+  const EA* A;  // A and B as the GEMM reads them (16-byte aligned rows and columns)
   long long lda;
   const EA* B;
   long long ldb;
@@ -519,17 +519,65 @@ struct FixParams {
 // wgmma reads them, alpha times the dot plus beta C (fp32 fma, one rounding, as the epilogue):
 // - a located unit: one block per unit, its 1024 threads along k (a block reduction), the element corrected in place;
 // - an unlocated unit (or correct: detect): its row of the strip, a block per group of 32 columns (B row-major: the
-//   lanes along the columns, the warps split k; column-major: a warp per column, the lanes along k).
+//   lanes along the columns, the warps split k; column-major: a warp per column, the lanes along k in 16-byte chunks).
 // A grid of early exits when nothing is flagged.
 constexpr int kFixThreads = 1024;  // (launch bounds with one block per SM: without it ptxas caps 32 registers and spills)
+// The sum over kk = first, first + stride, ... < k of a(kk) b(kk) in double, in that order, with kBatch loads of each
+// operand issued before their products: a correction's time is the loads' latency, not the chain of fmas
+template <class EA, class FA, class FB>
+__device__ __forceinline__ double abft16_ordered_dot(long long first, long long stride, long long k, FA a, FB b) {
+  constexpr int kBatch = 16;
+  double v = 0.0;
+  long long kk = first;
+  for (; kk + (kBatch - 1) * stride < k; kk += kBatch * stride) {
+    EA x[kBatch], y[kBatch];
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) x[u] = a(kk + u * stride), y[u] = b(kk + u * stride);
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) v = fma(ftgen_sm90::wgmma_operand(x[u]), ftgen_sm90::wgmma_operand(y[u]), v);
+  }
+  for (; kk < k; kk += stride) v = fma(ftgen_sm90::wgmma_operand(a(kk)), ftgen_sm90::wgmma_operand(b(kk)), v);
+  return v;
+}
+// The same over two contiguous vectors a[0, k) and b[0, k) (16-byte aligned: the operands as the GEMM reads them), in
+// 16-byte chunks: chunk first, first + stride, ..., kBatch chunks of each in flight; elements at k and past it (the
+// rest of the last chunk) are not added
+template <class EA>
+__device__ __forceinline__ double abft16_contiguous_dot(const EA* a, const EA* b, long long k, long long first, long long stride) {
+  constexpr int kVec = 16 / sizeof(EA), kBatch = 2;
+  const long long chunks = (k + kVec - 1) / kVec;
+  double v = 0.0;
+  for (long long c0 = first; c0 < chunks; c0 += kBatch * stride) {
+    uint4 x[kBatch], y[kBatch];
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const long long c = c0 + u * stride;
+      x[u] = c < chunks ? __ldg(reinterpret_cast<const uint4*>(a) + c) : make_uint4(0u, 0u, 0u, 0u);
+      y[u] = c < chunks ? __ldg(reinterpret_cast<const uint4*>(b) + c) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const EA* xe = reinterpret_cast<const EA*>(&x[u]);
+      const EA* ye = reinterpret_cast<const EA*>(&y[u]);
+      const long long e0 = (c0 + u * stride) * kVec;
+      CUTLASS_PRAGMA_UNROLL
+      for (int t = 0; t < kVec; ++t)
+        if (e0 + t < k) v = fma(ftgen_sm90::wgmma_operand(xe[t]), ftgen_sm90::wgmma_operand(ye[t]), v);
+    }
+  }
+  return v;
+}
+// A's row i times B's column j, the sum split over the warp's lanes (first, stride: the lane's chunks or elements)
+// and added over them; B column-major: 16-byte chunks
 template <class EA, class EC, bool kRowB>
 __device__ __forceinline__ double abft16_dot(const FixParams<EA, EC>& p, int i, int j, int first, int stride) {
   const EA* a = p.A + static_cast<long long>(i) * p.lda;
-  double v = 0.0;
-#pragma unroll 4
-  for (int kk = first; kk < p.k; kk += stride) {
-    const EA b = kRowB ? p.B[static_cast<long long>(kk) * p.ldb + j] : p.B[static_cast<long long>(j) * p.ldb + kk];
-    v = fma(ftgen_sm90::wgmma_operand(a[kk]), ftgen_sm90::wgmma_operand(b), v);
+  double v;
+  if constexpr (kRowB) {
+    const EA* b = p.B + j;
+    v = abft16_ordered_dot<EA>(first, stride, p.k, [&](long long kk) { return a[kk]; }, [&](long long kk) { return b[kk * p.ldb]; });
+  } else {
+    v = abft16_contiguous_dot(a, p.B + static_cast<long long>(j) * p.ldb, p.k, first, stride);
   }
   CUTLASS_PRAGMA_UNROLL
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -580,12 +628,10 @@ __global__ void __launch_bounds__(kFixThreads, 1) abft16_fix_kernel(FixParams<EA
       const int j = j0 + g * 32 + lane;
       const bool mine = g * 32 + lane < p.cols && j < p.n;
       const EA* a = p.A + static_cast<long long>(i) * p.lda;
-      double v = 0.0;
-      if (mine) {
-#pragma unroll 8
-        for (int kk = warp; kk < p.k; kk += kFixThreads / 32)
-          v = fma(ftgen_sm90::wgmma_operand(a[kk]), ftgen_sm90::wgmma_operand(p.B[static_cast<long long>(kk) * p.ldb + j]), v);
-      }
+      const EA* b = p.B + j;
+      const double v = mine ? abft16_ordered_dot<EA>(warp, kFixThreads / 32, p.k, [&](long long kk) { return a[kk]; },
+                                                     [&](long long kk) { return b[kk * p.ldb]; })
+                            : 0.0;
       dots[warp][lane] = v;
       __syncthreads();
       if (warp == 0 && mine) {
