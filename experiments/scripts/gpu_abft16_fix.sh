@@ -19,9 +19,11 @@ for e in $(ls $proj/bin/gemm_* | grep -v '\.' | grep '_rc_'); do
   for s in 256x4096x4096 1024x4096x4096 4096x4096x4096; do
     echo "== $(basename "$e") $s"
     timeout 60 $ncu_base -k regex:'KernelRef|abft16_' -c 16 "$e" --shapes $s --reps 1 --warmup 0 --inject 16 > "$out/ncu.csv" 2>/dev/null
-    python3 experiments/scripts/ncu_summary.py "$out/ncu.csv" --sequence 16 | tail -n 16 | tr -s ' ' | paste -sd ' '
+    python3 experiments/scripts/ncu_summary.py "$out/ncu.csv" --sequence 16 | tail -n 16 \
+      | awk '{n=$2; sub(/.*::/, "", n); sub(/_kernel/, "", n); sub(/device_kernel</, "", n); sub(/>/, "", n); t[n]=t[n] " " $3}
+             END {for (n in t) printf "  %s:%s", n, t[n]; print ""}'
   done
-done 2>&1 | tee "$out/ncu.txt" | cut -c 1-400
+done 2>&1 | tee "$out/ncu.txt"
 t profile
 python3 - "$out" <<'PY'
 import json, glob, os, sys

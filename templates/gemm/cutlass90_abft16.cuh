@@ -518,8 +518,9 @@ struct FixParams {
 // The flagged units' corrections, grid-stride over the list, block-uniform branches, in double from the operands as the
 // wgmma reads them, alpha times the dot plus beta C (fp32 fma, one rounding, as the epilogue):
 // - a located unit: one block per unit, its 1024 threads along k (a block reduction), the element corrected in place;
-// - an unlocated unit (or correct: detect): its row of the strip, a block per group of 32 columns (B row-major: the
-//   lanes along the columns, the warps split k; column-major: a warp per column, the lanes along k in 16-byte chunks).
+// - an unlocated unit (or correct: detect): its row of the strip, a block per group of columns (B row-major: 32, the
+//   lanes along the columns, the warps split k; column-major: 8, each split along k over 4 warps whose lanes read
+//   16-byte chunks: more loads in flight than a warp per column, whose chain of dependent loads set the time).
 // A grid of early exits when nothing is flagged.
 constexpr int kFixThreads = 1024;  // (launch bounds with one block per SM: without it ptxas caps 32 registers and spills)
 // The sum over kk = first, first + stride, ... < k of a(kk) b(kk) in double, in that order, with kBatch loads of each
@@ -595,7 +596,8 @@ __global__ void __launch_bounds__(kFixThreads, 1) abft16_fix_kernel(FixParams<EA
   __shared__ double dots[kFixThreads / 32][32];
   const int flagged = *reinterpret_cast<volatile const int*>(p.count);
   if (!p.correct) return;
-  const int groups = (p.cols + 31) / 32;
+  constexpr int kGroupCols = kRowB ? 32 : 8;  // an unlocated unit's columns an item
+  const int groups = (p.cols + kGroupCols - 1) / kGroupCols;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (long long x = blockIdx.x; x < static_cast<long long>(flagged) * groups; x += gridDim.x) {  // (block-uniform)
     const int item = static_cast<int>(x / groups), g = static_cast<int>(x % groups);
@@ -641,11 +643,22 @@ __global__ void __launch_bounds__(kFixThreads, 1) abft16_fix_kernel(FixParams<EA
       }
       __syncthreads();  // (dots is the next item's)
     } else {
-      // B column-major: a warp per column, the lanes along k (coalesced)
-      const int j = j0 + g * 32 + warp;
-      if (g * 32 + warp >= p.cols || j >= p.n) continue;  // (warp-uniform)
-      const double v = abft16_dot<EA, EC, kRowB>(p, i, j, lane, 32);
-      if (lane == 0) abft16_store(p, i, j, v);
+      // B column-major: each column of the group split along k over kSlices warps (the lanes in 16-byte chunks, the
+      // slices interleaved), the slices' partial dots added in slice order
+      constexpr int kSlices = kFixThreads / 32 / kGroupCols;
+      const int c = warp % kGroupCols, slice = warp / kGroupCols;
+      const int j = j0 + g * kGroupCols + c;
+      const bool mine = g * kGroupCols + c < p.cols && j < p.n;
+      const double v = mine ? abft16_dot<EA, EC, kRowB>(p, i, j, slice * 32 + lane, 32 * kSlices) : 0.0;
+      if (lane == 0) dots[slice][c] = v;
+      __syncthreads();
+      const int jl = j0 + g * kGroupCols + lane;  // (warp 0: lane l adds column l's slices)
+      if (warp == 0 && lane < kGroupCols && g * kGroupCols + lane < p.cols && jl < p.n) {
+        double t = 0.0;
+        for (int w = 0; w < kSlices; ++w) t += dots[w][lane];
+        abft16_store(p, i, jl, t);
+      }
+      __syncthreads();  // (dots is the next item's)
     }
   }
 }
