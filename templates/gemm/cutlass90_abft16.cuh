@@ -540,9 +540,9 @@ __device__ __forceinline__ double abft16_ordered_dot(long long first, long long 
   for (; kk < k; kk += stride) v = fma(ftgen_sm90::wgmma_operand(a(kk)), ftgen_sm90::wgmma_operand(b(kk)), v);
   return v;
 }
-// The same over two contiguous vectors a[0, k) and b[0, k) (16-byte aligned: the operands as the GEMM reads them), in
-// 16-byte chunks: chunk first, first + stride, ..., kBatch chunks of each in flight; elements at k and past it (the
-// rest of the last chunk) are not added
+// The same over two contiguous vectors a[0, k) and b[0, k) in 16-byte chunks: chunk first, first + stride, ..., kBatch
+// chunks of each in flight. The operands as the GEMM reads them: 16-byte aligned, and k a multiple of the chunk or the
+// copies zero-padded past k (kernel_shape, operands), so a last partial chunk is in bounds
 template <class EA>
 __device__ __forceinline__ double abft16_contiguous_dot(const EA* a, const EA* b, long long k, long long first, long long stride) {
   constexpr int kVec = 16 / sizeof(EA), kBatch = 2;
@@ -562,7 +562,7 @@ __device__ __forceinline__ double abft16_contiguous_dot(const EA* a, const EA* b
       const EA* ye = reinterpret_cast<const EA*>(&y[u]);
       const long long e0 = (c0 + u * stride) * kVec;
       CUTLASS_PRAGMA_UNROLL
-      for (int t = 0; t < kVec; ++t)
+      for (int t = 0; t < kVec; ++t)  // (the bound is not needed, the zeros past k are; without it ptxas spills under 64 registers)
         if (e0 + t < k) v = fma(ftgen_sm90::wgmma_operand(xe[t]), ftgen_sm90::wgmma_operand(ye[t]), v);
     }
   }
