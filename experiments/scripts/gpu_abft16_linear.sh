@@ -2,7 +2,7 @@
 # The bf16 accumulator-check ABFT at linear-layer shapes (tokens x 4096 x 4096 and an MLP's 4096 -> 11008), one call on
 # one H200: experiments/specs/gemm_small_shapes.yaml's bf16 variants built (-j 16), then each side-work mode of the launcher
 # benched beside the twin and cuBLAS (no faults and 16 a launch): the default (encodings and reference GEMM on a
-# low-priority stream), FTGEN_ABFT_SIDE=serial, and FTGEN_ABFT16_SIDE_SMS = 4 / 8 / 16; then the kernels of one call
+# low-priority stream), FTGEN_ABFT_SIDE=serial, and FTGEN_ABFT16_SIDE_SMS = 4 / 8 / 16; then the ABFT call's kernels
 # at three shapes (Nsight Compute: how the reference GEMM's time follows m and k).
 #   bash experiments/scripts/gpu_abft16_linear.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
@@ -23,7 +23,11 @@ for inj in 0 16; do
 done
 t bench
 exe=$(ls $proj/bin/gemm_bf16_abft* | grep -v '\.' | head -n 1)
-for s in 256x4096x4096 1024x4096x4096 1024x4096x1024; do ncu_times "$exe" 12 $s | tail -n 14; done
+for s in 256x4096x4096 1024x4096x4096 1024x4096x1024; do  # the ABFT call's kernels only (the bench's own come first)
+  timeout 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    --kernel-name-base demangled -k regex:'Kernel|abft16_' -c 12 "$exe" --shapes $s --reps 1 --warmup 0 > "$out/ncu_$s.csv" 2>/dev/null
+  python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence 12 | tail -n 12
+done
 t profile
 python3 - "$out" <<'PY'
 import json, glob, os, sys
@@ -39,3 +43,4 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.jsonl"))):
         print(f"{mode:12} {sh:18} {ms!s:>8.8} {tw!s:>8.8} {ref!s:>8.8} {r.get('x_unprot')!s:>7.7} {r.get('speedup_vs_ref')!s:>8.8}"
               f" {r.get('ok')} inj {r.get('injected')} det {r.get('detected')} cor {r.get('corrected')}")
 PY
+(cd "$out" && tar czf benches.tgz bench_*.jsonl bench_*.txt ncu_*.csv && rm -f bench_*.jsonl bench_*.txt ncu_*.csv)  # (few files come back)

@@ -9,7 +9,7 @@ out=${1:?usage: gpu_abft16_profile.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && 
 . experiments/scripts/gpu_common.sh
 spec=experiments/specs/abft16_fix.yaml; gen=generated/fix; proj=$gen/abft16_fix
 BUILD_KERNELS='*_rc_*' gen_build $spec $gen $proj
-ncu_base="ncu --clock-control none --cache-control none"
+ncu_base="ncu --clock-control none --cache-control none --kernel-name-base demangled"  # (demangled: -k sees KernelRef)
 for e in $(ls $proj/bin/gemm_* | grep -v '\.' | grep '_rc_'); do
   for s in 256x4096x4096 1024x4096x4096 4096x4096x4096; do
     echo "== $(basename "$e") $s"
