@@ -562,7 +562,7 @@ __device__ __forceinline__ double abft16_contiguous_dot(const EA* a, const EA* b
       const EA* ye = reinterpret_cast<const EA*>(&y[u]);
       const long long e0 = (c0 + u * stride) * kVec;
       CUTLASS_PRAGMA_UNROLL
-      for (int t = 0; t < kVec; ++t)  // (the bound is not needed, the zeros past k are; without it ptxas spills under 64 registers)
+      for (int t = 0; t < kVec; ++t)  // (past k the operands hold zeros; the bound keeps ptxas from spilling under 64 registers)
         if (e0 + t < k) v = fma(ftgen_sm90::wgmma_operand(xe[t]), ftgen_sm90::wgmma_operand(ye[t]), v);
     }
   }
