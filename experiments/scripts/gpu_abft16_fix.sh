@@ -14,16 +14,14 @@ for inj in 0 16; do
   echo "bench f$inj rc $?"
 done
 t bench
-ncu_base="ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base --kernel-name-base demangled"
 for e in $(ls $proj/bin/gemm_* | grep -v '\.' | grep '_rc_'); do
   for s in 256x4096x4096 1024x4096x4096 4096x4096x4096; do
     echo "== $(basename "$e") $s"
-    timeout 60 $ncu_base -k regex:'KernelRef|abft16_' -c 16 "$e" --shapes $s --reps 1 --warmup 0 --inject 16 > "$out/ncu.csv" 2>/dev/null
-    python3 experiments/scripts/ncu_summary.py "$out/ncu.csv" --sequence 16 | tail -n 16 \
-      | awk '{n=$2; sub(/.*::/, "", n); sub(/_kernel/, "", n); sub(/device_kernel</, "", n); sub(/>/, "", n); t[n]=t[n] " " $3}
-             END {for (n in t) printf "  %s:%s", n, t[n]; print ""}'
+    NCU_KERNELS='KernelRef|abft16_' NCU_ARGS='--inject 16' ncu_times "$e" 16 $s \
+      | grep '#' | awk '{n=$2; sub(/.*::/, "", n); sub(/_kernel/, "", n); t[n]=t[n] " " $3} END {for (n in t) printf "  %s:%s", n, t[n]; print ""}'
   done
 done 2>&1 | tee "$out/ncu.txt"
+(cd "$out" && tar czf ncu.tgz ncu_*.csv ncu_*.err && rm -f ncu_*.csv ncu_*.err)  # (the last executable's; few files come back)
 t profile
 python3 - "$out" <<'PY'
 import json, glob, os, sys

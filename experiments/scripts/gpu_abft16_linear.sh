@@ -23,11 +23,7 @@ for inj in 0 16; do
 done
 t bench
 exe=$(ls $proj/bin/gemm_bf16_abft* | grep -v '\.' | head -n 1)
-for s in 256x4096x4096 1024x4096x4096 1024x4096x1024; do  # the ABFT call's kernels only (the bench's own come first)
-  timeout 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    --kernel-name-base demangled -k regex:'Kernel|abft16_' -c 12 "$exe" --shapes $s --reps 1 --warmup 0 > "$out/ncu_$s.csv" 2>/dev/null
-  python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence 12 | tail -n 12
-done
+NCU_KERNELS='Kernel|abft16_' ncu_times "$exe" 12 256x4096x4096 1024x4096x4096 1024x4096x1024 | grep -v '^  [a-z]'  # (the call's kernels)
 t profile
 python3 - "$out" <<'PY'
 import json, glob, os, sys
@@ -43,4 +39,4 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.jsonl"))):
         print(f"{mode:12} {sh:18} {ms!s:>8.8} {tw!s:>8.8} {ref!s:>8.8} {r.get('x_unprot')!s:>7.7} {r.get('speedup_vs_ref')!s:>8.8}"
               f" {r.get('ok')} inj {r.get('injected')} det {r.get('detected')} cor {r.get('corrected')}")
 PY
-(cd "$out" && tar czf benches.tgz bench_*.jsonl bench_*.txt ncu_*.csv && rm -f bench_*.jsonl bench_*.txt ncu_*.csv)  # (few files come back)
+(cd "$out" && tar czf benches.tgz bench_*.jsonl bench_*.txt ncu_* && rm -f bench_*.jsonl bench_*.txt ncu_*)  # (few files come back)

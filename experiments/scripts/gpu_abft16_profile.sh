@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Where the bf16 accumulator-check ABFT's side work and fault path go, one call on one H200: the B column-major variants
-# of experiments/specs/abft16_fix.yaml built (-j 16); Nsight Compute's device times of the ABFT kernels of one launch
-# with 16 faults at three shapes (how the reference GEMM and the encodings follow m), then its sections (launch,
-# occupancy, throughput, warp states) for the reference GEMM and for a corrections launch with faults.
+# of experiments/specs/abft16_fix.yaml built (-j 16); Nsight Compute's sections (launch, occupancy, throughput, warp
+# states) for the reference GEMM and for a corrections launch with faults (the kernels' times: gpu_abft16_fix.sh).
 #   bash experiments/scripts/gpu_abft16_profile.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 out=${1:?usage: gpu_abft16_profile.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
@@ -10,16 +9,6 @@ out=${1:?usage: gpu_abft16_profile.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && 
 spec=experiments/specs/abft16_fix.yaml; gen=generated/fix; proj=$gen/abft16_fix
 BUILD_KERNELS='*_rc_*' gen_build $spec $gen $proj
 ncu_base="ncu --clock-control none --cache-control none --kernel-name-base demangled"  # (demangled: -k sees KernelRef)
-for e in $(ls $proj/bin/gemm_* | grep -v '\.' | grep '_rc_'); do
-  for s in 256x4096x4096 1024x4096x4096 4096x4096x4096; do
-    echo "== $(basename "$e") $s"
-    timeout 60 $ncu_base --metrics gpu__time_duration.sum --csv --print-units base -k regex:'KernelRef|KernelChk|abft16_' -c 15 \
-      "$e" --shapes $s --reps 1 --warmup 0 --inject 16 > "$out/t.csv" 2>/dev/null
-    python3 experiments/scripts/ncu_summary.py "$out/t.csv" --sequence 15 | tail -n 15
-  done
-done > "$out/times.txt" 2>&1
-cat "$out/times.txt"
-t times
 e=$(ls $proj/bin/gemm_* | grep -v '\.' | grep '_rc_evtrecomp' | head -n 1)
 sec="--section LaunchStats --section Occupancy --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats"
 { echo "== KernelRef 1024x4096x4096"

@@ -12,10 +12,12 @@
 #                          into OUT/ncu_SHAPE.csv, summarized per kernel and in launch order (ncu_summary.py); caches
 #                          not flushed between kernels (NCU_CACHE=all flushes them, Nsight Compute's default: a kernel
 #                          that reads what the previous one wrote into L2 then reads it from DRAM and looks slower than
-#                          it runs in the pipeline)
+#                          it runs in the pipeline); NCU_KERNELS (a regex of demangled names, e.g. 'KernelRef|abft16_')
+#                          keeps only those kernels, NCU_ARGS (e.g. '--inject 16') goes to EXE
 #   big, odd               the 4096^3 / 8192^3 shapes and the odd ones
 ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+NCU_ARGS=${NCU_ARGS:-}
 T0=$SECONDS
 t() { echo "[$((SECONDS - T0)) s] $*"; }
 left() { echo $((${LANE_SECONDS:-540} - 15 - SECONDS + T0)); }
@@ -31,8 +33,9 @@ big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
 ncu_times() {
   local exe=$1 n=$2 s; shift 2
   for s in "$@"; do
-    timeout 120 ncu --clock-control none --cache-control ${NCU_CACHE:-none} --metrics gpu__time_duration.sum --csv --print-units base -c "$n" "$exe" --shapes "$s" --reps 1 \
-      --warmup 0 > "$out/ncu_$s.csv" 2> "$out/ncu_$s.err"
+    timeout 120 ncu --clock-control none --cache-control ${NCU_CACHE:-none} --metrics gpu__time_duration.sum --csv --print-units base \
+      ${NCU_KERNELS:+--kernel-name-base demangled -k regex:$NCU_KERNELS} -c "$n" "$exe" --shapes "$s" --reps 1 --warmup 0 $NCU_ARGS \
+      > "$out/ncu_$s.csv" 2> "$out/ncu_$s.err"
     python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence "$n"
   done
 }
