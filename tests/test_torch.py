@@ -296,15 +296,18 @@ KM_TYPES = {"tf32": torch.float32, "tf32x3": torch.float32, "fp64": torch.float6
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3", "fp64"])
-@pytest.mark.parametrize("init", ["random", "kmeans++"])
+@pytest.mark.parametrize("init", ["random", "kmeans++", "kmeans++-sample"])
 def test_kmeans_chooses_the_models_initial_centroids(km_lib, precision, init):
-    """max_iters 0: the centroids the library chooses are, bit for bit, the rows of x the NumPy model picks."""
+    """max_iters 0: the centroids the library chooses are, bit for bit, the rows of x the NumPy model picks (the
+    sample: 19200 of the 20011 rows)."""
     from ftgen.families.kmeans import model
 
     g = torch.Generator(device="cuda").manual_seed(3)
     x = torch.randn(20011, 29, device="cuda", dtype=KM_TYPES[precision], generator=g)
     c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, 300, km_lib, precision, 0, init=init, seed=5)
-    idx = model.init_random(20011, 300, 5) if init == "random" else model.init_plusplus(x.cpu().numpy(), 300, 5)
+    pick = {"random": lambda: model.init_random(20011, 300, 5), "kmeans++": lambda: model.init_plusplus(x.cpu().numpy(), 300, 5),
+            "kmeans++-sample": lambda: model.init_plusplus_sample(x.cpu().numpy(), 300, 5)}
+    idx = pick[init]()
     assert torch.equal(c, x[torch.as_tensor(idx, device="cuda")])
     assert inertia.numel() == 0 and int(iters) == 0
 

@@ -232,7 +232,7 @@ def _attention_fake(q: Tensor, k: Tensor, v: Tensor, lib: str, causal: bool = Fa
 
 
 # kmeans: where the initial centroids come from (ftgen_kmeans_init) and the element type of each precision
-_KMEANS_INIT = {"given": 0, "random": 1, "kmeans++": 2}
+_KMEANS_INIT = {"given": 0, "random": 1, "kmeans++": 2, "kmeans++-sample": 3}
 _KMEANS_TYPES = {"tf32": torch.float32, "tf32x3": torch.float32, "fp64": torch.float64}
 
 
@@ -242,9 +242,10 @@ def kmeans(x: Tensor, clusters: int, lib: str, precision: str = "tf32", max_iter
     """Lloyd's k-means of x (samples, dims) into `clusters` centroids through library `lib`'s protected iteration
     (``ftgen build --lib`` of a kmeans spec; precision tf32 or tf32x3 on float32 tensors, fp64 on float64). The
     initial centroids: c0 (clusters, dims) with init "given", else samples of x chosen by seed ("random": uniformly,
-    "kmeans++": D^2 weighting; docs/kmeans.md). At most max_iters iterations (0: the initial centroids only), fewer
-    when the largest squared centroid shift is at most tol times the mean squared centroid norm (tol > 0; decided on
-    the device). Returns (centroids (clusters, dims), labels (samples,) int32 of the last assignment, inertia
+    "kmeans++": D^2 weighting, a pass over x per centroid; "kmeans++-sample": kmeans++ over a uniform sample of 64
+    samples per cluster, a pass over the sample per centroid; docs/kmeans.md). At most max_iters iterations (0: the
+    initial centroids only), fewer when the largest squared centroid shift is at most tol times the mean squared
+    centroid norm (tol > 0; decided on the device). Returns (centroids (clusters, dims), labels (samples,) int32 of the last assignment, inertia
     (max_iters,) float64 of each iteration's assignment (0 past convergence), iterations run (1,) int32). Counted
     as the library's `kmeans` op."""
     if lib not in TELEMETRY.libs:

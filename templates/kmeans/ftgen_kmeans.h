@@ -25,6 +25,8 @@ enum ftgen_kmeans_init {
   FTGEN_KMEANS_INIT_GIVEN = 0,     // C holds them
   FTGEN_KMEANS_INIT_RANDOM = 1,    // clusters distinct samples, uniformly
   FTGEN_KMEANS_INIT_PLUSPLUS = 2,  // kmeans++ (D^2 weighting): O(samples dims clusters), a pass over X per centroid
+  FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE = 3,  // kmeans++ over a uniform sample of 64 samples per cluster (all of X where
+                                          // that is more; ftkm_sample_size): a pass over the sample per centroid
 };
 
 // How a variant decomposes a problem: what fault plans need to know.

@@ -19,10 +19,11 @@
 // the first iteration whose largest squared centroid shift is at most t times the mean squared centroid
 // norm, the kernel's own rule): their iteration counts within one, their final inertias within 1e-4; the
 // largest difference over the iterations both ran is reported beside.
-// FTGEN_KMEANS_INIT=random|kmeans++ lets the kernel choose C0 (its launch with max_iters 0, by a seed of the
-// run's), timed once (init_ms), and checks the choice against the host reference of ftgen_kmeans_init.h:
-// every centroid bit for bit the reference's sample (kmeans++ only up to samples x dims x clusters = 2^31:
-// the host reference's cost; beyond it the row says the check was skipped).
+// FTGEN_KMEANS_INIT=random|kmeans++|kmeans++-sample lets the kernel choose C0 (its launch with max_iters 0, by a
+// seed of the run's), timed once (init_ms), and checks the choice against the host reference of
+// ftgen_kmeans_init.h: every centroid bit for bit the reference's sample (kmeans++ only up to rows x dims x
+// clusters = 2^31, rows the samples or the sample's: the host reference's cost; beyond it the row says the check
+// was skipped).
 // Faults (inject builds) land at the site FTGEN_KMEANS_SITE names: accumulator (default), argmin, norm
 // or update.
 // Vendor reference timed alternately: a cuBLAS Lloyd iteration in the variant's storage type (SGEMM for
@@ -297,7 +298,8 @@ class KmeansProblem final : public ftgen::BenchProblem {
     if (init && *init) {
       if (!std::strcmp(init, "random")) init_ = FTGEN_KMEANS_INIT_RANDOM;
       else if (!std::strcmp(init, "kmeans++")) init_ = FTGEN_KMEANS_INIT_PLUSPLUS;
-      else if (std::strcmp(init, "strided")) ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of strided, random, kmeans++", init);
+      else if (!std::strcmp(init, "kmeans++-sample")) init_ = FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE;
+      else if (std::strcmp(init, "strided")) ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of strided, random, kmeans++, kmeans++-sample", init);
     }
     t_ = ftgen::BenchTraits::of(v, "samples,dims,clusters", "samples x dims x clusters");
     t_.exact_fault_accounting = true;
@@ -360,11 +362,15 @@ class KmeansProblem final : public ftgen::BenchProblem {
   }
   std::string shape_members() const override {
     ftgen::Json j;
-    j.str("data", blobs_ ? "blobs" : "dist").str("init", init_ == FTGEN_KMEANS_INIT_RANDOM ? "random" : init_ == FTGEN_KMEANS_INIT_PLUSPLUS ? "kmeans++" : "strided");
+    j.str("data", blobs_ ? "blobs" : "dist").str("init", init_name());
     if (init_ != FTGEN_KMEANS_INIT_GIVEN) {
       j.num("init_ms", init_ms_).str("init_check", init_check_);
     }
     return j.body();
+  }
+
+  const char* init_name() const {
+    return init_ == FTGEN_KMEANS_INIT_RANDOM ? "random" : init_ == FTGEN_KMEANS_INIT_PLUSPLUS ? "kmeans++" : init_ == FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE ? "kmeans++-sample" : "strided";
   }
 
   // The kernel's own choice of C0 for input set i (FTGEN_KMEANS_INIT): its launch with max_iters 0, timed on set 0, and
@@ -388,16 +394,18 @@ class KmeansProblem final : public ftgen::BenchProblem {
     if (i != 0) return;
     init_ms_ = ms;
     init_ok_ = true;
-    const double work = static_cast<double>(n_) * d_ * k_;
-    if (init_ == FTGEN_KMEANS_INIT_PLUSPLUS && work > 2147483648.0) {
-      init_check_ = "skipped (samples x dims x clusters > 2^31)";
+    const double rows = init_ == FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE ? static_cast<double>(ftkm_sample_size(n_, k_)) : n_;
+    const double work = rows * d_ * k_;
+    if (init_ != FTGEN_KMEANS_INIT_RANDOM && work > 2147483648.0) {
+      init_check_ = "skipped (rows x dims x clusters > 2^31)";
       return;
     }
     std::vector<T> hx(x_elems_), hc(c_elems_);
     FT_CUDA(cudaMemcpy(hx.data(), x(0), x_elems_ * sizeof(T), cudaMemcpyDeviceToHost));
     FT_CUDA(cudaMemcpy(hc.data(), C0_.ptr, c_elems_ * sizeof(T), cudaMemcpyDeviceToHost));
-    const std::vector<long long> ref = init_ == FTGEN_KMEANS_INIT_RANDOM ? ftkm_reference_random(n_, k_, seed)
-                                                                         : ftkm_reference_plusplus(hx.data(), n_, d_, k_, seed);
+    const std::vector<long long> ref = init_ == FTGEN_KMEANS_INIT_RANDOM     ? ftkm_reference_random(n_, k_, seed)
+                                       : init_ == FTGEN_KMEANS_INIT_PLUSPLUS ? ftkm_reference_plusplus(hx.data(), n_, d_, k_, seed)
+                                                                             : ftkm_reference_plusplus_sample(hx.data(), n_, d_, k_, seed);
     long long wrong = 0;
     for (int t = 0; t < k_; ++t)
       wrong += std::memcmp(hc.data() + static_cast<size_t>(t) * d_, hx.data() + static_cast<size_t>(ref[t]) * d_, sizeof(T) * d_) != 0;

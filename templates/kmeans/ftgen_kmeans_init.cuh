@@ -7,6 +7,9 @@
 //           order), then one warp (pick_kernel) finds the next centroid from the partials and the D^2 of one block
 //           and copies its row into C: 2 clusters launches, each pass reading X once (O(samples dims clusters) in
 //           all, as every kmeans++).
+// kmeans++ over a sample
+//           random's sort, its first m = ftkm_sample_size(samples, clusters) samples' rows gathered into Y, kmeans++'s
+//           passes over Y (rows of Y into C), the picks mapped back to their samples of X.
 // Either way the centroids are rows of X copied bit for bit; a protected variant copies them again from the chosen
 // indices and compares (verify_kernel): a fault in the choice can only choose another sample, a fault in the copy is
 // detected and repaired.
@@ -35,18 +38,26 @@ inline size_t sort_temp_bytes(int n) {
   return bytes;
 }
 
+// kmeans++'s passes over m rows: each row's D^2, a partial sum per block of kRows rows, the current centroid's row
+struct PlusPlus {
+  double *d2, *part;
+  long long* cur;
+};
+
 // The scratch, carved in order: the chosen indices (clusters), then random's keys and indices (twice) and CUB's
-// scratch, or kmeans++'s D^2, partial sums and current centroid
+// scratch; kmeans++ over X overlays random's pieces, kmeans++ over a sample follows them (it reads the sorted indices):
+// the sample's rows Y, then its passes' pieces
 struct Scratch {
   long long* chosen;
   uint64_t *keys, *keys_out;
   int *vals, *vals_out;
   void* temp;
   size_t temp_bytes;
-  double *d2, *part;
-  long long* cur;
+  PlusPlus pp;         // kmeans++ over X
+  unsigned char* Y;    // kmeans++ over a sample: its rows (m x d elements)
+  PlusPlus sample_pp;  // and its passes
 };
-inline size_t carve(int n, int k, unsigned char* base, Scratch* s) {
+inline size_t carve(int n, int d, int k, size_t elem_bytes, unsigned char* base, Scratch* s) {
   size_t off = 0;
   auto take = [&](size_t bytes) -> unsigned char* {
     unsigned char* p = base ? base + off : nullptr;
@@ -63,15 +74,23 @@ inline size_t carve(int n, int k, unsigned char* base, Scratch* s) {
   o.vals_out = reinterpret_cast<int*>(take(sizeof(int) * n));
   o.temp_bytes = sort_temp_bytes(n);
   o.temp = take(o.temp_bytes);
-  const size_t random_end = off;
+  auto passes = [&](int m) {
+    PlusPlus q;
+    q.d2 = reinterpret_cast<double*>(take(sizeof(double) * m));
+    q.part = reinterpret_cast<double*>(take(sizeof(double) * blocks_of(m)));
+    q.cur = reinterpret_cast<long long*>(take(sizeof(long long)));
+    return q;
+  };
+  const int m = static_cast<int>(ftkm_sample_size(n, k));
+  o.Y = take(m < n ? elem_bytes * static_cast<size_t>(m) * d : 0);
+  o.sample_pp = passes(m);
+  const size_t sample_end = off;
   off = common;  // (kmeans++'s pieces overlay random's)
-  o.d2 = reinterpret_cast<double*>(take(sizeof(double) * n));
-  o.part = reinterpret_cast<double*>(take(sizeof(double) * blocks_of(n)));
-  o.cur = reinterpret_cast<long long*>(take(sizeof(long long)));
-  return std::max(off, random_end);
+  o.pp = passes(n);
+  return std::max(off, sample_end);
 }
 // the workspace bytes the initial centroids need (the launch's workspace is at least this)
-inline size_t workspace_bytes(int n, int k) { return carve(n, k, nullptr, nullptr); }
+inline size_t workspace_bytes(int n, int d, int k, size_t elem_bytes) { return carve(n, d, k, elem_bytes, nullptr, nullptr); }
 
 template <class T>
 __global__ void key_kernel(int n, uint64_t seed, uint64_t* keys, int* vals) {
@@ -81,13 +100,13 @@ __global__ void key_kernel(int n, uint64_t seed, uint64_t* keys, int* vals) {
   }
 }
 
-// C[t] = X[idx[t]] for t < k (a warp per centroid); chosen[t] = idx[t] (idx null: chosen is the list)
+// C[t] = X[idx[t]] for t < k (a warp per row); chosen[t] = idx[t] where chosen is not null
 template <class T>
 __global__ void gather_kernel(const T* __restrict__ X, int d, int k, const int* idx, long long* chosen, T* C) {
   const int warps = gridDim.x * blockDim.x / 32, lane = threadIdx.x % 32;
   for (int t = (blockIdx.x * blockDim.x + threadIdx.x) / 32; t < k; t += warps) {
     const long long i = idx[t];
-    if (lane == 0) chosen[t] = i;
+    if (lane == 0 && chosen) chosen[t] = i;
     for (int j = lane; j < d; j += 32) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(i) * d + j];
   }
 }
@@ -221,6 +240,11 @@ __global__ void pick_kernel(const T* __restrict__ X, int n, int d, const double*
   for (int j = lane; j < d; j += 32) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(pick) * d + j];
 }
 
+// kmeans++ over a sample: its picks (rows of the sample) as samples of X, rows[chosen[t]]
+__global__ void sample_rows_kernel(int k, const int* rows, long long* chosen) {
+  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < k; t += gridDim.x * blockDim.x) chosen[t] = rows[chosen[t]];
+}
+
 __device__ inline bool same_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
 __device__ inline bool same_bits(double a, double b) { return __double_as_longlong(a) == __double_as_longlong(b); }
 
@@ -246,13 +270,30 @@ __global__ void verify_kernel(const T* __restrict__ X, int n, int d, int k, cons
 }
 
 template <class T, int G>
-cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, const Scratch& s, T* C, cudaStream_t stream) {
-  first_kernel<T><<<1, 128, 0, stream>>>(X, n, d, seed, s.cur, s.chosen, C);
+cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, const PlusPlus& q, long long* chosen, T* C, cudaStream_t stream) {
+  first_kernel<T><<<1, 128, 0, stream>>>(X, n, d, seed, q.cur, chosen, C);
   for (int t = 0; t < k; ++t) {
-    dist_kernel<T, G><<<blocks_of(n), kThreads, 0, stream>>>(X, n, d, s.cur, s.d2, s.part, t == 0);
-    if (t + 1 < k) pick_kernel<T><<<1, 32, 0, stream>>>(X, n, d, s.d2, s.part, seed, t + 1, s.cur, s.chosen, C);
+    dist_kernel<T, G><<<blocks_of(n), kThreads, 0, stream>>>(X, n, d, q.cur, q.d2, q.part, t == 0);
+    if (t + 1 < k) pick_kernel<T><<<1, 32, 0, stream>>>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C);
   }
   return cudaGetLastError();
+}
+// kmeans++ over the n rows of X (its picks' indices into chosen, their rows into C), lanes per row by the dimensions
+template <class T>
+cudaError_t plusplus(const T* X, int n, int d, int k, uint64_t seed, const PlusPlus& q, long long* chosen, T* C, cudaStream_t stream) {
+  return d >= 32 ? plusplus_passes<T, 32>(X, n, d, k, seed, q, chosen, C, stream)
+       : d >= 16 ? plusplus_passes<T, 16>(X, n, d, k, seed, q, chosen, C, stream)
+       : d >= 8  ? plusplus_passes<T, 8>(X, n, d, k, seed, q, chosen, C, stream)
+                 : plusplus_passes<T, 4>(X, n, d, k, seed, q, chosen, C, stream);
+}
+// random's order: the (key, index) pairs sorted by key into keys_out / vals_out
+template <class T>
+cudaError_t random_order(int n, uint64_t seed, const Scratch& s, cudaStream_t stream) {
+  key_kernel<T><<<min((n + 255) / 256, 4096), 256, 0, stream>>>(n, seed, s.keys, s.vals);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  size_t bytes = s.temp_bytes;
+  return cub::DeviceRadixSort::SortPairs(s.temp, bytes, s.keys, s.keys_out, s.vals, s.vals_out, n, 0, 64, stream);
 }
 
 // The initial centroids into C (k x d) by `method` (ftgen_kmeans_init), the scratch at `base`; a protected variant
@@ -261,20 +302,23 @@ template <class T>
 cudaError_t run(int method, const T* X, int n, int d, int k, uint64_t seed, unsigned char* base, T* C, bool checked, ftgen::FtCounters* counters,
                 cudaStream_t stream) {
   Scratch s;
-  carve(n, k, base, &s);
+  carve(n, d, k, sizeof(T), base, &s);
+  const int m = static_cast<int>(ftkm_sample_size(n, k));
   cudaError_t err = cudaSuccess;
   if (method == FTGEN_KMEANS_INIT_RANDOM) {
-    key_kernel<T><<<min((n + 255) / 256, 4096), 256, 0, stream>>>(n, seed, s.keys, s.vals);
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    size_t bytes = s.temp_bytes;
-    if ((err = cub::DeviceRadixSort::SortPairs(s.temp, bytes, s.keys, s.keys_out, s.vals, s.vals_out, n, 0, 64, stream)) != cudaSuccess) return err;
+    if ((err = random_order<T>(n, seed, s, stream)) != cudaSuccess) return err;
     gather_kernel<T><<<min((k + 7) / 8, 4096), 256, 0, stream>>>(X, d, k, s.vals_out, s.chosen, C);
     err = cudaGetLastError();
-  } else if (method == FTGEN_KMEANS_INIT_PLUSPLUS) {
-    err = d >= 32 ? plusplus_passes<T, 32>(X, n, d, k, seed, s, C, stream)
-        : d >= 16 ? plusplus_passes<T, 16>(X, n, d, k, seed, s, C, stream)
-        : d >= 8  ? plusplus_passes<T, 8>(X, n, d, k, seed, s, C, stream)
-                  : plusplus_passes<T, 4>(X, n, d, k, seed, s, C, stream);
+  } else if (method == FTGEN_KMEANS_INIT_PLUSPLUS || (method == FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE && m == n)) {
+    err = plusplus<T>(X, n, d, k, seed, s.pp, s.chosen, C, stream);
+  } else if (method == FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE) {
+    T* Y = reinterpret_cast<T*>(s.Y);
+    if ((err = random_order<T>(n, seed, s, stream)) != cudaSuccess) return err;
+    gather_kernel<T><<<min((m + 7) / 8, 4096), 256, 0, stream>>>(X, d, m, s.vals_out, nullptr, Y);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    if ((err = plusplus<T>(Y, m, d, k, seed, s.sample_pp, s.chosen, C, stream)) != cudaSuccess) return err;
+    sample_rows_kernel<<<min((k + 255) / 256, 4096), 256, 0, stream>>>(k, s.vals_out, s.chosen);
+    err = cudaGetLastError();
   } else {
     return cudaErrorInvalidValue;
   }

@@ -454,7 +454,8 @@ class KmeansFamily(Family):
             workspace_params="int samples, int dims, int clusters",
             workspace="{sym}_workspace(samples, dims, clusters)",
             doc=(f"a Lloyd loop over X [samples][dims] into C [clusters][dims] ({elem}, row-major device arrays): C in the "
-                 "initial centroids (init 0), or chosen from X by init 1 (random samples) or 2 (kmeans++) with seed; out "
+                 "initial centroids (init 0), or chosen from X by init 1 (random samples), 2 (kmeans++) or 3 (kmeans++ over a "
+                 "sample of 64 samples per cluster) with seed; out "
                  "the centroids after max_iters iterations (fewer when the largest squared centroid shift is at most tol "
                  "times the mean squared centroid norm, tol > 0), or with max_iters 0 the initial ones; labels [samples] "
                  "the last assignment; counts [clusters], inertia [max_iters] (each iteration's) and iters_done (the "

@@ -651,3 +651,23 @@ def init_plusplus(X: np.ndarray, k: int, seed: int) -> np.ndarray:
         else:
             idx[t + 1] = min(int(u[t + 1] * n), n - 1)
     return idx
+
+
+SAMPLE_PER_CLUSTER = 64  # kmeans++ over a sample: samples per cluster (ftkm_sample_size)
+
+
+def init_sample_size(n: int, k: int) -> int:
+    """kmeans++ over a sample: how many samples it sees, 64 per cluster (every sample where that is more)."""
+    return min(n, SAMPLE_PER_CLUSTER * k)
+
+
+def init_plusplus_sample(X: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """kmeans++ over a sample: the random method's first m = init_sample_size(n, k) samples (in key order) as a sample
+    Y, kmeans++ over Y with the same seed; returns the chosen samples' indices in X. Where m is every sample, kmeans++
+    itself."""
+    n = X.shape[0]
+    m = init_sample_size(n, k)
+    if m == n:
+        return init_plusplus(X, k, seed)
+    rows = init_random(n, m, seed)
+    return rows[init_plusplus(X[rows], k, seed)]

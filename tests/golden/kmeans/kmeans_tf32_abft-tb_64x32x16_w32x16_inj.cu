@@ -1521,7 +1521,7 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
-  return std::max(off, ftkm_init::workspace_bytes(samples, clusters));
+  return std::max(off, ftkm_init::workspace_bytes(samples, dims, clusters, sizeof(T)));
 }
 
 // the counts' shared-memory histogram: at most this much shared memory per block, and this many blocks
@@ -1548,7 +1548,7 @@ extern "C" void kmeans_tf32_abft_tb_64x32x16_w32x16_inj_geometry(int samples, in
 
 extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmeans_problem* p, cudaStream_t stream) {
   if (!p || p->samples < 1 || p->dims < 1 || p->clusters < 1 || p->clusters > p->samples || p->max_iters < 0 || !p->X ||
-      !p->C || !p->labels || !p->workspace || p->init < FTGEN_KMEANS_INIT_GIVEN || p->init > FTGEN_KMEANS_INIT_PLUSPLUS)
+      !p->C || !p->labels || !p->workspace || p->init < FTGEN_KMEANS_INIT_GIVEN || p->init > FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE)
     return cudaErrorInvalidValue;
   const int n = p->samples, dims = p->dims, k = p->clusters;
   Work w;
