@@ -240,10 +240,12 @@ __global__ void pick_kernel(const T* __restrict__ X, int n, int d, const double*
   for (int j = lane; j < d; j += 32) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(pick) * d + j];
 }
 
+namespace {  // (internal linkage: the variant and its twin, two translation units, both include this header)
 // kmeans++ over a sample: its picks (rows of the sample) as samples of X, rows[chosen[t]]
 __global__ void sample_rows_kernel(int k, const int* rows, long long* chosen) {
   for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < k; t += gridDim.x * blockDim.x) chosen[t] = rows[chosen[t]];
 }
+}  // namespace
 
 __device__ inline bool same_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
 __device__ inline bool same_bits(double a, double b) { return __double_as_longlong(a) == __double_as_longlong(b); }
