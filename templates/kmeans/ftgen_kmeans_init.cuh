@@ -3,7 +3,7 @@
 // random    a key per sample (ftkm_key), CUB's radix sort of (key, index) pairs, the first `clusters` indices'
 //           rows copied into C.
 // kmeans++  per centroid t: one pass over X (dist_kernel: each sample's squared distance to centroid t in fp64, its
-//           D^2 the minimum over the chosen ones, a partial sum per block of kRows samples, every sum in a fixed
+//           D^2 the minimum over the chosen ones, a partial sum per block of rows_per_block samples, every sum in a fixed
 //           order), then one warp (pick_kernel) finds the next centroid from the partials and the D^2 of one block
 //           and copies its row into C: 2 clusters launches, each pass reading X once (O(samples dims clusters) in
 //           all, as every kmeans++).
@@ -24,11 +24,13 @@
 
 namespace ftkm_init {
 
-constexpr int kRows = 256;      // samples per block of the kmeans++ pass (one partial sum each; many blocks keep loads in flight)
+// samples per block of a kmeans++ pass over n rows (one partial sum each): 256, fewer where n is small, so that about
+// a thousand blocks keep loads in flight (a sample of 65536 rows: 1024 blocks of 64)
+__host__ __device__ inline int rows_per_block(int n) { return n >= (1 << 18) ? 256 : n >= (1 << 16) ? 64 : 32; }
 constexpr int kThreads = 256;   // threads of the pass's blocks
 
 inline size_t align256(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
-__host__ __device__ inline int blocks_of(int n) { return (n + kRows - 1) / kRows; }
+__host__ __device__ inline int blocks_of(int n) { return (n + rows_per_block(n) - 1) / rows_per_block(n); }
 
 // CUB's scratch for the sort of n (key, index) pairs
 inline size_t sort_temp_bytes(int n) {
@@ -38,7 +40,7 @@ inline size_t sort_temp_bytes(int n) {
   return bytes;
 }
 
-// kmeans++'s passes over m rows: each row's D^2, a partial sum per block of kRows rows, the current centroid's row
+// kmeans++'s passes over m rows: each row's D^2, a partial sum per block of rows_per_block(m) rows, the current centroid's row
 struct PlusPlus {
   double *d2, *part;
   long long* cur;
@@ -120,14 +122,14 @@ __global__ void first_kernel(const T* __restrict__ X, int n, int d, uint64_t see
 }
 
 // One pass: D^2 of every sample against the current centroid (row *cur of X), and one partial sum of D^2 per block.
-// G lanes per sample (along the dimensions), the block's kRows samples in order; every sum in a fixed order.
+// G lanes per sample (along the dimensions), the block's rows_per_block(n) samples in order; every sum in a fixed order.
 template <class T, int G>
 __global__ void __launch_bounds__(kThreads) dist_kernel(const T* __restrict__ X, int n, int d, const long long* cur, double* d2, double* part,
                                                         bool first) {
   __shared__ double warp_sum[kThreads / 32];
   const T* c = X + static_cast<size_t>(*cur) * d;
   const int lane = threadIdx.x % 32, g = lane % G, warp = threadIdx.x / 32;
-  const int r0 = blockIdx.x * kRows, r1 = min(n, r0 + kRows);
+  const int rows = rows_per_block(n), r0 = blockIdx.x * rows, r1 = min(n, r0 + rows);
   constexpr int kPerPass = kThreads / G;  // samples per pass of the block
   double acc = 0.0;                       // (the group leader's samples, in order)
   for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += kPerPass) {
@@ -213,7 +215,7 @@ __global__ void pick_kernel(const T* __restrict__ X, int n, int d, const double*
     b = __shfl_sync(0xffffffffu, b, L);
     base = __shfl_sync(0xffffffffu, base, L);
     // the sample: the block's D^2 in the lanes' chunks, scanned
-    const int r0 = b * kRows, rows = min(n, r0 + kRows) - r0;
+    const int r0 = b * rows_per_block(n), rows = min(n, r0 + rows_per_block(n)) - r0;
     chunk_scan(d2 + r0, rows, lane, lo, hi, sum, incl, excl);
     over = __ballot_sync(0xffffffffu, base + incl > target);
     const int L2 = over ? __ffs(over) - 1 : 31 - __clz(__ballot_sync(0xffffffffu, sum > 0.0) | 1u);
