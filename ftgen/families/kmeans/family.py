@@ -446,7 +446,8 @@ class KmeansFamily(Family):
             params="int samples, int dims, int clusters, const void* X, void* C, int* labels, int* counts, double* inertia, "
                    "int max_iters, double tol, int init, unsigned long long seed, int* iters_done",
             shape=("samples", "dims", "clusters"),
-            legal="samples >= 1 && dims >= 1 && clusters >= 1 && clusters <= samples && max_iters >= 0 && init >= 0 && init <= 2 "
+            legal="samples >= 1 && dims >= 1 && clusters >= 1 && clusters <= samples && max_iters >= 0 "
+                  "&& init >= FTGEN_KMEANS_INIT_GIVEN && init <= FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE "
                   "&& X && C && labels",
             problem_type="ftgen_kmeans_problem",
             fill="P.samples = samples, P.dims = dims, P.clusters = clusters, P.X = X, P.C = C, P.labels = labels, P.counts = counts, "
