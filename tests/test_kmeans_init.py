@@ -64,6 +64,18 @@ def ref_pp(lib, X, k, seed, fn="ref_pp"):
     return out
 
 
+def _data(dist, n, d, k, seed):
+    """n x d float32 samples: Gaussian blobs (k of them), uniform in [-1, 1) or normal."""
+    rng = np.random.default_rng(seed)
+    if dist == "blobs":
+        X = model.blobs(n, d, k, seed=seed)[0]
+    elif dist == "uniform":
+        X = rng.uniform(-1, 1, (n, d))
+    else:
+        X = rng.standard_normal((n, d))
+    return X.astype(np.float32)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 12345, 2**63 + 7, 2**64 - 1])
 def test_the_draws_are_the_models(lib, seed):
     keys = model.init_keys(64, seed)
@@ -88,14 +100,7 @@ def test_random_depends_on_the_seed_only(lib):
 @pytest.mark.parametrize("dist,n,d,k,seed", [("normal", 2000, 5, 16, 1), ("normal", 777, 33, 40, 2), ("blobs", 3000, 8, 24, 3),
                                              ("uniform", 500, 3, 500, 4)])
 def test_plusplus_reference_is_the_model(lib, dist, n, d, k, seed):
-    rng = np.random.default_rng(seed)
-    if dist == "blobs":
-        X = model.blobs(n, d, k, seed=seed)[0]
-    elif dist == "uniform":
-        X = rng.uniform(-1, 1, (n, d))
-    else:
-        X = rng.standard_normal((n, d))
-    X = X.astype(np.float32)
+    X = _data(dist, n, d, k, seed)
     idx = ref_pp(lib, X, k, seed)
     assert (idx == model.init_plusplus(X, k, seed)).all()
     # k = n: every sample chosen once (each unchosen one has D^2 > 0)
@@ -149,14 +154,7 @@ def test_sample_size_is_the_models(lib, n, k):
 @pytest.mark.parametrize("dist,n,d,k,seed", [("normal", 2000, 5, 16, 1), ("blobs", 3000, 8, 24, 3), ("normal", 777, 33, 40, 2),
                                              ("uniform", 500, 3, 5, 4), ("blobs", 20011, 17, 100, 6)])
 def test_plusplus_sample_reference_is_the_model(lib, dist, n, d, k, seed):
-    rng = np.random.default_rng(seed)
-    if dist == "blobs":
-        X = model.blobs(n, d, k, seed=seed)[0]
-    elif dist == "uniform":
-        X = rng.uniform(-1, 1, (n, d))
-    else:
-        X = rng.standard_normal((n, d))
-    X = X.astype(np.float32)
+    X = _data(dist, n, d, k, seed)
     idx = ref_pp(lib, X, k, seed, "ref_pps")
     assert (idx == model.init_plusplus_sample(X, k, seed)).all()
     assert len(set(idx.tolist())) == k  # distinct samples (each unchosen one of the sample has D^2 > 0)
