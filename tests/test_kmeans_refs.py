@@ -218,6 +218,16 @@ def test_merge_without_an_executable_reference():
     assert r["refs"] == {"flash-kmeans": 1.0} and r["speedup_vs_refs"] == {"flash-kmeans": 0.5} and list(r)[-1] == "ok"
 
 
+def test_merge_takes_both_executable_references():
+    """The executable's ref and alt_ref (tf32: cuBLAS at FP32 and at TF32 math) both join refs, each with its own
+    alternated ratio, beside a driver's."""
+    r = {"kernel": "k", "shape": BIG, "ms": {"median": 2.0}, "ref": {"lib": "cublas-lloyd", "ms": 8.0}, "speedup_vs_ref": 4.0,
+         "alt_ref": {"lib": "cublas-lloyd-tf32", "ms": 3.0}, "speedup_vs_alt_ref": 1.5, "ok": True}
+    merge(r, ["flash-kmeans"], {"flash-kmeans": flash_line(BIG, 1.0, 2.0)}, {})
+    assert r["refs"] == {"cublas-lloyd": 8.0, "cublas-lloyd-tf32": 3.0, "flash-kmeans": 1.0}
+    assert r["speedup_vs_refs"] == {"cublas-lloyd": 4.0, "cublas-lloyd-tf32": 1.5, "flash-kmeans": 0.5}
+
+
 def test_the_pool_runs_each_driver_on_its_variants_gpu(project, tmp_path):
     out, variants = project
     drv = FakeDriver(tmp_path, [flash_line(BIG, 1.75, 4.05), flash_line(ODD, 0.02, 0.049)])

@@ -13,7 +13,8 @@ alternately in its own process, on the executable's data, and prints one JSON li
 
 Every timed row of the variant then carries, beside the executable's ``ref`` (its in-process vendor reference):
 
-* ``refs``: ``{name: ms}``, the executable's ``ref.lib`` and every reference timed at the row's shape;
+* ``refs``: ``{name: ms}``, the executable's ``ref.lib`` (and ``alt_ref.lib``, a second in-process reference where
+  the family has one) and every reference timed at the row's shape;
 * ``speedup_vs_refs``: ``{name: reference ms / kernel ms}``, each the ratio of one alternated pairing (for the
   executable's reference its ``speedup_vs_ref``; for a driver's, the kernel time that driver measured beside it);
 * ``ref_timings``: ``{name: the driver's line}`` (min, max, reps, the kernel's time in that pairing, versions, ...);
@@ -222,12 +223,13 @@ def merge(row: dict, names: list[str], lines: dict[str, dict | None], reasons: d
     speed: dict[str, float] = {}
     timings: dict[str, dict] = {}
     missing: dict[str, str] = {}
-    own = row.get("ref")
-    if isinstance(own, dict) and finite_ms(own.get("ms")):
-        lib = str(own.get("lib") or "ref")
-        refs[lib] = own["ms"]
-        if finite_ms(row.get("speedup_vs_ref")):
-            speed[lib] = row["speedup_vs_ref"]
+    for key, ratio in (("ref", "speedup_vs_ref"), ("alt_ref", "speedup_vs_alt_ref")):  # the executable's own
+        own = row.get(key)
+        if isinstance(own, dict) and finite_ms(own.get("ms")):
+            lib = str(own.get("lib") or key)
+            refs[lib] = own["ms"]
+            if finite_ms(row.get(ratio)):
+                speed[lib] = row[ratio]
     for name in names:
         line = lines.get(name)
         if line is None:

@@ -35,6 +35,7 @@ struct BenchTraits {
   const char* fault_scope = nullptr;       // e.g. "launch": faults are per batched launch, not per transform
   const char* output_unit = "element";     // what `bad` / `significant` count (elements, signals)
   const char* ref_lib = nullptr;    // vendor library timed beside the kernel (nullptr: none)
+  const char* alt_ref_lib = nullptr;  // a second vendor reference timed beside both (e.g. at another math mode)
   bool has_unprotected = false;     // launch_unprotected() exists (timed alternately too)
 
   // The fields every family's variant table gives (name, meta, default shapes, protection, injection), and the
@@ -116,6 +117,7 @@ class BenchProblem {
   virtual void launch(int set) = 0;
   virtual void launch_unprotected(int) {}
   virtual void launch_ref(int) {}
+  virtual void launch_alt_ref(int) {}
   // Rate members of a timed row (gflops, gbps) for a median time in milliseconds.
   virtual std::string rate_members(double ms) const = 0;
   // A last verification after timing (warm caches and tables); false fails the row.

@@ -190,10 +190,11 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
   if (!args.no_timing) {
     p.arm_timing(plan);
     std::vector<std::function<void(int)>> seqs{[&](int i) { p.launch(i); }};
-    const bool twin = t.has_unprotected, ref = t.ref_lib && !args.no_ref;
+    const bool twin = t.has_unprotected, ref = t.ref_lib && !args.no_ref, alt = ref && t.alt_ref_lib;
     if (twin) seqs.push_back([&](int i) { p.launch_unprotected(i); });
     if (ref) seqs.push_back([&](int i) { p.launch_ref(i); });
-    // the kernel, its twin and the reference alternately (rep r: each once, in turn): the same clocks
+    if (alt) seqs.push_back([&](int i) { p.launch_alt_ref(i); });
+    // the kernel, its twin and the references alternately (rep r: each once, in turn): the same clocks
     const std::vector<TimeStats> ts = time_alternating(seqs, args.warmup, args.reps);
     const TimeStats& tk = ts[0];
     row.raw("ms", time_json(tk)).members(p.rate_members(tk.median));
@@ -209,18 +210,25 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
                              .str())
           .num("x_unprot", tk.median / tu.median);
     }
+    auto ref_json = [&](const char* lib, const TimeStats& tr) {
+      return Json()
+          .str("lib", lib)
+          .num("ms", tr.median)
+          .num("min", tr.min)
+          .num("max", tr.max)
+          .integer("reps", tr.reps)
+          .boolean("alternated", true)
+          .members(p.rate_members(tr.median))
+          .str();
+    };
     if (ref) {
-      const TimeStats& tr = ts.back();
-      row.raw("ref", Json()
-                         .str("lib", t.ref_lib)
-                         .num("ms", tr.median)
-                         .num("min", tr.min)
-                         .num("max", tr.max)
-                         .integer("reps", tr.reps)
-                         .boolean("alternated", true)
-                         .members(p.rate_members(tr.median))
-                         .str());
+      const TimeStats& tr = ts[alt ? ts.size() - 2 : ts.size() - 1];
+      row.raw("ref", ref_json(t.ref_lib, tr));
       row.num("speedup_vs_ref", tr.median / tk.median);
+      if (alt) {
+        const TimeStats& ta = ts.back();
+        row.raw("alt_ref", ref_json(t.alt_ref_lib, ta)).num("speedup_vs_alt_ref", ta.median / tk.median);
+      }
       ok = p.verify_after_timing(row) && ok;
     }
   }
