@@ -261,6 +261,13 @@ inline void vendor_gemm(cublasHandle_t h, int rows, int clusters, int dims, cons
 
 inline int grid_of(size_t n) { return static_cast<int>(std::min<size_t>((n + 255) / 256, 65535)); }
 
+// FTGEN_KMEANS_INIT's names: "strided" is the bench's own C0, passed to the kernel as given.
+struct InitName { const char* name; int method; };
+constexpr InitName kInitNames[] = {{"strided", FTGEN_KMEANS_INIT_GIVEN},
+                                   {"random", FTGEN_KMEANS_INIT_RANDOM},
+                                   {"kmeans++", FTGEN_KMEANS_INIT_PLUSPLUS},
+                                   {"kmeans++-sample", FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE}};
+
 // the fault site --site names (else FTGEN_KMEANS_SITE; default: the distance accumulators)
 inline int site_from(const char* s) {
   if (!s || !*s || !std::strcmp(s, "accumulator")) return FTGEN_KMEANS_SITE_ACC;
@@ -297,10 +304,10 @@ class KmeansProblem final : public ftgen::BenchProblem {
     }
     const char* init = std::getenv("FTGEN_KMEANS_INIT");
     if (init && *init) {
-      if (!std::strcmp(init, "random")) init_ = FTGEN_KMEANS_INIT_RANDOM;
-      else if (!std::strcmp(init, "kmeans++")) init_ = FTGEN_KMEANS_INIT_PLUSPLUS;
-      else if (!std::strcmp(init, "kmeans++-sample")) init_ = FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE;
-      else if (std::strcmp(init, "strided")) ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of strided, random, kmeans++, kmeans++-sample", init);
+      const InitName* hit = nullptr;
+      for (const InitName& m : kInitNames) if (!std::strcmp(init, m.name)) hit = &m;
+      if (!hit) ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of strided, random, kmeans++, kmeans++-sample", init);
+      init_ = hit->method;
     }
     t_ = ftgen::BenchTraits::of(v, "samples,dims,clusters", "samples x dims x clusters");
     t_.exact_fault_accounting = true;
@@ -378,7 +385,8 @@ class KmeansProblem final : public ftgen::BenchProblem {
   }
 
   const char* init_name() const {
-    return init_ == FTGEN_KMEANS_INIT_RANDOM ? "random" : init_ == FTGEN_KMEANS_INIT_PLUSPLUS ? "kmeans++" : init_ == FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE ? "kmeans++-sample" : "strided";
+    for (const InitName& m : kInitNames) if (m.method == init_) return m.name;
+    return "strided";
   }
 
   // The kernel's own choice of C0 for input set i (FTGEN_KMEANS_INIT): its launch with max_iters 0, timed on set 0, and
