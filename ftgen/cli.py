@@ -574,7 +574,9 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     if merge:
         if site:
             raise SpecError("--site: a merge takes the site the shards' files name (campaign --from without --site)")
-        rows, summaries, variants, gpu, trials, dist_list, shape, site = merge_campaign_files(s, results, chosen, _err)
+        m, summaries = merge_campaign_files(s, results, chosen, _err)
+        rows, variants, gpu, site = m.rows, [{"kernel": k} for k in m.kernels], m.gpu, m.site
+        trials, dist_list, shape, seed = m.trials, m.dists, m.shape, m.seed if m.seed is not None else seed
     else:
         g = _generate(s, out_root)
         _remember(g.out_dir, out_root)
@@ -606,7 +608,7 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     if json_out:
         more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {}),
                 **({"site": site} if site else {}),
-                **({"merged_from": list(results)} if merge else {})}
+                **({"merged_from": list(results), "shards_git_sha": m.commits} if merge else {})}
         write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape, seed=seed, **more), rows, extra)
     if plot_out:
         why = plot(Path(plot_out), summaries, rocs, bits)

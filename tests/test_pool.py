@@ -341,6 +341,10 @@ def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
     m, single = read_results(tmp_path / "m.jsonl"), read_results(tmp_path / "one.jsonl")
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rs]
     assert strip(m.rows) == single.rows and m.extra == single.extra and m.provenance["merged_from"] == shards
+    # the merged provenance is the shards' campaign and machine, not the merging host's defaults
+    s0 = read_results(tmp_path / "s0.jsonl").provenance
+    assert m.provenance["seed"] == 7 and m.provenance["shards_git_sha"] == [s0["git_sha"]]
+    assert all(m.provenance[k] == s0[k] for k in ("gpu", "driver", "sm_count", "compute_capability", "cuda_runtime_api"))
     assert main(["campaign", str(fake_host), "--from", shards[0]]) == 0
     assert "shard(s) 0/2 missing" in capsys.readouterr().err
     assert main(["campaign", str(fake_host), "--from", shards[0], str(tmp_path / "one.jsonl")]) == 2

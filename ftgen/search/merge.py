@@ -112,14 +112,15 @@ def merge_search_files(s, results, shape_list, out_root: str, json_out, log: Cal
     result.project = Path(out_root) / search_project_name(s.name)
     log(f"search --from: {len(results)} file(s), {len(merged.rows)} row(s) of {len(result.evaluated)} variant(s)")
     if json_out:
-        prov = provenance(merged.gpu, spec=s.source, merged_from=[str(p) for p in results], shapes=shape_list)
+        prov = provenance(merged.gpu, spec=s.source, merged_from=[str(p) for p in results], shards_git_sha=merged.commits,
+                          shapes=shape_list)
         write_jsonl(json_out, prov, merged.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
     # the dispatch header includes the winners' headers: it is compiled where the project holds them
     search_outputs(s, result, shape_list, json_out, None, log)
 
 
 def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
-    """`campaign --from`: (rows, summaries, variants, gpu, trials, dists, shape, site) of the merged shards, the
+    """`campaign --from`: the merged shards (:class:`ftgen.search.shard.MergedCampaign`) and their summaries, the
     campaign's settings read from the files."""
     from ..faults import summarize
     from .shard import merge_campaign
@@ -133,4 +134,4 @@ def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
         raise SpecError(f"--from: {len(strangers)} kernel(s) in the files are no campaign variants of {s.source}: "
                         f"{', '.join(strangers[:5])}; give the spec the shards ran")
     summaries = [summarize(k, [r for r in m.rows if r.get("kernel") == k and "trial" in r], s.source) for k in m.kernels]
-    return m.rows, summaries, [{"kernel": k} for k in m.kernels], m.gpu, m.trials, m.dists, m.shape, m.site
+    return m, summaries

@@ -155,12 +155,26 @@ def read_results(path: Path | str) -> ResultsFile:
     return out
 
 
+def shards_gpu(files) -> dict:
+    """The GPU of the shards' runs, in the form `provenance()` takes: a merged file's provenance describes the
+    machine that ran the shards, not the one that merged them."""
+    prov = files[0].provenance
+    return {"name": prov.get("gpu"), "driver": prov.get("driver"), "sm_count": prov.get("sm_count"),
+            "cc": prov.get("compute_capability"), "runtime_api": prov.get("cuda_runtime_api")}
+
+
+def shards_commits(files) -> list[str]:
+    """The commits the shards ran (their provenance's git_sha, each once)."""
+    return sorted({str(f.provenance.get("git_sha")) for f in files})
+
+
 @dataclass
 class Merged:
     rows: list[dict]
     gpu: dict
     shapes: list[dict] | None  # the shapes the shards searched, when their provenance says
     notes: list[str]
+    commits: list[str]  # the commits the shards ran
 
 
 def merge_search(paths: list[Path | str], family) -> Merged:
@@ -187,8 +201,7 @@ def merge_search(paths: list[Path | str], family) -> Merged:
         if isinstance(f.provenance.get("shapes"), list):
             shapes = f.provenance["shapes"]
             break
-    gpu = {"name": files[0].provenance.get("gpu"), "driver": files[0].provenance.get("driver")}
-    return Merged(rows, gpu, shapes, notes)
+    return Merged(rows, shards_gpu(files), shapes, notes, shards_commits(files))
 
 
 def _check_shards(files: list[ResultsFile]) -> list[str]:
@@ -231,6 +244,8 @@ class MergedCampaign:
     shape: dict
     notes: list[str]
     site: str | None = None  # the fault site of every trial (campaign --site), or None: the family's sites
+    seed: int | None = None  # the campaign's seed (every shard's)
+    commits: list[str] = field(default_factory=list)  # the commits the shards ran
 
 
 def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
@@ -272,8 +287,8 @@ def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
         rows += _dedup_errors(errors.get(k, []))
         mine = [r for key, r in trials.items() if key[0] == k]
         rows += sorted(mine, key=lambda r: (order.get(r.get("dist"), len(order)), int(bool(r.get("injected"))), r["trial"]))
-    gpu = {"name": prov.get("gpu"), "driver": prov.get("driver")}
-    return MergedCampaign(rows, kernels, gpu, prov["trials"], dists, prov.get("shape") or {}, notes, prov.get("site"))
+    return MergedCampaign(rows, kernels, shards_gpu(files), prov["trials"], dists, prov.get("shape") or {}, notes, prov.get("site"),
+                          prov.get("seed"), shards_commits(files))
 
 
 def _dedup_errors(errors: list[dict]) -> list[dict]:
