@@ -19,6 +19,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def commit_of(prov: dict) -> str | None:
+    """The commit a run is of: the shards' where the file merges shards of one commit (--from), else its own."""
+    shards = prov.get("shards_git_sha") or []
+    return shards[0] if len(shards) == 1 else prov.get("git_sha")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
@@ -60,6 +66,8 @@ def main() -> int:
         if prov is None:
             sys.exit("no JSON-lines header to take the provenance of the other files from")
         side = {k: prov.get(k) for k in ("git_sha", "git_dirty", "gpu", "driver", "nvcc", "libraries", "gpu_state")}
+        if prov.get("shards_git_sha"):  # a merge of shards (--from): the commits the shards ran
+            side["shards_git_sha"] = prov["shards_git_sha"]
         side["covers"] = covers
         (dest / "provenance.json").write_text(json.dumps(side, indent=1) + "\n")
     fig = dict(kv.split("=", 1) for kv in a.figure)
@@ -71,7 +79,7 @@ def main() -> int:
         indexed = found[0]
     entry = {"claim": a.claim, "family": a.family,
              "file": str(indexed).replace(str(REPO) + "/", ""),
-             "command": a.command, "commit": (prov or {}).get("git_sha"), "gpu": (prov or {}).get("gpu"),
+             "command": a.command, "commit": commit_of(prov or {}), "gpu": (prov or {}).get("gpu"),
              "headline": False, "figure": fig}
     idx_path = REPO / "results" / "index.json"
     idx = json.loads(idx_path.read_text())
