@@ -4,7 +4,7 @@
 # distribution at SEED, each shard's rows into OUT/campaign_accumulator_I.jsonl. A shard starts only while the call has
 # time for one more (its predecessor's time plus a quarter). Merge the shards afterwards, without a GPU:
 #   ftgen campaign specs/kmeans/precisions.yaml --from OUT*/campaign_accumulator_*.jsonl --json merged.jsonl
-# Usage: [N=12] [TRIALS=10500] [SEED=25] SHARDS="0 1" bash experiments/scripts/gpu_kmeans_campaign_shards.sh OUT
+# OUT.tgz holds OUT. Usage: [N=12] [TRIALS=10500] [SEED=25] SHARDS="0 1" bash experiments/scripts/gpu_kmeans_campaign_shards.sh OUT
 set -u
 out=${1:?usage: gpu_kmeans_campaign_shards.sh OUT}
 mkdir -p "$out"
@@ -23,3 +23,5 @@ for i in ${SHARDS:-0}; do
   [ $rc -eq 0 ] || rm -f "$out/campaign_accumulator_$i.jsonl"
   need=$(( (SECONDS - s0) * 5 / 4 ))
 done
+# one archive (the device returns a bounded number of files)
+tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out"
