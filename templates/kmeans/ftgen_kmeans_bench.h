@@ -37,6 +37,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "ftgen_bench.cuh"
 #include "ftgen_kmeans.h"
@@ -306,7 +307,11 @@ class KmeansProblem final : public ftgen::BenchProblem {
     if (init && *init) {
       const InitName* hit = nullptr;
       for (const InitName& m : kInitNames) if (!std::strcmp(init, m.name)) hit = &m;
-      if (!hit) ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of strided, random, kmeans++, kmeans++-sample", init);
+      if (!hit) {
+        std::string names;
+        for (const InitName& m : kInitNames) names += (names.empty() ? "" : ", ") + std::string(m.name);
+        ftgen::bad_arg("FTGEN_KMEANS_INIT: '%s' is not one of %s", init, names.c_str());
+      }
       init_ = hit->method;
     }
     t_ = ftgen::BenchTraits::of(v, "samples,dims,clusters", "samples x dims x clusters");
