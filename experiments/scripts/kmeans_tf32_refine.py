@@ -3,11 +3,11 @@
 
     python experiments/scripts/kmeans_tf32_refine.py [SAMPLES DIMS CLUSTERS ITERS SEED]   (default 65536 32 128 10 0)
 
-Three loops from the same C0 (strided samples of blobs(spread 0.1)): fp64 (exact distances), tf32 (the model's TF32
-distance GEMM, `xx + cc - 2 x.c` in fp32, the arg-min on it) and tf32 + refine: a sample whose tf32 distances to two
-or more centroids lie within the rounding band of the nearest (`distance_band`, the bound the label check uses, for
-both) is relabelled by fp64 distances to those candidates only; top2 refines only between the two nearest. The update is the same in all three (fp64 sums, fp32
-centroids). Printed per iteration: each loop's inertia computed exactly (fp64) from its own labels and centroids,
+Four loops from the same C0 (strided samples of blobs(spread 0.1)): fp64 (exact distances), tf32 (the model's TF32
+distance GEMM, `xx + cc - 2 x.c` in fp32, the arg-min on it), refine: a sample whose tf32 distances to two or more
+centroids lie within the rounding band of the nearest (`distance_band`, the bound the label check uses, for both) is
+relabelled by fp64 distances to those candidates only, and top2: the same between the two nearest only. The update
+is the model's in all four (fp64 sums, fp32 centroids). Printed per iteration: each loop's inertia computed exactly (fp64) from its own labels and centroids,
 relative to the fp64 loop's, and the refined loop's flagged samples and candidates per flagged sample -- what a
 kernel would recompute beside the GEMM.
 """
@@ -21,10 +21,6 @@ import numpy as np
 from ftgen.families.kmeans import model as km
 
 
-def exact(X, C):
-    return km.reference_distances(X, C)
-
-
 def tf32_distances(X, C):
     xx = (X.astype(np.float32) ** 2).sum(1, dtype=np.float32)
     cc = (C.astype(np.float32) ** 2).sum(1, dtype=np.float32)
@@ -34,7 +30,7 @@ def tf32_distances(X, C):
 
 def assign(X, C, mode):
     if mode == "fp64":
-        return np.argmin(exact(X, C), axis=1), 0, 0.0
+        return np.argmin(km.reference_distances(X, C), axis=1), 0, 0.0
     d, xx, cc = tf32_distances(X, C)
     labels = np.argmin(d, axis=1)
     if mode == "tf32":
@@ -52,22 +48,14 @@ def assign(X, C, mode):
         cand = keep
     flagged = np.flatnonzero(cand.sum(1) > 1)
     if flagged.size:
-        D = exact(X[flagged], C)
+        D = km.reference_distances(X[flagged], C)
         D[~cand[flagged]] = np.inf
         labels[flagged] = np.argmin(D, axis=1)
     return labels, flagged.size, float(cand[flagged].sum(1).mean()) if flagged.size else 0.0
 
 
-def update(X, labels, C):
-    sums, counts = km.update_once(X, labels, C.shape[0])
-    out = C.astype(np.float64).copy()
-    nz = counts > 0
-    out[nz] = sums[nz] / counts[nz, None]
-    return out.astype(np.float32)
-
-
 def inertia(X, C, labels):
-    return float(exact(X, C)[np.arange(X.shape[0]), labels].sum())
+    return float(km.reference_distances(X, C)[np.arange(X.shape[0]), labels].sum())
 
 
 def main(argv: list[str]) -> int:
@@ -82,7 +70,7 @@ def main(argv: list[str]) -> int:
         for m, C in loops.items():
             labels, nflag, ncand = assign(X, C, m)
             res[m] = (inertia(X, C, labels), nflag, ncand)
-            loops[m] = update(X, labels, C)
+            loops[m] = km.update(X, labels, C, scheme="none")[0]
         ref = res["fp64"][0]
         rel = {m: abs(res[m][0] - ref) / ref for m in ("tf32", "refine", "top2")}
         print(f"{it:>4} {rel['tf32']:>10.2e} {rel['refine']:>10.2e} {res['refine'][1] / n:>8.2%} {res['refine'][2]:>5.2f}"
