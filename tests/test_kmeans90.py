@@ -76,12 +76,12 @@ def rendered(body: str, name: str) -> tuple[str, str, dict]:
 def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
     src, twin, _ = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
     # 152 centroids and the check's 8 columns per GEMM tile; the epilogue with the check and the injection
-    assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_160, cute::_32>" in src and ", 8, true>;" in src
+    assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_160, cute::_32>" in src and "ftgen_km90::DirectEpilogue<8, true, false>, false>;" in src
     for piece in ("pack_kernel", "fix_kernel", "flag_count", "SCALE_E = -8, SCALE_W = -14", "ABFT16_LAMBDA = 0.5"):
         assert piece in src, piece
     assert "encode_kernel" not in src and "assign_kernel" not in src  # (the mma backend's)
     # the unprotected twin: the same tiles, no check
-    assert "cute::_160, cute::_32>" in twin and ", 0, false>;" in twin
+    assert "cute::_160, cute::_32>" in twin and "ftgen_km90::DirectEpilogue<0, false, false>, false>;" in twin
     assert "pack_kernel<<<" not in twin and "fix_kernel<<<" not in twin
 
 
@@ -92,20 +92,20 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
     src, twin, files = rendered(X3, "kmeans_tf32x3_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
     # the split mainloop (the explicit epilogue, then kPromote), K = 3 lp (parts of whole k-tiles): X read as it is (A's
     # ld columns, split in registers), the packed B split per iteration
-    assert "ftgen_km90::DirectEpilogue<8, true>, true>;" in src and "constexpr int KPARTS = 3;" in src
+    assert "ftgen_km90::DirectEpilogue<8, true, false>, true>;" in src and "constexpr int KPARTS = 3;" in src
     for piece in ("const int ld = padded_dims(dims), lp = part_dims(dims), kk = KPARTS * lp;",
-                  "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)", "Assign::arguments(Xg, ld, w.cx, kk, n, kk, k, w.cc, w.keys, hw, check, ld)",
+                  "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)", "Assign::arguments(Xg, ld, w.cx, kk, n, kk, k, w.cc, w.keys, hw, check, ld, REFINE ? w.keys2 : nullptr)",
                   "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, ld, n, w.cx, lp, KPARTS, ld,",
                   "bool operands_copied(int dims) { return padded_dims(dims) != dims; }"):
         assert piece in src, piece
-    assert "ftgen_km90::DirectEpilogue<0, false>, true>;" in twin and "w.cpad, w.state, KPARTS);" in twin
+    assert "ftgen_km90::DirectEpilogue<0, false, false>, true>;" in twin and "w.cpad, w.state, KPARTS);" in twin
     header = files["common/kmeans90.cuh"]
     assert "std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0>, BuiltMainloop>;" in header
     shared = files["common/ftgen_sm90.cuh"]
     assert "t % params.part_tiles" in shared and "rs_op_selector" in shared
     # tf32 keeps the builder's mainloop and K = ld
     tf32 = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")[0]
-    assert ", 8, true>;" in tf32 and "constexpr int KPARTS = 1;" in tf32
+    assert "DirectEpilogue<8, true, false>, false>;" in tf32 and "constexpr int KPARTS = 1;" in tf32
 
 
 def test_the_tripled_k_products_are_fp32_accurate():

@@ -6,7 +6,8 @@
 Four loops from the same C0 (strided samples of blobs(spread 0.1)): fp64 (exact distances), tf32 (the model's TF32
 distance GEMM, `xx + cc - 2 x.c` in fp32, the arg-min on it), refine: a sample whose tf32 distances to two or more
 centroids lie within the rounding band of the nearest (`distance_band`, the bound the label check uses, for both) is
-relabelled by fp64 distances to those candidates only, and top2: the same between the two nearest only. The update
+relabelled by fp64 distances to those candidates only, and top2: the same between the two nearest only (the cutlass90
+backend's ``refine`` option, `model.refine_assign`). The update
 is the model's in all four (fp64 sums, fp32 centroids). Printed per iteration: each loop's inertia computed exactly (fp64) from its own labels and centroids,
 relative to the fp64 loop's, and the refined loop's flagged samples and candidates per flagged sample -- what a
 kernel would recompute beside the GEMM.
@@ -40,12 +41,9 @@ def assign(X, C, mode):
     band = km.distance_band(xx.astype(np.float64)[:, None], cc.astype(np.float64)[None, :], X.shape[1], "tf32")
     band_best = band[rows, labels]
     cand = d.astype(np.float64) - best[:, None] <= band + band_best[:, None]  # the nearest is always a candidate
-    if mode == "top2":  # only the two nearest: what an epilogue that keeps a second minimum could refine
-        second = np.argsort(d, axis=1, kind="stable")[:, 1] if d.shape[1] > 1 else labels
-        keep = np.zeros_like(cand)
-        keep[rows, labels] = True
-        keep[rows, second] = cand[rows, second]
-        cand = keep
+    if mode == "top2":  # only the two nearest: what the kernel's refine option does (model.refine_assign)
+        labels, _, flagged = km.refine_assign(X, C)
+        return labels, flagged.size, 2.0 if flagged.size else 0.0
     flagged = np.flatnonzero(cand.sum(1) > 1)
     if flagged.size:
         D = km.reference_distances(X[flagged], C)

@@ -9,7 +9,8 @@ Three backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) an
   the same GEMM computes the reference checksums in 8 extra columns per tile and the epilogue checks every row before the
   arg-min (``templates/kmeans/kmeans90.cuh``, the model ``model.assign90``); tf32x3 splits both operands over a tripled K
   (x_lo c_hi + x_hi c_lo + x_hi c_hi; X split in registers as the mainloop loads it, the centroids packed per iteration)
-  and promotes the accumulators every four k-tiles;
+  and promotes the accumulators every four k-tiles; tf32 with ``refine: true`` relabels near ties by exact distances
+  (``model.refine_assign``);
 * ``fused`` (``params: {backend: fused}``, tf32, dims <= 32, protection none or abft threadblock with ``correct:
   detect``): one pass over X per iteration -- norms, ``mma.sync`` distances against the centroids held as fragments
   in shared memory, the arg-min and the cluster sums as exact fixed-point integers (:class:`FusedBackend`; the model
@@ -27,7 +28,7 @@ of the loop returns at once).
 Kernel names::
 
     kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]       (mma)
-    kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_inj] (cutlass90)
+    kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_refine][_inj] (cutlass90)
     kmeans_tf32_<protection>_fused_s<strip>_w<warps>[_inj]                                         (fused)
 
 ``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
@@ -126,6 +127,7 @@ def template_context(v: Variant) -> dict:
         "lam": repr(model.LAMBDA),
         "tf32": v.precision in ("tf32", "tf32x3"),
         "tf32x3": v.precision == "tf32x3",
+        "refine": False,
     }
 
 
@@ -222,6 +224,9 @@ PARAMS90 = (
     Param("tile_k", int, (32,), "dimensions per pipeline stage (x 4 bytes: 64 or 128 bytes)", choices=(16, 32)),
     Param("cluster_m", int, (1,), "thread-block cluster rows (CTAs sharing the centroid tile by TMA multicast)", choices=(1, 2)),
     Param("schedule", str, ("ws-coop",), "kernel schedule: warp-specialized cooperative or ping-pong", choices=SCHEDULES90),
+    Param("refine", bool, (False,), "tf32: near ties refined -- a sample whose two nearest tf32 distances lie within their "
+          "rounding band takes the nearer of the two by exact (fp64) distances, and the inertia comes from the update's "
+          "sums (named _refine)"),
 )
 MAX_ACC90 = 128  # fp32 accumulators per consumer thread
 # tf32x3 promotes the wgmma's partial sums every four k-tiles into a second set of fp32 registers (the wgmma's accumulation
@@ -285,6 +290,8 @@ class Cutlass90Backend(Backend):
             r.append(f"tile {tm}x{tn} with {sched} in tf32x3: {acc} fp32 accumulators per consumer thread, and tf32x3 keeps "
                      f"a second, promoted set (at most {MAX_PROMOTED_ACC90} each); use a smaller tile (e.g. 128x160 or "
                      f"128x192 ws-coop)")
+        if p.get("refine") and v.precision != "tf32":
+            r.append(f"refine: {v.precision}'s distances are fp32-accurate already; refine is an option of precision tf32")
         if v.precision == "tf32x3" and p["tile_k"] != 32:
             r.append(f"tile_k={p['tile_k']} in tf32x3: the mainloop splits X and promotes the accumulators in k-tiles of 32 (four wgmmas); "
                      f"use tile_k 32")
@@ -294,6 +301,8 @@ class Cutlass90Backend(Backend):
         p = v.param_dict
         tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "cutlass90",
                   f"{p['tile_m']}x{p['tile_n']}x{p['tile_k']}", f"c{p['cluster_m']}x1", p["schedule"]]
+        if p.get("refine"):
+            tokens.append("refine")
         if v.protection.inject:
             tokens.append("inj")
         return tokens
@@ -307,6 +316,7 @@ class Cutlass90Backend(Backend):
             "tile": (p["tile_m"], p["tile_n"], p["tile_k"]),
             "cluster_m": p["cluster_m"],
             "coop": p["schedule"] == "ws-coop",
+            "refine": bool(p.get("refine")),
             # the check's encodings' scales and lambda: the gemm backend's 16-bit check (its NumPy model)
             "scales": abft_model.abft16_scales(p["tile_n"] - ENC90),
             "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),

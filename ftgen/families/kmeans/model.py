@@ -333,16 +333,23 @@ def update(X, labels, C_old, faults=(), counters: Counters | None = None, scheme
     return C_new, counts
 
 
-def lloyd(X, C0, precision: str, iters: int = 10, tol: float = 0.0, n_tb: int = 64, scheme: str = "abft"):
-    """Iterate until ``iters`` or the largest centroid shift squared <= tol * (mean ||c||^2)."""
+def lloyd(X, C0, precision: str, iters: int = 10, tol: float = 0.0, n_tb: int = 64, scheme: str = "abft",
+          refine: bool = False):
+    """Iterate until ``iters`` or the largest centroid shift squared <= tol * (mean ||c||^2). refine: the assign step
+    with near ties refined (``refine_assign``; the inertia from the update's sums, ``refine_inertia``)."""
     dt = storage_dtype(precision)
     C = np.asarray(C0, dt)
     history = []
     for it in range(iters):
-        labels, best, xx, _ = assign(X, C, precision, n_tb, scheme)
+        if refine:
+            labels = refine_assign(X, C, precision)[0]
+            inertia = refine_inertia(X, C, labels)
+        else:
+            labels, best, xx, _ = assign(X, C, precision, n_tb, scheme)
+            inertia = float(np.maximum(best, 0).sum())
         C_new, counts = update(X, labels, C, scheme=scheme)
         shift = float(((C_new.astype(np.float64) - C.astype(np.float64)) ** 2).sum(axis=1).max())
-        history.append({"iter": it, "inertia": float(np.maximum(best, 0).sum()), "shift": shift})
+        history.append({"iter": it, "inertia": inertia, "shift": shift})
         C = C_new
         if tol > 0 and shift <= tol * float((C.astype(np.float64) ** 2).sum(axis=1).mean()):
             break
@@ -381,6 +388,98 @@ def blobs(n: int, dims: int, k: int, seed: int = 0, spread: float = 0.1):
     centres = rng.standard_normal((k, dims))
     lab = rng.integers(0, k, n)
     return (centres[lab] + spread * rng.standard_normal((n, dims))).astype(np.float32), centres.astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# tf32 near ties refined (the cutlass90 backend's ``refine`` option)
+# ---------------------------------------------------------------------------------------------
+
+
+def top2(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nearest and the second nearest column of each row of d, the lower index first on a tie (the kernels' 64-bit
+    keys: the distance's order-preserving bits above the column). One column: the second is the first."""
+    order = np.argsort(d, axis=1, kind="stable")
+    return order[:, 0], order[:, 1] if d.shape[1] > 1 else order[:, 0]
+
+
+def refine_flags(d1, d2, xx, cc1, cc2, dims: int, precision: str = "tf32") -> np.ndarray:
+    """A near tie: the two nearest computed distances within each other's rounding band (``distance_band`` of each, the
+    label check's bound), d2 - d1 <= band(xx, cc1) + band(xx, cc2). Outside it the computed order is the exact one."""
+    with np.errstate(invalid="ignore"):
+        return (np.asarray(d2, np.float64) - d1) <= distance_band(xx, cc1, dims, precision) + distance_band(xx, cc2, dims, precision)
+
+
+def exact_distance(x, c, backward: bool = False) -> float:
+    """||x - c||^2 in fp64 from the fp32 values, the terms added forward (the kernel: fused multiply-adds) or backward
+    (a multiply, then an addition): the refine step's two copies."""
+    t = np.asarray(x, np.float64) - np.asarray(c, np.float64)
+    t = t[::-1] if backward else t
+    e = 0.0
+    for v in t * t:
+        e += float(v)
+    return e
+
+
+def refine_agree(a: float, b: float, dims: int) -> bool:
+    """The refine step's DMR: two sums of the same dims non-negative terms in other orders differ by at most
+    2 (dims + 2) u64 of the larger (each within gamma_(dims+1) of the exact sum); NaN never agrees."""
+    return bool(abs(a - b) <= 2.0 * (dims + 2) * U64 * max(a, b))
+
+
+def refine_assign(X, C, precision: str = "tf32", faults=(), counters: Counters | None = None):
+    """The assign step with near ties refined, as the cutlass90 kernel runs it with ``refine: true``: the computed
+    distances d' = cc - 2 acc (``gemm_nt`` of the precision), each row's two nearest (``top2``); a row whose two lie
+    within the rounding band (``refine_flags``) takes, of the two, the one nearer by exact distances (``exact_distance``,
+    twice: forward and backward, ``refine_agree``; a mismatch computes both copies again, a second one keeps the computed
+    label and counts as uncorrectable). faults: (row, bit) flips of copy A's distance to the nearest of a flagged row,
+    the first time it is computed. Returns (labels, distances: the exact one for a refined row, else xx + d',
+    flagged rows)."""
+    counters = counters if counters is not None else Counters()
+    X = np.asarray(X, np.float32)
+    C = np.asarray(C, np.float32)
+    n, dims = X.shape
+    xx = (X * X).sum(axis=1, dtype=np.float32)
+    cc = (C * C).sum(axis=1, dtype=np.float32)
+    d = (cc[None, :] - np.float32(2) * gemm_nt(X, C, precision)).astype(np.float32)
+    rows = np.arange(n)
+    l1, l2 = top2(d)
+    labels = l1.copy()
+    dist = d[rows, l1].astype(np.float64) + xx
+    flagged = np.flatnonzero((l1 != l2) & refine_flags(d[rows, l1], d[rows, l2], xx.astype(np.float64),
+                                                        cc[l1].astype(np.float64), cc[l2].astype(np.float64), dims, precision))
+    flips = {int(r): int(b) for r, b in faults}
+    for i in flagged:
+        i = int(i)
+        for attempt in range(2):
+            e1a, e2a = exact_distance(X[i], C[l1[i]]), exact_distance(X[i], C[l2[i]])
+            if attempt == 0 and i in flips:
+                e1a = float(flip_bit(e1a, flips[i], np.float64))
+                counters.injected += 1
+            e1b, e2b = exact_distance(X[i], C[l1[i]], True), exact_distance(X[i], C[l2[i]], True)
+            if refine_agree(e1a, e1b, dims) and refine_agree(e2a, e2b, dims):
+                break
+            counters.detected += 1
+        else:
+            counters.uncorrectable += 1
+            continue
+        if attempt:
+            counters.recomputed += 1
+        second = e2a < e1a or (e2a == e1a and l2[i] < l1[i])
+        labels[i] = l2[i] if second else l1[i]
+        dist[i] = e2a if second else e1a
+    return labels, dist, flagged
+
+
+def refine_inertia(X, C, labels) -> float:
+    """The inertia as the kernel reports it with ``refine``: sum_i ||x_i||^2 + sum_j (n_j ||c_j||^2 - 2 c_j . S_j) in fp64
+    from the update's cluster sums S_j and counts n_j and the assign's centroids (the squared norms in fp32, as the
+    kernel's X pass gives them). The rounded distances of the rows no near tie refined would leave TF32's rounding of
+    ||x||^2 + ||c||^2 in the sum."""
+    X = np.asarray(X, np.float32)
+    C64 = np.asarray(C, np.float64)
+    sums, counts = update_once(X, labels, C64.shape[0])
+    xx = (X * X).sum(axis=1, dtype=np.float32).astype(np.float64)
+    return max(float(xx.sum() + (counts * (C64 * C64).sum(axis=1)).sum() - 2.0 * (C64 * sums).sum()), 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
