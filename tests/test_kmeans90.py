@@ -157,10 +157,11 @@ def test_the_keys_order_is_the_nearest_first_then_the_lower_index():
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("body, full", [(C90 % "", True), (ABFT90.replace("tile_n: 160", "tile_n: 224"), False), (X3, True)],
-                         ids=["none", "abft", "tf32x3-abft"])
+@pytest.mark.parametrize("body, full", [(C90 % ", refine: true", True), (ABFT90.replace("tile_n: 160", "tile_n: 224"), False), (X3, True)],
+                         ids=["none-refine", "abft", "tf32x3-abft"])
 def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body, full):
-    """Built in full (host and device code) once per precision and protection code path: the tf32 unprotected variant and
+    """Built in full (host and device code) once per precision and protection code path: the tf32 unprotected variant (with
+    refine: the epilogue's two nearest, the finishing kernel's near ties, the inertia from the sums) and
     the tf32x3 protected one (the protected launcher, the same template as tf32's); the tf32 protected variant device code
     only (its kernels, ptxas' report), at 128x224, the widest tile of the product's (112 accumulators a thread). The GEMM
     has no stack frame either: the epilogue's fault site and full rule are kept small (a fault applied by a predicated
@@ -177,7 +178,7 @@ def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body,
     entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / ("v.o" if full else "v.cubin"),
                             device_only=not full, options=Cutlass90Backend.compile_options)
     names = " ".join(entries)
-    for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel"):
+    for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel") + (("refine_inertia_kernel",) if "refine" in body else ()):
         assert kernel in names, kernel
     for name, text in entries.items():
         assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
