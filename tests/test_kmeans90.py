@@ -178,7 +178,7 @@ def test_the_cutlass90_variant_compiles_for_sm90a_without_spills(tmp_path, body,
     entries = compile_sm90a(d / f"{v.name}.cu", [d, out.out_dir / "common"], tmp_path / ("v.o" if full else "v.cubin"),
                             device_only=not full, options=Cutlass90Backend.compile_options)
     names = " ".join(entries)
-    for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel") + (("refine_inertia_kernel",) if "refine" in body else ()):
+    for kernel in ("GemmUniversal", "finish_kernel", "pad_rows_kernel", "sums_kernel") + (("refine_kernel", "refine_inertia_kernel") if "refine" in body else ()):
         assert kernel in names, kernel
     for name, text in entries.items():
         assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)

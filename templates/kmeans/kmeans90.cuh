@@ -673,69 +673,91 @@ struct Refine {
   int dims = 0, clusters = 0;
   const float* cc = nullptr;  // ||c_j||^2 (the band's scale)
   double band = 0;            // LAMBDA u (sqrt(dims) + 2): distance_band's factor
+  int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (finish_kernel -> refine_kernel)
   bool dmr = false;           // protected: each exact distance twice (forward by fused multiply-adds, backward)
   ftgen::FtCounters* counters = nullptr;
 };
 
-// ||x - c1||^2 and ||x - c2||^2 in fp64 from the fp32 values: forward by fused multiply-adds, or (backward) a multiply
-// and an addition per term, the other DMR copy (model.exact_distance)
-__device__ inline void exact2(const float* x, const float* c1, const float* c2, int dims, bool backward, double& e1, double& e2) {
-  e1 = e2 = 0.0;
-  if (!backward) {
-    for (int i = 0; i < dims; ++i) {
-      const double v = x[i], t1 = v - c1[i], t2 = v - c2[i];
-      e1 = fma(t1, t1, e1);
-      e2 = fma(t2, t2, e2);
-    }
-  } else {
-    for (int i = dims - 1; i >= 0; --i) {
-      const double v = x[i], t1 = v - c1[i], t2 = v - c2[i];
-      e1 = __dadd_rn(e1, __dmul_rn(t1, t1));
-      e2 = __dadd_rn(e2, __dmul_rn(t2, t2));
-    }
-  }
-}
-// the two copies of a distance agree (model.refine_agree): within 2 (dims + 2) u64 of the larger; NaN never agrees
-__device__ inline bool refine_agree(double a, double b, int dims) { return fabs(a - b) <= 2.0 * (dims + 2) * 0x1.0p-53 * fmax(a, b); }
-
-// A near tie (model.refine_assign): the two nearest keys' distances within each other's rounding band; then the label is
-// the nearer of the two by exact distances (the lower index on a tie), else the nearest key's. Returns the label.
-__device__ inline int refine_row(long long i, uint64_t b1, uint64_t b2, float xx, Refine const& rf) {
+// A near tie (model.refine_flags): the two nearest keys' distances within each other's rounding band. Returns the second
+// key's centroid, or -1.
+__device__ inline int near_tie(uint64_t b1, uint64_t b2, float xx, Refine const& rf) {
   const int l1 = static_cast<int>(b1 & 0xffffffffu), l2 = static_cast<int>(b2 & 0xffffffffu);
-  if (b2 == kNoKey || l2 >= rf.clusters || l2 == l1) return l1;
+  if (b2 == kNoKey || l2 >= rf.clusters || l2 == l1) return -1;
   const double d1 = unordered(static_cast<uint32_t>(b1 >> 32)), d2 = unordered(static_cast<uint32_t>(b2 >> 32));
   const double x = xx, c1 = rf.cc[l1], c2 = rf.cc[l2];
   const double band = rf.band * ((x + c1 + 2.0 * sqrt(x * c1)) + (x + c2 + 2.0 * sqrt(x * c2)));
-  if (!(d2 - d1 <= band)) return l1;  // (NaN: not a near tie)
-  const float* xr = rf.X + i * rf.ldx;
-  const float* r1 = rf.C + static_cast<long long>(l1) * rf.dims;
-  const float* r2 = rf.C + static_cast<long long>(l2) * rf.dims;
-  double e1, e2;
-  exact2(xr, r1, r2, rf.dims, false, e1, e2);
-  if (rf.dmr) {
-    for (int attempt = 0;; ++attempt) {
-      double f1, f2;
-      exact2(xr, r1, r2, rf.dims, true, f1, f2);
+  return d2 - d1 <= band ? l2 : -1;  // (NaN: not a near tie)
+}
+
+// The two copies of a distance agree (model.refine_agree): within 2 (dims + 2) u64 of the larger; NaN never agrees
+__device__ inline bool refine_agree(double a, double b, int dims) { return fabs(a - b) <= 2.0 * (dims + 2) * 0x1.0p-53 * fmax(a, b); }
+
+// The near ties relabelled (model.refine_assign): groups of G lanes (a power of two <= 32, about dims) take a row each,
+// the lanes along the dimensions (coalesced loads of x and of the two centroids), ||x - c1||^2 and ||x - c2||^2 in fp64
+// from the fp32 values; the label becomes the nearer (the lower index on a tie). Protected, each distance twice from the
+// same loaded values: forward by fused multiply-adds reduced over the lanes from the widest stride, backward by a
+// multiply and an addition reduced from the narrowest; a mismatch computes both again, a second one keeps the GEMM's
+// label (uncorrectable). Rows without a candidate (-1) are skipped. Nothing once converged.
+__global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const int* converged, Refine rf, int* labels) {
+  if (*converged) return;
+  const int lane = threadIdx.x % G, groups = gridDim.x * (blockDim.x / G);
+  const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
+  for (long long i = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / G; i < samples; i += groups) {
+    const int l2 = rf.cand[i];
+    if (l2 < 0) continue;
+    const int l1 = labels[i];
+    const float* xr = rf.X + i * rf.ldx;
+    const float* r1 = rf.C + static_cast<long long>(l1) * rf.dims;
+    const float* r2 = rf.C + static_cast<long long>(l2) * rf.dims;
+    double e1 = 0, e2 = 0, f1 = 0, f2 = 0;
+    bool agree = true;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      e1 = e2 = f1 = f2 = 0;
+      for (int d = lane; d < rf.dims; d += G) {
+        const double v = xr[d], t1 = v - r1[d], t2 = v - r2[d];
+        e1 = fma(t1, t1, e1);
+        e2 = fma(t2, t2, e2);
+      }
+      for (int o = G / 2; o > 0; o >>= 1) {
+        e1 += __shfl_xor_sync(mask, e1, o, G);
+        e2 += __shfl_xor_sync(mask, e2, o, G);
+      }
+      if (!rf.dmr) break;
+      for (int d = lane + (rf.dims - 1 - lane) / G * G; d >= 0 && lane < rf.dims; d -= G) {  // (this lane's elements backward)
+        const double v = xr[d], t1 = v - r1[d], t2 = v - r2[d];
+        f1 = __dadd_rn(f1, __dmul_rn(t1, t1));
+        f2 = __dadd_rn(f2, __dmul_rn(t2, t2));
+      }
+      for (int o = 1; o < G; o <<= 1) {
+        f1 = __dadd_rn(f1, __shfl_xor_sync(mask, f1, o, G));
+        f2 = __dadd_rn(f2, __shfl_xor_sync(mask, f2, o, G));
+      }
       if (refine_agree(e1, f1, rf.dims) && refine_agree(e2, f2, rf.dims)) {
-        if (attempt && rf.counters) atomicAdd(&rf.counters->recomputed, 1ull);
+        if (attempt && lane == 0 && rf.counters) atomicAdd(&rf.counters->recomputed, 1ull);
         break;
       }
-      if (rf.counters) atomicAdd(&rf.counters->detected, 1ull);
+      if (lane == 0 && rf.counters) atomicAdd(&rf.counters->detected, 1ull);
       if (attempt) {  // (twice: the label the GEMM chose stays)
-        if (rf.counters) atomicAdd(&rf.counters->uncorrectable, 1ull);
-        return l1;
+        if (lane == 0 && rf.counters) atomicAdd(&rf.counters->uncorrectable, 1ull);
+        agree = false;
       }
-      exact2(xr, r1, r2, rf.dims, false, e1, e2);
     }
+    if (lane == 0 && agree && (e2 < e1 || (e2 == e1 && l2 < l1))) labels[i] = l2;
   }
-  return e2 < e1 || (e2 == e1 && l2 < l1) ? l2 : l1;
+}
+// refine_kernel's lanes per row: the power of two >= dims, 4 to 32
+inline int refine_lanes(int dims) {
+  int g = 4;
+  while (g < 32 && g < dims) g *= 2;
+  return g;
 }
 
 // Each row's smallest key over the tiles of centroids: its label, and (inertia != null) the sum over the rows of
 // max(d' + ||x_i||^2, 0) in fp64 (a block's sum, one atomic per block). Nothing once *converged (null: never) is set.
 // flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
-// keys2 (refine): the second smallest per tile too; a row's two nearest over the tiles go through refine_row, and the
-// inertia comes from refine_inertia_kernel (pass inertia null).
+// keys2 (refine): the second smallest per tile too; a row's two nearest over the tiles: the label the nearest, and a near
+// tie's second candidate into rf.cand for refine_kernel (else -1); the inertia comes from refine_inertia_kernel (pass
+// inertia null).
 __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
                               double* inertia, const int* converged, int* flag_count = nullptr, const uint64_t* keys2 = nullptr,
                               Refine rf = Refine{}) {
@@ -747,7 +769,8 @@ __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int t
     if (keys2) {
       uint64_t second = keys2[i];
       for (int t = 1; t < tiles; ++t) merge2(best, second, keys[t * rows_padded + i], keys2[t * rows_padded + i]);
-      labels[i] = refine_row(i, best, second, xx[i], rf);
+      labels[i] = static_cast<int>(best & 0xffffffffu);
+      rf.cand[i] = near_tie(best, second, xx[i], rf);
       continue;
     }
     for (int t = 1; t < tiles; ++t) best = min(best, keys[t * rows_padded + i]);
