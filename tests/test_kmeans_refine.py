@@ -115,7 +115,7 @@ def test_a_refine_build_keeps_two_keys_and_relabels_in_the_finishing_kernel(prot
     files, _ = render_spec(s)
     src = files[f"{v.name}/{v.name}.cu"]
     assert f"ftgen_km90::DirectEpilogue<{8 if protect else 0}, false, true>" in src
-    for piece in ("REFINE = true", "w.keys2", "sum_norms_kernel", "refine_kernel<<<", "refine_inertia_kernel", "refine.dmr = PROTECTED"):
+    for piece in ("REFINE = true", "w.keys2", "sum_norms_kernel", "refine_kernel<4><<<", "refine_inertia_kernel", "refine.dmr = PROTECTED"):
         assert piece in src, piece
     assert f"PROTECTED = {'true' if protect else 'false'}" in src
     plain = spec_of(C90 % "")

@@ -692,47 +692,66 @@ __device__ inline int near_tie(uint64_t b1, uint64_t b2, float xx, Refine const&
 // The two copies of a distance agree (model.refine_agree): within 2 (dims + 2) u64 of the larger; NaN never agrees
 __device__ inline bool refine_agree(double a, double b, int dims) { return fabs(a - b) <= 2.0 * (dims + 2) * 0x1.0p-53 * fmax(a, b); }
 
-// The near ties relabelled (model.refine_assign): groups of G lanes (a power of two <= 32, about dims) take a row each,
-// the lanes along the dimensions (coalesced loads of x and of the two centroids), ||x - c1||^2 and ||x - c2||^2 in fp64
-// from the fp32 values; the label becomes the nearer (the lower index on a tie). Protected, each distance twice from the
-// same loaded values: forward by fused multiply-adds reduced over the lanes from the widest stride, backward by a
-// multiply and an addition reduced from the narrowest; a mismatch computes both again, a second one keeps the GEMM's
+// One lane's part of ||x - c1||^2 and ||x - c2||^2 in fp64 from the fp32 values, elements lane, lane + G, ... of n (VEC
+// floats each: float4 when the rows are 16-byte aligned): e by fused multiply-adds, f (the DMR copy, dmr) by a multiply
+// and an addition, both from the same loaded values
+template <int VEC>
+__device__ inline void refine_part(const float* x, const float* c1, const float* c2, int n, int lane, int G, bool dmr, double (&e)[2],
+                                   double (&f)[2]) {
+  using V = std::conditional_t<VEC == 4, float4, float>;
+  const V* xv = reinterpret_cast<const V*>(x);
+  const V* av = reinterpret_cast<const V*>(c1);
+  const V* bv = reinterpret_cast<const V*>(c2);
+#pragma unroll 4
+  for (int q = lane; q < n; q += G) {
+    const V xq = xv[q], aq = av[q], bq = bv[q];
+    const float* xs = reinterpret_cast<const float*>(&xq);
+    const float* as = reinterpret_cast<const float*>(&aq);
+    const float* bs = reinterpret_cast<const float*>(&bq);
+#pragma unroll
+    for (int z = 0; z < VEC; ++z) {
+      const double v = xs[z], t1 = v - as[z], t2 = v - bs[z];
+      e[0] = fma(t1, t1, e[0]);
+      e[1] = fma(t2, t2, e[1]);
+      if (dmr) {
+        f[0] = __dadd_rn(f[0], __dmul_rn(t1, t1));
+        f[1] = __dadd_rn(f[1], __dmul_rn(t2, t2));
+      }
+    }
+  }
+}
+
+// The near ties relabelled (model.refine_assign): groups of G lanes (a power of two, 1 to 32) take a row each, the lanes
+// along the row (VEC = 4: float4 loads of x and of the two centroids; 1: floats), ||x - c1||^2 and ||x - c2||^2 in fp64;
+// the label becomes the nearer (the lower index on a tie). Protected, each distance twice from the same loaded values
+// (refine_part), the lanes' parts reduced in two orders; a mismatch computes both again, a second one keeps the GEMM's
 // label (uncorrectable). Rows without a candidate (-1) are skipped. Nothing once converged.
+template <int VEC>
 __global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const int* converged, Refine rf, int* labels) {
   if (*converged) return;
-  const int lane = threadIdx.x % G, groups = gridDim.x * (blockDim.x / G);
+  const int lane = threadIdx.x % G, groups = gridDim.x * (blockDim.x / G), n = rf.dims / VEC;
   const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
   for (long long i = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / G; i < samples; i += groups) {
-    const int l2 = rf.cand[i];
+    const int l2 = rf.cand[i], l1 = labels[i];
     if (l2 < 0) continue;
-    const int l1 = labels[i];
     const float* xr = rf.X + i * rf.ldx;
     const float* r1 = rf.C + static_cast<long long>(l1) * rf.dims;
     const float* r2 = rf.C + static_cast<long long>(l2) * rf.dims;
-    double e1 = 0, e2 = 0, f1 = 0, f2 = 0;
     bool agree = true;
+    double e[2], f[2];
     for (int attempt = 0; attempt < 2; ++attempt) {
-      e1 = e2 = f1 = f2 = 0;
-      for (int d = lane; d < rf.dims; d += G) {
-        const double v = xr[d], t1 = v - r1[d], t2 = v - r2[d];
-        e1 = fma(t1, t1, e1);
-        e2 = fma(t2, t2, e2);
-      }
+      e[0] = e[1] = f[0] = f[1] = 0;
+      refine_part<VEC>(xr, r1, r2, n, lane, G, rf.dmr, e, f);
       for (int o = G / 2; o > 0; o >>= 1) {
-        e1 += __shfl_xor_sync(mask, e1, o, G);
-        e2 += __shfl_xor_sync(mask, e2, o, G);
+        e[0] += __shfl_xor_sync(mask, e[0], o, G);
+        e[1] += __shfl_xor_sync(mask, e[1], o, G);
       }
       if (!rf.dmr) break;
-      for (int d = lane + (rf.dims - 1 - lane) / G * G; d >= 0 && lane < rf.dims; d -= G) {  // (this lane's elements backward)
-        const double v = xr[d], t1 = v - r1[d], t2 = v - r2[d];
-        f1 = __dadd_rn(f1, __dmul_rn(t1, t1));
-        f2 = __dadd_rn(f2, __dmul_rn(t2, t2));
-      }
       for (int o = 1; o < G; o <<= 1) {
-        f1 = __dadd_rn(f1, __shfl_xor_sync(mask, f1, o, G));
-        f2 = __dadd_rn(f2, __shfl_xor_sync(mask, f2, o, G));
+        f[0] = __dadd_rn(f[0], __shfl_xor_sync(mask, f[0], o, G));
+        f[1] = __dadd_rn(f[1], __shfl_xor_sync(mask, f[1], o, G));
       }
-      if (refine_agree(e1, f1, rf.dims) && refine_agree(e2, f2, rf.dims)) {
+      if (refine_agree(e[0], f[0], rf.dims) && refine_agree(e[1], f[1], rf.dims)) {
         if (attempt && lane == 0 && rf.counters) atomicAdd(&rf.counters->recomputed, 1ull);
         break;
       }
@@ -742,13 +761,14 @@ __global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const i
         agree = false;
       }
     }
-    if (lane == 0 && agree && (e2 < e1 || (e2 == e1 && l2 < l1))) labels[i] = l2;
+    if (lane == 0 && agree && (e[1] < e[0] || (e[1] == e[0] && l2 < l1))) labels[i] = l2;
   }
 }
-// refine_kernel's lanes per row: the power of two >= dims, 4 to 32
-inline int refine_lanes(int dims) {
-  int g = 4;
-  while (g < 32 && g < dims) g *= 2;
+// refine_kernel's lanes per row: about 4 float4 (VEC 4) or 4 floats (VEC 1) a lane, a power of two, 1 to 32
+inline int refine_lanes(int dims, int vec) {
+  const int per_lane = vec == 4 ? 16 : 4;
+  int g = 1;
+  while (g < 32 && g * per_lane < dims) g *= 2;
   return g;
 }
 
@@ -800,12 +820,14 @@ __device__ inline double block_sum(double v) {
   return v;
 }
 
-// refine: the samples' squared norms summed in fp64, once per launch (X does not change), into *out (one block)
+// refine: the samples' squared norms summed in fp64, once per launch (X does not change), added into *out (zeroed
+// before; one atomic per block)
 __global__ void sum_norms_kernel(const float* xx, int samples, double* out) {
   double s = 0;
-  for (int i = threadIdx.x; i < samples; i += blockDim.x) s += xx[i];
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < samples; i += static_cast<long long>(gridDim.x) * blockDim.x)
+    s += xx[i];
   s = block_sum(s);
-  if (threadIdx.x == 0) *out = s;
+  if (threadIdx.x == 0 && s != 0) atomicAdd(out, s);
 }
 
 // refine: the iteration's inertia, sum_i ||x_i - c_(l_i)||^2 = sum_i ||x_i||^2 + sum_j (n_j ||c_j||^2 - 2 c_j . S_j), in
