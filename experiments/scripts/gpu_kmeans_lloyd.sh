@@ -5,11 +5,12 @@
 # iteration by iteration, then both loops to convergence (FTGEN_KMEANS_TOL=LLOYD_TOL, default 1e-8, at most 300
 # iterations; the bar: iteration counts within one, final inertias within 1e-4). Shapes 65536x32x128 and
 # 100003x29x300 (the fused variant's dims <= 32). Rows into OUT/lloyd.jsonl, logs into OUT/log.txt; a short table last.
-#   bash experiments/scripts/gpu_kmeans_lloyd.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
+#   bash experiments/scripts/gpu_kmeans_lloyd.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git; SPEC: another spec,
+#   e.g. experiments/specs/kmeans_refine.yaml)
 set -u
 out=${1:?usage: gpu_kmeans_lloyd.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh
-spec=experiments/specs/kmeans_lloyd.yaml; gen=generated/klloyd; proj=$gen/kmeans_lloyd
+spec=${SPEC:-experiments/specs/kmeans_lloyd.yaml}; gen=generated/klloyd; proj=$gen/$(sed -n 's/^name: *//p' "$spec")
 gen_build $spec $gen $proj
 parts=$(mktemp -d)
 b() { local tag=$1; shift; FTGEN_BENCH_REFS=none ft 120 bench $proj --shapes 65536x32x128,100003x29x300 --reps 1 --warmup 1 \
