@@ -279,37 +279,23 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   template <int MM, int C2, class RowOf, class ColOf>
   CUTLASS_DEVICE void top2_store(const float (&bv)[MM][2][C2], const int (&bx)[MM][2][C2], const float (&sv)[MM][2][C2],
                                  const int (&sx)[MM][2][C2], int tile, int j0, int q, RowOf const& row_of, ColOf const& col_of) {
-    uint64_t k1[MM][2], k2[MM][2];
-    CUTLASS_PRAGMA_UNROLL
-    for (int mm = 0; mm < MM; ++mm) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        k1[mm][r] = key(bv[mm][r][0], j0 + col_of(bx[mm][r][0]));
-        k2[mm][r] = key(sv[mm][r][0], j0 + col_of(sx[mm][r][0]));
-        CUTLASS_PRAGMA_UNROLL
-        for (int c = 1; c < C2; ++c)
-          merge2(k1[mm][r], k2[mm][r], key(bv[mm][r][c], j0 + col_of(bx[mm][r][c])), key(sv[mm][r][c], j0 + col_of(sx[mm][r][c])));
-      }
-    }
-    CUTLASS_PRAGMA_UNROLL
-    for (int o = 1; o <= 2; o <<= 1) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int mm = 0; mm < MM; ++mm) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          const uint64_t o1 = __shfl_xor_sync(0xffffffffu, k1[mm][r], o), o2 = __shfl_xor_sync(0xffffffffu, k2[mm][r], o);
-          merge2(k1[mm][r], k2[mm][r], o1, o2);
-        }
-      }
-    }
-    if (q != 0) return;
     const long long off = static_cast<long long>(tile) * params.rows_padded;
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < 2; ++r) {
-        params.keys[off + row_of(mm, r)] = k1[mm][r];
-        params.keys2[off + row_of(mm, r)] = k2[mm][r];
+        uint64_t k1 = key(bv[mm][r][0], j0 + col_of(bx[mm][r][0])), k2 = key(sv[mm][r][0], j0 + col_of(sx[mm][r][0]));
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 1; c < C2; ++c) merge2(k1, k2, key(bv[mm][r][c], j0 + col_of(bx[mm][r][c])), key(sv[mm][r][c], j0 + col_of(sx[mm][r][c])));
+        // (then over the quad: its four lanes hold the row)
+        const uint64_t a1 = __shfl_xor_sync(0xffffffffu, k1, 1), a2 = __shfl_xor_sync(0xffffffffu, k2, 1);
+        merge2(k1, k2, a1, a2);
+        const uint64_t b1 = __shfl_xor_sync(0xffffffffu, k1, 2), b2 = __shfl_xor_sync(0xffffffffu, k2, 2);
+        merge2(k1, k2, b1, b2);
+        if (q == 0) {
+          params.keys[off + row_of(mm, r)] = k1;
+          params.keys2[off + row_of(mm, r)] = k2;
+        }
       }
     }
   }
