@@ -118,6 +118,8 @@ def test_a_refine_build_keeps_two_keys_and_relabels_in_the_finishing_kernel(prot
     for piece in ("REFINE = true", "w.keys2", "sum_norms_kernel", "refine_kernel<4><<<", "refine_inertia_kernel", "refine.dmr = PROTECTED"):
         assert piece in src, piece
     assert f"PROTECTED = {'true' if protect else 'false'}" in src
+    # the refine site: a variant without refine refuses it
+    assert "inj.site == FTGEN_KMEANS_SITE_REFINE && !REFINE) return cudaErrorNotSupported" in src
     plain = spec_of(C90 % "")
     files, _ = render_spec(plain)
     (p,) = plain.variants

@@ -18,6 +18,8 @@ enum ftgen_kmeans_site {
   FTGEN_KMEANS_SITE_NORM = 2,    // the first copy of a squared norm: of sample `block`, or (block >= samples) of
                                  // centroid block - samples in the first iteration
   FTGEN_KMEANS_SITE_UPDATE = 3,  // the first copy of a cluster sum (elem < dims) or count (elem == dims)
+  FTGEN_KMEANS_SITE_REFINE = 4,  // refine builds: the first copy of the exact distance to the nearest of sample `block`,
+                                 // where that sample is a near tie of the first iteration (else no fault lands)
 };
 
 // Where the initial centroids come from (ftgen_kmeans_init.h): C as given, or samples of X chosen by the problem's seed

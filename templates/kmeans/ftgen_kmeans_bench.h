@@ -275,11 +275,13 @@ inline int site_from(const char* s) {
   if (!std::strcmp(s, "argmin")) return FTGEN_KMEANS_SITE_ARGMIN;
   if (!std::strcmp(s, "norm")) return FTGEN_KMEANS_SITE_NORM;
   if (!std::strcmp(s, "update")) return FTGEN_KMEANS_SITE_UPDATE;
-  ftgen::bad_arg("--site: '%s' is not accumulator, argmin, norm or update", s);
+  if (!std::strcmp(s, "refine")) return FTGEN_KMEANS_SITE_REFINE;
+  ftgen::bad_arg("--site: '%s' is not accumulator, argmin, norm, update or refine", s);
 }
 inline int site_from_env() { return site_from(std::getenv("FTGEN_KMEANS_SITE")); }
 inline const char* site_name(int s) {
-  return s == FTGEN_KMEANS_SITE_ARGMIN ? "argmin" : s == FTGEN_KMEANS_SITE_NORM ? "norm" : s == FTGEN_KMEANS_SITE_UPDATE ? "update" : "accumulator";
+  return s == FTGEN_KMEANS_SITE_ARGMIN ? "argmin" : s == FTGEN_KMEANS_SITE_NORM ? "norm" : s == FTGEN_KMEANS_SITE_UPDATE ? "update"
+         : s == FTGEN_KMEANS_SITE_REFINE ? "refine" : "accumulator";
 }
 
 template <class T>
@@ -596,6 +598,8 @@ class KmeansProblem final : public ftgen::BenchProblem {
         return ftgen::plan_faults(count, seed, static_cast<long long>(n_) + k_, 1, 1, 1, g.value_bits, a.inject_kind, a.bit, a.offset);
       case FTGEN_KMEANS_SITE_UPDATE:  // a cluster sum (fp64) or, elem == dims, its count
         return ftgen::plan_faults(count, seed, k_, 1, d_ + 1, 1, 64, a.inject_kind, a.bit, a.offset);
+      case FTGEN_KMEANS_SITE_REFINE:  // a sample's exact distance to its nearest (fp64), if it is a near tie
+        return ftgen::plan_faults(count, seed, n_, 1, 1, 1, 64, a.inject_kind, a.bit, a.offset);
       default:
         return ftgen::plan_faults(count, seed, g.blocks, g.threads, g.elems_per_thread, g.steps, g.value_bits, a.inject_kind, a.bit,
                                   a.offset);
@@ -657,6 +661,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
   long long fault_blocks() const {
     if (site_ == FTGEN_KMEANS_SITE_NORM) return static_cast<long long>(n_) + k_;  // samples' norms, then centroids
     if (site_ == FTGEN_KMEANS_SITE_UPDATE) return k_;
+    if (site_ == FTGEN_KMEANS_SITE_REFINE) return n_;
     ftgen_kmeans_geometry g;
     v_.geometry(n_, d_, k_, &g);
     return g.blocks;

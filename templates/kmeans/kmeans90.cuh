@@ -660,8 +660,15 @@ struct Refine {
   const float* cc = nullptr;  // ||c_j||^2 (the band's scale)
   double band = 0;            // LAMBDA u (sqrt(dims) + 2): distance_band's factor
   int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (finish_kernel -> refine_kernel)
-  bool dmr = false;           // protected: each exact distance twice (forward by fused multiply-adds, backward)
+  bool dmr = false;           // protected: each exact distance twice (by fused multiply-adds, and by a multiply and an add)
   ftgen::FtCounters* counters = nullptr;
+  // inject builds, site refine: the planned faults (block = the sample) of the first copy of the distance to the nearest,
+  // in the first iteration
+  const int* iter = nullptr;
+  const ftgen::FaultSpec* faults = nullptr;
+  ftgen::FaultRecord* records = nullptr;
+  int fault_count = 0;
+  int no_correct = 0;  // the campaigns' uncorrected run: a mismatch is counted, the first copy decides
 };
 
 // A near tie (model.refine_flags): the two nearest keys' distances within each other's rounding band. Returns the second
@@ -732,6 +739,16 @@ __global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const i
         e[0] += __shfl_xor_sync(mask, e[0], o, G);
         e[1] += __shfl_xor_sync(mask, e[1], o, G);
       }
+      if (rf.fault_count > 0 && attempt == 0 && *rf.iter == 0) {  // (every lane holds the sum: each applies the fault)
+        for (int f = 0; f < rf.fault_count; ++f) {
+          const ftgen::FaultSpec fs = rf.faults[f];
+          if (fs.block != i) continue;
+          const double before = e[0];
+          e[0] = ftgen::apply_fault(e[0], fs.kind, fs.bit, fs.offset);
+          if (lane == 0) ftgen::record_fault(rf.records + f, rf.counters, static_cast<int>(i), 0, 0, 0, fs.kind == ftgen::kOffset ? -1 : (fs.bit & 63),
+                                             before, e[0], i, l1);
+        }
+      }
       if (!rf.dmr) break;
       for (int o = 1; o < G; o <<= 1) {
         f[0] = __dadd_rn(f[0], __shfl_xor_sync(mask, f[0], o, G));
@@ -742,6 +759,7 @@ __global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const i
         break;
       }
       if (lane == 0 && rf.counters) atomicAdd(&rf.counters->detected, 1ull);
+      if (rf.no_correct) break;
       if (attempt) {  // (twice: the label the GEMM chose stays)
         if (lane == 0 && rf.counters) atomicAdd(&rf.counters->uncorrectable, 1ull);
         agree = false;
