@@ -1,6 +1,6 @@
 """tf32 with near ties refined (the kmeans cutlass90 backend's ``refine`` param; ftgen/families/kmeans/model.py
-refine_assign, templates/kmeans/kmeans90.cuh): on the CPU, the rows flagged are those whose two nearest tf32 distances lie
-within their rounding bands, a flagged row takes the nearer of the two by exact distances, the refined Lloyd loop on
+refine_assign, templates/kmeans/kmeans90.cuh): on the CPU, the rows flagged are those whose two nearest tf32 distances are
+closer than their error bounds (refine_band, a bound of the gap's error), a flagged row takes the nearer of the two by exact distances, the refined Lloyd loop on
 Gaussian blobs follows the fp64 loop within 1e-4 where plain tf32 does not, and a fault in the exact distances is caught
 by their DMR; the spec rules and what a build's source holds."""
 
@@ -44,6 +44,35 @@ def test_flagged_rows_are_the_near_ties_and_take_the_exactly_nearer_of_their_two
     ref = np.argmin(exact, axis=1)
     assert (labels == ref).mean() > (l1 == ref).mean()
     assert m.check_labels(X, C, labels, "tf32")[1] == 0
+
+
+@pytest.mark.parametrize("dist", ["normal", "loguniform", "blobs"])
+def test_the_refine_bound_holds_the_error_of_the_gap_and_every_fixable_wrong_label(dist):
+    rng = np.random.default_rng(5)
+    n, dims, k = 8192, 32, 128
+    if dist == "blobs":
+        X = blobs(n, dims, k, seed=2)[0]
+    elif dist == "normal":
+        X = rng.standard_normal((n, dims)).astype(np.float32)
+    else:
+        X = (np.exp(rng.uniform(np.log(1e-3), np.log(1e3), (n, dims))) * rng.choice([-1, 1], (n, dims))).astype(np.float32)
+    C = X[rng.choice(n, k, replace=False)].copy()
+    xx = (X * X).sum(1, dtype=np.float32).astype(np.float64)
+    cc = (C * C).sum(1, dtype=np.float32)
+    d = (cc[None, :] - np.float32(2) * m.gemm_nt(X, C, "tf32")).astype(np.float32).astype(np.float64)
+    exact = m.reference_distances(X, C) - (X.astype(np.float64) ** 2).sum(1)[:, None]
+    l1, l2 = m.top2(d)
+    rows = np.arange(n)
+    cc = cc.astype(np.float64)
+    bound = m.refine_band(xx, cc[l1], dims) + m.refine_band(xx, cc[l2], dims)
+    err = np.abs((d[rows, l2] - d[rows, l1]) - (exact[rows, l2] - exact[rows, l1]))
+    assert (err <= bound / 2).all(), float(np.max(err / bound))
+    flagged = m.refine_flags(d[rows, l1], d[rows, l2], xx, cc[l1], cc[l2], dims)
+    wrong = (np.argmin(exact, 1) == l2) & (l1 != l2) & (exact[rows, l2] < exact[rows, l1])
+    assert wrong.any() and (flagged[wrong]).all()
+    # far fewer rows than the label check's band would flag
+    wide = (d[rows, l2] - d[rows, l1]) <= m.distance_band(xx, cc[l1], dims, "tf32") + m.distance_band(xx, cc[l2], dims, "tf32")
+    assert flagged.mean() < wide.mean() / 2, (flagged.mean(), wide.mean())
 
 
 def test_the_refined_lloyd_loop_follows_the_fp64_loop_on_blobs_where_tf32_does_not():

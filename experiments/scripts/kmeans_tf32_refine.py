@@ -6,9 +6,9 @@
 Four loops from the same C0 (strided samples of blobs(spread 0.1)): fp64 (exact distances), tf32 (the model's TF32
 distance GEMM, `xx + cc - 2 x.c` in fp32, the arg-min on it), refine: a sample whose tf32 distances to two or more
 centroids lie within the rounding band of the nearest (`distance_band`, the bound the label check uses, for both) is
-relabelled by fp64 distances to those candidates only, and top2: the same between the two nearest only (the cutlass90
-backend's ``refine`` option, `model.refine_assign`). The update
-is the model's in all four (fp64 sums, fp32 centroids). Printed per iteration: each loop's inertia computed exactly (fp64) from its own labels and centroids,
+relabelled by fp64 distances to those candidates only, and top2: the two nearest only, flagged by the tighter
+`model.refine_band` (the cutlass90 backend's ``refine`` option, `model.refine_assign`). The update is the model's in
+all four (fp64 sums, fp32 centroids). Printed per iteration: each loop's inertia computed exactly (fp64) from its own labels and centroids,
 relative to the fp64 loop's, and the refined loop's flagged samples and candidates per flagged sample -- what a
 kernel would recompute beside the GEMM.
 """

@@ -7,8 +7,8 @@
 // followed by its encodings, so the epilogue holds the reference checksums beside the accumulators and checks every row
 // before the arg-min (ArgMinDirect<8>); a fix kernel recomputes what the check could not correct in place.
 // Near ties refined (kTop2, the tf32 refine option, model.refine_assign): the epilogue keeps each row's two nearest per
-// tile (a second key per (row, tile)), the finishing kernel its two nearest over the tiles, and a row whose two lie within
-// the rounding band takes the nearer of them by exact distances (fp64, from X and the centroids; duplicated when
+// tile (a second key per (row, tile)), the finishing kernel its two nearest over the tiles, and a row whose two are
+// closer than their error bounds takes the nearer of them by exact distances (fp64, from X and the centroids; duplicated when
 // protected). Its inertia then comes from the update's sums (refine_inertia_kernel), not from the rounded distances.
 // Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
@@ -657,8 +657,9 @@ struct Refine {
   long long ldx = 0;
   const float* C = nullptr;  // clusters x dims, row-major
   int dims = 0, clusters = 0;
-  const float* cc = nullptr;  // ||c_j||^2 (the band's scale)
-  double band = 0;            // LAMBDA u (sqrt(dims) + 2): distance_band's factor
+  const float* cc = nullptr;  // ||c_j||^2 (the bound's scale)
+  // the bound on one computed d' (model.refine_band): band_xc ||x|| ||c|| + band_cc ||c||^2
+  double band_xc = 0, band_cc = 0;
   int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (finish_kernel -> refine_kernel)
   bool dmr = false;           // protected: each exact distance twice (by fused multiply-adds, and by a multiply and an add)
   ftgen::FtCounters* counters = nullptr;
@@ -671,14 +672,14 @@ struct Refine {
   int no_correct = 0;  // the campaigns' uncorrected run: a mismatch is counted, the first copy decides
 };
 
-// A near tie (model.refine_flags): the two nearest keys' distances within each other's rounding band. Returns the second
-// key's centroid, or -1.
+// A near tie (model.refine_flags): the two nearest keys' distances closer than the sum of their error bounds. Returns the
+// second key's centroid, or -1.
 __device__ inline int near_tie(uint64_t b1, uint64_t b2, float xx, Refine const& rf) {
   const int l1 = static_cast<int>(b1 & 0xffffffffu), l2 = static_cast<int>(b2 & 0xffffffffu);
   if (b2 == kNoKey || l2 >= rf.clusters || l2 == l1) return -1;
   const double d1 = unordered(static_cast<uint32_t>(b1 >> 32)), d2 = unordered(static_cast<uint32_t>(b2 >> 32));
   const double x = xx, c1 = rf.cc[l1], c2 = rf.cc[l2];
-  const double band = rf.band * ((x + c1 + 2.0 * sqrt(x * c1)) + (x + c2 + 2.0 * sqrt(x * c2)));
+  const double band = rf.band_xc * (sqrt(x * c1) + sqrt(x * c2)) + rf.band_cc * (c1 + c2);
   return d2 - d1 <= band ? l2 : -1;  // (NaN: not a near tie)
 }
 

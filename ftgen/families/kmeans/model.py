@@ -402,11 +402,27 @@ def top2(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[:, 0], order[:, 1] if d.shape[1] > 1 else order[:, 0]
 
 
-def refine_flags(d1, d2, xx, cc1, cc2, dims: int, precision: str = "tf32") -> np.ndarray:
-    """A near tie: the two nearest computed distances within each other's rounding band (``distance_band`` of each, the
-    label check's bound), d2 - d1 <= band(xx, cc1) + band(xx, cc2). Outside it the computed order is the exact one."""
+TF32_OPERAND_ERR = 2.0**-9  # |tf32(x) tf32(c) - x c| <= (2^-10 + 2^-10 + 2^-20) |x c|: each operand within 2^-10 (truncated or rounded)
+
+
+def refine_band(xx, cc, dims: int):
+    """The refine step's bound on the error of one computed d' = cc - 2 acc (tf32 operands, fp32 sums), deterministic:
+    2 (2^-9 + (ceil(dims / 8) + 2) 2^-23) ||x|| ||c|| + (dims + 2) 2^-24 cc -- the operands' rounding (Cauchy-Schwarz:
+    sum |x_i c_i| <= ||x|| ||c||), the wgmma's truncating fp32 sums (a rounding per k-step of 8) and cc's own fp32 sum.
+    Far tighter than ``distance_band`` (the label check's probabilistic bound on the whole distance, which is about
+    (sqrt(dims) + 2) LAMBDA (||x|| + ||c||)^2 / (4 ||x|| ||c||) times wider) and still a bound, so the near ties it flags
+    hold every row whose computed order of the two nearest can differ from the exact one."""
+    g_acc = (math.ceil(dims / 8) + 2) * 2.0**-23
+    g_cc = (dims + 2) * 2.0**-24
+    xx, cc = np.asarray(xx, np.float64), np.asarray(cc, np.float64)
+    return 2.0 * (TF32_OPERAND_ERR + g_acc) * np.sqrt(xx * cc) + g_cc * cc
+
+
+def refine_flags(d1, d2, xx, cc1, cc2, dims: int) -> np.ndarray:
+    """A near tie: the two nearest computed distances closer than the sum of their error bounds (``refine_band``),
+    d2 - d1 <= band(xx, cc1) + band(xx, cc2). Outside it the computed order is the exact one."""
     with np.errstate(invalid="ignore"):
-        return (np.asarray(d2, np.float64) - d1) <= distance_band(xx, cc1, dims, precision) + distance_band(xx, cc2, dims, precision)
+        return (np.asarray(d2, np.float64) - d1) <= refine_band(xx, cc1, dims) + refine_band(xx, cc2, dims)
 
 
 def exact_distance(x, c, backward: bool = False) -> float:
@@ -428,8 +444,8 @@ def refine_agree(a: float, b: float, dims: int) -> bool:
 
 def refine_assign(X, C, precision: str = "tf32", faults=(), counters: Counters | None = None):
     """The assign step with near ties refined, as the cutlass90 kernel runs it with ``refine: true``: the computed
-    distances d' = cc - 2 acc (``gemm_nt`` of the precision), each row's two nearest (``top2``); a row whose two lie
-    within the rounding band (``refine_flags``) takes, of the two, the one nearer by exact distances (``exact_distance``,
+    distances d' = cc - 2 acc (``gemm_nt`` of the precision), each row's two nearest (``top2``); a row whose two are
+    closer than their error bounds (``refine_flags``) takes, of the two, the one nearer by exact distances (``exact_distance``,
     twice: forward and backward, ``refine_agree``; a mismatch computes both copies again, a second one keeps the computed
     label and counts as uncorrectable). faults: (row, bit) flips of copy A's distance to the nearest of a flagged row,
     the first time it is computed. Returns (labels, distances: the exact one for a refined row, else xx + d',
@@ -446,7 +462,7 @@ def refine_assign(X, C, precision: str = "tf32", faults=(), counters: Counters |
     labels = l1.copy()
     dist = d[rows, l1].astype(np.float64) + xx
     flagged = np.flatnonzero((l1 != l2) & refine_flags(d[rows, l1], d[rows, l2], xx.astype(np.float64),
-                                                        cc[l1].astype(np.float64), cc[l2].astype(np.float64), dims, precision))
+                                                        cc[l1].astype(np.float64), cc[l2].astype(np.float64), dims))
     flips = {int(r): int(b) for r, b in faults}
     for i in flagged:
         i = int(i)
