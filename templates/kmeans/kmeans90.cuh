@@ -686,6 +686,10 @@ __device__ inline int near_tie(uint64_t b1, uint64_t b2, float xx, Refine const&
 // The two copies of a distance agree (model.refine_agree): within 2 (dims + 2) u64 of the larger; NaN never agrees
 __device__ inline bool refine_agree(double a, double b, int dims) { return fabs(a - b) <= 2.0 * (dims + 2) * 0x1.0p-53 * fmax(a, b); }
 
+// Component z of a float4 (z a constant after unrolling), or the float itself
+__device__ inline float part(float v, int) { return v; }
+__device__ inline float part(float4 v, int z) { return z == 0 ? v.x : z == 1 ? v.y : z == 2 ? v.z : v.w; }
+
 // One lane's part of ||x - c1||^2 and ||x - c2||^2 in fp64 from the fp32 values, elements lane, lane + G, ... of n (VEC
 // floats each: float4 when the rows are 16-byte aligned): e by fused multiply-adds, f (the DMR copy, dmr) by a multiply
 // and an addition, both from the same loaded values
@@ -696,15 +700,12 @@ __device__ inline void refine_part(const float* x, const float* c1, const float*
   const V* xv = reinterpret_cast<const V*>(x);
   const V* av = reinterpret_cast<const V*>(c1);
   const V* bv = reinterpret_cast<const V*>(c2);
-#pragma unroll 4
+#pragma unroll (VEC == 4 ? 4 : 1)  // (floats: not unrolled; unrolled, ptxas spilled 12 bytes)
   for (int q = lane; q < n; q += G) {
     const V xq = xv[q], aq = av[q], bq = bv[q];
-    const float* xs = reinterpret_cast<const float*>(&xq);
-    const float* as = reinterpret_cast<const float*>(&aq);
-    const float* bs = reinterpret_cast<const float*>(&bq);
 #pragma unroll
-    for (int z = 0; z < VEC; ++z) {
-      const double v = xs[z], t1 = v - as[z], t2 = v - bs[z];
+    for (int z = 0; z < VEC; ++z) {  // (the components by value: an address of xq would put it in local memory)
+      const double v = part(xq, z), t1 = v - part(aq, z), t2 = v - part(bq, z);
       e[0] = fma(t1, t1, e[0]);
       e[1] = fma(t2, t2, e[1]);
       if (dmr) {
