@@ -651,7 +651,7 @@ __global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, l
   }
 }
 
-// The refine step's inputs (refine: X as the GEMM reads it, the centroids, the band's factor); X null: no refine
+// The refine step's inputs (X as the GEMM reads it, the centroids, the near-tie bound's factors); used where keys2 is set
 struct Refine {
   const float* X = nullptr;
   long long ldx = 0;
@@ -778,6 +778,17 @@ inline int refine_lanes(int dims, int vec) {
   return g;
 }
 
+// The block's fp64 sum of v, to every thread (blockDim.x a multiple of 32, at most 1024)
+__device__ inline double block_sum(double v) {
+  __shared__ double warps[32];
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = 0;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) v += warps[w];
+  return v;
+}
+
 // Each row's smallest key over the tiles of centroids: its label, and (inertia != null) the sum over the rows of
 // max(d' + ||x_i||^2, 0) in fp64 (a block's sum, one atomic per block). Nothing once *converged (null: never) is set.
 // flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
@@ -804,26 +815,9 @@ __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int t
     part += fmax(static_cast<double>(unordered(static_cast<uint32_t>(best >> 32))) + static_cast<double>(xx[i]), 0.0);
   }
   if (inertia) {  // one atomic per block (atomics on one address serialize)
-    __shared__ double warps[32];
-    for (int o = 16; o; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-    if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = part;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) part += warps[w];
-      if (part != 0) atomicAdd(inertia, part);
-    }
+    part = block_sum(part);
+    if (threadIdx.x == 0 && part != 0) atomicAdd(inertia, part);
   }
-}
-
-// The block's fp64 sum of v, to every thread (blockDim.x a multiple of 32, at most 1024)
-__device__ inline double block_sum(double v) {
-  __shared__ double warps[32];
-  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = 0;
-  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) v += warps[w];
-  return v;
 }
 
 // refine: the samples' squared norms summed in fp64, once per launch (X does not change), added into *out (zeroed
