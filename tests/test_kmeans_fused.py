@@ -230,14 +230,16 @@ def _nvcc(root: Path, rel: str, *archs: str) -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
-def test_nvcc_compiles_the_fused_variant_without_spills(tmp_path, precision):
-    """The variant for sm_80 and sm_90, its benchmark twin for sm_90."""
-    files, _ = render_spec(spec_of(ABFT.replace("sm_90]", "sm_80, sm_90]").replace("precision: tf32", f"precision: {precision}")))
+@pytest.mark.parametrize("precision, refine", [("tf32", False), ("tf32x3", False), ("tf32", True)], ids=["tf32", "tf32x3", "tf32-refine"])
+def test_nvcc_compiles_the_fused_variant_without_spills(tmp_path, precision, refine):
+    """The variant for sm_80 and sm_90, its benchmark twin for sm_90 (refine: the arg-min's second keys and the
+    near ties' relabelling and moves)."""
+    body = ABFT.replace("sm_90]", "sm_80, sm_90]").replace("precision: tf32", f"precision: {precision}")
+    files, _ = render_spec(spec_of(body.replace("warps: 4", "warps: 4, refine: true") if refine else body))
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    name = NAME.replace("tf32_", f"{precision}_")
+    name = NAME.replace("tf32_", f"{precision}_").replace("_inj", "_refine_inj" if refine else "_inj")
     for rel, archs in ((f"{name}/{name}.cu", ("sm_80", "sm_90")), (f"{name}/{name}_twin.cu", ("sm_90",))):
         for arch, entries in _nvcc(tmp_path, rel, *archs).items():
             fused = {n: t for n, t in entries.items() if "fused_kernel" in n}

@@ -46,8 +46,9 @@ def test_flagged_rows_are_the_near_ties_and_take_the_exactly_nearer_of_their_two
     assert m.check_labels(X, C, labels, "tf32")[1] == 0
 
 
+@pytest.mark.parametrize("backend", ["cutlass90", "fused"])
 @pytest.mark.parametrize("dist", ["normal", "loguniform", "blobs"])
-def test_the_refine_bound_holds_the_error_of_the_gap_and_every_fixable_wrong_label(dist):
+def test_the_refine_bound_holds_the_error_of_the_gap_and_every_fixable_wrong_label(dist, backend):
     rng = np.random.default_rng(5)
     n, dims, k = 8192, 32, 128
     if dist == "blobs":
@@ -59,15 +60,20 @@ def test_the_refine_bound_holds_the_error_of_the_gap_and_every_fixable_wrong_lab
     C = X[rng.choice(n, k, replace=False)].copy()
     xx = (X * X).sum(1, dtype=np.float32).astype(np.float64)
     cc = (C * C).sum(1, dtype=np.float32)
-    d = (cc[None, :] - np.float32(2) * m.gemm_nt(X, C, "tf32")).astype(np.float32).astype(np.float64)
-    exact = m.reference_distances(X, C) - (X.astype(np.float64) ** 2).sum(1)[:, None]
+    exact = m.reference_distances(X, C)
+    if backend == "fused":  # (d: the whole distance, its norms folded into the MMA)
+        d = m.fused_distances(X, C)[0]
+    else:  # (d' = d - ||x||^2)
+        d = (cc[None, :] - np.float32(2) * m.gemm_nt(X, C, "tf32")).astype(np.float32).astype(np.float64)
+        exact = exact - (X.astype(np.float64) ** 2).sum(1)[:, None]
     l1, l2 = m.top2(d)
     rows = np.arange(n)
     cc = cc.astype(np.float64)
-    bound = m.refine_band(xx, cc[l1], dims) + m.refine_band(xx, cc[l2], dims)
+    band = m.REFINE_BANDS[backend]
+    bound = band(xx, cc[l1], dims) + band(xx, cc[l2], dims)
     err = np.abs((d[rows, l2] - d[rows, l1]) - (exact[rows, l2] - exact[rows, l1]))
     assert (err <= bound / 2).all(), float(np.max(err / bound))
-    flagged = m.refine_flags(d[rows, l1], d[rows, l2], xx, cc[l1], cc[l2], dims)
+    flagged = m.refine_flags(d[rows, l1], d[rows, l2], xx, cc[l1], cc[l2], dims, backend)
     wrong = (np.argmin(exact, 1) == l2) & (l1 != l2) & (exact[rows, l2] < exact[rows, l1])
     assert wrong.any() and (flagged[wrong]).all()
     # far fewer rows than the label check's band would flag
@@ -79,10 +85,11 @@ def test_the_refined_lloyd_loop_follows_the_fp64_loop_on_blobs_where_tf32_does_n
     X, C0 = blobs(16384, 32, 64)
     ref = [h["inertia"] for h in m.lloyd(X, C0, "fp64", iters=10, scheme="none")[2]]
     plain = [h["inertia"] for h in m.lloyd(X, C0, "tf32", iters=10, scheme="none")[2]]
-    refined = [h["inertia"] for h in m.lloyd(X, C0, "tf32", iters=10, scheme="none", refine=True)[2]]
     worst = lambda got: max(abs(a - b) / b for a, b in zip(got, ref))  # noqa: E731
     assert worst(plain) > 1e-4, worst(plain)
-    assert worst(refined) < 1e-5, worst(refined)
+    for backend in ("cutlass90", "fused"):
+        refined = [h["inertia"] for h in m.lloyd(X, C0, "tf32", iters=10, scheme="none", refine=True, backend=backend)[2]]
+        assert worst(refined) < 1e-5, (backend, worst(refined))
 
 
 def test_the_inertia_from_the_sums_is_the_exact_inertia():
@@ -153,3 +160,32 @@ def test_a_refine_build_keeps_two_keys_and_relabels_in_the_finishing_kernel(prot
     files, _ = render_spec(plain)
     (p,) = plain.variants
     assert "REFINE = false" in files[f"{p.name}/{p.name}.cu"]
+
+
+FUSED = """\
+arch: [sm_90a]
+precision: %s
+protection: {scheme: abft, level: threadblock, correct: detect}
+params: {backend: fused, strip: 64, warps: 4, refine: %s}
+shapes:
+  - {samples: 1000, dims: 10, clusters: 7}
+"""
+
+
+def test_the_fused_backend_takes_refine_in_tf32_and_moves_a_relabelled_sample_between_the_sums():
+    (v,) = spec_of(FUSED % ("tf32", "true")).variants
+    assert v.name == "kmeans_tf32_abft-tb-detect_fused_s64_w4_refine"
+    files, _ = render_spec(spec_of(FUSED % ("tf32", "true")))
+    src = files[f"{v.name}/{v.name}.cu"]
+    for piece in ("REFINE = true", "key2 = min(max(key, o1), min(key2, o2))", "a.rf.cand[row] = second", "FusedMove move",
+                  "refine_kernel<4><<<refine_grid, 256, 0, stream>>>(n, refine_g, &w.state->converged, refine, p->labels, move)",
+                  "sum_squares_kernel", "refine_inertia_kernel", "p->inertia && !REFINE ? p->inertia + it : nullptr"):
+        assert piece in src, piece
+    assert "ftgen_kmeans_refine.cuh" in "".join(files)
+    (plain,) = spec_of(FUSED % ("tf32", "false")).variants
+    files, _ = render_spec(spec_of(FUSED % ("tf32", "false")))
+    src = files[f"{plain.name}/{plain.name}.cu"]
+    assert "REFINE = false" in src and "FusedMove" not in src and "key2 = min(max" not in src
+    with pytest.raises(SpecError) as e:
+        spec_of(FUSED % ("tf32x3", "true"))
+    assert "refine is an option of precision tf32" in str(e.value)

@@ -14,7 +14,8 @@ Three backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) an
 * ``fused`` (``params: {backend: fused}``, tf32, dims <= 32, protection none or abft threadblock with ``correct:
   detect``): one pass over X per iteration -- norms, ``mma.sync`` distances against the centroids held as fragments
   in shared memory, the arg-min and the cluster sums as exact fixed-point integers (:class:`FusedBackend`; the model
-  ``model.fx_update`` and ``model.argmin_checks``).
+  ``model.fx_update`` and ``model.argmin_checks``); tf32 with ``refine: true`` as cutlass90's, a relabelled sample
+  moved between the cluster sums (the model ``model.refine_assign(backend="fused")``).
 
 One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
 centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
@@ -29,7 +30,7 @@ Kernel names::
 
     kmeans_<prec>_<protection>_<m_tb>x<n_tb>x<k_tb>_w<m_w>x<n_w>[_mb<min_blocks>][_inj]       (mma)
     kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_refine][_inj] (cutlass90)
-    kmeans_tf32_<protection>_fused_s<strip>_w<warps>[_inj]                                         (fused)
+    kmeans_<prec>_<protection>_fused_s<strip>_w<warps>[_refine][_inj]                             (fused)
 
 ``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
@@ -355,6 +356,9 @@ PARAMS_FUSED = (
     Param("warps", int, (4,), "warps per block (each takes 16 samples at a time over every centroid)", choices=(4, 8)),
     Param("strip", int, (64,), "centroids per strip: the accumulators a warp holds at once, and the checksum's strip",
           choices=(64, 128)),
+    Param("refine", bool, (False,), "tf32: near ties refined -- the arg-min keeps each row's two nearest; a sample whose two "
+          "distances lie within their rounding band takes the nearer of the two by exact (fp64) distances, moved between "
+          "the cluster sums, and the inertia comes from the update's sums (named _refine)"),
 )
 
 
@@ -402,11 +406,15 @@ class FusedBackend(Backend):
                          "write correct: detect")
             if v.protection.interval != 1:
                 r.append("interval: the kmeans ABFT verifies once per centroid tile (interval 1)")
+        if v.param_dict.get("refine") and v.precision != "tf32":
+            r.append(f"refine: {v.precision}'s distances are fp32-accurate already; refine is an option of precision tf32")
         return r
 
     def name_tokens(self, v: Variant) -> list[str]:
         p = v.param_dict
         tokens = ["kmeans", PRECISION_TAG[v.precision], self.protection_token(v.protection), "fused", f"s{p['strip']}", f"w{p['warps']}"]
+        if p.get("refine"):
+            tokens.append("refine")
         if v.protection.inject:
             tokens.append("inj")
         return tokens
@@ -418,6 +426,7 @@ class FusedBackend(Backend):
             "fused": True,
             "warps": v.param_dict["warps"],
             "strip": v.param_dict["strip"],
+            "refine": bool(v.param_dict.get("refine")),
             "max_dims": FUSED_MAX_DIMS,
             "abft16_lambda": repr(abft_model.ABFT16_LAMBDA),
         }

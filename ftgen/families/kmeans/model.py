@@ -334,15 +334,16 @@ def update(X, labels, C_old, faults=(), counters: Counters | None = None, scheme
 
 
 def lloyd(X, C0, precision: str, iters: int = 10, tol: float = 0.0, n_tb: int = 64, scheme: str = "abft",
-          refine: bool = False):
+          refine: bool = False, backend: str = "cutlass90"):
     """Iterate until ``iters`` or the largest centroid shift squared <= tol * (mean ||c||^2). refine: the assign step
-    with near ties refined (``refine_assign``; the inertia from the update's sums, ``refine_inertia``)."""
+    with near ties refined (``refine_assign`` with the distances of ``backend``; the inertia from the update's sums,
+    ``refine_inertia``)."""
     dt = storage_dtype(precision)
     C = np.asarray(C0, dt)
     history = []
     for it in range(iters):
         if refine:
-            labels = refine_assign(X, C, precision)[0]
+            labels = refine_assign(X, C, precision, backend=backend)[0]
             inertia = refine_inertia(X, C, labels)
         else:
             labels, best, xx, _ = assign(X, C, precision, n_tb, scheme)
@@ -391,7 +392,7 @@ def blobs(n: int, dims: int, k: int, seed: int = 0, spread: float = 0.1):
 
 
 # ---------------------------------------------------------------------------------------------
-# tf32 near ties refined (the cutlass90 backend's ``refine`` option)
+# tf32 near ties refined (the cutlass90 and fused backends' ``refine`` option)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -418,11 +419,52 @@ def refine_band(xx, cc, dims: int):
     return 2.0 * (TF32_OPERAND_ERR + g_acc) * np.sqrt(xx * cc) + g_cc * cc
 
 
-def refine_flags(d1, d2, xx, cc1, cc2, dims: int) -> np.ndarray:
-    """A near tie: the two nearest computed distances closer than the sum of their error bounds (``refine_band``),
-    d2 - d1 <= band(xx, cc1) + band(xx, cc2). Outside it the computed order is the exact one."""
+def fused_refine_band(xx, cc, dims: int):
+    """The same bound for the fused backend's d = -2 a'' (``fused_distances``): its MMA folds both norms in, so the
+    fp32 sums' roundings (a truncation per k-step: ceil(dims / 8) of the dimensions, the norms' one, two more for the
+    sums inside an MMA) act on partial sums up to ||x||^2 + ||c||^2 rather than ||x|| ||c||, and the arg-min's key drops
+    5 bits of a'' (2^-18 of |a''| <= ||x||^2 + ||c||^2): 2 2^-9 ||x|| ||c|| + (2 (ceil(dims / 8) + 3) 2^-23 + 2^-17)
+    (||x||^2 + ||c||^2) + (2^-22 + (dims + 2) 2^-24) ||c||^2 -- the last term -cc/2's two TF32 parts and cc's own fp32
+    sum. ||x||^2's rounding and its parts are the same in every distance of a row and drop out of the gap."""
+    g = 2.0 * (math.ceil(dims / 8) + 3) * 2.0**-23 + 2.0**-17
+    g_cc = 2.0**-22 + (dims + 2) * 2.0**-24
+    xx, cc = np.asarray(xx, np.float64), np.asarray(cc, np.float64)
+    return 2.0 * TF32_OPERAND_ERR * np.sqrt(xx * cc) + g * (xx + cc) + g_cc * cc
+
+
+REFINE_BANDS = {"cutlass90": refine_band, "fused": fused_refine_band}
+
+
+def refine_flags(d1, d2, xx, cc1, cc2, dims: int, backend: str = "cutlass90") -> np.ndarray:
+    """A near tie: the two nearest computed distances closer than the sum of their error bounds (``refine_band``, or
+    ``fused_refine_band``), d2 - d1 <= band(xx, cc1) + band(xx, cc2). Outside it the computed order is the exact one."""
+    band = REFINE_BANDS[backend]
     with np.errstate(invalid="ignore"):
-        return (np.asarray(d2, np.float64) - d1) <= refine_band(xx, cc1, dims) + refine_band(xx, cc2, dims)
+        return (np.asarray(d2, np.float64) - d1) <= band(xx, cc1, dims) + band(xx, cc2, dims)
+
+
+def fused_distances(X, C) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fused kernel's distances d = -2 a'' as its arg-min reads them: the MMA's A row is the sample's TF32 words
+    (dims padded to 8 ceil(dims / 8)), then (1, 1, tf32(xx), tf32(xx - tf32(xx))); B's column the centroid's, then (-cc/2
+    as two TF32 parts, -1/2, -1/2); exact products summed in fp32 a k-step of 8 at a time; the key keeps a'' without its
+    5 low bits. Returns (d in float64, xx, cc: the fp32 norms)."""
+    X = np.asarray(X, np.float32)
+    C = np.asarray(C, np.float32)
+    n, dims = X.shape
+    kx = 8 * math.ceil(dims / 8)
+    xx = (X * X).sum(axis=1, dtype=np.float32)
+    cc = (C * C).sum(axis=1, dtype=np.float32)
+    A = np.zeros((n, kx + 8), np.float64)
+    B = np.zeros((C.shape[0], kx + 8), np.float64)
+    A[:, :dims], B[:, :dims] = round_tf32(X), round_tf32(C)
+    hi = round_tf32(xx)
+    A[:, kx:kx + 4] = np.stack([np.ones(n), np.ones(n), hi, round_tf32((xx - hi).astype(np.float32))], axis=1)
+    h = (np.float32(-0.5) * cc).astype(np.float32)
+    hh = round_tf32(h)
+    B[:, kx:kx + 4] = np.stack([hh, round_tf32((h - hh).astype(np.float32)), np.full(len(C), -0.5), np.full(len(C), -0.5)], axis=1)
+    a2 = _g.wgmma_acc(A, B.T, 8)
+    a2 = (a2.view(np.uint32) & np.uint32(0xFFFFFFE0)).view(np.float32)
+    return -2.0 * a2.astype(np.float64), xx, cc
 
 
 def exact_distance(x, c, backward: bool = False) -> float:
@@ -442,27 +484,32 @@ def refine_agree(a: float, b: float, dims: int) -> bool:
     return bool(abs(a - b) <= 2.0 * (dims + 2) * U64 * max(a, b))
 
 
-def refine_assign(X, C, precision: str = "tf32", faults=(), counters: Counters | None = None):
-    """The assign step with near ties refined, as the cutlass90 kernel runs it with ``refine: true``: the computed
-    distances d' = cc - 2 acc (``gemm_nt`` of the precision), each row's two nearest (``top2``); a row whose two are
-    closer than their error bounds (``refine_flags``) takes, of the two, the one nearer by exact distances (``exact_distance``,
-    twice: forward and backward, ``refine_agree``; a mismatch computes both copies again, a second one keeps the computed
-    label and counts as uncorrectable). faults: (row, bit) flips of copy A's distance to the nearest of a flagged row,
-    the first time it is computed. Returns (labels, distances: the exact one for a refined row, else xx + d',
-    flagged rows)."""
+def refine_assign(X, C, precision: str = "tf32", faults=(), counters: Counters | None = None, backend: str = "cutlass90"):
+    """The assign step with near ties refined, as the kernels run it with ``refine: true``: the computed distances --
+    cutlass90: d' = cc - 2 acc (``gemm_nt`` of the precision); fused: d = -2 a'' (``fused_distances``) --, each row's two
+    nearest (``top2``); a row whose two are closer than their error bounds (``refine_flags``) takes, of the two, the one
+    nearer by exact distances (``exact_distance``, twice: forward and backward, ``refine_agree``; a mismatch computes
+    both copies again, a second one keeps the computed label and counts as uncorrectable). faults: (row, bit) flips of
+    copy A's distance to the nearest of a flagged row, the first time it is computed. Returns (labels, distances: the
+    exact one for a refined row, else the computed one, flagged rows)."""
     counters = counters if counters is not None else Counters()
     X = np.asarray(X, np.float32)
     C = np.asarray(C, np.float32)
     n, dims = X.shape
-    xx = (X * X).sum(axis=1, dtype=np.float32)
-    cc = (C * C).sum(axis=1, dtype=np.float32)
-    d = (cc[None, :] - np.float32(2) * gemm_nt(X, C, precision)).astype(np.float32)
+    if backend == "fused":
+        d, xx, cc = fused_distances(X, C)
+        base = np.zeros(n)
+    else:
+        xx = (X * X).sum(axis=1, dtype=np.float32)
+        cc = (C * C).sum(axis=1, dtype=np.float32)
+        d = (cc[None, :] - np.float32(2) * gemm_nt(X, C, precision)).astype(np.float32)
+        base = xx.astype(np.float64)
     rows = np.arange(n)
     l1, l2 = top2(d)
     labels = l1.copy()
-    dist = d[rows, l1].astype(np.float64) + xx
+    dist = d[rows, l1].astype(np.float64) + base
     flagged = np.flatnonzero((l1 != l2) & refine_flags(d[rows, l1], d[rows, l2], xx.astype(np.float64),
-                                                        cc[l1].astype(np.float64), cc[l2].astype(np.float64), dims))
+                                                        cc[l1].astype(np.float64), cc[l2].astype(np.float64), dims, backend))
     flips = {int(r): int(b) for r, b in faults}
     for i in flagged:
         i = int(i)

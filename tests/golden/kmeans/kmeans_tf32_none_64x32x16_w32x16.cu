@@ -855,7 +855,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   T* C = static_cast<T*>(p->C);
   Inject inj{INJECT ? p->fault_site : -1, INJECT ? p->faults : nullptr, INJECT ? p->fault_records : nullptr,
              INJECT ? p->fault_count : 0, p->no_correct};
-  // (the refine site: the cutlass90 backend's refine builds only)
+  // (the refine site: refine builds only)
   if (inj.count > 0 && inj.site == FTGEN_KMEANS_SITE_REFINE) return cudaErrorNotSupported;
   ftgen::FtCounters* counters = PROTECTED ? p->counters : nullptr;
   cudaError_t err;
