@@ -184,18 +184,6 @@ __global__ void refine_inertia_kernel(const float* C, const double* sums, const 
   if (threadIdx.x == 0) *inertia = fmax(*xx_sum + s, 0.0);
 }
 
-// The squares of X's elements summed in fp64 (the fused backend keeps no per-sample norms), once per launch, added into
-// *out (zeroed before; one atomic per block)
-__global__ void sum_squares_kernel(const float* X, long long elems, double* out) {
-  double s = 0;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < elems; e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const double v = X[e];
-    s += v * v;
-  }
-  s = block_sum(s);
-  if (threadIdx.x == 0 && s != 0) atomicAdd(out, s);
-}
-
 }  // namespace
 
 }  // namespace ftkm_refine
