@@ -11,7 +11,8 @@
 # twin) at 2^20 x 8 x 128 and 2^20 x 32 x 128.
 #   bash experiments/scripts/gpu_kmeans_fused.sh OUT   (SPEC: specs/kmeans/fused_abft.yaml or fused_tf32x3.yaml; FTGEN_GIT_SHA/DIRTY where the copy has no .git; KERNEL: the glob
 #   of the variant of the campaigns and the profile, default *fused_s64_w8*; TRIALS: campaign trials per distribution, 1000;
-#   CSHAPE / OSHAPE: the campaigns' shape and odd shape, default 16384x32x256 / 20011x29x300)
+#   CSHAPE / OSHAPE: the campaigns' shape and odd shape, default 16384x32x256 / 20011x29x300; SITES: the campaigns' sites,
+#   default "accumulator argmin norm update" (refine builds: refine too))
 set -u
 out=${1:?usage: gpu_kmeans_fused.sh OUT}; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels, t, ft (each step's timeout), gen_build
@@ -67,7 +68,7 @@ if has inject; then
 fi
 if has campaign; then
   # (the family's campaign shape has 64 dims: these are the fused backend's, and an odd one)
-  for site in accumulator argmin norm update; do
+  for site in ${SITES:-accumulator argmin norm update}; do
     ft 90 campaign $spec -o $gen --kernels "$kern" --site $site --trials $trials --seed 7 --shape ${CSHAPE:-16384x32x256} \
       --json "$out/campaign_$site.jsonl" > "$out/campaign_$site.txt" 2>&1
     tail -n 4 "$out/campaign_$site.txt"; t campaign $site
