@@ -172,20 +172,20 @@ shapes:
 """
 
 
-def test_the_fused_backend_takes_refine_in_tf32_and_relabels_before_the_sums():
+def test_the_fused_backend_takes_refine_in_tf32_and_moves_a_relabelled_sample_between_the_sums():
     (v,) = spec_of(FUSED % ("tf32", "true")).variants
     assert v.name == "kmeans_tf32_abft-tb-detect_fused_s64_w4_refine"
     files, _ = render_spec(spec_of(FUSED % ("tf32", "true")))
     src = files[f"{v.name}/{v.name}.cu"]
-    for piece in ("REFINE = true", "key2 = min(max(key, o1), min(key2, o2))", "ftkm_refine::near_gap(d1, d2, xx[i], c1, c2, a.rf)",
-                  "ftkm_refine::refine_agree(ea[0], eb[0], dims)", "if (near && agree && (e2 < e1 || (e2 == e1 && l2 < lab))) bi[i] = l2;",
+    for piece in ("REFINE = true", "key2 = min(max(key, o1), min(key2, o2))", "a.rf.cand[row] = second", "FusedMove move",
+                  "refine_kernel<4><<<refine_grid, 256, 0, stream>>>(n, refine_g, &w.state->converged, refine, p->labels, move)",
                   "REFINE ? w.xx_sum : nullptr", "refine_inertia_kernel", "p->inertia && !REFINE ? p->inertia + it : nullptr"):
         assert piece in src, piece
     assert "ftgen_kmeans_refine.cuh" in "".join(files)
     (plain,) = spec_of(FUSED % ("tf32", "false")).variants
     files, _ = render_spec(spec_of(FUSED % ("tf32", "false")))
     src = files[f"{plain.name}/{plain.name}.cu"]
-    assert "REFINE = false" in src and "near_gap" not in src and "key2 = min(max" not in src
+    assert "REFINE = false" in src and "struct FusedMove" not in src and "key2 = min(max" not in src
     with pytest.raises(SpecError) as e:
         spec_of(FUSED % ("tf32x3", "true"))
     assert "refine is an option of precision tf32" in str(e.value)

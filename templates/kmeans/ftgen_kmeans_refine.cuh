@@ -1,8 +1,7 @@
 // ftgen kmeans: tf32 near ties refined (the refine option of the cutlass90 and fused backends; the model
 // model.refine_assign). The assign step keeps each row's two nearest computed distances; a row whose two are closer than
 // the sum of their error bounds (a near tie: near_gap) takes the nearer of the two by exact distances, fp64 from X and the
-// centroids, each distance twice when protected (refine_agree) -- after the assign (refine_kernel, cutlass90), or in the
-// fused pass before the row is added to the sums. The inertia then comes from the update's exact sums
+// centroids, each distance twice when protected (refine_kernel). The inertia then comes from the update's exact sums
 // (refine_inertia_kernel), not from the rounded distances.
 // Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
@@ -27,7 +26,7 @@ struct Refine {
   // the bound on one computed distance (model.refine_band, model.fused_refine_band): band_xc ||x|| ||c|| + band_cc ||c||^2
   // + band_xx ||x||^2
   double band_xc = 0, band_cc = 0, band_xx = 0;
-  int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (finish_kernel -> refine_kernel)
+  int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (the assign's arg-min -> refine_kernel)
   bool dmr = false;           // protected: each exact distance twice (by fused multiply-adds, and by a multiply and an add)
   ftgen::FtCounters* counters = nullptr;
   // inject builds, site refine: the planned faults (block = the sample) of the first copy of the distance to the nearest,
@@ -82,9 +81,14 @@ __device__ inline void refine_part(const float* x, const float* c1, const float*
 // along the row (VEC = 4: float4 loads of x and of the two centroids; 1: floats), ||x - c1||^2 and ||x - c2||^2 in fp64;
 // the label becomes the nearer (the lower index on a tie). Protected, each distance twice from the same loaded values
 // (refine_part), the lanes' parts reduced in two orders; a mismatch computes both again, a second one keeps the GEMM's
-// label (uncorrectable). Rows without a candidate (-1) are skipped. Nothing once converged.
-template <int VEC>
-__global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const int* converged, Refine rf, int* labels) {
+// label (uncorrectable). Rows without a candidate (-1) are skipped. Nothing once converged. A row whose label changes
+// calls move(i, l1, l2, lane, G) in each lane of its group (the fused backend moves the sample between its cluster
+// sums, which its assign has already added it to; NoMove: the update runs after the relabelling).
+struct NoMove {
+  __device__ void operator()(long long, int, int, int, int) const {}
+};
+template <int VEC, class Move = NoMove>
+__global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const int* converged, Refine rf, int* labels, Move move = {}) {
   if (*converged) return;
   const int lane = threadIdx.x % G, groups = gridDim.x * (blockDim.x / G), n = rf.dims / VEC;
   const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
@@ -129,7 +133,10 @@ __global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const i
         agree = false;
       }
     }
-    if (lane == 0 && agree && (e[1] < e[0] || (e[1] == e[0] && l2 < l1))) labels[i] = l2;
+    if (agree && (e[1] < e[0] || (e[1] == e[0] && l2 < l1))) {  // (the group's lanes agree: they hold the same sums)
+      if (lane == 0) labels[i] = l2;
+      move(i, l1, l2, lane, G);
+    }
   }
 }
 // refine_kernel's lanes per row: about 4 float4 (VEC 4) or 4 floats (VEC 1) a lane, a power of two, 1 to 32

@@ -14,9 +14,8 @@ Three backends share the template (``templates/kmeans/kmeans_variant.cu.j2``) an
 * ``fused`` (``params: {backend: fused}``, tf32, dims <= 32, protection none or abft threadblock with ``correct:
   detect``): one pass over X per iteration -- norms, ``mma.sync`` distances against the centroids held as fragments
   in shared memory, the arg-min and the cluster sums as exact fixed-point integers (:class:`FusedBackend`; the model
-  ``model.fx_update`` and ``model.argmin_checks``); tf32 with ``refine: true`` as cutlass90's, a near tie decided
-  by exact distances in the pass itself before the sample is added to the sums (the model
-  ``model.refine_assign(backend="fused")``).
+  ``model.fx_update`` and ``model.argmin_checks``); tf32 with ``refine: true`` as cutlass90's, a relabelled sample
+  moved between the cluster sums (the model ``model.refine_assign(backend="fused")``).
 
 One Lloyd iteration is a chain of launches on one stream (``templates/kmeans/kmeans_variant.cu.j2``):
 centroid norms and tile encodings, **assign** (the distance GEMM on the tensor cores, ``mma.sync``
@@ -358,8 +357,8 @@ PARAMS_FUSED = (
     Param("strip", int, (64,), "centroids per strip: the accumulators a warp holds at once, and the checksum's strip",
           choices=(64, 128)),
     Param("refine", bool, (False,), "tf32: near ties refined -- the arg-min keeps each row's two nearest; a sample whose two "
-          "distances lie within their rounding band takes the nearer of the two by exact (fp64) distances before it is "
-          "added to the cluster sums, and the inertia comes from the update's sums (named _refine)"),
+          "distances lie within their rounding band takes the nearer of the two by exact (fp64) distances, moved between "
+          "the cluster sums, and the inertia comes from the update's sums (named _refine)"),
 )
 
 
