@@ -209,11 +209,17 @@ def test_simt_abft_without_an_interval_runs_near_its_unprotected_tiling(tmp_path
     assert by["abft"] <= 1.25 * by["none"], by
 
 
-def test_kmeans_lloyd_to_convergence_follows_the_fp64_loop(tmp_path, monkeypatch):
-    """The bench's Lloyd check to convergence (FTGEN_KMEANS_TOL): fp64 on Gaussian blobs from k-means++ converges at
-    the fp64 reference loop's iteration (within one) and to its inertia (1e-4); the row says both loops' counts."""
+@pytest.mark.parametrize("body", [
+    "precision: fp64\nprotection: {scheme: none}\n",
+    "precision: tf32\nprotection: {scheme: abft, level: threadblock, correct: detect, inject: true}\n"
+    "params: {backend: fused, refine: true}\n",
+], ids=["fp64", "tf32-fused-refine"])
+def test_kmeans_lloyd_to_convergence_follows_the_fp64_loop(tmp_path, monkeypatch, body):
+    """The bench's Lloyd check to convergence (FTGEN_KMEANS_TOL): fp64, and tf32 with near ties refined (the fused
+    backend, protected), on Gaussian blobs from k-means++ converge at the fp64 reference loop's iteration (within one)
+    and to its inertia (1e-4); the row says both loops' counts."""
     spec = tmp_path / "lloyd.yaml"
-    spec.write_text(f"name: gpu_lloyd\nfamily: kmeans\narch: [{ARCH}]\nprecision: fp64\nprotection: {{scheme: none}}\n")
+    spec.write_text(f"name: gpu_lloyd\nfamily: kmeans\narch: [{ARCH}]\n" + body)
     ftgen("generate", str(spec), "-o", str(tmp_path / "gen"))
     ftgen("build", str(tmp_path / "gen" / "gpu_lloyd"), "-j", str(os.cpu_count() or 4))
     for k, v in {"FTGEN_KMEANS_ITERS": "300", "FTGEN_KMEANS_TOL": "1e-8", "FTGEN_KMEANS_DATA": "blobs",

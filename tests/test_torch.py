@@ -87,8 +87,7 @@ def test_mm_is_fp32_accurate_at_every_shape(lib, m, n, k):
 
 def _operands(lib, precision, m, n, k):
     """Random a (m x k) and b (k x n) of the precision's type; skips where the library has no such GEMM."""
-    base = f"gemm_{ftt.PRECISIONS[precision][0]}"  # (the entry points ftgen.torch calls: base and base_rc; gemm_tf32x3 is not tf32's)
-    if not {base, f"{base}_rc"} & set(ftt.TELEMETRY.libs[lib].groups):
+    if not set(ftt._gemm_groups(precision)) & set(ftt.TELEMETRY.libs[lib].groups):
         pytest.skip(f"the library has no {precision} GEMM")
     dt = ftt.PRECISIONS[precision][1]
     return torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)

@@ -47,21 +47,28 @@ def load(path: str | Path, key: str | None = None) -> str:
     return key
 
 
-def _entry(lib: Library, precision: str, b: Tensor) -> tuple[str, Tensor, int]:
-    """The entry point for b's layout, the B operand to pass and its leading dimension."""
+def _gemm_groups(precision: str) -> tuple[str, str]:
+    """A precision's GEMM entry points in a library: B row-major, B column-major (``_rc``). Only these are the
+    precision's (``gemm_tf32x3`` is not tf32's)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     base = f"gemm_{PRECISIONS[precision][0]}"
+    return base, f"{base}_rc"
+
+
+def _entry(lib: Library, precision: str, b: Tensor) -> tuple[str, Tensor, int]:
+    """The entry point for b's layout, the B operand to pass and its leading dimension."""
+    base, base_rc = _gemm_groups(precision)
     k, n = b.shape
-    rr, rc = base in lib.groups, f"{base}_rc" in lib.groups
+    rr, rc = base in lib.groups, base_rc in lib.groups
     if rr and b.is_contiguous():
         return base, b, n
     if rc and b.t().is_contiguous():  # B column-major: b.t() (n x k) row-major
-        return f"{base}_rc", b, k
+        return base_rc, b, k
     if rr:
         return base, b.contiguous(), n
     if rc:
-        return f"{base}_rc", b.t().contiguous().t(), k
+        return base_rc, b.t().contiguous().t(), k
     raise FtgenLibError(f"{lib.path.name} has no {precision} GEMM entry point ({base}); it has: {', '.join(lib.groups)}")
 
 
