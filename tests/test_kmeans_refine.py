@@ -177,7 +177,7 @@ def test_the_fused_backend_takes_refine_in_tf32_and_moves_a_relabelled_sample_be
     assert v.name == "kmeans_tf32_abft-tb-detect_fused_s64_w4_refine"
     files, _ = render_spec(spec_of(FUSED % ("tf32", "true")))
     src = files[f"{v.name}/{v.name}.cu"]
-    for piece in ("REFINE = true", "key2 = min(max(key, o1), min(key2, o2))", "a.rf.cand[row] = second", "FusedMove move",
+    for piece in ("REFINE = true", "key2 = min(max(key, o1), min(key2, o2))", "= make_int2(row, second)", "FusedMove move",
                   "refine_kernel<4><<<refine_grid, 256, 0, stream>>>(n, refine_g, &w.state->converged, refine, p->labels, move)",
                   "REFINE ? w.xx_sum : nullptr", "refine_inertia_kernel", "p->inertia && !REFINE ? p->inertia + it : nullptr"):
         assert piece in src, piece

@@ -26,7 +26,10 @@ struct Refine {
   // the bound on one computed distance (model.refine_band, model.fused_refine_band): band_xc ||x|| ||c|| + band_cc ||c||^2
   // + band_xx ||x||^2
   double band_xc = 0, band_cc = 0, band_xx = 0;
-  int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (the assign's arg-min -> refine_kernel)
+  int* cand = nullptr;        // samples: a near tie's second candidate, else -1 (finish_kernel -> refine_kernel)
+  // or, where set, the near ties alone as (sample, second candidate), *near_count of them (the fused pass appends them)
+  int2* near = nullptr;
+  int* near_count = nullptr;
   bool dmr = false;           // protected: each exact distance twice (by fused multiply-adds, and by a multiply and an add)
   ftgen::FtCounters* counters = nullptr;
   // inject builds, site refine: the planned faults (block = the sample) of the first copy of the distance to the nearest,
@@ -81,7 +84,8 @@ __device__ inline void refine_part(const float* x, const float* c1, const float*
 // along the row (VEC = 4: float4 loads of x and of the two centroids; 1: floats), ||x - c1||^2 and ||x - c2||^2 in fp64;
 // the label becomes the nearer (the lower index on a tie). Protected, each distance twice from the same loaded values
 // (refine_part), the lanes' parts reduced in two orders; a mismatch computes both again, a second one keeps the GEMM's
-// label (uncorrectable). Rows without a candidate (-1) are skipped. Nothing once converged. A row whose label changes
+// label (uncorrectable). Rows without a candidate (-1) are skipped; with rf.near only the listed rows are visited.
+// Nothing once converged. A row whose label changes
 // calls move(i, l1, l2, lane, G) in each lane of its group (the fused backend moves the sample between its cluster
 // sums, which its assign has already added it to; NoMove: the update runs after the relabelling).
 struct NoMove {
@@ -92,9 +96,13 @@ __global__ void __launch_bounds__(256) refine_kernel(int samples, int G, const i
   if (*converged) return;
   const int lane = threadIdx.x % G, groups = gridDim.x * (blockDim.x / G), n = rf.dims / VEC;
   const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
-  for (long long i = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / G; i < samples; i += groups) {
-    const int l2 = rf.cand[i], l1 = labels[i];
+  const long long rows = rf.near ? min(*rf.near_count, samples) : samples;  // (the list, or every sample's candidate)
+  for (long long u = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / G; u < rows; u += groups) {
+    const int2 entry = rf.near ? rf.near[u] : make_int2(0, rf.cand[u]);
+    const long long i = rf.near ? entry.x : u;
+    const int l2 = entry.y;
     if (l2 < 0) continue;
+    const int l1 = labels[i];
     const float* xr = rf.X + i * rf.ldx;
     const float* r1 = rf.C + static_cast<long long>(l1) * rf.dims;
     const float* r2 = rf.C + static_cast<long long>(l2) * rf.dims;
