@@ -1,7 +1,8 @@
 // ftgen kmeans: tf32 near ties refined (the refine option of the cutlass90 and fused backends; the model
 // model.refine_assign). The assign step keeps each row's two nearest computed distances; a row whose two are closer than
 // the sum of their error bounds (a near tie: near_gap) takes the nearer of the two by exact distances, fp64 from X and the
-// centroids, each distance twice when protected (refine_kernel). The inertia then comes from the update's exact sums
+// centroids, each distance twice when protected (refine_kernel: after cutlass90's finishing kernel, or after the fused
+// pass, which moves a relabelled sample between the cluster sums). The inertia then comes from the update's exact sums
 // (refine_inertia_kernel), not from the rounded distances.
 // Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
@@ -85,9 +86,9 @@ __device__ inline void refine_part(const float* x, const float* c1, const float*
 // the label becomes the nearer (the lower index on a tie). Protected, each distance twice from the same loaded values
 // (refine_part), the lanes' parts reduced in two orders; a mismatch computes both again, a second one keeps the GEMM's
 // label (uncorrectable). Rows without a candidate (-1) are skipped; with rf.near only the listed rows are visited.
-// Nothing once converged. A row whose label changes
-// calls move(i, l1, l2, lane, G) in each lane of its group (the fused backend moves the sample between its cluster
-// sums, which its assign has already added it to; NoMove: the update runs after the relabelling).
+// Nothing once converged. A row whose label changes calls move(i, l1, l2, lane, G) in each lane of its group (the fused
+// backend moves the sample between its cluster sums, which its pass has already added it to; NoMove: the update runs
+// after the relabelling).
 struct NoMove {
   __device__ void operator()(long long, int, int, int, int) const {}
 };
