@@ -2,11 +2,12 @@
 //
 // random    a key per sample (ftkm_key), CUB's radix sort of (key, index) pairs, the first `clusters` indices'
 //           rows copied into C.
-// kmeans++  per centroid t: one pass over X (dist_kernel: each sample's squared distance to centroid t in fp64, its
-//           D^2 the minimum over the chosen ones, a partial sum per block of rows_per_block samples, every sum in a fixed
-//           order), then one warp (pick_kernel) finds the next centroid from the partials and the D^2 of one block
-//           and copies its row into C: 2 clusters launches, each pass reading X once (O(samples dims clusters) in
-//           all, as every kmeans++).
+// kmeans++  one cooperative launch (plusplus_kernel); per centroid t one pass over X (dist_block: each sample's
+//           squared distance to centroid t in fp64, its D^2 the minimum over the chosen ones, a partial sum per
+//           partition block of rows_per_block samples, every sum in a fixed order), a grid-wide barrier, one warp
+//           (pick_block) finds the next centroid from the partials and the D^2 of one partition block and copies its
+//           row into C, a second barrier: each pass reads X once (O(samples dims clusters) in all, as every kmeans++),
+//           with no launch between the passes.
 // kmeans++ over a sample
 //           random's sort, its first m = ftkm_sample_size(samples, clusters) samples' rows gathered into Y, kmeans++'s
 //           passes over Y (rows of Y into C), the picks mapped back to their samples of X.
@@ -16,6 +17,9 @@
 // The scratch overlays the start of the launch's workspace (the launch uses it before anything else does).
 #pragma once
 
+#include <algorithm>
+
+#include <cooperative_groups.h>
 #include <cub/cub.cuh>
 
 #include "ftgen_ft.cuh"
@@ -28,6 +32,7 @@ namespace ftkm_init {
 // a thousand blocks keep loads in flight (a sample of 65536 rows: 1024 blocks of 64)
 __host__ __device__ inline int rows_per_block(int n) { return n >= (1 << 18) ? 256 : n >= (1 << 16) ? 64 : 32; }
 constexpr int kThreads = 256;   // threads of the pass's blocks
+constexpr int kStagedParts = 6144;  // partials the picking block stages in shared memory (48 KB)
 
 inline size_t align256(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 __host__ __device__ inline int blocks_of(int n) { return (n + rows_per_block(n) - 1) / rows_per_block(n); }
@@ -113,39 +118,41 @@ __global__ void gather_kernel(const T* __restrict__ X, int d, int k, const int* 
   }
 }
 
-// kmeans++'s first centroid: the uniform draw 0
-template <class T>
-__global__ void first_kernel(const T* __restrict__ X, int n, int d, uint64_t seed, long long* cur, long long* chosen, T* C) {
-  const long long i = ftkm_uniform_index(seed, 0, n);
-  if (threadIdx.x == 0) *cur = i, chosen[0] = i;
-  for (int j = threadIdx.x; j < d; j += blockDim.x) C[j] = X[static_cast<size_t>(i) * d + j];
-}
-
-// One pass: D^2 of every sample against the current centroid (row *cur of X), and one partial sum of D^2 per block.
-// G lanes per sample (along the dimensions), the block's rows_per_block(n) samples in order; every sum in a fixed order.
+// One partition block's share of a pass: D^2 of its samples (block b of rows_per_block(n)) against the centroid row c,
+// and their partial sum into part[b]. G lanes per sample (along the dimensions), the samples in order; every sum in a
+// fixed order.
 template <class T, int G>
-__global__ void __launch_bounds__(kThreads) dist_kernel(const T* __restrict__ X, int n, int d, const long long* cur, double* d2, double* part,
-                                                        bool first) {
-  __shared__ double warp_sum[kThreads / 32];
-  const T* c = X + static_cast<size_t>(*cur) * d;
+__device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, double* d2, double* part, bool first, int b,
+                           double* warp_sum) {
   const int lane = threadIdx.x % 32, g = lane % G, warp = threadIdx.x / 32;
-  const int rows = rows_per_block(n), r0 = blockIdx.x * rows, r1 = min(n, r0 + rows);
+  const int rows = rows_per_block(n), r0 = b * rows, r1 = min(n, r0 + rows);
   constexpr int kPerPass = kThreads / G;  // samples per pass of the block
   double acc = 0.0;                       // (the group leader's samples, in order)
-  for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += kPerPass) {
-    double s = 0.0;
-    if (r < r1) {
-      const T* x = X + static_cast<size_t>(r) * d;
-      for (int j = g; j < d; j += G) {
-        const double e = static_cast<double>(x[j]) - static_cast<double>(__ldg(c + j));
-        s = fma(e, e, s);
-      }
+  // two samples a group at once (r and r + kPerPass: twice the loads in flight), each one's sum in the order of one
+  for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += 2 * kPerPass) {
+    const bool in0 = r < r1, in1 = r + kPerPass < r1;
+    const T* x0 = X + static_cast<size_t>(in0 ? r : r0) * d;
+    const T* x1 = X + static_cast<size_t>(in1 ? r + kPerPass : r0) * d;
+    double s0 = 0.0, s1 = 0.0;
+    for (int j = g; j < d; j += G) {
+      const double cj = static_cast<double>(__ldg(c + j));
+      const double e0 = static_cast<double>(x0[j]) - cj, e1 = static_cast<double>(x1[j]) - cj;
+      s0 = fma(e0, e0, s0);
+      s1 = fma(e1, e1, s1);
     }
 #pragma unroll
-    for (int o = G / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (r < r1 && g == 0) {
-      const double v = first ? s : fmin(d2[r], s);
+    for (int o = G / 2; o > 0; o >>= 1) {
+      s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+      s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+    }
+    if (g == 0 && in0) {
+      const double v = first ? s0 : fmin(d2[r], s0);
       d2[r] = v;
+      acc += v;
+    }
+    if (g == 0 && in1) {
+      const double v = first ? s1 : fmin(d2[r + kPerPass], s1);
+      d2[r + kPerPass] = v;
       acc += v;
     }
   }
@@ -154,10 +161,11 @@ __global__ void __launch_bounds__(kThreads) dist_kernel(const T* __restrict__ X,
   if (lane == 0) warp_sum[warp] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {
-    double b = 0.0;
-    for (int w = 0; w < kThreads / 32; ++w) b += warp_sum[w];
-    part[blockIdx.x] = b;
+    double sum = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) sum += warp_sum[w];
+    part[b] = sum;
   }
+  __syncthreads();  // (warp_sum is written again by the next partition block)
 }
 
 // The lanes' contiguous chunks of v[0, m): each lane's sum, their inclusive scan over the lanes and the exclusive one
@@ -177,13 +185,20 @@ __device__ inline void chunk_scan(const double* v, int m, int lane, int& lo, int
   if (lane == 0) excl = 0.0;
 }
 
-// Centroid t: the first sample whose running sum of D^2 exceeds u_t times the total, found by one warp from the
-// blocks' partials, then within that block from its samples' D^2 (ftgen_kmeans_init.h); its row into C[t]
+// Centroid t: the first sample whose running sum of D^2 exceeds u_t times the total, found by warp 0 of one block from
+// the partition blocks' partials (staged in shared memory where they fit), then within that partition block from its
+// samples' D^2 (ftgen_kmeans_init.h); its row into C[t] and its index into *cur
 template <class T>
-__global__ void pick_kernel(const T* __restrict__ X, int n, int d, const double* d2, const double* part, uint64_t seed, int t, long long* cur,
-                            long long* chosen, T* C) {
-  const int lane = threadIdx.x;
+__device__ void pick_block(const T* __restrict__ X, int n, int d, const double* d2, const double* part, uint64_t seed, int t,
+                           long long* cur, long long* chosen, T* C, double* staged) {
   const int nb = blocks_of(n);
+  if (nb <= kStagedParts) {
+    for (int i = threadIdx.x; i < nb; i += blockDim.x) staged[i] = part[i];
+    __syncthreads();
+    part = staged;
+  }
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
   int lo, hi;
   double sum, incl, excl;
   chunk_scan(part, nb, lane, lo, hi, sum, incl, excl);
@@ -273,14 +288,45 @@ __global__ void verify_kernel(const T* __restrict__ X, int n, int d, int k, cons
   }
 }
 
+// kmeans++'s passes in one cooperative launch: every block takes partition blocks b = blockIdx.x, + gridDim.x, ... of a
+// pass (dist_block); after a grid-wide barrier block 0 picks the next centroid (pick_block) and a second barrier
+// publishes it through *q.cur. The first centroid is the uniform draw 0, which every block computes.
 template <class T, int G>
-cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, const PlusPlus& q, long long* chosen, T* C, cudaStream_t stream) {
-  first_kernel<T><<<1, 128, 0, stream>>>(X, n, d, seed, q.cur, chosen, C);
-  for (int t = 0; t < k; ++t) {
-    dist_kernel<T, G><<<blocks_of(n), kThreads, 0, stream>>>(X, n, d, q.cur, q.d2, q.part, t == 0);
-    if (t + 1 < k) pick_kernel<T><<<1, 32, 0, stream>>>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C);
+__global__ void __launch_bounds__(kThreads, 6) plusplus_kernel(const T* __restrict__ X, int n, int d, int k, uint64_t seed, PlusPlus q,
+                                                            long long* chosen, T* C) {
+  extern __shared__ double staged[];
+  __shared__ double warp_sum[kThreads / 32];
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  const int nb = blocks_of(n);
+  long long cur = ftkm_uniform_index(seed, 0, n);
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0) chosen[0] = cur;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) C[j] = X[static_cast<size_t>(cur) * d + j];
   }
-  return cudaGetLastError();
+  for (int t = 0; t < k; ++t) {
+    const T* c = X + static_cast<size_t>(cur) * d;
+    for (int b = blockIdx.x; b < nb; b += gridDim.x) dist_block<T, G>(X, n, d, c, q.d2, q.part, t == 0, b, warp_sum);
+    if (t + 1 == k) break;
+    grid.sync();
+    if (blockIdx.x == 0) pick_block<T>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C, staged);
+    grid.sync();
+    cur = *static_cast<volatile long long*>(q.cur);
+  }
+}
+
+template <class T, int G>
+cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, PlusPlus q, long long* chosen, T* C, cudaStream_t stream) {
+  const int nb = blocks_of(n);
+  const size_t smem = nb <= kStagedParts ? sizeof(double) * nb : 0;
+  const void* kernel = reinterpret_cast<const void*>(&plusplus_kernel<T, G>);
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaError_t err;
+  if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
+  if ((err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return err;
+  if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem)) != cudaSuccess) return err;
+  const int grid = std::max(1, std::min(nb, per_sm * sms));
+  void* args[] = {&X, &n, &d, &k, &seed, &q, &chosen, &C};
+  return cudaLaunchCooperativeKernel(kernel, grid, kThreads, args, smem, stream);
 }
 // kmeans++ over the n rows of X (its picks' indices into chosen, their rows into C), lanes per row by the dimensions
 template <class T>
