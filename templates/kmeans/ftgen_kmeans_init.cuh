@@ -2,12 +2,11 @@
 //
 // random    a key per sample (ftkm_key), CUB's radix sort of (key, index) pairs, the first `clusters` indices'
 //           rows copied into C.
-// kmeans++  one cooperative launch (plusplus_kernel); per centroid t one pass over X (dist_block: each sample's
-//           squared distance to centroid t in fp64, its D^2 the minimum over the chosen ones, a partial sum per
-//           partition block of rows_per_block samples, every sum in a fixed order), a grid-wide barrier, one warp
-//           (pick_block) finds the next centroid from the partials and the D^2 of one partition block and copies its
-//           row into C, a second barrier: each pass reads X once (O(samples dims clusters) in all, as every kmeans++),
-//           with no launch between the passes.
+// kmeans++  per centroid t one pass over X (pass_kernel: each sample's squared distance to centroid t in fp64, its D^2
+//           the minimum over the chosen ones, a partial sum per block of rows_per_block samples, every sum in a fixed
+//           order); the pass's last block to finish (a counter) finds the next centroid from the partials and the D^2
+//           of one block and copies its row into C: clusters launches, each pass reading X once (O(samples dims
+//           clusters) in all, as every kmeans++).
 // kmeans++ over a sample
 //           random's sort, its first m = ftkm_sample_size(samples, clusters) samples' rows gathered into Y, kmeans++'s
 //           passes over Y (rows of Y into C), the picks mapped back to their samples of X.
@@ -19,7 +18,6 @@
 
 #include <algorithm>
 
-#include <cooperative_groups.h>
 #include <cub/cub.cuh>
 
 #include "ftgen_ft.cuh"
@@ -32,7 +30,6 @@ namespace ftkm_init {
 // a thousand blocks keep loads in flight (a sample of 65536 rows: 1024 blocks of 64)
 __host__ __device__ inline int rows_per_block(int n) { return n >= (1 << 18) ? 256 : n >= (1 << 16) ? 64 : 32; }
 constexpr int kThreads = 256;   // threads of the pass's blocks
-constexpr int kStagedParts = 6144;  // partials the picking block stages in shared memory (48 KB)
 
 inline size_t align256(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 __host__ __device__ inline int blocks_of(int n) { return (n + rows_per_block(n) - 1) / rows_per_block(n); }
@@ -49,6 +46,7 @@ inline size_t sort_temp_bytes(int n) {
 struct PlusPlus {
   double *d2, *part;
   long long* cur;
+  unsigned* done;  // blocks of the current pass that have finished
 };
 
 // The scratch, carved in order: the chosen indices (clusters), then random's keys and indices (twice) and CUB's
@@ -86,6 +84,7 @@ inline size_t carve(int n, int d, int k, size_t elem_bytes, unsigned char* base,
     q.d2 = reinterpret_cast<double*>(take(sizeof(double) * m));
     q.part = reinterpret_cast<double*>(take(sizeof(double) * blocks_of(m)));
     q.cur = reinterpret_cast<long long*>(take(sizeof(long long)));
+    q.done = reinterpret_cast<unsigned*>(take(sizeof(unsigned)));
     return q;
   };
   const int m = static_cast<int>(ftkm_sample_size(n, k));
@@ -118,8 +117,8 @@ __global__ void gather_kernel(const T* __restrict__ X, int d, int k, const int* 
   }
 }
 
-// One partition block's share of a pass: D^2 of its samples (block b of rows_per_block(n)) against the centroid row c,
-// and their partial sum into part[b]. G lanes per sample (along the dimensions), the samples in order; every sum in a
+// One block's share of a pass: D^2 of its samples (block b of rows_per_block(n)) against the centroid row c, and their
+// partial sum into part[b]. G lanes per sample (along the dimensions), the samples in order; every sum in a
 // fixed order.
 template <class T, int G>
 __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, double* d2, double* part, bool first, int b,
@@ -165,57 +164,71 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
     for (int w = 0; w < kThreads / 32; ++w) sum += warp_sum[w];
     part[b] = sum;
   }
-  __syncthreads();  // (warp_sum is written again by the next partition block)
 }
 
-// The lanes' contiguous chunks of v[0, m): each lane's sum, their inclusive scan over the lanes and the exclusive one
-// (every sum in a fixed order)
-__device__ inline void chunk_scan(const double* v, int m, int lane, int& lo, int& hi, double& sum, double& incl, double& excl) {
-  const int per = (m + 31) / 32;
-  lo = min(m, lane * per), hi = min(m, lo + per);
+// The threads' contiguous chunks of v[0, m) over one block of kThreads: each thread's sum, its inclusive and exclusive
+// prefix over the block (the exclusive one is exactly the previous thread's inclusive one) and the total; every sum in a
+// fixed order. wsum: kThreads / 32 doubles of shared memory.
+__device__ inline void block_chunk_scan(const double* v, int m, int& lo, int& hi, double& sum, double& incl, double& excl,
+                                        double& total, double* wsum) {
+  const int per = (m + kThreads - 1) / kThreads, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  lo = min(m, static_cast<int>(threadIdx.x) * per), hi = min(m, lo + per);
   sum = 0.0;
   for (int i = lo; i < hi; ++i) sum += v[i];
-  incl = sum;
+  double x = sum;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
-    const double up = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += up;
+    const double up = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += up;
   }
-  excl = __shfl_up_sync(0xffffffffu, incl, 1);
-  if (lane == 0) excl = 0.0;
+  const double before = __shfl_up_sync(0xffffffffu, x, 1);
+  __syncthreads();  // (wsum may still be read by the previous scan)
+  if (lane == 31) wsum[warp] = x;
+  __syncthreads();
+  double off = 0.0;
+  total = 0.0;
+  for (int w = 0; w < kThreads / 32; ++w) {
+    if (w == warp) off = total;
+    total += wsum[w];
+  }
+  incl = off + x;
+  excl = lane ? off + before : off;
 }
 
-// Centroid t: the first sample whose running sum of D^2 exceeds u_t times the total, found by warp 0 of one block from
-// the partition blocks' partials (staged in shared memory where they fit), then within that partition block from its
-// samples' D^2 (ftgen_kmeans_init.h); its row into C[t] and its index into *cur
+// The first thread of the block with `hit`, else the last one with a positive sum (0 if none); sel: 2 ints of shared memory
+__device__ inline int block_select(bool hit, double sum, int* sel) {
+  __syncthreads();  // (sel may still be read after the previous selection)
+  if (threadIdx.x == 0) sel[0] = kThreads, sel[1] = 0;
+  __syncthreads();
+  if (hit) atomicMin(&sel[0], static_cast<int>(threadIdx.x));
+  if (sum > 0.0) atomicMax(&sel[1], static_cast<int>(threadIdx.x));
+  __syncthreads();
+  return sel[0] < kThreads ? sel[0] : sel[1];
+}
+
+// Centroid t, by one block: the first sample whose running sum of D^2 exceeds u_t times the total (ftgen_kmeans_init.h),
+// found among the partition blocks' partials, then within that partition block among its samples' D^2; its index into
+// chosen[t] and *cur, its row into C[t]
 template <class T>
 __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* d2, const double* part, uint64_t seed, int t,
-                           long long* cur, long long* chosen, T* C, double* staged) {
+                           long long* cur, long long* chosen, T* C) {
+  __shared__ double wsum[kThreads / 32];
+  __shared__ int sel[2];
+  __shared__ long long s_pick;
+  __shared__ double s_base;
+  __shared__ int s_block;
   const int nb = blocks_of(n);
-  if (nb <= kStagedParts) {
-    for (int i = threadIdx.x; i < nb; i += blockDim.x) staged[i] = part[i];
-    __syncthreads();
-    part = staged;
-  }
-  if (threadIdx.x >= 32) return;
-  const int lane = threadIdx.x;
   int lo, hi;
-  double sum, incl, excl;
-  chunk_scan(part, nb, lane, lo, hi, sum, incl, excl);
-  const double total = __shfl_sync(0xffffffffu, incl, 31);
+  double sum, incl, excl, total;
+  block_chunk_scan(part, nb, lo, hi, sum, incl, excl, total, wsum);
   const double u = ftkm_uniform(seed, static_cast<uint64_t>(t));
-  long long pick;
   if (total > 0.0) {
     const double target = u * total;
-    // the block: the first lane whose inclusive sum exceeds the target (else the last lane with a positive chunk), then
-    // that lane's partials in order
-    unsigned over = __ballot_sync(0xffffffffu, incl > target);
-    const int L = over ? __ffs(over) - 1 : 31 - __clz(__ballot_sync(0xffffffffu, sum > 0.0) | 1u);
-    int b = -1;
-    double base = 0.0;
-    if (lane == L) {
+    // the partition block: the chosen thread's partials in order
+    const int L = block_select(incl > target, sum, sel);
+    if (threadIdx.x == L) {
       double run = excl;
-      int last = -1;
+      int b = -1, last = -1;
       for (int i = lo; i < hi; ++i) {
         if (part[i] > 0.0) last = i;
         if (run + part[i] > target) {
@@ -225,18 +238,18 @@ __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* 
         run += part[i];
       }
       if (b < 0) b = last, run -= last >= 0 ? part[last] : 0.0;
-      base = run;
+      s_block = b, s_base = run;
     }
-    b = __shfl_sync(0xffffffffu, b, L);
-    base = __shfl_sync(0xffffffffu, base, L);
-    // the sample: the block's D^2 in the lanes' chunks, scanned
+    __syncthreads();
+    const int b = s_block;
+    const double base = s_base;
+    // the sample: that partition block's D^2 (one per thread where rows_per_block <= kThreads)
     const int r0 = b * rows_per_block(n), rows = min(n, r0 + rows_per_block(n)) - r0;
-    chunk_scan(d2 + r0, rows, lane, lo, hi, sum, incl, excl);
-    over = __ballot_sync(0xffffffffu, base + incl > target);
-    const int L2 = over ? __ffs(over) - 1 : 31 - __clz(__ballot_sync(0xffffffffu, sum > 0.0) | 1u);
-    long long i_pick = -1;
-    if (lane == L2) {
+    block_chunk_scan(d2 + r0, rows, lo, hi, sum, incl, excl, total, wsum);
+    const int L2 = block_select(base + incl > target, sum, sel);
+    if (threadIdx.x == L2) {
       double run = base + excl;
+      long long i_pick = -1;
       int last = -1;
       for (int i = lo; i < hi; ++i) {
         const double v = d2[r0 + i];
@@ -248,13 +261,15 @@ __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* 
         }
       }
       if (i_pick < 0) i_pick = last >= 0 ? r0 + last : r0;
+      s_pick = i_pick;
     }
-    pick = __shfl_sync(0xffffffffu, i_pick, L2);
-  } else {
-    pick = ftkm_uniform_index(seed, static_cast<uint64_t>(t), n);
+  } else if (threadIdx.x == 0) {
+    s_pick = ftkm_uniform_index(seed, static_cast<uint64_t>(t), n);
   }
-  if (lane == 0) *cur = pick, chosen[t] = pick;
-  for (int j = lane; j < d; j += 32) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(pick) * d + j];
+  __syncthreads();
+  const long long pick = s_pick;
+  if (threadIdx.x == 0) *cur = pick, chosen[t] = pick;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) C[static_cast<size_t>(t) * d + j] = X[static_cast<size_t>(pick) * d + j];
 }
 
 namespace {  // (internal linkage: the variant and its twin, two translation units, both include this header)
@@ -288,45 +303,39 @@ __global__ void verify_kernel(const T* __restrict__ X, int n, int d, int k, cons
   }
 }
 
-// kmeans++'s passes in one cooperative launch: every block takes partition blocks b = blockIdx.x, + gridDim.x, ... of a
-// pass (dist_block); after a grid-wide barrier block 0 picks the next centroid (pick_block) and a second barrier
-// publishes it through *q.cur. The first centroid is the uniform draw 0, which every block computes.
+// kmeans++'s first centroid: the uniform draw 0; the passes' counter zeroed
+template <class T>
+__global__ void first_kernel(const T* __restrict__ X, int n, int d, uint64_t seed, PlusPlus q, long long* chosen, T* C) {
+  const long long i = ftkm_uniform_index(seed, 0, n);
+  if (threadIdx.x == 0) *q.cur = i, chosen[0] = i, *q.done = 0;
+  for (int j = threadIdx.x; j < d; j += blockDim.x) C[j] = X[static_cast<size_t>(i) * d + j];
+}
+
+// Pass t of kmeans++: a block per partition block (dist_block against centroid t, row *q.cur of X); the last block to
+// finish (a counter) picks centroid t + 1 (pick_block) and zeroes the counter for the next pass
 template <class T, int G>
-__global__ void __launch_bounds__(kThreads, 6) plusplus_kernel(const T* __restrict__ X, int n, int d, int k, uint64_t seed, PlusPlus q,
-                                                            long long* chosen, T* C) {
-  extern __shared__ double staged[];
+__global__ void __launch_bounds__(kThreads, 6) pass_kernel(const T* __restrict__ X, int n, int d, int k, int t, uint64_t seed,
+                                                           PlusPlus q, long long* chosen, T* C) {
   __shared__ double warp_sum[kThreads / 32];
-  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-  const int nb = blocks_of(n);
-  long long cur = ftkm_uniform_index(seed, 0, n);
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0) chosen[0] = cur;
-    for (int j = threadIdx.x; j < d; j += blockDim.x) C[j] = X[static_cast<size_t>(cur) * d + j];
-  }
-  for (int t = 0; t < k; ++t) {
-    const T* c = X + static_cast<size_t>(cur) * d;
-    for (int b = blockIdx.x; b < nb; b += gridDim.x) dist_block<T, G>(X, n, d, c, q.d2, q.part, t == 0, b, warp_sum);
-    if (t + 1 == k) break;
-    grid.sync();
-    if (blockIdx.x == 0) pick_block<T>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C, staged);
-    grid.sync();
-    cur = *static_cast<volatile long long*>(q.cur);
-  }
+  __shared__ bool last;
+  const T* c = X + static_cast<size_t>(*q.cur) * d;
+  dist_block<T, G>(X, n, d, c, q.d2, q.part, t == 0, blockIdx.x, warp_sum);
+  if (t + 1 == k) return;
+  __threadfence();  // (this block's D^2 and partial before its count)
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(q.done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  pick_block<T>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C);
+  if (threadIdx.x == 0) *q.done = 0;
 }
 
 template <class T, int G>
-cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, PlusPlus q, long long* chosen, T* C, cudaStream_t stream) {
-  const int nb = blocks_of(n);
-  const size_t smem = nb <= kStagedParts ? sizeof(double) * nb : 0;
-  const void* kernel = reinterpret_cast<const void*>(&plusplus_kernel<T, G>);
-  int dev = 0, sms = 0, per_sm = 0;
-  cudaError_t err;
-  if ((err = cudaGetDevice(&dev)) != cudaSuccess) return err;
-  if ((err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return err;
-  if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem)) != cudaSuccess) return err;
-  const int grid = std::max(1, std::min(nb, per_sm * sms));
-  void* args[] = {&X, &n, &d, &k, &seed, &q, &chosen, &C};
-  return cudaLaunchCooperativeKernel(kernel, grid, kThreads, args, smem, stream);
+cudaError_t plusplus_passes(const T* X, int n, int d, int k, uint64_t seed, const PlusPlus& q, long long* chosen, T* C, cudaStream_t stream) {
+  first_kernel<T><<<1, 128, 0, stream>>>(X, n, d, seed, q, chosen, C);
+  for (int t = 0; t < k; ++t) pass_kernel<T, G><<<blocks_of(n), kThreads, 0, stream>>>(X, n, d, k, t, seed, q, chosen, C);
+  return cudaGetLastError();
 }
 // kmeans++ over the n rows of X (its picks' indices into chosen, their rows into C), lanes per row by the dimensions
 template <class T>
