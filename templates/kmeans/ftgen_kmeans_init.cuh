@@ -127,31 +127,21 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
   const int rows = rows_per_block(n), r0 = b * rows, r1 = min(n, r0 + rows);
   constexpr int kPerPass = kThreads / G;  // samples per pass of the block
   double acc = 0.0;                       // (the group leader's samples, in order)
-  // two samples a group at once (r and r + kPerPass: twice the loads in flight), each one's sum in the order of one
-  for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += 2 * kPerPass) {
-    const bool in0 = r < r1, in1 = r + kPerPass < r1;
-    const T* x0 = X + static_cast<size_t>(in0 ? r : r0) * d;
-    const T* x1 = X + static_cast<size_t>(in1 ? r + kPerPass : r0) * d;
-    double s0 = 0.0, s1 = 0.0;
-    for (int j = g; j < d; j += G) {
-      const double cj = static_cast<double>(__ldg(c + j));
-      const double e0 = static_cast<double>(x0[j]) - cj, e1 = static_cast<double>(x1[j]) - cj;
-      s0 = fma(e0, e0, s0);
-      s1 = fma(e1, e1, s1);
+  for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += kPerPass) {
+    double s = 0.0, before = 0.0;
+    if (r < r1) {
+      if (!first && g == 0) before = d2[r];  // (loaded beside the row, not after its sum)
+      const T* x = X + static_cast<size_t>(r) * d;
+      for (int j = g; j < d; j += G) {
+        const double e = static_cast<double>(x[j]) - static_cast<double>(__ldg(c + j));
+        s = fma(e, e, s);
+      }
     }
 #pragma unroll
-    for (int o = G / 2; o > 0; o >>= 1) {
-      s0 += __shfl_xor_sync(0xffffffffu, s0, o);
-      s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-    }
-    if (g == 0 && in0) {
-      const double v = first ? s0 : fmin(d2[r], s0);
+    for (int o = G / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (r < r1 && g == 0) {
+      const double v = first ? s : fmin(before, s);
       d2[r] = v;
-      acc += v;
-    }
-    if (g == 0 && in1) {
-      const double v = first ? s1 : fmin(d2[r + kPerPass], s1);
-      d2[r + kPerPass] = v;
       acc += v;
     }
   }
@@ -314,7 +304,7 @@ __global__ void first_kernel(const T* __restrict__ X, int n, int d, uint64_t see
 // Pass t of kmeans++: a block per partition block (dist_block against centroid t, row *q.cur of X); the last block to
 // finish (a counter) picks centroid t + 1 (pick_block) and zeroes the counter for the next pass
 template <class T, int G>
-__global__ void __launch_bounds__(kThreads, 6) pass_kernel(const T* __restrict__ X, int n, int d, int k, int t, uint64_t seed,
+__global__ void __launch_bounds__(kThreads) pass_kernel(const T* __restrict__ X, int n, int d, int k, int t, uint64_t seed,
                                                            PlusPlus q, long long* chosen, T* C) {
   __shared__ double warp_sum[kThreads / 32];
   __shared__ bool last;
