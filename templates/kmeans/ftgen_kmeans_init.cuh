@@ -126,11 +126,14 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
   const int lane = threadIdx.x % 32, g = lane % G, warp = threadIdx.x / 32;
   const int rows = rows_per_block(n), r0 = b * rows, r1 = min(n, r0 + rows);
   constexpr int kPerPass = kThreads / G;  // samples per pass of the block
+  // rows of fewer than 32 dimensions: the old D^2 loaded beside the row, not after its sum (10% faster at 8 dimensions;
+  // at 32 lanes a row it measured 25% slower at 128)
+  constexpr bool kEarly = G < 32;
   double acc = 0.0;                       // (the group leader's samples, in order)
   for (int r = r0 + threadIdx.x / G; r - static_cast<int>(threadIdx.x / G) < r1; r += kPerPass) {
     double s = 0.0, before = 0.0;
     if (r < r1) {
-      if (!first && g == 0) before = d2[r];  // (loaded beside the row, not after its sum)
+      if (kEarly && !first && g == 0) before = d2[r];
       const T* x = X + static_cast<size_t>(r) * d;
       for (int j = g; j < d; j += G) {
         const double e = static_cast<double>(x[j]) - static_cast<double>(__ldg(c + j));
@@ -140,7 +143,7 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (r < r1 && g == 0) {
-      const double v = first ? s : fmin(before, s);
+      const double v = first ? s : fmin(kEarly ? before : d2[r], s);
       d2[r] = v;
       acc += v;
     }
