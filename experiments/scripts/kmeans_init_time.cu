@@ -11,16 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "ftgen_harness.cuh"
 #include "ftgen_kmeans_init.cuh"
-
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
@@ -34,36 +26,36 @@ int main(int argc, char** argv) {
     float *X, *C;
     unsigned char* ws;
     const size_t wsb = ftkm_init::workspace_bytes(n, d, k, sizeof(float));
-    CK(cudaMalloc(&X, hx.size() * sizeof(float)));
-    CK(cudaMalloc(&C, static_cast<size_t>(k) * d * sizeof(float)));
-    CK(cudaMalloc(&ws, wsb));
-    CK(cudaMemcpy(X, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
+    FT_CUDA(cudaMalloc(&X, hx.size() * sizeof(float)));
+    FT_CUDA(cudaMalloc(&C, static_cast<size_t>(k) * d * sizeof(float)));
+    FT_CUDA(cudaMalloc(&ws, wsb));
+    FT_CUDA(cudaMemcpy(X, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    FT_CUDA(cudaEventCreate(&e0));
+    FT_CUDA(cudaEventCreate(&e1));
     for (int method : {FTGEN_KMEANS_INIT_PLUSPLUS, FTGEN_KMEANS_INIT_PLUSPLUS_SAMPLE}) {
       std::vector<float> ms;
       for (int r = 0; r <= reps; ++r) {
-        CK(cudaEventRecord(e0));
-        CK(ftkm_init::run<float>(method, X, n, d, k, 42, ws, C, false, nullptr, 0));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaGetLastError());
+        FT_CUDA(cudaEventRecord(e0));
+        FT_CUDA(ftkm_init::run<float>(method, X, n, d, k, 42, ws, C, false, nullptr, 0));
+        FT_CUDA(cudaEventRecord(e1));
+        FT_CUDA(cudaEventSynchronize(e1));
+        FT_CUDA(cudaGetLastError());
         float t = 0;
-        CK(cudaEventElapsedTime(&t, e0, e1));
+        FT_CUDA(cudaEventElapsedTime(&t, e0, e1));
         if (r) ms.push_back(t);
       }
       std::sort(ms.begin(), ms.end());
       std::vector<long long> chosen(k);
-      CK(cudaMemcpy(chosen.data(), ws, sizeof(long long) * k, cudaMemcpyDeviceToHost));  // (the scratch starts with them)
+      FT_CUDA(cudaMemcpy(chosen.data(), ws, sizeof(long long) * k, cudaMemcpyDeviceToHost));  // (the scratch starts with them)
       unsigned long long h = 1469598103934665603ull;
       for (long long i : chosen) h = (h ^ static_cast<unsigned long long>(i)) * 1099511628211ull;
       std::printf("%dx%dx%d %s median %.3f ms (min %.3f, max %.3f) picks %016llx\n", n, d, k,
                   method == FTGEN_KMEANS_INIT_PLUSPLUS ? "kmeans++" : "kmeans++-sample", ms[ms.size() / 2], ms.front(), ms.back(), h);
     }
-    CK(cudaFree(X));
-    CK(cudaFree(C));
-    CK(cudaFree(ws));
+    FT_CUDA(cudaFree(X));
+    FT_CUDA(cudaFree(C));
+    FT_CUDA(cudaFree(ws));
   }
   return 0;
 }
