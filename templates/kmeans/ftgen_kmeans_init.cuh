@@ -161,13 +161,14 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
 
 // The threads' contiguous chunks of v[0, m) over one block of kThreads: each thread's sum, its inclusive and exclusive
 // prefix over the block (the exclusive one is exactly the previous thread's inclusive one) and the total; every sum in a
-// fixed order. wsum: kThreads / 32 doubles of shared memory.
+// fixed order. v was written by other blocks of this launch: read past L1 (__ldcg). wsum: kThreads / 32 doubles of
+// shared memory.
 __device__ inline void block_chunk_scan(const double* v, int m, int& lo, int& hi, double& sum, double& incl, double& excl,
                                         double& total, double* wsum) {
   const int per = (m + kThreads - 1) / kThreads, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   lo = min(m, static_cast<int>(threadIdx.x) * per), hi = min(m, lo + per);
   sum = 0.0;
-  for (int i = lo; i < hi; ++i) sum += v[i];
+  for (int i = lo; i < hi; ++i) sum += __ldcg(v + i);
   double x = sum;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
@@ -200,8 +201,8 @@ __device__ inline int block_select(bool hit, double sum, int* sel) {
 }
 
 // Centroid t, by one block: the first sample whose running sum of D^2 exceeds u_t times the total (ftgen_kmeans_init.h),
-// found among the partition blocks' partials, then within that partition block among its samples' D^2; its index into
-// chosen[t] and *cur, its row into C[t]
+// found among the pass's blocks' partials, then within that block among its samples' D^2 (both written by
+// the other blocks of the pass: read past L1); its index into chosen[t] and *cur, its row into C[t]
 template <class T>
 __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* d2, const double* part, uint64_t seed, int t,
                            long long* cur, long long* chosen, T* C) {
@@ -217,26 +218,27 @@ __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* 
   const double u = ftkm_uniform(seed, static_cast<uint64_t>(t));
   if (total > 0.0) {
     const double target = u * total;
-    // the partition block: the chosen thread's partials in order
+    // the block: the chosen thread's partials in order
     const int L = block_select(incl > target, sum, sel);
     if (threadIdx.x == L) {
       double run = excl;
       int b = -1, last = -1;
       for (int i = lo; i < hi; ++i) {
-        if (part[i] > 0.0) last = i;
-        if (run + part[i] > target) {
+        const double p = __ldcg(part + i);
+        if (p > 0.0) last = i;
+        if (run + p > target) {
           b = i;
           break;
         }
-        run += part[i];
+        run += p;
       }
-      if (b < 0) b = last, run -= last >= 0 ? part[last] : 0.0;
+      if (b < 0) b = last, run -= last >= 0 ? __ldcg(part + last) : 0.0;
       s_block = b, s_base = run;
     }
     __syncthreads();
     const int b = s_block;
     const double base = s_base;
-    // the sample: that partition block's D^2 (one per thread where rows_per_block <= kThreads)
+    // the sample: that block's D^2 (one per thread where rows_per_block <= kThreads)
     const int r0 = b * rows_per_block(n), rows = min(n, r0 + rows_per_block(n)) - r0;
     block_chunk_scan(d2 + r0, rows, lo, hi, sum, incl, excl, total, wsum);
     const int L2 = block_select(base + incl > target, sum, sel);
@@ -245,7 +247,7 @@ __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* 
       long long i_pick = -1;
       int last = -1;
       for (int i = lo; i < hi; ++i) {
-        const double v = d2[r0 + i];
+        const double v = __ldcg(d2 + r0 + i);
         if (v > 0.0) last = i;
         run += v;
         if (run > target) {
@@ -304,11 +306,11 @@ __global__ void first_kernel(const T* __restrict__ X, int n, int d, uint64_t see
   for (int j = threadIdx.x; j < d; j += blockDim.x) C[j] = X[static_cast<size_t>(i) * d + j];
 }
 
-// Pass t of kmeans++: a block per partition block (dist_block against centroid t, row *q.cur of X); the last block to
-// finish (a counter) picks centroid t + 1 (pick_block) and zeroes the counter for the next pass
+// Pass t of kmeans++: a block per rows_per_block(n) samples (dist_block against centroid t, row *q.cur of X); the last
+// block to finish (a counter) picks centroid t + 1 (pick_block) and zeroes the counter for the next pass
 template <class T, int G>
-__global__ void __launch_bounds__(kThreads) pass_kernel(const T* __restrict__ X, int n, int d, int k, int t, uint64_t seed,
-                                                           PlusPlus q, long long* chosen, T* C) {
+__global__ void __launch_bounds__(kThreads) pass_kernel(const T* __restrict__ X, int n, int d, int k, int t, uint64_t seed, PlusPlus q,
+                                                        long long* chosen, T* C) {
   __shared__ double warp_sum[kThreads / 32];
   __shared__ bool last;
   const T* c = X + static_cast<size_t>(*q.cur) * d;
