@@ -161,14 +161,13 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
 
 // The threads' contiguous chunks of v[0, m) over one block of kThreads: each thread's sum, its inclusive and exclusive
 // prefix over the block (the exclusive one is exactly the previous thread's inclusive one) and the total; every sum in a
-// fixed order. v was written by other blocks of this launch: read past L1 (__ldcg). wsum: kThreads / 32 doubles of
-// shared memory.
+// fixed order. wsum: kThreads / 32 doubles of shared memory.
 __device__ inline void block_chunk_scan(const double* v, int m, int& lo, int& hi, double& sum, double& incl, double& excl,
                                         double& total, double* wsum) {
   const int per = (m + kThreads - 1) / kThreads, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   lo = min(m, static_cast<int>(threadIdx.x) * per), hi = min(m, lo + per);
   sum = 0.0;
-  for (int i = lo; i < hi; ++i) sum += __ldcg(v + i);
+  for (int i = lo; i < hi; ++i) sum += v[i];
   double x = sum;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
@@ -201,8 +200,8 @@ __device__ inline int block_select(bool hit, double sum, int* sel) {
 }
 
 // Centroid t, by one block: the first sample whose running sum of D^2 exceeds u_t times the total (ftgen_kmeans_init.h),
-// found among the pass's blocks' partials, then within that block among its samples' D^2 (both written by
-// the other blocks of the pass: read past L1); its index into chosen[t] and *cur, its row into C[t]
+// found among the pass's blocks' partials, then within that block among its samples' D^2; its index into chosen[t] and
+// *cur, its row into C[t]
 template <class T>
 __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* d2, const double* part, uint64_t seed, int t,
                            long long* cur, long long* chosen, T* C) {
@@ -224,15 +223,14 @@ __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* 
       double run = excl;
       int b = -1, last = -1;
       for (int i = lo; i < hi; ++i) {
-        const double p = __ldcg(part + i);
-        if (p > 0.0) last = i;
-        if (run + p > target) {
+        if (part[i] > 0.0) last = i;
+        if (run + part[i] > target) {
           b = i;
           break;
         }
-        run += p;
+        run += part[i];
       }
-      if (b < 0) b = last, run -= last >= 0 ? __ldcg(part + last) : 0.0;
+      if (b < 0) b = last, run -= last >= 0 ? part[last] : 0.0;
       s_block = b, s_base = run;
     }
     __syncthreads();
@@ -247,7 +245,7 @@ __device__ void pick_block(const T* __restrict__ X, int n, int d, const double* 
       long long i_pick = -1;
       int last = -1;
       for (int i = lo; i < hi; ++i) {
-        const double v = __ldcg(d2 + r0 + i);
+        const double v = d2[r0 + i];
         if (v > 0.0) last = i;
         run += v;
         if (run > target) {
@@ -321,7 +319,7 @@ __global__ void __launch_bounds__(kThreads) pass_kernel(const T* __restrict__ X,
   if (threadIdx.x == 0) last = atomicAdd(q.done, 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
-  __threadfence();
+  __threadfence();  // (acquire: the other blocks' D^2 and partials are seen by this block's loads)
   pick_block<T>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C);
   if (threadIdx.x == 0) *q.done = 0;
 }
