@@ -4,7 +4,10 @@ fp64's 2^-53): clean GEMMs of three distributions (the largest clean score), and
 partial sum at a random k-tile, counted when significant under ftgen.tolerance's fp64 rule, and whether they end
 detected and within the tolerance (located and corrected, or their row of the strip recomputed).
 
-    python experiments/scripts/abft_fp64_strips.py [faults per distribution] [lambdas] [widths]
+    python experiments/scripts/abft_fp64_strips.py [faults per distribution] [lambdas] [widths] [fix] [colscale]
+
+colscale (the fifth argument): B's columns divided by a power of two near their norms first -- the same run as a check
+whose weights scale each column of C by 1 / that power (exact in fp64; the significance of a fault does not change).
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from ftgen import tolerance
 from ftgen.families.gemm import abft_model as g
 
 M, K, N, KT = 64, 1024, 128, 16
-FIX = sys.argv[4] if len(sys.argv) > 4 else "dot"  # a located element recomputed from A and B (the kernel's); "checksum": r - the rest of the row
+FIX = sys.argv[4] if len(sys.argv) > 4 else "dot"
+COLSCALE = len(sys.argv) > 5 and sys.argv[5] == "colscale"  # a located element recomputed from A and B (the kernel's); "checksum": r - the rest of the row
 
 
 def draw(rng, shape, dist):
@@ -41,6 +45,8 @@ def main() -> int:
             for dist, seed in (("normal", 11), ("uniform", 12), ("loguniform", 13)):
                 rng = np.random.default_rng(seed)
                 A, B = draw(rng, (M, K), dist), draw(rng, (K, N), dist)
+                if COLSCALE:
+                    B = B / 2.0 ** np.round(np.log2(np.sqrt((B * B).sum(axis=0))))
                 exact = A.astype(np.longdouble) @ B.astype(np.longdouble)
                 S = np.abs(A) @ np.abs(B)
                 _, c = g.abft_gemm_model(A, B, **kw)
