@@ -7,7 +7,8 @@ library already built from it (libftgen_<name>.so), which the tests then load in
 FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library (specs/attention/torch_attention.yaml),
 FTGEN_TORCH_ATTN_INJ_SPEC / FTGEN_TORCH_ATTN_INJ_LIB for the one with injection built in (torch_attention_inject.yaml),
 FTGEN_TORCH_KM_SPEC / FTGEN_TORCH_KM_LIB for the kmeans library (specs/kmeans/torch_kmeans.yaml) and
-FTGEN_TORCH_KM_INJ_SPEC / FTGEN_TORCH_KM_INJ_LIB for the one with injection built in (torch_kmeans_inject.yaml).
+FTGEN_TORCH_KM_INJ_SPEC / FTGEN_TORCH_KM_INJ_LIB for the one with injection built in (torch_kmeans_inject.yaml);
+FTGEN_TORCH_TMR_SPEC / FTGEN_TORCH_TMR_LIB for a GEMM library protected by TMR (specs/gemm/torch_linear90_tmr.yaml).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ attn_lib = _library_fixture("FTGEN_TORCH_ATTN", "specs/attention/torch_attention
 attn_inj_lib = _library_fixture("FTGEN_TORCH_ATTN_INJ", "specs/attention/torch_attention_inject.yaml")
 km_lib = _library_fixture("FTGEN_TORCH_KM", "specs/kmeans/torch_kmeans.yaml")
 km_inj_lib = _library_fixture("FTGEN_TORCH_KM_INJ", "specs/kmeans/torch_kmeans_inject.yaml")
+tmr_lib = _library_fixture("FTGEN_TORCH_TMR", "specs/gemm/torch_linear90_tmr.yaml")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
@@ -218,6 +220,53 @@ def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib, precision
     ftt.reset()
     torch.ops.ftgen.mm(a, b, lib, precision)  # disarmed: nothing injected
     assert ftt.report(emit=False)[f"{lib}:mm"]["injected"] == 0
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["tf32", "bf16", "fp16"])
+def test_tmr_library_meets_the_rule_at_every_shape_and_reports_no_fault_when_clean(tmr_lib, precision):
+    """A TMR library (three copies voted bitwise): every hidden shape, both layouts of b, within the precision's rule;
+    clean calls detect nothing."""
+    ftt.reset()
+    calls = 0
+    for m, n, k in HIDDEN:
+        a, b = _operands(tmr_lib, precision, m, n, k)
+        _check(torch.ops.ftgen.mm(a, b, tmr_lib, precision), a, b, precision)
+        _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), tmr_lib, precision), a, b, precision)
+        calls += 2
+    rep = ftt.report(emit=False)[f"{tmr_lib}:mm"]
+    assert rep["calls"] == calls and rep["injected"] == 0 and rep["detected"] == 0 and rep["uncorrectable"] == 0, rep
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["tf32", "bf16", "fp16"])
+def test_tmr_injected_faults_are_voted_out(tmr_lib, precision):
+    """ftgen.torch.inject through a TMR library: each planned flip of one copy's output element applied and counted,
+    every output within the rule, nothing uncorrectable; a flip the 16-bit output rounds away leaves the copies equal
+    (so detected <= injected; tf32's fp32 output keeps every flip: all detected)."""
+    torch.manual_seed(5)
+    a, b = _operands(tmr_lib, precision, 1024, 1536, 1024)
+    ftt.reset()
+    calls, per_call = 8, 4
+    ftt.inject(tmr_lib, per_call, seed=13)
+    try:
+        for _ in range(calls):
+            _check(torch.ops.ftgen.mm(a, b, tmr_lib, precision), a, b, precision)
+            _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), tmr_lib, precision), a, b, precision)
+    finally:
+        ftt.inject(tmr_lib, 0)
+    rep = ftt.report(emit=False)[f"{tmr_lib}:mm"]
+    assert rep["injected"] == 2 * calls * per_call, rep
+    assert 0 < rep["detected"] <= rep["injected"] and rep["uncorrectable"] == 0, rep
+    assert rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
+    if precision == "tf32":
+        assert rep["detected"] == rep["injected"], rep
+    print(f"{precision}: {rep}")  # (-rA shows the counters)
+    ftt.reset()
+    torch.ops.ftgen.mm(a, b, tmr_lib, precision)
+    assert ftt.report(emit=False)[f"{tmr_lib}:mm"]["injected"] == 0
 
 
 @pytest.mark.gpu

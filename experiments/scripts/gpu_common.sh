@@ -15,6 +15,8 @@
 #                          it runs in the pipeline); NCU_KERNELS (a regex of demangled names, e.g. 'KernelRef|abft16_')
 #                          keeps only those kernels, NCU_ARGS (e.g. '--inject 16') goes to EXE
 #   big, odd               the 4096^3 / 8192^3 shapes and the odd ones
+#   prov_header ARGS       the provenance line of a step without bench rows (ftgen's results header: commit, GPU state,
+#                          driver, nvcc, libraries; ARGS as its argv), for record_run.py --provenance-from
 ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 NCU_ARGS=${NCU_ARGS:-}
@@ -29,6 +31,8 @@ gen_build() {
   python3 -m ftgen.cli generate "$1" -o "$2" > "$out/generate.txt" 2>&1; echo "generate rc $?"
   ft 300 build "$3" -j 16 ${BUILD_KERNELS:+--kernels "$BUILD_KERNELS"} > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
 }
+prov_header() { python3 -c "import json, sys; from ftgen.bench import gpu_info; from ftgen.report.provenance import provenance
+print(json.dumps({'provenance': provenance(gpu_info(), sys.argv[1:])}))" "$@"; }
 big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
 ncu_times() {
   local exe=$1 n=$2 s; shift 2
