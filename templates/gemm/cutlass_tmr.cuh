@@ -64,6 +64,13 @@ constexpr bool kAbftConcurrent = FTGEN_ABFT_CONCURRENT != 0;
 #define FTGEN_ABFT_STRIP_N 0  // ref_checksums: concurrent: columns of a checksum strip (whole warp columns; 0: the tile's tb_n)
 #endif
 constexpr int kAbftStripN = FTGEN_ABFT_STRIP_N;
+#ifndef FTGEN_ABFT_REF_EXTERNAL
+#define FTGEN_ABFT_REF_EXTERNAL 0  // ref_checksums: concurrent around another backend's GEMM: its reference GEMM too
+#endif
+// The reference D = A E (E: k x ref_w, D: m x ref_w, fp32, row-major) from the caller of run_external (the cutlass90
+// backend's sm90 tf32x3 kernel), after its GEMM, in place of AbftRefGemm's batched sub-chunks: E and D for any k, one
+// sub-chunk of the whole k
+constexpr bool kAbftRefExternal = FTGEN_ABFT_REF_EXTERNAL != 0;
 static_assert(!kAbftConcurrent || kAbftPrepass, "ref_checksums: concurrent runs the pre-pass kernels");
 
 enum Level : int { kLevelNone = 0, kLevelKernel = 1, kLevelThreadblock = 2, kLevelMultikernel = 3, kLevelCooperative = 4, kLevelAbft = 5 };
@@ -1939,6 +1946,7 @@ struct Runner {
     bool ref_tc = false;
     if constexpr (kAbftPrepass) {
       ref_tc = q.lay.ref_tc;
+      if (kAbftRefExternal) return ref_tc;
       for (int part = 0; part < 2 && ref_tc; ++part)
         ref_tc = ref_gemm_batches(q, part) == 0 || RefGemm::can_implement(ref_gemm_args(q, part)) == cutlass::Status::kSuccess;
     }
@@ -1947,7 +1955,10 @@ struct Runner {
 
   // threadblock ABFT: the strip encodings of B (a pre-pass reading B once), then the GEMM
   // The pre-passes of threadblock ABFT on stream s: the strip encodings of B, then (prepass) r, r' at every checkpoint.
-  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s) {
+  // ext_ref (kAbftRefExternal): ext_ref(E, ref_w, used columns, D, s) computes D = A E on s in place of the batched
+  // reference GEMM.
+  template <class ExtRef = std::nullptr_t>
+  static cudaError_t launch_prepass(const Prepared& q, cudaStream_t s, ExtRef&& ext_ref = nullptr) {
     float4* enc = reinterpret_cast<float4*>(q.ws + q.lay.enc);
     const int strips = q.lay.strips;  // (of q.lay.strip_n columns: the tile's, or ref_checksums: concurrent's)
     constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
@@ -1962,8 +1973,13 @@ struct Runner {
     if (e != cudaSuccess) return e;
     if constexpr (kAbftPrepass) {  // r, r' at every checkpoint: a pre-pass reading A once
       float2* ref = reinterpret_cast<float2*>(q.ws + q.lay.ref);
-      if (ref_tc) {  // on the tensor cores: a batched GEMM A x E per sub-chunk, then the scan
-        if ((e = run_ref_gemm(q, s)) != cudaSuccess) return e;
+      if (ref_tc) {  // on the tensor cores: a batched GEMM A x E per sub-chunk (or the caller's GEMM), then the scan
+        if constexpr (kAbftRefExternal && !std::is_same<std::decay_t<ExtRef>, std::nullptr_t>::value) {
+          e = ext_ref(static_cast<const float*>(E), q.lay.ref_w, 2 * strips, reinterpret_cast<float*>(q.ws + q.lay.ref_d), s);
+        } else {
+          e = run_ref_gemm(q, s);
+        }
+        if (e != cudaSuccess) return e;
         const long long n = static_cast<long long>(q.m) * strips;
         abft_ref_scan_tc_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
             reinterpret_cast<const float*>(q.ws + q.lay.ref_d), q.lay.ref_w, ref, q.m, strips, q.lay.chunks, q.lay.subs, q.lay.ref_per);
@@ -2057,8 +2073,11 @@ struct Runner {
       return cudaGetLastError();
     });
   }
-  template <class First>
-  static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s, First&& first) {
+  // ext_ref: the caller's reference GEMM (kAbftRefExternal; launch_prepass), which reads the operands as first's GEMM
+  // prepared them: the pre-passes then run after first, on its stream
+  template <class First, class ExtRef = std::nullptr_t>
+  static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s, First&& first, ExtRef&& ext_ref = nullptr) {
+    constexpr bool kAfter = !std::is_same<std::decay_t<ExtRef>, std::nullptr_t>::value;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     static_assert(kAbftStripN == 0 || (K::Shape::kN % kAbftStripN == 0 && kAbftStripN % AbftShape<K>::kWarpN == 0),
                   "FTGEN_ABFT_STRIP_N: whole warp columns, dividing tb_n");
@@ -2083,7 +2102,7 @@ struct Runner {
       }
     }
     if ((e = first(static_cast<AbftParams<K> const&>(ap), gs)) != cudaSuccess) return e;
-    if ((e = launch_prepass(q, ps)) != cudaSuccess) return e;
+    if ((e = launch_prepass(q, kAfter ? gs : ps, ext_ref)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     abft_check_kernel<K, kInject, kRowA, kConcStrips><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -2096,14 +2115,18 @@ struct Runner {
   // abft_once_kernel<.., kDefer>; the pre-passes, the check and the second launch are run_abft_concurrent's. This
   // kit K only describes the check: its tiles, warp columns and strips, its fault units (fault_element), and the second
   // launch's recomputation of a tile (its main loop; rare: a full list of rows).
-  template <class ExtGemm>
-  static cudaError_t run_abft_external(const Prepared& q, cudaStream_t s, ExtGemm&& gemm) {
+  // ext_ref (kAbftRefExternal): the reference GEMM of the same backend (launch_prepass), after gemm on its stream.
+  template <class ExtGemm, class ExtRef = std::nullptr_t>
+  static cudaError_t run_abft_external(const Prepared& q, cudaStream_t s, ExtGemm&& gemm, ExtRef&& ext_ref = nullptr) {
     static_assert(kLevel == kLevelAbft && kAbftConcurrent, "the design of ref_checksums: concurrent");
-    return run_abft_concurrent(q, s, [&](AbftParams<K> const& ap, cudaStream_t gs) {
-      cudaError_t e = gemm(gs);
-      if (e != cudaSuccess) return e;
-      return launch_obs(ap, gs);
-    });
+    return run_abft_concurrent(
+        q, s,
+        [&](AbftParams<K> const& ap, cudaStream_t gs) {
+          cudaError_t e = gemm(gs);
+          if (e != cudaSuccess) return e;
+          return launch_obs(ap, gs);
+        },
+        ext_ref);
   }
 
   // abft_obs_kernel over C (M rows x the tiles' columns, kObsCols columns per thread)
@@ -2414,13 +2437,13 @@ struct Launcher {
       // on the tensor cores where k has no residue iteration (and, checked at run time, A's alignment holds at every
       // sub-chunk); the SIMT pre-pass otherwise
       const int kt = KM::Shape::kK;
-      L.ref_tc = std::is_same<typename KM::ElementA, float>::value && k % kt == 0;
+      L.ref_tc = std::is_same<typename KM::ElementA, float>::value && (kAbftRefExternal || k % kt == 0);
       if (L.ref_tc) {
         int g = 1;  // the largest divisor of the interval up to 16 k-iterations: sub-chunks of g k-iterations
         for (int d = 1; d <= std::min(iv, 16); ++d)
           if (iv % d == 0) g = d;
-        L.ref_sub = g * kt;
-        L.ref_per = iv / g;
+        L.ref_sub = kAbftRefExternal ? k : g * kt;
+        L.ref_per = kAbftRefExternal ? 1 : iv / g;
         L.subs = (k + L.ref_sub - 1) / L.ref_sub;
         L.ref_w = (2 * L.strips + 7) / 8 * 8;
         L.ref_e = take(size_t(k) * L.ref_w * sizeof(float));
@@ -2550,14 +2573,15 @@ struct Launcher {
   // kernel): gemm(stream) writes C = alpha A B of p on the stream it is given; OpMain and OpFallback only describe the
   // check (Runner::run_abft_external), the main kit where A, B and C suit its accesses. beta = 0, alpha != 0 and one
   // checkpoint per tile (interval: that of `workspace`, at least the k-iterations) only: cudaErrorInvalidValue otherwise.
-  template <class ExtGemm>
-  static cudaError_t run_external(const ftgen_gemm_problem* p, cudaStream_t s, int interval, AbftConfig const& abft, ExtGemm&& gemm) {
+  template <class ExtGemm, class ExtRef = std::nullptr_t>
+  static cudaError_t run_external(const ftgen_gemm_problem* p, cudaStream_t s, int interval, AbftConfig const& abft, ExtGemm&& gemm,
+                                  ExtRef&& ext_ref = nullptr) {
     static_assert(kLevel == kLevelAbft && kAbftConcurrent && !kRepack, "ref_checksums: concurrent on fp32 operands");
     Prepared q;
     if (const cudaError_t e = prepare(p, interval, 0, 1, abft, q); e != cudaSuccess) return e;
     if (q.beta != 0.0 || q.alpha == 0.0 || q.lay.chunks != 1) return cudaErrorInvalidValue;
-    if (main_aligned(*p)) return RM::run_abft_external(q, s, gemm);
-    return RF::run_abft_external(q, s, gemm);
+    if (main_aligned(*p)) return RM::run_abft_external(q, s, gemm, ext_ref);
+    return RF::run_abft_external(q, s, gemm, ext_ref);
   }
 
   // Cooperative level, after a synchronized launch on this workspace: teams, teams with a tile, and

@@ -314,6 +314,15 @@ def abft16_ref_operation(v: Variant, alias: str) -> str:
     return _emit(v.precision, alias, ABFT16_REF_TILE[v.precision], (1, 1), 0, "ws-coop", "streamk", g.layout_a, "col", "fp32")
 
 
+def abft_ref3_operation(v: Variant, alias: str) -> str:
+    """C++ of the tf32x3 check's reference GEMM R = A E on the sm90 path: the split operands over the tripled K (A as the
+    GEMM reads it, E split as B is), R in fp32, on an ABFT16_REF_TILE["tf32"] ws-coop stream-K kernel whose wgmma
+    accumulators are promoted as the variant's are (fp32-level sums, as the check's threshold assumes)."""
+    g = Geometry(v)
+    text = _emit("tf32x3", alias, ABFT16_REF_TILE["tf32"], (1, 1), 0, "ws-coop", "streamk", "row", "col", "fp32")
+    return _promoted_mainloop(text, alias) if g.promote else text
+
+
 def _emit(precision: str, alias: str, tile, cluster, stages: int, schedule: str, scheduler: str, layout_a: str,
           layout_b: str, out: str) -> str:
     lib, gop = cutlass_library("the cutlass90 backend")
@@ -600,6 +609,7 @@ class Cutlass90Backend(Backend):
             "abft_desc": d.name,
             "op_main": sm80.cutlass_operation(d, "OpMain", dg.align, dg.align),
             "op_fallback": sm80.cutlass_operation(d, "OpFallback", dg.fallback_align, 1),
+            "op_ref3": abft_ref3_operation(v, "KernelRef3"),
             "fault_geo": dg,  # the bench's fault units: the descriptor's tiles, threads, accumulators per thread
             "interval": prot.interval,
             "abft_strip_n": sm80.abft_strip_cols(d),
