@@ -2073,11 +2073,10 @@ struct Runner {
       return cudaGetLastError();
     });
   }
-  // ext_ref: the caller's reference GEMM (kAbftRefExternal; launch_prepass), which reads the operands as first's GEMM
-  // prepared them: the pre-passes then run after first, on its stream
+  // ext_ref: the caller's reference GEMM (kAbftRefExternal; launch_prepass), on the pre-passes' stream (it waits there for
+  // what it reads of first's work)
   template <class First, class ExtRef = std::nullptr_t>
   static cudaError_t run_abft_concurrent(const Prepared& q, cudaStream_t s, First&& first, ExtRef&& ext_ref = nullptr) {
-    constexpr bool kAfter = !std::is_same<std::decay_t<ExtRef>, std::nullptr_t>::value;
     constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
     static_assert(kAbftStripN == 0 || (K::Shape::kN % kAbftStripN == 0 && kAbftStripN % AbftShape<K>::kWarpN == 0),
                   "FTGEN_ABFT_STRIP_N: whole warp columns, dividing tb_n");
@@ -2102,7 +2101,7 @@ struct Runner {
       }
     }
     if ((e = first(static_cast<AbftParams<K> const&>(ap), gs)) != cudaSuccess) return e;
-    if ((e = launch_prepass(q, kAfter ? gs : ps, ext_ref)) != cudaSuccess) return e;
+    if ((e = launch_prepass(q, ps, ext_ref)) != cudaSuccess) return e;
     if (st != nullptr && (e = join(*st, s)) != cudaSuccess) return e;
     abft_check_kernel<K, kInject, kRowA, kConcStrips><<<static_cast<unsigned>(tiles), dim3(K::kThreads), 0, s>>>(ap);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -2115,7 +2114,7 @@ struct Runner {
   // abft_once_kernel<.., kDefer>; the pre-passes, the check and the second launch are run_abft_concurrent's. This
   // kit K only describes the check: its tiles, warp columns and strips, its fault units (fault_element), and the second
   // launch's recomputation of a tile (its main loop; rare: a full list of rows).
-  // ext_ref (kAbftRefExternal): the reference GEMM of the same backend (launch_prepass), after gemm on its stream.
+  // ext_ref (kAbftRefExternal): the reference GEMM of the same backend (launch_prepass), on the pre-passes' stream.
   template <class ExtGemm, class ExtRef = std::nullptr_t>
   static cudaError_t run_abft_external(const Prepared& q, cudaStream_t s, ExtGemm&& gemm, ExtRef&& ext_ref = nullptr) {
     static_assert(kLevel == kLevelAbft && kAbftConcurrent, "the design of ref_checksums: concurrent");
