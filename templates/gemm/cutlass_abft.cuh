@@ -1730,7 +1730,6 @@ __global__ void __launch_bounds__(K::kThreads, 8) abft_check_kernel(AbftParams<K
 // instead). The thread of the tile's first element marks the fault applied and counts it (also where the faulty
 // element lies past C, as the kDefer kernel does).
 constexpr int kObsCols = 4;
-constexpr int kObsUnroll = 4;  // items in flight per thread (abft_obs_kernel)
 // The sums {sum c, sum w c, sum c^2, max |c|} of kObsCols consecutive elements x of a row of C from tile column cl on, c =
 // x / alpha, w = the column's place in its checksum strip of kCols columns + 1 (host and device: the arithmetic the
 // tests compile for the host, tests/test_cutlass90_abft.py)
@@ -1766,67 +1765,51 @@ __global__ void __launch_bounds__(256) abft_obs_kernel(AbftParams<K> p) {
   const long long per_row = static_cast<long long>(p.t.tiles_n) * kPerTile;
   const long long items = static_cast<long long>(M) * per_row;  // (a multiple of 32: whole warps, warp-uniform loop)
   const bool vec = ldc % kObsCols == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
-  // kObsUnroll items per thread and step, their loads issued first (one 16-byte load each had one load in flight per
-  // thread: about half of DRAM's bandwidth); x < items is warp-uniform for each (items and the stride: multiples of 32)
-  const long long stride = 256ll * gridDim.x;
-  for (long long x0 = blockIdx.x * 256ll + threadIdx.x; x0 < items; x0 += kObsUnroll * stride) {
-    float vs[kObsUnroll][kObsCols];
-    CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kObsUnroll; ++u) {
-      const long long x = x0 + u * stride;
-      if (x >= items) break;
-      const int row = static_cast<int>(x / per_row), c0 = static_cast<int>(x % per_row) * kObsCols;
-      const EC* const at = C + static_cast<long long>(row) * ldc + c0;
-      static_assert(kObsCols == 4, "one float4 per thread");
-      if (vec && c0 + kObsCols <= N) {
-        const float4 q = *reinterpret_cast<const float4*>(at);
-        vs[u][0] = q.x, vs[u][1] = q.y, vs[u][2] = q.z, vs[u][3] = q.w;
-      } else {
-        CUTLASS_PRAGMA_UNROLL
-        for (int j = 0; j < kObsCols; ++j) vs[u][j] = c0 + j < N ? static_cast<float>(at[j]) : 0.f;
-      }
+  for (long long x = blockIdx.x * 256ll + threadIdx.x; x < items; x += 256ll * gridDim.x) {
+    const int row = static_cast<int>(x / per_row), c0 = static_cast<int>(x % per_row) * kObsCols;
+    const int tn = c0 / S::kN, cl = c0 - tn * S::kN;  // the tile column, the first column in the tile
+    EC* const at = C + static_cast<long long>(row) * ldc + c0;
+    static_assert(kObsCols == 4, "one float4 per thread");
+    float v[kObsCols];
+    if (vec && c0 + kObsCols <= N) {
+      const float4 q = *reinterpret_cast<const float4*>(at);
+      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kObsCols; ++j) v[j] = c0 + j < N ? static_cast<float>(at[j]) : 0.f;
     }
-    CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kObsUnroll; ++u) {
-      const long long x = x0 + u * stride;
-      if (x >= items) break;
-      float(&v)[kObsCols] = vs[u];
-      const int row = static_cast<int>(x / per_row), c0 = static_cast<int>(x % per_row) * kObsCols;
-      const int tn = c0 / S::kN, cl = c0 - tn * S::kN;  // the tile column, the first column in the tile
-      EC* const at = C + static_cast<long long>(row) * ldc + c0;
-      if constexpr (kInject) {  // this tile's planned fault (fault_by_block: ABFT's one unit per tile)
-        if (p.t.fault_by_block != nullptr && p.t.records != nullptr) {
-          const int tm = row / S::kM, tile = tm * p.t.tiles_n + tn;
-          const int i = __ldg(p.t.fault_by_block + tile);
-          const int step = i >= 0 ? __ldg(&p.t.faults[i].step) : -1;
-          if (step >= 0 && step < p.t.total_k) {
-            ftgen::FaultRecord* const r = p.t.records + i;
-            const long long fr = r->row, fc = r->col;
-            if (fr == row && fc >= c0 && fc < c0 + kObsCols && fc < N) {
-              const float err = static_cast<float>(r->after) - static_cast<float>(r->before);
-              CUTLASS_PRAGMA_UNROLL
-              for (int j = 0; j < kObsCols; ++j) {
-                if (c0 + j == fc) {
-                  v[j] = v[j] + alpha * err;
-                  at[j] = static_cast<EC>(v[j]);
-                }
+    if constexpr (kInject) {  // this tile's planned fault (fault_by_block: ABFT's one unit per tile)
+      if (p.t.fault_by_block != nullptr && p.t.records != nullptr) {
+        const int tm = row / S::kM, tile = tm * p.t.tiles_n + tn;
+        const int i = __ldg(p.t.fault_by_block + tile);
+        const int step = i >= 0 ? __ldg(&p.t.faults[i].step) : -1;
+        if (step >= 0 && step < p.t.total_k) {
+          ftgen::FaultRecord* const r = p.t.records + i;
+          const long long fr = r->row, fc = r->col;
+          if (fr == row && fc >= c0 && fc < c0 + kObsCols && fc < N) {
+            const float err = static_cast<float>(r->after) - static_cast<float>(r->before);
+            CUTLASS_PRAGMA_UNROLL
+            for (int j = 0; j < kObsCols; ++j) {
+              if (c0 + j == fc) {
+                v[j] = v[j] + alpha * err;
+                at[j] = static_cast<EC>(v[j]);
               }
             }
-            if (row == tm * S::kM && cl == 0) {
-              r->applied = 1;
-              add_count(p.t.counters, &ftgen::FtCounters::injected, 1u);
-            }
+          }
+          if (row == tm * S::kM && cl == 0) {
+            r->applied = 1;
+            add_count(p.t.counters, &ftgen::FtCounters::injected, 1u);
           }
         }
       }
-      float4 s = abft_obs_part<St::kCols>(v, cl, alpha);
-      CUTLASS_PRAGMA_UNROLL
-      for (int o = 1; o < kGroup; o <<= 1) {
-        const float4 b = make_float4(__shfl_xor_sync(0xffffffffu, s.x, o), __shfl_xor_sync(0xffffffffu, s.y, o),
-                                     __shfl_xor_sync(0xffffffffu, s.z, o), __shfl_xor_sync(0xffffffffu, s.w, o));
-        s = abft_obs_add(s, b);
-      }
-      if (threadIdx.x % kGroup == 0) p.obs[(static_cast<long long>(tn) * S::kWarpsN + cl / S::kWarpN) * M + row] = s;
     }
+    float4 s = abft_obs_part<St::kCols>(v, cl, alpha);
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 1; o < kGroup; o <<= 1) {
+      const float4 b = make_float4(__shfl_xor_sync(0xffffffffu, s.x, o), __shfl_xor_sync(0xffffffffu, s.y, o),
+                                   __shfl_xor_sync(0xffffffffu, s.z, o), __shfl_xor_sync(0xffffffffu, s.w, o));
+      s = abft_obs_add(s, b);
+    }
+    if (threadIdx.x % kGroup == 0) p.obs[(static_cast<long long>(tn) * S::kWarpsN + cl / S::kWarpN) * M + row] = s;
   }
 }
