@@ -61,7 +61,8 @@ instructions exist only there).
 Threadblock ABFT (``protection: {scheme: abft, level: threadblock}``, tf32x3; bf16 and fp16 below; docs/gemm-hopper.md): the ``cutlass``
 backend's ``ref_checksums: concurrent`` design (templates/gemm/cutlass_abft.cuh) around the unchanged sm90 GEMM. On a
 second stream the B encodings and the reference GEMM r = A (B e), r' = A (B w) per row and 32-column strip run beside the
-sm90 GEMM, which writes C = alpha A B; after it, on its stream, ``abft_obs_kernel`` reads C and stores per row and strip
+sm90 GEMM, which writes C = alpha A B; the reference is the variant's own sm90 kernel (``KernelRef3``: stream-K, promoted
+as the variant is, over the tripled K on the split A the GEMM reads, once the GEMM's stream has written it). After it, on its stream, ``abft_obs_kernel`` reads C and stores per row and strip
 the pass-1 sums {sum c, sum w c, sum c^2, max |c|} of c = C / alpha; after both, ``abft_check_kernel`` checks, corrects
 located elements in C and lists unlocated (row, strip) units for the cooperative second launch, which recomputes them
 from A and B. The check's geometry is that of an sm80 tf32x3 variant of the ``cutlass`` backend (``abft_descriptor``:
