@@ -490,7 +490,8 @@ def test_the_variant_builds_for_sm90a_and_lays_out_its_workspace(tmp_path):
     """The inject build of the shipped spec's variant: one nvcc run of a host driver that includes its translation unit
     (-Xptxas -v: the kernels of the design, none spilling but the sm80 reference GEMM's fallback, as on the cutlass
     backend), then (host code only, no GPU) the workspace sections for odd shapes: the sm90 GEMM's first, C', then the
-    check's, with one checkpoint per tile, 32-column strips and the sums of every strip of every row."""
+    check's, with one checkpoint per tile, 32-column strips and the sums of every strip of every row; the reference GEMM
+    on the sm90 path (KernelRef3, E split by split3_t_kernel) at any k."""
     nvcc, inc = _tools()
     from ftgen.codegen.emit import generate
 
@@ -508,7 +509,7 @@ def test_the_variant_builds_for_sm90a_and_lays_out_its_workspace(tmp_path):
     entries = ptxas_entries(p.stderr)
     names = " ".join(entries)
     for kernel in ("abft_obs_kernel", "abft_check_kernel", "abft_once_kernel", "abft_enc_kernel", "abft_fault_error_kernel",
-                   "abft_ref_scan_tc_kernel", "axpby_kernel", "split3_kernel", "device_kernel"):
+                   "abft_ref_scan_tc_kernel", "axpby_kernel", "split3_kernel", "split3_t_kernel", "device_kernel"):
         assert kernel in names, kernel
     assert sum("abft_obs_kernel" in k for k in entries) == 2  # the main and the fallback descriptor
     for k, text in entries.items():
@@ -525,7 +526,7 @@ def test_the_variant_builds_for_sm90a_and_lays_out_its_workspace(tmp_path):
         assert chunks == 1 and strip_n == 32 and nstrips == 4 * tiles_n  # one check per tile, per warp column
         assert (tiles_m, tiles_n) == (-(-m // 128), -(-n // 128))
         assert l_total >= obs + 16 * nstrips * m  # the sums of every strip of every row
-        assert ref_tc == int(k % 32 == 0)
+        assert ref_tc == 1  # the reference on the sm90 path (KernelRef3) for any k
 
 
 # ---------------------------------------------------------------------------------------------
