@@ -160,8 +160,9 @@ __device__ void dist_block(const T* __restrict__ X, int n, int d, const T* c, do
 }
 
 // The threads' contiguous chunks of v[0, m) over one block of kThreads: each thread's sum, its inclusive and exclusive
-// prefix over the block (the exclusive one is exactly the previous thread's inclusive one) and the total; every sum in a
-// fixed order. wsum: kThreads / 32 doubles of shared memory.
+// prefix over the block (the exclusive one is exactly the previous thread's inclusive one, which the pick's walk relies
+// on and CUB's BlockScan does not promise) and the total; every sum in a fixed order. wsum: kThreads / 32 doubles of
+// shared memory.
 __device__ inline void block_chunk_scan(const double* v, int m, int& lo, int& hi, double& sum, double& incl, double& excl,
                                         double& total, double* wsum) {
   const int per = (m + kThreads - 1) / kThreads, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
