@@ -198,28 +198,35 @@ def test_clean_calls_report_no_fault(lib):
     assert '"ops"' in ftt.json_line(step=1)
 
 
-@pytest.mark.gpu
-@gpu
-@pytest.mark.parametrize("precision", ["tf32x3", "tf32"])
-def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib, precision):
-    torch.manual_seed(3)
+def _injected_report(lib, precision, seed, inject_seed, calls=8, per_call=4):
+    """2 x calls faulty calls (both layouts of b) with per_call flips armed by ftgen.torch.inject, every output within the
+    rule; the counters after them, checked for what every protected GEMM promises (every planned fault applied,
+    nothing uncorrectable, every detection corrected or recomputed); disarmed, a call injects nothing."""
+    torch.manual_seed(seed)
     a, b = _operands(lib, precision, 1024, 1536, 1024)
     ftt.reset()
-    calls, per_call = 8, 4
-    ftt.inject(lib, per_call, seed=11)
+    ftt.inject(lib, per_call, seed=inject_seed)
     try:
         for _ in range(calls):
-            _check(torch.ops.ftgen.mm(a, b, lib, precision), a, b, precision)  # every faulty call within the rule
+            _check(torch.ops.ftgen.mm(a, b, lib, precision), a, b, precision)
             _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), lib, precision), a, b, precision)
     finally:
         ftt.inject(lib, 0)
     rep = ftt.report(emit=False)[f"{lib}:mm"]
-    assert rep["injected"] == 2 * calls * per_call, rep  # every planned fault applied (8 x 8 tiles: 4 distinct ones)
+    assert rep["injected"] == 2 * calls * per_call, rep
     assert 0 < rep["detected"] <= rep["injected"] and rep["uncorrectable"] == 0, rep
     assert rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
     ftt.reset()
-    torch.ops.ftgen.mm(a, b, lib, precision)  # disarmed: nothing injected
+    torch.ops.ftgen.mm(a, b, lib, precision)
     assert ftt.report(emit=False)[f"{lib}:mm"]["injected"] == 0
+    return rep
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("precision", ["tf32x3", "tf32"])
+def test_injected_faults_are_counted_and_the_outputs_stay_correct(lib, precision):
+    _injected_report(lib, precision, seed=3, inject_seed=11)  # (8 x 8 tiles: 4 distinct ones a call)
 
 
 @pytest.mark.gpu
@@ -246,27 +253,10 @@ def test_tmr_injected_faults_are_voted_out(tmr_lib, precision):
     """ftgen.torch.inject through a TMR library: each planned flip of one copy's output element applied and counted,
     every output within the rule, nothing uncorrectable; a flip the 16-bit output rounds away leaves the copies equal
     (so detected <= injected; tf32's fp32 output keeps every flip: all detected)."""
-    torch.manual_seed(5)
-    a, b = _operands(tmr_lib, precision, 1024, 1536, 1024)
-    ftt.reset()
-    calls, per_call = 8, 4
-    ftt.inject(tmr_lib, per_call, seed=13)
-    try:
-        for _ in range(calls):
-            _check(torch.ops.ftgen.mm(a, b, tmr_lib, precision), a, b, precision)
-            _check(torch.ops.ftgen.mm(a, b.t().contiguous().t(), tmr_lib, precision), a, b, precision)
-    finally:
-        ftt.inject(tmr_lib, 0)
-    rep = ftt.report(emit=False)[f"{tmr_lib}:mm"]
-    assert rep["injected"] == 2 * calls * per_call, rep
-    assert 0 < rep["detected"] <= rep["injected"] and rep["uncorrectable"] == 0, rep
-    assert rep["corrected"] + rep["recomputed"] >= rep["detected"], rep
+    rep = _injected_report(tmr_lib, precision, seed=5, inject_seed=13)
     if precision == "tf32":
         assert rep["detected"] == rep["injected"], rep
     print(f"{precision}: {rep}")  # (-rA shows the counters)
-    ftt.reset()
-    torch.ops.ftgen.mm(a, b, tmr_lib, precision)
-    assert ftt.report(emit=False)[f"{tmr_lib}:mm"]["injected"] == 0
 
 
 @pytest.mark.gpu
