@@ -68,8 +68,8 @@ constexpr int kAbftStripN = FTGEN_ABFT_STRIP_N;
 #define FTGEN_ABFT_REF_EXTERNAL 0  // ref_checksums: concurrent around another backend's GEMM: its reference GEMM too
 #endif
 // The reference D = A E (E: k x ref_w, D: m x ref_w, fp32, row-major) from the caller of run_external (the cutlass90
-// backend's sm90 tf32x3 kernel), after its GEMM, in place of AbftRefGemm's batched sub-chunks: E and D for any k, one
-// sub-chunk of the whole k
+// backend's sm90 tf32x3 kernel, on the pre-passes' stream) in place of AbftRefGemm's batched sub-chunks: E and D for
+// any k, one sub-chunk of the whole k
 constexpr bool kAbftRefExternal = FTGEN_ABFT_REF_EXTERNAL != 0;
 static_assert(!kAbftConcurrent || kAbftPrepass, "ref_checksums: concurrent runs the pre-pass kernels");
 
