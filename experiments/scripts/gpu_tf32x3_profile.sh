@@ -16,4 +16,4 @@ ft 120 bench $proj --inject 16 --shapes $big --reps 20 --warmup 5 --json "$out/b
 FTGEN_ABFT_SIDE=serial ft 120 bench $proj --inject 16 --shapes $big --reps 20 --warmup 5 --json "$out/bench_serial.jsonl" \
   > "$out/bench_serial.txt" 2>&1; t serial
 prov_header bench > "$out/provenance.jsonl"
-for f in bench bench_serial; do echo "== $f"; grep -E "x_sgemm|speedup|ms" "$out/$f.txt" | tail -n 6; done
+for f in bench bench_serial; do echo "== $f"; grep -E "│ *(4096|8192)x" "$out/$f.txt" | cut -c100-300; done

@@ -161,6 +161,15 @@ __device__ __forceinline__ float tf32_big(float x) {
   return isfinite(up) ? up : __uint_as_float(bits & 0xffffe000u);
 }
 
+// x's split at out[0], out[kp], out[2 kp] (one element's three K segments): segment `small_seg` (0 or 1) x - big, the
+// other two big
+__device__ __forceinline__ void put_split3(float* out, long long kp, float x, int small_seg) {
+  const float big = tf32_big(x), small = isfinite(x) ? x - big : 0.f;
+  out[0] = small_seg == 0 ? small : big;
+  out[kp] = small_seg == 1 ? small : big;
+  out[2 * kp] = big;
+}
+
 // The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of 3 * kp (kp =
 // ld_dst): three K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
 // blockIdx.z picks the job, as in pad_kernel.
@@ -177,11 +186,7 @@ __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i) {
         if (r0 + i >= j.rows_dst) break;
-        float* out = dst + (r0 + i) * 3 * kp;
-        const float big = tf32_big(v[i]), small = isfinite(v[i]) ? v[i] - big : 0.f;
-        out[c] = j.small_seg == 0 ? small : big;
-        out[kp + c] = j.small_seg == 1 ? small : big;
-        out[2 * kp + c] = big;
+        put_split3(dst + (r0 + i) * 3 * kp + c, kp, v[i], j.small_seg);
       }
     }
   }
