@@ -251,6 +251,8 @@ def test_emission_goes_through_cutlass_library_and_is_deterministic():
     assert "cutlass::gemm::KernelTmaWarpSpecializedCooperative" in x3 and "cute::Shape<cute::_2, cute::_1, cute::_1>" in x3
     assert "cutlass::gemm::collective::StageCountAutoCarveout<" in x3 and "split3_kernel" in x3
     assert "cutlass::gemm::KernelTmaWarpSpecializedPingpong" in pp and "StageCount<4>" in pp and "split3_kernel" not in pp
+    # tf32x3's loads read the split operands' two parts three times; the 16-bit kernel keeps the builder's mainloop
+    assert "using Kernel_mainloop = ftgen_sm90::Split3Loads<Kernel_mainloop_built>;" in x3 and "Split3Loads" not in pp
     assert "cutlass::half_t, cutlass::layout::ColumnMajor, 8" in pp and "cutlass::half_t, cutlass::layout::RowMajor, 8" in pp
     # built with -DNDEBUG (CUTLASS's device assertions serialize the wgmma pipeline) for sm_90a
     cmake = a["CMakeLists.txt"]
@@ -406,7 +408,7 @@ int main() {{
   EC* c = reinterpret_cast<EC*>(0x100000);
   for (auto& sh : shapes) {{
     const Shape s = kernel_shape(sh[0], sh[1], sh[2]);
-    const auto padded = arguments(s, 1.f, 0.5f, a, kRowA ? s.k : s.m, a, kRowB ? s.n : s.k, c, s.n, hw);
+    const auto padded = arguments(s, 1.f, 0.5f, a, kRowA ? stored_k(s) : s.m, a, kRowB ? s.n : stored_k(s), c, s.n, hw);
     const auto raw = arguments(Shape{{sh[0], sh[1], sh[2]}}, 1.f, 0.5f, a, kRowA ? sh[2] : sh[0], a, kRowB ? sh[1] : sh[2], c, sh[1], hw);
     const Layout lay = layout(sh[0], sh[1], sh[2], hw);
     std::printf("%d %d %d %d %d %d %d %d %zu %zu %zu %zu\\n", sh[0], sh[1], sh[2], s.m, s.n, s.k,
@@ -454,14 +456,17 @@ def test_cutlass_accepts_the_padded_problems_of_odd_shapes(tmp_path):
         assert len(rows) == len(ODD_SHAPES)
         for (m, n, k, sm, sn, sk, padded_ok, raw_ok, off_b, off_c, off_cutlass, total) in rows:
             assert padded_ok == 1, (v.name, m, n, k)
-            # contiguous extents are 16-byte multiples; tf32x3 triples K
+            # contiguous extents are 16-byte multiples; tf32x3 triples K, each part whole k-tiles, and stores two parts
             assert sn % g90.align == 0 and sn - n < g90.align and sm >= m and sk >= k
+            stored = sk
             if v.precision == "tf32x3":
-                assert sk % 3 == 0 and (sk // 3) % g90.align == 0 and sk // 3 - k < g90.align
+                part_k = max(g90.tile[2], 32)
+                assert sk % 3 == 0 and (sk // 3) % part_k == 0 and sk // 3 - k < part_k
+                stored = sk // 3 * 2
             unaligned = (n % g90.align) or (k % g90.align and (g90.layout_a == "row" or g90.layout_b == "col")) or (
                 m % g90.align and g90.layout_a == "col")
             if v.precision != "tf32x3":
                 assert raw_ok == (0 if unaligned else 1), (v.name, m, n, k)
             # the workspace holds the padded (or split) A, B and C
-            assert off_b >= esize * sm * sk and off_c - off_b >= esize * sk * sn and off_cutlass - off_c >= esize * sm * sn
+            assert off_b >= esize * sm * stored and off_c - off_b >= esize * stored * sn and off_cutlass - off_c >= esize * sm * sn
             assert total >= off_cutlass

@@ -95,6 +95,128 @@ using PromotedMainloop = cutlass::gemm::collective::CollectiveMma<
     typename Built::TransformA, typename Built::GmemTiledCopyB, typename Built::SmemLayoutAtomB, typename Built::SmemCopyAtomB,
     typename Built::TransformB>;
 
+// The producer of a warp-specialized sm90 mainloop (Base: its types and parameters) whose k-tile t of the problem's K
+// reads A's k-tile a_tile(t) and B's k-tile b_tile(t) of the tensors load_init made: Base's TMA loads with the k-tiles
+// remapped (the tf32x3 mainloops read operands that hold fewer k-tiles than the tripled K).
+template <class Base, class TensorA, class TensorB, class BlockCoord, class MapA, class MapB>
+CUTLASS_DEVICE void load_remapped(typename Base::Params const& params, typename Base::MainloopPipeline pipeline,
+                                  typename Base::PipelineState write, cute::tuple<TensorA, TensorB> const& inputs, BlockCoord const& blk, int t,
+                                  int k_tile_count, uint32_t block_rank_in_cluster, typename Base::TensorStorage& smem, MapA const& a_tile,
+                                  MapB const& b_tile) {
+  using namespace cute;
+  if (!elect_one_sync()) return;
+  Tensor sA = make_tensor(make_smem_ptr(smem.smem_A.data()), typename Base::SmemLayoutA{});
+  Tensor sB = make_tensor(make_smem_ptr(smem.smem_B.data()), typename Base::SmemLayoutB{});
+  using Cluster = typename Base::DispatchPolicy::ClusterShape;
+  constexpr uint32_t cx = get<0>(Cluster{});
+  const uint32_t bx = block_rank_in_cluster % cx, by = block_rank_in_cluster / cx;
+  auto tma_a = params.tma_load_a.get_slice(by);
+  auto tma_b = params.tma_load_b.get_slice(bx);
+  auto [m, n, k, l] = blk;
+  (void)k;
+  Tensor tAgA = tma_a.partition_S(get<0>(inputs)(_, _, m, _, l));
+  Tensor tAsA = tma_a.partition_D(sA);
+  Tensor tBgB = tma_b.partition_S(get<1>(inputs)(_, _, n, _, l));
+  Tensor tBsB = tma_b.partition_D(sB);
+  uint16_t mask_a = 0, mask_b = 0;
+  auto blocks = Layout<Cluster>{};
+  if constexpr (is_same_v<typename Base::GmemTiledCopyA, SM90_TMA_LOAD_MULTICAST>)
+    for (int j = 0; j < size<1>(blocks); ++j) mask_a |= uint16_t(1) << blocks(bx, j, Int<0>{});
+  if constexpr (is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>)
+    for (int i = 0; i < size<0>(blocks); ++i) mask_b |= uint16_t(1) << blocks(i, by, Int<0>{});
+  CUTLASS_PRAGMA_NO_UNROLL
+  for (; k_tile_count > 0; --k_tile_count, ++t, ++write) {
+    pipeline.producer_acquire(write);
+    auto* bar = pipeline.producer_get_barrier(write);
+    const int s = write.index();
+    copy(params.tma_load_a.with(*bar, mask_a), tAgA(_, _, _, a_tile(t)), tAsA(_, _, _, s));
+    copy(params.tma_load_b.with(*bar, mask_b), tBgB(_, _, _, b_tile(t)), tBsB(_, _, _, s));
+  }
+}
+
+// The element type a mainloop's TMA descriptors are built on (the FP8-policy mainloop: ElementA; the builder's: its
+// InternalElementA, tfloat32_t for fp32 read as TF32)
+template <class M, class = void>
+struct TmaElementA {
+  using type = typename M::ElementA;
+};
+template <class M>
+struct TmaElementA<M, std::void_t<typename M::InternalElementA>> {
+  using type = typename M::InternalElementA;
+};
+template <class M, class = void>
+struct TmaElementB {
+  using type = typename M::ElementB;
+};
+template <class M>
+struct TmaElementB<M, std::void_t<typename M::InternalElementB>> {
+  using type = typename M::InternalElementB;
+};
+
+// tf32x3's operands in two parts, not three (any warp-specialized sm90 mainloop Base: the builder's, or
+// PromotedMainloop): the GEMM over the tripled K of three parts of P k-tiles each reads A = [big | small] and
+// B = [small; big] of 2 P k-tiles (K-major; P = K / (3 tile_k)): part 0 A's big and B's small, part 1 A's small and B's
+// big, part 2 both bigs -- the products and their order those of [big | small | big] x [small; big; big], with a third
+// less to write (the split copies are memory-bound). The problem's K is the tripled one; the strides are the stored
+// operands'.
+template <class Base>
+struct Split3Loads : Base {
+  using typename Base::Arguments;
+  using typename Base::Params;
+  using typename Base::TileShape;
+  using typename Base::DispatchPolicy;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+  static constexpr int kTileK = cute::size<2>(TileShape{});
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args, void* workspace) {
+    using namespace cute;
+    Params p = Base::to_underlying_arguments(problem_shape, args, workspace);
+    auto [M, N, K, L] = append<4>(problem_shape, 1);
+    const int k2 = K / 3 * 2;
+    Tensor a = make_tensor(reinterpret_cast<typename TmaElementA<Base>::type const*>(args.ptr_A), make_layout(make_shape(M, k2, L), args.dA));
+    Tensor b = make_tensor(reinterpret_cast<typename TmaElementB<Base>::type const*>(args.ptr_B), make_layout(make_shape(N, k2, L), args.dB));
+    using Cluster = typename DispatchPolicy::ClusterShape;
+    p.tma_load_a = make_tma_copy_A_sm90(typename Base::GmemTiledCopyA{}, a, typename Base::SmemLayoutA{}(_, _, Int<0>{}), TileShape{}, Cluster{});
+    p.tma_load_b = make_tma_copy_B_sm90(typename Base::GmemTiledCopyB{}, b, typename Base::SmemLayoutB{}(_, _, Int<0>{}), TileShape{}, Cluster{});
+    return p;
+  }
+
+  template <class ProblemShape>
+  static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
+    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
+    (void)M;
+    (void)N;
+    (void)L;
+    return Base::can_implement(problem_shape, args) && K % (3 * kTileK) == 0;
+  }
+
+  // (A's and B's tiles over their 2 P stored k-tiles)
+  template <class ProblemShape_MNKL>
+  CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
+    using namespace cute;
+    auto [M, N, K, L] = problem_shape_MNKL;
+    const int k2 = K / 3 * 2;
+    Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, k2, L));
+    Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, k2, L));
+    return make_tuple(local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, Underscore, _1>{}),
+                      local_tile(mB, TileShape{}, make_coord(_, _, _), Step<Underscore, _1, _1>{}));
+  }
+
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState write, cute::tuple<TensorA, TensorB> const& inputs,
+                           BlockCoord const& blk, KTileIterator k_tile_iter, int k_tile_count, int, uint32_t block_rank_in_cluster,
+                           TensorStorage& smem) {
+    const int per_part = static_cast<int>(cute::size<3>(cute::get<0>(inputs))) / 2;  // P
+    load_remapped<Base>(
+        params, pipeline, write, inputs, blk, static_cast<int>(*k_tile_iter), k_tile_count, block_rank_in_cluster, smem,
+        [per_part](int t) { return t / per_part == 1 ? t : t % per_part; },             // A: big, small, big
+        [per_part](int t) { return t < per_part ? t : per_part + t % per_part; });     // B: small, big, big
+  }
+};
+
 // tf32x3's mainloop (fp32-accurate products from TF32 wgmmas): one GEMM over a tripled K of three parts of part_tiles
 // k-tiles each, A's k-tiles split as [big | big | big] but for its small part kSmallPart, B the caller's split copy
 // whose parts pair with them (kmeans: A = X as [lo | hi | hi], B = [c_hi | c_lo | c_hi]), with A read as it is -- one
@@ -180,36 +302,9 @@ struct SplitAMainloop : PromotedMainloop<Built> {
   CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState write, cute::tuple<TensorA, TensorB> const& inputs,
                            BlockCoord const& blk, KTileIterator k_tile_iter, int k_tile_count, int, uint32_t block_rank_in_cluster,
                            TensorStorage& smem) {
-    using namespace cute;
-    if (!elect_one_sync()) return;
-    Tensor sA = make_tensor(make_smem_ptr(smem.smem_A.data()), SmemLayoutA{});
-    Tensor sB = make_tensor(make_smem_ptr(smem.smem_B.data()), SmemLayoutB{});
-    using Cluster = typename DispatchPolicy::ClusterShape;
-    constexpr uint32_t cx = get<0>(Cluster{});
-    const uint32_t bx = block_rank_in_cluster % cx, by = block_rank_in_cluster / cx;
-    auto tma_a = params.tma_load_a.get_slice(by);
-    auto tma_b = params.tma_load_b.get_slice(bx);
-    auto [m, n, k, l] = blk;
-    (void)k;
-    Tensor tAgA = tma_a.partition_S(get<0>(inputs)(_, _, m, _, l));
-    Tensor tAsA = tma_a.partition_D(sA);
-    Tensor tBgB = tma_b.partition_S(get<1>(inputs)(_, _, n, _, l));
-    Tensor tBsB = tma_b.partition_D(sB);
-    uint16_t mask_a = 0, mask_b = 0;
-    auto blocks = Layout<Cluster>{};
-    if constexpr (is_same_v<typename Base::GmemTiledCopyA, SM90_TMA_LOAD_MULTICAST>)
-      for (int j = 0; j < size<1>(blocks); ++j) mask_a |= uint16_t(1) << blocks(bx, j, Int<0>{});
-    if constexpr (is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>)
-      for (int i = 0; i < size<0>(blocks); ++i) mask_b |= uint16_t(1) << blocks(i, by, Int<0>{});
-    int t = static_cast<int>(*k_tile_iter);
-    CUTLASS_PRAGMA_NO_UNROLL
-    for (; k_tile_count > 0; --k_tile_count, ++t, ++write) {
-      pipeline.producer_acquire(write);
-      auto* bar = pipeline.producer_get_barrier(write);
-      const int s = write.index();
-      copy(params.tma_load_a.with(*bar, mask_a), tAgA(_, _, _, t % params.part_tiles), tAsA(_, _, _, s));
-      copy(params.tma_load_b.with(*bar, mask_b), tBgB(_, _, _, t), tBsB(_, _, _, s));
-    }
+    const int per_part = params.part_tiles;
+    load_remapped<Base>(params, pipeline, write, inputs, blk, static_cast<int>(*k_tile_iter), k_tile_count, block_rank_in_cluster, smem,
+                        [per_part](int t) { return t % per_part; }, [](int t) { return t; });
   }
 
   // The consumers: per k-tile, A from shared memory into registers and split, four wgmmas (A from registers) into the

@@ -19,8 +19,10 @@ Precisions and types (those of the ``cutlass`` backend's launcher, ``ftgen_gemm_
   operands; against truncated ones the error was 70x larger), so the bench's reference rounds as for sm80.
 * ``tf32x3`` (fp32-accurate): fp32 data split into ``big`` (fp32 rounded to TF32, low bits zero) and
   ``small`` (``a - big``, exact in fp32, which the wgmma reads as TF32); one TF32 GEMM over a
-  tripled K, ``[A_big | A_small | A_big] x [B_small; B_big; B_big]`` (workspace operands written by
-  a split kernel before it), i.e. big*small + small*big + big*big per product -- small*small dropped.
+  tripled K, ``[A_big | A_small | A_big] x [B_small; B_big; B_big]``, i.e. big*small + small*big +
+  big*big per product -- small*small dropped. A split kernel writes the workspace operands in two
+  parts, ``[A_big | A_small]`` and ``[B_small; B_big]`` (K rounded up to whole k-tiles), and the
+  mainloop's loads read them three times (``Split3Loads``): a third less to write than three parts.
   Per product the split loses at most ``2^-21 + 2^-21 + 2^-22 <= 2^-19`` of |a||b| (``SPLIT_LOSS``),
   fp32 level. The two small thirds come first, so the partial sums they build are about 2^-11 of the
   final one and add nothing noticeable to the accumulation error of the K big*big products: the
@@ -41,7 +43,7 @@ to 16 bytes; zeros in the padded K add nothing), runs the same kernel on the pad
 padded C (holding C's values first when beta != 0) and copies the M x N result back. The workspace
 always has room for the padded buffers (``<kernel>_workspace(m, n, k)`` cannot know the leading
 dimensions and pointers): 4 or 2 bytes x (M'K' + K'N' + M'N') on top of CUTLASS's own workspace
-(stream-K partials; tf32x3 adds its tripled operands).
+(stream-K partials; tf32x3 adds its split operands, two parts each).
 
 Kernel names (every parameter is encoded)::
 
@@ -302,9 +304,7 @@ def cutlass90_operation(v: Variant, alias: str, *, fusion: str | None = None, c_
         if not c_arg.search(text):  # pragma: no cover - guards against a changed emitter
             raise FtgenError("unexpected cutlass_library output: no C element in the epilogue's builder")
         text = c_arg.sub(lambda mm: mm.group(1) + "void" + mm.group(3), text, count=1)
-    if g.promote:
-        text = _promoted_mainloop(text, alias)
-    return text
+    return _rebuilt_mainloop(text, alias, promote=bool(g.promote), split3=v.precision == "tf32x3")
 
 
 def abft16_ref_operation(v: Variant, alias: str) -> str:
@@ -321,7 +321,7 @@ def abft_ref3_operation(v: Variant, alias: str) -> str:
     accumulators are promoted as the variant's are (fp32-level sums, as the check's threshold assumes)."""
     g = Geometry(v)
     text = _emit("tf32x3", alias, ABFT16_REF_TILE["tf32"], (1, 1), 0, "ws-coop", "streamk", "row", "col", "fp32")
-    return _promoted_mainloop(text, alias) if g.promote else text
+    return _rebuilt_mainloop(text, alias, promote=bool(g.promote), split3=True)
 
 
 def _emit(precision: str, alias: str, tile, cluster, stages: int, schedule: str, scheduler: str, layout_a: str,
@@ -379,21 +379,28 @@ def _replace_fusion(text: str, fusion: str) -> str:
     return text[:at] + fusion + text[i + 1:]
 
 
-def _promoted_mainloop(text: str, alias: str) -> str:
-    """The emitted kernel with its mainloop collective rebuilt on CUTLASS's FP8 dispatch policy (accumulator promotion)
-    from the types the builder chose (``ftgen_sm90::PromotedMainloop``, templates/common/ftgen_sm90.cuh): the same TMA
-    loads, shared-memory layouts and wgmma, one more fp32 register set."""
+def _rebuilt_mainloop(text: str, alias: str, *, promote: bool, split3: bool) -> str:
+    """The emitted kernel with its mainloop collective rebuilt from the types the builder chose
+    (templates/common/ftgen_sm90.cuh): ``promote``, on CUTLASS's FP8 dispatch policy (``PromotedMainloop``: the same TMA
+    loads, shared-memory layouts and wgmma, one more fp32 register set); ``split3`` (tf32x3), its loads over the split
+    operands stored in two parts (``Split3Loads``: the tripled K reads A = [big | small] and B = [small; big])."""
+    if not (promote or split3):
+        return text
     built = f"using {alias}_mainloop =\n  typename cutlass::gemm::collective::CollectiveBuilder<"
     if built not in text:  # pragma: no cover - guards against a changed emitter
         raise FtgenError(f"unexpected cutlass_library output: no {alias}_mainloop built by CollectiveBuilder")
     head, tail = text.split(built, 1)
     end = tail.index(">::CollectiveOp;") + len(">::CollectiveOp;")
     b = f"{alias}_mainloop_built"
-    promoted = (
-        f"\n\n// the builder's mainloop on the FP8 dispatch policy: wgmma partial sums promoted into fp32 registers\n"
-        f"using {alias}_mainloop = ftgen_sm90::PromotedMainloop<{b}>;"
-    )
-    return head + f"using {b} =\n  typename cutlass::gemm::collective::CollectiveBuilder<" + tail[:end] + promoted + tail[end:]
+    notes, expr = [], b
+    if promote:
+        notes.append("on the FP8 dispatch policy: wgmma partial sums promoted into fp32 registers")
+        expr = f"ftgen_sm90::PromotedMainloop<{expr}>"
+    if split3:
+        notes.append("its loads over the split operands in two parts")
+        expr = f"ftgen_sm90::Split3Loads<{expr}>"
+    rebuilt = f"\n\n// the builder's mainloop {'; '.join(notes)}\nusing {alias}_mainloop = {expr};"
+    return head + f"using {b} =\n  typename cutlass::gemm::collective::CollectiveBuilder<" + tail[:end] + rebuilt + tail[end:]
 
 
 def tolerance(precision: str) -> dict:

@@ -154,18 +154,22 @@ __global__ void unpad_kernel(const T* __restrict__ src, long long ld_src, int ro
 // ---- host side -------------------------------------------------------------------------------
 
 // The problem the kernel runs: contiguous extents rounded up to kAlign (A: K or M, B: N or K, C: N);
-// the tripled K of tf32x3 is 3 * k.
+// the tripled K of tf32x3 is 3 kp, kp = k rounded up to whole k-tiles (of the GEMM's and the reference's tiles: each part
+// of the tripled K starts a k-tile).
 struct Shape {
   int m, n, k;
 };
+constexpr int kSplitTileK = 64;
 inline Shape kernel_shape(int m, int n, int k) {
   Shape s{m, n, k};
   if (!kRowA) s.m = static_cast<int>(round_up(m, kAlign));
   if (kRowA || !kRowB) s.k = static_cast<int>(round_up(k, kAlign));
   s.n = static_cast<int>(round_up(n, kAlign));
-  if (kSplit3) s.k *= 3;
+  if (kSplit3) s.k = 3 * static_cast<int>(round_up(k, kSplitTileK));
   return s;
 }
+// The K extent of the operands as stored: tf32x3's split operands hold two of the tripled K's three parts
+inline long long stored_k(const Shape& s) { return kSplit3 ? s.k / 3 * 2 : s.k; }
 
 using ftgen_sm90::hardware;
 
@@ -209,10 +213,10 @@ inline Layout layout(int m, int n, int k, const cutlass::KernelHardwareInfo& hw)
   const Shape s = kernel_shape(m, n, k);
   Layout l;
   l.a = 0;
-  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(s.k));
-  l.c = l.b + section(sizeof(EA) * size_t(s.k) * size_t(s.n));
+  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(stored_k(s)));
+  l.c = l.b + section(sizeof(EA) * size_t(stored_k(s)) * size_t(s.n));
   l.cutlass = l.c + section(sizeof(EC) * size_t(s.m) * size_t(s.n));
-  const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? s.k : s.m, nullptr, kRowB ? s.n : s.k, nullptr, s.n, hw);
+  const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? stored_k(s) : s.m, nullptr, kRowB ? s.n : stored_k(s), nullptr, s.n, hw);
   size_t cutlass_ws = Gemm::get_workspace_size(args);
   l.total = l.cutlass + section(cutlass_ws);
   return l;
@@ -259,8 +263,8 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   EA* a = reinterpret_cast<EA*>(ws + lay.a);
   EA* b = reinterpret_cast<EA*>(ws + lay.b);
   // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
-  const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
-  const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
+  const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? stored_k(s) : s.m;
+  const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : stored_k(s);
   const PadJob<EA> ja{o.A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k, 0};
   const PadJob<EA> jb{o.B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k, 0};
   pad_kernel<EA><<<grid_pads(ja, jb), 256, 0, stream>>>(ja, jb);

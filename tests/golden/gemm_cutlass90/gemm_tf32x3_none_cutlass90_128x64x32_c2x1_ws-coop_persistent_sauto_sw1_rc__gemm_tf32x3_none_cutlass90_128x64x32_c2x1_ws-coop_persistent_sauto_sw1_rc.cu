@@ -4,8 +4,9 @@
 // CUTLASS 3.x sm90 GEMM (TMA loads, wgmma, warp-specialized cooperative kernel,
 // persistent tile scheduler): tile 128x64x32, cluster 2x1, stages as many as fit,
 // scheduler swizzle 1; 384 threads. Protection: none.
-// tf32x3: one TF32 GEMM over a tripled K, [A_big | A_small | A_big] x [B_small; B_big; B_big] (split operands in the
-// workspace), so every product gets big*small + small*big + big*big.
+// tf32x3: one TF32 GEMM over a tripled K, [A_big | A_small | A_big] x [B_small; B_big; B_big], so every product gets
+// big*small + small*big + big*big; the split operands in the workspace hold two parts, [A_big | A_small] and
+// [B_small; B_big], which the mainloop's loads read three times (ftgen_sm90::Split3Loads).
 #include "gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws-coop_persistent_sauto_sw1_rc.h"
 
 #include <algorithm>
@@ -44,7 +45,7 @@ using Kernel_epilogue =
     >
   >::CollectiveOp;
 
-using Kernel_mainloop =
+using Kernel_mainloop_built =
   typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
     float, cutlass::layout::RowMajor, 4,
@@ -55,6 +56,9 @@ using Kernel_mainloop =
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Kernel_epilogue::SharedStorage))>,
     cutlass::gemm::KernelTmaWarpSpecializedCooperative
   >::CollectiveOp;
+
+// the builder's mainloop its loads over the split operands in two parts
+using Kernel_mainloop = ftgen_sm90::Split3Loads<Kernel_mainloop_built>;
 
 // Kernel (cutlass_library)
 using Kernel_base = cutlass::gemm::kernel::GemmUniversal<
@@ -161,17 +165,15 @@ __device__ __forceinline__ float tf32_big(float x) {
   return isfinite(up) ? up : __uint_as_float(bits & 0xffffe000u);
 }
 
-// x's split at out[0], out[kp], out[2 kp] (one element's three K segments): segment `small_seg` (0 or 1) x - big, the
-// other two big
-__device__ __forceinline__ void put_split3(float* out, long long kp, float x, int small_seg) {
+// x's split at out[0], out[kp] (one element's two K segments): segment `small_seg` (0 or 1) x - big, the other big
+__device__ __forceinline__ void put_split2(float* out, long long kp, float x, int small_seg) {
   const float big = tf32_big(x), small = isfinite(x) ? x - big : 0.f;
   out[0] = small_seg == 0 ? small : big;
-  out[kp] = small_seg == 1 ? small : big;
-  out[2 * kp] = big;
+  out[kp] = small_seg == 0 ? big : small;
 }
 
-// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of 3 * kp (kp =
-// ld_dst): three K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other two big.
+// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of 2 * kp (kp =
+// ld_dst): two K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other big.
 // blockIdx.z picks the job, as in pad_kernel.
 __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
   const PadJob<float> j = blockIdx.z == 0 ? a : b;
@@ -186,7 +188,7 @@ __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i) {
         if (r0 + i >= j.rows_dst) break;
-        put_split3(dst + (r0 + i) * 3 * kp + c, kp, v[i], j.small_seg);
+        put_split2(dst + (r0 + i) * 2 * kp + c, kp, v[i], j.small_seg);
       }
     }
   }
@@ -195,18 +197,22 @@ __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
 // ---- host side -------------------------------------------------------------------------------
 
 // The problem the kernel runs: contiguous extents rounded up to kAlign (A: K or M, B: N or K, C: N);
-// the tripled K of tf32x3 is 3 * k.
+// the tripled K of tf32x3 is 3 kp, kp = k rounded up to whole k-tiles (of the GEMM's and the reference's tiles: each part
+// of the tripled K starts a k-tile).
 struct Shape {
   int m, n, k;
 };
+constexpr int kSplitTileK = 32;
 inline Shape kernel_shape(int m, int n, int k) {
   Shape s{m, n, k};
   if (!kRowA) s.m = static_cast<int>(round_up(m, kAlign));
   if (kRowA || !kRowB) s.k = static_cast<int>(round_up(k, kAlign));
   s.n = static_cast<int>(round_up(n, kAlign));
-  if (kSplit3) s.k *= 3;
+  if (kSplit3) s.k = 3 * static_cast<int>(round_up(k, kSplitTileK));
   return s;
 }
+// The K extent of the operands as stored: tf32x3's split operands hold two of the tripled K's three parts
+inline long long stored_k(const Shape& s) { return kSplit3 ? s.k / 3 * 2 : s.k; }
 
 using ftgen_sm90::hardware;
 
@@ -250,10 +256,10 @@ inline Layout layout(int m, int n, int k, const cutlass::KernelHardwareInfo& hw)
   const Shape s = kernel_shape(m, n, k);
   Layout l;
   l.a = 0;
-  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(s.k));
-  l.c = l.b + section(sizeof(EA) * size_t(s.k) * size_t(s.n));
+  l.b = l.a + section(sizeof(EA) * size_t(s.m) * size_t(stored_k(s)));
+  l.c = l.b + section(sizeof(EA) * size_t(stored_k(s)) * size_t(s.n));
   l.cutlass = l.c + section(sizeof(EC) * size_t(s.m) * size_t(s.n));
-  const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? s.k : s.m, nullptr, kRowB ? s.n : s.k, nullptr, s.n, hw);
+  const typename Gemm::Arguments args = arguments(s, 1.f, 0.f, nullptr, kRowA ? stored_k(s) : s.m, nullptr, kRowB ? s.n : stored_k(s), nullptr, s.n, hw);
   size_t cutlass_ws = Gemm::get_workspace_size(args);
   l.total = l.cutlass + section(cutlass_ws);
   return l;
@@ -300,9 +306,9 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   EA* a = reinterpret_cast<EA*>(ws + lay.a);
   EA* b = reinterpret_cast<EA*>(ws + lay.b);
   // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
-  const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? s.k : s.m;
-  const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : s.k;
-  // A row-major: [big | small | big] along K; B column-major: [small; big; big]
+  const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? stored_k(s) : s.m;
+  const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : stored_k(s);
+  // A row-major: [big | small] along K; B column-major: [small; big] (the tripled K's parts: Split3Loads)
   const long long kp = s.k / 3;
   const PadJob<float> ja{static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, kp, a_rows_k, 1};
   const PadJob<float> jb{static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, kp, b_rows_k, 0};
