@@ -7,8 +7,7 @@
 # clean + 1000 single bit flips per distribution at 512x512x1024, new). The A/B table last (ab_table.py); the files in OUT/ref3.tgz.
 #   git stash; ftgen generate specs/gemm/cutlass90_abft.yaml -o generated/abft_old; git stash pop
 #   bash experiments/scripts/gpu_abft_ref3.sh OUT     (carry .whl and the projects VERSIONS names; CTRIALS: also the
-#   campaign at 1000x1234x777 with that many trials per distribution; CAMPAIGN=0: not the one at 512x512x1024;
-#   NEW_ENVS="name:VAR=value ...": the new project also under each setting, in the rounds)
+#   campaign at 1000x1234x777 with that many trials per distribution; CAMPAIGN=0: not the one at 512x512x1024)
 set -u
 top=${1:?usage: gpu_abft_ref3.sh OUT}; mkdir -p "$top/ref3"; top=$(cd "$top" && pwd); out=$top/ref3
 cd "$(dirname "$0")/../.." || exit 1
@@ -26,9 +25,6 @@ wait; t built
 for r in $(seq 1 "${ROUNDS:-3}"); do
   for v in $versions new=$proj; do
     ft 60 bench "${v#*=}" --inject 16 --shapes $big --reps 20 --warmup 5 --json "$out/ab_${v%%=*}_$r.jsonl" > "$out/ab_${v%%=*}_$r.txt" 2>&1
-  done
-  for e in ${NEW_ENVS:-}; do  # (the new project under each environment setting)
-    (export "${e#*:}"; ft 60 bench $proj --inject 16 --shapes $big --reps 20 --warmup 5 --json "$out/ab_${e%%:*}_$r.jsonl" > "$out/ab_${e%%:*}_$r.txt" 2>&1)
   done
   t "round $r"
 done
@@ -48,6 +44,5 @@ prov_header bench > "$out/provenance.jsonl"
 head -n 16 "$out/ncu_summary.txt"
 grep -h -E "ok|yes|no " "$out/odd.txt" | tail -n 4 | cut -c100-260
 for f in "$out"/ab_new_1.txt; do grep -E "4096x4096|8192x8192" "$f" | cut -c100-300; done
-for e in ${NEW_ENVS:-}; do names="$names ${e%%:*}"; done
 python3 experiments/scripts/ab_table.py "$out" --shape-keys m,n,k $names new
 tar czf "$top/ref3.tgz" -C "$top" ref3

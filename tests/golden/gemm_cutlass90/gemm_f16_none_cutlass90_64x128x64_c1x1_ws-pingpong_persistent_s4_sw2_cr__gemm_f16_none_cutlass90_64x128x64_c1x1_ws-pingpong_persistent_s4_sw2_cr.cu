@@ -95,8 +95,7 @@ inline dim3 grid2d(long long rows, long long cols) {
 }
 
 // One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
-// for the tf32x3 split, dst holds rows_dst rows (leading dimension ld_dst) of two K segments of `part` elements,
-// `small_seg` the one of the small parts.
+// for the tf32x3 split, dst holds rows_dst rows of three K segments of ld_dst, `small_seg` the one of the small parts.
 template <class T>
 struct PadJob {
   const T* src;
@@ -105,7 +104,6 @@ struct PadJob {
   T* dst;
   long long ld_dst, rows_dst;
   int small_seg;
-  long long part;
 };
 // A's and B's copies in one launch (blockIdx.z: 0 a, 1 b; a launch of one job has gridDim.z 1): a call at an odd shape
 // is then the copies, the GEMM and the copy back, three launches.
@@ -170,10 +168,8 @@ inline Shape kernel_shape(int m, int n, int k) {
   if (kSplit3) s.k = 3 * static_cast<int>(round_up(k, kSplitTileK));
   return s;
 }
-// The leading dimension of the K-major operands as the kernel reads them: K, or for tf32x3's split operands two of the
-// tripled K's three parts and split_pad() elements more
-inline long long split_pad() { return 0; }
-inline long long stored_k(const Shape& s) { return kSplit3 ? s.k / 3 * 2 + split_pad() : s.k; }
+// The K extent of the operands as stored: tf32x3's split operands hold two of the tripled K's three parts
+inline long long stored_k(const Shape& s) { return kSplit3 ? s.k / 3 * 2 : s.k; }
 
 using ftgen_sm90::hardware;
 
@@ -269,8 +265,8 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   // the kernel's A: (kRowA ? s.m : s.k) rows of (kRowA ? s.k : s.m); B: (kRowB ? s.k : s.n) rows of (kRowB ? s.n : s.k)
   const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? stored_k(s) : s.m;
   const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : stored_k(s);
-  const PadJob<EA> ja{o.A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k, 0, 0};
-  const PadJob<EA> jb{o.B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k, 0, 0};
+  const PadJob<EA> ja{o.A, p->lda, a_rows, a_cols, a, a_ld, a_rows_k, 0};
+  const PadJob<EA> jb{o.B, p->ldb, b_rows, b_cols, b, b_ld, b_rows_k, 0};
   pad_kernel<EA><<<grid_pads(ja, jb), 256, 0, stream>>>(ja, jb);
   o.A = a;
   o.B = b;
@@ -313,7 +309,7 @@ extern "C" cudaError_t gemm_f16_none_cutlass90_64x128x64_c1x1_ws_pingpong_persis
   if (!c_direct) {
     EC* c = reinterpret_cast<EC*>(ws + lay.c);
     if (p->beta != 0.0) {
-      pad(PadJob<EC>{C, p->ldc, m, n, c, s.n, s.m, 0, 0}, stream);
+      pad(PadJob<EC>{C, p->ldc, m, n, c, s.n, s.m, 0}, stream);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     C = c;

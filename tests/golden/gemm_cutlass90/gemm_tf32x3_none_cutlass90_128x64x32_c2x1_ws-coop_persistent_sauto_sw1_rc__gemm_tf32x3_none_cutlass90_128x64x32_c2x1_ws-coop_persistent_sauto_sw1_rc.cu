@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "cute/tensor.hpp"
@@ -102,8 +101,7 @@ inline dim3 grid2d(long long rows, long long cols) {
 }
 
 // One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
-// for the tf32x3 split, dst holds rows_dst rows (leading dimension ld_dst) of two K segments of `part` elements,
-// `small_seg` the one of the small parts.
+// for the tf32x3 split, dst holds rows_dst rows of three K segments of ld_dst, `small_seg` the one of the small parts.
 template <class T>
 struct PadJob {
   const T* src;
@@ -112,7 +110,6 @@ struct PadJob {
   T* dst;
   long long ld_dst, rows_dst;
   int small_seg;
-  long long part;
 };
 // A's and B's copies in one launch (blockIdx.z: 0 a, 1 b; a launch of one job has gridDim.z 1): a call at an odd shape
 // is then the copies, the GEMM and the copy back, three launches.
@@ -175,14 +172,14 @@ __device__ __forceinline__ void put_split2(float* out, long long kp, float x, in
   out[kp] = small_seg == 0 ? big : small;
 }
 
-// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows (leading dimension
-// ld_dst) of two K segments of kp = part (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other big.
+// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of 2 * kp (kp =
+// ld_dst): two K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other big.
 // blockIdx.z picks the job, as in pad_kernel.
 __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
   const PadJob<float> j = blockIdx.z == 0 ? a : b;
   const float* __restrict__ src = j.src;
   float* __restrict__ dst = j.dst;
-  const long long kp = j.part;
+  const long long kp = j.ld_dst;
   for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < j.rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
     for (long long c = blockIdx.x * 256ll + threadIdx.x; c < kp; c += 256ll * gridDim.x) {
       float v[kCopyRows];
@@ -191,7 +188,7 @@ __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i) {
         if (r0 + i >= j.rows_dst) break;
-        put_split2(dst + (r0 + i) * j.ld_dst + c, kp, v[i], j.small_seg);
+        put_split2(dst + (r0 + i) * 2 * kp + c, kp, v[i], j.small_seg);
       }
     }
   }
@@ -214,20 +211,8 @@ inline Shape kernel_shape(int m, int n, int k) {
   if (kSplit3) s.k = 3 * static_cast<int>(round_up(k, kSplitTileK));
   return s;
 }
-// The leading dimension of the K-major operands as the kernel reads them: K, or for tf32x3's split operands two of the
-// tripled K's three parts and split_pad() elements more
-// The split operands' rows end with split_pad() elements the kernel does not read, so that their stride is not a power
-// of two where kp is one (FTGEN_SPLIT_PAD, read once: elements, a multiple of 4 below 4096; default kSplitPad)
-constexpr long long kSplitPad = 32;
-inline long long split_pad() {
-  static const long long pad = [] {
-    const char* v = std::getenv("FTGEN_SPLIT_PAD");
-    const long long x = v != nullptr ? std::atoll(v) : kSplitPad;
-    return x >= 0 && x < 4096 && x % 4 == 0 ? x : kSplitPad;
-  }();
-  return pad;
-}
-inline long long stored_k(const Shape& s) { return kSplit3 ? s.k / 3 * 2 + split_pad() : s.k; }
+// The K extent of the operands as stored: tf32x3's split operands hold two of the tripled K's three parts
+inline long long stored_k(const Shape& s) { return kSplit3 ? s.k / 3 * 2 : s.k; }
 
 using ftgen_sm90::hardware;
 
@@ -325,8 +310,8 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : stored_k(s);
   // A row-major: [big | small] along K; B column-major: [small; big] (the tripled K's parts: Split3Loads)
   const long long kp = s.k / 3;
-  const PadJob<float> ja{static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, a_ld, a_rows_k, 1, kp};
-  const PadJob<float> jb{static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, b_ld, b_rows_k, 0, kp};
+  const PadJob<float> ja{static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, kp, a_rows_k, 1};
+  const PadJob<float> jb{static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, kp, b_rows_k, 0};
   split3_kernel<<<grid_pads(ja, jb), 256, 0, stream>>>(ja, jb);
   o.A = a;
   o.B = b;
@@ -369,7 +354,7 @@ extern "C" cudaError_t gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws_coop_persist
   if (!c_direct) {
     EC* c = reinterpret_cast<EC*>(ws + lay.c);
     if (p->beta != 0.0) {
-      pad(PadJob<EC>{C, p->ldc, m, n, c, s.n, s.m, 0, 0}, stream);
+      pad(PadJob<EC>{C, p->ldc, m, n, c, s.n, s.m, 0}, stream);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     C = c;
