@@ -154,11 +154,11 @@ struct TmaElementB<M, std::void_t<typename M::InternalElementB>> {
 };
 
 // tf32x3's operands in two parts, not three (any warp-specialized sm90 mainloop Base: the builder's, or
-// PromotedMainloop): the GEMM over the tripled K of three parts of P k-tiles each reads A = [big | small] and
-// B = [small; big] of 2 P k-tiles (K-major; P = K / (3 tile_k)): part 0 A's big and B's small, part 1 A's small and B's
-// big, part 2 both bigs -- the products and their order those of [big | small | big] x [small; big; big], with a third
-// less to write (the split copies are memory-bound). The problem's K is the tripled one; the strides are the stored
-// operands'.
+// PromotedMainloop): the GEMM over the tripled K reads A = [big | small] and B = [small; big] of 2 P k-tiles each
+// (K-major; P = K / (3 tile_k)), every k-tile i of the operands in three consecutive k-tiles of the tripled K: A's big
+// with B's small, A's small with B's big, both bigs. So the split copies have a third less to write (they are
+// memory-bound), and the second read of a big k-tile follows the first closely enough to find it in L2. The problem's K
+// is the tripled one; the strides are the stored operands'.
 template <class Base>
 struct Split3Loads : Base {
   using typename Base::Arguments;
@@ -212,8 +212,8 @@ struct Split3Loads : Base {
     const int per_part = static_cast<int>(cute::size<3>(cute::get<0>(inputs))) / 2;  // P
     load_remapped<Base>(
         params, pipeline, write, inputs, blk, static_cast<int>(*k_tile_iter), k_tile_count, block_rank_in_cluster, smem,
-        [per_part](int t) { return t / per_part == 1 ? t : t % per_part; },             // A: big, small, big
-        [per_part](int t) { return t < per_part ? t : per_part + t % per_part; });     // B: small, big, big
+        [per_part](int t) { return (t % 3 == 1 ? per_part : 0) + t / 3; },   // A: big, small, big
+        [per_part](int t) { return (t % 3 == 0 ? 0 : per_part) + t / 3; });  // B: small, big, big
   }
 };
 

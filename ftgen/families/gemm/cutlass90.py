@@ -19,14 +19,15 @@ Precisions and types (those of the ``cutlass`` backend's launcher, ``ftgen_gemm_
   operands; against truncated ones the error was 70x larger), so the bench's reference rounds as for sm80.
 * ``tf32x3`` (fp32-accurate): fp32 data split into ``big`` (fp32 rounded to TF32, low bits zero) and
   ``small`` (``a - big``, exact in fp32, which the wgmma reads as TF32); one TF32 GEMM over a
-  tripled K, ``[A_big | A_small | A_big] x [B_small; B_big; B_big]``, i.e. big*small + small*big +
-  big*big per product -- small*small dropped. A split kernel writes the workspace operands in two
-  parts, ``[A_big | A_small]`` and ``[B_small; B_big]`` (K rounded up to whole k-tiles), and the
-  mainloop's loads read them three times (``Split3Loads``): a third less to write than three parts.
-  Per product the split loses at most ``2^-21 + 2^-21 + 2^-22 <= 2^-19`` of |a||b| (``SPLIT_LOSS``),
-  fp32 level. The two small thirds come first, so the partial sums they build are about 2^-11 of the
-  final one and add nothing noticeable to the accumulation error of the K big*big products: the
-  delivered precision is fp32's (ftgen.tolerance's tf32x3 rule).
+  tripled K, big*small + small*big + big*big per product -- small*small dropped. A split kernel
+  writes the workspace operands in two parts, ``[A_big | A_small]`` and ``[B_small; B_big]`` (K
+  rounded up to whole k-tiles), and the mainloop's loads (``Split3Loads``) read each k-tile i of them
+  in three consecutive k-tiles of the tripled K: A_big B_small, A_small B_big, A_big B_big (a third
+  less to write than three parts; the second read of a big k-tile hits L2). Per product the split
+  loses at most ``2^-21 + 2^-21 + 2^-22 <= 2^-19`` of |a||b| (``SPLIT_LOSS``), fp32 level. The
+  accumulators are promoted into fp32 registers every ``promote`` k-tiles where the check needs it
+  (ABFT), so the truncating wgmma accumulation spans a few k-tiles only: the delivered precision is
+  fp32's (ftgen.tolerance's tf32x3 rule).
 * ``fp16``, ``bf16``: 16-bit A, B, C and D, fp32 accumulation and epilogue.
 * ``fp64`` is not offered: Hopper's FP64 tensor-core MMA is not a wgmma, and CUTLASS 4.2's sm90
   collective builder has no fp64 path (the ``cutlass`` backend's DMMA kernels run on sm_90).

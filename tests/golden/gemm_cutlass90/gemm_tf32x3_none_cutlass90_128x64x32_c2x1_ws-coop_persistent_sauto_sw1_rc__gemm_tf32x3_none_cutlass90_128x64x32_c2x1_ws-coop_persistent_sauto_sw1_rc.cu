@@ -4,9 +4,9 @@
 // CUTLASS 3.x sm90 GEMM (TMA loads, wgmma, warp-specialized cooperative kernel,
 // persistent tile scheduler): tile 128x64x32, cluster 2x1, stages as many as fit,
 // scheduler swizzle 1; 384 threads. Protection: none.
-// tf32x3: one TF32 GEMM over a tripled K, [A_big | A_small | A_big] x [B_small; B_big; B_big], so every product gets
-// big*small + small*big + big*big; the split operands in the workspace hold two parts, [A_big | A_small] and
-// [B_small; B_big], which the mainloop's loads read three times (ftgen_sm90::Split3Loads).
+// tf32x3: one TF32 GEMM over a tripled K, so every product gets big*small + small*big + big*big; the split operands in
+// the workspace hold two parts, [A_big | A_small] and [B_small; B_big], whose k-tile i the mainloop's loads read in
+// three consecutive k-tiles of the tripled K (ftgen_sm90::Split3Loads).
 #include "gemm_tf32x3_none_cutlass90_128x64x32_c2x1_ws-coop_persistent_sauto_sw1_rc.h"
 
 #include <algorithm>
