@@ -7,12 +7,14 @@
 # clean + 1000 single bit flips per distribution at 512x512x1024, new). The A/B table last (ab_table.py); the files in OUT/ref3.tgz.
 #   git stash; ftgen generate specs/gemm/cutlass90_abft.yaml -o generated/abft_old; git stash pop
 #   bash experiments/scripts/gpu_abft_ref3.sh OUT     (carry .whl and the projects VERSIONS names; CTRIALS: also the
-#   campaign at 1000x1234x777 with that many trials per distribution; CAMPAIGN=0: not the one at 512x512x1024)
+#   campaign at 1000x1234x777 with that many trials per distribution; CAMPAIGN=0: not the one at 512x512x1024; SPEC:
+#   another spec, the projects VERSIONS names generated from it; INJECT: faults a launch, 0 for unprotected variants)
 set -u
 top=${1:?usage: gpu_abft_ref3.sh OUT}; mkdir -p "$top/ref3"; top=$(cd "$top" && pwd); out=$top/ref3
 cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh
-spec=specs/gemm/cutlass90_abft.yaml; gen=generated/ref3; proj=$gen/gemm_cutlass90_abft
+spec=${SPEC:-specs/gemm/cutlass90_abft.yaml}; gen=generated/ref3; proj=$gen/$(sed -n "s/^name: //p" "$spec")
+inj=(--inject "${INJECT:-16}"); [ "${INJECT:-16}" = 0 ] && inj=()
 versions=${VERSIONS:-old=generated/abft_old/gemm_cutlass90_abft}; names=""
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
 python3 -m ftgen.cli generate $spec -o $gen > "$out/generate.txt" 2>&1; echo "generate rc $?"
@@ -24,11 +26,11 @@ done
 wait; t built
 for r in $(seq 1 "${ROUNDS:-3}"); do
   for v in $versions new=$proj; do
-    ft 60 bench "${v#*=}" --inject 16 --shapes $big --reps 20 --warmup 5 --json "$out/ab_${v%%=*}_$r.jsonl" > "$out/ab_${v%%=*}_$r.txt" 2>&1
+    ft 60 bench "${v#*=}" "${inj[@]}" --shapes $big --reps 20 --warmup 5 --json "$out/ab_${v%%=*}_$r.jsonl" > "$out/ab_${v%%=*}_$r.txt" 2>&1
   done
   t "round $r"
 done
-ft 60 bench $proj --inject 16 --shapes $odd --reps 5 --warmup 2 --json "$out/odd.jsonl" > "$out/odd.txt" 2>&1; t odd
+ft 60 bench $proj "${inj[@]}" --shapes $odd --reps 5 --warmup 2 --json "$out/odd.jsonl" > "$out/odd.txt" 2>&1; t odd
 exe=$(ls $proj/bin/* | head -n 1)
 ncu_times "$exe" 30 4096x4096x4096 > "$out/ncu_summary.txt" 2>&1; t ncu
 if [ "${CAMPAIGN:-1}" != 0 ]; then
