@@ -19,6 +19,7 @@
 #                          driver, nvcc, libraries; ARGS as its argv), for record_run.py --provenance-from
 ls .whl/*.whl > /dev/null 2>&1 && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
 export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+. experiments/scripts/gpu_provenance.sh  # prov_header (its ft is replaced below)
 NCU_ARGS=${NCU_ARGS:-}
 T0=$SECONDS
 t() { echo "[$((SECONDS - T0)) s] $*"; }
@@ -31,8 +32,6 @@ gen_build() {
   python3 -m ftgen.cli generate "$1" -o "$2" > "$out/generate.txt" 2>&1; echo "generate rc $?"
   ft 300 build "$3" -j 16 ${BUILD_KERNELS:+--kernels "$BUILD_KERNELS"} > "$out/build.txt" 2>&1; echo "build rc $?"; tail -n 2 "$out/build.txt"; t built
 }
-prov_header() { python3 -c "import json, sys; from ftgen.bench import gpu_info; from ftgen.report.provenance import provenance
-print(json.dumps({'provenance': provenance(gpu_info(), sys.argv[1:])}))" "$@"; }
 big=4096x4096x4096,8192x8192x8192; odd=1x1x1,1000x1234x777,4097x3x129,17x4096x33
 ncu_times() {
   local exe=$1 n=$2 s; shift 2

@@ -17,6 +17,10 @@ gpu_start() {
   provenance "$1"
 }
 ft() { python3 -m ftgen.cli "$@"; }
+# `prov_header ARGS`: the provenance line of a step without bench rows (ftgen's results header: commit, GPU state,
+# driver, nvcc, libraries; ARGS as its argv), for record_run.py --provenance-from
+prov_header() { python3 -c "import json, sys; from ftgen.bench import gpu_info; from ftgen.report.provenance import provenance
+print(json.dumps({'provenance': provenance(gpu_info(), sys.argv[1:])}))" "$@"; }
 
 # `spec_project SPEC`: the name of SPEC's generated project (its `name`)
 spec_project() {

@@ -26,10 +26,7 @@ if ls .whl/*.whl > /dev/null 2>&1 && [ ! -d /tmp/site/cutlass_library ]; then
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 [ -d /tmp/site/cutlass_library ] && export PYTHONPATH="/tmp/site:$PYTHONPATH"
-ft() { python3 -m ftgen.cli "$@"; }
-# the provenance line of a phase without bench rows (ftgen's results header: commit, GPU state, driver, nvcc, libraries)
-prov_header() { python3 -c "import json, sys; from ftgen.bench import gpu_info; from ftgen.report.provenance import provenance
-print(json.dumps({'provenance': provenance(gpu_info(), sys.argv[1:])}))" "$@"; }
+. experiments/scripts/gpu_provenance.sh  # ft, prov_header
 gen=generated/session
 log="$out/log.txt"
 km=1048576x128x1024,1048576x8x128,1048576x32x128,1048576x128x128
