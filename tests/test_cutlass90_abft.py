@@ -231,7 +231,7 @@ def test_only_abft_builds_carry_the_check(rendered):
         kernel = re.search(pattern, cu, re.S).group(0)
         assert "KernelTmaWarpSpecializedCooperative" in kernel and kernel == re.search(pattern, none[".cu"], re.S).group(0)
         # with the accumulators promoted every k-tile (the builder's mainloop on the FP8 dispatch policy, ftgen_sm90.cuh)
-        assert "using Kernel_mainloop = ftgen_sm90::PromotedMainloop<Kernel_mainloop_built>;" in kernel
+        assert "using Kernel_mainloop = ftgen_sm90::Split3Loads<ftgen_sm90::PromotedMainloop<Kernel_mainloop_built>>;" in kernel
         assert "constexpr unsigned kPromoteMmas = 4;" in cu and "args.mainloop.mma_promotion_interval = kPromoteMmas;" in cu
     # injection: compiled into the inject build only
     assert "#define FTGEN_TMR_INJECT 0 " in clean[".cu"] and "#define FTGEN_TMR_INJECT 1 " in inj[".cu"]

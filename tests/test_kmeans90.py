@@ -102,7 +102,7 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
     header = files["common/kmeans90.cuh"]
     assert "std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0>, BuiltMainloop>;" in header
     shared = files["common/ftgen_sm90.cuh"]
-    assert "t % params.part_tiles" in shared and "rs_op_selector" in shared
+    assert "return t % per_part;" in shared and "rs_op_selector" in shared
     # tf32 keeps the builder's mainloop and K = ld
     tf32 = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")[0]
     assert "DirectEpilogue<8, true, false>, false>;" in tf32 and "constexpr int KPARTS = 1;" in tf32

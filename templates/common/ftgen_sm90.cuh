@@ -134,24 +134,29 @@ CUTLASS_DEVICE void load_remapped(typename Base::Params const& params, typename 
   }
 }
 
-// The element type a mainloop's TMA descriptors are built on (the FP8-policy mainloop: ElementA; the builder's: its
-// InternalElementA, tfloat32_t for fp32 read as TF32)
+// The element types a mainloop's TMA descriptors are built on (the FP8-policy mainloop: ElementA, ElementB; the
+// builder's: its InternalElementA, InternalElementB, tfloat32_t for fp32 read as TF32)
 template <class M, class = void>
-struct TmaElementA {
-  using type = typename M::ElementA;
+struct TmaElements {
+  using A = typename M::ElementA;
+  using B = typename M::ElementB;
 };
 template <class M>
-struct TmaElementA<M, std::void_t<typename M::InternalElementA>> {
-  using type = typename M::InternalElementA;
+struct TmaElements<M, std::void_t<typename M::InternalElementA>> {
+  using A = typename M::InternalElementA;
+  using B = typename M::InternalElementB;
 };
-template <class M, class = void>
-struct TmaElementB {
-  using type = typename M::ElementB;
-};
-template <class M>
-struct TmaElementB<M, std::void_t<typename M::InternalElementB>> {
-  using type = typename M::InternalElementB;
-};
+
+// The tiled TMA views a producer loads from (as a mainloop's load_init returns them): A over (M, ka, L), B over
+// (N, kb, L), the operands' own K extents
+template <class TileShape, class Params, class I>
+CUTLASS_DEVICE auto tiled_operands(Params const& params, I M, int ka, I N, int kb, I L) {
+  using namespace cute;
+  Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, ka, L));
+  Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, kb, L));
+  return make_tuple(local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, Underscore, _1>{}),
+                    local_tile(mB, TileShape{}, make_coord(_, _, _), Step<Underscore, _1, _1>{}));
+}
 
 // tf32x3's operands in two parts, not three (any warp-specialized sm90 mainloop Base: the builder's, or
 // PromotedMainloop): the GEMM over the tripled K reads A = [big | small] and B = [small; big] of 2 P k-tiles each
@@ -176,8 +181,8 @@ struct Split3Loads : Base {
     Params p = Base::to_underlying_arguments(problem_shape, args, workspace);
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     const int k2 = K / 3 * 2;
-    Tensor a = make_tensor(reinterpret_cast<typename TmaElementA<Base>::type const*>(args.ptr_A), make_layout(make_shape(M, k2, L), args.dA));
-    Tensor b = make_tensor(reinterpret_cast<typename TmaElementB<Base>::type const*>(args.ptr_B), make_layout(make_shape(N, k2, L), args.dB));
+    Tensor a = make_tensor(reinterpret_cast<typename TmaElements<Base>::A const*>(args.ptr_A), make_layout(make_shape(M, k2, L), args.dA));
+    Tensor b = make_tensor(reinterpret_cast<typename TmaElements<Base>::B const*>(args.ptr_B), make_layout(make_shape(N, k2, L), args.dB));
     using Cluster = typename DispatchPolicy::ClusterShape;
     p.tma_load_a = make_tma_copy_A_sm90(typename Base::GmemTiledCopyA{}, a, typename Base::SmemLayoutA{}(_, _, Int<0>{}), TileShape{}, Cluster{});
     p.tma_load_b = make_tma_copy_B_sm90(typename Base::GmemTiledCopyB{}, b, typename Base::SmemLayoutB{}(_, _, Int<0>{}), TileShape{}, Cluster{});
@@ -186,23 +191,15 @@ struct Split3Loads : Base {
 
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
-    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
-    (void)M;
-    (void)N;
-    (void)L;
+    const int K = cute::get<2>(cute::append<4>(problem_shape, 1));
     return Base::can_implement(problem_shape, args) && K % (3 * kTileK) == 0;
   }
 
   // (A's and B's tiles over their 2 P stored k-tiles)
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
-    using namespace cute;
     auto [M, N, K, L] = problem_shape_MNKL;
-    const int k2 = K / 3 * 2;
-    Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, k2, L));
-    Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, k2, L));
-    return make_tuple(local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, Underscore, _1>{}),
-                      local_tile(mB, TileShape{}, make_coord(_, _, _), Step<Underscore, _1, _1>{}));
+    return tiled_operands<TileShape>(params, M, K / 3 * 2, N, K / 3 * 2, L);
   }
 
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
@@ -280,10 +277,7 @@ struct SplitAMainloop : PromotedMainloop<Built> {
 
   template <class ProblemShape>
   static bool can_implement(ProblemShape const& problem_shape, Arguments const& args) {
-    auto [M, N, K, L] = cute::append<4>(problem_shape, 1);
-    (void)M;
-    (void)N;
-    (void)L;
+    const int K = cute::get<2>(cute::append<4>(problem_shape, 1));
     return Base::can_implement(problem_shape, args) && args.ka % 4 == 0 && args.ka <= args.part_tiles * 32 && K == 3 * args.part_tiles * 32;
   }
 
@@ -291,10 +285,7 @@ struct SplitAMainloop : PromotedMainloop<Built> {
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     auto [M, N, K, L] = problem_shape_MNKL;
-    cute::Tensor mA = params.tma_load_a.get_tma_tensor(cute::make_shape(M, params.ka, L));
-    cute::Tensor mB = params.tma_load_b.get_tma_tensor(cute::make_shape(N, K, L));
-    return cute::make_tuple(cute::local_tile(mA, TileShape{}, cute::make_coord(cute::_, cute::_, cute::_), cute::Step<cute::_1, cute::Underscore, cute::_1>{}),
-                            cute::local_tile(mB, TileShape{}, cute::make_coord(cute::_, cute::_, cute::_), cute::Step<cute::Underscore, cute::_1, cute::_1>{}));
+    return tiled_operands<TileShape>(params, M, params.ka, N, static_cast<int>(K), L);
   }
 
   // The producer: k-tile t of the tripled K is B's k-tile t and A's k-tile t mod part_tiles
