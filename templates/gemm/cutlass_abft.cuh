@@ -1749,8 +1749,9 @@ CUTLASS_HOST_DEVICE float4 abft_obs_part(const float (&x)[kObsCols], int cl, flo
 // two threads' sums of one warp column, added (the shuffle tree of abft_obs_kernel: a += the partner's b)
 CUTLASS_HOST_DEVICE float4 abft_obs_add(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, fmaxf(a.w, b.w)); }
 
+// per_row: the threads of a row (p.t.tiles_n kPerTile), for the row and column of an item below 2^31 without a 64-bit division
 template <class K, bool kInject, int kStrips>
-__global__ void __launch_bounds__(256) abft_obs_kernel(AbftParams<K> p) {
+__global__ void __launch_bounds__(256) abft_obs_kernel(AbftParams<K> p, cutlass::FastDivmod per_row) {
   using S = AbftShape<K>;
   using St = AbftStrips<K, kStrips>;
   using EC = typename K::ElementC;
@@ -1762,11 +1763,19 @@ __global__ void __launch_bounds__(256) abft_obs_kernel(AbftParams<K> p) {
   const long long ldc = p.t.gemm.ref_D.stride(0);
   EC* const C = p.t.gemm.ref_D.data();
   const float alpha = static_cast<float>(p.t.gemm.output_op.alpha);
-  const long long per_row = static_cast<long long>(p.t.tiles_n) * kPerTile;
-  const long long items = static_cast<long long>(M) * per_row;  // (a multiple of 32: whole warps, warp-uniform loop)
+  const long long row_items = static_cast<long long>(p.t.tiles_n) * kPerTile;
+  const long long items = static_cast<long long>(M) * row_items;  // (a multiple of 32: whole warps, warp-uniform loop)
+  const bool narrow = items <= INT_MAX;
   const bool vec = ldc % kObsCols == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
   for (long long x = blockIdx.x * 256ll + threadIdx.x; x < items; x += 256ll * gridDim.x) {
-    const int row = static_cast<int>(x / per_row), c0 = static_cast<int>(x % per_row) * kObsCols;
+    int row, c0;
+    if (narrow) {
+      per_row(row, c0, static_cast<int>(x));
+    } else {
+      row = static_cast<int>(x / row_items);
+      c0 = static_cast<int>(x % row_items);
+    }
+    c0 *= kObsCols;
     const int tn = c0 / S::kN, cl = c0 - tn * S::kN;  // the tile column, the first column in the tile
     EC* const at = C + static_cast<long long>(row) * ldc + c0;
     static_assert(kObsCols == 4, "one float4 per thread");

@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "cutlass/cutlass.h"
+#include "cutlass/fast_math.h"
 #include "cutlass/numeric_types.h"
 #include "cutlass/gemm/gemm.h"
 #include "cutlass/gemm/device/gemm.h"
@@ -2135,7 +2137,8 @@ struct Runner {
     if ((e = device_props(dp)) != cudaSuccess) return e;
     const long long items = static_cast<long long>(ap.t.gemm.problem_size.m()) * ap.t.tiles_n * (K::Shape::kN / kObsCols);
     const long long blocks = std::max(1LL, std::min<long long>((items + 255) / 256, 16LL * std::max(dp.sms, 1)));
-    abft_obs_kernel<K, kInject, kConcStrips><<<static_cast<unsigned>(blocks), 256, 0, s>>>(ap);
+    abft_obs_kernel<K, kInject, kConcStrips><<<static_cast<unsigned>(blocks), 256, 0, s>>>(
+        ap, cutlass::FastDivmod(ap.t.tiles_n * (K::Shape::kN / kObsCols)));
     return cudaGetLastError();
   }
 
