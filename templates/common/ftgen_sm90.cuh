@@ -1,7 +1,8 @@
 // ftgen, CUTLASS 3.x sm90 kernels (the gemm and kmeans cutlass90 backends): what the pieces around the sm90 GEMMs share
 // -- the tile's accumulator layout (which output element a consumer thread's accumulator holds: the fault units of
 // injection), the operands as the wgmma reads them (recomputations in double), the plumbing of ftgen's own epilogue
-// pieces, and the mainloops tf32x3 runs on (accumulator promotion, A split in registers). Copied verbatim into every generated project. Do not edit the copies.
+// pieces, and the mainloops tf32x3 runs on (accumulator promotion, loads over the split operands' two parts, A split
+// in registers). Copied verbatim into every generated project. Do not edit the copies.
 #pragma once
 
 #include <cuda_runtime.h>
