@@ -1763,7 +1763,7 @@ __global__ void __launch_bounds__(256) abft_obs_kernel(AbftParams<K> p, cutlass:
   const long long ldc = p.t.gemm.ref_D.stride(0);
   EC* const C = p.t.gemm.ref_D.data();
   const float alpha = static_cast<float>(p.t.gemm.output_op.alpha);
-  const long long row_items = static_cast<long long>(p.t.tiles_n) * kPerTile;
+  const long long row_items = per_row.divisor;  // p.t.tiles_n kPerTile
   const long long items = static_cast<long long>(M) * row_items;  // (a multiple of 32: whole warps, warp-uniform loop)
   const bool narrow = items <= INT_MAX;
   const bool vec = ldc % kObsCols == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;

@@ -95,7 +95,7 @@ inline dim3 grid2d(long long rows, long long cols) {
 }
 
 // One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
-// for the tf32x3 split, dst holds rows_dst rows of three K segments of ld_dst, `small_seg` the one of the small parts.
+// for the tf32x3 split, each of dst's rows_dst rows holds two K segments of ld_dst / 2, `small_seg` the small parts'.
 template <class T>
 struct PadJob {
   const T* src;

@@ -101,7 +101,7 @@ inline dim3 grid2d(long long rows, long long cols) {
 }
 
 // One zero-padded copy: dst (rows_dst x ld_dst) = src (rows x cols, leading dimension ld_src) with zeros around it;
-// for the tf32x3 split, dst holds rows_dst rows of three K segments of ld_dst, `small_seg` the one of the small parts.
+// for the tf32x3 split, each of dst's rows_dst rows holds two K segments of ld_dst / 2, `small_seg` the small parts'.
 template <class T>
 struct PadJob {
   const T* src;
@@ -172,14 +172,14 @@ __device__ __forceinline__ void put_split2(float* out, long long kp, float x, in
   out[kp] = small_seg == 0 ? big : small;
 }
 
-// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of 2 * kp (kp =
-// ld_dst): two K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other big.
+// The split of a K-major operand (rows x cols, K = cols, leading dimension ld_src) into rows_dst rows of ld_dst = 2 kp
+// (stored_k): two K segments of kp (zeros past cols); segment `small_seg` (0 or 1) holds x - big, the other big.
 // blockIdx.z picks the job, as in pad_kernel.
 __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
   const PadJob<float> j = blockIdx.z == 0 ? a : b;
   const float* __restrict__ src = j.src;
   float* __restrict__ dst = j.dst;
-  const long long kp = j.ld_dst;
+  const long long kp = j.ld_dst / 2;
   for (long long r0 = blockIdx.y * static_cast<long long>(kCopyRows); r0 < j.rows_dst; r0 += kCopyRows * static_cast<long long>(gridDim.y)) {
     for (long long c = blockIdx.x * 256ll + threadIdx.x; c < kp; c += 256ll * gridDim.x) {
       float v[kCopyRows];
@@ -188,7 +188,7 @@ __global__ void split3_kernel(PadJob<float> a, PadJob<float> b) {
 #pragma unroll
       for (int i = 0; i < kCopyRows; ++i) {
         if (r0 + i >= j.rows_dst) break;
-        put_split2(dst + (r0 + i) * 2 * kp + c, kp, v[i], j.small_seg);
+        put_split2(dst + (r0 + i) * j.ld_dst + c, kp, v[i], j.small_seg);
       }
     }
   }
@@ -309,9 +309,8 @@ inline cudaError_t operands(const ftgen_gemm_problem* p, Shape s, const Layout& 
   const long long a_rows_k = kRowA ? s.m : s.k, a_ld = kRowA ? stored_k(s) : s.m;
   const long long b_rows_k = kRowB ? s.k : s.n, b_ld = kRowB ? s.n : stored_k(s);
   // A row-major: [big | small] along K; B column-major: [small; big] (the tripled K's parts: Split3Loads)
-  const long long kp = s.k / 3;
-  const PadJob<float> ja{static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, kp, a_rows_k, 1};
-  const PadJob<float> jb{static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, kp, b_rows_k, 0};
+  const PadJob<float> ja{static_cast<const float*>(p->A), p->lda, a_rows, a_cols, a, a_ld, a_rows_k, 1};
+  const PadJob<float> jb{static_cast<const float*>(p->B), p->ldb, b_rows, b_cols, b, b_ld, b_rows_k, 0};
   split3_kernel<<<grid_pads(ja, jb), 256, 0, stream>>>(ja, jb);
   o.A = a;
   o.B = b;
