@@ -385,7 +385,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
             from .bench import write_jsonl
 
             write_jsonl(json_out, {**prov, "partial": f"{done[0]} of {len(built)} variants"} if done[0] < len(built) else prov, so_far)
-        bad = sum(1 for r in rows if not r.get("ok"))
+        bad = sum(1 for r in rows if not r.get("ok") and (r.get("error") or {}).get("kind") != "out of range")
         left = len(built) - done[0]
         eta = f"  (ETA {secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
         _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
@@ -399,7 +399,10 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
 
         write_jsonl(json_out, prov, rows)
     print_rows(rows, title=f"{manifest['spec']['name']} on {gpu.get('name')}", file=sys.stderr if json_out == "-" else None)
-    bad = [r for r in rows if not r.get("ok")]
+    outside = [r for r in rows if (r.get("error") or {}).get("kind") == "out of range"]
+    if outside:
+        _err(f"{len(outside)} row(s) not run: the shape is outside the variant's range ({outside[0]['error']['message']})")
+    bad = [r for r in rows if not r.get("ok") and r not in outside]
     if bad:
         raise VerificationFailed(f"{len(bad)} of {len(rows)} row(s) failed: " + ", ".join(sorted({f'{r.get("kernel")} ({(r.get("error") or {}).get("kind", "verification")})' for r in bad})))
 

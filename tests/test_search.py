@@ -206,3 +206,33 @@ def test_a_variant_is_not_built_or_run_outside_its_shapes(tmp_path, monkeypatch)
     assert all("dims 1..32" in r["error"]["message"] and "clusters" in r["error"]["message"] for r in outside)
     best = {s: r["kernel"] for s, r in res.best.items()}
     assert best == {"65536x8x128": fused, "65536x128x128": other, "65536x32x1000": other}
+
+
+def test_bench_records_the_shapes_outside_a_variant_s_range_and_runs_the_rest(tmp_path, monkeypatch):
+    """`ftgen bench` applies the same range as the search: the fused variant runs only 65536x8x128 (passed as --shapes),
+    its other two shapes are rows of kind `out of range`, and the variant that runs every shape gets its executable's
+    default shapes (no --shapes)."""
+    import ftgen.bench as B
+    from ftgen import families
+    from ftgen.build import load_manifest
+    from ftgen.codegen.emit import generate
+
+    spec = load_spec_text(KMEANS_SPEC, "ranges.yaml")
+    project = generate(spec, tmp_path / "gen").out_dir
+    ran = {}
+
+    def fake_run(exe, kernel, argv, timeout, meta=None, env=None):
+        ran[kernel] = argv
+        shapes = argv[argv.index("--shapes") + 1].split(",") if "--shapes" in argv else ["65536x8x128", "65536x128x128", "65536x32x1000"]
+        return [{"kernel": kernel, "shape": dict(zip(("samples", "dims", "clusters"), map(int, s.split("x")))), "ok": True} for s in shapes]
+
+    monkeypatch.setattr(B, "run_executable", fake_run)
+    manifest = load_manifest(project)
+    rows = B.bench_project(project, manifest["variants"], families.get("kmeans"), BenchOptions())
+    fused = next(v["kernel"] for v in manifest["variants"] if "fused" in v["kernel"])
+    other = next(v["kernel"] for v in manifest["variants"] if "fused" not in v["kernel"])
+    assert ran[fused][ran[fused].index("--shapes") + 1] == "65536x8x128" and "--shapes" not in ran[other]
+    outside = [r for r in rows if (r.get("error") or {}).get("kind") == "out of range"]
+    assert sorted((r["kernel"], r["shape"]["dims"], r["shape"]["clusters"]) for r in outside) == [(fused, 32, 1000), (fused, 128, 128)]
+    assert all("dims 1..32" in r["error"]["message"] and "not run at 65536x" in r["error"]["message"] for r in outside)
+    assert sum(1 for r in rows if r.get("ok")) == 4

@@ -30,10 +30,10 @@ rows = {}
 for f in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
     for line in open(f):
         r = json.loads(line)
-        if "kernel" not in r:
+        if "kernel" not in r or not isinstance(r.get("ms"), dict):
             continue
         key = (r["kernel"], "x".join(str(v) for v in r["shape"].values()))
-        ms = r["ms"]["median"] if isinstance(r.get("ms"), dict) else r.get("ms")
+        ms = r["ms"]["median"]
         rows.setdefault(key, []).append((ms, r.get("x_unprot"), r.get("ok"), r.get("false_alarms", 0), r.get("injected", 0), r.get("corrected", 0)))
 print(f"{'kernel':72} {'shape':22} {'ms':>8} {'x twin':>7} ok  inj/corr")
 for (k, s), v in sorted(rows.items()):

@@ -450,5 +450,11 @@ def bench_on_gpus(project: Path, variants: list[dict], family, opts, gpus: list[
                 return rows
 
             pool.runner = runner
-        items = [WorkItem(v["kernel"], project / "bin" / v["kernel"], v["kernel"], opts.argv(family, v), opts.timeout) for v in variants]
-        return [r for got in pool.run(items).values() for r in got]
+        from . import project_shapes
+
+        spec_shapes = project_shapes(project)
+        plans = {v["kernel"]: opts.plan(family, v, spec_shapes) for v in variants}
+        items = [WorkItem(v["kernel"], project / "bin" / v["kernel"], v["kernel"], plans[v["kernel"]][0], opts.timeout)
+                 for v in variants if plans[v["kernel"]][0] is not None]
+        got = pool.run(items)
+        return [r for v in variants for r in got.get(v["kernel"], []) + plans[v["kernel"]][1]]

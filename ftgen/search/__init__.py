@@ -178,14 +178,10 @@ def search(
         # the shapes outside a variant's range: recorded, never built or run
         outside: dict[str, list[dict]] = {}
         for v in batch:
-            rng, rule = fam.library_range(v), fam.shape_fits(v)
             out = [i for i in mine[v.name] if not fam.runs_shape(v, shapes[i])]
             if out:
                 mine[v.name] = [i for i in mine[v.name] if i not in out]
-                what = " and ".join([f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items()] + ([f"shapes with {rule[1]}"] if rule else []))
-                outside[v.name] = [{"kernel": v.name, "ok": False, "shape": shapes[i],
-                                    "error": {"kind": "out of range", "message": f"runs {what} only; not run at {shape_strs[i]}"}}
-                                   for i in out]
+                outside[v.name] = [fam.out_of_range_row(v, shapes[i]) for i in out]
         search_spec.variants = list({v.name: v for v in search_spec.variants + batch}.values())
         gen = generate(search_spec, out_root, env)
         res.project = gen.out_dir
