@@ -688,15 +688,19 @@ class Family:
         rule = self.shape_fits(v)
         return all(lo <= shape[key] <= hi for key, (lo, hi) in self.library_range(v).items()) and (rule is None or rule[0](shape))
 
-    def range_text(self, v: Variant) -> str:
-        """What ``runs_shape`` allows, for a message ("dims 1..32 and shapes with ..."); "" when it allows every shape."""
+    def shape_fits_text(self, v: Variant) -> str:
+        """``shape_fits``'s rule in words, for messages; by default its C expression."""
         rule = self.shape_fits(v)
-        return " and ".join([f"{key} {lo}..{hi}" for key, (lo, hi) in self.library_range(v).items()] + ([f"shapes with {rule[1]}"] if rule else []))
+        return f"shapes with {rule[1]}" if rule else ""
 
     def out_of_range_row(self, v: Variant, shape: Mapping[str, int]) -> dict:
-        """The row of a shape ``v`` does not run (``runs_shape`` false), recorded instead of running it."""
+        """The row of a shape ``v`` does not run (``runs_shape`` false), recorded instead of running it; the message
+        names the range or the rule the shape breaks."""
+        rng = self.library_range(v)
+        broken = [f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items() if not lo <= shape[key] <= hi]
+        what = " and ".join(broken) if broken else self.shape_fits_text(v)
         return {"kernel": v.name, "ok": False, "shape": dict(shape),
-                "error": {"kind": "out of range", "message": f"runs {self.range_text(v)} only; not run at {self.format_shape(shape)}"}}
+                "error": {"kind": "out of range", "message": f"runs {what} only; not run at {self.format_shape(shape)}"}}
 
     def runs_every_legal_shape(self, v: Variant, legal: Mapping[str, tuple[int, int]]) -> bool:
         """Whether ``v``'s range covers ``legal`` (shape key -> inclusive range) with no rule beyond it: a fallback."""

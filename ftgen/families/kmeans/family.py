@@ -332,6 +332,11 @@ FUSED_MAX_DIMS = 32  # the A fragments of four m16n8k8 k-steps stay in registers
 FUSED_STATIC_SMEM = 1024  # the fused kernel's static shared memory (the inertia's, the scales', the column sums'), at most
 
 
+def _fused_smem_limit(v: Variant) -> int:
+    """The dynamic shared memory a fused block may take on every arch of ``v``."""
+    return min(SMEM_PER_BLOCK.get(a, SMEM_PER_BLOCK["sm_80"]) for a in v.arch) - FUSED_STATIC_SMEM
+
+
 def fused_smem_bytes(v: Variant, dims, clusters):
     """The fused kernel's dynamic shared memory for a shape, as the template's fused_smem computes it: the column sums'
     per-thread slots (protected, where registers cannot hold them), the fragments (tf32x3: words and remainders), the
@@ -503,9 +508,12 @@ class KmeansFamily(Family):
         launcher (cudaErrorNotSupported), so the library and the search send it elsewhere."""
         if self.backend_of(v).name != "fused":
             return None
-        limit = min(SMEM_PER_BLOCK.get(a, SMEM_PER_BLOCK["sm_80"]) for a in v.arch) - FUSED_STATIC_SMEM
+        limit = _fused_smem_limit(v)
         return (lambda shape: fused_smem_bytes(v, shape["dims"], shape["clusters"]) <= limit,
                 f"{fused_smem_bytes(v, 'dims', 'clusters')} <= {limit}LL")
+
+    def shape_fits_text(self, v: Variant) -> str:
+        return f"shapes whose centroid fragments and cluster sums fit in its {_fused_smem_limit(v)} bytes of shared memory (clusters x dims)"
 
     def library_fallback(self, v: Variant) -> Variant | None:
         """For a project of fused variants only: the mma backend's default variant of the same precision and protection
