@@ -573,6 +573,11 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
+    outside = [v for v in chosen if not fam.runs_shape(v, shape)]
+    if outside and not merge:
+        why = fam.out_of_range_row(outside[0], shape)["error"]["message"]
+        raise SpecError(f"--shape {fam.format_shape(shape)}{'' if shape_text else ' (the family default)'}: outside the range of "
+                        f"{len(outside)} variant(s), e.g. {outside[0].name} ({why}); give a --shape they run, or leave them out with --kernels")
     gpus = []
     if merge:
         if site:

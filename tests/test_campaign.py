@@ -55,6 +55,22 @@ def test_campaign_needs_injection_builds(tmp_path, capsys):
     assert main(["campaign", str(spec), "--dists", "cauchy"]) == 2
 
 
+def test_a_campaign_shape_outside_a_variant_s_range_exits_2_before_building(tmp_path, capsys):
+    """The fused kmeans backend runs dims <= 32: the family's default campaign shape (64 dims) and an explicit shape
+    outside the range are refused with the rule and nothing generated; a shape inside passes that check."""
+    spec = tmp_path / "f.yaml"
+    spec.write_text("name: f\nfamily: kmeans\narch: [sm_90a]\nprecision: tf32\n"
+                    "protection: {scheme: abft, level: threadblock, correct: detect, inject: true}\n"
+                    "params: {backend: fused, strip: 64, warps: 8}\n")
+    out = tmp_path / "g"
+    assert main(["campaign", str(spec), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "16384x64x256 (the family default)" in err and "runs dims 1..32 only" in err and "--kernels" in err
+    assert main(["campaign", str(spec), "-o", str(out), "--shape", "200011x29x100000"]) == 2
+    assert "shared memory" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_a_shape_the_variant_skips_is_an_error(tmp_path):
     """A fixed-size variant asked for another size prints a skipped row and no trials; the campaign must not report it
     as a clean 0/0 (a campaign script once ran 2^14 variants at 2^23's shape and summarized nothing)."""
