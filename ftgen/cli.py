@@ -203,6 +203,11 @@ def generate(spec: str, out_root: str, max_points: int, max_variants: int) -> No
         if len(s.rejected) > 20:
             _err(f"  ... {len(s.rejected) - 20} more (all listed in manifest.json)")
     for v in s.variants:
+        outside = [sh for sh in s.shapes if not s.family.runs_shape(v, sh)]
+        if outside:
+            why = s.family.out_of_range_row(v, outside[0])["error"]["message"].split(";")[0]
+            _err(f"note: {v.name} {why}: `ftgen bench` records {len(outside)} of the spec's {len(s.shapes)} shape(s) as out of range")
+    for v in s.variants:
         click.echo(v.name)
 
 

@@ -237,3 +237,13 @@ def test_bench_records_the_shapes_outside_a_variant_s_range_and_runs_the_rest(tm
     assert sorted((r["kernel"], r["shape"]["dims"], r["shape"]["clusters"]) for r in outside) == [(fused, 32, 1000), (fused, 128, 128)]
     assert all(r["error"]["message"].startswith("runs ") and "not run at 65536x" in r["error"]["message"] for r in outside)
     assert sum(1 for r in rows if r.get("ok")) == 4
+
+
+def test_generate_notes_the_spec_shapes_a_variant_does_not_run(tmp_path, capsys):
+    from ftgen.cli import main
+
+    spec = tmp_path / "ranges.yaml"
+    spec.write_text(KMEANS_SPEC)
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "fused" in notes[0] and "2 of the spec's 3 shape(s)" in notes[0]
