@@ -358,6 +358,7 @@ def _others(row, g: int, pos: int, stride: int, nl: int) -> float:
     return float(acc)
 
 
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")  # a fault may make a sum Inf or NaN, as on the GPU
 def flash_forward(q, k, v, *, precision: str = "fp16", level: str = "none", causal: bool = False,
                   br: int = 64, bc: int = 64, faults=(), correct: bool = True, stride: int = STRIDE,
                   scale: float | None = None):
@@ -673,6 +674,7 @@ def _check_o(o, oc1, oc2, mag, mag2, n_keys, n_tiles, nl, precision, cnt, correc
 # --------------------------------------------------------------------------------------------
 
 
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")  # a fault may make a sum Inf or NaN, as on the GPU
 def decoupled_forward(q, k, v, *, precision="fp16", causal=False, faults=(), correct=True, scale=None):
     """Three kernels over a materialized L x L score matrix: S = Q K^T with classic row checksums (K's row
     sum and weighted row sum; locate, correct), the softmax twice (a mismatch: a third time), O = P V with

@@ -274,6 +274,7 @@ class FftModel:
         return default if self.k is None else self.k
 
     # ---- the transform ---------------------------------------------------------------------
+    @np.errstate(over="ignore", invalid="ignore")  # a fault may make a residual Inf or NaN, as on the GPU
     def run(self, x: np.ndarray, faults: list[ModelFault] | None = None, correct: bool = True) -> tuple[np.ndarray, ModelReport]:
         faults = list(faults or [])
         rep = ModelReport()
