@@ -205,8 +205,7 @@ def generate(spec: str, out_root: str, max_points: int, max_variants: int) -> No
     for v in s.variants:
         outside = [sh for sh in s.shapes if not s.family.runs_shape(v, sh)]
         if outside:
-            why = s.family.out_of_range_row(v, outside[0])["error"]["message"].split(";")[0]
-            _err(f"note: {v.name} {why}: `ftgen bench` records {len(outside)} of the spec's {len(s.shapes)} shape(s) as out of range")
+            _err(f"note: {v.name} runs {s.family.range_broken(v, outside[0])} only: `ftgen bench` records {len(outside)} of the spec's {len(s.shapes)} shape(s) as out of range")
     for v in s.variants:
         click.echo(v.name)
 
@@ -346,7 +345,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
 
     Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
     from . import families
-    from .bench import bench_project, gpu_info
+    from .bench import bench_project, gpu_info, not_run
     from .build import binary_path, load_manifest, select_variants
     from .report.provenance import provenance
     from .report.table import print_rows
@@ -390,7 +389,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
             from .bench import write_jsonl
 
             write_jsonl(json_out, {**prov, "partial": f"{done[0]} of {len(built)} variants"} if done[0] < len(built) else prov, so_far)
-        bad = sum(1 for r in rows if not r.get("ok") and (r.get("error") or {}).get("kind") != "out of range")
+        bad = sum(1 for r in rows if not r.get("ok") and not not_run(r))
         left = len(built) - done[0]
         eta = f"  (ETA {secs((time.monotonic() - t0) / done[0] * left)})" if left else ""
         _err(f"[{done[0]}/{len(built)}] ran {kernel}: {len(rows)} row(s){', ' + str(bad) + ' failed' if bad else ''}{eta}")
@@ -404,10 +403,10 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
 
         write_jsonl(json_out, prov, rows)
     print_rows(rows, title=f"{manifest['spec']['name']} on {gpu.get('name')}", file=sys.stderr if json_out == "-" else None)
-    outside = [r for r in rows if (r.get("error") or {}).get("kind") == "out of range"]
+    outside = [r for r in rows if not_run(r)]
     if outside:
         _err(f"{len(outside)} row(s) not run: the shape is outside the variant's range ({outside[0]['error']['message']})")
-    bad = [r for r in rows if not r.get("ok") and r not in outside]
+    bad = [r for r in rows if not r.get("ok") and not not_run(r)]
     if bad:
         raise VerificationFailed(f"{len(bad)} of {len(rows)} row(s) failed: " + ", ".join(sorted({f'{r.get("kernel")} ({(r.get("error") or {}).get("kind", "verification")})' for r in bad})))
 
@@ -496,14 +495,15 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
             pool=pool,
             shard=shard,
         )
+    from .bench import failure_kind, not_run
+
     fails, outside = {}, 0
     for r in result.rows:
-        if not r.get("ok"):
-            k = (r.get("error") or {}).get("kind", "verification")
-            if k == "out of range":
-                outside += 1
-            else:
-                fails[k] = fails.get(k, 0) + 1
+        if not_run(r):
+            outside += 1
+        elif not r.get("ok"):
+            k = failure_kind(r)
+            fails[k] = fails.get(k, 0) + 1
     _err(
         f"search: {len(result.evaluated)} variant(s) x {len(shape_list)} shape(s); compiled {result.compiled}, ran {result.ran}, "
         f"cache hits {result.cache_hits}; failures: {json.dumps(fails) if fails else 'none'}"

@@ -58,10 +58,11 @@ class BenchOptions:
 
         shapes = self.shapes or spec_shapes
         v = variant_from_manifest(variant)
-        inside = [s for s in shapes if family.runs_shape(v, s)]
-        if len(inside) == len(shapes):
+        runs = [family.runs_shape(v, s) for s in shapes]
+        if all(runs):
             return self.argv(family, variant), []
-        skipped = [family.out_of_range_row(v, s) for s in shapes if not family.runs_shape(v, s)]
+        inside = [s for s, r in zip(shapes, runs) if r]
+        skipped = [family.out_of_range_row(v, s) for s, r in zip(shapes, runs) if not r]
         return (replace(self, shapes=inside).argv(family, variant) if inside else None), skipped
 
     def cache_key(self) -> str:
@@ -231,6 +232,13 @@ def failure_kind(row: dict) -> str | None:
     if row.get("ok", False):
         return None
     return (row.get("error") or {}).get("kind", "verification")
+
+
+def not_run(row: dict) -> bool:
+    """A row recorded for a shape outside its variant's range (``Family.out_of_range_row``): not run, not a failure."""
+    from ..families.base import OUT_OF_RANGE
+
+    return failure_kind(row) == OUT_OF_RANGE
 
 
 def write_jsonl(path: Path | str, provenance: dict, rows: list[dict], extra: list[dict] | None = None) -> None:

@@ -35,6 +35,7 @@ UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp64": 2.0**-53, "tf32": 2.0**-11, "tf32x3":
 
 SCHEMES = ("none", "abft", "tmr", "dmr")
 CORRECT_MODES = ("online", "detect")
+OUT_OF_RANGE = "out of range"  # the error kind of a row recorded for a shape its variant does not run (not a failure)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 # per-architecture limits (the largest part of each): dynamic shared memory per block (opt-in) and per SM,
 # SMs, resident threads and registers per SM
@@ -693,14 +694,15 @@ class Family:
         rule = self.shape_fits(v)
         return f"shapes with {rule[1]}" if rule else ""
 
+    def range_broken(self, v: Variant, shape: Mapping[str, int]) -> str:
+        """What ``v`` runs that ``shape`` is not ("dims 1..32", or the ``shape_fits`` rule in words), for messages."""
+        broken = [f"{key} {lo}..{hi}" for key, (lo, hi) in self.library_range(v).items() if not lo <= shape[key] <= hi]
+        return " and ".join(broken) if broken else self.shape_fits_text(v)
+
     def out_of_range_row(self, v: Variant, shape: Mapping[str, int]) -> dict:
-        """The row of a shape ``v`` does not run (``runs_shape`` false), recorded instead of running it; the message
-        names the range or the rule the shape breaks."""
-        rng = self.library_range(v)
-        broken = [f"{key} {lo}..{hi}" for key, (lo, hi) in rng.items() if not lo <= shape[key] <= hi]
-        what = " and ".join(broken) if broken else self.shape_fits_text(v)
+        """The row of a shape ``v`` does not run (``runs_shape`` false), recorded instead of running it."""
         return {"kernel": v.name, "ok": False, "shape": dict(shape),
-                "error": {"kind": "out of range", "message": f"runs {what} only; not run at {self.format_shape(shape)}"}}
+                "error": {"kind": OUT_OF_RANGE, "message": f"runs {self.range_broken(v, shape)} only; not run at {self.format_shape(shape)}"}}
 
     def runs_every_legal_shape(self, v: Variant, legal: Mapping[str, tuple[int, int]]) -> bool:
         """Whether ``v``'s range covers ``legal`` (shape key -> inclusive range) with no rule beyond it: a fallback."""

@@ -7,6 +7,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from ..bench import not_run
+
 
 def _fmt(x, spec: str) -> str:
     if x is None:
@@ -52,7 +54,7 @@ def rows_table(rows: list[dict], title: str | None = None) -> Table:
         if r.get("protection", {}).get("scheme", "none") != "none":
             ft = f"{r.get('injected', 0)}/{r.get('detected', 0)}/{r.get('corrected', 0)}"
         err = r.get("error")
-        ok = ("[green]yes[/]" if r.get("ok") else "[yellow]not run[/]" if (err or {}).get("kind") == "out of range"
+        ok = ("[green]yes[/]" if r.get("ok") else "[yellow]not run[/]" if not_run(r)
               else f"[red]no[/] {err.get('kind')}" if err else "[red]no[/]")
         if r.get("ok") and r.get("verified") is False:  # --no-ref: it ran, nothing was checked
             ok = "[yellow]unverified[/]"
