@@ -332,7 +332,9 @@ def test_driver_and_bench_on_a_gpu(tmp_path):
     rows = [json.loads(x) for x in js.read_text().splitlines()[1:]]
     assert len(rows) == 2
     for r in rows:
-        assert set(r["refs"]) == {"cublas-lloyd", "flash-kmeans"}, r.get("refs_missing")
+        # tf32 rows also time cuBLAS at TF32 math, the like-for-like vendor iteration
+        assert set(r["refs"]) == {"cublas-lloyd", "cublas-lloyd-tf32", "flash-kmeans"}, r.get("refs_missing")
+        assert r["alt_ref"]["lib"] == "cublas-lloyd-tf32" and r["speedup_vs_refs"]["cublas-lloyd-tf32"] == r["speedup_vs_alt_ref"]
         t = r["ref_timings"]["flash-kmeans"]
         assert t["label_agreement_fp64"] >= flash_ref.AGREEMENT_FLOOR and t["alternated"] is True
         # the driver times the executable's own timed unit on its data: the same time within clock noise

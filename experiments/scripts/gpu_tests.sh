@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One call on one GPU: every test marked `gpu` (all families, the reference drivers, ftgen.torch where torch is
+# installed), spread over worker processes when pytest-xdist is there.
+#   bash experiments/scripts/gpu_tests.sh OUT [PYTEST_ARGS...]   (wheels in .whl/)
+set -u
+out=$1; shift; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
+export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 FTGEN_GPU_ARCH=${FTGEN_GPU_ARCH:-sm_90}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
+par=(); python3 -c "import xdist" 2> /dev/null && par=(-n ${GPU_TESTS_WORKERS:-6} --dist loadfile)
+timeout "${GPU_TESTS_SECONDS:-560}" python3 -m pytest -m gpu -v -p no:cacheprovider -p no:benchmark -rfE --durations=25 "${par[@]}" "$@" tests/ \
+  > "$out/pytest_gpu.txt" 2>&1
+echo "pytest rc $?"
+grep -oE "(PASSED|FAILED|ERROR|SKIPPED)" "$out/pytest_gpu.txt" | sort | uniq -c
+grep -E "(FAILED|ERROR) " "$out/pytest_gpu.txt" | cut -c1-200 | head -20
+tail -n 3 "$out/pytest_gpu.txt"
