@@ -4,9 +4,9 @@
 #   bash experiments/scripts/gpu_tests.sh OUT [PYTEST_ARGS...]   (wheels in .whl/)
 set -u
 out=$1; shift; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1 FTGEN_GPU_ARCH=${FTGEN_GPU_ARCH:-sm_90}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
+. experiments/scripts/gpu_common.sh  # the wheels of .whl/ on PYTHONPATH
+export FTGEN_GPU_ARCH=${FTGEN_GPU_ARCH:-sm_90}
+provenance "$out" > /dev/null 2>&1  # OUT/gpu.txt: the GPU, driver, nvcc and the commit
 par=(); python3 -c "import xdist" 2> /dev/null && par=(-n ${GPU_TESTS_WORKERS:-6} --dist loadfile)
 timeout "${GPU_TESTS_SECONDS:-560}" python3 -m pytest -m gpu -v -p no:cacheprovider -p no:benchmark -rfE --durations=25 "${par[@]}" "$@" tests/ \
   > "$out/pytest_gpu.txt" 2>&1
