@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, golden_dir_check, without_copied_headers
+from conftest import REPO, golden_dir_check, ptxas_entries, without_copied_headers
 from ftgen import families
 from ftgen.cli import main
 from ftgen.codegen.emit import render_spec
 from ftgen.errors import SpecError
+from ftgen.families.kmeans.family import Geometry
 from ftgen.spec import load_spec, load_spec_text
 
 SMALL = textwrap.dedent(
@@ -44,7 +45,25 @@ def test_registered_and_described():
     assert fam.shape_keys == ("samples", "dims", "clusters")
     d = fam.describe()
     assert d["precisions"] == ["tf32", "tf32x3", "fp64"]
-    assert d["backends"][0]["schemes"] == {"none": [], "abft": ["threadblock"]}
+    assert d["backends"][0]["schemes"] == {"none": [], "abft": ["threadblock", "warp"]}  # mma
+    assert all(b["schemes"]["abft"] == ["threadblock"] for b in d["backends"][1:])  # cutlass90, fused
+
+
+def test_the_warp_level_is_the_mma_backends():
+    """level: warp names its kernels abft-warp, keeps the threadblock level's encodings and row sums out of the source
+    and the shared memory, and is refused with a clear message by the backends that do not have it."""
+    s = spec_of("precision: [tf32, fp64]\nprotection: {scheme: abft, level: warp, inject: true}\n")
+    names = sorted(v.name for v in s.variants)
+    assert names == ["kmeans_f64_abft-warp_64x64x16_w32x32_inj", "kmeans_tf32_abft-warp_128x64x32_w64x32_inj"]
+    files, _ = render_spec(s)
+    src = files[f"{names[1]}/{names[1]}.cu"]
+    assert "warp_checksums(wck, fa, fb);" in src and "__syncthreads_or(redo)" in src
+    assert "encode_kernel" not in src and "row_sums(" not in src and "T es[2]" not in src
+    tb = spec_of("precision: tf32\nprotection: {scheme: abft, level: threadblock}\n")
+    assert Geometry(s.variants[1]).smem_bytes < Geometry(tb.variants[0]).smem_bytes
+    for params in ("{backend: cutlass90}", "{backend: fused}"):
+        with pytest.raises(SpecError, match="level 'warp' is not a abft level of the (cutlass90|fused) backend"):
+            spec_of(f"arch: [sm_90a]\nprecision: tf32\nparams: {params}\nprotection: {{scheme: abft, level: warp}}\n")
 
 
 def test_names_encode_every_parameter():
@@ -71,7 +90,7 @@ def test_shapes_parse_from_the_command_line_order():
         ("shapes: [{samples: 10, dims: 4, clusters: 11}]", "shapes[0].clusters", "clusters=11 is more than samples=10"),
         ("shapes: [{samples: 10, dims: 0, clusters: 2}]", "shapes[0].dims", "0 must be at least 1"),
         ("shapes: [{samples: 10, dim: 4, clusters: 2}]", "shapes[0].dim", "did you mean 'dims'"),
-        ("protection: {scheme: abft, level: warp}", "protection.level", "allowed: none, threadblock"),
+        ("protection: {scheme: abft, level: thread}", "protection.level", "allowed: none, threadblock, warp"),
         ("protection: {scheme: tmr, level: kernel}", "protection.scheme", "abft"),
         ("precision: fp32", "precision", "tf32"),
         ("params: {m_tb: 96}", "params.m_tb", "96 is not a power of two"),
@@ -192,6 +211,25 @@ def test_nvcc_compiles_protected_and_unprotected_for_sm80_and_sm90(tmp_path):
     assert len(libs) == 2 and len(twins) == 1  # the protected variant's benchmark twin
     for rel in libs + twins:
         _nvcc(tmp_path, rel, "sm_80", "sm_90")
+
+
+@pytest.mark.compile
+def test_the_warp_level_compiles_without_spills(tmp_path):
+    """The warp level's assign kernel (five more MMAs per k-step, the check in registers) without a spill: tf32 with
+    faults compiled in for sm_80 and sm_90 (its warp tile holds the most), fp64 for sm_90."""
+    files, _ = render_spec(spec_of("arch: [sm_80, sm_90]\nprecision: [tf32, fp64]\n"
+                                   "protection: {scheme: abft, level: warp, inject: true}\n"))
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for name, archs in (("kmeans_tf32_abft-warp_128x64x32_w64x32_inj", ("sm_80", "sm_90")),
+                        ("kmeans_f64_abft-warp_64x64x16_w32x32_inj", ("sm_90",))):
+        err = _nvcc(tmp_path, f"{name}/{name}.cu", *archs)
+        for arch in archs:
+            entries = ptxas_entries(err, arch)
+            assign = [t for n, t in entries.items() if "assign_kernel" in n]
+            assert len(assign) == 1, (name, arch, list(entries))
+            assert "0 bytes spill stores, 0 bytes spill loads" in assign[0], (name, arch, assign[0])
 
 
 @pytest.mark.compile

@@ -184,3 +184,86 @@ def test_lloyd_decreases_inertia_and_stops_on_tolerance():
 
 def test_lambda_is_derived():
     assert km.LAMBDA == pytest.approx(np.sqrt(2 * np.log(2 / km.P_FALSE_ALARM)))
+
+
+# ---- the warp level (per-thread fragment checksums; the mma backend's level: warp) ----------------------------------
+
+WARP_TILE = {"tf32": (64, 32), "tf32x3": (64, 32), "fp64": (32, 32)}  # the mma backend's default warp tiles
+
+
+def warp_assign(X, C, precision, **kw):
+    return km.assign(X, C, precision, n_tb=64, level="warp", warp_tile=WARP_TILE[precision], **kw)
+
+
+def warp_tau(X, C, precision, row, col):
+    """The threshold of the place that holds acc[row, col] (row < the last whole warp tile, col < 64: no padding)."""
+    mw, nw = WARP_TILE[precision]
+    mm = km.MMA_M[precision]
+    r0, c0 = row // mw * mw, col // nw * nw
+    refs = km.warp_checksums(X[r0:r0 + mw], C[c0:c0 + nw], precision)
+    m, n = (row - r0) % mm, (col - c0) % 8
+    return km.warp_unit(precision, X.shape[1], mw // mm, nw // 8) * np.sqrt(2 * (refs["q"][m, n] + refs["q2"][m, n]))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("dist", ["normal", "uniform", "blobs"])
+def test_warp_level_clean_data_raises_nothing(precision, dist):
+    X, C = data(dist)
+    c = km.Counters()
+    labels, _, _, _ = warp_assign(X, C, precision, counters=c)
+    assert c.detected == 0 and c.recomputed == 0, c.events
+    assert 0 < c.max_score < 0.5
+    assert np.array_equal(labels, km.assign(X, C, precision, n_tb=64)[0])  # the threadblock level's labels
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("factor", [3.0, 40.0, 1e4])
+def test_warp_level_locates_and_corrects_an_accumulator_fault(precision, factor):
+    X, C = data("normal", seed=7)
+    clean, cbest, _, _ = warp_assign(X, C, precision)
+    rng = np.random.default_rng(11)
+    for trial in range(12):
+        row, col = int(rng.integers(1408)), int(rng.integers(64))
+        tau = warp_tau(X, C, precision, row, col)
+        sign = 1 if trial % 2 else -1
+        c = km.Counters()
+        labels, best, _, _ = warp_assign(X, C, precision, faults=[km.Fault("acc", row, col, offset=sign * factor * tau)], counters=c)
+        assert c.injected == 1 and c.detected == 1
+        assert c.corrected + c.recomputed == 1
+        if factor >= 40:
+            assert c.corrected == 1, "a fault far above the threshold is located"
+        assert np.array_equal(labels, clean)
+        assert np.allclose(best, cbest, rtol=1e-5, atol=1e-4 * np.abs(cbest).max())
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_warp_level_bitflips_either_caught_or_harmless(precision):
+    """A flip at every bit of an accumulator (any row and column, the padded warp tiles included): detected, or it
+    changes neither the label nor the distance beyond its band; exponent flips always caught and repaired."""
+    X, C = data("blobs", seed=13)
+    clean, cbest, xx, cc = warp_assign(X, C, precision)
+    nbits = 64 if precision == "fp64" else 32
+    rng = np.random.default_rng(17)
+    for bit in range(nbits - 1):
+        row, col = int(rng.integers(X.shape[0])), int(rng.integers(C.shape[0]))
+        c = km.Counters()
+        labels, best, _, _ = warp_assign(X, C, precision, faults=[km.Fault("acc", row, col, bit=bit)], counters=c)
+        band = km.distance_band(float(xx[row]), float(cc[clean[row]]), X.shape[1], precision)
+        harmless = labels[row] == clean[row] and abs(best[row] - cbest[row]) <= band
+        assert c.detected == 1 or harmless, f"bit {bit}: undetected and significant"
+        if bit >= nbits - 8:
+            assert c.detected == 1 and c.corrected + c.recomputed == 1
+        assert labels[row] == clean[row] or c.detected == 0
+
+
+def test_warp_level_detect_mode_recomputes_and_the_twin_does_not_see():
+    X, C = data("normal", seed=19)
+    clean, _, _, _ = warp_assign(X, C, "tf32x3")
+    tau = warp_tau(X, C, "tf32x3", 5, 3)
+    c = km.Counters()
+    labels, _, _, _ = warp_assign(X, C, "tf32x3", correct="detect", faults=[km.Fault("acc", 5, 3, offset=1e3 * tau)], counters=c)
+    assert (c.detected, c.corrected, c.recomputed) == (1, 0, 1)
+    assert np.array_equal(labels, clean)
+    c = km.Counters()
+    warp_assign(X, C, "tf32x3", faults=[km.Fault("acc", 5, 3, offset=0.5 * tau)], counters=c)
+    assert c.detected == 0, "a fault under the threshold passes (the check is not tuned to the injected value)"

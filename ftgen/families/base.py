@@ -544,8 +544,15 @@ class Family:
 
     # ---- constraints and names ------------------------------------------------------------
     def constraints(self, v: Variant) -> list[str]:
-        """Reasons why a variant cannot be built or run; empty when it is fine."""
-        return self.backend_of(v).constraints(v)
+        """Reasons why a variant cannot be built or run; empty when it is fine. A backend selected by ``params`` is held
+        to its own precisions and protection levels too (the default backend was chosen for the point before its
+        params were read)."""
+        b = self.backend_of(v)
+        reasons = b.constraints(v)
+        if not reasons:
+            why = b.protection_ok(v.precision, v.protection)
+            reasons = [why] if why else []
+        return reasons
 
     def level_tokens(self, scheme: str) -> dict[str, str]:
         """The name tokens of a scheme's levels, as the backends declare them."""

@@ -32,7 +32,8 @@ Kernel names::
     kmeans_<prec>_<protection>_cutlass90_<tile_m>x<tile_n>x<tile_k>_c<cluster_m>x1_<schedule>[_refine][_inj] (cutlass90)
     kmeans_<prec>_<protection>_fused_s<strip>_w<warps>[_refine][_inj]                             (fused)
 
-``<protection>`` is ``none`` or ``abft-tb[-detect][-th<threshold>]``; ``_inj`` marks a build with fault
+``<protection>`` is ``none`` or ``abft-<tb|warp>[-detect][-th<threshold>]`` (``warp``: the mma backend's per-thread
+fragment checksums, the paper's warp level, ``model.verify_warp``); ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
 """
 
@@ -63,6 +64,8 @@ from . import model
 
 PRECISIONS = ("tf32", "tf32x3", "fp64")
 ABFT_LEVELS = {"threadblock": "tb"}
+# the mma backend also offers the per-thread fragment checksums of the paper's warp level (model.verify_warp)
+MMA_ABFT_LEVELS = {"threadblock": "tb", "warp": "warp"}
 # the tensor-core instruction of each precision: (M, N, K)
 MMA_SHAPE = {"tf32": (16, 8, 8), "tf32x3": (16, 8, 8), "fp64": (8, 8, 4)}
 
@@ -102,12 +105,13 @@ class Geometry:
         self.pad = 4  # elements of padding per shared-memory row (conflict-free fragment loads)
         self.ld = self.KT + self.pad
         self.rows_per_thread = -(-self.MT // max(self.threads, 1))
-        abft = v.protection.scheme == "abft"
+        # the threadblock level's encodings and row sums live in shared memory; the warp level's checksums in registers
+        tb = v.protection.scheme == "abft" and v.protection.level == "threadblock"
         self.smem_bytes = (
             STAGES * (self.MT + self.NT) * self.ld * self.elem_bytes  # tiles
-            + (STAGES * 2 * self.mma_n * self.ld * self.elem_bytes if abft else 0)  # the group's encodings' k-tiles
+            + (STAGES * 2 * self.mma_n * self.ld * self.elem_bytes if tb else 0)  # the group's encodings' k-tiles
             + (2 * self.warps_n * self.MT * self.elem_bytes + self.MT * self.elem_bytes + self.MT * 4
-               + 4 * self.MT * self.elem_bytes if abft else 0)  # verification
+               + 4 * self.MT * self.elem_bytes if tb else 0)  # verification
             + self.warps_n * self.MT * (self.elem_bytes + 4) + self.MT * (self.elem_bytes + 4)  # arg-min
             + 16
         )
@@ -122,6 +126,8 @@ def template_context(v: Variant) -> dict:
         "T": PRECISION_CTYPE[v.precision],
         "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
         "abft": abft,
+        "warp": abft and prot.level == "warp",
+        "warp_u": repr(model.WARP_U[v.precision]),
         "detect": abft and prot.correct == "detect",
         "inject": prot.injects,
         "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
@@ -146,7 +152,7 @@ def template_sources(v: Variant) -> tuple[Source, ...]:
 class MmaBackend(Backend):
     name = "mma"
     precisions = PRECISIONS
-    levels = {"abft": ABFT_LEVELS}
+    levels = {"abft": MMA_ABFT_LEVELS}
     params = PARAMS
     requires = ("cublas",)  # the bench executable's vendor reference (cuBLAS SGEMM Lloyd iteration)
     constraint_docs = (
@@ -266,7 +272,7 @@ class Cutlass90Backend(Backend):
         if protection.enabled and protection.scheme != "abft":
             return (f"the kmeans cutlass90 backend takes protection none or abft, not {protection.scheme} (omit params "
                     f"backend for the mma kernels)")
-        return None
+        return super().protection_ok(precision, protection)
 
     def constraints(self, v: Variant) -> list[str]:
         reason = self.protection_ok(v.precision, v.protection)
@@ -395,7 +401,7 @@ class FusedBackend(Backend):
                     f"without params backend)")
         if protection.enabled and protection.scheme != "abft":
             return f"the kmeans fused backend takes protection none or abft, not {protection.scheme}"
-        return None
+        return super().protection_ok(precision, protection)
 
     def constraints(self, v: Variant) -> list[str]:
         reason = self.protection_ok(v.precision, v.protection)
