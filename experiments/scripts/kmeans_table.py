@@ -3,13 +3,14 @@ shape, median ms, ratios to flash-kmeans and the cuBLAS-based iteration, x_unpro
 each campaign's summary.
     python3 experiments/scripts/kmeans_table.py OUT
 """
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
-    for line in f.read_text().splitlines():
+import gzip, json, pathlib, sys
+for f in sorted([*pathlib.Path(sys.argv[1]).glob("*.jsonl"), *pathlib.Path(sys.argv[1]).glob("*.jsonl.gz")]):
+    text = gzip.decompress(f.read_bytes()).decode() if f.suffix == ".gz" else f.read_text()
+    for line in text.splitlines():
         r = json.loads(line)
         if "campaign" in r:
             c = r["campaign"]
-            print(f.stem, {k: c.get(k) for k in ("significant", "corrected", "coverage", "false_alarms", "clean_trials", "max_clean_score",
+            print(f.name.split(".")[0], {k: c.get(k) for k in ("significant", "corrected", "coverage", "false_alarms", "clean_trials", "max_clean_score",
                                                   "counter_violations", "by_dist")})
         if "shape" not in r or "kernel" not in r or "ms" not in r:
             continue
