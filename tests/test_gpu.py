@@ -83,6 +83,13 @@ variants:
   - {{protection: {{scheme: none}}}}
   - {{protection: {{scheme: abft, level: threadblock, correct: detect, inject: true}}}}
 """,
+    "gpu_kmeans_mma": f"""
+name: gpu_kmeans_mma
+family: kmeans
+arch: [{ARCH}]
+protection: {{scheme: abft, level: warp, inject: true}}
+precision: [tf32x3, fp64]
+""",
 }
 SHAPES = {
     "gpu_gemm_simt": "1024x1024x1024,1000x1234x777",
@@ -91,6 +98,7 @@ SHAPES = {
     "gpu_gemm_cutlass90": "1024x1024x1024,1000x1234x777",
     "gpu_attention_wgmma": "2x8x1024,1x4x1000",
     "gpu_kmeans_fused": "65536x8x128,20011x29x300",
+    "gpu_kmeans_mma": "65536x32x128,20011x29x300",
 }
 
 
@@ -169,6 +177,7 @@ def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     ("gpu_gemm_simt", "gemm_f32_abft-tb*", "256x256x512"),
     ("gpu_fft", "*f32_abft*", "4096x64"),
     ("gpu_kmeans_fused", "*abft*", "16384x32x256"),
+    ("gpu_kmeans_mma", "*abft-warp*", "16384x64x256"),
     ("gpu_gemm_cutlass90", "*bf16_abft*", "512x512x1024"),
     ("gpu_attention_wgmma", "*abft*", "1x4x1024"),
 ])
