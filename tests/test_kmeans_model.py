@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ftgen.families.kmeans import model as km
+from ftgen.families.kmeans import warp_model as kw
 
 PRECISIONS = ("tf32", "tf32x3", "fp64")
 
@@ -70,16 +71,21 @@ def tau_of(X, C, precision, n_tb, row, tile):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("factor", [3.0, 40.0, 1e4])
-def test_accumulator_fault_located_and_corrected(precision, factor):
+@pytest.mark.parametrize("level", ["threadblock", "warp"])
+def test_accumulator_fault_located_and_corrected(precision, factor, level):
     X, C = data("normal", seed=7)
-    clean, cbest, _, _ = km.assign(X, C, precision, n_tb=32)
+    if level == "warp":  # rows and columns inside whole warp tiles (no padding), the threshold of the fault's place
+        run, place, tau_at = warp_assign, (1408, 64), lambda row, col: warp_tau(X, C, precision, row, col)
+    else:
+        run = lambda X, C, precision, **kw: km.assign(X, C, precision, n_tb=32, **kw)  # noqa: E731
+        place, tau_at = X.shape[:1] + C.shape[:1], lambda row, col: tau_of(X, C, precision, 32, row, col // 32)
+    clean, cbest, _, _ = run(X, C, precision)
     rng = np.random.default_rng(11)
     for trial in range(12):
-        row, col = int(rng.integers(X.shape[0])), int(rng.integers(C.shape[0]))
-        tau = tau_of(X, C, precision, 32, row, col // 32)
+        row, col = int(rng.integers(place[0])), int(rng.integers(place[1]))
         sign = 1 if trial % 2 else -1
         c = km.Counters()
-        labels, best, _, _ = km.assign(X, C, precision, n_tb=32, faults=[km.Fault("acc", row, col, offset=sign * factor * tau)], counters=c)
+        labels, best, _, _ = run(X, C, precision, faults=[km.Fault("acc", row, col, offset=sign * factor * tau_at(row, col))], counters=c)
         assert c.injected == 1 and c.detected == 1
         assert c.corrected + c.recomputed == 1
         if factor >= 40:
@@ -198,11 +204,11 @@ def warp_assign(X, C, precision, **kw):
 def warp_tau(X, C, precision, row, col):
     """The threshold of the place that holds acc[row, col] (row < the last whole warp tile, col < 64: no padding)."""
     mw, nw = WARP_TILE[precision]
-    mm = km.MMA_M[precision]
+    mm = kw.MMA_M[precision]
     r0, c0 = row // mw * mw, col // nw * nw
-    refs = km.warp_checksums(X[r0:r0 + mw], C[c0:c0 + nw], precision)
+    refs = kw.warp_checksums(X[r0:r0 + mw], C[c0:c0 + nw], precision)
     m, n = (row - r0) % mm, (col - c0) % 8
-    return km.warp_unit(precision, X.shape[1], mw // mm, nw // 8) * np.sqrt(2 * (refs["q"][m, n] + refs["q2"][m, n]))
+    return kw.warp_unit(precision, X.shape[1], mw // mm, nw // 8) * np.sqrt(2 * (refs["q"][m, n] + refs["q2"][m, n]))
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
@@ -214,26 +220,6 @@ def test_warp_level_clean_data_raises_nothing(precision, dist):
     assert c.detected == 0 and c.recomputed == 0, c.events
     assert 0 < c.max_score < 0.5
     assert np.array_equal(labels, km.assign(X, C, precision, n_tb=64)[0])  # the threadblock level's labels
-
-
-@pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("factor", [3.0, 40.0, 1e4])
-def test_warp_level_locates_and_corrects_an_accumulator_fault(precision, factor):
-    X, C = data("normal", seed=7)
-    clean, cbest, _, _ = warp_assign(X, C, precision)
-    rng = np.random.default_rng(11)
-    for trial in range(12):
-        row, col = int(rng.integers(1408)), int(rng.integers(64))
-        tau = warp_tau(X, C, precision, row, col)
-        sign = 1 if trial % 2 else -1
-        c = km.Counters()
-        labels, best, _, _ = warp_assign(X, C, precision, faults=[km.Fault("acc", row, col, offset=sign * factor * tau)], counters=c)
-        assert c.injected == 1 and c.detected == 1
-        assert c.corrected + c.recomputed == 1
-        if factor >= 40:
-            assert c.corrected == 1, "a fault far above the threshold is located"
-        assert np.array_equal(labels, clean)
-        assert np.allclose(best, cbest, rtol=1e-5, atol=1e-4 * np.abs(cbest).max())
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

@@ -79,7 +79,7 @@ def main() -> int:
         indexed = found[0]
     entry = {"claim": a.claim, "family": a.family,
              "file": str(indexed).replace(str(REPO) + "/", ""),
-             "command": a.command, "commit": commit_of(prov or {}), "gpu": (prov or {}).get("gpu"),
+             "command": a.command, "commit": (commit_of(prov or {}) or "")[:7] or None, "gpu": (prov or {}).get("gpu"),
              "headline": False, "figure": fig}
     idx_path = REPO / "results" / "index.json"
     idx = json.loads(idx_path.read_text())

@@ -33,7 +33,7 @@ Kernel names::
     kmeans_<prec>_<protection>_fused_s<strip>_w<warps>[_refine][_inj]                             (fused)
 
 ``<protection>`` is ``none`` or ``abft-<tb|warp>[-detect][-th<threshold>]`` (``warp``: the mma backend's per-thread
-fragment checksums, the paper's warp level, ``model.verify_warp``); ``_inj`` marks a build with fault
+fragment checksums, the paper's warp level, ``warp_model.verify_warp``); ``_inj`` marks a build with fault
 injection compiled in. The rules of the protection are modelled in :mod:`.model`.
 """
 
@@ -60,11 +60,11 @@ from ..base import (
     power_of_two,
     tile_multiples,
 )
-from . import model
+from . import model, warp_model
 
 PRECISIONS = ("tf32", "tf32x3", "fp64")
 ABFT_LEVELS = {"threadblock": "tb"}
-# the mma backend also offers the per-thread fragment checksums of the paper's warp level (model.verify_warp)
+# the mma backend also offers the per-thread fragment checksums of the paper's warp level (warp_model.verify_warp)
 MMA_ABFT_LEVELS = {"threadblock": "tb", "warp": "warp"}
 # the tensor-core instruction of each precision: (M, N, K)
 MMA_SHAPE = {"tf32": (16, 8, 8), "tf32x3": (16, 8, 8), "fp64": (8, 8, 4)}
@@ -127,7 +127,7 @@ def template_context(v: Variant) -> dict:
         "unit_roundoff": repr(UNIT_ROUNDOFF[v.precision]),
         "abft": abft,
         "warp": abft and prot.level == "warp",
-        "warp_u": repr(model.WARP_U[v.precision]),
+        "warp_u": repr(warp_model.WARP_U[v.precision]),
         "detect": abft and prot.correct == "detect",
         "inject": prot.injects,
         "threshold": 0.0 if prot.threshold == "auto" else float(prot.threshold),
