@@ -482,7 +482,8 @@ def test_emulated_tb_prefilter_escalations_and_exact_scores(emu_dir, precision, 
             assert min(st["escalated"], rep.escalated) >= groups - 2 and st["detected"] > 0
         else:
             # (the kernels sum their shares in thread order, the model pairwise: a group near the boundary can go either
-            # way; tbenc 2 at 1.1, 16 groups: 7 against the model's 5 with the output sums split by sign, stop 36, 6 before)
+            # way; tbenc 2 at 1.1, 16 groups: 7 against the model's 5 with the output sums split by sign, 6 before that
+            # split)
             assert 0 < rep.escalated < groups and abs(st["escalated"] - rep.escalated) <= max(2, 0.02 * groups)
             assert st["detected"] < st["escalated"]
     # a fault that overflows (the top exponent bit of an input): its residual is not finite, which is over every

@@ -367,13 +367,16 @@ def _searches_fixture() -> dict:
     return json.loads(gzip.decompress((DATA / "fft_h100_searches.json.gz").read_bytes()))["runs"]
 
 
-def _recorded_searches(*patterns: str) -> list[tuple[str, dict[tuple[str, int], float]]]:
-    """The plan searches recorded under results/h100/fft/ whose paths there match a pattern, oldest first: (provenance
-    time, x cuFFT per (kernel, n) of the rows that verified). Read from tests/data/fft_h100_searches.json.gz, which holds
-    those ratios (the best verified row of a kernel at a size) of every search these tests replay."""
+def _recorded_searches(*patterns: str, exclude: tuple[str, ...] = ()) -> list[tuple[str, dict[tuple[str, int], float]]]:
+    """The recorded plan searches whose keys match a pattern and no pattern of `exclude`, oldest first: (provenance
+    time, x cuFFT per (kernel, n) of the rows that verified). A key names the search (`search_<name>.jsonl`, <name> the
+    name of its spec) and, where a search ran more than once, its run in time order (`search_<name>.<k>.jsonl`, k = 1
+    the earliest). Read from tests/data/fft_h100_searches.json.gz, which holds those ratios (the best verified row of a
+    kernel at a size) of every search these tests replay."""
     runs: list[tuple[str, dict[tuple[str, int], float]]] = []
     fixture = _searches_fixture()
-    for path in sorted({k for pattern in patterns for k in fixture if fnmatch.fnmatchcase(k, pattern)}):
+    keys = {k for pattern in patterns for k in fixture if fnmatch.fnmatchcase(k, pattern)}
+    for path in sorted(k for k in keys if not any(fnmatch.fnmatchcase(k, x) for x in exclude)):
         run = fixture[path]
         assert run["utc"], f"{path}: no provenance time"
         runs.append((run["utc"], {(k, n): r for k, n, r in run["rows"]}))
@@ -410,10 +413,13 @@ def _measured_pair(runs, n: int, pair: tuple[str, str], split_pair: tuple[str, s
 
 
 def test_tuned_plans_replay_the_recorded_searches():
-    """Every measured plan of the tuning file was measured on the GPU (results/h100/fft/search_*.jsonl, rows ok) and beat the plan
-    the rules give for the same size in the latest search that measured both (kernels change between
+    """Every measured plan of the tuning file was measured on the GPU (the recorded searches, rows that verified) and
+    beat the plan the rules give for the same size in the latest search that measured both (kernels change between
     searches: the provenance's time orders them), or else in the latest searches that measured each."""
-    runs = _recorded_searches("search_*.jsonl", "stop34/search_*/search_*.jsonl", "stop35/search_*/search_*.jsonl")
+    # (not the hook split's search, the staged encodings' and the last round at the weakest sizes: the tests of the hook
+    # split, of tbenc, of the automatic plans against the alternatives and of the clean builds replay those)
+    runs = _recorded_searches("search_*.jsonl",
+                              exclude=("search_hooks2.jsonl", "search_tbenc*.jsonl", "search_weak36*.jsonl"))
     assert runs
     T = tuning_tables()
     for (prec, level, logn), entry in T.plans.items():
@@ -448,11 +454,11 @@ def test_tuned_plans_replay_the_recorded_searches():
 
 
 def test_automatic_plans_beat_the_recorded_alternatives():
-    """Stop 36's plan searches (results/h100/fft/stop36/search_weak36*/: cluster plans with one column chunk per block at
-    fp64 2^12 / 2^13 and fp32 2^12-2^14, other register caps, the fp64 cluster plans' first launch at radix 4; one fault
-    per transform) found no faster plan: at every size the automatic two-sided-tb injection build of that precision beat
-    each alternative measured beside it."""
-    runs = _recorded_searches(*(f"stop36/search_weak36{x}_*/search_weak36{x}.jsonl" for x in ("", "b", "c")))
+    """The searches of plan shapes not measured before at the weakest two-sided-tb sizes (search_weak36, _weak36b,
+    _weak36c: cluster plans with one column chunk per block at fp64 2^12 / 2^13 and fp32 2^12-2^14, other register caps,
+    the fp64 cluster plans' first launch at radix 4; one fault per transform) found no faster plan: at every size the
+    automatic two-sided-tb injection build of that precision beat each alternative measured beside it."""
+    runs = _recorded_searches(*(f"search_weak36{x}.jsonl" for x in ("", "b", "c")))
     assert len(runs) == 3
     prot = "{scheme: abft, level: two-sided-tb, inject: true}"
     autos = {(prec, logn): _before_hk(prec, logn, _variant_name(prec, prot, f"{{logn: {logn}}}")) for prec in ("fp32", "fp64") for logn in range(3, 25)}
@@ -505,8 +511,10 @@ def test_tbenc_is_for_staged_simultaneous_two_sided_tb_launches():
 def test_tb_cluster_plans_replay_the_recorded_searches():
     """Every two-sided-tb cluster plan of the tuning file (sm_90) was measured on the GPU with one fault per transform and beat the plan
     an architecture without clusters gets (the measured plan or the rules') in the latest search that measured both
-    (results/h100/fft/search_tbcluster*.jsonl); sm_80 builds keep that plan."""
-    runs = _recorded_searches("search_tbcluster*.jsonl", "stop35/search_weak35*/search_*.jsonl")
+    (the cluster plan searches search_tbcluster, _tbcluster2-4 and _tbcluster64, and the rounds at the weakest sizes,
+    search_weak35*); sm_80 builds keep that plan."""
+    runs = _recorded_searches("search_tbcluster.jsonl", "search_tbcluster[2-4].jsonl", "search_tbcluster64.jsonl",
+                              "search_weak35*.jsonl")
     T = tuning_tables()
     assert runs and T.cluster_plans
     for (prec, level, logn), entry in T.cluster_plans.items():
@@ -521,7 +529,7 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
         s80 = load_spec_text(f"name: t\nfamily: fft\narch: [sm_80]\nprecision: {prec}\nprotection: {prot}\nparams: {{logn: {logn}}}\n", "t.yaml")
         assert tuned.endswith("_cl_inj") and s80.variants[0].name == base
         n = 1 << logn
-        # with the hook split where a search measured both so (stop 35's searches measure the split plans only)
+        # with the hook split where a search measured both so (the search_weak35* rounds measure the split plans only)
         split_pair = (_keys_name(prec, prot, {"logn": logn, **entry, "hooksplit": 1}), _keys_name(prec, prot, {"logn": logn, **other, "hooksplit": 1}))
         tuned, base, both = _measured_pair(runs, n, (tuned, base), split_pair)
         assert both, (tuned, base)
@@ -530,13 +538,13 @@ def test_tb_cluster_plans_replay_the_recorded_searches():
 
 def test_hook_split_sizes_replay_the_recorded_search():
     """The hook split (hooksplit 1 entries of the tuning file): at each size of the sm_90 injection builds the hook split is taken exactly where it measured
-    faster than the same plan with hooks in every block (results/h100/fft/stop32/search_hooks2_*.jsonl, one fault per
-    transform; the latest search that measured both), and the automatic plans carry it there (not on sm_80, not without
-    injection code)."""
-    # (stop 34's simultaneous plans at sequential sizes were measured with and without the split in search_tbsim2)
-    # (stop 36's fenced code without hooks at fp32 2^13 / 2^14: search_weak36d)
-    runs = _recorded_searches("stop32/search_hooks2_*.jsonl", "stop34/search_tbsim2_*/search_tbsim2.jsonl", "stop35/search_weak35[cefhj]_*/search_weak35[cefhj].jsonl",
-                              "stop36/search_weak36d_*/search_weak36d.jsonl")
+    faster than the same plan with hooks in every block (search_hooks2, one fault per transform; the latest search that
+    measured both), and the automatic plans carry it there (not on sm_80, not without injection code)."""
+    # (the simultaneous plans at sequential sizes were measured with and without the split in search_tbsim2, the
+    # two-column plans in search_weak35c / e / f / h / j, the code without hooks with the input encodings fenced off
+    # (ENC_FENCE) at fp32 2^13 / 2^14 in search_weak36d)
+    runs = _recorded_searches("search_hooks2.jsonl", "search_tbsim2.jsonl", "search_weak35[cefhj].jsonl",
+                              "search_weak36d.jsonl")
     assert runs
     checked = 0
     T = tuning_tables()
@@ -555,7 +563,9 @@ def test_hook_split_sizes_replay_the_recorded_search():
             clean = _variant_name(prec, f"{{scheme: abft, level: {level}}}", f"{{logn: {logn}}}")
             assert "_hs" not in clean and "_hc" not in clean and "_hk" not in clean
             if "_cl_" in auto or calls:
-                continue  # (the two-sided-tb cluster plans's plans: the split was chosen in stop 31's full runs; hooksplit 2 (tuning file): the test below)
+                # (the two-sided-tb cluster plans: their split was chosen in full runs, not in a search; hooksplit 2
+                # (tuning file): the test below)
+                continue
             # (hooksplit 3's sizes, the test below: the hook split entries still holds the search's record there)
             # (the search of the split was before tbenc and prefetch)
             hooked = auto.replace("_te_", "_").replace("_tl_", "_").replace("_pf_", "_").replace("_hs_inj", "_inj").replace("_hk_inj", "_inj")
@@ -570,8 +580,8 @@ def test_hook_split_sizes_replay_the_recorded_search():
 
 
 def _ab_ratios(folder: str) -> dict[tuple[str, int], float]:
-    """{(precision, log n): B / A} of a recorded A/B (the summary.txt of results/h100/fft/<...>/<folder>/, the automatic
-    plans), read from its copy tests/data/fft_h100_ab/<folder>.txt."""
+    """{(precision, log n): B / A} of a recorded A/B (its summary, the automatic plans), read from its copy
+    tests/data/fft_h100_ab/<folder>.txt."""
     out, prec = {}, None
     for line in (DATA / "fft_h100_ab" / f"{folder}.txt").read_text().splitlines():
         if line.startswith("fft_"):
@@ -624,13 +634,13 @@ def test_hook_kernel_sizes_replay_the_recorded_ab():
 def test_tbenc_sizes_replay_the_recorded_search():
     """tbenc (tuning file): the automatic two-sided-tb plans take the staged encodings (tbenc 2, names `_te`; 3, only the launches of
     64 threads per column, `_tl`) exactly where that value measured more than 1% faster than each thread encoding its own
-    columns in a search with both (results/h100/fft/stop33/search_tbenc_*/, search_tbenc3_*/, one fault per transform, the
-    latest of each), and no other measured value did elsewhere; a plan given by its keys keeps tbenc 1 unless asked."""
-    # (stop 35's two-column plans at fp64 2^15 / 2^16 / 2^24 were measured with tbenc 1 / 2 in search_weak35g / _weak35j)
-    runs = [r[-1][1] for r in (_recorded_searches("stop33/search_tbenc_*/search_tbenc.jsonl"),
-                                _recorded_searches("stop33/search_tbenc3_*/search_tbenc3.jsonl"),
-                                _recorded_searches("stop35/search_weak35g_*/search_weak35g.jsonl"),
-                                _recorded_searches("stop35/search_weak35j_*/search_weak35j.jsonl")) if r]
+    columns in a search with both (search_tbenc, search_tbenc3, one fault per transform, the latest run of each), and no
+    other measured value did elsewhere; a plan given by its keys keeps tbenc 1 unless asked."""
+    # (the two-column plans at fp64 2^15 / 2^16 / 2^24 were measured with tbenc 1 / 2 in search_weak35g / _weak35j)
+    runs = [r[-1][1] for r in (_recorded_searches("search_tbenc.*.jsonl"),
+                                _recorded_searches("search_tbenc3.*.jsonl"),
+                                _recorded_searches("search_weak35g.jsonl"),
+                                _recorded_searches("search_weak35j.jsonl")) if r]
     assert len(runs) == 4
     tags = {2: "_te", 3: "_tl"}
 
@@ -668,8 +678,9 @@ def test_tbenc_sizes_replay_the_recorded_search():
                 measured = gains(plain, n, 2) + gains(plain, n, 3)
                 assert all(x <= 1.01 for x in measured), (plain, measured)
                 if not measured and "_t2_cl_" in plain:
-                    # a two-column cluster plan not measured with them (stop 35's fp64 2^21 1024 x 512 x 4): the staged
-                    # encodings lost or tied on every two-column cluster plan stop 33 measured them on (2^14, 2^19-2^23)
+                    # a two-column cluster plan not measured with them (fp64 2^21 1024 x 512 x 4, from
+                    # search_weak35): the staged encodings lost or tied on every two-column cluster plan search_tbenc
+                    # measured them on (2^14, 2^19-2^23)
                     assert len(cl_gains) >= 5 and all(x <= 1.01 for x in cl_gains), cl_gains
                 elif not measured:
                     assert logn <= 14, (plain, n)  # (one-launch plans: no staged input)
@@ -681,9 +692,9 @@ def test_tbenc_sizes_replay_the_recorded_search():
 
 def test_prefetch_sizes_replay_the_recorded_search():
     """prefetch (tuning file): the automatic sequential two-sided-tb plans prefetch the next column step (prefetch 2, names `_pf`)
-    exactly where that measured more than 1% faster than without in the latest search with both (results/h100/fft/stop34/
-    search_pf_*/, one fault per transform), and nowhere else; a plan given by its keys does not unless asked."""
-    runs = _recorded_searches("stop34/search_pf_*/search_pf.jsonl")
+    exactly where that measured more than 1% faster than without in the latest search with both (search_pf, one fault
+    per transform), and nowhere else; a plan given by its keys does not unless asked."""
+    runs = _recorded_searches("search_pf.jsonl")
     assert runs
     rows = runs[-1][1]
     checked = 0
@@ -706,7 +717,7 @@ def test_prefetch_sizes_replay_the_recorded_search():
         if sizes:
             given = _variant_name(prec, prot, f"{{logn: {min(sizes)}, bs1: 64}}")
             assert "_pf_" not in given
-    assert checked >= 6  # (the sequential sizes left since stop 35: fp32 2^3-2^6, fp64 2^3 / 2^12)
+    assert checked >= 6  # (the sizes the sequential design still has: fp32 2^3-2^6, fp64 2^3 / 2^12)
 
 
 def test_prefetch_needs_a_sequential_one_launch_plan():
@@ -746,8 +757,8 @@ def test_clean_builds_take_the_measured_plans_and_beat_the_former_clean_plans():
     """Builds without injection code take the injection builds' measured plans (no plans of their own): at fp32 2^13 /
     2^14, where they had plans of their own until the input encodings were fenced off in the code without hooks (ENC_FENCE),
     those plans built without injection code beat the former ones (radix 32 at one block per SM, radix 16) in the same search
-    (results/h100/fft/stop36/search_weak36e_*, no faults)."""
-    runs = _recorded_searches("stop36/search_weak36e_*/search_weak36e.jsonl")
+    (search_weak36e, no faults)."""
+    runs = _recorded_searches("search_weak36e.jsonl")
     assert runs
     rows = runs[-1][1]
     clean_prot, inj_prot = "{scheme: abft, level: two-sided-tb}", "{scheme: abft, level: two-sided-tb, inject: true}"

@@ -7,14 +7,14 @@ of a two-launch plan; a fault is significant when the uncorrected output misses 
 
     python3 experiments/scripts/fft_encoding_experiment.py [TRIALS]
 
-At stop 31 (docs/fft-speed.md): 300 faults in exponent bits, random phases detect every significant one; the chirps miss
+Measured (docs/fft-speed.md): 300 faults in exponent bits, random phases detect every significant one; the chirps miss
 15 of 53 and 19 of 54 at stage 1 (the middle of each launch's butterfly network: the partial sums of a chirp over the
 sub-pass's strided supports cancel), none at the launches' inputs and outputs.
 
-Stop 32 adds two cheaper output encodings (the output side would add, subtract or swap instead of a table read and a
-complex product per element; W^T e stays a table): random signs +-1 and random quarter turns (1, i, -1, -i), both drawn
-from the kernels' phases. Of the 300 significant faults the signs missed 2 and the quarter turns 1, all at stage 1,
-where random phases miss none: below the 99.9% the issue asks, so the output side keeps its phases.
+Two cheaper output encodings are measured beside them (the output side would add, subtract or swap instead of a table
+read and a complex product per element; W^T e stays a table): random signs +-1 and random quarter turns (1, i, -1, -i),
+both drawn from the kernels' phases. Of the 300 significant faults the signs missed 2 and the quarter turns 1, all at
+stage 1, where random phases miss none: below the 99.9% the issue asks, so the output side keeps its phases.
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@
     python3 experiments/scripts/fft_ptxas.py --sass "{precision: fp32, params: {logn: 23}}"
 
 --sass adds the static SASS instruction count of each launch and its integer share (from cuobjdump; the
-kernels are unrolled, so the static count follows the executed one: results/h100/fft/ncu_mix_*.txt found
+kernels are unrolled, so the static count follows the executed one: Nsight Compute on an H100 found
 integer instructions to be 34-57% of the fp32 2^23 launches' work against 10% in cuFFT's).
 
 Each argument is one entry of a spec's `variants:` list (family fft, arch sm_90). With --header-dir the
 kernels are also compiled against that directory's ftgen_fft_core.h (an edited copy) and both columns are
 printed. Used for the spill analyses in docs/fft-speed.md; a spill seen here is a candidate, its cost is
-measured on the GPU (results/h100/fft/summary_b5d87a4.txt: fewer spills were not always faster).
+measured on the GPU (on an H100, fewer spills were not always faster).
 """
 
 from __future__ import annotations

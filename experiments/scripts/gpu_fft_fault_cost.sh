@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the one planned fault per transform costs the two-sided-tb with injection (the measure): at the sizes
-# where the injection build ran furthest below the build without injection code (stop 32: fp32 2^7 0.899 against
+# where the injection build ran furthest below the build without injection code (fp32 2^7 0.899 against
 # 0.951), the automatic plans built without injection code, the injection build with no fault planned (--inject 0: every
 # block takes the split's body without hooks), and with one fault at five seeds (a different faulted block, position and
 # stage each: the corrected block's extra work lands in a different wave). Same run, same inputs, x cuFFT.

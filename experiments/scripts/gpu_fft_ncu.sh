@@ -75,8 +75,8 @@ if [ "$which" = mix ]; then
 fi
 for exe in $gen/fft_ncu/bin/*; do
   name=$(basename "$exe")
-  # 2^26 complex elements (fp32) or 2^25 (fp64) per transform set, as in the sweeps (before stop 29 fp64 2^12 / 2^14
-  # ran at 2^26)
+  # 2^26 complex elements (fp32) or 2^25 (fp64) per transform set, as in the sweeps (older reports ran fp64
+  # 2^12 / 2^14 at 2^26)
   logn=$(echo "$name" | sed -E 's/.*_logn([0-9]+)_.*/\1/'); tot=26; case "$name" in *f64*) tot=25 ;; esac
   shape=$((1 << logn))x$((1 << (tot - logn)))
   if [ "$which" = source ]; then

@@ -1,4 +1,4 @@
-// Usage (device machine): nvcc -arch=sm_90 -O3 -o /tmp/stride experiments/scripts/gpu_probe_stride.cu && /tmp/stride  (results/h100/fft/stop34/stride_probe.txt)
+// Usage (device machine): nvcc -arch=sm_90 -O3 -o /tmp/stride experiments/scripts/gpu_probe_stride.cu && /tmp/stride
 // Access-pattern probe: blocks that take L 32 KB chunks one after the other (as the sequential two-sided-tb's
 // blocks take their L signals), chunk of (block b, step l) = b*L + l ("blocked", today's mapping) or l*nb + b
 // ("interleaved": the resident blocks at one step read one contiguous run). Copy in -> out with a barrier per step

@@ -979,7 +979,7 @@ __global__ void __launch_bounds__(K::kThreads) tb_kernel(TbParams<K> p) {
         // loop's state is kept, so leaving costs a branch): the comparison of the copies then runs
         // outside the hot loop, where the compiler cannot interleave it with the MMAs of every
         // k-iteration (it did: ncu on H100 counted 16% more instructions for the build without
-        // injection than for the one with it; results/h100/gemm/ncu_tmr_tb_*).
+        // injection than for the one with it).
         [&](int it, Frag(&)[kCopies]) {
           checkpoint = it == next_checkpoint || it + 1 == total;
           if (it == next_checkpoint) next_checkpoint += interval;
@@ -1066,7 +1066,7 @@ struct CoopShared {
 // layouts are made for. (A static __shared__ variable would go before the dynamic memory and shift
 // it: with CoopShared there, 48 bytes, the main loop's cp.async loads made L1 ask L2 for 1.25x and L2
 // return 2x the sectors of the same loads in CUTLASS's kernel, and the level took 1.35x the time:
-// ncu on H100, results/h100/gemm/ncu_tmr_sectors_*.)
+// Nsight Compute on an H100.)
 template <class K, class ML>
 struct CoopStorage {
   SharedStorage<K, ML> ss;
