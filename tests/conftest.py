@@ -50,7 +50,22 @@ def _has_gpu() -> bool:
         return False
 
 
+def _xdist_groups(config, items) -> None:
+    """Under `--dist loadgroup` (the GPU tests' script) every test goes with its module, as under loadfile, except in a
+    module that names its build fixtures (`BUILD_FIXTURES`, module-scoped, each a library built for the module): there a
+    test goes with the first of them it uses, so that the libraries build on different workers at once."""
+    if not (getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", None) == "loadgroup"):
+        return
+    for item in items:
+        group = item.nodeid.split("::")[0]
+        used = [name for name in getattr(getattr(item, "module", None), "BUILD_FIXTURES", ())
+                if name in getattr(item, "fixturenames", ())]
+        item.add_marker(pytest.mark.xdist_group(group + (f"[{used[0]}]" if used else "")))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups
 def pytest_collection_modifyitems(config, items):
+    _xdist_groups(config, items)
     # The modules with nvcc tests first (each keeps its order), the others after them: under xdist's loadfile (`make
     # test`) the workers start on the long compiles and the many short modules fill in at the end, so that no worker
     # idles while another finishes a long compile.

@@ -64,6 +64,9 @@ attn_inj_lib = _library_fixture("FTGEN_TORCH_ATTN_INJ", "specs/attention/torch_a
 km_lib = _library_fixture("FTGEN_TORCH_KM", "specs/kmeans/torch_kmeans.yaml")
 km_inj_lib = _library_fixture("FTGEN_TORCH_KM_INJ", "specs/kmeans/torch_kmeans_inject.yaml")
 tmr_lib = _library_fixture("FTGEN_TORCH_TMR", "specs/gemm/torch_linear90_tmr.yaml")
+# The libraries above, each built once per worker that runs a test using it: under `--dist loadgroup`
+# (experiments/scripts/gpu_tests.sh) the tests of each go to one worker (conftest.py), so the six build at once.
+BUILD_FIXTURES = ("lib", "attn_lib", "attn_inj_lib", "km_lib", "km_inj_lib", "tmr_lib")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
