@@ -1,6 +1,7 @@
-"""Fuzz: a thousand mutated specs per run (seeded), from a GEMM, an FFT, a k-means and an attention spec. Every one is
-accepted (exit 0) or refused with a message (exit 2): no traceback, no internal error, nothing written when refused. A
-sample of accepted specs is compiled (marked `compile`)."""
+"""Fuzz: a thousand mutated specs per run (seeded), from a GEMM, an FFT, a k-means and an attention spec, and a
+thousand from specs of the other backends and levels. Every one is accepted (exit 0) or refused with a message (exit
+2): no traceback, no internal error, nothing written when refused. A sample of accepted specs is compiled (marked
+`compile`)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,33 @@ BASES = [
     },
 ]
 
+# The other backends and levels, fuzzed apart so that the base specs' own stream (and the compile sample below) stays
+# as it was: the kmeans mma backend's warp level, the gemm cutlass90 backend (16-bit and tf32x3 ABFT, TMR), the
+# attention mma backend (strided, decoupled) and a fixed fp64 FFT plan.
+BACKEND_BASES = [
+    {"name": "fz_km_mma", "family": "kmeans", "arch": ["sm_90"], "precision": ["tf32", "fp64"],
+     "protection": {"scheme": "abft", "level": "warp", "inject": True},
+     "params": {"backend": "mma"}, "shapes": [{"samples": 1000, "dims": 10, "clusters": 7}]},
+    {"name": "fz_gemm90", "family": "gemm", "arch": ["sm_90a"], "precision": "bf16",
+     "protection": {"scheme": "abft", "level": "threadblock", "inject": True},
+     "params": {"backend": "cutlass90"}, "shapes": [{"m": 64, "n": 64, "k": 64}]},
+    {"name": "fz_gemm90_x3", "family": "gemm", "arch": ["sm_90a"], "precision": "tf32x3",
+     "protection": {"scheme": "abft", "level": "threadblock", "inject": True},
+     "params": {"backend": "cutlass90"}, "shapes": [{"m": 64, "n": 64, "k": 64}]},
+    {"name": "fz_gemm90_tmr", "family": "gemm", "arch": ["sm_90a"], "precision": "fp16",
+     "protection": {"scheme": "tmr", "level": "multikernel", "interval": 1024},
+     "params": {"backend": "cutlass90"}, "shapes": [{"m": 64, "n": 64, "k": 64}]},
+    {"name": "fz_attn_mma", "family": "attention", "arch": ["sm_90a"], "precision": "bf16",
+     "protection": {"scheme": "abft", "level": "strided", "inject": True},
+     "params": {"head_dim": 128, "causal": True}, "shapes": [{"batch": 1, "heads": 2, "seq": 1000}]},
+    {"name": "fz_attn_dec", "family": "attention", "arch": ["sm_90a"], "precision": "fp16",
+     "protection": {"scheme": "abft", "level": "decoupled"},
+     "params": {"head_dim": 64}, "shapes": [{"batch": 1, "heads": 2, "seq": 128}]},
+    {"name": "fz_fft64", "family": "fft", "arch": ["sm_80"], "precision": "fp64",
+     "protection": {"scheme": "abft", "level": "two-sided-tb", "inject": True},
+     "params": {"logn": 10}, "shapes": [{"n": 1024, "batch": 8}]},
+]
+
 ODD_VALUES = [
     None, True, False, 0, -1, 1, 3, 7, 96, 2**31 - 1, 2**31, 2**32 + 128, 2**63, -(2**63), 1e308, float("inf"),
     float("-inf"), float("nan"), 0.5, -0.0, 1e-300, "", " ", "auto", "abc\n", "../../etc", "a" * 300, "é🙂",
@@ -90,8 +118,8 @@ def _walk(d, rng, depth=0):
     return rng.choice(maps)
 
 
-def mutate(rng: random.Random) -> str:
-    spec = copy.deepcopy(rng.choice(BASES))
+def mutate(rng: random.Random, bases: list[dict] = BASES) -> str:
+    spec = copy.deepcopy(rng.choice(bases))
     for _ in range(rng.randint(1, 3)):
         m = _walk(spec, rng)
         op = rng.random()
@@ -125,18 +153,18 @@ def mutate(rng: random.Random) -> str:
     return text
 
 
-def test_fuzz_specs_exit_0_or_2_and_leave_nothing_when_refused(tmp_path, capsys):
-    rng = random.Random(SEED)
+def _fuzz(tmp_path, capsys, bases: list[dict], seed: int, cases: int) -> None:
+    rng = random.Random(seed)
     accepted, refused = [], 0
-    for i in range(CASES):
-        text = mutate(rng)
+    for i in range(cases):
+        text = mutate(rng, bases)
         spec = tmp_path / f"s{i}.yaml"
         spec.write_text(text, encoding="utf-8")
         out = tmp_path / f"o{i}"
         rc = main(["generate", str(spec), "-o", str(out)])
         cap = capsys.readouterr()
         both = cap.out + cap.err
-        assert rc in (0, 2), f"case {i} (seed {SEED}): exit {rc}\n{text}\n{both[-2000:]}"
+        assert rc in (0, 2), f"case {i} (seed {seed}): exit {rc}\n{text}\n{both[-2000:]}"
         assert "Traceback" not in both and "internal error" not in both, f"case {i}:\n{text}\n{both[-2000:]}"
         assert len(cap.err) < 20000, f"case {i}: {len(cap.err)} bytes of messages"
         if rc == 2:
@@ -147,7 +175,19 @@ def test_fuzz_specs_exit_0_or_2_and_leave_nothing_when_refused(tmp_path, capsys)
             accepted.append((text, cap.out.split()))
             shutil.rmtree(out)
     # the mutations exercise both outcomes
-    assert refused > CASES // 3 and len(accepted) > 5, (refused, len(accepted))
+    assert refused > cases // 3 and len(accepted) > 5, (refused, len(accepted))
+
+
+def test_fuzz_specs_exit_0_or_2_and_leave_nothing_when_refused(tmp_path, capsys):
+    _fuzz(tmp_path, capsys, BASES, SEED, CASES)
+
+
+def test_fuzz_backend_specs_exit_0_or_2_and_leave_nothing_when_refused(tmp_path, capsys):
+    for base in BACKEND_BASES:  # each base itself is accepted
+        (tmp_path / "base.yaml").write_text(yaml.safe_dump(base, sort_keys=False), encoding="utf-8")
+        assert main(["generate", str(tmp_path / "base.yaml"), "-o", str(tmp_path / "base")]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+    _fuzz(tmp_path, capsys, BACKEND_BASES, SEED + 1, CASES)
 
 
 @pytest.mark.compile
