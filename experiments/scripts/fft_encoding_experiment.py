@@ -7,7 +7,7 @@ of a two-launch plan; a fault is significant when the uncorrected output misses 
 
     python3 experiments/scripts/fft_encoding_experiment.py [TRIALS]
 
-Measured (docs/fft-speed.md): 300 faults in exponent bits, random phases detect every significant one; the chirps miss
+Measured: 300 faults in exponent bits, random phases detect every significant one; the chirps miss
 15 of 53 and 19 of 54 at stage 1 (the middle of each launch's butterfly network: the partial sums of a chirp over the
 sub-pass's strided supports cancel), none at the launches' inputs and outputs.
 

@@ -11,7 +11,7 @@ integer instructions to be 34-57% of the fp32 2^23 launches' work against 10% in
 
 Each argument is one entry of a spec's `variants:` list (family fft, arch sm_90). With --header-dir the
 kernels are also compiled against that directory's ftgen_fft_core.h (an edited copy) and both columns are
-printed. Used for the spill analyses in docs/fft-speed.md; a spill seen here is a candidate, its cost is
+printed. Used for the spill analyses of docs/fft.md; a spill seen here is a candidate, its cost is
 measured on the GPU (on an H100, fewer spills were not always faster).
 """
 

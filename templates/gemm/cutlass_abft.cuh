@@ -1050,7 +1050,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
     // fragments, so warp column n takes the MMA row blocks mt with mt % kWarpsN == n; in a block (m16n8k8)
     // lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 at k = t and t + 4 of the k-group. `group`
     // runs between the MMAs of each k-group, so the next k-group's MMAs need not wait for it (run between
-    // k-iterations instead, the same work cost 1.5x more time; docs/abft-threadblock-speed.md).
+    // k-iterations instead, the same work cost 1.5x more time).
     // The encodings come from shared memory: warp 0 copies a k-iteration's 32 (one per lane) with cp.async
     // at the first k-group of the k-iteration kStages - 1 before it, into one of kBufs buffers: the
     // copy joins the mainloop's cp.async group of that k-iteration, which the mainloop waits for (and
