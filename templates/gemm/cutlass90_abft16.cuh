@@ -438,13 +438,107 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
     E[static_cast<long long>(kEncRows) * p.strips * p.lde + x] = static_cast<EA>(0.f);
 }
 
+// ---- the reference products R = A E (16-bit operands) --------------------------------------------------------------
+
+// R = A E for bf16 / fp16 on mma.sync m16n8k16 (fp32 accumulation), split along k into partial products that the check
+// adds in a fixed order (deterministic). A block takes 64 rows (a warp 16) and 64 columns of R (8 n8 blocks) over one
+// slice of k. The thread loads 8 consecutive k of its rows of A and of its column of E in one 16-byte load each and feeds
+// them to two k16 MMAs as a permutation of the MMA's k (the same permutation on both sides, so each product is the
+// same): of thread (g = lane / 4, t = lane % 4)'s words k 8t + {0, 2, 4, 6} (pairs), the first MMA takes words 0 and 1
+// as its k {2t, 2t + 8}, the second words 2 and 3. R is m x k times k x (rows of E): small beside the GEMM (about 1/64 of
+// its products with 128-column strips), so the kernel is bound by reading A once.
+struct RefParams {
+  const void* A;  // m x k, k contiguous, lda: 16-byte aligned rows, k a multiple of 8 (kernel_shape pads it)
+  long long lda;
+  const void* E;  // rows_e x lde, k contiguous
+  long long lde;
+  float* R;       // splits partials of m x ldr: split z's at R + z split_stride
+  long long ldr, split_stride;
+  int m, rows_e;
+  long long k, slice;  // slice: k per split, a multiple of 32
+};
+constexpr int kRefWarps = 4, kRefRows = 16 * kRefWarps, kRefCols = 64;
+
+template <class EA>
+__device__ __forceinline__ void ref_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same<EA, cutlass::bfloat16_t>::value) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else if constexpr (std::is_same<EA, cutlass::half_t>::value) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+template <class EA>
+__global__ void __launch_bounds__(32 * kRefWarps) abft16_ref_kernel(RefParams p) {
+  static_assert(sizeof(EA) == 2, "the reference kernel takes 16-bit operands (tf32: KernelRef)");
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const long long r0 = blockIdx.x * static_cast<long long>(kRefRows) + 16 * (threadIdx.x / 32) + g, r1 = r0 + 8;
+  const int c0 = blockIdx.y * kRefCols;
+  const int nb = min(kRefCols / 8, (p.rows_e - c0) / 8);  // n8 blocks (rows_e is a multiple of 8)
+  const long long k0 = blockIdx.z * p.slice, k1 = min(p.k, k0 + p.slice);
+  const uint4* a0 = reinterpret_cast<const uint4*>(static_cast<const EA*>(p.A) + min(r0, p.m - 1ll) * p.lda);
+  const uint4* a1 = reinterpret_cast<const uint4*>(static_cast<const EA*>(p.A) + min(r1, p.m - 1ll) * p.lda);
+  const uint4* e = reinterpret_cast<const uint4*>(static_cast<const EA*>(p.E) + (c0 + g) * p.lde);
+  const long long e_step = p.lde;  // 8 columns of E, in 16-byte words: lde elements
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  float acc[kRefCols / 8][4] = {};
+#pragma unroll 2
+  for (long long kb = k0; kb < k1; kb += 32) {
+    const long long w = (kb + 8 * t) / 8;  // this thread's 16-byte word along k
+    const bool in = kb + 8 * t < k1;         // (k1 is a multiple of 8)
+    const uint4 x0 = in ? __ldg(a0 + w) : zero, x1 = in ? __ldg(a1 + w) : zero;
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < kRefCols / 8; ++j) {
+      if (j < nb) {
+        const uint4 y = in ? __ldg(e + j * e_step + w) : zero;
+        ref_mma<EA>(acc[j], x0.x, x1.x, x0.y, x1.y, y.x, y.y);
+        ref_mma<EA>(acc[j], x0.z, x1.z, x0.w, x1.w, y.z, y.w);
+      }
+    }
+  }
+  float* R = p.R + blockIdx.z * p.split_stride + c0 + 2 * t;
+  CUTLASS_PRAGMA_UNROLL
+  for (int j = 0; j < kRefCols / 8; ++j) {
+    if (j >= nb) continue;
+    if (r0 < p.m) *reinterpret_cast<float2*>(R + r0 * p.ldr + 8 * j) = make_float2(acc[j][0], acc[j][1]);
+    if (r1 < p.m) *reinterpret_cast<float2*>(R + r1 * p.ldr + 8 * j) = make_float2(acc[j][2], acc[j][3]);
+  }
+}
+
+// R = A E by abft16_ref_kernel, splits partials (16-bit operands; tf32 has KernelRef only)
+template <class EA>
+inline cudaError_t launch_ref(const RefParams& p, int splits, cudaStream_t stream) {
+  if constexpr (sizeof(EA) == 2) {
+    const dim3 grid(static_cast<unsigned>((p.m + kRefRows - 1) / kRefRows), static_cast<unsigned>((p.rows_e + kRefCols - 1) / kRefCols),
+                    static_cast<unsigned>(splits));
+    abft16_ref_kernel<EA><<<grid, 32 * kRefWarps, 0, stream>>>(p);
+    return cudaGetLastError();
+  } else {
+    return cudaErrorNotSupported;
+  }
+}
+
+// The split of k: enough blocks for about four a SM, slices of at least 256 (a multiple of 32), at most 8 partials
+inline int ref_splits(long long m, int rows_e, long long k, int sms) {
+  const long long blocks = ((m + kRefRows - 1) / kRefRows) * ((rows_e + kRefCols - 1) / kRefCols);
+  long long s = (4ll * sms + blocks - 1) / blocks;
+  s = std::min<long long>(s, std::max<long long>(1, k / 256));
+  return static_cast<int>(std::max<long long>(1, std::min<long long>(s, 8)));
+}
+inline long long ref_slice(long long k, int splits) { return ((k + splits - 1) / splits + 31) & ~31ll; }
+
 // ---- the check and the corrections -----------------------------------------------------------------------------------
 
 struct CheckParams {
   const float *P1, *PW, *PA;  // [strip][row], rows of mpad (PW: null where abft_locate is recompute)
   long long mpad;
-  const float* R;             // m x ldr: per strip {hi, lo} of r, and where PW is given {hi, lo} of r'
-  long long ldr;
+  const float* R;             // m x ldr: per strip {hi, lo} of r, and where PW is given {hi, lo} of r'; splits partials
+  long long ldr, split_stride;  // (of the reference kernel's split k) split_stride apart, added in their order
+  int splits;
   int m, n, cols, strips;
   double alpha, unit, fixed, rms_w;
   double inv_se, inv_sw, lo;  // 1 / se, 1 / sw, 2^-kLoShift
@@ -467,8 +561,13 @@ __global__ void __launch_bounds__(256) abft16_check_kernel(CheckParams p) {
     // is the unweighted residual's, and a detection is not located
     const bool weighted = p.PW != nullptr;
     const float* r4 = p.R + static_cast<long long>(i) * p.ldr + (weighted ? 4 : 2) * s;
-    const double r = (static_cast<double>(r4[0]) + static_cast<double>(r4[1]) * p.lo) * p.inv_se;
-    const double rw = weighted ? (static_cast<double>(r4[2]) + static_cast<double>(r4[3]) * p.lo) * p.inv_sw : 0.0;
+    double rp[4] = {};  // R's hi and lo of r (and r'), the partials added
+    for (int z = 0; z < p.splits; ++z, r4 += p.split_stride) {
+      rp[0] += r4[0], rp[1] += r4[1];
+      if (weighted) rp[2] += r4[2], rp[3] += r4[3];
+    }
+    const double r = (rp[0] + rp[1] * p.lo) * p.inv_se;
+    const double rw = weighted ? (rp[2] + rp[3] * p.lo) * p.inv_sw : 0.0;
     const int cols = min(p.cols, p.n - s * p.cols);
     double score = 0.0;
     int verdict = ftgen_rules::abft16_unit_verdict(__ldg(p.P1 + at), weighted ? __ldg(p.PW + at) : 0.f, __ldg(p.PA + at), p.alpha * r,
@@ -692,6 +791,16 @@ inline cudaError_t side_stream(Side*& out) {
   }
   out = &sd;
   return cudaSuccess;
+}
+
+// FTGEN_ABFT16_REF=cutlass (read once; an A/B knob): the 16-bit reference products by the CUTLASS sm90 kernel (KernelRef)
+// instead of abft16_ref_kernel
+inline bool ref_cutlass() {
+  static const bool v = [] {
+    const char* x = std::getenv("FTGEN_ABFT16_REF");
+    return x != nullptr && std::strcmp(x, "cutlass") == 0;
+  }();
+  return v;
 }
 
 // FTGEN_ABFT16_SIDE_SMS (read once; a calibration knob): SMs left to the side work while the checked GEMM runs, where
