@@ -447,8 +447,8 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
 // dependent loads along k. A block takes 64 rows (a warp 16) and 64 columns of R (8 n8 blocks) over one slice of k, in
 // chunks of 256 k: per chunk every thread issues its 16 loads of A (8 k32 steps x 2 rows, 16 bytes each) and its 16 of
 // E (into shared memory) before the first product, so a chunk costs one round trip. The slices of a tile are the blocks
-// of one cluster; rank 0 adds their partial products in rank order from the others' shared memory (deterministic) and
-// writes R.
+// of one cluster; each rank adds a share of the tile's partial products in rank order from the ranks' shared memory
+// (deterministic) and writes it to R.
 // The thread feeds 8 consecutive k of its rows of A and of its column of E to two k16 MMAs as a permutation of the
 // MMA's k, the same on both sides: of thread (g = lane / 4, t = lane % 4)'s words (k 8t + {0, 2, 4, 6}, pairs), the
 // first MMA takes words 0 and 1 as its k {2t, 2t + 8}, the second words 2 and 3.
@@ -541,18 +541,24 @@ __global__ void __launch_bounds__(32 * kRefWarps) abft16_ref_kernel(RefParams p)
   }
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
-  if (cluster.block_rank() == 0) {
-    const int ranks = static_cast<int>(cluster.num_blocks());
-    for (int x = threadIdx.x; x < kRefRows * kRefCols; x += 32 * kRefWarps) {
-      const int row = x / kRefCols, col = x % kRefCols;
-      const long long i = blockIdx.y * static_cast<long long>(kRefRows) + row;
-      if (i >= p.m || col >= 8 * nb) continue;
-      float v = 0.f;
-      for (int r = 0; r < ranks; ++r) v += cluster.map_shared_rank(part, r)[row * kRefPStride + col];
-      p.R[i * p.ldr + c0 + col] = v;
-    }
+  // each rank writes its share of the tile's 16-byte words of R, each the ranks' partials added in rank order; the
+  // ranks' loads issued before the additions (a chain of remote loads per word would set the time)
+  const int ranks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
+  constexpr int kWords4 = kRefRows * kRefCols / 4;
+  for (int x = rank * 32 * kRefWarps + threadIdx.x; x < kWords4; x += ranks * 32 * kRefWarps) {
+    const int row = x / (kRefCols / 4), col = 4 * (x % (kRefCols / 4));
+    float4 v[8];
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 0; r < 8; ++r)
+      if (r < ranks) v[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r) + row * kRefPStride + col);
+    float4 sum = v[0];
+    CUTLASS_PRAGMA_UNROLL
+    for (int r = 1; r < 8; ++r)
+      if (r < ranks) sum.x += v[r].x, sum.y += v[r].y, sum.z += v[r].z, sum.w += v[r].w;
+    const long long i = blockIdx.y * static_cast<long long>(kRefRows) + row;
+    if (i < p.m && col < 8 * nb) *reinterpret_cast<float4*>(p.R + i * p.ldr + c0 + col) = sum;
   }
-  cluster.sync();  // (the other ranks' shared memory stays until rank 0 has read it)
+  cluster.sync();  // (a rank's shared memory stays until the others have read it)
 }
 
 // R = A E by abft16_ref_kernel (16-bit operands; tf32 has KernelRef only), splits ranks a cluster
