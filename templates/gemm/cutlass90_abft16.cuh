@@ -36,8 +36,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include <cooperative_groups.h>
-
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp"
@@ -440,161 +438,6 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
     E[static_cast<long long>(kEncRows) * p.strips * p.lde + x] = static_cast<EA>(0.f);
 }
 
-// ---- the reference products R = A E (16-bit operands) --------------------------------------------------------------
-
-// R = A E for bf16 / fp16 on mma.sync m16n8k16 (fp32 accumulation). R is m x k times k x (rows of E): about 1/64 of the
-// GEMM's products with 128-column strips, so the kernel is bound by reading A once; what it must avoid is a chain of
-// dependent loads along k. A block takes 64 rows (a warp 16) and 64 columns of R (8 n8 blocks) over one slice of k, in
-// chunks of 256 k: per chunk every thread issues its 16 loads of A (8 k32 steps x 2 rows, 16 bytes each) and its 16 of
-// E (into shared memory) before the first product, so a chunk costs one round trip. The slices of a tile are the blocks
-// of one cluster; each rank adds a share of the tile's partial products in rank order from the ranks' shared memory
-// (deterministic) and writes it to R.
-// The thread feeds 8 consecutive k of its rows of A and of its column of E to two k16 MMAs as a permutation of the
-// MMA's k, the same on both sides: of thread (g = lane / 4, t = lane % 4)'s words (k 8t + {0, 2, 4, 6}, pairs), the
-// first MMA takes words 0 and 1 as its k {2t, 2t + 8}, the second words 2 and 3.
-struct RefParams {
-  const void* A;  // m x k, k contiguous, lda: 16-byte aligned rows, k a multiple of 8 (kernel_shape pads it)
-  long long lda;
-  const void* E;  // rows_e x lde, k contiguous
-  long long lde;
-  float* R;       // m x ldr
-  long long ldr;
-  int m, rows_e;
-  long long k, slice;  // slice: k per cluster rank, a multiple of kRefChunk
-};
-constexpr int kRefWarps = 4, kRefRows = 16 * kRefWarps, kRefCols = 64, kRefChunk = 256;
-constexpr int kRefStride = kRefChunk * 2 + 64;  // bytes per column of E in shared memory (the pad: conflict-free quarters)
-constexpr int kRefPStride = kRefCols + 4;       // floats per row of the partial products
-constexpr int kRefSmem = kRefCols * kRefStride;  // (>= kRefRows * kRefPStride * 4: the partials reuse it)
-static_assert(kRefRows * kRefPStride * 4 <= kRefSmem, "the partials fit the chunk's buffer");
-
-template <class EA>
-__device__ __forceinline__ void ref_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same<EA, cutlass::bfloat16_t>::value) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else if constexpr (std::is_same<EA, cutlass::half_t>::value) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-}
-
-// grid: (column blocks, row blocks, cluster ranks): a tile's column blocks run together, the second reads A from L2
-template <class EA>
-__global__ void __launch_bounds__(32 * kRefWarps) abft16_ref_kernel(RefParams p) {
-  static_assert(sizeof(EA) == 2, "the reference kernel takes 16-bit operands (tf32: KernelRef)");
-  extern __shared__ __align__(16) unsigned char ref_smem[];
-  namespace cg = cooperative_groups;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  const long long r0 = blockIdx.y * static_cast<long long>(kRefRows) + 16 * warp + g, r1 = r0 + 8;
-  const int c0 = blockIdx.x * kRefCols;
-  const int nb = min(kRefCols / 8, (p.rows_e - c0) / 8);  // n8 blocks (rows_e is a multiple of 8)
-  const long long k0 = blockIdx.z * p.slice, k1 = min(p.k, k0 + p.slice);
-  const uint4* a0 = reinterpret_cast<const uint4*>(static_cast<const EA*>(p.A) + min(r0, p.m - 1ll) * p.lda);
-  const uint4* a1 = reinterpret_cast<const uint4*>(static_cast<const EA*>(p.A) + min(r1, p.m - 1ll) * p.lda);
-  const EA* E = static_cast<const EA*>(p.E);
-  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  float acc[kRefCols / 8][4] = {};
-  for (long long kc = k0; kc < k1; kc += kRefChunk) {
-    uint4 xa[kRefChunk / 32][2];
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kRefChunk / 32; ++i) {
-      const long long kk = kc + 32 * i + 8 * t;  // (k1 is a multiple of 8: a word is all in or all out)
-      xa[i][0] = kk < k1 ? __ldg(a0 + kk / 8) : zero;
-      xa[i][1] = kk < k1 ? __ldg(a1 + kk / 8) : zero;
-    }
-    __syncthreads();  // (the previous chunk's readers are done)
-    constexpr int kWords = kRefCols * kRefChunk / 8 / (32 * kRefWarps);  // 16-byte words of E a thread copies
-    CUTLASS_PRAGMA_UNROLL
-    for (int q = 0; q < kWords; ++q) {  // (cp.async: no registers held; past the columns or k1 the word is zero-filled)
-      const int x = threadIdx.x + q * 32 * kRefWarps, col = x / (kRefChunk / 8), word = x % (kRefChunk / 8);
-      const long long kk = kc + 8 * word;
-      const bool in = col < 8 * nb && kk < k1;
-      const EA* src = in ? E + (c0 + col) * p.lde + kk : E;
-      const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(ref_smem + col * kRefStride + 16 * word));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(in ? 16 : 0));
-    }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-    __syncthreads();
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kRefChunk / 32; ++i) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < kRefCols / 8; ++j) {
-        if (j < nb) {
-          const uint4 y = *reinterpret_cast<const uint4*>(ref_smem + (8 * j + g) * kRefStride + 64 * i + 16 * t);
-          ref_mma<EA>(acc[j], xa[i][0].x, xa[i][1].x, xa[i][0].y, xa[i][1].y, y.x, y.y);
-          ref_mma<EA>(acc[j], xa[i][0].z, xa[i][1].z, xa[i][0].w, xa[i][1].w, y.z, y.w);
-        }
-      }
-    }
-  }
-  // the partial products into shared memory, then rank 0 of the cluster adds the ranks' in order
-  __syncthreads();
-  float* part = reinterpret_cast<float*>(ref_smem);
-  CUTLASS_PRAGMA_UNROLL
-  for (int j = 0; j < kRefCols / 8; ++j) {
-    const int row = 16 * warp + g, col = 8 * j + 2 * t;
-    *reinterpret_cast<float2*>(part + row * kRefPStride + col) = make_float2(acc[j][0], acc[j][1]);
-    *reinterpret_cast<float2*>(part + (row + 8) * kRefPStride + col) = make_float2(acc[j][2], acc[j][3]);
-  }
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();
-  // each rank writes its share of the tile's 16-byte words of R, each the ranks' partials added in rank order; the
-  // ranks' loads issued before the additions (a chain of remote loads per word would set the time)
-  const int ranks = static_cast<int>(cluster.num_blocks()), rank = static_cast<int>(cluster.block_rank());
-  constexpr int kWords4 = kRefRows * kRefCols / 4;
-  for (int x = rank * 32 * kRefWarps + threadIdx.x; x < kWords4; x += ranks * 32 * kRefWarps) {
-    const int row = x / (kRefCols / 4), col = 4 * (x % (kRefCols / 4));
-    float4 v[8];
-    CUTLASS_PRAGMA_UNROLL
-    for (int r = 0; r < 8; ++r)
-      if (r < ranks) v[r] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, r) + row * kRefPStride + col);
-    float4 sum = v[0];
-    CUTLASS_PRAGMA_UNROLL
-    for (int r = 1; r < 8; ++r)
-      if (r < ranks) sum.x += v[r].x, sum.y += v[r].y, sum.z += v[r].z, sum.w += v[r].w;
-    const long long i = blockIdx.y * static_cast<long long>(kRefRows) + row;
-    if (i < p.m && col < 8 * nb) *reinterpret_cast<float4*>(p.R + i * p.ldr + c0 + col) = sum;
-  }
-  cluster.sync();  // (a rank's shared memory stays until the others have read it)
-}
-
-// R = A E by abft16_ref_kernel (16-bit operands; tf32 has KernelRef only), splits ranks a cluster
-template <class EA>
-inline cudaError_t launch_ref(const RefParams& p, int splits, cudaStream_t stream) {
-  if constexpr (sizeof(EA) == 2) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>((p.rows_e + kRefCols - 1) / kRefCols), static_cast<unsigned>((p.m + kRefRows - 1) / kRefRows),
-                       static_cast<unsigned>(splits));
-    cfg.blockDim = dim3(32 * kRefWarps);
-    cfg.dynamicSmemBytes = kRefSmem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = static_cast<unsigned>(splits);
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, abft16_ref_kernel<EA>, p);
-  } else {
-    return cudaErrorNotSupported;
-  }
-}
-
-// The split of k over a cluster's ranks: about four blocks a SM, slices of at least 512 (whole chunks), at most 8 ranks
-inline int ref_splits(long long m, int rows_e, long long k, int sms) {
-  const long long blocks = ((m + kRefRows - 1) / kRefRows) * ((rows_e + kRefCols - 1) / kRefCols);
-  long long s = (4ll * sms + blocks - 1) / blocks;
-  s = std::min<long long>(s, std::max<long long>(1, k / 512));
-  return static_cast<int>(std::max<long long>(1, std::min<long long>(s, 8)));
-}
-inline long long ref_slice(long long k, int splits) {
-  return ((k + splits - 1) / splits + kRefChunk - 1) / kRefChunk * kRefChunk;
-}
-
 // ---- the check and the corrections -----------------------------------------------------------------------------------
 
 struct CheckParams {
@@ -849,16 +692,6 @@ inline cudaError_t side_stream(Side*& out) {
   }
   out = &sd;
   return cudaSuccess;
-}
-
-// FTGEN_ABFT16_REF=cutlass (read once; an A/B knob): the 16-bit reference products by the CUTLASS sm90 kernel (KernelRef)
-// instead of abft16_ref_kernel
-inline bool ref_cutlass() {
-  static const bool v = [] {
-    const char* x = std::getenv("FTGEN_ABFT16_REF");
-    return x != nullptr && std::strcmp(x, "cutlass") == 0;
-  }();
-  return v;
 }
 
 // FTGEN_ABFT16_SIDE_SMS (read once; a calibration knob): SMs left to the side work while the checked GEMM runs, where
