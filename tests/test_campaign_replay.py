@@ -8,6 +8,7 @@ command's own input checks (skipped when results/ is not in the tree)."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 
@@ -20,8 +21,9 @@ from ftgen.faults.__main__ import main as rejudge
 RESULTS = REPO / "results"
 
 
+@functools.lru_cache(maxsize=None)
 def _records(path):
-    """{kernel: (recorded campaign summary, [trial rows])} of one results file, kernels with both only."""
+    """{kernel: (recorded campaign summary, [trial rows])} of one results file, kernels with both only (read once)."""
     opener = gzip.open if path.suffix == ".gz" else open
     camps, trials = {}, {}
     with opener(path, "rt") as f:
