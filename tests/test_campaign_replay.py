@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO
 from ftgen.faults import summarize
+from ftgen.faults.__main__ import _rows as read_rows
 from ftgen.faults.__main__ import main as rejudge
 
 RESULTS = REPO / "results"
@@ -23,34 +24,21 @@ RESULTS = REPO / "results"
 
 @functools.lru_cache(maxsize=None)
 def _records(path):
-    """{kernel: (recorded campaign summary, [trial rows])} of one results file, kernels with both only (read once)."""
-    opener = gzip.open if path.suffix == ".gz" else open
+    """{kernel: (recorded campaign summary, [trial rows])} of one results file, kernels with both only (read once, by
+    the command's own reader)."""
     camps, trials = {}, {}
-    with opener(path, "rt") as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            r = json.loads(line)
-            if isinstance(r.get("campaign"), dict):
-                camps[r["campaign"].get("kernel")] = r["campaign"]
-            elif "trial" in r and "kernel" in r:
-                trials.setdefault(r["kernel"], []).append(r)
+    for r in read_rows(path):
+        if isinstance(r.get("campaign"), dict):
+            camps[r["campaign"].get("kernel")] = r["campaign"]
+        elif "trial" in r and "kernel" in r:
+            trials.setdefault(r["kernel"], []).append(r)
     return {k: (camps[k], rows) for k, rows in trials.items() if k in camps}
 
 
 def _campaign_files():
     if not RESULTS.is_dir():
         return []
-    out = []
-    for p in sorted(RESULTS.rglob("*.jsonl*")):
-        if p.suffix not in (".jsonl", ".gz"):
-            continue
-        with (gzip.open if p.suffix == ".gz" else open)(p, "rt") as f:
-            head = f.read(1 << 16)
-        if ('"campaign"' in head or '"trial"' in head) and _records(p):
-            out.append(p)
-    return out
+    return [p for p in sorted(RESULTS.rglob("*.jsonl*")) if p.suffix in (".jsonl", ".gz") and _records(p)]
 
 
 FILES = _campaign_files()
