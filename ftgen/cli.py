@@ -540,7 +540,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
 @click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
 @click.option("--json", "json_out", default=None, help="Write trials, per-bit and ROC rows and the summaries (JSON lines) to PATH or -.")
 @click.option("--plot", "plot_out", default=None, help="Write the ROC / per-bit plot (PNG) to PATH.")
-@click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds per executable run.")
+@click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True, help="Seconds an executable run may take per 250 trials it runs.")
 @click.option("--gpus", "gpus_text", default=None, help=GPUS_HELP)
 @click.option("--shard", "shard_text", default=None, help=SHARD_HELP + " A part's summaries count its own trials only.")
 @click.option("--from", "merge", is_flag=True, help="Merge the results files after SPEC (of --shard runs): summaries over all trials.")

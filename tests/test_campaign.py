@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ftgen.cli import main
 from ftgen import tolerance
-from ftgen.faults import counters_violated, per_bit, roc, run_trials, summarize
+from ftgen.faults import campaign, counters_violated, per_bit, roc, summarize
 
 
 def trial(injected, significant=False, detected=0, ok=True, score=0.1, bit=3, err=1e-7):
@@ -77,9 +77,12 @@ def test_a_shape_the_variant_skips_is_an_error(tmp_path):
     exe = tmp_path / "k"
     exe.write_text('#!/bin/sh\necho \'{"kernel": "k", "shape": {"n": 8388608, "batch": 1}, "skipped": "sizes 16384", "ok": true}\'\n')
     exe.chmod(0o755)
-    rows, errors = run_trials(exe, "k", shape="8388608x1", dist="normal", trials=3, inject=1, seed=1)
-    assert rows == [] and len(errors) == 1 and not errors[0]["ok"]
-    assert errors[0]["error"]["kind"] == "shape" and "8388608x1" in errors[0]["error"]["message"]
+    (tmp_path / "bin").mkdir()
+    exe.rename(tmp_path / "bin" / "k")
+    rows, summaries = campaign(tmp_path, [{"kernel": "k"}], shape="8388608x1", trials=3, dists=("normal", "uniform"))
+    assert len(rows) == 1 and not rows[0]["ok"]  # said once: the other runs are not tried
+    assert rows[0]["error"]["kind"] == "shape" and "8388608x1" in rows[0]["error"]["message"]
+    assert summaries[0]["clean_trials"] == summaries[0]["faulty_trials"] == 0
 
 
 K = 1024

@@ -19,7 +19,7 @@ from ftgen.bench import run_executable
 from ftgen.bench.pool import Gpu, GpuPool, PoolProgress, WorkItem, list_gpus, run_campaign, same_model, select_gpus
 from ftgen.cli import main
 from ftgen.errors import NoGpuError, SpecError
-from ftgen.search.shard import campaign_chunks, shard_chunks
+from ftgen.search.shard import campaign_chunks, merge_chunks, shard_chunks
 
 GPUS = [Gpu(i, f"GPU-fake-{i}", "NVIDIA H200", "580.1") for i in range(3)]
 
@@ -208,8 +208,8 @@ a = sys.argv[1:]
 arg = lambda f: a[a.index(f) + 1]
 n, seed, inject, dist = int(arg("--trials")), int(arg("--seed")), int(arg("--inject")), arg("--dist")
 k = __import__("os").path.basename(sys.argv[0])
-for t in range(n):
-    x = (seed * 6364136223846793005 + t * 1442695040888963407) % 2**32
+for t in range(n):  # trial t draws from seed + t, as the driver's run_trials does
+    x = ((seed + t) * 6364136223846793005 + 1442695040888963407) % 2**32 >> 8
     print(json.dumps({{"trial": t, "kernel": k, "dist": dist, "injected": inject, "significant": bool(inject and x % 3),
                       "detected": int(inject and x % 3 > 0 and x % 7 != 0), "ok": not (inject and x % 7 == 0), "score": x / 2**30,
                       "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7, **({{"site_arg": arg("--site")}} if "--site" in a else {{}})}}))
@@ -218,12 +218,45 @@ for t in range(n):
 
 def test_campaign_chunks_follow_the_sequential_seeds(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(F, "run_executable", lambda exe, k, argv, timeout, meta=None: calls.append((k, argv)) or [])
-    F.campaign(tmp_path, [{"kernel": "a"}, {"kernel": "b"}], shape="64x64x64", trials=10, dists=("normal", "uniform"), seed=5, chunk=4)
+    monkeypatch.setattr(F, "run_executable", lambda exe, k, argv, timeout, meta=None: calls.append((k, argv, timeout)) or [])
+    F.campaign(tmp_path, [{"kernel": "a"}, {"kernel": "b"}], shape="64x64x64", trials=10, dists=("normal", "uniform"), seed=5,
+               chunk=4, timeout=7)
     chunks = campaign_chunks(["a", "b"], trials=10, dists=("normal", "uniform"), seed=5, chunk=4)
-    assert [(c.kernel, c.argv("64x64x64")) for c in chunks] == calls
+    # one run a variant, distribution and clean/faulty: its three chunks' trials with their seeds
+    runs = merge_chunks(chunks, 1)
+    assert len(chunks) == 24 and len(runs) == 8 and all(c.trials == 10 and c.start == 0 for c in runs)
+    assert [(c.kernel, c.argv("64x64x64"), 7.0) for c in runs] == calls
+    assert [c.seed for c in runs] == [chunks[3 * i].seed for i in range(8)]
     parts = [shard_chunks(chunks, i, 3) for i in range(3)]
     assert sorted(c.key for p in parts for c in p) == sorted(c.key for c in chunks) and max(map(len, parts)) - min(map(len, parts)) <= 1
+
+
+def test_merged_chunks_keep_every_trial_and_seed_and_leave_each_gpu_two_runs():
+    chunks = campaign_chunks(["a", "b"], trials=1000, dists=("normal", "uniform", "loguniform"), seed=9)
+    assert len(chunks) == 2 * 3 * 2 * 4
+
+    def trials(cs):  # (kernel, dist, inject, trial) -> seed, over every trial of the chunks
+        return {(c.kernel, c.dist, c.inject, c.start + t): c.seed + t for c in cs for t in range(c.trials)}
+
+    for workers, runs in ((1, 12), (2, 12), (4, 12), (8, 24), (16, 48), (100, 48)):
+        got = merge_chunks(chunks, workers)
+        assert len(got) == runs and trials(got) == trials(chunks), workers
+        assert len(got) >= min(len(chunks), 2 * workers)
+        assert max(c.trials for c in got) - min(c.trials for c in got) <= 250  # a run's stretch cut evenly
+    # chunks that do not continue one another stay apart: a shard's block, a run's chunks in another order
+    block = shard_chunks(chunks, 1, 3)
+    assert trials(merge_chunks(block, 1)) == trials(block)
+    shuffled = chunks[::-1]
+    assert merge_chunks(shuffled, 1) == shuffled
+    assert merge_chunks([], 4) == []
+
+
+def test_a_merged_run_has_the_timeout_of_its_chunks(tmp_path, monkeypatch):
+    seen = []
+    pool = GpuPool(GPUS[:1], runner=lambda exe, k, argv, timeout, env=None: seen.append((argv, timeout)) or [])
+    run_campaign(tmp_path, merge_chunks(campaign_chunks(["k"], trials=600, dists=("normal",), seed=1), 1), pool,
+                 shape="8x8x8", timeout=10)
+    assert sorted(t for _, t in seen) == [30.0, 30.0] and {a[a.index("--trials") + 1] for a, _ in seen} == {"600"}
 
 
 def test_campaign_on_gpus_gives_the_same_trials_as_one_run(tmp_path):

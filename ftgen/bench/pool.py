@@ -380,11 +380,12 @@ def run_campaign(project: Path, chunks, pool: GpuPool, *, shape: str, timeout: f
     """Run campaign chunks (:func:`ftgen.search.shard.campaign_chunks`, all or one shard's) on the pool's
     GPUs (``extra``: further executable flags, e.g. ``--site NAME``). Returns (all rows, one summary per variant) as ``ftgen.faults.campaign`` does: per variant its
     error rows, then its trial rows in chunk order, whatever GPU ran them."""
-    from ..faults import summarize
+    from ..faults import run_timeout, summarize
     from ..search.shard import chunk_rows
 
     binary = binary or (lambda proj, k: proj / "bin" / k)
-    items = [WorkItem(c.key, binary(project, c.kernel), c.kernel, c.argv(shape, extra), timeout) for c in chunks]
+    items = [WorkItem(c.key, binary(project, c.kernel), c.kernel, c.argv(shape, extra), run_timeout(timeout, c.trials))
+             for c in chunks]
     got = pool.run(items)
     all_rows: list[dict] = []
     summaries: list[dict] = []
@@ -409,12 +410,13 @@ def campaign_on_gpus(project: Path, variants: list[dict], gpus: list[Gpu], gpu: 
                      log: Callable[[str], None], extra: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
     """`campaign --gpus / --shard`: the campaign's chunks (one shard's), on ``gpus`` or else the default GPU
     (``gpu``, its info), with per-GPU progress. Returns (rows, summaries) as ``ftgen.faults.campaign``."""
-    from ..search.shard import campaign_chunks, shard_chunks
+    from ..search.shard import campaign_chunks, merge_chunks, shard_chunks
 
     chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dists, seed=seed)
     if shard:
         chunks = shard_chunks(chunks, *shard)
         log(f"campaign: shard {shard[0]}/{shard[1]}: {len(chunks)} chunk(s) of trials")
+    chunks = merge_chunks(chunks, len(gpus) or 1)
     with pool_for(gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]) as pool:
         out = run_campaign(project, chunks, pool, shape=shape, timeout=timeout, spec_name=spec_name, extra=extra)
     if pool.retried or pool.dead:

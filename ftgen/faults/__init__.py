@@ -28,32 +28,6 @@ class CampaignResult:
     errors: list[dict] = field(default_factory=list)
 
 
-def run_trials(exe: Path, kernel: str, *, shape: str, dist: str, trials: int, inject: int, seed: int,
-               chunk: int = 250, timeout: float = 900.0, extra: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
-    """Run `trials` trials in chunks (each chunk its own process). Returns (trial rows, error rows)."""
-    rows, errors = [], []
-    done = 0
-    while done < trials:
-        n = min(chunk, trials - done)
-        argv = ["--trials", str(n), "--inject", str(inject), "--shapes", shape, "--dist", dist,
-                "--seed", str(seed + done), "--no-timing", *extra]
-        got = run_executable(exe, kernel, argv, timeout)
-        for r in got:
-            if "trial" in r:
-                r["trial"] += done
-                rows.append(r)
-            elif not r.get("ok", True):
-                errors.append(r)
-            elif "skipped" in r:
-                # a variant that does not run this shape (a fixed size) would count no trials at all; the
-                # remaining chunks would skip it again
-                errors.append({"kernel": kernel, "ok": False,
-                               "error": {"kind": "shape", "message": f"{kernel} does not run shape {shape}: {r['skipped']}"}})
-                return rows, errors
-        done += n
-    return rows, errors
-
-
 def score_of(r: dict) -> float:
     """A trial's detection score (residual / threshold). JSON has no infinity: the executables write a
     non-finite score (a non-finite checksum residual) as null, which is over every threshold."""
@@ -299,27 +273,35 @@ def plot(path: Path, summaries: list[dict], rocs: dict[str, list[dict]], bits: d
     return None
 
 
+def run_timeout(timeout: float, trials: int) -> float:
+    """The limit of an executable run of ``trials`` trials: ``timeout`` per started chunk of 250 (``CHUNK_TRIALS``)."""
+    from ..search.shard import CHUNK_TRIALS
+
+    return timeout * max(1, -(-trials // CHUNK_TRIALS))
+
+
 def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, dists=DISTS, seed: int = 1,
-             chunk: int = 250, timeout: float = 900.0, spec_name: str = "", extra: tuple[str, ...] = (),
+             chunk: int | None = None, timeout: float = 900.0, spec_name: str = "", extra: tuple[str, ...] = (),
              log: Callable[[str], None] = lambda s: None) -> tuple[list[dict], list[dict]]:
     """Clean and faulty trials for every variant and distribution (``extra``: further executable flags, e.g.
-    ``--site NAME``). Returns (all rows, summaries)."""
+    ``--site NAME``), one executable run after another: the chunks of :func:`ftgen.search.shard.campaign_chunks`
+    (``chunk`` trials each), merged as for one GPU (one run per variant, distribution and clean/faulty), a run
+    allowed ``timeout`` seconds per 250 trials (:func:`run_timeout`). Returns (all rows, summaries)."""
+    from ..search.shard import CHUNK_TRIALS, campaign_chunks, chunk_rows, merge_chunks
+
     all_rows: list[dict] = []
     summaries: list[dict] = []
     for v in variants:
         k = v["kernel"]
         exe = project / "bin" / k
         rows: list[dict] = []
-        runs = [(d, inject, seed + (2 * i + inject) * trials) for i, d in enumerate(dists) for inject in (0, 1)]
-        for d, inject, base in runs:
-            log(f"{k}: {trials} {'faulty' if inject else 'clean'} trials ({d})")
-            got, errs = run_trials(exe, k, shape=shape, dist=d, trials=trials, inject=inject, seed=base,
-                                   chunk=chunk, timeout=timeout, extra=extra)
+        for c in merge_chunks(campaign_chunks([k], trials=trials, dists=dists, seed=seed, chunk=chunk or CHUNK_TRIALS), 1):
+            log(f"{k}: {c.trials} {'faulty' if c.inject else 'clean'} trials ({c.dist})")
+            got, errs = chunk_rows(c, shape, run_executable(exe, k, c.argv(shape, extra), run_timeout(timeout, c.trials)))
             rows.extend(got)
             all_rows.extend(errs)
             if any(e.get("error", {}).get("kind") == "shape" for e in errs):
                 break  # the other runs would skip the shape too
         all_rows.extend(rows)
-        s = summarize(k, rows, spec_name)
-        summaries.append(s)
+        summaries.append(summarize(k, rows, spec_name))
     return all_rows, summaries

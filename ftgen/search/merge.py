@@ -125,7 +125,7 @@ def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
     from ..faults import summarize
     from .shard import merge_campaign
 
-    m = merge_campaign(list(results))
+    m = merge_campaign(list(results), [v.name for v in chosen])
     for note in m.notes:
         log(f"warning: {note}")
     names = {v.name for v in chosen}

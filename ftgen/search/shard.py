@@ -9,8 +9,12 @@ each write their own results file:
   shards, never by all). The strategy must propose without looking at measurements (``exhaustive``
   and ``random`` do): every shard proposes the same batch.
 - a campaign: its chunks of trials (variant x distribution x clean/faulty x chunk of ``chunk``
-  trials, each with its own seed), dealt round-robin. A chunk's seed does not depend on the shard,
-  so the trials are the same whether run in one job or in N.
+  trials, each with its own seed), cut into N contiguous blocks of nearly equal size. A chunk's seed
+  does not depend on the shard, so the trials are the same whether run in one job or in N.
+
+A campaign's executable runs take chunks merged where they continue one another
+(:func:`merge_chunks`): starting a process costs about as much as a few hundred trials at a
+small shape, so fewer, longer runs, enough of them to keep every GPU busy.
 
 ``ftgen search SPEC --from a.jsonl b.jsonl ...`` merges the shards' files (:func:`merge_search`)
 without compiling or running anything.
@@ -74,7 +78,10 @@ class Chunk:
                 "--seed", str(self.seed), "--no-timing", *extra]
 
 
-def campaign_chunks(kernels: list[str], *, trials: int, dists, seed: int, chunk: int = 250) -> list[Chunk]:
+CHUNK_TRIALS = 250  # trials of a campaign chunk: the unit of sharding and of an executable run's timeout
+
+
+def campaign_chunks(kernels: list[str], *, trials: int, dists, seed: int, chunk: int = CHUNK_TRIALS) -> list[Chunk]:
     """Every chunk of a campaign, in the order ``ftgen.faults.campaign`` runs them and with the seeds it
     gives them: run (dist i, inject) of a variant starts at seed + (2 i + inject) trials, and its chunk
     from trial ``done`` at that plus ``done``."""
@@ -89,12 +96,41 @@ def campaign_chunks(kernels: list[str], *, trials: int, dists, seed: int, chunk:
 
 
 def shard_chunks(chunks: list[Chunk], i: int, n: int) -> list[Chunk]:
-    return chunks[i::n]
+    """Shard I of N: a contiguous block of the chunks, so that a shard's chunks of one run can merge."""
+    return chunks[len(chunks) * i // n:len(chunks) * (i + 1) // n]
+
+
+def continues(a: Chunk, b: Chunk) -> bool:
+    """b takes up the trials of a's run (variant, distribution, clean/faulty) where a stops, with the seeds it would
+    have in the same executable run."""
+    return ((a.kernel, a.dist, a.inject) == (b.kernel, b.dist, b.inject)
+            and b.start == a.start + a.trials and b.seed == a.seed + a.trials)
+
+
+def merge_chunks(chunks: list[Chunk], workers: int) -> list[Chunk]:
+    """The chunks as executable runs: each stretch of chunks that continue one another merged into as few runs as
+    keep ``workers`` GPUs busy, at least two runs a worker over the whole list where there are that many chunks.
+    Trial t of a run has the seed ``seed + t`` whatever the process, so a merged chunk gives its parts' trials."""
+    most = max(1, len(chunks) // (2 * max(1, workers)))  # chunks per run
+    out: list[Chunk] = []
+    i = 0
+    while i < len(chunks):
+        j = i + 1
+        while j < len(chunks) and continues(chunks[j - 1], chunks[j]):
+            j += 1
+        parts = -(-(j - i) // most)  # the stretch in this many runs of nearly equal size
+        for p in range(parts):
+            lo, hi = i + (j - i) * p // parts, i + (j - i) * (p + 1) // parts
+            first = chunks[lo]
+            out.append(Chunk(first.kernel, first.dist, first.inject, first.start,
+                             sum(c.trials for c in chunks[lo:hi]), first.seed))
+        i = j
+    return out
 
 
 def chunk_rows(c: Chunk, shape: str, got: list[dict]) -> tuple[list[dict], list[dict]]:
-    """A chunk's executable rows -> (trial rows numbered within the whole run, error rows), as
-    ``ftgen.faults.run_trials`` reads them."""
+    """A chunk's executable rows -> (trial rows numbered within the whole run, error rows); a row that says the
+    variant skips the shape becomes an error row of kind ``shape``."""
     rows, errors = [], []
     for r in got:
         if "trial" in r:
@@ -248,9 +284,10 @@ class MergedCampaign:
     commits: list[str] = field(default_factory=list)  # the commits the shards ran
 
 
-def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
+def merge_campaign(paths: list[Path | str], kernel_order: list[str] = ()) -> MergedCampaign:
     """The rows of several campaign results files (shards of one campaign) as one campaign's: checks that
-    they ran the same campaign (trials, distributions, shape, seed, fault site) on one GPU model."""
+    they ran the same campaign (trials, distributions, shape, seed, fault site) on one GPU model. The variants
+    in ``kernel_order`` (the spec's) come first, in that order, the others as the files name them."""
     files = [read_results(p) for p in paths]
     notes = _check_shards(files)
     for key in ("trials", "dists", "shape", "seed", "site"):
@@ -281,6 +318,8 @@ def merge_campaign(paths: list[Path | str]) -> MergedCampaign:
             trials[key] = r
     if repeated:
         notes.append(f"{repeated} trial(s) in more than one file (same variant, distribution, clean/faulty and number); kept the first")
+    rank = {k: i for i, k in enumerate(kernel_order)}
+    kernels.sort(key=lambda k: rank.get(k, len(rank)))  # stable: the others keep the files' order
     order = {d: i for i, d in enumerate(dists)}
     rows: list[dict] = []
     for k in kernels:
