@@ -371,6 +371,24 @@ def test_campaign_rows(scripted):
 
 
 @pytest.mark.compile
+def test_several_campaign_runs_in_one_process(scripted):
+    """--runs gives the rows of one --trials run each, in order, numbered by run; its flags are checked per run."""
+    rc, rows, err = scripted("--runs", "uniform:0:11:2,normal:1:40:3", "--shapes", "8x8")
+    assert rc == 0, err
+    assert [(r["run"], r["trial"], r["dist"], r["injected"]) for r in rows] == \
+        [(0, 0, "uniform", 0), (0, 1, "uniform", 0)] + [(1, t, "normal", 1) for t in range(3)]
+    _, alone, _ = scripted("--trials", "3", "--inject", "1", "--seed", "40", "--shapes", "8x8")
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "run"} for r in rs]
+    assert strip(rows[2:]) == alone  # the same trials, faults included, as the run on its own
+    rc, skipped, _ = scripted("--runs", "normal:0:1:2,normal:1:3:2", "--shapes", "7x7")
+    assert rc == 0 and [(r["run"], r["skipped"]) for r in skipped] == [(0, "built for other sizes"), (1, "built for other sizes")]
+    for bad in (["--runs", "normal:0:1"], ["--runs", "sideways:0:1:2"], ["--runs", "normal:0:1:0"], ["--runs", "normal:0:1:2,"],
+                ["--runs", "normal:0:1:2", "--trials", "2"], ["--runs", "normal:0:1:2", "--seed", "3"],
+                ["--runs", "normal:0:1:2", "--dist", "uniform"]):
+        assert scripted(*bad)[0] == 2, bad
+
+
+@pytest.mark.compile
 def test_skipped_shapes_and_flag_errors(scripted):
     rc, rows, _ = scripted("--shapes", "7x7", "--reps", "2")
     assert rc == 0 and rows[0]["skipped"] == "built for other sizes" and rows[0]["ok"] is True

@@ -19,7 +19,7 @@ from ftgen.bench import run_executable
 from ftgen.bench.pool import Gpu, GpuPool, PoolProgress, WorkItem, list_gpus, run_campaign, same_model, select_gpus
 from ftgen.cli import main
 from ftgen.errors import NoGpuError, SpecError
-from ftgen.search.shard import campaign_chunks, merge_chunks, shard_chunks
+from ftgen.search.shard import batch_chunks, campaign_chunks, continues, shard_chunks
 
 GPUS = [Gpu(i, f"GPU-fake-{i}", "NVIDIA H200", "580.1") for i in range(3)]
 
@@ -206,13 +206,18 @@ TRIAL_EXE = """#!{python}
 import json, sys
 a = sys.argv[1:]
 arg = lambda f: a[a.index(f) + 1]
-n, seed, inject, dist = int(arg("--trials")), int(arg("--seed")), int(arg("--inject")), arg("--dist")
+if "--runs" in a:  # DIST:INJECT:SEED:TRIALS,...: rows numbered by run
+    runs = [(d, int(i), int(s), int(n)) for d, i, s, n in (r.split(":") for r in arg("--runs").split(","))]
+else:
+    runs = [(arg("--dist"), int(arg("--inject")), int(arg("--seed")), int(arg("--trials")))]
 k = __import__("os").path.basename(sys.argv[0])
-for t in range(n):  # trial t draws from seed + t, as the driver's run_trials does
-    x = ((seed + t) * 6364136223846793005 + 1442695040888963407) % 2**32 >> 8
-    print(json.dumps({{"trial": t, "kernel": k, "dist": dist, "injected": inject, "significant": bool(inject and x % 3),
-                      "detected": int(inject and x % 3 > 0 and x % 7 != 0), "ok": not (inject and x % 7 == 0), "score": x / 2**30,
-                      "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7, **({{"site_arg": arg("--site")}} if "--site" in a else {{}})}}))
+for run, (dist, inject, seed, n) in enumerate(runs):
+    for t in range(n):  # trial t draws from seed + t, as the driver's run_trials does
+        x = ((seed + t) * 6364136223846793005 + 1442695040888963407) % 2**32 >> 8
+        print(json.dumps({{"trial": t, **({{"run": run}} if "--runs" in a else {{}}), "kernel": k, "dist": dist, "injected": inject,
+                          "significant": bool(inject and x % 3), "detected": int(inject and x % 3 > 0 and x % 7 != 0),
+                          "ok": not (inject and x % 7 == 0), "score": x / 2**30, "fault": {{"bit": x % 32}}, "max_rel_err": 1e-7,
+                          **({{"site_arg": arg("--site")}} if "--site" in a else {{}})}}))
 """
 
 
@@ -222,41 +227,55 @@ def test_campaign_chunks_follow_the_sequential_seeds(tmp_path, monkeypatch):
     F.campaign(tmp_path, [{"kernel": "a"}, {"kernel": "b"}], shape="64x64x64", trials=10, dists=("normal", "uniform"), seed=5,
                chunk=4, timeout=7)
     chunks = campaign_chunks(["a", "b"], trials=10, dists=("normal", "uniform"), seed=5, chunk=4)
-    # one run a variant, distribution and clean/faulty: its three chunks' trials with their seeds
-    runs = merge_chunks(chunks, 1)
-    assert len(chunks) == 24 and len(runs) == 8 and all(c.trials == 10 and c.start == 0 for c in runs)
-    assert [(c.kernel, c.argv("64x64x64"), 7.0) for c in runs] == calls
-    assert [c.seed for c in runs] == [chunks[3 * i].seed for i in range(8)]
+    # one executable run a variant: its four runs, each its three chunks' trials from the first chunk's seed
+    assert len(chunks) == 24 and [(b.kernel, b.argv("64x64x64"), 7.0) for b in batch_chunks(chunks, 1)] == calls
+    runs = ",".join(f"{d}:{i}:{chunks[3 * (2 * n + i)].seed}:10" for n, d in enumerate(("normal", "uniform")) for i in (0, 1))
+    assert calls[0][:2] == ("a", ["--runs", runs, "--shapes", "64x64x64", "--no-timing"])
     parts = [shard_chunks(chunks, i, 3) for i in range(3)]
     assert sorted(c.key for p in parts for c in p) == sorted(c.key for c in chunks) and max(map(len, parts)) - min(map(len, parts)) <= 1
 
 
-def test_merged_chunks_keep_every_trial_and_seed_and_leave_each_gpu_two_runs():
+def trials_of(chunks) -> dict:
+    """(kernel, dist, inject, trial) -> seed, over every trial of the chunks."""
+    return {(c.kernel, c.dist, c.inject, c.start + t): c.seed + t for c in chunks for t in range(c.trials)}
+
+
+def test_batches_keep_every_trial_and_seed_and_leave_each_gpu_two_runs():
     chunks = campaign_chunks(["a", "b"], trials=1000, dists=("normal", "uniform", "loguniform"), seed=9)
     assert len(chunks) == 2 * 3 * 2 * 4
-
-    def trials(cs):  # (kernel, dist, inject, trial) -> seed, over every trial of the chunks
-        return {(c.kernel, c.dist, c.inject, c.start + t): c.seed + t for c in cs for t in range(c.trials)}
-
-    for workers, runs in ((1, 12), (2, 12), (4, 12), (8, 24), (16, 48), (100, 48)):
-        got = merge_chunks(chunks, workers)
-        assert len(got) == runs and trials(got) == trials(chunks), workers
-        assert len(got) >= min(len(chunks), 2 * workers)
-        assert max(c.trials for c in got) - min(c.trials for c in got) <= 250  # a run's stretch cut evenly
+    for workers, runs in ((1, 2), (2, 4), (4, 8), (8, 16), (16, 48), (100, 48)):
+        got = batch_chunks(chunks, workers)
+        assert len(got) == runs and trials_of(c for b in got for c in b.parts) == trials_of(chunks), workers
+        assert len(got) >= min(len(chunks), 2 * workers) and len({b.key for b in got}) == len(got)
+        assert all(len({c.kernel for c in b.parts}) == 1 for b in got)
+        assert max(b.trials for b in got) - min(b.trials for b in got) <= 250  # a variant's chunks cut evenly
+        for b in got:  # within a run, a chunk that continues the one before is merged into it
+            assert not any(continues(x, y) for x, y in zip(b.parts, b.parts[1:]))
+    assert [len(b.parts) for b in batch_chunks(chunks, 1)] == [6, 6]  # a variant's 6 runs in one process
     # chunks that do not continue one another stay apart: a shard's block, a run's chunks in another order
     block = shard_chunks(chunks, 1, 3)
-    assert trials(merge_chunks(block, 1)) == trials(block)
-    shuffled = chunks[::-1]
-    assert merge_chunks(shuffled, 1) == shuffled
-    assert merge_chunks([], 4) == []
+    assert trials_of(c for b in batch_chunks(block, 1) for c in b.parts) == trials_of(block)
+    assert [c for b in batch_chunks(chunks[::-1], 1) for c in b.parts] == chunks[::-1]
+    assert batch_chunks([], 4) == []
 
 
-def test_a_merged_run_has_the_timeout_of_its_chunks(tmp_path, monkeypatch):
+def test_a_batch_has_the_timeout_of_its_trials_and_splits_its_rows(tmp_path):
+    exe = tmp_path / "bin" / "k"
+    exe.parent.mkdir()
+    exe.write_text(TRIAL_EXE.format(python=sys.executable))
+    exe.chmod(0o755)
     seen = []
-    pool = GpuPool(GPUS[:1], runner=lambda exe, k, argv, timeout, env=None: seen.append((argv, timeout)) or [])
-    run_campaign(tmp_path, merge_chunks(campaign_chunks(["k"], trials=600, dists=("normal",), seed=1), 1), pool,
-                 shape="8x8x8", timeout=10)
-    assert sorted(t for _, t in seen) == [30.0, 30.0] and {a[a.index("--trials") + 1] for a, _ in seen} == {"600"}
+
+    def runner(exe, k, argv, timeout, env=None):
+        seen.append((argv, timeout))
+        return run_executable(exe, k, argv, timeout, env=env)
+
+    batches = batch_chunks(campaign_chunks(["k"], trials=600, dists=("normal", "uniform"), seed=1), 1)
+    rows, summ = run_campaign(tmp_path, batches, GpuPool(GPUS[:1], runner=runner), shape="8x8x8", timeout=10)
+    assert len(seen) == 1 and seen[0][1] == 100.0 and seen[0][0][0] == "--runs"  # 10 s per 250 of 2400 trials
+    seq, seq_summ = F.campaign(tmp_path, [{"kernel": "k"}], shape="8x8x8", trials=600, dists=("normal", "uniform"), seed=1)
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rs]
+    assert strip(rows) == seq and summ == seq_summ and len(rows) == 4 * 600 and all("run" not in r for r in rows)
 
 
 def test_campaign_on_gpus_gives_the_same_trials_as_one_run(tmp_path):
@@ -267,11 +286,12 @@ def test_campaign_on_gpus_gives_the_same_trials_as_one_run(tmp_path):
     kw = dict(shape="64x64x64", trials=9, dists=("normal", "uniform"), seed=3, chunk=4)
     seq_rows, seq_summ = F.campaign(tmp_path, [{"kernel": "k"}], **kw)
     chunks = campaign_chunks(["k"], trials=9, dists=kw["dists"], seed=3, chunk=4)
-    rows, summ = run_campaign(tmp_path, chunks, GpuPool(GPUS), shape=kw["shape"])
+    rows, summ = run_campaign(tmp_path, batch_chunks(chunks, len(GPUS)), GpuPool(GPUS), shape=kw["shape"])
     strip = lambda rs: [{k: v for k, v in r.items() if k not in ("gpu", "gpu_uuid")} for r in rs]
     assert strip(rows) == seq_rows and summ == seq_summ and len(rows) == 2 * 2 * 9
     # shards: each its part of the trials, together all of them
-    parts = [run_campaign(tmp_path, shard_chunks(chunks, i, 2), GpuPool(GPUS[:1]), shape=kw["shape"])[0] for i in range(2)]
+    parts = [run_campaign(tmp_path, batch_chunks(shard_chunks(chunks, i, 2), 1), GpuPool(GPUS[:1]), shape=kw["shape"])[0]
+             for i in range(2)]
     key = lambda r: (r["dist"], r["injected"], r["trial"])
     assert sorted(map(key, strip(parts[0] + parts[1]))) == sorted(map(key, seq_rows))
     assert sorted(strip(parts[0] + parts[1]), key=key) == sorted(seq_rows, key=key)
@@ -358,7 +378,7 @@ def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
     from ftgen.search.shard import read_results
 
     r3 = read_results(tmp_path / "three.jsonl")
-    assert {r["gpu_uuid"] for r in r3.rows} == {g.uuid for g in GPUS}  # 2 x 8 chunks dealt over 3 GPUs
+    assert {r["gpu_uuid"] for r in r3.rows} == {g.uuid for g in GPUS}  # 2 x 8 chunks in 8 runs dealt over 3 GPUs
     assert [g["uuid"] for g in r3.provenance["gpus"]] == [g.uuid for g in GPUS]
     summ = lambda rf: [e["campaign"] for e in rf.extra if "campaign" in e]
     assert summ(r3) == summ(read_results(tmp_path / "one.jsonl"))

@@ -38,7 +38,7 @@ for p in $PHASES; do case $p in
     t campaign_${NG}gpu ft campaign $CAMP "${CAMP_ARGS[@]}" -o $W/cg --gpus all --json "$OUT/campaign_${NG}gpu.jsonl" ;;
   kill)  # kill -9 one running campaign executable of the G-GPU run once it has worked a few seconds
     ( for _ in $(seq 600); do
-        pid=$(pgrep -f "$W/ck/.*/bin/.* --trials" | head -1)
+        pid=$(pgrep -f "$W/ck/.*/bin/.* --(trials|runs)" | head -1)
         if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then echo "killed $(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | cut -c1-120) pid $pid" > "$OUT/killed.txt"; break; fi
         sleep 0.1; done ) &
     t campaign_kill ft campaign $CAMP "${CAMP_ARGS[@]}" -o $W/ck --gpus all --json "$OUT/campaign_kill.jsonl"

@@ -375,32 +375,30 @@ class PoolProgress(LineProgress):
 # --------------------------------------------------------------------------------------------
 
 
-def run_campaign(project: Path, chunks, pool: GpuPool, *, shape: str, timeout: float = 900.0, spec_name: str = "",
+def run_campaign(project: Path, batches, pool: GpuPool, *, shape: str, timeout: float = 900.0, spec_name: str = "",
                  binary: Callable[[Path, str], Path] | None = None, extra: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
-    """Run campaign chunks (:func:`ftgen.search.shard.campaign_chunks`, all or one shard's) on the pool's
-    GPUs (``extra``: further executable flags, e.g. ``--site NAME``). Returns (all rows, one summary per variant) as ``ftgen.faults.campaign`` does: per variant its
-    error rows, then its trial rows in chunk order, whatever GPU ran them."""
+    """Run a campaign's executable runs (:func:`ftgen.search.shard.batch_chunks` of its chunks, all or one shard's) on
+    the pool's GPUs (``extra``: further executable flags, e.g. ``--site NAME``), ``timeout`` seconds per 250 trials of
+    a run. Returns (all rows, one summary per variant) as ``ftgen.faults.campaign`` does: per variant its error rows,
+    then its trial rows in chunk order, whatever GPU ran them."""
     from ..faults import run_timeout, summarize
-    from ..search.shard import chunk_rows
+    from ..search.shard import dedup_errors
 
     binary = binary or (lambda proj, k: proj / "bin" / k)
-    items = [WorkItem(c.key, binary(project, c.kernel), c.kernel, c.argv(shape, extra), run_timeout(timeout, c.trials))
-             for c in chunks]
+    items = [WorkItem(b.key, binary(project, b.kernel), b.kernel, b.argv(shape, extra), run_timeout(timeout, b.trials))
+             for b in batches]
     got = pool.run(items)
     all_rows: list[dict] = []
     summaries: list[dict] = []
-    for k in dict.fromkeys(c.kernel for c in chunks):
+    for k in dict.fromkeys(b.kernel for b in batches):
         rows: list[dict] = []
         errors: list[dict] = []
-        for c in chunks:
-            if c.kernel != k:
-                continue
-            r, e = chunk_rows(c, shape, got[c.key])
-            rows += r
-            if any(x.get("error", {}).get("kind") == "shape" for x in errors):
-                e = [x for x in e if x.get("error", {}).get("kind") != "shape"]  # said once per variant
-            errors += e
-        all_rows += errors + rows
+        for b in batches:
+            if b.kernel == k:
+                r, e = b.rows(shape, got[b.key])
+                rows += r
+                errors += e
+        all_rows += dedup_errors(errors) + rows
         summaries.append(summarize(k, rows, spec_name))
     return all_rows, summaries
 
@@ -410,15 +408,15 @@ def campaign_on_gpus(project: Path, variants: list[dict], gpus: list[Gpu], gpu: 
                      log: Callable[[str], None], extra: tuple[str, ...] = ()) -> tuple[list[dict], list[dict]]:
     """`campaign --gpus / --shard`: the campaign's chunks (one shard's), on ``gpus`` or else the default GPU
     (``gpu``, its info), with per-GPU progress. Returns (rows, summaries) as ``ftgen.faults.campaign``."""
-    from ..search.shard import campaign_chunks, merge_chunks, shard_chunks
+    from ..search.shard import batch_chunks, campaign_chunks, shard_chunks
 
     chunks = campaign_chunks([v["kernel"] for v in variants], trials=trials, dists=dists, seed=seed)
     if shard:
         chunks = shard_chunks(chunks, *shard)
         log(f"campaign: shard {shard[0]}/{shard[1]}: {len(chunks)} chunk(s) of trials")
-    chunks = merge_chunks(chunks, len(gpus) or 1)
     with pool_for(gpus or [Gpu(None, None, gpu.get("name") or "?", gpu.get("driver"))]) as pool:
-        out = run_campaign(project, chunks, pool, shape=shape, timeout=timeout, spec_name=spec_name, extra=extra)
+        out = run_campaign(project, batch_chunks(chunks, len(gpus) or 1), pool, shape=shape, timeout=timeout,
+                           spec_name=spec_name, extra=extra)
     if pool.retried or pool.dead:
         log(f"campaign: {pool.retried} run(s) re-queued; GPU(s) left the pool: {', '.join(pool.dead) or 'none'}")
     return out

@@ -12,9 +12,9 @@ each write their own results file:
   trials, each with its own seed), cut into N contiguous blocks of nearly equal size. A chunk's seed
   does not depend on the shard, so the trials are the same whether run in one job or in N.
 
-A campaign's executable runs take chunks merged where they continue one another
-(:func:`merge_chunks`): starting a process costs about as much as a few hundred trials at a
-small shape, so fewer, longer runs, enough of them to keep every GPU busy.
+A campaign's executable runs take several chunks of one variant each (:func:`batch_chunks`):
+starting a process costs about as much as a thousand trials at a small shape, so fewer, longer runs,
+enough of them to keep every GPU busy.
 
 ``ftgen search SPEC --from a.jsonl b.jsonl ...`` merges the shards' files (:func:`merge_search`)
 without compiling or running anything.
@@ -107,23 +107,72 @@ def continues(a: Chunk, b: Chunk) -> bool:
             and b.start == a.start + a.trials and b.seed == a.seed + a.trials)
 
 
-def merge_chunks(chunks: list[Chunk], workers: int) -> list[Chunk]:
-    """The chunks as executable runs: each stretch of chunks that continue one another merged into as few runs as
-    keep ``workers`` GPUs busy, at least two runs a worker over the whole list where there are that many chunks.
-    Trial t of a run has the seed ``seed + t`` whatever the process, so a merged chunk gives its parts' trials."""
-    most = max(1, len(chunks) // (2 * max(1, workers)))  # chunks per run
-    out: list[Chunk] = []
+@dataclass(frozen=True)
+class Batch:
+    """Campaign chunks of one variant in one executable run: each part the chunks of one of its runs (distribution,
+    clean/faulty) that continue one another, merged (trial t of a run draws from the run's seed + t, in whatever
+    process it runs). Several parts go to the executable as ``--runs``, whose rows carry the part's index."""
+
+    parts: tuple[Chunk, ...]
+
+    @property
+    def kernel(self) -> str:
+        return self.parts[0].kernel
+
+    @property
+    def key(self) -> str:
+        return self.parts[0].key + (f"+{len(self.parts) - 1}" if len(self.parts) > 1 else "")
+
+    @property
+    def trials(self) -> int:
+        return sum(c.trials for c in self.parts)
+
+    def argv(self, shape: str, extra: tuple[str, ...] = ()) -> list[str]:
+        if len(self.parts) == 1:
+            return self.parts[0].argv(shape, extra)
+        runs = ",".join(f"{c.dist}:{c.inject}:{c.seed}:{c.trials}" for c in self.parts)
+        return ["--runs", runs, "--shapes", shape, "--no-timing", *extra]
+
+    def rows(self, shape: str, got: list[dict]) -> tuple[list[dict], list[dict]]:
+        """The run's rows -> (trial rows numbered within their runs, error rows), part after part (:func:`chunk_rows`);
+        rows of no part (a crash's error row) come with the first."""
+        if len(self.parts) == 1:
+            return chunk_rows(self.parts[0], shape, got)
+        by_part: list[list[dict]] = [[] for _ in self.parts]
+        for r in got:
+            i = r.pop("run", 0)
+            by_part[i if isinstance(i, int) and 0 <= i < len(self.parts) else 0].append(r)
+        rows, errors = [], []
+        for c, mine in zip(self.parts, by_part):
+            r, e = chunk_rows(c, shape, mine)
+            rows += r
+            errors += e
+        return rows, errors
+
+
+def batch_chunks(chunks: list[Chunk], workers: int) -> list[Batch]:
+    """The chunks as executable runs: each variant's stretch of consecutive chunks in one run, or, for several
+    ``workers`` (GPUs), cut into as few runs as leave each worker two or more over the whole list (where there are that
+    many chunks), of nearly equal size; within a run, the chunks that continue one another merged. Starting a process
+    (CUDA context, library handles) costs about as much as a thousand small trials."""
+    most = len(chunks) if workers <= 1 else max(1, len(chunks) // (2 * workers))  # chunks per run
+    out: list[Batch] = []
     i = 0
     while i < len(chunks):
         j = i + 1
-        while j < len(chunks) and continues(chunks[j - 1], chunks[j]):
+        while j < len(chunks) and chunks[j].kernel == chunks[i].kernel:
             j += 1
-        parts = -(-(j - i) // most)  # the stretch in this many runs of nearly equal size
-        for p in range(parts):
-            lo, hi = i + (j - i) * p // parts, i + (j - i) * (p + 1) // parts
-            first = chunks[lo]
-            out.append(Chunk(first.kernel, first.dist, first.inject, first.start,
-                             sum(c.trials for c in chunks[lo:hi]), first.seed))
+        runs = -(-(j - i) // most)
+        for p in range(runs):
+            lo, hi = i + (j - i) * p // runs, i + (j - i) * (p + 1) // runs
+            parts: list[Chunk] = []
+            for c in chunks[lo:hi]:
+                if parts and continues(parts[-1], c):
+                    a = parts[-1]
+                    parts[-1] = Chunk(a.kernel, a.dist, a.inject, a.start, a.trials + c.trials, a.seed)
+                else:
+                    parts.append(c)
+            out.append(Batch(tuple(parts)))
         i = j
     return out
 
@@ -323,15 +372,15 @@ def merge_campaign(paths: list[Path | str], kernel_order: list[str] = ()) -> Mer
     order = {d: i for i, d in enumerate(dists)}
     rows: list[dict] = []
     for k in kernels:
-        rows += _dedup_errors(errors.get(k, []))
+        rows += dedup_errors(errors.get(k, []))
         mine = [r for key, r in trials.items() if key[0] == k]
         rows += sorted(mine, key=lambda r: (order.get(r.get("dist"), len(order)), int(bool(r.get("injected"))), r["trial"]))
     return MergedCampaign(rows, kernels, shards_gpu(files), prov["trials"], dists, prov.get("shape") or {}, notes, prov.get("site"),
                           prov.get("seed"), shards_commits(files))
 
 
-def _dedup_errors(errors: list[dict]) -> list[dict]:
-    """A variant's error rows; a shape it does not run, said by every shard, once."""
+def dedup_errors(errors: list[dict]) -> list[dict]:
+    """A variant's error rows; a shape it does not run, said by every shard or run, once."""
     out, shape_said = [], False
     for e in errors:
         if (e.get("error") or {}).get("kind") == "shape":

@@ -241,14 +241,15 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
 
 // Campaign protocol (--trials N) on the first shape: trial t fills inputs from seed + t; with
 // --inject 1 it plans one fault, runs it with correction disabled (would it have mattered?) and with
-// correction; one JSON line per trial.
-int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& shape) {
+// correction; one JSON line per trial, numbered `run` too where it is one of several (--runs).
+int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& shape, int run = -1) {
   const BenchTraits& t = p.traits();
   const std::string sj = shape_json(t, shape);
   row_context().shape = sj;
   std::string skip;
   if (!p.setup(shape, 1, skip)) {
     Json row;
+    if (run >= 0) row.integer("run", run);
     row.members(t.meta).raw("shape", sj).str("skipped", skip).boolean("ok", true);
     emit_row(row);
     return 0;
@@ -274,7 +275,9 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
     const RunCheck r = p.run_checked(q);
     const bool applied = !plan.empty() && r.applied() > 0;
     Json row;
-    row.integer("trial", k).members(t.meta).raw("shape", sj).str("dist", dist_name(args.dist));
+    row.integer("trial", k);
+    if (run >= 0) row.integer("run", run);
+    row.members(t.meta).raw("shape", sj).str("dist", dist_name(args.dist));
     row.integer("injected", applied ? 1 : 0);
     if (!plan.empty()) {
       const FaultRecord f = r.records.empty() ? FaultRecord{} : r.records.front();
@@ -299,13 +302,9 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
   return 0;
 }
 
-}  // namespace
-
-int bench_main(BenchProblem& p, int argc, char** argv) {
+// The flags' rules that do not depend on the device (a campaign run of --runs checked as its own --trials run).
+void check_flags(BenchProblem& p, const Args& args) {
   const BenchTraits& t = p.traits();
-  const int rank = static_cast<int>(split_keys(t.shape_keys).size());
-  Args args = parse_args(argc, argv, rank, t.shape_usage, t.default_shapes, t.min_shape_keys);
-  row_context().meta = t.meta;
   if ((args.inject > 0 || args.trials > 0) && !t.is_protected)
     bad_arg("--inject/--trials: %s is not protected (protection.scheme: none)", t.name);
   if (args.inject > 0 && !t.inject_built)
@@ -315,9 +314,42 @@ int bench_main(BenchProblem& p, int argc, char** argv) {
   p.check_args(args);  // a family with several fault sites takes --site here (and names it in its traits)
   if (!args.site.empty() && args.site != t.fault_site)
     bad_arg("--site: %s injects faults at '%s' only, not '%s'", t.name, t.fault_site, args.site.c_str());
+}
+
+// The arguments of campaign run i of --runs: its distribution, faults, seed and trials.
+Args run_args(const Args& args, size_t i) {
+  Args a = args;
+  const TrialRun& r = args.runs[i];
+  a.dist = r.dist, a.inject = r.inject, a.seed = r.seed, a.seed_given = true, a.trials = r.trials;
+  a.runs.clear();
+  return a;
+}
+
+}  // namespace
+
+int bench_main(BenchProblem& p, int argc, char** argv) {
+  const BenchTraits& t = p.traits();
+  const int rank = static_cast<int>(split_keys(t.shape_keys).size());
+  Args args = parse_args(argc, argv, rank, t.shape_usage, t.default_shapes, t.min_shape_keys);
+  row_context().meta = t.meta;
+  if (!args.runs.empty()) {
+    if (args.trials > 0 || args.inject > 0 || args.seed_given || args.dist_given)
+      bad_arg("--runs gives each run its distribution, faults, seed and trials: leave out --trials, --inject, --dist and --seed");
+    for (size_t i = 0; i < args.runs.size(); ++i) check_flags(p, run_args(args, i));
+  } else {
+    check_flags(p, args);
+  }
   const DeviceInfo dev = require_device();
   if (args.info) {
     print_device_info(dev);
+    return 0;
+  }
+  if (!args.runs.empty()) {  // one process for several runs: the device and library handles are set up once
+    for (size_t i = 0; i < args.runs.size(); ++i) {
+      const Args a = run_args(args, i);
+      p.check_args(a);  // an adapter may keep what it reads here (fft: whether faults are injected)
+      run_trials(p, a, args.shapes.front(), static_cast<int>(i));
+    }
     return 0;
   }
   if (args.trials > 0) return run_trials(p, args, args.shapes.front());

@@ -104,6 +104,14 @@ inline std::string json_escape(const std::string& s) {
 // (N(0,1), one value in 1000 drawn from N(0, 100^2) instead).
 enum Dist { kNormal = 0, kUniform = 1, kLogUniform = 2, kOutliers = 3 };
 
+// One campaign run of --runs: `trials` trials of input distribution `dist`, `inject` faults each, trial t from seed + t.
+struct TrialRun {
+  int dist = 0;
+  int inject = 0;
+  unsigned long long seed = 0;
+  int trials = 0;
+};
+
 struct Args {
   std::vector<std::vector<long long>> shapes;
   int reps = 50;
@@ -117,11 +125,13 @@ struct Args {
   bool no_ref = false;
   bool info = false;
   int dist = kNormal;
+  bool dist_given = false;
   double threshold = 0.0;   // 0: the variant's own (auto or the spec's number)
   int trials = 0;           // >0: campaign mode, verification trials instead of timing
   bool no_timing = false;
   bool verbose = false;
   std::string site;         // --site: where faults land, for families with several sites (empty: the family's default)
+  std::vector<TrialRun> runs;  // --runs: several campaign runs in one process (instead of --trials/--inject/--dist/--seed)
 };
 
 inline const char* dist_name(int d) {
@@ -132,7 +142,7 @@ inline void usage(const char* prog, int nkeys, const char* keys) {
   std::fprintf(stderr,
                "usage: %s [--shapes %s[,...]] [--reps N] [--warmup N] [--inject N] [--inject-kind bitflip|offset]\n"
                "          [--bit B] [--offset X] [--seed S] [--dist normal|uniform|loguniform|outliers] [--threshold X]\n"
-               "          [--trials N] [--site NAME] [--no-ref] [--no-timing] [--info]\n"
+               "          [--trials N] [--runs DIST:INJECT:SEED:TRIALS[,...]] [--site NAME] [--no-ref] [--no-timing] [--info]\n"
                "  shapes: %d integers joined by 'x' (%s)\n",
                prog, keys, nkeys, keys);
 }
@@ -160,6 +170,42 @@ inline double parse_double(const char* flag, const char* s) {
   double v = std::strtod(s, &end);
   if (!s[0] || *end) bad_arg("%s: '%s' is not a number", flag, s);
   return v;
+}
+
+inline int parse_dist(const char* flag, const std::string& d) {
+  if (d == "normal") return kNormal;
+  if (d == "uniform") return kUniform;
+  if (d == "loguniform") return kLogUniform;
+  if (d == "outliers") return kOutliers;
+  bad_arg("%s: '%s' is not normal, uniform, loguniform or outliers", flag, d.c_str());
+}
+
+// --runs: comma-separated DIST:INJECT:SEED:TRIALS.
+inline std::vector<TrialRun> parse_runs(const char* s) {
+  std::vector<TrialRun> out;
+  std::string all(s);
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t comma = all.find(',', pos);
+    std::string tok = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::vector<std::string> f;
+    for (size_t p = 0;;) {
+      size_t c = tok.find(':', p);
+      f.push_back(tok.substr(p, c == std::string::npos ? std::string::npos : c - p));
+      if (c == std::string::npos) break;
+      p = c + 1;
+    }
+    if (f.size() != 4) bad_arg("--runs: '%s' is not DIST:INJECT:SEED:TRIALS", tok.c_str());
+    TrialRun r;
+    r.dist = parse_dist("--runs", f[0]);
+    r.inject = static_cast<int>(parse_int("--runs", f[1].c_str(), 0));
+    r.seed = static_cast<unsigned long long>(parse_int("--runs", f[2].c_str(), 0));
+    r.trials = static_cast<int>(parse_int("--runs", f[3].c_str(), 1));
+    out.push_back(r);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
 }
 
 // Shapes of nkeys numbers each, or of at least min_keys where min_keys > 0 (the trailing keys are optional).
@@ -218,17 +264,12 @@ inline Args parse_args(int argc, char** argv, int nkeys, const char* keys, const
       a.seed = static_cast<unsigned long long>(parse_int("--seed", need(), 0));
       a.seed_given = true;
     }
-    else if (f == "--dist") {
-      std::string d = need();
-      if (d == "normal") a.dist = kNormal;
-      else if (d == "uniform") a.dist = kUniform;
-      else if (d == "loguniform") a.dist = kLogUniform;
-      else if (d == "outliers") a.dist = kOutliers;
-      else bad_arg("--dist: '%s' is not normal, uniform, loguniform or outliers", d.c_str());
-    } else if (f == "--threshold") {
+    else if (f == "--dist") a.dist = parse_dist("--dist", need()), a.dist_given = true;
+    else if (f == "--threshold") {
       a.threshold = parse_double("--threshold", need());
       if (!(a.threshold > 0)) bad_arg("--threshold must be positive");
     } else if (f == "--trials") a.trials = static_cast<int>(parse_int("--trials", need(), 0));
+    else if (f == "--runs") a.runs = parse_runs(need());
     else if (f == "--site") a.site = need();
     else if (f == "--no-ref") a.no_ref = true;
     else if (f == "--no-timing") a.no_timing = true;
