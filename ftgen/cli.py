@@ -41,7 +41,6 @@ class Ctx:
 
 
 EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES)
-GPU_NOTE = "Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."
 
 
 class Progress(LineProgress):

@@ -16,9 +16,6 @@ from typing import Callable, Iterable
 
 from ..errors import NoGpuError
 
-FAILURE_KINDS = ("constraint", "compile", "runtime", "verification", "timeout", "missing")
-
-
 @dataclass
 class BenchOptions:
     shapes: list[dict] | None = None  # None: the executable's defaults (the spec's shapes)

@@ -50,18 +50,6 @@ class BuildResult:
         return not self.failed
 
 
-def tool_versions() -> dict:
-    return {"nvcc": nvcc_version(), "cmake": _first_line(["cmake", "--version"])}
-
-
-def _first_line(cmd: list[str]) -> str | None:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
-
-
 def find_nvcc() -> str | None:
     for cand in (os.environ.get("CUDACXX"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
         if cand and Path(cand).is_file():

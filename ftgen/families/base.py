@@ -360,9 +360,6 @@ class Backend:
     def schemes(self) -> dict[str, tuple[str, ...]]:
         return {"none": (), **{s: tuple(lv) for s, lv in self.levels.items()}}
 
-    def offers(self, precision: str, scheme: str) -> bool:
-        return precision in self.precisions and scheme in self.schemes
-
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
         """The parameters of (precision, protection), with the defaults that fit them."""
         return self.params

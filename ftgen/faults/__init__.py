@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -19,13 +18,6 @@ from ..bench import run_executable
 DISTS = ("normal", "uniform", "loguniform")  # the default campaign distributions
 ALL_DISTS = DISTS + ("outliers",)  # every distribution the executables draw
 ROC_MULTIPLIERS = tuple(10 ** (e / 4) for e in range(-12, 13))  # 1e-3 .. 1e3 times the threshold
-
-
-@dataclass
-class CampaignResult:
-    kernel: str
-    rows: list[dict] = field(default_factory=list)
-    errors: list[dict] = field(default_factory=list)
 
 
 def score_of(r: dict) -> float:

@@ -129,9 +129,6 @@ class FftFamily(Family):
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:
         return PARAMS
 
-    def all_param_defs(self) -> dict[str, Param]:
-        return {p.name: p for p in PARAMS}
-
     def protection_ok(self, precision: str, protection: Protection, params=None) -> str | None:
         reason = super().protection_ok(precision, protection, params)
         if reason:
