@@ -10,20 +10,7 @@
 namespace ftgen {
 namespace {
 
-std::vector<std::string> split_keys(const char* keys) {
-  std::vector<std::string> out;
-  std::string all(keys), cur;
-  for (char c : all) {
-    if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
+std::vector<std::string> split_keys(const char* keys) { return split(keys, ','); }
 
 std::string shape_json(const BenchTraits& t, const std::vector<long long>& shape) {
   const std::vector<std::string> keys = split_keys(t.shape_keys);

@@ -180,21 +180,21 @@ inline int parse_dist(const char* flag, const std::string& d) {
   bad_arg("%s: '%s' is not normal, uniform, loguniform or outliers", flag, d.c_str());
 }
 
+// `s` cut at every `sep` (an empty string gives one empty piece).
+inline std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : s) {
+    if (c == sep) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
 // --runs: comma-separated DIST:INJECT:SEED:TRIALS.
 inline std::vector<TrialRun> parse_runs(const char* s) {
   std::vector<TrialRun> out;
-  std::string all(s);
-  size_t pos = 0;
-  while (pos <= all.size()) {
-    size_t comma = all.find(',', pos);
-    std::string tok = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    std::vector<std::string> f;
-    for (size_t p = 0;;) {
-      size_t c = tok.find(':', p);
-      f.push_back(tok.substr(p, c == std::string::npos ? std::string::npos : c - p));
-      if (c == std::string::npos) break;
-      p = c + 1;
-    }
+  for (const std::string& tok : split(s, ',')) {
+    const std::vector<std::string> f = split(tok, ':');
     if (f.size() != 4) bad_arg("--runs: '%s' is not DIST:INJECT:SEED:TRIALS", tok.c_str());
     TrialRun r;
     r.dist = parse_dist("--runs", f[0]);
@@ -202,8 +202,6 @@ inline std::vector<TrialRun> parse_runs(const char* s) {
     r.seed = static_cast<unsigned long long>(parse_int("--runs", f[2].c_str(), 0));
     r.trials = static_cast<int>(parse_int("--runs", f[3].c_str(), 1));
     out.push_back(r);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   return out;
 }
@@ -211,30 +209,16 @@ inline std::vector<TrialRun> parse_runs(const char* s) {
 // Shapes of nkeys numbers each, or of at least min_keys where min_keys > 0 (the trailing keys are optional).
 inline std::vector<std::vector<long long>> parse_shapes(const char* s, int nkeys, const char* keys, int min_keys = 0) {
   std::vector<std::vector<long long>> out;
-  std::string all(s);
-  size_t pos = 0;
-  while (pos <= all.size()) {
-    size_t comma = all.find(',', pos);
-    std::string tok = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!tok.empty()) {
-      std::vector<long long> dims;
-      size_t p = 0;
-      while (p <= tok.size()) {
-        size_t x = tok.find('x', p);
-        std::string num = tok.substr(p, x == std::string::npos ? std::string::npos : x - p);
-        dims.push_back(parse_int("--shapes", num.c_str(), 1));
-        if (x == std::string::npos) break;
-        p = x + 1;
-      }
-      const int lo = min_keys > 0 ? min_keys : nkeys, got = static_cast<int>(dims.size());
-      if (got < lo || got > nkeys) {
-        if (lo == nkeys) bad_arg("--shapes: '%s' has %zu numbers, expected %d (%s)", tok.c_str(), dims.size(), nkeys, keys);
-        bad_arg("--shapes: '%s' has %zu numbers, expected %d to %d (%s)", tok.c_str(), dims.size(), lo, nkeys, keys);
-      }
-      out.push_back(dims);
+  for (const std::string& tok : split(s, ',')) {
+    if (tok.empty()) continue;
+    std::vector<long long> dims;
+    for (const std::string& num : split(tok, 'x')) dims.push_back(parse_int("--shapes", num.c_str(), 1));
+    const int lo = min_keys > 0 ? min_keys : nkeys, got = static_cast<int>(dims.size());
+    if (got < lo || got > nkeys) {
+      if (lo == nkeys) bad_arg("--shapes: '%s' has %zu numbers, expected %d (%s)", tok.c_str(), dims.size(), nkeys, keys);
+      bad_arg("--shapes: '%s' has %zu numbers, expected %d to %d (%s)", tok.c_str(), dims.size(), lo, nkeys, keys);
     }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+    out.push_back(dims);
   }
   if (out.empty()) bad_arg("--shapes: no shape given");
   return out;
