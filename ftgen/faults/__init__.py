@@ -277,24 +277,17 @@ def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, di
              log: Callable[[str], None] = lambda s: None) -> tuple[list[dict], list[dict]]:
     """Clean and faulty trials for every variant and distribution (``extra``: further executable flags, e.g.
     ``--site NAME``), one executable run after another: the chunks of :func:`ftgen.search.shard.campaign_chunks`
-    (``chunk`` trials each) batched as for one GPU (:func:`ftgen.search.shard.batch_chunks`: a run per variant), a run
-    allowed ``timeout`` seconds per 250 trials (:func:`run_timeout`). Returns (all rows, summaries)."""
+    (``chunk`` trials each) batched as for one GPU (:func:`ftgen.search.shard.batch_chunks`: one run per variant), a
+    run allowed ``timeout`` seconds per 250 trials (:func:`run_timeout`). Returns (all rows, summaries)."""
     from ..search.shard import CHUNK_TRIALS, batch_chunks, campaign_chunks, dedup_errors
 
     all_rows: list[dict] = []
     summaries: list[dict] = []
     for v in variants:
         k = v["kernel"]
-        exe = project / "bin" / k
-        rows: list[dict] = []
-        errors: list[dict] = []
-        for b in batch_chunks(campaign_chunks([k], trials=trials, dists=dists, seed=seed, chunk=chunk or CHUNK_TRIALS), 1):
-            log(f"{k}: " + ", ".join(f"{c.trials} {'faulty' if c.inject else 'clean'} trials ({c.dist})" for c in b.parts))
-            got, errs = b.rows(shape, run_executable(exe, k, b.argv(shape, extra), run_timeout(timeout, b.trials)))
-            rows.extend(got)
-            errors.extend(errs)
-            if any(e.get("error", {}).get("kind") == "shape" for e in errs):
-                break  # the other runs would skip the shape too
-        all_rows.extend(dedup_errors(errors) + rows)
+        (b,) = batch_chunks(campaign_chunks([k], trials=trials, dists=dists, seed=seed, chunk=chunk or CHUNK_TRIALS), 1)
+        log(f"{k}: " + ", ".join(f"{c.trials} {'faulty' if c.inject else 'clean'} trials ({c.dist})" for c in b.parts))
+        rows, errors = b.rows(shape, run_executable(project / "bin" / k, k, b.argv(shape, extra), run_timeout(timeout, b.trials)))
+        all_rows += dedup_errors(errors) + rows
         summaries.append(summarize(k, rows, spec_name))
     return all_rows, summaries
