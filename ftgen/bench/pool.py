@@ -381,11 +381,11 @@ def run_campaign(project: Path, batches, pool: GpuPool, *, shape: str, timeout: 
     the pool's GPUs (``extra``: further executable flags, e.g. ``--site NAME``), ``timeout`` seconds per 250 trials of
     a run. Returns (all rows, one summary per variant) as ``ftgen.faults.campaign`` does: per variant its error rows,
     then its trial rows in chunk order, whatever GPU ran them."""
-    from ..faults import run_timeout, summarize
+    from ..faults import summarize
     from ..search.shard import dedup_errors
 
     binary = binary or (lambda proj, k: proj / "bin" / k)
-    items = [WorkItem(b.key, binary(project, b.kernel), b.kernel, b.argv(shape, extra), run_timeout(timeout, b.trials))
+    items = [WorkItem(b.key, binary(project, b.kernel), b.kernel, b.argv(shape, extra), b.timeout(timeout))
              for b in batches]
     got = pool.run(items)
     all_rows: list[dict] = []

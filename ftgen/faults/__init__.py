@@ -265,20 +265,13 @@ def plot(path: Path, summaries: list[dict], rocs: dict[str, list[dict]], bits: d
     return None
 
 
-def run_timeout(timeout: float, trials: int) -> float:
-    """The limit of an executable run of ``trials`` trials: ``timeout`` per started chunk of 250 (``CHUNK_TRIALS``)."""
-    from ..search.shard import CHUNK_TRIALS
-
-    return timeout * max(1, -(-trials // CHUNK_TRIALS))
-
-
 def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, dists=DISTS, seed: int = 1,
              chunk: int | None = None, timeout: float = 900.0, spec_name: str = "", extra: tuple[str, ...] = (),
              log: Callable[[str], None] = lambda s: None) -> tuple[list[dict], list[dict]]:
     """Clean and faulty trials for every variant and distribution (``extra``: further executable flags, e.g.
     ``--site NAME``), one executable run after another: the chunks of :func:`ftgen.search.shard.campaign_chunks`
     (``chunk`` trials each) batched as for one GPU (:func:`ftgen.search.shard.batch_chunks`: one run per variant), a
-    run allowed ``timeout`` seconds per 250 trials (:func:`run_timeout`). Returns (all rows, summaries)."""
+    run allowed ``timeout`` seconds per 250 trials (``Batch.timeout``). Returns (all rows, summaries)."""
     from ..search.shard import CHUNK_TRIALS, batch_chunks, campaign_chunks, dedup_errors
 
     all_rows: list[dict] = []
@@ -287,7 +280,7 @@ def campaign(project: Path, variants: list[dict], *, shape: str, trials: int, di
         k = v["kernel"]
         (b,) = batch_chunks(campaign_chunks([k], trials=trials, dists=dists, seed=seed, chunk=chunk or CHUNK_TRIALS), 1)
         log(f"{k}: " + ", ".join(f"{c.trials} {'faulty' if c.inject else 'clean'} trials ({c.dist})" for c in b.parts))
-        rows, errors = b.rows(shape, run_executable(project / "bin" / k, k, b.argv(shape, extra), run_timeout(timeout, b.trials)))
+        rows, errors = b.rows(shape, run_executable(project / "bin" / k, k, b.argv(shape, extra), b.timeout(timeout)))
         all_rows += dedup_errors(errors) + rows
         summaries.append(summarize(k, rows, spec_name))
     return all_rows, summaries

@@ -127,6 +127,10 @@ class Batch:
     def trials(self) -> int:
         return sum(c.trials for c in self.parts)
 
+    def timeout(self, per_chunk: float) -> float:
+        """The run's time limit: ``per_chunk`` seconds per started chunk of ``CHUNK_TRIALS`` trials."""
+        return per_chunk * max(1, -(-self.trials // CHUNK_TRIALS))
+
     def argv(self, shape: str, extra: tuple[str, ...] = ()) -> list[str]:
         if len(self.parts) == 1:
             return self.parts[0].argv(shape, extra)
@@ -135,9 +139,7 @@ class Batch:
 
     def rows(self, shape: str, got: list[dict]) -> tuple[list[dict], list[dict]]:
         """The run's rows -> (trial rows numbered within their runs, error rows), part after part (:func:`chunk_rows`);
-        rows of no part (a crash's error row) come with the first."""
-        if len(self.parts) == 1:
-            return chunk_rows(self.parts[0], shape, got)
+        rows of no part (a crash's error row, every row of a single part) come with the first."""
         by_part: list[list[dict]] = [[] for _ in self.parts]
         for r in got:
             i = r.pop("run", 0)
