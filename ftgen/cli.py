@@ -265,6 +265,20 @@ def _report_build(r) -> None:
         raise BuildError("; ".join(parts))
 
 
+def _probe_gpus(probe_exe: Path, gpus_text, verb: str):
+    """The GPU a run reports (``gpu_info``: nvidia-smi and the executable's ``--info``, a CUDA context) and the GPUs
+    of ``--gpus`` (nvidia-smi again), probed side by side: each is a process start of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .bench import gpu_info
+    from .bench.pool import gpus_option
+
+    with ThreadPoolExecutor(2) as ex:
+        info = ex.submit(gpu_info, probe_exe)
+        pool = ex.submit(gpus_option, gpus_text, verb, _err)
+        return info.result(), pool.result()
+
+
 @cli.command(name="build", epilog=EPILOG)
 @click.argument("directory", required=False)
 @click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
@@ -344,9 +358,9 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
 
     Needs a CUDA GPU (sm_80 or newer); without one it exits 4."""
     from . import families
-    from .bench import bench_project, gpu_info, not_run
+    from .bench import bench_project, not_run
     from .build import binary_path, load_manifest, select_variants
-    from .report.provenance import provenance
+    from .report.provenance import host_facts_soon, provenance
     from .report.table import print_rows
 
     project = _project_dir(directory, "bench")
@@ -372,11 +386,12 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
             raise SpecError("--inject: none of the selected variants was built with fault injection (set protection.inject: true in the spec)")
         if not_inj:
             _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
-    gpu = gpu_info(binary_path(project, built[0]["kernel"]))
-    from .bench.pool import bench_on_gpus, gpus_option
+    facts = host_facts_soon()
+    gpu, gpus = _probe_gpus(binary_path(project, built[0]["kernel"]), gpus_text, "bench")
+    from .bench.pool import bench_on_gpus
 
-    gpus = gpus_option(gpus_text, "bench", _err)
-    prov = provenance(gpu, project=str(project), spec=manifest["spec"]["source"], **({"gpus": [g.info() for g in gpus]} if gpus else {}))
+    prov = provenance(gpu, facts=facts.result(), project=str(project), spec=manifest["spec"]["source"],
+                      **({"gpus": [g.info() for g in gpus]} if gpus else {}))
     t0 = time.monotonic()
     done = [0]
     so_far: list[dict] = []
@@ -442,8 +457,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
 
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     from .bench import BenchOptions, gpu_info, write_jsonl
-    from .build import nvcc_version
-    from .report.provenance import provenance
+    from .report.provenance import host_facts_soon, provenance
     from .search import STRATEGIES, ResultsCache, search as do_search
     from .bench.pool import gpus_option, pool_for
     from .search.merge import check_merge_flags, merge_search_files, search_outputs
@@ -459,6 +473,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
         return merge_search_files(s, results, shape_list if shapes else None, out_root, json_out, _err)
     opts = BenchOptions(reps=reps, warmup=warmup, inject=inject, timeout=timeout)
     _check_out_root(out_root)
+    facts = host_facts_soon()
     try:
         gpus = gpus_option(gpus_text, "search", _err, one_model="a search")
         gpu = {"name": gpus[0].name, "driver": gpus[0].driver} if gpus else gpu_info()
@@ -517,7 +532,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
             except NoGpuError:
                 pass
     extra = {"shapes": shape_list, **({"shard": shard_text} if shard else {}), **({"gpus": [g.info() for g in gpus]} if gpus else {})}
-    prov = provenance(gpu, spec=s.source, strategy=strategy, budget=budget, nvcc=nvcc_version(), **extra)
+    prov = provenance(gpu, facts=facts.result(), spec=s.source, strategy=strategy, budget=budget, **extra)
     if json_out:
         write_jsonl(json_out, prov, result.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
     search_outputs(s, result, shape_list, json_out, True, _err, shard_text, tuning_path=write_tuning, prov=prov)
@@ -555,10 +570,10 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
     import fnmatch
 
-    from .bench import gpu_info, write_jsonl
+    from .bench import write_jsonl
     from .faults import ALL_DISTS, campaign as do_campaign, per_bit, plot, roc
-    from .bench.pool import campaign_on_gpus, gpus_option
-    from .report.provenance import provenance
+    from .bench.pool import campaign_on_gpus
+    from .report.provenance import host_facts_soon, provenance
     from .search.merge import check_merge_flags, merge_campaign_files
     from .search.shard import parse_shard
     from .spec import parse_shapes
@@ -590,16 +605,16 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
         rows, variants, gpu, site = m.rows, [{"kernel": k} for k in m.kernels], m.gpu, m.site
         trials, dist_list, shape, seed = m.trials, m.dists, m.shape, m.seed if m.seed is not None else seed
     else:
+        facts = host_facts_soon()
         g = _generate(s, out_root)
         _remember(g.out_dir, out_root)
         _err(f"campaign: {g.out_dir}")
         pattern = ",".join(v.name for v in chosen)
         _report_build(_run_build(g.out_dir, jobs, None, pattern))
-        gpu = gpu_info(g.out_dir / "bin" / chosen[0].name)
+        gpu, gpus = _probe_gpus(g.out_dir / "bin" / chosen[0].name, gpus_text, "campaign")
         from .build import load_manifest, select_variants
 
         variants = select_variants(load_manifest(g.out_dir), pattern)
-        gpus = gpus_option(gpus_text, "campaign", _err)
         if gpus or shard:  # the trials in chunks over a pool of GPUs: the same chunks and seeds as one run
             rows, summaries = campaign_on_gpus(g.out_dir, variants, gpus, gpu, shard, trials=trials, dists=dist_list, seed=seed,
                                                shape=fam.format_shape(shape), timeout=timeout, spec_name=s.source, log=_err,
@@ -621,7 +636,9 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
         more = {**({"shard": shard_text} if shard else {}), **({"gpus": [x.info() for x in gpus]} if gpus else {}),
                 **({"site": site} if site else {}),
                 **({"merged_from": list(results), "shards_git_sha": m.commits} if merge else {})}
-        write_jsonl(json_out, provenance(gpu, spec=s.source, trials=trials, dists=dist_list, shape=shape, seed=seed, **more), rows, extra)
+        prov = provenance(gpu, facts=None if merge else facts.result(), spec=s.source, trials=trials, dists=dist_list,
+                          shape=shape, seed=seed, **more)
+        write_jsonl(json_out, prov, rows, extra)
     if plot_out:
         why = plot(Path(plot_out), summaries, rocs, bits)
         if why:

@@ -41,3 +41,30 @@ def test_cutlass_version_from_the_wheel():
 def test_gpu_state_without_a_gpu(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     assert P.gpu_state() == {}
+
+
+def test_host_facts_are_read_beside_the_caller(monkeypatch):
+    """A command starts reading the host's facts (git, nvidia-smi, nvcc) on a thread, builds and probes meanwhile,
+    and its provenance takes them: the GPU state is the one at its start, and no fact is read twice."""
+    import threading
+    import time
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow_state():
+        started.set()
+        release.wait(5)
+        return {"uuid": "GPU-x", "driver": "580.1", "sm_clock_mhz": 1980.0}
+
+    monkeypatch.setattr(P, "gpu_state", slow_state)
+    monkeypatch.setattr(P, "git_state", lambda: {"sha": "f" * 40, "dirty": False})
+    t0 = time.monotonic()
+    fut = P.host_facts_soon()
+    assert time.monotonic() - t0 < 1.0 and started.wait(5) and not fut.done()  # running, the caller not held
+    release.set()
+    facts = fut.result(timeout=5)
+    monkeypatch.setattr(P, "gpu_state", lambda: (_ for _ in ()).throw(AssertionError("read twice")))
+    monkeypatch.setattr(P, "git_state", lambda: (_ for _ in ()).throw(AssertionError("read twice")))
+    d = P.provenance({"name": "NVIDIA H200"}, argv=["ftgen"], facts=facts)
+    assert d["gpu_state"]["uuid"] == "GPU-x" and d["git_sha"] == "f" * 40 and d["driver"] == "580.1"
+    assert P.provenance(None, argv=["ftgen"], facts=facts)["gpu_state"] == {}  # no GPU ran: no GPU state

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 import platform
 import subprocess
 import sys
@@ -70,8 +71,25 @@ def gpu_state(index: int | None = None) -> dict:
     return out
 
 
-def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict:
-    g = git_state()
+def host_facts() -> dict:
+    """What a run's provenance says of the host rather than of the run: the git state, the state of the first visible
+    GPU (empty without one), nvcc's and the libraries' versions. Each is a subprocess or a probe of its own."""
+    return {"git": git_state(), "gpu_state": gpu_state(), "nvcc": nvcc_version(), "libraries": library_versions()}
+
+
+def host_facts_soon() -> Future:
+    """``host_facts()`` read on a thread of its own, so that a command's generation, build and GPU probe run beside
+    it (about half a second of nvidia-smi, nvcc and git on a GPU host) and the GPU state is the one at its start."""
+    ex = ThreadPoolExecutor(1, thread_name_prefix="ftgen-facts")
+    fut = ex.submit(host_facts)
+    ex.shutdown(wait=False)  # the thread ends with the work; the caller waits on the future
+    return fut
+
+
+def provenance(gpu: dict | None, argv: list[str] | None = None, facts: dict | None = None, **extra) -> dict:
+    """The first line of a results file. ``facts``: ``host_facts()`` read earlier (``host_facts_soon``), else now."""
+    f = facts if facts is not None else host_facts()
+    g = f["git"]
     d = {
         "ftgen_version": __version__,
         "git_sha": g["sha"],
@@ -81,9 +99,9 @@ def provenance(gpu: dict | None, argv: list[str] | None = None, **extra) -> dict
         "compute_capability": (gpu or {}).get("cc"),
         "driver": (gpu or {}).get("driver") or None,
         "cuda_runtime_api": (gpu or {}).get("runtime_api"),
-        "gpu_state": (state := gpu_state() if gpu else {}),
-        "nvcc": nvcc_version(),
-        "libraries": library_versions(),
+        "gpu_state": (state := f["gpu_state"] if gpu else {}),
+        "nvcc": f["nvcc"],
+        "libraries": f["libraries"],
         "host": platform.node(),
         "python": platform.python_version(),
         "argv": list(argv if argv is not None else sys.argv),
