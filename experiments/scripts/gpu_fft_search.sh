@@ -2,7 +2,7 @@
 # Plan search of the fft family on the device machine: specs/fft_plan_search_fp{32,64}.yaml over the
 # sizes where the automatic plans were furthest from cuFFT; every candidate vs cuFFT in its own process.
 # Usage: bash experiments/scripts/gpu_fft_search.sh OUTDIR [MODE]   (MODE: a label of the `case` below, each a search of its spec over its
-# shapes: `named MODE` ones specs/fft_plan_search_MODE.yaml, the others the spec they name; any other MODE, or none: the
+# shapes: `named MODE` ones experiments/specs/fft_plan_search_MODE.yaml, the others the spec they name; any other MODE, or none: the
 # fp32 and fp64 specs over the sizes above. Full rows in OUTDIR/search_*.jsonl, the winners' spec and dispatch header
 # beside them, the tables last)
 set -uo pipefail
@@ -19,8 +19,8 @@ search() {
   ft search "$spec" --shapes "$shapes" "$@" --reps 20 --warmup 3 -j 16 -o $gen --json "$out/search_$name.jsonl" \
     > "$out/search_$name.txt" 2> "$out/search_$name.log"; echo "$name search rc=$?"
 }
-# NAME SHAPES [ARGS...]: search NAME with specs/fft_plan_search_NAME.yaml
-named() { local name=$1; shift; search "$name" "specs/fft_plan_search_$name.yaml" "$@"; }
+# NAME SHAPES [ARGS...]: search NAME with experiments/specs/fft_plan_search_NAME.yaml
+named() { local name=$1; shift; search "$name" "experiments/specs/fft_plan_search_$name.yaml" "$@"; }
 case "$which" in
   weak36e) named weak36e 8192x8192,16384x4096 ;;
   weak36d) named weak36d 8192x8192,16384x4096 --inject 1 ;;

@@ -1,7 +1,7 @@
 """Re-summarize a recorded campaign: ``python -m ftgen.faults FILE.jsonl[.gz] ...``.
 
 Reads the per-trial rows of campaign results files and prints one ``{"campaign": {...}}`` line per kernel, judged by
-today's significance rule (the rows carry their own errors, depths and counters, so a campaign recorded under an
+the significance rule of this ftgen (the rows carry their own errors, depths and counters, so a campaign recorded under an
 earlier rule can be judged again without a GPU)."""
 
 from __future__ import annotations

@@ -48,9 +48,9 @@ PARAMS = (
           lo=2, hi=6),
     Param("min_blocks", int, (0,), "resident blocks per SM the registers are sized for (__launch_bounds__); 0: auto "
           "(2 when the register estimate allows, else 1)", choices=(0, 1, 2)),
-    Param("ref_checksums", str, ("fused",), "threadblock ABFT: where the reference row checksums A (B e), A (B w) come "
-          "from: prepass (the default at that level: a pre-pass kernel; the main loop is the unprotected one; workspace: "
-          "16 bytes per row, block column and verification segment) or fused (carried with the GEMM in the main loop)",
+    Param("ref_checksums", str, ("prepass",), "threadblock ABFT: where the reference row checksums A (B e), A (B w) "
+          "come from: prepass (a pre-pass kernel; the main loop is the unprotected one; workspace: 16 bytes per row, block "
+          "column and verification segment) or fused (carried with the GEMM in the main loop; the other levels' way)",
           choices=("fused", "prepass")),
 )
 
@@ -138,10 +138,11 @@ class SimtBackend(Backend):
 
     def param_defs(self, precision: str, protection: Protection) -> tuple:
         # threadblock ABFT takes its references from the pre-pass unless a spec says fused: the main loop is then the
-        # unprotected one (measured on an H200 at 4096³: fused 1.41x its unprotected tiling, prepass 1.13-1.19x)
+        # unprotected one (measured on an H200 at 4096³: fused 1.41x its unprotected tiling, prepass 1.13-1.19x); the
+        # other levels carry theirs in the main loop
         if protection.scheme == "abft" and protection.level == "threadblock":
-            return tuple(p.with_default("prepass") if p.name == "ref_checksums" else p for p in self.params)
-        return self.params
+            return self.params
+        return tuple(p.with_default("fused") if p.name == "ref_checksums" else p for p in self.params)
 
     def auto_interval(self, prot: Protection, params) -> int:
         """k-tiles between verifications when a spec names none: the threadblock level verifies once per tile up to
