@@ -2,8 +2,8 @@
 # Scale-out on one host of G GPUs (the multi-GPU machine): a search and a campaign on 1 GPU and on all G,
 # timed end to end with every executable already in the binary cache; one executable killed mid-campaign;
 # two shards as separate processes merged with --from. Usage, from the repository root:
-#   bash experiments/scripts/gpu_scale_out.sh OUT [warm|warmc|search|campaign|kill|shards|report]...
-# (no phase: all of them); SHAPES, TRIALS and CAMP_SHAPE override the search shapes, the trials per kind
+#   bash experiments/scripts/gpu_scale_out.sh OUT [warm|warmc|search|campaign|campaign1|cshards|kill|shards|report]...
+# (no phase: warm search campaign kill shards report; campaign1 and cshards run on one GPU); SHAPES, TRIALS and CAMP_SHAPE override the search shapes, the trials per kind
 # and the campaign's shape. Each phase writes its rows under OUT; `report` prints the table
 # (experiments/scripts/scale_report.py) and writes OUT/scale.json.
 set -uo pipefail
@@ -36,6 +36,16 @@ for p in $PHASES; do case $p in
   campaign)
     t campaign_1gpu ft campaign $CAMP "${CAMP_ARGS[@]}" -o $W/c1 --gpus 0 --json "$OUT/campaign_1gpu.jsonl"
     t campaign_${NG}gpu ft campaign $CAMP "${CAMP_ARGS[@]}" -o $W/cg --gpus all --json "$OUT/campaign_${NG}gpu.jsonl" ;;
+  campaign1)  # one GPU: the campaign through the pool (--gpus 0) and as a plain run (one executable run per variant)
+    t campaign_1gpu ft campaign $CAMP "${CAMP_ARGS[@]}" -o $W/c1 --gpus 0 --json "$OUT/campaign_1gpu.jsonl"
+    t campaign_plain ft campaign $CAMP "${CAMP_ARGS[@]}" -o $W/c1 --json "$OUT/campaign_plain.jsonl" ;;
+  cshards)  # the campaign as CSHARDS shards (default 16: one chunk of 250 trials each at 500 trials of one
+            # distribution), one process after another on GPU 0, merged: the unbatched runs, timed as a whole
+    n=${CSHARDS:-16}; files=()
+    for i in $(seq 0 $((n - 1))); do files+=("$OUT/cshard$i.jsonl"); done
+    t campaign_shards bash -c 'for i in $(seq 0 $(('"$n"' - 1))); do CUDA_VISIBLE_DEVICES=0 python3 -m ftgen.cli campaign "$@" --shard $i/'"$n"' --json "'"$OUT"'/cshard$i.jsonl" || exit; done' _ \
+      $CAMP "${CAMP_ARGS[@]}" -o $W/cs
+    t campaign_shards_merge ft campaign $CAMP --from "${files[@]}" --json "$OUT/campaign_shards.jsonl" ;;
   kill)  # kill -9 one running campaign executable of the G-GPU run once it has worked a few seconds
     ( for _ in $(seq 600); do
         pid=$(pgrep -f "$W/ck/.*/bin/.* --(trials|runs)" | head -1)

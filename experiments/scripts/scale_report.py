@@ -86,6 +86,13 @@ def main(out: Path, g: int) -> int:
         killed = (out / "killed.txt").read_text().strip() if (out / "killed.txt").is_file() else "nothing killed"
         res["kill"] = {"killed": killed, "trials": len(tk), "identical": t1 == tk, "rc": ck["rc"]}
         lines.append(f"kill     {killed}; rc {ck['rc']}, {len(tk)} trials, identical to the 1-GPU run: {t1 == tk}")
+    for name, what in (("campaign_plain", "the plain run (no pool)"), ("campaign_shards", "one process per chunk, merged")):
+        cp = tm.get(name)
+        if cp and c1:
+            t1, tp = trials(rows(out / "campaign_1gpu.jsonl")), trials(rows(out / f"{name}.jsonl"))
+            res[name] = {"trials": len(tp), "s": cp["s"], "identical": t1 == tp, "rc": cp["rc"]}
+            lines.append(f"{name} {what}: {cp['s']:.1f} s (1 GPU through the pool {c1['s']:.1f} s), rc {cp['rc']}, "
+                         f"{len(tp)} trials, identical to the 1-GPU run: {t1 == tp}")
     sm = tm.get("shards_merge")
     if sm:
         _, bm, _ = search_summary(rows(out / "shards_merged.jsonl"))
