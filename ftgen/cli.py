@@ -265,6 +265,18 @@ def _report_build(r) -> None:
         raise BuildError("; ".join(parts))
 
 
+def _check_out_files(gpus_text=None, **flags) -> None:
+    """Output files named by flags (``json=PATH``...) and the form of ``--gpus``, checked before any work: a directory
+    there would lose the results of a long run at its end."""
+    if gpus_text is not None:
+        from .bench.pool import check_gpus_text
+
+        check_gpus_text(gpus_text)
+    for flag, path in flags.items():
+        if path and path != "-" and Path(path).is_dir():
+            raise SpecError(f"--{flag.replace('_', '-')}: {path} is a directory; give a file path")
+
+
 def _probe_gpus(probe_exe: Path, gpus_text, verb: str):
     """The GPU a run reports (``gpu_info``: nvidia-smi and the executable's ``--info``, a CUDA context) and the GPUs
     of ``--gpus`` (nvidia-smi again), probed side by side: each is a process start of its own."""
@@ -363,6 +375,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
     from .report.provenance import host_facts_soon, provenance
     from .report.table import print_rows
 
+    _check_out_files(gpus_text, json=json_out)
     project = _project_dir(directory, "bench")
     if directory:
         _err(f"bench: {project}")
@@ -465,12 +478,16 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     from .spec import parse_shapes
 
     check_merge_flags("search", merge, results, gpus_text, shard_text)
+    _check_out_files(gpus_text, json=json_out, write_tuning=write_tuning)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
+    if shard and shard[1] > len(s.variants) * len(shape_list):
+        raise SpecError(f"--shard {shard_text}: the space has {len(s.variants) * len(shape_list)} point(s) (variants x shapes); "
+                        "give at most that many shards")
     if merge:
         _check_out_root(out_root)
-        return merge_search_files(s, results, shape_list if shapes else None, out_root, json_out, _err)
+        return merge_search_files(s, results, shape_list if shapes else None, out_root, json_out, _err, write_tuning)
     opts = BenchOptions(reps=reps, warmup=warmup, inject=inject, timeout=timeout)
     _check_out_root(out_root)
     facts = host_facts_soon()
@@ -579,17 +596,29 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     from .spec import parse_shapes
 
     check_merge_flags("campaign", merge, results, gpus_text, shard_text)
+    _check_out_files(gpus_text, json=json_out, plot=plot_out)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     dist_list = [d.strip() for d in dists.split(",") if d.strip()]
     for d in dist_list:
         if d not in ALL_DISTS:
             raise SpecError(f"--dists: {d[:40]!r} is not one of {', '.join(ALL_DISTS)}")
+    if not dist_list:
+        raise SpecError(f"--dists: give at least one of {', '.join(ALL_DISTS)} (comma-separated)")
+    if len(set(dist_list)) < len(dist_list):
+        raise SpecError(f"--dists: {next(d for d in dist_list if dist_list.count(d) > 1)!r} is named twice")
     chosen = [v for v in s.variants if v.protection.injects]
     if kernels:
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.name, g.strip()) for g in kernels.split(","))]
     if not chosen:
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
+    if shard:
+        from .search.shard import CHUNK_TRIALS
+
+        n_chunks = len(chosen) * len(dist_list) * 2 * -(-trials // CHUNK_TRIALS)
+        if shard[1] > n_chunks:
+            raise SpecError(f"--shard {shard_text}: the campaign has {n_chunks} chunk(s) of at most {CHUNK_TRIALS} trials "
+                            "(variants x distributions x clean/faulty); give at most that many shards")
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
     outside = [v for v in chosen if not fam.runs_shape(v, shape)]

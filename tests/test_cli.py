@@ -236,3 +236,55 @@ def test_progress_lines_without_a_terminal(capsys, monkeypatch):
         for i in range(1, 51):
             prog(i, 50, f"k{i}")
     assert [ln.split()[0] for ln in capsys.readouterr().err.splitlines()] == ["[1/50]", "[50/50]"]
+
+
+def test_bad_campaign_and_search_flags_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Flags that can only fail are exit 2 before anything is generated or built: an empty or repeated --dists, an
+    output file that is a directory, a malformed --gpus (on any machine), more shards than the work has."""
+    monkeypatch.chdir(tmp_path)
+    spec = write(tmp_path / "c.yaml", "name: c\nfamily: gemm\nprotection: {scheme: abft, level: threadblock, inject: true}\n"
+                 "shapes: [{m: 64, n: 64, k: 64}]\n")
+    cases = [
+        (["campaign", str(spec), "--dists", ","], "at least one"),
+        (["campaign", str(spec), "--dists", "normal,normal"], "named twice"),
+        (["campaign", str(spec), "--json", str(tmp_path)], "is a directory"),
+        (["campaign", str(spec), "--trials", "10", "--dists", "normal", "--shard", "0/3"], "at most that many shards"),
+        (["search", str(spec), "--shard", "0/2"], "at most that many shards"),
+        (["search", str(spec), "--write-tuning", str(tmp_path)], "is a directory"),
+        (["campaign", str(spec), "--gpus", "abc"], "not a GPU index"),
+        (["campaign", str(spec), "--gpus", "0-3"], "not a GPU index"),
+    ]
+    for argv, words in cases:
+        assert main([*argv, "-o", str(tmp_path / "out")]) == 2, argv
+        assert words in capsys.readouterr().err, argv
+        assert not (tmp_path / "out").exists(), argv  # nothing generated
+    assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_generate_into_a_file_or_a_foreign_folder_is_exit_2(tmp_path, capsys):
+    spec = write(tmp_path / "gg.yaml", "name: gg\nfamily: gemm\n")
+    (tmp_path / "o1").mkdir()
+    write(tmp_path / "o1" / "gg", "x")
+    (tmp_path / "o2" / "gg").mkdir(parents=True)
+    write(tmp_path / "o2" / "gg" / "notes.txt", "precious")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "o1")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert main(["generate", str(spec), "-o", str(tmp_path / "o2")]) == 2
+    assert "refusing to write" in capsys.readouterr().err
+    assert (tmp_path / "o2" / "gg" / "notes.txt").read_text() == "precious"
+
+
+@pytest.mark.parametrize("row, words", [
+    ({"kernel": "gemm_f32_none_128x128x8_w32x64_t8x8_s3", "shape": {"m": 64, "n": 64, "k": 64}, "ms": 1.0}, "ms is 1.0"),
+    ({"kernel": ["gemm_f32_none_128x128x8_w32x64_t8x8_s3"], "shape": {"m": 64, "n": 64, "k": 64}}, "kernel is"),
+    ({"kernel": "gemm_f32_none_128x128x8_w32x64_t8x8_s3", "shape": {"m": 64}}, "missing shape key"),
+    ({"kernel": "gemm_f32_none_128x128x8_w32x64_t8x8_s3", "shape": {"m": 64, "n": 64, "k": 64}, "ms": {"median": "x"}}, "ms is"),
+])
+def test_a_results_file_with_rows_ftgen_does_not_write_is_bad_input(tmp_path, capsys, row, words):
+    """`search --from` names the file, the line and the field of a row that is no ftgen row, and writes nothing."""
+    spec = write(tmp_path / "s.yaml", "name: s\nfamily: gemm\nshapes: [{m: 64, n: 64, k: 64}]\n")
+    bad = write(tmp_path / "r.jsonl", json.dumps({"provenance": {"gpu": "NVIDIA H200"}}) + "\n" + json.dumps(row) + "\n")
+    assert main(["search", str(spec), "--from", str(bad), "-o", str(tmp_path / "out"), "--json", str(tmp_path / "m.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "r.jsonl" in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "m.jsonl").exists()

@@ -84,11 +84,21 @@ def list_gpus() -> list[Gpu]:
     return gpus
 
 
+def check_gpus_text(text: str | None) -> str:
+    """``--gpus`` in its form (``all``, or comma-separated indices or UUIDs), checked before any GPU is asked for:
+    a malformed value is bad input on any machine."""
+    text = (text or "").strip()
+    for tok in ([] if text == "all" else [t.strip() for t in text.split(",")]):
+        if not (tok.isdigit() and tok.isascii() or tok.startswith(("GPU-", "MIG-"))):
+            raise SpecError(f"--gpus: {tok[:40]!r} is not a GPU index or UUID; give 'all' or comma-separated indices, e.g. 0,2")
+    return text
+
+
 def select_gpus(text: str, available: list[Gpu] | None = None) -> list[Gpu]:
     """``--gpus``: ``all`` or comma-separated indices (``0,2``) or UUIDs of this host's GPUs. ``all`` is
     the GPUs ``CUDA_VISIBLE_DEVICES`` names where it is set (a scheduler's share of the host), else every GPU."""
+    text = check_gpus_text(text)
     gpus = list_gpus() if available is None else available
-    text = (text or "").strip()
     if not gpus:
         raise NoGpuError("--gpus: nvidia-smi lists no GPU on this machine")
     if text == "all":

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__, libraries
-from ..errors import FtgenError, SpecError
+from ..errors import SpecError
 from ..fileio import holds
 from ..families.base import EmittedVariant, Variant
 from ..templating import TemplateEnv
@@ -122,10 +122,10 @@ def output_dir(spec: Spec, out_root: str | Path) -> Path:
 def generate(spec: Spec, out_root: str | Path = "generated", env: TemplateEnv | None = None) -> Generated:
     out = output_dir(spec, out_root)
     if out.exists() and not out.is_dir():
-        raise FtgenError(f"output path {out} exists and is not a directory")
+        raise SpecError(f"-o: output path {out} exists and is not a directory")
     files, manifest = render_spec(spec, env)
     if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise FtgenError(f"refusing to write into {out}: it exists, is not empty and holds no ftgen manifest.json")
+        raise SpecError(f"-o: refusing to write into {out}: it exists, is not empty and holds no ftgen manifest.json")
     written, unchanged, removed = write_tree(out, files)
     return Generated(out, spec.variants, written, unchanged, removed)
 

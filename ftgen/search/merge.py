@@ -90,8 +90,10 @@ def write_tuning(path: str, s, winners: list[dict], prov: dict, log: Callable[[s
     log(f"tuning: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} merged into {written}")
 
 
-def merge_search_files(s, results, shape_list, out_root: str, json_out, log: Callable[[str], None]) -> None:
-    """`search --from`: the shards' rows merged, then the same outputs as a search (in OUT/<name>-search)."""
+def merge_search_files(s, results, shape_list, out_root: str, json_out, log: Callable[[str], None],
+                       tuning_path: str | None = None) -> None:
+    """`search --from`: the shards' rows merged, then the same outputs as a search (in OUT/<name>-search), the
+    tuning file's entries included (``tuning_path``, `--write-tuning`)."""
     from ..bench import write_jsonl
     from ..report.provenance import provenance
     from . import SearchResult, best_per_shape, search_project_name
@@ -111,12 +113,12 @@ def merge_search_files(s, results, shape_list, out_root: str, json_out, log: Cal
     result.best = best_per_shape(s.family, merged.rows, [s.family.format_shape(x) for x in shape_list])
     result.project = Path(out_root) / search_project_name(s.name)
     log(f"search --from: {len(results)} file(s), {len(merged.rows)} row(s) of {len(result.evaluated)} variant(s)")
+    prov = provenance(merged.gpu, spec=s.source, merged_from=[str(p) for p in results], shards_git_sha=merged.commits,
+                      shapes=shape_list)
     if json_out:
-        prov = provenance(merged.gpu, spec=s.source, merged_from=[str(p) for p in results], shards_git_sha=merged.commits,
-                          shapes=shape_list)
         write_jsonl(json_out, prov, merged.rows, [{"best": {k: r["kernel"] for k, r in result.best.items()}}])
     # the dispatch header includes the winners' headers: it is compiled where the project holds them
-    search_outputs(s, result, shape_list, json_out, None, log)
+    search_outputs(s, result, shape_list, json_out, None, log, tuning_path=tuning_path, prov=prov)
 
 
 def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
@@ -126,6 +128,8 @@ def merge_campaign_files(s, results, chosen, log: Callable[[str], None]):
     from .shard import merge_campaign
 
     m = merge_campaign(list(results), [v.name for v in chosen])
+    if m.shape:
+        s.family.normalize_shape(m.shape, f"--from {results[0]}: provenance shape")
     for note in m.notes:
         log(f"warning: {note}")
     names = {v.name for v in chosen}

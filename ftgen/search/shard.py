@@ -23,6 +23,7 @@ without compiling or running anything.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,6 +209,40 @@ class ResultsFile:
     extra: list[dict] = field(default_factory=list)  # lines that are no row: {"best": ...}, {"campaign": ...}
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _shape(v) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _count(x) for k, x in v.items())
+
+
+def _times(v) -> bool:
+    return isinstance(v, dict) and all(isinstance(v[k], (int, float)) and not isinstance(v[k], bool) and math.isfinite(v[k])
+                                       for k in ("median", "min", "max") if k in v)
+
+
+# the fields a merge reads, and what each must be where present
+ROW_FIELDS = {"kernel": ("a name or null", lambda v: v is None or isinstance(v, str)),
+              "shape": ("a shape (names to whole numbers)", _shape),
+              "ms": ("times in ms (median, min, max: finite numbers)", _times),
+              "trial": ("a trial number", _count),
+              "dist": ("a distribution's name", lambda v: isinstance(v, str))}
+PROVENANCE_FIELDS = {"shapes": ("a list of shapes", lambda v: isinstance(v, list) and all(_shape(x) for x in v)),
+                     "shape": ("a shape (names to whole numbers)", _shape),
+                     "trials": ("a number of trials", _count),
+                     "dists": ("a list of distributions", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v))}
+
+
+def _bad_fields(d: dict, fields: dict) -> str | None:
+    """Why a row (or a provenance) of a results file is not what ftgen writes: the first field of ``fields`` it holds
+    in another form, named with the form it must have."""
+    for key, (what, ok) in fields.items():
+        if key in d and not ok(d[key]):
+            return f"{key} is {json.dumps(d[key])[:60]}, not {what}"
+    return None
+
+
 def read_results(path: Path | str) -> ResultsFile:
     """A results file (docs/architecture.md, results files): provenance first, then rows. Bad input is a SpecError."""
     p = Path(path)
@@ -232,8 +267,14 @@ def read_results(path: Path | str) -> ResultsFile:
         if out is None:
             if not isinstance(d.get("provenance"), dict):
                 raise SpecError(f"--from: {p}: the first line is no {{\"provenance\": ...}}; not an ftgen results file")
+            why = _bad_fields(d["provenance"], PROVENANCE_FIELDS)
+            if why:
+                raise SpecError(f"--from: {p}:{n}: provenance {why}; not a results file ftgen wrote")
             out = ResultsFile(p, d["provenance"])
         elif "kernel" in d:
+            why = _bad_fields(d, ROW_FIELDS)
+            if why:
+                raise SpecError(f"--from: {p}:{n}: {why}; not a row ftgen wrote")
             out.rows.append(d)
         else:
             out.extra.append(d)
@@ -276,6 +317,8 @@ def merge_search(paths: list[Path | str], family) -> Merged:
                 key = ("rejected", json.dumps(r.get("point"), sort_keys=True))
             else:
                 sh = r.get("shape")
+                if isinstance(sh, dict):
+                    family.normalize_shape(sh, f"--from {f.path}: {r['kernel']}: shape")
                 key = (r["kernel"], family.format_shape(sh) if isinstance(sh, dict) else None)
             if key in seen:
                 if key[0] != "rejected":
@@ -286,7 +329,7 @@ def merge_search(paths: list[Path | str], family) -> Merged:
     shapes = None
     for f in files:
         if isinstance(f.provenance.get("shapes"), list):
-            shapes = f.provenance["shapes"]
+            shapes = [family.normalize_shape(x, f"--from {f.path}: provenance shapes") for x in f.provenance["shapes"]]
             break
     return Merged(rows, shards_gpu(files), shapes, notes, shards_commits(files))
 
