@@ -277,20 +277,6 @@ def _check_out_files(gpus_text=None, **flags) -> None:
             raise SpecError(f"--{flag.replace('_', '-')}: {path} is a directory; give a file path")
 
 
-def _probe_gpus(probe_exe: Path, gpus_text, verb: str):
-    """The GPU a run reports (``gpu_info``: nvidia-smi and the executable's ``--info``, a CUDA context) and the GPUs
-    of ``--gpus`` (nvidia-smi again), probed side by side: each is a process start of its own."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .bench import gpu_info
-    from .bench.pool import gpus_option
-
-    with ThreadPoolExecutor(2) as ex:
-        info = ex.submit(gpu_info, probe_exe)
-        pool = ex.submit(gpus_option, gpus_text, verb, _err)
-        return info.result(), pool.result()
-
-
 @cli.command(name="build", epilog=EPILOG)
 @click.argument("directory", required=False)
 @click.option("-j", "--jobs", type=click.IntRange(1, 512), default=None, help="Parallel compile jobs [default: all cores].")
@@ -400,8 +386,9 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
         if not_inj:
             _err(f"--inject: {len(not_inj)} variant(s) built without fault injection run clean: {', '.join(not_inj[:4])}{' ...' if len(not_inj) > 4 else ''}")
     facts = host_facts_soon()
-    gpu, gpus = _probe_gpus(binary_path(project, built[0]["kernel"]), gpus_text, "bench")
-    from .bench.pool import bench_on_gpus
+    from .bench.pool import bench_on_gpus, probe_gpus
+
+    gpu, gpus = probe_gpus(binary_path(project, built[0]["kernel"]), gpus_text, "bench", _err)
 
     prov = provenance(gpu, facts=facts.result(), project=str(project), spec=manifest["spec"]["source"],
                       **({"gpus": [g.info() for g in gpus]} if gpus else {}))
@@ -588,37 +575,25 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     import fnmatch
 
     from .bench import write_jsonl
-    from .faults import ALL_DISTS, campaign as do_campaign, per_bit, plot, roc
-    from .bench.pool import campaign_on_gpus
+    from .faults import campaign as do_campaign, parse_dists, per_bit, plot, roc
+    from .bench.pool import campaign_on_gpus, probe_gpus
     from .report.provenance import host_facts_soon, provenance
     from .search.merge import check_merge_flags, merge_campaign_files
-    from .search.shard import parse_shard
+    from .search.shard import check_campaign_shards, parse_shard
     from .spec import parse_shapes
 
     check_merge_flags("campaign", merge, results, gpus_text, shard_text)
     _check_out_files(gpus_text, json=json_out, plot=plot_out)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
-    dist_list = [d.strip() for d in dists.split(",") if d.strip()]
-    for d in dist_list:
-        if d not in ALL_DISTS:
-            raise SpecError(f"--dists: {d[:40]!r} is not one of {', '.join(ALL_DISTS)}")
-    if not dist_list:
-        raise SpecError(f"--dists: give at least one of {', '.join(ALL_DISTS)} (comma-separated)")
-    if len(set(dist_list)) < len(dist_list):
-        raise SpecError(f"--dists: {next(d for d in dist_list if dist_list.count(d) > 1)!r} is named twice")
+    dist_list = parse_dists(dists)
     chosen = [v for v in s.variants if v.protection.injects]
     if kernels:
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.name, g.strip()) for g in kernels.split(","))]
     if not chosen:
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
     if shard:
-        from .search.shard import CHUNK_TRIALS
-
-        n_chunks = len(chosen) * len(dist_list) * 2 * -(-trials // CHUNK_TRIALS)
-        if shard[1] > n_chunks:
-            raise SpecError(f"--shard {shard_text}: the campaign has {n_chunks} chunk(s) of at most {CHUNK_TRIALS} trials "
-                            "(variants x distributions x clean/faulty); give at most that many shards")
+        check_campaign_shards(shard_text, shard[1], len(chosen), len(dist_list), trials)
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
     outside = [v for v in chosen if not fam.runs_shape(v, shape)]
@@ -640,7 +615,7 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
         _err(f"campaign: {g.out_dir}")
         pattern = ",".join(v.name for v in chosen)
         _report_build(_run_build(g.out_dir, jobs, None, pattern))
-        gpu, gpus = _probe_gpus(g.out_dir / "bin" / chosen[0].name, gpus_text, "campaign")
+        gpu, gpus = probe_gpus(g.out_dir / "bin" / chosen[0].name, gpus_text, "campaign", _err)
         from .build import load_manifest, select_variants
 
         variants = select_variants(load_manifest(g.out_dir), pattern)

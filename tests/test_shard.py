@@ -224,3 +224,19 @@ def test_a_shard_without_gpu_builds_its_part_then_exits_4(tmp_path, monkeypatch,
     spec = load_spec_text(SPEC, "replay.yaml")
     mine = shard_points([v.name for v in spec.variants], len(spec.shapes), 0, 2)
     assert sorted(v["kernel"] for v in load_manifest(project)["variants"]) == sorted(mine) == sorted(replay.builds)
+
+
+def test_a_gzipped_results_file_merges_as_the_plain_one(tmp_path):
+    import gzip
+
+    from ftgen.errors import SpecError
+    from ftgen.search.shard import read_results
+
+    text = json.dumps({"provenance": {"gpu": "NVIDIA H200"}}) + "\n" + json.dumps({"kernel": "k", "shape": {"m": 1}}) + "\n"
+    (tmp_path / "a.jsonl").write_text(text)
+    with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
+        f.write(text)
+    assert read_results(tmp_path / "a.jsonl.gz").rows == read_results(tmp_path / "a.jsonl").rows == [{"kernel": "k", "shape": {"m": 1}}]
+    (tmp_path / "b.jsonl.gz").write_text(text)
+    with pytest.raises(SpecError, match="not a gzipped file"):
+        read_results(tmp_path / "b.jsonl.gz")

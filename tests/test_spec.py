@@ -316,3 +316,13 @@ def test_space_bound_counts_every_variants_group():
     assert len(load_spec_text(two, "x.yaml", max_points=4).rejected) >= 1
     with pytest.raises(SpecError, match="after 2 of earlier variants"):
         load_spec_text(two, "x.yaml", max_points=3)
+
+
+def test_a_threshold_yaml_reads_as_text_says_how_to_write_it(tmp_path):
+    from ftgen.cli import main
+
+    spec = tmp_path / "t.yaml"
+    spec.write_text("name: t\nfamily: gemm\nprotection: {scheme: abft, level: threadblock, threshold: 1e-30}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 2
+    spec.write_text("name: t\nfamily: gemm\nprotection: {scheme: abft, level: threadblock, threshold: 1.0e-30}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0

@@ -7,7 +7,6 @@ and never poisons the rest.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
@@ -245,8 +244,6 @@ def write_jsonl(path: Path | str, provenance: dict, rows: list[dict], extra: lis
     if str(path) == "-":
         print(text, end="")
         return
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, p)
+    from ..fileio import atomic_write
+
+    atomic_write(path, text)  # a failed write (a directory there, a full disk) leaves no temporary file behind

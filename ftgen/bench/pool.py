@@ -126,6 +126,19 @@ def select_gpus(text: str, available: list[Gpu] | None = None) -> list[Gpu]:
     return chosen
 
 
+def probe_gpus(probe_exe: Path, gpus_text, verb: str, log: Callable[[str], None]):
+    """The GPU a run reports (``gpu_info``: nvidia-smi and the executable's ``--info``, a CUDA context) and the GPUs
+    of ``--gpus`` (nvidia-smi again), probed side by side: each is a process start of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import gpu_info
+
+    with ThreadPoolExecutor(2) as ex:
+        info = ex.submit(gpu_info, probe_exe)
+        pool = ex.submit(gpus_option, gpus_text, verb, log)
+        return info.result(), pool.result()
+
+
 def gpus_option(text: str | None, verb: str, log: Callable[[str], None], one_model: str | None = None) -> list[Gpu]:
     """The GPUs of ``--gpus`` (none without it), said through ``log``; ``one_model``: the command compares
     times across them, so they must be of one model."""

@@ -14,9 +14,23 @@ from typing import Callable
 
 from .. import tolerance as _tolerance
 from ..bench import run_executable
+from ..errors import SpecError
 
 DISTS = ("normal", "uniform", "loguniform")  # the default campaign distributions
 ALL_DISTS = DISTS + ("outliers",)  # every distribution the executables draw
+
+
+def parse_dists(text: str) -> list[str]:
+    """``--dists``: distributions of ALL_DISTS, comma-separated, each once."""
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    for d in names:
+        if d not in ALL_DISTS:
+            raise SpecError(f"--dists: {d[:40]!r} is not one of {', '.join(ALL_DISTS)}")
+    if not names:
+        raise SpecError(f"--dists: give at least one of {', '.join(ALL_DISTS)} (comma-separated)")
+    if len(set(names)) < len(names):
+        raise SpecError(f"--dists: {next(d for d in names if names.count(d) > 1)!r} is named twice")
+    return names
 ROC_MULTIPLIERS = tuple(10 ** (e / 4) for e in range(-12, 13))  # 1e-3 .. 1e3 times the threshold
 
 

@@ -22,6 +22,7 @@ without compiling or running anything.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from dataclasses import dataclass, field
@@ -94,6 +95,14 @@ def campaign_chunks(kernels: list[str], *, trials: int, dists, seed: int, chunk:
                 for done in range(0, trials, chunk):
                     out.append(Chunk(k, d, inject, done, min(chunk, trials - done), base + done))
     return out
+
+
+def check_campaign_shards(shard_text: str, n: int, variants: int, dists: int, trials: int) -> None:
+    """``--shard I/N`` of a campaign: at most as many shards as it has chunks, so that none is empty."""
+    chunks = variants * dists * 2 * -(-trials // CHUNK_TRIALS)
+    if n > chunks:
+        raise SpecError(f"--shard {shard_text}: the campaign has {chunks} chunk(s) of at most {CHUNK_TRIALS} trials "
+                        "(variants x distributions x clean/faulty); give at most that many shards")
 
 
 def shard_chunks(chunks: list[Chunk], i: int, n: int) -> list[Chunk]:
@@ -247,11 +256,17 @@ def read_results(path: Path | str) -> ResultsFile:
     """A results file (docs/architecture.md, results files): provenance first, then rows. Bad input is a SpecError."""
     p = Path(path)
     try:
-        lines = p.read_text(errors="replace").splitlines()
+        if p.suffix == ".gz":  # results of record are kept gzipped
+            with gzip.open(p, "rt", errors="replace") as f:
+                lines = f.read().splitlines()
+        else:
+            lines = p.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         raise SpecError(f"--from: {p}: no such file") from None
     except IsADirectoryError:
         raise SpecError(f"--from: {p} is a directory; give results files (JSON lines)") from None
+    except (gzip.BadGzipFile, EOFError):
+        raise SpecError(f"--from: {p}: not a gzipped file (its name ends in .gz)") from None
     out = None
     for n, line in enumerate(lines, 1):
         if not line.strip():

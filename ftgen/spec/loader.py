@@ -552,6 +552,13 @@ def _check_scheme(family: Family, v: Any) -> str | None:
 def _check_threshold(v: Any) -> str | None:
     if v == "auto":
         return None
+    if isinstance(v, str):  # YAML 1.1 reads 1e-30 (no dot) as text
+        try:
+            x = float(v)
+        except ValueError:
+            x = math.nan
+        if math.isfinite(x) and 0 < x <= 1e30:
+            return f"{short(v)} is text to YAML; write the number with a dot, e.g. {x:.1e}, or auto"
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return f"{short(v)} is not allowed; use auto or a positive number"
     if not math.isfinite(v) or abs(v) > 1e30:
