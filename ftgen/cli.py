@@ -265,9 +265,9 @@ def _report_build(r) -> None:
         raise BuildError("; ".join(parts))
 
 
-def _check_out_files(gpus_text=None, **flags) -> None:
-    """Output files named by flags (``json=PATH``...) and the form of ``--gpus``, checked before any work: a directory
-    there would lose the results of a long run at its end."""
+def _check_early(gpus_text=None, **flags) -> None:
+    """What can be checked of a command's flags before any work: the form of ``--gpus`` and the output files named by
+    flags (``json=PATH``...), where a directory would lose the results of a long run at its end."""
     if gpus_text is not None:
         from .bench.pool import check_gpus_text
 
@@ -361,7 +361,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
     from .report.provenance import host_facts_soon, provenance
     from .report.table import print_rows
 
-    _check_out_files(gpus_text, json=json_out)
+    _check_early(gpus_text, json=json_out)
     project = _project_dir(directory, "bench")
     if directory:
         _err(f"bench: {project}")
@@ -465,7 +465,7 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
     from .spec import parse_shapes
 
     check_merge_flags("search", merge, results, gpus_text, shard_text)
-    _check_out_files(gpus_text, json=json_out, write_tuning=write_tuning)
+    _check_early(gpus_text, json=json_out, write_tuning=write_tuning)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
@@ -583,7 +583,7 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     from .spec import parse_shapes
 
     check_merge_flags("campaign", merge, results, gpus_text, shard_text)
-    _check_out_files(gpus_text, json=json_out, plot=plot_out)
+    _check_early(gpus_text, json=json_out, plot=plot_out)
     shard = parse_shard(shard_text) if shard_text else None
     s = _load(spec, max_points, max_variants)
     dist_list = parse_dists(dists)
