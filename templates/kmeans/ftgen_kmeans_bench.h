@@ -499,7 +499,8 @@ class KmeansProblem final : public ftgen::BenchProblem {
     // order of 131072 additions alone moves an fp64 sum by about 1e-8 (one standard deviation).
     const double inertia_tol =
         s.band_sum + 2.0 * v_.lambda * std::sqrt(static_cast<double>(n_)) * 0x1.0p-53 * std::fmax(std::fabs(inertia), s.inertia_own);
-    const bool inertia_ok = std::fabs(inertia - s.inertia_own) <= inertia_tol;
+    // finite first: the tolerance scales with the larger inertia, so an infinite one would pass its own bound
+    const bool inertia_ok = std::isfinite(inertia) && std::fabs(inertia - s.inertia_own) <= inertia_tol;
     c.extra_ok = inertia_ok && s.invalid == 0 && init_ok_;
     if (!rq.has_faults())
       c.extra = ftgen::Json()
