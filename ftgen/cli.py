@@ -593,7 +593,7 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     if not chosen:
         raise SpecError(f"{spec}: a campaign needs protected variants built with protection.inject: true (none selected)")
     if shard:
-        check_campaign_shards(shard_text, shard[1], len(chosen), len(dist_list), trials)
+        check_campaign_shards(shard_text, shard[1], [v.name for v in chosen], dist_list, trials)
     fam = s.family
     shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
     outside = [v for v in chosen if not fam.runs_shape(v, shape)]

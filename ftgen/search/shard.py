@@ -97,9 +97,9 @@ def campaign_chunks(kernels: list[str], *, trials: int, dists, seed: int, chunk:
     return out
 
 
-def check_campaign_shards(shard_text: str, n: int, variants: int, dists: int, trials: int) -> None:
+def check_campaign_shards(shard_text: str, n: int, kernels: list[str], dists: list[str], trials: int) -> None:
     """``--shard I/N`` of a campaign: at most as many shards as it has chunks, so that none is empty."""
-    chunks = variants * dists * 2 * -(-trials // CHUNK_TRIALS)
+    chunks = len(campaign_chunks(kernels, trials=trials, dists=dists, seed=0))
     if n > chunks:
         raise SpecError(f"--shard {shard_text}: the campaign has {chunks} chunk(s) of at most {CHUNK_TRIALS} trials "
                         "(variants x distributions x clean/faulty); give at most that many shards")
