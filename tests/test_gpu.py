@@ -145,6 +145,8 @@ def check_rows(rows: list[dict], injected: bool) -> None:
         assert r["ms"]["median"] > 0 and r["ms"]["min"] <= r["ms"]["median"] <= r["ms"]["max"], where
         if r.get("ref"):
             assert r["ref"].get("alternated") is True, f"{where}: reference not timed alternately"
+        if "x_unprot" in r:  # the twin the overhead is measured against was verified too
+            assert r["max_rel_err_unprotected"] <= r["tolerance"] and "twin_error" not in r, where
         prot = r.get("protection") or {}
         if prot.get("scheme", "none") == "none":
             continue
@@ -152,6 +154,7 @@ def check_rows(rows: list[dict], injected: bool) -> None:
         if injected and prot.get("inject"):
             applied = r["faults_applied"]
             assert applied > 0 and 0 < len(r["faults"]) <= r["faults_planned"], where  # one run's list
+            assert r["injected"] == applied and "fault_accounting_error" not in r, where
             assert r["clean_false_alarms"] == 0, where
             assert r["detected"] <= applied + r.get("false_alarms", 0), f"{where}: more detections than faults"
             assert {"site", "position"} <= set(r["faults"][0]), where

@@ -139,7 +139,10 @@ const char* cudaGetErrorString(cudaError_t) { return "stand-in error"; }
 # A protected kernel on an m x n shape with one fault unit per element. FAKE_MODE scripts what its
 # runs report: ok | nan (a NaN error, as from a NaN in the reference) | overcount (more detections
 # than faults) | unaccounted (detections neither corrected, recomputed nor uncorrectable) | clean_alarm (a
-# detection without a fault).
+# detection without a fault) | uncorrected (the corrected output still wrong) | unapplied (a planned fault
+# never applied) | miscounted (the kernel's injected counter off by one) | stray (faults counted in a run
+# without a plan) | twin_wrong (the unprotected twin's output wrong) | insignificant (faults that leave the
+# output within tolerance without correction).
 FAKE_ADAPTER = r"""
 #include <cmath>
 #include <cstdlib>
@@ -181,15 +184,20 @@ class Scripted final : public ftgen::BenchProblem {
     ftgen::RunCheck c;
     c.tolerance = 1e-5;
     c.max_rel = mode_ == "nan" ? NAN : 1e-7;
+    if (rq.twin) {
+      if (mode_ == "twin_wrong") c.bad = 2, c.max_rel = 1.0;
+      return c;
+    }
     if (rq.run == 0 && !rq.has_faults()) c.extra = "\"scripted_extra\":1";
     if (!rq.has_faults()) {
       c.counters.detected = mode_ == "clean_alarm" ? 1 : 0;
+      c.counters.injected = mode_ == "stray" ? 1 : 0;
       return c;
     }
     const auto& plan = *rq.plan;
     for (size_t i = 0; i < plan.size(); ++i) {
       ftgen::FaultRecord r{};
-      r.applied = 1;
+      r.applied = mode_ == "unapplied" && i + 1 == plan.size() ? 0 : 1;
       r.block = plan[i].block;
       r.bit = plan[i].bit;
       r.step = plan[i].step;
@@ -197,13 +205,18 @@ class Scripted final : public ftgen::BenchProblem {
       r.col = plan[i].elem;
       c.records.push_back(r);
     }
-    const unsigned long long n = plan.size();
-    c.counters.injected = n;
+    const unsigned long long n = static_cast<unsigned long long>(c.applied());
+    c.counters.injected = n + (mode_ == "miscounted" ? 1 : 0);
     c.counters.detected = n + (mode_ == "overcount" ? 3 : 0);
     c.counters.corrected = rq.no_correct || mode_ == "unaccounted" ? 0 : n;
     c.counters.max_score_bits = 0;
-    if (rq.no_correct) {  // each fault left one element beyond tolerance
+    if (rq.no_correct && mode_ == "insignificant") {  // the faults moved the output within tolerance
+      c.max_rel = 2e-6;
+    } else if (rq.no_correct) {  // each fault left one element beyond tolerance
       c.bad = static_cast<long long>(n);
+      c.max_rel = 0.5;
+    } else if (mode_ == "uncorrected") {  // one element still wrong after the corrections
+      c.bad = 1;
       c.max_rel = 0.5;
     }
     return c;
@@ -293,6 +306,7 @@ def test_driver_times_kernel_twin_and_reference_alternately(scripted):
     assert row["x_unprot"] == 2 and row["paired"]["x_unprotected"] == 2 and row["unprotected_ms"]["median"] == 1
     assert row["speedup_vs_ref"] == 1.5 and row["rate"] == 0.5
     assert row["scripted_extra"] == 1 and row["false_alarms"] == 0 and "faults" not in row
+    assert row["max_rel_err_unprotected"] == 1e-7 and "twin_error" not in row  # the twin was verified too
     assert "verified" not in row and "max_rel_err" in row
 
 
@@ -344,6 +358,11 @@ def test_offset_faults_are_listed_by_offset(scripted):
     ("unaccounted", "2", "counter_error"),    # detections that end neither corrected, recomputed nor uncorrectable
     ("clean_alarm", "0", None),               # a detection on clean data
     ("clean_alarm", "2", None),               # ... also in an injection row's clean run
+    ("uncorrected", "2", "bad_injected"),     # the corrected output is still wrong
+    ("unapplied", "2", "fault_accounting_error"),   # a planned fault that never happened
+    ("miscounted", "2", "fault_accounting_error"),  # the kernel counts a fault it did not apply
+    ("stray", "0", "counter_error"),          # faults counted in a run without a plan
+    ("twin_wrong", "0", "twin_error"),        # the twin the overhead is measured against is wrong
 ])
 def test_rows_that_break_the_rules_fail(scripted, mode, inject, what):
     rc, rows, _ = scripted("--inject", inject, "--reps", "2", mode=mode)
@@ -368,6 +387,12 @@ def test_campaign_rows(scripted):
     assert len({r["fault"]["row"] for r in rows} | {r["fault"]["bit"] for r in rows}) > 1  # faults vary by trial
     rc, clean, _ = scripted("--trials", "2", mode="clean_alarm")
     assert rc == 0 and all(r["injected"] == 0 and r["significant"] is False and r["false_alarm"] is True for r in clean)
+    # a trial's own verdict: the corrected output still wrong is not ok (the exit code stays 0: ftgen reads the rows)
+    rc, wrong, _ = scripted("--trials", "2", "--inject", "1", "--shapes", "8x8", mode="uncorrected")
+    assert rc == 0 and all(r["ok"] is False and r["max_rel_err"] == 0.5 for r in wrong)
+    # significance is the uncorrected error against the tolerance, not the fault's mere presence
+    _, mild, _ = scripted("--trials", "2", "--inject", "1", "--shapes", "8x8", mode="insignificant")
+    assert all(r["injected"] == 1 and r["significant"] is False and r["ok"] is True for r in mild)
 
 
 @pytest.mark.compile
@@ -391,7 +416,7 @@ def test_several_campaign_runs_in_one_process(scripted):
 @pytest.mark.compile
 def test_skipped_shapes_and_flag_errors(scripted):
     rc, rows, _ = scripted("--shapes", "7x7", "--reps", "2")
-    assert rc == 0 and rows[0]["skipped"] == "built for other sizes" and rows[0]["ok"] is True
+    assert rc == 0 and rows[0]["skipped"] == "built for other sizes" and rows[0]["ok"] is False  # nothing verified
     assert scripted("--bogus")[0] == 2
     assert scripted("--shapes", "8x8x8")[0] == 2
     assert scripted("--inject-kind", "sideways")[0] == 2

@@ -200,8 +200,8 @@ class AttentionProblem final : public ftgen::BenchProblem {
     counters_.zero();
     const bool faults = rq.has_faults();
     if (faults) table_.upload(*rq.plan, blocks());
-    const ftgen_attention_problem q = problem(0, out_.ptr, faults, rq.no_correct);
-    launch_checked(q, v_.launch);
+    const ftgen_attention_problem q = problem(0, out_.ptr, faults && !rq.twin, rq.no_correct);
+    launch_checked(q, rq.twin ? v_.launch_twin : v_.launch);
     FT_CUDA(cudaDeviceSynchronize());
     DeviceBuffer<Accum> acc(1);
     acc.zero();

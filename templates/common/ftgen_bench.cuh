@@ -27,7 +27,8 @@ struct BenchTraits {
   bool is_protected = false;        // a protection scheme other than none
   bool inject_built = false;        // built with fault injection
   bool can_disable_correction = false;  // RunRequest::no_correct reaches the kernel
-  // every planned fault must be applied and the kernel's `injected` counter must equal the applied count
+  // every planned fault must be applied (without it: some of the plan; the kernel's `injected` counter must
+  // equal the applied count either way)
   bool exact_fault_accounting = false;
   int max_trial_faults = 1 << 30;   // --inject limit in campaign mode
   int verify_runs = 1;              // verification runs of one check (e.g. beta = 0 and beta != 0; in place)
@@ -36,7 +37,7 @@ struct BenchTraits {
   const char* output_unit = "element";     // what `bad` / `significant` count (elements, signals)
   const char* ref_lib = nullptr;    // vendor library timed beside the kernel (nullptr: none)
   const char* alt_ref_lib = nullptr;  // a second vendor reference timed beside both (e.g. at another math mode)
-  bool has_unprotected = false;     // launch_unprotected() exists (timed alternately too)
+  bool has_unprotected = false;     // launch_unprotected() exists (verified with RunRequest::twin, timed alternately)
 
   // The fields every family's variant table gives (name, meta, default shapes, protection, injection), and the
   // family's shape keys.
@@ -61,6 +62,7 @@ struct RunRequest {
   const std::vector<FaultSpec>* plan = nullptr;   // faults to inject (null or empty: none)
   bool no_correct = false;                        // detect and count, but do not correct
   bool campaign = false;                          // a campaign trial (record detection scores)
+  bool twin = false;                              // run the unprotected twin (launch_unprotected's kernel) instead
   bool has_faults() const { return plan && !plan->empty(); }
 };
 
@@ -91,7 +93,8 @@ class BenchProblem {
   // Flag checks of the family (call bad_arg for a flag this variant cannot honour).
   virtual void check_args(const Args&) {}
   // Allocate for `shape` with `sets` rotating input sets. Return false to skip the shape (a variant
-  // built for other sizes), after writing the reason into `skip_reason`.
+  // built for other sizes), after writing the reason into `skip_reason`: the row says so and is not ok
+  // (nothing was verified), and the executable's exit code stays 0.
   virtual bool setup(const std::vector<long long>& shape, int sets, std::string& skip_reason) = 0;
   virtual size_t set_bytes(const std::vector<long long>& shape) const = 0;
   virtual void fill(unsigned long long seed, int dist) = 0;

@@ -41,7 +41,7 @@ struct Combined {
   bool ok() const { return nonfinite == 0 && bad == 0 && !(max_rel > tolerance) && max_rel == max_rel && extra_ok; }
 };
 
-Combined run_all(BenchProblem& p, const std::vector<FaultSpec>* plan, bool no_correct) {
+Combined run_all(BenchProblem& p, const std::vector<FaultSpec>* plan, bool no_correct, bool twin = false) {
   Combined all;
   const int runs = std::max(1, p.traits().verify_runs);
   for (int r = 0; r < runs; ++r) {
@@ -49,6 +49,7 @@ Combined run_all(BenchProblem& p, const std::vector<FaultSpec>* plan, bool no_co
     q.run = r;
     q.plan = plan;
     q.no_correct = no_correct;
+    q.twin = twin;
     const RunCheck c = p.run_checked(q);
     if (r == 0 || !(c.max_rel <= all.max_rel)) {  // NaN counts as the worst
       all.max_rel = c.max_rel;
@@ -107,7 +108,7 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
   std::string skip;
   const int sets = args.no_timing ? 1 : rotation_count(dev, p.set_bytes(shape));
   if (!p.setup(shape, sets, skip)) {
-    row.str("skipped", skip).boolean("ok", true);
+    row.str("skipped", skip).boolean("ok", false);  // nothing verified; not a failure of the executable
     emit_row(row);
     return true;
   }
@@ -128,6 +129,20 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
       if (clean.worst >= 0) row.integer("worst", clean.worst);
     }
     const long long clean_fa = static_cast<long long>(clean.c.detected);
+    if (clean.c.injected != 0) {
+      row.str("counter_error", "faults injected in a run without a plan");
+      ok = false;
+    }
+    if (t.has_unprotected) {
+      // the twin the overhead is measured against computes the same output, within the same tolerance
+      const Combined twin = run_all(p, nullptr, false, true);
+      row.num("max_rel_err_unprotected", twin.max_rel);
+      if (!twin.ok()) {
+        row.integer("bad_unprotected", twin.bad).integer("nonfinite_unprotected", twin.nonfinite);
+        row.str("twin_error", "the unprotected twin's output is wrong");
+        ok = false;
+      }
+    }
     if (t.is_protected) {
       FtCounters shown = clean.c;
       long long false_alarms = clean_fa;
@@ -147,9 +162,13 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
           row.integer("bad_injected", faulty.bad).integer("nonfinite_injected", faulty.nonfinite);
           ok = false;
         }
-        if (t.exact_fault_accounting &&
-            (faulty.applied != faulty.planned || static_cast<long long>(faulty.c.injected) != faulty.applied))
+        // the row's corrections are of faults that happened: as many as the kernel counted, and all of the
+        // plan (a family whose faults may land where they change nothing, e.g. on a masked key: some of it)
+        if (static_cast<long long>(faulty.c.injected) != faulty.applied ||
+            (t.exact_fault_accounting ? faulty.applied != faulty.planned : faulty.applied == 0)) {
+          row.str("fault_accounting_error", "faults applied differ from the plan or from the kernel's count");
           ok = false;
+        }
         if (t.can_disable_correction) {
           const Combined unc = run_all(p, &plan, true);
           // output units beyond tolerance without correction: the faults that mattered
@@ -237,7 +256,7 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
   if (!p.setup(shape, 1, skip)) {
     Json row;
     if (run >= 0) row.integer("run", run);
-    row.members(t.meta).raw("shape", sj).str("skipped", skip).boolean("ok", true);
+    row.members(t.meta).raw("shape", sj).str("skipped", skip).boolean("ok", false);
     emit_row(row);
     return 0;
   }

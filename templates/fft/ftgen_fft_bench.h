@@ -244,6 +244,7 @@ class FftProblem final : public ftgen::BenchProblem {
     t_ = ftgen::BenchTraits::of(v, "n,batch", "n x batch");
     t_.max_trial_faults = 1;
     t_.verify_runs = 2;
+    t_.exact_fault_accounting = true;  // faults are planned only into blocks whose threads all run
     t_.fault_site = "stage";
     t_.fault_scope = "launch";  // --inject N: N faults in one batched launch, not N per transform
     t_.output_unit = "signal";

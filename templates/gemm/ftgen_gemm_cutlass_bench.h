@@ -273,7 +273,10 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     const bool faults = v_.inject && rq.has_faults();
     if (faults) table_.upload(*rq.plan, units_);
     counters_.zero();
-    launch_checked(problem(0, r ? 1.5 : 1.0, r ? 0.5 : 0.0, c_out_.ptr, faults, rq.no_correct));
+    if (rq.twin)
+      launch_twin(problem(0, r ? 1.5 : 1.0, r ? 0.5 : 0.0, c_out_.ptr, false, false));
+    else
+      launch_checked(problem(0, r ? 1.5 : 1.0, r ? 0.5 : 0.0, c_out_.ptr, faults, rq.no_correct));
     FT_CUDA(cudaDeviceSynchronize());
     ftgen::RunCheck out;
     out.counters = counters_.download()[0];
@@ -287,7 +290,7 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     out.bad = e.bad + e.nonfinite;
     out.nonfinite = e.nonfinite;
     out.worst = e.worst;
-    if (r == 0 && !faults && !rq.campaign && has_unrounded_) {  // tf32: also against the unrounded inputs
+    if (r == 0 && !faults && !rq.campaign && !rq.twin && has_unrounded_) {  // tf32: also against the unrounded inputs
       const ftgen::ErrorStats u =
           ftgen::compare_device(c_out_.ptr, ref_unrounded_.ptr, scale_[0].ptr, c_elems_, 1e-30, v_.tolerance_unrounded(k_));
       out.extra_ok = u.bad == 0 && u.nonfinite == 0;
@@ -334,11 +337,7 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     if (timed_faults_) table_.upload(plan, units_);
   }
   void launch(int set) override { launch_checked(problem(set, 1.0, 0.0, c(set), timed_faults_, false)); }
-  void launch_unprotected(int set) override {
-    const ftgen_gemm_problem q = problem(set, 1.0, 0.0, c(set), false, false);
-    const cudaError_t e = v_.launch_unprotected(&q, 0);
-    if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of the unprotected kernel failed: %s", cudaGetErrorString(e));
-  }
+  void launch_unprotected(int set) override { launch_twin(problem(set, 1.0, 0.0, c(set), false, false)); }
   void launch_ref(int set) override { blas_gemm(h_vendor_, v_.row_a, v_.row_b, m_, n_, k_, 1.0, a(set), lda_, b(set), ldb_, 0.0, c(set)); }
   std::string rate_members(double ms) const override {
     return ftgen::Json().num("gflops", 2.0 * m_ * n_ * static_cast<double>(k_) / (ms * 1e6)).body();
@@ -376,6 +375,10 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     q.counters = counters_.ptr;
     if (faults) table_.attach(q, no_correct);
     return q;
+  }
+  void launch_twin(const ftgen_gemm_problem& q) const {
+    const cudaError_t e = v_.launch_unprotected(&q, 0);
+    if (e != cudaSuccess) ftgen::fail("runtime", 1, "launch of the unprotected kernel failed: %s", cudaGetErrorString(e));
   }
   void launch_checked(const ftgen_gemm_problem& q) const {
     const cudaError_t e = v_.launch(&q, 0);

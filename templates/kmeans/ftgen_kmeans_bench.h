@@ -175,10 +175,11 @@ __global__ void check_labels_kernel(const T* X, const T* C, int samples, int dim
 // The fp64 means of the kernel's own labels (sums, then the means; empty clusters: C0) and the scale of
 // each element (the mean |x| of the cluster in that dimension, C0's |c| for an empty one).
 template <class T>
-__global__ void ref_sums_kernel(const T* X, const int* label, int samples, int dims, double* sums, double* abssums) {
+__global__ void ref_sums_kernel(const T* X, const int* label, int samples, int dims, int clusters, double* sums, double* abssums) {
   const size_t n = static_cast<size_t>(samples) * dims;
   for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n; e += size_t(gridDim.x) * blockDim.x) {
     const size_t i = e / dims, d = e % dims;
+    if (label[i] < 0 || label[i] >= clusters) continue;  // an invalid label (check_labels_kernel counts it)
     const double x = static_cast<double>(X[e]);
     atomicAdd(&sums[static_cast<size_t>(label[i]) * dims + d], x);
     atomicAdd(&abssums[static_cast<size_t>(label[i]) * dims + d], fabs(x));
@@ -449,8 +450,10 @@ class KmeansProblem final : public ftgen::BenchProblem {
     counters_.zero();
     const bool faults = rq.has_faults();
     if (faults) table_.upload(*rq.plan, fault_blocks());
-    ftgen_kmeans_problem q = problem(0, c_out_.ptr, faults, rq.no_correct);
-    launch_checked(q);
+    if (rq.twin)
+      launch_twin(problem(0, c_out_.ptr, false, false));
+    else
+      launch_checked(problem(0, c_out_.ptr, faults, rq.no_correct));
     FT_CUDA(cudaDeviceSynchronize());
 
     // labels against the fp64 reference, the histogram of the kernel's labels, the inertia of its labels
@@ -464,7 +467,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     // centroids against the fp64 means of the kernel's labels
     DeviceBuffer<double> sums(c_elems_), abssums(c_elems_), mean(c_elems_), scale(c_elems_);
     sums.zero(), abssums.zero();
-    ref_sums_kernel<T><<<grid_of(x_elems_), 256>>>(x(0), labels_.ptr, n_, d_, sums.ptr, abssums.ptr);
+    ref_sums_kernel<T><<<grid_of(x_elems_), 256>>>(x(0), labels_.ptr, n_, d_, k_, sums.ptr, abssums.ptr);
     FT_LAUNCH_CHECK();
     ref_means_kernel<T><<<grid_of(c_elems_), 256>>>(C0_.ptr, sums.ptr, abssums.ptr, hist.ptr, k_, d_, mean.ptr, scale.ptr);
     FT_LAUNCH_CHECK();
@@ -512,7 +515,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
                     .num("inertia_tol", inertia_tol)
                     .boolean("inertia_ok", inertia_ok)
                     .body();
-    if (!rq.has_faults() && iters_ > 1) {
+    if (!rq.has_faults() && !rq.twin && iters_ > 1) {
       const LloydResult r = lloyd_check();
       ftgen::Json j;
       j.integer("lloyd_iters", r.iters).num("lloyd_inertia_rel", r.worst_rel);
@@ -561,7 +564,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
       for (double v : b) sum += v;
       ref.push_back(sum);
       sums.zero(), abssums.zero(), hist.zero();
-      ref_sums_kernel<T><<<grid_of(x_elems_), 256>>>(x(0), lab.ptr, n_, d_, sums.ptr, abssums.ptr);
+      ref_sums_kernel<T><<<grid_of(x_elems_), 256>>>(x(0), lab.ptr, n_, d_, k_, sums.ptr, abssums.ptr);
       histogram_kernel<<<(n_ + 255) / 256, 256>>>(lab.ptr, n_, hist.ptr);
       ref_means_kernel<double><<<grid_of(ce), 256>>>(Cr.ptr, sums.ptr, abssums.ptr, hist.ptr, k_, d_, Cr.ptr, scale.ptr);
       FT_LAUNCH_CHECK();
@@ -615,12 +618,7 @@ class KmeansProblem final : public ftgen::BenchProblem {
     if (timed_faults_) table_.upload(plan, fault_blocks());
   }
   void launch(int set) override { launch_checked(problem(set, c(set), timed_faults_, false)); }
-  void launch_unprotected(int set) override {
-    ftgen_kmeans_problem q = problem(set, c(set), false, false);
-    q.workspace = twin_workspace_.ptr;
-    q.counters = nullptr;
-    ftgen::launch_or_fail(v_.launch_twin, q, v_.name);
-  }
+  void launch_unprotected(int set) override { launch_twin(problem(set, c(set), false, false)); }
   void launch_ref(int set) override { vendor_iteration(h_, set); }
   void launch_alt_ref(int set) override { vendor_iteration(h_tf32_, set); }
   // One Lloyd iteration of the vendor reference through cuBLAS handle h, on input set `set`
@@ -684,6 +682,11 @@ class KmeansProblem final : public ftgen::BenchProblem {
     return q;
   }
   void launch_checked(const ftgen_kmeans_problem& q) const { ftgen::launch_or_fail(v_.launch, q, v_.name); }
+  void launch_twin(ftgen_kmeans_problem q) const {
+    q.workspace = twin_workspace_.ptr;
+    q.counters = nullptr;
+    ftgen::launch_or_fail(v_.launch_twin, q, v_.name);
+  }
 
   Variant v_;
   ftgen::BenchTraits t_;
