@@ -142,7 +142,8 @@ const char* cudaGetErrorString(cudaError_t) { return "stand-in error"; }
 # detection without a fault) | uncorrected (the corrected output still wrong) | unapplied (a planned fault
 # never applied) | miscounted (the kernel's injected counter off by one) | stray (faults counted in a run
 # without a plan) | twin_wrong (the unprotected twin's output wrong) | insignificant (faults that leave the
-# output within tolerance without correction).
+# output within tolerance without correction) | tight (the second verification run's tolerance is tighter
+# than its error, though it counts no bad unit).
 FAKE_ADAPTER = r"""
 #include <cmath>
 #include <cstdlib>
@@ -188,6 +189,7 @@ class Scripted final : public ftgen::BenchProblem {
       if (mode_ == "twin_wrong") c.bad = 2, c.max_rel = 1.0;
       return c;
     }
+    if (rq.run == 1 && mode_ == "tight") c.tolerance = 1e-8;  // run 1 held to a tighter rule than run 0
     if (rq.run == 0 && !rq.has_faults()) c.extra = "\"scripted_extra\":1";
     if (!rq.has_faults()) {
       c.counters.detected = mode_ == "clean_alarm" ? 1 : 0;
@@ -363,6 +365,7 @@ def test_offset_faults_are_listed_by_offset(scripted):
     ("miscounted", "2", "fault_accounting_error"),  # the kernel counts a fault it did not apply
     ("stray", "0", "counter_error"),          # faults counted in a run without a plan
     ("twin_wrong", "0", "twin_error"),        # the twin the overhead is measured against is wrong
+    ("tight", "0", None),                     # each verification run is held to its own tolerance
 ])
 def test_rows_that_break_the_rules_fail(scripted, mode, inject, what):
     rc, rows, _ = scripted("--inject", inject, "--reps", "2", mode=mode)
