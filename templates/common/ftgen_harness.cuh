@@ -493,35 +493,6 @@ struct ErrorStats {
   long long bad = 0;     // elements whose scaled error exceeds the tolerance
 };
 
-// scale_i = max(floor, |scale[i]|) when scale is given, else max(floor, |ref[i]|).
-template <class T, class R>
-inline ErrorStats compare(const std::vector<T>& out, const std::vector<R>& ref, const std::vector<R>* scale,
-                          double floor, double tol) {
-  ErrorStats e;
-  for (size_t i = 0; i < out.size(); ++i) {
-    double o = static_cast<double>(out[i]);
-    double r = static_cast<double>(ref[i]);
-    double sv = static_cast<double>(scale ? (*scale)[i] : ref[i]);
-    // a NaN or Inf in the output, the reference or the scale fails (a max over NaN would drop it)
-    if (!std::isfinite(o) || !std::isfinite(r) || !std::isfinite(sv)) {
-      e.nonfinite++;
-      if (e.worst < 0) e.worst = static_cast<long long>(i);
-      continue;
-    }
-    double s = std::max(floor, std::fabs(sv));
-    double d = std::fabs(o - r);
-    double rel = d / s;
-    if (rel > e.max_rel) {
-      e.max_rel = rel;
-      e.worst = static_cast<long long>(i);
-    }
-    e.max_abs = std::max(e.max_abs, d);
-    if (rel > tol) e.bad++;
-  }
-  return e;
-}
-
-
 // Device-side table: for each block, the index of its fault in the plan or -1.
 struct FaultTable {
   DeviceBuffer<int> by_block;
