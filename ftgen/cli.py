@@ -159,7 +159,10 @@ def _load(spec: str, max_points: int, max_variants: int):
 
 
 def _check_out_root(out_root: str) -> None:
-    """-o/--out: a directory (made when missing) that can be written."""
+    """-o/--out: a directory (made when missing) that can be written, named without control characters."""
+    from .paths import check_path_text
+
+    check_path_text("-o/--out", out_root)
     p = Path(out_root)
     try:
         if p.exists() and not p.is_dir():
@@ -258,11 +261,7 @@ def _report_build(r) -> None:
     _err(f"build: {len(r.built)} compiled, {len(r.cached)} up to date, {len(r.failed)} failed ({r.seconds:.1f} s)")
     if r.failed:
         print_failures(r)
-        gone = list(r.missing)
-        broken = [k for k in r.failed if k not in gone]
-        parts = ([f"{len(broken)} variant(s) failed to compile: {', '.join(broken)}"] if broken else []) + (
-            [f"{len(gone)} variant(s) not built, their sources vanished: {', '.join(gone)}"] if gone else [])
-        raise BuildError("; ".join(parts))
+        raise BuildError(f"{len(r.failed)} variant(s) failed to compile: {', '.join(r.failed)}")
 
 
 def _check_early(gpus_text=None, **flags) -> None:
@@ -318,7 +317,8 @@ def _bench_options(shapes_text, family, reps, warmup, inject, inject_kind, seed,
     from .bench import BenchOptions
     from .spec import parse_shapes
 
-    shapes = parse_shapes(family, shapes_text) if shapes_text else None
+    shapes = parse_shapes(family, shapes_text) if shapes_text is not None else None
+    family.check_site(site)
     return BenchOptions(
         shapes=shapes, reps=reps, warmup=warmup, inject=inject, inject_kind=inject_kind, seed=seed, dist=dist, no_ref=no_ref,
         timeout=timeout, extra=("--site", site) if site else (),
@@ -432,7 +432,7 @@ def bench(directory, shapes, reps, warmup, inject, inject_kind, seed, dist, site
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.argument("results", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--shapes", default=None, help="Shapes to optimise for [default: the spec's shapes].")
-@click.option("--budget", type=click.IntRange(1), default=None, help="Most variants to evaluate [default: all].")
+@click.option("--budget", type=click.IntRange(1), default=None, help="Most variants to evaluate (without a GPU: to build) [default: all].")
 @click.option("--strategy", type=click.Choice(["exhaustive", "random"]), default="exhaustive", show_default=True, help="How to pick the variants to evaluate.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True, help="Seed of the random strategy.")
 @click.option("-o", "--out", "out_root", default="generated", show_default=True, help="Output root of the search project.")
@@ -455,23 +455,24 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
 
     `ftgen search SPEC --from a.jsonl b.jsonl ...` merges the results of sharded searches instead.
 
-    Needs a CUDA GPU (sm_80 or newer); without one it generates and builds, then exits 4."""
+    Needs a CUDA GPU (sm_80 or newer); without one it generates and builds the variants it would evaluate (the --budget
+    and --strategy selection; with --shard, that part of it), then exits 4."""
     from .bench import BenchOptions, gpu_info, write_jsonl
     from .report.provenance import host_facts_soon, provenance
     from .search import STRATEGIES, ResultsCache, search as do_search
     from .bench.pool import gpus_option, pool_for
-    from .search.merge import check_merge_flags, merge_search_files, search_outputs
+    from .search.merge import check_merge_flags, merge_search_files, search_outputs, shard_spec
     from .search.shard import parse_shard
     from .spec import parse_shapes
 
     check_merge_flags("search", merge, results, gpus_text, shard_text)
     _check_early(gpus_text, json=json_out, write_tuning=write_tuning)
-    shard = parse_shard(shard_text) if shard_text else None
+    shard = parse_shard(shard_text) if shard_text is not None else None
     s = _load(spec, max_points, max_variants)
-    shape_list = parse_shapes(s.family, shapes) if shapes else s.shapes
-    if shard and shard[1] > len(s.variants) * len(shape_list):
-        raise SpecError(f"--shard {shard_text}: the space has {len(s.variants) * len(shape_list)} point(s) (variants x shapes); "
-                        "give at most that many shards")
+    shape_list = parse_shapes(s.family, shapes) if shapes is not None else s.shapes
+    if shard and shard[1] > (n_points := min(budget or len(s.variants), len(s.variants)) * len(shape_list)):
+        raise SpecError(f"--shard {shard_text}: the search has {n_points} point(s) (variants{' within --budget' if budget else ''} x "
+                        "shapes); give at most that many shards")
     if merge:
         _check_out_root(out_root)
         return merge_search_files(s, results, shape_list if shapes else None, out_root, json_out, _err, write_tuning)
@@ -483,11 +484,9 @@ def search(spec, results, shapes, budget, strategy, seed, out_root, jobs, reps, 
         gpu = {"name": gpus[0].name, "driver": gpus[0].driver} if gpus else gpu_info()
     except NoGpuError:
         # generate and build what the search would run (a shard: its part), then say plainly that running needs a GPU
-        from .search.merge import shard_spec
-
-        proj = shard_spec(s, len(shape_list), shard)
+        proj = shard_spec(s, len(shape_list), shard, STRATEGIES[strategy](seed).propose(list(s.variants), {}, budget or len(s.variants)))
         g = _generate(proj, out_root)
-        _err(f"search: {g.out_dir}")
+        _err(f"search: {g.out_dir}: no GPU; building the {len(proj.variants)} of {len(s.variants)} variant(s) the search would run")
         _report_build(_run_build(g.out_dir, jobs, None, None))
         raise
     cache = ResultsCache()
@@ -575,16 +574,16 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     import fnmatch
 
     from .bench import write_jsonl
-    from .faults import campaign as do_campaign, parse_dists, per_bit, plot, roc
+    from .faults import campaign as do_campaign, failure_message, parse_dists, per_bit, plot, roc
     from .bench.pool import campaign_on_gpus, probe_gpus
     from .report.provenance import host_facts_soon, provenance
     from .search.merge import check_merge_flags, merge_campaign_files
     from .search.shard import check_campaign_shards, parse_shard
-    from .spec import parse_shapes
+    from .spec import parse_one_shape
 
     check_merge_flags("campaign", merge, results, gpus_text, shard_text)
     _check_early(gpus_text, json=json_out, plot=plot_out)
-    shard = parse_shard(shard_text) if shard_text else None
+    shard = parse_shard(shard_text) if shard_text is not None else None
     s = _load(spec, max_points, max_variants)
     dist_list = parse_dists(dists)
     chosen = [v for v in s.variants if v.protection.injects]
@@ -595,7 +594,8 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     if shard:
         check_campaign_shards(shard_text, shard[1], [v.name for v in chosen], dist_list, trials)
     fam = s.family
-    shape = parse_shapes(fam, shape_text)[0] if shape_text else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
+    fam.check_site(site)
+    shape = parse_one_shape(fam, shape_text, "--shape") if shape_text is not None else dict(getattr(fam, "campaign_shape", None) or fam.default_shapes[0])
     outside = [v for v in chosen if not fam.runs_shape(v, shape)]
     if outside and not merge:
         why = fam.out_of_range_row(outside[0], shape)["error"]["message"]
@@ -653,18 +653,17 @@ def campaign(spec, trials, dists, site, shape_text, kernels, seed, out_root, job
     t = Table(title=f"fault campaign, {fam.format_shape(shape)}, {trials}+{trials} trials per distribution ({gpu.get('name')})"
               + (f", merged from {len(results)} file(s)" if merge else "")
               + (f", shard {shard_text}: its trials only" if shard else ""))
-    for col in ("kernel", "clean", "faulty", "significant", "detected", "corrected", "coverage", "false alarms", "max resid err"):
+    for col in ("kernel", "clean", "faulty", "significant", "detected", "corrected", "coverage", "false alarms", "max resid err", "not ok"):
         t.add_column(col, justify="left" if col == "kernel" else "right")
     for x in summaries:
         cov = "-" if x["coverage"] is None else f"{100 * x['coverage']:.2f}%"
         t.add_row(x["kernel"], str(x["clean_trials"]), str(x["faulty_trials"]), str(x["significant"]), str(x["detected"]),
-                  str(x["corrected"]), cov, str(x["false_alarms"]), f"{x['max_residual_rel_err']:.1e}")
+                  str(x["corrected"]), cov, str(x["false_alarms"]), f"{x['max_residual_rel_err']:.1e}",
+                  f"{x.get('not_ok', 0)}" + (f" ({x['failed_trials']} failed)" if x.get("failed_trials") else ""))
     Console(file=sys.stderr if json_out == "-" else sys.stdout, width=200).print(t)
-    failed = [r for r in rows if "trial" not in r and not r.get("ok", True)]
-    if failed:
-        err = failed[0].get("error")
-        raise FtgenError(f"{len(failed)} executable run(s) failed during the campaign: "
-                         f"{err.get('message') if isinstance(err, dict) else err}")
+    why = failure_message(rows)  # a failed run, a wrong clean trial, or a detected fault left wrong
+    if why:
+        raise FtgenError(why)
     # a kernel whose counters break the rules (more detections than faults and false alarms, or a detection that ended
     # neither corrected, recomputed nor uncorrectable) miscounts: its flagged trials are not counted as corrected, and
     # the campaign fails after writing everything

@@ -20,6 +20,7 @@ import gzip
 import json
 import math
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,6 +146,8 @@ def read_results(path: str | Path) -> tuple[dict, list[dict]]:
                     raise SpecError(f"{p}:{n}: neither a row (no 'kernel') nor provenance: {short(line)}")
     except UnicodeDecodeError as e:
         raise SpecError(f"{p}: not UTF-8 text (byte {e.start})") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # a .gz name on a file that is not (or not wholly) gzip
+        raise SpecError(f"{p}: not a readable gzip file ({e})") from None
     if not rows:
         raise SpecError(f"{p}: no result rows (lines with a 'kernel')")
     return prov, rows
@@ -230,6 +233,8 @@ def compare_rows(a_rows: list[dict], b_rows: list[dict], noise_pct: float | None
 
 
 def compare_files(a: str | Path, b: str | Path, noise_pct: float | None = None) -> Comparison:
+    if noise_pct is not None and math.isnan(noise_pct):  # NaN passes click's FloatRange
+        raise SpecError("--threshold: nan is not a number; give a percentage from 0 to 1000")
     a_prov, a_rows = read_results(a)
     b_prov, b_rows = read_results(b)
     c = Comparison(str(a), str(b), noise_pct, compare_rows(a_rows, b_rows, noise_pct), a_prov, b_prov)

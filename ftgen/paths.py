@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import unicodedata
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
@@ -22,6 +23,19 @@ def templates_dir() -> Path:
 
 def specs_dir() -> Path:
     return _data_dir("specs")
+
+
+def check_path_text(flag: str, text: str) -> None:
+    """A path given on the command line: not empty, and without newlines or other control characters (CMake and
+    the build tools cannot carry them); else a SpecError naming ``flag``."""
+    from .errors import SpecError
+
+    if not text:
+        raise SpecError(f"{flag}: empty; give a directory (. for the current one)")
+    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise SpecError(f"{flag}: {text[:80]!r} holds the control character {bad!r}; give a path without newlines, tabs "
+                        "or other control characters")
 
 
 def cache_dir() -> Path:

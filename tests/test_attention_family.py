@@ -110,17 +110,35 @@ def test_shapes_seq_k_and_kv_heads_are_optional():
     assert e.value.path == "shapes[0].kv_heads"
 
 
-def test_the_kernels_thresholds_are_the_models():
+def test_the_kernels_exp_thresholds_have_their_derived_values():
+    """The exp thresholds rendered into a kernel, against the rule of docs/attention.md written out with literal
+    rounding units: per value of a group of nl = block_n / 8, the rounding into the P type (u_in: 2^-11 fp16, 2^-8
+    bf16) and ex2's 2 ulp of fp32 (2^-21), in log2 units with 1% slack, plus lg2's 2 ulp of |log2 p| <= |F| + 1 (F =
+    -15 fp16, -126 bf16); the fast path bounds |log2 p| by 14 and adds the x side's fp32 roundings."""
     fam = families.get("attention")
+    log2e = 1.4426950408889634
+    u_in = {"fp16": 2.0**-11, "bf16": 2.0**-8}
+    floor = {"fp16": -15.0, "bf16": -126.0}
     for prec in ("fp16", "bf16"):
-        (v,) = _variants(f"name: t\nfamily: attention\nprecision: {prec}\nprotection: {{scheme: abft, level: efta}}\n"
-                         f"params: {{block_n: 32}}\n")
-        t = fam.backend_of(v).context(v)["t"]
-        assert float(t["exp_tau"]) == M.exp_threshold(4, prec, M.P_FLOOR[prec])
-        assert float(t["exp_tau_fast"]) == M.exp_fast_threshold(4, prec) and float(t["exp_fast_msl"]) == M.EXP_FAST_MSL
-        assert float(t["u_in"]) == M.U_IN[prec] and float(t["p_floor"]) == M.P_FLOOR[prec]
-        assert float(t["exp_band"]) == M.exp_band_relief(prec) and (M.exp_band_relief(prec) > 0) == (prec == "fp16")
-        assert float(t["c_sqrt"]) == M.C_SQRT and float(t["u_acc"]) == M.U_ACC
+        for bn in (32, 64):
+            (v,) = _variants(f"name: t\nfamily: attention\nprecision: {prec}\nprotection: {{scheme: abft, level: efta}}\n"
+                             f"params: {{block_n: {bn}}}\n")
+            t = fam.backend_of(v).context(v)["t"]
+            nl = bn // 8
+            per_value = (u_in[prec] + 2 * 2.0**-22) * log2e * 1.01
+            tau = float(t["exp_tau"])
+            assert tau == pytest.approx(nl * (per_value + 2.0**-22 * (1 - floor[prec])), rel=1e-12)
+            fast = nl * (per_value + 2.0**-22 * 15) + 2.0**-24 * (2 * 14 * nl + (nl - 1) * nl * (14 + 64))
+            assert float(t["exp_tau_fast"]) == pytest.approx(fast, rel=1e-12) and float(t["exp_fast_msl"]) == 64.0
+            # a clean group's roundings stay under it; flipping the top mantissa bit of one exp (|log2| change at
+            # least log2(4/3)) is over it
+            assert nl * u_in[prec] * log2e < tau < math.log2(4 / 3)
+            assert float(t["u_in"]) == u_in[prec] and float(t["p_floor"]) == floor[prec]
+            assert float(t["u_acc"]) == 2.0**-23 and float(t["c_sqrt"]) == pytest.approx(7 * math.sqrt(2) / 3, rel=1e-12)
+        # fp16 values in [2^-15, 2^-14) round by 2^-25 absolutely, i.e. up to 2^-25 / 2^-15 = 2^-10 relatively: the
+        # relief is that less the u_in already counted; bf16 has no such binade
+        band = (2.0**-10 - 2.0**-11) * log2e * 1.01 if prec == "fp16" else 0.0
+        assert float(t["exp_band"]) == pytest.approx(band, rel=1e-12, abs=0.0)
 
 
 def test_golden_sources():
@@ -459,3 +477,38 @@ def test_fault_sites_stay_in_the_level_and_its_fragments(tmp_path):
         grid = {0: ((200 + 15) // 16) * ((300 + 15) // 16) * 2, 1: ((300 + 7) // 8) * 2, 2: (64 // 16) * ((300 + 15) // 16) * 2}
         assert step == (0 if site == 0 else 2 if site == 6 else 1) and 0 <= block < grid[step]
         assert elem < ((200 + 31) // 32 if site in (2, 3) else 1)
+
+
+def test_a_shape_with_seq_k_not_seq_is_out_of_range_for_causal_variants_only(tmp_path, capsys):
+    """Causal and non-causal variants with a seq_k != seq shape: the spec generates, the causal variant's executable
+    defaults leave the shape out, and bench records it as a not-run row; a spec of causal variants only names the file,
+    the shape and why."""
+    from ftgen.bench import BenchOptions, not_run
+
+    body = "name: t\nfamily: attention\narch: [sm_90]\nparams: {causal: [true, false]}\n" \
+           "shapes: [{batch: 1, heads: 4, seq: 3, seq_k: 1, kv_heads: 1}, {batch: 1, heads: 4, seq: 128}]\n"
+    spec = tmp_path / "t.yaml"
+    spec.write_text(body)
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    assert "records 1 of the spec's 2 shape(s) as out of range" in capsys.readouterr().err
+    s = load_spec_text(body, "t.yaml")
+    fam = s.family
+    causal = next(v for v in s.variants if v["causal"])
+    plain = next(v for v in s.variants if not v["causal"])
+    assert fam.default_shapes_arg(causal, s.shapes) == "1x4x128x128"
+    assert fam.default_shapes_arg(plain, s.shapes) == "1x4x3x1x1,1x4x128x128"
+    argv, skipped = BenchOptions().plan(fam, causal.to_dict(), s.shapes)
+    assert "1x4x128x128" in argv and len(skipped) == 1 and not_run(skipped[0])
+    assert "seq_k = seq" in skipped[0]["error"]["message"] and "1x4x3x1x1" in skipped[0]["error"]["message"]
+    spec.write_text(body.replace("causal: [true, false]", "causal: true"))
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g2")]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: shapes[0]: 1x4x3x1x1: causal attention needs seq_k = seq" in err and "every variant" in err, err
+    assert not (tmp_path / "g2").exists()
+
+
+def test_fault_sites_are_the_model_s():
+    assert families.get("attention").fault_sites == M.SITES
+    families.get("attention").check_site("p16")
+    with pytest.raises(SpecError, match="--site: 'accumulator' is not a fault site of family attention; allowed: qk, "):
+        families.get("attention").check_site("accumulator")

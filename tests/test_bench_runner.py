@@ -128,7 +128,54 @@ def test_site_reaches_the_executables():
     from ftgen import families
     from ftgen.cli import _bench_options
 
-    opts = _bench_options(None, families.get("gemm"), None, None, 0, None, None, None, False, 60.0, "argmin")
-    argv = opts.argv(families.get("gemm"))
+    opts = _bench_options(None, families.get("kmeans"), None, None, 0, None, None, None, False, 60.0, "argmin")
+    argv = opts.argv(families.get("kmeans"))
     assert argv[argv.index("--site") + 1] == "argmin"
     assert "--site" not in _bench_options(None, families.get("gemm"), None, None, 0, None, None, None, False, 60.0).argv(families.get("gemm"))
+
+
+@pytest.mark.parametrize("ok", ["true", "false"])
+def test_a_row_the_executable_skipped_is_not_run_and_never_a_pass(tmp_path, ok):
+    """A skipped row (the executable did not run the shape, e.g. its workspace did not fit) verified nothing: whatever
+    its ok, it is a not-run row as a shape outside the variant's range, and the table never shows it as passing."""
+    from ftgen.bench import not_run
+    from ftgen.families.base import OUT_OF_RANGE
+    from ftgen.report.table import rows_table
+
+    exe = fake(tmp_path, "k", f"echo '{{\"kernel\":\"k\",\"shape\":{{\"m\":1,\"n\":1,\"k\":1}},\"skipped\":\"no memory\",\"ok\":{ok}}}'")
+    (row,) = run_executable(exe, "k", [], 10)
+    assert row["ok"] is False and failure_kind(row) == OUT_OF_RANGE and not_run(row)
+    assert row["error"] == {"kind": OUT_OF_RANGE, "message": "skipped by the executable: no memory"}
+    raw = {"kernel": "k", "skipped": "no memory", "ok": ok == "true"}  # as a results file may hold it
+    assert failure_kind(raw) == OUT_OF_RANGE and not_run(raw)
+    assert rows_table([row, raw, dict(raw, verified=False)]).columns[-1]._cells == ["[yellow]not run[/]"] * 3
+
+
+def test_requested_shapes_without_a_row_get_failing_rows():
+    from ftgen import families
+    from ftgen.bench import NO_ROW, with_missing_shapes
+
+    fam = families.get("gemm")
+    a, b = {"m": 1, "n": 2, "k": 3}, {"m": 4, "n": 5, "k": 6}
+    assert with_missing_shapes(fam, "k", [a, b], []) == [
+        {"kernel": "k", "shape": s, "ok": False, "error": {"kind": "runtime", "message": NO_ROW}} for s in (a, b)]
+    got = [{"kernel": "k", "shape": dict(b), "ok": True}]
+    assert with_missing_shapes(fam, "k", [a, b], got) == got + [{"kernel": "k", "shape": a, "ok": False,
+                                                                "error": {"kind": "runtime", "message": NO_ROW}}]
+    # a failing row without a shape (a crash, a timeout) stands for the shapes the run did not reach
+    crash = [{"kernel": "k", "ok": False, "error": {"kind": "timeout", "message": "no result"}}]
+    assert with_missing_shapes(fam, "k", [a, b], crash) == crash
+
+
+def test_requested_shapes_are_the_flags_or_the_executables_defaults():
+    from ftgen import families
+    from ftgen.spec import load_spec_text
+
+    s = load_spec_text("name: t\nfamily: fft\nprecision: fp32\nparams: {logn: 12}\n"
+                       "shapes: [{n: 4096, batch: 8}, {n: 8192, batch: 8}]\n", "t.yaml")
+    fam = families.get("fft")
+    v = s.variants[0].to_dict()
+    # the executable's own defaults: the spec's shapes of its size
+    assert BenchOptions().requested(fam, v, s.shapes) == fam.bench_shapes(s.variants[0], s.shapes)
+    given = [{"n": 4096, "batch": 2}]
+    assert BenchOptions(shapes=given).requested(fam, v, s.shapes) == given

@@ -71,21 +71,20 @@ def test_progress_lines_when_piped_and_cache_checksums(project):
     assert len(good) > 1000 and entry.read_bytes() == good
 
 
-def test_vanished_source_is_reported_and_others_still_build(project):
+def test_vanished_source_is_refused_and_others_still_build(project):
     # deleted before the first build: --kernels naming the other variant still configures and builds
     (project / K2 / f"{K2}.cu").unlink()
     r = ftgen("build", str(project), "--kernels", K3, "-j", "1")
     assert r.returncode == 0, r.stderr
     assert (project / "bin" / K3).is_file()
-    # the whole project: the variant with the vanished file is reported (exit 3), naming the file
+    # the whole project: refused as an incomplete project (exit 2), naming the file, before the build system runs
     r = ftgen("build", str(project))
-    assert r.returncode == 3
-    assert f"{K2}/{K2}.cu vanished" in r.stderr and "re-generate" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2
+    assert f"{K2}/{K2}.cu;" in r.stderr and "ftgen generate" in r.stderr and "Traceback" not in r.stderr
     # deleted after a build: noticed, not "up to date"
     (project / K3 / f"{K3}_bench.cu").unlink()
     r = ftgen("build", str(project), "--kernels", K3)
-    assert r.returncode == 3 and f"{K3}_bench.cu vanished" in r.stderr
-    assert not (project / "bin" / K3).exists()
+    assert r.returncode == 2 and f"{K3}/{K3}_bench.cu;" in r.stderr
 
 
 def test_changed_source_is_rebuilt_with_a_warning(project):

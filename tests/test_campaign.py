@@ -3,9 +3,11 @@ command's input checks. The trials themselves run on a GPU (scripts/gpu_gemm.sh)
 
 from __future__ import annotations
 
+import pytest
+
 from ftgen.cli import main
 from ftgen import tolerance
-from ftgen.faults import campaign, counters_violated, per_bit, roc, summarize
+from ftgen.faults import campaign, counters_violated, failed_trials, failure_message, is_corrected, is_significant, per_bit, roc, summarize
 
 
 def trial(injected, significant=False, detected=0, ok=True, score=0.1, bit=3, err=1e-7):
@@ -71,11 +73,13 @@ def test_a_campaign_shape_outside_a_variant_s_range_exits_2_before_building(tmp_
     assert not out.exists()
 
 
-def test_a_shape_the_variant_skips_is_an_error(tmp_path):
-    """A fixed-size variant asked for another size prints a skipped row and no trials; the campaign must not report it
-    as a clean 0/0 (a campaign script once ran 2^14 variants at 2^23's shape and summarized nothing)."""
+@pytest.mark.parametrize("ok", ["true", "false"])
+def test_a_shape_the_variant_skips_is_an_error(tmp_path, ok):
+    """A fixed-size variant asked for another size prints a skipped row (ok either way) and no trials; the campaign
+    must not report it as a clean 0/0 (a campaign script once ran 2^14 variants at 2^23's shape and summarized
+    nothing)."""
     exe = tmp_path / "k"
-    exe.write_text('#!/bin/sh\necho \'{"kernel": "k", "shape": {"n": 8388608, "batch": 1}, "skipped": "sizes 16384", "ok": true}\'\n')
+    exe.write_text('#!/bin/sh\necho \'{"kernel": "k", "shape": {"n": 8388608, "batch": 1}, "skipped": "sizes 16384", "ok": %s}\'\n' % ok)
     exe.chmod(0o755)
     (tmp_path / "bin").mkdir()
     exe.rename(tmp_path / "bin" / "k")
@@ -191,3 +195,66 @@ def test_the_wrong_output_check_is_what_catches_a_detected_but_wrong_trial():
         assert s["corrected"] == 0  # ... the module does not
     finally:
         del sys.modules["ftgen.faults_planted"]
+
+
+def test_a_clean_trial_that_fails_verification_fails_the_campaign_and_scales_no_tolerance():
+    """A kernel wrong with no fault at all: its clean trial (ok false, error 5.0) fails the campaign, and is left out
+    of max_clean_err, so the coverage_at tolerances stay those of the clean trials that passed."""
+    wrong_clean = row(0, err=5.0, ok=False)
+    good = row(1, unc=1e-2, err=3e-7, detected=1)
+    rows = [row(0, err=1e-7), wrong_clean, good]
+    s = summarize("k", rows)
+    assert s["significance"]["max_clean_err"] == 1e-7
+    assert s["coverage_at"]["2x_clean"]["tolerance"] == 2e-7 and s["coverage_at"]["100x_clean"]["tolerance"] == 100 * 1e-7
+    assert s["not_ok"] == 1 and s["failed_trials"] == 1
+    assert failed_trials(rows) == [wrong_clean]
+    why = failure_message(rows)
+    assert why and "1 trial(s) failed verification (1 clean, 0 faulty" in why and "max_rel_err 5.0" in why
+    # only failing clean trials: no scale at all
+    assert summarize("k", [wrong_clean, good])["coverage_at"]["2x_clean"]["tolerance"] is None
+    assert failure_message([row(0), good]) is None
+
+
+def test_which_faulty_trials_that_fail_verification_fail_the_campaign():
+    """A significant fault left undetected is a miss (the coverage counts it), not a failure; a detected fault whose
+    output is still wrong, or a fault that did not matter left uncorrected while the output fails, is a failure."""
+    miss = row(1, unc=1e-2, err=1e-2, ok=False, significant=True)
+    bad_fix = row(1, unc=1e-2, err=1e-2, detected=1, ok=False)
+    broke = row(1, unc=1e-9, err=1e-2, ok=False, significant=False)
+    rows = [row(0), miss, bad_fix, broke]
+    assert failed_trials(rows) == [bad_fix, broke]
+    assert failed_trials([row(0), miss]) == [] and failure_message([row(0), miss]) is None
+    assert "2 trial(s) failed verification (0 clean, 2 faulty" in failure_message(rows)
+    # an executable run that failed is named first
+    run = {"kernel": "k", "ok": False, "error": {"kind": "runtime", "message": "exit code 1: boom"}}
+    assert failure_message([run] + rows) == "1 executable run(s) failed during the campaign: exit code 1: boom"
+
+
+def test_a_trial_the_executable_failed_is_never_corrected():
+    """A family's checks beyond the output error (kmeans: the inertia) fail the trial's `ok` with a small max_rel_err:
+    such a trial is not corrected."""
+    failed = row(1, unc=1e-2, err=1e-8, detected=1, ok=False)
+    assert not is_corrected(failed, TOL) and is_corrected(dict(failed, ok=True), TOL)
+    s = summarize("k", [row(0), failed])
+    assert (s["significant"], s["detected"], s["corrected"], s["coverage"]) == (1, 1, 0, 0.0)
+    assert all(v["corrected"] == 0 for v in s["coverage_at"].values())
+    # a row without `ok` is judged by its error alone
+    assert is_corrected({k: v for k, v in failed.items() if k != "ok"}, TOL)
+
+
+def test_a_nan_error_is_over_every_tolerance():
+    nan = float("nan")
+    assert is_significant(row(1, unc=nan, err=1e-8, detected=1), TOL)
+    assert is_significant(row(1, unc=nan), 1e300)
+    assert not is_corrected(row(1, unc=1e-2, err=nan, detected=1), TOL)
+    s = summarize("k", [row(0), row(1, unc=nan, err=nan), row(1, unc=1e-2, err=nan, detected=1)])
+    assert (s["significant"], s["corrected"]) == (2, 0) and s["max_residual_rel_err"] == float("inf")
+    assert s["coverage_at"]["rule"]["significant"] == 2
+    # a NaN clean error is no scale for coverage_at
+    assert summarize("k", [row(0, err=nan), row(1, unc=1e-2, err=3e-7, detected=1)])["coverage_at"]["2x_clean"]["tolerance"] is None
+
+
+def test_a_clean_detection_is_a_false_alarm_without_the_flag():
+    rows = [row(0), row(0, detected=1, false_alarm=False), row(0, detected=0, false_alarm=True)]
+    s = summarize("k", rows)
+    assert s["false_alarms"] == 2 and s["false_alarm_rate"] == 2 / 3

@@ -288,3 +288,105 @@ def test_a_results_file_with_rows_ftgen_does_not_write_is_bad_input(tmp_path, ca
     err = capsys.readouterr().err
     assert words in err and "r.jsonl" in err
     assert not (tmp_path / "out").exists() and not (tmp_path / "m.jsonl").exists()
+
+
+def test_build_refuses_a_project_whose_sources_vanished(tmp_path, capsys):
+    """Deleted variant sources are a missing project (exit 2, the files named, `ftgen generate` to restore them), found
+    before the build system runs."""
+    spec = write(tmp_path / "s.yaml", SMALL)
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    project = tmp_path / "g" / "s"
+    kernel = "gemm_f32_none_32x32x8_w16x32_t4x4_s2"
+    shutil.rmtree(project / kernel)
+    capsys.readouterr()
+    rc, cap = _run(capsys, "build", str(project), "-j", "1")
+    assert rc == 2, cap.err
+    assert f"{kernel}/ (all its sources)" in cap.err and f"ftgen generate {spec} -o {tmp_path / 'g'}`" in cap.err, cap.err
+    assert not (project / "build").exists()  # CMake was never run
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    (project / kernel / f"{kernel}_bench.cu").unlink()
+    rc, cap = _run(capsys, "build", str(project), "-j", "1")
+    assert rc == 2 and f"missing or unreadable: {kernel}/{kernel}_bench.cu;" in cap.err, cap.err
+
+
+def test_site_names_a_fault_site_of_the_family(tmp_path, capsys, monkeypatch):
+    """--site is checked by ftgen against the family's sites, before anything is generated or run."""
+    monkeypatch.chdir(tmp_path)
+    spec = write(tmp_path / "c.yaml", "name: c\nfamily: gemm\nprotection: {scheme: abft, level: threadblock, inject: true}\n"
+                 "shapes: [{m: 64, n: 64, k: 64}]\n")
+    for site in ("bogus", ""):
+        rc, cap = _run(capsys, "campaign", str(spec), "--site", site, "-o", str(tmp_path / "out"))
+        assert rc == 2 and "--site:" in cap.err and "allowed: accumulator" in cap.err, cap.err
+        assert not (tmp_path / "out").exists()
+    km = write(tmp_path / "k.yaml", "name: k\nfamily: kmeans\narch: [sm_90]\n")
+    assert main(["generate", str(km), "-o", str(tmp_path / "g")]) == 0
+    capsys.readouterr()
+    rc, cap = _run(capsys, "bench", str(tmp_path / "g" / "k"), "--site", "acc")
+    assert rc == 2 and "allowed: accumulator, argmin, norm, update, refine" in cap.err, cap.err
+    rc, cap = _run(capsys, "bench", str(tmp_path / "g" / "k"), "--site", "argmin")
+    assert rc == 2 and "nothing built yet" in cap.err  # a known site passes on to the next check
+
+
+def test_out_root_with_a_control_character_or_empty_is_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = write(tmp_path / "s.yaml", SMALL)
+    for out in ("x\ny", "x\ty", ""):
+        rc, cap = _run(capsys, "generate", str(spec), "-o", out)
+        assert rc == 2 and "-o/--out" in cap.err, (out, cap.err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]  # nothing written
+
+
+def test_empty_or_malformed_shape_flags_are_refused(tmp_path, capsys, monkeypatch):
+    """An empty --shapes / --shape / --shard is bad input, not the defaults; --shape takes one shape; shapes are ASCII."""
+    monkeypatch.chdir(tmp_path)
+    spec = write(tmp_path / "c.yaml", "name: c\nfamily: gemm\nprotection: {scheme: abft, level: threadblock, inject: true}\n"
+                 "shapes: [{m: 64, n: 64, k: 64}]\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+    capsys.readouterr()
+    cases = [
+        (["bench", str(tmp_path / "g" / "c"), "--shapes", ""], "--shapes: no shapes"),
+        (["bench", str(tmp_path / "g" / "c"), "--shapes", "\uff11\uff12\uff18x128x128"], "--shapes:"),
+        (["search", str(spec), "--shapes", "", "-o", "out"], "--shapes: no shapes"),
+        (["search", str(spec), "--shard", "", "-o", "out"], "--shard:"),
+        (["campaign", str(spec), "--shape", "", "-o", "out"], "--shape: no shapes"),
+        (["campaign", str(spec), "--shape", "64x64x64,128x128x128", "-o", "out"], "--shape: 2 shapes given"),
+        (["campaign", str(spec), "--shard", "", "-o", "out"], "--shard:"),
+    ]
+    for argv, words in cases:
+        rc, cap = _run(capsys, *argv)
+        assert rc == 2 and words in cap.err, (argv, cap.err)
+        assert not (tmp_path / "out").exists(), argv
+
+
+def test_search_without_a_gpu_builds_the_budgeted_selection(tmp_path, capsys, monkeypatch):
+    """Without a GPU, search generates and builds what it would evaluate: the --budget / --strategy selection."""
+    import ftgen.bench
+    import ftgen.cli as cli
+    from ftgen.build import BuildResult, load_manifest
+    from ftgen.errors import NoGpuError
+
+    def no_gpu(*a, **k):
+        raise NoGpuError("no CUDA GPU on this machine")
+
+    built = []
+    monkeypatch.setattr(ftgen.bench, "gpu_info", no_gpu)
+    monkeypatch.setattr(cli, "_run_build", lambda project, *a: built.append(project) or BuildResult())
+    spec = write(tmp_path / "b.yaml", SMALL.replace("m_tb: 32", "m_tb: [32, 64]").replace("stages: 2}", "stages: [2, 3]}"))
+    chosen = {}
+    for strategy, budget in (("exhaustive", "1"), ("random", "3")):
+        out = tmp_path / strategy
+        rc, cap = _run(capsys, "search", str(spec), "--budget", budget, "--strategy", strategy, "-o", str(out))
+        assert rc == 4, cap.err
+        chosen[strategy] = [v["kernel"] for v in load_manifest(built[-1])["variants"]]
+        assert len(chosen[strategy]) == int(budget) and f"{budget} of 4 variant(s)" in cap.err, (chosen, cap.err)
+    assert chosen["exhaustive"] == ["gemm_f32_none_32x32x8_w16x32_t4x4_s2"]  # the first of the space
+
+
+def test_compare_refuses_a_nan_threshold_and_names_a_bad_gzip_file(tmp_path, capsys):
+    row = json.dumps({"kernel": "k", "shape": {"m": 1, "n": 1, "k": 1}, "ms": {"median": 1.0}}) + "\n"
+    good = write(tmp_path / "a.jsonl", row)
+    fake = write(tmp_path / "b.jsonl.gz", "not gzip\n")
+    rc, cap = _run(capsys, "compare", str(good), str(good), "--threshold", "nan")
+    assert rc == 2 and "--threshold: nan" in cap.err, cap.err
+    rc, cap = _run(capsys, "compare", str(good), str(fake))
+    assert rc == 2 and f"{fake}: not a readable gzip file" in cap.err, cap.err

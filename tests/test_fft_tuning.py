@@ -112,10 +112,12 @@ def test_search_winners_become_entries_that_resolve_to_the_winners(tmp_path, mon
         _winner("fp32", TB_INJ, "{logn: 20, launches: 2, tbenc: 2, hooksplit: 1}", 1.0),
         _winner("fp32", "{scheme: none}", "{logn: 0}", 0.5),  # every-size variants: the rules' plans, no entry
         {**_winner("fp32", "{scheme: none}", "{logn: 14, launches: 2}", 0.5), "ok": False},  # did not verify
+        {**_winner("fp32", "{scheme: none}", "{logn: 16, launches: 2}", 0.5), "verified": False},  # ran with --no-ref
+        {**_winner("fp32", "{scheme: none}", "{logn: 12, n1: 16}", 0.1), "verified": False},  # faster, unverified
     ]
     entries = F.FftFamily().tuning_entries(winners)
     keys = [e["key"] for e in entries]
-    assert {"precision": "fp32", "level": "none", "logn": 12} in keys and not any(k["logn"] in (0, 14) for k in keys)
+    assert {"precision": "fp32", "level": "none", "logn": 12} in keys and not any(k["logn"] in (0, 14, 16) for k in keys)
     assert {"precision": "fp64", "level": "two-sided-tb", "logn": 20, "arch": "sm_90"} in keys
     path = tmp_path / "t.json"
     tuning.write(path, "fft", entries, {"what": "test search", "gpu": "none"})

@@ -116,6 +116,12 @@ print(json.dumps({{"kernel": "k0", "ok": True, "dev": os.environ.get("CUDA_VISIB
     assert [len(v) for v in out.values()] == [1, 1, 1, 1]
     assert not any(r.get("partial") for got in out.values() for r in got)  # the killed attempt's rows are dropped
     assert items[0].attempts == 2
+    # ... and the row that counts says an attempt failed before it: on which GPU, and how
+    (row,) = out["k0"]
+    (first,) = row["retried"]
+    assert first["gpu"] in ("gpu0", "gpu1") and first["gpu_uuid"] in (GPUS[0].uuid, GPUS[1].uuid)
+    assert first["error"].startswith("runtime: signal 9")
+    assert not any("retried" in r for k in ("k1", "k2", "k3") for r in out[k])
 
 
 def test_a_variant_that_crashes_everywhere_is_its_own_failure(tmp_path):
@@ -127,6 +133,8 @@ def test_a_variant_that_crashes_everywhere_is_its_own_failure(tmp_path):
     out = pool.run(items)
     assert len(out["bad"]) == 1 and out["bad"][0]["error"]["kind"] == "runtime" and "signal 9" in out["bad"][0]["error"]["message"]
     assert items[0].attempts == 2 and set(items[0].failed_on) == {"gpu0", "gpu1"}  # tried on both GPUs
+    # the failure kept is the last attempt's; the one before it is named in the row
+    assert [f["gpu"] for f in out["bad"][0]["retried"]] == items[0].failed_on[:1]
     assert not pool.dead and all(out[f"k{i}"][0]["ok"] for i in range(1, 3))
 
 
@@ -358,6 +366,29 @@ def test_a_campaign_whose_counters_break_the_rules_fails(fake_host, tmp_path, mo
     assert summ and all(s["counter_violations"] > 0 and s["corrected"] == 0 for s in summ)
 
 
+# the same trials, the first clean trial of each run wrong (error 5.0) and failed by the executable
+WRONG_CLEAN_EXE = TRIAL_EXE.replace('"ok": not (inject and x % 7 == 0)', '"ok": not (inject and x % 7 == 0) and (inject or t > 0)').replace(
+    '"max_rel_err": 1e-7', '"max_rel_err": 1e-7 if inject or t > 0 else 5.0')
+
+
+def test_a_campaign_with_a_clean_trial_that_fails_verification_fails(fake_host, tmp_path, monkeypatch, capsys):
+    """A clean trial marked not ok makes the campaign exit 1 after writing its results; its error is no scale for
+    coverage_at, and the table shows the not-ok trials."""
+    from ftgen.search.shard import read_results
+
+    assert WRONG_CLEAN_EXE.count("t > 0") == 2
+    assert main(["campaign", str(fake_host), "--trials", "20", "--dists", "normal", "-o", str(tmp_path / "g")]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys.modules[__name__], "TRIAL_EXE", WRONG_CLEAN_EXE)
+    out = tmp_path / "bad.jsonl"
+    assert main(["campaign", str(fake_host), "--trials", "20", "--dists", "normal", "-o", str(tmp_path / "g"), "--json", str(out)]) == 1
+    cap = capsys.readouterr()
+    assert "trial(s) failed verification (2 clean" in cap.err and "trial 0 (clean, max_rel_err 5.0)" in cap.err
+    assert "not ok" in cap.out and "(1 failed)" in cap.out
+    summ = [e["campaign"] for e in read_results(out).extra if "campaign" in e]
+    assert len(summ) == 2 and all(s["failed_trials"] == 1 and s["significance"]["max_clean_err"] == 1e-7 for s in summ)
+
+
 def _trials(path):
     from ftgen.search.shard import read_results
 
@@ -411,16 +442,58 @@ def test_campaign_command_on_gpus_and_in_shards(fake_host, tmp_path, capsys):
     assert main(["campaign", str(fake_host), str(search_file)]) == 2 and "add --from" in capsys.readouterr().err
 
 
-def _bench_project(spec, tmp_path):
-    """The fake host's spec generated and built, each executable a benchmark that prints one row per run."""
+# a benchmark that prints one row per shape of --shapes, else of its defaults (the spec's: gemm's default shapes);
+# `drop` names a shape it prints nothing for, as an executable that exits 0 with a shape left out
+BENCH_EXE = """#!{python}
+import json, os, sys
+a = sys.argv[1:]
+shapes = (a[a.index("--shapes") + 1] if "--shapes" in a else {defaults!r}).split(",")
+kernel = os.path.basename(sys.argv[0])
+for s in shapes:
+    if s != {drop!r}:
+        m, n, k = map(int, s.split("x"))
+        print(json.dumps({{"kernel": kernel, "shape": {{"m": m, "n": n, "k": k}}, "ok": True, "ms": {{"median": 1.0}},
+                          "dev": os.environ.get("CUDA_VISIBLE_DEVICES", "")}}))
+"""
+
+
+def _bench_project(spec, tmp_path, drop=""):
+    """The fake host's spec generated and built, each executable a benchmark that prints one row per shape."""
     import ftgen.build
+    from ftgen import families
 
     assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
     project = tmp_path / "g" / "camp"
     ftgen.build.build(project)
+    fam = families.get("gemm")
     for exe in (project / "bin").iterdir():
-        exe.write_text(FAKE.format(python=sys.executable, mode="", bad=""))
+        exe.write_text(BENCH_EXE.format(python=sys.executable, drop=drop,
+                                        defaults=",".join(fam.format_shape(x) for x in fam.default_shapes)))
     return project
+
+
+@pytest.mark.parametrize("gpus", [[], ["--gpus", "all"]], ids=["one", "pool"])
+def test_a_shape_an_executable_printed_no_row_for_fails_the_bench(fake_host, tmp_path, capsys, gpus):
+    """An executable that exits 0 and prints no row for a requested shape (here its second default shape, or the only
+    shape of --shapes) verified nothing there: that shape gets a failing row and the bench exits 1."""
+    from ftgen import families
+    from ftgen.bench import NO_ROW
+    from ftgen.search.shard import read_results
+
+    fam = families.get("gemm")
+    missing = fam.format_shape(fam.default_shapes[1])
+    project = _bench_project(fake_host, tmp_path, drop=missing)
+    capsys.readouterr()
+    out = tmp_path / "b.jsonl"
+    assert main(["bench", str(project), "--json", str(out)] + gpus) == 1
+    rows = read_results(out).rows
+    n = len(list((project / "bin").iterdir()))
+    bad = [r for r in rows if not r["ok"]]
+    assert len(rows) == 2 * n and len(bad) == n
+    assert all(fam.format_shape(r["shape"]) == missing and r["error"] == {"kind": "runtime", "message": NO_ROW} for r in bad)
+    assert "row(s) failed" in capsys.readouterr().err
+    assert main(["bench", str(project), "--shapes", missing] + gpus) == 1
+    assert main(["bench", str(project), "--shapes", fam.format_shape(fam.default_shapes[0])] + gpus) == 0
 
 
 def test_bench_command_on_gpus(fake_host, tmp_path, capsys):
@@ -430,7 +503,7 @@ def test_bench_command_on_gpus(fake_host, tmp_path, capsys):
     capsys.readouterr()
     assert main(["bench", str(project), "--gpus", "all", "--json", str(tmp_path / "b.jsonl")]) == 0
     rf = read_results(tmp_path / "b.jsonl")
-    assert sorted(r["kernel"] for r in rf.rows) == sorted(p.name for p in (project / "bin").iterdir())
+    assert sorted(r["kernel"] for r in rf.rows) == sorted(2 * [p.name for p in (project / "bin").iterdir()])  # 2 shapes
     assert all(r["dev"] == r["gpu_uuid"] and r["gpu"] == "NVIDIA H200" for r in rf.rows)
     assert len(rf.provenance["gpus"]) == 3
     assert "ETA" in capsys.readouterr().err
@@ -455,7 +528,8 @@ def test_bench_writes_its_rows_as_each_variant_finishes(fake_host, tmp_path, mon
     monkeypatch.setattr(B, "bench_project", spy)
     assert main(["bench", str(project), "--json", str(out)]) == 0
     n = len(exes)
-    assert n >= 2 and seen[0] == (f"1 of {n} variants", 1) and seen[-1] == (None, n)
+    per = 2  # rows of a variant: one per default shape
+    assert n >= 2 and seen[0] == (f"1 of {n} variants", per) and seen[-1] == (None, per * n)
     assert "partial" not in read_results(out).provenance
 
 
@@ -465,18 +539,18 @@ def test_campaign_site_on_gpus_in_shards_and_merged(fake_host, tmp_path, capsys)
     from ftgen.search.shard import read_results
 
     base = ["campaign", str(fake_host), "--trials", "40", "--dists", "normal", "--seed", "7", "-o", str(tmp_path / "g")]
-    assert main(base + ["--site", "argmin", "--gpus", "0,1,2", "--json", str(tmp_path / "pool.jsonl")]) == 0
+    assert main(base + ["--site", "accumulator", "--gpus", "0,1,2", "--json", str(tmp_path / "pool.jsonl")]) == 0
     pool = read_results(tmp_path / "pool.jsonl")
-    assert pool.provenance["site"] == "argmin" and all(r["site_arg"] == "argmin" for r in pool.rows if "trial" in r)
+    assert pool.provenance["site"] == "accumulator" and all(r["site_arg"] == "accumulator" for r in pool.rows if "trial" in r)
     for i in range(2):
-        assert main(base + ["--site", "argmin", "--shard", f"{i}/2", "--json", str(tmp_path / f"s{i}.jsonl")]) == 0
+        assert main(base + ["--site", "accumulator", "--shard", f"{i}/2", "--json", str(tmp_path / f"s{i}.jsonl")]) == 0
     assert main(base + ["--shard", "1/2", "--json", str(tmp_path / "plain1.jsonl")]) == 0
     capsys.readouterr()
     merged = tmp_path / "m.jsonl"
     assert main(["campaign", str(fake_host), "--from", str(tmp_path / "s0.jsonl"), str(tmp_path / "s1.jsonl"), "--json", str(merged)]) == 0
     m = read_results(merged)
-    assert m.provenance["site"] == "argmin" and _trials(merged) == _trials(tmp_path / "pool.jsonl")
+    assert m.provenance["site"] == "accumulator" and _trials(merged) == _trials(tmp_path / "pool.jsonl")
     assert main(["campaign", str(fake_host), "--from", str(tmp_path / "s0.jsonl"), str(tmp_path / "plain1.jsonl")]) == 2
     assert "different campaigns (site" in capsys.readouterr().err
-    assert main(["campaign", str(fake_host), "--site", "argmin", "--from", str(tmp_path / "s0.jsonl")]) == 2
+    assert main(["campaign", str(fake_host), "--site", "accumulator", "--from", str(tmp_path / "s0.jsonl")]) == 2
     assert "a merge takes the site" in capsys.readouterr().err

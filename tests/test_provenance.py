@@ -68,3 +68,25 @@ def test_host_facts_are_read_beside_the_caller(monkeypatch):
     d = P.provenance({"name": "NVIDIA H200"}, argv=["ftgen"], facts=facts)
     assert d["gpu_state"]["uuid"] == "GPU-x" and d["git_sha"] == "f" * 40 and d["driver"] == "580.1"
     assert P.provenance(None, argv=["ftgen"], facts=facts)["gpu_state"] == {}  # no GPU ran: no GPU state
+
+
+def test_run_time_overrides_of_the_executables_are_recorded(monkeypatch):
+    """Every FTGEN_* variable a template reads with getenv is one RUNTIME_ENV names, and those set are in the
+    provenance's `env` (a lambda override, say), so results made under an override can be told apart."""
+    import re
+
+    from conftest import REPO
+
+    read = set()
+    for f in (REPO / "templates").rglob("*"):
+        if f.is_file():
+            read |= set(re.findall(r'getenv\("(FTGEN_[A-Z0-9_]+)"\)', f.read_text(errors="replace")))
+    assert "FTGEN_ABFT_LAMBDA" in read and read <= set(P.RUNTIME_ENV), read - set(P.RUNTIME_ENV)
+    for k in P.RUNTIME_ENV:
+        monkeypatch.delenv(k, raising=False)
+    facts = {"git": {"sha": None, "dirty": None}, "gpu_state": {}, "nvcc": None, "libraries": {}}
+    assert P.provenance(None, argv=["ftgen"], facts=facts)["env"] == {}
+    monkeypatch.setenv("FTGEN_ABFT_LAMBDA", "0.5")
+    monkeypatch.setenv("FTGEN_KMEANS_ITERS", "8")
+    monkeypatch.setenv("FTGEN_UNRELATED", "x")
+    assert P.provenance(None, argv=["ftgen"], facts=facts)["env"] == {"FTGEN_ABFT_LAMBDA": "0.5", "FTGEN_KMEANS_ITERS": "8"}

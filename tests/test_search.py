@@ -247,3 +247,20 @@ def test_generate_notes_the_spec_shapes_a_variant_does_not_run(tmp_path, capsys)
     assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "fused" in notes[0] and "2 of the spec's 3 shape(s)" in notes[0]
+
+
+def test_an_unverified_or_skipped_row_is_never_a_winner():
+    """`--no-ref` rows (ok, verified: false) and rows the executable skipped are not verified: the slower verified row
+    wins, and a shape with only such rows has no winner."""
+    from ftgen import families
+
+    fam = families.get("gemm")
+    shape = {"m": 64, "n": 64, "k": 64}
+
+    def r(kernel, ms, **extra):
+        return {"kernel": kernel, "shape": shape, "ok": True, "ms": {"median": ms}, **extra}
+
+    rows = [r("fast_unverified", 0.1, verified=False), r("skipped", 0.05, skipped="too big"), r("slow_verified", 0.2)]
+    assert S.best_per_shape(fam, rows, ["64x64x64"])["64x64x64"]["kernel"] == "slow_verified"
+    assert S.best_per_shape(fam, rows[:2], ["64x64x64"]) == {}
+    assert S.best_per_shape(fam, [r("k", 0.3, verified=True)], ["64x64x64"])["64x64x64"]["kernel"] == "k"

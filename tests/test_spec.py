@@ -268,8 +268,8 @@ def test_alias_bomb_is_refused_before_expansion():
     msg = err("\n".join(lines) + "\n")
     assert time.monotonic() - t0 < 5 and "aliases" in msg and len(msg) < 400
     # a few aliases are fine
-    s = spec(base="name: t\nfamily: gemm\narch: [sm_90]\nshapes: [&s {m: 64, n: 64, k: 64}, *s]\n")
-    assert s.shapes == [{"m": 64, "n": 64, "k": 64}] * 2
+    s = spec(base="name: t\nfamily: gemm\narch: [sm_90]\nshapes: [&s {m: 64, n: 64, k: 64}, {<<: *s, k: 128}]\n")
+    assert s.shapes == [{"m": 64, "n": 64, "k": 64}, {"m": 64, "n": 64, "k": 128}]
 
 
 def test_bad_values_are_cut_in_messages():
@@ -326,3 +326,55 @@ def test_a_threshold_yaml_reads_as_text_says_how_to_write_it(tmp_path):
     assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 2
     spec.write_text("name: t\nfamily: gemm\nprotection: {scheme: abft, level: threadblock, threshold: 1.0e-30}\n")
     assert main(["generate", str(spec), "-o", str(tmp_path / "g")]) == 0
+
+
+@pytest.mark.parametrize("fields, field", [
+    ("inject: true", "protection.inject"),
+    ("level: threadblock", "protection.level"),
+    ("interval: 5", "protection.interval"),
+    ("threshold: 0.1", "protection.threshold"),
+    ("correct: detect", "protection.correct"),
+])
+def test_protection_fields_do_not_apply_to_scheme_none(fields, field):
+    msg = err(BASE + f"protection: {{scheme: none, {fields}}}\n")
+    assert msg.startswith(f"specs/x.yaml: {field}: does not apply to scheme none") and "abft" in msg, msg
+
+
+def test_scheme_none_takes_the_values_that_mean_unprotected_and_drops_a_base_scheme_s_fields():
+    assert spec("protection: {scheme: none, level: none, inject: false}\n").variants[0].name.startswith("gemm_f32_none")
+    # a scheme list: the fields apply to its protected points
+    assert len(spec("protection: {scheme: [none, abft], level: threadblock, inject: true}\n").variants) == 2
+    # a variant that sets scheme none does not inherit the base's protected fields
+    s = spec("protection: {scheme: abft, level: threadblock, inject: true}\nvariants:\n  - {}\n"
+             "  - protection: {scheme: none}\n")
+    assert sorted(v.protection.scheme for v in s.variants) == ["abft", "none"]
+    assert "protection.inject: does not apply" in err(BASE + "variants:\n  - protection: {scheme: none, inject: true}\n")
+
+
+def test_a_value_listed_twice_and_a_repeated_shape_are_refused():
+    assert "params.m_tb[1]: 64 is listed twice" in err(BASE.replace("m_tb: 128", "m_tb: [64, 64]"))
+    assert "precision[1]: fp32 is listed twice" in err(BASE.replace("precision: fp32", "precision: [fp32, fp32]"))
+    assert "arch[1]: sm_90 is listed twice" in err(BASE.replace("arch: [sm_90]", "arch: [sm_90, sm_90]"))
+    assert "shapes[1]: 64x64x64 is the same shape as shapes[0]" in err(BASE + "shapes: [{m: 64, n: 64, k: 64}, {m: 64, n: 64, k: 64}]\n")
+
+
+def test_a_name_yaml_reads_as_a_number_says_to_quote_it():
+    assert "quote the name" in err(BASE.replace("name: t", "name: 123"))
+    assert spec(base=BASE.replace("name: t", 'name: "123"')).name == "123"
+
+
+def test_shipped_and_experiment_specs_load():
+    from ftgen.paths import specs_dir
+
+    paths = sorted(specs_dir().glob("*/*.yaml")) + sorted((specs_dir().parent / "experiments" / "specs").glob("*.yaml"))
+    assert len(paths) > 50
+    for p in paths:
+        assert load_spec(p).variants, p
+
+
+def test_shape_tokens_take_ascii_digits_only():
+    from ftgen import families
+
+    for fam in ("gemm", "attention"):
+        with pytest.raises(SpecError, match="--shapes"):
+            parse_shapes(families.get(fam), "\uff11\uff12\uff18x128x128")

@@ -61,6 +61,18 @@ class BenchOptions:
         skipped = [family.out_of_range_row(v, s) for s, r in zip(shapes, runs) if not r]
         return (replace(self, shapes=inside).argv(family, variant) if inside else None), skipped
 
+    def requested(self, family, variant: dict, spec_shapes: list[dict]) -> list[dict]:
+        """The shapes :meth:`plan`'s flags ask the executable for: ``--shapes`` where they give it, else the
+        executable's own defaults (``family.bench_shapes`` of the spec's shapes)."""
+        from ..codegen.library import variant_from_manifest
+
+        v = variant_from_manifest(variant)
+        given = self.shapes or spec_shapes
+        inside = [s for s in given if family.runs_shape(v, s)]
+        if self.shapes or len(inside) < len(given):
+            return inside
+        return family.bench_shapes(v, spec_shapes)
+
     def cache_key(self) -> str:
         return json.dumps(
             {
@@ -167,9 +179,32 @@ def run_executable(exe: Path, kernel: str, argv: list[str], timeout: float, meta
         msg = (proc.stderr.strip()[-800:] or "no message")
         rows.append({**base, "ok": False, "error": {"kind": "runtime", "message": f"{sig}: {msg}"}})
     for r in rows:
-        if not r.get("ok", True) and "error" not in r:
+        if "skipped" in r and "error" not in r:  # the executable did not run the shape: nothing was verified
+            r["ok"] = False
+            r["error"] = {"kind": _out_of_range(), "message": f"skipped by the executable: {r['skipped']}"}
+        elif not r.get("ok", True) and "error" not in r:
             r["error"] = {"kind": "verification", "message": "output or fault counters failed verification"}
     return rows
+
+
+def _out_of_range() -> str:
+    from ..families.base import OUT_OF_RANGE
+
+    return OUT_OF_RANGE
+
+
+NO_ROW = "no row for this shape (the executable ended without one)"
+
+
+def with_missing_shapes(family, kernel: str, shapes: list[dict], rows: list[dict]) -> list[dict]:
+    """``rows`` of one executable run, and a failing row for each of the requested ``shapes`` that no row names: a run
+    that exits 0 and prints nothing for a shape has verified nothing there. A failing row without a shape (a crash, a
+    timeout) already stands for the shapes the run did not reach."""
+    if any(not r.get("ok", True) and not isinstance(r.get("shape"), dict) for r in rows):
+        return rows
+    seen = {family.format_shape(r["shape"]) for r in rows if isinstance(r.get("shape"), dict)}
+    return rows + [{"kernel": kernel, "shape": dict(s), "ok": False, "error": {"kind": "runtime", "message": NO_ROW}}
+                   for s in shapes if family.format_shape(s) not in seen]
 
 
 def _parse_rows(stdout: str) -> list[dict]:
@@ -210,7 +245,7 @@ def bench_project(
         if argv is not None:
             ran = run_executable(exe, v["kernel"], argv, opts.timeout)
             refs.add(v, ran)
-            got = ran + got
+            got = with_missing_shapes(family, v["kernel"], opts.requested(family, v, spec_shapes), ran) + got
         rows.extend(got)
         if on_rows:
             on_rows(v["kernel"], got)
@@ -225,16 +260,19 @@ def project_shapes(project: Path) -> list[dict]:
 
 
 def failure_kind(row: dict) -> str | None:
+    """None for a row that passed; else its error's kind. A row the executable skipped (``skipped``: it did not run the
+    shape) is not run whatever its ``ok``, as a shape outside the variant's range."""
+    if "skipped" in row:
+        return _out_of_range()
     if row.get("ok", False):
         return None
     return (row.get("error") or {}).get("kind", "verification")
 
 
 def not_run(row: dict) -> bool:
-    """A row recorded for a shape outside its variant's range (``Family.out_of_range_row``): not run, not a failure."""
-    from ..families.base import OUT_OF_RANGE
-
-    return failure_kind(row) == OUT_OF_RANGE
+    """A row recorded for a shape outside its variant's range (``Family.out_of_range_row``), or one the executable
+    skipped: not run, not a failure."""
+    return failure_kind(row) == _out_of_range()
 
 
 def write_jsonl(path: Path | str, provenance: dict, rows: list[dict], extra: list[dict] | None = None) -> None:

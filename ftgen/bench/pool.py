@@ -3,10 +3,11 @@ set to its GPU's UUID, all drawing from one queue of work items.
 
 A run that fails the way a sick GPU fails (a crash or a signal, a timeout, the executable's
 "no usable GPU" exit) is retried, on another GPU where one is left; rows of the failed attempt are
-dropped, so every item's rows land exactly once. A GPU that says it is unusable, or on which
-``gpu_fail_limit`` runs failed that then ran on another GPU, leaves the pool; its item goes back to
-the queue. Deterministic failures
-(verification, bad arguments, a missing binary) are the variant's and are kept as they are.
+dropped, so every item's rows land exactly once, and each row of the attempt that counts names the
+failed ones (``retried``: their GPU and error), so a flaky kernel that passed on a second try shows.
+A GPU that says it is unusable, or on which ``gpu_fail_limit`` runs failed that then ran on another
+GPU, leaves the pool; its item goes back to the queue. Deterministic failures (verification, bad
+arguments, a missing binary) are the variant's and are kept as they are.
 
 Every row gets the name and UUID of the GPU it ran on (``gpu``, ``gpu_uuid``). Finished items can be
 appended to a JSON-lines spool under a file lock, so several pools (processes) may share one file.
@@ -170,6 +171,7 @@ class WorkItem:
     timeout: float
     meta: dict = field(default_factory=dict)
     failed_on: list[str] = field(default_factory=list)  # labels of the GPUs where an attempt failed
+    failures: list[dict] = field(default_factory=list)  # {"gpu", "gpu_uuid", "error"} of each failed attempt, in order
     attempts: int = 0
 
 
@@ -223,11 +225,13 @@ class GpuPool:
             raise NoGpuError("every GPU has left the pool: " + "; ".join(f"{k}: {v}" for k, v in self.dead.items()))
         wake = threading.Condition(self._lock)
 
-        def finish(item: WorkItem, rows: list[dict], gpu: Gpu) -> None:
+        def finish(item: WorkItem, rows: list[dict], gpu: Gpu, retried: list[dict]) -> None:
             for r in rows:
                 r.setdefault("gpu", gpu.name)
                 if gpu.uuid:
                     r.setdefault("gpu_uuid", gpu.uuid)
+                if retried:  # the attempts before this one failed
+                    r.setdefault("retried", [dict(f) for f in retried])
             results[item.key] = rows
             state["left"] -= 1
             self.done_by[gpu.label] += 1
@@ -297,9 +301,10 @@ class GpuPool:
                             self._blame[other] = self._blame.get(other, 0) + 1
                             if self._blame[other] >= self.gpu_fail_limit and other in alive:
                                 eject(other, f"{self._blame[other]} run(s) failed there that ran elsewhere")
-                        finish(item, rows, gpu)
+                        finish(item, rows, gpu, item.failures)
                         continue
                     item.failed_on.append(gpu.label)
+                    item.failures.append({"gpu": gpu.label, **({"gpu_uuid": gpu.uuid} if gpu.uuid else {}), "error": why})
                     if unusable is not None and gpu.label in alive:
                         eject(gpu.label, why)
                     if alive and (item.attempts <= self.retries or unusable is not None or gpu.label not in alive):
@@ -315,7 +320,7 @@ class GpuPool:
                     # it failed on every GPU it was given: the variant's failure, kept as rows
                     if not rows:
                         rows = [{"kernel": item.kernel, **item.meta, "ok": False, "error": {"kind": "runtime", "message": why}}]
-                    finish(item, rows, gpu)
+                    finish(item, rows, gpu, item.failures[:-1])
 
         def eject(label: str, why: str) -> None:
             alive.discard(label)
@@ -473,11 +478,15 @@ def bench_on_gpus(project: Path, variants: list[dict], family, opts, gpus: list[
                 return rows
 
             pool.runner = runner
-        from . import project_shapes
+        from . import project_shapes, with_missing_shapes
 
         spec_shapes = project_shapes(project)
+        by_name = {v["kernel"]: v for v in variants}
         plans = {v["kernel"]: opts.plan(family, v, spec_shapes) for v in variants}
         items = [WorkItem(v["kernel"], project / "bin" / v["kernel"], v["kernel"], plans[v["kernel"]][0], opts.timeout)
                  for v in variants if plans[v["kernel"]][0] is not None]
         got = pool.run(items)
+        for k, rows in got.items():
+            v = by_name[k]
+            got[k] = with_missing_shapes(family, k, opts.requested(family, v, spec_shapes), rows)
         return [r for v in variants for r in got.get(v["kernel"], []) + plans[v["kernel"]][1]]

@@ -6,9 +6,10 @@ content-addressed cache (``$FTGEN_CACHE_DIR/bin/<key>/``, each with a ``.sha256`
 checked before use) so another project (a search, another spec) with the same variant reuses them.
 
 One build of a project runs at a time (a file lock in ``build/``); a second one waits. Sources are
-compared with the manifest before building: a vanished source fails its variant only (CMake is told
-the file is generated, so the rest of the project still configures), a changed one is rebuilt
-with a warning.
+compared with the manifest before building: a selected variant whose source vanished is refused
+before the build system runs (re-generate the project); the vanished sources of variants left out
+with ``--kernels`` are declared generated to CMake, so the rest of the project still configures; a
+changed source is rebuilt with a warning.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ class BuildResult:
     failed: dict[str, str] = field(default_factory=dict)  # kernel -> compiler output (or why it was not built)
     seconds: float = 0.0
     changed: dict[str, str] = field(default_factory=dict)  # kernel -> its sources differ from the generated ones
-    missing: list[str] = field(default_factory=list)  # kernels in ``failed`` because a source vanished
 
     @property
     def ok(self) -> bool:
@@ -236,6 +236,30 @@ def source_problems(project: Path, variants: list[dict]) -> tuple[dict[str, str]
     return missing, changed, hashes
 
 
+def check_sources(project: Path, variants: list[dict]) -> None:
+    """Refuse (a SpecError, before the build system runs) to build variants whose generated sources are missing or
+    unreadable: the project is incomplete, and `ftgen generate` restores it."""
+    gone: dict[str, list[str]] = {}
+    for v in variants:
+        files = [rel for rel in v["sources"] if not _readable_text(project / rel)]
+        if files:  # a variant with none of its sources left is named by its folder
+            gone[v["kernel"]] = files if len(files) < len(v["sources"]) else [f"{v['kernel']}/ (all its sources)"]
+    if gone:
+        listed = [f for files in gone.values() for f in files]
+        raise SpecError(
+            f"{project}: generated sources missing or unreadable: {', '.join(listed[:3])}"
+            f"{f' and {len(listed) - 3} more' if len(listed) > 3 else ''}; re-run `ftgen generate {_spec_hint(project)} -o "
+            f"{project.parent}` to restore them, or leave {'that variant' if len(gone) == 1 else 'those variants'} out with --kernels")
+
+
+def _readable_text(p: Path) -> bool:
+    try:
+        p.read_text()
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _spec_hint(project: Path) -> str:
     try:
         return json.loads((project / "manifest.json").read_text())["spec"]["source"]
@@ -312,6 +336,7 @@ def build(
     project = project.resolve()
     manifest = load_manifest(project)
     variants = select_variants(manifest, kernels)
+    check_sources(project, variants)
     archs_override = arch_override(arch)
     nvcc = find_nvcc()
     if nvcc is None:
@@ -332,16 +357,13 @@ def _build_locked(project, manifest, variants, archs_override, nvcc_ver, jobs, p
     state = _read_json(state_path)
     bin_cache = cache_dir() / "bin"
     missing, changed, hashes = source_problems(project, manifest["variants"])
+    gone = [v["kernel"] for v in variants if v["kernel"] in missing]  # vanished since check_sources
+    if gone:
+        raise SpecError(f"{gone[0]}: {missing[gone[0]]}" + (f" (and {len(gone) - 1} more variant(s))" if len(gone) > 1 else ""))
     result.changed = {k: m for k, m in changed.items() if k in {v["kernel"] for v in variants}}
     todo: list[tuple[dict, str]] = []
     for v in variants:
         k = v["kernel"]
-        if k in missing:
-            state.pop(k, None)
-            binary_path(project, k).unlink(missing_ok=True)  # an executable of sources that are gone is stale
-            result.failed[k] = missing[k]
-            result.missing.append(k)
-            continue
         archs = archs_override or v["archs"]
         key = build_key(v, archs, nvcc_ver, hashes[k])
         exe = binary_path(project, k)
@@ -437,7 +459,7 @@ def build_library(
         plan = write_library(project, manifest, family)
         gone = [v.name for v in plan.variants if v.name in missing]
         if gone:
-            raise BuildError(f"the library needs variant(s) whose sources vanished: {'; '.join(missing[k] for k in gone)}")
+            raise SpecError(f"the library needs variant(s) whose sources vanished: {'; '.join(missing[k] for k in gone)}")
         _configure(project, archs_override, manifest, log, missing_sources=_missing_files(project, manifest, missing), lib=True)
         target = f"ftgen_{plan.name}"
         output, interrupted = _ninja(project, [target], jobs, progress)
@@ -571,5 +593,4 @@ def _tail(text: str, n: int) -> str:
 def print_failures(result: BuildResult, stream=None) -> None:
     stream = stream or sys.stderr
     for k, msg in result.failed.items():
-        what = "not built" if k in result.missing else "compile failed"
-        print(f"--- {k}: {what}\n{msg}\n", file=stream)
+        print(f"--- {k}: compile failed\n{msg}\n", file=stream)

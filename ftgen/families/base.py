@@ -419,7 +419,7 @@ class Backend:
 # Families
 # --------------------------------------------------------------------------------------------
 
-_SHAPE_TOKEN = re.compile(r"^\d+(x\d+)*$")
+_SHAPE_TOKEN = re.compile(r"[0-9]+(x[0-9]+)*")  # ASCII digits only (used with fullmatch)
 
 
 class Family:
@@ -431,6 +431,7 @@ class Family:
     campaign_shape: dict | None = None  # shape of fault-campaign trials (default: the first default shape)
     template_dir: str = ""  # a folder name under templates/, or an absolute path
     launcher: LauncherSignature | None = None  # the C signature every variant's launcher has
+    fault_sites: tuple[str, ...] = ("accumulator",)  # what `--site` may name: where the executables put injected faults
 
     # ---- what the backends offer, together ------------------------------------------------
     @property
@@ -589,7 +590,7 @@ class Family:
 
     def parse_shape_token(self, token: str) -> dict[str, int]:
         token = token.strip()
-        if not _SHAPE_TOKEN.match(token):
+        if not _SHAPE_TOKEN.fullmatch(token):
             raise SpecError(
                 f"--shapes: {token!r} is not a shape; write the {self.name} keys {'x'.join(self.shape_keys)} as integers joined by 'x', e.g. {self.format_shape(self.default_shapes[0])}"
             )
@@ -602,6 +603,12 @@ class Family:
 
     def format_shape(self, shape: Mapping[str, int]) -> str:
         return "x".join(str(shape[k]) for k in self.shape_keys)
+
+    def check_site(self, site: str | None) -> None:
+        """``--site``: None (the executables' default) or one of ``fault_sites``; else a SpecError naming them."""
+        if site is not None and site not in self.fault_sites:
+            raise SpecError(f"--site: {site[:40]!r} is not a fault site of family {self.name}{suggest(site, self.fault_sites)}; "
+                            f"allowed: {', '.join(self.fault_sites)}")
 
     # ---- emission -------------------------------------------------------------------------
     def emit(self, v: Variant, env: "TemplateEnv", shapes: list[dict] | None = None) -> EmittedVariant:
@@ -692,6 +699,10 @@ class Family:
         """Whether ``v`` runs ``shape``: inside its ``library_range`` and meeting its ``shape_fits`` rule."""
         rule = self.shape_fits(v)
         return all(lo <= shape[key] <= hi for key, (lo, hi) in self.library_range(v).items()) and (rule is None or rule[0](shape))
+
+    def check_spec_shapes(self, variants: list[Variant], shapes: list[dict], source: str) -> None:
+        """Raise a SpecError for a spec shape that none of ``variants`` can ever run; by default none is refused (a
+        shape outside a variant's range is recorded as out of range instead)."""
 
     def shape_fits_text(self, v: Variant) -> str:
         """``shape_fits``'s rule in words, for messages; by default its C expression."""

@@ -78,11 +78,50 @@ def counters_violated(r: dict) -> bool:
     return detected > 0 and bool(outcomes) and sum(int(r.get(k) or 0) for k in outcomes) == 0
 
 
+def trial_ok(r: dict) -> bool:
+    """The executable's verdict on a trial (``ok``: the output within its tolerance and the family's extra checks);
+    a row without one has none against it."""
+    return r.get("ok", True) is not False
+
+
+def failed_trials(rows: list[dict]) -> list[dict]:
+    """Trial rows that fail the campaign: a clean trial the executable marked not ok (the kernel is wrong with no
+    fault at all), and a faulty trial marked not ok that is no miss of the detection: it detected something (the
+    correction or recomputation left a wrong output), or its fault, left uncorrected, stayed within the executable's
+    tolerance (``significant`` false beside an ``uncorrected_err``), so the kernel itself broke the output. A
+    significant fault that went undetected and left the output wrong is a miss, counted by the coverage."""
+    out = []
+    for r in rows:
+        if "trial" not in r or trial_ok(r):
+            continue
+        if not r.get("injected") or int(r.get("detected") or 0) > 0 or ("uncorrected_err" in r and not r.get("significant")):
+            out.append(r)
+    return out
+
+
+def failure_message(rows: list[dict]) -> str | None:
+    """Why a campaign's rows fail it, or None: executable runs that failed (error rows), then :func:`failed_trials`."""
+    runs = [r for r in rows if "trial" not in r and not r.get("ok", True)]
+    if runs:
+        err = runs[0].get("error")
+        return (f"{len(runs)} executable run(s) failed during the campaign: "
+                f"{err.get('message') if isinstance(err, dict) else err}")
+    bad = failed_trials(rows)
+    if not bad:
+        return None
+    clean = sum(1 for r in bad if not r.get("injected"))
+    first = ", ".join(f"{r.get('kernel')} trial {r.get('trial')} ({'faulty' if r.get('injected') else 'clean'}, "
+                      f"max_rel_err {r.get('max_rel_err')})" for r in bad[:3])
+    return (f"{len(bad)} trial(s) failed verification ({clean} clean, {len(bad) - clean} faulty that detected their "
+            f"fault or whose fault alone did not matter): {first}")
+
+
 def significance(rows: list[dict]) -> dict:
     """The significance rule of a campaign's rows: {rule, tolerance, max_clean_err}. The rule is the one of
     ftgen/tolerance.py for the precision the rows deliver and their accumulation depth; rows it does not cover
-    keep the executable's own tolerance (rule "executable"; the largest any row carries)."""
-    clean = [r for r in rows if not r.get("injected")]
+    keep the executable's own tolerance (rule "executable"; the largest any row carries). ``max_clean_err`` is over
+    the clean trials the executable passed: a wrong clean output is a failure (:func:`failed_trials`), not a scale."""
+    clean = [r for r in rows if not r.get("injected") and trial_ok(r)]
     out = {"rule": None, "tolerance": None, "max_clean_err": max((_err(r) for r in clean), default=None)}
     got = _tolerance.for_row(rows[0]) if rows else None
     if got is not None:
@@ -103,9 +142,10 @@ def is_significant(r: dict, tol: float | None) -> bool:
 
 
 def is_corrected(r: dict, tol: float | None) -> bool:
-    """A significant fault that was detected and left the output within `tol` (finite), with consistent counters.
-    A detected trial whose output is still wrong is not corrected."""
-    if not is_significant(r, tol) or int(r.get("detected") or 0) <= 0 or counters_violated(r):
+    """A significant fault that was detected and left the output within `tol` (finite), with consistent counters and
+    the executable's own verdict ``ok`` (where the row has one: it also covers a family's checks beyond the output
+    error). A detected trial whose output is still wrong is not corrected."""
+    if not is_significant(r, tol) or int(r.get("detected") or 0) <= 0 or counters_violated(r) or not trial_ok(r):
         return False
     if tol is not None and "max_rel_err" in r:
         return _err(r) <= tol
@@ -160,6 +200,7 @@ def summarize(kernel: str, rows: list[dict], spec_name: str = "") -> dict:
         "flagged_trials": [r.get("trial") for r in flagged[:20]],
         "detected_not_corrected": len(detected) - len(corrected),
         "not_ok": sum(1 for r in rows if not r.get("ok")),
+        "failed_trials": len(failed_trials(rows)),
         "max_clean_score": max((score_of(r) for r in clean), default=0.0),
         # the detection margin on the other side: the weakest significant fault's score
         "min_significant_score": min((score_of(r) for r in sig), default=None),

@@ -16,6 +16,18 @@ from ..build import nvcc_version
 from ..libraries import versions as library_versions
 
 
+# Environment variables the executables read at run time (getenv in templates/) that change what a run does: the
+# ABFT check's lambda, its side streams and SMs, kmeans' input data, iterations, tolerance, initialisation and fault
+# site. A results file records those that were set (``env``), so results made under an override can be told apart.
+RUNTIME_ENV = ("FTGEN_ABFT_LAMBDA", "FTGEN_ABFT_SIDE", "FTGEN_ABFT16_SIDE_SMS", "FTGEN_KMEANS_DATA", "FTGEN_KMEANS_INIT",
+               "FTGEN_KMEANS_ITERS", "FTGEN_KMEANS_SITE", "FTGEN_KMEANS_TOL")
+
+
+def runtime_env() -> dict[str, str]:
+    """The variables of RUNTIME_ENV set in this process's environment (which the executables inherit)."""
+    return {k: os.environ[k] for k in RUNTIME_ENV if k in os.environ}
+
+
 def git_state(where: Path | None = None) -> dict:
     where = where or Path(__file__).resolve().parents[2]
     def run(*args):
@@ -105,6 +117,7 @@ def provenance(gpu: dict | None, argv: list[str] | None = None, facts: dict | No
         "host": platform.node(),
         "python": platform.python_version(),
         "argv": list(argv if argv is not None else sys.argv),
+        "env": runtime_env(),
         "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if not d["driver"]:  # no executable reported it (a script timing a vendor library): nvidia-smi's

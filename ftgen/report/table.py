@@ -54,9 +54,9 @@ def rows_table(rows: list[dict], title: str | None = None) -> Table:
         if r.get("protection", {}).get("scheme", "none") != "none":
             ft = f"{r.get('injected', 0)}/{r.get('detected', 0)}/{r.get('corrected', 0)}"
         err = r.get("error")
-        ok = ("[green]yes[/]" if r.get("ok") else "[yellow]not run[/]" if not_run(r)
+        ok = ("[yellow]not run[/]" if not_run(r) else "[green]yes[/]" if r.get("ok")
               else f"[red]no[/] {err.get('kind')}" if err else "[red]no[/]")
-        if r.get("ok") and r.get("verified") is False:  # --no-ref: it ran, nothing was checked
+        if r.get("ok") and r.get("verified") is False and not not_run(r):  # --no-ref: it ran, nothing was checked
             ok = "[yellow]unverified[/]"
         t.add_row(
             r.get("kernel", "?"),

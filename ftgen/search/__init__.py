@@ -270,10 +270,12 @@ def search_project_name(name: str, shard: tuple[int, int] | None = None) -> str:
 
 
 def best_per_shape(fam, rows: list[dict], shape_strs: list[str]) -> dict[str, dict]:
-    """Shape string -> the verified row with the lowest median time, for the shapes that have one."""
+    """Shape string -> the verified row with the lowest median time, for the shapes that have one. A row run without
+    its reference (``verified: false``, ``--no-ref``) or skipped by the executable is never a winner."""
     best = {}
     for s in shape_strs:
-        cands = [r for r in rows if r.get("ok") and isinstance(r.get("shape"), dict) and fam.format_shape(r["shape"]) == s and r.get("ms")]
+        cands = [r for r in rows if r.get("ok") and r.get("verified") is not False and "skipped" not in r
+                 and isinstance(r.get("shape"), dict) and fam.format_shape(r["shape"]) == s and r.get("ms")]
         if cands:
             best[s] = min(cands, key=lambda r: r["ms"]["median"])
     return best

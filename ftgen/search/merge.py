@@ -21,14 +21,16 @@ def check_merge_flags(command: str, merge: bool, results: tuple, gpus_text, shar
         raise SpecError("--from compiles and runs nothing: it takes no --gpus or --shard")
 
 
-def shard_spec(spec, n_shapes: int, shard: tuple[int, int] | None):
-    """The search project of a shard (or of the whole search): the spec's variants with points in it."""
+def shard_spec(spec, n_shapes: int, shard: tuple[int, int] | None, chosen: list | None = None):
+    """The search project of a shard (or of the whole search): the variants with points in it, of ``chosen`` (what the
+    strategy proposes within the budget) or else of the whole space."""
     from ..spec import Spec
     from . import search_project_name
     from .shard import shard_points
 
-    mine = shard_points([v.name for v in spec.variants], n_shapes, *shard) if shard else None
-    todo = [v for v in spec.variants if mine is None or v.name in mine]
+    chosen = spec.variants if chosen is None else chosen
+    mine = shard_points([v.name for v in chosen], n_shapes, *shard) if shard else None
+    todo = [v for v in chosen if mine is None or v.name in mine]
     return Spec(spec.source, search_project_name(spec.name, shard), spec.family, spec.arch, spec.description, spec.shapes,
                 todo, spec.rejected, spec.raw)
 

@@ -197,11 +197,11 @@ def chunk_rows(c: Chunk, shape: str, got: list[dict]) -> tuple[list[dict], list[
         if "trial" in r:
             r["trial"] += c.start
             rows.append(r)
-        elif not r.get("ok", True):
-            errors.append(r)
-        elif "skipped" in r:
+        elif "skipped" in r:  # whatever its ok
             errors.append({"kernel": c.kernel, "ok": False,
                            "error": {"kind": "shape", "message": f"{c.kernel} does not run shape {shape}: {r['skipped']}"}})
+        elif not r.get("ok", True):
+            errors.append(r)
     return rows, errors
 
 

@@ -248,9 +248,11 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
     if name is None:
         errs.add("name", "missing; give the output directory name ([a-z0-9_-], e.g. my_kernels)")
     elif not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        kind = "true or false" if isinstance(name, bool) else "a number"
+        quote = f" (YAML reads it as {kind}; quote the name: name: \"...\")" if isinstance(name, (int, float)) else ""
         errs.add(
             "name",
-            f"{short(name)} is not allowed: use lower-case letters, digits, '_' and '-' only, starting with a letter or digit (no '/', '..', spaces or newlines)",
+            f"{short(name)} is not allowed: use lower-case letters, digits, '_' and '-' only, starting with a letter or digit (no '/', '..', spaces or newlines){quote}",
         )
     elif len(name) > NAME_MAX:
         errs.add("name", f"{short(name)} has {len(name)} characters; at most {NAME_MAX} are allowed")
@@ -280,7 +282,9 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
     for i, a in enumerate(arch_vals):
         if not isinstance(a, str) or a not in ARCHS:
             errs.add(_item_path("arch", i, arch_list), f"{short(a)} is not a supported arch{suggest(a, ARCHS)}; allowed: {', '.join(ARCHS)}")
-        elif a not in archs:
+        elif a in archs:
+            errs.add(_item_path("arch", i, arch_list), f"{a} is listed twice")
+        else:
             archs.append(a)
 
     if family is None:
@@ -299,9 +303,13 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
     else:
         for i, s in enumerate(raw_shapes):
             try:
-                shapes.append(family.normalize_shape(s, f"shapes[{i}]", source))
+                shape = family.normalize_shape(s, f"shapes[{i}]", source)
             except SpecError as e:
                 errs.items.append(e)
+                continue
+            if shape in shapes:
+                errs.add(f"shapes[{i}]", f"{family.format_shape(shape)} is the same shape as shapes[{shapes.index(shape)}]")
+            shapes.append(shape)
 
     # ---- the points of the space: base fields, and optional explicit variants -------------
     base = {k: raw[k] for k in VARIANT_KEYS if k in raw}
@@ -319,7 +327,9 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
                 merged = dict(base)
                 for key in VARIANT_KEYS:
                     if key in item:
-                        if isinstance(item[key], dict) and isinstance(merged.get(key), dict):
+                        if key == "protection" and _unprotected(item[key]):  # the base's scheme fields do not carry over
+                            merged[key] = item[key]
+                        elif isinstance(item[key], dict) and isinstance(merged.get(key), dict):
                             merged[key] = {**merged[key], **item[key]}
                         else:
                             merged[key] = item[key]
@@ -395,6 +405,7 @@ def _build(raw: dict, source: str, max_points: int = DEFAULT_MAX_POINTS, max_var
         if len(rejected) > 8:
             lines.append(f"  ... and {len(rejected) - 8} more")
         raise SpecError("\n".join(lines), source=source, path="params")
+    family.check_spec_shapes(variants, shapes, source)
 
     return Spec(source, name, family, tuple(archs), description, shapes, variants, rejected, raw)
 
@@ -437,7 +448,9 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
             errs.add(path, f"{short(p)} is not a precision{suggest(p, PRECISIONS)}; allowed for {family.name}: {', '.join(family.precisions)}")
         elif p not in family.precisions:
             errs.add(path, f"{p!r} is not available for family {family.name}; allowed: {', '.join(family.precisions)}")
-        elif p not in precisions:
+        elif p in precisions:
+            errs.add(path, f"{p} is listed twice")
+        else:
             precisions.append(p)
 
     # protection
@@ -477,9 +490,15 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
                 errs.add(_item_path(prefix + f"protection.{key}", i, was_list), reason)
             else:
                 v = float(v) if key == "threshold" and v != "auto" else v
-                if v not in ok:
-                    ok.append(v)
+                if v in ok:
+                    errs.add(_item_path(prefix + f"protection.{key}", i, was_list), f"{short(v)} is listed twice")
+                ok.append(v)
         prot_opts[key] = ok
+    if prot_opts["scheme"] == ["none"]:
+        for key in PROTECTION_KEYS[1:]:
+            if any(v not in UNPROTECTED.get(key, ()) for v in _as_list(prot_raw.get(key, []))[0]):
+                errs.add(prefix + f"protection.{key}", f"does not apply to scheme none (an unprotected variant has no checks "
+                         f"and no fault injection); remove it, or give a protected scheme: {', '.join(s for s in family.schemes if s != 'none')}")
 
     # params
     params_raw = fields.get("params", {}) or {}
@@ -503,7 +522,9 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
             reason = _check_param(lambda x, key=key: family.param_reason(key, x), v)
             if reason:
                 errs.add(_item_path(path, i, was_list), reason)
-            elif v not in ok:
+            elif v in ok:
+                errs.add(_item_path(path, i, was_list), f"{short(v)} is listed twice")
+            else:
                 ok.append(v)
         param_opts[key] = ok
 
@@ -539,6 +560,15 @@ def _expand_group(errs: _Errors, family: Family, prefix: str, fields: dict, max_
                     prot = Protection(scheme, level, correct, iv, threshold, inject)
                 points.append((precision, prot, params))
     return points
+
+
+# values of the protection fields that say what scheme none means anyway (any other value does not apply to it)
+UNPROTECTED = {"level": (None, "none"), "inject": (False,)}
+
+
+def _unprotected(prot: Any) -> bool:
+    """Whether a protection mapping names scheme none only."""
+    return isinstance(prot, dict) and "scheme" in prot and all(s == "none" for s in _as_list(prot["scheme"])[0])
 
 
 def _check_scheme(family: Family, v: Any) -> str | None:
@@ -631,6 +661,19 @@ def parse_shapes(family: Family, text: str) -> list[dict[str, int]]:
         if len(t.strip()) > 80:
             raise SpecError(f"--shapes: {short(t.strip())} is not a shape (too long)")
     return [family.parse_shape_token(t) for t in tokens]
+
+
+def parse_one_shape(family: Family, text: str, flag: str) -> dict[str, int]:
+    """One shape (``flag``: the option that gives it, e.g. ``--shape``) in the form of ``--shapes``."""
+    try:
+        shapes = parse_shapes(family, text)
+    except SpecError as e:
+        if e.message.startswith("--shapes"):
+            raise SpecError(flag + e.message[len("--shapes"):]) from None
+        raise
+    if len(shapes) != 1:
+        raise SpecError(f"{flag}: {len(shapes)} shapes given; give one (run one command per shape)")
+    return shapes[0]
 
 
 def _looks_like_file(text: str) -> bool:

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from ...errors import SpecError
 from ..base import Family, LauncherSignature, LibraryEntry, Variant, positive_int, suggest
 from .mma import MmaBackend
+from .model import SITES
 from .wgmma import WgmmaBackend
 
 SHAPE_KEYS = ("batch", "heads", "seq", "seq_k", "kv_heads")
@@ -42,6 +43,7 @@ class AttentionFamily(Family):
     default_shapes = ({"batch": 4, "heads": 32, "seq": 4096, "seq_k": 4096}, {"batch": 2, "heads": 16, "seq": 1000, "seq_k": 1000})
     campaign_shape = {"batch": 1, "heads": 4, "seq": 1024, "seq_k": 1024}
     template_dir = "attention"
+    fault_sites = SITES  # --site puts every fault at one of them, covered by the level or not
     launcher = LauncherSignature(
         params="const ftgen_attention_problem* p, cudaStream_t stream",
         args="p, stream",
@@ -84,7 +86,7 @@ class AttentionFamily(Family):
     def parse_shape_token(self, token: str) -> dict[str, int]:
         token = token.strip()
         parts = token.split("x")
-        if not all(p.isdigit() for p in parts) or len(parts) not in (3, 4, 5):
+        if not all(p.isascii() and p.isdigit() for p in parts) or len(parts) not in (3, 4, 5):
             raise SpecError(f"--shapes: {token!r} is not an attention shape; write batch x heads x seq (x seq_k (x kv_heads)) "
                             f"as integers joined by 'x', e.g. 4x32x4096 or 4x32x4096x4096x8")
         return self.normalize_shape(dict(zip(SHAPE_KEYS, (int(p) for p in parts))), f"--shapes {token}")
@@ -96,15 +98,30 @@ class AttentionFamily(Family):
             dims.append(shape["kv_heads"])
         return "x".join(str(d) for d in dims)
 
+    # ---- a causal variant runs seq_k = seq only: other shapes are out of its range ----------------
+    def runs_shape(self, v: Variant, shape: Mapping[str, int]) -> bool:
+        return super().runs_shape(v, shape) and self.backend_of(v).shape_reason(v, shape) is None
+
+    def range_broken(self, v: Variant, shape: Mapping[str, int]) -> str:
+        if self.backend_of(v).shape_reason(v, shape):
+            return "shapes with seq_k = seq (a causal mask)"
+        return super().range_broken(v, shape)
+
+    def check_spec_shapes(self, variants: list[Variant], shapes: list[dict], source: str) -> None:
+        """A spec shape that no variant can run (seq_k != seq with causal variants only) is an error."""
+        for i, s in enumerate(shapes):
+            reasons = [self.backend_of(v).shape_reason(v, s) for v in variants]
+            if all(reasons):
+                raise SpecError(f"{self.format_shape(s)}: {reasons[0]}; every variant of the spec is causal, so none "
+                                f"runs it (give seq_k = seq, or add causal: false)", source=source, path=f"shapes[{i}]")
+
     def bench_shapes(self, v: Variant, shapes: list[dict] | None) -> list[dict]:
-        out = super().bench_shapes(v, shapes)
-        for i, s in enumerate(out):
-            s.setdefault("seq_k", s["seq"])
-            s.setdefault("kv_heads", s["heads"])
-            reason = self.backend_of(v).shape_reason(v, s)
-            if reason:
-                raise SpecError(f"{reason} (variant {v.name})", path=f"shapes[{i}]")
-        return out
+        """The spec's shapes this variant runs (the rest are recorded as out of range); the family's defaults
+        when it runs none of them."""
+        def full(given):
+            return [dict(s, seq_k=s.get("seq_k", s["seq"]), kv_heads=s.get("kv_heads", s["heads"])) for s in given]
+
+        return [s for s in full(super().bench_shapes(v, shapes)) if self.runs_shape(v, s)] or full(self.default_shapes)
 
     # ---- the shared library (ftgen build --lib) -------------------------------------------------
     def library_group(self, v: Variant) -> str:

@@ -124,6 +124,7 @@ class FftFamily(Family):
     default_shapes = ({"n": 4096, "batch": 16384}, {"n": 1048576, "batch": 64})
     campaign_shape = {"n": 4096, "batch": 64}  # small: many trials; batch a multiple of every tile
     template_dir = "fft"
+    fault_sites = ("stage",)  # faults land in a stage's values (the executables' one site)
 
     # ---- parameters -----------------------------------------------------------------------
     def param_defs(self, precision: str, protection: Protection) -> tuple[Param, ...]:

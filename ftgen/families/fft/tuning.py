@@ -164,12 +164,13 @@ def tuning_entries(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
     """Tuning entries from search winners (result rows: ``kernel``, ``precision``, ``protection``, ``params`` as resolved,
     ``shape``, ``ms``, ``ref``): per precision, level and size the fastest verified row of a fixed-size variant (where
     several shapes share a size: the best ratio to the reference) becomes a plan entry, its cluster plan and hook
-    placement keyed to the cluster architectures. Rows that did not verify, were skipped, or come from every-size variants
-    (logn 0: the rules' plans) give none."""
+    placement keyed to the cluster architectures. Rows that did not verify (or ran unverified: ``--no-ref``), were
+    skipped, or come from every-size variants (logn 0: the rules' plans) give none."""
     best: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     for r in rows:
         p = r.get("params") or {}
-        if not r.get("kernel") or "skipped" in r or r.get("ok") is False or not r.get("ms") or not p.get("logn"):
+        if (not r.get("kernel") or "skipped" in r or r.get("ok") is False or r.get("verified") is False
+                or not r.get("ms") or not p.get("logn")):
             continue
         prot = r.get("protection") or {}
         level = prot.get("level", "none") if prot.get("scheme", "none") != "none" else "none"

@@ -454,6 +454,9 @@ class KmeansFamily(Family):
     default_shapes = ({"samples": 131072, "dims": 128, "clusters": 128}, {"samples": 100003, "dims": 100, "clusters": 1000})
     campaign_shape = {"samples": 16384, "dims": 64, "clusters": 256}
     template_dir = "kmeans"
+    # --site: the distance GEMM's accumulators, the arg-min's label, a squared norm, a cluster sum or count, the
+    # refinement's exact distance (refine builds) -- FTGEN_KMEANS_SITE_* of ftgen_kmeans.h
+    fault_sites = ("accumulator", "argmin", "norm", "update", "refine")
     launcher = LauncherSignature(
         params="const ftgen_kmeans_problem* p, cudaStream_t stream",
         args="p, stream",
