@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import NoGpuError
+from ..families.base import OUT_OF_RANGE
 
 @dataclass
 class BenchOptions:
@@ -47,14 +48,19 @@ class BenchOptions:
             a.append("--no-ref")
         return a + list(self.extra)
 
-    def plan(self, family, variant: dict, spec_shapes: list[dict]) -> tuple[list[str] | None, list[dict]]:
-        """One variant's flags and the rows of the shapes it does not run (``family.runs_shape`` false: a backend for
-        small dims only, a shared-memory bound), which are recorded and not run; flags None: no shape left to run."""
+    def _split(self, family, variant: dict, spec_shapes: list[dict]):
+        """The variant, the shapes asked for (``--shapes``, else the spec's) and which of them it runs
+        (``family.runs_shape``)."""
         from ..codegen.library import variant_from_manifest
 
         shapes = self.shapes or spec_shapes
         v = variant_from_manifest(variant)
-        runs = [family.runs_shape(v, s) for s in shapes]
+        return v, shapes, [family.runs_shape(v, s) for s in shapes]
+
+    def plan(self, family, variant: dict, spec_shapes: list[dict]) -> tuple[list[str] | None, list[dict]]:
+        """One variant's flags and the rows of the shapes it does not run (``family.runs_shape`` false: a backend for
+        small dims only, a shared-memory bound), which are recorded and not run; flags None: no shape left to run."""
+        v, shapes, runs = self._split(family, variant, spec_shapes)
         if all(runs):
             return self.argv(family, variant), []
         inside = [s for s, r in zip(shapes, runs) if r]
@@ -64,13 +70,9 @@ class BenchOptions:
     def requested(self, family, variant: dict, spec_shapes: list[dict]) -> list[dict]:
         """The shapes :meth:`plan`'s flags ask the executable for: ``--shapes`` where they give it, else the
         executable's own defaults (``family.bench_shapes`` of the spec's shapes)."""
-        from ..codegen.library import variant_from_manifest
-
-        v = variant_from_manifest(variant)
-        given = self.shapes or spec_shapes
-        inside = [s for s in given if family.runs_shape(v, s)]
-        if self.shapes or len(inside) < len(given):
-            return inside
+        v, shapes, runs = self._split(family, variant, spec_shapes)
+        if self.shapes or not all(runs):
+            return [s for s, r in zip(shapes, runs) if r]
         return family.bench_shapes(v, spec_shapes)
 
     def cache_key(self) -> str:
@@ -181,16 +183,10 @@ def run_executable(exe: Path, kernel: str, argv: list[str], timeout: float, meta
     for r in rows:
         if "skipped" in r and "error" not in r:  # the executable did not run the shape: nothing was verified
             r["ok"] = False
-            r["error"] = {"kind": _out_of_range(), "message": f"skipped by the executable: {r['skipped']}"}
+            r["error"] = {"kind": OUT_OF_RANGE, "message": f"skipped by the executable: {r['skipped']}"}
         elif not r.get("ok", True) and "error" not in r:
             r["error"] = {"kind": "verification", "message": "output or fault counters failed verification"}
     return rows
-
-
-def _out_of_range() -> str:
-    from ..families.base import OUT_OF_RANGE
-
-    return OUT_OF_RANGE
 
 
 NO_ROW = "no row for this shape (the executable ended without one)"
@@ -263,7 +259,7 @@ def failure_kind(row: dict) -> str | None:
     """None for a row that passed; else its error's kind. A row the executable skipped (``skipped``: it did not run the
     shape) is not run whatever its ``ok``, as a shape outside the variant's range."""
     if "skipped" in row:
-        return _out_of_range()
+        return OUT_OF_RANGE
     if row.get("ok", False):
         return None
     return (row.get("error") or {}).get("kind", "verification")
@@ -272,7 +268,7 @@ def failure_kind(row: dict) -> str | None:
 def not_run(row: dict) -> bool:
     """A row recorded for a shape outside its variant's range (``Family.out_of_range_row``), or one the executable
     skipped: not run, not a failure."""
-    return failure_kind(row) == _out_of_range()
+    return failure_kind(row) == OUT_OF_RANGE
 
 
 def write_jsonl(path: Path | str, provenance: dict, rows: list[dict], extra: list[dict] | None = None) -> None:
