@@ -244,3 +244,12 @@ def test_nvcc_compiles_the_bench_adapter(tmp_path):
     bench = sorted(p for p in files if p.endswith("_bench.cu") and "tf32x3" in p)
     assert len(bench) == 1
     _nvcc(tmp_path, bench[0], "sm_80")
+
+
+def test_fault_sites_are_the_ones_the_executables_take():
+    """``--site`` is checked in Python against the family's sites: the same names the bench adapter's site_from takes."""
+    import re
+
+    src = (REPO / "templates" / "kmeans" / "ftgen_kmeans_bench.h").read_text()
+    body = src[src.index("inline int site_from("):src.index("inline int site_from_env(")]
+    assert set(families.get("kmeans").fault_sites) == set(re.findall(r'strcmp\(s, "([a-z]+)"\)', body))
