@@ -168,6 +168,7 @@ class Scripted final : public ftgen::BenchProblem {
     t_.verify_runs = 2;
     t_.ref_lib = "refblas";
     t_.has_unprotected = true;
+    t_.takes_threshold = mode_ != "no_threshold";
   }
   const ftgen::BenchTraits& traits() const override { return t_; }
   size_t set_bytes(const std::vector<long long>& s) const override { return static_cast<size_t>(s[0] * s[1]) * 4; }
@@ -424,6 +425,12 @@ def test_skipped_shapes_and_flag_errors(scripted):
     assert scripted("--shapes", "8x8x8")[0] == 2
     assert scripted("--inject-kind", "sideways")[0] == 2
     assert scripted("--site", "elsewhere")[0] == 2  # a family with one fault site takes only that one
+    # --threshold: refused where the checks take none from the command line, echoed in the row where they do
+    rc, _, err = scripted("--threshold", "3", mode="no_threshold")
+    assert rc == 2 and "--threshold" in err, err
+    rc, rows, _ = scripted("--threshold", "3", "--reps", "2")
+    assert rc == 0 and rows[0]["threshold_override"] == 3 and rows[0]["ok"] is True
+    assert "threshold_override" not in scripted("--reps", "2")[1][0]
     assert scripted("--help")[0] == 0
 
 

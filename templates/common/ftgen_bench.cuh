@@ -38,6 +38,7 @@ struct BenchTraits {
   const char* ref_lib = nullptr;    // vendor library timed beside the kernel (nullptr: none)
   const char* alt_ref_lib = nullptr;  // a second vendor reference timed beside both (e.g. at another math mode)
   bool has_unprotected = false;     // launch_unprotected() exists (verified with RunRequest::twin, timed alternately)
+  bool takes_threshold = false;     // --threshold reaches the kernel's checks (rows then carry threshold_override)
 
   // The fields every family's variant table gives (name, meta, default shapes, protection, injection), and the
   // family's shape keys.

@@ -107,6 +107,7 @@ bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const s
   row_context().shape = sj;
   Json row;
   row.members(t.meta).raw("shape", sj).str("dist", dist_name(args.dist));
+  if (args.threshold > 0) row.num("threshold_override", args.threshold);  // the checks ran at this, not the spec's
   std::string skip;
   const int sets = args.no_timing ? 1 : rotation_count(dev, p.set_bytes(shape));
   if (!p.setup(shape, sets, skip)) {
@@ -286,6 +287,7 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
     row.integer("trial", k);
     if (run >= 0) row.integer("run", run);
     row.members(t.meta).raw("shape", sj).str("dist", dist_name(args.dist));
+  if (args.threshold > 0) row.num("threshold_override", args.threshold);  // the checks ran at this, not the spec's
     row.integer("injected", applied ? 1 : 0);
     if (!plan.empty()) {
       const FaultRecord f = r.records.empty() ? FaultRecord{} : r.records.front();
@@ -319,6 +321,9 @@ void check_flags(BenchProblem& p, const Args& args) {
     bad_arg("--inject: %s was built without fault injection (set protection.inject: true in the spec)", t.name);
   if (args.trials > 0 && args.inject > t.max_trial_faults)
     bad_arg("--trials: --inject must be at most %d (faults per trial)", t.max_trial_faults);
+  if (args.threshold > 0 && !(t.is_protected && t.takes_threshold))
+    bad_arg("--threshold: %s has no check that takes a threshold from the command line (set protection.threshold in the spec)",
+            t.name);
   p.check_args(args);  // a family with several fault sites takes --site here (and names it in its traits)
   if (!args.site.empty() && args.site != t.fault_site)
     bad_arg("--site: %s injects faults at '%s' only, not '%s'", t.name, t.fault_site, args.site.c_str());

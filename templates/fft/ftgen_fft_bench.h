@@ -249,6 +249,7 @@ class FftProblem final : public ftgen::BenchProblem {
     t_.fault_scope = "launch";  // --inject N: N faults in one batched launch, not N per transform
     t_.output_unit = "signal";
     t_.ref_lib = "cufft";
+    t_.takes_threshold = true;  // --threshold: the checks' multiplier (ftgen_fft_problem::threshold)
   }
   ~FftProblem() override { release(); }
   const ftgen::BenchTraits& traits() const override { return t_; }
