@@ -449,6 +449,21 @@ def test_emulated_hook_split_with_and_without_the_callers_hint(emu_dir):
     assert rel_err(y, ref) <= tol
 
 
+def test_emulated_tb_recomputes_a_fault_too_small_to_locate(emu_dir):
+    """The kernels' side of the model's test_two_sided_tb_recomputes_a_fault_too_small_to_locate: a fault of 1.04x the
+    tolerance, whose weighted quotient points at the next column, is recomputed, not "corrected" into that column."""
+    exe, _ = build_emulator(emu_dir, "fp64", "two-sided-tb", {"logn": 12}, inject=True)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 4096)) + 1j * rng.standard_normal((64, 4096))
+    ref, tol = F.fft_reference(x), F.tolerance("fp64", 12)
+    fault = (13, 150, 35, 0, 0, 13, 0.0)  # column 54, position 918, before the first sub-pass: bit 13 of the real part
+    yu, su = run_emulator(exe, x, np.complex128, [fault], flags=2)
+    assert su["fault"]["column"] == 54 and 1.0 < rel_err(yu, ref) / tol < 1.1
+    y, st = run_emulator(exe, x, np.complex128, [fault])
+    assert st["detected"] == 1 and st["recomputed"] == 1 and st["false_alarms"] == 0, st
+    assert rel_err(y, ref) < tol / 10
+
+
 @pytest.mark.parametrize("precision, params, direction", [("fp32", {"logn": 14, "launches": 2}, "forward"),
                                                         ("fp64", {"logn": 13, "launches": 2}, "inverse"),
                                                         ("fp32", {"logn": 14, "launches": 2, "tbenc": 2}, "inverse")])

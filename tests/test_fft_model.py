@@ -123,6 +123,25 @@ def test_two_sided_tb_locates_the_column_by_the_quotient():
         assert rel_err(y, F.fft_reference(x)) < 1e-13
 
 
+def test_two_sided_tb_recomputes_a_fault_too_small_to_locate():
+    """A fault just over the tolerance: the columns' rounding moves the weighted quotient by 0.92, onto the next
+    column, whose replacement would carry the fault (a campaign trial "corrected" to 1.04x the tolerance). Its r1
+    stands 1.2 (L - 1) rounding scales above zero, under LOCATE_K: the tile is recomputed, the output within bounds."""
+    m = F.FftModel("fp64", "two-sided-tb", {"logn": 12})
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 4096)) + 1j * rng.standard_normal((64, 4096))
+    ref, tol = F.fft_reference(x), F.tolerance("fp64", 12)
+    f = F.ModelFault(0, 0, 54, 918, kind="bitflip", bit=13)
+    yu, _ = m.run(x, [f], correct=False)
+    assert 1.0 < rel_err(yu, ref) / tol < 1.1  # significant, barely
+    y, rep = m.run(x, [f])
+    assert rep.detected == 1 and rep.located == [] and rep.recomputed == 1
+    assert rel_err(y, ref) < tol / 10
+    # the same fault 64x larger is located in its own column and corrected in place
+    y, rep = m.run(x, [F.ModelFault(0, 0, 54, 918, kind="bitflip", bit=19)])
+    assert rep.located == [(0, 54)] and rep.recomputed == 0 and rel_err(y, ref) < tol / 10
+
+
 def test_one_sided_detects_and_recomputes():
     for precision in F.PRECISIONS:
         m = F.FftModel(precision, "one-sided", {"logn": 9, "N1": 16, "N2": 32})

@@ -3135,7 +3135,10 @@ struct FftLaunch {
       } else if (nf == 0) {
         const double den = r1x * r1x + r1y * r1y;
         const double qr = (r2x * r1x + r2y * r1y) / den, qi = (r2y * r1x - r2x * r1y) / den;
-        if (qr == qr && qi == qi && qr > 0.5 && qr < L + 0.5) {
+        // the columns' rounding n_l moves the quotient by sum_l (l - j) n_l / r1: trusted only where r1 stands
+        // LOCATE_K (L - 1) rounding scales above it (a smaller fault: the tile is recomputed; NaN: not located)
+        const double rmin = C::LOCATE_K * double(L > 1 ? L - 1 : 1) * scale * sqrt(st.vnx);
+        if (den >= rmin * rmin && qr == qr && qi == qi && qr > 0.5 && qr < L + 0.5) {
           const int jj = static_cast<int>(floor(qr + 0.5)) - 1;
           if ((qr - (jj + 1)) * (qr - (jj + 1)) + qi * qi < LOC2) st.jloc = jj;
         }

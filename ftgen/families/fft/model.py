@@ -14,6 +14,7 @@ from .plan import (
     K_1S,
     K_TB,
     K_TH,
+    LOCATE_K,
     LOCATE_TOL,
     TB_PRE,
     TWIDDLE_FRESH,
@@ -528,7 +529,9 @@ class FftModel:
             with np.errstate(invalid="ignore", over="ignore"):
                 r1, r2 = complex(s.sum()), complex((wts * s).sum())
                 q = r2 / r1 if r1 != 0 else complex("nan")
-            if math.isfinite(q.real) and math.isfinite(q.imag):
+                # the quotient is trusted only where r1 stands above what the columns' rounding can move it by
+                rmin = LOCATE_K * max(Lg - 1, 1) * u * math.sqrt(ilog2(R) + 1) * math.sqrt(R * nsum)
+            if r1.real * r1.real + r1.imag * r1.imag >= rmin * rmin and math.isfinite(q.real) and math.isfinite(q.imag):
                 jj = int(round(q.real)) - 1
                 if 0 <= jj < Lg and abs(q - (jj + 1)) < LOCATE_TOL:
                     j = jj

@@ -69,6 +69,12 @@ TB_PRE = 1.25
 K_1S = 12.0  # one-sided: |e^T u - v^T x| vs K u sqrt(log2 R + 1) sqrt(R) ||x||
 K_TH = 12.0  # two-sided-thread: max_k |r_k| vs K u (log2 n + 1) sqrt(sum_l ||a_l||^2)
 LOCATE_TOL = 0.25  # |quotient - (j+1)| accepted as a location
+# two-sided-tb: the quotient of the weighted left residuals moves by sum_l (l - j) n_l / r1 under the columns' rounding
+# n_l (each up to about 3 rounding scales u sqrt(log2 R + 1) sqrt(R sum ||x||^2) on clean data), so a location is trusted
+# only where |r1| stands LOCATE_K (L - 1) scales above it; a fault under that is recomputed. In a campaign a fault of
+# 1.04x the tolerance (|r1| 1.2 (L - 1) scales) moved the quotient by 0.92 onto the next column, which was replaced by
+# a value carrying the fault; the CPU model puts 2-14% of located significant fp64 mantissa faults of bits 8-24 under 8.
+LOCATE_K = 8.0
 TWIDDLE_FRESH = 4  # fp32 recurrence: a fresh sincospi every 4 powers
 
 
@@ -624,7 +630,7 @@ def tolerance(precision: str, logn: int) -> float:
 __all__ = [
     "PRECISIONS", "CTYPE", "ESIZE", "MAX_LOGN", "AUTO_MAX_LOGN", "CODELET_RADICES", "ABFT_LEVELS", "LEVEL_CODE",
     "REREADS_INPUT", "DIRECTIONS", "TOTAL_LOG", "MAX_THREADS", "SMEM_LIMIT", "SMEM_SM", "MAX_SM_THREADS",
-    "SMEM_TARGET", "MAX_REGS", "TOL_C", "TOL_ELEM_C", "K_TB", "TB_PRE", "K_1S", "K_TH", "LOCATE_TOL",
+    "SMEM_TARGET", "MAX_REGS", "TOL_C", "TOL_ELEM_C", "K_TB", "TB_PRE", "K_1S", "K_TH", "LOCATE_TOL", "LOCATE_K",
     "TWIDDLE_FRESH", "TB_SEQ_MAX_LOGN", "TBENC3_MIN_T", "CLUSTER_SIZES", "PLAN_KEYS", "ilog2", "is_pow2",
     "subpass_radices", "codelet_layers", "fused_bound", "LaunchPlan", "Plan", "auto_launches", "auto_tcols",
     "auto_n", "auto_bs", "auto_xw", "tb_sequential", "plan_level", "make_plan", "plan_reasons", "cluster_reasons",

@@ -20,7 +20,7 @@ struct Cfg_10_0 {
   static constexpr bool STAGED_IN = false, STAGED_OUT = false;
   static constexpr int PITCH = 1024, SWZ_K = 3, SWZ_W = 8, XW = 2, OUT_H = 0;
   static constexpr int TILE_ELEMS = 2048;
-  static constexpr double KDEF = 4.0, K1S = 12.0, LOCATE_TOL = 0.25, TB_PRE = 1.25;
+  static constexpr double KDEF = 4.0, K1S = 12.0, LOCATE_TOL = 0.25, LOCATE_K = 8.0, TB_PRE = 1.25;
   static constexpr bool TB_SEQ = false;
   static constexpr bool PREFETCH = false;
   static constexpr int CLUSTER = 0;
