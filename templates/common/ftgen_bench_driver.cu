@@ -101,13 +101,19 @@ std::string counters_of(const BenchProblem& p, const FtCounters& c, long long fa
   return j.body();
 }
 
+// What every row of a shape carries first: the variant's meta, the shape, the input distribution and, where the
+// checks ran at a threshold given on the command line, that threshold instead of the spec's.
+void row_head(Json& row, const BenchTraits& t, const std::string& shape_json_text, const Args& args) {
+  row.members(t.meta).raw("shape", shape_json_text).str("dist", dist_name(args.dist));
+  if (args.threshold > 0) row.num("threshold_override", args.threshold);
+}
+
 bool run_shape(BenchProblem& p, const Args& args, const DeviceInfo& dev, const std::vector<long long>& shape) {
   const BenchTraits& t = p.traits();
   const std::string sj = shape_json(t, shape);
   row_context().shape = sj;
   Json row;
-  row.members(t.meta).raw("shape", sj).str("dist", dist_name(args.dist));
-  if (args.threshold > 0) row.num("threshold_override", args.threshold);  // the checks ran at this, not the spec's
+  row_head(row, t, sj, args);
   std::string skip;
   const int sets = args.no_timing ? 1 : rotation_count(dev, p.set_bytes(shape));
   if (!p.setup(shape, sets, skip)) {
@@ -286,8 +292,7 @@ int run_trials(BenchProblem& p, const Args& args, const std::vector<long long>& 
     Json row;
     row.integer("trial", k);
     if (run >= 0) row.integer("run", run);
-    row.members(t.meta).raw("shape", sj).str("dist", dist_name(args.dist));
-  if (args.threshold > 0) row.num("threshold_override", args.threshold);  // the checks ran at this, not the spec's
+    row_head(row, t, sj, args);
     row.integer("injected", applied ? 1 : 0);
     if (!plan.empty()) {
       const FaultRecord f = r.records.empty() ? FaultRecord{} : r.records.front();
