@@ -16,12 +16,16 @@
 // encoded once per launch (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel
 // through the pipeline with their K and V tiles.
 //
-// What a check cannot locate is recomputed: the rows of a warpgroup where any check failed to correct (S, O, the exps
-// or the row sums) are flagged in the workspace and recomputed after the kernel by this kernel unprotected (Redo), a
-// launch whose blocks return at once where no warpgroup's rows were flagged. No vote crosses a warp (a warp's
+// What a check cannot locate is recomputed: a block where any check failed to correct (S, O, the exps or the row sums)
+// lists itself in the workspace, and after the kernel redo_kernel recomputes the listed blocks with this kernel's code
+// unprotected (Redo): one wave of persistent blocks that take the list's entries in turn, so that a launch with nothing
+// listed costs one wave of empty blocks, not one per 132 blocks of the grid. No vote crosses a warp (a warp's
 // votes are __any_sync, and what a fault corrupts stays in the rows of one warp); the consumers' only barriers are the
 // ping-pong schedule's turns, at fixed points of the loop.
 #pragma once
+
+#include <algorithm>
+#include <cstdlib>
 
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
@@ -170,20 +174,23 @@ struct Config : Levels<LEVEL_> {
     Rules rules;
     int n_tiles, seq_pad;
     const float* scal;  // per (batch * head, key tile): the group key-norm sums [8], ||Kc2[g]||^2 [8], max |Vc2| [8]
-    int* redo;  // per (batch * head, 64 query rows): protected, set where the rows must be recomputed; unprotected
-                // and not null, the blocks to run (a recomputation: the others return at once)
+    int* redo;  // protected: the blocks to recompute (Workspace: the count, a mark per block, the list)
   };
 };
 
 // ---- the workspace of the protected levels -----------------------------------------------------------------------
 // The strided levels' K' [kv][tile * (BN + 32) + row][D] (a tile's BN keys, zeros past seq_k, then its 32 Kc rows), Vc^T
 // [kv][32][seq_pad] (T) and scalars [kv][tile][24] (float)
-// per K / V head (kv = batch * kv_heads + kv head: grouped query heads share them), and every protected level's redo flags
-// [bh][64-row block] (int, cleared before the kernel, set where rows must be recomputed),
-// each 256-byte aligned.
+// per K / V head (kv = batch * kv_heads + kv head: grouped query heads share them), and every protected level's list of
+// the blocks to recompute (int: [0] the count, [kRedoHead + block] a block's mark, [kRedoHead + blocks + i] the list;
+// cleared before the kernel), each 256-byte aligned. A block is bh * grid_x + its row block (grid_x = ceil(seq_q / BM)).
+constexpr int kRedoHead = 64;
 template <class C>
 struct Workspace {
   size_t kp, vc, scal, redo, bytes;
+  __host__ __device__ static long long blocks(const ftgen_attention_problem& p) {
+    return static_cast<long long>(p.batch) * p.heads * ((p.seq_q + C::BM - 1) / C::BM);
+  }
   __host__ __device__ explicit Workspace(const ftgen_attention_problem& p) {
     const size_t bh = static_cast<size_t>(p.batch) * p.heads, tiles = (p.seq_k + C::BN - 1) / C::BN;
     const size_t kv = static_cast<size_t>(p.batch) * ftgen_attention_kv_heads(&p);
@@ -193,7 +200,8 @@ struct Workspace {
     vc = kp + n * up(kv * tiles * C::BNS * C::D * 2);
     scal = vc + n * up(kv * C::kVcRows * tiles * C::BN * 2);
     redo = scal + n * up(kv * tiles * 24 * 4);
-    bytes = redo + up(bh * ((p.seq_q + 63) / 64) * 4);
+    (void)bh;
+    bytes = redo + up((kRedoHead + 2 * static_cast<size_t>(blocks(p))) * 4);
   }
 };
 
@@ -325,8 +333,11 @@ __device__ __forceinline__ float (&as_blocks(Frag& f))[N][4] {
   return *reinterpret_cast<float(*)[N][4]>(raw_pointer_cast(f.data()));
 }
 
-template <class C>
-__global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__ typename C::Params prm) {
+// One block of BM query rows of head bh: the kernel's work for block (m_block, bh), whether launched as the grid's block
+// (kernel) or taken from the recomputation list (redo_kernel, which leaves the registers as the launch gives them:
+// kSetRegs false).
+template <class C, bool kSetRegs>
+__device__ __forceinline__ void run_block(const typename C::Params& prm, const int m_block, const int bh) {
   using E = typename C::E;
   using Pipe = typename C::Pipe;
   using PipeQ = typename C::PipeQ;
@@ -336,22 +347,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
 
   const int warp_group = threadIdx.x / 128, warp_in_group = (threadIdx.x / 32) % 4;
   const int lane_predicate = cute::elect_one_sync();
-  const int m_block = blockIdx.x, bh = blockIdx.y, b = bh / p.heads, h = bh % p.heads;
+  const int b = bh / p.heads, h = bh % p.heads;
+  const int grid_x = (p.seq_q + C::BM - 1) / C::BM;
   const int kvh = ftgen_attention_kv_heads(&p), kv = static_cast<int>(ftgen_attention_kv_bh(&p, bh));  // K / V head
   const int m_base = m_block * C::BM;
   int n_tiles = prm.n_tiles;
   if (C::kCausal) n_tiles = min(n_tiles, (min(m_base + C::BM, p.seq_q) + C::BN - 1) / C::BN);
-  if constexpr (!C::kProtected) {
-    if (prm.redo) {  // a recomputation: the block runs where any of its warpgroups' rows are flagged
-      const int nb = (p.seq_q + 63) / 64;
-      const int* f = prm.redo + static_cast<long long>(bh) * nb;
-      bool any = false;
-#pragma unroll
-      for (int w = 0; w < C::kWgs; ++w) any |= C::kWgs * m_block + w < nb && f[C::kWgs * m_block + w];
-      if (!any) return;
-    }
-  }
-
   if (threadIdx.x == 0) {
     cute::prefetch_tma_descriptor(prm.tma_q.get_tma_descriptor());
     cute::prefetch_tma_descriptor(prm.tma_k.get_tma_descriptor());
@@ -380,7 +381,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   auto blk_kv = make_coord(m_block, _0{}, make_coord(b, kv % kvh));  // K, V and their checksums: the K / V head
   if (warp_group == 0) {
     // ---- producer: Q of every consumer, then K (K' with Kc) and V (with Vc) tile by tile -------------------------
-    cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
+    if constexpr (kSetRegs) cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
     if (warp_in_group != 0) return;
     const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
     // K' (strided levels) holds each tile's BN keys and Kc rows: BNS rows a tile
@@ -434,12 +435,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   }
 
   // ---- consumers -------------------------------------------------------------------------------------------------
-  cutlass::arch::warpgroup_reg_alloc<C::kConsumerRegs>();
+  if constexpr (kSetRegs) cutlass::arch::warpgroup_reg_alloc<C::kConsumerRegs>();
   const int ctid = threadIdx.x - 128, wg = ctid / 128, wtid = ctid % 128, warp = wtid / 32, lane = wtid % 32;
   const int r = lane / 4, cq = (lane % 4) * 2;
   const int wg_row0 = m_base + wg * C::WM;
   const int qrow[2] = {wg_row0 + warp * 16 + r, wg_row0 + warp * 16 + r + 8};
-  const long long block = static_cast<long long>(blockIdx.y) * gridDim.x + blockIdx.x;
+  const long long block = static_cast<long long>(bh) * grid_x + m_block;
   const float scale = p.scale > 0.f ? p.scale : rsqrtf(static_cast<float>(C::D));
   const float sl2 = scale * 1.4426950408889634f;
   const bool fix = !p.no_correct;
@@ -630,10 +631,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
 
   // ---- row sums, 1/l, normalization, the unified verification --------------------------------------------------
   if (finish_rows<C>(o, oc, st, vmag2, keys_seen, n_tiles, qrow, fault, p, C::kInject, rules, fix, tally)) redo = true;
-  if constexpr (C::kProtected) {  // the flags are cleared before the launch; a warp sets its warpgroup's
+  if constexpr (C::kProtected) {  // the list is cleared before the launch; the block's first warp to flag lists it
     if (redo) ++tally.recomputed;
-    if (__any_sync(0xffffffffu, redo) && lane == 0 && wg_row0 < p.seq_q)
-      prm.redo[static_cast<long long>(bh) * ((p.seq_q + 63) / 64) + wg_row0 / 64] = 1;
+    if (__any_sync(0xffffffffu, redo) && lane == 0 && wg_row0 < p.seq_q &&
+        atomicExch(prm.redo + kRedoHead + block, 1) == 0)
+      prm.redo[kRedoHead + Workspace<C>::blocks(p) + atomicAdd(prm.redo, 1)] = static_cast<int>(block);
   }
 
   // ---- store O, the counters --------------------------------------------------------------------------------
@@ -641,6 +643,41 @@ __global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__
   // the counters once per warp: what a fault corrupts stays in one row (S, P, the row's scalars) or one element of O,
   // and a row is one warp's (its quad's four lanes)
   if constexpr (C::kProtected) tally.flush_warp(p.counters);
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 1) kernel(const __grid_constant__ typename C::Params prm) {
+  run_block<C, true>(prm, blockIdx.x, blockIdx.y);
+}
+
+// The recomputation of the listed blocks (C: the unprotected configuration; prm.redo: the protected launch's list): a
+// block takes entries blockIdx.x, + gridDim.x, ...; between two entries every thread has left the previous one (its
+// pipelines drained, producer_tail), and the pipelines' barriers are invalidated and initialized anew.
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 1) redo_kernel(const __grid_constant__ typename C::Params prm) {
+  const int* list = prm.redo + kRedoHead + Workspace<C>::blocks(prm.p);
+  const int count = *prm.redo, grid_x = (prm.p.seq_q + C::BM - 1) / C::BM;
+  for (int i = blockIdx.x; i < count; i += gridDim.x) {
+    if (i != static_cast<int>(blockIdx.x)) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        extern __shared__ char smem_raw[];
+        auto& sm = *reinterpret_cast<typename C::Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+        static_assert(sizeof(sm.pipe) % 8 == 0 && sizeof(sm.pipe_q) % 8 == 0, "pipelines' storage: 64-bit barriers");
+        const auto inval = [](void* bars, int n) {
+          for (int k = 0; k < n; ++k) {
+            const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(static_cast<uint64_t*>(bars) + k));
+            asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(a) : "memory");
+          }
+        };
+        inval(&sm.pipe, static_cast<int>(sizeof(sm.pipe) / 8));
+        inval(&sm.pipe_q, static_cast<int>(sizeof(sm.pipe_q) / 8));
+      }
+      __syncthreads();
+    }
+    const int item = list[i];
+    run_block<C, false>(prm, item % grid_x, item / grid_x);
+  }
 }
 
 // The parameters of configuration C's kernel for problem p: Q, K and V's TMA descriptors and, in the protected
@@ -705,22 +742,32 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
     if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, kEncSmem); e != cudaSuccess) return e;
     encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * ftgen_attention_kv_heads(p)), kEncThreads, kEncSmem, stream>>>(*p);
   }
-  if constexpr (C::kProtected) {  // the redo flags (the workspace's last part) cleared
+  if constexpr (C::kProtected) {  // the recomputation list (the workspace's last part) cleared
     const Workspace<C> w(*p);
     if (const cudaError_t e = cudaMemsetAsync(prm.redo, 0, w.bytes - w.redo, stream); e != cudaSuccess) return e;
   }
   if (const cudaError_t e = ftgen::set_smem(kernel<C>, C::kSmem); e != cudaSuccess) return e;
   kernel<C><<<grid, C::kThreads, C::kSmem, stream>>>(prm);
   if constexpr (C::kProtected) {
-    // the rows a warpgroup could not correct, recomputed by this kernel unprotected (no faults), block by block where
-    // flagged: the others return at once
+    // the blocks a warpgroup could not correct, recomputed by this kernel unprotected (no faults): one wave of blocks
+    // over the list (FTGEN_ATTENTION_REDO_BLOCKS: fewer, to test the blocks' turns over several entries)
     using R = typename C::Redo;
+    static_assert(R::BM == C::BM, "the recomputation's blocks are the kernel's");
     ftgen_attention_problem q2 = *p;
     q2.faults = nullptr, q2.fault_records = nullptr, q2.fault_count = 0, q2.counters = nullptr;
     typename R::Params rp = params<R>(q2, rules);
     rp.redo = prm.redo;
-    if (const cudaError_t e = ftgen::set_smem(kernel<R>, R::kSmem); e != cudaSuccess) return e;
-    kernel<R><<<grid, R::kThreads, R::kSmem, stream>>>(rp);
+    int dev = 0, sms = 0;
+    if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
+    static const int forced = [] {
+      const char* s = std::getenv("FTGEN_ATTENTION_REDO_BLOCKS");
+      return s ? std::atoi(s) : 0;
+    }();
+    const long long blocks = Workspace<C>::blocks(*p);
+    const int n = static_cast<int>(std::min<long long>(blocks, forced > 0 ? forced : sms));
+    if (const cudaError_t e = ftgen::set_smem(redo_kernel<R>, R::kSmem); e != cudaSuccess) return e;
+    redo_kernel<R><<<n, R::kThreads, R::kSmem, stream>>>(rp);
   }
   return cudaGetLastError();
 }
