@@ -22,10 +22,11 @@ for nb in 0 1; do
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if "name" not in r:
+    if "kernel" not in r:
         continue
-    c = r.get("counters") or {}
-    print(f"{r['name'][:40]:40s} {json.dumps(r.get('shape'))[:60]:60s} verified={r.get('verified')} "
-          f"ms={r.get('ms')} det={c.get('detected')} corr={c.get('corrected')} recomp={c.get('recomputed')}")
+    print(f"{r['kernel'][:44]:44s} {'x'.join(str(v) for v in r['shape'].values()):18s} ok={r.get('ok')} "
+          f"ms={r['ms']['median']:.4f} x_unprot={r.get('x_unprot')} injected={r.get('injected')} "
+          f"detected={r.get('detected')} corrected={r.get('corrected')} recomputed={r.get('recomputed')} "
+          f"err/tol={r.get('max_rel_err', 0) / max(r.get('tolerance') or 1, 1e-30):.3f}")
 PY
 done
