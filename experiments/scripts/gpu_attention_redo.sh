@@ -3,7 +3,8 @@
 # DIR_B's (gpu_attention_ab.sh: efta fp16 non-causal, d64 and d128, each beside its twin, clean, three rounds, at short
 # and long lengths), then the working tree's kernels with 16 faults a launch, the recomputation run by the default
 # wave of blocks and by one block taking every listed entry in turn (FTGEN_ATTENTION_REDO_BLOCKS=1), every row verified.
-#   bash experiments/scripts/gpu_attention_redo.sh OUT DIR_B   (carry ab and .whl; DIR_B: e.g. ab/b, the old header)
+#   bash experiments/scripts/gpu_attention_redo.sh OUT DIR_B[:DIR_C...]   (carry ab and .whl; DIR_B: e.g. ab/b, the old
+#   header; more versions colon-separated, as gpu_attention_ab.sh takes them)
 set -uo pipefail
 out=${1:?output dir}; dir_b=${2:?directory with the B header}
 mkdir -p "$out"; out=$(cd "$out" && pwd)

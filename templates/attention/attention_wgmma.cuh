@@ -212,15 +212,23 @@ size_t workspace(const ftgen_attention_problem* p) {
 
 // The encodings of one key tile into the workspace layout, what the mma backend's encode_tile computes, laid out for
 // speed: the K and V tiles staged by cp.async, every copy of a thread in flight at once (kEncThreads threads, a K / V
-// row padded by 16 bytes so that the column-group reads of V hit distinct banks), the group scalars reduced in a warp
-// before one shared atomic each, the key norms by a warp per key, and Vc^T staged in shared memory and stored in rows.
+// row padded by 16 bytes so that the column-group reads of V hit distinct banks); Kc by 16-byte rows of 8 columns, each
+// (group, 8 columns) summed over its keys in kKcParts parts by adjacent lanes (every thread one part) and combined by
+// shuffles, the same loads giving the keys' squared norms by 8 columns (summed per key after a barrier); the group
+// scalars reduced in a warp before one shared atomic each, and Vc^T staged in shared memory and stored in rows.
 constexpr int kEncThreads = 256;
 template <class C>
 struct EncSmem {
   static constexpr int LD = C::D + 8;    // halves a staged row
   static constexpr int LDT = C::BN + 8;  // halves a row of Vc^T (the 8 groups' rows of a column on distinct banks)
   static constexpr int kTile = C::BN * LD;
+  static constexpr int kVec = C::D / 8;  // 16-byte vectors a row
+  // the parts of a group's keys summed apart: one (group, 8 columns, part) item a thread
+  static constexpr int kKcParts = kEncThreads / (8 * kVec) < 1 ? 1 : kEncThreads / (8 * kVec);
+  static_assert(C::NT % kKcParts == 0 && (kKcParts & (kKcParts - 1)) == 0 && 8 * kVec * kKcParts == kEncThreads,
+                "whole parts of a group's keys, one item a thread, a group's items one warp");
   typename C::T k[kTile], v[kTile], vct[32 * LDT];
+  float kn2[C::BN * kVec];  // the keys' squared norms by 8 columns
   float kn[C::BN], g[16];  // key norms; sum_c Kc2[g][c]^2 [0..7], max_key |Vc2[g]| [8..15]
 };
 
@@ -233,7 +241,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   extern __shared__ char smem_raw[];  // the fused kernel's declaration: one dynamic shared array per translation unit
   S& sm = *reinterpret_cast<S*>(smem_raw);
   // kv: the K / V index (batch * kv_heads + kv head)
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, tile = blockIdx.x, kv = blockIdx.y, tiles = gridDim.x;
+  const int tid = threadIdx.x, lane = tid % 32, tile = blockIdx.x, kv = blockIdx.y, tiles = gridDim.x;
   const int seq_pad = tiles * BN, k0 = tile * BN;
   const Workspace<C> w(p);
   unsigned char* base = static_cast<unsigned char*>(p.workspace);
@@ -264,36 +272,57 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
     *reinterpret_cast<uint4*>(kp + key * D + c) = *reinterpret_cast<const uint4*>(sm.k + key * LD + c);
   }
   T* kc = kp + BN * D;
-  static_assert(D % 32 == 0 && 8 * D % kEncThreads == 0, "a warp's items share their group");
-  for (int i = tid; i < 8 * D; i += kEncThreads) {
-    const int g = i / D, c = i % D;
-    float s1 = 0.f, s2 = 0.f;
+  constexpr int P = S::kKcParts, kPartKeys = C::NT / P;
+  for (int i = tid; i < 8 * kVec * P; i += kEncThreads) {
+    // item i: part i % P of group g's keys g + 8 l (l in the part's range), columns 8 v .. 8 v + 7
+    const int part = i % P, v8 = (i / P) % kVec, g = i / (P * kVec), c = v8 * 8;
+    float s1[8], s2[8];
 #pragma unroll
-    for (int l = 0; l < C::NT; ++l) {
-      const float x = H::to(sm.k[(g + 8 * l) * LD + c]);
-      s1 += x;
-      s2 = fmaf(static_cast<float>(l + 1), x, s2);
-    }
-    const T hi = H::from(s1);
-    kc[g * D + c] = hi;
-    kc[(8 + g) * D + c] = H::from(s1 - H::to(hi));
-    kc[(16 + g) * D + c] = H::from(s2);
-    kc[(24 + g) * D + c] = H::from(0.f);
-    float q = s2 * s2;
+    for (int e = 0; e < 8; ++e) s1[e] = 0.f, s2[e] = 0.f;
 #pragma unroll
-    for (int o = 16; o; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
-    if (lane == 0) atomicAdd(&sm.g[g], q);
-  }
-  // ---- key norms: a warp per key, each lane a slice of the row -----------------------------------------------------
-  for (int key = warp; key < BN; key += kEncThreads / 32) {
-    float a = 0.f;
-    for (int c = lane; c < D; c += 32) {
-      const float x = H::to(sm.k[key * LD + c]);
-      a = fmaf(x, x, a);
+    for (int ll = 0; ll < kPartKeys; ++ll) {
+      const int l = part * kPartKeys + ll, key = g + 8 * l;
+      const uint4 q = *reinterpret_cast<const uint4*>(sm.k + key * LD + c);
+      float n2 = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const uint32_t w = (&q.x)[e / 2];
+        const float x = e % 2 ? H::hi(w) : H::lo(w);
+        s1[e] += x;
+        s2[e] = fmaf(static_cast<float>(l + 1), x, s2[e]);
+        n2 = fmaf(x, x, n2);
+      }
+      sm.kn2[key * kVec + v8] = n2;
     }
 #pragma unroll
-    for (int o = 16; o; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-    if (lane == 0) sm.kn[key] = sqrtf(a);
+    for (int o = 1; o < P; o <<= 1) {  // the parts of an item are adjacent lanes
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        s1[e] += __shfl_xor_sync(0xffffffffu, s1[e], o);
+        s2[e] += __shfl_xor_sync(0xffffffffu, s2[e], o);
+      }
+    }
+    float q2 = 0.f;
+    uint32_t hi[4], lo[4], wt[4];
+#pragma unroll
+    for (int e = 0; e < 8; e += 2) {
+      hi[e / 2] = H::pack(s1[e], s1[e + 1]);
+      lo[e / 2] = H::pack(s1[e] - H::lo(hi[e / 2]), s1[e + 1] - H::hi(hi[e / 2]));
+      wt[e / 2] = H::pack(s2[e], s2[e + 1]);
+      q2 = fmaf(s2[e], s2[e], fmaf(s2[e + 1], s2[e + 1], q2));
+    }
+    if (part == 0) {
+      *reinterpret_cast<uint4*>(kc + g * D + c) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      *reinterpret_cast<uint4*>(kc + (8 + g) * D + c) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      *reinterpret_cast<uint4*>(kc + (16 + g) * D + c) = make_uint4(wt[0], wt[1], wt[2], wt[3]);
+      *reinterpret_cast<uint4*>(kc + (24 + g) * D + c) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    // sum_c Kc2[g][c]^2: the group's items are P * kVec adjacent lanes (a warp holds whole groups, or a group spans
+    // whole warps)
+    constexpr int kGroupLanes = P * kVec < 32 ? P * kVec : 32;
+#pragma unroll
+    for (int o = P; o < kGroupLanes; o <<= 1) q2 += __shfl_xor_sync(0xffffffffu, q2, o);
+    if (lane % kGroupLanes == 0) atomicAdd(&sm.g[g], q2);
   }
   // ---- V: the four encodings of each (key, group) into Vc^T (rows 8 c + g); max_key |Vc2[g]| ------------------------
   static_assert(BN * 8 % kEncThreads == 0, "whole warps of (key, group) items");
@@ -309,7 +338,13 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   }
   __syncthreads();
 
-  // ---- Vc^T rows and the tile's scalars ---------------------------------------------------------------------------
+  // ---- the key norms, Vc^T rows and the tile's scalars ----------------------------------------------------------
+  for (int key = tid; key < BN; key += kEncThreads) {
+    float a = 0.f;
+#pragma unroll
+    for (int v8 = 0; v8 < kVec; ++v8) a += sm.kn2[key * kVec + v8];
+    sm.kn[key] = sqrtf(a);
+  }
   T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * C::kVcRows * seq_pad + k0;
   const uint32_t ones = H::pack(1.f, 1.f);
   for (int i = tid; i < C::kVcRows * BN / 8; i += kEncThreads) {
@@ -318,6 +353,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
         r < 32 ? *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8) : make_uint4(ones, ones, ones, ones);
   }
   float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * 24;
+  __syncthreads();  // the key norms
   if (tid < 8) {
     float kn = 0.f;
     for (int l = 0; l < C::NT; ++l) kn += sm.kn[tid + 8 * l];
