@@ -317,3 +317,38 @@ def test_large_faults_are_located_on_sums_in_double():
     assert faults >= 60
     assert located == faults
     assert located_f32 < faults // 2
+
+
+@pytest.mark.parametrize("level", list(LEVEL_COLS))
+def test_a_small_element_beside_large_ones_is_recomputed_not_replaced(level):
+    """A located fault in a column 1e-5 the size of the rest: r_i - (the rest of the row) carries the rounding of the
+    other elements, far beyond the small element's own tolerance; the kernels' fix (the dot product of A's row and
+    B's column, taken where it agrees with r_i - rest: fix='checked') restores it within the tolerance."""
+    rng = np.random.default_rng(29)
+    m, k, cols = 8, 512, LEVEL_COLS[level]
+    A, B = inputs(rng, m, k, 2 * cols, "normal", np.float32)
+    j = cols + 5
+    B[:, j] *= np.float32(1e-5)
+    kw = dict(cols=cols, kt=8, interval=k // 8, faults=[(40, 3, j, "offset", 1e3)], **level_kw(level))
+    tol = tolerance("fp32", k)
+
+    def err(C):
+        ref = A[3].astype(np.float64) @ B[:, j].astype(np.float64)
+        return abs(float(C[3, j]) - ref) / float(np.abs(A[3]).astype(np.float64) @ np.abs(B[:, j]).astype(np.float64))
+
+    C, c = g.abft_gemm_model(A, B, fix="checksum", **kw)
+    assert c["corrected"] == 1 and c["recomputed"] == 0 and err(C) > 10 * tol, (c, err(C) / tol)
+    C, c = g.abft_gemm_model(A, B, **kw)  # fix='checked', the default
+    assert (c["detected"], c["corrected"], c["recomputed"]) == (1, 1, 0) and err(C) <= tol, (c, err(C) / tol)
+    assert max_rel_err(C, A, B) <= tol
+
+
+def test_a_fix_that_disagrees_with_the_checksum_is_recomputed(monkeypatch):
+    """Where the dot product of the located element and r_i - rest disagree (forced here: every check refuses), the
+    detection is handled as one that is not located: the tile is recomputed, and the result is still right."""
+    rng = np.random.default_rng(31)
+    A, B = inputs(rng, 16, 256, 128, "normal", np.float32)
+    monkeypatch.setattr(g, "located_fix_agrees", lambda *a: False)
+    C, c = g.abft_gemm_model(A, B, cols=128, kt=8, interval=8, faults=[(5, 2, 9, "offset", 100.0)])
+    assert (c["detected"], c["corrected"], c["recomputed"]) == (1, 1, 1), c
+    assert max_rel_err(C, A, B) <= tolerance("fp32", 256)

@@ -31,6 +31,7 @@ int simt_classify(double d, double dw, double tau, double tau_w, int cols, int* 
 }
 double replacement_f64(double chk, double rest) { return replacement<double>(chk, rest); }
 float replacement_f32(double chk, double rest) { return replacement<float>(chk, rest); }
+int fix_agrees(double repl, double dot, double tau) { return located_fix_agrees(repl, dot, tau) ? 1 : 0; }
 unsigned correct_f32(float* x, double chk, double rest) { return correct_element(*x, chk, rest); }
 unsigned correct_scaled_f32(float* x, double alpha, double chk, double rest) { return correct_element_scaled(*x, alpha, chk, rest); }
 // pass 1 of abft_pass1_rows (cutlass_abft.cuh), composed of the same calls
@@ -82,6 +83,7 @@ def build(rules_dir: Path, out: Path):
         "simt_classify": (i, [d, d, d, d, i, P(i), P(d)]),
         "replacement_f64": (d, [d, d]),
         "replacement_f32": (f, [d, d]),
+        "fix_agrees": (i, [d, d, d]),
         "correct_f32": (u, [P(f), d, d]),
         "correct_scaled_f32": (u, [P(f), d, d, d]),
         "abft_pass1": (i, [i, f, f, f, f, f, f, f, f, P(f)]),
@@ -181,7 +183,8 @@ def plant(s: Strip, rng, n: int = 1, bits=range(23, 31), limit: float = 1e30):
 
 def check_simt_rows(lib):
     """SIMT classify_row against the model on clean and faulty strips; a located fault's correction restores the
-    element."""
+    element, and the check of a located element's dot product (located_fix_agrees, here with the clean element as the
+    dot product) takes it at the fault's column and refuses it at a neighbour's (a fault apart)."""
     rng = np.random.default_rng(7)
     located = 0
     for seed in range(6):
@@ -202,6 +205,10 @@ def check_simt_rows(lib):
             assert abs(fixed - float(s.clean[i, j])) <= s.tol(i, j), (fixed, s.clean[i, j])
             fixed64 = lib.replacement_f64(s.r[i], s.rest(i, j))
             assert abs(fixed64 - float(s.clean[i, j])) <= s.tol(i, j)
+            assert lib.fix_agrees(fixed64, float(s.clean[i, j]), tau) == 1
+            jn = (j + 1) % s.cols
+            assert lib.fix_agrees(lib.replacement_f64(s.r[i], s.rest(i, jn)), float(s.clean[i, jn]), tau) == 0
+            assert lib.fix_agrees(fixed64, float("nan"), tau) == 0
             located += 1
     assert located >= 12
 
@@ -498,7 +505,8 @@ def test_the_kernels_decide_through_the_rules():
     assert '#include "ftgen_rules.h"' in tmr and "using ftgen_rules::vote_element;" in tmr
     assert "ftgen_rules::counted_vote(" in tmr and "ftgen_rules::repair_minority(" in tmr
     assert "int vote_element(" not in tmr
-    assert "using ftgen_rules::classify_row;" in simt and simt.count("ftgen_rules::replacement<T>(") == 5
+    assert "using ftgen_rules::classify_row;" in simt and "using ftgen_rules::located_fix_agrees;" in simt
+    assert simt.count("located_fix_agrees(") == 4 and "replacement<T>(" not in simt
     assert "rint(dw" not in simt and "(s1 > 1.0)" not in simt
     abft64 = (REPO / "templates" / "gemm" / "cutlass_abft64.cuh").read_text()
     for name in ("abft_row_verdict_t<double>", "abft_score_t(", "abft_within_t(", "abft_count_row("):
@@ -545,6 +553,8 @@ MUTANTS = {
     "tmr_uncorrectable_counted_corrected": ("    ++uncorrectable;\n    unc = true;", "    ++corrected;\n    unc = true;"),
     # the SIMT correction's sign flipped (r_i - rest -> rest - r_i)
     "simt_correction_sign_flipped": ("return static_cast<T>(chk - rest);", "return static_cast<T>(rest - chk);"),
+    # the SIMT check of a located element's dot product accepting anything
+    "simt_fix_check_accepts_all": ("return fabs(replacement_value - dot) <= 2.0 * tau;", "return true;"),
     # the SIMT comparison flipped
     "simt_comparison_flipped": ("if (!(s1 > 1.0) && !(s2 > 1.0)) return 0;", "if (!(s1 < 1.0) && !(s2 < 1.0)) return 0;"),
     # the TF32 split's low part not scaled up (the references lose the low part's bits)

@@ -60,6 +60,15 @@ FTGEN_RULE int classify_row(double d, double dw, double tau, double tau_w, int c
   return 3;
 }
 
+// A located element of the SIMT kernels is recomputed from A's row and B's column (a dot product in double):
+// the checksum's replacement r_i - (the rest of the row) carries the rounding of every other element of the
+// row, which exceeds a small element's own tolerance beside large ones. The two must agree within twice the
+// row's threshold (the replacement's noise is the residual's, which the threshold bounds): a fault located at
+// the wrong column leaves them a whole fault apart, and the caller recomputes instead.
+FTGEN_RULE bool located_fix_agrees(double replacement_value, double dot, double tau) {
+  return fabs(replacement_value - dot) <= 2.0 * tau;
+}
+
 // ---- ABFT, CUTLASS threadblock level (float or double thresholds, double location) ----------------
 
 // Checksum strips of `cols` columns of a tile (the tile's tb_n columns, or one warp column with ref_checksums:

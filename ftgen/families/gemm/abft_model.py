@@ -302,6 +302,19 @@ def abft_classify(d: float, dw: float, tau: float, tau_w: float, cols: int) -> t
     return 3, -1
 
 
+def located_fix_agrees(replacement: float, dot: float, tau: float) -> bool:
+    """ftgen_rules.h located_fix_agrees: a located element's dot product is taken where it agrees with the checksum's
+    replacement r_i - rest within twice the row's threshold (a fault located at the wrong column leaves them a fault
+    apart)."""
+    return bool(abs(replacement - dot) <= 2.0 * tau)
+
+
+def _located_row_tau(C_row, r, r2, k_done: int, precision: str, lam: float) -> float:
+    """The threshold of a row with a located fault, over its finite elements (the kernels leave a non-finite one out)."""
+    c = _np.asarray(C_row, dtype=_np.float64)
+    return abft_row_threshold(_np.where(_np.isfinite(c), c, 0.0), r, 0.0, r2, k_done, precision, lam)
+
+
 def abft_verify_rows(C, r, rw, r2, k_done: int, precision: str, lam: float = ABFT_LAMBDA):
     """Verify the rows of one checksum strip C (rows x cols). Returns [(row, kind, col), ...] for
     every row that is not clean, and the largest score (residual / threshold)."""
@@ -377,7 +390,7 @@ def abft_lambda(level: str) -> float:
 
 def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str = "fp32", faults=(),
                     online: bool = True, lam: float = ABFT_LAMBDA, no_correct: bool = False, ref: str = "fused",
-                    recompute: str = "tile", fault_at: str = "step", unit: str | None = None, fix: str = "checksum"):
+                    recompute: str = "tile", fault_at: str = "step", unit: str | None = None, fix: str = "checked"):
     """Simulate the protected GEMM C = A @ B tile by tile in the variant's precision.
 
     cols: columns of one checksum strip (threadblock: n_tb, warp: n_w, thread: n_t; ref_checksums: concurrent: warp_n,
@@ -395,13 +408,15 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     fault_at: 'step' (the fault applied to the partial sum after its step) or 'start' (ref_checksums:
     concurrent's inject builds: the fault's error, worked out from the partial sum at its step in double,
     is the faulty accumulator's start, and the steps add the products to it).
-    fix: how a located element is corrected: 'checksum' (C_ij = r_i - the rest of the row, summed anew) or 'dot' (the
+    fix: how a located element is corrected: 'checksum' (C_ij = r_i - the rest of the row, summed anew), 'dot' (the
     fp64 check: C_ij recomputed from A's row and B's column in double; r_i - rest carries the rounding of the whole row,
-    beyond the fp64 rule's tolerance for a small element beside large ones).
+    beyond the rule's tolerance for a small element beside large ones) or 'checked' (the SIMT kernels: the dot
+    product where it agrees with r_i - rest within twice the row's threshold, located_fix_agrees; else the detection
+    is handled as one that is not located: recompute).
     Returns (C, counters) with counters detected / corrected / recomputed / uncorrectable / max_score.
     """
-    if fix not in ("checksum", "dot"):
-        raise ValueError(f"fix must be 'checksum' or 'dot', not {fix!r}")
+    if fix not in ("checksum", "dot", "checked"):
+        raise ValueError(f"fix must be 'checksum', 'dot' or 'checked', not {fix!r}")
     if recompute not in ("tile", "row"):
         raise ValueError(f"recompute must be 'tile' or 'row', not {recompute!r}")
     if fault_at not in ("step", "start"):
@@ -459,14 +474,18 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
                         if kind == 3 and online:
                             counters["uncorrectable"] += 1
                         if online and kind == 1:
-                            if fix == "dot":
-                                j = t * cols + col
-                                blk[i, col] = dt(float(A[i].astype(_np.float64) @ Bp[:, j].astype(_np.float64)))
+                            j = t * cols + col
+                            kend = min(k, (s + 1) * kt)
+                            dot = float(A[i, :kend].astype(_np.float64) @ Bp[:kend, j].astype(_np.float64))
+                            repl = float(rr[i, t]) - float(_np.delete(blk[i].astype(_np.float64), col).sum())
+                            if fix == "checked" and not located_fix_agrees(
+                                    repl, dot, _located_row_tau(blk[i], rr[i, t], rr2[i, t], k_done, uprec, lam)):
+                                kind = 3  # recomputed below, as a detection that is not located
                             else:
-                                rest = _np.delete(blk[i].astype(_np.float64), col)
-                                blk[i, col] = dt(float(rr[i, t]) - float(rest.sum()))
-                            counters["corrected"] += 1
-                        elif recompute == "row":
+                                blk[i, col] = dt(repl if fix == "checksum" else dot)
+                                counters["corrected"] += 1
+                                continue
+                        if recompute == "row":
                             rows.append((i, t))
                         else:
                             redo = True

@@ -107,16 +107,16 @@ class SimtGeometry:
     def _abft_smem(self, level) -> int:
         """An upper bound of what sizeof(Smem) adds to the stages for ABFT."""
         e, warps = self.elem_bytes, max(self.threads // 32, 1)
+        fix = self.MT * (4 + 4 * 8)  # per row: a located fault's column, r_i, rest, threshold, dot product
         if level == "threadblock" and self.ref_prepass:
-            # per warp column and row: T s, sw, q, mx; int bad. Per row: fix column, r_i, rest, slot in the
-            # list of deferred rows
-            return self.warps_n * self.MT * (4 * e + 8) + self.MT * (4 + 16 + 4) + 64
+            # per warp column and row: T s, sw, q, mx; int bad. Per row: the fix, slot in the list of deferred rows
+            return self.warps_n * self.MT * (4 * e + 8) + fix + self.MT * 4 + 64
         if level == "threadblock":
             row_lanes = max(1, min(self.KT, self.threads // self.MT)) if self.threads >= self.MT else 1
             return (self.stages * self.KT * 4 * e + 32 + self.MT * (self.NT + 1) * e
-                    + row_lanes * self.MT * 3 * e + 64)
+                    + row_lanes * self.MT * 3 * e + fix + 64)
         if level == "warp":
-            return (self.stages * self.KT * self.warps_n * 4 * e + 32 + warps * self.MW * (4 * e + 4) + warps * 8 + 64)
+            return (self.stages * self.KT * self.warps_n * 4 * e + 32 + warps * self.MW * (4 * e + 4) + warps * 16 + 64)
         return 0
 
 
