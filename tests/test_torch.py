@@ -8,7 +8,8 @@ FTGEN_TORCH_ATTN_SPEC / FTGEN_TORCH_ATTN_LIB the same for the attention library 
 FTGEN_TORCH_ATTN_INJ_SPEC / FTGEN_TORCH_ATTN_INJ_LIB for the one with injection built in (torch_attention_inject.yaml),
 FTGEN_TORCH_KM_SPEC / FTGEN_TORCH_KM_LIB for the kmeans library (specs/kmeans/torch_kmeans.yaml) and
 FTGEN_TORCH_KM_INJ_SPEC / FTGEN_TORCH_KM_INJ_LIB for the one with injection built in (torch_kmeans_inject.yaml);
-FTGEN_TORCH_TMR_SPEC / FTGEN_TORCH_TMR_LIB for a GEMM library protected by TMR (specs/gemm/torch_linear90_tmr.yaml).
+FTGEN_TORCH_TMR_SPEC / FTGEN_TORCH_TMR_LIB for a GEMM library protected by TMR (specs/gemm/torch_linear90_tmr.yaml);
+FTGEN_TORCH_FFT_SPEC / FTGEN_TORCH_FFT_LIB for the FFT library (specs/fft/torch_fft.yaml).
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ attn_inj_lib = _library_fixture("FTGEN_TORCH_ATTN_INJ", "specs/attention/torch_a
 km_lib = _library_fixture("FTGEN_TORCH_KM", "specs/kmeans/torch_kmeans.yaml")
 km_inj_lib = _library_fixture("FTGEN_TORCH_KM_INJ", "specs/kmeans/torch_kmeans_inject.yaml")
 tmr_lib = _library_fixture("FTGEN_TORCH_TMR", "specs/gemm/torch_linear90_tmr.yaml")
+fft_lib = _library_fixture("FTGEN_TORCH_FFT", "specs/fft/torch_fft.yaml")
 # The libraries above, each built once per worker that runs a test using it: under `--dist loadgroup`
 # (experiments/scripts/gpu_tests.sh) the tests of each go to one worker (conftest.py), so the six build at once.
-BUILD_FIXTURES = ("lib", "attn_lib", "attn_inj_lib", "km_lib", "km_inj_lib", "tmr_lib")
+BUILD_FIXTURES = ("lib", "attn_lib", "attn_inj_lib", "km_lib", "km_inj_lib", "tmr_lib", "fft_lib")
 
 
 def _check(out, a, b, precision="tf32x3", bias=None):
@@ -575,3 +577,61 @@ def test_the_recompute_policy_reruns_once_and_raises_on_a_second_failure(monkeyp
     with pytest.raises(UncorrectableFault, match="twice in a row"):
         ftt._with_policy("s", "mm", faulty(1))
 
+
+
+# ---- ftgen::fft ----------------------------------------------------------------------------------------------------
+
+FFT_TOL = {torch.complex64: 2e-6, torch.complex128: 1e-14}  # per log2(n) of the transform, relative to max |X|
+
+
+def _fft_err(out, ref):
+    return ((out - ref).abs().max() / ref.abs().max().clamp_min(1e-300)).item()
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c2c", "z2z"])
+@pytest.mark.parametrize("shape", [(3, 2), (5, 1024), (2, 3, 4096), (7, 1 << 16), (1, 1 << 20)])
+def test_fft_matches_torch_both_ways(fft_lib, dtype, shape):
+    """Forward and inverse against torch.fft (cuFFT), unnormalised, leading dimensions as batches; a strided view is
+    taken as its contiguous copy."""
+    torch.manual_seed(shape[-1] + len(shape))
+    x = torch.randn(*shape, dtype=dtype, device="cuda")
+    tol = FFT_TOL[dtype] * max(1, shape[-1].bit_length() - 1)
+    assert _fft_err(torch.ops.ftgen.fft(x, fft_lib), torch.fft.fft(x)) <= tol
+    assert _fft_err(torch.ops.ftgen.fft(x, fft_lib, True), torch.fft.ifft(x) * shape[-1]) <= tol
+    xt = torch.randn(shape[-1], 3, dtype=dtype, device="cuda").t()  # (3, n), not contiguous
+    assert _fft_err(torch.ops.ftgen.fft(xt, fft_lib), torch.fft.fft(xt)) <= tol
+
+
+@pytest.mark.gpu
+@gpu
+def test_fft_gradient_and_opcheck(fft_lib):
+    """The gradient through the protected op (the other direction's transform) equals torch.fft's; opcheck passes."""
+    x = torch.randn(4, 256, dtype=torch.complex64, device="cuda", requires_grad=True)
+    w = torch.randn(4, 256, device="cuda")
+    (torch.ops.ftgen.fft(x, fft_lib).abs() ** 2 * w).sum().backward()
+    g = x.grad.clone()
+    x.grad = None
+    (torch.fft.fft(x).abs() ** 2 * w).sum().backward()
+    assert _fft_err(g, x.grad) <= 1e-5
+    torch.library.opcheck(torch.ops.ftgen.fft.default, (x.detach().requires_grad_(), fft_lib, False))
+
+
+@pytest.mark.gpu
+@gpu
+def test_fft_refuses_what_it_cannot_run_and_counts_clean_calls(fft_lib):
+    ftt.reset()
+    x = torch.randn(2, 64, dtype=torch.complex64, device="cuda")
+    with pytest.raises(ValueError, match="power of two"):
+        torch.ops.ftgen.fft(x[:, :48], fft_lib)
+    with pytest.raises(ValueError, match="complex64 or complex128"):
+        torch.ops.ftgen.fft(x.real.contiguous(), fft_lib)
+    with pytest.raises(ValueError, match="complex64 or complex128"):
+        torch.ops.ftgen.fft(x.cpu(), fft_lib)
+    with pytest.raises(KeyError, match="no library loaded"):
+        torch.ops.ftgen.fft(x, "nothing")
+    for _ in range(3):
+        torch.ops.ftgen.fft(x, fft_lib)
+    rep = ftt.report(emit=False)[f"{fft_lib}:fft"]
+    assert rep["calls"] == 3 and rep["detected"] == 0 and rep["uncorrectable"] == 0, rep

@@ -31,7 +31,7 @@ for line in open(sys.argv[1]):
           f"err/tol={r.get('max_rel_err', 0) / max(r.get('tolerance') or 1, 1e-30):.3f}")
 PY
 done
-# Nsight Compute's device time of the first launches (the encoding, the kernel, the recomputation) of the efta
+# Nsight Compute's device time of the first launches of the encoding, the kernel and the recomputation (by name) of the efta
 # executables of A and B at a short and a long length, one launch each
 NCU_SHAPES=${NCU_SHAPES:-32x32x512x512 4x32x4096x4096}
 for v in A B; do
@@ -40,7 +40,7 @@ for v in A B; do
     echo "== $v $(basename "$exe")"
     for s in $NCU_SHAPES; do
       timeout 100 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
-        -c 8 "$exe" --shapes "$s" --reps 1 --warmup 0 > "$out/ncu_${v}_$(basename "$exe")_$s.csv" 2> /dev/null
+        -k regex:'^(encode_kernel|kernel|redo_kernel)$' -c 8 "$exe" --shapes "$s" --reps 1 --warmup 0 > "$out/ncu_${v}_$(basename "$exe")_$s.csv" 2> /dev/null
       echo "-- $s"; python3 experiments/scripts/ncu_summary.py "$out/ncu_${v}_$(basename "$exe")_$s.csv" --sequence 8 | tail -n 9
     done
   done

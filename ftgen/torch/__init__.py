@@ -6,12 +6,14 @@
     y = torch.ops.ftgen.addmm(bias, a, b, lib, "tf32x3")         # a @ b + bias, rounded once (FTLinear's op)
     o = torch.ops.ftgen.attention(q, k, v, attn_lib, True)       # flash attention of an attention library (forward)
     c, labels, inertia, iters = torch.ops.ftgen.kmeans(x, 1024, km_lib, "tf32", 20)  # Lloyd from kmeans++ centroids
+    X = torch.ops.ftgen.fft(x, fft_lib)                          # DFT along the last dimension (complex64 / complex128)
     model = ftt.protect(model, lib, precision="tf32x3")          # every nn.Linear -> FTLinear
     ftt.report()                                                 # fault counters per op, read from the device now
 
-The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``, ``ftgen::attention``, ``ftgen::kmeans``)
-with a fake implementation (shapes for ``torch.compile`` and meta tensors); the GEMMs have an autograd formula whose
-products run through the same protected op (attention is forward only, kmeans has no gradient). Fault counters stay on the device, accumulated by the
+The ops are ``torch.library.custom_op``s (``ftgen::mm``, ``ftgen::addmm``, ``ftgen::attention``, ``ftgen::kmeans``,
+``ftgen::fft``) with a fake implementation (shapes for ``torch.compile`` and meta tensors); the GEMMs and the FFT have an
+autograd formula whose products run through the same protected op (attention is forward only, kmeans has no
+gradient). Fault counters stay on the device, accumulated by the
 library's handle per device, and are read when asked (``report``, ``json_line``); ``set_policy`` says what an
 uncorrectable fault does (``warn``, ``raise``, or ``recompute``: rerun the call, which reads the counters after every
 call). torch is needed only here: ``import ftgen`` never imports it
@@ -29,7 +31,7 @@ from torch import Tensor, nn
 from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
-__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "kmeans", "protect",
+__all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "kmeans", "fft", "protect",
            "report", "json_line", "reset", "set_policy", "inject", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
@@ -299,6 +301,70 @@ def _kmeans_fake(x: Tensor, clusters: int, lib: str, precision: str = "tf32", ma
                  init: str = "kmeans++", c0: Optional[Tensor] = None, seed: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     return (x.new_empty((clusters, x.shape[1])), x.new_empty((x.shape[0],), dtype=torch.int32),
             x.new_empty((max_iters,), dtype=torch.float64), x.new_empty((1,), dtype=torch.int32))
+
+
+# fft: the library's entry points (fft_<c2c|z2z>_<fwd|inv>) by element type
+_FFT_TYPES = {torch.complex64: "c2c", torch.complex128: "z2z"}
+_FFT_MAX_ELEMENTS = 1 << 31  # n * batch of one call (ftgen_fft_problem)
+
+
+@torch.library.custom_op("ftgen::fft", mutates_args=())
+def fft(x: Tensor, lib: str, inverse: bool = False) -> Tensor:
+    """The discrete Fourier transform along x's last dimension through library `lib`'s protected FFT (``ftgen build
+    --lib`` of an fft spec): x a complex64 (C2C, fp32) or complex128 (Z2Z, fp64) CUDA tensor whose last dimension n is a
+    power of two (at least 2), every leading dimension a batch. Unnormalised both ways, as cuFFT: ``torch.fft.fft(x)``,
+    and with `inverse` ``n * torch.fft.ifft(x)``. Larger batches than one call takes (n * batch <= 2^31) are split.
+    Counted as the library's `fft` op."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen::fft: no library loaded as {lib!r} (ftgen.torch.load)")
+    L = TELEMETRY.libs[lib]
+    if x.dtype not in _FFT_TYPES or not x.is_cuda or x.dim() < 1:
+        raise ValueError(f"ftgen::fft: x must be a complex64 or complex128 CUDA tensor, not {x.dtype} of shape "
+                         f"{tuple(x.shape)} on {x.device}")
+    n = x.shape[-1]
+    if n < 2 or n & (n - 1):
+        raise ValueError(f"ftgen::fft: the last dimension must be a power of two (at least 2), not {n}")
+    group = f"fft_{_FFT_TYPES[x.dtype]}_{'inv' if inverse else 'fwd'}"
+    if group not in L.groups:
+        raise FtgenLibError(f"{L.path.name} has no entry point {group} ({x.dtype}, {'inverse' if inverse else 'forward'}); "
+                            f"it has: {', '.join(L.groups)}")
+    xc = x.contiguous()
+    if xc.data_ptr() % 16:  # (a view starting mid-allocation: the kernels load 16 bytes at a time)
+        xc = xc.clone()
+    out = torch.empty_like(xc)
+    batch = xc.numel() // n
+    if batch == 0:
+        return out
+    step = max(1, _FFT_MAX_ELEMENTS // n)
+    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    item = xc.element_size()
+
+    def run() -> None:
+        with torch.cuda.device(dev):
+            stream = torch.cuda.current_stream().cuda_stream
+            for b0 in range(0, batch, step):
+                nb = min(step, batch - b0)
+                L.call(group, dev, [n, nb, xc.data_ptr() + b0 * n * item, out.data_ptr() + b0 * n * item], stream)
+
+    _with_policy(lib, "fft", run)
+    return out
+
+
+@fft.register_fake
+def _fft_fake(x: Tensor, lib: str, inverse: bool = False) -> Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _fft_setup(ctx, inputs, output):
+    ctx.lib, ctx.inverse = inputs[1], inputs[2]
+
+
+def _fft_backward(ctx, grad):
+    # y = F x (F the unnormalised DFT matrix, symmetric): the gradient is F^H grad = conj(F) grad, the other direction
+    return torch.ops.ftgen.fft(grad.contiguous(), ctx.lib, not ctx.inverse), None, None
+
+
+fft.register_autograd(_fft_backward, setup_context=_fft_setup)
 
 
 class FTLinear(nn.Module):

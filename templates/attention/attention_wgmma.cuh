@@ -192,7 +192,7 @@ struct Workspace {
     return static_cast<long long>(p.batch) * p.heads * ((p.seq_q + C::BM - 1) / C::BM);
   }
   __host__ __device__ explicit Workspace(const ftgen_attention_problem& p) {
-    const size_t bh = static_cast<size_t>(p.batch) * p.heads, tiles = (p.seq_k + C::BN - 1) / C::BN;
+    const size_t tiles = (p.seq_k + C::BN - 1) / C::BN;
     const size_t kv = static_cast<size_t>(p.batch) * ftgen_attention_kv_heads(&p);
     const auto up = [](size_t x) { return (x + 255) / 256 * 256; };
     const size_t n = C::kStrided ? 1 : 0;
@@ -200,7 +200,6 @@ struct Workspace {
     vc = kp + n * up(kv * tiles * C::BNS * C::D * 2);
     scal = vc + n * up(kv * C::kVcRows * tiles * C::BN * 2);
     redo = scal + n * up(kv * tiles * 24 * 4);
-    (void)bh;
     bytes = redo + up((kRedoHead + 2 * static_cast<size_t>(blocks(p))) * 4);
   }
 };
