@@ -91,7 +91,8 @@ extern "C" {
 unsigned run_thread(const T* A, const T* B, int k, int nf, const int* fstep, const int* frow, const int* fcol,
                     const double* foff, unsigned long long* counters, T* acc_out) {
   ftgen::FtCounters c{};
-  Params p{&c, 0.0, 0};
+  Params p{&c, 0.0, 0, TMT, TNT, A, k, B, TNT};  // (a located element's dot product reads A's row and B's column)
+  const int kbase = 0, m0 = 0, n0 = 0, wm0 = 0, wn0 = 0, tm = 0, tn = 0;
   T acc[TMT][TNT] = {};
   T rc[TMT] = {}, rcw[TMT] = {};
   unsigned redo_thread = 0;
@@ -151,7 +152,9 @@ def thread_shim(src: str) -> str:
     vt = src.index("verify_thread(const Params& p", start)
     end = src.index("\n}\n", vt) + 3
     call = _one(r"^\s*(redo_thread = verify_thread\(.*?\);)", src, "the kernel's verify_thread call", re.M | re.S)
-    params = "struct Params {\n  ftgen::FtCounters* counters;\n  double threshold;\n  int no_correct;\n};\n"
+    params = ("struct Params {\n  ftgen::FtCounters* counters;\n  double threshold;\n  int no_correct;\n  int m, n;\n"
+              "  const T* A;\n  int lda;\n  const T* B;\n  int ldb;\n};\n"
+              "inline int tile_row(int, int, int i) { return i; }\ninline int tile_col(int, int, int j) { return j; }\n")
     body = "\n".join([t, dims, tile, *consts, params, rowstats, src[start:end]])
     return PRELUDE + "namespace {\n" + body + "\n}  // namespace\n" + DRIVER.replace("VERIFY_STATEMENT", call)
 

@@ -38,7 +38,8 @@ static_assert(TMT % VM == 0 && TNT % VN == 0, "thread tile made of vectors");
 // Row checksums r_i = sum_j C_ij and r'_i = sum_j (j+1) C_ij are carried with the GEMM, from encodings
 // of B (B e and B w over the checksum's columns); at each verification the accumulators' row sums are
 // compared with them: a residual beyond the threshold is a detection, the quotient of the two residuals
-// locates the column, and the element is replaced by r_i - (the rest of its row). Threshold (auto):
+// locates the column, and the element is recomputed from A's row and B's column (a dot product in double),
+// where that agrees with r_i - (the rest of its row); else the tile is recomputed. Threshold (auto):
 // LAMBDA * u * (sqrt(k) + sqrt(columns) + 1) * scale, the scale a variance bound carried with the
 // checksums (README, "Detection threshold").
 constexpr double UNIT_ROUNDOFF = 1.1102230246251565e-16;
@@ -96,6 +97,9 @@ struct Smem {
   T As[STAGES][KT][LDAS];
   T Bs[STAGES][KT][NT];
   alignas(32) T Es[STAGES][KT][ESTRIPS][4];
+  // per row with a located fault: r_i, the sum of the rest of the row, the row's threshold, the element's dot product
+  double fix_chk[MT], fix_rest[MT], fix_tau[MT], fix_dot[MT];
+  int fix_col[MT];                   // per row: located column; -1 clean; -2 recompute (deferred rows)
   T ct[MT][NT + 1];               // verification: the tile's accumulators (padded: a thread per row)
   T chk[3][ROW_LANES][MT];        // row-checksum partials r, r', r2 per k-lane
   int redo;                       // block-uniform: recompute the tile
@@ -351,8 +355,27 @@ __device__ __forceinline__ double threshold_for(const Params& p, double scale, i
 }
 
 // Classify one row's residuals against their thresholds: 0 clean, 1 located at *col, 3 detected, not locatable
-// (ftgen_rules.h, where the host tests check it).
+// (ftgen_rules.h, where the host tests check it). A located element is recomputed from A and B, and taken where
+// it agrees with the checksum's replacement r_i - (the rest of the row) (located_fix_agrees).
 using ftgen_rules::classify_row;
+using ftgen_rules::located_fix_agrees;
+
+// Lanes t, t + nt, ... of the dot product of row a and column b (stride ldb) over k [k0, k1), in double;
+// the callers add the parts. UNROLL: loads in flight per lane (1 where a whole block shares the k: the rare path
+// then costs the main loop no registers; more where one warp or one thread does it all).
+template <int UNROLL>
+__device__ __forceinline__ double dot_lanes(const T* a, const T* b, int ldb, int k0, int k1, int t, int nt) {
+  double s = 0.0;
+#pragma unroll UNROLL
+  for (int kk = k0 + t; kk < k1; kk += nt) s = fma(static_cast<double>(a[kk]), static_cast<double>(b[static_cast<size_t>(kk) * ldb]), s);
+  return s;
+}
+
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
 
 
 constexpr unsigned FULL = 0xffffffffu;
@@ -422,9 +445,12 @@ __device__ __forceinline__ int act_on(const Params& p, int kind, bool no_correct
   return kind == 1 ? 1 : 2;
 }
 
-// Detection of a row from its statistics and checksums (bad: a column holding a non-finite value).
+// Detection of a row from its statistics and checksums (bad: a column holding a non-finite value; the
+// statistics leave it out). *tau: the row's threshold (a located element's fix is checked against it).
 __device__ __forceinline__ int detect_row(const Params& p, const RowStats& r, double chk, double chkw, int bad, double floor_scale,
-                                          int k_done, int cols, int* col, double* score) {
+                                          int k_done, int cols, int* col, double* score, double* tau) {
+  double tau_w;
+  thresholds(p, r, chk, chkw, floor_scale, k_done, cols, tau, &tau_w);
   if (bad >= 0) {
     *col = bad;
     *score = 1e300;
@@ -435,17 +461,48 @@ __device__ __forceinline__ int detect_row(const Params& p, const RowStats& r, do
     *score = 1e300;
     return 3;
   }
-  double tau, tau_w;
-  thresholds(p, r, chk, chkw, floor_scale, k_done, cols, &tau, &tau_w);
-  return classify_row(d, dw, tau, tau_w, cols, col, score);
+  return classify_row(d, dw, *tau, tau_w, cols, col, score);
+}
+
+// A located element recomputed: the dot product of A's row gm and B's column gn over k [k0, k1), in double
+// (0 outside C: a padded row or column holds 0).
+template <int UNROLL>
+__device__ __forceinline__ double dot_part(const Params& p, int gm, int gn, int k0, int k1, int t, int nt) {
+  if (gm >= p.m || gn >= p.n) return 0.0;
+  return dot_lanes<UNROLL>(p.A + static_cast<size_t>(gm) * p.lda, p.B + gn, p.ldb, k0, k1, t, nt);
+}
+
+// Threadblock levels, after the rows' detection (sm.fix_col, fix_chk, fix_tau) and the rest of each located
+// row (sm.fix_rest): every thread takes a share of k of each located element's dot product (sm.fix_dot), and
+// one thread per row checks it against the replacement r_i - rest and counts the correction. Returns true
+// (block-uniform) when one disagrees: the tile is recomputed.
+__device__ __forceinline__ bool fix_located(const Params& p, Smem& sm, int m0, int n0, int kbase, int k_done) {
+  const int tid = threadIdx.x;
+  __syncthreads();
+  for (int row = 0; row < MT; ++row) {  // block-uniform
+    const int fc = sm.fix_col[row];
+    if (fc < 0) continue;
+    const double part = warp_sum(dot_part<1>(p, m0 + row, n0 + fc, kbase, kbase + k_done, tid, THREADS));
+    if (tid % 32 == 0) atomicAdd(&sm.fix_dot[row], part);
+  }
+  __syncthreads();
+  int disagree = 0, fixed = 0;
+  for (int row = tid; row < MT; row += THREADS) {
+    if (sm.fix_col[row] < 0) continue;
+    disagree |= !located_fix_agrees(sm.fix_chk[row] - sm.fix_rest[row], sm.fix_dot[row], sm.fix_tau[row]);
+    ++fixed;
+  }
+  if (__syncthreads_or(disagree)) return true;
+  if (fixed && p.counters) atomicAdd(&p.counters->corrected, static_cast<unsigned long long>(fixed));
+  return false;
 }
 
 // Threadblock-level verification (all threads). The accumulators go to shared memory (sm.ct); one
 // thread per row sums the row, detects, locates and corrects the fault there; then they come back.
 // The accumulators are not live across it, so the verification costs the main loop no registers.
 // Returns true (block-uniform) when the tile must be recomputed.
-__device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TMT][TNT], int k_done, int wm0, int wn0, int tm,
-                                          int tn, bool no_correct) {
+__device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TMT][TNT], int kbase, int k_done, int m0, int n0,
+                                          int wm0, int wn0, int tm, int tn, bool no_correct) {
   const int tid = threadIdx.x;
   // 1. accumulators -> shared memory (the checksum partials are there already)
 #pragma unroll
@@ -453,8 +510,7 @@ __device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TM
 #pragma unroll
     for (int j = 0; j < TNT; ++j) sm.ct[tile_row(wm0, tm, i)][tile_col(wn0, tn, j)] = acc[i][j];
   __syncthreads();
-  // 2. one thread per row: statistics, residuals, detection, location, correction by replacement
-  //    (C_ij = r_i - the rest of the row)
+  // 2. one thread per row: statistics, residuals, detection, location, the rest of a located row
   double score = 0;
   int fixed = 0, recompute = 0;
   for (int row = tid; row < MT; row += THREADS) {
@@ -477,24 +533,35 @@ __device__ __forceinline__ bool verify_tb(const Params& p, Smem& sm, T (&acc)[TM
       c2 += sm.chk[2][l][row];
     }
     int col = -1;
-    double sc = 0;
-    const int kind = detect_row(p, r, c0, c1, bad, sqrt(fmax(c2, 0.0)), k_done, NT, &col, &sc);
+    double sc = 0, tau = 0;
+    const int kind = detect_row(p, r, c0, c1, bad, sqrt(fmax(c2, 0.0)), k_done, NT, &col, &sc, &tau);
     score = fmax(score, sc);
     const int todo = act_on(p, kind, no_correct);
+    sm.fix_col[row] = -1;
     if (todo == 1) {
       double rest = 0.0;
       for (int c = 0; c < NT; ++c)
         if (c != col) rest += static_cast<double>(crow[c]);
-      crow[col] = ftgen_rules::replacement<T>(c0, rest);
+      sm.fix_col[row] = col;
+      sm.fix_chk[row] = c0;
+      sm.fix_rest[row] = rest;
+      sm.fix_tau[row] = tau;
+      sm.fix_dot[row] = 0.0;
       ++fixed;
     } else if (todo == 2) {
       recompute = 1;
     }
   }
   report_score(p, score);
-  if (fixed && p.counters) atomicAdd(&p.counters->corrected, static_cast<unsigned long long>(fixed));
   if (__syncthreads_or(recompute)) return true;
-  // 3. back to the registers (corrected values included)
+  // 3. located elements recomputed from A and B, checked against r_i - rest, and replaced
+  if (__syncthreads_or(fixed)) {
+    if (fix_located(p, sm, m0, n0, kbase, k_done)) return true;
+    for (int row = tid; row < MT; row += THREADS)
+      if (sm.fix_col[row] >= 0) sm.ct[row][sm.fix_col[row]] = static_cast<T>(sm.fix_dot[row]);
+    __syncthreads();
+  }
+  // 4. back to the registers (corrected values included)
 #pragma unroll
   for (int i = 0; i < TMT; ++i)
 #pragma unroll
@@ -692,7 +759,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) gemm_kernel(const Params 
       // Verification after tiles kt_end-1 (k_done elements of k): true when the tile must be recomputed.
       auto verify = [&](const int kt_end) -> bool {
         const int k_done = min(kbase + kt_end * KT, p.k) - kbase;
-        return verify_tb(p, sm, acc, k_done, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
+        return verify_tb(p, sm, acc, kbase, k_done, m0, n0, wm0, wn0, tm, tn, (fidx >= 0 && p.no_correct != 0));
       };
       // runs of INTERVAL tiles, each followed by a verification; the last tile (no successor) is peeled
 #pragma unroll 1
