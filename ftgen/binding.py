@@ -142,6 +142,11 @@ class Library:
             raise FtgenLibError(f"{self.path.name}: no variant was generated with inject: true; fault injection needs one")
         self._check(self._fn["inject"](self.handle(device), int(faults_per_call), int(seed) & (2**64 - 1)), "inject")
 
+    def record_scores(self, device: int, on: bool = True) -> None:
+        """Make `device`'s handle record the largest detection score (``max_score``) where that costs time (off by
+        default: the FFT's checks then take every group through their rare path)."""
+        self._check(self._fn["record_scores"](self.handle(device), int(bool(on))), "record_scores")
+
     def devices(self) -> list[int]:
         return sorted(self._handles)
 

@@ -635,3 +635,11 @@ def test_fft_refuses_what_it_cannot_run_and_counts_clean_calls(fft_lib):
         torch.ops.ftgen.fft(x, fft_lib)
     rep = ftt.report(emit=False)[f"{fft_lib}:fft"]
     assert rep["calls"] == 3 and rep["detected"] == 0 and rep["uncorrectable"] == 0, rep
+    assert rep["max_score"] == 0.0, rep  # (not recorded by default: it takes every group through the rare path)
+    ftt.record_scores(fft_lib, True)
+    try:
+        torch.ops.ftgen.fft(x, fft_lib)
+    finally:
+        ftt.record_scores(fft_lib, False)
+    rep = ftt.report(emit=False)[f"{fft_lib}:fft"]
+    assert 0.0 < rep["max_score"] < 1.0 and rep["detected"] == 0, rep

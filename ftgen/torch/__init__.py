@@ -32,7 +32,7 @@ from ..binding import FtgenLibError, Library
 from .telemetry import POLICIES, TELEMETRY, UncorrectableFault
 
 __all__ = ["FTLinear", "FtgenLibError", "Library", "UncorrectableFault", "load", "mm", "addmm", "attention", "kmeans", "fft", "protect",
-           "report", "json_line", "reset", "set_policy", "inject", "POLICIES"]
+           "report", "json_line", "reset", "set_policy", "inject", "record_scores", "POLICIES"]
 
 # precision -> (the library's entry-point tag, the torch dtype of its operands)
 PRECISIONS = {"tf32x3": ("tf32x3", torch.float32), "tf32": ("tf32", torch.float32), "fp32": ("f32", torch.float32),
@@ -440,6 +440,17 @@ def inject(lib: str, faults_per_call: int, seed: int = 0, device: int | None = N
     dev = torch.cuda.current_device() if device is None else device
     with torch.cuda.device(dev):
         TELEMETRY.libs[lib].inject(dev, faults_per_call, seed)
+
+
+def record_scores(lib: str, on: bool = True, device: int | None = None) -> None:
+    """Record the largest detection score (``max_score`` in ``report()``) in every op of library `lib` on `device`
+    (default: the current one) where that costs time; off by default (the FFT's checks then take every group through
+    their rare path: measured 1.3-3.2x slower, docs/library.md)."""
+    if lib not in TELEMETRY.libs:
+        raise KeyError(f"ftgen.torch.record_scores: no library loaded as {lib!r} (ftgen.torch.load)")
+    dev = torch.cuda.current_device() if device is None else device
+    with torch.cuda.device(dev):
+        TELEMETRY.libs[lib].record_scores(dev, on)
 
 
 def reset() -> None:
