@@ -638,7 +638,7 @@ def test_fft_refuses_what_it_cannot_run_and_counts_clean_calls(fft_lib):
     assert rep["max_score"] == 0.0, rep  # (not recorded by default: it takes every group through the rare path)
     ftt.record_scores(fft_lib, True)
     try:
-        torch.ops.ftgen.fft(x, fft_lib)
+        torch.ops.ftgen.fft(torch.randn(64, 4096, dtype=torch.complex64, device="cuda"), fft_lib)
     finally:
         ftt.record_scores(fft_lib, False)
     rep = ftt.report(emit=False)[f"{fft_lib}:fft"]
