@@ -445,7 +445,7 @@ def inject(lib: str, faults_per_call: int, seed: int = 0, device: int | None = N
 def record_scores(lib: str, on: bool = True, device: int | None = None) -> None:
     """Record the largest detection score (``max_score`` in ``report()``) in every op of library `lib` on `device`
     (default: the current one) where that costs time; off by default (the FFT's checks then take every group through
-    their rare path: measured 1.3-3.2x slower, docs/library.md)."""
+    their rare path: measured 1.05-3.2x slower, docs/library.md)."""
     if lib not in TELEMETRY.libs:
         raise KeyError(f"ftgen.torch.record_scores: no library loaded as {lib!r} (ftgen.torch.load)")
     dev = torch.cuda.current_device() if device is None else device
