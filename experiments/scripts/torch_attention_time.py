@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 
 import torch
@@ -16,6 +15,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import ftgen.torch as ftt
 from ftgen.report.provenance import provenance
+from torch_timing import alternate  # (this folder)
 
 
 def main() -> None:
@@ -43,19 +43,7 @@ def main() -> None:
                 runs[name] = run
             ref = runs["sdpa-flash"]().float()
             err = ((runs["ftgen"]().float() - ref).abs().max() / ref.abs().max()).item()
-            times = {name: [] for name in runs}
-            for _ in range(3):
-                for f in runs.values():
-                    f()
-            for _ in range(a.reps):
-                for name, f in runs.items():
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    f()
-                    e.record()
-                    e.synchronize()
-                    times[name].append(s.elapsed_time(e))
-            med = {name: statistics.median(t) for name, t in times.items()}
+            med = alternate(runs, a.reps)
             row = {"shape": token, "causal": a.causal, "ms": med, "err_vs_flash": err,
                    "x_flash": med["sdpa-flash"] / med["ftgen"], "x_cudnn": med["sdpa-cudnn"] / med["ftgen"],
                    "counters": ftt.report(emit=False)}

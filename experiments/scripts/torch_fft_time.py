@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 
 import torch
 
 import ftgen.torch as ftt
 from ftgen.report.provenance import provenance
+from torch_timing import alternate  # (this folder)
 
 
 def main() -> None:
@@ -43,19 +43,7 @@ def main() -> None:
                 ftt.reset()
                 ref = runs["torch.fft"]()
                 err = ((runs["ftgen"]() - ref).abs().max() / ref.abs().max()).item()
-                times = {name: [] for name in runs}
-                for _ in range(3):
-                    for f in runs.values():
-                        f()
-                for _ in range(a.reps):
-                    for name, f in runs.items():
-                        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        s.record()
-                        f()
-                        e.record()
-                        e.synchronize()
-                        times[name].append(s.elapsed_time(e))
-                med = {name: statistics.median(t) for name, t in times.items()}
+                med = alternate(runs, a.reps)
                 rep = ftt.report(emit=False)[f"{lib}:fft"]
                 row = {"shape": {"batch": batch, "n": n}, "dtype": str(dtype).replace("torch.", ""), "ms": med,
                        "err_vs_torch": err, "x_torch": med["torch.fft"] / med["ftgen"],
