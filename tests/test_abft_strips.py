@@ -203,7 +203,7 @@ def test_the_kernels_map_strips_through_the_rules():
     assert "fma(double(c0 + j + 1)" not in abft and "float(c0 + j + 1)" not in abft  # no tile-wide weights left
     # the threshold of a strip: sqrt(its columns), and the rule's location over its columns
     assert "p.unit * (sqrtf(float(Kd)) + sqrtf(float(St::kCols)) + 1.f)" in abft
-    assert "g.unit, g.fixed, g.rms_w, St::kCols, &score)" in abft
+    assert "g.unit, g.fixed, g.rms_w, St::kCols, &score," in abft
     tmr = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     assert "abft_check_kernel<K, kInject, kRowA, kConcStrips>" in tmr and "launch_redo<kConcStrips>(ap, s)" in tmr
 
@@ -376,6 +376,34 @@ def test_the_model_checks_and_corrects_per_strip():
     C, c = g.abft_gemm_model(A, B, faults=faults, **kw)
     assert (c["detected"], c["recomputed"]) == (2, 1) and c["corrected"] == 2 and c["uncorrectable"] == 1
     assert np.max(np.abs(C - exact) / S) <= tol
+
+
+def test_a_small_element_beside_large_ones_is_recomputed_in_the_concurrent_check(monkeypatch):
+    """The concurrent check's correction (cutlass_abft.cuh, AbftGlobalRows::fix): a located fault in a column 1e-5 the
+    size of its strip's others is left far beyond its tolerance by r_i - rest (fix='checksum'); recomputed from A's
+    row and B's column where that agrees with r_i - rest (fix='checked') it ends within it; where the two disagree
+    (forced) the unit is recomputed as a row of its strip, and ends within it too."""
+    rng = np.random.default_rng(43)
+    m, k = 8, 512
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, 2 * WARP_N)).astype(np.float32)
+    j = WARP_N + 5
+    B[:, j] *= np.float32(1e-5)
+    kw = dict(g.abft_concurrent_check(WARP_N), kt=KT, interval=1024, precision="tf32x3", recompute="row",
+              fault_at="start", faults=[(7, 3, j, "offset", 1e3)])
+    tol = tolerance.tolerance("tf32x3", k)
+
+    def err(C):
+        ref = A[3].astype(np.float64) @ B[:, j].astype(np.float64)
+        return abs(float(C[3, j]) - ref) / float(np.abs(A[3]).astype(np.float64) @ np.abs(B[:, j]).astype(np.float64))
+
+    C, c = g.abft_gemm_model(A, B, **{**kw, "fix": "checksum"})
+    assert (c["detected"], c["corrected"], c["recomputed"]) == (1, 1, 0) and err(C) > 10 * tol, (c, err(C) / tol)
+    C, c = g.abft_gemm_model(A, B, **kw)
+    assert (c["detected"], c["corrected"], c["recomputed"]) == (1, 1, 0) and err(C) <= tol, (c, err(C) / tol)
+    monkeypatch.setattr(g, "located_fix_agrees", lambda *a: False)
+    C, c = g.abft_gemm_model(A, B, **kw)
+    assert (c["detected"], c["recomputed"]) == (1, 1) and err(C) <= tol, (c, err(C) / tol)
 
 
 # ---- planted bugs in the strip functions: each must fail a behavioural check ------------------------------------------

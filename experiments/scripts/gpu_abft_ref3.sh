@@ -7,8 +7,9 @@
 # clean + 1000 single bit flips per distribution at 512x512x1024, new). The A/B table last (ab_table.py); the files in OUT/ref3.tgz.
 #   git stash; ftgen generate specs/gemm/cutlass90_abft.yaml -o generated/abft_old; git stash pop
 #   bash experiments/scripts/gpu_abft_ref3.sh OUT     (carry .whl and the projects VERSIONS names; CTRIALS: also the
-#   campaign at 1000x1234x777 with that many trials per distribution; CAMPAIGN=0: not the one at 512x512x1024; SPEC:
-#   another spec, the projects VERSIONS names generated from it; INJECT: faults a launch, 0 for unprotected variants)
+#   campaign at 1000x1234x777 with that many trials per distribution; CAMPAIGN=0: not the one at 512x512x1024; NCU=0:
+#   no Nsight Compute step; SPEC: another spec, the projects VERSIONS names generated from it; INJECT: faults a launch,
+#   0 for unprotected variants)
 set -u
 top=${1:?usage: gpu_abft_ref3.sh OUT}; mkdir -p "$top/ref3"; top=$(cd "$top" && pwd); out=$top/ref3
 cd "$(dirname "$0")/../.." || exit 1
@@ -32,7 +33,7 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
 done
 ft 60 bench $proj "${inj[@]}" --shapes $odd --reps 5 --warmup 2 --json "$out/odd.jsonl" > "$out/odd.txt" 2>&1; t odd
 exe=$(ls $proj/bin/* | head -n 1)
-ncu_times "$exe" 30 4096x4096x4096 > "$out/ncu_summary.txt" 2>&1; t ncu
+[ "${NCU:-1}" != 0 ] && { ncu_times "$exe" 30 4096x4096x4096 > "$out/ncu_summary.txt" 2>&1; t ncu; }
 if [ "${CAMPAIGN:-1}" != 0 ]; then
   ft 200 campaign $spec -o $gen --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" \
     > "$out/campaign_512.txt" 2>&1; t campaign
@@ -43,7 +44,7 @@ if [ -n "${CTRIALS:-}" ]; then
     > "$out/campaign_odd.txt" 2>&1; t "campaign odd"; tail -n 3 "$out/campaign_odd.txt" | cut -c100-260
 fi
 prov_header bench > "$out/provenance.jsonl"
-head -n 16 "$out/ncu_summary.txt"
+[ -f "$out/ncu_summary.txt" ] && head -n 16 "$out/ncu_summary.txt"
 grep -h -E "ok|yes|no " "$out/odd.txt" | tail -n 4 | cut -c100-260
 for f in "$out"/ab_new_1.txt; do grep -E "4096x4096|8192x8192" "$f" | cut -c100-300; done
 python3 experiments/scripts/ab_table.py "$out" --shape-keys m,n,k $names new

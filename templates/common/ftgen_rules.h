@@ -60,7 +60,8 @@ FTGEN_RULE int classify_row(double d, double dw, double tau, double tau_w, int c
   return 3;
 }
 
-// A located element of the SIMT kernels is recomputed from A's row and B's column (a dot product in double):
+// A located element of the SIMT kernels and of the concurrent threadblock check (cutlass_abft.cuh, AbftGlobalRows) is
+// recomputed from A's row and B's column (a dot product in double):
 // the checksum's replacement r_i - (the rest of the row) carries the rounding of every other element of the
 // row, which exceeds a small element's own tolerance beside large ones. The two must agree within twice the
 // row's threshold (the replacement's noise is the residual's, which the threshold bounds): a fault located at
@@ -117,11 +118,12 @@ FTGEN_RULE int abft_locate(double dd, double ddw, float tau_w, int cols) { retur
 // The full rule for one row (the rare path): SQ, MX the sum of the row's capped squares and the largest, NB, BC
 // its non-finite elements and one of their columns, S1, SW its sums in double, R, RW, R2 the reference checksums.
 // Returns -1 clean, the located column, or -2 detected and not located; *score = the largest residual/threshold
-// (infinite where the row holds a non-finite element). T: the type of the thresholds and references (the fp64 check's
-// are double: float would round its references by 2^-24, far above its threshold).
+// (infinite where the row holds a non-finite element); *tau_out (where given) = the unweighted residual's threshold,
+// against which a located element's correction is checked (located_fix_agrees). T: the type of the thresholds and
+// references (the fp64 check's are double: float would round its references by 2^-24, far above its threshold).
 template <class T>
 FTGEN_RULE int abft_row_verdict_t(T SQ, T MX, int NB, int BC, double S1, double SW, T R, T RW, T R2, T unit, T fixed, T rms_w,
-                                  int cols, T* score) {
+                                  int cols, T* score, T* tau_out = nullptr) {
   int verdict = -2;
   *score = T(INFINITY);
   if (NB > 0) {
@@ -131,6 +133,7 @@ FTGEN_RULE int abft_row_verdict_t(T SQ, T MX, int NB, int BC, double S1, double 
     // abft_tau and abft_tau_w, written out so that the scale is computed only where no fixed threshold replaces it
     const T tau = fixed > T(0) ? fixed : unit * rule_fmax(rule_fmax(rule_sqrt(rule_fmax(R2, T(0))), rule_fabs(R)), robust);
     const T tau_w = fixed > T(0) ? fixed * rms_w : rule_fmax(tau * rms_w, unit * rule_fabs(RW));
+    if (tau_out != nullptr) *tau_out = tau;
     // d, dw from the row's elements summed in double, and the location tested in double: in float, the sums and the
     // difference dw - j d round a large fault f by about u |f| (2^-24 of an exponent flip's 2^16-2^64), far beyond
     // tau_w, and the rule would fail to locate it on that rounding alone
@@ -149,8 +152,8 @@ FTGEN_RULE int abft_row_verdict_t(T SQ, T MX, int NB, int BC, double S1, double 
   return verdict;
 }
 FTGEN_RULE int abft_row_verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float R, float RW, float R2, float unit,
-                                float fixed, float rms_w, int cols, float* score) {
-  return abft_row_verdict_t<float>(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score);
+                                float fixed, float rms_w, int cols, float* score, float* tau_out = nullptr) {
+  return abft_row_verdict_t<float>(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, fixed, rms_w, cols, score, tau_out);
 }
 
 // The check of a 16-bit GEMM's fp32 accumulators (cutlass90_abft16.cuh) for one (row, strip) unit: P1, PW, PA the

@@ -22,7 +22,8 @@
 //            so later k-iterations build on the right value; any other detection (or correct: detect):
 //            the tile is recomputed from k = 0 (at most kMaxAttempts computations); ref_checksums: concurrent
 //            recomputes such a row instead (A's row against the strip of B, in double, by the second launch) and
-//            corrects the tile's located rows in place (gemm.abft_gemm_model's recompute='row')
+//            corrects the tile's located rows in place (gemm.abft_gemm_model's recompute='row'), each located element
+//            recomputed from A's row and B's column in double where that agrees with r_i - rest (fix='checked')
 //
 // ref_checksums: prepass (FTGEN_ABFT_PREPASS): r and r' of every checkpoint come from a pre-pass (abft_ref_kernel),
 // the main loop carries nothing (it is the unprotected one plus the checkpoint test); see abft_kernel's kPre.
@@ -442,12 +443,14 @@ struct AbftRareArgs {
 // elements, a non-finite column in the strip} of the parts of units pass 1 flagged; rests() sets
 // sc.rest[w][rl].x = the sum, in double, of the part's elements but its unit's located column sc.col[u] (units with
 // sc.col >= 0); fix() (after a barrier) replaces each located element by sc.rtot - the rest of its unit (the sum over
-// the strip's parts) and returns how many elements this thread set. Columns past N count for nothing.
+// the strip's parts; AbftGlobalRows: by its dot product where the two agree) and returns how many elements this thread
+// set. Columns past N count for nothing.
 // AbftFragRows: this thread's fragment in registers (the quads' shares by shuffles); AbftStagedRows: the tile staged
 // in shared memory (a thread per row and warp column, rolled loops: few registers); AbftGlobalRows: the tile in C (the
 // deferred check of ref_checksums: concurrent).
 template <class K>
 struct AbftFragRows {
+  static bool const kDotFix = false;  // a located element is set to r_i - rest (fix())
   using S = AbftShape<K>;
   static int const kStrips = 1;  // (the tile's tb_n columns: abft_kernel)
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
@@ -600,6 +603,7 @@ CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w,
 // The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
 template <class K, int kStrips_ = 1>
 struct AbftStagedRows {
+  static bool const kDotFix = false;  // a located element is set to r_i - rest (fix())
   using S = AbftShape<K>;
   static int const kStrips = kStrips_;
   using St = AbftStrips<K, kStrips>;
@@ -656,10 +660,42 @@ CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
   }
 }
 
+// The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
+// recomputation, a located element's correction), in k order. The loads go kBatch at a time, predicated, all issued before the first is used: an
+// unrolled `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited
+// for the one before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
+template <class K, bool kRowA, int kBatch = 16>
+CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
+  const auto* B = p.t.gemm.ref_B.data();
+  using EB = typename std::remove_cv<typename std::remove_pointer<decltype(B)>::type>::type;
+  const long long ldb = p.t.gemm.ref_B.stride(0);
+  constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+  double s = 0.0;
+  for (int kb = k0; kb < k1; kb += kBatch * stride) {
+    typename K::ElementA a[kBatch];
+    EB b[kBatch];
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const int kk = kb + u * stride;
+      const bool in = kk < k1;
+      a[u] = in ? __ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)
+                : typename K::ElementA(0);
+      b[u] = in ? __ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk) : EB(0);
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
+  }
+  return s;
+}
+
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
 // accumulators (the deferred design runs with beta = 0 and alpha != 0 only), D pointing at the tile's origin, `rows`
 // of it inside C; values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
-template <class K, int kStrips_ = 1>
+// A located element is recomputed from A's row and B's column (a dot product in double, by the whole block) and takes
+// that value where it agrees with the checksum's replacement r_i - rest (ftgen_rules::located_fix_agrees: the
+// replacement carries the rounding of the whole row, beyond a small element's tolerance beside large ones); where the
+// two disagree the unit is left as not located (sc.col -2), for the caller to recompute as a row of its strip.
+template <class K, int kStrips_ = 1, bool kRowA = true>
 struct AbftGlobalRows {
   using S = AbftShape<K>;
   static int const kStrips = kStrips_;
@@ -673,10 +709,14 @@ struct AbftGlobalRows {
   // (abft_check_kernel lists the row; the second launch recomputes it); the other row policies recompute the tile
   static bool const kRowRedo = true;
   using EC = typename K::ElementC;
+  static bool const kDotFix = true;  // abft_rare keeps each unit's threshold for fix()
   EC* D;
   long long ldd;
   int rows;
   float alpha;
+  const AbftParams<K>* p;  // A, B and the problem's size, for the located elements' dot products
+  int row0, col0;          // the tile's origin in C
+  bool redo_ok;            // a disagreeing unit can be left to the caller's recomputation (else: r_i - rest)
   // f(rl, w, first element of the part, first column, lane) for the (row, warp column) parts of the units whose sc.col
   // satisfies `want`, a warp per part (lanes over its columns: coalesced loads from C), the parts dealt out to the warps
   // in turn (a unit's list from ballots: the flagged units are few, the tile's are not read)
@@ -704,17 +744,38 @@ struct AbftGlobalRows {
       abft_part_rest<K, 32, kStrips>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<double>(x[j]) / alpha; });
     });
   }
+  // (every thread of the block; the located units few: one block-wide dot product each)
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int Kd = p->t.gemm.problem_size.k(), N = p->t.gemm.problem_size.n();
     unsigned n = 0;
-    abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
-      const int s = St::strip(u), rl = St::row(u);
-      if (rl >= rows || sc.col[u] < 0) return;
-      double others = 0.0;
+    abft_each_row<St::kUnits>(lane, [&](int u) { return St::row(u) < rows && sc.col[u] >= 0; }, [&](int u) {
+      const int s = St::strip(u), rl = St::row(u), cl = ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u]);
+      const bool inside = col0 + cl < N;  // (block-uniform)
+      double dot = inside ? abft_ab_dot<K, kRowA>(*p, row0 + rl, col0 + cl, tid, Kd, K::kThreads) : 0.0;
       CUTLASS_PRAGMA_UNROLL
-      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
-      n += ftgen_rules::correct_element_scaled(D[rl * ldd + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])], static_cast<double>(alpha),
-                                               static_cast<double>(sc.rtot[u]), others);
+      for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (lane == 0) sc.red[warp][0] = dot;
+      __syncthreads();
+      if (tid == 0) {
+        dot = 0.0;
+        for (int w = 0; w < K::kThreads / 32; ++w) dot += sc.red[w][0];
+        double others = 0.0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
+        const double chk = static_cast<double>(sc.rtot[u]);
+        EC& x = D[rl * ldd + cl];
+        if (inside && ftgen_rules::located_fix_agrees(chk - others, dot, static_cast<double>(sc.ref[u].w))) {
+          x = static_cast<EC>(static_cast<double>(alpha) * dot);
+          ++n;
+        } else if (redo_ok) {
+          sc.col[u] = -2;  // recomputed by the caller as a row of its strip
+        } else {
+          n += ftgen_rules::correct_element_scaled(x, static_cast<double>(alpha), chk, others);
+        }
+      }
+      __syncthreads();  // (sc.red reused by the next unit)
     });
     return n;
   }
@@ -819,8 +880,10 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
     }
     const float R = sc.ref[un].x, RW = sc.ref[un].y, R2 = sc.ref[un].z;
     sc.rtot[un] = R;
-    float score;
-    const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score);
+    float score, tau = 0.f;
+    const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score,
+                                                      Rows::kDotFix ? &tau : nullptr);
+    if constexpr (Rows::kDotFix) sc.ref[un].w = tau;  // (fix() checks a located element's recomputation against it)
     sc.score[un] = fmaxf(sc.score[un], score);
     sc.col[un] = verdict;
   });
@@ -1224,34 +1287,6 @@ CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int t
   const float rms_w = sqrtf((St::kCols + 1.f) * (2.f * St::kCols + 1.f) / 6.f);
   return AbftRareArgs{p.A, p.lda, p.enc + static_cast<long long>(tn) * kStrips * Kd, Kd, M, N, tm * S::kM, tn * S::kN, unit, p.fixed,
                       rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters, Kd};
-}
-
-// The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
-// recomputation), in k order. The loads go kBatch at a time, predicated, all issued before the first is used: an
-// unrolled `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited
-// for the one before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
-template <class K, bool kRowA, int kBatch = 16>
-CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
-  const auto* B = p.t.gemm.ref_B.data();
-  using EB = typename std::remove_cv<typename std::remove_pointer<decltype(B)>::type>::type;
-  const long long ldb = p.t.gemm.ref_B.stride(0);
-  constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-  double s = 0.0;
-  for (int kb = k0; kb < k1; kb += kBatch * stride) {
-    typename K::ElementA a[kBatch];
-    EB b[kBatch];
-    CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
-      const int kk = kb + u * stride;
-      const bool in = kk < k1;
-      a[u] = in ? __ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)
-                : typename K::ElementA(0);
-      b[u] = in ? __ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk) : EB(0);
-    }
-    CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
-  }
-  return s;
 }
 
 // The k bound of a fault planned at k-iteration `step`: the partial sum it hits covers k < this (the residue k-tile
@@ -1665,7 +1700,8 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
       return;
     } else {
       const long long ldd = p.t.gemm.ref_D.stride(0);
-      AbftGlobalRows<K, kStrips> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
+      AbftGlobalRows<K, kStrips, kRowA> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha,
+                                             &p, row0, col0, !g.final_attempt};
       bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
       // the units to recompute (a row of a strip: inside C, and not located; every detected unit with correct: detect),
       // listed for the second launch, which recomputes each from A and B; where the list is full, the tile is
