@@ -499,7 +499,7 @@ def test_the_kernels_decide_through_the_rules():
     tmr = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     simt = (REPO / "templates" / "gemm" / "simt_variant.cu.j2").read_text()
     for name in ("abft_row_verdict", "abft_tau(", "abft_tau_w(", "abft_score(", "abft_within(", "abft_count_row",
-                 "correct_element(", "correct_element_scaled("):
+                 "correct_element(", "correct_element_scaled(", "located_fix_agrees("):
         assert f"ftgen_rules::{name}" in abft, name
     assert "(sc1 > 1.f)" not in abft and "rint(ddw" not in abft  # no second copy of the comparison or the location
     assert '#include "ftgen_rules.h"' in tmr and "using ftgen_rules::vote_element;" in tmr

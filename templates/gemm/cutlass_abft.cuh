@@ -434,7 +434,22 @@ struct AbftRareArgs {
   int online, correct, final_attempt;
   ftgen::FtCounters* counters;
   long long enc_strip;  // kStrips > 1: elements from one strip's encodings to the next (k)
+  const float* B;       // B (K::LayoutB) and its leading dimension: a located element's dot product
+  long long ldb;
 };
+
+// A located unit's value after the rare path's step 4 (abft_rare): its element's dot product of A's row and B's column,
+// or NaN where that is not to be taken, and then *others = the sum of the unit's other elements (for r_i - rest)
+template <class St, class Sc>
+CUTLASS_DEVICE double abft_located_dot(const Sc& sc, int s, int rl, double* others) {
+  const double dot = sc.rest[s * St::kParts][rl].y;
+  double o = 0.0;
+  if (isnan(dot)) {
+    for (int x = 0; x < St::kParts; ++x) o += sc.rest[s * St::kParts + x][rl].x;
+  }
+  *others = o;
+  return dot;
+}
 
 // The tile's accumulators as the rare path reads and corrects them, per unit (AbftStrips: row and checksum strip; kStrips:
 // the rows' strips per tile, AbftFragRows only 1). Per row rl and warp column w (the tile's 32-column parts): norms()
@@ -442,15 +457,14 @@ struct AbftRareArgs {
 // double, w the weights of the part's strip; AbftFragRows: pass 1's float sums) and sc.bad[w][rl] = {non-finite
 // elements, a non-finite column in the strip} of the parts of units pass 1 flagged; rests() sets
 // sc.rest[w][rl].x = the sum, in double, of the part's elements but its unit's located column sc.col[u] (units with
-// sc.col >= 0); fix() (after a barrier) replaces each located element by sc.rtot - the rest of its unit (the sum over
-// the strip's parts; AbftGlobalRows: by its dot product where the two agree) and returns how many elements this thread
-// set. Columns past N count for nothing.
+// sc.col >= 0); fix() (after a barrier) sets each located element to its dot product where abft_rare kept one, else to
+// sc.rtot - the rest of its unit (the sum over the strip's parts), and returns how many elements this thread set.
+// Columns past N count for nothing.
 // AbftFragRows: this thread's fragment in registers (the quads' shares by shuffles); AbftStagedRows: the tile staged
 // in shared memory (a thread per row and warp column, rolled loops: few registers); AbftGlobalRows: the tile in C (the
 // deferred check of ref_checksums: concurrent).
 template <class K>
 struct AbftFragRows {
-  static bool const kDotFix = false;  // a located element is set to r_i - rest (fix())
   using S = AbftShape<K>;
   static int const kStrips = 1;  // (the tile's tb_n columns: abft_kernel)
   static int const kExactUnroll = 4;  // (abft_rare's kExact loop; see AbftGlobalRows)
@@ -521,10 +535,14 @@ struct AbftFragRows {
     unsigned n = 0;
     S::each(lane, warp % S::kWarpsM, warp / S::kWarpsM, [&](int e, int rl, int cl, int) {
       if (sc.col[rl] == cl) {
-        double others = 0.0;
-        CUTLASS_PRAGMA_UNROLL
-        for (int w = 0; w < S::kWarpsN; ++w) others += sc.rest[w][rl].x;
-        n += ftgen_rules::correct_element(a[e], static_cast<double>(sc.rtot[rl]), others);
+        double others;
+        const double dot = abft_located_dot<AbftStrips<K, 1>>(sc, 0, rl, &others);
+        if (isnan(dot)) {
+          n += ftgen_rules::correct_element(a[e], static_cast<double>(sc.rtot[rl]), others);
+        } else {
+          a[e] = static_cast<typename K::ElementAcc>(dot);
+          ++n;
+        }
       }
     });
     return n;
@@ -603,7 +621,6 @@ CUTLASS_DEVICE void abft_part_rest(Sc& sc, const AbftRareArgs& g, int rl, int w,
 // The staged tile: kM rows of kPitch elements (odd: a thread per row reads without bank conflicts).
 template <class K, int kStrips_ = 1>
 struct AbftStagedRows {
-  static bool const kDotFix = false;  // a located element is set to r_i - rest (fix())
   using S = AbftShape<K>;
   static int const kStrips = kStrips_;
   using St = AbftStrips<K, kStrips>;
@@ -640,10 +657,15 @@ struct AbftStagedRows {
     abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
       if (sc.col[u] < 0) return;
       const int s = St::strip(u), rl = St::row(u);
-      double others = 0.0;
-      CUTLASS_PRAGMA_UNROLL
-      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
-      n += ftgen_rules::correct_element(tile[rl * kPitch + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])], static_cast<double>(sc.rtot[u]), others);
+      double others;
+      const double dot = abft_located_dot<St>(sc, s, rl, &others);
+      auto& x = tile[rl * kPitch + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])];
+      if (isnan(dot)) {
+        n += ftgen_rules::correct_element(x, static_cast<double>(sc.rtot[u]), others);
+      } else {
+        x = static_cast<typename K::ElementAcc>(dot);
+        ++n;
+      }
     });
     return n;
   }
@@ -691,11 +713,7 @@ CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
 // accumulators (the deferred design runs with beta = 0 and alpha != 0 only), D pointing at the tile's origin, `rows`
 // of it inside C; values are divided by alpha on the way in, the corrected element multiplied by it on the way out.
-// A located element is recomputed from A's row and B's column (a dot product in double, by the whole block) and takes
-// that value where it agrees with the checksum's replacement r_i - rest (ftgen_rules::located_fix_agrees: the
-// replacement carries the rounding of the whole row, beyond a small element's tolerance beside large ones); where the
-// two disagree the unit is left as not located (sc.col -2), for the caller to recompute as a row of its strip.
-template <class K, int kStrips_ = 1, bool kRowA = true>
+template <class K, int kStrips_ = 1>
 struct AbftGlobalRows {
   using S = AbftShape<K>;
   static int const kStrips = kStrips_;
@@ -709,14 +727,10 @@ struct AbftGlobalRows {
   // (abft_check_kernel lists the row; the second launch recomputes it); the other row policies recompute the tile
   static bool const kRowRedo = true;
   using EC = typename K::ElementC;
-  static bool const kDotFix = true;  // abft_rare keeps each unit's threshold for fix()
   EC* D;
   long long ldd;
   int rows;
   float alpha;
-  const AbftParams<K>* p;  // A, B and the problem's size, for the located elements' dot products
-  int row0, col0;          // the tile's origin in C
-  bool redo_ok;            // a disagreeing unit can be left to the caller's recomputation (else: r_i - rest)
   // f(rl, w, first element of the part, first column, lane) for the (row, warp column) parts of the units whose sc.col
   // satisfies `want`, a warp per part (lanes over its columns: coalesced loads from C), the parts dealt out to the warps
   // in turn (a unit's list from ballots: the flagged units are few, the tile's are not read)
@@ -744,42 +758,54 @@ struct AbftGlobalRows {
       abft_part_rest<K, 32, kStrips>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<double>(x[j]) / alpha; });
     });
   }
-  // (every thread of the block; the located units few: one block-wide dot product each)
   template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
-    const int warp = tid / 32, lane = tid % 32;
-    const int Kd = p->t.gemm.problem_size.k(), N = p->t.gemm.problem_size.n();
     unsigned n = 0;
-    abft_each_row<St::kUnits>(lane, [&](int u) { return St::row(u) < rows && sc.col[u] >= 0; }, [&](int u) {
-      const int s = St::strip(u), rl = St::row(u), cl = ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u]);
-      const bool inside = col0 + cl < N;  // (block-uniform)
-      double dot = inside ? abft_ab_dot<K, kRowA>(*p, row0 + rl, col0 + cl, tid, Kd, K::kThreads) : 0.0;
-      CUTLASS_PRAGMA_UNROLL
-      for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      if (lane == 0) sc.red[warp][0] = dot;
-      __syncthreads();
-      if (tid == 0) {
-        dot = 0.0;
-        for (int w = 0; w < K::kThreads / 32; ++w) dot += sc.red[w][0];
-        double others = 0.0;
-        CUTLASS_PRAGMA_UNROLL
-        for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
-        const double chk = static_cast<double>(sc.rtot[u]);
-        EC& x = D[rl * ldd + cl];
-        if (inside && ftgen_rules::located_fix_agrees(chk - others, dot, static_cast<double>(sc.ref[u].w))) {
-          x = static_cast<EC>(static_cast<double>(alpha) * dot);
-          ++n;
-        } else if (redo_ok) {
-          sc.col[u] = -2;  // recomputed by the caller as a row of its strip
-        } else {
-          n += ftgen_rules::correct_element_scaled(x, static_cast<double>(alpha), chk, others);
-        }
+    abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
+      const int s = St::strip(u), rl = St::row(u);
+      if (rl >= rows || sc.col[u] < 0) return;
+      double others;
+      const double dot = abft_located_dot<St>(sc, s, rl, &others);
+      EC& x = D[rl * ldd + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])];
+      if (isnan(dot)) {
+        n += ftgen_rules::correct_element_scaled(x, static_cast<double>(alpha), static_cast<double>(sc.rtot[u]), others);
+      } else {
+        x = static_cast<EC>(static_cast<double>(alpha) * dot);
+        ++n;
       }
-      __syncthreads();  // (sc.red reused by the next unit)
     });
     return n;
   }
 };
+
+// This thread's share of a located element's dot product in the rare path: the sum over k = tid, tid + kThreads, ...
+// < g.k_done of A(gi, k) B(k, gj) in double (kBatch > 0: that many loads in flight, predicated; else a rolled loop
+// unrolled kUnroll times: few registers, where the rare path is inlined into the GEMM kernel)
+template <class K, bool kRowA, int kBatch, int kUnroll>
+CUTLASS_DEVICE double abft_rare_dot(const AbftRareArgs& g, int gi, int gj, int tid) {
+  constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+  auto a_at = [&](int kk) { return kRowA ? g.A + static_cast<long long>(gi) * g.lda + kk : g.A + static_cast<long long>(kk) * g.lda + gi; };
+  auto b_at = [&](int kk) { return kRowB ? g.B + static_cast<long long>(kk) * g.ldb + gj : g.B + static_cast<long long>(gj) * g.ldb + kk; };
+  double s = 0.0;
+  if constexpr (kBatch > 0) {
+    for (int kb = tid; kb < g.k_done; kb += kBatch * K::kThreads) {
+      float a[kBatch], b[kBatch];
+      CUTLASS_PRAGMA_UNROLL
+      for (int u = 0; u < kBatch; ++u) {
+        const int kk = kb + u * K::kThreads;
+        const bool in = kk < g.k_done;
+        a[u] = in ? __ldg(a_at(kk)) : 0.f;
+        b[u] = in ? __ldg(b_at(kk)) : 0.f;
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
+    }
+  } else {
+#pragma unroll(kUnroll)
+    for (int kk = tid; kk < g.k_done; kk += K::kThreads) s += static_cast<double>(__ldg(a_at(kk))) * static_cast<double>(__ldg(b_at(kk)));
+  }
+  return s;
+}
 
 // The rare path of a verification: the units (rows of a checksum strip, AbftStrips; Rows::kStrips strips per tile) pass
 // 1 flagged (sc.col == -3; their r, r', r2 in sc.ref) are decided by the full rule of gemm.abft_verify_rows (sum c and
@@ -881,9 +907,8 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
     const float R = sc.ref[un].x, RW = sc.ref[un].y, R2 = sc.ref[un].z;
     sc.rtot[un] = R;
     float score, tau = 0.f;
-    const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score,
-                                                      Rows::kDotFix ? &tau : nullptr);
-    if constexpr (Rows::kDotFix) sc.ref[un].w = tau;  // (fix() checks a located element's recomputation against it)
+    const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score, &tau);
+    sc.ref[un].w = tau;  // (step 4 checks a located element's recomputation against it)
     sc.score[un] = fmaxf(sc.score[un], score);
     sc.col[un] = verdict;
   });
@@ -904,6 +929,38 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   // 3. online correction of the located elements: the rest of each flagged unit, summed in double
   rows.rests(sc, g, tid);
   __syncthreads();
+  // 4. each located element recomputed from A's row and B's column over k < k_done (in double, by the whole block),
+  // kept where it agrees with the checksum's replacement r_i - rest (located_fix_agrees: the replacement carries the
+  // rounding of the unit's other elements, beyond a small element's tolerance beside large ones) in
+  // sc.rest[the unit's first part][rl].y, which fix() writes (NaN there: fix() writes the replacement). A disagreement
+  // is handled as a detection that is not located: Rows::kRowRedo: the unit is left to the caller (sc.col -2); else
+  // the tile is recomputed; on the last attempt the replacement stays.
+  unsigned disagree = 0;
+  abft_each_row<St::kUnits>(lane, [&](int un) { return sc.col[un] >= 0; }, [&](int un) {
+    const int s = St::strip(un), rl = St::row(un), cl = ftgen_rules::abft_strip_column(s, St::kCols, sc.col[un]);
+    const bool inside = g.col0 + cl < g.N && g.row0 + rl < g.M;  // (block-uniform)
+    double dot = inside ? abft_rare_dot<K, kRowA, Rows::kExactBatch, Rows::kExactUnroll>(g, g.row0 + rl, g.col0 + cl, tid) : 0.0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    if (lane == 0) sc.red[warp][0] = dot;
+    __syncthreads();
+    if (tid == 0) {
+      dot = 0.0;
+      for (int w = 0; w < K::kThreads / 32; ++w) dot += sc.red[w][0];
+      double others = 0.0;
+      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
+      const bool agrees = inside && ftgen_rules::located_fix_agrees(static_cast<double>(sc.rtot[un]) - others, dot, static_cast<double>(sc.ref[un].w));
+      sc.rest[s * St::kParts][rl].y = agrees ? dot : static_cast<double>(NAN);
+      if (!agrees && !g.final_attempt) {
+        ++disagree;
+        if constexpr (Rows::kRowRedo) sc.col[un] = -2;
+      }
+    }
+    __syncthreads();  // (sc.red reused by the next unit)
+  });
+  if constexpr (!Rows::kRowRedo) {
+    if (__syncthreads_count(disagree > 0) != 0) return make_uint4(1u, detected, corrected, uncorrectable);  // recompute the tile
+  }
   corrected += rows.fix(sc, tid);
   __syncthreads();  // the scratch is reused by the next verification
   return make_uint4(0u, detected, corrected, uncorrectable);
@@ -1171,7 +1228,8 @@ __global__ void __launch_bounds__(K::kThreads) abft_kernel(AbftParams<K> p) {
       const int tid = fresh_tid();
       const int k_done = it + 1 >= total ? Kd : r0 + it * S::kK;
       const AbftRareArgs g{p.A, p.lda, enc, k_done, M, N, row0, col0, p.unit * (sqrtf(float(k_done)) + sqrt_cols + 1.f), p.fixed, rms_w,
-                           p.online, !kInject || p.t.correct, attempt + 1 >= kMaxAttempts, p.t.counters};
+                           p.online, !kInject || p.t.correct, attempt + 1 >= kMaxAttempts, p.t.counters, 0, p.t.gemm.ref_B.data(),
+                           p.t.gemm.ref_B.stride(0)};
       const bool again = abft_verify<K, kPre, kRowA>(sc, a, g, ref_next, tid, [&](int warp_m, int warp_n, int lane) {
         if constexpr (!kPre) {
           // the reference rows: this lane's k share, over the quad's k, into shared memory
@@ -1286,7 +1344,8 @@ CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int t
   const float unit = p.unit * (sqrtf(float(Kd)) + sqrtf(float(St::kCols)) + 1.f);
   const float rms_w = sqrtf((St::kCols + 1.f) * (2.f * St::kCols + 1.f) / 6.f);
   return AbftRareArgs{p.A, p.lda, p.enc + static_cast<long long>(tn) * kStrips * Kd, Kd, M, N, tm * S::kM, tn * S::kN, unit, p.fixed,
-                      rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters, Kd};
+                      rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters, Kd, p.t.gemm.ref_B.data(),
+                      p.t.gemm.ref_B.stride(0)};
 }
 
 // The k bound of a fault planned at k-iteration `step`: the partial sum it hits covers k < this (the residue k-tile
@@ -1700,8 +1759,7 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
       return;
     } else {
       const long long ldd = p.t.gemm.ref_D.stride(0);
-      AbftGlobalRows<K, kStrips, kRowA> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha,
-                                             &p, row0, col0, !g.final_attempt};
+      AbftGlobalRows<K, kStrips> rows{p.t.gemm.ref_D.data() + row0 * ldd + col0, ldd, min(S::kM, M - row0), p.t.gemm.output_op.alpha};
       bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
       // the units to recompute (a row of a strip: inside C, and not located; every detected unit with correct: detect),
       // listed for the second launch, which recomputes each from A and B; where the list is full, the tile is
