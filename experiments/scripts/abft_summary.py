@@ -1,6 +1,7 @@
 """The short table a GPU script prints last: per bench row of OUT/bench_*.jsonl its precision, the parameter tokens of
 its name, shape, x the vendor reference, x the unprotected twin, verification and counters; then each campaign summary
-of OUT/campaign_*.jsonl (significant, corrected, coverage, false alarms).
+of OUT/campaign_*.jsonl (significant, corrected, coverage, false alarms, the worst corrected fault over its
+tolerance).
 
     python experiments/scripts/abft_summary.py OUT
 """
@@ -10,9 +11,9 @@ import sys
 
 
 def short(kernel: str) -> str:
-    """The precision and the tokens after the protection's: what tells a script's variants apart."""
+    """The precision, the protection's token and the tokens after the backend's: what tells a script's variants apart."""
     parts = kernel.split("_")
-    return " ".join([parts[1]] + parts[4:])
+    return " ".join(parts[1:3] + parts[4:])
 
 
 def main(out: str) -> None:
@@ -32,9 +33,11 @@ def main(out: str) -> None:
             r = json.loads(line)
             if "campaign" in r:
                 c = r["campaign"]
+                tol = (c.get("significance") or {}).get("tolerance")
+                worst = round(c["max_corrected_rel_err"] / tol, 3) if tol and c.get("max_corrected_rel_err") is not None else None
                 print(f.rsplit("/", 1)[1], short(c["kernel"]), "significant", c["significant"], "corrected", c["corrected"],
                       "coverage", round(c["coverage"], 5), "false alarms", c["false_alarms"], "/", c["clean_trials"],
-                      "max clean score", c.get("max_score_clean", c.get("max_clean_score")))
+                      "max clean score", c.get("max_clean_score"), "worst corrected / tol", worst)
 
 
 if __name__ == "__main__":

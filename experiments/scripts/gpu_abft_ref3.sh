@@ -47,5 +47,6 @@ prov_header bench > "$out/provenance.jsonl"
 [ -f "$out/ncu_summary.txt" ] && head -n 16 "$out/ncu_summary.txt"
 grep -h -E "ok|yes|no " "$out/odd.txt" | tail -n 4 | cut -c100-260
 for f in "$out"/ab_new_1.txt; do grep -E "4096x4096|8192x8192" "$f" | cut -c100-300; done
+python3 experiments/scripts/abft_summary.py "$out" | grep "^campaign" | cut -c1-240
 python3 experiments/scripts/ab_table.py "$out" --shape-keys m,n,k $names new
 tar czf "$top/ref3.tgz" -C "$top" ref3
