@@ -438,12 +438,11 @@ struct AbftRareArgs {
   long long ldb;
 };
 
-// A located unit's value after the rare path's step 4 (abft_rare; kDot: that step ran): its element's dot product of A's
-// row and B's column, or NaN where that is not to be taken, and then *others = the sum of the unit's other elements (for
-// r_i - rest)
-template <class St, bool kDot, class Sc>
+// A located unit's value after the rare path's step 4 (abft_rare): its element's dot product of A's row and B's column,
+// or NaN where that is not to be taken, and then *others = the sum of the unit's other elements (for r_i - rest)
+template <class St, class Sc>
 CUTLASS_DEVICE double abft_located_dot(const Sc& sc, int s, int rl, double* others) {
-  const double dot = kDot ? sc.rest[s * St::kParts][rl].y : static_cast<double>(NAN);
+  const double dot = sc.rest[s * St::kParts][rl].y;
   double o = 0.0;
   if (isnan(dot)) {
     for (int x = 0; x < St::kParts; ++x) o += sc.rest[s * St::kParts + x][rl].x;
@@ -530,14 +529,14 @@ struct AbftFragRows {
       if ((lane & 3) == 0) sc.rest[warp_n][warp_m * S::kWarpM + S::row_of(lane, q)].x = rest[q];
     }
   }
-  template <bool kDot, class Sc>
+  template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
     const int warp = tid / 32, lane = tid % 32;
     unsigned n = 0;
     S::each(lane, warp % S::kWarpsM, warp / S::kWarpsM, [&](int e, int rl, int cl, int) {
       if (sc.col[rl] == cl) {
         double others;
-        const double dot = abft_located_dot<AbftStrips<K, 1>, kDot>(sc, 0, rl, &others);
+        const double dot = abft_located_dot<AbftStrips<K, 1>>(sc, 0, rl, &others);
         if (isnan(dot)) {
           n += ftgen_rules::correct_element(a[e], static_cast<double>(sc.rtot[rl]), others);
         } else {
@@ -652,14 +651,14 @@ struct AbftStagedRows {
   CUTLASS_DEVICE void rests(Sc& sc, const AbftRareArgs& g, int tid) const {
     each_part(tid, [&](int rl, int w, const typename K::ElementAcc* x, int c0) { abft_part_rest<K, 1, kStrips>(sc, g, rl, w, c0, 0, [&](int j) { return static_cast<double>(x[j]); }); });
   }
-  template <bool kDot, class Sc>
+  template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
     unsigned n = 0;
     abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
       if (sc.col[u] < 0) return;
       const int s = St::strip(u), rl = St::row(u);
       double others;
-      const double dot = abft_located_dot<St, kDot>(sc, s, rl, &others);
+      const double dot = abft_located_dot<St>(sc, s, rl, &others);
       auto& x = tile[rl * kPitch + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])];
       if (isnan(dot)) {
         n += ftgen_rules::correct_element(x, static_cast<double>(sc.rtot[u]), others);
@@ -759,14 +758,14 @@ struct AbftGlobalRows {
       abft_part_rest<K, 32, kStrips>(sc, g, rl, w, c0, lane, [&](int j) { return static_cast<double>(x[j]) / alpha; });
     });
   }
-  template <bool kDot, class Sc>
+  template <class Sc>
   CUTLASS_DEVICE unsigned fix(Sc& sc, int tid) {
     unsigned n = 0;
     abft_each_unit<St::kUnits, K::kThreads>(tid, [&](int u) {
       const int s = St::strip(u), rl = St::row(u);
       if (rl >= rows || sc.col[u] < 0) return;
       double others;
-      const double dot = abft_located_dot<St, kDot>(sc, s, rl, &others);
+      const double dot = abft_located_dot<St>(sc, s, rl, &others);
       EC& x = D[rl * ldd + ftgen_rules::abft_strip_column(s, St::kCols, sc.col[u])];
       if (isnan(dot)) {
         n += ftgen_rules::correct_element_scaled(x, static_cast<double>(alpha), static_cast<double>(sc.rtot[u]), others);
@@ -806,6 +805,48 @@ CUTLASS_DEVICE double abft_rare_dot(const AbftRareArgs& g, int gi, int gj, int t
     for (int kk = tid; kk < g.k_done; kk += K::kThreads) s += static_cast<double>(__ldg(a_at(kk))) * static_cast<double>(__ldg(b_at(kk)));
   }
   return s;
+}
+
+// The rare path's step 4 (abft_rare), every thread of the block: each located unit's element recomputed from A's row and
+// B's column over k < k_done (in double, by the whole block) and kept where it agrees with the checksum's replacement
+// r_i - rest (located_fix_agrees: the replacement carries the rounding of the unit's other elements, beyond a small
+// element's tolerance beside large ones) in sc.rest[the unit's first part][rl].y, which fix() writes (NaN there: fix()
+// writes the replacement). Where they disagree and this is not the last attempt: Rows::kRowRedo: the unit's sc.col set
+// to -2. Returns the disagreements (thread 0; 0 elsewhere).
+template <class K, bool kRowA, class Rows, class Sc>
+CUTLASS_DEVICE unsigned abft_located_dots(Sc& sc, const AbftRareArgs& g) {
+  using St = AbftStrips<K, Rows::kStrips>;
+  const int tid = fresh_tid(), warp = tid / 32, lane = tid % 32;
+  unsigned disagree = 0;
+  abft_each_row<St::kUnits>(lane, [&](int un) { return sc.col[un] >= 0; }, [&](int un) {
+    const int s = St::strip(un), rl = St::row(un), cl = ftgen_rules::abft_strip_column(s, St::kCols, sc.col[un]);
+    const bool inside = g.col0 + cl < g.N && g.row0 + rl < g.M;  // (block-uniform)
+    double dot = inside ? abft_rare_dot<K, kRowA, Rows::kExactBatch, Rows::kExactUnroll>(g, g.row0 + rl, g.col0 + cl, tid) : 0.0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    if (lane == 0) sc.red[warp][0] = dot;
+    __syncthreads();
+    if (tid == 0) {
+      dot = 0.0;
+      for (int w = 0; w < K::kThreads / 32; ++w) dot += sc.red[w][0];
+      double others = 0.0;
+      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
+      const bool agrees = inside && ftgen_rules::located_fix_agrees(static_cast<double>(sc.rtot[un]) - others, dot, static_cast<double>(sc.ref[un].w));
+      sc.rest[s * St::kParts][rl].y = agrees ? dot : static_cast<double>(NAN);
+      if (!agrees && !g.final_attempt) {
+        ++disagree;
+        if constexpr (Rows::kRowRedo) sc.col[un] = -2;
+      }
+    }
+    __syncthreads();  // (sc.red reused by the next unit)
+  });
+  return disagree;
+}
+
+// The same as a call: no code of it in the caller but the call (the fused design's main loop).
+template <class K, bool kRowA, class Rows, class Sc>
+__device__ __noinline__ unsigned abft_located_dots_call(Sc& sc, const AbftRareArgs g) {
+  return abft_located_dots<K, kRowA, Rows>(sc, g);
 }
 
 // The rare path of a verification: the units (rows of a checksum strip, AbftStrips; Rows::kStrips strips per tile) pass
@@ -930,43 +971,21 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
   // 3. online correction of the located elements: the rest of each flagged unit, summed in double
   rows.rests(sc, g, tid);
   __syncthreads();
-  // 4. each located element recomputed from A's row and B's column over k < k_done (in double, by the whole block),
-  // kept where it agrees with the checksum's replacement r_i - rest (located_fix_agrees: the replacement carries the
-  // rounding of the unit's other elements, beyond a small element's tolerance beside large ones) in
-  // sc.rest[the unit's first part][rl].y, which fix() writes (NaN there: fix() writes the replacement). A disagreement
-  // is handled as a detection that is not located: Rows::kRowRedo: the unit is left to the caller (sc.col -2); else
-  // the tile is recomputed; on the last attempt the replacement stays. Only where the references are exact (kExact:
-  // the pre-pass and concurrent designs); the fused design's rare path is inlined into a main loop that carries the
-  // references, which this step's code made 13-15% slower (x1.29-1.36 its twin -> x1.48-1.54, 16 faults, H100), so
-  // it keeps the replacement.
-  constexpr bool kDot = kExact;
-  unsigned disagree = 0;
-  if constexpr (kDot) abft_each_row<St::kUnits>(lane, [&](int un) { return sc.col[un] >= 0; }, [&](int un) {
-    const int s = St::strip(un), rl = St::row(un), cl = ftgen_rules::abft_strip_column(s, St::kCols, sc.col[un]);
-    const bool inside = g.col0 + cl < g.N && g.row0 + rl < g.M;  // (block-uniform)
-    double dot = inside ? abft_rare_dot<K, kRowA, Rows::kExactBatch, Rows::kExactUnroll>(g, g.row0 + rl, g.col0 + cl, tid) : 0.0;
-    CUTLASS_PRAGMA_UNROLL
-    for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    if (lane == 0) sc.red[warp][0] = dot;
-    __syncthreads();
-    if (tid == 0) {
-      dot = 0.0;
-      for (int w = 0; w < K::kThreads / 32; ++w) dot += sc.red[w][0];
-      double others = 0.0;
-      for (int x = 0; x < St::kParts; ++x) others += sc.rest[s * St::kParts + x][rl].x;
-      const bool agrees = inside && ftgen_rules::located_fix_agrees(static_cast<double>(sc.rtot[un]) - others, dot, static_cast<double>(sc.ref[un].w));
-      sc.rest[s * St::kParts][rl].y = agrees ? dot : static_cast<double>(NAN);
-      if (!agrees && !g.final_attempt) {
-        ++disagree;
-        if constexpr (Rows::kRowRedo) sc.col[un] = -2;
-      }
-    }
-    __syncthreads();  // (sc.red reused by the next unit)
-  });
-  if constexpr (kDot && !Rows::kRowRedo) {
+  // 4. each located element recomputed from A's row and B's column (abft_located_dots); a disagreement is handled as
+  // a detection that is not located: Rows::kRowRedo: the unit is left to the caller (sc.col -2); else the tile is
+  // recomputed; on the last attempt the replacement stays. The fused design (!kExact: the rare path inlined into a main
+  // loop that carries the references) calls it out of line: inlined there, its code made that loop 13-15% slower
+  // (x1.29-1.36 its twin -> x1.48-1.54, 16 faults, H100); as a call, 3% faster than with no such step (x1.24-1.31).
+  unsigned disagree;
+  if constexpr (kExact) {
+    disagree = abft_located_dots<K, kRowA, Rows>(sc, g);
+  } else {
+    disagree = abft_located_dots_call<K, kRowA, Rows>(sc, g);
+  }
+  if constexpr (!Rows::kRowRedo) {
     if (__syncthreads_count(disagree > 0) != 0) return make_uint4(1u, detected, corrected, uncorrectable);  // recompute the tile
   }
-  corrected += rows.template fix<kDot>(sc, tid);
+  corrected += rows.fix(sc, tid);
   __syncthreads();  // the scratch is reused by the next verification
   return make_uint4(0u, detected, corrected, uncorrectable);
 }
