@@ -410,10 +410,9 @@ def abft_gemm_model(A, B, *, cols: int, kt: int, interval: int, precision: str =
     is the faulty accumulator's start, and the steps add the products to it).
     fix: how a located element is corrected: 'checksum' (C_ij = r_i - the rest of the row, summed anew), 'dot' (the
     fp64 check: C_ij recomputed from A's row and B's column in double; r_i - rest carries the rounding of the whole row,
-    beyond the rule's tolerance for a small element beside large ones), 'checked' (the SIMT kernels, the tf32x3
-    pre-pass and concurrent checks: the dot product where it agrees with r_i - rest within twice the row's threshold,
-    located_fix_agrees; else the detection is handled as one that is not located: recompute) or 'checksum' (the tf32x3
-    fused design).
+    beyond the rule's tolerance for a small element beside large ones) or 'checked' (the SIMT and tf32x3 kernels:
+    the dot product where it agrees with r_i - rest within twice the row's threshold, located_fix_agrees; else the
+    detection is handled as one that is not located: recompute).
     Returns (C, counters) with counters detected / corrected / recomputed / uncorrectable / max_score.
     """
     if fix not in ("checksum", "dot", "checked"):
