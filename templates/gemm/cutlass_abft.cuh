@@ -683,7 +683,7 @@ CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
 }
 
 // The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
-// recomputation, a located element's correction), in k order. The loads go kBatch at a time, predicated, all issued before the first is used: an
+// recomputation), in k order. The loads go kBatch at a time, predicated, all issued before the first is used: an
 // unrolled `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited
 // for the one before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
 template <class K, bool kRowA, int kBatch = 16>
@@ -950,7 +950,8 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
     sc.rtot[un] = R;
     float score, tau = 0.f;
     const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score, &tau);
-    sc.ref[un].w = tau;  // (step 4 checks a located element's recomputation against it)
+    sc.ref[un].w = tau;  // (step 4 checks a located element's recomputation against it; a unit located by its one
+                         // non-finite element keeps tau 0, so it is recomputed: its r_i - rest is not checked)
     sc.score[un] = fmaxf(sc.score[un], score);
     sc.col[un] = verdict;
   });
