@@ -951,7 +951,7 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
     float score, tau = 0.f;
     const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score, &tau);
     sc.ref[un].w = tau;  // (step 4 checks a located element's recomputation against it; a unit located by its one
-                         // non-finite element keeps tau 0, so it is recomputed: its r_i - rest is not checked)
+                         // non-finite element keeps tau 0, so step 4 finds them apart and the unit is recomputed)
     sc.score[un] = fmaxf(sc.score[un], score);
     sc.col[un] = verdict;
   });
