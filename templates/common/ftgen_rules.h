@@ -60,7 +60,7 @@ FTGEN_RULE int classify_row(double d, double dw, double tau, double tau_w, int c
   return 3;
 }
 
-// A located element of the SIMT kernels and of the concurrent threadblock check (cutlass_abft.cuh, AbftGlobalRows) is
+// A located element of the SIMT kernels and of the tf32x3 threadblock checks (cutlass_abft.cuh, abft_located_dots) is
 // recomputed from A's row and B's column (a dot product in double):
 // the checksum's replacement r_i - (the rest of the row) carries the rounding of every other element of the
 // row, which exceeds a small element's own tolerance beside large ones. The two must agree within twice the
