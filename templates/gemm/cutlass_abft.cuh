@@ -682,32 +682,35 @@ CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
   }
 }
 
-// The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double (a planned fault's partial sum, the row
-// recomputation), in k order. The loads go kBatch at a time, predicated, all issued before the first is used: an
-// unrolled `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited
-// for the one before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
-template <class K, bool kRowA, int kBatch = 16>
-CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
-  const auto* B = p.t.gemm.ref_B.data();
-  using EB = typename std::remove_cv<typename std::remove_pointer<decltype(B)>::type>::type;
-  const long long ldb = p.t.gemm.ref_B.stride(0);
+// The sum over k = k0, k0 + stride, ... < k1 of A(gi, k) B(k, gj) in double, in k order (A, B in K's layouts; EA, EB
+// their element types). The loads go kBatch at a time, predicated, all issued before the first is used: an unrolled
+// `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited for the one
+// before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
+template <class K, bool kRowA, int kBatch, class EA, class EB>
+CUTLASS_DEVICE double abft_dot_k(const EA* A, long long lda, const EB* B, long long ldb, int gi, int gj, int k0, int k1, int stride) {
   constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
   double s = 0.0;
   for (int kb = k0; kb < k1; kb += kBatch * stride) {
-    typename K::ElementA a[kBatch];
+    EA a[kBatch];
     EB b[kBatch];
     CUTLASS_PRAGMA_UNROLL
     for (int u = 0; u < kBatch; ++u) {
       const int kk = kb + u * stride;
       const bool in = kk < k1;
-      a[u] = in ? __ldg(kRowA ? p.A + static_cast<long long>(gi) * p.lda + kk : p.A + static_cast<long long>(kk) * p.lda + gi)
-                : typename K::ElementA(0);
+      a[u] = in ? __ldg(kRowA ? A + static_cast<long long>(gi) * lda + kk : A + static_cast<long long>(kk) * lda + gi) : EA(0);
       b[u] = in ? __ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk) : EB(0);
     }
     CUTLASS_PRAGMA_UNROLL
     for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
   }
   return s;
+}
+
+// abft_dot_k on the operands of p (a planned fault's partial sum, the row recomputation)
+template <class K, bool kRowA, int kBatch = 16>
+CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
+  return abft_dot_k<K, kRowA, kBatch>(p.A, p.lda, p.t.gemm.ref_B.data(), static_cast<long long>(p.t.gemm.ref_B.stride(0)), gi, gj, k0,
+                                      k1, stride);
 }
 
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
@@ -783,28 +786,19 @@ struct AbftGlobalRows {
 // unrolled kUnroll times: few registers, where the rare path is inlined into the GEMM kernel)
 template <class K, bool kRowA, int kBatch, int kUnroll>
 CUTLASS_DEVICE double abft_rare_dot(const AbftRareArgs& g, int gi, int gj, int tid) {
-  constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-  auto a_at = [&](int kk) { return kRowA ? g.A + static_cast<long long>(gi) * g.lda + kk : g.A + static_cast<long long>(kk) * g.lda + gi; };
-  auto b_at = [&](int kk) { return kRowB ? g.B + static_cast<long long>(kk) * g.ldb + gj : g.B + static_cast<long long>(gj) * g.ldb + kk; };
-  double s = 0.0;
   if constexpr (kBatch > 0) {
-    for (int kb = tid; kb < g.k_done; kb += kBatch * K::kThreads) {
-      float a[kBatch], b[kBatch];
-      CUTLASS_PRAGMA_UNROLL
-      for (int u = 0; u < kBatch; ++u) {
-        const int kk = kb + u * K::kThreads;
-        const bool in = kk < g.k_done;
-        a[u] = in ? __ldg(a_at(kk)) : 0.f;
-        b[u] = in ? __ldg(b_at(kk)) : 0.f;
-      }
-      CUTLASS_PRAGMA_UNROLL
-      for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
-    }
+    return abft_dot_k<K, kRowA, kBatch>(g.A, g.lda, g.B, g.ldb, gi, gj, tid, g.k_done, K::kThreads);
   } else {
+    constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
+    double s = 0.0;
 #pragma unroll(kUnroll)
-    for (int kk = tid; kk < g.k_done; kk += K::kThreads) s += static_cast<double>(__ldg(a_at(kk))) * static_cast<double>(__ldg(b_at(kk)));
+    for (int kk = tid; kk < g.k_done; kk += K::kThreads) {
+      const float a = __ldg(kRowA ? g.A + static_cast<long long>(gi) * g.lda + kk : g.A + static_cast<long long>(kk) * g.lda + gi);
+      const float b = __ldg(kRowB ? g.B + static_cast<long long>(kk) * g.ldb + gj : g.B + static_cast<long long>(gj) * g.ldb + kk);
+      s += static_cast<double>(a) * static_cast<double>(b);
+    }
+    return s;
   }
-  return s;
 }
 
 // The rare path's step 4 (abft_rare), every thread of the block: each located unit's element recomputed from A's row and
