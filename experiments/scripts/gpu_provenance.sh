@@ -37,9 +37,11 @@ build_version() {
   shift 3
   proj=$(spec_project "$spec") || return 1
   if [ -n "$headers" ] && [ -d "$headers/ftgen" ]; then
-    # from that directory (python -m puts the working directory first on the path)
-    local top=$PWD
-    (cd "$headers" && python3 -m ftgen.cli generate "$top/$spec" -o "$dir") > /dev/null || return 1
+    # from that directory (python -m puts the working directory first on the path), SPEC and DIR made absolute
+    local abs_spec=$spec abs_dir=$dir
+    [ "${spec#/}" = "$spec" ] && abs_spec=$PWD/$spec
+    [ "${dir#/}" = "$dir" ] && abs_dir=$PWD/$dir
+    (cd "$headers" && python3 -m ftgen.cli generate "$abs_spec" -o "$abs_dir") > /dev/null || return 1
   else
     python3 -m ftgen.cli generate "$spec" -o "$dir" > /dev/null || return 1
     if [ -n "$headers" ]; then cp "$headers"/*.cuh "$dir/$proj/common/" || return 1; fi
