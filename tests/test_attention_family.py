@@ -324,24 +324,27 @@ CHECK_S_MAIN = r"""
 #include <cstdio>
 #include <random>
 #include "attention_mma.cuh"
-// A thread's S tile (16 n8 blocks, four stride-8 groups) with exact checksum blocks, faults added, check_s run:
-// per case the return, the counts, the largest change left against the clean tile and the reported score.
+// A thread's S tile (16 n8 blocks, four stride-8 groups) with checksum blocks, faults added, check_s run: per case
+// the return, the counts, the largest change left against the clean tile and the reported score. The unit checksum
+// is off by `lo` (what rounding Kc1 into the 16-bit type leaves out, q . lo at most ||q|| ||lo||), which the threshold
+// allows for through klo = `lo` times the margin's reciprocal.
 int main() {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 3.f);
-  const ftattn::Rules rules{1e-6f, 6e-8f, 1e-6f, 1e-3f, 1.f, 1.f, -24.f, 1e-3f};
+  const ftattn::Rules rules{1e-6f, 6e-8f, 1e-6f, 1e-3f, 1.f, 1.f, -24.f, 1e-3f, 0.f, 0.f, 0.f, 1.25f};
   const float qn[2] = {1.f, 1.f}, kn[2] = {1.f, 1.f}, kc2[2] = {1.f, 1.f};
-  int ne, nl, fix;
-  while (std::scanf("%d %d", &ne, &fix) == 2) {
-    float s[16][4], clean[16][4], sc[3][4];
+  int ne, fix;
+  float lo;
+  while (std::scanf("%d %d %f", &ne, &fix, &lo) == 3) {
+    const float klo[2] = {lo / 1.25f, lo / 1.25f};
+    float s[16][4], clean[16][4], sc[2][4];
     for (int l = 0; l < 16; ++l)
       for (int e = 0; e < 4; ++e) clean[l][e] = s[l][e] = nd(rng);
     for (int e = 0; e < 4; ++e) {
       double c1 = 0, c2 = 0;
       for (int l = 0; l < 16; ++l) c1 += s[l][e], c2 += (l + 1) * static_cast<double>(s[l][e]);
-      sc[0][e] = static_cast<float>(c1);
-      sc[1][e] = static_cast<float>(c1 - sc[0][e]);
-      sc[2][e] = static_cast<float>(c2);
+      sc[0][e] = static_cast<float>(c1) + (e % 2 ? lo : -lo);
+      sc[1][e] = static_cast<float>(c2);
     }
     for (int i = 0; i < ne; ++i) {  // faults: group e, position l, value added (nan: made NaN)
       int e, l;
@@ -350,7 +353,7 @@ int main() {
       s[l][e] = v[0] == 'n' ? NAN : s[l][e] + std::strtof(v, nullptr);
     }
     ftattn::Tally t;
-    const bool again = ftattn::check_s(s, sc, qn, kn, kc2, 64, rules, fix != 0, t);
+    const bool again = ftattn::check_s(s, sc, qn, kn, klo, kc2, 64, rules, fix != 0, t);
     float worst = 0.f;
     for (int l = 0; l < 16; ++l)
       for (int e = 0; e < 4; ++e) worst = std::fmax(worst, std::isnan(s[l][e]) ? INFINITY : std::fabs(s[l][e] - clean[l][e]));
@@ -365,11 +368,13 @@ def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path
     """check_s (the strided levels' S check, shared by the mma and wgmma kernels) on the host: a single fault in a
     group, at any group and position, bit-sized or NaN, is detected and corrected in place; one in each of two groups
     too; two in one group are detected and not located (the caller recomputes); detect-only counts and leaves S. The
-    score (the largest |residual| / threshold) is under 1 on the clean tile, over 1 with a fault, infinite with NaN."""
+    score (the largest |residual| / threshold) is under 1 on the clean tile, over 1 with a fault, infinite with NaN.
+    A unit checksum off by its 16-bit rounding passes clean within the allowance and corrects to within it."""
     exe = attention_host_program(tmp_path, "check_s", CHECK_S_MAIN)
-    cases = [("0 1", None)]
-    cases += [(f"1 1 {e} {l} {v}", "fixed") for e in range(4) for l in (0, 7, 15) for v in ("8", "-0.5", "1e6", "nan")]
-    cases += [("2 1 0 3 4 2 9 -2", "fixed2"), ("2 1 1 3 4 1 9 -2", "again"), ("1 0 2 5 8", "detect")]
+    cases = [("0 1 0", None), ("0 1 0.25", None)]
+    cases += [(f"1 1 0 {e} {l} {v}", "fixed") for e in range(4) for l in (0, 7, 15) for v in ("8", "-0.5", "1e6", "nan")]
+    cases += [("2 1 0 0 3 4 2 9 -2", "fixed2"), ("2 1 0 1 3 4 1 9 -2", "again"), ("1 0 0 2 5 8", "detect")]
+    cases += [(f"1 1 0.25 {e} 7 100", "fixed_lo") for e in range(4)]  # corrected up to the checksum's rounding
     run = subprocess.run([str(exe)], input="\n".join(c for c, _ in cases) + "\n", capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     got = [line.split() for line in run.stdout.splitlines()]
@@ -381,6 +386,8 @@ def test_the_s_check_corrects_one_fault_per_group_compiled_for_the_host(tmp_path
             assert (again, det, corr) == (0, 0, 0) and worst == 0, case
         elif want == "fixed":
             assert (again, det, corr) == (0, 1, 1) and worst < 1e-4, case
+        elif want == "fixed_lo":
+            assert (again, det, corr) == (0, 1, 1) and abs(worst - 0.25) < 1e-4, case
         elif want == "fixed2":
             assert (again, det, corr) == (0, 2, 2) and worst < 1e-4, case
         elif want == "again":

@@ -69,11 +69,13 @@ def test_head_dim_256_takes_block_n_64_and_the_stages_that_fit():
 
 def test_stages_auto_is_the_most_that_fit():
     assert auto_stages(128, 128, False) == 5 and auto_stages(128, 128, True) == 4  # the checksum stages leave room for four
-    # efta's Vc stages carry 16 rows of ones more (its row sums): three stages at head_dim 128, in the name too
-    assert auto_stages(128, 128, True, 128, True) == 3 and auto_stages(64, 128, True, 128, True) == 5
+    # efta's Vc stages carry 16 rows of ones more (its row sums), its K' stages 16 checksum rows: four stages at head_dim
+    # 128, in the name too
+    assert auto_stages(128, 128, True, 128, True) == 4 and auto_stages(64, 128, True, 128, True) == 5
     assert smem_bytes(128, 128, 3, True, 128, True) - smem_bytes(128, 128, 3, True) == 3 * 16 * 128 * 2
+    assert smem_bytes(128, 128, 3, True) - smem_bytes(128, 128, 3, False) == 3 * (16 * 128 + 32 * 128) * 2
     (v,) = _variants("protection: {scheme: abft, level: efta}\nparams: {backend: wgmma, head_dim: 128}\n")
-    assert v.name == "attn_f16_abft-efta_wgmma_d128_nc_128x128_s3_pp"
+    assert v.name == "attn_f16_abft-efta_wgmma_d128_nc_128x128_s4_pp"
     for d in (64, 128):
         for bn in (64, 128):
             for strided in (False, True):

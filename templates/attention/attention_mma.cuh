@@ -46,6 +46,7 @@ struct Rules {
   float u_acc, u32, u_mufu, u_in, c_sqrt, c_const, p_floor, exp_tau;
   float exp_tau_fast, exp_fast_msl;  // the exp check's fast path: model.exp_fast_threshold, EXP_FAST_MSL
   float exp_band;  // fp16: what the exp check's threshold adds per value below the normal range (model.exp_band_relief)
+  float s_lo_margin;  // the S check's allowance for K's unit checksum rounded once (model.S_LO_MARGIN)
 };
 
 // ---- 16-bit types ------------------------------------------------------------------------------
@@ -409,19 +410,19 @@ __host__ __device__ __forceinline__ bool fix_group(float (&acc)[N][4], int e, fl
   return true;
 }
 
-// The detection pass of a check: group e of the fragment against its unit checksum (high and low halves c_hi, c_lo)
-// at threshold tau(e), its score recorded; bit e of the result set where the residual exceeds it (`non_finite`: or is
-// not finite, however large the threshold).
-template <int N, class Tau>
-__host__ __device__ __forceinline__ unsigned flag_groups(const float (&acc)[N][4], const float (&c_hi)[4], const float (&c_lo)[4], Tau tau,
-                                                         bool non_finite, Tally& tally, float* sums_out = nullptr) {
+// The detection pass of a check: group e of the fragment against its unit checksum (the sum of the blocks `c`: its
+// high and low halves, or one block) at threshold tau(e), its score recorded; bit e of the result set where the residual
+// exceeds it (`non_finite`: or is not finite, however large the threshold). With `sums_out`, the group sums go there.
+template <int N, class Tau, class... Cs>
+__host__ __device__ __forceinline__ unsigned flag_groups(const float (&acc)[N][4], Tau tau, bool non_finite, Tally& tally, float* sums_out,
+                                                         const Cs&... c) {
   unsigned flagged = 0;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     float g1, g2;
     group_sums(acc, e, g1, g2);
     if (sums_out) sums_out[e] = g1;
-    const float r1 = c_hi[e] + c_lo[e] - g1, t = tau(e);
+    const float r1 = (c[e] + ...) - g1, t = tau(e);
     tally.score(r1, t);
     if (!(fabsf(r1) <= t) || (non_finite && !isfinite(r1))) flagged |= 1u << e;
   }
@@ -547,25 +548,27 @@ __device__ __forceinline__ void store_rows(T* O, const float (&o)[ND][4], const 
         *reinterpret_cast<uint32_t*>(O + static_cast<long long>(qrow[h]) * (8 * ND) + n * 8 + cq) = Half<T>::pack(o[n][2 * h], o[n][2 * h + 1]);
 }
 
-// The S check of the strided levels: each of the thread's four groups against the checksum blocks sc (unit high and
-// low halves, weighted) at model.s_threshold; a located fault is corrected in place. qn: the norms of the thread's
-// two rows; kn, kc2: per group g = cq, cq + 1 the sum of its keys' norms and ||Kc2[g]||^2. Returns whether a group
+// The S check of the strided levels: each of the thread's four groups against the checksum blocks sc (unit,
+// weighted: each K checksum one 16-bit row) at model.s_threshold; a located fault is corrected in place. qn: the
+// norms of the thread's two rows; kn, klo, kc2: per group g = cq, cq + 1 the sum of its keys' norms,
+// ||Kc1[g] - hi(Kc1[g])|| (what rounding the unit checksum into T left out) and ||Kc2[g]||^2. Returns whether a group
 // could not be located (the caller recomputes). With `gsums`, the four group sums of S as checked go there and
 // `*flagged_out` says which groups the check flagged (the exp check's fast path takes the others' sums). Host-callable:
 // tests/test_attention_family.py runs it on faults.
 template <int NT>
-__host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[3][4], const float (&qn)[2], const float (&kn)[2],
-                                                 const float (&kc2)[2], int D, const Rules& rules, bool fix, Tally& tally,
-                                                 float* gsums = nullptr, unsigned* flagged_out = nullptr) {
-  const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32 +
-                     rules.u_in * rules.u_in;
-  const unsigned flagged = flag_groups(s, sc[0], sc[1], [&](int e) { return qn[e / 2] * kn[e & 1] * unit; }, false, tally, gsums);
+__host__ __device__ __forceinline__ bool check_s(float (&s)[NT][4], const float (&sc)[2][4], const float (&qn)[2], const float (&kn)[2],
+                                                 const float (&klo)[2], const float (&kc2)[2], int D, const Rules& rules, bool fix,
+                                                 Tally& tally, float* gsums = nullptr, unsigned* flagged_out = nullptr) {
+  const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(D)) + rules.c_const) + 2.f * NT * rules.u32;
+  // the threshold over ||q||, per group
+  const float kt[2] = {fmaf(kn[0], unit, rules.s_lo_margin * klo[0]), fmaf(kn[1], unit, rules.s_lo_margin * klo[1])};
+  const unsigned flagged = flag_groups(s, [&](int e) { return qn[e / 2] * kt[e & 1]; }, false, tally, gsums, sc[0]);
   if (flagged_out) *flagged_out = flagged;
   const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
     const float q = row_of(qn, e >> 1);
-    c1 = group_of(sc[0], e) + group_of(sc[1], e);
-    c2 = group_of(sc[2], e);
-    tau2 = q * row_of(kn, e & 1) * unit * (NT + 1) + rules.u_in * q * sqrtf(row_of(kc2, e & 1));
+    c1 = group_of(sc[0], e);
+    c2 = group_of(sc[1], e);
+    tau2 = q * row_of(kt, e & 1) * (NT + 1) + rules.u_in * q * sqrtf(row_of(kc2, e & 1));
   };
   return flagged && fix_flagged(s, flagged, sums, false, rules.u32, fix, tally);
 }
@@ -816,7 +819,7 @@ __device__ __forceinline__ bool check_o_tile(float (&o)[ND][4], const float (&oc
   }
   const float unit = 2.f * rules.u_acc * (rules.c_sqrt * sqrtf(static_cast<float>(keys_seen)) + rules.c_const + (j + 1) + ND) +
                      rules.u_in * rules.u_in;
-  const unsigned flagged = flag_groups(o, oc[0], oc[1], [&](int e) { return oc[3][e] * unit; }, true, tally);
+  const unsigned flagged = flag_groups(o, [&](int e) { return oc[3][e] * unit; }, true, tally, nullptr, oc[0], oc[1]);
   const auto sums = [&](int e, float& c1, float& c2, float& tau2) {
     c1 = group_of(oc[0], e) + group_of(oc[1], e);
     c2 = group_of(oc[2], e);
@@ -960,7 +963,7 @@ struct Config : Levels<LEVEL_> {
   static constexpr int ND = D / 8;    // n8 blocks of O
   static constexpr int KD = D / 16;   // k16 steps of Q K^T
   static constexpr int KN = BN / 16;  // k16 steps of P V
-  static constexpr int CK = kStrided ? 24 : 0;   // checksum rows of K: hi, lo, weighted
+  static constexpr int CK = kStrided ? 16 : 0;   // checksum rows of K: unit, weighted
   static constexpr int CKV = kStrided ? 32 : 0;  // columns of V: hi, lo, weighted, magnitude
   static constexpr int LDQ = D + 8;             // shared-memory row pitches (elements; +8: bank spread)
   static constexpr int LDK = D + 8;
@@ -968,7 +971,7 @@ struct Config : Levels<LEVEL_> {
   static constexpr int kSmemQ = BM * LDQ * 2;
   static constexpr int kSmemK = (BN + CK) * LDK * 2;
   static constexpr int kSmemV = BN * LDV * 2;
-  static constexpr int kSmemF = (BN + BM + 16) * 4;  // key norms, query norms, per-group scratch (sG)
+  static constexpr int kSmemF = (BN + BM + 24) * 4;  // key norms, query norms, per-group scratch (sG)
   static constexpr int kSmem = kSmemQ + kSmemK + kSmemV + kSmemF;
   static_assert(D % 16 == 0 && BN % 16 == 0 && BM % 16 == 0, "tile shapes");
 };
@@ -987,17 +990,17 @@ __device__ __forceinline__ void stage(typename C::T* dst, int ld, const typename
 }
 
 // ---- the K / V encodings of the strided levels, once per launch ----------------------------------------
-// The checksum rows of K (hi, lo, weighted), the checksum and magnitude columns of V, the key norms and the per-group
+// The checksum rows of K (unit, weighted), the checksum and magnitude columns of V, the key norms and the per-group
 // scalars sG depend on the key tile only, not on the query block: encode_kv_kernel computes them once per (batch,
 // K / V head, key tile) into the workspace (grouped query heads share them), and each block of flash_kernel stages
-// them with the tile. Layout per tile: K
-// rows [24][D] and V columns [BN][32] of T, key norms [BN] and sG[0..15] as floats.
+// them with the tile. Layout per tile: K rows [16][D] and V columns [BN][32] of T, key norms [BN] and sG[0..23] as
+// floats (sG[16..23] as norms: encode_tile leaves their squares).
 template <class C>
 struct EncLayout {
-  static constexpr int kKBytes = 24 * C::D * 2;
+  static constexpr int kKBytes = 16 * C::D * 2;
   static constexpr int kVBytes = C::BN * 32 * 2;
   static constexpr int kNBytes = C::BN * 4;
-  static constexpr int kGBytes = 16 * 4;
+  static constexpr int kGBytes = 24 * 4;
   static constexpr int kBytes = (kKBytes + kVBytes + kNBytes + kGBytes + 15) / 16 * 16;
 };
 
@@ -1052,12 +1055,13 @@ __host__ __device__ inline float encode_v_group(const T* v, int g, T out[4]) {
   return fabsf(s2);
 }
 
-// The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[0..15]; sG zeroed by the caller).
+// The encodings of one staged tile (sK rows BN.., sV columns D.., sKn, sG[0..23]; sG zeroed by the caller).
 template <class C>
 __device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
   using T = typename C::T;
   using H = Half<T>;
-  // K checksums: rows BN + g (unit, high half), BN + 8 + g (low half), BN + 16 + g (weighted)
+  // K checksums, each rounded once into T: rows BN + g (unit), BN + 8 + g (weighted); sG[16 + g] sums the squares of
+  // what the unit checksum's rounding left out (model.k_checksums)
   for (int i = tid; i < 8 * C::D; i += C::kThreads) {
     const int g = i / C::D, c = i % C::D;
     float s1 = 0.f, s2 = 0.f;
@@ -1068,10 +1072,11 @@ __device__ __forceinline__ void encode_tile(typename C::T* sK, typename C::T* sV
       s2 = fmaf(static_cast<float>(l + 1), x, s2);
     }
     const T hi = H::from(s1);
+    const float lo = s1 - H::to(hi);
     sK[(C::BN + g) * C::LDK + c] = hi;
-    sK[(C::BN + 8 + g) * C::LDK + c] = H::from(s1 - H::to(hi));
-    sK[(C::BN + 16 + g) * C::LDK + c] = H::from(s2);
+    sK[(C::BN + 8 + g) * C::LDK + c] = H::from(s2);
     atomicAdd(&sG[g], s2 * s2);
+    atomicAdd(&sG[16 + g], lo * lo);
   }
   row_norms<C>(sK, C::LDK, C::BN, sKn, tid);
   // V: columns D + g, D + 8 + g, D + 16 + g, D + 24 + g of each key (encode_v_group)
@@ -1097,7 +1102,7 @@ template <class C>
 __device__ __forceinline__ void load_encoding(const unsigned char* e, typename C::T* sK, typename C::T* sV, float* sKn, float* sG, int tid) {
   using L = EncLayout<C>;
   constexpr int kRowVec = C::D * 2 / 16;  // 16-byte vectors per K row
-  for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
+  for (int i = tid; i < 16 * kRowVec; i += C::kThreads) {
     const int rr = i / kRowVec, c = i % kRowVec;
     reinterpret_cast<uint4*>(sK + (C::BN + rr) * C::LDK)[c] = __ldg(reinterpret_cast<const uint4*>(e) + i);
   }
@@ -1108,12 +1113,12 @@ __device__ __forceinline__ void load_encoding(const unsigned char* e, typename C
   }
   copy16<C>(sKn, e + L::kKBytes + L::kVBytes, L::kNBytes, tid);
   const float* g = reinterpret_cast<const float*>(e + L::kKBytes + L::kVBytes + L::kNBytes);
-  if (tid < 16) sG[tid] = __ldg(g + tid);
+  if (tid < 24) sG[tid] = __ldg(g + tid);
 }
 
-// The fused kernel's shared memory carved from the dynamic base: the Q tile, the K tile with its 24 checksum rows, the
-// V tile with its 32 checksum columns, then key norms [BN], query norms [BM] and the per-group scalars sG [16]
-// ([0..7] ||Kc2[g]||^2, [8..15] max_c |Vc2[c][g]|).
+// The fused kernel's shared memory carved from the dynamic base: the Q tile, the K tile with its 16 checksum rows, the
+// V tile with its 32 checksum columns, then key norms [BN], query norms [BM] and the per-group scalars sG [24]
+// ([0..7] ||Kc2[g]||^2, [8..15] max_c |Vc2[c][g]|, [16..23] ||Kc1[g] - hi(Kc1[g])||).
 template <class C>
 struct Tiles {
   typename C::T *sQ, *sK, *sV;
@@ -1137,7 +1142,7 @@ __device__ __forceinline__ void stage_and_encode(const ftgen_attention_problem& 
   const T* V = static_cast<const T*>(p.v) + kv * p.seq_k * C::D;
   stage<C>(t.sK, C::LDK, K, tile * C::BN, C::BN, p.seq_k);
   stage<C>(t.sV, C::LDV, V, tile * C::BN, C::BN, p.seq_k);
-  if (tid < 16) t.sG[tid] = 0.f;
+  if (tid < 24) t.sG[tid] = 0.f;
   __syncthreads();
   encode_tile<C>(t.sK, t.sV, t.sKn, t.sG, tid);
   __syncthreads();
@@ -1152,7 +1157,7 @@ __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_
   stage_and_encode<C>(p, kv, tile, t, tid);
   unsigned char* e = static_cast<unsigned char*>(p.workspace) + (static_cast<long long>(kv) * key_tiles<C>(p) + tile) * L::kBytes;
   constexpr int kRowVec = C::D * 2 / 16;
-  for (int i = tid; i < 24 * kRowVec; i += C::kThreads) {
+  for (int i = tid; i < 16 * kRowVec; i += C::kThreads) {
     const int rr = i / kRowVec, c = i % kRowVec;
     reinterpret_cast<uint4*>(e)[i] = reinterpret_cast<const uint4*>(t.sK + (C::BN + rr) * C::LDK)[c];
   }
@@ -1163,7 +1168,7 @@ __global__ void __launch_bounds__(C::kThreads) encode_kv_kernel(ftgen_attention_
   }
   float* kn = reinterpret_cast<float*>(e + L::kKBytes + L::kVBytes);
   for (int i = tid; i < C::BN; i += C::kThreads) kn[i] = t.sKn[i];
-  if (tid < 16) kn[C::BN + tid] = t.sG[tid];
+  if (tid < 24) kn[C::BN + tid] = tid < 16 ? t.sG[tid] : sqrtf(t.sG[tid]);
 }
 
 template <class C>
@@ -1245,7 +1250,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
 
       // ---- GEMM I: S = Q K^T (and the checksum blocks) ----------------------------------------
       float s[C::NT][4];
-      float sc[3][4];
+      float sc[2][4];
 #pragma unroll
       for (int n = 0; n < C::NT; ++n) {
         s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
@@ -1258,7 +1263,7 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
       if (hit) inject_blocks(s, fault, p, FTGEN_ATTN_SITE_QK, j, qrow, k0, cq);
       if (C::kStrided) {
 #pragma unroll
-        for (int c = 0; c < 3; ++c) {
+        for (int c = 0; c < 2; ++c) {
           sc[c][0] = sc[c][1] = sc[c][2] = sc[c][3] = 0.f;
 #pragma unroll
           for (int kk = 0; kk < C::KD; ++kk) {
@@ -1270,8 +1275,8 @@ __global__ void __launch_bounds__(C::kThreads) flash_kernel(ftgen_attention_prob
         float kn[2] = {0.f, 0.f};
 #pragma unroll
         for (int l = 0; l < C::NT; ++l) kn[0] += sKn[cq + 8 * l], kn[1] += sKn[cq + 1 + 8 * l];
-        const float kc2[2] = {sG[cq], sG[cq + 1]};
-        const bool again = check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally);
+        const float kc2[2] = {sG[cq], sG[cq + 1]}, klo[2] = {sG[16 + cq], sG[16 + cq + 1]};
+        const bool again = check_s(s, sc, qn, kn, klo, kc2, C::D, rules, fix, tally);
         if (__any_sync(0xffffffffu, again)) {  // not located: the warp recomputes its S tile
           if (again) ++tally.recomputed;
 #pragma unroll

@@ -7,11 +7,11 @@
 // The wgmma accumulator fragment of an m64nN tile repeats the m16n8 layout per warp: warp w of the warpgroup holds
 // rows 16 w + lane / 4 and + 8, and element 4 n + e of a thread is column 8 n + 2 (lane % 4) + e % 2 of row half e / 2.
 // The stride-8 column groups of a product are therefore thread-local as on mma.sync, and the strided checksums are
-// products: S's checksum columns Q Kc^T (Kc: the unit checksum's high and low halves and the weighted checksum of each
-// group of K's rows, 24 x head_dim) and O's 32 checksum columns P Vc (Vc: the same of V's columns plus the group
-// magnitudes), whose element e of n8 block c lands in the thread that holds group cq + e % 2. Kc's rows follow their
-// tile's keys in a copy of K (K', in the workspace, with 8 rows of zeros), so S and its checksum columns are one wgmma
-// of N = block_n + 32; Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V (efta: 48, its
+// products: S's checksum columns Q Kc^T (Kc: the unit and the weighted checksum of each group of K's rows, each one
+// 16-bit row, 16 x head_dim) and O's 32 checksum columns P Vc (Vc: V's unit checksum in a high and a low half, its
+// weighted checksum and the group magnitudes), whose element e of n8 block c lands in the thread that holds group
+// cq + e % 2. Kc's rows follow their tile's keys in a copy of K (K', in the workspace), so S and its checksum columns
+// are one wgmma of N = block_n + 16; Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V (efta: 48, its
 // rows 32-47 ones, so that the same product gives each thread the row sums of its two rows). K' and Vc are
 // encoded once per launch (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel
 // through the pipeline with their K and V tiles.
@@ -101,15 +101,15 @@ struct Config : Levels<LEVEL_> {
   using Mma = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E, RowStride, 8, E, StrideB, 8, float, Tile, Cluster,
       cutlass::gemm::collective::StageCount<kStages>, cutlass::gemm::KernelTmaWarpSpecialized>::CollectiveOp;
-  // the strided levels' K tile carries its checksum rows after its BN keys (Kc: the unit checksum's high and low
-  // halves and the weighted checksum of each group of the tile's keys, 24 rows, and 8 of zeros: the builder's TMA for a
-  // tile of BN + 24 rows fails cute's divisibility checks), so S and its checksum columns are one wgmma of N = BN + 32
-  // (the workspace's K', written by encode_kernel)
-  static constexpr int kKcRows = kStrided ? 32 : 0, BNS = BN + kKcRows;
+  // the strided levels' K tile carries its checksum rows after its BN keys (Kc: the unit and the weighted checksum of
+  // each group of the tile's keys, one 16-bit row each: the S check allows for the unit checksum's rounding,
+  // model.s_threshold), so S and its checksum columns are one wgmma of N = BN + 16 (the workspace's K', written by
+  // encode_kernel). kScal: the per-tile scalars (Params::scal).
+  static constexpr int kKcRows = kStrided ? 16 : 0, BNS = BN + kKcRows, kScal = 32;
   // efta's row sums from the tensor cores: Vc^T's rows 32-47 are ones, so that P Vc^T's columns 32-47 are P's row sums,
   // in every lane of a quad (columns cq and cq + 1 of n8 blocks 4 and 5), accumulated and rescaled with O's checksums;
   // the softmax sums no P. (The unified check compares them with the row sum the unit checksum's +1 carries.) 16 rows,
-  // not 8: the builder's TMA for a Vc tile of 40 rows fails cute's divisibility checks, as K' of block_n + 24 does.
+  // not 8: the builder's TMA for a Vc tile of 40 rows fails cute's divisibility checks.
   // At head_dim 256 the softmax sums the rows (as snvr's and the mma backend's efta do): the ones' 16 rows a stage
   // would cost efta its third stage, and their 8 accumulators a thread would sit beside O's 128.
   static constexpr bool kRowSumTc = L::kUnified && D_ <= 128;
@@ -173,14 +173,15 @@ struct Config : Levels<LEVEL_> {
     ftgen_attention_problem p;
     Rules rules;
     int n_tiles, seq_pad;
-    const float* scal;  // per (batch * head, key tile): the group key-norm sums [8], ||Kc2[g]||^2 [8], max |Vc2| [8]
+    const float* scal;  // per (K / V head, key tile), kScal: the group key-norm sums [8], ||Kc2[g]||^2 [8], max |Vc2| [8],
+                        // ||Kc1[g] - hi(Kc1[g])|| [8]
     int* redo;  // protected: the blocks to recompute (Workspace: the count, a mark per block, the list)
   };
 };
 
 // ---- the workspace of the protected levels -----------------------------------------------------------------------
-// The strided levels' K' [kv][tile * (BN + 32) + row][D] (a tile's BN keys, zeros past seq_k, then its 32 Kc rows), Vc^T
-// [kv][32][seq_pad] (T) and scalars [kv][tile][24] (float)
+// The strided levels' K' [kv][tile * (BN + 16) + row][D] (a tile's BN keys, zeros past seq_k, then its 16 Kc rows), Vc^T
+// [kv][kVcRows][seq_pad] (T) and scalars [kv][tile][kScal] (float)
 // per K / V head (kv = batch * kv_heads + kv head: grouped query heads share them), and every protected level's list of
 // the blocks to recompute (int: [0] the count, [kRedoHead + block] a block's mark, [kRedoHead + blocks + i] the list;
 // cleared before the kernel), each 256-byte aligned. A block is bh * grid_x + its row block (grid_x = ceil(seq_q / BM)).
@@ -199,7 +200,7 @@ struct Workspace {
     kp = 0;
     vc = kp + n * up(kv * tiles * C::BNS * C::D * 2);
     scal = vc + n * up(kv * C::kVcRows * tiles * C::BN * 2);
-    redo = scal + n * up(kv * tiles * 24 * 4);
+    redo = scal + n * up(kv * tiles * C::kScal * 4);
     bytes = redo + up((kRedoHead + 2 * static_cast<size_t>(blocks(p))) * 4);
   }
 };
@@ -228,7 +229,7 @@ struct EncSmem {
                 "whole parts of a group's keys, one item a thread, a group's items one warp");
   typename C::T k[kTile], v[kTile], vct[32 * LDT];
   float kn2[C::BN * kVec];  // the keys' squared norms by 8 columns
-  float kn[C::BN], g[16];  // key norms; sum_c Kc2[g][c]^2 [0..7], max_key |Vc2[g]| [8..15]
+  float kn[C::BN], g[24];  // key norms; sum_c Kc2[g][c]^2 [0..7], max_key |Vc2[g]| [8..15], sum_c lo(Kc1[g][c])^2 [16..23]
 };
 
 template <class C>
@@ -260,11 +261,11 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
     copy16(sm.v, vg);
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
-  if (tid < 16) sm.g[tid] = 0.f;
+  if (tid < 24) sm.g[tid] = 0.f;
   __syncthreads();
 
-  // ---- K': the tile's keys as staged, then Kc: rows g (unit, high half), 8 + g (low half), 16 + g (weighted), 24..31
-  // zero; sum_c Kc2[g][c]^2 ------------------------------------------------------------------------------------------
+  // ---- K': the tile's keys as staged, then Kc, each checksum rounded once into T: rows g (unit), 8 + g (weighted);
+  // sum_c Kc2[g][c]^2 and sum_c (Kc1[g][c] - hi(Kc1[g][c]))^2 ---------------------------------------------------------
   T* kp = reinterpret_cast<T*>(base + w.kp) + (static_cast<long long>(kv) * tiles + tile) * C::BNS * D;
   for (int e = tid; e < BN * kVec; e += kEncThreads) {
     const int key = e / kVec, c = (e % kVec) * 8;
@@ -301,27 +302,26 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
         s2[e] += __shfl_xor_sync(0xffffffffu, s2[e], o);
       }
     }
-    float q2 = 0.f;
-    uint32_t hi[4], lo[4], wt[4];
+    float q2 = 0.f, lo2 = 0.f;
+    uint32_t hi[4], wt[4];
 #pragma unroll
     for (int e = 0; e < 8; e += 2) {
       hi[e / 2] = H::pack(s1[e], s1[e + 1]);
-      lo[e / 2] = H::pack(s1[e] - H::lo(hi[e / 2]), s1[e + 1] - H::hi(hi[e / 2]));
+      const float l0 = s1[e] - H::lo(hi[e / 2]), l1 = s1[e + 1] - H::hi(hi[e / 2]);
+      lo2 = fmaf(l0, l0, fmaf(l1, l1, lo2));
       wt[e / 2] = H::pack(s2[e], s2[e + 1]);
       q2 = fmaf(s2[e], s2[e], fmaf(s2[e + 1], s2[e + 1], q2));
     }
     if (part == 0) {
       *reinterpret_cast<uint4*>(kc + g * D + c) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-      *reinterpret_cast<uint4*>(kc + (8 + g) * D + c) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-      *reinterpret_cast<uint4*>(kc + (16 + g) * D + c) = make_uint4(wt[0], wt[1], wt[2], wt[3]);
-      *reinterpret_cast<uint4*>(kc + (24 + g) * D + c) = make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(kc + (8 + g) * D + c) = make_uint4(wt[0], wt[1], wt[2], wt[3]);
     }
-    // sum_c Kc2[g][c]^2: the group's items are P * kVec adjacent lanes (a warp holds whole groups, or a group spans
-    // whole warps)
+    // the group's two sums of squares: its items are P * kVec adjacent lanes (a warp holds whole groups, or a group
+    // spans whole warps)
     constexpr int kGroupLanes = P * kVec < 32 ? P * kVec : 32;
 #pragma unroll
-    for (int o = P; o < kGroupLanes; o <<= 1) q2 += __shfl_xor_sync(0xffffffffu, q2, o);
-    if (lane % kGroupLanes == 0) atomicAdd(&sm.g[g], q2);
+    for (int o = P; o < kGroupLanes; o <<= 1) q2 += __shfl_xor_sync(0xffffffffu, q2, o), lo2 += __shfl_xor_sync(0xffffffffu, lo2, o);
+    if (lane % kGroupLanes == 0) atomicAdd(&sm.g[g], q2), atomicAdd(&sm.g[16 + g], lo2);
   }
   // ---- V: the four encodings of each (key, group) into Vc^T (rows 8 c + g); max_key |Vc2[g]| ------------------------
   static_assert(BN * 8 % kEncThreads == 0, "whole warps of (key, group) items");
@@ -351,7 +351,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
     *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) =
         r < 32 ? *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8) : make_uint4(ones, ones, ones, ones);
   }
-  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * 24;
+  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * C::kScal;
   __syncthreads();  // the key norms
   if (tid < 8) {
     float kn = 0.f;
@@ -359,6 +359,8 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
     sc[tid] = kn;
   } else if (tid < 24) {
     sc[tid] = sm.g[tid - 8];
+  } else if (tid < 32) {
+    sc[tid] = sqrtf(sm.g[tid - 8]);
   }
 }
 
@@ -591,11 +593,12 @@ __device__ __forceinline__ void run_block(const typename C::Params& prm, const i
     const int k0 = j * C::BN;
     keys_seen += C::BN;
     const bool hit = C::kInject && fault.index >= 0 && fault.step == j;
-    float kn[2], kc2[2], sg[4];  // sg: the S check's group sums (the exp check's fast path)
+    float kn[2], klo[2], kc2[2], sg[4];  // sg: the S check's group sums (the exp check's fast path)
     unsigned sflag = 1;
     if constexpr (C::kStrided) {
-      const float* scj = prm.scal + (static_cast<long long>(kv) * prm.n_tiles + j) * 24;
+      const float* scj = prm.scal + (static_cast<long long>(kv) * prm.n_tiles + j) * C::kScal;
       kn[0] = __ldg(scj + cq), kn[1] = __ldg(scj + cq + 1);
+      klo[0] = __ldg(scj + 24 + cq), klo[1] = __ldg(scj + 24 + cq + 1);
       kc2[0] = __ldg(scj + 8 + cq), kc2[1] = __ldg(scj + 8 + cq + 1);
       vmag2[0] = fmaxf(vmag2[0], __ldg(scj + 16 + cq)), vmag2[1] = fmaxf(vmag2[1], __ldg(scj + 16 + cq + 1));
     }
@@ -618,9 +621,9 @@ __device__ __forceinline__ void run_block(const typename C::Params& prm, const i
     if constexpr (C::kStrided) {
       // not located: the thread's rows are recomputed after the kernel (a wgmma is the warpgroup's, so recomputing the
       // tile at once would need the warpgroup to agree first)
-      // the checksum columns: n8 blocks NT.. of the same fragment (unit high, unit low, weighted)
-      const float(&sc)[3][4] = *reinterpret_cast<const float(*)[3][4]>(&as_blocks<C::BNS / 8>(acc_s)[C::NT]);
-      if (check_s(s, sc, qn, kn, kc2, C::D, rules, fix, tally, sg, &sflag)) redo = true;
+      // the checksum columns: n8 blocks NT.. of the same fragment (unit, weighted)
+      const float(&sc)[2][4] = *reinterpret_cast<const float(*)[2][4]>(&as_blocks<C::BNS / 8>(acc_s)[C::NT]);
+      if (check_s(s, sc, qn, kn, klo, kc2, C::D, rules, fix, tally, sg, &sflag)) redo = true;
     }
     pipe.consumer_release(k_state);
 

@@ -45,6 +45,7 @@ import math
 
 from ..base import PRECISION_CTYPE, PRECISION_TAG, Backend, Param, Protection, Source, Variant
 from . import model as M
+from .rules import S_LO_MARGIN
 
 PRECISIONS = ("fp16", "bf16")
 LEVEL_TOKENS = {"abft": {"strided": "strided", "snvr": "snvr", "efta": "efta", "decoupled": "dec"}}
@@ -170,6 +171,7 @@ class MmaBackend(Backend):
                 "exp_tau_fast": repr(M.exp_fast_threshold(bn // M.STRIDE, prec)),
                 "exp_fast_msl": repr(M.EXP_FAST_MSL),
                 "exp_band": repr(M.exp_band_relief(prec)),
+                "s_lo_margin": repr(S_LO_MARGIN),
                 "sqrt_d": repr(math.sqrt(d)),
             },
         }

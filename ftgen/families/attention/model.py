@@ -12,11 +12,11 @@ factor and 1/l.
 Protection levels (``level``):
 
 * ``strided`` -- strided row checksums of K and V (stride 8, the n8 block of the accumulator layout):
-  ``Kc1[g] = sum_l K[g + 8l]`` (split into a 16-bit high and low part so the checksum product keeps fp32
-  accuracy) and ``Kc2[g] = sum_l (l + 1) K[g + 8l]`` appended as 16 more columns of the first product, the
-  same for V over the head dimension in the second. ``S_c1[i, g] - sum_l S[i, g + 8l]`` is checked per
-  tile before the softmax; the weighted residual locates ``l`` and the fault is corrected in place
-  (anything it cannot locate: the tile row is recomputed). The O checksums are checked after every tile.
+  ``Kc1[g] = sum_l K[g + 8l]`` and ``Kc2[g] = sum_l (l + 1) K[g + 8l]``, each rounded once into the 16-bit
+  type (:func:`k_checksums`), appended as 16 more columns of the first product; the same for V over the head
+  dimension in the second, Vc1 split into a 16-bit high and low part (the O check needs its fp32 accuracy).
+  ``S_c1[i, g] - sum_l S[i, g + 8l]`` is checked per tile before the softmax; the weighted residual locates ``l``
+  and the fault is corrected in place (else the tile row is recomputed). The O checksums are checked every tile.
   With ``stride`` 1 the same code is the classic scheme (one checksum per row of the tile).
 * ``snvr`` -- selective neuron value restriction of the softmax: the four lanes' row maxima agree (a
   corrupted copy is outvoted), the exp outputs after conversion are checked per group in the log domain
@@ -318,6 +318,16 @@ def split16(c, precision: str):
     return hi, lo
 
 
+def k_checksums(kt, stride: int, precision: str):
+    """A key tile's checksum rows as the kernels encode them: (Kc1, Kc2) (stride, d), each rounded once from its fp32
+    sum into the 16-bit type (s_threshold allows for what Kc1's rounding left out), ||Kc1 - Kc1 kept|| and ||Kc2||."""
+    c1, c2 = strided_checksums(kt, stride)
+    hi = round_to(c1, precision)
+    lo_norm = np.sqrt(((c1.astype(np.float64) - hi) ** 2).sum(axis=1))[None, :]
+    c2norm = np.sqrt((c2.astype(np.float64) ** 2).sum(axis=1))[None, :]
+    return hi, round_to(c2, precision), lo_norm, c2norm
+
+
 def _group_sums(a, stride: int):
     """a (rows, n) -> (sum_l a[:, g + stride l], sum_l (l + 1) a[:, g + stride l]), each (rows, stride)."""
     rows, nl = a.shape[0], a.shape[1] // stride
@@ -425,14 +435,12 @@ def _query_block(qb, kpad, vpad, r0, lq, lk, d, bc, nt, causal, sl2, precision, 
         s = (qb @ kt.T).astype(np.float32)
         fx.apply(s, "qk", j, r0, r0 + rows, lambda f: (f.row - r0, f.col))
         if strided:
-            c1, c2 = strided_checksums(kt, stride)
-            hi, lo = split16(c1, precision)
-            sc1 = (qb @ hi.T).astype(np.float32) + (qb @ lo.T).astype(np.float32)
-            sc2 = (qb @ round_to(c2, precision).T).astype(np.float32)
+            kc1, kc2, klo, c2norm = k_checksums(kt, stride, precision)
+            sc1 = (qb @ kc1.T).astype(np.float32)
+            sc2 = (qb @ kc2.T).astype(np.float32)
             knorm = np.sqrt((kt.astype(np.float64) ** 2).sum(axis=1)).reshape(nl_s, stride).sum(axis=0)[None, :]
-            tau = s_threshold(qnorm, knorm, d, nl_s, precision)
+            tau = s_threshold(qnorm, knorm, klo, d, nl_s, precision)
             # the weighted checksum is one 16-bit column: its rounding, u_in ||q|| ||Kc2||, adds to its residual
-            c2norm = np.sqrt((c2.astype(np.float64) ** 2).sum(axis=1))[None, :]
             tau2 = tau * (nl_s + 1) + U_IN[precision] * qnorm * c2norm
             g1, g2 = _group_sums(s, stride)
             res1 = sc1 - g1

@@ -12,8 +12,8 @@ Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas serialize wgmma) and
 
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
 (:mod:`.mma`, :mod:`.model`), step for step the same device functions: S's strided checksum columns ``Q Kc^T`` come
-from the same wgmma as S (Kc's 24 rows, padded to 32, follow their tile's keys in a copy of K in the workspace, so the
-product has N = block_n + 32), O's ``P Vc`` (32 columns; efta 48 up to head_dim 128, its last 16 the row sums, from
+from the same wgmma as S (Kc's 16 rows, the unit and weighted checksums of each group rounded once into the 16-bit type,
+follow their tile's keys in a copy of K in the workspace, so the product has N = block_n + 16), O's ``P Vc`` (32 columns; efta 48 up to head_dim 128, its last 16 the row sums, from
 rows of ones) is one more wgmma; both encoded once per launch and loaded by TMA with their K and V tiles. Rows where a check could not
 correct (S, O, the exps or the row sums) are flagged in the workspace and recomputed after the kernel by the same
 kernel unprotected (a launch whose blocks return at once where nothing was flagged); every vote is a warp's (the
@@ -46,11 +46,11 @@ HEAD_DIMS_WGMMA = HEAD_DIMS + (256,)  # 256 with block_n 64: O's 64 x 256 tile i
 
 def smem_bytes(head_dim: int, block_n: int, stages: int, strided: bool, block_m: int = 128, row_sums: bool = False) -> int:
     """Shared memory of the kernel: a Q tile of 64 rows per consumer, `stages` K / V stages and, for the strided
-    levels, Kc's 32 rows with each K tile and a Vc stage (32 x block_n, or 48 x block_n where `row_sums`: efta's row sums
+    levels, Kc's 16 rows with each K tile and a Vc stage (32 x block_n, or 48 x block_n where `row_sums`: efta's row sums
     from the tensor cores) each, the pipelines' barriers and the base's alignment."""
     q = block_m * head_dim * 2
     vc_rows = 48 if row_sums else 32
-    stage = block_n * head_dim * 2 + ((32 * head_dim + vc_rows * block_n) * 2 if strided else 0)
+    stage = block_n * head_dim * 2 + ((16 * head_dim + vc_rows * block_n) * 2 if strided else 0)
     return q + stages * stage + 1024 + 256
 
 
@@ -92,7 +92,7 @@ class WgmmaBackend(MmaBackend):
     levels = {"abft": {k: v for k, v in LEVEL_TOKENS["abft"].items() if k != "decoupled"}}
     params = PARAMS
     requires = ("cutlass",)
-    # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED: wgmma tiles of N = block_n + 32 (S with its checksum columns)
+    # CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED: wgmma tiles of N = block_n + 16 (S with its checksum columns)
     compile_options = ("-DNDEBUG", "-Xptxas=-warn-spills", "-DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED")
     constraint_docs = (
         "wgmma: chosen by params backend: wgmma; arch sm_90a only; head_dim 64, 128 or 256 (block_n 64); block_n 64 or 128; "

@@ -10,7 +10,7 @@ using Cfg = ftattn::Config<Element, 64, 64, 64, false,
 // alpha_threshold)
 const ftattn::Rules kRules = {1.1920928955078125e-07f, 5.960464477539063e-08f, 2.384185791015625e-07f, 0.00048828125f, 3.2998316455372216f, 16.0f,
                               -15.0f, 0.005727958835908125f, 0.005999756016083906f, 64.0f,
-                              0.0007114853473134048f};
+                              0.0007114853473134048f, 1.25f};
 }  // namespace
 
 extern "C" size_t attn_f16_abft_efta_mma_d64_nc_64x64_inj_workspace(const ftgen_attention_problem* p) {
