@@ -73,6 +73,15 @@ variants:
   - {protection: {scheme: abft, level: [strided, efta], inject: true}}
   - {protection: {scheme: [none, abft], level: snvr, inject: true}, params: {block_m: 192}}
 """,
+    "gpu_attention_mma": f"""
+name: gpu_attention_mma
+family: attention
+arch: [{ARCH}]
+precision: fp16
+params: {{head_dim: 64}}
+variants:
+  - {{protection: {{scheme: abft, level: [strided, efta], inject: true}}}}
+""",
     "gpu_kmeans_fused": f"""
 name: gpu_kmeans_fused
 family: kmeans
@@ -97,6 +106,7 @@ SHAPES = {
     "gpu_fft": "4096x1024,4096x1001",
     "gpu_gemm_cutlass90": "1024x1024x1024,1000x1234x777",
     "gpu_attention_wgmma": "2x8x1024,1x4x1000",
+    "gpu_attention_mma": "2x8x1024,1x4x1000",
     "gpu_kmeans_fused": "65536x8x128,20011x29x300",
     "gpu_kmeans_mma": "65536x32x128,20011x29x300",
 }
@@ -166,7 +176,7 @@ def test_clean_and_faulty_rows_verify(built, name, tmp_path):
     clean, faulty = tmp_path / "clean.jsonl", tmp_path / "faulty.jsonl"
     ftgen("bench", str(built(name)), "--shapes", SHAPES[name], "--reps", "5", "--warmup", "2", "--json", str(clean))
     check_rows(rows_of(clean), injected=False)
-    inj = "1" if name in ("gpu_fft", "gpu_attention_wgmma") else "8"
+    inj = "1" if name in ("gpu_fft", "gpu_attention_wgmma", "gpu_attention_mma") else "8"
     ftgen("bench", str(built(name)), "--kernels", "*_inj", "--shapes", SHAPES[name], "--inject", inj, "--reps", "5",
           "--warmup", "2", "--json", str(faulty))
     rows = rows_of(faulty)
