@@ -48,7 +48,7 @@ def run(lib, dist, seed, cols, lam, mats, per=450, m=128, k=1024):
             i, j = int(rng.integers(m)), int(rng.integers(TB_N))
             step = int(rng.integers(1, k // KT + 1)) * KT
             part = np.float32(np.dot(b.A[i, :step], b.B[:step, j]))
-            delta = float(t.flip(part, int(rng.integers(32)))) - float(part)
+            delta = float(t.g.flip32(part, int(rng.integers(32)))) - float(part)
             if not math.isfinite(delta):
                 continue
             b.C[i, j] = np.float32(float(b.clean[i, j]) + delta)
