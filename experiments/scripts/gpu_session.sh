@@ -78,13 +78,20 @@ for phase in "$@"; do
       done ;;
     torch_attention)  # ftgen::attention against SDPA FLASH / cuDNN
       mkdir -p "$out/torch"
-      ft generate specs/attention/torch_attention.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_attention --lib >> "$log" 2>&1
-      echo "build torch_attention rc $?" | tee -a "$log"
-      ft generate specs/attention/torch_attention_inject.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_attention_inject --lib >> "$log" 2>&1
-      echo "build torch_attention_inject rc $?" | tee -a "$log"
-      alib=$gen/torch_attention/install/lib/libftgen_torch_attention.so
-      FTGEN_TORCH_ATTN_INJ_LIB=$gen/torch_attention_inject/install/lib/libftgen_torch_attention_inject.so \
-      FTGEN_TORCH_ATTN_LIB=$alib python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py -k attention > "$out/torch/pytest_attn.txt" 2>&1
+      # ATTN_LIB / ATTN_INJ_LIB: the two libraries built beforehand (e.g. on the CPU machine, and carried): the sixteen
+      # kernels take more than one call's 600 s to build on a fresh device machine
+      alib=${ATTN_LIB:-$gen/torch_attention/install/lib/libftgen_torch_attention.so}
+      ilib=${ATTN_INJ_LIB:-$gen/torch_attention_inject/install/lib/libftgen_torch_attention_inject.so}
+      if [ -z "${ATTN_LIB:-}" ]; then
+        ft generate specs/attention/torch_attention.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_attention --lib >> "$log" 2>&1
+        echo "build torch_attention rc $?" | tee -a "$log"
+      fi
+      if [ -z "${ATTN_INJ_LIB:-}" ]; then
+        ft generate specs/attention/torch_attention_inject.yaml -o $gen >> "$log" 2>&1 && ft build $gen/torch_attention_inject --lib >> "$log" 2>&1
+        echo "build torch_attention_inject rc $?" | tee -a "$log"
+      fi
+      prov_header tests/test_torch.py -k attention > "$out/torch/provenance_attention.jsonl"
+      FTGEN_TORCH_ATTN_INJ_LIB=$ilib FTGEN_TORCH_ATTN_LIB=$alib python3 -m pytest -q -p no:cacheprovider -rA tests/test_torch.py -k attention > "$out/torch/pytest_attn.txt" 2>&1
       tail -n 3 "$out/torch/pytest_attn.txt"
       python3 experiments/scripts/torch_attention_time.py "$alib" "$out/torch/attn_time.jsonl" 4x32x4096x128 4x16x4096x64 2>> "$log"
       python3 experiments/scripts/torch_attention_time.py "$alib" "$out/torch/attn_time_causal.jsonl" 4x32x4096x128 --causal 2>> "$log" ;;
