@@ -99,6 +99,18 @@ arch: [{ARCH}]
 protection: {{scheme: abft, level: warp, inject: true}}
 precision: [tf32x3, fp64]
 """,
+    # tf32x3 on both schedules: the ping-pong kernel counts a work tile's k-tiles from A's tiles (SplitAMainloop)
+    "gpu_kmeans90": """
+name: gpu_kmeans90
+family: kmeans
+arch: [sm_90a]
+precision: tf32x3
+protection: {scheme: abft, level: threadblock, inject: true}
+params: {backend: cutlass90, cluster_m: 1, tile_k: 32, tile_n: 160}
+variants:
+  - {params: {schedule: ws-coop, tile_m: 128}}
+  - {params: {schedule: ws-pingpong, tile_m: 64}}
+""",
 }
 SHAPES = {
     "gpu_gemm_simt": "1024x1024x1024,1000x1234x777",
@@ -109,6 +121,7 @@ SHAPES = {
     "gpu_attention_mma": "2x8x1024,1x4x1000",
     "gpu_kmeans_fused": "65536x8x128,20011x29x300",
     "gpu_kmeans_mma": "65536x32x128,20011x29x300",
+    "gpu_kmeans90": "65536x32x128,20011x100x300",
 }
 
 

@@ -282,11 +282,14 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     return Base::can_implement(problem_shape, args) && args.ka % 4 == 0 && args.ka <= args.part_tiles * 32 && K == 3 * args.part_tiles * 32;
   }
 
-  // (A's tiles over its own ka columns; B's over the problem's K)
+  // Both operands tiled over the problem's (tripled) K: the ping-pong kernel takes a work tile's k-tile count from A's
+  // tiles (the cooperative one from the problem shape), so A's tiles over its own ka columns would give it one part of
+  // the three. The producer maps A's k-tile t to t mod part_tiles, so no coordinate past ka is loaded (the TMA
+  // descriptor is A's own: ka columns).
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     auto [M, N, K, L] = problem_shape_MNKL;
-    return tiled_operands<TileShape>(params, M, params.ka, N, static_cast<int>(K), L);
+    return tiled_operands<TileShape>(params, M, static_cast<int>(K), N, static_cast<int>(K), L);
   }
 
   // The producer: k-tile t of the tripled K is B's k-tile t and A's k-tile t mod part_tiles
