@@ -61,6 +61,7 @@ params: {backend: cutlass90, scheduler: persistent, cluster_m: 2, tile_m: 128, t
 variants:
   - {precision: bf16, params: {schedule: ws-pingpong}}
   - {precision: tf32x3, params: {schedule: ws-coop}}
+  - {precision: tf32x3, params: {schedule: ws-pingpong, tile_m: 64}}
 """,
     "gpu_attention_wgmma": """
 name: gpu_attention_wgmma

@@ -196,18 +196,20 @@ struct Split3Loads : Base {
     return Base::can_implement(problem_shape, args) && K % (3 * kTileK) == 0;
   }
 
-  // (A's and B's tiles over their 2 P stored k-tiles)
+  // A's and B's tiles over the tripled K (3 P k-tiles), not their 2 P stored ones: the ping-pong kernel takes a work
+  // tile's k-tile count from A's tiles (the cooperative one from the problem shape). The maps below read only stored
+  // k-tiles (the TMA descriptors are the 2 P-tile copies').
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     auto [M, N, K, L] = problem_shape_MNKL;
-    return tiled_operands<TileShape>(params, M, K / 3 * 2, N, K / 3 * 2, L);
+    return tiled_operands<TileShape>(params, M, static_cast<int>(K), N, static_cast<int>(K), L);
   }
 
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
   CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline, PipelineState write, cute::tuple<TensorA, TensorB> const& inputs,
                            BlockCoord const& blk, KTileIterator k_tile_iter, int k_tile_count, int, uint32_t block_rank_in_cluster,
                            TensorStorage& smem) {
-    const int per_part = static_cast<int>(cute::size<3>(cute::get<0>(inputs))) / 2;  // P
+    const int per_part = static_cast<int>(cute::size<3>(cute::get<0>(inputs))) / 3;  // P
     load_remapped<Base>(
         params, pipeline, write, inputs, blk, static_cast<int>(*k_tile_iter), k_tile_count, block_rank_in_cluster, smem,
         [per_part](int t) { return (t % 3 == 1 ? per_part : 0) + t / 3; },   // A: big, small, big
