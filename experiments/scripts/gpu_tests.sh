@@ -8,11 +8,13 @@
 #   bash experiments/scripts/gpu_tests.sh OUT --ignore=tests/test_torch.py
 #   GPU_TESTS_PATHS=tests/test_torch.py bash experiments/scripts/gpu_tests.sh OUT2
 # The two attention libraries of tests/test_torch.py (-k attention) did not finish building in 400 s on a fresh H100:
-# build one in a call of its own and name it, e.g.
+# build them on the CPU machine (about 6 minutes each on 2 cores), carry the install folders and name them, e.g.
 #   ftgen generate specs/attention/torch_attention.yaml -o generated/tlib
-#   ftgen build generated/tlib/torch_attention --lib generated/tlib/inst
-#   FTGEN_TORCH_ATTN_LIB=$PWD/generated/tlib/inst/lib/libftgen_torch_attention.so GPU_TESTS_PATHS=tests/test_torch.py \
-#     bash experiments/scripts/gpu_tests.sh OUT3 -k attention_matches
+#   ftgen build generated/tlib/torch_attention --lib generated/tlib/inst        (and torch_attention_inject -> insti)
+#   run with carry [.whl, generated/tlib/inst, generated/tlib/insti]:
+#   ATTN_LIB=$PWD/generated/tlib/inst/lib/libftgen_torch_attention.so \
+#   ATTN_INJ_LIB=$PWD/generated/tlib/insti/lib/libftgen_torch_attention_inject.so bash experiments/scripts/gpu_session.sh OUT torch_attention
+# (the carried folders lose their symbolic links: recreate libftgen_*.so from the .so.0.1.0 files first)
 set -u
 out=$1; shift; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels of .whl/ on PYTHONPATH
