@@ -14,7 +14,7 @@
 #   run with carry [.whl, generated/tlib/inst, generated/tlib/insti]:
 #   ATTN_LIB=$PWD/generated/tlib/inst/lib/libftgen_torch_attention.so \
 #   ATTN_INJ_LIB=$PWD/generated/tlib/insti/lib/libftgen_torch_attention_inject.so bash experiments/scripts/gpu_session.sh OUT torch_attention
-# (the carried folders lose their symbolic links: recreate libftgen_*.so from the .so.0.1.0 files first)
+# (the run of record recreated the libftgen_*.so links from the .so.0.1.0 files first, in case a carry drops links)
 set -u
 out=$1; shift; mkdir -p "$out"; out=$(cd "$out" && pwd); cd "$(dirname "$0")/../.." || exit 1
 . experiments/scripts/gpu_common.sh  # the wheels of .whl/ on PYTHONPATH
