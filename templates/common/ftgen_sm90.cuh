@@ -148,13 +148,16 @@ struct TmaElements<M, std::void_t<typename M::InternalElementA>> {
   using B = typename M::InternalElementB;
 };
 
-// The tiled TMA views a producer loads from (as a mainloop's load_init returns them): A over (M, ka, L), B over
-// (N, kb, L), the operands' own K extents
+// The tiled TMA views a producer loads from (as a mainloop's load_init returns them): A over (M, K, L), B over (N, K, L),
+// K the problem's (tripled) K even where an operand stores fewer k-tiles. CUTLASS's ping-pong kernel takes a work tile's
+// k-tile count from A's tiles (the cooperative one from the problem shape), so tiles over a stored extent would give it
+// only some of the parts. The views are coordinates: the mainloops' k-tile maps read only stored k-tiles, and the TMA
+// descriptors keep the operands' own extents.
 template <class TileShape, class Params, class I>
-CUTLASS_DEVICE auto tiled_operands(Params const& params, I M, int ka, I N, int kb, I L) {
+CUTLASS_DEVICE auto tiled_operands(Params const& params, I M, I N, int K, I L) {
   using namespace cute;
-  Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, ka, L));
-  Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, kb, L));
+  Tensor mA = params.tma_load_a.get_tma_tensor(make_shape(M, K, L));
+  Tensor mB = params.tma_load_b.get_tma_tensor(make_shape(N, K, L));
   return make_tuple(local_tile(mA, TileShape{}, make_coord(_, _, _), Step<_1, Underscore, _1>{}),
                     local_tile(mB, TileShape{}, make_coord(_, _, _), Step<Underscore, _1, _1>{}));
 }
@@ -196,13 +199,11 @@ struct Split3Loads : Base {
     return Base::can_implement(problem_shape, args) && K % (3 * kTileK) == 0;
   }
 
-  // A's and B's tiles over the tripled K (3 P k-tiles), not their 2 P stored ones: the ping-pong kernel takes a work
-  // tile's k-tile count from A's tiles (the cooperative one from the problem shape). The maps below read only stored
-  // k-tiles (the TMA descriptors are the 2 P-tile copies').
+  // (A's and B's tiles over the tripled K, 3 P k-tiles; the maps below read their 2 P stored ones)
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     auto [M, N, K, L] = problem_shape_MNKL;
-    return tiled_operands<TileShape>(params, M, static_cast<int>(K), N, static_cast<int>(K), L);
+    return tiled_operands<TileShape>(params, M, N, static_cast<int>(K), L);
   }
 
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
@@ -259,7 +260,6 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     int part_tiles = 1;  // k-tiles per part of the tripled K
   };
   struct Params : Base::Params {
-    int ka = 0;
     int part_tiles = 1;
   };
 
@@ -273,7 +273,6 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     cute::Tensor a = cute::make_tensor(args.ptr_A, cute::make_layout(cute::make_shape(M, args.ka, L), args.dA));
     p.tma_load_a = cute::make_tma_copy_A_sm90(typename Base::GmemTiledCopyA{}, a, SmemLayoutA{}(cute::_, cute::_, cute::Int<0>{}), TileShape{},
                                               typename DispatchPolicy::ClusterShape{});
-    p.ka = args.ka;
     p.part_tiles = args.part_tiles;
     return p;
   }
@@ -284,14 +283,11 @@ struct SplitAMainloop : PromotedMainloop<Built> {
     return Base::can_implement(problem_shape, args) && args.ka % 4 == 0 && args.ka <= args.part_tiles * 32 && K == 3 * args.part_tiles * 32;
   }
 
-  // Both operands tiled over the problem's (tripled) K: the ping-pong kernel takes a work tile's k-tile count from A's
-  // tiles (the cooperative one from the problem shape), so A's tiles over its own ka columns would give it one part of
-  // the three. The producer maps A's k-tile t to t mod part_tiles, so no coordinate past ka is loaded (the TMA
-  // descriptor is A's own: ka columns).
+  // (both operands' tiles over the tripled K; the producer reads A's k-tile t mod part_tiles, within its ka columns)
   template <class ProblemShape_MNKL>
   CUTLASS_DEVICE auto load_init(ProblemShape_MNKL const& problem_shape_MNKL, Params const& params) const {
     auto [M, N, K, L] = problem_shape_MNKL;
-    return tiled_operands<TileShape>(params, M, static_cast<int>(K), N, static_cast<int>(K), L);
+    return tiled_operands<TileShape>(params, M, N, static_cast<int>(K), L);
   }
 
   // The producer: k-tile t of the tripled K is B's k-tile t and A's k-tile t mod part_tiles
