@@ -64,8 +64,9 @@ void strip_sums(const float* row, int n, int cols, float* s1, float* sw, float* 
     }
   }
 }
-// pass 1 of a unit (abft_pass1_rows, kPre): 1 clean, 0 left to the rare path
-int pass1(float S1, float SW, float SQ, float MX, float R, float RW, float unit, float rms_w, float* score) {
+// pass 1 of a unit (abft_pass1_rows, kPre) with its scores compared to lim (1, or a suspect band's floor): 1 clean, 0
+// left to the rare path
+int pass1_at(float S1, float SW, float SQ, float MX, float R, float RW, float unit, float rms_w, float lim, float* score) {
   const int decided = MX <= 1e17f && SQ <= FLT_MAX;
   const float scale = fmaxf(sqrtf(fmaxf(SQ - MX * MX, 0.f)), fabsf(R));
   const float tau = abft_tau(0.f, unit, scale);
@@ -73,8 +74,14 @@ int pass1(float S1, float SW, float SQ, float MX, float R, float RW, float unit,
   const float d = S1 - R, dw = SW - RW;
   const float sc1 = abft_score(d, tau), sc2 = abft_score(dw, tau_w);
   *score = fmaxf(sc1, sc2);
-  return (decided && abft_within(sc1, sc2) && isfinite(d) && isfinite(dw)) ? 1 : 0;
+  return (decided && abft_within_at(sc1, sc2, lim) && isfinite(d) && isfinite(dw)) ? 1 : 0;
 }
+int pass1(float S1, float SW, float SQ, float MX, float R, float RW, float unit, float rms_w, float* score) {
+  return pass1_at(S1, SW, SQ, MX, R, RW, unit, rms_w, 1.f, score);
+}
+int band_verdict(int verdict, float score, float band) { return abft_band_verdict(verdict, score, band); }
+int element_differs(double c, double exact, double mag, double elem_tol) { return abft_element_differs(c, exact, mag, elem_tol); }
+void count_row(int verdict, int online, unsigned* detected, unsigned* uncorrectable) { abft_count_row(verdict, online, *detected, *uncorrectable); }
 int verdict(float SQ, float MX, int NB, int BC, double S1, double SW, float R, float RW, float R2, float unit, float rms_w, int cols,
             float* score) {
   return abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, unit, 0.f, rms_w, cols, score);
@@ -91,6 +98,10 @@ def build(rules_dir: Path, out: Path):
         "tile_column": (i, [i, i, i]),
         "strip_sums": (None, [P(f), i, i] + [P(f)] * 4 + [P(d)] * 2 + [P(f)] * 2 + [P(i)] * 2),
         "pass1": (i, [f] * 8 + [P(f)]),
+        "pass1_at": (i, [f] * 9 + [P(f)]),
+        "band_verdict": (i, [i, f, f]),
+        "element_differs": (i, [d, d, d, d]),
+        "count_row": (None, [i, i, P(u), P(u)]),
         "verdict": (i, [f, f, i, i, d, d, f, f, f, f, f, i, P(f)]),
         "correct_scaled": (u, [P(f), d, d, d]),
     }
@@ -111,7 +122,7 @@ class Block:
     float encodings per sub-chunk of k, added up in fp32) for pass 1, the exact ones (double, rounded to float) for the
     full rule, as the kernels have them."""
 
-    def __init__(self, rng, m: int, k: int, n: int, dist: str, cols: int = WARP_N, lam_u: float | None = None):
+    def __init__(self, rng, m: int, k: int, n: int, dist: str, cols: int = WARP_N, lam_u: float | None = None, band: float = 0.0):
         self.A = draw(rng, (m, k), dist).astype(np.float32)
         self.B = draw(rng, (k, n), dist).astype(np.float32)
         self.m, self.k, self.n, self.cols = m, k, n, cols
@@ -132,6 +143,7 @@ class Block:
         self.lam_u = lam_u
         self.unit = np.float32(lam_u * (math.sqrt(k) + math.sqrt(cols) + 1.0))
         self.rms_w = np.float32(math.sqrt((cols + 1.0) * (2.0 * cols + 1.0) / 6.0))
+        self.band = band  # the suspect band's floor (0: none): pass 1 compares to it, the rare path marks units over it
 
     def sums(self, lib, i: int):
         strips = -(-self.n // self.cols)
@@ -148,14 +160,16 @@ class Block:
 
     def check_row(self, lib, i: int):
         """[(strip, pass 1 clean, verdict, pass-1 score, full score)] for row i: the verdict -1 clean, a column of the strip,
-        or -2 detected and not located (None: pass 1 passed it, the rare path never sees it)."""
+        -2 detected and not located, or (with a band) -4 a suspect (None: pass 1 passed it, the rare path never sees it)."""
         (s1, sw, sq, mx), (d1, dw), (csq, cmx), nb, bc = self.sums(lib, i)
         out = []
         for s in range(len(s1)):
             sc1, sc2 = ctypes.c_float(), ctypes.c_float()
-            clean1 = lib.pass1(s1[s], sw[s], sq[s], mx[s], self.r32[i, s], self.rw32[i, s], self.unit, self.rms_w, ctypes.byref(sc1))
+            clean1 = lib.pass1_at(s1[s], sw[s], sq[s], mx[s], self.r32[i, s], self.rw32[i, s], self.unit, self.rms_w,
+                                  self.band or 1.0, ctypes.byref(sc1))
             v = lib.verdict(csq[s], cmx[s], int(nb[s]), int(bc[s]), d1[s], dw[s], self.r[i, s], self.rw[i, s], self.r2[i, s], self.unit,
                             self.rms_w, self.cols, ctypes.byref(sc2))
+            v = lib.band_verdict(v, sc2.value, self.band)
             out.append((s, bool(clean1), None if clean1 else v, sc1.value, sc2.value))
         return out
 
@@ -322,6 +336,70 @@ def test_coverage_over_the_three_distributions_is_at_least_99_9_percent(lib):
             assert all(o[1] for o in out), dist  # every significant fault of normal and uniform data
     assert sig > 30000 and det / sig >= 0.999, (det, sig)
     assert wide / sig < 0.975, (wide, sig)
+
+
+# ---- the suspect band (the cutlass90 tf32x3 check) ---------------------------------------------------------------------
+
+
+def _recheck(lib, b: Block, i: int, s: int, elem_tol: float) -> bool:
+    """Unit (i, s) recomputed as the second launch decides a suspect: whether an element differs from its recomputation
+    beyond elem_tol |a| |b| (the host-compiled rule, which must agree with the NumPy model's)."""
+    cs = slice(s * b.cols, min((s + 1) * b.cols, b.n))
+    differs = any(lib.element_differs(float(b.C[i, j]), float(b.exact[i, j]), float(b.S[i, j]), elem_tol) for j in range(cs.start, cs.stop))
+    assert differs == g.abft_suspect_recheck(b.C[i, cs], b.A[i], b.B[:, cs], elem_tol)[0]
+    return differs
+
+
+@pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
+@pytest.mark.parametrize("m, k, n", [(64, 256, 128), (96, 1024, 256), (32, 4096, 128)])
+def test_the_suspect_band_raises_no_alarm_on_clean_data(lib, dist, m, k, n):
+    """Every clean unit, suspect or not, rechecked: no element beyond the element tolerance (the margin: the largest clean
+    element error at most half of it), and a suspect counts nothing."""
+    rng = np.random.default_rng(zlib.crc32(f"band {dist} {m} {k} {n}".encode()))
+    b = Block(rng, m, k, n, dist, band=g.ABFT_SUSPECT_BAND)
+    et = g.abft_element_tol("tf32x3", k)
+    for i in range(m):
+        for s, _, v, _, _ in b.check_row(lib, i):
+            assert v in (None, -1, g.abft_band_verdict(-1, 1.0)), (dist, i, s, v)
+            assert not _recheck(lib, b, i, s, et)
+    worst = float(np.max(np.abs(b.C.astype(np.float64) - b.exact) / b.S))
+    assert worst <= et / 2, (dist, worst / et)
+    det, unc = ctypes.c_uint(0), ctypes.c_uint(0)
+    lib.count_row(-4, 1, ctypes.byref(det), ctypes.byref(unc))
+    assert (det.value, unc.value) == (0, 0)
+    lib.count_row(-2, 1, ctypes.byref(det), ctypes.byref(unc))
+    assert (det.value, unc.value) == (1, 1)
+
+
+def test_the_suspect_band_catches_the_small_elements_the_checksum_misses(lib):
+    """Log-uniform single bit flips (the distribution of the GPU campaigns' misses): the strips' check alone misses some
+    significant ones, each scoring in the band; with the band every significant fault is detected, by the checksum or by
+    its unit's recomputation, and every unit the band flags held a fault beyond the element tolerance."""
+    rng = np.random.default_rng(103)
+    k = 1024
+    tol, et = tolerance.tolerance("tf32x3", k), g.abft_element_tol("tf32x3", k)
+    sig = det = det_checksum = by_band = 0
+    for _ in range(24):
+        b = Block(rng, 128, k, TB_N, "loguniform", band=g.ABFT_SUSPECT_BAND)
+        for _ in range(450):
+            i, j = _plant(b, rng)
+            if i < 0:
+                continue
+            significant = abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol
+            s = j // WARP_N
+            _, _, v, _, score = b.check_row(lib, i)[s]
+            checksum = v is not None and v not in (-1, -4)
+            band = v == -4 and _recheck(lib, b, i, s, et)
+            if band:
+                assert g.ABFT_SUSPECT_BAND < score <= 1.0
+                assert abs(float(b.C[i, j]) - b.exact[i, j]) > et * b.S[i, j]  # the fault's own element
+            sig += significant
+            det += significant and (checksum or band)
+            det_checksum += significant and checksum
+            by_band += significant and band
+            b.C[i, j] = b.clean[i, j]
+    assert sig > 6000 and det == sig, (det, sig)
+    assert by_band >= 5 and det_checksum == sig - by_band, (det_checksum, by_band, sig)
 
 
 def test_a_fault_is_located_in_every_strip_of_the_tile(lib):

@@ -498,7 +498,8 @@ def test_the_kernels_decide_through_the_rules():
     abft = (REPO / "templates" / "gemm" / "cutlass_abft.cuh").read_text()
     tmr = (REPO / "templates" / "gemm" / "cutlass_tmr.cuh").read_text()
     simt = (REPO / "templates" / "gemm" / "simt_variant.cu.j2").read_text()
-    for name in ("abft_row_verdict", "abft_tau(", "abft_tau_w(", "abft_score(", "abft_within(", "abft_count_row",
+    for name in ("abft_row_verdict", "abft_tau(", "abft_tau_w(", "abft_score(", "abft_within_at(", "abft_count_row",
+                 "abft_band_verdict(", "abft_element_differs(",
                  "correct_element(", "correct_element_scaled(", "located_fix_agrees("):
         assert f"ftgen_rules::{name}" in abft, name
     assert "(sc1 > 1.f)" not in abft and "rint(ddw" not in abft  # no second copy of the comparison or the location

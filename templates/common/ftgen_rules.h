@@ -96,6 +96,24 @@ FTGEN_RULE float abft_score(float r, float tau) { return abft_score_t<float>(r, 
 template <class T>
 FTGEN_RULE bool abft_within_t(T sc1, T sc2) { return !(sc1 > T(1)) & !(sc2 > T(1)); }
 FTGEN_RULE bool abft_within(float sc1, float sc2) { return abft_within_t<float>(sc1, sc2); }
+// Both scores at most lim (pass 1 of a check with a suspect band: lim = the band's floor, below 1)
+FTGEN_RULE bool abft_within_at(float sc1, float sc2, float lim) { return !(sc1 > lim) & !(sc2 > lim); }
+
+// ---- the suspect band of the strips' check (ref_checksums: concurrent with a band) ---------------------------------
+// A unit (a row of a checksum strip) whose full-rule score lies in (band, 1] is clean by the checksum but may hide a
+// fault in a small element beside large ones: the checksum's threshold follows the strip's largest elements, the
+// significance of a fault its own element's magnitude |a_i| |b_j|. Such a unit is recomputed from A and B in double with
+// those magnitudes; it is a detection only where an element differs from its recomputation by more than the element
+// tolerance, elem_tol |a_i| |b_j| (a fraction of the delivered precision's rule), and is then corrected by it.
+constexpr int kAbftSuspect = -4;  // the verdict of a unit in the band (neither clean nor detected until recomputed)
+FTGEN_RULE int abft_band_verdict(int verdict, float score, float band) {
+  return verdict == -1 && band > 0.f && score > band ? kAbftSuspect : verdict;
+}
+// An element differs from its recomputation (exact: the dot product in double, mag: sum |a| |b|) beyond elem_tol; a
+// non-finite element always does.
+FTGEN_RULE bool abft_element_differs(double c, double exact, double mag, double elem_tol) {
+  return !(fabs(c - exact) <= elem_tol * mag);
+}
 
 // The thresholds of a row: tau = fixed, or unit * scale; tau_w = fixed * rms(w), or max(tau * rms(w), unit * |r'|).
 FTGEN_RULE float abft_tau(float fixed, float unit, float scale) { return fixed > 0.f ? fixed : unit * scale; }
@@ -194,10 +212,10 @@ FTGEN_RULE bool norm_prefilter_clean(float P1, float r, float scale, float unit,
   return true;
 }
 
-// The counters of one row's verdict: a detection (not -1), uncorrectable where it is not corrected in place (not
+// The counters of one row's verdict: a detection (not -1, not a suspect), uncorrectable where it is not corrected in place (not
 // located, or correct: detect).
 FTGEN_RULE void abft_count_row(int verdict, int online, unsigned& detected, unsigned& uncorrectable) {
-  if (verdict != -1) {
+  if (verdict != -1 && verdict != kAbftSuspect) {
     ++detected;
     if (verdict == -2 || !online) ++uncorrectable;
   }

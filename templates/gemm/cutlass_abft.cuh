@@ -294,7 +294,11 @@ struct AbftParams {
   // ids: tile * kM + row in the tile, -1 unused][rows_cap parts stored], and the partial rows of the second launch
   int* rows_redo;
   int rows_cap;
-  double* row_part;
+  double* row_part;   // per part and column {sum a b, sum |a| |b|}
+  // ref_checksums: concurrent with a suspect band (0: none): the band's floor (ftgen_rules::abft_band_verdict) and
+  // the element tolerance of a suspect unit's recomputation (ftgen_rules::abft_element_differs)
+  float band;
+  double elem_tol;
   // ref_checksums: concurrent (else nullptr): the tiles abft_check_kernel found a row of for the rare path, [count][tiles
   // listed][the second launch's barrier], decided by the second launch
   int* flagged;
@@ -424,6 +428,10 @@ CUTLASS_DEVICE int fresh_tid() {
   return static_cast<int>(t);
 }
 
+// ref_checksums: concurrent: the mark of a suspect unit in the list of units to recompute (AbftParams::rows_redo: ids
+// tile * kUnits + unit stay below it; abft_check_tile lists no suspect of a tile past that)
+constexpr int kAbftSuspectId = 1 << 30;
+
 struct AbftRareArgs {
   const float* A;      // prepass: A and the encodings of the tile's first strip, to recompute r, r', r2 of flagged units
   long long lda;
@@ -436,6 +444,7 @@ struct AbftRareArgs {
   long long enc_strip;  // kStrips > 1: elements from one strip's encodings to the next (k)
   const float* B;       // B (K::LayoutB) and its leading dimension: a located element's dot product
   long long ldb;
+  float band;           // the suspect band's floor (0: none; AbftParams::band)
 };
 
 // A located unit's value after the rare path's step 4 (abft_rare): its element's dot product of A's row and B's column,
@@ -686,10 +695,12 @@ CUTLASS_DEVICE void abft_each_row(int lane, Pred&& pred, F&& f) {
 // their element types). The loads go kBatch at a time, predicated, all issued before the first is used: an unrolled
 // `for (kk < k1)` loop kept a branch on the bound between its iterations, and each iteration's loads waited for the one
 // before (one trip to L2 or DRAM per k: the row recomputation's 64 k per thread took ~10 us).
-template <class K, bool kRowA, int kBatch, class EA, class EB>
-CUTLASS_DEVICE double abft_dot_k(const EA* A, long long lda, const EB* B, long long ldb, int gi, int gj, int k0, int k1, int stride) {
+// kMag: *mag = the sum of |A(gi, k) B(k, gj)| over the same k (the magnitudes of an element's tolerance).
+template <class K, bool kRowA, int kBatch, bool kMag = false, class EA, class EB>
+CUTLASS_DEVICE double abft_dot_k(const EA* A, long long lda, const EB* B, long long ldb, int gi, int gj, int k0, int k1, int stride,
+                                 double* mag = nullptr) {
   constexpr bool kRowB = std::is_same<typename K::LayoutB, cutlass::layout::RowMajor>::value;
-  double s = 0.0;
+  double s = 0.0, t = 0.0;
   for (int kb = k0; kb < k1; kb += kBatch * stride) {
     EA a[kBatch];
     EB b[kBatch];
@@ -701,8 +712,12 @@ CUTLASS_DEVICE double abft_dot_k(const EA* A, long long lda, const EB* B, long l
       b[u] = in ? __ldg(kRowB ? B + static_cast<long long>(kk) * ldb + gj : B + static_cast<long long>(gj) * ldb + kk) : EB(0);
     }
     CUTLASS_PRAGMA_UNROLL
-    for (int u = 0; u < kBatch; ++u) s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
+    for (int u = 0; u < kBatch; ++u) {
+      s += static_cast<double>(a[u]) * static_cast<double>(b[u]);
+      if constexpr (kMag) t += fabs(static_cast<double>(a[u]) * static_cast<double>(b[u]));
+    }
   }
+  if constexpr (kMag) *mag = t;
   return s;
 }
 
@@ -943,7 +958,8 @@ CUTLASS_DEVICE uint4 abft_rare(Sc& sc, Rows& rows, const AbftRareArgs g) {
     const float R = sc.ref[un].x, RW = sc.ref[un].y, R2 = sc.ref[un].z;
     sc.rtot[un] = R;
     float score, tau = 0.f;
-    const int verdict = ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score, &tau);
+    const int verdict = ftgen_rules::abft_band_verdict(
+        ftgen_rules::abft_row_verdict(SQ, MX, NB, BC, S1, SW, R, RW, R2, g.unit, g.fixed, g.rms_w, St::kCols, &score, &tau), score, g.band);
     sc.ref[un].w = tau;  // (step 4 checks a located element's recomputation against it; a unit located by its one
                          // non-finite element keeps tau 0, so step 4 finds them apart and the unit is recomputed)
     sc.score[un] = fmaxf(sc.score[un], score);
@@ -992,7 +1008,7 @@ CUTLASS_DEVICE void add_count(ftgen::FtCounters* c, unsigned long long ftgen::Ft
 
 // Pass 1's decision for each unit of the tile (AbftStrips: row rl and checksum strip s; kStrips = 1: row tid, tid < kM)
 // from its strip's sums per warp column in sc.sums and (kPre) sc.norm: within the threshold without its robust-norm
-// (kPre) or variance-floor term: clean (sc.col -1, its score kept); otherwise (and kPre units with a term above the cap or
+// (kPre) or variance-floor term (with a suspect band: within the band's floor): clean (sc.col -1, its score kept); otherwise (and kPre units with a term above the cap or
 // an overflowed sum of squares) left to the rare path (sc.col -3; kPre: the rare path recomputes its r, r', r2). kPre:
 // ref_of(u) = r, r' of unit u.
 template <class K, bool kPre, int kStrips, class Sc, class RefOf>
@@ -1026,7 +1042,7 @@ CUTLASS_DEVICE void abft_pass1_rows(Sc& sc, const AbftRareArgs& g, RefOf&& ref_o
       const float d = S1 - R, dw = SW - RW;
       const float sc1 = ftgen_rules::abft_score(d, tau);
       const float sc2 = ftgen_rules::abft_score(dw, tau_w);
-      if ((decided & ftgen_rules::abft_within(sc1, sc2)) && isfinite(d) && isfinite(dw)) {
+      if ((decided & ftgen_rules::abft_within_at(sc1, sc2, g.band > 0.f ? g.band : 1.f)) && isfinite(d) && isfinite(dw)) {
         sc.score[u] = fmaxf(sc.score[u], fmaxf(sc1, sc2));  // >= the full threshold's score
       } else {
         verdict = -3;
@@ -1364,7 +1380,7 @@ CUTLASS_DEVICE AbftRareArgs abft_once_args(const AbftParams<K>& p, int tm, int t
   const float rms_w = sqrtf((St::kCols + 1.f) * (2.f * St::kCols + 1.f) / 6.f);
   return AbftRareArgs{p.A, p.lda, p.enc + static_cast<long long>(tn) * kStrips * Kd, Kd, M, N, tm * S::kM, tn * S::kN, unit, p.fixed,
                       rms_w, p.online, !kInject || p.t.correct, final_attempt, p.t.counters, Kd, p.t.gemm.ref_B.data(),
-                      p.t.gemm.ref_B.stride(0)};
+                      p.t.gemm.ref_B.stride(0), p.band};
 }
 
 // The k bound of a fault planned at k-iteration `step`: the partial sum it hits covers k < this (the residue k-tile
@@ -1561,7 +1577,10 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
   // recomputed from A and B in double and written to C (alpha x the row of the strip; beta = 0 on this path), split along
   // k into `parts` blocks: a thread per column and k residue, the parts' partial rows to p.row_part, added up in k order
   // by part 0 once all are stored (a cooperative launch). A unit costs 2 kCols k products and reads its strip of B once,
-  // against a tile's 2 tb_m tb_n k.
+  // against a tile's 2 tb_m tb_n k. A suspect (marked kAbftSuspectId) also sums |a b| per element, and part 0 counts it
+  // detected (and corrected by the recomputation) only where an element differed from its recomputation beyond
+  // p.elem_tol of that sum (ftgen_rules::abft_element_differs); otherwise it counts the recheck (FtCounters::
+  // family_counter, the bench's `rechecked`).
   auto redo_rows = [&] {
     const int listed = min(__ldcg(p.rows_redo), p.rows_cap);
     if (listed == 0) return;
@@ -1571,21 +1590,31 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
     const int parts = max(1, min(kMaxParts, static_cast<int>(gridDim.x) / listed));
     const int M = p.t.gemm.problem_size.m(), N = p.t.gemm.problem_size.n(), Kd = p.t.gemm.problem_size.k();
     const long long ldc = p.t.gemm.ref_D.stride(0);
+    const double alpha = static_cast<double>(p.t.gemm.output_op.alpha);
     int* const stored = p.rows_redo + 1 + p.rows_cap;
-    double* const red = reinterpret_cast<double*>(tilebuf);  // (the main loop's shared memory, free here)
+    double* const red = reinterpret_cast<double*>(tilebuf);  // (the main loop's shared memory, free here): sums, then |.| sums
     for (int item = blockIdx.x; item < listed * parts; item += gridDim.x) {
-      const int j = item / parts, c = item % parts, id = __ldcg(p.rows_redo + 1 + j);
-      if (id < 0) continue;  // (block-uniform: an unused slot)
+      const int j = item / parts, c = item % parts, entry = __ldcg(p.rows_redo + 1 + j);
+      if (entry < 0) continue;  // (block-uniform: an unused slot)
+      const bool sus = (entry & kAbftSuspectId) != 0;  // (block-uniform)
+      const int id = entry & (kAbftSuspectId - 1);
       const int tile = id / St::kUnits, u = id % St::kUnits, gi = (tile / p.t.tiles_n) * S::kM + St::row(u);
       const int col0 = (tile % p.t.tiles_n) * S::kN + ftgen_rules::abft_strip_column(St::strip(u), kC, 0);  // the strip's first column
       const int t = fresh_tid(), cl = t % kC, res = t / kC, gj = col0 + cl;
       const int k0 = static_cast<int>(static_cast<long long>(Kd) * c / parts), k1 = static_cast<int>(static_cast<long long>(Kd) * (c + 1) / parts);
-      double s = gi < M && gj < N ? ab_dot(gi, gj, k0 + res, k1, kRes) : 0.0;
+      double s = 0.0, mag = 0.0;
+      if (gi < M && gj < N) {
+        s = sus ? abft_dot_k<K, kRowA, 16, true>(p.A, p.lda, p.t.gemm.ref_B.data(), static_cast<long long>(p.t.gemm.ref_B.stride(0)), gi, gj,
+                                                 k0 + res, k1, kRes, &mag)
+                : ab_dot(gi, gj, k0 + res, k1, kRes);
+      }
       red[t] = s;
+      red[K::kThreads + t] = mag;
       __syncthreads();
       if (res == 0) {
-        for (int q = 1; q < kRes; ++q) s += red[q * kC + cl];
-        p.row_part[static_cast<size_t>(item) * kC + cl] = s;
+        for (int q = 1; q < kRes; ++q) s += red[q * kC + cl], mag += red[K::kThreads + q * kC + cl];
+        p.row_part[(static_cast<size_t>(item) * kC + cl) * 2] = s;
+        p.row_part[(static_cast<size_t>(item) * kC + cl) * 2 + 1] = mag;
       }
       __threadfence();
       __syncthreads();
@@ -1595,21 +1624,30 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
           while (*reinterpret_cast<volatile int*>(stored + j) < parts) __nanosleep(64);
         __syncthreads();
         __threadfence();
+        bool differs = false;
         if (res == 0 && gi < M && gj < N) {
-          double v = 0.0;
-          const double* const prow = p.row_part + static_cast<size_t>(j) * parts * kC + cl;
-          for (int q0 = 0; q0 < parts; q0 += 16) {  // (loads in flight 16 at a time, added in k order)
-            double b[16];
+          double v = 0.0, w = 0.0;
+          const double* const prow = p.row_part + (static_cast<size_t>(j) * parts * kC + cl) * 2;
+          for (int q0 = 0; q0 < parts; q0 += 8) {  // (loads in flight 8 at a time, added in k order)
+            double2 b[8];
             CUTLASS_PRAGMA_UNROLL
-            for (int u = 0; u < 16; ++u)
-              if (q0 + u < parts) b[u] = __ldcg(prow + static_cast<size_t>(q0 + u) * kC);
+            for (int x = 0; x < 8; ++x)
+              if (q0 + x < parts) b[x] = __ldcg(reinterpret_cast<const double2*>(prow + static_cast<size_t>(q0 + x) * kC * 2));
             CUTLASS_PRAGMA_UNROLL
-            for (int u = 0; u < 16; ++u)
-              if (q0 + u < parts) v += b[u];
+            for (int x = 0; x < 8; ++x)
+              if (q0 + x < parts) v += b[x].x, w += b[x].y;
           }
-          p.t.gemm.ref_D.data()[gi * ldc + gj] = static_cast<typename K::ElementC>(static_cast<double>(p.t.gemm.output_op.alpha) * v);
+          typename K::ElementC& out = p.t.gemm.ref_D.data()[gi * ldc + gj];
+          if (sus) differs = ftgen_rules::abft_element_differs(static_cast<double>(out) / alpha, v, w, p.elem_tol);
+          out = static_cast<typename K::ElementC>(alpha * v);
         }
-        count_recomputation();
+        const bool any = __syncthreads_or(differs) != 0;
+        if (!sus || any) {
+          if (sus && t == 0) add_count(p.t.counters, &ftgen::FtCounters::detected, 1u);
+          count_recomputation();
+        } else if (t == 0) {
+          add_count(p.t.counters, &ftgen::FtCounters::family_counter, 1u);
+        }
       }
       __syncthreads();  // (red is reused by the block's next item)
     }
@@ -1782,29 +1820,39 @@ CUTLASS_DEVICE void abft_check_tile(const AbftParams<K>& p, Sc& sc, int tile) {
       bool tile_redo = abft_rare_outcome(abft_rare<K, true, kRowA>(sc, rows, g), g.counters);  // block-uniform
       // the units to recompute (a row of a strip: inside C, and not located; every detected unit with correct: detect),
       // listed for the second launch, which recomputes each from A and B; where the list is full, the tile is
-      // recomputed instead
-      auto redo_unit = [&](int u) { return row0 + St::row(u) < M && (sc.col[u] == -2 || (!g.online && sc.col[u] != -1)); };
-      int n = 0;  // (block-uniform)
-      for (int u0 = 0; u0 < St::kUnits; u0 += K::kThreads)
-        n += __syncthreads_count(g.correct && !g.final_attempt && u0 + tid < St::kUnits && redo_unit(u0 + tid));
-      if (!tile_redo && n > 0) {
-        if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n);
+      // recomputed instead. The suspects (the band's units) are listed too, marked (kAbftSuspectId): the second launch
+      // recomputes them and counts a detection only where an element differed; where the list is full, they are left
+      // as they are (the checksum passed them)
+      auto inside = [&](int u) { return u < St::kUnits && row0 + St::row(u) < M; };
+      auto redo_unit = [&](int u) {
+        return inside(u) && (sc.col[u] == -2 || (!g.online && sc.col[u] != -1 && sc.col[u] != ftgen_rules::kAbftSuspect));
+      };
+      auto suspect_unit = [&](int u) { return inside(u) && sc.col[u] == ftgen_rules::kAbftSuspect && tile < kAbftSuspectId / St::kUnits; };
+      int n = 0, ns = 0;  // (block-uniform)
+      for (int u0 = 0; u0 < St::kUnits; u0 += K::kThreads) {
+        n += __syncthreads_count(g.correct && !g.final_attempt && redo_unit(u0 + tid));
+        ns += __syncthreads_count(g.correct && !g.final_attempt && suspect_unit(u0 + tid));
+      }
+      if (!tile_redo && n + ns > 0) {
+        if (tid == 0) sc.pend[0] = atomicAdd(p.rows_redo, n + ns);
         __syncthreads();
         const int base = sc.pend[0];
-        if (base + n <= p.rows_cap) {
+        const bool all = base + n + ns <= p.rows_cap;
+        if (all || (n == 0 && base < p.rows_cap)) {  // (the suspects alone, as many as fit)
           if (tid < 32) {  // the units in order, by warp 0, 32 at a time (ballots)
             const int lane = tid;
             for (int u0 = 0, x = base; u0 < St::kUnits; u0 += 32) {
               const int u = u0 + lane;
-              const bool want = redo_unit(u);
+              const bool sus = suspect_unit(u), want = redo_unit(u) || sus;
               const unsigned m = __ballot_sync(0xffffffffu, want);
-              if (want) p.rows_redo[1 + x + __popc(m & ((1u << lane) - 1u))] = tile * St::kUnits + u;
+              const int at = x + __popc(m & ((1u << lane) - 1u));
+              if (want && at < p.rows_cap) p.rows_redo[1 + at] = (tile * St::kUnits + u) | (sus ? kAbftSuspectId : 0);
               x += __popc(m);
             }
           }
         } else {
-          for (int x = base + tid; x < min(base + n, p.rows_cap); x += K::kThreads) p.rows_redo[1 + x] = -1;  // (unused slots)
-          tile_redo = true;
+          for (int x = base + tid; x < min(base + n + ns, p.rows_cap); x += K::kThreads) p.rows_redo[1 + x] = -1;  // (unused slots)
+          tile_redo = n > 0;
         }
       }
       if (tile_redo) {

@@ -1581,6 +1581,10 @@ struct AbftConfig {
   float fixed = 0.f;      // > 0: fixed threshold
   int online = 1;         // correct: online (1) or detect (0)
   float conc_unit = 0.f;  // ref_checksums: concurrent: lambda * u of its check per strip of FTGEN_ABFT_STRIP_N columns (0: unit)
+  // ref_checksums: concurrent: the suspect band's floor (0: no band; cutlass_abft.cuh, abft_check_tile) and a suspect
+  // element's tolerance at depth k, elem_u (elem_c_sqrt sqrt(k) + elem_c_const) (ftgen.tolerance's rule, a fraction of it)
+  float band = 0.f;
+  double elem_u = 0.0, elem_c_sqrt = 0.0, elem_c_const = 0.0;
 };
 
 // The problem as the level runners see it (operands possibly replaced by padded copies).
@@ -2021,6 +2025,8 @@ struct Runner {
     ap.rows_cap = 0;
     ap.row_part = nullptr;
     ap.flagged = nullptr;
+    ap.band = 0.f;
+    ap.elem_tol = 0.0;
     if (kAbftPrepass && q.lay.chunks == 1) {
       ap.redo = reinterpret_cast<int*>(q.ws + q.lay.redo);
       ap.redo_part = reinterpret_cast<Acc*>(q.ws + q.lay.redo_part);
@@ -2094,6 +2100,8 @@ struct Runner {
     ap.rows_cap = q.lay.rows_cap;
     ap.row_part = reinterpret_cast<double*>(q.ws + q.lay.row_part);
     ap.flagged = ap.redo + q.lay.flagged;
+    ap.band = q.abft.band;
+    ap.elem_tol = q.abft.elem_u * (q.abft.elem_c_sqrt * std::sqrt(static_cast<double>(q.k)) + q.abft.elem_c_const);
     if ((e = cudaMemsetAsync(ap.redo, 0, sizeof(int) * q.lay.redo_ints, gs)) != cudaSuccess) return e;
     if constexpr (kInject) {  // the planned faults' errors, for the GEMM to start their accumulators with
       if (ap.t.faults != nullptr && q.fault_count > 0) {
@@ -2465,8 +2473,8 @@ struct Launcher {
           L.fault_part = take(size_t(tiles) * kFaultParts * sizeof(double));
         }
         L.redo = take(sizeof(int) * L.redo_ints);
-        // (a row per block and part: at most max(rows listed, blocks of the launch) partial rows)
-        if (kAbftConcurrent) L.row_part = take(size_t(std::max(L.rows_cap, sms)) * KM::Shape::kN * sizeof(double));
+        // (a row per block and part: at most max(rows listed, blocks of the launch) partial rows, two sums an element)
+        if (kAbftConcurrent) L.row_part = take(size_t(std::max(L.rows_cap, sms)) * KM::Shape::kN * 2 * sizeof(double));
         L.redo_part = take(size_t(sms) * KM::kTileElems * sizeof(Acc));
         // ref_checksums: concurrent: the GEMM's pass-1 sums per row, strip and warp column
         if (kAbftConcurrent) L.obs = take(size_t(L.tiles_n) * KM::WarpCount::kN * m * sizeof(float4));

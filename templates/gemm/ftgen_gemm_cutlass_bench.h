@@ -107,6 +107,7 @@ struct CutlassVariant {
   bool row_a, row_b;           // A / B row-major (C always is)
   bool tf32;                   // tf32 operands: the reference sees them rounded; the vendor runs TF32 tensor ops
   bool tf32_truncate;          // the kernel truncates its tf32 operands (sm90) instead of rounding them (sm80)
+  bool band;                   // ABFT with a suspect band: its rechecks are counted (FtCounters::family_counter)
   int tile_m, tile_n, tile_k, threads, acc_elems, copies, acc_bits;
   int coop_teams;              // cooperative level: teams in its grid (0: not cooperative)
   double (*tolerance)(int k);            // on |C - C_ref| / (|alpha||A||B| + |beta||C|), rounded inputs
@@ -216,6 +217,11 @@ class CutlassGemmProblem final : public ftgen::BenchProblem {
     if (h_vendor_) cublasDestroy(h_vendor_);
   }
   const ftgen::BenchTraits& traits() const override { return t_; }
+  // rechecked (FtCounters::family_counter): the ABFT check's suspect units recomputed and found within their elements'
+  // tolerance (clean data: an occasional cost, no alarm)
+  std::string extra_counters(const ftgen::FtCounters& c) const override {
+    return v_.band ? ftgen::Json().integer("rechecked", static_cast<long long>(c.family_counter)).body() : std::string();
+  }
   void check_args(const ftgen::Args& a) override {
     if (io_.collide && a.inject < 2) ftgen::bad_arg("--inject-collide needs --inject 2 or more (faults come in pairs)");
     if (io_.collide && v_.copies == 1) ftgen::bad_arg("--inject-collide pairs faults in two TMR copies; ABFT has one copy");

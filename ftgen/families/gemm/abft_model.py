@@ -28,6 +28,7 @@ import math
 
 import numpy as _np
 
+from ...tolerance import tolerance as _tolerance
 from ..base import UNIT_ROUNDOFF
 
 # Detection threshold = lambda * u * (sqrt(k) + sqrt(cols) + 1) * scale (README, "Detection threshold").
@@ -61,6 +62,42 @@ ABFT_STRIP_UNIT_PRECISION = "fp32"
 # 0.81, and pass 1 leaves 0.8% of the clean units to the rare path in the emulation (its largest clean score 1.86;
 # experiments/scripts/abft_strip_width.py 20 0.6 128). Other widths keep ABFT_STRIP_LAMBDA.
 ABFT_STRIP_LAMBDAS = {32: ABFT_STRIP_LAMBDA, 64: 1.0, 128: 0.6}
+
+
+# The suspect band of the cutlass90 tf32x3 check (32-column strips at lambda 1.5): a unit whose full-rule score lies in
+# (ABFT_SUSPECT_BAND, 1] is recomputed from A and B in double beside the magnitudes sum |a| |b| of its elements, and is a
+# detection only where an element differs from its recomputation by more than ABFT_ELEMENT_FRACTION of the delivered
+# precision's tolerance (ftgen.tolerance) at those magnitudes (then corrected by it). What it is for: a checksum's threshold
+# follows the strip's largest elements, while a fault's significance follows its own element's magnitude, so with
+# log-uniform data a significant fault in a small element can score under the threshold (the misses of the GPU campaigns
+# at 1000x1234x777 scored 0.59-0.93). False alarms cannot come from the band: a clean unit's elements stay within their
+# own tolerance (its largest clean error is about a sixth of it at 4096^3), and a fraction of 1/2 keeps twice that
+# margin while flagging every fault at or over the tolerance. The band's floor is a cost: pass 1 sends units over it to
+# the rare path (the emulation's clean units over 0.5: 0.44% at k = 1024 on log-uniform data, about none on normal
+# and uniform data).
+ABFT_SUSPECT_BAND = 0.5
+ABFT_ELEMENT_FRACTION = 0.5
+
+
+def abft_element_tol(precision: str, k: int) -> float:
+    """The suspect band's element tolerance: ABFT_ELEMENT_FRACTION of ftgen.tolerance's rule at depth k."""
+    return ABFT_ELEMENT_FRACTION * _tolerance(precision, k)
+
+
+def abft_band_verdict(verdict: int, score: float, band: float = ABFT_SUSPECT_BAND) -> int:
+    """The rare path's verdict with the band: -4 (suspect) for a clean unit (-1) scoring over the band."""
+    return -4 if verdict == -1 and band > 0 and score > band else verdict
+
+
+def abft_suspect_recheck(c_row, a_row, b_strip, elem_tol: float):
+    """A suspect unit recomputed: (whether an element differs from its recomputation beyond elem_tol |a| |b|, the
+    recomputed row). c_row: the unit's computed elements; a_row: A's row; b_strip: B's columns of the strip."""
+    a = _np.asarray(a_row, _np.float64)
+    b = _np.asarray(b_strip, _np.float64)
+    exact, mag = a @ b, _np.abs(a) @ _np.abs(b)
+    c = _np.asarray(c_row, _np.float64)
+    differs = ~(_np.abs(c - exact) <= elem_tol * mag)
+    return bool(differs.any()), exact
 
 
 def abft_strip_lambda(cols: int) -> float:

@@ -134,9 +134,12 @@ import re
 from ...errors import FtgenError
 from ...libraries import cutlass_library
 from ..base import PRECISION_TAG, SMEM_PER_BLOCK, Backend, Param, Protection, Source, Variant
+from ...tolerance import C_CONST, C_SQRT
 from ...tolerance import context as tolerance_context
+from ...tolerance import rule as tolerance_rule
 from . import cutlass as sm80
 from . import abft_model
+from .abft_model import ABFT_ELEMENT_FRACTION, ABFT_SUSPECT_BAND
 from .tmr_model import MAX_ATTEMPTS
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16")
@@ -615,6 +618,7 @@ class Cutlass90Backend(Backend):
         d = abft_descriptor(v)
         dg = sm80.Geometry(d)
         unit = repr(sm80.abft_strip_unit(d))
+        elem = tolerance_rule(v.precision)  # tf32x3: fp32-level sums, no input rounding
         prot = v.protection
         return {
             "abft_desc": d.name,
@@ -630,6 +634,11 @@ class Cutlass90Backend(Backend):
             "abft_unit_base": repr(sm80.ABFT_STRIP_UNIT),  # (FTGEN_ABFT_LAMBDA's unit roundoff)
             "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
             "abft_online": 1 if prot.correct == "online" else 0,
+            # the suspect band (none with a fixed threshold: the band is a fraction of the derived one)
+            "abft_band": repr(ABFT_SUSPECT_BAND if prot.threshold == "auto" else 0.0),
+            "abft_elem_u": repr(ABFT_ELEMENT_FRACTION * elem.u),
+            "abft_elem_c_sqrt": repr(C_SQRT),
+            "abft_elem_c_const": repr(C_CONST),
         }
 
     @staticmethod

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   v.is_protected = false;
   v.inject = false;
   v.abft = false;
+  v.band = false;
   v.row_a = false;
   v.row_b = true;
   v.tf32 = false;
