@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   v.is_protected = true;
   v.inject = false;
   v.abft = false;
+  v.band = false;
   v.row_a = true;
   v.row_b = false;
   v.tf32 = false;

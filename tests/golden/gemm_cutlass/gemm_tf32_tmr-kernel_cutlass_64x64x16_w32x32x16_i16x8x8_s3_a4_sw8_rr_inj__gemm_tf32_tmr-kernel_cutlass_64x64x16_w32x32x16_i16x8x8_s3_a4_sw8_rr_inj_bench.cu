@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   v.is_protected = true;
   v.inject = true;
   v.abft = false;
+  v.band = false;
   v.row_a = true;
   v.row_b = true;
   v.tf32 = true;
