@@ -350,13 +350,17 @@ def _recheck(lib, b: Block, i: int, s: int, elem_tol: float) -> bool:
     return differs
 
 
+BANDED = sorted(g.ABFT_BAND_STRIP_LAMBDAS.items())  # (strip columns, the banded check's lambda)
+
+
+@pytest.mark.parametrize("cols, lam", BANDED)
 @pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
 @pytest.mark.parametrize("m, k, n", [(64, 256, 128), (96, 1024, 256), (32, 4096, 128)])
-def test_the_suspect_band_raises_no_alarm_on_clean_data(lib, dist, m, k, n):
-    """Every clean unit, suspect or not, rechecked: no element beyond the element tolerance (the margin: the largest clean
-    element error at most half of it), and a suspect counts nothing."""
+def test_the_suspect_band_raises_no_alarm_on_clean_data(lib, dist, m, k, n, cols, lam):
+    """Every clean unit, suspect or not, rechecked: the checksum flags none, no element lies beyond the element tolerance
+    (the margin: the largest clean element error at most half of it), and a suspect counts nothing."""
     rng = np.random.default_rng(zlib.crc32(f"band {dist} {m} {k} {n}".encode()))
-    b = Block(rng, m, k, n, dist, band=g.ABFT_SUSPECT_BAND)
+    b = Block(rng, m, k, n, dist, cols=cols, lam_u=lam * UNIT_ROUNDOFF["fp32"], band=g.ABFT_SUSPECT_BAND)
     et = g.abft_element_tol("tf32x3", k)
     for i in range(m):
         for s, _, v, _, _ in b.check_row(lib, i):
@@ -371,22 +375,24 @@ def test_the_suspect_band_raises_no_alarm_on_clean_data(lib, dist, m, k, n):
     assert (det.value, unc.value) == (1, 1)
 
 
-def test_the_suspect_band_catches_the_small_elements_the_checksum_misses(lib):
+@pytest.mark.parametrize("cols, lam", BANDED)
+def test_the_suspect_band_catches_the_small_elements_the_checksum_misses(lib, cols, lam):
     """Log-uniform single bit flips (the distribution of the GPU campaigns' misses): the strips' check alone misses some
-    significant ones, each scoring in the band; with the band every significant fault is detected, by the checksum or by
-    its unit's recomputation, and every unit the band flags held a fault beyond the element tolerance."""
+    significant ones, most scoring in the band; with the band the significant faults are detected by the checksum or by
+    their unit's recomputation (32 columns: all), and every unit the band flags held a fault beyond the element
+    tolerance."""
     rng = np.random.default_rng(103)
     k = 1024
     tol, et = tolerance.tolerance("tf32x3", k), g.abft_element_tol("tf32x3", k)
     sig = det = det_checksum = by_band = 0
     for _ in range(24):
-        b = Block(rng, 128, k, TB_N, "loguniform", band=g.ABFT_SUSPECT_BAND)
+        b = Block(rng, 128, k, TB_N, "loguniform", cols=cols, lam_u=lam * UNIT_ROUNDOFF["fp32"], band=g.ABFT_SUSPECT_BAND)
         for _ in range(450):
             i, j = _plant(b, rng)
             if i < 0:
                 continue
             significant = abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol
-            s = j // WARP_N
+            s = j // cols
             _, _, v, _, score = b.check_row(lib, i)[s]
             checksum = v is not None and v not in (-1, -4)
             band = v == -4 and _recheck(lib, b, i, s, et)
@@ -398,8 +404,10 @@ def test_the_suspect_band_catches_the_small_elements_the_checksum_misses(lib):
             det_checksum += significant and checksum
             by_band += significant and band
             b.C[i, j] = b.clean[i, j]
-    assert sig > 6000 and det == sig, (det, sig)
-    assert by_band >= 5 and det_checksum == sig - by_band, (det_checksum, by_band, sig)
+    # 32 columns: every significant flip (7095, 9 by the band); 64 and 128 columns, whose checksums are noisier beside one
+    # small element: 7092 and 7091 (three and four score under the band's floor)
+    assert sig > 6000 and (det == sig if cols == 32 else det >= 0.999 * sig), (det, sig)
+    assert by_band >= 5 and det_checksum + by_band == det, (det_checksum, by_band, sig)
 
 
 def test_a_fault_is_located_in_every_strip_of_the_tile(lib):

@@ -13,6 +13,7 @@ code lays the workspace out as the check needs for odd shapes."""
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 import shutil
 import subprocess
@@ -143,18 +144,35 @@ def test_the_shipped_spec_is_the_protected_tf32x3_variant():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_abft_cols_64_makes_the_descriptors_warp_columns_and_strips_64_wide_at_lambda_1():
-    v = load(ABFT % ("", ", abft_cols: 64")).variants[0]
-    assert v.name.endswith("_conc64")
+def _emitted_abft_config(v) -> list[float]:
+    """The kAbft initializer of v's generated source: unit, fixed, online, conc_unit, band, elem_u, elem_c_sqrt, elem_c_const."""
+    files, _ = render_spec(load(ABFT % ("", f", abft_cols: {v.get('abft_cols')}")))
+    cu = next(t for p, t in files.items() if p.endswith(f"{v.name}.cu"))
+    return [float(x.strip().rstrip("f")) for x in re.search(r"AbftConfig kAbft\{([^}]*)\}", cu).group(1).split(",")]
+
+
+@pytest.mark.parametrize("cols, lam, warp_n", [(32, 1.5, 32), (64, 1.5, 64), (128, 1.0, 32)])
+def test_abft_cols_sets_the_strips_and_the_banded_lambda(cols, lam, warp_n):
+    v = load(ABFT % ("", f", abft_cols: {cols}")).variants[0]
+    assert v.name.endswith("_conc" if cols == 32 else f"_conc{cols}")
     d = c90.abft_descriptor(v)
     assert CUT.constraints(d) == []
     g = sm80.Geometry(d)
-    assert (g.tb, g.warp, g.threads) == ((128, 128, 32), (64, 64, 32), 128)
-    assert sm80.abft_strip_cols(d) == 64 and sm80.abft_strip_unit(d) == 1.0 * 2.0**-24
-    assert abft_model.abft_concurrent_check(64)["lam"] == 1.0 and abft_model.abft_concurrent_check(32)["lam"] == 1.5
-    # not 128 (its lambda 0.6 is the sm80 accumulation's; measured on sm90: a false alarm at 4097x3x129)
+    assert (g.tb, g.warp) == ((128, 128, 32), (64, warp_n, 32))
+    assert sm80.abft_strip_cols(d) == cols and abft_model.abft_band_strip_lambda(cols) == lam
+    # the emitted check: the banded lambda on 2^-24 (not the sm80 check's: 64 columns 1.0, 128 columns 0.6), the band's
+    # floor, and half of the tf32x3 tolerance rule for a suspect's elements
+    unit, fixed, online, conc, band, eu, ec_sqrt, ec_const = _emitted_abft_config(v)
+    assert unit == conc == pytest.approx(lam * 2.0**-24) and (fixed, online) == (0.0, 1)
+    assert band == abft_model.ABFT_SUSPECT_BAND == 0.5
+    k = 777
+    assert eu * (ec_sqrt * math.sqrt(k) + ec_const) == pytest.approx(abft_model.abft_element_tol("tf32x3", k))
+    assert abft_model.abft_element_tol("tf32x3", k) == pytest.approx(0.5 * tolerance.tolerance("tf32x3", k))
+
+
+def test_abft_cols_is_the_tf32x3_checks_only():
     with pytest.raises(SpecError, match="abft_cols"):
-        load(ABFT % ("", ", abft_cols: 128"))
+        load(ABFT % ("", ", abft_cols: 256"))
     # the other variants of the backend keep 32
     with pytest.raises(SpecError, match="abft_cols=64: the strip width of the tf32x3 threadblock ABFT"):
         load(ABFT.replace("tf32x3", "bf16") % ("", ", abft_cols: 64"))

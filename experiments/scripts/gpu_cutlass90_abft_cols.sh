@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# experiments/specs/gemm_cutlass90_abft_cols.yaml in one call on one H200 (<= 9 minutes): built (-j 16); ROUNDS (default
-# 2) rounds of both strip widths with 16 faults per launch at 4096^3 and 8192^3 (the twin and cuBLAS SGEMM alternated),
-# the odd shapes once; the 64-column check's campaigns (1000 clean + 1000 single bit flips per distribution at
-# 512x512x1024, CTRIALS (default 500) at 1000x1234x777). A table last; the files in OUT/abft_cols.tgz.
+# experiments/specs/gemm_cutlass90_abft_cols.yaml in one call on one GPU (<= 9 minutes): built (-j 16); ROUNDS (default
+# 2) rounds of every strip width with 16 faults per launch at 4096^3 and 8192^3 (the twin and cuBLAS SGEMM alternated),
+# the odd shapes once; the campaigns of the widths KERNELS names (default: 64 and 128 columns; 1000 clean + 1000 single
+# bit flips per distribution at 512x512x1024, CTRIALS (default 1000) at 1000x1234x777). A table last; the files in
+# OUT/abft_cols.tgz.
 #   bash experiments/scripts/gpu_cutlass90_abft_cols.sh OUT   (FTGEN_GIT_SHA/DIRTY where the copy has no .git)
 set -u
 top=${1:?usage: gpu_cutlass90_abft_cols.sh OUT}; mkdir -p "$top/abft_cols"; top=$(cd "$top" && pwd); out=$top/abft_cols
@@ -14,9 +15,9 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
   ft 90 bench $proj --inject 16 --shapes $big --reps 30 --warmup 5 --json "$out/bench_$r.jsonl" > "$out/bench_$r.txt" 2>&1; t "round $r"
 done
 ft 60 bench $proj --inject 16 --shapes $odd --reps 5 --warmup 2 --json "$out/odd.jsonl" > "$out/odd.txt" 2>&1; t odd
-ft 200 campaign $spec -o $gen --kernels '*conc64*' --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" \
+ft 200 campaign $spec -o $gen --kernels "${KERNELS:-*_conc[16]*}" --trials 1000 --seed 7 --shape 512x512x1024 --json "$out/campaign_512.jsonl" \
   > "$out/campaign_512.txt" 2>&1; t "campaign 512"
-ft 170 campaign $spec -o $gen --kernels '*conc64*' --trials "${CTRIALS:-500}" --seed 8 --shape 1000x1234x777 \
+ft 170 campaign $spec -o $gen --kernels "${KERNELS:-*_conc[16]*}" --trials "${CTRIALS:-1000}" --seed 8 --shape 1000x1234x777 \
   --json "$out/campaign_odd.jsonl" > "$out/campaign_odd.txt" 2>&1; t "campaign odd"
 python3 - "$out" <<'PY'
 import json, pathlib, sys

@@ -77,6 +77,16 @@ ABFT_STRIP_LAMBDAS = {32: ABFT_STRIP_LAMBDA, 64: 1.0, 128: 0.6}
 # and uniform data).
 ABFT_SUSPECT_BAND = 0.5
 ABFT_ELEMENT_FRACTION = 0.5
+# With the band, lambda no longer trades coverage for margin alone: the checksum needs to see only what scores over the
+# band's floor. The banded check's lambda per strip width (the host-compiled rules, tests/test_abft_strips.py's
+# emulation, 12 blocks of 128 x 1024 x 128 and 450 single flips each per distribution): 32 columns 1.5 (as without the
+# band); 64 columns 1.5 (every significant flip detected, 22 of 3558 log-uniform ones by the band; the full rule's largest
+# clean score 0.16-0.23 where lambda 1.0 without the band had pass 1 at 0.92); 128 columns 1.0 (every one detected, 24
+# by the band; largest clean score 0.32-0.40; at 1.25 one log-uniform flip of 3558 escapes, at 1.5 eight). Pass 1's
+# clean units over the floor: 0.2-0.3% (64 at 1.5), 1.3-1.8% (128 at 1.0) at k = 1024, none at 4096. On a second sample
+# (tests/test_abft_strips.py, 24 blocks, 7095 significant log-uniform flips) 32 columns detect all, 64 all but three and
+# 128 all but four (each scoring under the floor: a wider strip's checksum is noisier beside one small element).
+ABFT_BAND_STRIP_LAMBDAS = {32: 1.5, 64: 1.5, 128: 1.0}
 
 
 def abft_element_tol(precision: str, k: int) -> float:
@@ -98,6 +108,11 @@ def abft_suspect_recheck(c_row, a_row, b_strip, elem_tol: float):
     c = _np.asarray(c_row, _np.float64)
     differs = ~(_np.abs(c - exact) <= elem_tol * mag)
     return bool(differs.any()), exact
+
+
+def abft_band_strip_lambda(cols: int) -> float:
+    """lambda (on 2^-24) of the banded check (the cutlass90 tf32x3 threadblock ABFT) on strips of ``cols`` columns."""
+    return ABFT_BAND_STRIP_LAMBDAS[int(cols)]
 
 
 def abft_strip_lambda(cols: int) -> float:

@@ -139,7 +139,7 @@ from ...tolerance import context as tolerance_context
 from ...tolerance import rule as tolerance_rule
 from . import cutlass as sm80
 from . import abft_model
-from .abft_model import ABFT_ELEMENT_FRACTION, ABFT_SUSPECT_BAND
+from .abft_model import ABFT_BAND_STRIP_LAMBDAS, ABFT_ELEMENT_FRACTION, ABFT_SUSPECT_BAND, abft_band_strip_lambda
 from .tmr_model import MAX_ATTEMPTS
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16")
@@ -194,9 +194,9 @@ PARAMS = (
     Param("layout_b", str, ("col",), "layout of B (K x N)", choices=("row", "col")),
     Param("promote", int, (0,), "k-tiles between promotions of the wgmma accumulators into fp32 registers (0: none, the "
           "wgmma accumulates the whole K; abft: 1)", choices=PROMOTE),
-    Param("abft_cols", int, (32,), "columns of a checksum strip of the tf32x3 threadblock ABFT (32: 2 reference columns "
-          "per 32, 6.25% of the products, lambda 1.5; 64: half of them, lambda 1.0). Not 128: the sm90 accumulation's "
-          "noise exceeds its lambda 0.6 at narrow shapes (docs/gemm-hopper.md)", choices=(32, 64)),
+    Param("abft_cols", int, (32,), "columns of a checksum strip of the tf32x3 threadblock ABFT, with its lambda under the "
+          "suspect band (abft_model.ABFT_BAND_STRIP_LAMBDAS): 32 (2 reference columns per 32, 6.25% of the products, "
+          "lambda 1.5), 64 (half of them, lambda 1.5), 128 (a quarter, lambda 1.0)", choices=tuple(ABFT_BAND_STRIP_LAMBDAS)),
     Param("beta0", int, (0,), "1: a second kernel for calls with beta == 0, whose epilogue has no C source (it stages no C "
           "tiles, so the main loop's stages get that shared memory; stages 0 counts them per kernel)", choices=(0, 1)),
     Param("abft_locate", str, ("weighted",), "how the tf32 / bf16 / fp16 threadblock ABFT repairs a flagged (row, strip) unit: "
@@ -617,7 +617,7 @@ class Cutlass90Backend(Backend):
         geometry for the bench's fault plans (fault_geo), the check's settings (the cutlass backend's AbftConfig)."""
         d = abft_descriptor(v)
         dg = sm80.Geometry(d)
-        unit = repr(sm80.abft_strip_unit(d))
+        unit = repr(abft_band_strip_lambda(sm80.abft_strip_cols(d)) * sm80.ABFT_STRIP_UNIT)  # (the banded check's lambda)
         elem = tolerance_rule(v.precision)  # tf32x3: fp32-level sums, no input rounding
         prot = v.protection
         return {
