@@ -71,7 +71,9 @@ located elements in C and lists unlocated (row, strip) units for the cooperative
 from A and B. The check's geometry is that of an sm80 tf32x3 variant of the ``cutlass`` backend (``abft_descriptor``:
 128x128x32 tiles of 64x32 warp tiles, 32-column strips, 256 threads, 64 accumulators per thread: the fault units of
 injection and the bench's fault plans), whose CUTLASS types only describe the check (and recompute a whole tile in the
-rare case of a full row list); its threshold is that variant's (lambda 1.5 on 2^-24 per strip, ``cutlass.abft_strip_unit``).
+rare case of a full row list); its threshold is lambda 1.5 on 2^-24 per 32-column strip (``abft_model.ABFT_BAND_STRIP_LAMBDAS``),
+with a suspect band under it: a unit scoring over ``ABFT_SUSPECT_BAND`` of the threshold is recomputed beside its elements'
+magnitudes and counts as a detection only where an element differs beyond half the tf32x3 tolerance (``abft_model``).
 The split's loss (``SPLIT_LOSS``) is covered by it: tests/test_cutlass90_abft.py drives the check with tf32x3 products
 emulated in NumPy. The check runs once, after the whole K: ``interval`` must be at least ``ABFT_ONCE_INTERVAL`` (the
 ``cutlass`` backend's auto value, 1024), and names nothing else. beta != 0: C' = alpha A B goes to a workspace buffer,
@@ -79,8 +81,8 @@ is checked and corrected there, then C = C' + beta C (fp32 fma); alpha == 0: the
 check). Injection (``inject: true``): a planned bit flip of an accumulator's partial sum at a k-iteration of the
 descriptor's tiles (computed beforehand in double, ``abft_fault_error_kernel``) is added, alpha x its error, to the C
 element by ``abft_obs_kernel`` before its sums. ``abft_cols: 64`` makes the strips 64 columns wide (the descriptor's
-warp tiles 64x64: half the reference columns, at lambda 1.0). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
-``_conc`` (the concurrent design; ``_conc64`` with 64-column strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
+warp tiles 64x64: half the reference columns, at lambda 1.5), ``abft_cols: 128`` 128 (a quarter, at lambda 1.0). Name tokens: ``abft-tb-i<interval>[-detect][-th<x>]`` and
+``_conc`` (the concurrent design; ``_conc64`` / ``_conc128`` with wider strips), ``_inj`` (injection compiled in). ``<sym>_unprotected`` is the unprotected kernel of the same
 parameters (the bench's ``x_unprot``). The check's threshold is derived for round-to-nearest fp32 sums, which the wgmma's
 accumulation over a whole K is not (its error grows like k u): ABFT variants promote the wgmma accumulators into fp32
 registers every ``promote`` k-tiles (default 1; 0 is refused), which measured the sm80 error level and no false alarm
