@@ -164,7 +164,8 @@ def test_abft_cols_sets_the_strips_and_the_banded_lambda(cols, lam, warp_n):
     # floor, and half of the tf32x3 tolerance rule for a suspect's elements
     unit, fixed, online, conc, band, eu, ec_sqrt, ec_const = _emitted_abft_config(v)
     assert unit == conc == pytest.approx(lam * 2.0**-24) and (fixed, online) == (0.0, 1)
-    assert band == abft_model.ABFT_SUSPECT_BAND == 0.5
+    assert band == pytest.approx(abft_model.abft_band_floor(cols)) and abft_model.abft_band_floor(32) == 0.5
+    assert abft_model.abft_band_floor(64) == pytest.approx(0.333, abs=1e-3) and abft_model.abft_band_floor(128) == pytest.approx(0.327, abs=1e-3)
     k = 777
     assert eu * (ec_sqrt * math.sqrt(k) + ec_const) == pytest.approx(abft_model.abft_element_tol("tf32x3", k))
     assert abft_model.abft_element_tol("tf32x3", k) == pytest.approx(0.5 * tolerance.tolerance("tf32x3", k))

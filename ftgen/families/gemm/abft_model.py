@@ -83,9 +83,9 @@ ABFT_ELEMENT_FRACTION = 0.5
 # band); 64 columns 1.5 (every significant flip detected, 22 of 3558 log-uniform ones by the band; the full rule's largest
 # clean score 0.16-0.23 where lambda 1.0 without the band had pass 1 at 0.92); 128 columns 1.0 (every one detected, 24
 # by the band; largest clean score 0.32-0.40; at 1.25 one log-uniform flip of 3558 escapes, at 1.5 eight). Pass 1's
-# clean units over the floor: 0.2-0.3% (64 at 1.5), 1.3-1.8% (128 at 1.0) at k = 1024, none at 4096. On a second sample
-# (tests/test_abft_strips.py, 24 blocks, 7095 significant log-uniform flips) 32 columns detect all, 64 all but three and
-# 128 all but four (each scoring under the floor: a wider strip's checksum is noisier beside one small element).
+# clean units over a floor of 0.5: 0.2-0.3% (64 at 1.5), 1.3-1.8% (128 at 1.0) at k = 1024, none at 4096; the wider strips
+# take a lower floor (abft_band_floor, below). On a second sample (tests/test_abft_strips.py, 24 blocks, 7095 significant
+# log-uniform flips) with those floors 32 and 128 columns detect all, 64 all but one.
 ABFT_BAND_STRIP_LAMBDAS = {32: 1.5, 64: 1.5, 128: 1.0}
 
 
@@ -108,6 +108,22 @@ def abft_suspect_recheck(c_row, a_row, b_strip, elem_tol: float):
     c = _np.asarray(c_row, _np.float64)
     differs = ~(_np.abs(c - exact) <= elem_tol * mag)
     return bool(differs.any()), exact
+
+
+# The band's floor per strip width: ABFT_SUSPECT_BAND on 32 columns; wider strips scaled so that the floor stands for the
+# same residual as the 32-column check's for a strip of equal elements at k = ABFT_BAND_REF_K (the threshold grows with
+# lambda, sqrt(k) + sqrt(cols) + 1, and the strip's norm, sqrt(cols)): 64 columns 0.333, 128 columns 0.327. A wider
+# strip's checksum is noisier beside one small element, so the same fault scores lower there: at a floor of 0.5 the
+# 64- and 128-column checks missed log-uniform faults scoring 0.48-0.50 on an H100 (docs/gemm-hopper.md, "Strip width").
+ABFT_BAND_REF_K = 1024
+
+
+def abft_band_floor(cols: int) -> float:
+    """The suspect band's floor (a fraction of the threshold) of the banded check on strips of ``cols`` columns."""
+    def thr(c: int) -> float:
+        return abft_band_strip_lambda(c) * (math.sqrt(ABFT_BAND_REF_K) + math.sqrt(c) + 1.0) * math.sqrt(c)
+
+    return ABFT_SUSPECT_BAND * thr(32) / thr(int(cols))
 
 
 def abft_band_strip_lambda(cols: int) -> float:

@@ -72,7 +72,7 @@ from A and B. The check's geometry is that of an sm80 tf32x3 variant of the ``cu
 128x128x32 tiles of 64x32 warp tiles, 32-column strips, 256 threads, 64 accumulators per thread: the fault units of
 injection and the bench's fault plans), whose CUTLASS types only describe the check (and recompute a whole tile in the
 rare case of a full row list); its threshold is lambda 1.5 on 2^-24 per 32-column strip (``abft_model.ABFT_BAND_STRIP_LAMBDAS``),
-with a suspect band under it: a unit scoring over ``ABFT_SUSPECT_BAND`` of the threshold is recomputed beside its elements'
+with a suspect band under it: a unit scoring over ``abft_band_floor`` of the threshold is recomputed beside its elements'
 magnitudes and counts as a detection only where an element differs beyond half the tf32x3 tolerance (``abft_model``).
 The split's loss (``SPLIT_LOSS``) is covered by it: tests/test_cutlass90_abft.py drives the check with tf32x3 products
 emulated in NumPy. The check runs once, after the whole K: ``interval`` must be at least ``ABFT_ONCE_INTERVAL`` (the
@@ -141,7 +141,7 @@ from ...tolerance import context as tolerance_context
 from ...tolerance import rule as tolerance_rule
 from . import cutlass as sm80
 from . import abft_model
-from .abft_model import ABFT_BAND_STRIP_LAMBDAS, ABFT_ELEMENT_FRACTION, ABFT_SUSPECT_BAND, abft_band_strip_lambda
+from .abft_model import ABFT_BAND_STRIP_LAMBDAS, ABFT_ELEMENT_FRACTION, abft_band_floor, abft_band_strip_lambda
 from .tmr_model import MAX_ATTEMPTS
 
 PRECISIONS = ("tf32", "tf32x3", "fp16", "bf16")
@@ -637,7 +637,7 @@ class Cutlass90Backend(Backend):
             "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
             "abft_online": 1 if prot.correct == "online" else 0,
             # the suspect band (none with a fixed threshold: the band is a fraction of the derived one)
-            "abft_band": repr(ABFT_SUSPECT_BAND if prot.threshold == "auto" else 0.0),
+            "abft_band": repr(abft_band_floor(sm80.abft_strip_cols(d)) if prot.threshold == "auto" else 0.0),
             "abft_elem_u": repr(ABFT_ELEMENT_FRACTION * elem.u),
             "abft_elem_c_sqrt": repr(C_SQRT),
             "abft_elem_c_const": repr(C_CONST),
