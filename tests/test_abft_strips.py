@@ -264,6 +264,17 @@ def _plant(b: Block, rng) -> tuple[int, int]:
     return i, j
 
 
+def _each_planted(b: Block, rng, per: int, tol: float, cols: int):
+    """`per` single flips planted in b one at a time (_plant; the non-finite ones skipped): (row, column, significant under
+    tol, strip of `cols` columns) each, b.C restored after the caller's turn."""
+    for _ in range(per):
+        i, j = _plant(b, rng)
+        if i < 0:
+            continue
+        yield i, j, abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol, j // cols
+        b.C[i, j] = b.clean[i, j]
+
+
 def _faults(lib, dist: str, seed: int, mats: int = 4, per: int = 450, m: int = 128, k: int = 1024):
     """Single bit flips of a partial sum (a random k-iteration boundary, a random bit) of random elements, as the
     campaign plans them: [(significant, detected by the strips' check, located at the right tile column, corrected
@@ -281,12 +292,7 @@ def _faults(lib, dist: str, seed: int, mats: int = 4, per: int = 450, m: int = 1
         wide.r32, wide.rw32 = wide.r, wide.rw  # (pass 1 on exact references: only the full rule matters here)
         wide.unit = np.float32(gc.ABFT_LAMBDA * gc.ABFT_UNIT * (math.sqrt(k) + math.sqrt(TB_N) + 1.0))
         wide.rms_w = np.float32(math.sqrt((TB_N + 1.0) * (2.0 * TB_N + 1.0) / 6.0))
-        for _ in range(per):
-            i, j = _plant(b, rng)
-            if i < 0:
-                continue
-            significant = abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol
-            s = j // WARP_N
+        for i, j, significant, s in _each_planted(b, rng, per, tol, WARP_N):
             _, clean1, v, _, _ = b.check_row(lib, i)[s]
             detected = v is not None and v != -1
             located = corrected = False
@@ -299,7 +305,6 @@ def _faults(lib, dist: str, seed: int, mats: int = 4, per: int = 450, m: int = 1
                 corrected = located and abs(x.value - b.exact[i, j]) <= tol * b.S[i, j]
             _, _, vw, _, _ = wide.check_row(lib, i)[0]
             out.append((significant, detected, located, corrected, vw is not None and vw != -1, v))
-            b.C[i, j] = b.clean[i, j]
     return out
 
 
@@ -387,12 +392,7 @@ def test_the_suspect_band_catches_the_small_elements_the_checksum_misses(lib, co
     sig = det = det_checksum = by_band = 0
     for _ in range(24):
         b = Block(rng, 128, k, TB_N, "loguniform", cols=cols, lam_u=lam * UNIT_ROUNDOFF["fp32"], band=g.abft_band_floor(cols))
-        for _ in range(450):
-            i, j = _plant(b, rng)
-            if i < 0:
-                continue
-            significant = abs(float(b.C[i, j]) - b.exact[i, j]) / b.S[i, j] > tol
-            s = j // cols
+        for i, j, significant, s in _each_planted(b, rng, 450, tol, cols):
             _, _, v, _, score = b.check_row(lib, i)[s]
             checksum = v is not None and v not in (-1, -4)
             band = v == -4 and _recheck(lib, b, i, s, et)
@@ -403,7 +403,6 @@ def test_the_suspect_band_catches_the_small_elements_the_checksum_misses(lib, co
             det += significant and (checksum or band)
             det_checksum += significant and checksum
             by_band += significant and band
-            b.C[i, j] = b.clean[i, j]
     # 32 columns: every significant flip (7095, 9 by the band); 128 columns too (53 by the band); 64 columns all but one
     # (7094, 49 by the band; the miss scores 0.31, under the floor of 0.33)
     assert sig > 6000 and (det == sig if cols == 32 else det >= 0.999 * sig), (det, sig)
