@@ -721,11 +721,11 @@ CUTLASS_DEVICE double abft_dot_k(const EA* A, long long lda, const EB* B, long l
   return s;
 }
 
-// abft_dot_k on the operands of p (a planned fault's partial sum, the row recomputation)
-template <class K, bool kRowA, int kBatch = 16>
-CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride) {
-  return abft_dot_k<K, kRowA, kBatch>(p.A, p.lda, p.t.gemm.ref_B.data(), static_cast<long long>(p.t.gemm.ref_B.stride(0)), gi, gj, k0,
-                                      k1, stride);
+// abft_dot_k on the operands of p (a planned fault's partial sum, the row recomputation; kMag: a suspect's, with *mag)
+template <class K, bool kRowA, int kBatch = 16, bool kMag = false>
+CUTLASS_DEVICE double abft_ab_dot(const AbftParams<K>& p, int gi, int gj, int k0, int k1, int stride, double* mag = nullptr) {
+  return abft_dot_k<K, kRowA, kBatch, kMag>(p.A, p.lda, p.t.gemm.ref_B.data(), static_cast<long long>(p.t.gemm.ref_B.stride(0)), gi, gj,
+                                            k0, k1, stride, mag);
 }
 
 // The tile in global memory, as the deferred check (abft_check_kernel) reads and corrects it: D = alpha x the
@@ -1604,9 +1604,7 @@ __global__ void __launch_bounds__(K::kThreads) abft_once_kernel(AbftParams<K> p)
       const int k0 = static_cast<int>(static_cast<long long>(Kd) * c / parts), k1 = static_cast<int>(static_cast<long long>(Kd) * (c + 1) / parts);
       double s = 0.0, mag = 0.0;
       if (gi < M && gj < N) {
-        s = sus ? abft_dot_k<K, kRowA, 16, true>(p.A, p.lda, p.t.gemm.ref_B.data(), static_cast<long long>(p.t.gemm.ref_B.stride(0)), gi, gj,
-                                                 k0 + res, k1, kRes, &mag)
-                : ab_dot(gi, gj, k0 + res, k1, kRes);
+        s = sus ? abft_ab_dot<K, kRowA, 16, true>(p, gi, gj, k0 + res, k1, kRes, &mag) : ab_dot(gi, gj, k0 + res, k1, kRes);
       }
       red[t] = s;
       red[K::kThreads + t] = mag;
