@@ -211,17 +211,14 @@ size_t workspace(const ftgen_attention_problem* p) {
 }
 
 // The encodings of one key tile into the workspace layout, what the mma backend's encode_tile computes, laid out for
-// speed, K's and V's by blocks of their own (blockIdx.z 0: K' and the K scalars; 1: Vc^T and max |Vc2|), so that one
-// staged tile and its scratch make a block's shared memory and more blocks' loads are in flight on an SM: the tile staged
-// by cp.async, every copy of a thread in flight at once (kEncThreads threads, a row padded by 16 bytes so that the
-// column-group reads of V hit distinct banks); Kc by 16-byte rows of 8 columns, each (group, 8 columns) summed over its
-// keys in kKcParts parts by adjacent lanes (every thread one part) and combined by shuffles, the same loads giving the
-// keys' squared norms by 8 columns (summed per key after a barrier); the group scalars reduced in a warp before one
-// shared atomic each, and Vc^T staged in shared memory and stored in rows.
+// speed: the K and V tiles staged by cp.async, every copy of a thread in flight at once (kEncThreads threads, a K / V
+// row padded by 16 bytes so that the column-group reads of V hit distinct banks); Kc by 16-byte rows of 8 columns, each
+// (group, 8 columns) summed over its keys in kKcParts parts by adjacent lanes (every thread one part) and combined by
+// shuffles, the same loads giving the keys' squared norms by 8 columns (summed per key after a barrier); the group
+// scalars reduced in a warp before one shared atomic each, and Vc^T staged in shared memory and stored in rows.
 constexpr int kEncThreads = 256;
 template <class C>
 struct EncSmem {
-  using T = typename C::T;
   static constexpr int LD = C::D + 8;    // halves a staged row
   static constexpr int LDT = C::BN + 8;  // halves a row of Vc^T (the 8 groups' rows of a column on distinct banks)
   static constexpr int kTile = C::BN * LD;
@@ -230,13 +227,9 @@ struct EncSmem {
   static constexpr int kKcParts = kEncThreads / (8 * kVec) < 1 ? 1 : kEncThreads / (8 * kVec);
   static_assert(C::NT % kKcParts == 0 && (kKcParts & (kKcParts - 1)) == 0 && 8 * kVec * kKcParts == kEncThreads,
                 "whole parts of a group's keys, one item a thread, a group's items one warp");
-  static constexpr int kKn2Bytes = C::BN * kVec * 4, kVctBytes = 32 * LDT * static_cast<int>(sizeof(T));
-  T t[kTile];  // the staged K or V tile
-  // K blocks: the keys' squared norms by 8 columns (float); V blocks: Vc^T (T)
-  alignas(16) unsigned char scratch[kKn2Bytes > kVctBytes ? kKn2Bytes : kVctBytes];
+  typename C::T k[kTile], v[kTile], vct[32 * LDT];
+  float kn2[C::BN * kVec];  // the keys' squared norms by 8 columns
   float kn[C::BN], g[24];  // key norms; sum_c Kc2[g][c]^2 [0..7], max_key |Vc2[g]| [8..15], sum_c lo(Kc1[g][c])^2 [16..23]
-  __device__ float* kn2() { return reinterpret_cast<float*>(scratch); }
-  __device__ T* vct() { return reinterpret_cast<T*>(scratch); }
 };
 
 template <class C>
@@ -249,61 +242,36 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   S& sm = *reinterpret_cast<S*>(smem_raw);
   // kv: the K / V index (batch * kv_heads + kv head)
   const int tid = threadIdx.x, lane = tid % 32, tile = blockIdx.x, kv = blockIdx.y, tiles = gridDim.x;
-  const bool v_block = blockIdx.z == 1;
   const int seq_pad = tiles * BN, k0 = tile * BN;
   const Workspace<C> w(p);
   unsigned char* base = static_cast<unsigned char*>(p.workspace);
 
-  // ---- stage the block's K or V tile by cp.async (16 bytes each, all in flight at once; keys past seq_k zero-filled) --
-  const T* src = static_cast<const T*>(v_block ? p.v : p.k) + static_cast<long long>(kv) * p.seq_k * D;
+  // ---- stage K and V by cp.async (16 bytes each, all in flight at once; keys past seq_k zero-filled) ---------------
+  const T* kg = static_cast<const T*>(p.k) + static_cast<long long>(kv) * p.seq_k * D;
+  const T* vg = static_cast<const T*>(p.v) + static_cast<long long>(kv) * p.seq_k * D;
   for (int e = tid; e < BN * kVec; e += kEncThreads) {
     const int key = e / kVec, c = (e % kVec) * 8;
     const bool in = k0 + key < p.seq_k;
     const long long off = in ? static_cast<long long>(k0 + key) * D + c : 0;  // a zero-fill reads nothing
-    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(sm.t + key * LD + c));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src + off), "r"(in ? 16 : 0));
+    const auto copy16 = [&](T* dst, const T* src) {
+      const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + key * LD + c));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src + off), "r"(in ? 16 : 0));
+    };
+    copy16(sm.k, kg);
+    copy16(sm.v, vg);
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   if (tid < 24) sm.g[tid] = 0.f;
   __syncthreads();
-  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * C::kScal;
-
-  if (v_block) {
-    // ---- V: the four encodings of each (key, group) into Vc^T (rows 8 c + g); max_key |Vc2[g]| ----------------------
-    T* vct = sm.vct();
-    static_assert(BN * 8 % kEncThreads == 0, "whole warps of (key, group) items");
-    for (int i = tid; i < BN * 8; i += kEncThreads) {
-      const int key = i / 8, g = i % 8;
-      T enc[4];
-      float m = encode_v_group<T, C::ND, C::kUnified>(sm.t + key * LD, g, enc);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) vct[(8 * c + g) * LDT + key] = enc[c];
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));  // the lanes of one group: g = lane % 8
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
-      if (lane < 8) atomicMax(reinterpret_cast<int*>(&sm.g[8 + g]), __float_as_int(m));  // non-negative floats order as ints
-    }
-    __syncthreads();
-    // ---- the Vc^T rows and max |Vc2| ------------------------------------------------------------------------------
-    T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * C::kVcRows * seq_pad + k0;
-    const uint32_t ones = H::pack(1.f, 1.f);
-    for (int i = tid; i < C::kVcRows * BN / 8; i += kEncThreads) {
-      const int r = i / (BN / 8), c = i % (BN / 8);  // rows 32..: the row sums' ones
-      *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) =
-          r < 32 ? *reinterpret_cast<const uint4*>(vct + r * LDT + c * 8) : make_uint4(ones, ones, ones, ones);
-    }
-    if (tid >= 16 && tid < 24) sc[tid] = sm.g[tid - 8];
-    return;
-  }
 
   // ---- K': the tile's keys as staged, then Kc, each checksum rounded once into T: rows g (unit), 8 + g (weighted);
   // sum_c Kc2[g][c]^2 and sum_c (Kc1[g][c] - hi(Kc1[g][c]))^2 ---------------------------------------------------------
   T* kp = reinterpret_cast<T*>(base + w.kp) + (static_cast<long long>(kv) * tiles + tile) * C::BNS * D;
   for (int e = tid; e < BN * kVec; e += kEncThreads) {
     const int key = e / kVec, c = (e % kVec) * 8;
-    *reinterpret_cast<uint4*>(kp + key * D + c) = *reinterpret_cast<const uint4*>(sm.t + key * LD + c);
+    *reinterpret_cast<uint4*>(kp + key * D + c) = *reinterpret_cast<const uint4*>(sm.k + key * LD + c);
   }
   T* kc = kp + BN * D;
-  float* kn2 = sm.kn2();
   constexpr int P = S::kKcParts, kPartKeys = C::NT / P;
   for (int i = tid; i < 8 * kVec * P; i += kEncThreads) {
     // item i: part i % P of group g's keys g + 8 l (l in the part's range), columns 8 v .. 8 v + 7
@@ -314,7 +282,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
 #pragma unroll
     for (int ll = 0; ll < kPartKeys; ++ll) {
       const int l = part * kPartKeys + ll, key = g + 8 * l;
-      const uint4 q = *reinterpret_cast<const uint4*>(sm.t + key * LD + c);
+      const uint4 q = *reinterpret_cast<const uint4*>(sm.k + key * LD + c);
       float n2 = 0.f;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
@@ -324,7 +292,7 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
         s2[e] = fmaf(static_cast<float>(l + 1), x, s2[e]);
         n2 = fmaf(x, x, n2);
       }
-      kn2[key * kVec + v8] = n2;
+      sm.kn2[key * kVec + v8] = n2;
     }
 #pragma unroll
     for (int o = 1; o < P; o <<= 1) {  // the parts of an item are adjacent lanes
@@ -355,23 +323,43 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
     for (int o = P; o < kGroupLanes; o <<= 1) q2 += __shfl_xor_sync(0xffffffffu, q2, o), lo2 += __shfl_xor_sync(0xffffffffu, lo2, o);
     if (lane % kGroupLanes == 0) atomicAdd(&sm.g[g], q2), atomicAdd(&sm.g[16 + g], lo2);
   }
+  // ---- V: the four encodings of each (key, group) into Vc^T (rows 8 c + g); max_key |Vc2[g]| ------------------------
+  static_assert(BN * 8 % kEncThreads == 0, "whole warps of (key, group) items");
+  for (int i = tid; i < BN * 8; i += kEncThreads) {
+    const int key = i / 8, g = i % 8;
+    T enc[4];
+    float m = encode_v_group<T, C::ND, C::kUnified>(sm.v + key * LD, g, enc);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) sm.vct[(8 * c + g) * LDT + key] = enc[c];
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));  // the lanes of one group: g = lane % 8
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+    if (lane < 8) atomicMax(reinterpret_cast<int*>(&sm.g[8 + g]), __float_as_int(m));  // non-negative floats order as ints
+  }
   __syncthreads();
 
-  // ---- the key norms and the tile's K scalars ----------------------------------------------------------------------
+  // ---- the key norms, Vc^T rows and the tile's scalars ----------------------------------------------------------
   for (int key = tid; key < BN; key += kEncThreads) {
     float a = 0.f;
 #pragma unroll
-    for (int v8 = 0; v8 < kVec; ++v8) a += kn2[key * kVec + v8];
+    for (int v8 = 0; v8 < kVec; ++v8) a += sm.kn2[key * kVec + v8];
     sm.kn[key] = sqrtf(a);
   }
+  T* vc = reinterpret_cast<T*>(base + w.vc) + static_cast<long long>(kv) * C::kVcRows * seq_pad + k0;
+  const uint32_t ones = H::pack(1.f, 1.f);
+  for (int i = tid; i < C::kVcRows * BN / 8; i += kEncThreads) {
+    const int r = i / (BN / 8), c = i % (BN / 8);  // rows 32..: the row sums' ones
+    *reinterpret_cast<uint4*>(vc + static_cast<long long>(r) * seq_pad + c * 8) =
+        r < 32 ? *reinterpret_cast<const uint4*>(sm.vct + r * LDT + c * 8) : make_uint4(ones, ones, ones, ones);
+  }
+  float* sc = reinterpret_cast<float*>(base + w.scal) + (static_cast<long long>(kv) * tiles + tile) * C::kScal;
   __syncthreads();  // the key norms
   if (tid < 8) {
     float kn = 0.f;
     for (int l = 0; l < C::NT; ++l) kn += sm.kn[tid + 8 * l];
     sc[tid] = kn;
-  } else if (tid < 16) {
+  } else if (tid < 24) {
     sc[tid] = sm.g[tid - 8];
-  } else if (tid >= 24 && tid < 32) {
+  } else if (tid < 32) {
     sc[tid] = sqrtf(sm.g[tid - 8]);
   }
 }
@@ -790,7 +778,7 @@ cudaError_t launch(const ftgen_attention_problem* p, const Rules& rules, cudaStr
   if constexpr (C::kStrided) {
     constexpr int kEncSmem = static_cast<int>(sizeof(EncSmem<C>));
     if (const cudaError_t e = ftgen::set_smem(encode_kernel<C>, kEncSmem); e != cudaSuccess) return e;
-    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * ftgen_attention_kv_heads(p), 2), kEncThreads, kEncSmem, stream>>>(*p);
+    encode_kernel<C><<<dim3(static_cast<unsigned>(prm.n_tiles), p->batch * ftgen_attention_kv_heads(p)), kEncThreads, kEncSmem, stream>>>(*p);
   }
   if constexpr (C::kProtected) {  // the recomputation list (the workspace's last part) cleared
     const Workspace<C> w(*p);
