@@ -72,6 +72,16 @@ constexpr auto restaged(L const& staged) {
                                           make_stride(stride<0>(b), stride<1>(b), Int<kStride>{})));
 }
 
+// The TMA descriptor type of collective M's B operand where S holds, else Fallback (M's builder not instantiated)
+template <bool S, class M, class Fallback>
+struct TmaOf {
+  using type = Fallback;
+};
+template <class M, class Fallback>
+struct TmaOf<true, M, Fallback> {
+  using type = typename M::Params::TMA_B;
+};
+
 template <class T_, int D_, int BN_, bool CAUSAL_, int LEVEL_, bool INJECT_, int STAGES_, bool PINGPONG_, int WGS_ = 2>
 struct Config : Levels<LEVEL_> {
   using T = T_;
@@ -103,8 +113,9 @@ struct Config : Levels<LEVEL_> {
       cutlass::gemm::collective::StageCount<kStages>, cutlass::gemm::KernelTmaWarpSpecialized>::CollectiveOp;
   // the strided levels' K tile carries its checksum rows after its BN keys (Kc: the unit and the weighted checksum of
   // each group of the tile's keys, one 16-bit row each: the S check allows for the unit checksum's rounding,
-  // model.s_threshold), so S and its checksum columns are one wgmma of N = BN + 16 (the workspace's K', written by
-  // encode_kernel). kScal: the per-tile scalars (Params::scal).
+  // model.s_threshold), so S and its checksum columns are one wgmma of N = BN + 16: a stage of BN + 16 rows, the keys
+  // loaded from K and the 16 Kc rows from the workspace (written by encode_kernel) by TMA loads of their own.
+  // kScal: the per-tile scalars (Params::scal).
   static constexpr int kKcRows = kStrided ? 16 : 0, BNS = BN + kKcRows, kScal = 32;
   // efta's row sums from the tensor cores: Vc^T's rows 32-47 are ones, so that P Vc^T's columns 32-47 are P's row sums,
   // in every lane of a quad (columns cq and cq + 1 of n8 blocks 4 and 5), accumulated and rescaled with O's checksums;
@@ -137,7 +148,21 @@ struct Config : Levels<LEVEL_> {
   using Pipe = cutlass::PipelineTmaAsync<kStages>;
   using PipeQ = cutlass::PipelineTmaAsync<kWgs>;  // a Q tile of 64 rows per consumer
   using TmaQ = typename MmaQK::Params::TMA_A;
-  using TmaK = typename MmaQK::Params::TMA_B;
+  // K's loads: the tile's BN keys from K itself (the descriptor of a BN-row tile, MmaP's), and (strided) its Kc rows from
+  // the workspace (a 16-row tile's); each written into its rows of the BNS-row stage (LayoutKeys, LayoutKc: LayoutK's
+  // rows 0..BN-1 and BN..BNS-1; with the 128-byte swizzle a stage is D / 64 column blocks of BNS rows, and BN rows of
+  // 128 bytes are whole 1024-byte swizzle atoms, so each part's boxes land where LayoutK has them)
+  using MmaP = Mma<TileP, RowStride>;
+  using TileKc = Shape<_64, _16, Int<D>>;
+  using MmaKc = Mma<TileKc, RowStride>;
+  using LayoutKeys = decltype(cute::composition(LayoutK{}, Layout<Shape<Int<BN>, Int<D>, Int<kStages>>, Stride<_1, Int<BNS>, Int<BNS * D>>>{}));
+  using LayoutKc = decltype(cute::composition(LayoutK{}, Layout<Shape<_16, Int<D>, Int<kStages>>, Stride<_1, Int<BNS>, Int<BNS * D>>>{}));
+  // where the Kc rows start in K's storage: row BN of the first column block, whose rows are 128 bytes (the swizzle
+  // atom's), so BN * 64 16-bit elements on, a multiple of 1024 bytes
+  static_assert(sizeof(E) == 2 && BN % 8 == 0, "16-bit K rows of the 128-byte swizzle, whole swizzle atoms of keys");
+  static constexpr int kKcOffset = BN * 64;
+  using TmaK = typename MmaP::Params::TMA_B;
+  using TmaKc = typename TmaOf<kStrided, MmaKc, TmaK>::type;  // (only the strided levels build the Kc loads)
   using TmaV = typename MmaPV::Params::TMA_B;
   using TmaVc = typename MmaPVc::Params::TMA_B;
   static constexpr uint32_t kKVBytes = BN * D * 2, kQBytes = WM * D * 2, kKcBytes = kKcRows * D * 2,
@@ -168,6 +193,7 @@ struct Config : Levels<LEVEL_> {
   struct Params {
     TmaQ tma_q;
     TmaK tma_k;
+    TmaKc tma_kc;
     TmaV tma_v;
     TmaVc tma_vc;
     ftgen_attention_problem p;
@@ -180,7 +206,7 @@ struct Config : Levels<LEVEL_> {
 };
 
 // ---- the workspace of the protected levels -----------------------------------------------------------------------
-// The strided levels' K' [kv][tile * (BN + 16) + row][D] (a tile's BN keys, zeros past seq_k, then its 16 Kc rows), Vc^T
+// The strided levels' Kc [kv][tile * 16 + row][D] (a tile's 16 checksum rows), Vc^T
 // [kv][kVcRows][seq_pad] (T) and scalars [kv][tile][kScal] (float)
 // per K / V head (kv = batch * kv_heads + kv head: grouped query heads share them), and every protected level's list of
 // the blocks to recompute (int: [0] the count, [kRedoHead + block] a block's mark, [kRedoHead + blocks + i] the list;
@@ -188,7 +214,7 @@ struct Config : Levels<LEVEL_> {
 constexpr int kRedoHead = 64;
 template <class C>
 struct Workspace {
-  size_t kp, vc, scal, redo, bytes;
+  size_t kc, vc, scal, redo, bytes;
   __host__ __device__ static long long blocks(const ftgen_attention_problem& p) {
     return static_cast<long long>(p.batch) * p.heads * ((p.seq_q + C::BM - 1) / C::BM);
   }
@@ -197,8 +223,8 @@ struct Workspace {
     const size_t kv = static_cast<size_t>(p.batch) * ftgen_attention_kv_heads(&p);
     const auto up = [](size_t x) { return (x + 255) / 256 * 256; };
     const size_t n = C::kStrided ? 1 : 0;
-    kp = 0;
-    vc = kp + n * up(kv * tiles * C::BNS * C::D * 2);
+    kc = 0;
+    vc = kc + n * up(kv * tiles * C::kKcRows * C::D * 2);
     scal = vc + n * up(kv * C::kVcRows * tiles * C::BN * 2);
     redo = scal + n * up(kv * tiles * C::kScal * 4);
     bytes = redo + up((kRedoHead + 2 * static_cast<size_t>(blocks(p))) * 4);
@@ -264,14 +290,9 @@ __global__ void __launch_bounds__(kEncThreads) encode_kernel(ftgen_attention_pro
   if (tid < 24) sm.g[tid] = 0.f;
   __syncthreads();
 
-  // ---- K': the tile's keys as staged, then Kc, each checksum rounded once into T: rows g (unit), 8 + g (weighted);
-  // sum_c Kc2[g][c]^2 and sum_c (Kc1[g][c] - hi(Kc1[g][c]))^2 ---------------------------------------------------------
-  T* kp = reinterpret_cast<T*>(base + w.kp) + (static_cast<long long>(kv) * tiles + tile) * C::BNS * D;
-  for (int e = tid; e < BN * kVec; e += kEncThreads) {
-    const int key = e / kVec, c = (e % kVec) * 8;
-    *reinterpret_cast<uint4*>(kp + key * D + c) = *reinterpret_cast<const uint4*>(sm.k + key * LD + c);
-  }
-  T* kc = kp + BN * D;
+  // ---- Kc, each checksum rounded once into T: rows g (unit), 8 + g (weighted); sum_c Kc2[g][c]^2 and
+  // sum_c (Kc1[g][c] - hi(Kc1[g][c]))^2 --------------------------------------------------------------------------------
+  T* kc = reinterpret_cast<T*>(base + w.kc) + (static_cast<long long>(kv) * tiles + tile) * C::kKcRows * D;
   constexpr int P = S::kKcParts, kPartKeys = C::NT / P;
   for (int i = tid; i < 8 * kVec * P; i += kEncThreads) {
     // item i: part i % P of group g's keys g + 8 l (l in the part's range), columns 8 v .. 8 v + 7
@@ -395,6 +416,7 @@ __device__ __forceinline__ void run_block(const typename C::Params& prm, const i
     cute::prefetch_tma_descriptor(prm.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(prm.tma_v.get_tma_descriptor());
     if constexpr (C::kStrided) {
+      cute::prefetch_tma_descriptor(prm.tma_kc.get_tma_descriptor());
       cute::prefetch_tma_descriptor(prm.tma_vc.get_tma_descriptor());
     }
   }
@@ -421,14 +443,14 @@ __device__ __forceinline__ void run_block(const typename C::Params& prm, const i
     if constexpr (kSetRegs) cutlass::arch::warpgroup_reg_dealloc<C::kProducerRegs>();
     if (warp_in_group != 0) return;
     const auto ps = make_shape(p.batch, p.heads, p.seq_q, p.seq_k, static_cast<int>(C::D));
-    // K' (strided levels) holds each tile's BN keys and Kc rows: BNS rows a tile
     const auto ps_kv = make_shape(p.batch, kvh, p.seq_q, p.seq_k, static_cast<int>(C::D));
-    const auto ps_k = make_shape(p.batch, kvh, p.seq_q, C::kStrided ? prm.n_tiles * C::BNS : p.seq_k, static_cast<int>(C::D));
     fc::CollectiveLoadTma<fc::LoadKind::kQ, PipeQ, E, typename C::LayoutQ, typename C::TmaQ> load_q{prm.tma_q, pipe_q, sm.q};
-    fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutK, typename C::TmaK> load_k{prm.tma_k, pipe, sm.k};
+    // the keys into rows 0..BN-1 of K's stages (the strided levels' Kc rows follow them)
+    fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKeys, typename C::TmaK> load_k{
+        prm.tma_k, pipe, *reinterpret_cast<typename C::template Store<typename C::LayoutKeys>*>(sm.k.data())};
     fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutV, typename C::TmaV> load_v{prm.tma_v, pipe, sm.v};
     auto state_q = load_q.init_state(_0{}, ps, typename C::TileQK{}, blk, C::kWgs);
-    auto state_k = load_k.init_state(_0{}, ps_k, typename C::TileQK{}, blk_kv, n_tiles);
+    auto state_k = load_k.init_state(_0{}, ps_kv, typename C::TileP{}, blk_kv, n_tiles);
     auto state_v = load_v.init_state(_0{}, ps_kv, typename C::TilePV{}, blk_kv, n_tiles);
     typename cutlass::PipelineState<C::kStages> wr = cutlass::make_producer_start_state<Pipe>();
     typename cutlass::PipelineState<C::kWgs> wq = cutlass::make_producer_start_state<PipeQ>();
@@ -437,12 +459,19 @@ __device__ __forceinline__ void run_block(const typename C::Params& prm, const i
     int nq = C::kWgs, nk = n_tiles, nv = n_tiles;
     if constexpr (C::kStrided) {
       const auto ps_vc = make_shape(p.batch, kvh, p.seq_q, prm.seq_pad, static_cast<int>(C::kVcRows));
+      const auto ps_kc = make_shape(p.batch, kvh, p.seq_q, prm.n_tiles * C::kKcRows, static_cast<int>(C::D));
+      // the Kc rows at row BN of K's stages: a 1024-byte aligned offset (BN rows of 128 bytes)
+      fc::CollectiveLoadTma<fc::LoadKind::kK, Pipe, E, typename C::LayoutKc, typename C::TmaKc> load_kc{
+          prm.tma_kc, pipe, *reinterpret_cast<typename C::template Store<typename C::LayoutKc>*>(sm.k.data() + C::kKcOffset)};
+      auto state_kc = load_kc.init_state(_0{}, ps_kc, typename C::TileKc{}, blk_kv, n_tiles);
+      int nkc = n_tiles;
       fc::CollectiveLoadTma<fc::LoadKind::kV, Pipe, E, typename C::LayoutVc, typename C::TmaVc> load_vc{prm.tma_vc, pipe, sm.c.vc};
       auto state_vc = load_vc.init_state(_0{}, ps_vc, typename C::TilePVc{}, blk_kv, n_tiles);
       int nvc = n_tiles;
       const auto load_tiles = [&](bool first) {
         if (lane_predicate && nk > 0) pipe.producer_acquire(wr);
-        if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);  // K' has BNS rows
+        if (lane_predicate && nk > 0) pipe.producer_expect_transaction(wr, C::kKcBytes);  // the stage's Kc rows too
+        load_kc.template step<false, false, false>(k_iter, state_kc, wr, lane_predicate, nkc);
         load_k.template step<false, true, false>(k_iter, state_k, wr, lane_predicate, nk);
         while (first && nq > 0) load_q.step(q_iter, state_q, wq, lane_predicate, nq);
         if (lane_predicate && nv > 0) pipe.producer_acquire(wr);
@@ -740,14 +769,10 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
   // its own, of which one operand's descriptor is kept
   auto pqk = C::MmaQK::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hh)), typename C::MmaQK::Arguments{q, dq, k, dk},
                                                nullptr);
-  // K's descriptor: of K' (the workspace's K tiles with their checksum rows) for the strided levels
+  // K's descriptor: BN-row tiles of K (the strided levels' Kc rows have a descriptor of their own, below)
   const Workspace<C> w(p);
   unsigned char* base = static_cast<unsigned char*>(p.workspace);
-  const auto* kp = C::kStrided ? reinterpret_cast<const E*>(base + w.kp) : k;
-  const int lk = C::kStrided ? tiles * C::BNS : Lk;
-  const RS dkp{D, _1{}, make_tuple(Hk * lk * D, lk * D)};
-  auto pk = C::MmaQK::to_underlying_arguments(make_shape(Lq, lk, D, make_shape(B, Hk)), typename C::MmaQK::Arguments{q, dkp, kp, dkp},
-                                              nullptr);
+  auto pk = C::MmaP::to_underlying_arguments(make_shape(Lq, Lk, D, make_shape(B, Hk)), typename C::MmaP::Arguments{q, dk, k, dk}, nullptr);
   auto ppv = C::MmaPV::to_underlying_arguments(make_shape(Lq, D, Lk, make_shape(B, Hk)),
                                                typename C::MmaPV::Arguments{k, dk, v, CS{_1{}, D, make_tuple(Hk * Lk * D, Lk * D)}}, nullptr);
   prm.tma_q = pqk.tma_load_a;
@@ -762,6 +787,12 @@ typename C::Params params(const ftgen_attention_problem& p, const Rules& rules) 
           typename C::MmaPVc::Arguments{q, dk, vc, RS{seq_pad, _1{}, make_tuple(Hk * C::kVcRows * seq_pad, C::kVcRows * seq_pad)}},
           nullptr);
       prm.tma_vc = pvc.tma_load_b;
+      const auto* kc = reinterpret_cast<const E*>(base + w.kc);
+      const int lkc = tiles * C::kKcRows;
+      const RS dkc{D, _1{}, make_tuple(Hk * lkc * D, lkc * D)};
+      auto pkc = C::MmaKc::to_underlying_arguments(make_shape(Lq, lkc, D, make_shape(B, Hk)), typename C::MmaKc::Arguments{q, dkc, kc, dkc},
+                                                   nullptr);
+      prm.tma_kc = pkc.tma_load_b;
       prm.scal = reinterpret_cast<const float*>(base + w.scal);
     }
   }
