@@ -10,11 +10,12 @@
 // products: S's checksum columns Q Kc^T (Kc: the unit and the weighted checksum of each group of K's rows, each one
 // 16-bit row, 16 x head_dim) and O's 32 checksum columns P Vc (Vc: V's unit checksum in a high and a low half, its
 // weighted checksum and the group magnitudes), whose element e of n8 block c lands in the thread that holds group
-// cq + e % 2. Kc's rows follow their tile's keys in a copy of K (K', in the workspace), so S and its checksum columns
-// are one wgmma of N = block_n + 16; Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V (efta: 48, its
-// rows 32-47 ones, so that the same product gives each thread the row sums of its two rows). K' and Vc are
-// encoded once per launch (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel
-// through the pipeline with their K and V tiles.
+// cq + e % 2. Kc's rows follow their tile's keys in the stage (each loaded by a TMA load of its own: the keys from K,
+// the Kc rows from the workspace), so S and its checksum columns are one wgmma of N = block_n + 16 over K' = [K; Kc];
+// Vc (stored transposed, 32 x keys) is one more wgmma of N = 32 beside O += P V (efta: 48, its rows 32-47 ones, so that
+// the same product gives each thread the row sums of its two rows). Kc and Vc are encoded once per launch
+// (encode_kernel: what the mma backend's encode_tile computes, laid out for speed) and travel through the pipeline with
+// their K and V tiles.
 //
 // What a check cannot locate is recomputed: a block where any check failed to correct (S, O, the exps or the row sums)
 // lists itself in the workspace, and after the kernel redo_kernel recomputes the listed blocks with this kernel's code
@@ -141,8 +142,8 @@ struct Config : Levels<LEVEL_> {
   using LayoutQ = decltype(fc::unstageSmemLayout(typename MmaQK::SmemLayoutA{}, Int<kWgs>{}));
   using LayoutK = typename MmaQK::SmemLayoutB;
   // V's stages at K's stage stride: a stage holds a K tile or a V tile at different times, so the two staged arrays
-  // share their storage, and with K' (BNS rows) larger than V a V stage at V's own stride would overlap the end of
-  // the K' tile of the stage before it
+  // share their storage, and with K' (BNS rows: the keys and their Kc rows) larger than V a V stage at V's own stride
+  // would overlap the end of the K' tile of the stage before it
   using LayoutV = decltype(restaged<BNS * D>(typename MmaPV::SmemLayoutB{}));
   using LayoutVc = typename MmaPVc::SmemLayoutB;
   using Pipe = cutlass::PipelineTmaAsync<kStages>;

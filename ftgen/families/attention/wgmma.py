@@ -13,7 +13,7 @@ Build: ``-DNDEBUG`` (CUTLASS's device assertions make ptxas serialize wgmma) and
 The wgmma accumulator repeats the m16n8 layout per warp, so the protection levels are those of the mma backend
 (:mod:`.mma`, :mod:`.model`), step for step the same device functions: S's strided checksum columns ``Q Kc^T`` come
 from the same wgmma as S (Kc's 16 rows, the unit and weighted checksums of each group rounded once into the 16-bit type,
-follow their tile's keys in a copy of K in the workspace, so the product has N = block_n + 16), O's ``P Vc`` (32 columns; efta 48 up to head_dim 128, its last 16 the row sums, from
+are loaded from the workspace into the stage after their tile's keys, so the product has N = block_n + 16), O's ``P Vc`` (32 columns; efta 48 up to head_dim 128, its last 16 the row sums, from
 rows of ones) is one more wgmma; both encoded once per launch and loaded by TMA with their K and V tiles. Rows where a check could not
 correct (S, O, the exps or the row sums) are flagged in the workspace and recomputed after the kernel by the same
 kernel unprotected (a launch whose blocks return at once where nothing was flagged); every vote is a warp's (the
