@@ -5,7 +5,8 @@
 // smallest key over the tiles: its label, and the inertia's term max(d' + ||x_i||^2, 0).
 // Protected (the threadblock ABFT, the model kmeans model.assign90): the GEMM's B is the packed centroid tiles, each
 // followed by its encodings, so the epilogue holds the reference checksums beside the accumulators and checks every row
-// before the arg-min (ArgMinDirect<8>); a fix kernel recomputes what the check could not correct in place.
+// before a row's minimum leaves the thread (ArgMinDirect<8>); a fix kernel recomputes what the check could not correct
+// in place.
 // Near ties refined (kTop2, the tf32 refine option, model.refine_assign): the epilogue keeps each row's two nearest per
 // tile (a second key per (row, tile)), the finishing kernel its two nearest over the tiles, and a row whose two are
 // closer than their error bounds takes the nearer of them by exact distances (ftgen_kmeans_refine.cuh).
@@ -106,8 +107,11 @@ struct ArgMinArgs {
 //
 // kEnc = 8 (the threadblock ABFT): the tile's last 8 columns are not centroids but the centroid tile's encodings (hi and
 // lo of se s_t, of sw w_t, four zero columns: pack_kernel), so the same wgmma computes the reference checksums r = x . s_t,
-// r' = x . w_t beside the accumulators. Before the arg-min reads them, per row, in two stages (model.assign90 with
-// prefilter, ftgen_rules::norm_prefilter_clean): the sum P1 of a over the centroid columns passes when
+// r' = x . w_t beside the accumulators. Every row is checked before its minimum leaves the thread, in two stages
+// (model.assign90 with prefilter, ftgen_rules::norm_prefilter_clean). The first stage's sum is taken in the arg-min's
+// own pass over the accumulators (its additions fill issue slots the compare-and-select chains leave idle), the verdict
+// after it, and a tile where an element was corrected in place gets the pass again. The sum P1 of a over the centroid
+// columns passes when
 // |P1 - r| <= unit max(||x|| sum ||c_j||, |r|) -- by Cauchy-Schwarz that scale bounds sum |a|, so the stage flags no row
 // the full rule's unweighted residual passes; any
 // other row gets the full rule on its sums of a, (j + 1) a and |a| against r, r' (ftgen_rules::abft16_unit_verdict, the
@@ -179,56 +183,21 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       }
     }
     if constexpr (kInject) inject(acc, int(m), int(n), thread_idx, j0, tCcD);
-    if constexpr (kEnc > 0) check(acc, cols, int(n), q, xx, nc, row_of, col_of);
 
     // the arg-min: per row held, the smallest d' = ||c_j||^2 - 2 a and its element v, in independent chains a row
-    // (kChainGroups: the element's column parity and its 8-column group's index), so that consecutive compare-and-select
-    // steps do not wait on each other; columns ascend along v within a chain, so a strict < keeps the lower index on a
-    // tie, and the chains merge with the lower v on a tie (v ascends with the column for a row). The element's column
-    // once per row after the merge. The norms two at a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q
-    // + {0, 1}, at constant offsets from one address), no column tested: params.cc holds +inf past the last centroid up
-    // to the last tile's end, whose columns' accumulators are 0 (B's rows past the centroids are zeros), so their d' is
-    // +inf and never the smallest.
+    // (argmin_pass). With kEnc the same pass sums the check's first stage (P1 = sum a, in the same chains), so the
+    // check's additions fill the issue slots the compare-and-select chains leave (the epilogue issues on 35-45% of its
+    // cycles); the verdict follows the pass, and where it corrected an element in place (rare) the pass runs again
+    // over the corrected tile before the minima leave the thread.
     constexpr int kG = NT / 8 >= 2 * kChainGroups ? kChainGroups : 1;  // (a tile of one or few groups: by parity only)
     constexpr int MS = kTop2 ? MM : 1;  // (the second smallest's chains: kTop2 only)
-    float bv[MM][2][2 * kG], sv[MS][2][2 * kG];
+    constexpr int MP = kEnc > 0 ? MM : 1;  // (the check's partial sums: kEnc only)
+    float bv[MM][2][2 * kG], sv[MS][2][2 * kG], part[MP][2][2 * kG];
     int bx[MM][2][2 * kG], sx[MS][2][2 * kG];
-    CUTLASS_PRAGMA_UNROLL
-    for (int mm = 0; mm < MM; ++mm) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int c = 0; c < 2 * kG; ++c) {
-          bv[mm][r][c] = INFINITY;
-          bx[mm][r][c] = 0;
-          if constexpr (kTop2) {
-            sv[mm][r][c] = INFINITY;
-            sx[mm][r][c] = 0;
-          }
-        }
-      }
-    }
     const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
-    CUTLASS_PRAGMA_UNROLL
-    for (int g = 0; g < NT / 8; ++g) {
-      const float2 c2 = __ldg(ccq + 4 * g);
-      CUTLASS_PRAGMA_UNROLL
-      for (int mm = 0; mm < MM; ++mm) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          const int v = 4 * g + e, r = e / 2, c = 2 * (g % kG) + e % 2;
-          const float d = fmaf(-2.f, static_cast<float>(acc(v, mm, 0)), e % 2 ? c2.y : c2.x);
-          if constexpr (kTop2) {  // (before the smallest moves: a new smallest pushes the old one to second)
-            const bool first = d < bv[mm][r][c], second = d < sv[mm][r][c];
-            sv[mm][r][c] = first ? bv[mm][r][c] : second ? d : sv[mm][r][c];
-            sx[mm][r][c] = first ? bx[mm][r][c] : second ? v : sx[mm][r][c];
-          }
-          if (d < bv[mm][r][c]) {
-            bv[mm][r][c] = d;
-            bx[mm][r][c] = v;
-          }
-        }
-      }
+    argmin_pass<(kEnc > 0)>(acc, ccq, bv, bx, sv, sx, part);
+    if constexpr (kEnc > 0) {
+      if (check(acc, part, cols, int(n), q, xx, nc, row_of, col_of)) argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
     }
     if constexpr (kTop2) {
       top2_store(bv, bx, sv, sx, int(n), j0, q, row_of, col_of);
@@ -249,7 +218,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
             bxr[mm][r] = bx[mm][r][c];
           }
         }
-        bxr[mm][r] = col_of(bxr[mm][r]);
+        bxr[mm][r] = col_of(bxr[mm][r]);  // (the chains merge with the lower v on a tie: v ascends with the column)
       }
     }
     CUTLASS_PRAGMA_UNROLL
@@ -277,6 +246,61 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   }
 
  private:
+  // One pass over the tile's centroid columns: the arg-min chains (c = the element's column parity and its 8-column
+  // group's index mod kG) reset and filled -- columns ascend along v within a chain, so a strict < keeps the lower index
+  // on a tie; the norms two at a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q + {0, 1}, at
+  // constant offsets from one address), no column tested: params.cc holds +inf past the last centroid up to the last
+  // tile's end, whose columns' accumulators are 0 (B's rows past the centroids are zeros), so their d' is +inf and never
+  // the smallest. kSum: the check's first-stage sums of a per row and chain into part.
+  template <bool kSum, class Acc, int MM, int C2, int MS, int MP>
+  CUTLASS_DEVICE static void argmin_pass(Acc const& acc, const float2* ccq, float (&bv)[MM][2][C2], int (&bx)[MM][2][C2], float (&sv)[MS][2][C2],
+                                         int (&sx)[MS][2][C2], float (&part)[MP][2][C2]) {
+    using namespace cute;
+    constexpr int V = size<0>(typename Acc::layout_type{});
+    constexpr int NT = 2 * V - kEnc;
+    constexpr int kG = C2 / 2;
+    static_assert(!kSum || MP == MM, "the check's sums per 64-row wgmma");
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int c = 0; c < C2; ++c) {
+          bv[mm][r][c] = INFINITY;
+          bx[mm][r][c] = 0;
+          if constexpr (kTop2) {
+            sv[mm][r][c] = INFINITY;
+            sx[mm][r][c] = 0;
+          }
+          if constexpr (kSum) part[mm][r][c] = 0.f;
+        }
+      }
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int g = 0; g < NT / 8; ++g) {
+      const float2 c2 = __ldg(ccq + 4 * g);
+      CUTLASS_PRAGMA_UNROLL
+      for (int mm = 0; mm < MM; ++mm) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const int v = 4 * g + e, r = e / 2, c = 2 * (g % kG) + e % 2;
+          const float a = static_cast<float>(acc(v, mm, 0));
+          if constexpr (kSum) part[mm][r][c] += a;
+          const float d = fmaf(-2.f, a, e % 2 ? c2.y : c2.x);
+          if constexpr (kTop2) {  // (before the smallest moves: a new smallest pushes the old one to second)
+            const bool first = d < bv[mm][r][c], second = d < sv[mm][r][c];
+            sv[mm][r][c] = first ? bv[mm][r][c] : second ? d : sv[mm][r][c];
+            sx[mm][r][c] = first ? bx[mm][r][c] : second ? v : sx[mm][r][c];
+          }
+          if (d < bv[mm][r][c]) {
+            bv[mm][r][c] = d;
+            bx[mm][r][c] = v;
+          }
+        }
+      }
+    }
+  }
+
   // kTop2: the chains' (smallest, second) pairs as keys (the tile's column in them), merged over the chains and the quad;
   // the row's smallest to keys, its second to keys2
   template <int MM, int C2, class RowOf, class ColOf>
@@ -303,44 +327,51 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     }
   }
 
-  // The threadblock ABFT of the tile (kEnc > 0), before the arg-min; see the class comment
-  // xx: the squared norms of the rows held (0 past the samples), nc: the tile's sum of centroid norms (operator() loads
-  // them before the faults' lookup)
-  template <class Acc, int MM, class RowOf, class ColOf>
-  CUTLASS_DEVICE void check(Acc& acc, int cols, int tile, int q, const float (&xx)[MM][2], float nc, RowOf const& row_of, ColOf const& col_of) {
+  // The threadblock ABFT of the tile (kEnc > 0), before the minima leave the thread; see the class comment
+  // part: the first stage's sums of a per row and chain (argmin_pass), xx: the squared norms of the rows held (0 past the
+  // samples), nc: the tile's sum of centroid norms (operator() loads them before the faults' lookup). Returns whether an
+  // element was corrected in place (the caller's arg-min pass then runs again).
+  template <class Acc, int MM, int C2, class RowOf, class ColOf>
+  CUTLASS_DEVICE bool check(Acc& acc, const float (&part)[MM][2][C2], int cols, int tile, int q, const float (&xx)[MM][2], float nc, RowOf const& row_of,
+                            ColOf const& col_of) {
     using namespace cute;
     constexpr int V = size<0>(typename Acc::layout_type{});
     static_assert(MM == size<1>(typename Acc::layout_type{}), "the rows held");
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
-    // the first stage's scale per row held: ||x_i|| sum ||c_j|| (rows past the samples: 0, their accumulators are 0)
+    // the first stage's scale per row held: ||x_i|| sum ||c_j|| (rows past the samples: 0, their accumulators are 0),
+    // the square root by the approximate reciprocal root (within 2 ulp) taken 2^-20 below it: a scale below the exact
+    // one only makes the stage stricter (a row it does not pass gets the full rule), never looser
     float scale[MM][2];
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       CUTLASS_PRAGMA_UNROLL
-      for (int r = 0; r < 2; ++r) scale[mm][r] = sqrtf(xx[mm][r]) * nc;
+      for (int r = 0; r < 2; ++r) {
+        const float x2 = xx[mm][r];
+        scale[mm][r] = x2 > 0.f ? x2 * rsqrtf(x2) * (nc * kBelow) : 0.f;
+      }
     }
     float s1[MM][2], rs[MM][2];
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
-      float part[2][2 * kChainGroups] = {};  // (independent partial sums per row: see kChainGroups)
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < 2; ++r) rs[mm][r] = 0.f;
       CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < V; ++v) {
-        const int r = (v / 2) % 2;
+      for (int v = NT / 2; v < NT / 2 + 4; ++v) {
         const float a = static_cast<float>(acc(v, mm, 0));
-        if (v < NT / 2) part[r][2 * ((v / 4) % kChainGroups) + v % 2] += a;  // a centroid's column
-        else if (v < NT / 2 + 4 && q == 0) rs[mm][r] += v % 2 ? a * kLo : a;  // lane 0 of the quad: s_t's hi, lo
+        if (q == 0) rs[mm][(v / 2) % 2] += v % 2 ? a * kLo : a;  // lane 0 of the quad: s_t's hi, lo
       }
       CUTLASS_PRAGMA_UNROLL
       for (int r = 0; r < 2; ++r) {
+        float t[C2];
         CUTLASS_PRAGMA_UNROLL
-        for (int w = 1; w < 2 * kChainGroups; w <<= 1) {
+        for (int c = 0; c < C2; ++c) t[c] = part[mm][r][c];
+        CUTLASS_PRAGMA_UNROLL
+        for (int w = 1; w < C2; w <<= 1) {
           CUTLASS_PRAGMA_UNROLL
-          for (int c = 0; c + w < 2 * kChainGroups; c += 2 * w) part[r][c] += part[r][c + w];
+          for (int c = 0; c + w < C2; c += 2 * w) t[c] += t[c + w];
         }
-        s1[mm][r] = part[r][0];
+        s1[mm][r] = t[0];
       }
     }
     float top = 0.f;
@@ -356,10 +387,11 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           rs[mm][r] += __shfl_xor_sync(0xffffffffu, rs[mm][r], o);
         }
         // (every lane of the quad holds the same sums, so the same verdict)
+        // (ftgen_rules::norm_prefilter_clean with the score, telemetry only, by an approximate division)
         const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se);
-        float score = 0.f;
-        if (ftgen_rules::norm_prefilter_clean(s1[mm][r], ref_f, scale[mm][r], unit_f, &score)) {
-          top = fmaxf(top, score);
+        const float tau = ftgen_rules::norm_prefilter_tau(ref_f, scale[mm][r], unit_f), d = fabsf(s1[mm][r] - ref_f);
+        if (d <= tau) {
+          top = fmaxf(top, tau > 0.f ? __fdividef(d, tau) : 0.f);
           continue;
         }
         todo[mm] |= 1u << r;
@@ -367,6 +399,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     }
     // the rows the first stage did not pass: the full rule, one inlined copy per 64-row wgmma with the row held a
     // run-time value (the cold code stays small beside the hot epilogue)
+    bool corrected = false;
     CUTLASS_PRAGMA_UNROLL
     for (int mm = 0; mm < MM; ++mm) {
       if (!todo[mm]) continue;
@@ -374,20 +407,24 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       for (int r = 0; r < 2; ++r) {
         if (!(todo[mm] >> r & 1u)) continue;
         const float P1 = r ? s1[mm][1] : s1[mm][0], rr = r ? rs[mm][1] : rs[mm][0];
-        full(acc, mm, r, P1, static_cast<double>(rr) * p.inv_se, cols, tile, q, row_of, col_of);
+        corrected |= full(acc, mm, r, P1, static_cast<double>(rr) * p.inv_se, cols, tile, q, row_of, col_of);
       }
     }
-    if (p.counters) {  // the warp's largest clean score (the first stage's)
+    // the warp's largest clean score (the first stage's), reduced and recorded only when a lane's beats the warp's
+    // record so far (seen_, the same in every lane): after the first tiles a vote, not five shuffles, per tile
+    if (p.counters && __any_sync(0xffffffffu, top > seen_)) {
       CUTLASS_PRAGMA_UNROLL
       for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
       if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top, seen_);
+      seen_ = fmaxf(seen_, top);
     }
+    return corrected;
   }
 
   // The full rule for a row the first stage did not pass (its quad only): the sums of (j + 1) a and |a| and the weighted
-  // reference, then the verdict; a detection to the rare path
+  // reference, then the verdict; a detection to the rare path (true: an element corrected in place)
   template <class Acc, class RowOf, class ColOf>
-  CUTLASS_DEVICE void full(Acc& acc, int mm, int r, float P1, double ref, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+  CUTLASS_DEVICE bool full(Acc& acc, int mm, int r, float P1, double ref, int cols, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
     using namespace cute;
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
@@ -417,19 +454,19 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     const double refw = static_cast<double>(rw) * p.inv_sw;
     double score = 0.0;
     const int verdict = ftgen_rules::abft16_unit_verdict(P1, sw, sa, ref, refw, p.unit, 0.0, rms_w, cols, &score);
-    if (verdict != -1) rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
+    return verdict != -1 && rare(acc, verdict, mm, r, ref, tile, q, row_of, col_of);
   }
 
-  // A detection (rare): count it; a located element (online) corrected in place, else the (row, tile) queued
+  // A detection (rare): count it; a located element (online) corrected in place (true), else the (row, tile) queued
   template <class Acc, class RowOf, class ColOf>
-  CUTLASS_DEVICE void rare(Acc& acc, int verdict, int mm, int r, double ref, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
+  CUTLASS_DEVICE bool rare(Acc& acc, int verdict, int mm, int r, double ref, int tile, int q, RowOf const& row_of, ColOf const& col_of) {
     using namespace cute;
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
     const bool lead = q == 0;
     if (lead && p.counters) atomicAdd(&p.counters->detected, 1ull);
-    if (p.no_correct) return;
+    if (p.no_correct) return false;
     if (p.online && verdict >= 0) {
       double rest = 0.0;  // the row's other elements, summed anew
       CUTLASS_PRAGMA_UNROLL
@@ -442,12 +479,13 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       for (int v = 0; v < NT / 2; ++v)
         if ((v / 2) % 2 == r && col_of(v) == verdict) acc(v, mm, 0) = static_cast<float>(ref - rest);
       if (lead && p.counters) atomicAdd(&p.counters->corrected, 1ull);
-      return;
+      return true;
     }
-    if (!lead) return;
+    if (!lead) return false;
     const int slot = atomicAdd(p.flag_count, 1);
     if (slot < p.flag_capacity) p.flags[slot] = make_int2(static_cast<int>(row_of(mm, r)), tile);
     else if (p.counters) atomicAdd(&p.counters->uncorrectable, 1ull);
+    return false;
   }
 
   // The planned accumulator faults of this tile and thread (inject builds, first iteration)
@@ -477,12 +515,13 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   }
 
   static constexpr float kLo = 1.f / 2048.f;  // the encodings' low parts' scale (tf32_split)
+  static constexpr float kBelow = 1.f - 1.f / 1048576.f;  // (the first stage's scale taken below its rounding)
   // The lanes of this thread's quad: the four that hold a row (the shuffles of a row's verdict, taken by its quad only)
   CUTLASS_DEVICE static unsigned quad_mask() { return 0xfu << (threadIdx.x % 32 & ~3u); }
 
   Params params;
   // (the consumer threads keep one epilogue object over all their tiles of the persistent schedule)
-  float seen_ = 0.f;  // the largest score this lane has recorded
+  float seen_ = 0.f;  // the largest score this warp has recorded (every lane holds it)
 };
 
 // The product's epilogue: the arg-min (and with kEnc the check, with kTop2 the second smallest) on the accumulator registers
