@@ -394,6 +394,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           top = fmaxf(top, tau > 0.f ? __fdividef(d, tau) : 0.f);
           continue;
         }
+        // a row past the samples (the last row tile's padding) is no output: no label reads its key, so a fault there
+        // is neither a detection nor a unit to recompute
+        if (row_of(mm, r) >= p.samples) continue;
         todo[mm] |= 1u << r;
       }
     }
