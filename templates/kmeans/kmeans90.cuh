@@ -394,9 +394,6 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           top = fmaxf(top, tau > 0.f ? __fdividef(d, tau) : 0.f);
           continue;
         }
-        // a row past the samples (the last row tile's padding) is no output: no label reads its key, so a fault there
-        // is neither a detection nor a unit to recompute
-        if (row_of(mm, r) >= p.samples) continue;
         todo[mm] |= 1u << r;
       }
     }
@@ -467,6 +464,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
     CheckArgs const& p = params.check;
+    // a row past the samples (the last row tile's padding) is no output: no label reads its key, so a fault there is
+    // neither a detection nor a unit to recompute
+    if (row_of(mm, r) >= p.samples) return false;
     const bool lead = q == 0;
     if (lead && p.counters) atomicAdd(&p.counters->detected, 1ull);
     if (p.no_correct) return false;
