@@ -195,9 +195,17 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     float bv[MM][2][2 * kG], sv[MS][2][2 * kG], part[MP][2][2 * kG];
     int bx[MM][2][2 * kG], sx[MS][2][2 * kG];
     const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
-    argmin_pass<(kEnc > 0)>(acc, ccq, bv, bx, sv, sx, part);
-    if constexpr (kEnc > 0) {
-      if (check(acc, part, cols, int(n), q, xx, nc, row_of, col_of)) argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
+    if constexpr (kEnc > 0 && kTop2) {
+      // (the two-key chains leave no registers for the check beside them -- fused, ptxas spilled 300 words: the
+      // check first, on a pass of its own sums, then the arg-min over the checked tile)
+      argmin_pass<true, false>(acc, ccq, bv, bx, sv, sx, part);
+      check(acc, part, cols, int(n), q, xx, nc, row_of, col_of);
+      argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
+    } else {
+      argmin_pass<(kEnc > 0)>(acc, ccq, bv, bx, sv, sx, part);
+      if constexpr (kEnc > 0) {
+        if (check(acc, part, cols, int(n), q, xx, nc, row_of, col_of)) argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
+      }
     }
     if constexpr (kTop2) {
       top2_store(bv, bx, sv, sx, int(n), j0, q, row_of, col_of);
@@ -251,8 +259,8 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   // on a tie; the norms two at a time (the pair of an 8-column group a lane holds: 8 (v / 4) + 2 q + {0, 1}, at
   // constant offsets from one address), no column tested: params.cc holds +inf past the last centroid up to the last
   // tile's end, whose columns' accumulators are 0 (B's rows past the centroids are zeros), so their d' is +inf and never
-  // the smallest. kSum: the check's first-stage sums of a per row and chain into part.
-  template <bool kSum, class Acc, int MM, int C2, int MS, int MP>
+  // the smallest. kSum: the check's first-stage sums of a per row and chain into part; kMin false: those sums alone.
+  template <bool kSum, bool kMin = true, class Acc, int MM, int C2, int MS, int MP>
   CUTLASS_DEVICE static void argmin_pass(Acc const& acc, const float2* ccq, float (&bv)[MM][2][C2], int (&bx)[MM][2][C2], float (&sv)[MS][2][C2],
                                          int (&sx)[MS][2][C2], float (&part)[MP][2][C2]) {
     using namespace cute;
@@ -266,9 +274,11 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       for (int r = 0; r < 2; ++r) {
         CUTLASS_PRAGMA_UNROLL
         for (int c = 0; c < C2; ++c) {
-          bv[mm][r][c] = INFINITY;
-          bx[mm][r][c] = 0;
-          if constexpr (kTop2) {
+          if constexpr (kMin) {
+            bv[mm][r][c] = INFINITY;
+            bx[mm][r][c] = 0;
+          }
+          if constexpr (kMin && kTop2) {
             sv[mm][r][c] = INFINITY;
             sx[mm][r][c] = 0;
           }
@@ -278,7 +288,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     }
     CUTLASS_PRAGMA_UNROLL
     for (int g = 0; g < NT / 8; ++g) {
-      const float2 c2 = __ldg(ccq + 4 * g);
+      const float2 c2 = kMin ? __ldg(ccq + 4 * g) : float2{};
       CUTLASS_PRAGMA_UNROLL
       for (int mm = 0; mm < MM; ++mm) {
         CUTLASS_PRAGMA_UNROLL
@@ -286,15 +296,17 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           const int v = 4 * g + e, r = e / 2, c = 2 * (g % kG) + e % 2;
           const float a = static_cast<float>(acc(v, mm, 0));
           if constexpr (kSum) part[mm][r][c] += a;
-          const float d = fmaf(-2.f, a, e % 2 ? c2.y : c2.x);
-          if constexpr (kTop2) {  // (before the smallest moves: a new smallest pushes the old one to second)
-            const bool first = d < bv[mm][r][c], second = d < sv[mm][r][c];
-            sv[mm][r][c] = first ? bv[mm][r][c] : second ? d : sv[mm][r][c];
-            sx[mm][r][c] = first ? bx[mm][r][c] : second ? v : sx[mm][r][c];
-          }
-          if (d < bv[mm][r][c]) {
-            bv[mm][r][c] = d;
-            bx[mm][r][c] = v;
+          if constexpr (kMin) {
+            const float d = fmaf(-2.f, a, e % 2 ? c2.y : c2.x);
+            if constexpr (kTop2) {  // (before the smallest moves: a new smallest pushes the old one to second)
+              const bool first = d < bv[mm][r][c], second = d < sv[mm][r][c];
+              sv[mm][r][c] = first ? bv[mm][r][c] : second ? d : sv[mm][r][c];
+              sx[mm][r][c] = first ? bx[mm][r][c] : second ? v : sx[mm][r][c];
+            }
+            if (d < bv[mm][r][c]) {
+              bv[mm][r][c] = d;
+              bx[mm][r][c] = v;
+            }
           }
         }
       }
