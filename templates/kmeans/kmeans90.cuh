@@ -399,11 +399,11 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           rs[mm][r] += __shfl_xor_sync(0xffffffffu, rs[mm][r], o);
         }
         // (every lane of the quad holds the same sums, so the same verdict)
-        // (ftgen_rules::norm_prefilter_clean with the score, telemetry only, by an approximate division)
+        // (the score, telemetry only, by an approximate division)
         const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se);
-        const float tau = ftgen_rules::norm_prefilter_tau(ref_f, scale[mm][r], unit_f), d = fabsf(s1[mm][r] - ref_f);
-        if (d <= tau) {
-          top = fmaxf(top, tau > 0.f ? __fdividef(d, tau) : 0.f);
+        if (ftgen_rules::norm_prefilter_clean(s1[mm][r], ref_f, scale[mm][r], unit_f, nullptr)) {
+          const float tau = ftgen_rules::norm_prefilter_tau(ref_f, scale[mm][r], unit_f);
+          top = fmaxf(top, tau > 0.f ? __fdividef(fabsf(s1[mm][r] - ref_f), tau) : 0.f);
           continue;
         }
         todo[mm] |= 1u << r;
