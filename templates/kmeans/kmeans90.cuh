@@ -196,8 +196,8 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     int bx[MM][2][2 * kG], sx[MS][2][2 * kG];
     const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
     if constexpr (kEnc > 0 && kTop2) {
-      // (the two-key chains leave no registers for the check beside them -- fused, ptxas spilled 300 words: the
-      // check first, on a pass of its own sums, then the arg-min over the checked tile)
+      // (the two-key chains leave no registers for the check beside them -- fused, ptxas spilled, 303 local-memory
+      // accesses: the check first, on a pass of its own sums, then the arg-min over the checked tile)
       argmin_pass<true, false>(acc, ccq, bv, bx, sv, sx, part);
       check(acc, part, cols, int(n), q, xx, nc, row_of, col_of);
       argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
