@@ -543,8 +543,8 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
 template <int kEnc = 0, bool kInject = false, bool kTop2 = false>
 using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject, kTop2>>;
 
-// The assign GEMM: A = X (samples x dims, row-major), B = C (clusters x dims, row-major: CUTLASS's column-major B), or
-// with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
+// The assign GEMM: A = X (samples x dims, row-major), B = the centroids with zero rows up to the last tile's end
+// (pad_rows_kernel; clusters x dims, row-major: CUTLASS's column-major B), or with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
 // fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
 // kPromote (tf32x3: the operands split over a tripled K, A in registers and B by pack_kernel): ftgen_sm90's
 // SplitAMainloop, X's lo in the first part, the accumulators promoted every four k-tiles.
@@ -568,8 +568,11 @@ struct AssignGemm {
 
   static long long rows_padded(int samples) { return (static_cast<long long>(samples) + kTileM - 1) / kTileM * kTileM; }
   static int col_tiles(int clusters) { return (clusters + kCentroids - 1) / kCentroids; }
-  // the GEMM's N: the centroids, or the packed tiles
-  static int gemm_n(int clusters) { return kEnc ? col_tiles(clusters) * kTileN : clusters; }
+  // the GEMM's N: whole tiles. B is always a copy of whole tiles (pack_kernel's packed tiles, or the centroids with zero
+  // rows up to the last tile's end): with the clusters as N, the TMA box of the last tile reaches past B's rows, and at
+  // dims 8 (K inside one k-tile) that made the unprotected GEMM slower than the checked one (152 against 134 us at
+  // 2^20 x 8 x 128, 128x160 tiles, H100)
+  static int gemm_n(int clusters) { return col_tiles(clusters) * kTileN; }
   // the keys' buffer: rows_padded x col_tiles
   static size_t keys_bytes(int samples, int clusters) { return sizeof(uint64_t) * rows_padded(samples) * col_tiles(clusters); }
 
