@@ -98,7 +98,7 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
                   "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, ld, n, w.cx, lp, KPARTS, ld,",
                   "bool operands_copied(int dims) { return padded_dims(dims) != dims; }"):
         assert piece in src, piece
-    assert "ftgen_km90::DirectEpilogue<0, false, false>, true>;" in twin and "w.cpad, w.state, KPARTS);" in twin
+    assert "ftgen_km90::DirectEpilogue<0, false, false>, true>;" in twin and "w.cpad, w.state, KPARTS, k);" in twin
     header = files["common/kmeans90.cuh"]
     assert "std::conditional_t<kPromote, ftgen_sm90::SplitAMainloop<BuiltMainloop, 4, 0>, BuiltMainloop>;" in header
     shared = files["common/ftgen_sm90.cuh"]
