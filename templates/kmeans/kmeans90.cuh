@@ -544,8 +544,8 @@ template <int kEnc = 0, bool kInject = false, bool kTop2 = false>
 using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject, kTop2>>;
 
 // The assign GEMM: A = X (samples x dims, row-major), B = the centroids with zero rows up to the last tile's end
-// (pad_rows_kernel; clusters x dims, row-major: CUTLASS's column-major B), or with kEnc the packed centroid tiles (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with
-// fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
+// (pad_rows_kernel; clusters x dims, row-major: CUTLASS's column-major B), or with kEnc the packed centroid tiles
+// (pack_kernel: each tile's centroids, then its kEnc encoding rows); TF32 wgmma with fp32 accumulation; no C source, no D. (Epilogue: another collective epilogue taking ArgMinArgs, for experiments.)
 // kPromote (tf32x3: the operands split over a tripled K, A in registers and B by pack_kernel): ftgen_sm90's
 // SplitAMainloop, X's lo in the first part, the accumulators promoted every four k-tiles.
 template <class TileShape, class ClusterShape, class KernelSchedule, int kEnc_ = 0, bool kInject = false,
