@@ -35,7 +35,7 @@ def kept(rows: list[dict]) -> list[dict]:
         tol = significance(trials)["tolerance"]
         for r in trials:
             detected = int(r.get("detected") or 0) > 0
-            if (r.get("injected") and (detected or is_significant(r, tol))) or r.get("false_alarm") or detected or not r.get("ok", True):
+            if (r.get("injected") and is_significant(r, tol)) or detected or r.get("false_alarm") or not r.get("ok", True):
                 keep.add(id(r))
     return [r for r in rows if "trial" not in r] + [r for r in rows if id(r) in keep]
 

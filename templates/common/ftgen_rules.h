@@ -202,8 +202,8 @@ FTGEN_RULE double abft16_unit(int k, int kw, int cols, double lambda) {
 // when |P1 - r| <= unit max(scale, |r|), scale = ||x_i|| sum ||c_j|| over the tile -- by Cauchy-Schwarz an upper bound of
 // the sum of |a| that abft16_unit_verdict's unweighted threshold takes, so the stage flags no unit that residual passes
 // (it is looser, by up to scale / sum |a|); the weighted residual is not looked at. Needs only the sum of a per element;
-// a residual that is not finite never passes. *score (score not null): residual / threshold where it passes. norm_prefilter_tau: the
-// threshold alone (a unit is clean where |P1 - r| <= it).
+// a residual that is not finite never passes. *score (score not null): residual / threshold where it passes.
+// norm_prefilter_tau: the threshold alone (a unit is clean where |P1 - r| <= it).
 FTGEN_RULE float norm_prefilter_tau(float r, float scale, float unit) { return unit * fmaxf(scale, fabsf(r)); }
 FTGEN_RULE bool norm_prefilter_clean(float P1, float r, float scale, float unit, float* score) {
   const float tau = norm_prefilter_tau(r, scale, unit), d = fabsf(P1 - r);
