@@ -134,7 +134,7 @@ def test_a_build_holds_the_sm90_gemm_and_not_the_mma_kernels():
         assert mma not in src, mma
     assert "common/kmeans90.cuh" in files
     # the update, norms and convergence are the mma backend's
-    for shared in ("count_kernel", "sums_kernel", "finalize_kernel", "converge_kernel", "norms_kernel"):
+    for shared in ("count_kernel", "sums_kernel", "finalize_kernel", "converge_block", "norms_kernel"):
         assert shared in src, shared
 
 

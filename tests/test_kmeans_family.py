@@ -148,7 +148,7 @@ def test_unprotected_source_has_no_checks_and_protected_has_all():
     files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
     none = files["kmeans_tf32_none_64x32x16_w32x16/kmeans_tf32_none_64x32x16_w32x16.cu"]
     prot = files["kmeans_tf32_abft-tb_64x32x16_w32x16_inj/kmeans_tf32_abft-tb_64x32x16_w32x16_inj.cu"]
-    for marker in ("encode_kernel", "update_check_kernel", "update_invariant_kernel", "row_sums", "apply_fault"):
+    for marker in ("encode_kernel", "update_check_kernel", "update_invariant", "row_sums", "apply_fault"):
         assert marker in prot and marker not in none, marker
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in none
 

@@ -67,7 +67,7 @@ def test_a_fused_variant_is_one_pass_with_its_checks():
     files, _ = render_spec(spec_of(ABFT))
     src = files[f"{NAME}/{NAME}.cu"]
     for piece in ("fused_kernel", "fused_scale_kernel", "fused_pack_kernel", "fused_update_kernel", "norm_prefilter_clean",
-                  "fx_add", "LABEL_EPS = 0x1.0p-15f", "constexpr int STRIP = 64;", "update_invariant_kernel", "redo_update_kernel"):
+                  "fx_add", "LABEL_EPS = 0x1.0p-15f", "constexpr int STRIP = 64;", "update_invariant", "redo_update_kernel"):
         assert piece in src, piece
     for absent in ("count_kernel", "scan_kernel", "sums_kernel", "assign_kernel", "x_stats_kernel", "update_check_kernel"):
         assert absent not in src, absent

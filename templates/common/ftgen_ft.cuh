@@ -66,6 +66,22 @@ __device__ __forceinline__ void record_score(FtCounters* c, float score, float& 
   seen = score;
   atomicMax(&c->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(score))));
 }
+// True in the block of the grid that gets here last, which then sees the global writes every block made before the
+// call (each fences its own). Every thread of every block of a one-dimensional block calls it; the counter is zeroed
+// again for the next launch.
+__device__ inline bool last_block(unsigned* counter) {
+  __shared__ bool last;
+  __threadfence();  // (this block's writes before its count)
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == gridDim.x * gridDim.y * gridDim.z - 1;
+    if (last) *counter = 0;
+  }
+  __syncthreads();
+  if (last) __threadfence();  // (acquire: the other blocks' writes before this block's loads)
+  return last;
+}
+
 // A planned fault applied: its record (rec null: none asked for) and the launch's `injected` count (counters null: none).
 // The injection sites record through here, but for three: the FFT's (fault_applied, which its host emulator runs too),
 // the sm90 TMR's (the planned record, cutlass90_tmr.cuh) and the sm80 CUTLASS kernels' (cutlass_tmr.cuh apply_fault:

@@ -311,18 +311,10 @@ template <class T, int G>
 __global__ void __launch_bounds__(kThreads) pass_kernel(const T* __restrict__ X, int n, int d, int k, int t, uint64_t seed, PlusPlus q,
                                                         long long* chosen, T* C) {
   __shared__ double warp_sum[kThreads / 32];
-  __shared__ bool last;
   const T* c = X + static_cast<size_t>(*q.cur) * d;
   dist_block<T, G>(X, n, d, c, q.d2, q.part, t == 0, blockIdx.x, warp_sum);
   if (t + 1 == k) return;
-  __threadfence();  // (this block's D^2 and partial before its count)
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(q.done, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // (acquire: the other blocks' D^2 and partials are seen by this block's loads)
-  pick_block<T>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C);
-  if (threadIdx.x == 0) *q.done = 0;
+  if (ftgen::last_block(q.done)) pick_block<T>(X, n, d, q.d2, q.part, seed, t + 1, q.cur, chosen, C);
 }
 
 template <class T, int G>

@@ -725,11 +725,18 @@ __device__ inline int near_tie(uint64_t b1, uint64_t b2, float xx, Refine const&
 // keys2 (refine): the second smallest per tile too; a row's two nearest over the tiles: the label the nearest, and a near
 // tie's second candidate into rf.cand for refine_kernel (else -1); the inertia comes from refine_inertia_kernel (pass
 // inertia null).
+// counts2 (not with keys2; `clusters` ints of dynamic shared memory): the labels counted as they are written, a histogram
+// per block added into counts2 -- the counts' second DMR copy (count_kernel takes the first from the stored labels).
 __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
                               double* inertia, const int* converged, int* flag_count = nullptr, const uint64_t* keys2 = nullptr,
-                              Refine rf = Refine{}) {
+                              Refine rf = Refine{}, int* counts2 = nullptr, int clusters = 0) {
+  extern __shared__ int hist[];
   if (flag_count && blockIdx.x == 0 && threadIdx.x == 0) *flag_count = 0;
   if (converged && *converged) return;
+  if (counts2) {
+    for (int e = threadIdx.x; e < clusters; e += blockDim.x) hist[e] = 0;
+    __syncthreads();
+  }
   double part = 0;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < samples; i += static_cast<long long>(gridDim.x) * blockDim.x) {
     uint64_t best = keys[i];
@@ -741,8 +748,15 @@ __global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int t
       continue;
     }
     for (int t = 1; t < tiles; ++t) best = min(best, keys[t * rows_padded + i]);
-    labels[i] = static_cast<int>(best & 0xffffffffu);
+    const int label = static_cast<int>(best & 0xffffffffu);
+    labels[i] = label;
+    if (counts2) atomicAdd(&hist[label], 1);
     part += fmax(static_cast<double>(unordered(static_cast<uint32_t>(best >> 32))) + static_cast<double>(xx[i]), 0.0);
+  }
+  if (counts2) {
+    __syncthreads();
+    for (int e = threadIdx.x; e < clusters; e += blockDim.x)
+      if (hist[e]) atomicAdd(&counts2[e], hist[e]);
   }
   if (inertia) {  // one atomic per block (atomics on one address serialize)
     part = block_sum(part);

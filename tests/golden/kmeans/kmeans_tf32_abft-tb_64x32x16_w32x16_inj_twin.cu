@@ -48,10 +48,10 @@ static_assert(KT % VEC == 0 && (LD * sizeof(T)) % 16 == 0, "16-byte copies into 
 constexpr int GT = MMA_N / 2;                      // centroid tiles per group of reference fragments
 
 struct State {
-  int converged;        // set by converge_kernel: every later launch of the loop returns at once
+  int converged;        // set by converge_block: every later launch of the loop returns at once
   int update_bad;       // the update's DMR or invariants failed: recompute it
   int iter;             // iterations run
-  int pad;
+  unsigned ticket;      // ftgen::last_block's counter (the update's check, finalize_kernel)
   unsigned long long total;  // sum of the counts (the count invariant)
   double norm2;         // sum of the new centroids' squared norms
 };
@@ -441,18 +441,19 @@ __global__ void __launch_bounds__(THREADS) assign_kernel(AssignArgs a) {
 
 // The update proper: the samples sorted by label (a counting sort), then the sums of each cluster's rows,
 // read in place, in that order, by work items of at most CHUNK samples; no floating-point atomics. Protected:
-// the counts are taken twice (the second copy reads the labels again), and every item adds its rows twice
+// the counts are taken twice (cutlass90 without refine: the second copy by finish_kernel as it writes the labels, else
+// both here, the second copy reading the labels again), and every item adds its rows twice
 // (the second copy reads X again) into its own partial sums; both copies add the same values in the same order,
 // so they must agree bit for bit (the checks below).
 constexpr int CHUNK = 64;       // samples per work item of the sums
 constexpr int SUM_WARPS = 8;    // warps (one item each) per block of sums_kernel
 constexpr int SUM_R = 4;        // dimensions per lane and pass of sums_kernel
 
-// Counts per cluster (both copies when protected), in a shared-memory histogram when `hist` (clusters small).
-__global__ void count_kernel(const int* labels, int samples, int clusters, int* counts, const State* state, bool hist) {
+// Counts per cluster (`copies` of them: 2 where both DMR copies are taken here), in a shared-memory histogram when
+// `hist` (clusters small).
+__global__ void count_kernel(const int* labels, int samples, int clusters, int* counts, const State* state, bool hist, int copies) {
   if (state->converged) return;
   extern __shared__ int scnt[];
-  constexpr int copies = PROTECTED ? 2 : 1;
   int* dst = hist ? scnt : counts;
   if (hist) {
     for (int e = threadIdx.x; e < copies * clusters; e += blockDim.x) scnt[e] = 0;
@@ -460,7 +461,7 @@ __global__ void count_kernel(const int* labels, int samples, int clusters, int* 
   }
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < samples; i += gridDim.x * blockDim.x) {
     atomicAdd(&dst[labels[i]], 1);
-    if (PROTECTED) atomicAdd(&dst[clusters + static_cast<const volatile int*>(labels)[i]], 1);
+    if (copies == 2) atomicAdd(&dst[clusters + static_cast<const volatile int*>(labels)[i]], 1);
   }
   if (hist) {
     __syncthreads();
@@ -735,10 +736,31 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
 }
 
 
+// The convergence test, by finalize_kernel's last block: the largest squared shift against tol * (mean squared centroid
+// norm); the iteration counted, the update's flags cleared for the next.
+__device__ void converge_block(const double* shift, int clusters, double tol, State* state, int* iters_done) {
+  __shared__ double m[32];
+  double mx = 0;
+  for (int j = threadIdx.x; j < clusters; j += blockDim.x) mx = fmax(mx, __ldcg(shift + j));
+#pragma unroll
+  for (int o = 16; o; o >>= 1) mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if ((threadIdx.x & 31) == 0) m[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) mx = fmax(mx, m[w]);
+    state->iter += 1;
+    if (iters_done) *iters_done = state->iter;
+    if (tol > 0 && mx <= tol * __ldcg(&state->norm2) / clusters) state->converged = 1;
+    state->update_bad = 0;
+    state->total = 0;
+    state->norm2 = 0;
+  }
+}
+
 // New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
-// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test.
+// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test (converge_block).
 __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int clusters, int dims, int* counts_out,
-                                double* shift, State* state, bool need_norm) {
+                                double* shift, State* state, double tol, int* iters_done) {
   if (state->converged) return;
   __shared__ double red[2][32];
   const int j = blockIdx.x;
@@ -770,31 +792,10 @@ __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int
       nn += red[1][w];
     }
     shift[j] = sh;
-    if (need_norm) atomicAdd(&state->norm2, nn);
+    if (tol > 0) atomicAdd(&state->norm2, nn);
     if (counts_out) counts_out[j] = cnt;
   }
-}
-
-// The convergence test: the largest squared shift against tol * (mean squared centroid norm).
-__global__ void converge_kernel(const double* shift, int clusters, double tol, State* state, int* iters_done) {
-  if (state->converged) return;
-  __shared__ double m[32];
-  double mx = 0;
-  for (int j = threadIdx.x; j < clusters; j += blockDim.x) mx = fmax(mx, shift[j]);
-#pragma unroll
-  for (int o = 16; o; o >>= 1) mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if ((threadIdx.x & 31) == 0) m[threadIdx.x >> 5] = mx;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) mx = fmax(mx, m[w]);
-    mx = fmax(mx, m[0]);
-    state->iter += 1;
-    if (iters_done) *iters_done = state->iter;
-    if (tol > 0 && mx <= tol * state->norm2 / clusters) state->converged = 1;
-    state->update_bad = 0;
-    state->total = 0;
-    state->norm2 = 0;
-  }
+  if (ftgen::last_block(&state->ticket)) converge_block(shift, clusters, tol, state, iters_done);
 }
 
 size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
@@ -896,9 +897,12 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const
     FT_LAUNCHED();
   }
   const int tiles = (k + NT - 1) / NT;
-  // the counts in a shared-memory histogram per block when every copy fits in HIST_SMEM bytes
-  const size_t hist_smem = (PROTECTED ? 2 : 1) * sizeof(int) * k;
-  const bool hist = hist_smem <= HIST_SMEM;
+  // the counts in a shared-memory histogram per block when every copy fits in HIST_SMEM bytes; protected cutlass90 without
+  // refine then takes the second copy in finish_kernel
+  const bool hist = (PROTECTED ? 2 : 1) * sizeof(int) * k <= HIST_SMEM;
+  const bool finish_counts = false;
+  const int count_copies = PROTECTED && !finish_counts ? 2 : 1;
+  const size_t hist_smem = count_copies * sizeof(int) * k;
   const int count_grid = std::max(1, std::min(grid_for(n, 256), hist ? HIST_BLOCKS : 65536));
   const int sum_grid = static_cast<int>((max_items(n, k) + SUM_WARPS - 1) / SUM_WARPS);
   const bool local_scatter = 2 * sizeof(int) * k <= HIST_SMEM;
@@ -913,7 +917,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const
     (void)tiles;
     assign_kernel<<<(n + MT - 1) / MT, THREADS, smem, stream>>>(aa);
     FT_LAUNCHED();
-    count_kernel<<<count_grid, 256, hist ? hist_smem : 0, stream>>>(p->labels, n, k, w.counts, w.state, hist);
+    count_kernel<<<count_grid, 256, hist ? hist_smem : 0, stream>>>(p->labels, n, k, w.counts, w.state, hist, count_copies);
     FT_LAUNCHED();
     scan_kernel<<<1, 1024, 0, stream>>>(w.counts, k, w.offs, w.item_off, w.item_cluster, w.cursor, w.state);
     FT_LAUNCHED();
@@ -931,9 +935,8 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const
     FT_LAUNCHED();
     reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
-    finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol > 0);
-    FT_LAUNCHED();
-    converge_kernel<<<1, 256, 0, stream>>>(w.shift, k, p->tol, w.state, p->iters_done);
+    // (its last block tests convergence)
+    finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol, p->iters_done);
     FT_LAUNCHED();
   }
 #undef FT_TRY
