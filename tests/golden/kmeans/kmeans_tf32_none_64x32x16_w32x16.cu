@@ -208,10 +208,9 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 }
 
 // X's pass with 16-byte loads where it applies (x_pass_vec_kernel; false: the caller runs the scalar kernels). V: 4
-// float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V >= 2 and protected (the lanes' column
+// float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V is 4 and protected (the lanes' column
 // sums take the registers), else 4; the grid four blocks per SM protected (their column sums end in global atomics),
-// else up to 2048 (the measured best of each, experiments/scripts/kmeans_xstats_probe.cu: protected at 2^20 rows on an
-// H100, U 2 / 4 took 16.6 / 18.6 us at dims 8, 60.4 / 72.9 at 32, 204 / 255 at 128).
+// else up to 2048 (the measured best of each, experiments/scripts/kmeans_xstats_probe.cu).
 bool x_pass_vec(const T* X, int rows, int dims, T* out, double* colstat, const State* state, ftgen::FtCounters* counters, const Inject& inj,
                 cudaStream_t stream, cudaError_t& err) {
   if (dims % 4 != 0 || dims > XV_MAX || reinterpret_cast<uintptr_t>(X) % 16 != 0) return false;
