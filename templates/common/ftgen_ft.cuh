@@ -67,8 +67,8 @@ __device__ __forceinline__ void record_score(FtCounters* c, float score, float& 
   atomicMax(&c->max_score_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(score))));
 }
 // True in the block of the grid that gets here last, which then sees the global writes every block made before the
-// call (each fences its own). Every thread of every block of a one-dimensional block calls it; the counter is zeroed
-// again for the next launch.
+// call (each fences its own). Every thread of every block calls it (thread 0 of a one-dimensional block takes the
+// ticket); the counter is zeroed again for the next launch.
 __device__ inline bool last_block(unsigned* counter) {
   __shared__ bool last;
   __threadfence();  // (this block's writes before its count)
