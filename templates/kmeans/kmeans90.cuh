@@ -54,8 +54,14 @@ __host__ __device__ inline float unordered(uint32_t o) {
   return d;
 }
 // The arg-min and the check's row sums run as independent chains per row held: 2 x kChainGroups of them (the column's
-// parity and its 8-column group's index mod kChainGroups), so that consecutive steps do not wait on each other
+// parity and its 8-column group's index mod kChainGroups), so that consecutive steps do not wait on each other. The
+// epilogue's template argument kChains overrides it: the checked tf32x3 kernels take 1 (kSplitChainGroups)
 constexpr int kChainGroups = 2;
+// The checked tf32x3 kernels' chain groups. Beside the split mainloop's registers, ptxas compiled the checked pass with
+// four chains a row by keeping each chain's index as bit flags in one register (two LOP3 a step instead of a SEL, and
+// the flags decoded after the pass: 776 instructions against 411 with two chains a row at 128x160, cuobjdump); the tf32
+// kernels and the unprotected tf32x3 twin keep a SEL a step with four.
+constexpr int kSplitChainGroups = 1;
 constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
 // (d + 0: -0 becomes +0, the two equal distances one key)
 __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }
@@ -122,7 +128,7 @@ struct ArgMinArgs {
 // thread, elem = the accumulator) flip a bit of the register before the check, in the first iteration.
 // kTop2 (refine): each chain keeps its second smallest beside its smallest, the chains and the quad merge the pairs as
 // 64-bit keys, and the row's second key goes to keys2.
-template <int kEnc = 0, bool kInject = false, bool kTop2 = false>
+template <int kEnc = 0, bool kInject = false, bool kTop2 = false, int kChains = kChainGroups>
 class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
  public:
   using EpilogueSchedule = cutlass::gemm::EpilogueDefault;
@@ -189,7 +195,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     // check's additions fill the issue slots the compare-and-select chains leave (the epilogue issues on 35-45% of its
     // cycles); the verdict follows the pass, and where it corrected an element in place (rare) the pass runs again
     // over the corrected tile before the minima leave the thread.
-    constexpr int kG = NT / 8 >= 2 * kChainGroups ? kChainGroups : 1;  // (a tile of one or few groups: by parity only)
+    constexpr int kG = NT / 8 >= 2 * kChains ? kChains : 1;  // (a tile of one or few groups: by parity only)
     constexpr int MS = kTop2 ? MM : 1;  // (the second smallest's chains: kTop2 only)
     constexpr int MP = kEnc > 0 ? MM : 1;  // (the check's partial sums: kEnc only)
     float bv[MM][2][2 * kG], sv[MS][2][2 * kG], part[MP][2][2 * kG];
@@ -540,8 +546,8 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
 };
 
 // The product's epilogue: the arg-min (and with kEnc the check, with kTop2 the second smallest) on the accumulator registers
-template <int kEnc = 0, bool kInject = false, bool kTop2 = false>
-using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject, kTop2>>;
+template <int kEnc = 0, bool kInject = false, bool kTop2 = false, int kChains = kChainGroups>
+using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject, kTop2, kChains>>;
 
 // The assign GEMM: A = X (samples x dims, row-major), B = the centroids with zero rows up to the last tile's end
 // (pad_rows_kernel; clusters x dims, row-major: CUTLASS's column-major B), or with kEnc the packed centroid tiles
