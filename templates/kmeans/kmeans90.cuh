@@ -56,10 +56,10 @@ __host__ __device__ inline float unordered(uint32_t o) {
 // The arg-min and the check's row sums run as independent chains per row held: 2 x kChainGroups of them (the column's
 // parity and its 8-column group's index mod kChainGroups), so that consecutive steps do not wait on each other
 constexpr int kChainGroups = 2;
-// The checked tf32x3 kernels' chain groups (the epilogue's argument kChains). Beside the split mainloop's registers, ptxas compiled the checked pass with
-// four chains a row by keeping each chain's index as bit flags in one register (two LOP3 a step instead of a SEL, and
-// the flags decoded after the pass: 776 instructions against 411 with two chains a row at 128x160, cuobjdump); the tf32
-// kernels and the unprotected tf32x3 twin keep a SEL a step with four.
+// The checked tf32x3 kernels' chain groups (the epilogue's argument kChains). Beside the split mainloop's registers,
+// ptxas compiled the checked pass with four chains a row by keeping each chain's index as bit flags in one register
+// (two LOP3 a step instead of a SEL, and the flags decoded after the pass: 776 instructions against 411 with two chains
+// a row at 128x160, cuobjdump); the tf32 kernels and the unprotected tf32x3 twin keep a SEL a step with four.
 constexpr int kSplitChainGroups = 1;
 constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
 // (d + 0: -0 becomes +0, the two equal distances one key)
