@@ -77,12 +77,15 @@ def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
     src, twin, _ = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
     # 152 centroids and the check's 8 columns per GEMM tile; the epilogue with the check and the injection
     assert "ftgen_km90::AssignGemm<cute::Shape<cute::_128, cute::_160, cute::_32>" in src and "ftgen_km90::DirectEpilogue<8, true, false>, false>;" in src
-    for piece in ("pack_kernel", "fix_kernel", "flag_count", "SCALE_E = -8, SCALE_W = -14", "ABFT16_LAMBDA = 0.5"):
+    for piece in ("pack_kernel", "fix_units", "flag_count", "SCALE_E = -8, SCALE_W = -14", "ABFT16_LAMBDA = 0.5"):
         assert piece in src, piece
+    # the queue emptied by pack_kernel before the GEMM fills it, its units recomputed by finish_kernel
+    assert "&w.state->converged, KPARTS, w.flag_count);" in src and "&w.state->converged, fix, REFINE ? w.keys2 : nullptr, refine," in src
     assert "encode_kernel" not in src and "assign_kernel" not in src  # (the mma backend's)
     # the unprotected twin: the same tiles, no check
     assert "cute::_160, cute::_32>" in twin and "ftgen_km90::DirectEpilogue<0, false, false>, false>;" in twin
-    assert "pack_kernel<<<" not in twin and "fix_kernel<<<" not in twin
+    assert "pack_kernel<<<" not in twin and "ftgen_km90::FixArgs fix;" not in twin
+    assert "&w.state->converged, ftgen_km90::FixArgs{}, REFINE ? w.keys2 : nullptr, refine," in twin
 
 
 X3 = C90.replace("precision: tf32", "precision: tf32x3") % ", tile_n: 160" + "protection: {scheme: abft, level: threadblock, inject: true}\n"
@@ -95,7 +98,7 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
     assert "ftgen_km90::DirectEpilogue<8, true, false, ftgen_km90::kSplitChainGroups>, true>;" in src and "constexpr int KPARTS = 3;" in src
     for piece in ("const int ld = padded_dims(dims), lp = part_dims(dims), kk = KPARTS * lp;",
                   "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)", "Assign::arguments(Xg, ld, w.cx, kk, n, kk, k, w.cc, w.keys, hw, check, ld, REFINE ? w.keys2 : nullptr)",
-                  "&w.state->converged, KPARTS);", "fix_kernel<<<64, 128, 0, stream>>>(Xg, ld, n, w.cx, lp, KPARTS, ld,",
+                  "&w.state->converged, KPARTS, w.flag_count);", "fix.X = Xg;\n  fix.ldx = ld;", "fix.lp = lp;\n  fix.parts = KPARTS;\n  fix.dims = ld;",
                   "bool operands_copied(int dims) { return padded_dims(dims) != dims; }"):
         assert piece in src, piece
     assert "ftgen_km90::DirectEpilogue<0, false, false>, true>;" in twin and "w.cpad, w.state, KPARTS, k);" in twin

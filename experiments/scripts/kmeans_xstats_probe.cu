@@ -164,8 +164,10 @@ __global__ void __launch_bounds__(256) xs_vec(const float* __restrict__ X, int r
 // ---- V float4 per lane and row (lanes L: the power of two covering dims / 4V), U rows per segment in flight; the
 // column sums reduced over the warp's segments by shuffles, then over the warps in shared memory (no atomics but one
 // global atomic per dimension and block). kDmr: the norm twice (product, reduced in two orders) and the column sums;
-// else the norm once (the twin's pass).
-template <int V, int U, bool kDmr>
+// else the norm once (the twin's pass). kCol (with kDmr): 0 the column sums of x in fp64 (a conversion and a double
+// addition per element, the product's form), 1 none (the norms' two copies alone), 2 in fp32 pairs (hi, lo) by Knuth's
+// TwoSum (six fp32 additions per element, exact but for lo's own rounding), converted to fp64 once per lane.
+template <int V, int U, bool kDmr, int kCol = 0>
 __global__ void __launch_bounds__(256) xs_v2(const float* __restrict__ X, int rows, int dims, int lanes, float* out, double* colstat,
                                              unsigned* bad) {
   __shared__ double red[8][2][256];  // (dims <= 256 here)
@@ -174,8 +176,9 @@ __global__ void __launch_bounds__(256) xs_v2(const float* __restrict__ X, int ro
   const int stride = gridDim.x * segs;
   double cs[4 * V];
   float ca[4 * V];  // (as the product: |x| summed in fp32 per lane, it only scales the invariant's band)
+  float hi[4 * V], lo[4 * V];
 #pragma unroll
-  for (int q = 0; q < 4 * V; ++q) cs[q] = 0.0, ca[q] = 0.f;
+  for (int q = 0; q < 4 * V; ++q) cs[q] = 0.0, ca[q] = 0.f, hi[q] = lo[q] = 0.f;
   const float4* X4 = reinterpret_cast<const float4*>(X);
   for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += U * stride) {
     float4 v[U][V];
@@ -200,9 +203,16 @@ __global__ void __launch_bounds__(256) xs_v2(const float* __restrict__ X, int ro
           if (kDmr) {
             s = __fadd_rn(s, __fmul_rn(e[t], e[t]));
             s2 = fmaf(f[t], f[t], s2);
-            const double x = e[t];
-            cs[4 * q + t] += x;
-            ca[4 * q + t] += fabsf(e[t]);
+            if (kCol == 0) {
+              const double x = e[t];
+              cs[4 * q + t] += x;
+              ca[4 * q + t] += fabsf(e[t]);
+            } else if (kCol == 2) {
+              const float a = hi[4 * q + t], sum = __fadd_rn(a, e[t]), bb = __fsub_rn(sum, a);
+              lo[4 * q + t] += __fadd_rn(__fsub_rn(a, __fsub_rn(sum, bb)), __fsub_rn(e[t], bb));
+              hi[4 * q + t] = sum;
+              ca[4 * q + t] += fabsf(e[t]);
+            }
           } else {
             s = fmaf(e[t], e[t], s);
           }
@@ -217,7 +227,10 @@ __global__ void __launch_bounds__(256) xs_v2(const float* __restrict__ X, int ro
       }
     }
   }
-  if (kDmr) {
+  if (kDmr && kCol == 2)
+#pragma unroll
+    for (int q = 0; q < 4 * V; ++q) cs[q] = static_cast<double>(hi[q]) + static_cast<double>(lo[q]);
+  if (kDmr && kCol != 1) {
     // the warp's segments: lanes l, l + lanes, ... hold the same columns
 #pragma unroll
     for (int q = 0; q < 4 * V; ++q)
@@ -303,6 +316,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < ne; ++i) hcol[i % dims] += hX[i], hcol[dims + i % dims] += std::fabs(double(hX[i]));
     const int nl = pow2_covering(dims), r = (dims + nl - 1) / nl;
     const int nl4 = pow2_covering(dims / 4), r4 = (dims / 4 + nl4 - 1) / nl4;
+    double* const colp = col;
     const int grid0 = static_cast<int>(std::min<size_t>((size_t(n) * nl + 256 * XS_U - 1) / (256 * XS_U), 2048));
     struct Form {
       std::string name;
@@ -355,6 +369,22 @@ int main(int argc, char** argv) {
 #undef NS2
                        }, dmr, true});
     };
+    // the product's X pass (x_pass_vec_kernel: V float4 a lane, U 2 where V is 4 else 4, four blocks per SM) against
+    // the same without column sums and with them in fp32 pairs
+    const int Up = V0 == 4 ? 2 : 4;
+    auto v2col = [&](const char* name, int mode) {
+      const int lv = pow2_covering((dims / 4 + V0 - 1) / V0);
+      forms.push_back({name, [=] {
+                         const int g = static_cast<int>(std::min<size_t>((size_t(n) * lv + 256 * Up - 1) / (256 * Up), 528));
+#define XC(VV, UU) (mode == 1 ? (void)xs_v2<VV, UU, true, 1><<<g, 256>>>(X, n, dims, lv, out, col_, bad) : (void)xs_v2<VV, UU, true, 2><<<g, 256>>>(X, n, dims, lv, out, col_, bad))
+                         double* col_ = colp;
+                         if (V0 == 4) XC(4, 2); else if (V0 == 2) XC(2, 4); else XC(1, 4);
+#undef XC
+                       }, mode == 2, true});
+    };
+    v2("product: U* g528", Up, 528, true);
+    v2col("product without col sums", 1);
+    v2col("product, col sums TwoSum", 2);
     v2("v2 U2 g132", 2, 132, true);
     v2("v2 U4 g132", 4, 132, true);
     v2("v2 U4 g264", 4, 264, true);

@@ -82,7 +82,7 @@ struct CheckArgs {
   int samples = 0;
   int online = 1;             // a located element corrected in place (else every detection recomputed)
   int no_correct = 0;         // the campaigns' uncorrected run: detect and count, change nothing
-  int* flag_count = nullptr;  // (row, tile) units to recompute before the minimum over the tiles (fix_kernel)
+  int* flag_count = nullptr;  // (row, tile) units to recompute before the minimum over the tiles (fix_units)
   int2* flags = nullptr;
   int flag_capacity = 0;
   ftgen::FtCounters* counters = nullptr;
@@ -121,8 +121,8 @@ struct ArgMinArgs {
 // the full rule's unweighted residual passes; any
 // other row gets the full rule on its sums of a, (j + 1) a and |a| against r, r' (ftgen_rules::abft16_unit_verdict, the
 // gemm backend's 16-bit check). A located element is corrected in place (r minus the row's other elements, summed anew
-// in double), any other detection (every one when correct: detect) queues the (row, tile) for fix_kernel, which
-// recomputes its minimum before finish_kernel.
+// in double), any other detection (every one when correct: detect) queues the (row, tile), whose minimum finish_kernel
+// recomputes first (fix_units).
 // kInject: the planned accumulator faults (block = the tile's row of tiles, step = its column, thread = the consumer
 // thread, elem = the accumulator) flip a bit of the register before the check, in the first iteration.
 // kTop2 (refine): each chain keeps its second smallest beside its smallest, the chains and the quad merge the pairs as
@@ -618,7 +618,8 @@ namespace {
 constexpr int PACK_WARPS = 32;
 __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __restrict__ C, int clusters, int dims, int ld, int nt, double se, double sw,
                                                    float* __restrict__ cx, const float* __restrict__ cc, float* tile_nc, const int* converged,
-                                                   int parts = 1) {
+                                                   int parts = 1, int* flag_count = nullptr) {
+  if (flag_count && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *flag_count = 0;  // (the GEMM's queue, emptied before it runs)
   if (converged && *converged) return;
   __shared__ double part[2][PACK_WARPS][32];
   const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -668,36 +669,49 @@ __global__ void __launch_bounds__(PACK_WARPS * 32) pack_kernel(const float* __re
   }
 }
 
-// The queued (row, tile) units (the check's detections that were not corrected in place): each tile's minimum recomputed
-// from the operands as the wgmma reads them, the products summed in double; a block per unit, its threads over the
-// tile's centroids. The packed centroids' rows hold parts x lp words (tf32x3, parts 3: [c_hi | c_lo | c_hi] against
-// X's [x_lo | x_hi | x_hi]); X's rows their first dims words. Nothing to do unless the GEMM queued a unit.
-// keys2 (refine): the tile's second smallest too.
-__global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, long long ldx, int samples, const float* __restrict__ cx, int lp,
-                                                  int parts, int dims, int nt, int clusters, const float* cc, uint64_t* keys, long long rows_padded,
-                                                  const int* flag_count, const int2* flags, int capacity, ftgen::FtCounters* counters,
-                                                  uint64_t* keys2 = nullptr) {
-  __shared__ uint64_t best[4], second[4];
-  const int units = min(*flag_count, capacity);
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    const int2 f = flags[u];
-    if (f.x >= samples) continue;  // (a fault in a tile's rows past the samples: no label reads its key)
-    const float* x = X + static_cast<long long>(f.x) * ldx;
+// The checked GEMM's queue of (row, tile) units (its detections that were not corrected in place), recomputed by
+// finish_kernel before it reads the keys: the queue's length, where the units are, X as the GEMM reads it (rows of ldx,
+// their first dims words) and the packed centroids (rows of parts x lp words; tf32x3, parts 3: [c_hi | c_lo | c_hi]
+// against X's [x_lo | x_hi | x_hi]) with their norms. Null flag_count: no queue (the twin).
+struct FixArgs {
+  const int* flag_count = nullptr;
+  const int2* flags = nullptr;
+  int capacity = 0;
+  const float* X = nullptr;
+  long long ldx = 0;
+  const float* cx = nullptr;
+  const float* cc = nullptr;
+  int lp = 0, parts = 1, dims = 0, nt = 0, clusters = 0;
+  ftgen::FtCounters* counters = nullptr;
+};
+
+// The queued units of the rows this block of finish_kernel takes (row i: block (i / blockDim.x) % gridDim.x), each
+// tile's minimum recomputed from the operands as the wgmma reads them, the products summed in double, the block's
+// threads over the tile's centroids; keys2 (refine): the tile's second smallest too. In the block's first loads, where
+// there is nothing to do: a launch of its own cost 2.4 us an iteration (H100, Nsight Compute).
+__device__ void fix_units(const FixArgs& f, uint64_t* keys, uint64_t* keys2, long long rows_padded, int samples) {
+  __shared__ uint64_t best[32], second[32];
+  const int units = min(*f.flag_count, f.capacity);
+  const int warps = static_cast<int>(blockDim.x) / 32;
+  for (int u = 0; u < units; ++u) {
+    const int2 q = f.flags[u];
+    if (q.x >= samples || (q.x / static_cast<int>(blockDim.x)) % static_cast<int>(gridDim.x) != static_cast<int>(blockIdx.x)) continue;
+    const float* x = f.X + static_cast<long long>(q.x) * f.ldx;
     uint64_t b = kNoKey, b2 = kNoKey;
-    for (int c = threadIdx.x; c < nt; c += blockDim.x) {
-      const int j = f.y * nt + c;
-      if (j >= clusters) break;
-      const float* y = cx + (static_cast<long long>(f.y) * (nt + 8) + c) * parts * lp;
+    for (int c = threadIdx.x; c < f.nt; c += blockDim.x) {
+      const int j = q.y * f.nt + c;
+      if (j >= f.clusters) break;
+      const float* y = f.cx + (static_cast<long long>(q.y) * (f.nt + 8) + c) * f.parts * f.lp;
       double a = 0.0;
-      if (parts == 3) {
-        for (int i = 0; i < dims; ++i) {
+      if (f.parts == 3) {
+        for (int i = 0; i < f.dims; ++i) {
           const float v = x[i], hi = ftgen_rules::tf32_round(v), lo = ftgen_rules::tf32_round(v - hi);
-          a = fma(static_cast<double>(hi), static_cast<double>(y[lp + i]) + y[2 * lp + i], fma(static_cast<double>(lo), y[i], a));
+          a = fma(static_cast<double>(hi), static_cast<double>(y[f.lp + i]) + y[2 * f.lp + i], fma(static_cast<double>(lo), y[i], a));
         }
       } else {
-        for (int i = 0; i < dims; ++i) a = fma(ftgen_sm90::wgmma_operand(x[i]), ftgen_sm90::wgmma_operand(y[i]), a);
+        for (int i = 0; i < f.dims; ++i) a = fma(ftgen_sm90::wgmma_operand(x[i]), ftgen_sm90::wgmma_operand(y[i]), a);
       }
-      merge2(b, b2, key(fmaf(-2.f, static_cast<float>(a), cc[j]), j), kNoKey);
+      merge2(b, b2, key(fmaf(-2.f, static_cast<float>(a), f.cc[j]), j), kNoKey);
     }
     for (int o = 16; o > 0; o >>= 1) {
       const uint64_t o1 = __shfl_xor_sync(0xffffffffu, b, o), o2 = __shfl_xor_sync(0xffffffffu, b2, o);
@@ -706,12 +720,12 @@ __global__ void __launch_bounds__(128) fix_kernel(const float* __restrict__ X, l
     if (threadIdx.x % 32 == 0) best[threadIdx.x / 32] = b, second[threadIdx.x / 32] = b2;
     __syncthreads();
     if (threadIdx.x == 0) {
-      for (int w = 1; w < 4; ++w) merge2(b, b2, best[w], second[w]);
-      keys[static_cast<long long>(f.y) * rows_padded + f.x] = b;
-      if (keys2) keys2[static_cast<long long>(f.y) * rows_padded + f.x] = b2;
-      if (counters) atomicAdd(&counters->recomputed, 1ull);
+      for (int w = 1; w < warps; ++w) merge2(b, b2, best[w], second[w]);
+      keys[static_cast<long long>(q.y) * rows_padded + q.x] = b;
+      if (keys2) keys2[static_cast<long long>(q.y) * rows_padded + q.x] = b2;
+      if (f.counters) atomicAdd(&f.counters->recomputed, 1ull);
     }
-    __syncthreads();
+    __syncthreads();  // (the key written before the block reads it)
   }
 }
 
@@ -726,18 +740,19 @@ __device__ inline int near_tie(uint64_t b1, uint64_t b2, float xx, Refine const&
 
 // Each row's smallest key over the tiles of centroids: its label, and (inertia != null) the sum over the rows of
 // max(d' + ||x_i||^2, 0) in fp64 (a block's sum, one atomic per block). Nothing once *converged (null: never) is set.
-// flag_count (the checked GEMM's queue, null: none): emptied for the next iteration (fix_kernel has run).
+// fix (the checked GEMM's queue): its units recomputed first (fix_units); pack_kernel empties the queue for the next
+// iteration.
 // keys2 (refine): the second smallest per tile too; a row's two nearest over the tiles: the label the nearest, and a near
 // tie's second candidate into rf.cand for refine_kernel (else -1); the inertia comes from refine_inertia_kernel (pass
 // inertia null).
 // counts2 (not with keys2; `clusters` ints of dynamic shared memory): the labels counted as they are written, a histogram
 // per block added into counts2 -- the counts' second DMR copy (count_kernel takes the first from the stored labels).
-__global__ void finish_kernel(const uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
-                              double* inertia, const int* converged, int* flag_count = nullptr, const uint64_t* keys2 = nullptr,
+__global__ void finish_kernel(uint64_t* keys, long long rows_padded, int tiles, int samples, const float* xx, int* labels,
+                              double* inertia, const int* converged, FixArgs fix = FixArgs{}, uint64_t* keys2 = nullptr,
                               Refine rf = Refine{}, int* counts2 = nullptr, int clusters = 0) {
   extern __shared__ int hist[];
-  if (flag_count && blockIdx.x == 0 && threadIdx.x == 0) *flag_count = 0;
   if (converged && *converged) return;
+  if (fix.flag_count) fix_units(fix, keys, keys2, rows_padded, samples);
   if (counts2) {
     for (int e = threadIdx.x; e < clusters; e += blockDim.x) hist[e] = 0;
     __syncthreads();

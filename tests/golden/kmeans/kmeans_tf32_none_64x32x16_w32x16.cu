@@ -44,6 +44,9 @@ static_assert(KT % VEC == 0 && (LD * sizeof(T)) % 16 == 0, "16-byte copies into 
 // 0 and 1 (one warp column: both), and kept in registers until the group's tiles are verified.
 constexpr int GT = MMA_N / 2;                      // centroid tiles per group of reference fragments
 
+// colcheck's rows: the non-fused update adds cluster j's sums into row j % COLCHECK_ROWS (update_check_block)
+constexpr int COLCHECK_ROWS = 32;
+
 struct State {
   int converged;        // set by converge_block: every later launch of the loop returns at once
   int update_bad;       // the update's DMR or invariants failed: recompute it
@@ -66,7 +69,7 @@ struct Work {
   int* item_off;    // clusters + 1: each cluster's first work item of the sums
   int* item_cluster;  // max_items: the cluster of each work item
   double* part;     // copies x max_items x dims: the partial sums of the work items
-  double* colcheck; // dims: the cluster sums added up
+  double* colcheck; // COLCHECK_ROWS x dims: the cluster sums added up
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
 };
@@ -689,11 +692,13 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
 // copy gets the twin's REDUCE_COPY_THREADS (half of them: 42 us; the largest cluster's items per thread set the time;
 // a block of REDUCE_COPY_THREADS per cluster and copy, the two of a cluster adjacent in the grid: 53 us against 26.5).
+// Protected: each block then checks its cluster (update_check_block).
 constexpr int REDUCE_COPY_THREADS = 512;
 constexpr int REDUCE_THREADS = REDUCE_COPY_THREADS * (PROTECTED ? 2 : 1);
 constexpr int REDUCE_ILP = 4;
+
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
-                                                                int dims, double* sums, const State* state) {
+                                                                int dims, double* sums, State* state) {
   if (state->converged) return;
   const int j = blockIdx.x;
   const int copy = static_cast<int>(threadIdx.x) / REDUCE_COPY_THREADS, t = static_cast<int>(threadIdx.x) % REDUCE_COPY_THREADS;
@@ -723,13 +728,14 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
     const int g = t / dims, d = t % dims;
     red[threadIdx.x] = g < groups ? items(g, d) : 0.0;
     __syncthreads();
-    if (t >= dims) return;
-    double s = 0.0;
-    for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
-    out[t] = s;
-    return;
+    if (t < dims) {
+      double s = 0.0;
+      for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
+      out[t] = s;
+    }
+  } else {
+    for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
   }
-  for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
 }
 
 
@@ -825,7 +831,7 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
+  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * COLCHECK_ROWS * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
@@ -906,7 +912,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
+    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * COLCHECK_ROWS * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
@@ -930,6 +936,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     else
       sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
+    // (protected: its blocks check the update, its last block the invariants)
     reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
     // (its last block tests convergence)
