@@ -160,6 +160,33 @@ inline cudaError_t set_smem(Kernel kernel, int bytes) {
   return e;
 }
 
+// Blocks of `kernel` (`threads` a block, no dynamic shared memory) resident on one SM of the current device, at most
+// `cap`, looked up once per kernel, size and device in this process: a grid-stride kernel's grid of that many blocks per
+// SM runs in one wave (with one block more per SM than fits, the last blocks run in a second wave, alone).
+template <class Kernel>
+inline cudaError_t resident_blocks(Kernel kernel, int threads, int cap, int& per_sm) {
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  struct Entry {
+    const void* kernel;
+    int threads, device, blocks;
+  };
+  static std::mutex lock;
+  static std::vector<Entry> known;  // one list per kernel signature
+  const std::lock_guard<std::mutex> hold(lock);
+  for (const Entry& k : known)
+    if (k.kernel == (const void*)kernel && k.threads == threads && k.device == device) {
+      per_sm = std::min(k.blocks, cap);
+      return cudaSuccess;
+    }
+  int blocks = 0;
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0); e != cudaSuccess) return e;
+  blocks = std::max(blocks, 1);
+  known.push_back({(const void*)kernel, threads, device, blocks});
+  per_sm = std::min(blocks, cap);
+  return cudaSuccess;
+}
+
 // cp.async (sm_80+) for the kernels' shared-memory pipelines: src_size 0 zero-fills the destination.
 template <int BYTES>
 __device__ __forceinline__ void cp_async_raw(unsigned smem, const void* gmem, bool pred) {

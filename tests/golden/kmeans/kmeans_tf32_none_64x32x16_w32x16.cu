@@ -212,8 +212,24 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 
 // X's pass with 16-byte loads where it applies (x_pass_vec_kernel; false: the caller runs the scalar kernels). V: 4
 // float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V is 4 and protected (the lanes' column
-// sums take the registers), else 4; the grid four blocks per SM protected (their column sums end in global atomics),
-// else up to 2048 (the measured best of each, experiments/scripts/kmeans_xstats_probe.cu).
+// sums take the registers), else 4; the grid, protected, the blocks resident on the SMs, at most four per SM (their
+// column sums end in global atomics), else up to 2048 (the measured best of each, experiments/scripts/
+// kmeans_xstats_probe.cu). Four blocks per SM regardless (the probe's pick) ran the protected V = 2 kernel, 84 registers
+// a thread, three to an SM, in a wave and a third.
+template <int V, int U>
+cudaError_t x_pass_launch(const float* X, int rows, int dims, int lanes, float* out, double* colstat, const State* state,
+                          ftgen::FtCounters* counters, const Inject& inj, int sms, cudaStream_t stream) {
+  const size_t want = (static_cast<size_t>(rows) * lanes + XV_THREADS - 1) / XV_THREADS;
+  size_t cap = 2048;
+  if (PROTECTED) {
+    int per_sm = 4;
+    if (const cudaError_t e = ftgen::resident_blocks(x_pass_vec_kernel<V, U>, XV_THREADS, 4, per_sm); e != cudaSuccess) return e;
+    cap = static_cast<size_t>(per_sm) * sms;
+  }
+  const int grid = static_cast<int>(std::max<size_t>(1, std::min(want, cap)));
+  x_pass_vec_kernel<V, U><<<grid, XV_THREADS, 0, stream>>>(X, rows, dims, lanes, out, colstat, state, counters, inj);
+  return cudaGetLastError();
+}
 bool x_pass_vec(const T* X, int rows, int dims, T* out, double* colstat, const State* state, ftgen::FtCounters* counters, const Inject& inj,
                 cudaStream_t stream, cudaError_t& err) {
   if (dims % 4 != 0 || dims > XV_MAX || reinterpret_cast<uintptr_t>(X) % 16 != 0) return false;
@@ -224,12 +240,10 @@ bool x_pass_vec(const T* X, int rows, int dims, T* out, double* colstat, const S
   int device = 0, sms = 0;
   if ((err = ftgen::device_sms(device, sms)) != cudaSuccess) return true;
   (void)device;
-  const size_t want = (static_cast<size_t>(rows) * lanes + XV_THREADS - 1) / XV_THREADS;
-  const int grid = static_cast<int>(std::max<size_t>(1, std::min<size_t>(want, 2048)));
-  if (V == 4) x_pass_vec_kernel<4, 4><<<grid, XV_THREADS, 0, stream>>>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj);
-  else if (V == 2) x_pass_vec_kernel<2, 4><<<grid, XV_THREADS, 0, stream>>>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj);
-  else x_pass_vec_kernel<1, 4><<<grid, XV_THREADS, 0, stream>>>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj);
-  err = cudaGetLastError();
+  constexpr int U4 = PROTECTED ? 2 : 4;  // (rows in flight where V is 4)
+  if (V == 4) err = x_pass_launch<4, U4>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj, sms, stream);
+  else if (V == 2) err = x_pass_launch<2, 4>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj, sms, stream);
+  else err = x_pass_launch<1, 4>(Xf, rows, dims, lanes, outf, colstat, state, counters, inj, sms, stream);
   return true;
 }
 
