@@ -383,6 +383,7 @@ int main(int argc, char** argv) {
                        }, mode == 2, true});
     };
     v2("product: U* g528", Up, 528, true);
+    v2("product: U* g396", Up, 396, true);  // (three blocks per SM: the V = 2 form's registers allow three)
     v2col("product without col sums", 1);
     v2col("product, col sums TwoSum", 2);
     v2("v2 U2 g132", 2, 132, true);
