@@ -2,15 +2,16 @@
 # The protected cutlass90 kmeans iteration's side kernels, A/B in one call on one GPU (experiments/specs/
 # kmeans_side_kernels.yaml): A the working tree, B the tree in DIR_B (ftgen/ and templates/ of another commit, e.g. the
 # update's check and the queued units' recomputation as kernels of their own), both built at once; then
-#   - X's pass probe (experiments/scripts/kmeans_xstats_probe.cu: the product's pass, without its column sums, with them
-#     in fp32 pairs) at 2^20 x 8 / 32 / 128 (OUT/xstats.{jsonl,txt});
-#   - REPS rounds (default 3) of A, B, A, B, ... at the four flash-kmeans anchors, the ws-coop variants beside their
-#     twins, no faults, no flash-kmeans (OUT/ab_<V>_<round>.jsonl);
+#   - REPS rounds (default 3) of A, B, A, B, ... at the four flash-kmeans anchors, the variants beside their twins, no
+#     faults, no flash-kmeans (OUT/ab_<V>_<round>.jsonl);
+#   - X's pass probe (experiments/scripts/kmeans_xstats_probe.cu: the product's pass at four and three blocks per SM,
+#     without its column sums, with them in fp32 pairs) at 2^20 x 8 / 32 / 128 (OUT/xstats.{jsonl,txt});
 #   - A with one fault per launch at the spec's seven shapes, every variant (the detect variant's every detection
 #     through the recomputation; OUT/shapes_inject.jsonl);
 #   - A's campaigns: the update site (tf32 128x224) and the accumulator site of the detect variant, TRIALS (default
 #     300) clean + TRIALS single faults per distribution (OUT/campaign_*.jsonl);
 #   - the A/B table last (ab_table.py).
+# Only the ws-coop variants are built (BUILD: another glob); each step after the builds within LANE_SECONDS (570).
 #   bash experiments/scripts/gpu_kmeans_side.sh OUT DIR_B   (carry DIR_B and .whl; FTGEN_GIT_SHA / FTGEN_GIT_DIRTY)
 set -u
 out=${1:?usage: gpu_kmeans_side.sh OUT DIR_B}; dirb=${2:?DIR_B}
@@ -26,21 +27,23 @@ anchors=1048576x8x128,1048576x32x128,1048576x128x128,1048576x128x1024
 shapes=$(python3 -c "import yaml; print(','.join('{samples}x{dims}x{clusters}'.format(**s) for s in yaml.safe_load(open('$spec'))['shapes']))")
 (nvcc -std=c++17 -O3 -arch=sm_90a experiments/scripts/kmeans_xstats_probe.cu -o /tmp/xs > "$out/xstats_build.txt" 2>&1) &
 probe=$!
-build_versions "$out" "$dirb" "$spec" "*" || exit 3
+build_versions "$out" "$dirb" "$spec" "${BUILD:-*ws-coop*}" || exit 3
 wait $probe
 t built
-REPS=30 timeout 60 /tmp/xs 1048576x8 1048576x32 1048576x128 > "$out/xstats.jsonl" 2> "$out/xstats.txt"
-t probe
+# each later step within what is left of LANE_SECONDS (default 570)
+cap() { local l=$((${LANE_SECONDS:-570} - SECONDS + T0)); echo $(( l < $1 ? l : $1 )); }
 FTGEN_BENCH_REFS=none bench_rounds "$out" "$proj" "*ws-coop*" "$anchors" --inject 0
 t rounds
+REPS=30 timeout "$(cap 40)" /tmp/xs 1048576x8 1048576x32 1048576x128 > "$out/xstats.jsonl" 2> "$out/xstats.txt"
+t probe
 export FTGEN_CACHE_DIR=/tmp/ab-cache-A
-FTGEN_BENCH_REFS=none timeout 100 python3 -m ftgen.cli bench /tmp/ab-A/$proj --shapes "$shapes" --inject 1 --reps 3 --warmup 1 \
+FTGEN_BENCH_REFS=none timeout "$(cap 90)" python3 -m ftgen.cli bench /tmp/ab-A/$proj --kernels "${BUILD:-*ws-coop*}" --shapes "$shapes" --inject 1 --reps 3 --warmup 1 \
   --json "$out/shapes_inject.jsonl" > "$out/shapes_inject.txt" 2>&1
 echo "inject rc $?"; t inject
-timeout 110 python3 -m ftgen.cli campaign "$spec" -o /tmp/ab-A --kernels '*tf32_abft-tb_cutlass90_128x224*' --site update --trials "${TRIALS:-300}" \
-  --seed 9 --shape 65536x128x256 --json "$out/campaign_update.jsonl" > "$out/campaign_update.txt" 2>&1
+timeout "$(cap 100)" python3 -m ftgen.cli campaign "$spec" -o /tmp/ab-A --kernels '*tf32_abft-tb_cutlass90_128x224*' --site update \
+  --trials "${TRIALS:-300}" --seed 9 --shape 65536x128x256 --json "$out/campaign_update.jsonl" > "$out/campaign_update.txt" 2>&1
 tail -n 4 "$out/campaign_update.txt"; t campaign update
-timeout 90 python3 -m ftgen.cli campaign "$spec" -o /tmp/ab-A --kernels '*abft-tb-detect*' --trials "${TRIALS:-300}" \
+timeout "$(cap 90)" python3 -m ftgen.cli campaign "$spec" -o /tmp/ab-A --kernels '*abft-tb-detect*' --trials "${TRIALS:-300}" \
   --seed 7 --shape 16384x64x256 --json "$out/campaign_detect.jsonl" > "$out/campaign_detect.txt" 2>&1
 tail -n 4 "$out/campaign_detect.txt"; t campaign detect
 python3 - "$out/shapes_inject.jsonl" <<'PY'
