@@ -60,9 +60,6 @@ constexpr double UNIT_ROUNDOFF = 0.00048828125;
 constexpr double FIXED_UNIT = 0.0;  // > 0: the spec's number replaces LAMBDA u (...)
 constexpr bool ONLINE = true;
 
-// colcheck's rows: the non-fused update adds cluster j's sums into row j % COLCHECK_ROWS (update_check_block)
-constexpr int COLCHECK_ROWS = 32;
-
 struct State {
   int converged;        // set by converge_block: every later launch of the loop returns at once
   int update_bad;       // the update's DMR or invariants failed: recompute it
@@ -85,7 +82,7 @@ struct Work {
   int* item_off;    // clusters + 1: each cluster's first work item of the sums
   int* item_cluster;  // max_items: the cluster of each work item
   double* part;     // copies x max_items x dims: the partial sums of the work items
-  double* colcheck; // COLCHECK_ROWS x dims: the cluster sums added up
+  double* colcheck; // dims: the cluster sums added up
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
 };
@@ -129,7 +126,7 @@ __device__ __forceinline__ void count(unsigned long long* c, unsigned long long 
 
 // The invariants, run by the last block of the update's check (ftgen::last_block): the counts add up to the number of
 // samples; per dimension the cluster sums add up to
-// the column sum of X within 2 LAMBDA u64 (sqrt(n) + sqrt(k)) sum|x_d| (colcheck's COLCHECK_ROWS rows added up).
+// the column sum of X within 2 LAMBDA u64 (sqrt(n) + sqrt(k)) sum|x_d|.
 // A failure (or a DMR mismatch) has the update recomputed: this block clears the first copy's sums and counts (rare) for
 // redo_update_kernel's atomics. The other blocks' results are read past L1 (__ldcg): atomics and stores of other SMs.
 __device__ void update_invariant(int samples, int clusters, int dims, const double* colstat, const double* colcheck, double* sums,
@@ -139,11 +136,8 @@ __device__ void update_invariant(int samples, int clusters, int dims, const doub
     bad = __ldcg(&state->update_bad) || __ldcg(&state->total) != static_cast<unsigned long long>(samples);
   __syncthreads();
   const double scale = 2.0 * LAMBDA * U64 * (sqrt(static_cast<double>(samples)) + sqrt(static_cast<double>(clusters)));
-  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
-    double c = 0.0;
-    for (int r = 0; r < COLCHECK_ROWS; ++r) c += __ldcg(colcheck + static_cast<size_t>(r) * dims + d);
-    if (!(fabs(c - colstat[d]) <= scale * colstat[dims + d])) bad = 1;
-  }
+  for (int d = threadIdx.x; d < dims; d += blockDim.x)
+    if (!(fabs(__ldcg(colcheck + d) - colstat[d]) <= scale * colstat[dims + d])) bad = 1;
   __syncthreads();
   if (threadIdx.x == 0) {
     state->update_bad = bad && !inj.no_correct;
@@ -507,8 +501,8 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 // float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V is 4 and protected (the lanes' column
 // sums take the registers), else 4; the grid, protected, the blocks resident on the SMs, at most four per SM (their
 // column sums end in global atomics), else up to 2048 (the measured best of each, experiments/scripts/
-// kmeans_xstats_probe.cu). Four blocks per SM regardless (the probe's pick) ran the protected V = 2 kernel, 84 registers
-// a thread, three to an SM, in a wave and a third.
+// kmeans_xstats_probe.cu). Four blocks per SM regardless ran the protected V = 2 kernel (84 registers a thread, three
+// blocks to an SM) in a wave and a third: 57.4 against 70.1 us at 2^20 x 32 in the probe (H200).
 template <int V, int U>
 cudaError_t x_pass_launch(const float* X, int rows, int dims, int lanes, float* out, double* colstat, const State* state,
                           ftgen::FtCounters* counters, const Inject& inj, int sms, cudaStream_t stream) {
@@ -1350,51 +1344,11 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
 // copy gets the twin's REDUCE_COPY_THREADS (half of them: 42 us; the largest cluster's items per thread set the time;
 // a block of REDUCE_COPY_THREADS per cluster and copy, the two of a cluster adjacent in the grid: 53 us against 26.5).
-// Protected: each block then checks its cluster (update_check_block).
 constexpr int REDUCE_COPY_THREADS = 512;
 constexpr int REDUCE_THREADS = REDUCE_COPY_THREADS * (PROTECTED ? 2 : 1);
 constexpr int REDUCE_ILP = 4;
-
-// The update's check, by each block of reduce_kernel once its cluster's two copies are written: (inject builds, first
-// iteration) the update site's planned faults applied to copy 0; the copies compared bit for bit (the same values added
-// in the same order), sums and count; copy 0's sums added into row j % COLCHECK_ROWS of colcheck (one atomic per element,
-// the rows spreading a dimension's atomics over COLCHECK_ROWS addresses); the last block (ftgen::last_block) adds up the
-// counts and checks the invariants (update_invariant). As a kernel of its own after the reduction the check took 8.4 us
-// an iteration at 2^20 x 8 x 128 (H100, Nsight Compute), most of it the round trips of a launch, its loads, the ticket
-// and the invariants in series.
-__device__ void update_check_block(int j, int clusters, int dims, double* sums, int* counts, int samples, const double* colstat, double* colcheck,
-                                   State* state, ftgen::FtCounters* counters, const Inject& inj) {
-  __syncthreads();  // (the block's sums written, visible to its threads)
-  plant_update_faults(j, dims, counts, state, counters, inj, [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
-    double& v = sums[static_cast<size_t>(j) * dims + elem];
-    before = v;
-    v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
-    after = v;
-  });
-  __syncthreads();
-  bool bad = threadIdx.x == 0 && counts[j] != counts[clusters + j];
-  double* const row = colcheck + static_cast<size_t>(j % COLCHECK_ROWS) * dims;
-  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
-    const double sa = sums[static_cast<size_t>(j) * dims + d], sb = sums[static_cast<size_t>(clusters + j) * dims + d];
-    if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
-    atomicAdd(row + d, sa);
-  }
-  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr(&state->update_bad, 1);
-  if (!ftgen::last_block(&state->ticket)) return;
-  __shared__ unsigned long long total;
-  if (threadIdx.x == 0) total = 0;
-  __syncthreads();
-  long long c = 0;
-  for (int i = threadIdx.x; i < clusters; i += blockDim.x) c += __ldcg(counts + i);
-  atomicAdd(&total, static_cast<unsigned long long>(c));
-  __syncthreads();
-  if (threadIdx.x == 0) state->total = total;  // (read back by this thread in update_invariant)
-  update_invariant(samples, clusters, dims, colstat, colcheck, sums, counts, state, counters, inj);
-}
-
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
-                                                                int dims, double* sums, State* state, int* counts, int samples,
-                                                                const double* colstat, double* colcheck, ftgen::FtCounters* counters, Inject inj) {
+                                                                int dims, double* sums, const State* state) {
   if (state->converged) return;
   const int j = blockIdx.x;
   const int copy = static_cast<int>(threadIdx.x) / REDUCE_COPY_THREADS, t = static_cast<int>(threadIdx.x) % REDUCE_COPY_THREADS;
@@ -1424,15 +1378,66 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
     const int g = t / dims, d = t % dims;
     red[threadIdx.x] = g < groups ? items(g, d) : 0.0;
     __syncthreads();
-    if (t < dims) {
-      double s = 0.0;
-      for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
-      out[t] = s;
-    }
-  } else {
-    for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
+    if (t >= dims) return;
+    double s = 0.0;
+    for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
+    out[t] = s;
+    return;
   }
-  update_check_block(j, clusters, dims, sums, counts, samples, colstat, colcheck, state, counters, inj);
+  for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
+}
+
+// The DMR copies agree bit for bit (counts and sums: the same values added in the same order); the counts and sums are
+// added up for the invariants. A block per 32 dimensions (its lanes) and UPDATE_CHECK_CLUSTERS clusters (its warps in
+// turn), the warps' column sums added in shared memory, one atomic per block and dimension: one block per cluster with
+// an atomic per element (clusters x dims atomics on dims addresses) took 22 us at 1024 clusters x 128 dims.
+constexpr int UPDATE_CHECK_CLUSTERS = 32;
+__global__ void __launch_bounds__(256) update_check_kernel(double* sums, int* counts, int samples, int clusters, int dims,
+                                                           const double* colstat, double* colcheck, State* state, ftgen::FtCounters* counters,
+                                                           Inject inj) {
+  if (state->converged) return;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, d0 = blockIdx.x * 32, d = d0 + lane;
+  const int j0 = blockIdx.y * UPDATE_CHECK_CLUSTERS, j1 = min(clusters, j0 + UPDATE_CHECK_CLUSTERS);
+  for (int j = j0; j < j1; ++j)
+    plant_update_faults(
+        j, dims, counts, state, counters, inj,
+        [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
+          double& v = sums[static_cast<size_t>(j) * dims + elem];
+          before = v;
+          v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
+          after = v;
+        },
+        d0, d0 + 32, blockIdx.x == 0);
+  __syncthreads();
+  bool bad = false;
+  double s = 0.0;
+  if (d < dims)
+    for (int j = j0 + warp; j < j1; j += 8) {
+      const double sa = sums[static_cast<size_t>(j) * dims + d];
+      const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
+      if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
+      s += sa;
+    }
+  long long total = 0;  // (the counts: the first block of dimensions)
+  if (blockIdx.x == 0 && threadIdx.x < UPDATE_CHECK_CLUSTERS && j0 + static_cast<int>(threadIdx.x) < j1) {
+    const int ca = counts[j0 + threadIdx.x], cb = counts[clusters + j0 + threadIdx.x];
+    if (ca != cb) bad = true;
+    total = ca;
+  }
+  __shared__ double red[8][32];
+  red[warp][lane] = s;
+  static_assert(UPDATE_CHECK_CLUSTERS <= 32, "the counts in warp 0");
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
+  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr(&state->update_bad, 1);
+  if (warp == 0) {
+    if (blockIdx.x == 0 && lane == 0) atomicAdd(&state->total, static_cast<unsigned long long>(total));
+    if (d < dims) {
+      for (int w = 1; w < 8; ++w) s += red[w][lane];
+      atomicAdd(&colcheck[d], s);
+    }
+  }
+  if (ftgen::last_block(&state->ticket)) update_invariant(samples, clusters, dims, colstat, colcheck, sums, counts, state, counters, inj);
 }
 
 // The update recomputed when its checks failed (first copy only, into the arrays update_invariant cleared):
@@ -1541,7 +1546,7 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * COLCHECK_ROWS * dims));
+  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
@@ -1628,7 +1633,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * COLCHECK_ROWS * dims, stream));
+    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     encode_kernel<<<dim3((tiles + GT - 1) / GT * GT, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);
@@ -1654,8 +1659,11 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     else
       sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
-    // (protected: its blocks check the update, its last block the invariants)
-    reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state, w.counts, n, w.colstat, w.colcheck, counters, inj);
+    reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
+    FT_LAUNCHED();
+    // (its last block checks the invariants)
+    update_check_kernel<<<dim3((dims + 31) / 32, (k + UPDATE_CHECK_CLUSTERS - 1) / UPDATE_CHECK_CLUSTERS), 256, 0, stream>>>(
+        w.sums, w.counts, n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
     FT_LAUNCHED();
     // (the redo kernel returns at once unless the checks failed: a small grid, striding)
     redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);

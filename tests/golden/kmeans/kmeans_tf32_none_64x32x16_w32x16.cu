@@ -44,9 +44,6 @@ static_assert(KT % VEC == 0 && (LD * sizeof(T)) % 16 == 0, "16-byte copies into 
 // 0 and 1 (one warp column: both), and kept in registers until the group's tiles are verified.
 constexpr int GT = MMA_N / 2;                      // centroid tiles per group of reference fragments
 
-// colcheck's rows: the non-fused update adds cluster j's sums into row j % COLCHECK_ROWS (update_check_block)
-constexpr int COLCHECK_ROWS = 32;
-
 struct State {
   int converged;        // set by converge_block: every later launch of the loop returns at once
   int update_bad;       // the update's DMR or invariants failed: recompute it
@@ -69,7 +66,7 @@ struct Work {
   int* item_off;    // clusters + 1: each cluster's first work item of the sums
   int* item_cluster;  // max_items: the cluster of each work item
   double* part;     // copies x max_items x dims: the partial sums of the work items
-  double* colcheck; // COLCHECK_ROWS x dims: the cluster sums added up
+  double* colcheck; // dims: the cluster sums added up
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
 };
@@ -214,8 +211,8 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 // float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V is 4 and protected (the lanes' column
 // sums take the registers), else 4; the grid, protected, the blocks resident on the SMs, at most four per SM (their
 // column sums end in global atomics), else up to 2048 (the measured best of each, experiments/scripts/
-// kmeans_xstats_probe.cu). Four blocks per SM regardless (the probe's pick) ran the protected V = 2 kernel, 84 registers
-// a thread, three to an SM, in a wave and a third.
+// kmeans_xstats_probe.cu). Four blocks per SM regardless ran the protected V = 2 kernel (84 registers a thread, three
+// blocks to an SM) in a wave and a third: 57.4 against 70.1 us at 2^20 x 32 in the probe (H200).
 template <int V, int U>
 cudaError_t x_pass_launch(const float* X, int rows, int dims, int lanes, float* out, double* colstat, const State* state,
                           ftgen::FtCounters* counters, const Inject& inj, int sms, cudaStream_t stream) {
@@ -706,13 +703,11 @@ __global__ void __launch_bounds__(SUM_WARPS * 32) sums_vec_kernel(const float* _
 // (82 us at 2^20 x 128 x 1024 against the twin's 9; loading a round first, even by volatile asm, changed nothing). Each
 // copy gets the twin's REDUCE_COPY_THREADS (half of them: 42 us; the largest cluster's items per thread set the time;
 // a block of REDUCE_COPY_THREADS per cluster and copy, the two of a cluster adjacent in the grid: 53 us against 26.5).
-// Protected: each block then checks its cluster (update_check_block).
 constexpr int REDUCE_COPY_THREADS = 512;
 constexpr int REDUCE_THREADS = REDUCE_COPY_THREADS * (PROTECTED ? 2 : 1);
 constexpr int REDUCE_ILP = 4;
-
 __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* part, const double* partb, const int* item_off, int clusters,
-                                                                int dims, double* sums, State* state) {
+                                                                int dims, double* sums, const State* state) {
   if (state->converged) return;
   const int j = blockIdx.x;
   const int copy = static_cast<int>(threadIdx.x) / REDUCE_COPY_THREADS, t = static_cast<int>(threadIdx.x) % REDUCE_COPY_THREADS;
@@ -742,14 +737,13 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
     const int g = t / dims, d = t % dims;
     red[threadIdx.x] = g < groups ? items(g, d) : 0.0;
     __syncthreads();
-    if (t < dims) {
-      double s = 0.0;
-      for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
-      out[t] = s;
-    }
-  } else {
-    for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
+    if (t >= dims) return;
+    double s = 0.0;
+    for (int h = 0; h < groups; ++h) s += red[copy * REDUCE_COPY_THREADS + h * dims + t];
+    out[t] = s;
+    return;
   }
+  for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
 }
 
 
@@ -845,7 +839,7 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * COLCHECK_ROWS * dims));
+  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
@@ -926,7 +920,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * COLCHECK_ROWS * dims, stream));
+    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
@@ -950,7 +944,6 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
     else
       sums_kernel<<<sum_grid, SUM_WARPS * 32, 0, stream>>>(X, dims, nl, w.idx, w.offs, w.item_off, w.item_cluster, k, w.part, partb, w.state);
     FT_LAUNCHED();
-    // (protected: its blocks check the update, its last block the invariants)
     reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
     // (its last block tests convergence)
