@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The protected cutlass90 kmeans iteration's side kernels, A/B in one call on one GPU (experiments/specs/
-# kmeans_side_kernels.yaml): A the working tree, B the tree in DIR_B (ftgen/ and templates/ of another commit, e.g. the
-# update's check and the queued units' recomputation as kernels of their own), both built at once; then
+# kmeans_side_kernels.yaml): A the working tree, B the tree in DIR_B (ftgen/ and templates/ of another commit), both
+# built at once; then
 #   - REPS rounds (default 3) of A, B, A, B, ... at the four flash-kmeans anchors, the variants beside their twins, no
 #     faults, no flash-kmeans (OUT/ab_<V>_<round>.jsonl);
 #   - X's pass probe (experiments/scripts/kmeans_xstats_probe.cu: the product's pass at four and three blocks per SM,

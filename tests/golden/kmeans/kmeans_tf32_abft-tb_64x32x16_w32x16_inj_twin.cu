@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 // sums take the registers), else 4; the grid, protected, the blocks resident on the SMs, at most four per SM (their
 // column sums end in global atomics), else up to 2048 (the measured best of each, experiments/scripts/
 // kmeans_xstats_probe.cu). Four blocks per SM regardless ran the protected V = 2 kernel (84 registers a thread, three
-// blocks to an SM) in a wave and a third: 57.4 against 70.1 us at 2^20 x 32 in the probe (H200).
+// blocks to an SM) in a wave and a third: 17.9 against 15.1 us at 2^20 x 8 (H200, Nsight Compute).
 template <int V, int U>
 cudaError_t x_pass_launch(const float* X, int rows, int dims, int lanes, float* out, double* colstat, const State* state,
                           ftgen::FtCounters* counters, const Inject& inj, int sms, cudaStream_t stream) {
