@@ -687,8 +687,8 @@ struct FixArgs {
 
 // The queued units of the rows this block of finish_kernel takes (row i: block (i / blockDim.x) % gridDim.x), each
 // tile's minimum recomputed from the operands as the wgmma reads them, the products summed in double, the block's
-// threads over the tile's centroids; keys2 (refine): the tile's second smallest too. In the block's first loads, where
-// there is nothing to do: a launch of its own cost 2.4 us an iteration (H100, Nsight Compute).
+// threads over the tile's centroids; keys2 (refine): the tile's second smallest too. An empty queue costs the block one
+// load; as a kernel of its own the recomputation cost 1.9-2.4 us an iteration even then (Nsight Compute).
 __device__ void fix_units(const FixArgs& f, uint64_t* keys, uint64_t* keys2, long long rows_padded, int samples) {
   __shared__ uint64_t best[32], second[32];
   const int units = min(*f.flag_count, f.capacity);
