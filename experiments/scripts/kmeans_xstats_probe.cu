@@ -166,21 +166,26 @@ __global__ void __launch_bounds__(256) xs_vec(const float* __restrict__ X, int r
 // global atomic per dimension and block). kDmr: the norm twice (product, reduced in two orders) and the column sums;
 // else the norm once (the twin's pass). kCol (with kDmr): 0 the column sums of x in fp64 (a conversion and a double
 // addition per element, the product's form), 1 none (the norms' two copies alone), 2 in fp32 pairs (hi, lo) by Knuth's
-// TwoSum (six fp32 additions per element, exact but for lo's own rounding), converted to fp64 once per lane.
-template <int V, int U, bool kDmr, int kCol = 0>
+// TwoSum (six fp32 additions per element, exact but for lo's own rounding), converted to fp64 once per lane. kFull: the
+// rows' loop uniform over the warp (it runs while the warp's first segment has a row; the others load zeros and store
+// nothing), so that the norms' shuffles take the full mask instead of the segment's.
+template <int V, int U, bool kDmr, int kCol = 0, bool kFull = false>
 __global__ void __launch_bounds__(256) xs_v2(const float* __restrict__ X, int rows, int dims, int lanes, float* out, double* colstat,
                                              unsigned* bad) {
   __shared__ double red[8][2][256];  // (dims <= 256 here)
   const int lane = threadIdx.x % lanes, segs = blockDim.x / lanes, d4 = dims / 4;
-  const unsigned seg = segment_mask(lanes);
+  const unsigned seg = kFull ? 0xffffffffu : segment_mask(lanes);
   const int stride = gridDim.x * segs;
+  const int first = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes;
+  const int test = kFull ? blockIdx.x * segs + static_cast<int>(threadIdx.x & ~31u) / lanes : first;
   double cs[4 * V];
   float ca[4 * V];  // (as the product: |x| summed in fp32 per lane, it only scales the invariant's band)
   float hi[4 * V], lo[4 * V];
 #pragma unroll
   for (int q = 0; q < 4 * V; ++q) cs[q] = 0.0, ca[q] = 0.f, hi[q] = lo[q] = 0.f;
   const float4* X4 = reinterpret_cast<const float4*>(X);
-  for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += U * stride) {
+  for (int k0 = 0; test + k0 < rows; k0 += U * stride) {
+    const int row0 = first + k0;
     float4 v[U][V];
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -384,6 +389,15 @@ int main(int argc, char** argv) {
     };
     v2("product: U* g528", Up, 528, true);
     v2("product: U* g396", Up, 396, true);  // (three blocks per SM: the V = 2 form's registers allow three)
+    {
+      const int lv = pow2_covering((dims / 4 + V0 - 1) / V0);
+      forms.push_back({"product, full-mask shuffles", [=] {
+                         const int g = static_cast<int>(std::min<size_t>((size_t(n) * lv + 256 * Up - 1) / (256 * Up), 396));
+                         if (V0 == 4) xs_v2<4, 2, true, 0, true><<<g, 256>>>(X, n, dims, lv, out, colp, bad);
+                         else if (V0 == 2) xs_v2<2, 4, true, 0, true><<<g, 256>>>(X, n, dims, lv, out, colp, bad);
+                         else xs_v2<1, 4, true, 0, true><<<g, 256>>>(X, n, dims, lv, out, colp, bad);
+                       }, true, true});
+    }
     v2col("product without col sums", 1);
     v2col("product, col sums TwoSum", 2);
     v2("v2 U2 g132", 2, 132, true);
