@@ -88,6 +88,20 @@ def test_an_abft_cutlass90_variant_checks_in_its_gemm_tiles():
     assert "&w.state->converged, ftgen_km90::FixArgs{}, REFINE ? w.keys2 : nullptr, refine," in twin
 
 
+def test_the_update_is_checked_by_finalize_unless_refine_reads_it_first():
+    """Without refine, finalize_kernel's blocks check the update's DMR and add up its sums (the last block tests the
+    invariants) and a rejected update is recomputed after it, which moves the centroids again from the kept ones; with
+    refine, whose inertia reads the verified sums before finalize runs, the check stays a kernel of its own, before."""
+    src, twin, _ = rendered(ABFT90, "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
+    assert "update_check_kernel" not in src and "UpdateCheck{n, w.colstat, w.colcheck, w.cold, counters, inj}" in src
+    assert src.index("finalize_kernel<<<") < src.index("redo_update_kernel<<<") and "constexpr int CHECK_ROWS = 32;" in src
+    assert "UpdateCheck" not in twin and "redo_update_kernel" not in twin
+    ref, _, _ = rendered(ABFT90.replace("tile_n: 160", "tile_n: 160, refine: true"),
+                         "kmeans_tf32_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_refine_inj")
+    assert "UpdateCheck" not in ref and "constexpr int CHECK_ROWS = 1;" in ref
+    assert ref.index("update_check_kernel<<<") < ref.index("redo_update_kernel<<<") < ref.index("finalize_kernel<<<")
+
+
 X3 = C90.replace("precision: tf32", "precision: tf32x3") % ", tile_n: 160" + "protection: {scheme: abft, level: threadblock, inject: true}\n"
 
 

@@ -148,7 +148,7 @@ def test_unprotected_source_has_no_checks_and_protected_has_all():
     files, _ = render_spec(load_spec_text(SMALL, "golden.yaml"))
     none = files["kmeans_tf32_none_64x32x16_w32x16/kmeans_tf32_none_64x32x16_w32x16.cu"]
     prot = files["kmeans_tf32_abft-tb_64x32x16_w32x16_inj/kmeans_tf32_abft-tb_64x32x16_w32x16_inj.cu"]
-    for marker in ("encode_kernel", "update_check_kernel", "update_invariant", "row_sums", "apply_fault"):
+    for marker in ("encode_kernel", "UpdateCheck", "update_invariant", "row_sums", "apply_fault"):
         assert marker in prot and marker not in none, marker
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in none
 
@@ -163,7 +163,7 @@ def test_a_protected_benchmark_times_its_unprotected_twin():
     assert "constexpr bool PROTECTED = false;" in twin and "constexpr bool INJECT = false;" in twin
     assert "constexpr bool PROTECTED = true;" in prot
     assert f'extern "C" cudaError_t {sym}_unprotected(' in twin and f"{sym}_unprotected_workspace" in twin
-    for marker in ("encode_kernel", "update_check_kernel", "apply_fault"):
+    for marker in ("encode_kernel", "UpdateCheck", "apply_fault"):
         assert marker not in twin, marker
     # the same tiles as the variant
     assert "constexpr int MT = 64, NT = 32, KT = 16;" in twin and "constexpr int MT = 64, NT = 32, KT = 16;" in prot

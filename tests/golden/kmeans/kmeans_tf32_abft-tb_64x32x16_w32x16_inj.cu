@@ -60,6 +60,10 @@ constexpr double UNIT_ROUNDOFF = 0.00048828125;
 constexpr double FIXED_UNIT = 0.0;  // > 0: the spec's number replaces LAMBDA u (...)
 constexpr bool ONLINE = true;
 
+// The rows of partial column sums the update's check adds the cluster sums into (cluster j: row j % CHECK_ROWS), so
+// that at most clusters / CHECK_ROWS atomics meet at an address
+constexpr int CHECK_ROWS = 32;
+
 struct State {
   int converged;        // set by converge_block: every later launch of the loop returns at once
   int update_bad;       // the update's DMR or invariants failed: recompute it
@@ -82,7 +86,8 @@ struct Work {
   int* item_off;    // clusters + 1: each cluster's first work item of the sums
   int* item_cluster;  // max_items: the cluster of each work item
   double* part;     // copies x max_items x dims: the partial sums of the work items
-  double* colcheck; // dims: the cluster sums added up
+  double* colcheck; // CHECK_ROWS x dims: the cluster sums added up (cluster j into row j % CHECK_ROWS)
+  T* cold;          // clusters x dims: the centroids before finalize_kernel moved them (a rejected update's redo)
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
 };
@@ -128,16 +133,20 @@ __device__ __forceinline__ void count(unsigned long long* c, unsigned long long 
 // samples; per dimension the cluster sums add up to
 // the column sum of X within 2 LAMBDA u64 (sqrt(n) + sqrt(k)) sum|x_d|.
 // A failure (or a DMR mismatch) has the update recomputed: this block clears the first copy's sums and counts (rare) for
-// redo_update_kernel's atomics. The other blocks' results are read past L1 (__ldcg): atomics and stores of other SMs.
-__device__ void update_invariant(int samples, int clusters, int dims, const double* colstat, const double* colcheck, double* sums,
+// redo_update_kernel's atomics, and returns true (block-uniform). The other blocks' results are read past L1 (__ldcg):
+// atomics and stores of other SMs.
+__device__ bool update_invariant(int samples, int clusters, int dims, const double* colstat, const double* colcheck, double* sums,
                                  int* counts, State* state, ftgen::FtCounters* counters, const Inject& inj) {
   __shared__ int bad;
   if (threadIdx.x == 0)
     bad = __ldcg(&state->update_bad) || __ldcg(&state->total) != static_cast<unsigned long long>(samples);
   __syncthreads();
   const double scale = 2.0 * LAMBDA * U64 * (sqrt(static_cast<double>(samples)) + sqrt(static_cast<double>(clusters)));
-  for (int d = threadIdx.x; d < dims; d += blockDim.x)
-    if (!(fabs(__ldcg(colcheck + d) - colstat[d]) <= scale * colstat[dims + d])) bad = 1;
+  for (int d = threadIdx.x; d < dims; d += blockDim.x) {
+    double c = 0.0;
+    for (int r = 0; r < CHECK_ROWS; ++r) c += __ldcg(colcheck + static_cast<size_t>(r) * dims + d);
+    if (!(fabs(c - colstat[d]) <= scale * colstat[dims + d])) bad = 1;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     state->update_bad = bad && !inj.no_correct;
@@ -146,12 +155,13 @@ __device__ void update_invariant(int samples, int clusters, int dims, const doub
       if (!inj.no_correct) atomicAdd(&counters->recomputed, 1ull);
     }
   }
-  if (!bad || inj.no_correct) return;  // (block-uniform)
+  if (!bad || inj.no_correct) return false;  // (block-uniform)
   const size_t n = static_cast<size_t>(clusters) * dims;
   for (size_t e = threadIdx.x; e < n; e += blockDim.x) {
     sums[e] = 0;
     if (e < static_cast<size_t>(clusters)) counts[e] = 0;
   }
+  return true;
 }
 
 using ftgen::cp_async;  // (ftgen_ft.cuh)
@@ -431,8 +441,12 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
                                                                 double* colstat, const State* state, ftgen::FtCounters* counters,
                                                                 Inject inj) {
   const int lane = threadIdx.x % lanes, segs = XV_THREADS / lanes, d4 = dims / 4;
-  const unsigned seg = segment_mask(lanes);
   const int stride = gridDim.x * segs;
+  // the rows' loop is uniform over the warp: it runs while the warp's first segment has a row, the others loading zeros
+  // and storing nothing, so the norms' shuffles take the full mask (a segment's mask is a run-time value, and ptxas
+  // tests every such shuffle's lanes for convergence first)
+  const int first = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes;
+  const int warp_first = blockIdx.x * segs + static_cast<int>(threadIdx.x & ~31u) / lanes;
   const float4* const X4 = reinterpret_cast<const float4*>(X);
   __shared__ double red[XV_THREADS / 32][2][XV_MAX];
   const double band = norm_band(dims);
@@ -441,8 +455,8 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
   float ca[4 * V];
 #pragma unroll
   for (int q = 0; q < 4 * V; ++q) cs[q] = 0.0, ca[q] = 0.f;
-  // (the loop's bounds are the same for a segment's lanes: its shuffles see only live lanes of the segment)
-  for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += U * stride) {
+  for (int k0 = 0; warp_first + k0 < rows; k0 += U * stride) {
+    const int row0 = first + k0;
     float4 v[U][V];
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -469,8 +483,8 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
           ca[4 * q + t] += fabsf(e[t]);
         }
       }
-      for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
-      for (int o = 1; o < lanes; o <<= 1) s2 += __shfl_xor_sync(seg, s2, o, lanes);
+      for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o, lanes);
+      for (int o = 1; o < lanes; o <<= 1) s2 += __shfl_xor_sync(0xffffffffu, s2, o, lanes);
       if (lane == 0 && row < rows) out[row] = norm_verdict(s, s2, X + static_cast<size_t>(row) * dims, row, dims, band, state, counters, inj, 0);
     }
   }
@@ -1387,72 +1401,6 @@ __global__ void __launch_bounds__(REDUCE_THREADS) reduce_kernel(const double* pa
   for (int d = t; d < dims; d += REDUCE_COPY_THREADS) out[d] = items(0, d);
 }
 
-// The DMR copies agree bit for bit (counts and sums: the same values added in the same order); the counts and sums are
-// added up for the invariants. A block per 32 dimensions (its lanes) and UPDATE_CHECK_CLUSTERS clusters (its warps in
-// turn), the warps' column sums added in shared memory, one atomic per block and dimension: one block per cluster with
-// an atomic per element (clusters x dims atomics on dims addresses) took 22 us at 1024 clusters x 128 dims.
-constexpr int UPDATE_CHECK_CLUSTERS = 32;
-__global__ void __launch_bounds__(256) update_check_kernel(double* sums, int* counts, int samples, int clusters, int dims,
-                                                           const double* colstat, double* colcheck, State* state, ftgen::FtCounters* counters,
-                                                           Inject inj) {
-  if (state->converged) return;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, d0 = blockIdx.x * 32, d = d0 + lane;
-  const int j0 = blockIdx.y * UPDATE_CHECK_CLUSTERS, j1 = min(clusters, j0 + UPDATE_CHECK_CLUSTERS);
-  for (int j = j0; j < j1; ++j)
-    plant_update_faults(
-        j, dims, counts, state, counters, inj,
-        [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
-          double& v = sums[static_cast<size_t>(j) * dims + elem];
-          before = v;
-          v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
-          after = v;
-        },
-        d0, d0 + 32, blockIdx.x == 0);
-  __syncthreads();
-  bool bad = false;
-  double s = 0.0;
-  if (d < dims)
-    for (int j = j0 + warp; j < j1; j += 8) {
-      const double sa = sums[static_cast<size_t>(j) * dims + d];
-      const double sb = sums[static_cast<size_t>(clusters + j) * dims + d];
-      if (__double_as_longlong(sa) != __double_as_longlong(sb)) bad = true;
-      s += sa;
-    }
-  long long total = 0;  // (the counts: the first block of dimensions)
-  if (blockIdx.x == 0 && threadIdx.x < UPDATE_CHECK_CLUSTERS && j0 + static_cast<int>(threadIdx.x) < j1) {
-    const int ca = counts[j0 + threadIdx.x], cb = counts[clusters + j0 + threadIdx.x];
-    if (ca != cb) bad = true;
-    total = ca;
-  }
-  __shared__ double red[8][32];
-  red[warp][lane] = s;
-  static_assert(UPDATE_CHECK_CLUSTERS <= 32, "the counts in warp 0");
-  if (warp == 0)
-    for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xffffffffu, total, o);
-  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr(&state->update_bad, 1);
-  if (warp == 0) {
-    if (blockIdx.x == 0 && lane == 0) atomicAdd(&state->total, static_cast<unsigned long long>(total));
-    if (d < dims) {
-      for (int w = 1; w < 8; ++w) s += red[w][lane];
-      atomicAdd(&colcheck[d], s);
-    }
-  }
-  if (ftgen::last_block(&state->ticket)) update_invariant(samples, clusters, dims, colstat, colcheck, sums, counts, state, counters, inj);
-}
-
-// The update recomputed when its checks failed (first copy only, into the arrays update_invariant cleared):
-// cluster sums (fp64) and counts by atomics, one thread per element of X.
-__global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
-                                   int* counts, const State* state) {
-  if (state->converged || !state->update_bad) return;
-  const size_t n = static_cast<size_t>(samples) * dims;
-  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int i = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
-    const int lab = labels[i];
-    atomicAdd(&sums[static_cast<size_t>(lab) * dims + d], static_cast<double>(X[e]));
-    if (d == 0) atomicAdd(&counts[lab], 1);
-  }
-}
 
 
 // The convergence test, by finalize_kernel's last block: the largest squared shift against tol * (mean squared centroid
@@ -1476,19 +1424,21 @@ __device__ void converge_block(const double* shift, int clusters, double tol, St
   }
 }
 
-// New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
-// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test (converge_block).
-__global__ void finalize_kernel(T* C, const double* sums, const int* counts, int clusters, int dims, int* counts_out,
-                                double* shift, State* state, double tol, int* iters_done) {
-  if (state->converged) return;
+// New centroid j (the block's threads over its dimensions, all of the block calling): the mean of its samples (sums,
+// cnt), or for an empty cluster the old centroid, read from `from` (C itself, or the copy finalize_kernel kept) and
+// copied to `keep` where not null; visit(d, sum) sees each sum as it is read. Returns the squared shift and the new
+// squared norm, summed over the block (thread 0's values).
+template <class Visit>
+__device__ double2 centroid_update(int j, T* C, const T* from, T* keep, const double* sums, int cnt, int dims, Visit visit) {
   __shared__ double red[2][32];
-  const int j = blockIdx.x;
-  const int cnt = counts[j];
   double sh = 0, nn = 0;
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     const size_t e = static_cast<size_t>(j) * dims + d;
-    const T old = C[e];
-    const T nw = cnt > 0 ? static_cast<T>(sums[e] / cnt) : old;
+    const double s = __ldcg(sums + e);
+    visit(d, s);
+    const T old = from[e];
+    if (keep) keep[e] = old;
+    const T nw = cnt > 0 ? static_cast<T>(s / cnt) : old;
     C[e] = nw;
     const double diff = static_cast<double>(nw) - static_cast<double>(old);
     sh += diff * diff;
@@ -1504,18 +1454,97 @@ __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int
     red[1][threadIdx.x >> 5] = nn;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    sh = nn = 0;
+  sh = nn = 0;
+  if (threadIdx.x == 0)
     for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) {
       sh += red[0][w];
       nn += red[1][w];
     }
-    shift[j] = sh;
-    if (tol > 0) atomicAdd(&state->norm2, nn);
+  __syncthreads();  // (red is free for the next call)
+  return make_double2(sh, nn);
+}
+
+// The update's check, beside the new centroids: the cluster's planned faults of the update site (inject builds, first
+// iteration) applied to copy 0, its DMR copies compared bit for bit (the same values added in the same order), its sums
+// added into row j % CHECK_ROWS of colcheck and its count into state->total for the invariants, which the last block
+// tests (update_invariant). This block's centroid is moved before the verdict; the old one is kept (cold) for a
+// rejected update, whose recomputation (redo_update_kernel) moves the centroids again and tests convergence. In a
+// kernel of its own the check cost about 7.7 us an iteration (Nsight Compute, H200, 2^20 x 8 x 128), mostly its
+// launch and its chain of dependent loads and atomics.
+struct UpdateCheck {
+  int samples;
+  const double* colstat;
+  double* colcheck;
+  T* cold;
+  ftgen::FtCounters* counters;
+  Inject inj;
+};
+
+// New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
+// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test (converge_block).
+__global__ void finalize_kernel(T* C, double* sums, int* counts, int clusters, int dims, int* counts_out,
+                                double* shift, State* state, double tol, int* iters_done, UpdateCheck uc) {
+  if (state->converged) return;
+  const int j = blockIdx.x;
+  plant_update_faults(j, dims, counts, state, uc.counters, uc.inj, [&](int elem, const ftgen::FaultSpec& fs, double& before, double& after) {
+    double& v = sums[static_cast<size_t>(j) * dims + elem];
+    before = v;
+    v = ftgen::apply_fault(v, fs.kind, fs.bit, fs.offset);
+    after = v;
+  });
+  __syncthreads();
+  const int cnt = counts[j];
+  bool bad = threadIdx.x == 0 && cnt != counts[clusters + j];
+  if (threadIdx.x == 0) atomicAdd(&state->total, static_cast<unsigned long long>(cnt));
+  const double* const sums_b = sums + static_cast<size_t>(clusters) * dims + static_cast<size_t>(j) * dims;
+  double* const col = uc.colcheck + static_cast<size_t>(j % CHECK_ROWS) * dims;
+  const double2 r = centroid_update(j, C, C, uc.cold, sums, cnt, dims, [&](int d, double sa) {
+    if (__double_as_longlong(sa) != __double_as_longlong(sums_b[d])) bad = true;
+    atomicAdd(col + d, sa);
+  });
+  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr(&state->update_bad, 1);
+  if (threadIdx.x == 0) {
+    shift[j] = r.x;
+    if (tol > 0) atomicAdd(&state->norm2, r.y);
     if (counts_out) counts_out[j] = cnt;
   }
-  if (ftgen::last_block(&state->ticket)) converge_block(shift, clusters, tol, state, iters_done);
+  if (ftgen::last_block(&state->ticket)) {
+    // (a rejected update: redo_update_kernel recomputes it, moves the centroids again and tests convergence)
+    if (update_invariant(uc.samples, clusters, dims, uc.colstat, uc.colcheck, sums, counts, state, uc.counters, uc.inj)) return;
+    converge_block(shift, clusters, tol, state, iters_done);
+  }
 }
+
+// The update recomputed when its checks failed (first copy only, into the arrays update_invariant cleared):
+// cluster sums (fp64) and counts by atomics, one thread per element of X. Where finalize_kernel checks the update
+// (merged_check) it has already moved the centroids: the last block moves them again, from the kept old ones, and
+// tests convergence.
+__global__ void redo_update_kernel(const T* __restrict__ X, const int* labels, int samples, int dims, double* sums,
+                                   int* counts, State* state, T* C, const T* cold, int clusters, int* counts_out, double* shift, double tol, int* iters_done) {
+  if (state->converged || !state->update_bad) return;
+  const size_t n = static_cast<size_t>(samples) * dims;
+  for (size_t e = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(e / dims), d = static_cast<int>(e % dims);
+    const int lab = labels[i];
+    atomicAdd(&sums[static_cast<size_t>(lab) * dims + d], static_cast<double>(X[e]));
+    if (d == 0) atomicAdd(&counts[lab], 1);
+  }
+  if (!ftgen::last_block(&state->ticket)) return;
+  double nn = 0.0;
+  for (int j = 0; j < clusters; ++j) {
+    const int cnt = __ldcg(counts + j);
+    const double2 r = centroid_update(j, C, cold, nullptr, sums, cnt, dims, [](int, double) {});
+    if (threadIdx.x == 0) {
+      shift[j] = r.x;
+      nn += r.y;
+      if (counts_out) counts_out[j] = cnt;
+    }
+  }
+  if (threadIdx.x == 0) state->norm2 = nn;
+  __syncthreads();
+  converge_block(shift, clusters, tol, state, iters_done);
+}
+
 
 size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 
@@ -1546,7 +1575,8 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
+  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * CHECK_ROWS * dims));
+  o.cold = reinterpret_cast<T*>(take(sizeof(T) * static_cast<size_t>(clusters) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
@@ -1633,7 +1663,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
+    if (PROTECTED) FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * CHECK_ROWS * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     encode_kernel<<<dim3((tiles + GT - 1) / GT * GT, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);
@@ -1661,15 +1691,14 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     reduce_kernel<<<k, REDUCE_THREADS, 0, stream>>>(w.part, partb, w.item_off, k, dims, w.sums, w.state);
     FT_LAUNCHED();
-    // (its last block checks the invariants)
-    update_check_kernel<<<dim3((dims + 31) / 32, (k + UPDATE_CHECK_CLUSTERS - 1) / UPDATE_CHECK_CLUSTERS), 256, 0, stream>>>(
-        w.sums, w.counts, n, k, dims, w.colstat, w.colcheck, w.state, counters, inj);
+    // (it checks the update too; its last block tests the invariants, then convergence unless the update was rejected)
+    finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol, p->iters_done,
+                                           UpdateCheck{n, w.colstat, w.colcheck, w.cold, counters, inj});
     FT_LAUNCHED();
-    // (the redo kernel returns at once unless the checks failed: a small grid, striding)
-    redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(X, p->labels, n, dims, w.sums, w.counts, w.state);
-    FT_LAUNCHED();
-    // (its last block tests convergence)
-    finalize_kernel<<<k, 128, 0, stream>>>(C, w.sums, w.counts, k, dims, p->counts, w.shift, w.state, p->tol, p->iters_done);
+    // (it returns at once unless the update was rejected: a small grid, striding; then its last block moves the
+    // centroids again and tests convergence)
+    redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(
+        X, p->labels, n, dims, w.sums, w.counts, w.state, C, w.cold, k, p->counts, w.shift, p->tol, p->iters_done);
     FT_LAUNCHED();
   }
 #undef FT_TRY

@@ -47,6 +47,10 @@ static_assert(KT % VEC == 0 && (LD * sizeof(T)) % 16 == 0, "16-byte copies into 
 // 0 and 1 (one warp column: both), and kept in registers until the group's tiles are verified.
 constexpr int GT = MMA_N / 2;                      // centroid tiles per group of reference fragments
 
+// The rows of partial column sums the update's check adds the cluster sums into (cluster j: row j % CHECK_ROWS), so
+// that at most clusters / CHECK_ROWS atomics meet at an address
+constexpr int CHECK_ROWS = 1;
+
 struct State {
   int converged;        // set by converge_block: every later launch of the loop returns at once
   int update_bad;       // the update's DMR or invariants failed: recompute it
@@ -69,7 +73,7 @@ struct Work {
   int* item_off;    // clusters + 1: each cluster's first work item of the sums
   int* item_cluster;  // max_items: the cluster of each work item
   double* part;     // copies x max_items x dims: the partial sums of the work items
-  double* colcheck; // dims: the cluster sums added up
+  double* colcheck; // CHECK_ROWS x dims: the cluster sums added up (cluster j into row j % CHECK_ROWS)
   double* shift;  // clusters: squared shift of each centroid (written by finalize_kernel)
   State* state;
 };
@@ -175,15 +179,19 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
                                                                 double* colstat, const State* state, ftgen::FtCounters* counters,
                                                                 Inject inj) {
   const int lane = threadIdx.x % lanes, segs = XV_THREADS / lanes, d4 = dims / 4;
-  const unsigned seg = segment_mask(lanes);
   const int stride = gridDim.x * segs;
+  // the rows' loop is uniform over the warp: it runs while the warp's first segment has a row, the others loading zeros
+  // and storing nothing, so the norms' shuffles take the full mask (a segment's mask is a run-time value, and ptxas
+  // tests every such shuffle's lanes for convergence first)
+  const int first = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes;
+  const int warp_first = blockIdx.x * segs + static_cast<int>(threadIdx.x & ~31u) / lanes;
   const float4* const X4 = reinterpret_cast<const float4*>(X);
   (void)colstat;
   (void)state;
   (void)counters;
   (void)inj;
-  // (the loop's bounds are the same for a segment's lanes: its shuffles see only live lanes of the segment)
-  for (int row0 = blockIdx.x * segs + static_cast<int>(threadIdx.x) / lanes; row0 < rows; row0 += U * stride) {
+  for (int k0 = 0; warp_first + k0 < rows; k0 += U * stride) {
+    const int row0 = first + k0;
     float4 v[U][V];
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -204,7 +212,7 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
           s = fmaf(e[t], e[t], s);
         }
       }
-      for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(seg, s, o, lanes);
+      for (int o = lanes / 2; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o, lanes);
       if (lane == 0 && row < rows) out[row] = s;
     }
   }
@@ -771,19 +779,21 @@ __device__ void converge_block(const double* shift, int clusters, double tol, St
   }
 }
 
-// New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
-// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test (converge_block).
-__global__ void finalize_kernel(T* C, const double* sums, const int* counts, int clusters, int dims, int* counts_out,
-                                double* shift, State* state, double tol, int* iters_done) {
-  if (state->converged) return;
+// New centroid j (the block's threads over its dimensions, all of the block calling): the mean of its samples (sums,
+// cnt), or for an empty cluster the old centroid, read from `from` (C itself, or the copy finalize_kernel kept) and
+// copied to `keep` where not null; visit(d, sum) sees each sum as it is read. Returns the squared shift and the new
+// squared norm, summed over the block (thread 0's values).
+template <class Visit>
+__device__ double2 centroid_update(int j, T* C, const T* from, T* keep, const double* sums, int cnt, int dims, Visit visit) {
   __shared__ double red[2][32];
-  const int j = blockIdx.x;
-  const int cnt = counts[j];
   double sh = 0, nn = 0;
   for (int d = threadIdx.x; d < dims; d += blockDim.x) {
     const size_t e = static_cast<size_t>(j) * dims + d;
-    const T old = C[e];
-    const T nw = cnt > 0 ? static_cast<T>(sums[e] / cnt) : old;
+    const double s = __ldcg(sums + e);
+    visit(d, s);
+    const T old = from[e];
+    if (keep) keep[e] = old;
+    const T nw = cnt > 0 ? static_cast<T>(s / cnt) : old;
     C[e] = nw;
     const double diff = static_cast<double>(nw) - static_cast<double>(old);
     sh += diff * diff;
@@ -799,18 +809,35 @@ __global__ void finalize_kernel(T* C, const double* sums, const int* counts, int
     red[1][threadIdx.x >> 5] = nn;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    sh = nn = 0;
+  sh = nn = 0;
+  if (threadIdx.x == 0)
     for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) {
       sh += red[0][w];
       nn += red[1][w];
     }
-    shift[j] = sh;
-    if (tol > 0) atomicAdd(&state->norm2, nn);
+  __syncthreads();  // (red is free for the next call)
+  return make_double2(sh, nn);
+}
+
+
+// New centroids, one block per cluster: the mean of its samples; an empty cluster keeps its centroid.
+// The squared shift of the centroid and (tol > 0) its new squared norm feed the convergence test (converge_block).
+__global__ void finalize_kernel(T* C, const double* sums, const int* counts, int clusters, int dims, int* counts_out,
+                                double* shift, State* state, double tol, int* iters_done) {
+  if (state->converged) return;
+  const int j = blockIdx.x;
+  const int cnt = counts[j];
+  const double2 r = centroid_update(j, C, C, nullptr, sums, cnt, dims, [](int, double) {});
+  if (threadIdx.x == 0) {
+    shift[j] = r.x;
+    if (tol > 0) atomicAdd(&state->norm2, r.y);
     if (counts_out) counts_out[j] = cnt;
   }
-  if (ftgen::last_block(&state->ticket)) converge_block(shift, clusters, tol, state, iters_done);
+  if (ftgen::last_block(&state->ticket)) {
+    converge_block(shift, clusters, tol, state, iters_done);
+  }
 }
+
 
 size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 
@@ -842,7 +869,7 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * dims));
+  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * CHECK_ROWS * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
   o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
@@ -923,7 +950,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_unprotected(const
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * dims, stream));
+    if (PROTECTED) FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * CHECK_ROWS * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
