@@ -135,7 +135,7 @@ __device__ __forceinline__ void count(unsigned long long* c, unsigned long long 
 // A failure (or a DMR mismatch) has the update recomputed: this block clears the first copy's sums and counts (rare) for
 // redo_update_kernel's atomics, and returns true (block-uniform). The other blocks' results are read past L1 (__ldcg):
 // atomics and stores of other SMs.
-__device__ bool update_invariant(int samples, int clusters, int dims, const double* colstat, const double* colcheck, double* sums,
+__device__ bool update_invariant(int samples, int clusters, int dims, const double* colstat, double* colcheck, double* sums,
                                  int* counts, State* state, ftgen::FtCounters* counters, const Inject& inj) {
   __shared__ int bad;
   if (threadIdx.x == 0)
@@ -148,6 +148,8 @@ __device__ bool update_invariant(int samples, int clusters, int dims, const doub
     if (!(fabs(c - colstat[d]) <= scale * colstat[dims + d])) bad = 1;
   }
   __syncthreads();
+  // (zeroed for the next iteration: the launch zeroes it for the first)
+  for (int e = threadIdx.x; e < CHECK_ROWS * dims; e += blockDim.x) colcheck[e] = 0.0;
   if (threadIdx.x == 0) {
     state->update_bad = bad && !inj.no_correct;
     if (bad && counters) {
@@ -1551,6 +1553,9 @@ size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 // Work items of the sums at most: one per CHUNK samples, plus one partial item per cluster.
 size_t max_items(int samples, int clusters) { return static_cast<size_t>(samples) / CHUNK + clusters; }
 
+// The bytes zeroed at the start of a launch: colstat, colcheck and the state, in this order
+size_t zeroed_bytes(int dims) { return sizeof(double) * (2 + CHECK_ROWS) * static_cast<size_t>(dims) + sizeof(State); }
+
 // The workspace, carved in order (every piece 256-byte aligned).
 size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) {
   const int tiles = (clusters + NT - 1) / NT;
@@ -1567,7 +1572,12 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.enc = reinterpret_cast<T*>(take(sizeof(T) * 2 * MMA_N * ((tiles + GT - 1) / GT) * static_cast<size_t>(dims)));
   o.sums = reinterpret_cast<double*>(take(sizeof(double) * 2 * static_cast<size_t>(clusters) * dims));
   o.counts = reinterpret_cast<int*>(take(sizeof(int) * 2 * clusters));
-  o.colstat = reinterpret_cast<double*>(take(sizeof(double) * 2 * dims));
+  // zeroed by one memset a launch (zeroed_bytes): X's column statistics, the update's column check (which
+  // the invariants' test zeroes again for the next iteration) and the state
+  unsigned char* const z = take(zeroed_bytes(dims));
+  o.colstat = z ? reinterpret_cast<double*>(z) : nullptr;
+  o.colcheck = z ? o.colstat + 2 * dims : nullptr;
+  o.state = z ? reinterpret_cast<State*>(o.colcheck + CHECK_ROWS * dims) : nullptr;
   const size_t items = max_items(samples, clusters);
   o.idx = reinterpret_cast<int*>(take(sizeof(int) * samples));
   o.cursor = reinterpret_cast<int*>(take(sizeof(int) * clusters));
@@ -1575,10 +1585,8 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * CHECK_ROWS * dims));
   o.cold = reinterpret_cast<T*>(take(sizeof(T) * static_cast<size_t>(clusters) * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
-  o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
   return std::max(off, ftkm_init::workspace_bytes(samples, dims, clusters, sizeof(T)));
 }
@@ -1635,10 +1643,9 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   do {                                                          \
     if ((err = cudaGetLastError()) != cudaSuccess) return err;  \
   } while (0)
-  FT_TRY(cudaMemsetAsync(w.state, 0, sizeof(State), stream));
+  FT_TRY(cudaMemsetAsync(w.colstat, 0, zeroed_bytes(dims), stream));  // (colstat, colcheck and the state)
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
   const int nl = norm_lanes(dims);
-  FT_TRY(cudaMemsetAsync(w.colstat, 0, sizeof(double) * 2 * dims, stream));
   if (x_pass_vec(X, n, dims, w.xx, w.colstat, w.state, counters, inj, stream, err)) {  // X's norms and column statistics, 16-byte loads
     FT_TRY(err);
   } else if (dims <= nl * XS_R) {  // X's norms and column statistics in one pass
@@ -1663,7 +1670,6 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    if (PROTECTED) FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * CHECK_ROWS * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     encode_kernel<<<dim3((tiles + GT - 1) / GT * GT, (dims + 127) / 128), 128, 0, stream>>>(C, k, dims, w.enc, w.state);

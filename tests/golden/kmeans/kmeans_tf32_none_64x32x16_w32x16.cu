@@ -841,6 +841,9 @@ size_t align_up(size_t x) { return (x + 255) & ~static_cast<size_t>(255); }
 // Work items of the sums at most: one per CHUNK samples, plus one partial item per cluster.
 size_t max_items(int samples, int clusters) { return static_cast<size_t>(samples) / CHUNK + clusters; }
 
+// The bytes zeroed at the start of a launch: colstat, colcheck and the state, in this order
+size_t zeroed_bytes(int dims) { return sizeof(double) * (2 + CHECK_ROWS) * static_cast<size_t>(dims) + sizeof(State); }
+
 // The workspace, carved in order (every piece 256-byte aligned).
 size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) {
   const int tiles = (clusters + NT - 1) / NT;
@@ -858,7 +861,12 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   (void)tiles;
   o.sums = reinterpret_cast<double*>(take(sizeof(double) * 2 * static_cast<size_t>(clusters) * dims));
   o.counts = reinterpret_cast<int*>(take(sizeof(int) * 2 * clusters));
-  o.colstat = reinterpret_cast<double*>(take(sizeof(double) * 2 * dims));
+  // zeroed by one memset a launch (zeroed_bytes): X's column statistics, the update's column check (which
+  // the invariants' test zeroes again for the next iteration) and the state
+  unsigned char* const z = take(zeroed_bytes(dims));
+  o.colstat = z ? reinterpret_cast<double*>(z) : nullptr;
+  o.colcheck = z ? o.colstat + 2 * dims : nullptr;
+  o.state = z ? reinterpret_cast<State*>(o.colcheck + CHECK_ROWS * dims) : nullptr;
   const size_t items = max_items(samples, clusters);
   o.idx = reinterpret_cast<int*>(take(sizeof(int) * samples));
   o.cursor = reinterpret_cast<int*>(take(sizeof(int) * clusters));
@@ -866,9 +874,7 @@ size_t carve(int samples, int dims, int clusters, unsigned char* base, Work* w) 
   o.item_off = reinterpret_cast<int*>(take(sizeof(int) * (clusters + 1)));
   o.item_cluster = reinterpret_cast<int*>(take(sizeof(int) * items));
   o.part = reinterpret_cast<double*>(take(sizeof(double) * (PROTECTED ? 2 : 1) * items * dims));
-  o.colcheck = reinterpret_cast<double*>(take(sizeof(double) * CHECK_ROWS * dims));
   o.shift = reinterpret_cast<double*>(take(sizeof(double) * clusters));
-  o.state = reinterpret_cast<State*>(take(sizeof(State)));
   // (the initial centroids' scratch overlays the pieces above: a launch chooses them before it uses any)
   return std::max(off, ftkm_init::workspace_bytes(samples, dims, clusters, sizeof(T)));
 }
@@ -925,7 +931,7 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   do {                                                          \
     if ((err = cudaGetLastError()) != cudaSuccess) return err;  \
   } while (0)
-  FT_TRY(cudaMemsetAsync(w.state, 0, sizeof(State), stream));
+  FT_TRY(cudaMemsetAsync(w.colstat, 0, zeroed_bytes(dims), stream));  // (colstat, colcheck and the state)
   if (p->inertia) FT_TRY(cudaMemsetAsync(p->inertia, 0, sizeof(double) * p->max_iters, stream));
   const int nl = norm_lanes(dims);
   if (x_pass_vec(X, n, dims, w.xx, nullptr, w.state, counters, inj, stream, err)) {  // X's norms, 16-byte loads
@@ -947,7 +953,6 @@ extern "C" cudaError_t kmeans_tf32_none_64x32x16_w32x16(const ftgen_kmeans_probl
   double* partb = w.part + (PROTECTED ? max_items(n, k) * dims : 0);
   for (int it = 0; it < p->max_iters; ++it) {
     FT_TRY(cudaMemsetAsync(w.counts, 0, sizeof(int) * 2 * k, stream));
-    if (PROTECTED) FT_TRY(cudaMemsetAsync(w.colcheck, 0, sizeof(double) * CHECK_ROWS * dims, stream));
     norms_kernel<<<static_cast<int>((static_cast<size_t>(k) * nl + 255) / 256), 256, 0, stream>>>(C, k, dims, nl, w.cc, w.state, counters, inj, n);
     FT_LAUNCHED();
     AssignArgs aa{X, C, n, dims, k, w.xx, w.cc, w.enc, p->labels, p->inertia ? p->inertia + it : nullptr, w.state, counters,
