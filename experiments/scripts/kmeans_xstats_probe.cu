@@ -298,6 +298,17 @@ static int pow2_covering(int x) {
 
 int main(int argc, char** argv) {
   const int reps = std::getenv("REPS") ? std::atoi(std::getenv("REPS")) : 20;
+  {  // registers a thread and 256-thread blocks resident per SM of the protected V = 2 and V = 4 forms
+    auto occ = [](const char* name, auto kernel) {
+      cudaFuncAttributes a{};
+      int blocks = 0;
+      CK(cudaFuncGetAttributes(&a, kernel));
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 256, 0));
+      std::fprintf(stderr, "occupancy %-16s %3d registers a thread, %d blocks of 256 an SM\n", name, a.numRegs, blocks);
+    };
+    occ("xs_v2<2,4,dmr,2>", xs_v2<2, 4, true, 2>);
+    occ("xs_v2<4,2,dmr,2>", xs_v2<4, 2, true, 2>);
+  }
   for (int a = 1; a < argc; ++a) {
     int n = 0, dims = 0;
     if (std::sscanf(argv[a], "%dx%d", &n, &dims) != 2 || n < 1 || dims < 1 || dims % 4 || dims > 256) {
