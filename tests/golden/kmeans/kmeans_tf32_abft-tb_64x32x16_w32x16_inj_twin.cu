@@ -222,8 +222,8 @@ __global__ void __launch_bounds__(XV_THREADS) x_pass_vec_kernel(const float* __r
 // float4 a lane at dims >= 64, 2 at >= 8, else 1; U (rows in flight) 2 where V is 4 and protected (the lanes' column
 // sums take the registers), else 4; the grid, protected, the blocks resident on the SMs, at most four per SM (their
 // column sums end in global atomics), else up to 2048 (the measured best of each, experiments/scripts/
-// kmeans_xstats_probe.cu). Four blocks per SM regardless ran the protected V = 2 kernel (84 registers a thread, three
-// blocks to an SM) in a wave and a third: 17.9 against 15.1 us at 2^20 x 8 (H200, Nsight Compute).
+// kmeans_xstats_probe.cu). Four blocks per SM regardless ran the protected V = 2 kernel (fewer fit, by its registers)
+// in more than a wave: 17.9 against 15.1 us at 2^20 x 8 (H200, Nsight Compute).
 template <int V, int U>
 cudaError_t x_pass_launch(const float* X, int rows, int dims, int lanes, float* out, double* colstat, const State* state,
                           ftgen::FtCounters* counters, const Inject& inj, int sms, cudaStream_t stream) {
