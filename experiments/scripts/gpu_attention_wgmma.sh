@@ -46,11 +46,7 @@ for step in ${*:-build bench inject}; do
                ncu -i "$rep.ncu-rep" --page details --section WarpStateStats --section SpeedOfLight > "$rep.details.txt" 2>> "$rep.log"
                for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source "$what" > "$rep.$what.csv" 2>> "$rep.log"; done
                rm -f "$rep.ncu-rep"
-               # per source line: the executable's cubins disassembled with their line tables (ncu_lines.py)
-               x=$(mktemp -d); abs=$(readlink -f "$exe"); (cd "$x" && cuobjdump -xelf all "$abs") >> "$rep.log" 2>&1
-               for c in "$x"/*.cubin; do nvdisasm -g -c "$c"; done > "$x/dis.txt" 2>> "$rep.log"
-               python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top 30 > "$rep.lines.txt" 2>&1
-               head -n 13 "$rep.lines.txt"; rm -rf "$x"
+               ncu_lines "$rep" "$exe"  # per source line (gpu_common.sh)
              done > "$out/profile.txt"; tar czf "$out/profile.tgz" -C "$out" $(cd "$out" && ls src_*) && rm -f "$out"/src_*; t profile ;;
     times) for exe in "$proj"/bin/${PROFILE_GLOB:-*}; do echo "== $(basename "$exe")"; ncu_times "$exe" "${TIMES_COUNT:-40}" "${PROFILE_SHAPE:-1x16x4096x4096}"; done \
              > "$out/times.txt" 2>&1; t times ;;

@@ -14,6 +14,9 @@
 #                          that reads what the previous one wrote into L2 then reads it from DRAM and looks slower than
 #                          it runs in the pipeline); NCU_KERNELS (a regex of demangled names, e.g. 'KernelRef|abft16_')
 #                          keeps only those kernels, NCU_ARGS (e.g. '--inject 16') goes to EXE
+#   ncu_lines REP EXE      REP.sass.csv (Nsight Compute's source page of one kernel of EXE) per source line into
+#                          REP.lines.txt (ncu_lines.py over EXE's cubins disassembled with their line tables; its head
+#                          printed), stderr to REP.log
 #   big, odd               the 4096^3 / 8192^3 shapes and the odd ones
 #   prov_header ARGS       the provenance line of a step without bench rows (ftgen's results header: commit, GPU state,
 #                          driver, nvcc, libraries; ARGS as its argv), for record_run.py --provenance-from
@@ -41,6 +44,13 @@ ncu_times() {
       > "$out/ncu_$s.csv" 2> "$out/ncu_$s.err"
     python3 experiments/scripts/ncu_summary.py "$out/ncu_$s.csv" --sequence "$n"
   done
+}
+ncu_lines() {
+  local rep=$1 x abs c
+  x=$(mktemp -d); abs=$(readlink -f "$2"); (cd "$x" && cuobjdump -xelf all "$abs") >> "$rep.log" 2>&1
+  for c in "$x"/*.cubin; do nvdisasm -g -c "$c"; done > "$x/dis.txt" 2>> "$rep.log"
+  python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top "${NCU_LINES_TOP:-30}" > "$rep.lines.txt" 2>&1
+  head -n "${NCU_LINES_HEAD:-13}" "$rep.lines.txt"; rm -rf "$x"
 }
 kmeans_lloyd() {
   local data

@@ -11,7 +11,8 @@
 # and 2^20 x 128 x 1024 (or the shapes PSHAPES), with the first launches in order; "stalls" Nsight Compute's warp-state, scheduler, instruction
 # and launch sections of the first checked assign GEMM (ArgMinDirect<8>) and of the twin's (ArgMinDirect<0>) at the same
 # two shapes (OUT/stalls_<which>_<shape>.txt); "source" their source counters at 2^20 x 128 x 1024 or SSHAPE (instructions
-# executed per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz, per line OUT/src_<which>.lines.txt); "memk" Nsight Compute's memory and
+# executed per CUDA source line and per SASS instruction: OUT/src_<which>.{cuda,sass}.csv.gz; per source line with the
+# stall samples: OUT/src_<which>.lines.txt); "memk" Nsight Compute's memory and
 # warp-state sections of X's pass and the update's sums and reduction at 2^20 x 128 x 1024 (OUT/memk.txt); "sites" the
 # campaigns of the sites SITES (default "norm update": X's norms, the update's sums; 300 + 300 per distribution at
 # 65536 x 128 x 256); "quick" every shape of the spec
@@ -64,11 +65,8 @@ if has source; then
       --warmup 0 > "$rep.log" 2>&1
     echo "source $which rc=$?"
     for what in cuda sass; do ncu -i "$rep.ncu-rep" --page source --csv --print-source $what > "$rep.$what.csv" 2>> "$rep.log"; done
-    # per source line (ncu_lines.py): the executable's cubins disassembled with their line tables
-    x=$(mktemp -d); abs=$(readlink -f "$exe"); (cd "$x" && cuobjdump -xelf all "$abs") >> "$rep.log" 2>&1
-    for c in "$x"/*.cubin; do nvdisasm -g -c "$c"; done > "$x/dis.txt" 2>> "$rep.log"
-    python3 experiments/scripts/ncu_lines.py "$rep.sass.csv" "$x/dis.txt" --top 40 > "$rep.lines.txt" 2>&1; head -n 25 "$rep.lines.txt"
-    gzip -f "$rep.sass.csv" "$rep.cuda.csv"; rm -rf "$rep.ncu-rep" "$x"
+    NCU_LINES_TOP=40 NCU_LINES_HEAD=25 ncu_lines "$rep" "$exe"
+    gzip -f "$rep.sass.csv" "$rep.cuda.csv"; rm -f "$rep.ncu-rep"
   done
   t source
 fi
