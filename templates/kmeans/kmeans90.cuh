@@ -61,6 +61,9 @@ constexpr int kChainGroups = 2;
 // (two LOP3 a step instead of a SEL, and the flags decoded after the pass: 776 instructions against 411 with two chains
 // a row at 128x160, cuobjdump); the tf32 kernels and the unprotected tf32x3 twin keep a SEL a step with four.
 constexpr int kSplitChainGroups = 1;
+// ... and their check's sums in four chains a row (the epilogue's argument kSumParts; 0: one per arg-min chain), so that
+// the sums' additions, which ptxas issues as a block before the compare-and-select chains, are four-deep a step
+constexpr int kSplitSumParts = 4;
 constexpr uint64_t kNoKey = ~0ull;  // a column past the last centroid: never the nearest
 // (d + 0: -0 becomes +0, the two equal distances one key)
 __host__ __device__ inline uint64_t key(float d, int col) { return (static_cast<uint64_t>(ordered(d + 0.f)) << 32) | static_cast<uint32_t>(col); }
@@ -127,7 +130,7 @@ struct ArgMinArgs {
 // thread, elem = the accumulator) flip a bit of the register before the check, in the first iteration.
 // kTop2 (refine): each chain keeps its second smallest beside its smallest, the chains and the quad merge the pairs as
 // 64-bit keys, and the row's second key goes to keys2.
-template <int kEnc = 0, bool kInject = false, bool kTop2 = false, int kChains = kChainGroups>
+template <int kEnc = 0, bool kInject = false, bool kTop2 = false, int kChains = kChainGroups, int kSumParts = 0>
 class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
  public:
   using EpilogueSchedule = cutlass::gemm::EpilogueDefault;
@@ -197,18 +200,33 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     constexpr int kG = NT / 8 >= 2 * kChains ? kChains : 1;  // (a tile of one or few groups: by parity only)
     constexpr int MS = kTop2 ? MM : 1;  // (the second smallest's chains: kTop2 only)
     constexpr int MP = kEnc > 0 ? MM : 1;  // (the check's partial sums: kEnc only)
-    float bv[MM][2][2 * kG], sv[MS][2][2 * kG], part[MP][2][2 * kG];
+    constexpr int PS = kSumParts > 0 ? kSumParts : 2 * kG;  // the check's sums' chains a row (even)
+    float bv[MM][2][2 * kG], sv[MS][2][2 * kG], part[MP][2][PS];
     int bx[MM][2][2 * kG], sx[MS][2][2 * kG];
     const float2* ccq = reinterpret_cast<const float2*>(cc + 2 * q);  // (cc + j0: j0 and 2 q even, cc 8-byte aligned)
+    // The loaded norms enter the check as 0 * t + x, t a result of the pass (not folded: where t is inf or NaN, so is
+    // the sum, the check's first-stage scale is 0 and the stage stricter), so that ptxas cannot place their first use
+    // before the pass: placed right after the loads, it waited out their latency (about 5% of the checked tf32x3
+    // GEMM's time at 2^20 x 8 x 128, Nsight Compute's source counters).
+    auto after_pass = [&](const auto& t) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int mm = 0; mm < MM; ++mm) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < 2; ++r) xx[mm][r] = fmaf(0.f, t[mm][r][0], xx[mm][r]);
+      }
+      nc = fmaf(0.f, t[0][0][0], nc);
+    };
     if constexpr (kEnc > 0 && kTop2) {
       // (the two-key chains leave no registers for the check beside them -- fused, ptxas spilled, 303 local-memory
       // accesses: the check first, on a pass of its own sums, then the arg-min over the checked tile)
       argmin_pass<true, false>(acc, ccq, bv, bx, sv, sx, part);
+      after_pass(part);
       check(acc, part, cols, int(n), q, xx, nc, row_of, col_of);
       argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
     } else {
       argmin_pass<(kEnc > 0)>(acc, ccq, bv, bx, sv, sx, part);
       if constexpr (kEnc > 0) {
+        after_pass(bv);  // (chain 0 holds column 0, a centroid in every tile: its minimum is finite)
         if (check(acc, part, cols, int(n), q, xx, nc, row_of, col_of)) argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
       }
     }
@@ -265,9 +283,9 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
   // constant offsets from one address), no column tested: params.cc holds +inf past the last centroid up to the last
   // tile's end, whose columns' accumulators are 0 (B's rows past the centroids are zeros), so their d' is +inf and never
   // the smallest. kSum: the check's first-stage sums of a per row and chain into part; kMin false: those sums alone.
-  template <bool kSum, bool kMin = true, class Acc, int MM, int C2, int MS, int MP>
+  template <bool kSum, bool kMin = true, class Acc, int MM, int C2, int MS, int MP, int PS>
   CUTLASS_DEVICE static void argmin_pass(Acc const& acc, const float2* ccq, float (&bv)[MM][2][C2], int (&bx)[MM][2][C2], float (&sv)[MS][2][C2],
-                                         int (&sx)[MS][2][C2], float (&part)[MP][2][C2]) {
+                                         int (&sx)[MS][2][C2], float (&part)[MP][2][PS]) {
     using namespace cute;
     constexpr int V = size<0>(typename Acc::layout_type{});
     constexpr int NT = 2 * V - kEnc;
@@ -287,7 +305,10 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
             sv[mm][r][c] = INFINITY;
             sx[mm][r][c] = 0;
           }
-          if constexpr (kSum) part[mm][r][c] = 0.f;
+        }
+        if constexpr (kSum) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int c = 0; c < PS; ++c) part[mm][r][c] = 0.f;
         }
       }
     }
@@ -300,7 +321,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         for (int e = 0; e < 4; ++e) {
           const int v = 4 * g + e, r = e / 2, c = 2 * (g % kG) + e % 2;
           const float a = static_cast<float>(acc(v, mm, 0));
-          if constexpr (kSum) part[mm][r][c] += a;
+          if constexpr (kSum) part[mm][r][2 * (g % (PS / 2)) + e % 2] += a;
           if constexpr (kMin) {
             const float d = fmaf(-2.f, a, e % 2 ? c2.y : c2.x);
             if constexpr (kTop2) {  // (before the smallest moves: a new smallest pushes the old one to second)
@@ -545,8 +566,8 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
 };
 
 // The product's epilogue: the arg-min (and with kEnc the check, with kTop2 the second smallest) on the accumulator registers
-template <int kEnc = 0, bool kInject = false, bool kTop2 = false, int kChains = kChainGroups>
-using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject, kTop2, kChains>>;
+template <int kEnc = 0, bool kInject = false, bool kTop2 = false, int kChains = kChainGroups, int kSumParts = 0>
+using DirectEpilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<ArgMinDirect<kEnc, kInject, kTop2, kChains, kSumParts>>;
 
 // The assign GEMM: A = X (samples x dims, row-major), B = the centroids with zero rows up to the last tile's end
 // (pad_rows_kernel; clusters x dims, row-major: CUTLASS's column-major B), or with kEnc the packed centroid tiles
