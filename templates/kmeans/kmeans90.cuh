@@ -207,7 +207,8 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
     // The loaded norms enter the check as 0 * t + x, t a result of the pass (not folded: where t is inf or NaN, so is
     // the sum, the check's first-stage scale is 0 and the stage stricter), so that ptxas cannot place their first use
     // before the pass: placed right after the loads, it waited out their latency (about 5% of the checked tf32x3
-    // GEMM's time at 2^20 x 8 x 128, Nsight Compute's source counters).
+    // GEMM's time at 2^20 x 8 x 128, Nsight Compute's source counters). Only with the check's sums split (tf32x3): the
+    // tf32 kernels measured slower with it (1.06 -> 1.15x their twin at 2^20 x 128 x 1024, H100).
     auto after_pass = [&](const auto& t) {
       CUTLASS_PRAGMA_UNROLL
       for (int mm = 0; mm < MM; ++mm) {
@@ -220,13 +221,13 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       // (the two-key chains leave no registers for the check beside them -- fused, ptxas spilled, 303 local-memory
       // accesses: the check first, on a pass of its own sums, then the arg-min over the checked tile)
       argmin_pass<true, false>(acc, ccq, bv, bx, sv, sx, part);
-      after_pass(part);
       check(acc, part, cols, int(n), q, xx, nc, row_of, col_of);
       argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
     } else {
       argmin_pass<(kEnc > 0)>(acc, ccq, bv, bx, sv, sx, part);
       if constexpr (kEnc > 0) {
-        after_pass(bv);  // (chain 0 holds column 0, a centroid in every tile: its minimum is finite)
+        // (chain 0 holds column 0, a centroid in every tile: its minimum is finite)
+        if constexpr (kSumParts > 0) after_pass(bv);
         if (check(acc, part, cols, int(n), q, xx, nc, row_of, col_of)) argmin_pass<false>(acc, ccq, bv, bx, sv, sx, part);
       }
     }
