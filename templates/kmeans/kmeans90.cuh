@@ -413,7 +413,7 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         s1[mm][r] = t[0];
       }
     }
-    float top = 0.f;
+    bool beat = false;  // a passed row's score above the warp's record so far (seen_)
     unsigned todo[MM] = {};  // per 64-row wgmma, the rows held (bit r) the first stage did not pass
     const float unit_f = static_cast<float>(p.unit);
     CUTLASS_PRAGMA_UNROLL
@@ -426,11 +426,10 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
           rs[mm][r] += __shfl_xor_sync(0xffffffffu, rs[mm][r], o);
         }
         // (every lane of the quad holds the same sums, so the same verdict)
-        // (the score, telemetry only, by an approximate division)
         const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se);
         if (ftgen_rules::norm_prefilter_clean(s1[mm][r], ref_f, scale[mm][r], unit_f, nullptr)) {
-          const float tau = ftgen_rules::norm_prefilter_tau(ref_f, scale[mm][r], unit_f);
-          top = fmaxf(top, tau > 0.f ? __fdividef(fabsf(s1[mm][r] - ref_f), tau) : 0.f);
+          // (the score |s1 - ref| / tau, telemetry only, against the record without a division)
+          beat |= fabsf(s1[mm][r] - ref_f) > seen_ * ftgen_rules::norm_prefilter_tau(ref_f, scale[mm][r], unit_f);
           continue;
         }
         todo[mm] |= 1u << r;
@@ -449,9 +448,21 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         corrected |= full(acc, mm, r, P1, static_cast<double>(rr) * p.inv_se, cols, tile, q, row_of, col_of);
       }
     }
-    // the warp's largest clean score (the first stage's), reduced and recorded only when a lane's beats the warp's
-    // record so far (seen_, the same in every lane): after the first tiles a vote, not five shuffles, per tile
-    if (p.counters && __any_sync(0xffffffffu, top > seen_)) {
+    // the warp's largest clean score (the first stage's), computed, reduced and recorded only when a lane's beats the
+    // warp's record so far (seen_, the same in every lane): after the first tiles a vote per tile, not a division per
+    // row and five shuffles
+    if (p.counters && __any_sync(0xffffffffu, beat)) {
+      float top = 0.f;
+      CUTLASS_PRAGMA_UNROLL
+      for (int mm = 0; mm < MM; ++mm) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          if (todo[mm] >> r & 1u) continue;
+          const float ref_f = rs[mm][r] * static_cast<float>(p.inv_se);
+          const float tau = ftgen_rules::norm_prefilter_tau(ref_f, scale[mm][r], unit_f);
+          top = fmaxf(top, tau > 0.f ? __fdividef(fabsf(s1[mm][r] - ref_f), tau) : 0.f);
+        }
+      }
       CUTLASS_PRAGMA_UNROLL
       for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
       if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top, seen_);
