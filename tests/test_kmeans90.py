@@ -109,7 +109,7 @@ def test_a_tf32x3_variant_splits_its_operands_over_a_tripled_k_and_promotes():
     src, twin, files = rendered(X3, "kmeans_tf32x3_abft-tb_cutlass90_128x160x32_c1x1_ws-coop_inj")
     # the split mainloop (the explicit epilogue, then kPromote), K = 3 lp (parts of whole k-tiles): X read as it is (A's
     # ld columns, split in registers), the packed B split per iteration
-    assert "ftgen_km90::DirectEpilogue<8, true, false, ftgen_km90::kSplitChainGroups>, true>;" in src and "constexpr int KPARTS = 3;" in src
+    assert "ftgen_km90::DirectEpilogue<8, true, false, ftgen_km90::kSplitChainGroups, ftgen_km90::kSplitSumParts>, true>;" in src and "constexpr int KPARTS = 3;" in src
     for piece in ("const int ld = padded_dims(dims), lp = part_dims(dims), kk = KPARTS * lp;",
                   "ftgen_rules::abft16_unit(kk, 8, NT, ABFT16_LAMBDA)", "Assign::arguments(Xg, ld, w.cx, kk, n, kk, k, w.cc, w.keys, hw, check, ld, REFINE ? w.keys2 : nullptr)",
                   "&w.state->converged, KPARTS, w.flag_count);", "fix.X = Xg;\n  fix.ldx = ld;", "fix.lp = lp;\n  fix.parts = KPARTS;\n  fix.dims = ld;",

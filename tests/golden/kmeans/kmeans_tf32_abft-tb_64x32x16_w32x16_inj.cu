@@ -1600,6 +1600,15 @@ int grid_for(size_t n, int threads) {
   return static_cast<int>(b < 65536 ? (b ? b : 1) : 65536);
 }
 
+// redo_update_kernel's grid: two blocks an SM at most. It runs on every iteration and returns at once unless the update
+// was rejected, so its cost is the launch of its blocks (a grid of eight blocks an SM took about 3 us at 2^20 x 8 x 128,
+// Nsight Compute); the rare recomputation strides.
+int redo_grid(int samples, int dims) {
+  int device = 0, sms = 0;
+  if (ftgen::device_sms(device, sms) != cudaSuccess) sms = 132;
+  return static_cast<int>(std::min<size_t>(grid_for(static_cast<size_t>(samples) * dims, 256), 2 * static_cast<size_t>(sms)));
+}
+
 }  // namespace
 
 extern "C" size_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj_workspace(int samples, int dims, int clusters) { return carve(samples, dims, clusters, nullptr, nullptr); }
@@ -1703,7 +1712,7 @@ extern "C" cudaError_t kmeans_tf32_abft_tb_64x32x16_w32x16_inj(const ftgen_kmean
     FT_LAUNCHED();
     // (it returns at once unless the update was rejected: a small grid, striding; then its last block moves the
     // centroids again and tests convergence)
-    redo_update_kernel<<<std::min(grid_for(static_cast<size_t>(n) * dims, 256), 1056), 256, 0, stream>>>(
+    redo_update_kernel<<<redo_grid(n, dims), 256, 0, stream>>>(
         X, p->labels, n, dims, w.sums, w.counts, w.state, C, w.cold, k, p->counts, w.shift, p->tol, p->iters_done);
     FT_LAUNCHED();
   }
