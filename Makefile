@@ -20,7 +20,7 @@ demo: setup
 # (the test files spread over the machine's cores, at most 4 -- a CUTLASS compile test takes a few GB -- each file in one
 # worker, so a file's module-scoped builds run once)
 test: setup
-	PATH="$$PATH:/usr/local/cuda/bin" .venv/bin/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile
+	PATH="$$PATH:/usr/local/cuda/bin" .venv/bin/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile --durations=25
 
 clean:
 	rm -rf generated .pytest_cache
