@@ -1601,8 +1601,7 @@ int grid_for(size_t n, int threads) {
 }
 
 // redo_update_kernel's grid: two blocks an SM at most. It runs on every iteration and returns at once unless the update
-// was rejected, so its cost is the launch of its blocks (a grid of eight blocks an SM took about 3 us at 2^20 x 8 x 128,
-// Nsight Compute); the rare recomputation strides.
+// was rejected (then its recomputation strides over X).
 int redo_grid(int samples, int dims) {
   int device = 0, sms = 0;
   if (ftgen::device_sms(device, sms) != cudaSuccess) sms = 132;
