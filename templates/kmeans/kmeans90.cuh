@@ -435,22 +435,10 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
         todo[mm] |= 1u << r;
       }
     }
-    // the rows the first stage did not pass: the full rule, one inlined copy per 64-row wgmma with the row held a
-    // run-time value (the cold code stays small beside the hot epilogue)
-    bool corrected = false;
-    CUTLASS_PRAGMA_UNROLL
-    for (int mm = 0; mm < MM; ++mm) {
-      if (!todo[mm]) continue;
-#pragma unroll 1
-      for (int r = 0; r < 2; ++r) {
-        if (!(todo[mm] >> r & 1u)) continue;
-        const float P1 = r ? s1[mm][1] : s1[mm][0], rr = r ? rs[mm][1] : rs[mm][0];
-        corrected |= full(acc, mm, r, P1, static_cast<double>(rr) * p.inv_se, cols, tile, q, row_of, col_of);
-      }
-    }
     // the warp's largest clean score (the first stage's), computed, reduced and recorded only when a lane's beats the
     // warp's record so far (seen_, the same in every lane): after the first tiles a vote per tile, not a division per
-    // row and five shuffles
+    // row and five shuffles. Before the full rule, so that none of it lives across the full rule's copies (after them,
+    // ptxas moved the main loop's descriptor arithmetic out of the uniform datapath: 39 R2UR against 8 at 128x224)
     if (p.counters && __any_sync(0xffffffffu, beat)) {
       float top = 0.f;
       CUTLASS_PRAGMA_UNROLL
@@ -467,6 +455,19 @@ class ArgMinDirect : public ftgen_sm90::PassThrough<ArgMinArgs> {
       for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
       if (threadIdx.x % 32 == 0) ftgen::record_score(p.counters, top, seen_);
       seen_ = fmaxf(seen_, top);
+    }
+    // the rows the first stage did not pass: the full rule, one inlined copy per 64-row wgmma with the row held a
+    // run-time value (the cold code stays small beside the hot epilogue)
+    bool corrected = false;
+    CUTLASS_PRAGMA_UNROLL
+    for (int mm = 0; mm < MM; ++mm) {
+      if (!todo[mm]) continue;
+#pragma unroll 1
+      for (int r = 0; r < 2; ++r) {
+        if (!(todo[mm] >> r & 1u)) continue;
+        const float P1 = r ? s1[mm][1] : s1[mm][0], rr = r ? rs[mm][1] : rs[mm][0];
+        corrected |= full(acc, mm, r, P1, static_cast<double>(rr) * p.inv_se, cols, tile, q, row_of, col_of);
+      }
     }
     return corrected;
   }
