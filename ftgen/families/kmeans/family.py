@@ -346,7 +346,7 @@ def _fused_smem_limit(v: Variant) -> int:
 def fused_smem_bytes(v: Variant, dims, clusters):
     """The fused kernel's dynamic shared memory for a shape, as the template's fused_smem computes it: the column sums'
     per-thread slots (protected, where registers cannot hold them), the fragments (tf32x3: words and remainders), the
-    sums (two 32-bit limbs per copy), the centroid norms, the counts and each strip's norm sum. ``dims`` and
+    sums (two 32-bit limbs per copy, rows of ``dims | 1`` entries), the centroid norms, the counts and each strip's norm sum. ``dims`` and
     ``clusters`` are numbers (returns bytes) or C names (returns the same as a C expression of long longs)."""
     p = v.param_dict
     strip, threads = p["strip"], 32 * p["warps"]
@@ -355,11 +355,11 @@ def fused_smem_bytes(v: Variant, dims, clusters):
     slot_ks = (4 if strip == 64 else 3) if prot else 0  # (fused_col_slots)
     if isinstance(dims, int):
         ks, strips = (dims + 7) // 8, (clusters + strip - 1) // strip
-        return ((16 * ks * threads if ks == slot_ks else 0) + 8 * parts * strips * nbf * (ks + 1) * 32 + 8 * copies * clusters * dims
+        return ((16 * ks * threads if ks == slot_ks else 0) + 8 * parts * strips * nbf * (ks + 1) * 32 + 8 * copies * clusters * (dims | 1)
                 + 4 * strips * strip + 4 * copies * clusters + 4 * strips)
     ks, strips = f"(({dims} + 7) / 8)", f"(({clusters} + {strip - 1}) / {strip})"
     return (f"(({ks} == {slot_ks} ? 16LL * {ks} * {threads} : 0LL) + 8LL * {parts} * {strips} * {nbf} * ({ks} + 1) * 32 + "
-            f"8LL * {copies} * {clusters} * {dims} + 4LL * {strips} * {strip} + 4LL * {copies} * {clusters} + 4LL * {strips})")
+            f"8LL * {copies} * {clusters} * ({dims} | 1) + 4LL * {strips} * {strip} + 4LL * {copies} * {clusters} + 4LL * {strips})")
 FUSED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 PARAMS_FUSED = (
     Param("backend", str, ("fused",), "selects this backend (one pass over X per iteration: norms, mma.sync distances, "
