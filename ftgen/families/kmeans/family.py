@@ -346,8 +346,9 @@ def _fused_smem_limit(v: Variant) -> int:
 def fused_smem_bytes(v: Variant, dims, clusters):
     """The fused kernel's dynamic shared memory for a shape, as the template's fused_smem computes it: the column sums'
     per-thread slots (protected, where registers cannot hold them), the fragments (tf32x3: words and remainders), the
-    sums (two 32-bit limbs per copy, rows of ``dims | 1`` entries), the centroid norms, the counts and each strip's norm sum. ``dims`` and
-    ``clusters`` are numbers (returns bytes) or C names (returns the same as a C expression of long longs)."""
+    sums (two 32-bit limbs per copy, rows of ``dims | 1`` entries), the centroid norms, the counts and each strip's norm
+    sum. ``dims`` and ``clusters`` are numbers (returns bytes) or C names (returns the same as a C expression of long
+    longs)."""
     p = v.param_dict
     strip, threads = p["strip"], 32 * p["warps"]
     prot = v.protection.scheme == "abft"
