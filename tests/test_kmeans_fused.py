@@ -36,6 +36,7 @@ def test_fused_is_chosen_by_its_param_with_its_name():
     assert {v.backend for v in s.variants} == {"fused"}
     assert sorted(v.name for v in s.variants) == ["kmeans_tf32_none_fused_s128_w8", "kmeans_tf32_none_fused_s64_w8"]
     assert [v.name for v in spec_of(ABFT).variants] == [NAME]
+    assert [v.name for v in spec_of(FUSED % "").variants] == ["kmeans_tf32_none_fused_s64_w8"]  # the defaults
 
 
 @pytest.mark.parametrize(
