@@ -547,7 +547,9 @@ def test_the_fp64_check_is_the_models_and_the_emitted_kernels():
     for v, cols in zip(spec.variants, (128, 32)):
         src = next(t for path, t in files.items() if path.endswith(f"{v.name}.cu"))
         assert f"#define FTGEN_ABFT_STRIP_N {cols} " in src
-        assert f"{g.ABFT64_LAMBDA * UNIT_ROUNDOFF['fp64']!r}f}};" in src  # the check's threshold unit
+        assert f"{g.ABFT64_LAMBDA * UNIT_ROUNDOFF['fp64']!r}f, {g.abft64_band_floor(cols)!r}f," in src  # threshold unit, band
+        assert f"{g.ABFT_ELEMENT_FRACTION * 2.0**-53!r}, {tolerance.C_SQRT!r}, {tolerance.C_CONST!r}}};" in src
+        assert 'std::getenv("FTGEN_ABFT_BAND")' in src
 
 
 @pytest.mark.parametrize("dist", ["normal", "uniform", "loguniform"])
@@ -569,6 +571,44 @@ def test_fp64_model_clean_and_single_faults(dist):
         assert abs(C[i, j] - exact) <= 1e-2 * bound  # (a dot product in double: far inside the fp64 rule)
     with pytest.raises(ValueError, match="fix must be"):
         g.abft_gemm_model(A, B, **{**kw, "fix": "nearest"})
+
+
+def test_the_fp64_band_catches_what_the_checksum_misses_and_raises_no_alarm():
+    """The fp64 check's suspect band (abft64_band_floor, element tolerance ABFT_ELEMENT_FRACTION of the rule): on
+    log-uniform data the checksum alone misses significant flips of small elements beside large ones (scores under 1);
+    with the band each of them is detected and its row recomputed within the tolerance, while a clean GEMM's rechecks
+    (if any) raise no detection. The floors sit under the lowest score of such a miss."""
+    m, k, n, kt = 64, 1024, 128, 16
+    tol = tolerance.tolerance("fp64", k)
+    kw = dict(g.abft_fp64_check(), kt=kt, interval=k // kt, precision="fp64", recompute="row", fault_at="start")
+    banded = {**kw, **g.abft_fp64_band(g.ABFT64_STRIP_COLS, k)}
+    assert banded["band"] == g.abft64_band_floor(128) < 0.303  # (the model's lowest miss: 0.303, experiments/scripts)
+    assert g.abft64_band_floor(32) > g.abft64_band_floor(64) > g.abft64_band_floor(128)
+    assert banded["elem_tol"] == pytest.approx(g.ABFT_ELEMENT_FRACTION * tol)
+    rng = np.random.default_rng(13)
+    A, B = draw(rng, (m, k), "loguniform"), draw(rng, (k, n), "loguniform")
+    exact = A.astype(np.longdouble) @ B.astype(np.longdouble)
+    S = np.abs(A) @ np.abs(B)
+    _, clean = g.abft_gemm_model(A, B, **banded)
+    assert clean["detected"] == 0 and clean["corrected"] == 0
+    misses = 0
+    for _ in range(600):
+        f = [(int(rng.integers(k // kt)), int(rng.integers(m)), int(rng.integers(n)), "bitflip", int(rng.integers(9, 16)))]
+        Cu, _ = g.abft_gemm_model(A, B, faults=f, no_correct=True, **kw)
+        if not float(np.max(np.abs(Cu.astype(np.longdouble) - exact) / S)) > tol:
+            continue
+        _, plain = g.abft_gemm_model(A, B, faults=f, **kw)
+        if plain["detected"]:
+            continue
+        misses += 1  # a significant fault the checksum passed
+        C, c = g.abft_gemm_model(A, B, faults=f, **banded)
+        assert (c["detected"], c["corrected"]) == (1, 1), (f, c)
+        assert float(np.max(np.abs(C.astype(np.longdouble) - exact) / S)) <= tol
+        if misses == 3:
+            break
+    assert misses == 3, "expected the checksum alone to miss small-element flips on log-uniform data"
+    with pytest.raises(ValueError, match="needs recompute='row'"):
+        g.abft_gemm_model(A, B, **{**banded, "recompute": "tile"})
 
 
 def test_one_strip_per_tile_at_lambda_0_6_detects_as_much(lib):

@@ -510,7 +510,8 @@ def test_the_kernels_decide_through_the_rules():
     assert simt.count("located_fix_agrees(") == 4 and "replacement<T>(" not in simt
     assert "rint(dw" not in simt and "(s1 > 1.0)" not in simt
     abft64 = (REPO / "templates" / "gemm" / "cutlass_abft64.cuh").read_text()
-    for name in ("abft_row_verdict_t<double>", "abft_score_t(", "abft_within_t(", "abft_count_row("):
+    for name in ("abft_row_verdict_t<double>", "abft_score_t(", "abft_within_t(", "abft_within_at_t(", "abft_count_row(",
+                 "abft_band_verdict(", "abft_element_differs("):
         assert f"ftgen_rules::{name}" in abft64, name
     assert "rint(ddw" not in abft64 and "> 1.0)" not in abft64  # no second copy of the location or the comparison
     abft16 = (REPO / "templates" / "gemm" / "cutlass90_abft16.cuh").read_text()

@@ -15,6 +15,14 @@ t bench inject16
 # 2. the build without injection, no faults: the check's cost alone; beta != 0 and odd leading dimensions on the odd shapes
 ft 60 bench $proj --kernels '*_cs128' --shapes $big,$odd --reps 20 --warmup 5 --json "$out/bench_clean.jsonl" 2>&1 | tail -n 6
 t bench clean
+# 2b. the suspect band's cost: the default strips with 16 faults, the band off (FTGEN_ABFT_BAND=0) and on, in turn
+for band in 0 on; do
+  if [ $band = 0 ]; then export FTGEN_ABFT_BAND=0; else unset FTGEN_ABFT_BAND; fi
+  ft 60 bench $proj --kernels '*abft-tb-i*_rr_conc_cs128_inj' --inject 16 --shapes $big --reps 20 --warmup 5 \
+    --json "$out/bench_band_$band.jsonl" 2>&1 | tail -n 3
+done
+unset FTGEN_ABFT_BAND
+t bench band
 # 3. the campaigns (significant single faults under the fp64 rule: coverage; clean trials: false alarms, largest score)
 ft 200 campaign $spec -o $gen --kernels '*abft-tb-i*_rr_conc_cs*_inj' --trials 1000 --seed 7 --shape 512x512x1024 \
   --json "$out/campaign_512.jsonl" 2>&1 | tail -n 8

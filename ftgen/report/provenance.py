@@ -17,9 +17,10 @@ from ..libraries import versions as library_versions
 
 
 # Environment variables the executables read at run time (getenv in templates/) that change what a run does: the
-# ABFT check's lambda, its side streams and SMs, the attention recomputation's blocks, kmeans' input data, iterations,
-# tolerance, initialisation and fault site. A results file records those that were set (``env``), so results made under an override can be told apart.
-RUNTIME_ENV = ("FTGEN_ABFT_LAMBDA", "FTGEN_ABFT_SIDE", "FTGEN_ABFT16_SIDE_SMS", "FTGEN_ATTENTION_REDO_BLOCKS",
+# ABFT check's lambda and suspect band, its side streams and SMs, the attention recomputation's blocks, kmeans' input
+# data, iterations, tolerance, initialisation and fault site. A results file records those that were set (``env``), so
+# results made under an override can be told apart.
+RUNTIME_ENV = ("FTGEN_ABFT_BAND", "FTGEN_ABFT_LAMBDA", "FTGEN_ABFT_SIDE", "FTGEN_ABFT16_SIDE_SMS", "FTGEN_ATTENTION_REDO_BLOCKS",
                "FTGEN_KMEANS_DATA", "FTGEN_KMEANS_INIT", "FTGEN_KMEANS_ITERS", "FTGEN_KMEANS_SITE", "FTGEN_KMEANS_TOL")
 
 

@@ -97,7 +97,9 @@ template <class T>
 FTGEN_RULE bool abft_within_t(T sc1, T sc2) { return !(sc1 > T(1)) & !(sc2 > T(1)); }
 FTGEN_RULE bool abft_within(float sc1, float sc2) { return abft_within_t<float>(sc1, sc2); }
 // Both scores at most lim (pass 1 of a check with a suspect band: lim = the band's floor, below 1)
-FTGEN_RULE bool abft_within_at(float sc1, float sc2, float lim) { return !(sc1 > lim) & !(sc2 > lim); }
+template <class T>
+FTGEN_RULE bool abft_within_at_t(T sc1, T sc2, T lim) { return !(sc1 > lim) & !(sc2 > lim); }
+FTGEN_RULE bool abft_within_at(float sc1, float sc2, float lim) { return abft_within_at_t<float>(sc1, sc2, lim); }
 
 // ---- the suspect band of the strips' check (ref_checksums: concurrent with a band) ---------------------------------
 // A unit (a row of a checksum strip) whose full-rule score lies in (band, 1] is clean by the checksum but may hide a

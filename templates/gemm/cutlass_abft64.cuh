@@ -18,6 +18,12 @@
 //            not located (or correct: detect): the unit's row of the strip is recomputed from A and B in double
 //            (abft_model's recompute='row'). Pass 1 is abft64_check_kernel (C read once); the units over its threshold
 //            go to abft64_rare_kernel (a block each), the rows to recompute to abft64_redo_kernel
+//   band     a unit the full rule passes with a score over the suspect band's floor (abft_model.abft64_band_floor) may
+//            hide a fault in a small element beside large ones (the threshold follows the strip's largest elements, a
+//            fault's significance its own element's |a_i| |b_j|): its row of the strip is recomputed by compensated dot
+//            products beside the magnitudes sum |a| |b|, a detection only where an element differs from its
+//            recomputation by more than the element tolerance (ftgen_rules::abft_element_differs), else a recheck
+//            (FtCounters::family_counter, the bench's `rechecked`); the elements take the recomputed values either way
 //
 // The encodings and the reference GEMM run on a second stream of low priority beside the GEMM (the streams of
 // ref_checksums: concurrent); the check runs after both. Inject builds: each planned fault's error (a bit flip of the
@@ -167,11 +173,16 @@ struct Abft64Params {
   int online;        // correct: online (1) or detect (0)
   int correct;       // 0: detect and count only (inject builds measuring the uncorrected error)
   ftgen::FtCounters* counters;
-  int* lists;  // [2][list_cap = m x strips]: the units over their pass-1 threshold (abft64_rare_kernel's), then those
-               // whose row of the strip abft64_redo_kernel recomputes
+  int* lists;  // [3][list_cap = m x strips]: the units over their pass-1 threshold (abft64_rare_kernel's), then those
+               // whose row of the strip abft64_redo_kernel recomputes (suspects marked kAbft64Suspect), then per entry
+               // of the second list its suspect's state (abft64_redo_kernel's groups done, and how many found a fault)
   int* counts;  // the lists' counts: [0] flagged, [1] to recompute
   long long list_cap;
+  double band;      // the suspect band's floor (a fraction of the threshold; 0: no band)
+  double elem_tol;  // a suspect element's tolerance, a fraction of its magnitude sum |a| |b|
 };
+// the mark of a suspect unit in the list of rows to recompute (units below it: the launcher builds no band past it)
+constexpr int kAbft64Suspect = 1 << 30;
 
 // A(i, k) and B(k, j) of the problem (row- or column-major)
 template <bool kRowA>
@@ -251,7 +262,9 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
     const double tau_w = p.fixed > 0.0 ? p.fixed * p.rms_w : fmax(tau * p.rms_w, p.unit * fabs(rw));
     const double sc1 = ftgen_rules::abft_score_t(s1 - r, tau), sc2 = ftgen_rules::abft_score_t(sw - rw, tau_w);
     score = fmax(sc1, sc2);
-    if (nb > 0 || !ftgen_rules::abft_within_t(sc1, sc2) || !isfinite(s1 - r) || !isfinite(sw - rw)) {  // (rare)
+    // (with a band every unit over its floor takes the full rule)
+    const bool within = p.band > 0.0 ? ftgen_rules::abft_within_at_t(sc1, sc2, p.band) : ftgen_rules::abft_within_t(sc1, sc2);
+    if (nb > 0 || !within || !isfinite(s1 - r) || !isfinite(sw - rw)) {  // (rare)
       score = 0.0;  // (the full rule's, abft64_rare_kernel's)
       if (sub == 0) p.lists[atomicAdd(p.counts, 1)] = static_cast<int>(unit);
     }
@@ -308,8 +321,18 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
     r2 = abft64_block_reduce<kT>(r2, red, sum);
     const double r = p.R[static_cast<long long>(i) * p.ldd + 2 * s], rw = p.R[static_cast<long long>(i) * p.ldd + 2 * s + 1];
     double score = 0.0;
-    const int verdict = ftgen_rules::abft_row_verdict_t<double>(sq, mx, nb, bc, s1, sw, r, rw, r2, p.unit, p.fixed, p.rms_w, kC, &score);
+    const int verdict = ftgen_rules::abft_band_verdict(
+        ftgen_rules::abft_row_verdict_t<double>(sq, mx, nb, bc, s1, sw, r, rw, r2, p.unit, p.fixed, p.rms_w, kC, &score),
+        static_cast<float>(score), static_cast<float>(p.band));
     if (t == 0) ftgen::record_score(p.counters, score);
+    if (verdict == ftgen_rules::kAbftSuspect) {  // (its row recomputed and compared; nothing counted yet)
+      if (t == 0 && p.correct) {
+        const int at = atomicAdd(p.counts + 1, 1);
+        p.lists[p.list_cap + at] = unit | kAbft64Suspect;
+        p.lists[2 * p.list_cap + at] = 0;
+      }
+      continue;
+    }
     if (verdict == -1) continue;  // (a pass-1 flag the full rule clears)
     unsigned detected = 0, uncorrectable = 0;
     ftgen_rules::abft_count_row(verdict, p.online, detected, uncorrectable);
@@ -334,46 +357,114 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
   }
 }
 
+// A dot product's term added by Ogita, Rump and Oishi's Dot2 (TwoProduct by fma, TwoSum): s + c carries the sum to about
+// u^2 of its magnitudes, mag = sum |a| |b| beside it (a suspect's recomputation: its elements compared with the
+// kernel's, so its own rounding must stay far under theirs)
+CUTLASS_DEVICE void abft64_dot2_add(double a, double b, double& s, double& c, double& mag) {
+  const double q = a * b, eq = fma(a, b, -q);
+  const double t = s + q, z = t - s;
+  c += eq + ((s - (t - z)) + (q - z));
+  s = t;
+  mag = fma(fabs(a), fabs(b), mag);
+}
+// Two compensated partial sums added (TwoSum): (s, c) += (s2, c2)
+CUTLASS_DEVICE void abft64_dot2_merge(double& s, double& c, double s2, double c2) {
+  const double t = s + s2, z = t - s;
+  c += c2 + ((s - (t - z)) + (s2 - z));
+  s = t;
+}
+
 // The listed units' rows of their strips from A and B in double: a block per (unit, 32 columns of its strip). Row-major
 // B: its 32 warps split k, a lane per column (B's rows read 256 contiguous bytes at a time), the warps' partial sums
 // added in warp order; column-major: a warp per column, the lanes along k. The block of a unit's first columns counts
-// its recomputation.
+// its recomputation. A suspect (marked kAbft64Suspect) takes compensated dot products beside their magnitudes, compares
+// each element with the kernel's (ftgen_rules::abft_element_differs at p.elem_tol), and the last of its blocks counts
+// it: detected (and corrected by the recomputation) where an element of any block differed, else rechecked.
 constexpr int kAbft64RedoThreads = 1024;
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64Params p) {
   constexpr int kW = kAbft64RedoThreads / 32, kGroups = kAbft64Cols / 32;
-  __shared__ double part[kW][33];
+  __shared__ double part[3][kW][33];  // the warps' partial sums (a suspect's: compensations, magnitudes beside)
   const int listed = __ldcg(p.counts + 1), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (long long x = blockIdx.x; x < static_cast<long long>(listed) * kGroups; x += gridDim.x) {  // (block-uniform)
-    const int unit = __ldcg(p.lists + p.list_cap + x / kGroups), g = static_cast<int>(x % kGroups);
+    const int entry = __ldcg(p.lists + p.list_cap + x / kGroups), g = static_cast<int>(x % kGroups);
+    const bool sus = (entry & kAbft64Suspect) != 0;  // (block-uniform)
+    const int unit = entry & (kAbft64Suspect - 1);
     const int i = unit / p.strips, jg = (unit % p.strips) * kAbft64Cols + g * 32;
     const int k0 = static_cast<int>(static_cast<long long>(p.k) * warp / kW), k1 = static_cast<int>(static_cast<long long>(p.k) * (warp + 1) / kW);
     if constexpr (kRowB) {
       const int j = jg + lane;
-      double v = 0.0;
+      double v = 0.0, c = 0.0, mag = 0.0;
       if (j < p.n) {
+        if (sus) {
+          for (int kk = k0; kk < k1; ++kk) abft64_dot2_add(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, j), v, c, mag);
+        } else {
 #pragma unroll 8
-        for (int kk = k0; kk < k1; ++kk) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, j), v);
+          for (int kk = k0; kk < k1; ++kk) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, j), v);
+        }
       }
-      part[warp][lane] = v;
+      part[0][warp][lane] = v;
+      part[1][warp][lane] = c;
+      part[2][warp][lane] = mag;
     } else {  // warp w: column jg + w over the whole k
       static_assert(kW == 32, "a warp per column of the group");
-      double v = 0.0;
-      if (jg + warp < p.n)
-        for (int kk = lane; kk < p.k; kk += 32) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, jg + warp), v);
-      v = abft64_warp_sum(v);
-      if (lane == 0) part[0][warp] = v;
+      double v = 0.0, c = 0.0, mag = 0.0;
+      if (jg + warp < p.n) {
+        if (sus) {
+          for (int kk = lane; kk < p.k; kk += 32) abft64_dot2_add(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, jg + warp), v, c, mag);
+        } else {
+          for (int kk = lane; kk < p.k; kk += 32) v = fma(abft64_a<kRowA>(p, i, kk), abft64_b<kRowB>(p, kk, jg + warp), v);
+        }
+      }
+      if (sus) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int o = 16; o > 0; o >>= 1) {
+          const double v2 = __shfl_xor_sync(0xffffffffu, v, o), c2 = __shfl_xor_sync(0xffffffffu, c, o);
+          mag += __shfl_xor_sync(0xffffffffu, mag, o);
+          abft64_dot2_merge(v, c, v2, c2);
+        }
+      } else {
+        v = abft64_warp_sum(v);
+      }
+      if (lane == 0) part[0][0][warp] = v, part[1][0][warp] = c, part[2][0][warp] = mag;
     }
     __syncthreads();
     if (warp == 0) {
-      double sum = 0.0;
+      double sum = 0.0, comp = 0.0, mag = 0.0;
       if constexpr (kRowB) {
-        for (int w = 0; w < kW; ++w) sum += part[w][lane];
+        for (int w = 0; w < kW; ++w) {
+          if (sus) {
+            abft64_dot2_merge(sum, comp, part[0][w][lane], part[1][w][lane]);
+            mag += part[2][w][lane];
+          } else {
+            sum += part[0][w][lane];
+          }
+        }
       } else {
-        sum = part[0][lane];
+        sum = part[0][0][lane], comp = part[1][0][lane], mag = part[2][0][lane];
       }
-      if (jg + lane < p.n) p.C[i * p.ldc + jg + lane] = p.alpha * sum;
-      if (lane == 0 && g == 0) {
+      const double exact = sum + comp;
+      bool differs = false;
+      if (jg + lane < p.n) {
+        double& out = p.C[i * p.ldc + jg + lane];
+        if (sus) differs = ftgen_rules::abft_element_differs(out / p.alpha, exact, mag, p.elem_tol);
+        out = p.alpha * exact;
+      }
+      if (sus) {  // (warp-uniform) the unit's last block counts it
+        const bool any = __any_sync(0xffffffffu, differs);
+        if (lane == 0) {
+          const int old = atomicAdd(p.lists + 2 * p.list_cap + x / kGroups, 1 + (any ? 1 << 16 : 0));
+          if ((old & 0xffff) == kGroups - 1) {
+            if (any || (old >> 16) > 0) {
+              add_count(p.counters, &ftgen::FtCounters::detected, 1u);
+              count_recomputed(p.counters);
+              add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
+            } else {
+              add_count(p.counters, &ftgen::FtCounters::family_counter, 1u);
+            }
+          }
+        }
+      } else if (lane == 0 && g == 0) {
         count_recomputed(p.counters);
         add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
       }

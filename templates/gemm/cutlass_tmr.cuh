@@ -2220,6 +2220,9 @@ struct Runner {
     cp.counts = reinterpret_cast<int*>(q.ws + q.lay.redo) + q.lay.flagged;
     cp.lists = cp.counts + 2;
     cp.list_cap = units;
+    // the suspect band (none where a unit's id would reach the suspects' mark)
+    cp.band = units < kAbft64Suspect ? static_cast<double>(q.abft.band) : 0.0;
+    cp.elem_tol = q.abft.elem_u * (q.abft.elem_c_sqrt * std::sqrt(static_cast<double>(q.k)) + q.abft.elem_c_const);
     if ((e = cudaMemsetAsync(cp.counts, 0, 2 * sizeof(int), s)) != cudaSuccess) return e;
     abft64_check_kernel<kAbft64Cols><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -2416,9 +2419,9 @@ struct Launcher {
       L.ref = take(size_t(m) * L.ref_w * sizeof(double));
       L.d[0] = take(size_t(m) * n * sizeof(double));
       // the ints at redo: the planned faults' counters (inject builds: tiles of them, abft_fault_error_kernel's), then
-      // at `flagged` the check's two lists' counts and the lists ([2][m x strips]: Abft64Params::lists)
+      // at `flagged` the check's two lists' counts and the lists ([3][m x strips]: Abft64Params::lists)
       L.flagged = kInject ? tiles : 0;
-      L.redo_ints = L.flagged + 2 + 2 * size_t(m) * L.strips;
+      L.redo_ints = L.flagged + 2 + 3 * size_t(m) * L.strips;
       L.redo = take(sizeof(int) * L.redo_ints);
       if (kInject) L.fault_part = take(tiles * kFaultParts * sizeof(double));
     } else if (kLevel == kLevelAbft) {

@@ -71,7 +71,8 @@ from __future__ import annotations
 
 from ...errors import FtgenError
 from ...libraries import cutlass_library
-from ...tolerance import context as tolerance_context, tolerance as rule_tolerance
+from ...tolerance import C_CONST, C_SQRT
+from ...tolerance import context as tolerance_context, rule as tolerance_rule, tolerance as rule_tolerance
 from ..base import (
     CLUSTER_ARCHS,
     MAX_SMS,
@@ -88,8 +89,8 @@ from ..base import (
     Variant,
     power_of_two,
 )
-from .abft_model import (ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_STRIP_LAMBDA, ABFT_STRIP_LAMBDAS, ABFT_STRIP_UNIT_PRECISION,
-                         abft_strip_lambda)
+from .abft_model import (ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_ELEMENT_FRACTION, ABFT_STRIP_LAMBDA, ABFT_STRIP_LAMBDAS,
+                         ABFT_STRIP_UNIT_PRECISION, abft64_band_floor, abft_strip_lambda)
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -273,6 +274,19 @@ def abft_strip_unit(v: Variant) -> float:
     if v.precision == "fp64":
         return ABFT64_LAMBDA * UNIT_ROUNDOFF["fp64"]
     return abft_strip_lambda(abft_strip_cols(v)) * ABFT_STRIP_UNIT if abft_concurrent(v) else ABFT_LAMBDA * ABFT_UNIT
+
+
+def abft64_band_context(v: Variant) -> dict:
+    """The fp64 check's suspect band as the variant's template renders it: the floor (abft_model.abft64_band_floor of
+    its strip width; 0.0 with a fixed threshold, of which the band is no fraction, and for every other variant) and a
+    suspect element's tolerance, ABFT_ELEMENT_FRACTION of ftgen.tolerance's fp64 rule u (C_SQRT sqrt(k) + C_CONST)."""
+    banded = v.precision == "fp64" and v.protection.scheme == "abft" and v.protection.threshold == "auto"
+    return {
+        "abft_band": repr(abft64_band_floor(abft_strip_cols(v))) if banded else "0.0",
+        "abft_elem_u": repr(ABFT_ELEMENT_FRACTION * tolerance_rule("fp64").u),
+        "abft_elem_c_sqrt": repr(C_SQRT),
+        "abft_elem_c_const": repr(C_CONST),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -585,6 +599,7 @@ class CutlassBackend(Backend):
             # ref_checksums: concurrent: the check per strip of warp_n columns and its threshold unit (0: the tile's)
             "abft_strip_n": abft_strip_cols(v) if abft_concurrent(v) else 0,
             "abft_conc_unit": repr(abft_strip_unit(v)) if abft_concurrent(v) else "0.0",
+            **abft64_band_context(v),
             "copies": 1 if g.level == "abft" else COPIES,
             "row_a": g.layout_a == "row",
             "row_b": g.layout_b == "row",
