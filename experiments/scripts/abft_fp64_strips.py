@@ -44,41 +44,40 @@ def main() -> int:
     bands = [float(x) for x in os.environ.get("BANDS", "0").split(",")]
     elem_tol = g.abft_element_tol("fp64", K)
     for cols, lam, band in ((c, l, b) for c in widths for l in lams for b in bands):
-        if True:
-            kw = dict(cols=cols, kt=KT, interval=K // KT, precision="fp64", recompute="row", fault_at="start", lam=lam, fix=FIX,
-                      band=band, elem_tol=elem_tol)
-            sig = ok = clean_flags = rechecks = 0
-            miss_scores = []
-            worst = 0.0
-            for dist, seed in (("normal", 11), ("uniform", 12), ("loguniform", 13)):
-                rng = np.random.default_rng(seed)
-                A, B = draw(rng, (M, K), dist), draw(rng, (K, N), dist)
-                if COLSCALE:
-                    B = B / 2.0 ** np.round(np.log2(np.sqrt((B * B).sum(axis=0))))
-                exact = A.astype(np.longdouble) @ B.astype(np.longdouble)
-                S = np.abs(A) @ np.abs(B)
-                _, c = g.abft_gemm_model(A, B, **kw)
-                clean_flags += c["detected"]
-                rechecks += c["rechecked"]
-                worst = max(worst, c["max_score"])
-                for _ in range(faults):
-                    i, j, step, bit = int(rng.integers(M)), int(rng.integers(N)), int(rng.integers(K // KT)), int(rng.integers(64))
-                    f = [(step, i, j, "bitflip", bit)]
-                    Cu, _ = g.abft_gemm_model(A, B, faults=f, no_correct=True, **kw)
-                    err = float(np.max(np.abs(Cu.astype(np.longdouble) - exact) / S))
-                    if not (err > tol) and math.isfinite(err):
-                        continue
-                    sig += 1
-                    Cc, cc = g.abft_gemm_model(A, B, faults=f, **kw)
-                    errc = float(np.max(np.abs(Cc.astype(np.longdouble) - exact) / S))
-                    good = cc["detected"] >= 1 and errc <= tol
-                    ok += good
-                    if not good:
-                        miss_scores.append(round(cc["max_score"], 3))
-            units = 3 * M * -(-N // cols)
-            print(f"fp64 strips of {cols:3d}, lambda {lam:4.2f}, band {band:.3f}: {ok}/{sig} significant faults detected and "
-                  f"within tolerance ({ok / max(sig, 1):.4%}); clean: {clean_flags} detections, largest score {worst:.3f}, "
-                  f"{rechecks}/{units} units rechecked; misses' scores {sorted(miss_scores)}", flush=True)
+        kw = dict(cols=cols, kt=KT, interval=K // KT, precision="fp64", recompute="row", fault_at="start", lam=lam, fix=FIX,
+                  band=band, elem_tol=elem_tol)
+        sig = ok = clean_flags = rechecks = 0
+        miss_scores = []
+        worst = 0.0
+        for dist, seed in (("normal", 11), ("uniform", 12), ("loguniform", 13)):
+            rng = np.random.default_rng(seed)
+            A, B = draw(rng, (M, K), dist), draw(rng, (K, N), dist)
+            if COLSCALE:
+                B = B / 2.0 ** np.round(np.log2(np.sqrt((B * B).sum(axis=0))))
+            exact = A.astype(np.longdouble) @ B.astype(np.longdouble)
+            S = np.abs(A) @ np.abs(B)
+            _, c = g.abft_gemm_model(A, B, **kw)
+            clean_flags += c["detected"]
+            rechecks += c["rechecked"]
+            worst = max(worst, c["max_score"])
+            for _ in range(faults):
+                i, j, step, bit = int(rng.integers(M)), int(rng.integers(N)), int(rng.integers(K // KT)), int(rng.integers(64))
+                f = [(step, i, j, "bitflip", bit)]
+                Cu, _ = g.abft_gemm_model(A, B, faults=f, no_correct=True, **kw)
+                err = float(np.max(np.abs(Cu.astype(np.longdouble) - exact) / S))
+                if not (err > tol) and math.isfinite(err):
+                    continue
+                sig += 1
+                Cc, cc = g.abft_gemm_model(A, B, faults=f, **kw)
+                errc = float(np.max(np.abs(Cc.astype(np.longdouble) - exact) / S))
+                good = cc["detected"] >= 1 and errc <= tol
+                ok += good
+                if not good:
+                    miss_scores.append(round(cc["max_score"], 3))
+        units = 3 * M * -(-N // cols)
+        print(f"fp64 strips of {cols:3d}, lambda {lam:4.2f}, band {band:.3f}: {ok}/{sig} significant faults detected and "
+              f"within tolerance ({ok / max(sig, 1):.4%}); clean: {clean_flags} detections, largest score {worst:.3f}, "
+              f"{rechecks}/{units} units rechecked; misses' scores {sorted(miss_scores)}", flush=True)
     return 0
 
 

@@ -637,6 +637,7 @@ class Cutlass90Backend(Backend):
             "abft_fixed": repr(float(prot.threshold)) if prot.threshold != "auto" else "0.0",
             "abft_online": 1 if prot.correct == "online" else 0,
             # the suspect band (none with a fixed threshold: the band is a fraction of the derived one)
+            "abft_banded": prot.threshold == "auto",
             "abft_band": repr(abft_band_floor(sm80.abft_strip_cols(d)) if prot.threshold == "auto" else 0.0),
             "abft_elem_u": repr(ABFT_ELEMENT_FRACTION * elem.u),
             "abft_elem_c_sqrt": repr(C_SQRT),
