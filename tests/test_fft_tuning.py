@@ -4,6 +4,7 @@ choices at resolution, names from resolved parameters only, search winners into 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -166,3 +167,66 @@ def test_search_write_tuning_merges_the_winners(tmp_path):
     got = t.lookup(precision="fp32", level="two-sided-tb", logn=10)
     assert (got["n1"], got["bs1"]) == (16, 2), got
     assert t.provenance[-1]["what"] == "ftgen search t.yaml"
+
+
+def test_gpu_names_map_to_tuning_names():
+    assert tuning.short_name("NVIDIA H100 80GB HBM3") == "h100"
+    assert tuning.short_name("NVIDIA H200") == "h200"
+    assert tuning.short_name("NVIDIA A100-SXM4-80GB") == "a100"
+    assert tuning.short_name("NVIDIA GH200 480GB") == "gh200"
+    assert tuning.short_name("NVIDIA GeForce RTX 4090") == "rtx4090"
+    assert tuning.short_name("Some Card (rev 2)") == "some-card-rev-2"
+
+
+def _detected(monkeypatch, found):
+    monkeypatch.delenv("FTGEN_TUNING", raising=False)
+    monkeypatch.delenv("FTGEN_GPU", raising=False)
+    monkeypatch.setattr(tuning, "detect_gpu", lambda: found)
+
+
+def test_the_gpu_of_the_machine_picks_its_file_else_its_architectures_else_the_rules(monkeypatch):
+    """The order: FTGEN_TUNING, FTGEN_GPU, the detected GPU's own file, a file measured on its architecture, none (the
+    rules); without a GPU, h100."""
+    measured = name_of("fp64", "{scheme: none}", "{logn: 20}")
+    rules = name_of("fp64", "{scheme: none}", "{logn: 20, launches: 2}")
+    assert measured != rules
+    _detected(monkeypatch, None)
+    assert tuning.choice() == tuning.Choice("h100", "default (no GPU detected)")
+    _detected(monkeypatch, ("NVIDIA H100 80GB HBM3", "sm_90"))
+    assert tuning.choice() == tuning.Choice("h100", "detected NVIDIA H100 80GB HBM3")
+    _detected(monkeypatch, ("NVIDIA H200", "sm_90"))  # no h200 file: the sm_90 one
+    c = tuning.choice()
+    assert c.gpu == "h100" and "no h200 file, the sm_90 file h100" in c.why
+    assert tuning.load().gpu == "h100" and name_of("fp64", "{scheme: none}", "{logn: 20}") == measured
+    _detected(monkeypatch, ("NVIDIA A100-SXM4-80GB", "sm_80"))  # nothing measured on sm_80: the rules
+    c = tuning.choice()
+    assert c.gpu == "" and "the rules apply" in c.why and c.to_dict()["gpu"] is None
+    assert tuning.load().for_family("fft").entries == ()
+    assert name_of("fp64", "{scheme: none}", "{logn: 20}") == rules
+    monkeypatch.setenv("FTGEN_GPU", "h100")  # a named GPU comes first
+    assert tuning.choice() == tuning.Choice("h100", "FTGEN_GPU")
+    assert name_of("fp64", "{scheme: none}", "{logn: 20}") == measured
+
+
+def test_detection_reads_nvidia_smi_and_can_be_turned_off(tmp_path, monkeypatch):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'NVIDIA H200, 9.0'\necho 'NVIDIA H200, 9.0'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    detect = tuning.detect_gpu.__wrapped__  # (uncached)
+    monkeypatch.setenv("FTGEN_TUNING_DETECT", "1")
+    assert detect() == ("NVIDIA H200", "sm_90")
+    fake.write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
+    assert detect() is None
+    monkeypatch.setenv("FTGEN_TUNING_DETECT", "0")
+    fake.write_text("#!/bin/sh\necho 'NVIDIA H200, 9.0'\n")
+    assert detect() is None
+
+
+def test_the_manifest_records_the_tuning_choice(tmp_path, monkeypatch):
+    _detected(monkeypatch, ("NVIDIA A100-SXM4-80GB", "sm_80"))
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nfamily: fft\nparams: {logn: 12}\n")
+    assert main(["generate", str(spec), "-o", str(tmp_path / "out")]) == 0
+    got = json.loads((tmp_path / "out" / "s" / "manifest.json").read_text())["tuning"]
+    assert got["gpu"] is None and got["why"].startswith("detected NVIDIA A100-SXM4-80GB (sm_80)")

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__, libraries
+from .. import __version__, libraries, tuning
 from ..errors import SpecError
 from ..fileio import holds
 from ..families.base import EmittedVariant, Variant
@@ -81,6 +81,7 @@ def render_spec(spec: Spec, env: TemplateEnv | None = None) -> tuple[dict[str, s
             "shapes": spec.shapes,
             "description": spec.description,
         },
+        "tuning": tuning.choice().to_dict(),  # the measured choices the parameters resolved against (ftgen.tuning)
         "variants": [],
         "rejected": [{"point": r.point, "reasons": r.reasons} for r in spec.rejected],
     }

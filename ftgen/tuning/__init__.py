@@ -4,6 +4,7 @@ One JSON file per GPU, ``ftgen/tuning/<gpu>.json``::
 
     {"format": 1,
      "gpu": "h100",
+     "arch": "sm_90",
      "provenance": {"gpu": "...", "what": "...", "results": ["results/..."]},
      "families": {"<family>": {"provenance": [{...}, ...],
                                "entries": [{"key": {...}, "params": {...}, "evidence": "..."}, ...]}}}
@@ -11,9 +12,12 @@ One JSON file per GPU, ``ftgen/tuning/<gpu>.json``::
 An entry's ``key`` says where it applies (a family defines its key fields, e.g. fft: precision, level, logn, arch) and
 ``params`` the parameter values chosen there; ``evidence`` (optional) says which measurement supports it. Families read
 their entries at resolution (:func:`load`, :meth:`Tuning.for_family`); ``ftgen search --write-tuning`` writes them
-(:func:`write`). The GPU whose file is read: the argument, else the environment variable ``FTGEN_TUNING`` (a GPU name
-or the path of a tuning file), else ``FTGEN_GPU``, else ``h100``. A GPU without a file has no entries: the families'
-rules apply.
+(:func:`write`). The GPU whose file is read (:func:`choice`): the argument, else the environment variable
+``FTGEN_TUNING`` (a GPU name or the path of a tuning file), else ``FTGEN_GPU``, else the GPU of this machine
+(:func:`detect_gpu`, ``nvidia-smi``; ``FTGEN_TUNING_DETECT=0`` turns it off): its own file, else the file measured on a
+GPU of the same architecture (a file's ``arch``), else none -- a GPU that nothing was measured for takes the rules; a
+machine without a GPU reads ``h100``. A GPU named without a file has no entries: the families' rules apply. The
+generated project's manifest records the choice (``tuning``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -75,9 +80,85 @@ class Tuning:
         return self.families.get(name) or FamilyTuning(name)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """Which tuning a resolution reads: ``gpu`` (a GPU name or a file path; "" for none: the rules) and why."""
+
+    gpu: str
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"gpu": self.gpu or None, "why": self.why}
+
+
+# the architecture's name (sm_XY) of a compute capability as nvidia-smi prints it ("9.0")
+def _arch_of(cap: str) -> str | None:
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", cap or "")
+    return f"sm_{m.group(1)}{m.group(2)}" if m else None
+
+
+def short_name(name: str) -> str:
+    """A GPU's tuning name from its marketing name: ``NVIDIA H100 80GB HBM3`` -> ``h100``, ``NVIDIA A100-SXM4-80GB`` ->
+    ``a100``, ``NVIDIA GH200 480GB`` -> ``gh200``, ``NVIDIA GeForce RTX 4090`` -> ``rtx4090``; otherwise the name in
+    lower case with every run of other characters as one '-'."""
+    words = re.sub(r"\b(NVIDIA|GeForce|Tesla|Quadro)\b", " ", name, flags=re.I).split()
+    for i, w in enumerate(words):
+        m = re.match(r"([A-Za-z]{1,3}\d{2,4}[A-Za-z]?)(?:$|-)", w)
+        if m:
+            return m.group(1).lower()
+        if w.upper() in ("RTX", "GTX") and i + 1 < len(words) and words[i + 1].isdigit():
+            return f"{w}{words[i + 1]}".lower()
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+@lru_cache(maxsize=1)
+def detect_gpu() -> tuple[str, str | None] | None:
+    """(marketing name, sm_XY) of this machine's first GPU by ``nvidia-smi``, or None without one (no driver, no GPU,
+    ``FTGEN_TUNING_DETECT=0``)."""
+    if os.environ.get("FTGEN_TUNING_DETECT", "1") in ("0", "false", "no", "off"):
+        return None
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()] if p.returncode == 0 else []
+    if not lines:
+        return None
+    name, _, cap = lines[0].partition(",")
+    return name.strip(), _arch_of(cap)
+
+
+def _file_arch(path: Path) -> str | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc.get("arch") if isinstance(doc, dict) else None
+
+
+def choice() -> Choice:
+    """The tuning this process reads (the order is the module's: FTGEN_TUNING, FTGEN_GPU, this machine's GPU, h100)."""
+    for var in ("FTGEN_TUNING", "FTGEN_GPU"):
+        if os.environ.get(var):
+            return Choice(os.environ[var], var)
+    found = detect_gpu()
+    if found is None:
+        return Choice(DEFAULT_GPU, "default (no GPU detected)")
+    name, arch = found
+    own = short_name(name)
+    if (TUNING_DIR / f"{own}.json").is_file():
+        return Choice(own, f"detected {name}")
+    if arch:
+        for f in sorted(TUNING_DIR.glob("*.json")):
+            if _file_arch(f) == arch:
+                return Choice(f.stem, f"detected {name} ({arch}): no {own} file, the {arch} file {f.stem}")
+    return Choice("", f"detected {name} ({arch or 'unknown architecture'}): no tuning measured for it, the rules apply")
+
+
 def default_gpu() -> str:
-    """The GPU (or tuning file path) named by FTGEN_TUNING, else FTGEN_GPU, else h100."""
-    return os.environ.get("FTGEN_TUNING") or os.environ.get("FTGEN_GPU") or DEFAULT_GPU
+    """The GPU (or tuning file path) :func:`choice` names ("" for none)."""
+    return choice().gpu
 
 
 def tuning_path(gpu: str | None = None) -> Path:
@@ -95,6 +176,10 @@ def tuning_path(gpu: str | None = None) -> Path:
 def load(gpu: str | None = None) -> Tuning:
     """The tuning of a GPU (None: :func:`default_gpu`). A GPU name without a file gives an empty tuning; a path that does
     not exist, or a file that is not a valid tuning file, raises TuningError."""
+    if gpu is None:
+        gpu = default_gpu()
+        if not gpu:
+            return Tuning("")
     path = tuning_path(gpu)
     explicit = path.parent != TUNING_DIR
     try:
@@ -157,7 +242,9 @@ def write(path: str | Path, family: str, entries: Iterable[Mapping[str, Any]], p
             raise TuningError(f"tuning file {path}: cannot read it as JSON ({e})") from None
         _parse(doc, str(path))
     else:
-        doc = {"format": FORMAT, "gpu": path.stem, "provenance": {}, "families": {}}
+        found = detect_gpu()
+        doc = {"format": FORMAT, "gpu": path.stem, **({"arch": found[1]} if found and found[1] else {}), "provenance": {},
+               "families": {}}
     fam = doc["families"].setdefault(family, {"provenance": [], "entries": []})
     keys = [e["key"] for e in new]
     kept = [e for e in fam.get("entries", []) if e.get("key") not in keys]
