@@ -130,8 +130,18 @@ def detect_gpu() -> tuple[str, str | None] | None:
 
 
 def _file_arch(path: Path) -> str | None:
+    """The architecture a tuning file was measured on (its ``arch``), None when it names none or cannot be read."""
     try:
-        doc = json.loads(path.read_text())
+        stat = path.stat()
+    except OSError:
+        return None
+    return _file_arch_of(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=16)
+def _file_arch_of(path: str, mtime_ns: int, size: int) -> str | None:
+    try:
+        doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
     return doc.get("arch") if isinstance(doc, dict) else None
