@@ -1,0 +1,187 @@
+// Probe: can the fp64 ABFT check's suspects be rechecked by the GEMM's own tensor-core kernel, bit for bit?
+//
+// The fp64 check's suspect band (templates/gemm/cutlass_abft64.cuh) recomputes a suspect unit's row of its strip by
+// compensated dot products on the CUDA cores, a block per unit and 32 columns, each block reading B's strip from memory:
+// at a floor of 0.3 it rechecked 16095 units a launch at 8192^3 and made the GEMM 2.2x slower (docs/gemm-hopper.md).
+// A recheck by the variant's own mainloop (the same threadblock, warp and DMMA shapes and stages, so the same products
+// summed in the same order) would give each clean element bit for bit, so any difference is a fault and no magnitudes
+// are needed; the units of a strip share B's tiles. This probe:
+//   1. C = A B by the variant's kernel (cutlass::gemm::device::Gemm, 128x128x16, warp 32x64x16, DMMA 16x8x4, 3 stages,
+//      row-major A, B, C: what cutlass_library emits for gemm_f64_..._128x128x16_w32x64x16_i16x8x4_s3_a1_sw8_rr);
+//   2. for every 128-column strip, R random rows recomputed by GemmUniversal with A gathered by row indices (GatherA),
+//      problem R x 128 x k, one launch per strip spread over S streams;
+//   3. counts the recomputed elements that differ from C in any bit (expected: 0), and times step 2 against step 1
+//      (CUDA events, median of reps, the two alternated).
+// Build (sm_90a, -DNDEBUG; CUTLASS from the nvidia-cutlass wheel):
+//   nvcc -std=c++17 -O3 -DNDEBUG -arch=sm_90a -I$CUTLASS/include -I$CUTLASS/tools/util/include abft64_gather_probe.cu -o probe
+//   ./probe M N K DIST R... (DIST: normal | loguniform)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/gemm/device/gemm.h"
+#include "cutlass/gemm/device/gemm_universal.h"
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+#define CS(x)                                                                                             \
+  do {                                                                                                    \
+    cutlass::Status s_ = (x);                                                                             \
+    if (s_ != cutlass::Status::kSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cutlass::cutlassGetStatusString(s_)); \
+      std::exit(1);                                                                                       \
+    }                                                                                                     \
+  } while (0)
+
+using Row = cutlass::layout::RowMajor;
+using TB = cutlass::gemm::GemmShape<128, 128, 16>;
+using Warp = cutlass::gemm::GemmShape<32, 64, 16>;
+using Inst = cutlass::gemm::GemmShape<16, 8, 4>;
+using Epi = cutlass::epilogue::thread::LinearCombination<double, 1, double, double>;
+using Swz = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;
+
+using OpMain = cutlass::gemm::device::Gemm<double, Row, double, Row, double, Row, double, cutlass::arch::OpClassTensorOp,
+                                           cutlass::arch::Sm90, TB, Warp, Inst, Epi, Swz, 3, 1, 1, false,
+                                           cutlass::arch::OpMultiplyAdd>;
+using OpGather = cutlass::gemm::device::GemmUniversal<
+    double, Row, double, Row, double, Row, double, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm90, TB, Warp, Inst, Epi,
+    Swz, 3, 1, 1, cutlass::arch::OpMultiplyAdd, cutlass::ComplexTransform::kNone, cutlass::ComplexTransform::kNone,
+    /*GatherA=*/true, /*GatherB=*/false, /*ScatterD=*/false>;
+static_assert(std::is_same<OpMain::GemmKernel::Mma::Operator, OpGather::GemmKernel::Mma::Operator>::value,
+              "the gathered recheck runs the variant's warp-level MMA");
+
+// elements of the recheck W[s][r][j] that differ in any bit from C[idx[s][r]][s * 128 + j]
+__global__ void diff_kernel(const double* C, int ldc, int n, const double* W, const int* idx, int strips, int R, unsigned long long* out) {
+  const long long t = blockIdx.x * 256ll + threadIdx.x;
+  if (t >= static_cast<long long>(strips) * R * 128) return;
+  const int j = t % 128, r = (t / 128) % R, s = t / (128ll * R);
+  const int col = s * 128 + j;
+  if (col >= n) return;
+  const double c = C[static_cast<long long>(idx[s * R + r]) * ldc + col], w = W[t];
+  if (__double_as_longlong(c) != __double_as_longlong(w)) atomicAdd(out, 1ull);
+}
+
+static double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s M N K normal|loguniform R [R ...]\n", argv[0]);
+    return 2;
+  }
+  const int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]);
+  const bool logu = std::string(argv[4]) == "loguniform";
+  const int strips = (N + 127) / 128, S = 16, reps = 15;
+  std::mt19937_64 rng(12345);
+  std::normal_distribution<double> nd;
+  std::uniform_real_distribution<double> ud(-1.0, 1.0);
+  auto draw = [&]() { return logu ? std::copysign(std::exp2(12.0 * ud(rng)), ud(rng)) : nd(rng); };
+  std::vector<double> hA(static_cast<size_t>(M) * K), hB(static_cast<size_t>(K) * N);
+  for (auto& x : hA) x = draw();
+  for (auto& x : hB) x = draw();
+  double *A, *B, *C;
+  CK(cudaMalloc(&A, hA.size() * 8));
+  CK(cudaMalloc(&B, hB.size() * 8));
+  CK(cudaMalloc(&C, static_cast<size_t>(M) * N * 8));
+  CK(cudaMemcpy(A, hA.data(), hA.size() * 8, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(B, hB.data(), hB.size() * 8, cudaMemcpyHostToDevice));
+  std::vector<cudaStream_t> st(S);
+  for (auto& s : st) CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaStream_t s0;
+  CK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1, fork;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  std::vector<cudaEvent_t> join(S);
+  for (auto& e : join) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+
+  OpMain gemm;
+  OpMain::Arguments margs({M, N, K}, {A, K}, {B, N}, {C, N}, {C, N}, {1.0, 0.0});
+  CS(gemm.initialize(margs, nullptr, s0));
+  auto run_main = [&]() { CS(gemm(s0)); };
+
+  std::printf("M N K dist R | differing elements / rechecked | GEMM ms | recheck ms | recheck / GEMM\n");
+  for (int a = 5; a < argc; ++a) {
+    const int R = std::min(std::atoi(argv[a]), M);
+    std::vector<int> hidx(static_cast<size_t>(strips) * R);
+    std::vector<int> rows(M);
+    for (int i = 0; i < M; ++i) rows[i] = i;
+    for (int s = 0; s < strips; ++s) {
+      std::shuffle(rows.begin(), rows.end(), rng);
+      std::copy(rows.begin(), rows.begin() + R, hidx.begin() + static_cast<size_t>(s) * R);
+    }
+    int* idx;
+    double* W;
+    unsigned long long* bad;
+    CK(cudaMalloc(&idx, hidx.size() * 4));
+    CK(cudaMalloc(&W, hidx.size() * 128 * 8));
+    CK(cudaMalloc(&bad, 8));
+    CK(cudaMemcpy(idx, hidx.data(), hidx.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<OpGather> ops(strips);
+    for (int s = 0; s < strips; ++s) {
+      const int ns = std::min(128, N - s * 128);
+      OpGather::Arguments g(cutlass::gemm::GemmUniversalMode::kGemm, {R, ns, K}, 1, {1.0, 0.0}, A, B + s * 128,
+                            W + static_cast<size_t>(s) * R * 128, W + static_cast<size_t>(s) * R * 128, 0, 0, 0, 0, K, N,
+                            128, 128, idx + static_cast<size_t>(s) * R, nullptr, nullptr);
+      CS(ops[s].can_implement(g));
+      CS(ops[s].initialize(g, nullptr, st[s % S]));
+    }
+    auto run_recheck = [&]() {
+      CK(cudaEventRecord(fork, s0));
+      for (int i = 0; i < S; ++i) CK(cudaStreamWaitEvent(st[i], fork));
+      for (int s = 0; s < strips; ++s) CS(ops[s](st[s % S]));
+      for (int i = 0; i < S; ++i) {
+        CK(cudaEventRecord(join[i], st[i]));
+        CK(cudaStreamWaitEvent(s0, join[i]));
+      }
+    };
+    run_main();
+    run_recheck();
+    CK(cudaMemsetAsync(bad, 0, 8, s0));
+    const long long total = static_cast<long long>(strips) * R * 128;
+    diff_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s0>>>(C, N, N, W, idx, strips, R, bad);
+    CK(cudaGetLastError());
+    unsigned long long hbad = 0;
+    CK(cudaMemcpyAsync(&hbad, bad, 8, cudaMemcpyDeviceToHost, s0));
+    CK(cudaStreamSynchronize(s0));
+    long long valid = 0;
+    for (int s = 0; s < strips; ++s) valid += static_cast<long long>(R) * std::min(128, N - s * 128);
+    std::vector<float> tm, tr;
+    for (int w = 0; w < 3; ++w) run_main(), run_recheck();
+    for (int r = 0; r < reps; ++r) {
+      float ms;
+      CK(cudaEventRecord(e0, s0));
+      run_main();
+      CK(cudaEventRecord(e1, s0));
+      CK(cudaEventSynchronize(e1));
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      tm.push_back(ms);
+      CK(cudaEventRecord(e0, s0));
+      run_recheck();
+      CK(cudaEventRecord(e1, s0));
+      CK(cudaEventSynchronize(e1));
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      tr.push_back(ms);
+    }
+    CK(cudaDeviceSynchronize());
+    const double gm = median(tm), rm = median(tr);
+    std::printf("%d %d %d %s %d | %llu / %lld | %.4f | %.4f | %.4f\n", M, N, K, argv[4], R, hbad, valid, gm, rm, rm / gm);
+    CK(cudaFree(idx));
+    CK(cudaFree(W));
+    CK(cudaFree(bad));
+  }
+  return 0;
+}
