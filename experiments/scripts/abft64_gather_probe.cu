@@ -10,7 +10,8 @@
 //      row-major A, B, C: what cutlass_library emits for gemm_f64_..._128x128x16_w32x64x16_i16x8x4_s3_a1_sw8_rr);
 //   2. for every 128-column strip, R random rows recomputed by GemmUniversal with A gathered by row indices (GatherA),
 //      problem R x 128 x k, one launch per strip spread over S streams;
-//   3. the same in one launch (recheck_kernel: a block per strip and 128 listed rows, the counts read on the device);
+//   3. the same in one launch (recheck_kernel: a block per strip and 128 listed rows, the counts read on the device),
+//      and in one launch of 32-row tiles (OpGather32: the same k order);
 //   4. counts the recomputed elements that differ from C in any bit (expected: 0), and times steps 2 and 3 against
 //      step 1 (CUDA events, median of reps, alternated).
 // Build (sm_90a, -DNDEBUG; CUTLASS from the nvidia-cutlass wheel):
@@ -60,13 +61,20 @@ using OpGather = cutlass::gemm::device::GemmUniversal<
     /*GatherA=*/true, /*GatherB=*/false, /*ScatterD=*/false>;
 static_assert(std::is_same<OpMain::GemmKernel::Mma::Operator, OpGather::GemmKernel::Mma::Operator>::value,
               "the gathered recheck runs the variant's warp-level MMA");
+// The same k order in a smaller tile: an element's products are summed along k by the k-tile (16), the warp's k-steps
+// (warp k 16) and the DMMA (16x8x4), whatever the tile's rows and columns; 32 x 128 rows and columns a block (4 warps of
+// 16 x 64) so that a strip's few listed rows take a block of a quarter of the work.
+using OpGather32 = cutlass::gemm::device::GemmUniversal<
+    double, Row, double, Row, double, Row, double, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm90,
+    cutlass::gemm::GemmShape<32, 128, 16>, cutlass::gemm::GemmShape<16, 64, 16>, Inst, Epi, Swz, 3, 1, 1,
+    cutlass::arch::OpMultiplyAdd, cutlass::ComplexTransform::kNone, cutlass::ComplexTransform::kNone, true, false, false>;
 
 // The recheck in one launch: block (x, s) runs the variant's mainloop (the gathered kernel's Mma and epilogue) on rows
 // 128 x .. 128 x + 127 of strip s's list, counts[s] read on the device (blocks past it return), so no count goes to
 // the host: W[s][r][j] = alpha (A[idx[s][r]] . B[:, 128 s + j]).
-using GK = OpGather::GemmKernel;
+template <class GK>
 struct RecheckArgs {
-  GK::Params p;  // strides of A, B and W (ld 128) and the epilogue's alpha
+  typename GK::Params p;  // strides of A, B and W (ld 128) and the epilogue's alpha
   const double* A;
   const double* B;
   double* W;
@@ -74,23 +82,26 @@ struct RecheckArgs {
   const int* counts;  // [strip]
   int cap, n, k;
 };
-__global__ void __launch_bounds__(GK::kThreadCount) recheck_kernel(RecheckArgs a) {
+template <class GK>
+__global__ void __launch_bounds__(GK::kThreadCount) recheck_kernel(RecheckArgs<GK> a) {
+  using Mma = typename GK::Mma;
+  using Epilogue = typename GK::Epilogue;
   extern __shared__ __align__(16) char smem_raw[];
-  auto& smem = *reinterpret_cast<GK::SharedStorage*>(smem_raw);
-  const int s = blockIdx.y, row0 = blockIdx.x * GK::Mma::Shape::kM;
+  auto& smem = *reinterpret_cast<typename GK::SharedStorage*>(smem_raw);
+  const int s = blockIdx.y, row0 = blockIdx.x * Mma::Shape::kM;
   const int cnt = min(a.counts[s], a.cap), ns = min(128, a.n - s * 128);
   if (row0 >= cnt) return;
   const int t = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = t % 32;
-  GK::Mma::IteratorA it_a(a.p.params_A, const_cast<double*>(a.A), {cnt, a.k}, t, {row0, 0}, a.idx + static_cast<long long>(s) * a.cap);
-  GK::Mma::IteratorB it_b(a.p.params_B, const_cast<double*>(a.B) + s * 128, {a.k, ns}, t, {0, 0}, nullptr);
-  GK::Mma mma(smem.main_loop, t, warp, lane);
-  GK::Mma::FragmentC acc;
+  typename Mma::IteratorA it_a(a.p.params_A, const_cast<double*>(a.A), {cnt, a.k}, t, {row0, 0}, a.idx + static_cast<long long>(s) * a.cap);
+  typename Mma::IteratorB it_b(a.p.params_B, const_cast<double*>(a.B) + s * 128, {a.k, ns}, t, {0, 0}, nullptr);
+  Mma mma(smem.main_loop, t, warp, lane);
+  typename Mma::FragmentC acc;
   acc.clear();
-  mma((a.k + GK::Mma::Shape::kK - 1) / GK::Mma::Shape::kK, acc, it_a, it_b, acc);
-  GK::EpilogueOutputOp op(a.p.output_op);
+  mma((a.k + Mma::Shape::kK - 1) / Mma::Shape::kK, acc, it_a, it_b, acc);
+  typename GK::EpilogueOutputOp op(a.p.output_op);
   double* const w = a.W + static_cast<long long>(s) * a.cap * 128;
-  GK::Epilogue::OutputTileIterator it_d(a.p.params_D, w, {cnt, ns}, t, {row0, 0}, nullptr);
-  GK::Epilogue epi(smem.epilogue, t, warp, lane);
+  typename Epilogue::OutputTileIterator it_d(a.p.params_D, w, {cnt, ns}, t, {row0, 0}, nullptr);
+  Epilogue epi(smem.epilogue, t, warp, lane);
   epi(op, it_d, acc, it_d);
 }
 
@@ -147,8 +158,8 @@ int main(int argc, char** argv) {
   CS(gemm.initialize(margs, nullptr, s0));
   auto run_main = [&]() { CS(gemm(s0)); };
 
-  std::printf("M N K dist R | differing elements (per-strip launches, one launch) / rechecked | GEMM ms | recheck ms (per "
-              "strip, one launch) | recheck / GEMM\n");
+  std::printf("M N K dist R | differing elements (per-strip launches, one launch, one launch of 32-row tiles) / rechecked | "
+              "GEMM ms | recheck ms (the same three) | recheck / GEMM\n");
   for (int a = 5; a < argc; ++a) {
     const int R = std::min(std::atoi(argv[a]), M);
     std::vector<int> hidx(static_cast<size_t>(strips) * R);
@@ -185,12 +196,22 @@ int main(int argc, char** argv) {
     }
     OpGather::Arguments ga(cutlass::gemm::GemmUniversalMode::kGemm, {R, 128, K}, 1, {1.0, 0.0}, A, B, W2, W2, 0, 0, 0, 0, K,
                            N, 128, 128, idx, nullptr, nullptr);
-    RecheckArgs ra{GK::Params(ga, 132, 1), A, B, W2, idx, cnts, R, N, K};
-    const int smem_bytes = static_cast<int>(sizeof(GK::SharedStorage));
-    CK(cudaFuncSetAttribute(recheck_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    const dim3 rgrid((R + 127) / 128, strips);
+    using GK = OpGather::GemmKernel;
+    using GK32 = OpGather32::GemmKernel;
+    RecheckArgs<GK> ra{GK::Params(ga, 132, 1), A, B, W2, idx, cnts, R, N, K};
+    OpGather32::Arguments ga32(cutlass::gemm::GemmUniversalMode::kGemm, {R, 128, K}, 1, {1.0, 0.0}, A, B, W2, W2, 0, 0, 0, 0,
+                               K, N, 128, 128, idx, nullptr, nullptr);
+    RecheckArgs<GK32> ra32{GK32::Params(ga32, 132, 1), A, B, W2, idx, cnts, R, N, K};
+    const int smem_bytes = static_cast<int>(sizeof(GK::SharedStorage)), smem32 = static_cast<int>(sizeof(GK32::SharedStorage));
+    CK(cudaFuncSetAttribute(recheck_kernel<GK>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    CK(cudaFuncSetAttribute(recheck_kernel<GK32>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem32));
+    bool small = false;  // the 32-row tile
     auto run_recheck1 = [&]() {
-      recheck_kernel<<<rgrid, GK::kThreadCount, smem_bytes, s0>>>(ra);
+      if (small) {
+        recheck_kernel<GK32><<<dim3((R + 31) / 32, strips), GK32::kThreadCount, smem32, s0>>>(ra32);
+      } else {
+        recheck_kernel<GK><<<dim3((R + 127) / 128, strips), GK::kThreadCount, smem_bytes, s0>>>(ra);
+      }
       CK(cudaGetLastError());
     };
     auto run_recheck = [&]() {
@@ -204,20 +225,24 @@ int main(int argc, char** argv) {
     };
     run_main();
     run_recheck();
-    run_recheck1();
     const long long total = static_cast<long long>(strips) * R * 128;
-    unsigned long long hbad = 0, hbad1 = 0;
-    for (int which = 0; which < 2; ++which) {
+    unsigned long long hbad[3] = {0, 0, 0};
+    for (int which = 0; which < 3; ++which) {
+      if (which > 0) {
+        CK(cudaMemsetAsync(W2, 0, total * 8, s0));
+        small = which == 2;
+        run_recheck1();
+      }
       CK(cudaMemsetAsync(bad, 0, 8, s0));
       diff_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s0>>>(C, N, N, which ? W2 : W, idx, strips, R, bad);
       CK(cudaGetLastError());
-      CK(cudaMemcpyAsync(which ? &hbad1 : &hbad, bad, 8, cudaMemcpyDeviceToHost, s0));
+      CK(cudaMemcpyAsync(&hbad[which], bad, 8, cudaMemcpyDeviceToHost, s0));
       CK(cudaStreamSynchronize(s0));
     }
     long long valid = 0;
     for (int s = 0; s < strips; ++s) valid += static_cast<long long>(R) * std::min(128, N - s * 128);
-    std::vector<float> tm, tr, t1;
-    for (int w = 0; w < 3; ++w) run_main(), run_recheck(), run_recheck1();
+    std::vector<float> tm, tr, t1, t32;
+    for (int w = 0; w < 3; ++w) run_main(), run_recheck(), small = false, run_recheck1(), small = true, run_recheck1();
     for (int r = 0; r < reps; ++r) {
       float ms;
       CK(cudaEventRecord(e0, s0));
@@ -232,17 +257,20 @@ int main(int argc, char** argv) {
       CK(cudaEventSynchronize(e1));
       CK(cudaEventElapsedTime(&ms, e0, e1));
       tr.push_back(ms);
-      CK(cudaEventRecord(e0, s0));
-      run_recheck1();
-      CK(cudaEventRecord(e1, s0));
-      CK(cudaEventSynchronize(e1));
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      t1.push_back(ms);
+      for (int sm = 0; sm < 2; ++sm) {
+        small = sm == 1;
+        CK(cudaEventRecord(e0, s0));
+        run_recheck1();
+        CK(cudaEventRecord(e1, s0));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        (small ? t32 : t1).push_back(ms);
+      }
     }
     CK(cudaDeviceSynchronize());
-    const double gm = median(tm), rm = median(tr), r1 = median(t1);
-    std::printf("%d %d %d %s %d | %llu %llu / %lld | %.4f | %.4f %.4f | %.4f %.4f\n", M, N, K, argv[4], R, hbad, hbad1, valid, gm,
-                rm, r1, rm / gm, r1 / gm);
+    const double gm = median(tm), rm = median(tr), r1 = median(t1), r32 = median(t32);
+    std::printf("%d %d %d %s %d | %llu %llu %llu / %lld | %.4f | %.4f %.4f %.4f | %.4f %.4f %.4f\n", M, N, K, argv[4], R, hbad[0],
+                hbad[1], hbad[2], valid, gm, rm, r1, r32, rm / gm, r1 / gm, r32 / gm);
     CK(cudaFree(idx));
     CK(cudaFree(W));
     CK(cudaFree(W2));
