@@ -243,29 +243,22 @@ int main(int argc, char** argv) {
     for (int s = 0; s < strips; ++s) valid += static_cast<long long>(R) * std::min(128, N - s * 128);
     std::vector<float> tm, tr, t1, t32;
     for (int w = 0; w < 3; ++w) run_main(), run_recheck(), small = false, run_recheck1(), small = true, run_recheck1();
-    for (int r = 0; r < reps; ++r) {
+    auto timed = [&](auto&& run, std::vector<float>& into) {  // one launch between events on s0
       float ms;
       CK(cudaEventRecord(e0, s0));
-      run_main();
+      run();
       CK(cudaEventRecord(e1, s0));
       CK(cudaEventSynchronize(e1));
       CK(cudaEventElapsedTime(&ms, e0, e1));
-      tm.push_back(ms);
-      CK(cudaEventRecord(e0, s0));
-      run_recheck();
-      CK(cudaEventRecord(e1, s0));
-      CK(cudaEventSynchronize(e1));
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      tr.push_back(ms);
-      for (int sm = 0; sm < 2; ++sm) {
-        small = sm == 1;
-        CK(cudaEventRecord(e0, s0));
-        run_recheck1();
-        CK(cudaEventRecord(e1, s0));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        (small ? t32 : t1).push_back(ms);
-      }
+      into.push_back(ms);
+    };
+    for (int r = 0; r < reps; ++r) {
+      timed(run_main, tm);
+      timed(run_recheck, tr);
+      small = false;
+      timed(run_recheck1, t1);
+      small = true;
+      timed(run_recheck1, t32);
     }
     CK(cudaDeviceSynchronize());
     const double gm = median(tm), rm = median(tr), r1 = median(t1), r32 = median(t32);
