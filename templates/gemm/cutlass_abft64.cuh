@@ -24,6 +24,10 @@
 //            products beside the magnitudes sum |a| |b|, a detection only where an element differs from its
 //            recomputation by more than the element tolerance (ftgen_rules::abft_element_differs), else a recheck
 //            (FtCounters::family_counter, the bench's `rechecked`); the elements take the recomputed values either way
+//   recheck  with row-major A, the band's suspects are first recomputed by the variant's own DMMA mainloop on A's rows
+//            gathered by index (abft64_recheck_kernel): each element's products summed in the kernel's own k order, so
+//            a clean unit comes back bit for bit and counts as rechecked; only a unit that differs anywhere takes the
+//            compensated recomputation above, which decides (a fault in the recheck itself never reaches C)
 //
 // The encodings and the reference GEMM run on a second stream of low priority beside the GEMM (the streams of
 // ref_checksums: concurrent); the check runs after both. Inject builds: each planned fault's error (a bit flip of the
@@ -180,6 +184,10 @@ struct Abft64Params {
   long long list_cap;
   double band;      // the suspect band's floor (a fraction of the threshold; 0: no band)
   double elem_tol;  // a suspect element's tolerance, a fraction of its magnitude sum |a| |b|
+  // the suspects' buckets for abft64_recheck_kernel (nullptr: none; the suspects then go to abft64_redo_kernel): per
+  // strip its count (bucket_n[strip]) and its rows (bucket[strip * m + x])
+  int* bucket;
+  int* bucket_n;
 };
 // the mark of a suspect unit in the list of rows to recompute (units below it: the launcher builds no band past it)
 constexpr int kAbft64Suspect = 1 << 30;
@@ -326,7 +334,9 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
         static_cast<float>(score), static_cast<float>(p.band));
     if (t == 0) ftgen::record_score(p.counters, score);
     if (verdict == ftgen_rules::kAbftSuspect) {  // (its row recomputed and compared; nothing counted yet)
-      if (t == 0 && p.correct) {
+      if (t == 0 && p.correct && p.bucket != nullptr) {
+        p.bucket[static_cast<long long>(s) * p.m + atomicAdd(p.bucket_n + s, 1)] = i;
+      } else if (t == 0 && p.correct) {
         const int at = atomicAdd(p.counts + 1, 1);
         p.lists[p.list_cap + at] = unit | kAbft64Suspect;
         p.lists[2 * p.list_cap + at] = 0;
@@ -470,6 +480,88 @@ __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64P
       }
     }
     __syncthreads();  // (part is the next item's)
+  }
+}
+
+// ---- the suspects rechecked bit for bit -----------------------------------------------------------------------------
+// The variant's threadblock MMA rebuilt for kRows rows of a strip (all kAbft64Cols columns) with A's rows gathered by
+// index (CUTLASS's GatherA: row-major A only, the gather runs along the strided dimension). The same element types,
+// alignments, warp k, DMMA instruction, stages and math operator as K's mainloop: each element's products are added to
+// its accumulator in ascending k, a k-step of the instruction at a time, whatever the tile's rows and columns, so a clean
+// element equals the kernel's bit for bit. A k-partitioned warp layout (warp k < threadblock k) sums partial
+// accumulators in the epilogue, in an order this recheck would not repeat: it is built only without one (kBuilt).
+template <class K>
+struct Abft64Recheck {
+  static constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
+  static constexpr bool kBuilt = kRowA && K::Shape::kK == K::Operator::Shape::kK;
+  static constexpr int kRows = 32, kC = kAbft64Cols;  // rows a block: two warps of 16 (the DMMA's m) by two of kC / 2
+  using OutputOp = typename K::OutputOp;
+  using Tile = cutlass::gemm::GemmShape<kRows, kC, K::Shape::kK>;
+  using Warp = cutlass::gemm::GemmShape<16, kC / 2, K::Operator::Shape::kK>;
+  using Mma = typename cutlass::gemm::threadblock::DefaultMma<
+      double, typename K::LayoutA, K::kAlignA, double, typename K::LayoutB, K::kAlignB, double, cutlass::layout::RowMajor,
+      cutlass::arch::OpClassTensorOp, typename K::Op::ArchTag, Tile, Warp, typename K::Operator::InstructionShape,
+      K::Mma::kStages, typename K::Op::Operator, false, cutlass::gemm::SharedMemoryClearOption::kNone, /*GatherA=*/true,
+      /*GatherB=*/false>::ThreadblockMma;
+  static_assert(std::is_same<typename Mma::Operator::ArchMmaOperator, typename K::Operator::ArchMmaOperator>::value,
+                "the recheck runs the variant's MMA instruction");
+  static_assert(K::OutputOp::kCount == 1, "the epilogue's functor applied an element at a time");
+  static constexpr int kThreads = 32 * Mma::WarpCount::kCount;
+  static constexpr int kSmem = static_cast<int>(sizeof(typename Mma::SharedStorage));
+};
+
+// A block per kRows listed rows of a strip (grid y: the strips; x: a grid-stride loop over the strip's bucket, whose
+// count is read on the device). Each element's recomputation goes through the variant's epilogue functor (alpha acc,
+// beta 0, as the GEMM wrote C) and is compared with C in every bit. Rows that match everywhere count as rechecked; a row
+// that differs is listed for abft64_redo_kernel as a suspect.
+template <class R>
+__global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Params p, typename R::Mma::IteratorA::Params pa,
+                                                                    typename R::Mma::IteratorB::Params pb, double alpha) {
+  using Mma = typename R::Mma;
+  using Lay = AccLayout<typename Mma::Operator>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& smem = *reinterpret_cast<typename Mma::SharedStorage*>(smem_raw);
+  __shared__ int differs[R::kRows];
+  const int s = blockIdx.y, j0 = s * R::kC, listed = __ldcg(p.bucket_n + s);
+  const int* const rows = p.bucket + static_cast<long long>(s) * p.m;
+  const int t = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = t % 32;
+  const int wm = warp % Mma::WarpCount::kM, wn = warp / Mma::WarpCount::kM;
+  typename R::OutputOp::Params op_params(alpha, 0.0);
+  const typename R::OutputOp op(op_params);
+  for (int row0 = blockIdx.x * R::kRows; row0 < listed; row0 += gridDim.x * R::kRows) {  // (block-uniform)
+    __syncthreads();  // (the previous rows' shared memory and flags)
+    if (t < R::kRows) differs[t] = 0;
+    typename Mma::IteratorA it_a(pa, const_cast<double*>(p.A), {listed, p.k}, t, {row0, 0}, rows);
+    typename Mma::IteratorB it_b(pb, const_cast<double*>(p.B), {p.k, p.n}, t, {0, j0});
+    Mma mma(smem, t, warp, lane);
+    typename Mma::FragmentC acc;
+    acc.clear();
+    mma((p.k + Mma::Shape::kK - 1) / Mma::Shape::kK, acc, it_a, it_b, acc);
+    __syncthreads();  // (differs zeroed)
+    CUTLASS_PRAGMA_UNROLL
+    for (int e = 0; e < Mma::FragmentC::kElements; ++e) {
+      int r, c;
+      Lay::coord(lane, e, r, c);
+      r += wm * R::Warp::kM, c += wn * R::Warp::kN;
+      if (row0 + r < listed && j0 + c < p.n) {
+        typename R::OutputOp::FragmentAccumulator f;
+        f[0] = acc[e];
+        const double v = op(f)[0], was = p.C[static_cast<long long>(rows[row0 + r]) * p.ldc + j0 + c];
+        if (__double_as_longlong(v) != __double_as_longlong(was)) differs[r] = 1;
+      }
+    }
+    __syncthreads();
+    if (warp == 0) {
+      const bool mine = lane < R::kRows && row0 + lane < listed;
+      const bool bad = mine && differs[lane] != 0;
+      if (bad) {
+        const int at = atomicAdd(p.counts + 1, 1);
+        p.lists[p.list_cap + at] = (rows[row0 + lane] * p.strips + s) | kAbft64Suspect;
+        p.lists[2 * p.list_cap + at] = 0;
+      }
+      const unsigned clean = __popc(__ballot_sync(0xffffffffu, mine && !bad));
+      if (lane == 0 && clean > 0) add_count(p.counters, &ftgen::FtCounters::family_counter, clean);
+    }
   }
 }
 

@@ -2223,7 +2223,13 @@ struct Runner {
     // the suspect band (none where a unit's id would reach the suspects' mark)
     cp.band = units < kAbft64Suspect ? static_cast<double>(q.abft.band) : 0.0;
     cp.elem_tol = q.abft.elem_u * (q.abft.elem_c_sqrt * std::sqrt(static_cast<double>(q.k)) + q.abft.elem_c_const);
+    // the band's suspects rechecked bit for bit first (row-major A; only a unit that differs is recomputed in Dot2)
+    using Recheck = Abft64Recheck<K>;
+    const bool recheck = Recheck::kBuilt && cp.band > 0.0 && q.correct;
+    cp.bucket_n = recheck ? cp.lists + 3 * units : nullptr;
+    cp.bucket = recheck ? cp.bucket_n + strips : nullptr;
     if ((e = cudaMemsetAsync(cp.counts, 0, 2 * sizeof(int), s)) != cudaSuccess) return e;
+    if (recheck && (e = cudaMemsetAsync(cp.bucket_n, 0, strips * sizeof(int), s)) != cudaSuccess) return e;
     abft64_check_kernel<kAbft64Cols><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     DeviceProps dp;
@@ -2231,6 +2237,19 @@ struct Runner {
     const unsigned rare_blocks = static_cast<unsigned>(std::max(dp.sms, 1));  // (a grid-stride loop over the lists)
     abft64_rare_kernel<kRowA, kRowB><<<rare_blocks, kAbft64RareThreads, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if constexpr (Recheck::kBuilt) {
+      if (recheck) {
+        auto kernel = abft64_recheck_kernel<Recheck>;
+        if ((e = set_smem(kernel, Recheck::kSmem)) != cudaSuccess) return e;
+        // a strip's row blocks: about two waves over all strips (the blocks past a strip's count return at once)
+        const unsigned per_strip = static_cast<unsigned>(std::max(1, std::min((2 * static_cast<int>(rare_blocks) + strips - 1) / strips,
+                                                                             (q.m + Recheck::kRows - 1) / Recheck::kRows)));
+        kernel<<<dim3(per_strip, static_cast<unsigned>(strips)), Recheck::kThreads, Recheck::kSmem, s>>>(
+            cp, typename Recheck::Mma::IteratorA::Params(typename K::LayoutA(q.lda)),
+            typename Recheck::Mma::IteratorB::Params(typename K::LayoutB(q.ldb)), q.alpha);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+      }
+    }
     abft64_redo_kernel<kRowA, kRowB><<<rare_blocks, kAbft64RedoThreads, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (!direct) {
@@ -2419,9 +2438,10 @@ struct Launcher {
       L.ref = take(size_t(m) * L.ref_w * sizeof(double));
       L.d[0] = take(size_t(m) * n * sizeof(double));
       // the ints at redo: the planned faults' counters (inject builds: tiles of them, abft_fault_error_kernel's), then
-      // at `flagged` the check's two lists' counts and the lists ([3][m x strips]: Abft64Params::lists)
+      // at `flagged` the check's two lists' counts and the lists ([3][m x strips]: Abft64Params::lists), then the
+      // suspects' buckets (Abft64Params::bucket_n, bucket: strips, then strips x m)
       L.flagged = kInject ? tiles : 0;
-      L.redo_ints = L.flagged + 2 + 3 * size_t(m) * L.strips;
+      L.redo_ints = L.flagged + 2 + 3 * size_t(m) * L.strips + L.strips + size_t(m) * L.strips;
       L.redo = take(sizeof(int) * L.redo_ints);
       if (kInject) L.fault_part = take(tiles * kFaultParts * sizeof(double));
     } else if (kLevel == kLevelAbft) {
