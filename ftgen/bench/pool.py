@@ -19,8 +19,6 @@ import contextlib
 import json
 import os
 import queue
-import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -30,6 +28,7 @@ from typing import Callable
 
 from ..errors import NoGpuError, SpecError
 from ..progress import LineProgress
+from ..smi import query_gpus
 from . import run_executable
 
 # error kinds of a run that may be the GPU's fault rather than the variant's: such runs are retried
@@ -66,19 +65,8 @@ class Gpu:
 
 def list_gpus() -> list[Gpu]:
     """The GPUs nvidia-smi sees (index, UUID, name, driver); empty when there is none."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    try:
-        p = subprocess.run([smi, "--query-gpu=index,uuid,name,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if p.returncode != 0:
-        return []
     gpus = []
-    for line in p.stdout.splitlines():
-        parts = [x.strip() for x in line.split(",")]
+    for parts in query_gpus(["index", "uuid", "name", "driver_version"], timeout=30):
         if len(parts) < 4 or not parts[0].isdigit():
             continue
         gpus.append(Gpu(int(parts[0]), parts[1], ",".join(parts[2:-1]), parts[-1]))

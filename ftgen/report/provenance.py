@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import __version__
 from ..build import nvcc_version
 from ..libraries import versions as library_versions
+from ..smi import query_gpus
 
 
 # Environment variables the executables read at run time (getenv in templates/) that change what a run does: the
@@ -62,19 +63,11 @@ _SMI_FIELDS = {
 def gpu_state(index: int | None = None) -> dict:
     """UUID, SM / memory clocks, power limit and temperature of the GPU a run uses, read by nvidia-smi at its start
     (the first visible GPU unless ``index`` names one); empty where there is no GPU."""
-    cmd = ["nvidia-smi", f"--query-gpu={','.join(_SMI_FIELDS.values())}", "--format=csv,noheader,nounits"]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    if index is not None:
-        cmd.append(f"--id={index}")
-    elif visible:
-        cmd.append(f"--id={visible}")
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
+    rows = query_gpus(_SMI_FIELDS.values(), gpu=str(index) if index is not None else visible or None, units=False)
+    if not rows:
         return {}
-    if p.returncode != 0 or not p.stdout.strip():
-        return {}
-    values = [v.strip() for v in p.stdout.strip().splitlines()[0].split(",")]
+    values = rows[0]
     out: dict = {}
     for key, value in zip(_SMI_FIELDS, values):
         try:

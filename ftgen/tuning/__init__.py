@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import SpecError
 from ..fileio import atomic_write
+from ..smi import query_gpus
 
 FORMAT = 1
 DEFAULT_GPU = "h100"
@@ -117,16 +117,10 @@ def detect_gpu() -> tuple[str, str | None] | None:
     ``FTGEN_TUNING_DETECT=0``)."""
     if os.environ.get("FTGEN_TUNING_DETECT", "1") in ("0", "false", "no", "off"):
         return None
-    try:
-        p = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-                           capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
+    rows = query_gpus(["name", "compute_cap"], timeout=15)
+    if not rows:
         return None
-    lines = [ln for ln in p.stdout.splitlines() if ln.strip()] if p.returncode == 0 else []
-    if not lines:
-        return None
-    name, _, cap = lines[0].partition(",")
-    return name.strip(), _arch_of(cap)
+    return ",".join(rows[0][:-1]), _arch_of(rows[0][-1])
 
 
 def _file_arch(path: Path) -> str | None:
