@@ -463,8 +463,10 @@ def test_tf32x3_threadblock_abft_compiles(compiled):
 @pytest.mark.compile
 def test_fp64_threadblock_abft_compiles_without_spills(tmp_path):
     """fp64 ABFT on Hopper's DMMA (inject build, row-major and column-major): the unprotected GEMM, the encodings, the
-    reference GEMM, pass 1, the rare path and the recomputation, for sm_90, no spills. The row-major build is compiled in
-    full (host and device code), the column-major one device code only (-cubin: ptxas' report is what it is checked by)."""
+    reference GEMM, pass 1, the rare path and the recomputation, for sm_90, no spills; the bit-for-bit recheck of the
+    band's suspects (the variant's mainloop on gathered rows of A) in the row-major build only (CUTLASS gathers rows of a
+    row-major A). The row-major build is compiled in full (host and device code), the column-major one device code only
+    (-cubin: ptxas' report is what it is checked by)."""
     nvcc, inc = _nvcc(), cutlass_include_dir()
     if nvcc is None or inc is None or not (Path(inc) / "cutlass" / "cutlass.h").is_file():
         pytest.skip("nvcc or the CUTLASS headers not found")
@@ -487,12 +489,13 @@ def test_fp64_threadblock_abft_compiles_without_spills(tmp_path):
         return p.returncode == 0, p.stdout + p.stderr
 
     with ThreadPoolExecutor(max_workers=2) as ex:
-        for ok, log in ex.map(build, spec.variants, (True, False)):
+        for ok, log, row in zip(*zip(*ex.map(build, spec.variants, (True, False))), (True, False)):
             assert ok, log[-4000:]
             entries = _ptxas_entries(log)
             for kernel in ("abft64_enc_kernel", "abft64_check_kernel", "abft64_rare_kernel", "abft64_redo_kernel",
                            "abft64_apply_kernel", "abft_fault_error_kernel"):
                 assert any(kernel in k for k in entries), kernel
+            assert any("abft64_recheck_kernel" in k for k in entries) == row
             for k, lines in entries.items():
                 assert "0 bytes spill stores, 0 bytes spill loads" in " ".join(lines), (k, lines)
 
