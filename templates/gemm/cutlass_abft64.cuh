@@ -293,7 +293,10 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
 // k), the full rule (ftgen_rules::abft_row_verdict_t, every thread on the same block-wide sums); a located element
 // recomputed from A's row and B's column in double (the threads along k), an unlocated unit (or any detection with
 // correct: detect) listed for abft64_redo_kernel.
-constexpr int kAbft64RareThreads = 512;  // (1024 capped the registers at 64: the rule spilled)
+// 128 threads a block (a thread per column of the widest strip) and several blocks an SM: at a band's floor thousands of
+// units are flagged, and a unit's latency (its block-wide sums, r2 along k) is what a block spends on it.
+constexpr int kAbft64RareThreads = 128;
+static_assert(kAbft64Cols <= kAbft64RareThreads, "a thread per column of a strip");
 template <bool kRowA, bool kRowB>
 __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64Params p) {
   constexpr int kT = kAbft64RareThreads, kC = kAbft64Cols;
@@ -490,14 +493,16 @@ __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64P
 // its accumulator in ascending k, a k-step of the instruction at a time, whatever the tile's rows and columns, so a clean
 // element equals the kernel's bit for bit. A k-partitioned warp layout (warp k < threadblock k) sums partial
 // accumulators in the epilogue, in an order this recheck would not repeat: it is built only without one (kBuilt).
-template <class K>
+template <class K, int kRows_>
 struct Abft64Recheck {
   static constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
   static constexpr bool kBuilt = kRowA && K::Shape::kK == K::Operator::Shape::kK;
-  static constexpr int kRows = 32, kC = kAbft64Cols;  // rows a block: two warps of 16 (the DMMA's m) by two of kC / 2
+  // rows a block (16 or 32), four warps: kRows / 16 of 16 rows (the DMMA's m) by 64 / kRows of the strip's columns
+  static constexpr int kRows = kRows_, kC = kAbft64Cols;
+  static_assert(kRows == 16 || kRows == 32, "16 or 32 rows a block");
   using OutputOp = typename K::OutputOp;
   using Tile = cutlass::gemm::GemmShape<kRows, kC, K::Shape::kK>;
-  using Warp = cutlass::gemm::GemmShape<16, kC / 2, K::Operator::Shape::kK>;
+  using Warp = cutlass::gemm::GemmShape<16, kC * kRows / 64, K::Operator::Shape::kK>;
   using Mma = typename cutlass::gemm::threadblock::DefaultMma<
       double, typename K::LayoutA, K::kAlignA, double, typename K::LayoutB, K::kAlignB, double, cutlass::layout::RowMajor,
       cutlass::arch::OpClassTensorOp, typename K::Op::ArchTag, Tile, Warp, typename K::Operator::InstructionShape,
@@ -509,6 +514,16 @@ struct Abft64Recheck {
   static constexpr int kThreads = 32 * Mma::WarpCount::kCount;
   static constexpr int kSmem = static_cast<int>(sizeof(typename Mma::SharedStorage));
 };
+
+// The recheck's rows a block: 32 (the default), or 16 where FTGEN_ABFT64_RECHECK_ROWS says so (read once; a tuning knob:
+// fewer rows, more blocks when a strip lists few rows, more reads of B when it lists many)
+inline int abft64_recheck_rows() {
+  static const int rows = [] {
+    const char* v = std::getenv("FTGEN_ABFT64_RECHECK_ROWS");
+    return v != nullptr && std::atoi(v) == 16 ? 16 : 32;
+  }();
+  return rows;
+}
 
 // A block per kRows listed rows of a strip (grid y: the strips; x: a grid-stride loop over the strip's bucket, whose
 // count is read on the device). Each element's recomputation goes through the variant's epilogue functor (alpha acc,

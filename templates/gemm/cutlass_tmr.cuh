@@ -2224,7 +2224,7 @@ struct Runner {
     cp.band = units < kAbft64Suspect ? static_cast<double>(q.abft.band) : 0.0;
     cp.elem_tol = q.abft.elem_u * (q.abft.elem_c_sqrt * std::sqrt(static_cast<double>(q.k)) + q.abft.elem_c_const);
     // the band's suspects rechecked bit for bit first (row-major A; only a unit that differs is recomputed in Dot2)
-    using Recheck = Abft64Recheck<K>;
+    using Recheck = Abft64Recheck<K, 32>;
     const bool recheck = Recheck::kBuilt && cp.band > 0.0 && q.correct;
     cp.bucket_n = recheck ? cp.lists + 3 * units : nullptr;
     cp.bucket = recheck ? cp.bucket_n + strips : nullptr;
@@ -2235,19 +2235,13 @@ struct Runner {
     DeviceProps dp;
     if ((e = device_props(dp)) != cudaSuccess) return e;
     const unsigned rare_blocks = static_cast<unsigned>(std::max(dp.sms, 1));  // (a grid-stride loop over the lists)
-    abft64_rare_kernel<kRowA, kRowB><<<rare_blocks, kAbft64RareThreads, 0, s>>>(cp);
+    abft64_rare_kernel<kRowA, kRowB><<<8 * rare_blocks, kAbft64RareThreads, 0, s>>>(cp);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if constexpr (Recheck::kBuilt) {
       if (recheck) {
-        auto kernel = abft64_recheck_kernel<Recheck>;
-        if ((e = set_smem(kernel, Recheck::kSmem)) != cudaSuccess) return e;
-        // a strip's row blocks: about two waves over all strips (the blocks past a strip's count return at once)
-        const unsigned per_strip = static_cast<unsigned>(std::max(1, std::min((2 * static_cast<int>(rare_blocks) + strips - 1) / strips,
-                                                                             (q.m + Recheck::kRows - 1) / Recheck::kRows)));
-        kernel<<<dim3(per_strip, static_cast<unsigned>(strips)), Recheck::kThreads, Recheck::kSmem, s>>>(
-            cp, typename Recheck::Mma::IteratorA::Params(typename K::LayoutA(q.lda)),
-            typename Recheck::Mma::IteratorB::Params(typename K::LayoutB(q.ldb)), q.alpha);
-        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        const int rows = abft64_recheck_rows();
+        e = rows == 16 ? launch_recheck<Abft64Recheck<K, 16>>(cp, q, strips, dp.sms, s) : launch_recheck<Recheck>(cp, q, strips, dp.sms, s);
+        if (e != cudaSuccess) return e;
       }
     }
     abft64_redo_kernel<kRowA, kRowB><<<rare_blocks, kAbft64RedoThreads, 0, s>>>(cp);
@@ -2258,6 +2252,18 @@ struct Runner {
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     return cudaSuccess;
+  }
+
+  // abft64_recheck_kernel of R's tile over every strip's bucket
+  template <class R>
+  static cudaError_t launch_recheck(const Abft64Params& cp, const Prepared& q, int strips, int sms, cudaStream_t s) {
+    auto kernel = abft64_recheck_kernel<R>;
+    if (const cudaError_t e = set_smem(kernel, R::kSmem); e != cudaSuccess) return e;
+    // a strip's row blocks: about two waves over all strips (the blocks past a strip's count return at once)
+    const unsigned per_strip = static_cast<unsigned>(std::max(1, std::min((2 * std::max(sms, 1) + strips - 1) / strips, (q.m + R::kRows - 1) / R::kRows)));
+    kernel<<<dim3(per_strip, static_cast<unsigned>(strips)), R::kThreads, R::kSmem, s>>>(
+        cp, typename R::Mma::IteratorA::Params(typename K::LayoutA(q.lda)), typename R::Mma::IteratorB::Params(typename K::LayoutB(q.ldb)), q.alpha);
+    return cudaGetLastError();
   }
 
   static cudaError_t run_abft(const Prepared& q0, cudaStream_t s) {
