@@ -21,7 +21,7 @@ from ..smi import query_gpus
 # ABFT check's lambda and suspect band, its side streams and SMs, the attention recomputation's blocks, kmeans' input
 # data, iterations, tolerance, initialisation and fault site. A results file records those that were set (``env``), so
 # results made under an override can be told apart.
-RUNTIME_ENV = ("FTGEN_ABFT_BAND", "FTGEN_ABFT64_RECHECK_ROWS", "FTGEN_ABFT_LAMBDA", "FTGEN_ABFT_SIDE", "FTGEN_ABFT16_SIDE_SMS", "FTGEN_ATTENTION_REDO_BLOCKS",
+RUNTIME_ENV = ("FTGEN_ABFT_BAND", "FTGEN_ABFT64_RECHECK", "FTGEN_ABFT_LAMBDA", "FTGEN_ABFT_SIDE", "FTGEN_ABFT16_SIDE_SMS", "FTGEN_ATTENTION_REDO_BLOCKS",
                "FTGEN_KMEANS_DATA", "FTGEN_KMEANS_INIT", "FTGEN_KMEANS_ITERS", "FTGEN_KMEANS_SITE", "FTGEN_KMEANS_TOL")
 
 

@@ -185,9 +185,10 @@ struct Abft64Params {
   double band;      // the suspect band's floor (a fraction of the threshold; 0: no band)
   double elem_tol;  // a suspect element's tolerance, a fraction of its magnitude sum |a| |b|
   // the suspects' buckets for abft64_recheck_kernel (nullptr: none; the suspects then go to abft64_redo_kernel): per
-  // strip its count (bucket_n[strip]) and its rows (bucket[strip * m + x])
+  // strip its count (bucket_n[strip]) and its rows (bucket[strip * m + x]), each entry's state beside (bucket_state)
   int* bucket;
   int* bucket_n;
+  int* bucket_state;  // per bucket entry, its recheck's column parts done (low 16 bits) and those that differed (above)
 };
 // the mark of a suspect unit in the list of rows to recompute (units below it: the launcher builds no band past it)
 constexpr int kAbft64Suspect = 1 << 30;
@@ -338,7 +339,9 @@ __global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64P
     if (t == 0) ftgen::record_score(p.counters, score);
     if (verdict == ftgen_rules::kAbftSuspect) {  // (its row recomputed and compared; nothing counted yet)
       if (t == 0 && p.correct && p.bucket != nullptr) {
-        p.bucket[static_cast<long long>(s) * p.m + atomicAdd(p.bucket_n + s, 1)] = i;
+        const long long at = static_cast<long long>(s) * p.m + atomicAdd(p.bucket_n + s, 1);
+        p.bucket[at] = i;
+        p.bucket_state[at] = 0;
       } else if (t == 0 && p.correct) {
         const int at = atomicAdd(p.counts + 1, 1);
         p.lists[p.list_cap + at] = unit | kAbft64Suspect;
@@ -487,22 +490,25 @@ __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64P
 }
 
 // ---- the suspects rechecked bit for bit -----------------------------------------------------------------------------
-// The variant's threadblock MMA rebuilt for kRows rows of a strip (all kAbft64Cols columns) with A's rows gathered by
+// The variant's threadblock MMA rebuilt for a tile of kRows rows and kCols columns of a strip with A's rows gathered by
 // index (CUTLASS's GatherA: row-major A only, the gather runs along the strided dimension). The same element types,
 // alignments, warp k, DMMA instruction, stages and math operator as K's mainloop: each element's products are added to
 // its accumulator in ascending k, a k-step of the instruction at a time, whatever the tile's rows and columns, so a clean
 // element equals the kernel's bit for bit. A k-partitioned warp layout (warp k < threadblock k) sums partial
 // accumulators in the epilogue, in an order this recheck would not repeat: it is built only without one (kBuilt).
-template <class K, int kRows_>
+// A strip's kC / kCols column parts are blocks of their own (a k-tile's loads of B, one 8-byte access per element, are
+// what a block's time follows: fewer columns a block, shorter blocks and more of them for a strip's few rows).
+template <class K, int kRows_, int kCols_>
 struct Abft64Recheck {
   static constexpr bool kRowA = std::is_same<typename K::LayoutA, cutlass::layout::RowMajor>::value;
   static constexpr bool kBuilt = kRowA && K::Shape::kK == K::Operator::Shape::kK;
-  // rows a block (16 or 32), four warps: kRows / 16 of 16 rows (the DMMA's m) by 64 / kRows of the strip's columns
-  static constexpr int kRows = kRows_, kC = kAbft64Cols;
-  static_assert(kRows == 16 || kRows == 32, "16 or 32 rows a block");
+  // four warps: kRows / 16 of 16 rows (the DMMA's m) by 64 / kRows of the tile's columns
+  static constexpr int kRows = kRows_, kCols = kCols_ < kAbft64Cols ? kCols_ : kAbft64Cols, kParts = kAbft64Cols / kCols;
+  static_assert(kRows == 16 || kRows == 32 || kRows == 64, "16, 32 or 64 rows a block");
+  static_assert(kAbft64Cols % kCols == 0 && kCols * kRows % 512 == 0, "whole warps of 8-column DMMA tiles");
   using OutputOp = typename K::OutputOp;
-  using Tile = cutlass::gemm::GemmShape<kRows, kC, K::Shape::kK>;
-  using Warp = cutlass::gemm::GemmShape<16, kC * kRows / 64, K::Operator::Shape::kK>;
+  using Tile = cutlass::gemm::GemmShape<kRows, kCols, K::Shape::kK>;
+  using Warp = cutlass::gemm::GemmShape<16, kCols * kRows / 64, K::Operator::Shape::kK>;
   using Mma = typename cutlass::gemm::threadblock::DefaultMma<
       double, typename K::LayoutA, K::kAlignA, double, typename K::LayoutB, K::kAlignB, double, cutlass::layout::RowMajor,
       cutlass::arch::OpClassTensorOp, typename K::Op::ArchTag, Tile, Warp, typename K::Operator::InstructionShape,
@@ -511,24 +517,27 @@ struct Abft64Recheck {
   static_assert(std::is_same<typename Mma::Operator::ArchMmaOperator, typename K::Operator::ArchMmaOperator>::value,
                 "the recheck runs the variant's MMA instruction");
   static_assert(K::OutputOp::kCount == 1, "the epilogue's functor applied an element at a time");
+  static_assert(Mma::WarpCount::kCount == 4, "four warps");
   static constexpr int kThreads = 32 * Mma::WarpCount::kCount;
   static constexpr int kSmem = static_cast<int>(sizeof(typename Mma::SharedStorage));
 };
 
-// The recheck's rows a block: 32 (the default), or 16 where FTGEN_ABFT64_RECHECK_ROWS says so (read once; a tuning knob:
-// fewer rows, more blocks when a strip lists few rows, more reads of B when it lists many)
-inline int abft64_recheck_rows() {
-  static const int rows = [] {
-    const char* v = std::getenv("FTGEN_ABFT64_RECHECK_ROWS");
-    return v != nullptr && std::atoi(v) == 16 ? 16 : 32;
+// The recheck's tile (FTGEN_ABFT64_RECHECK: rows x columns, read once; a tuning knob): 0 32x128 (the default), 1 32x64,
+// 2 32x32, 3 64x32
+inline int abft64_recheck_tile() {
+  static const int tile = [] {
+    const char* v = std::getenv("FTGEN_ABFT64_RECHECK");
+    if (v == nullptr) return 0;
+    return std::strcmp(v, "32x64") == 0 ? 1 : std::strcmp(v, "32x32") == 0 ? 2 : std::strcmp(v, "64x32") == 0 ? 3 : 0;
   }();
-  return rows;
+  return tile;
 }
 
-// A block per kRows listed rows of a strip (grid y: the strips; x: a grid-stride loop over the strip's bucket, whose
-// count is read on the device). Each element's recomputation goes through the variant's epilogue functor (alpha acc,
-// beta 0, as the GEMM wrote C) and is compared with C in every bit. Rows that match everywhere count as rechecked; a row
-// that differs is listed for abft64_redo_kernel as a suspect.
+// A block per kRows listed rows of a strip and one of its column parts (grid y: strip x kParts + part; x: a grid-stride
+// loop over the strip's bucket, whose count is read on the device). Each element's recomputation goes through the
+// variant's epilogue functor (alpha acc, beta 0, as the GEMM wrote C) and is compared with C in every bit. The last part
+// of a row to finish decides (Abft64Params::bucket_state: parts done, and whether one differed): a row that matched
+// everywhere counts as rechecked, one that differed anywhere is listed for abft64_redo_kernel as a suspect.
 template <class R>
 __global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Params p, typename R::Mma::IteratorA::Params pa,
                                                                     typename R::Mma::IteratorB::Params pb, double alpha) {
@@ -537,8 +546,10 @@ __global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Param
   extern __shared__ __align__(16) unsigned char smem_raw[];
   auto& smem = *reinterpret_cast<typename Mma::SharedStorage*>(smem_raw);
   __shared__ int differs[R::kRows];
-  const int s = blockIdx.y, j0 = s * R::kC, listed = __ldcg(p.bucket_n + s);
+  const int s = blockIdx.y / R::kParts, jp = s * kAbft64Cols + (blockIdx.y % R::kParts) * R::kCols;
+  const int listed = __ldcg(p.bucket_n + s);
   const int* const rows = p.bucket + static_cast<long long>(s) * p.m;
+  int* const state = p.bucket_state + static_cast<long long>(s) * p.m;
   const int t = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = t % 32;
   const int wm = warp % Mma::WarpCount::kM, wn = warp / Mma::WarpCount::kM;
   typename R::OutputOp::Params op_params(alpha, 0.0);
@@ -547,7 +558,7 @@ __global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Param
     __syncthreads();  // (the previous rows' shared memory and flags)
     if (t < R::kRows) differs[t] = 0;
     typename Mma::IteratorA it_a(pa, const_cast<double*>(p.A), {listed, p.k}, t, {row0, 0}, rows);
-    typename Mma::IteratorB it_b(pb, const_cast<double*>(p.B), {p.k, p.n}, t, {0, j0});
+    typename Mma::IteratorB it_b(pb, const_cast<double*>(p.B), {p.k, p.n}, t, {0, jp});
     Mma mma(smem, t, warp, lane);
     typename Mma::FragmentC acc;
     acc.clear();
@@ -558,24 +569,35 @@ __global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Param
       int r, c;
       Lay::coord(lane, e, r, c);
       r += wm * R::Warp::kM, c += wn * R::Warp::kN;
-      if (row0 + r < listed && j0 + c < p.n) {
+      if (row0 + r < listed && jp + c < p.n) {
         typename R::OutputOp::FragmentAccumulator f;
         f[0] = acc[e];
-        const double v = op(f)[0], was = p.C[static_cast<long long>(rows[row0 + r]) * p.ldc + j0 + c];
+        const double v = op(f)[0], was = p.C[static_cast<long long>(rows[row0 + r]) * p.ldc + jp + c];
         if (__double_as_longlong(v) != __double_as_longlong(was)) differs[r] = 1;
       }
     }
     __syncthreads();
     if (warp == 0) {
-      const bool mine = lane < R::kRows && row0 + lane < listed;
-      const bool bad = mine && differs[lane] != 0;
-      if (bad) {
-        const int at = atomicAdd(p.counts + 1, 1);
-        p.lists[p.list_cap + at] = (rows[row0 + lane] * p.strips + s) | kAbft64Suspect;
-        p.lists[2 * p.list_cap + at] = 0;
+      for (int r = lane; r < (R::kRows + 31) / 32 * 32; r += 32) {  // (warp-uniform)
+        const bool mine = r < R::kRows && row0 + r < listed;
+        bool decide = false, bad = false;
+        if (mine) {
+          bad = differs[r] != 0;
+          decide = true;
+          if constexpr (R::kParts > 1) {
+            const int old = atomicAdd(state + row0 + r, 1 + (bad ? 1 << 16 : 0));
+            decide = (old & 0xffff) == R::kParts - 1;
+            bad = bad || (old >> 16) > 0;
+          }
+        }
+        if (decide && bad) {
+          const int at = atomicAdd(p.counts + 1, 1);
+          p.lists[p.list_cap + at] = (rows[row0 + r] * p.strips + s) | kAbft64Suspect;
+          p.lists[2 * p.list_cap + at] = 0;
+        }
+        const unsigned clean = __popc(__ballot_sync(0xffffffffu, decide && !bad));
+        if (lane == 0 && clean > 0) add_count(p.counters, &ftgen::FtCounters::family_counter, clean);
       }
-      const unsigned clean = __popc(__ballot_sync(0xffffffffu, mine && !bad));
-      if (lane == 0 && clean > 0) add_count(p.counters, &ftgen::FtCounters::family_counter, clean);
     }
   }
 }

@@ -2224,10 +2224,11 @@ struct Runner {
     cp.band = units < kAbft64Suspect ? static_cast<double>(q.abft.band) : 0.0;
     cp.elem_tol = q.abft.elem_u * (q.abft.elem_c_sqrt * std::sqrt(static_cast<double>(q.k)) + q.abft.elem_c_const);
     // the band's suspects rechecked bit for bit first (row-major A; only a unit that differs is recomputed in Dot2)
-    using Recheck = Abft64Recheck<K, 32>;
+    using Recheck = Abft64Recheck<K, 32, 128>;
     const bool recheck = Recheck::kBuilt && cp.band > 0.0 && q.correct;
     cp.bucket_n = recheck ? cp.lists + 3 * units : nullptr;
     cp.bucket = recheck ? cp.bucket_n + strips : nullptr;
+    cp.bucket_state = recheck ? cp.bucket + units : nullptr;
     if ((e = cudaMemsetAsync(cp.counts, 0, 2 * sizeof(int), s)) != cudaSuccess) return e;
     if (recheck && (e = cudaMemsetAsync(cp.bucket_n, 0, strips * sizeof(int), s)) != cudaSuccess) return e;
     abft64_check_kernel<kAbft64Cols><<<static_cast<unsigned>((units * kAbft64Lanes + 255) / 256), 256, 0, s>>>(cp);
@@ -2239,8 +2240,12 @@ struct Runner {
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if constexpr (Recheck::kBuilt) {
       if (recheck) {
-        const int rows = abft64_recheck_rows();
-        e = rows == 16 ? launch_recheck<Abft64Recheck<K, 16>>(cp, q, strips, dp.sms, s) : launch_recheck<Recheck>(cp, q, strips, dp.sms, s);
+        switch (abft64_recheck_tile()) {
+          case 1: e = launch_recheck<Abft64Recheck<K, 32, 64>>(cp, q, strips, dp.sms, s); break;
+          case 2: e = launch_recheck<Abft64Recheck<K, 32, 32>>(cp, q, strips, dp.sms, s); break;
+          case 3: e = launch_recheck<Abft64Recheck<K, 64, 32>>(cp, q, strips, dp.sms, s); break;
+          default: e = launch_recheck<Recheck>(cp, q, strips, dp.sms, s);
+        }
         if (e != cudaSuccess) return e;
       }
     }
@@ -2254,14 +2259,15 @@ struct Runner {
     return cudaSuccess;
   }
 
-  // abft64_recheck_kernel of R's tile over every strip's bucket
+  // abft64_recheck_kernel of R's tile over every strip's bucket (grid y: the strips' column parts)
   template <class R>
   static cudaError_t launch_recheck(const Abft64Params& cp, const Prepared& q, int strips, int sms, cudaStream_t s) {
     auto kernel = abft64_recheck_kernel<R>;
     if (const cudaError_t e = set_smem(kernel, R::kSmem); e != cudaSuccess) return e;
     // a strip's row blocks: about two waves over all strips (the blocks past a strip's count return at once)
-    const unsigned per_strip = static_cast<unsigned>(std::max(1, std::min((2 * std::max(sms, 1) + strips - 1) / strips, (q.m + R::kRows - 1) / R::kRows)));
-    kernel<<<dim3(per_strip, static_cast<unsigned>(strips)), R::kThreads, R::kSmem, s>>>(
+    const int parts = strips * R::kParts;
+    const unsigned per_strip = static_cast<unsigned>(std::max(1, std::min((2 * std::max(sms, 1) + parts - 1) / parts, (q.m + R::kRows - 1) / R::kRows)));
+    kernel<<<dim3(per_strip, static_cast<unsigned>(parts)), R::kThreads, R::kSmem, s>>>(
         cp, typename R::Mma::IteratorA::Params(typename K::LayoutA(q.lda)), typename R::Mma::IteratorB::Params(typename K::LayoutB(q.ldb)), q.alpha);
     return cudaGetLastError();
   }
@@ -2445,9 +2451,9 @@ struct Launcher {
       L.d[0] = take(size_t(m) * n * sizeof(double));
       // the ints at redo: the planned faults' counters (inject builds: tiles of them, abft_fault_error_kernel's), then
       // at `flagged` the check's two lists' counts and the lists ([3][m x strips]: Abft64Params::lists), then the
-      // suspects' buckets (Abft64Params::bucket_n, bucket: strips, then strips x m)
+      // suspects' buckets (Abft64Params::bucket_n, bucket, bucket_state: strips, then twice strips x m)
       L.flagged = kInject ? tiles : 0;
-      L.redo_ints = L.flagged + 2 + 3 * size_t(m) * L.strips + L.strips + size_t(m) * L.strips;
+      L.redo_ints = L.flagged + 2 + 3 * size_t(m) * L.strips + L.strips + 2 * size_t(m) * L.strips;
       L.redo = take(sizeof(int) * L.redo_ints);
       if (kInject) L.fault_part = take(tiles * kFaultParts * sizeof(double));
     } else if (kLevel == kLevelAbft) {
