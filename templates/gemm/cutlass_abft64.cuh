@@ -539,7 +539,7 @@ inline int abft64_recheck_tile() {
 // of a row to finish decides (Abft64Params::bucket_state: parts done, and whether one differed): a row that matched
 // everywhere counts as rechecked, one that differed anywhere is listed for abft64_redo_kernel as a suspect.
 template <class R>
-__global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Params p, typename R::Mma::IteratorA::Params pa,
+__global__ void __launch_bounds__(R::kThreads, 1) abft64_recheck_kernel(Abft64Params p, typename R::Mma::IteratorA::Params pa,
                                                                     typename R::Mma::IteratorB::Params pb, double alpha) {
   using Mma = typename R::Mma;
   using Lay = AccLayout<typename Mma::Operator>;
@@ -549,7 +549,6 @@ __global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Param
   const int s = blockIdx.y / R::kParts, jp = s * kAbft64Cols + (blockIdx.y % R::kParts) * R::kCols;
   const int listed = __ldcg(p.bucket_n + s);
   const int* const rows = p.bucket + static_cast<long long>(s) * p.m;
-  int* const state = p.bucket_state + static_cast<long long>(s) * p.m;
   const int t = threadIdx.x, warp = cutlass::canonical_warp_idx_sync(), lane = t % 32;
   const int wm = warp % Mma::WarpCount::kM, wn = warp / Mma::WarpCount::kM;
   typename R::OutputOp::Params op_params(alpha, 0.0);
@@ -585,7 +584,7 @@ __global__ void __launch_bounds__(R::kThreads) abft64_recheck_kernel(Abft64Param
           bad = differs[r] != 0;
           decide = true;
           if constexpr (R::kParts > 1) {
-            const int old = atomicAdd(state + row0 + r, 1 + (bad ? 1 << 16 : 0));
+            const int old = atomicAdd(p.bucket_state + static_cast<long long>(s) * p.m + row0 + r, 1 + (bad ? 1 << 16 : 0));
             decide = (old & 0xffff) == R::kParts - 1;
             bad = bad || (old >> 16) > 0;
           }
