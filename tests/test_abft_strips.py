@@ -547,7 +547,9 @@ def test_the_fp64_check_is_the_models_and_the_emitted_kernels():
     for v, cols in zip(spec.variants, (128, 32)):
         src = next(t for path, t in files.items() if path.endswith(f"{v.name}.cu"))
         assert f"#define FTGEN_ABFT_STRIP_N {cols} " in src
-        assert f"{g.ABFT64_LAMBDA * UNIT_ROUNDOFF['fp64']!r}f, {g.ABFT64_BAND_BUILT!r}f," in src  # threshold unit, band
+        band = {128: 0.3, 32: 0.0}[cols]  # (built where the suspects are rechecked bit for bit: 128 columns, row-major A)
+        assert g.abft64_band_built(cols, True) == band and g.abft64_band_built(cols, False) == 0.0
+        assert f"{g.ABFT64_LAMBDA * UNIT_ROUNDOFF['fp64']!r}f, {band!r}f," in src  # threshold unit, band
         assert f"{g.ABFT_ELEMENT_FRACTION * 2.0**-53!r}, {tolerance.C_SQRT!r}, {tolerance.C_CONST!r}}};" in src
         assert 'std::getenv("FTGEN_ABFT_BAND")' in src
 

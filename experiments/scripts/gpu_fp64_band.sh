@@ -2,7 +2,7 @@
 # The fp64 check's suspect band on the GPU, one call (<= 9 minutes): the default 128-column strips (specs/gemm/
 # cutlass_fp64_abft.yaml, the online inject build) benched with 16 faults per launch at 4096^3 and 8192^3 (the variant,
 # its unprotected twin and cuBLAS DGEMM alternated) at each floor of FLOORS (FTGEN_ABFT_BAND; 0: no band) and each tile
-# of TILES (FTGEN_ABFT64_RECHECK: the bit-for-bit recheck's rows x columns a block, 32x128, 32x64, 32x32 or 64x32): the
+# of TILES (FTGEN_ABFT64_RECHECK: the bit-for-bit recheck's rows x columns a block, 32x32, 32x128 or 64x32): the
 # rechecks a launch and the time; then the campaigns at CFLOOR (1000 clean + 1000 faulty trials per distribution, 512x512x1024
 # seed 7 and 1000x1234x777 seed 8, as gpu_fp64_abft.sh runs them), their failed trials kept in OUT/campaign_*_notok.jsonl.
 #   FLOORS="0 0.3 0.35 0.4 0.45" TILES="32x128 32x32" CFLOOR=0.35 bash experiments/scripts/gpu_fp64_band.sh OUT
@@ -13,7 +13,7 @@ spec=specs/gemm/cutlass_fp64_abft.yaml; gen=generated/f64abft; proj=$gen/gemm_cu
 kern='*abft-tb-i1024*_rr_conc_cs128_inj'
 BUILD_KERNELS=$kern gen_build $spec $gen $proj
 for f in ${FLOORS:-0 0.3 0.35 0.4 0.45}; do
-  for r in ${TILES:-32x128}; do
+  for r in ${TILES:-32x32}; do
     FTGEN_ABFT_BAND=$f FTGEN_ABFT64_RECHECK=$r ft 60 bench $proj --kernels "$kern" --inject 16 --shapes $big --reps 10 \
       --warmup 3 --json "$out/bench_floor_${f}_$r.jsonl" 2>&1 | tail -n 2
     t "floor $f, recheck tile $r"

@@ -2224,7 +2224,7 @@ struct Runner {
     cp.band = units < kAbft64Suspect ? static_cast<double>(q.abft.band) : 0.0;
     cp.elem_tol = q.abft.elem_u * (q.abft.elem_c_sqrt * std::sqrt(static_cast<double>(q.k)) + q.abft.elem_c_const);
     // the band's suspects rechecked bit for bit first (row-major A; only a unit that differs is recomputed in Dot2)
-    using Recheck = Abft64Recheck<K, 32, 128>;
+    using Recheck = Abft64Recheck<K, 32, 32>;
     const bool recheck = Recheck::kBuilt && cp.band > 0.0 && q.correct;
     cp.bucket_n = recheck ? cp.lists + 3 * units : nullptr;
     cp.bucket = recheck ? cp.bucket_n + strips : nullptr;
@@ -2241,9 +2241,8 @@ struct Runner {
     if constexpr (Recheck::kBuilt) {
       if (recheck) {
         switch (abft64_recheck_tile()) {
-          case 1: e = launch_recheck<Abft64Recheck<K, 32, 64>>(cp, q, strips, dp.sms, s); break;
-          case 2: e = launch_recheck<Abft64Recheck<K, 32, 32>>(cp, q, strips, dp.sms, s); break;
-          case 3: e = launch_recheck<Abft64Recheck<K, 64, 32>>(cp, q, strips, dp.sms, s); break;
+          case 1: e = launch_recheck<Abft64Recheck<K, 32, 128>>(cp, q, strips, dp.sms, s); break;
+          case 2: e = launch_recheck<Abft64Recheck<K, 64, 32>>(cp, q, strips, dp.sms, s); break;
           default: e = launch_recheck<Recheck>(cp, q, strips, dp.sms, s);
         }
         if (e != cudaSuccess) return e;

@@ -155,9 +155,14 @@ ABFT64_LAMBDA = 2.5
 # recomputation, no alarm. On the GPU the check's clean scores sit far higher than the model's (its sums are serial
 # along k): at a floor of 0.2 an H100 rechecked 13% of the units at 4096^3 and 22% at 8192^3, 0.19x / 0.10x cuBLAS DGEMM
 # against 0.90x / 0.92x without the band, while every significant fault of the campaigns was corrected
-# (docs/gemm-hopper.md). So the kernels are built without it (ABFT64_BAND_BUILT = 0); FTGEN_ABFT_BAND sets a floor.
+# (docs/gemm-hopper.md). With row-major A the kernels recheck a suspect bit for bit first (abft64_recheck_kernel: the
+# variant's own DMMA mainloop on A's gathered rows, the same products in the same order, so a clean unit comes back
+# identical and only a unit that differs is recomputed as above): a clean suspect then costs a share of a small GEMM.
+# There the 128-column check is built with a floor of 0.3 (ABFT64_BAND_BUILT; on an H100 its campaigns corrected
+# 2432/2432 and 2441/2443 significant faults, 0 false alarms, at 0.84-0.89x DGEMM with 16 faults a launch against
+# 0.89-0.93x without the band); other widths and column-major A are built without it. FTGEN_ABFT_BAND sets a floor.
 ABFT64_BAND_FLOORS = {32: 0.3, 64: 0.2, 128: 0.2}
-ABFT64_BAND_BUILT = 0.0
+ABFT64_BAND_BUILT = {128: 0.3}
 
 
 # bf16 / fp16 (the cutlass90 backend's sm90 kernels, 16-bit output, fp32 accumulation): the check reads the fp32
@@ -338,6 +343,12 @@ def abft_fp64_check() -> dict:
 def abft64_band_floor(cols: int) -> float:
     """The fp64 check's suspect band floor (a fraction of the threshold) on strips of ``cols`` columns."""
     return ABFT64_BAND_FLOORS[int(cols)]
+
+
+def abft64_band_built(cols: int, row_a: bool) -> float:
+    """The floor the fp64 check is built with on strips of ``cols`` columns (0: no band): ABFT64_BAND_BUILT's where A
+    is row-major (the suspects rechecked bit for bit), none otherwise."""
+    return ABFT64_BAND_BUILT.get(int(cols), 0.0) if row_a else 0.0
 
 
 def abft_fp64_band(cols: int, k: int) -> dict:

@@ -90,7 +90,7 @@ from ..base import (
     power_of_two,
 )
 from .abft_model import (ABFT64_LAMBDA, ABFT64_STRIP_COLS, ABFT_ELEMENT_FRACTION, ABFT_STRIP_LAMBDA, ABFT_STRIP_LAMBDAS,
-                         ABFT_STRIP_UNIT_PRECISION, ABFT64_BAND_BUILT, abft_strip_lambda)
+                         ABFT_STRIP_UNIT_PRECISION, abft64_band_built, abft_strip_lambda)
 from .tmr_model import MAX_ATTEMPTS
 
 # --------------------------------------------------------------------------------------------
@@ -278,13 +278,14 @@ def abft_strip_unit(v: Variant) -> float:
 
 def abft64_band_context(v: Variant) -> dict:
     """The fp64 check's suspect band as the variant's template renders it: whether it has one (fp64 with a derived
-    threshold, of which the band's floor is a fraction), the built floor (abft_model.ABFT64_BAND_BUILT: none; the
-    environment's FTGEN_ABFT_BAND sets one) and a suspect element's tolerance, ABFT_ELEMENT_FRACTION of
-    ftgen.tolerance's fp64 rule u (C_SQRT sqrt(k) + C_CONST)."""
+    threshold, of which the band's floor is a fraction), the built floor (abft_model.abft64_band_built: 0.3 of the
+    threshold on 128-column strips with row-major A, none otherwise; the environment's FTGEN_ABFT_BAND replaces it) and a
+    suspect element's tolerance, ABFT_ELEMENT_FRACTION of ftgen.tolerance's fp64 rule u (C_SQRT sqrt(k) + C_CONST)."""
     banded = v.precision == "fp64" and v.protection.scheme == "abft" and v.protection.threshold == "auto"
+    band = abft64_band_built(abft_strip_cols(v), v.get("layout_a", "row") == "row") if banded else 0.0
     return {
         "abft_banded": banded,
-        "abft_band": repr(ABFT64_BAND_BUILT),
+        "abft_band": repr(band),
         "abft_elem_u": repr(ABFT_ELEMENT_FRACTION * tolerance_rule("fp64").u),
         "abft_elem_c_sqrt": repr(C_SQRT),
         "abft_elem_c_const": repr(C_CONST),
