@@ -295,11 +295,12 @@ __global__ void __launch_bounds__(256) abft64_check_kernel(Abft64Params p) {
 // recomputed from A's row and B's column in double (the threads along k), an unlocated unit (or any detection with
 // correct: detect) listed for abft64_redo_kernel.
 // 128 threads a block (a thread per column of the widest strip) and several blocks an SM: at a band's floor thousands of
-// units are flagged, and a unit's latency (its block-wide sums, r2 along k) is what a block spends on it.
+// units are flagged, and a unit's latency (its block-wide sums, r2 along k) is what a block spends on it (at most 128
+// registers a thread: without the bound ptxas capped the column-major instantiation at 64 and spilled).
 constexpr int kAbft64RareThreads = 128;
 static_assert(kAbft64Cols <= kAbft64RareThreads, "a thread per column of a strip");
 template <bool kRowA, bool kRowB>
-__global__ void __launch_bounds__(kAbft64RareThreads) abft64_rare_kernel(Abft64Params p) {
+__global__ void __launch_bounds__(kAbft64RareThreads, 4) abft64_rare_kernel(Abft64Params p) {
   constexpr int kT = kAbft64RareThreads, kC = kAbft64Cols;
   __shared__ double red[kT / 32];
   __shared__ int ired[kT / 32];
