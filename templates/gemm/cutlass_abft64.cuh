@@ -374,6 +374,15 @@ __global__ void __launch_bounds__(kAbft64RareThreads, 4) abft64_rare_kernel(Abft
   }
 }
 
+// One of a unit's `parts` blocks reports whether its elements differed (state: the unit's counter, zeroed before the
+// first report: parts done in the low 16 bits, those that differed above). True for the last part to report, with
+// `differed` then whether any part did.
+CUTLASS_DEVICE bool abft64_last_part(int* state, int parts, bool& differed) {
+  const int old = atomicAdd(state, 1 + (differed ? 1 << 16 : 0));
+  differed = differed || (old >> 16) > 0;
+  return (old & 0xffff) == parts - 1;
+}
+
 // A dot product's term added by Ogita, Rump and Oishi's Dot2 (TwoProduct by fma, TwoSum): s + c carries the sum to about
 // u^2 of its magnitudes, mag = sum |a| |b| beside it (a suspect's recomputation: its elements compared with the
 // kernel's, so its own rounding must stay far under theirs)
@@ -468,11 +477,10 @@ __global__ void __launch_bounds__(kAbft64RedoThreads) abft64_redo_kernel(Abft64P
         out = p.alpha * exact;
       }
       if (sus) {  // (warp-uniform) the unit's last block counts it
-        const bool any = __any_sync(0xffffffffu, differs);
+        bool any = __any_sync(0xffffffffu, differs);
         if (lane == 0) {
-          const int old = atomicAdd(p.lists + 2 * p.list_cap + x / kGroups, 1 + (any ? 1 << 16 : 0));
-          if ((old & 0xffff) == kGroups - 1) {
-            if (any || (old >> 16) > 0) {
+          if (abft64_last_part(p.lists + 2 * p.list_cap + x / kGroups, kGroups, any)) {
+            if (any) {
               add_count(p.counters, &ftgen::FtCounters::detected, 1u);
               count_recomputed(p.counters);
               add_count(p.counters, &ftgen::FtCounters::corrected, 1u);
@@ -585,11 +593,7 @@ __global__ void __launch_bounds__(R::kThreads, 1) abft64_recheck_kernel(Abft64Pa
         if (mine) {
           bad = differs[r] != 0;
           decide = true;
-          if constexpr (R::kParts > 1) {
-            const int old = atomicAdd(p.bucket_state + static_cast<long long>(s) * p.m + row0 + r, 1 + (bad ? 1 << 16 : 0));
-            decide = (old & 0xffff) == R::kParts - 1;
-            bad = bad || (old >> 16) > 0;
-          }
+          if constexpr (R::kParts > 1) decide = abft64_last_part(p.bucket_state + static_cast<long long>(s) * p.m + row0 + r, R::kParts, bad);
         }
         if (decide && bad) {
           const int at = atomicAdd(p.counts + 1, 1);
